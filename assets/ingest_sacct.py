@@ -1,0 +1,79 @@
+"""Ingest: sacct dumps in the landing directory → raw.sacct_records, raw.rejects, raw.ingested_files."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from gpusre.assets.metadata import markdown_preview
+from gpusre.models.sacct_ingest import ingest_sacct_files
+from gpusre.models.warehouse import transaction
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+RAW_SACCT = dg.AssetKey(["raw", "sacct_records"])
+
+
+@dg.asset(
+    key=RAW_SACCT,
+    group_name="ingest",
+    kinds={"duckdb"},
+    pool=WAREHOUSE_POOL,
+    description=(
+        "Every sacct record (allocation and step rows) of every dump under landing/sacct, typed, "
+        "with source file and line. New or changed files only (SHA-256); bad records go to raw.rejects."
+    ),
+)
+def raw_sacct(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
+) -> dg.MaterializeResult:
+    config = landing.cluster_config()
+    with warehouse.connect() as con, transaction(con):
+        results = ingest_sacct_files(
+            con,
+            landing.root,
+            timezone=config.timezone,
+            fields=config.sacct.fields,
+            delimiter=config.sacct.delimiter if config.sacct.fields or config.sacct.delimiter != "|" else None,
+            cluster=config.cluster,
+            progress=context.log.info,
+        )
+        total_rows = con.sql("SELECT count(*) FROM raw.sacct_records").fetchall()[0][0]
+        reject_preview = con.sql(
+            "SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = 'sacct' "
+            "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10"
+        ).pl()
+    changed = [r for r in results if r.status != "unchanged"]
+    refused = [r for r in changed if r.status == "refused"]
+    for r in refused:
+        context.log.error(f"{r.source_file}: refused: {r.error}")
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": total_rows,
+            "files_seen": len(results),
+            "files_changed": len(changed),
+            "files_refused": len(refused),
+            "rows_read": sum(r.rows_read for r in changed),
+            "rows_loaded": sum(r.rows_loaded for r in changed),
+            "rows_rejected": sum(r.rows_rejected for r in changed),
+            "refused_files": dg.MetadataValue.json([{"file": r.source_file, "error": r.error} for r in refused]),
+            "latest_rejects": markdown_preview(reject_preview),
+        }
+    )
+
+
+@dg.asset_check(asset=RAW_SACCT, blocking=True, description="For every ingested file: rows read = loaded + rejected.")
+def sacct_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        bad = con.sql(
+            """
+            SELECT f.source_file, f.rows_read, f.rows_loaded, f.rows_rejected,
+                   (SELECT count(*) FROM raw.sacct_records r WHERE r.source_file = f.source_file) AS in_raw,
+                   (SELECT count(*) FROM raw.rejects j WHERE j.source_file = f.source_file AND j.line_no > 0) AS in_rejects
+            FROM raw.ingested_files f
+            WHERE f.source_kind = 'sacct'
+              AND (f.rows_read <> f.rows_loaded + f.rows_rejected
+                   OR f.rows_loaded <> (SELECT count(*) FROM raw.sacct_records r WHERE r.source_file = f.source_file)
+                   OR f.rows_rejected <> (SELECT count(*) FROM raw.rejects j WHERE j.source_file = f.source_file AND j.line_no > 0))
+            """
+        ).fetchall()
+    return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})

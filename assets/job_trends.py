@@ -1,0 +1,161 @@
+"""Marts: job-trend analyses over core.jobs.
+
+Daily marts (job usage by state and size, utilization) are partitioned by UTC day: a nightly run
+recomputes only the day(s) that changed; a backfill over a range runs as one transaction
+(``BackfillPolicy.single_run()``). Roll-up marts (shares by period, runtime and queue-wait
+quantiles, top consumers, trend tests, findings) are cheap aggregations recomputed from them.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import dagster as dg
+
+from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.metadata import markdown_preview
+from gpusre.models import findings as findings_model
+from gpusre.models import trends as trends_model
+from gpusre.models.marts_runner import ROLLUP_MARTS, run_daily_marts, run_mart_sql
+from gpusre.models.warehouse import transaction
+from gpusre.pipelines.partitions import DAILY_PARTITIONS, WAREHOUSE_POOL
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+JOB_USAGE_DAILY = dg.AssetKey(["marts", "job_usage_daily"])
+UTILIZATION_DAILY = dg.AssetKey(["marts", "utilization_daily"])
+SIZE_SHARE_TREND = dg.AssetKey(["marts", "size_share_trend"])
+FINDINGS = dg.AssetKey(["marts", "findings"])
+
+_MART_DESCRIPTIONS: dict[str, str] = {
+    "gpu_time_by_state": "Per period (all / month / ISO week) and final state: jobs, GPU-hours and their shares.",
+    "size_buckets": "Per period and job size bucket (GPUs): share of job count vs share of GPU-hours.",
+    "runtime_quantiles": "Per size bucket: runtime p50/p90/p99/max in hours — the long tail of large jobs.",
+    "queue_wait_quantiles": "Per size bucket: queue wait p50/p90/p99/max in minutes.",
+    "top_consumers": "Top 20 users and accounts by GPU-hours of finished GPU jobs.",
+}
+
+
+def _days(context: dg.AssetExecutionContext) -> list[date]:
+    window = context.partition_time_window
+    day = window.start.date()
+    out: list[date] = []
+    while day < window.end.date():
+        out.append(day)
+        day += timedelta(days=1)
+    return out
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(JOB_USAGE_DAILY, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day, final state and size bucket: GPU jobs that ended that day and their GPU-hours."),
+        dg.AssetSpec(UTILIZATION_DAILY, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day: capacity vs allocated GPU-hours (overlap of each job with the day)."),
+    ],
+    partitions_def=DAILY_PARTITIONS,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    pool=WAREHOUSE_POOL,
+)
+def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource):
+    """Delete-then-insert each partition day in one transaction, and drain those days from core.dirty_days."""
+    days = _days(context)
+    capacity = landing.cluster_config().capacity_gpus
+    with warehouse.connect() as con:
+        with transaction(con):
+            # "Now" for running jobs is the dump time the data shows, not the wall clock: a rerun
+            # over the same dumps must give the same numbers.
+            as_of = con.sql(
+                "SELECT max(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))) FROM core.jobs"
+            ).fetchall()[0][0]
+            for day in days:
+                run_daily_marts(con, day, capacity, as_of)
+            con.execute("DELETE FROM core.dirty_days WHERE day >= ? AND day <= ?", [days[0], days[-1]])
+        usage = con.execute(
+            "SELECT count(*), COALESCE(sum(gpu_hours), 0) FROM marts.job_usage_daily WHERE day BETWEEN ? AND ?",
+            [days[0], days[-1]],
+        ).fetchall()[0]
+        util = con.execute(
+            "SELECT avg(utilization) FROM marts.utilization_daily WHERE day BETWEEN ? AND ?", [days[0], days[-1]]
+        ).fetchall()[0][0]
+    context.log.info(f"daily marts: {len(days)} day(s) {days[0]} .. {days[-1]}")
+    yield dg.MaterializeResult(asset_key=JOB_USAGE_DAILY, metadata={
+        "dagster/row_count": usage[0], "days": len(days), "gpu_hours": float(usage[1])})
+    yield dg.MaterializeResult(asset_key=UTILIZATION_DAILY, metadata={
+        "days": len(days), "mean_utilization": float(util) if util is not None else None})
+
+
+def _rollup_asset(name: str) -> dg.AssetsDefinition:
+    key = dg.AssetKey(["marts", name])
+
+    @dg.asset(key=key, deps=[JOB_USAGE_DAILY, UTILIZATION_DAILY, CORE_JOBS], group_name="marts",
+              kinds={"duckdb"}, pool=WAREHOUSE_POOL, description=_MART_DESCRIPTIONS[name])
+    def _mart(warehouse: WarehouseResource) -> dg.MaterializeResult:
+        with warehouse.connect() as con:
+            with transaction(con):
+                run_mart_sql(con, name)
+            rows = con.sql(f"SELECT count(*) FROM marts.{name}").fetchall()[0][0]
+            preview = con.sql(f"SELECT * FROM marts.{name} LIMIT 10").pl()
+        return dg.MaterializeResult(metadata={"dagster/row_count": rows, "preview": markdown_preview(preview)})
+
+    _mart.__name__ = f"mart_{name}"
+    return _mart
+
+
+ROLLUP_ASSETS: list[dg.AssetsDefinition] = [_rollup_asset(name) for name in ROLLUP_MARTS]
+
+
+@dg.asset(key=SIZE_SHARE_TREND, deps=[dg.AssetKey(["marts", "size_buckets"])], group_name="marts",
+          kinds={"duckdb", "statsmodels"}, pool=WAREHOUSE_POOL,
+          description="Per granularity (month/week) and size bucket: OLS (HAC errors) and Kendall tau trend "
+                      "of the GPU-hour share — is usage shifting between size classes?")
+def size_share_trend(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        with transaction(con):
+            rows = trends_model.write_size_share_trend(con)
+        preview = con.sql("SELECT * FROM marts.size_share_trend ORDER BY granularity, bucket_order").pl()
+    return dg.MaterializeResult(metadata={"dagster/row_count": rows, "preview": markdown_preview(preview, 14)})
+
+
+@dg.asset(key=FINDINGS,
+          deps=[dg.AssetKey(["marts", n]) for n in ("gpu_time_by_state", "size_buckets", "runtime_quantiles")]
+          + [SIZE_SHARE_TREND],
+          group_name="marts", kinds={"duckdb"}, pool=WAREHOUSE_POOL,
+          description="The four operator findings (cancellations vs failures, small vs large jobs, runtime "
+                      "tail, usage shift) stated as sentences computed from the marts.")
+def findings(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        with transaction(con):
+            rows = findings_model.write_findings(con)
+        statements = [r[0] for r in con.sql("SELECT statement FROM marts.findings ORDER BY finding_id").fetchall()]
+    return dg.MaterializeResult(metadata={"dagster/row_count": rows,
+                                          "statements": dg.MetadataValue.md("\n".join(f"- {s}" for s in statements))})
+
+
+def _shares_check(table: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(asset=dg.AssetKey(["marts", table]), name="shares_sum_to_one", blocking=True,
+                    description=f"In marts.{table}, job and GPU-hour shares sum to 1 within every period.")
+    def _check(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        with warehouse.connect(read_only=False) as con:
+            bad = con.sql(
+                f"""SELECT period_type, period, sum(share_jobs) AS sj, sum(share_gpu_hours) AS sg
+                    FROM marts.{table} GROUP BY ALL
+                    HAVING abs(sum(share_jobs) - 1) > 1e-6
+                        OR (sum(gpu_hours) > 0 AND abs(sum(share_gpu_hours) - 1) > 1e-6)"""
+            ).fetchall()
+        return dg.AssetCheckResult(passed=not bad, metadata={"bad_periods": len(bad), "examples": str(bad[:5])})
+
+    _check.__name__ = f"{table}_shares_sum_to_one"
+    return _check
+
+
+MART_CHECKS = [_shares_check("gpu_time_by_state"), _shares_check("size_buckets")]
+
+
+@dg.asset_check(asset=dg.AssetKey(["marts", "gpu_time_by_state"]),
+                description="Warns when days changed in core.jobs have not been recomputed by a daily "
+                "partition run yet, so roll-ups miss them (backfill those partitions).")
+def no_unprocessed_days(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        n, lo, hi = con.sql("SELECT count(*), min(day), max(day) FROM core.dirty_days").fetchall()[0]
+    return dg.AssetCheckResult(passed=n == 0, severity=dg.AssetCheckSeverity.WARN,
+                               metadata={"unprocessed_days": n, "range": f"{lo} .. {hi}" if n else "none"})

@@ -1,0 +1,1 @@
+"""gpusre analytics: pure, typed functions (no Dagster)."""

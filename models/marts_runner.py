@@ -1,0 +1,93 @@
+"""Run the SQL marts shipped as package data in ``gpusre.sql`` (``marts/<name>.sql``).
+
+Each file may hold several statements; DuckDB only binds prepared parameters on a single
+statement, so the file is split with DuckDB's own parser and each statement gets just the
+parameters it names. Parameters the caller passes but a statement does not use are ignored;
+a parameter a statement needs but the caller did not pass raises a DuckDB error.
+
+Transactions are the caller's job: nothing here issues BEGIN/COMMIT, so a Dagster asset can
+wrap a whole partition (DELETE + INSERT) in one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from importlib.resources import files
+from typing import Any
+
+import duckdb
+
+__all__ = [
+    "DAILY_MARTS",
+    "ROLLUP_MARTS",
+    "mart_sql",
+    "run_mart_sql",
+    "run_daily_marts",
+    "run_rollup_marts",
+]
+
+#: Day-partitioned marts (parameter ``day``), in dependency order.
+DAILY_MARTS: tuple[str, ...] = ("job_usage_daily", "utilization_daily")
+#: Whole-table marts rebuilt from core.jobs / the daily marts, in dependency order.
+ROLLUP_MARTS: tuple[str, ...] = (
+    "gpu_time_by_state",
+    "size_buckets",
+    "runtime_quantiles",
+    "queue_wait_quantiles",
+    "top_consumers",
+)
+
+_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+def mart_sql(name: str) -> str:
+    """Return the text of ``gpusre.sql`` package file ``marts/<name>.sql``.
+
+    Raises ValueError for a name that is not a plain identifier (no paths), FileNotFoundError
+    when no such mart exists.
+    """
+    if not _NAME.match(name):
+        raise ValueError(f"invalid mart name {name!r}")
+    return files("gpusre.sql").joinpath("marts", f"{name}.sql").read_text(encoding="utf-8")
+
+
+def run_mart_sql(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
+) -> None:
+    """Execute every statement of mart ``name`` on ``con`` with DuckDB prepared ``params``.
+
+    ``params`` maps parameter names without ``$`` (``{"day": date(2026, 9, 1)}``) to values.
+    """
+    params = params or {}
+    for stmt in con.extract_statements(mart_sql(name)):
+        used = {k: params[k] for k in stmt.named_parameters if k in params}
+        if stmt.named_parameters:
+            con.execute(stmt.query, used)
+        else:
+            con.execute(stmt.query)
+
+
+def run_daily_marts(
+    con: duckdb.DuckDBPyConnection,
+    day: date,
+    capacity_gpus: int,
+    as_of: datetime | None,
+) -> None:
+    """(Re)build the ``day`` partition of every daily mart (:data:`DAILY_MARTS`).
+
+    ``capacity_gpus`` is the number of GPUs in the cluster; ``as_of`` is the end assumed for
+    jobs still running (a naive datetime is taken as UTC; None leaves running jobs out).
+    """
+    if as_of is not None and as_of.tzinfo is None:
+        # a naive value would otherwise be read in the session TimeZone
+        as_of = as_of.replace(tzinfo=timezone.utc)
+    params: dict[str, Any] = {"day": day, "capacity_gpus": int(capacity_gpus), "as_of": as_of}
+    for name in DAILY_MARTS:
+        run_mart_sql(con, name, params)
+
+
+def run_rollup_marts(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild every whole-table mart (:data:`ROLLUP_MARTS`); daily marts must exist first."""
+    for name in ROLLUP_MARTS:
+        run_mart_sql(con, name)

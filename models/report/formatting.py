@@ -1,0 +1,100 @@
+"""Number, duration and text formatting shared by the HTML and Markdown reports.
+
+All functions accept ``None`` (SQL NULL) and NaN and return an en dash for them, so templates
+never print 'None' or 'nan'. Shares and utilisation are fractions in [0, 1] in the warehouse and
+are shown as percentages with one decimal ('41.2 %').
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime, timezone
+
+__all__ = [
+    "MISSING",
+    "fmt_int",
+    "fmt_num",
+    "fmt_pct",
+    "fmt_pp",
+    "fmt_p",
+    "fmt_duration",
+    "fmt_date",
+    "truncate",
+    "md_escape",
+]
+
+#: Shown for NULL / NaN values.
+MISSING = "–"
+
+
+def _bad(x: object) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt_int(x: float | int | None) -> str:
+    """Integer with thousands separators: ``1234567 -> '1,234,567'``."""
+    return MISSING if _bad(x) else f"{round(float(x)):,}"  # type: ignore[arg-type]
+
+
+def fmt_num(x: float | int | None, decimals: int = 1) -> str:
+    """Number with thousands separators and fixed decimals: ``1234.56 -> '1,234.6'``."""
+    return MISSING if _bad(x) else f"{float(x):,.{decimals}f}"  # type: ignore[arg-type]
+
+
+def fmt_pct(frac: float | None, decimals: int = 1) -> str:
+    """A fraction as a percentage: ``0.4123 -> '41.2 %'``."""
+    return MISSING if _bad(frac) else f"{float(frac) * 100:.{decimals}f} %"  # type: ignore[arg-type]
+
+
+def fmt_pp(frac: float | None, decimals: int = 2) -> str:
+    """A change of a fraction in signed percentage points: ``0.0042 -> '+0.42 pp'``."""
+    return MISSING if _bad(frac) else f"{float(frac) * 100:+.{decimals}f} pp"  # type: ignore[arg-type]
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value with 3 decimals, or '< 0.001'."""
+    if _bad(p):
+        return MISSING
+    return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"  # type: ignore[arg-type]
+
+
+def fmt_duration(seconds: float | int | None) -> str:
+    """Seconds as Slurm prints elapsed time: ``93784 -> '1-02:03:04'``, ``3723 -> '01:02:03'``."""
+    if _bad(seconds):
+        return MISSING
+    s = max(int(seconds), 0)  # type: ignore[arg-type]
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    hms = f"{h:02d}:{m:02d}:{sec:02d}"
+    return f"{d}-{hms}" if d else hms
+
+
+def fmt_date(d: date | datetime | None) -> str:
+    """ISO date (dates) or 'YYYY-MM-DD HH:MM UTC' (timestamps)."""
+    if d is None:
+        return MISSING
+    if isinstance(d, datetime):
+        # Naive timestamps in the warehouse are UTC by contract; aware ones are converted.
+        utc = d if d.tzinfo is None else d.astimezone(timezone.utc)
+        return utc.strftime("%Y-%m-%d %H:%M UTC")
+    return d.isoformat()
+
+
+def truncate(text: object, max_len: int) -> str:
+    """Text cut to ``max_len`` characters with an ellipsis; control characters become spaces."""
+    s = "" if text is None else str(text)
+    s = "".join(ch if ch.isprintable() else " " for ch in s)
+    return s if len(s) <= max_len else s[: max_len - 1] + "…"
+
+
+def md_escape(value: object) -> str:
+    """Escape a value for a Markdown table cell or paragraph.
+
+    ``&``, ``<`` and ``>`` become entities (many wiki renderers and Slack pass raw HTML through or
+    treat them specially), ``|`` is escaped so table cells cannot split, newlines become spaces.
+    """
+    s = "" if value is None else str(value)
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = s.replace("|", r"\|").replace("\r", " ").replace("\n", " ")
+    return s

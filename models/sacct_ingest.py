@@ -1,0 +1,163 @@
+"""Load sacct dumps from the landing directory into ``raw.*`` — incrementally and losslessly.
+
+A file is the unit of ingestion: a file whose SHA-256 is unchanged since its last ingestion is
+skipped, so a rerun over the same landing directory changes nothing. A changed file replaces all
+of its earlier rows. Every record that cannot be parsed goes to ``raw.rejects`` with file, line and
+reason; a file that is unusable as a whole (e.g. fixed-width ``sacct`` output) is recorded as
+``refused``. Job ids whose records changed are queued in ``raw.sacct_dirty_jobs`` for core.jobs.
+
+The caller owns the transaction (see :func:`gpusre.models.warehouse.transaction`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from gpusre.models.sacct import SacctFormatError, parse_sacct_file
+
+__all__ = ["SACCT_SUFFIXES", "FileIngest", "discover_sacct_files", "ingest_sacct_files", "file_sha256"]
+
+#: File name endings accepted under ``landing/sacct/``.
+SACCT_SUFFIXES: tuple[str, ...] = (".psv", ".txt", ".log", ".json", ".csv")
+
+
+@dataclass(frozen=True)
+class FileIngest:
+    """What happened to one landing file in this run."""
+
+    source_file: str
+    status: str  # 'loaded' | 'refused' | 'unchanged'
+    rows_read: int = 0
+    rows_loaded: int = 0
+    rows_rejected: int = 0
+    error: str | None = None
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file, streamed so a large dump is not held in memory twice."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def discover_sacct_files(landing: Path) -> list[Path]:
+    """All sacct dumps under ``landing/sacct`` (recursively), in a stable order."""
+    root = landing / "sacct"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(SACCT_SUFFIXES))
+
+
+def _queue_dirty_jobs_of(con: duckdb.DuckDBPyConnection, source_file: str) -> None:
+    con.execute(
+        """INSERT OR IGNORE INTO raw.sacct_dirty_jobs
+           SELECT DISTINCT job_id FROM raw.sacct_records WHERE source_file = ?""",
+        [source_file],
+    )
+
+
+def _replace_file_rows(con: duckdb.DuckDBPyConnection, source_file: str) -> None:
+    # Jobs that only the old version of this file mentioned must be recomputed too.
+    _queue_dirty_jobs_of(con, source_file)
+    con.execute("DELETE FROM raw.sacct_records WHERE source_file = ?", [source_file])
+    con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
+
+
+def _record_file(
+    con: duckdb.DuckDBPyConnection, result: FileIngest, sha: str, size: int
+) -> None:
+    con.execute("DELETE FROM raw.ingested_files WHERE source_file = ?", [result.source_file])
+    con.execute(
+        """INSERT INTO raw.ingested_files
+           (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected,
+            status, error, ingested_at)
+           VALUES (?, 'sacct', ?, ?, ?, ?, ?, ?, ?, now())""",
+        [result.source_file, sha, size, result.rows_read, result.rows_loaded, result.rows_rejected,
+         result.status, result.error],
+    )
+
+
+def _ingest_one(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    source_file: str,
+    sha: str,
+    *,
+    timezone: str,
+    fields: Sequence[str] | None,
+    delimiter: str | None,
+    cluster: str | None,
+) -> FileIngest:
+    try:
+        parsed = parse_sacct_file(
+            path, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
+        )
+    except SacctFormatError as exc:
+        _replace_file_rows(con, source_file)
+        con.execute(
+            "INSERT INTO raw.rejects VALUES (?, 'sacct', 0, NULL, ?, now())", [source_file, str(exc)]
+        )
+        return FileIngest(source_file, "refused", error=str(exc))
+
+    _replace_file_rows(con, source_file)
+    records: pl.DataFrame = parsed.records
+    rejects: pl.DataFrame = parsed.rejects
+    if records.height:
+        con.register("_sacct_records_df", records.to_arrow())
+        con.execute("INSERT INTO raw.sacct_records BY NAME SELECT * FROM _sacct_records_df")
+        con.unregister("_sacct_records_df")
+        _queue_dirty_jobs_of(con, source_file)
+    if rejects.height:
+        con.register("_sacct_rejects_df", rejects.to_arrow())
+        con.execute(
+            """INSERT INTO raw.rejects BY NAME
+               SELECT source_file, 'sacct' AS source_kind, line_no, raw, error, now() AS rejected_at
+               FROM _sacct_rejects_df"""
+        )
+        con.unregister("_sacct_rejects_df")
+    return FileIngest(
+        source_file, "loaded", parsed.rows_read, records.height, rejects.height
+    )
+
+
+def ingest_sacct_files(
+    con: duckdb.DuckDBPyConnection,
+    landing: Path,
+    *,
+    timezone: str = "UTC",
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    cluster: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[FileIngest]:
+    """Ingest every new or changed sacct dump under ``landing/sacct`` (caller holds a transaction)."""
+    known = dict(
+        con.execute("SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = 'sacct'").fetchall()
+    )
+    results: list[FileIngest] = []
+    paths = discover_sacct_files(landing)
+    for index, path in enumerate(paths, start=1):
+        source_file = path.relative_to(landing).as_posix()
+        sha = file_sha256(path)
+        if known.get(source_file) == sha:
+            results.append(FileIngest(source_file, "unchanged"))
+            continue
+        result = _ingest_one(
+            con, path, source_file, sha, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
+        )
+        _record_file(con, result, sha, path.stat().st_size)
+        results.append(result)
+        if progress:
+            progress(f"sacct {index}/{len(paths)} {source_file}: {result.status}, "
+                     f"{result.rows_loaded} loaded, {result.rows_rejected} rejected")
+    # A dump removed from the landing directory keeps its rows: the warehouse is the archive and
+    # landing directories are often pruned after ingestion.
+    return results

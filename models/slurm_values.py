@@ -1,0 +1,199 @@
+"""Slurm value parsers as Polars expressions (durations, timestamps, states, exit codes, TRES).
+
+Each parser maps a ``pl.String`` expression to a typed expression that is **null when the input
+does not parse**. Callers decide whether a null is fine (``Unknown``, empty) or an error, with
+:func:`invalid_value`: a value is invalid when the text is present, is not one of the field's
+null tokens, and still parsed to null. This keeps one regex pass per field instead of one for
+the value and another for the error.
+
+>>> import polars as pl
+>>> df = pl.DataFrame({"t": ["1-02:03:04", "05:06", "UNLIMITED", "bogus"]})
+>>> df.select(parse_duration_s(pl.col("t"))).to_series().to_list()
+[93784, 306, None, None]
+>>> df.select(invalid_value(pl.col("t"), parse_duration_s(pl.col("t")), TIMELIMIT_NULL_TOKENS)).to_series().to_list()
+[False, False, False, True]
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Iterable
+
+import polars as pl
+
+__all__ = [
+    "SLURM_BASE_STATES",
+    "SLURM_STATE_FLAGS",
+    "SLURM_STATES",
+    "DURATION_NULL_TOKENS",
+    "TIMELIMIT_NULL_TOKENS",
+    "TIMESTAMP_NULL_TOKENS",
+    "invalid_value",
+    "parse_int",
+    "parse_duration_s",
+    "parse_naive_timestamp",
+    "localize_to_utc",
+    "parse_state",
+    "parse_exit_code",
+    "parse_job_id",
+    "tres_count",
+    "tres_gpus",
+    "gres_gpus",
+    "check_timezone",
+]
+
+#: Base job states (``JOB_STATE_BASE`` in slurm.h): every job has exactly one.
+SLURM_BASE_STATES: frozenset[str] = frozenset(
+    {
+        "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
+        "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "RUNNING", "SUSPENDED", "TIMEOUT",
+    }
+)
+#: State flags; sacct prints a recognised flag *instead of* the base state
+#: (https://slurm.schedmd.com/job_state_codes.html).
+SLURM_STATE_FLAGS: frozenset[str] = frozenset(
+    {
+        "COMPLETING", "CONFIGURING", "EXPEDITING", "LAUNCH_FAILED", "POWER_UP_NODE",
+        "RECONFIG_FAIL", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING",
+        "RESV_DEL_HOLD", "REVOKED", "SIGNALING", "SPECIAL_EXIT", "STAGE_OUT", "STOPPED",
+        "UPDATE_DB",
+    }
+)
+#: Every name sacct / slurmrestd may report as a job state.
+SLURM_STATES: frozenset[str] = SLURM_BASE_STATES | SLURM_STATE_FLAGS
+
+#: Texts that mean "no value" for Elapsed-like durations.
+DURATION_NULL_TOKENS: frozenset[str] = frozenset({"", "Unknown", "INVALID", "None"})
+#: Texts that mean "no limit / not known" for Timelimit.
+TIMELIMIT_NULL_TOKENS: frozenset[str] = DURATION_NULL_TOKENS | {"UNLIMITED", "Partition_Limit"}
+#: Texts that mean "no time" for Submit/Eligible/Start/End.
+TIMESTAMP_NULL_TOKENS: frozenset[str] = frozenset({"", "Unknown", "None"})
+
+# [D-]HH:MM:SS, HH:MM:SS, MM:SS, each with an optional .fraction (TotalCPU style). Days need hours:
+# sacct never prints 'D-HH:MM', and accepting it would make 'D-MM:SS' ambiguous.
+_DURATION_RE = r"^(?:(?:(?P<d>\d+)-)?(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)(?:\.\d+)?$"
+_TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S"
+_STATE_RE = r"^(?P<state>[A-Z_]+)(?: by (?P<by>\d+))?$"
+_EXIT_RE = r"^(?P<code>\d+):(?P<signal>\d+)$"
+# 123 | 123_4 | 123_[1-5,7%2] | 123+0, optionally followed by .batch/.extern/.interactive/.TBD/.0/.0+1
+_JOB_ID_RE = (
+    r"^(?P<job_id>(?P<base>\d+)(?:_(?P<task>\d+)|_\[(?P<tasks>[0-9,\-]+)(?:%\d+)?\]|\+(?P<het>\d+))?)"
+    r"(?:\.(?P<step>batch|extern|interactive|TBD|\d+(?:\+\d+)?))?$"
+)
+
+
+def invalid_value(raw: pl.Expr, parsed: pl.Expr, null_tokens: Iterable[str]) -> pl.Expr:
+    """True where ``raw`` holds text that is not a null token yet ``parsed`` came out null."""
+    return (raw.is_not_null() & ~raw.is_in(list(null_tokens)) & parsed.is_null()).fill_null(False)
+
+
+def parse_int(raw: pl.Expr, dtype: pl.DataType = pl.Int64) -> pl.Expr:
+    """Decimal integer text -> ``dtype``; null when empty, non-numeric or out of range."""
+    return raw.cast(dtype, strict=False)
+
+
+def parse_duration_s(raw: pl.Expr) -> pl.Expr:
+    """Slurm duration text -> whole seconds (Int64, fraction floored); null when not a duration.
+
+    Accepts ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and any of them with ``.mmm``. Minutes and
+    seconds must be < 60 (and hours < 24 when days are given) so garbage does not pass as time.
+    """
+    g = raw.str.extract_groups(_DURATION_RE)
+    d = g.struct.field("d").cast(pl.Int64, strict=False)
+    h = g.struct.field("h").cast(pl.Int64, strict=False)
+    m = g.struct.field("m").cast(pl.Int64, strict=False)
+    s = g.struct.field("s").cast(pl.Int64, strict=False)
+    total = d.fill_null(0) * 86_400 + h.fill_null(0) * 3_600 + m * 60 + s
+    ok = (m < 60) & (s < 60) & (d.is_null() | (h < 24))
+    return pl.when(ok).then(total).otherwise(None).cast(pl.Int64)
+
+
+def parse_naive_timestamp(raw: pl.Expr) -> pl.Expr:
+    """``YYYY-MM-DDTHH:MM:SS`` -> naive ``Datetime('us')``; null for ``Unknown`` or malformed text."""
+    return raw.str.strptime(pl.Datetime("us"), _TIMESTAMP_FORMAT, strict=False, exact=True)
+
+
+def check_timezone(timezone: str) -> str:
+    """Return ``timezone`` if it is a known IANA zone, else raise ``ValueError``."""
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown IANA timezone {timezone!r}") from exc
+    return timezone
+
+
+def localize_to_utc(naive: pl.Expr, timezone: str) -> pl.Expr:
+    """Interpret naive wall-clock times in ``timezone`` and convert them to ``Datetime('us','UTC')``.
+
+    DST: an ambiguous local time (the repeated hour in autumn) maps to the earliest instant;
+    a non-existent one (the skipped hour in spring) becomes null, since no instant matches it.
+    """
+    if timezone == "UTC":
+        return naive.dt.replace_time_zone("UTC")
+    return naive.dt.replace_time_zone(
+        check_timezone(timezone), ambiguous="earliest", non_existent="null"
+    ).dt.convert_time_zone("UTC")
+
+
+def parse_state(raw: pl.Expr) -> pl.Expr:
+    """State text -> struct ``{state: String, cancelled_by: Int64}``; state null when unknown.
+
+    ``CANCELLED by 1234`` gives ``CANCELLED`` and 1234. Truncated fixed-width states such as
+    ``OUT_OF_ME+`` and names outside :data:`SLURM_STATES` give a null state.
+    """
+    g = raw.str.extract_groups(_STATE_RE)
+    base = g.struct.field("state")
+    return pl.struct(
+        pl.when(base.is_in(list(SLURM_STATES))).then(base).otherwise(None).alias("state"),
+        g.struct.field("by").cast(pl.Int64, strict=False).alias("cancelled_by"),
+    )
+
+
+def parse_exit_code(raw: pl.Expr) -> pl.Expr:
+    """``N:S`` -> struct ``{exit_code: Int32, exit_signal: Int32}``; both null when malformed."""
+    g = raw.str.extract_groups(_EXIT_RE)
+    return pl.struct(
+        g.struct.field("code").cast(pl.Int32, strict=False).alias("exit_code"),
+        g.struct.field("signal").cast(pl.Int32, strict=False).alias("exit_signal"),
+    )
+
+
+def parse_job_id(raw: pl.Expr) -> pl.Expr:
+    """JobID text -> struct of its parts (all String; ``job_id`` null when malformed).
+
+    Fields: ``job_id`` (without step), ``base`` (leading number), ``task`` (array task),
+    ``tasks`` (pending array range body, ``%`` throttle dropped), ``het`` (het offset), ``step``.
+    """
+    return raw.str.extract_groups(_JOB_ID_RE)
+
+
+def tres_count(raw: pl.Expr, key: str) -> pl.Expr:
+    """Integer count of ``key`` in a TRES string (``cpu=8,node=1,gres/gpu=4``) -> Int64 or null."""
+    return raw.str.extract(rf"(?:^|,){re.escape(key)}=(\d+)(?:,|$)", 1).cast(pl.Int64, strict=False)
+
+
+def tres_gpus(raw: pl.Expr) -> pl.Expr:
+    """GPUs in a TRES string -> struct ``{n_gpus: Int64, gpu_type: String}``.
+
+    The untyped total ``gres/gpu=N`` wins when present (Slurm prints it alongside the typed
+    entries); otherwise typed entries ``gres/gpu:h100=N`` are summed. ``gpu_type`` is the type of
+    the first typed entry. Both null when the string mentions no GPU.
+    """
+    typed = raw.str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=\d+")
+    typed_sum = typed.list.eval(pl.element().str.extract(r"=(\d+)$", 1).cast(pl.Int64)).list.sum()
+    typed_sum = pl.when(typed.list.len() > 0).then(typed_sum).otherwise(None)
+    return pl.struct(
+        pl.coalesce(tres_count(raw, "gres/gpu"), typed_sum).alias("n_gpus"),
+        raw.str.extract(r"(?:^|,)gres/gpu:([^=,]+)=", 1).alias("gpu_type"),
+    )
+
+
+def gres_gpus(raw: pl.Expr) -> pl.Expr:
+    """GPUs in an AllocGRES string (``gpu:8``, ``gpu:h100:8(IDX:0-7)``) -> struct like :func:`tres_gpus`."""
+    entries = raw.str.extract_all(r"(?:^|,)gpu(?::[^:,(]+)?:\d+")
+    total = entries.list.eval(pl.element().str.extract(r":(\d+)$", 1).cast(pl.Int64)).list.sum()
+    return pl.struct(
+        pl.when(entries.list.len() > 0).then(total).otherwise(None).alias("n_gpus"),
+        raw.str.extract(r"(?:^|,)gpu:([^:,(]+):\d+", 1).alias("gpu_type"),
+    )

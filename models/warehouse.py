@@ -1,0 +1,64 @@
+"""The DuckDB warehouse file: open it, apply the DDL, run work in one transaction.
+
+All writes go through :func:`transaction` so a crash (or an exception) mid-write leaves the
+warehouse exactly as it was: DuckDB rolls back the open transaction when the process dies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+__all__ = ["connect", "apply_ddl", "transaction", "read_sql", "table_exists"]
+
+
+def read_sql(relative: str) -> str:
+    """Text of a SQL file shipped in the ``gpusre.sql`` package, e.g. ``'core/jobs_upsert.sql'``."""
+    return resources.files("gpusre.sql").joinpath(relative).read_text(encoding="utf-8")
+
+
+def apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
+    """Create schemas, tables and macros (idempotent) from ``sql/ddl/*.sql`` in name order."""
+    ddl_dir = resources.files("gpusre.sql").joinpath("ddl")
+    for entry in sorted(ddl_dir.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".sql"):
+            con.execute(entry.read_text(encoding="utf-8"))
+
+
+def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse with UTC session time zone; a writable open also applies the DDL."""
+    path = Path(path)
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path), read_only=read_only)
+    # TIMESTAMPTZ values print and truncate to days in UTC, whatever the machine's zone is.
+    con.execute("SET TimeZone = 'UTC'")
+    if not read_only:
+        apply_ddl(con)
+    return con
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``BEGIN`` … ``COMMIT``; ``ROLLBACK`` and re-raise on any exception."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
+    """True when ``schema.table`` exists."""
+    schema, _, name = qualified.partition(".")
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+        [schema, name],
+    ).fetchall()
+    return bool(rows[0][0])

@@ -1,0 +1,158 @@
+"""The ``gpusre`` command line: simulate, run, demo, report.
+
+User errors (bad arguments, unreadable input, invalid cluster.yaml, a warehouse locked by another
+process) print one line ``gpusre: error: …`` and exit non-zero; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date
+from pathlib import Path
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+
+    config = SimulationConfig(nodes=args.nodes, gpus_per_node=args.gpus_per_node, days=args.days,
+                              start=args.start, seed=args.seed, timezone=args.timezone)
+    summary = simulate_cluster(Path(args.out), config, progress=_progress)
+    print(f"simulated {summary.get('n_jobs', '?')} jobs on {args.nodes} nodes x {args.gpus_per_node} GPUs "
+          f"over {args.days} days -> {args.out}")
+    return 0
+
+
+def _run(landing: Path, warehouse: Path, reports: Path) -> int:
+    from gpusre.pipelines.runner import run_pipeline
+
+    summary = run_pipeline(landing, warehouse, reports, progress=_progress)
+    for refused in summary.files_refused:
+        print(f"gpusre: refused {refused}", file=sys.stderr)
+    print(f"warehouse: {warehouse} ({summary.jobs:,} jobs, {summary.rows_rejected:,} records rejected "
+          f"this run; see raw.rejects) in {summary.seconds:.1f} s")
+    if summary.report_html:
+        print(f"report: {summary.report_html}")
+    # A refused file is a failed input even though everything else loaded: make cron notice.
+    return EXIT_FAILED if summary.files_refused else 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    reports = Path(args.reports) if args.reports else Path(args.warehouse).parent / "reports"
+    return _run(Path(args.landing), Path(args.warehouse), reports)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+
+    out = Path(args.out)
+    landing = out / "landing"
+    _progress(f"simulating the built-in demo cluster into {landing} ...")
+    summary = simulate_cluster(landing, SimulationConfig(), progress=_progress)
+    _progress(f"simulated {summary.get('n_jobs', '?')} jobs")
+    return _run(landing, out / "warehouse.duckdb", out / "reports")
+
+
+def _cmd_report_nightly(args: argparse.Namespace) -> int:
+    from gpusre.models.report.nightly import render_nightly_report
+    from gpusre.models.warehouse import connect
+
+    warehouse = Path(args.warehouse)
+    if not warehouse.is_file():
+        raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
+    con = connect(warehouse)
+    try:
+        paths = render_nightly_report(con, Path(args.out), report_date=args.date, warehouse_label=str(warehouse))
+    finally:
+        con.close()
+    print(paths.html)
+    print(paths.markdown)
+    return 0
+
+
+def _iso_date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from exc
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and for documentation)."""
+    parser = argparse.ArgumentParser(prog="gpusre", description="Incident analytics for Slurm GPU clusters.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="write a synthetic landing directory (sacct dumps, cluster.yaml, truth/)")
+    sim.add_argument("--out", required=True, help="landing directory to write")
+    sim.add_argument("--nodes", type=_positive, default=100)
+    sim.add_argument("--gpus-per-node", type=_positive, default=8)
+    sim.add_argument("--days", type=_positive, default=90)
+    sim.add_argument("--start", type=_iso_date, default=date(2026, 8, 1), help="first day (YYYY-MM-DD)")
+    sim.add_argument("--seed", type=int, default=7)
+    sim.add_argument("--timezone", default="UTC", help="IANA time zone of the simulated Slurm timestamps")
+    sim.set_defaults(func=_cmd_simulate)
+
+    run = sub.add_parser("run", help="materialize all assets over a landing directory (safe to rerun)")
+    run.add_argument("--landing", required=True)
+    run.add_argument("--warehouse", required=True, help="DuckDB file (created if missing)")
+    run.add_argument("--reports", help="report directory (default: next to the warehouse)")
+    run.set_defaults(func=_cmd_run)
+
+    demo = sub.add_parser("demo", help="simulate the built-in 100-node cluster, run, write the report")
+    demo.add_argument("--out", default="demo", help="output directory (default: ./demo)")
+    demo.set_defaults(func=_cmd_demo)
+
+    report = sub.add_parser("report", help="render a report from the warehouse")
+    report_sub = report.add_subparsers(dest="report_kind", required=True)
+    nightly = report_sub.add_parser("nightly", help="nightly HTML + Markdown report")
+    nightly.add_argument("--warehouse", required=True)
+    nightly.add_argument("--out", required=True)
+    nightly.add_argument("--date", type=_iso_date, help="report day (default: latest day with data)")
+    nightly.set_defaults(func=_cmd_report_nightly)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``gpusre`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    import duckdb
+
+    from gpusre.pipelines.config import ClusterConfigError
+
+    try:
+        from gpusre.pipelines.runner import PipelineError
+    except ImportError:  # pragma: no cover - runner imports Dagster; keep errors readable anyway
+        PipelineError = RuntimeError  # type: ignore[misc,assignment]
+    try:
+        return int(args.func(args))
+    except (ClusterConfigError, PipelineError, FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        print(f"gpusre: error: {exc}", file=sys.stderr)
+    except duckdb.IOException as exc:
+        first = str(exc).splitlines()[0]
+        print(f"gpusre: error: cannot open the warehouse (is another gpusre/dagster process writing it?): {first}",
+              file=sys.stderr)
+    except KeyboardInterrupt:
+        print("gpusre: interrupted; the warehouse keeps its last committed state", file=sys.stderr)
+        return 130
+    return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""The one Dagster ``Definitions`` of gpusre (loaded by workspace.yaml and the CLI)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from gpusre.assets.core_jobs import core_jobs
+from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
+from gpusre.assets.job_trends import (
+    MART_CHECKS,
+    ROLLUP_ASSETS,
+    daily_job_marts,
+    findings,
+    no_unprocessed_days,
+    size_share_trend,
+)
+from gpusre.assets.reports import nightly_report
+from gpusre.pipelines.jobs import daily_marts_job, ingest_job, nightly_job, rollup_job
+from gpusre.pipelines.resources import default_resources
+from gpusre.pipelines.schedules import nightly_schedule
+from gpusre.pipelines.sensors import landing_sensor
+
+ASSETS = [raw_sacct, core_jobs, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings, nightly_report]
+CHECKS = [sacct_rows_reconcile, no_unprocessed_days, *MART_CHECKS]
+
+
+def build_definitions(
+    warehouse: str | None = None, landing: str | None = None, reports: str | None = None
+) -> dg.Definitions:
+    """Definitions bound to a warehouse file, landing and reports directory.
+
+    The in-process executor is the default because DuckDB allows one writing process per file;
+    with the multiprocess executor, size the ``duckdb_warehouse`` pool to 1 in dagster.yaml.
+    """
+    return dg.Definitions(
+        assets=ASSETS,
+        asset_checks=CHECKS,
+        jobs=[ingest_job, daily_marts_job, rollup_job, nightly_job],
+        schedules=[nightly_schedule],
+        sensors=[landing_sensor],
+        resources=default_resources(warehouse, landing, reports),
+        executor=dg.in_process_executor,
+    )
+
+
+defs = build_definitions()

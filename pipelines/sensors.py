@@ -1,0 +1,64 @@
+"""A sensor that starts the nightly job when new or changed files land in the landing directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+
+from gpusre.pipelines.jobs import nightly_job
+from gpusre.pipelines.partitions import DAILY_PARTITIONS
+from gpusre.pipelines.resources import LandingResource
+
+_DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
+WATCHED_DIRS = ("sacct", "syslog", "alerts", "slurm_events")
+
+
+def landing_snapshot(root: Path) -> dict[str, str]:
+    """``{relative path: 'mtime_ns:size'}`` of every watched landing file (and cluster.yaml)."""
+    snap: dict[str, str] = {}
+    candidates = [root / "cluster.yaml"] + [p for d in WATCHED_DIRS for p in (root / d).rglob("*")]
+    for path in candidates:
+        if path.is_file():
+            st = path.stat()
+            snap[path.relative_to(root).as_posix()] = f"{st.st_mtime_ns}:{st.st_size}"
+    return snap
+
+
+def partition_for(files: list[str], today: date) -> str:
+    """The partition a batch of new files belongs to: the latest date in their names, else yesterday."""
+    days: list[date] = []
+    for name in files:
+        for m in _DATE_IN_NAME.finditer(name):
+            try:
+                days.append(date(int(m[1]), int(m[2]), int(m[3])))
+            except ValueError:
+                continue
+    day = max(days) if days else today - timedelta(days=1)
+    keys = DAILY_PARTITIONS.get_partition_keys()
+    key = day.isoformat()
+    return key if key in keys else keys[-1]
+
+
+@dg.sensor(job=nightly_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
+           description="Launches nightly_job when files in landing/ are new or changed (mtime or size).")
+def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingResource) -> dg.SensorResult:
+    root = landing.root
+    if not root.is_dir():
+        return dg.SensorResult(skip_reason=f"landing directory {root} does not exist")
+    previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    current = landing_snapshot(root)
+    changed = sorted(k for k, v in current.items() if previous.get(k) != v)
+    if not changed:
+        return dg.SensorResult(skip_reason="no new or changed files", cursor=json.dumps(current))
+    run_key = hashlib.sha256(json.dumps({k: current[k] for k in changed}).encode()).hexdigest()[:16]
+    partition_key = partition_for(changed, datetime.now(timezone.utc).date())
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=run_key, partition_key=partition_key,
+                                    tags={"gpusre/changed_files": str(len(changed))})],
+        cursor=json.dumps(current),
+    )

@@ -1,0 +1,78 @@
+-- raw.ingested_files: one row per landing file ingested (latest ingestion wins; a file whose
+-- sha256 is unchanged is skipped on rerun). rows_read = rows_loaded + rows_rejected always.
+CREATE TABLE IF NOT EXISTS raw.ingested_files (
+    source_file   VARCHAR PRIMARY KEY,   -- path relative to the landing directory, e.g. 'sacct/2026-09-01.psv'
+    source_kind   VARCHAR NOT NULL,      -- 'sacct', later 'syslog', 'alerts', ...
+    sha256        VARCHAR NOT NULL,
+    size_bytes    BIGINT NOT NULL,
+    rows_read     BIGINT NOT NULL,       -- data records seen (header and blank lines excluded)
+    rows_loaded   BIGINT NOT NULL,
+    rows_rejected BIGINT NOT NULL,
+    status        VARCHAR NOT NULL,      -- 'loaded' | 'refused' (whole file unusable: see error)
+    error         VARCHAR,               -- why a file was refused
+    ingested_at   TIMESTAMPTZ NOT NULL
+);
+
+-- raw.rejects: one row per input record that could not be loaded, with the reason.
+-- line_no is the 1-based physical line (text files) or 1-based index in jobs[] (sacct --json);
+-- line_no 0 means the whole file was refused (e.g. fixed-width sacct output).
+CREATE TABLE IF NOT EXISTS raw.rejects (
+    source_file VARCHAR NOT NULL,
+    source_kind VARCHAR NOT NULL,
+    line_no     BIGINT NOT NULL,
+    raw         VARCHAR,
+    error       VARCHAR NOT NULL,
+    rejected_at TIMESTAMPTZ NOT NULL
+);
+
+-- raw.sacct_records: one row per sacct record (allocation or step) exactly as a dump showed it,
+-- typed but not deduplicated: the same job appears once per dump that listed it, and once per
+-- requeued instance (sacct -D). core.jobs / core.job_steps pick the winning record.
+CREATE TABLE IF NOT EXISTS raw.sacct_records (
+    source_file     VARCHAR NOT NULL,
+    line_no         BIGINT NOT NULL,
+    record_type     VARCHAR NOT NULL,     -- 'allocation' | 'step'
+    cluster         VARCHAR,
+    job_id          VARCHAR NOT NULL,     -- as Slurm prints it without the step: '123', '123_4', '123_[1-5]', '123+0'
+    job_id_raw      VARCHAR,
+    array_job_id    BIGINT,
+    array_task_id   BIGINT,
+    array_task_ids  BIGINT[],
+    het_job_id      BIGINT,
+    het_job_offset  INTEGER,
+    step_id         VARCHAR,              -- 'batch' | 'extern' | 'interactive' | '0' | '0+1' ...; NULL for allocations
+    name            VARCHAR,
+    "user"          VARCHAR,
+    uid             BIGINT,
+    account         VARCHAR,
+    "group"         VARCHAR,
+    partition       VARCHAR,
+    qos             VARCHAR,
+    state           VARCHAR,
+    state_raw       VARCHAR,
+    cancelled_by    BIGINT,
+    exit_code       INTEGER,
+    exit_signal     INTEGER,
+    submit_ts       TIMESTAMPTZ,
+    eligible_ts     TIMESTAMPTZ,
+    start_ts        TIMESTAMPTZ,
+    end_ts          TIMESTAMPTZ,
+    elapsed_s       BIGINT,
+    timelimit_s     BIGINT,
+    n_nodes         INTEGER,
+    n_cpus          INTEGER,
+    n_gpus          INTEGER,
+    gpu_type        VARCHAR,
+    nodelist        VARCHAR,
+    nodes           VARCHAR[],
+    restart_cnt     INTEGER,
+    comment         VARCHAR,
+    raw_line        VARCHAR
+);
+
+-- raw.sacct_dirty_jobs: job ids whose raw records changed since core.jobs last consumed them
+-- (a work queue: the ingest writes it, the core_jobs asset drains it in the same transaction
+-- as its upsert, so a failed core step is simply retried by the next run).
+CREATE TABLE IF NOT EXISTS raw.sacct_dirty_jobs (
+    job_id VARCHAR PRIMARY KEY
+);

@@ -1,0 +1,92 @@
+-- Job size buckets used by every job-trend mart (GPUs per job). CPU-only jobs are bucket '0'.
+CREATE OR REPLACE MACRO core.size_bucket(n_gpus) AS
+    CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN '0'
+         WHEN n_gpus = 1 THEN '1'
+         WHEN n_gpus <= 8 THEN '2-8'
+         WHEN n_gpus <= 64 THEN '9-64'
+         WHEN n_gpus <= 256 THEN '65-256'
+         WHEN n_gpus <= 1024 THEN '257-1024'
+         ELSE '>1024' END;
+CREATE OR REPLACE MACRO core.size_bucket_order(n_gpus) AS
+    CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN 0
+         WHEN n_gpus = 1 THEN 1
+         WHEN n_gpus <= 8 THEN 2
+         WHEN n_gpus <= 64 THEN 3
+         WHEN n_gpus <= 256 THEN 4
+         WHEN n_gpus <= 1024 THEN 5
+         ELSE 6 END;
+-- States after which a job will not change again (it may still be requeued under the same id).
+CREATE OR REPLACE MACRO core.is_terminal_state(s) AS
+    s IN ('COMPLETED','FAILED','CANCELLED','TIMEOUT','NODE_FAIL','OUT_OF_MEMORY','PREEMPTED',
+          'BOOT_FAIL','DEADLINE','REVOKED','SPECIAL_EXIT');
+
+-- core.jobs: one row per Slurm job allocation (array task, het component), the latest known
+-- instance of it across all dumps; restarts counts the earlier (requeued) instances.
+CREATE TABLE IF NOT EXISTS core.jobs (
+    job_id          VARCHAR PRIMARY KEY,  -- as Slurm prints it: '123', '123_4', '123_[1-5]' (pending array), '123+0'
+    cluster         VARCHAR,
+    job_id_raw      VARCHAR,
+    array_job_id    BIGINT,
+    array_task_id   BIGINT,               -- NULL unless exactly one task
+    array_task_ids  BIGINT[],             -- expanded task ids ('123_[1-3]' -> [1,2,3])
+    het_job_id      BIGINT,
+    het_job_offset  INTEGER,
+    name            VARCHAR,
+    "user"          VARCHAR,
+    uid             BIGINT,
+    account         VARCHAR,
+    "group"         VARCHAR,
+    partition       VARCHAR,
+    qos             VARCHAR,
+    state           VARCHAR NOT NULL,     -- normalized Slurm state, e.g. CANCELLED (never 'CANCELLED by 12')
+    cancelled_by    BIGINT,               -- uid from 'CANCELLED by <uid>'
+    exit_code       INTEGER,
+    exit_signal     INTEGER,
+    submit_ts       TIMESTAMPTZ,          -- UTC
+    eligible_ts     TIMESTAMPTZ,
+    start_ts        TIMESTAMPTZ,
+    end_ts          TIMESTAMPTZ,          -- NULL while running / pending
+    elapsed_s       BIGINT,
+    timelimit_s     BIGINT,
+    queue_wait_s    BIGINT,               -- start - COALESCE(eligible, submit)
+    n_nodes         INTEGER,
+    n_cpus          INTEGER,
+    n_gpus          INTEGER,
+    gpu_type        VARCHAR,
+    size_bucket     VARCHAR,              -- core.size_bucket(n_gpus)
+    nodelist        VARCHAR,              -- compressed hostlist as Slurm printed it
+    nodes           VARCHAR[],            -- expanded node names
+    gpu_hours       DOUBLE,               -- n_gpus * elapsed_s / 3600
+    restarts        INTEGER NOT NULL,
+    comment         VARCHAR,
+    end_day         DATE,                 -- UTC day of end_ts: the daily partition the job belongs to
+    source_file     VARCHAR NOT NULL,     -- dump and line of the winning record
+    line_no         BIGINT NOT NULL
+);
+
+-- core.job_steps: one row per job step ('123.batch', '123.extern', '123.0') of the latest instance.
+CREATE TABLE IF NOT EXISTS core.job_steps (
+    job_id       VARCHAR NOT NULL,
+    step_id      VARCHAR NOT NULL,
+    name         VARCHAR,
+    state        VARCHAR,
+    exit_code    INTEGER,
+    exit_signal  INTEGER,
+    start_ts     TIMESTAMPTZ,
+    end_ts       TIMESTAMPTZ,
+    elapsed_s    BIGINT,
+    n_nodes      INTEGER,
+    n_cpus       INTEGER,
+    n_gpus       INTEGER,
+    nodelist     VARCHAR,
+    nodes        VARCHAR[],
+    source_file  VARCHAR NOT NULL,
+    line_no      BIGINT NOT NULL,
+    PRIMARY KEY (job_id, step_id)
+);
+
+-- core.dirty_days: UTC days whose daily marts must be recomputed because core.jobs changed
+-- (written by core_jobs, drained by the daily-partitioned marts for the days they compute).
+CREATE TABLE IF NOT EXISTS core.dirty_days (
+    day DATE PRIMARY KEY
+);

@@ -1,0 +1,42 @@
+-- marts.utilization_daily: one row per UTC day: GPU capacity, GPU-hours allocated to GPU jobs
+-- (n_gpus x overlap of [start_ts, COALESCE(end_ts, $as_of)] with [day, day + 1) UTC, so a job
+-- spanning midnight is split across both days), their ratio, and how many GPU jobs overlapped.
+-- PARTITIONED by day: rerunning a day replaces exactly that day's row.
+-- Parameters: $day DATE, $capacity_gpus INTEGER (GPUs in the cluster), $as_of TIMESTAMPTZ
+-- (end assumed for jobs still running; a NULL $as_of leaves running jobs out).
+CREATE TABLE IF NOT EXISTS marts.utilization_daily (
+    day                 DATE   NOT NULL,
+    capacity_gpu_hours  DOUBLE,          -- $capacity_gpus * 24
+    allocated_gpu_hours DOUBLE NOT NULL,
+    utilization         DOUBLE,          -- allocated / capacity; NULL when capacity is 0 or unknown
+    jobs_running        BIGINT NOT NULL  -- GPU jobs with a positive overlap with the day
+);
+
+DELETE FROM marts.utilization_daily WHERE day = $day::DATE;
+
+INSERT INTO marts.utilization_daily
+WITH bounds AS (
+    -- explicit UTC so the session TimeZone setting cannot shift the day window
+    SELECT timezone('UTC', $day::DATE::TIMESTAMP)       AS d0,
+           timezone('UTC', ($day::DATE + 1)::TIMESTAMP) AS d1
+), overlap AS (
+    SELECT j.n_gpus,
+           greatest(j.start_ts, b.d0)                                   AS s,
+           least(COALESCE(j.end_ts, $as_of::TIMESTAMPTZ), b.d1)         AS e
+    FROM core.jobs AS j, bounds AS b
+    WHERE j.n_gpus > 0
+      AND j.start_ts IS NOT NULL
+      AND j.start_ts < b.d1
+      AND COALESCE(j.end_ts, $as_of::TIMESTAMPTZ) > b.d0
+), agg AS (
+    SELECT COALESCE(sum(n_gpus * (epoch_us(e) - epoch_us(s)) / 3.6e9), 0.0) AS allocated_gpu_hours,
+           count(*) AS jobs_running
+    FROM overlap
+    WHERE e > s
+)
+SELECT $day::DATE                                              AS day,
+       $capacity_gpus::INTEGER * 24.0                          AS capacity_gpu_hours,
+       allocated_gpu_hours,
+       allocated_gpu_hours / NULLIF($capacity_gpus::INTEGER * 24.0, 0) AS utilization,
+       jobs_running
+FROM agg;
