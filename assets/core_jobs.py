@@ -1,6 +1,5 @@
 """Core: raw sacct records → core.jobs (one row per job, latest instance) and core.job_steps."""
 
-from __future__ import annotations
 
 import dagster as dg
 

@@ -1,6 +1,5 @@
 """Ingest: sacct dumps in the landing directory → raw.sacct_records, raw.rejects, raw.ingested_files."""
 
-from __future__ import annotations
 
 import dagster as dg
 

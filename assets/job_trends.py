@@ -6,7 +6,6 @@ recomputes only the day(s) that changed; a backfill over a range runs as one tra
 quantiles, top consumers, trend tests, findings) are cheap aggregations recomputed from them.
 """
 
-from __future__ import annotations
 
 from datetime import date, timedelta
 

@@ -1,6 +1,5 @@
 """Materialization metadata shared by the assets: a Markdown preview of a small table."""
 
-from __future__ import annotations
 
 import dagster as dg
 import polars as pl

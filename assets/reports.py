@@ -1,6 +1,5 @@
 """Reports: the nightly HTML + Markdown report rendered from the marts."""
 
-from __future__ import annotations
 
 import dagster as dg
 

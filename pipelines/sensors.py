@@ -1,6 +1,5 @@
 """A sensor that starts the nightly job when new or changed files land in the landing directory."""
 
-from __future__ import annotations
 
 import hashlib
 import json

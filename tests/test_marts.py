@@ -1,4 +1,4 @@
-"""Job-trend SQL marts on a real DuckDB file with a small hand-made core.jobs.
+"""Job-trend marts and findings on a real DuckDB file with a small hand-made core.jobs.
 
 Main data set (UTC; D1 = 2026-09-01, D2 = 2026-09-02, both in ISO week 2026-W36):
 
@@ -24,6 +24,7 @@ from importlib.resources import files
 import duckdb
 import pytest
 
+from gpusre.models.findings import compute_findings, write_findings
 from gpusre.models.marts_runner import (
     DAILY_MARTS,
     ROLLUP_MARTS,
@@ -32,6 +33,7 @@ from gpusre.models.marts_runner import (
     run_mart_sql,
     run_rollup_marts,
 )
+from gpusre.models.trends import write_size_share_trend
 
 UTC = timezone.utc
 D1, D2 = date(2026, 9, 1), date(2026, 9, 2)
@@ -262,3 +264,83 @@ def test_top_consumers_keeps_top_20_with_share_of_all(con):
     assert users[-1] == (20, "u03", 3.0, pytest.approx(3 / 253))
     assert rows(con, "SELECT rank, name, jobs, share_gpu_hours FROM marts.top_consumers "
                      "WHERE kind = 'account'") == [(1, "A", 22, 1.0)]
+
+
+# ---------------------------------------------------------------- findings (marts.findings)
+
+
+def test_findings_from_the_main_data_set(jobs):
+    build(jobs)
+    write_size_share_trend(jobs)
+    assert write_findings(jobs) == 4
+    f = {r[0]: r[1:] for r in rows(jobs, "SELECT finding_id, title, statement, metric, value, supported "
+                                         "FROM marts.findings ORDER BY finding_id")}
+    # (1) cancelled 1048 / 1062 = 98.68 %; failed 4 / 1062 = 0.377 %
+    _, stmt, metric, value, supported = f[1]
+    assert stmt == "Cancelled jobs hold 98.7 % of GPU time; failed jobs hold 0.4 %."
+    assert metric == "cancelled_share_gpu_hours" and value == pytest.approx(1048 / TOTAL) and supported
+    # (2) <= 8 GPUs: j1, j2, j4 = 3 / 5 jobs, 30 / 1062 = 2.82 %; >= 65: j3 = 1 / 5, 1024 / 1062 = 96.42 %
+    _, stmt, _, value, supported = f[2]
+    assert stmt == ("Small jobs (<= 8 GPUs) are 60.0 % of jobs but use 2.8 % of GPU time; "
+                    "large jobs (>= 65 GPUs) are 20.0 % of jobs but use 96.4 % of GPU time.")
+    assert value == pytest.approx(1024 / TOTAL) and supported
+    # (3) median of 0.5, 1, 2, 3, 8 h = 2 h; largest bucket 65-256 (j3 only): p99 = 8 h = 4 x median;
+    #     a 2 h median is not "short" (< 1 h), so not supported
+    _, stmt, _, value, supported = f[3]
+    assert stmt == ("Half of all 5 GPU jobs ran for at most 2.0 h (median); in the largest size "
+                    "class used (65-256 GPUs, 1 job) the 99th-percentile runtime is 8.0 h, "
+                    "4.0 times the median.")
+    assert value == pytest.approx(4.0) and supported is False
+    # (4) 2 days of data: September (2/30 days) and W36 (2/7 days) are partial -> nothing to test
+    _, stmt, _, value, supported = f[4]
+    assert stmt.startswith("Not enough full months or weeks") and value is None and supported is None
+    # rerun replaces
+    write_findings(jobs)
+    assert rows(jobs, "SELECT count(*) FROM marts.findings") == [(4,)]
+
+
+def test_findings_unsupported_state_claim_and_trend_statements(con):
+    run_mart_sql(con, "job_usage_daily", {"day": D1})
+    run_rollup_marts(con)
+    con.execute("""INSERT INTO marts.gpu_time_by_state VALUES
+        ('all', 'all', 'COMPLETED', 6, 60.0, 0.6, 0.6),
+        ('all', 'all', 'CANCELLED', 3, 30.0, 0.3, 0.3),
+        ('all', 'all', 'TIMEOUT', 1, 10.0, 0.1, 0.1)""")
+    run_mart_sql(con, "size_share_trend")
+    con.execute("""INSERT INTO marts.size_share_trend VALUES
+        ('month', '65-256', 4, 3, 0.1, 0.2, 0.05, -0.2, 0.3, 0.30, 0.3, 0.5, 'no significant trend'),
+        ('week', '1', 1, 13, 0.6, 0.4, -0.005, -0.008, -0.002, 0.004, -0.6, 0.01, 'falling'),
+        ('week', '9-64', 3, 13, 0.2, 0.2, 0.0, -0.01, 0.01, 0.9, 0.0, 1.0, 'no significant trend')""")
+    f = compute_findings(con)
+    one, four = f.row(0, named=True), f.row(3, named=True)
+    # no FAILED row -> 0 %; COMPLETED is the largest state
+    assert one["statement"] == ("Cancelled jobs hold 30.0 % of GPU time; failed jobs hold 0.0 %. "
+                                "The largest state by GPU time is COMPLETED (60.0 %).")
+    assert one["supported"] is False
+    # most significant: weekly bucket '1', -0.5 pp/week x (365.25 / 12 / 7) weeks/month = -2.17 pp/month
+    assert four["statement"] == ("The share of GPU time in jobs of 1 GPU is falling by 2.2 percentage "
+                                 "points per month (weekly OLS with HAC errors, p = 0.004; smallest p "
+                                 "of 3 series tested).")
+    assert four["value"] == pytest.approx(-0.5 * 365.25 / 84) and four["supported"] is True
+
+    con.execute("DELETE FROM marts.size_share_trend WHERE granularity = 'week'")
+    four = compute_findings(con).row(3, named=True)
+    assert four["statement"] == ("No significant shift in GPU-time share between size classes: the "
+                                 "strongest trend (65-256 GPUs) is +5.0 percentage points per month "
+                                 "(monthly OLS with HAC errors, p = 0.300; smallest p of 1 series tested).")
+    assert four["supported"] is False and four["value"] == pytest.approx(5.0)
+
+
+def test_findings_short_median_long_tail_supported(con):
+    # 9 one-GPU jobs of 0.5 h and one 128-GPU job of 20 h, all ending D1
+    for k in range(9):
+        add_job(con, f"s{k}", "COMPLETED", 1, ts(D1, k), ts(D1, k + 0.5), 0, "u", "A")
+    add_job(con, "big", "COMPLETED", 128, ts(D1, 1), ts(D1, 21), 0, "u", "A")
+    run_daily_marts(con, D1, CAPACITY, AS_OF)
+    run_rollup_marts(con)
+    three = compute_findings(con).row(2, named=True)
+    # median of ten runtimes (nine 0.5 h, one 20 h) = 0.5 h = 30 min; 65-256 p99 = 20 h = 40 x median
+    assert three["statement"] == ("Half of all 10 GPU jobs ran for at most 30 min (median); in the "
+                                  "largest size class used (65-256 GPUs, 1 job) the 99th-percentile "
+                                  "runtime is 20.0 h, 40.0 times the median.")
+    assert three["supported"] is True and three["value"] == pytest.approx(40.0)

@@ -277,8 +277,10 @@ def _findings(con: duckdb.DuckDBPyConnection) -> tuple[Section, list[dict[str, A
         return sec, []
     rows = _rows(con, "SELECT finding_id, title, statement, metric, value, supported FROM marts.findings "
                       "ORDER BY finding_id")
-    n_sup = sum(1 for r in rows if r["supported"])
-    sec.lead = f"{n_sup} of {len(rows)} operator findings are supported by this period's data."
+    n_sup = sum(1 for r in rows if r["supported"] is True)
+    n_unknown = sum(1 for r in rows if r["supported"] is None)
+    sec.lead = (f"{n_sup} of {len(rows)} operator findings are supported by this period's data"
+                + (f"; the data cannot decide {n_unknown}." if n_unknown else "."))
     items = []
     for r in rows:
         v = r["value"]
@@ -292,8 +294,8 @@ def _findings(con: duckdb.DuckDBPyConnection) -> tuple[Section, list[dict[str, A
             "statement": r["statement"] or "",
             "metric": r["metric"] or "",
             "value": value,
-            "supported": bool(r["supported"]),
-            "mark": "✓" if r["supported"] else "–",
+            "supported": r["supported"],  # NULL: the data cannot tell
+            "mark": "✓" if r["supported"] else ("?" if r["supported"] is None else "–"),
         })
     return sec, items
 
@@ -507,7 +509,8 @@ def _utilization(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
                                   if low else ".")
     )
     sec.charts.append(_svg(charts.utilization_chart(
-        [r["day"] for r in rows], [r["cap"] or 0.0 for r in rows], [r["alloc"] or 0.0 for r in rows], mean_u,
+        # Unknown capacity is a gap in the line, not a drop to zero.
+        [r["day"] for r in rows], [float("nan") if r["cap"] is None else r["cap"] for r in rows], [r["alloc"] or 0.0 for r in rows], mean_u,
         "Daily allocated vs capacity GPU-hours")))
     sec.tables.append(Table(
         [Column("Day"), Column("Capacity (GPU-h)", True), Column("Allocated (GPU-h)", True),
@@ -591,7 +594,8 @@ def _failures(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
 def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, str]]:
     sec = Section("quality", "Data quality")
     tot = _rows(con, """SELECT count(*) AS files, coalesce(sum(rows_read), 0) AS rd,
-                               coalesce(sum(rows_loaded), 0) AS ld, coalesce(sum(rows_rejected), 0) AS rj
+                               coalesce(sum(rows_loaded), 0) AS ld, coalesce(sum(rows_rejected), 0) AS rj,
+                               count(*) FILTER (WHERE status = 'refused') AS refused
                         FROM raw.ingested_files""")[0]
     n_rejects = _scalar(con, "SELECT count(*) FROM raw.rejects") or 0
     prov = {"files": fmt_int(tot["files"]), "rows_read": fmt_int(tot["rd"]), "rejects": fmt_int(tot["rj"])}
@@ -600,16 +604,19 @@ def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, st
         return sec, prov
     rate = tot["rj"] / tot["rd"] if tot["rd"] else None
     sec.lead = (f"{fmt_int(tot['files'])} files ingested: {fmt_int(tot['rd'])} rows read, {fmt_int(tot['ld'])} "
-                f"loaded and {fmt_int(tot['rj'])} rejected ({fmt_pct(rate, 2)}).")
+                f"loaded and {fmt_int(tot['rj'])} rows rejected ({fmt_pct(rate, 2)})"
+                + (f"; {fmt_int(tot['refused'])} files were refused as a whole." if tot["refused"] else "."))
     kinds = _rows(con, """SELECT source_kind, count(*) AS files, sum(rows_read) AS rd, sum(rows_loaded) AS ld,
-                                 sum(rows_rejected) AS rj, max(ingested_at) AS last_at
+                                 sum(rows_rejected) AS rj, count(*) FILTER (WHERE status = 'refused') AS refused,
+                                 max(ingested_at) AS last_at
                           FROM raw.ingested_files GROUP BY source_kind ORDER BY source_kind""")
     sec.tables.append(Table(
         [Column("Source"), Column("Files", True), Column("Rows read", True), Column("Loaded", True),
-         Column("Rejected", True), Column("Reject rate", True), Column("Last ingested", True)],
+         Column("Rows rejected", True), Column("Reject rate", True), Column("Files refused", True),
+         Column("Last ingested", True)],
         [[Cell(r["source_kind"]), Cell(fmt_int(r["files"])), Cell(fmt_int(r["rd"])), Cell(fmt_int(r["ld"])),
           Cell(fmt_int(r["rj"])), Cell(fmt_pct(r["rj"] / r["rd"] if r["rd"] else None, 2)),
-          Cell(fmt_date(r["last_at"]))] for r in kinds],
+          Cell(fmt_int(r["refused"])), Cell(fmt_date(r["last_at"]))] for r in kinds],
         caption="Ingestion by source kind.",
     ))
     rejects = _rows(con, f"""SELECT source_file, line_no, error, raw, rejected_at FROM raw.rejects

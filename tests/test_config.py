@@ -1,0 +1,53 @@
+"""cluster.yaml validation: defaults, hostlists, and errors that name the key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpusre.pipelines.config import ClusterConfigError, load_cluster_config, parse_cluster_config
+
+
+def test_defaults_when_file_absent(tmp_path: Path) -> None:
+    config = load_cluster_config(tmp_path)
+    assert config.timezone == "UTC"
+    assert config.capacity_gpus == 100 * 8
+
+
+def test_hostlist_nodes_and_capacity() -> None:
+    config = parse_cluster_config(
+        "cluster: h100a\ntimezone: America/Chicago\nnodes: 'gpu[001-096],big[1-4]'\ngpus_per_node: 8\n"
+        "maintenance:\n  - {start: '2026-09-15T06:00:00Z', end: '2026-09-15T12:00:00Z', reason: drivers}\n"
+    )
+    assert config.node_count == 100
+    assert config.node_names[:2] == ["gpu001", "gpu002"] and config.node_names[-1] == "big4"
+    assert config.capacity_gpus == 800
+    assert config.maintenance[0].end.hour == 12
+
+
+def test_node_count_only() -> None:
+    assert parse_cluster_config("nodes: 250\ngpus_per_node: 4").capacity_gpus == 1000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("timezone: Mars/Olympus", "timezone: unknown IANA time zone"),
+        ("nodes: 'gpu[001-004'", "nodes"),
+        ("maintenance:\n  - {start: '2026-09-15T06:00:00Z', end: '2026-09-15T05:00:00Z'}", "maintenance[0]: end must be after start"),
+        ("maintenance:\n  - {start: 'yesterday', end: '2026-09-15T05:00:00Z'}", "maintenance[0].start"),
+        ("gpus_per_node: 0", "gpus_per_node"),
+        ("sacct: {delimiter: ''}", "sacct.delimiter"),
+        ("clusterr: typo", "clusterr"),
+        ("[1, 2]", "expected a mapping"),
+        ("a: [unclosed", "not valid YAML"),
+    ],
+)
+def test_errors_name_the_key_path(text: str, expected: str) -> None:
+    with pytest.raises(ClusterConfigError) as info:
+        parse_cluster_config(text, "landing/cluster.yaml")
+    message = str(info.value)
+    assert message.startswith("landing/cluster.yaml: ")
+    assert expected in message
+    assert "\n" not in message

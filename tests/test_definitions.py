@@ -1,0 +1,28 @@
+"""The one Definitions object loads, and holds every asset, job, the schedule and the sensor."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from gpusre.pipelines import definitions
+
+
+def test_definitions_load() -> None:
+    dg.Definitions.validate_loadable(definitions.defs)
+    repo = definitions.defs.get_repository_def()
+    keys = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
+    for expected in ("raw/sacct_records", "core/jobs", "core/job_steps", "marts/job_usage_daily",
+                     "marts/utilization_daily", "marts/gpu_time_by_state", "marts/size_buckets",
+                     "marts/runtime_quantiles", "marts/queue_wait_quantiles", "marts/top_consumers",
+                     "marts/size_share_trend", "marts/findings", "reports/nightly"):
+        assert expected in keys
+    assert {s.name for s in repo.schedule_defs} == {"nightly_schedule"}
+    assert {s.name for s in repo.sensor_defs} == {"landing_sensor"}
+    assert {"ingest_job", "daily_marts_job", "rollup_job", "nightly_job"} <= {j.name for j in repo.get_all_jobs()}
+
+
+def test_daily_marts_are_partitioned_by_day() -> None:
+    repo = definitions.defs.get_repository_def()
+    node = repo.asset_graph.get(dg.AssetKey(["marts", "job_usage_daily"]))
+    assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition)
+    assert repo.asset_graph.get(dg.AssetKey(["core", "jobs"])).partitions_def is None

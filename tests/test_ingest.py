@@ -1,0 +1,157 @@
+"""sacct ingestion into a real DuckDB file through real Dagster materializations:
+supersession across dumps, rejects with file and line, idempotent reruns, crash safety."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from gpusre.assets.core_jobs import core_jobs
+from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
+from gpusre.models.warehouse import connect
+from gpusre.pipelines.resources import default_resources
+
+HEADER = "JobID|JobIDRaw|JobName|User|Account|Partition|State|ExitCode|Submit|Eligible|Start|End|Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList"
+DAY1 = "\n".join([
+    HEADER,
+    "100|100|train|alice|ml|batch|RUNNING|0:0|2026-09-01T08:00:00|2026-09-01T08:00:00|2026-09-01T09:00:00|Unknown|15:00:00|2-00:00:00|2|64|billing=64,cpu=64,gres/gpu=16,node=2|gpu[001-002]",
+    "100.batch|100.batch|batch||ml||RUNNING|0:0|2026-09-01T09:00:00|2026-09-01T09:00:00|2026-09-01T09:00:00|Unknown|15:00:00||1|32|cpu=32,gres/gpu=8,node=1|gpu001",
+    "101|101|eval|bob|ml|batch|CANCELLED by 1001|0:0|2026-09-01T10:00:00|2026-09-01T10:00:00|2026-09-01T10:05:00|2026-09-01T11:05:00|01:00:00|04:00:00|1|8|cpu=8,gres/gpu=1,node=1|gpu003",
+]) + "\n"
+DAY2 = "\n".join([
+    HEADER,
+    "100|100|train|alice|ml|batch|COMPLETED|0:0|2026-09-01T08:00:00|2026-09-01T08:00:00|2026-09-01T09:00:00|2026-09-02T09:00:00|1-00:00:00|2-00:00:00|2|64|billing=64,cpu=64,gres/gpu=16,node=2|gpu[001-002]",
+    "100.batch|100.batch|batch||ml||COMPLETED|0:0|2026-09-01T09:00:00|2026-09-01T09:00:00|2026-09-01T09:00:00|2026-09-02T09:00:00|1-00:00:00||1|32|cpu=32,gres/gpu=8,node=1|gpu001",
+    "102|102|oops|carol|ml|batch|EXPLODED|1:0|2026-09-02T10:00:00|2026-09-02T10:00:00|2026-09-02T10:05:00|2026-09-02T10:06:00|00:01:00|01:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu004",
+    "103|103|fine|carol|ml|batch|FAILED|2:0|2026-09-02T11:00:00|2026-09-02T11:00:00|2026-09-02T11:05:00|2026-09-02T11:35:00|00:30:00|01:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu004",
+]) + "\n"
+FIXED_WIDTH = textwrap.dedent("""\
+           JobID    JobName  Partition    Account  AllocCPUS      State ExitCode
+    ------------ ---------- ---------- ---------- ---------- ---------- --------
+    1488666      a1ql_2012+       main      bsc32          4 OUT_OF_ME+    0:125
+""")
+
+
+@pytest.fixture
+def landing(tmp_path: Path) -> Path:
+    root = tmp_path / "landing"
+    (root / "sacct").mkdir(parents=True)
+    (root / "sacct" / "sacct_2026-09-01.psv").write_text(DAY1)
+    (root / "sacct" / "sacct_2026-09-02.psv").write_text(DAY2)
+    (root / "cluster.yaml").write_text("cluster: t\ntimezone: UTC\nnodes: 'gpu[001-004]'\ngpus_per_node: 8\n")
+    return root
+
+
+def _materialize(landing: Path, warehouse: Path) -> dg.ExecuteInProcessResult:
+    return dg.materialize(
+        [raw_sacct, core_jobs, sacct_rows_reconcile],
+        resources=default_resources(str(warehouse), str(landing), str(warehouse.parent / "reports")),
+    )
+
+
+def _snapshot(warehouse: Path) -> dict[str, list[tuple]]:
+    con = connect(warehouse, read_only=True)
+    try:
+        return {
+            "jobs": con.sql("SELECT * EXCLUDE (nodes, array_task_ids) FROM core.jobs ORDER BY job_id").fetchall(),
+            "steps": con.sql("SELECT job_id, step_id, state FROM core.job_steps ORDER BY ALL").fetchall(),
+            "raw": con.sql("SELECT source_file, line_no, job_id, state FROM raw.sacct_records ORDER BY ALL").fetchall(),
+            "rejects": con.sql("SELECT source_file, line_no, error FROM raw.rejects ORDER BY ALL").fetchall(),
+            "files": con.sql("SELECT source_file, sha256, rows_read, rows_loaded, rows_rejected, status, ingested_at "
+                             "FROM raw.ingested_files ORDER BY ALL").fetchall(),
+        }
+    finally:
+        con.close()
+
+
+def test_later_dump_supersedes_and_bad_lines_are_rejected(landing: Path, tmp_path: Path) -> None:
+    warehouse = tmp_path / "w.duckdb"
+    result = _materialize(landing, warehouse)
+    assert result.success
+    checks = result.get_asset_check_evaluations()
+    assert checks and all(c.passed for c in checks)
+
+    con = connect(warehouse, read_only=True)
+    jobs = {r[0]: r[1:] for r in con.sql(
+        "SELECT job_id, state, n_gpus, gpu_hours, cancelled_by, end_day::VARCHAR, nodes FROM core.jobs").fetchall()}
+    rejects = con.sql("SELECT source_file, line_no, error FROM raw.rejects").fetchall()
+    files = con.sql("SELECT source_file, rows_read, rows_loaded, rows_rejected FROM raw.ingested_files ORDER BY 1").fetchall()
+    steps = con.sql("SELECT job_id, step_id, state FROM core.job_steps").fetchall()
+    con.close()
+
+    # Job 100 was RUNNING in the first dump and COMPLETED in the second: one row, the final state.
+    assert jobs["100"] == ("COMPLETED", 16, 16 * 24.0, None, "2026-09-02", ["gpu001", "gpu002"])
+    assert jobs["101"][0] == "CANCELLED" and jobs["101"][3] == 1001
+    assert jobs["103"][0] == "FAILED"
+    assert "102" not in jobs  # unknown state: rejected, not guessed
+    assert rejects == [("sacct/sacct_2026-09-02.psv", 4, rejects[0][2])]
+    assert "EXPLODED" in rejects[0][2]
+    assert files == [("sacct/sacct_2026-09-01.psv", 3, 3, 0), ("sacct/sacct_2026-09-02.psv", 4, 3, 1)]
+    assert steps == [("100", "batch", "COMPLETED")]
+
+
+def test_rerun_changes_nothing(landing: Path, tmp_path: Path) -> None:
+    warehouse = tmp_path / "w.duckdb"
+    _materialize(landing, warehouse)
+    before = _snapshot(warehouse)
+    _materialize(landing, warehouse)
+    assert _snapshot(warehouse) == before
+
+
+def test_changed_dump_replaces_its_rows(landing: Path, tmp_path: Path) -> None:
+    warehouse = tmp_path / "w.duckdb"
+    _materialize(landing, warehouse)
+    # The operator re-cuts day 2 without job 103: its only record disappears, and so does the job.
+    day2 = landing / "sacct" / "sacct_2026-09-02.psv"
+    day2.write_text("\n".join(line for line in DAY2.splitlines() if not line.startswith("103|")) + "\n")
+    _materialize(landing, warehouse)
+    snap = _snapshot(warehouse)
+    assert [j[0] for j in snap["jobs"]] == ["100", "101"]
+    assert ("sacct/sacct_2026-09-02.psv", 3, 2, 1) in [(f[0], f[2], f[3], f[4]) for f in snap["files"]]
+
+
+def test_fixed_width_file_is_refused_and_the_rest_loads(landing: Path, tmp_path: Path) -> None:
+    (landing / "sacct" / "pasted.txt").write_text(FIXED_WIDTH)
+    warehouse = tmp_path / "w.duckdb"
+    assert _materialize(landing, warehouse).success
+    con = connect(warehouse, read_only=True)
+    refused = con.sql("SELECT status, error FROM raw.ingested_files WHERE source_file = 'sacct/pasted.txt'").fetchall()
+    reject = con.sql("SELECT line_no, error FROM raw.rejects WHERE source_file = 'sacct/pasted.txt'").fetchall()
+    n_jobs = con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0]
+    con.close()
+    assert refused[0][0] == "refused" and "fixed-width" in refused[0][1]
+    assert reject[0][0] == 0 and "fixed-width" in reject[0][1]
+    assert n_jobs == 3
+
+
+CRASHING_INGEST = """
+import os, sys
+from pathlib import Path
+from gpusre.models.warehouse import connect, read_sql
+from gpusre.models.sacct_ingest import ingest_sacct_files
+con = connect(Path(sys.argv[1]))
+con.execute("BEGIN TRANSACTION")
+ingest_sacct_files(con, Path(sys.argv[2]))
+con.execute(read_sql("core/jobs_upsert.sql"))
+os._exit(3)  # the process dies before COMMIT: power loss, OOM kill, kill -9
+"""
+
+
+def test_crash_mid_run_leaves_the_warehouse_as_it_was(landing: Path, tmp_path: Path) -> None:
+    warehouse = tmp_path / "w.duckdb"
+    (landing / "sacct" / "sacct_2026-09-02.psv").rename(tmp_path / "later.psv")
+    _materialize(landing, warehouse)
+    before = _snapshot(warehouse)
+    (tmp_path / "later.psv").rename(landing / "sacct" / "sacct_2026-09-02.psv")
+    proc = subprocess.run([sys.executable, "-c", CRASHING_INGEST, str(warehouse), str(landing)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert _snapshot(warehouse) == before
+    # And the next normal run picks the new dump up.
+    _materialize(landing, warehouse)
+    assert len(_snapshot(warehouse)["jobs"]) == 3

@@ -1,0 +1,278 @@
+"""Nightly report: renders from a real DuckDB warehouse file, is self-contained and escapes input."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpusre.models.report.charts import safe_label, top_consumers_chart
+from gpusre.models.report.formatting import fmt_duration, fmt_int, fmt_pct, md_escape
+from gpusre.models.report.nightly import ReportPaths, render_nightly_report
+
+DDL_DIR = Path(__file__).resolve().parents[1] / "sql" / "ddl"
+XSS = "<script>alert(1)</script>"
+EVIL_USER = "<script>bob</script>"
+REPORT_DAY = date(2026, 10, 31)
+
+FINDINGS = [
+    (1, "Cancelled jobs dominate", "Cancelled jobs consumed 41.2 % of GPU time in 2026-08 … 2026-10.",
+     "share_gpu_hours_cancelled", 0.412, True),
+    (2, "Failures are cheap", "Failed jobs used 0.3 % of GPU-hours.", "share_gpu_hours_failed", 0.003, True),
+    (3, "Large jobs are rising", "The >1024 GPU bucket shows no significant trend.", "slope_pp", 0.1, False),
+    (4, "Queue wait grows with size", "p50 queue wait rises from 2.0 min (1 GPU) to 95.0 min (>1024).",
+     "ratio", 47.5, True),
+]
+SECTION_TITLES = [
+    "Headline", "Findings", "GPU-hours by final job state", "Job size: share of jobs vs share of GPU-hours",
+    "Runtime tail by job size", "Monthly shift in job size", "Utilization", "Queue wait by job size",
+    "Top users and accounts", "Last night&#39;s job failures", "Data quality",
+]
+
+
+def _ddl(con: duckdb.DuckDBPyConnection) -> None:
+    for path in sorted(DDL_DIR.glob("*.sql")):
+        con.execute(path.read_text())
+
+
+def _job(job_id: str, state: str, n_gpus: int, elapsed_s: int, end: datetime, *, user: str = "alice",
+         name: str = "train", exit_code: int = 0) -> tuple:
+    bucket = ("1" if n_gpus == 1 else "2-8" if n_gpus <= 8 else "9-64" if n_gpus <= 64 else "65-256"
+              if n_gpus <= 256 else "257-1024" if n_gpus <= 1024 else ">1024")
+    start = end - timedelta(seconds=elapsed_s)
+    return (job_id, name, user, "acct-ml", state, exit_code, start - timedelta(minutes=5), start, end, elapsed_s,
+            300, n_gpus, bucket, n_gpus * elapsed_s / 3600, end.date(), "sacct/x.psv", 2)
+
+
+def _core_and_raw(con: duckdb.DuckDBPyConnection) -> None:
+    night = datetime(2026, 10, 31, 3, 0, tzinfo=timezone.utc)
+    jobs = [
+        _job("100", "COMPLETED", 8, 7200, datetime(2026, 8, 3, 12, tzinfo=timezone.utc)),
+        _job("101", "CANCELLED", 64, 3600, datetime(2026, 9, 10, 12, tzinfo=timezone.utc)),
+        _job("200", "FAILED", 512, 5400, night, user=EVIL_USER, name=XSS, exit_code=1),
+        _job("201", "NODE_FAIL", 16, 1800, night, name="pretrain-7b"),
+        _job("202", "COMPLETED", 1, 600, night),
+        _job("203", "TIMEOUT", 2, 86400 + 3723, night, name="long-eval"),
+    ]
+    con.executemany(
+        """INSERT INTO core.jobs (job_id, name, "user", account, state, exit_code, submit_ts, start_ts, end_ts,
+               elapsed_s, queue_wait_s, n_gpus, size_bucket, gpu_hours, end_day, source_file, line_no, restarts)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)""",
+        jobs,
+    )
+    ts = datetime(2026, 10, 31, 5, 0, tzinfo=timezone.utc)
+    con.executemany(
+        "INSERT INTO raw.ingested_files VALUES (?, 'sacct', 'abc', 100, ?, ?, ?, ?, ?, ?)",
+        [("sacct/sacct_2026-10-30.psv", 1200, 1198, 2, "loaded", None, ts - timedelta(days=1)),
+         ("sacct/<evil>.psv", 0, 0, 0, "refused", "fixed-width output", ts - timedelta(days=1)),
+         ("sacct/sacct_2026-10-31.psv", 1500, 1497, 3, "loaded", None, ts)],
+    )
+    con.executemany(
+        "INSERT INTO raw.rejects VALUES (?, 'sacct', ?, ?, ?, ?)",
+        [("sacct/sacct_2026-10-31.psv", 17, "17|broken", "bad <b>timestamp</b> 'x'", ts),
+         ("sacct/<evil>.psv", 0, None, "fixed-width output refused", ts - timedelta(days=1))],
+    )
+
+
+def _marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -> None:
+    stmts = {
+        "job_usage_daily": """CREATE TABLE marts.job_usage_daily AS SELECT * FROM (VALUES
+            (DATE '2026-10-30', 'COMPLETED', '2-8', 2, 10, 120.0), (DATE '2026-10-30', 'CANCELLED', '9-64', 3, 2, 300.0),
+            (DATE '2026-10-31', 'FAILED', '257-1024', 5, 1, 768.0), (DATE '2026-10-31', 'COMPLETED', '1', 1, 1, 0.2))
+            t(day, state, size_bucket, bucket_order, jobs, gpu_hours)""",
+        "utilization_daily": """CREATE TABLE marts.utilization_daily AS
+            SELECT DATE '2026-10-01' + i::INTEGER AS day, 19200.0 AS capacity_gpu_hours,
+                   19200.0 * (0.6 + 0.01 * i) AS allocated_gpu_hours, 0.6 + 0.01 * i AS utilization,
+                   100 + i AS jobs_running
+            FROM range(31) r(i)""",
+        "gpu_time_by_state": """CREATE TABLE marts.gpu_time_by_state AS SELECT * FROM (VALUES
+            ('all', 'all', 'COMPLETED', 900, 5580.0, 0.75, 0.555),
+            ('all', 'all', 'CANCELLED', 280, 4142.3, 0.235, 0.412),
+            ('all', 'all', 'FAILED', 15, 30.2, 0.015, 0.003),
+            ('all', 'all', 'TIMEOUT', 5, 301.5, 0.0042, 0.030),
+            ('month', '2026-08', 'COMPLETED', 300, 2000.0, 0.7, 0.6),
+            ('month', '2026-10', 'COMPLETED', 300, 2000.0, 0.7, 0.6))
+            t(period_type, period, state, jobs, gpu_hours, share_jobs, share_gpu_hours)""",
+        "size_buckets": """CREATE TABLE marts.size_buckets AS SELECT * FROM (VALUES
+            ('all', 'all', '1', 1, 700, 100.0, 0.583, 0.01), ('all', 'all', '2-8', 2, 300, 900.0, 0.25, 0.09),
+            ('all', 'all', '9-64', 3, 150, 2000.0, 0.125, 0.2), ('all', 'all', '257-1024', 5, 50, 7000.0, 0.042, 0.7),
+            ('month', '2026-08', '1', 1, 300, 50.0, 0.6, 0.2), ('month', '2026-08', '257-1024', 5, 10, 200.0, 0.4, 0.8),
+            ('month', '2026-09', '1', 1, 300, 50.0, 0.6, 0.1), ('month', '2026-09', '257-1024', 5, 10, 450.0, 0.4, 0.9))
+            t(period_type, period, size_bucket, bucket_order, jobs, gpu_hours, share_jobs, share_gpu_hours)""",
+        "runtime_quantiles": """CREATE TABLE marts.runtime_quantiles AS SELECT * FROM (VALUES
+            ('1', 1, 700, 0.25, 2.0, 10.5, 48.0, 0.8), ('257-1024', 5, 50, 6.0, 20.0, 47.5, 72.0, 9.1),
+            ('all', 99, 750, 0.5, 4.0, 23.25, 72.0, 1.4))
+            t(size_bucket, bucket_order, jobs, p50_h, p90_h, p99_h, max_h, mean_h)""",
+        "queue_wait_quantiles": """CREATE TABLE marts.queue_wait_quantiles AS SELECT * FROM (VALUES
+            ('1', 1, 700, 2.0, 10.0, 60.0, 300.0, 5.5), ('257-1024', 5, 50, 95.0, 600.0, 1440.0, 2880.0, 200.0))
+            t(size_bucket, bucket_order, jobs, p50_min, p90_min, p99_min, max_min, mean_min)""",
+        "top_consumers": f"""CREATE TABLE marts.top_consumers AS SELECT * FROM (VALUES
+            ('user', 1, '{EVIL_USER}', 40, 7000.0, 0.7), ('user', 2, 'carol', 900, 1234567.8, 0.2),
+            ('account', 1, 'acct-ml', 940, 9000.0, 0.9))
+            t(kind, rank, name, jobs, gpu_hours, share_gpu_hours)""",
+        "size_share_trend": """CREATE TABLE marts.size_share_trend AS SELECT * FROM (VALUES
+            ('month', '1', 1, 3, 0.2, 0.05, -0.075, -0.1, -0.05, 0.004, -1.0, 0.01, 'falling'),
+            ('month', '257-1024', 5, 3, 0.8, 0.95, 0.075, 0.05, 0.1, 0.004, 1.0, 0.01, 'rising'),
+            ('month', '>1024', 6, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'insufficient data'))
+            t(granularity, size_bucket, bucket_order, n_periods, first_share, last_share, slope_per_period,
+              slope_ci_low, slope_ci_high, p_value, kendall_tau, kendall_p, direction)""",
+        "findings": "CREATE TABLE marts.findings (finding_id INTEGER, title VARCHAR, statement VARCHAR, "
+                    "metric VARCHAR, value DOUBLE, supported BOOLEAN)",
+    }
+    for name, sql in stmts.items():
+        if name not in skip:
+            con.execute(sql)
+    if "findings" not in skip:
+        con.executemany("INSERT INTO marts.findings VALUES (?, ?, ?, ?, ?, ?)", FINDINGS)
+
+
+@pytest.fixture()
+def warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con)
+    yield con
+    con.close()
+
+
+@pytest.fixture()
+def report(warehouse: duckdb.DuckDBPyConnection, tmp_path: Path) -> tuple[ReportPaths, str, str]:
+    paths = render_nightly_report(warehouse, tmp_path / "out", warehouse_label="wh.duckdb")
+    return paths, paths.html.read_text(encoding="utf-8"), paths.markdown.read_text(encoding="utf-8")
+
+
+def _visible_text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)))
+
+
+def test_writes_dated_files_for_latest_end_day(report: tuple[ReportPaths, str, str], tmp_path: Path) -> None:
+    paths, html, md = report
+    assert paths.html == tmp_path / "out" / "nightly-2026-10-31.html"
+    assert paths.markdown == tmp_path / "out" / "nightly-2026-10-31.md"
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert not list((tmp_path / "out").glob("*.tmp"))
+
+
+def test_html_is_self_contained(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, _ = report
+    assert "http://" not in html.replace("http://www.w3.org/", "")  # SVG namespace URIs are not fetched
+    assert "https://" not in html
+    assert not re.search(r"<script\b", html, re.I)
+    assert not re.search(r"<(link|img|iframe)\b", html, re.I)
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(?!#)", html, re.I), "only in-page anchors allowed"
+    assert html.count("<svg") >= 8  # state, daily, size, runtime, monthly, util, queue, top users
+    assert "@import" not in html and "url(" not in html
+
+
+def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, _ = report
+    for title in SECTION_TITLES:
+        assert title in html, title
+    text = _visible_text(html)
+    # Lead sentence of the state section, computed from the marts rows.
+    assert "Completed jobs consumed 55.5 % of GPU time in 2026-08 … 2026-10" in text
+    assert "cancelled jobs 41.2 %" in text
+    assert "failed jobs (FAILED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT) 3.3 %" in text
+    assert "1,234,567.8" in text  # thousands separators in tables
+    assert "Rejects, last ingestion" in text and "of 1,500 rows in 1 files" in text
+    # Headline: 4 of the 6 jobs ended on the report day, 3 of them in failure states.
+    assert "on 2026-10-31 4 jobs ended and 3 of them failed" in text
+    assert "FAILED 1, NODE_FAIL 1, OUT_OF_MEMORY 0, TIMEOUT 1" in text
+    # Mean utilization is capacity-weighted: (0.6 + 0.01 * mean(0..30)) = 0.75.
+    assert "mean utilization of 75.0 %" in text
+    # Trend table in percentage points; last night's failure table with Slurm-style elapsed time.
+    assert "+7.50 pp" in text and "falling" in text and "insufficient data" in text
+    assert "1-01:02:03" in text and "1:0" in text
+    # Numeric cells are right-aligned.
+    assert re.search(r'<td class="num">\s*55\.5 %</td>', html)
+
+
+def test_failures_section_orders_by_gpu_hours(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, _ = report
+    sec = html[html.index('id="failures"'): html.index('id="quality"')]
+    ids = re.findall(r'<td class=" mono">(\d{3})</td>', sec)
+    assert ids == ["200", "201", "203"]  # 768, 8 and 2.07 GPU-hours; the COMPLETED job is excluded
+    assert "3 jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
+
+
+def test_input_text_is_escaped(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, md = report
+    assert "<script>" not in html and "<b>timestamp" not in html and "<evil>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # job name in the failures table
+    assert "&lt;script&gt;bob&lt;/script&gt;" in html  # user name in the top users table / sentence
+    assert "sacct/&lt;evil&gt;.psv:0" in html
+    assert "bad &lt;b&gt;timestamp&lt;/b&gt; &#39;x&#39;" in html
+    # The chart label for the user is sanitised before it reaches the SVG.
+    assert "‹script›bob‹/script›" in html
+    assert "<script" not in md and "&lt;script&gt;bob&lt;/script&gt;" not in md.replace("&lt;script&gt;alert", "")
+
+
+def test_markdown_summary(report: tuple[ReportPaths, str, str]) -> None:
+    _, _, md = report
+    assert md.startswith("# GPU cluster nightly report — 2026-10-31")
+    for _, title, statement, *_ in FINDINGS:
+        assert md_escape(statement) in md
+        assert title in md
+    assert "- ✓ **Cancelled jobs dominate**" in md and "- – **Large jobs are rising**" in md
+    assert "| State | Jobs | Share of jobs | GPU-hours | Share of GPU-hours |" in md
+    assert "| ---: |" in md and "| COMPLETED | 900 | 75.0 % | 5,580.0 | 55.5 % |" in md
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md  # failures table, escaped for Markdown
+    assert "<svg" not in md
+
+
+def test_missing_and_empty_marts_say_no_data(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "partial.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con, skip=frozenset({"gpu_time_by_state", "findings", "runtime_quantiles"}))
+    con.execute("DELETE FROM marts.top_consumers")
+    paths = render_nightly_report(con, tmp_path / "out", report_date=date(2026, 10, 30))
+    html = paths.html.read_text()
+    assert paths.html.name == "nightly-2026-10-30.html"
+    assert "No data yet: marts.gpu_time_by_state has not been built." in html
+    assert "No data yet: marts.findings has not been built." in html
+    assert "No data yet: marts.runtime_quantiles has not been built." in html
+    assert "No data yet: marts.top_consumers is empty." in html
+    assert "No jobs ended in FAILED, NODE_FAIL, OUT_OF_MEMORY or TIMEOUT on 2026-10-30." in html
+    assert "Mean utilization was 75.0 %" in html  # sections with data still render
+    assert "No data yet: marts.findings has not been built." in paths.markdown.read_text()
+    con.close()
+
+
+def test_mart_with_wrong_shape_degrades_to_note(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "odd.duckdb"))
+    _ddl(con)
+    _marts(con, skip=frozenset({"size_buckets"}))
+    con.execute("CREATE TABLE marts.size_buckets (period_type VARCHAR, other INTEGER)")
+    con.execute("INSERT INTO marts.size_buckets VALUES ('all', 1)")
+    html = render_nightly_report(con, tmp_path / "out").html.read_text()
+    assert "Could not be computed: BinderException" in html
+    assert "Mean utilization was" in html
+    con.close()
+
+
+def test_empty_warehouse_renders(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "empty.duckdb"))
+    _ddl(con)
+    paths = render_nightly_report(con, tmp_path / "out")
+    html = paths.html.read_text()
+    assert paths.html.name == f"nightly-{datetime.now(timezone.utc).date().isoformat()}.html"
+    assert "No data yet: core.jobs holds no finished jobs." in html
+    assert html.count("No data yet") >= 9
+    assert "<svg" not in html
+    assert "No data yet" in paths.markdown.read_text()
+    con.close()
+
+
+def test_formatting_and_labels() -> None:
+    assert fmt_int(1234567.4) == "1,234,567" and fmt_int(None) == "–"
+    assert fmt_pct(0.4123) == "41.2 %" and fmt_pct(float("nan")) == "–"
+    assert fmt_duration(93784) == "1-02:03:04" and fmt_duration(59) == "00:00:59"
+    assert md_escape("a|b<c>\nd") == r"a\|b&lt;c&gt; d"
+    assert safe_label("<img src=x onerror=alert(1)>$x$") == "‹img src=x onerror=alert(1)›\\$x\\$"
+    svg = top_consumers_chart([("<script>x</script>", 0.5), ("$\\frac{1}{0}$ & co", 0.2)], "t", "share")
+    assert svg.startswith("<svg") and "<script" not in svg.lower() and "&lt;script" not in svg
