@@ -273,6 +273,7 @@ def test_formatting_and_labels() -> None:
     assert fmt_pct(0.4123) == "41.2 %" and fmt_pct(float("nan")) == "–"
     assert fmt_duration(93784) == "1-02:03:04" and fmt_duration(59) == "00:00:59"
     assert md_escape("a|b<c>\nd") == r"a\|b&lt;c&gt; d"
-    assert safe_label("<img src=x onerror=alert(1)>$x$") == "‹img src=x onerror=alert(1)›\\$x\\$"
+    assert safe_label("<img onerror=f()>$x$") == "‹img onerror=f()›\\$x\\$"
+    assert safe_label("x" * 40) == "x" * 27 + "…"
     svg = top_consumers_chart([("<script>x</script>", 0.5), ("$\\frac{1}{0}$ & co", 0.2)], "t", "share")
     assert svg.startswith("<svg") and "<script" not in svg.lower() and "&lt;script" not in svg

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,8 @@ class Section:
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     cur = con.execute(sql, list(params) if params else [])
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    # DECIMAL columns (e.g. from literal-built marts) would not mix with float arithmetic.
+    return [{n: float(v) if isinstance(v, Decimal) else v for n, v in zip(names, r)} for r in cur.fetchall()]
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> Any:

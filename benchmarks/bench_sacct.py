@@ -1,0 +1,89 @@
+"""Benchmark: sacct ingestion throughput and peak memory.
+
+Simulates a year of a 2,000-node cluster (about 1,000,000 allocation rows across its nightly
+dumps, plus their step rows), then ingests it into a fresh DuckDB warehouse exactly as the
+pipeline does (parse → raw.sacct_records → core.jobs / core.job_steps, one transaction) in a
+child process, and prints rows/s and the child's peak RSS.
+
+    python benchmarks/bench_sacct.py [--nodes 2000] [--days 365] [--workdir DIR]
+
+Target (issue 2, 2-core machine): >= 250,000 allocation rows/s, peak RSS <= 2 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from gpusre.models.warehouse import connect, read_sql, transaction
+from gpusre.models.sacct_ingest import ingest_sacct_files
+landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
+con = connect(warehouse)
+t0 = time.perf_counter()
+with transaction(con):
+    results = ingest_sacct_files(con, landing)
+t1 = time.perf_counter()
+with transaction(con):
+    con.execute(read_sql("core/jobs_upsert.sql"))
+t2 = time.perf_counter()
+alloc, steps = con.sql("SELECT count(*) FILTER (record_type = 'allocation'), count(*) FILTER (record_type = 'step') FROM raw.sacct_records").fetchall()[0]
+jobs = con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0]
+rejected = sum(r.rows_rejected for r in results)
+con.close()
+print(json.dumps({"files": len(results), "allocation_rows": alloc, "step_rows": steps, "jobs": jobs,
+                  "rejected": rejected, "raw_seconds": t1 - t0, "core_seconds": t2 - t1,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=2000)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--workdir", type=Path, help="keep the simulated landing dir here (reused if present)")
+    args = parser.parse_args()
+
+    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gpusre-bench-"))
+    landing = workdir / f"landing-{args.nodes}x{args.days}-s{args.seed}"
+    if not (landing / "sacct").is_dir():
+        t0 = time.perf_counter()
+        simulate_cluster(landing, SimulationConfig(nodes=args.nodes, days=args.days, seed=args.seed),
+                         progress=lambda m: print(f"  simulate: {m}", file=sys.stderr))
+        print(f"simulated {args.nodes} nodes x {args.days} days in {time.perf_counter() - t0:.1f} s")
+    size_mb = sum(p.stat().st_size for p in (landing / "sacct").iterdir()) / 2**20
+    warehouse = workdir / "bench.duckdb"
+    warehouse.unlink(missing_ok=True)
+    Path(str(warehouse) + ".wal").unlink(missing_ok=True)
+
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(landing), str(warehouse)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        print(proc.stderr, file=sys.stderr)
+        return 1
+    m = json.loads(proc.stdout.strip().splitlines()[-1])
+    total = m["raw_seconds"] + m["core_seconds"]
+    records = m["allocation_rows"] + m["step_rows"]
+    print(f"input: {m['files']} dumps, {size_mb:,.0f} MiB, {m['allocation_rows']:,} allocation rows "
+          f"+ {m['step_rows']:,} step rows -> {m['jobs']:,} jobs ({m['rejected']} rejected)")
+    print(f"parse+load raw: {m['raw_seconds']:.2f} s   core upsert: {m['core_seconds']:.2f} s   total: {total:.2f} s")
+    print(f"throughput: {m['allocation_rows'] / total:,.0f} allocation rows/s "
+          f"({records / total:,.0f} records/s incl. steps)")
+    print(f"peak RSS (ingest process): {m['peak_rss_mb']:,.0f} MB")
+    ok = m["allocation_rows"] / total >= 250_000 and m["peak_rss_mb"] <= 2048
+    print("target (>= 250,000 allocation rows/s, <= 2 GB):", "met" if ok else "NOT met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
