@@ -154,8 +154,8 @@ def _short_median_long_tail(con: duckdb.DuckDBPyConnection) -> dict[str, object]
     ratio = p99 / median if median > 0 else None
     jobs_word = "job" if n_big == 1 else "jobs"
     statement = (
-        f"Half of all {n_all} GPU jobs ran for at most {_hours(median)} (median); in the "
-        f"largest size class used ({_gpus(bucket)}, {n_big} {jobs_word}) the 99th-percentile "
+        f"Half of all {n_all:,} GPU jobs ran for at most {_hours(median)} (median); in the "
+        f"largest size class used ({_gpus(bucket)}, {n_big:,} {jobs_word}) the 99th-percentile "
         f"runtime is {_hours(p99)}"
         + (f", {ratio:.1f} times the median." if ratio is not None else ".")
     )

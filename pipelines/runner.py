@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.config import load_cluster_config
@@ -74,6 +75,16 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKe
     return {}
 
 
+def _preflight_warehouse(warehouse: Path) -> None:
+    """Open (and create) the warehouse once up front so a lock or permission problem is one clear line."""
+    try:
+        connect(warehouse).close()
+    except duckdb.IOException as exc:
+        first = str(exc).splitlines()[0]
+        raise PipelineError(f"{warehouse}: cannot open the warehouse for writing (is another gpusre or "
+                            f"dagster process writing it?): {first}") from exc
+
+
 def run_pipeline(landing: Path, warehouse: Path, reports: Path,
                  progress: Callable[[str], None] = lambda _msg: None) -> RunSummary:
     """Materialize every asset over ``landing`` into ``warehouse``; safe to run again."""
@@ -85,6 +96,7 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     if not sacct_dir.is_dir() or not any(p.is_file() for p in sacct_dir.rglob("*")):
         raise PipelineError(f"{landing / 'sacct'}: no sacct dumps found (expected *.psv, *.txt or *.json)")
 
+    _preflight_warehouse(warehouse)
     defs = build_definitions(str(warehouse), str(landing), str(reports))
     instance = _instance()
     summary = RunSummary()

@@ -344,3 +344,10 @@ def test_findings_short_median_long_tail_supported(con):
                                   "largest size class used (65-256 GPUs, 1 job) the 99th-percentile "
                                   "runtime is 20.0 h, 40.0 times the median.")
     assert three["supported"] is True and three["value"] == pytest.approx(40.0)
+
+
+def test_missing_parameter_is_an_error_and_extra_ones_are_ignored(con):
+    with pytest.raises(duckdb.Error):
+        run_mart_sql(con, "job_usage_daily", {"days": D1})
+    run_mart_sql(con, "job_usage_daily", {"day": D1, "capacity_gpus": 8})
+    assert rows(con, "SELECT count(*) FROM marts.job_usage_daily") == [(0,)]

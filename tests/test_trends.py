@@ -18,7 +18,8 @@ INPUT_SCHEMA = {"period_type": pl.String, "period": pl.String, "size_bucket": pl
                 "bucket_order": pl.Int32, "share_gpu_hours": pl.Float64}
 
 
-def shares_frame(period_type: str, periods: list[str], series: dict[tuple[str, int], list[float | None]]) -> pl.DataFrame:
+def shares_frame(period_type: str, periods: list[str],
+                 series: dict[tuple[str, int], list[float | None]]) -> pl.DataFrame:
     """Long frame like marts.size_buckets; a None share means the bucket has no row that period."""
     recs = [
         {"period_type": period_type, "period": p, "size_bucket": b, "bucket_order": o, "share_gpu_hours": s}
@@ -111,7 +112,8 @@ def test_partial_first_and_last_month_are_dropped():
     assert r["slope_per_period"] == pytest.approx(0.1)
     # exactly half a week covered (4 of 7 days >= 3.5) is kept
     wk = shares_frame("week", ["2026-W01", "2026-W02", "2026-W03"], {("1", 1): [0.2, 0.3, 0.5]})
-    assert size_share_trend(wk, data_start=date(2026, 1, 1), data_end=date(2026, 1, 18))["n_periods"].to_list() == [3]
+    out = size_share_trend(wk, data_start=date(2026, 1, 1), data_end=date(2026, 1, 18))
+    assert out["n_periods"].to_list() == [3]
 
 
 def test_week_without_any_jobs_is_a_gap_on_the_time_axis():

@@ -170,6 +170,16 @@ def _bucket_name(bucket: str) -> str:
     return "single-GPU" if bucket == "1" else f"{bucket} GPU"
 
 
+def _plural(n: int | float | None, word: str) -> str:
+    """'1 file', '3 files' with thousands separators."""
+    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
+
+
+def _cap(text: str) -> str:
+    """Capitalise the first character only ('single-GPU' -> 'Single-GPU', not 'Single-gpu')."""
+    return text[:1].upper() + text[1:]
+
+
 def _period_text(first: str | None, last: str | None) -> str:
     if not first:
         return MISSING
@@ -254,7 +264,7 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
         )
     fail_detail = ", ".join(f"{s} {fmt_int(fail_by_state.get(s, 0))}" for s in FAILURE_STATES)
     cards = [
-        {"label": "Period covered", "value": period, "sub": "job end days (UTC)", "tone": ""},
+        {"label": "Period covered", "value": period, "sub": "job end days, UTC", "tone": ""},
         {"label": "Jobs ended", "value": fmt_int(tot["jobs"]), "sub": "whole period", "tone": ""},
         {"label": "GPU-hours", "value": fmt_int(tot["gpuh"]), "sub": "whole period", "tone": ""},
         {"label": "Mean utilization", "value": fmt_pct(util),
@@ -264,7 +274,7 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
         {"label": f"Failures {fmt_date(meta.report_date)}", "value": fmt_int(night["failures"]),
          "sub": fail_detail, "tone": "bad" if night["failures"] else "good"},
         {"label": "Rejects, last ingestion", "value": fmt_int(last_run["rejected"]),
-         "sub": f"of {fmt_int(last_run['read'])} rows in {fmt_int(last_run['files'])} files"
+         "sub": f"of {_plural(last_run['read'], 'row')} in {_plural(last_run['files'], 'file')}"
                 + (f", {fmt_date(last_run['at'])}" if last_run["at"] else ""),
          "tone": "bad" if last_run["rejected"] else "good"},
     ]
@@ -367,7 +377,7 @@ def _sizes(con: duckdb.DuckDBPyConnection) -> Section:
     single = next((r for r in rows if r["size_bucket"] == "1"), None)
     first = single or rows[0]
     sec.lead = (
-        f"{_bucket_name(first['size_bucket']).capitalize()} jobs are {fmt_pct(first['share_jobs'])} of jobs "
+        f"{_cap(_bucket_name(first['size_bucket']))} jobs are {fmt_pct(first['share_jobs'])} of jobs "
         f"but {fmt_pct(first['share_gpu_hours'])} of GPU-hours; {_bucket_name(biggest['size_bucket'])} jobs take "
         f"the largest share of GPU-hours, {fmt_pct(biggest['share_gpu_hours'])} "
         f"(from {fmt_pct(biggest['share_jobs'])} of jobs)."
@@ -411,7 +421,7 @@ def _quantile_section(con: duckdb.DuckDBPyConnection, *, key: str, title: str, t
                      f"(p99 {fmt_num(hi['p99'], dec)} {unit_short}), the shortest median in the "
                      f"{_bucket_name(lo['size_bucket'])} bucket ({fmt_num(lo['p50'], dec)} {unit_short})")
     sec.lead = ("; ".join(parts) + ".") if parts else f"{NO_DATA}: no quantiles in {table}."
-    sec.lead = sec.lead[0].upper() + sec.lead[1:]
+    sec.lead = _cap(sec.lead)
     if buckets:
         sec.charts.append(_svg(charts.quantile_chart(
             [(r["size_bucket"], r["p50"], r["p90"], r["p99"], r["mx"]) for r in buckets],
@@ -464,7 +474,7 @@ def _monthly_shift(con: duckdb.DuckDBPyConnection) -> Section:
             rest = len(main) - len(moving)
             sec.lead = (f"Over {fmt_int(n)} {gran}s, {descr}"
                         + (f"; {rest} other bucket{'s' if rest != 1 else ''} show no significant trend." if rest else "."))
-            sec.lead = sec.lead[0].upper() + sec.lead[1:]
+            sec.lead = _cap(sec.lead)
         else:
             sec.lead = f"No size bucket shows a significant {gran}ly trend in GPU-hour share over {fmt_int(n)} {gran}s."
     else:
@@ -540,8 +550,7 @@ def _top_consumers(con: duckdb.DuckDBPyConnection) -> Section:
             tot = sum(r["share_gpu_hours"] or 0.0 for r in rs)
             parts.append(f"the top {len(rs)} {label} consumed {fmt_pct(tot)} of GPU-hours "
                          f"(largest: {rs[0]['name']}, {fmt_pct(rs[0]['share_gpu_hours'])})")
-    lead = "; ".join(parts) + "."
-    sec.lead = lead[0].upper() + lead[1:]
+    sec.lead = _cap("; ".join(parts) + ".")
     if users:
         sec.charts.append(_svg(charts.top_consumers_chart(
             [(r["name"], r["share_gpu_hours"]) for r in users], f"Top {len(users)} users by share of GPU-hours",
@@ -605,9 +614,9 @@ def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, st
         sec.no_data = f"{NO_DATA}: no files have been ingested (raw.ingested_files is empty)."
         return sec, prov
     rate = tot["rj"] / tot["rd"] if tot["rd"] else None
-    sec.lead = (f"{fmt_int(tot['files'])} files ingested: {fmt_int(tot['rd'])} rows read, {fmt_int(tot['ld'])} "
+    sec.lead = (f"{_plural(tot['files'], 'file')} ingested: {fmt_int(tot['rd'])} rows read, {fmt_int(tot['ld'])} "
                 f"loaded and {fmt_int(tot['rj'])} rows rejected ({fmt_pct(rate, 2)})"
-                + (f"; {fmt_int(tot['refused'])} files were refused as a whole." if tot["refused"] else "."))
+                + (f"; {_plural(tot['refused'], 'file')} refused as a whole." if tot["refused"] else "."))
     kinds = _rows(con, """SELECT source_kind, count(*) AS files, sum(rows_read) AS rd, sum(rows_loaded) AS ld,
                                  sum(rows_rejected) AS rj, count(*) FILTER (WHERE status = 'refused') AS refused,
                                  max(ingested_at) AS last_at

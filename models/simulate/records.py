@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpusre.models.simulate.workload import RunPlan
 
@@ -47,7 +47,8 @@ class Job:
     run: RunState | None = None
     last_segment: bool = True
     restarts: int = 0
-    instances: list[Instance] = field(default_factory=list)
+    retry_preempt_at: int = 0
+    patience_s: int = 0
 
     @property
     def preemptible(self) -> bool:

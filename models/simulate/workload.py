@@ -24,7 +24,7 @@ from gpusre.models.simulate.config import SimulationConfig
 __all__ = [
     "SIZE_CLASSES", "INTENTS", "PARTITIONS", "QOS_BY_TIER", "ACCOUNTS", "TIME_LIMITS_S",
     "UserTable", "Workload", "RunPlan", "SegmentPlan", "make_users", "generate_workload", "plan_segment",
-    "snap_limit",
+    "snap_limit", "EXIT_CODES",
 ]
 
 SIZE_CLASSES = ("single", "sub_node", "node", "medium", "large")
@@ -83,7 +83,7 @@ _RUN_WORK = {3: (1.0 * 86400, 0.7), 4: (3.5 * 86400, 0.7)}
 _RUN_SEGMENT_LIMITS_S = (86400, 172800, 259200)
 _ARRAY_SHARE = 0.04
 _PENDING_PATIENCE_SHARE = 0.03
-_EXIT_CODES = ("1:0", "2:0", "127:0", "134:0", "0:11")
+EXIT_CODES = ("1:0", "2:0", "127:0", "134:0", "0:11")
 _EXIT_WEIGHTS = np.array([0.72, 0.10, 0.05, 0.08, 0.05])
 _HOUR_WEIGHT = np.array([0.35] * 7 + [0.8] * 2 + [1.6] * 9 + [1.0] * 4 + [0.6] * 2)
 
@@ -303,7 +303,7 @@ def generate_workload(config: SimulationConfig, clock: LocalClock, rng: np.rando
     intent_m = np.where((intent_m <= 1) & (planned >= limit - 60), 4, intent_m)
     real = np.where(intent_m == 4, limit, real)
 
-    exit_code = rng.choice(len(_EXIT_CODES), size=m, p=_EXIT_WEIGHTS)
+    exit_code = rng.choice(len(EXIT_CODES), size=m, p=_EXIT_WEIGHTS)
     requeue_ok = np.where(cols["partition"] == 0, False, rng.random(m) < np.where(cols["partition"] == 1, 0.9, 0.7))
     patience = np.where((rng.random(m) < _PENDING_PATIENCE_SHARE) & ~cols["is_run"],
                         rng.lognormal(np.log(2 * 3600), 1.0, size=m), 0.0)
