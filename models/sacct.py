@@ -24,6 +24,7 @@ Conventions (lossless but typed):
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -275,97 +276,107 @@ def expand_array_tasks(spec: str) -> list[int]:
     return out
 
 
-def _join_distinct(
-    df: pl.DataFrame,
-    key: str,
-    fn: Callable[[str], Any],
-    value_col: str,
-    value_dtype: pl.DataType,
-    error_col: str,
-) -> pl.DataFrame:
-    """Apply a Python ``fn`` once per distinct non-null ``key`` and join the results back.
+def _distinct_lookup(
+    values: pl.Series, fn: Callable[[str], Any], value_dtype: pl.DataType
+) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """Apply a Python ``fn`` once per distinct non-null value: (keys, results, error messages).
 
-    ``fn`` raising ``ValueError`` (HostlistError included) sets ``error_col`` to its message.
+    ``fn`` raising ``ValueError`` (HostlistError included) gives a null result and its message.
     """
-    keys = df.get_column(key).drop_nulls().unique().to_list()
-    values: list[Any] = []
+    keys = values.drop_nulls().unique()
+    results: list[Any] = []
     errors: list[str | None] = []
-    for k in keys:
+    for k in keys.to_list():
         try:
-            values.append(fn(k))
+            results.append(fn(k))
             errors.append(None)
         except ValueError as exc:
-            values.append(None)
+            results.append(None)
             errors.append(str(exc))
-    lookup = pl.DataFrame(
-        {key: keys, value_col: values, error_col: errors},
-        schema={key: pl.String, value_col: value_dtype, error_col: pl.String},
+    return keys, pl.Series(results, dtype=value_dtype), pl.Series(errors, dtype=pl.String)
+
+
+def _lookup(col: str, keys: pl.Series, values: pl.Series) -> pl.Expr:
+    # replace_strict is a hash lookup without the row-order bookkeeping of a left join.
+    return pl.col(col).replace_strict(
+        keys.to_list(), values.to_list(), default=None, return_dtype=values.dtype
     )
-    return df.join(lookup, on=key, how="left", maintain_order="left")
 
 
 def _empty_to_null(e: pl.Expr) -> pl.Expr:
     return pl.when(e == "").then(None).otherwise(e)
 
 
+_TS_KEYS = ("submit", "eligible", "start", "end")
+
+
 def _typed_text_records(
     df: pl.DataFrame, present: set[str], timezone: str, cluster: str | None
-) -> pl.DataFrame:
-    """From string columns named by field key (+ source_file, line_no, raw_line) to typed columns
-    of :data:`SACCT_RECORD_SCHEMA` plus ``_error`` (null when the record is valid)."""
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """From string columns named by field key (+ source_file, line_no, raw_line) to
+    (records in :data:`SACCT_RECORD_SCHEMA` order, rejects with their reasons)."""
     c = pl.col
-    df = df.with_columns(
-        pl.lit(None, pl.String).alias(k) for k in _ALL_KEYS if k not in present
-    )
-    df = df.with_columns(
-        parse_job_id(c("jobid")).alias("_jid"),
-        parse_state(c("state")).alias("_st"),
-        parse_exit_code(c("exitcode")).alias("_ex"),
-        *(parse_naive_timestamp(c(k)).alias(f"_{k}") for k in ("submit", "eligible", "start", "end")),
-        parse_duration_s(c("elapsed")).alias("_elapsed"),
-        parse_duration_s(c("timelimit")).alias("_timelimit"),
-        parse_int(c("elapsedraw")).alias("_elapsedraw"),
-        parse_int(c("timelimitraw")).alias("_timelimitraw"),
-        parse_int(c("uid")).alias("_uid"),
-        parse_int(c("nnodes"), pl.Int32).alias("_nnodes"),
-        parse_int(c("ncpus"), pl.Int32).alias("_ncpus"),
-        parse_int(c("restarts"), pl.Int32).alias("_restarts"),
-    ).with_columns(c("_jid").struct.field("tasks").alias("_tasks"))
+    df = df.with_columns(pl.lit(None, pl.String).alias(k) for k in _ALL_KEYS if k not in present)
 
-    # TRES strings repeat heavily across records: parse each distinct one once.
-    has_tres, has_gres = "alloctres" in present, "allocgres" in present
-    tres = (
-        df.select(c("alloctres"), c("allocgres")).unique().with_columns(
-            tres_gpus(c("alloctres")).alias("_tg"),
-            gres_gpus(c("allocgres")).alias("_gg"),
-            tres_count(c("alloctres"), "cpu").cast(pl.Int32, strict=False).alias("_tres_cpu"),
-            tres_count(c("alloctres"), "node").cast(pl.Int32, strict=False).alias("_tres_node"),
+    # Python work happens once per distinct value only: hostlists, pending array ranges, TRES.
+    node_keys, node_vals, node_errs = _distinct_lookup(
+        df.get_column("nodelist"), expand_hostlist, pl.List(pl.String)
+    )
+    pending = df.get_column("jobid").filter(df.get_column("jobid").str.contains("[", literal=True))
+    task_keys, task_vals, task_errs = _distinct_lookup(
+        pending.str.extract(r"_\[([0-9,\-]+)", 1), expand_array_tasks, pl.List(pl.Int64)
+    )
+    tres = df.select("alloctres", "allocgres").unique().with_columns(
+        tres_gpus(c("alloctres")).struct.field("n_gpus").alias("_tg_n"),
+        tres_gpus(c("alloctres")).struct.field("gpu_type").alias("_tg_type"),
+        gres_gpus(c("allocgres")).struct.field("n_gpus").alias("_gg_n"),
+        gres_gpus(c("allocgres")).struct.field("gpu_type").alias("_gg_type"),
+        tres_count(c("alloctres"), "cpu").cast(pl.Int32, strict=False).alias("_tres_cpu"),
+        tres_count(c("alloctres"), "node").cast(pl.Int32, strict=False).alias("_tres_node"),
+    )
+
+    lf = (
+        df.lazy()
+        .join(tres.lazy(), on=["alloctres", "allocgres"], how="left", nulls_equal=True)
+        .with_columns(
+            parse_job_id(c("jobid")).alias("_jid"),
+            parse_state(c("state")).alias("_st"),
+            parse_exit_code(c("exitcode")).alias("_ex"),
+            *(parse_naive_timestamp(c(k)).alias(f"_{k}") for k in _TS_KEYS),
+            parse_duration_s(c("elapsed")).alias("_elapsed"),
+            parse_duration_s(c("timelimit")).alias("_timelimit"),
+            parse_int(c("elapsedraw")).alias("_elapsedraw"),
+            parse_int(c("timelimitraw")).alias("_timelimitraw"),
+            parse_int(c("uid")).alias("_uid"),
+            parse_int(c("nnodes"), pl.Int32).alias("_nnodes"),
+            parse_int(c("ncpus"), pl.Int32).alias("_ncpus"),
+            parse_int(c("restarts"), pl.Int32).alias("_restarts"),
+            _lookup("nodelist", node_keys, node_vals).alias("_nodes"),
+            _lookup("nodelist", node_keys, node_errs).alias("_nodes_err"),
+        )
+        .with_columns(c("_jid").struct.field("tasks").alias("_tasks"))
+        .with_columns(
+            _lookup("_tasks", task_keys, task_vals).alias("_task_ids"),
+            _lookup("_tasks", task_keys, task_errs).alias("_tasks_err"),
         )
     )
-    df = df.join(tres, on=["alloctres", "allocgres"], how="left", nulls_equal=True, maintain_order="left")
-    df = _join_distinct(df, "nodelist", expand_hostlist, "_nodes", pl.List(pl.String), "_nodes_err")
-    df = _join_distinct(df, "_tasks", expand_array_tasks, "_task_ids", pl.List(pl.Int64), "_tasks_err")
-
-    jid = c("_jid").struct
-    task, het, base = jid.field("task"), jid.field("het"), jid.field("base").cast(pl.Int64, strict=False)
-    errors: list[pl.Expr] = [
-        pl.when(jid.field("job_id").is_null()).then(pl.format("malformed JobID '{}'", c("jobid"))),
-        pl.when(c("_st").struct.field("state").is_null()).then(
-            pl.format("unknown Slurm state '{}'", c("state"))
-        ),
-        pl.when(invalid_value(c("exitcode"), c("_ex").struct.field("exit_code"), {""})).then(
-            pl.format("malformed ExitCode '{}'", c("exitcode"))
+    # (condition, message) per check; messages are only built for the rows that fail.
+    checks: list[tuple[pl.Expr, pl.Expr]] = [
+        (c("_jid").struct.field("job_id").is_null(), pl.format("malformed JobID '{}'", c("jobid"))),
+        (c("_st").struct.field("state").is_null(), pl.format("unknown Slurm state '{}'", c("state"))),
+        (
+            invalid_value(c("exitcode"), c("_ex").struct.field("exit_code"), {""}),
+            pl.format("malformed ExitCode '{}'", c("exitcode")),
         ),
         *(
-            pl.when(invalid_value(c(k), c(f"_{k}"), TIMESTAMP_NULL_TOKENS)).then(
-                pl.format(f"malformed {_DISPLAY[k]} timestamp '{{}}'", c(k))
+            (
+                invalid_value(c(k), c(f"_{k}"), TIMESTAMP_NULL_TOKENS),
+                pl.format(f"malformed {_DISPLAY[k]} timestamp '{{}}'", c(k)),
             )
-            for k in ("submit", "eligible", "start", "end")
+            for k in _TS_KEYS
         ),
         *(
-            pl.when(invalid_value(c(k), c(f"_{k}"), tokens)).then(
-                pl.format(f"malformed {_DISPLAY[k]} '{{}}'", c(k))
-            )
+            (invalid_value(c(k), c(f"_{k}"), tokens), pl.format(f"malformed {_DISPLAY[k]} '{{}}'", c(k)))
             for k, tokens in (
                 ("elapsed", DURATION_NULL_TOKENS),
                 ("timelimit", TIMELIMIT_NULL_TOKENS),
@@ -376,28 +387,33 @@ def _typed_text_records(
                 ("ncpus", {""}),
                 ("restarts", {""}),
             )
+            if k in present
         ),
-        pl.when(c("_nodes_err").is_not_null()).then(
-            pl.format("malformed NodeList '{}': {}", c("nodelist"), c("_nodes_err"))
+        (
+            c("_nodes_err").is_not_null(),
+            pl.format("malformed NodeList '{}': {}", c("nodelist"), c("_nodes_err")),
         ),
-        pl.when(c("_tasks_err").is_not_null()).then(
-            pl.format("malformed JobID '{}': {}", c("jobid"), c("_tasks_err"))
+        (
+            c("_tasks_err").is_not_null(),
+            pl.format("malformed JobID '{}': {}", c("jobid"), c("_tasks_err")),
         ),
     ]
-    error = pl.concat_str(errors, separator="; ", ignore_nulls=True)
 
-    if has_tres or has_gres:
-        n_gpus = pl.coalesce(
-            c("_tg").struct.field("n_gpus"), c("_gg").struct.field("n_gpus"), pl.lit(0, pl.Int64)
-        )
+    if "alloctres" in present or "allocgres" in present:
+        n_gpus = pl.coalesce(c("_tg_n"), c("_gg_n"), pl.lit(0, pl.Int64))
     else:
         n_gpus = pl.lit(None, pl.Int64)
+    jid = c("_jid").struct
+    task, het = jid.field("task"), jid.field("het")
+    base = jid.field("base").cast(pl.Int64, strict=False)
     is_array = task.is_not_null() | c("_tasks").is_not_null()
-    ts = {k: localize_to_utc(c(f"_{k}"), timezone) for k in ("submit", "eligible", "start", "end")}
-    return df.select(
+    typed = lf.select(
         c("source_file"),
         c("line_no"),
-        pl.when(jid.field("step").is_null()).then(pl.lit("allocation")).otherwise(pl.lit("step")).alias("record_type"),
+        pl.when(jid.field("step").is_null())
+        .then(pl.lit("allocation"))
+        .otherwise(pl.lit("step"))
+        .alias("record_type"),
         pl.coalesce(_empty_to_null(c("cluster")), pl.lit(cluster, pl.String)).alias("cluster"),
         jid.field("job_id").alias("job_id"),
         _empty_to_null(c("jobidraw")).alias("job_id_raw"),
@@ -410,7 +426,8 @@ def _typed_text_records(
         pl.when(het.is_not_null()).then(base).alias("het_job_id"),
         het.cast(pl.Int32, strict=False).alias("het_job_offset"),
         jid.field("step").alias("step_id"),
-        *(_empty_to_null(c(k)).alias(k) for k in ("name", "user")),
+        _empty_to_null(c("name")).alias("name"),
+        _empty_to_null(c("user")).alias("user"),
         c("_uid").alias("uid"),
         *(_empty_to_null(c(k)).alias(k) for k in ("account", "group", "partition", "qos")),
         c("_st").struct.field("state").alias("state"),
@@ -418,35 +435,126 @@ def _typed_text_records(
         c("_st").struct.field("cancelled_by").alias("cancelled_by"),
         c("_ex").struct.field("exit_code").alias("exit_code"),
         c("_ex").struct.field("exit_signal").alias("exit_signal"),
-        *(ts[k].alias(f"{k}_ts") for k in ("submit", "eligible", "start", "end")),
+        *(localize_to_utc(c(f"_{k}"), timezone).alias(f"{k}_ts") for k in _TS_KEYS),
         pl.coalesce(c("_elapsedraw"), c("_elapsed")).alias("elapsed_s"),
         pl.coalesce(c("_timelimitraw") * 60, c("_timelimit")).alias("timelimit_s"),
         pl.coalesce(c("_nnodes"), c("_tres_node")).alias("n_nodes"),
         pl.coalesce(c("_ncpus"), c("_tres_cpu")).alias("n_cpus"),
         n_gpus.cast(pl.Int32, strict=False).alias("n_gpus"),
-        pl.coalesce(c("_tg").struct.field("gpu_type"), c("_gg").struct.field("gpu_type")).alias("gpu_type"),
+        pl.coalesce(c("_tg_type"), c("_gg_type")).alias("gpu_type"),
         _empty_to_null(c("nodelist")).alias("nodelist"),
         c("_nodes").alias("nodes"),
         c("_restarts").alias("restart_cnt"),
         _empty_to_null(c("comment")).alias("comment"),
         c("raw_line"),
-        pl.when(error != "").then(error).alias("_error"),
+        pl.any_horizontal(cond for cond, _ in checks).alias("_bad"),
+        # Kept for reject messages; dropped from records.
+        *(c(k).alias(f"_raw_{k}") for k in ("jobid", "state", "exitcode", *_TS_KEYS, "elapsed",
+                                           "timelimit", "elapsedraw", "timelimitraw", "uid",
+                                           "nnodes", "ncpus", "restarts", "nodelist")),
+        c("_jid"), c("_st"), c("_ex"), c("_nodes_err"), c("_tasks_err"),
+        *(c(f"_{k}") for k in (*_TS_KEYS, "elapsed", "timelimit", "elapsedraw", "timelimitraw",
+                                "uid", "nnodes", "ncpus", "restarts")),
+    ).collect()
+
+    bad = typed.filter(c("_bad"))
+    if bad.is_empty():
+        errors = pl.Series("_error", [], pl.String)
+    else:
+        # Re-expose the raw text under its field key so the check expressions apply unchanged.
+        bad_in = bad.with_columns(c(col).alias(col[len("_raw_"):]) for col in bad.columns if col.startswith("_raw_"))
+        errors = bad_in.select(
+            pl.concat_str(
+                [pl.when(cond).then(msg) for cond, msg in checks], separator="; ", ignore_nulls=True
+            ).alias("_error")
+        ).to_series()
+    records = typed.filter(~c("_bad")).select(SACCT_RECORD_SCHEMA.keys())
+    rejects = bad.select("source_file", "line_no", c("raw_line").alias("raw")).with_columns(
+        errors.alias("error")
     )
+    return records, rejects
 
 
-def _split_result(typed: pl.DataFrame, count_rejects: pl.DataFrame) -> SacctParseResult:
-    bad = typed.get_column("_error").is_not_null()
-    records = typed.filter(~bad).drop("_error").cast(SACCT_RECORD_SCHEMA)  # type: ignore[arg-type]
-    rejects = pl.concat(
-        [
-            count_rejects,
-            typed.filter(bad).select(
-                pl.col("source_file"), pl.col("line_no"), pl.col("raw_line").alias("raw"),
-                pl.col("_error").alias("error"),
-            ),
-        ]
-    ).sort("line_no").cast(REJECT_SCHEMA)  # type: ignore[arg-type]
-    return SacctParseResult(records=records, rejects=rejects, rows_read=len(records) + len(rejects))
+def _read_lines(data: bytes) -> pl.DataFrame:
+    """Physical lines of ``data`` as (line_no Int64 1-based, raw_line String without CR/LF).
+
+    Uses Polars' CSV reader with a separator that never occurs (unit separator, checked), which is
+    several times faster than splitting in Python; invalid UTF-8 is replaced by U+FFFD.
+    """
+    if b"\x1f" in data:
+        text = data.decode("utf-8", errors="replace")
+        lines = pl.Series("raw_line", text.split("\n"), pl.String).str.strip_suffix("\r")
+        if text.endswith("\n"):
+            lines = lines.head(-1)
+        frame = lines.to_frame()
+    elif not data:
+        frame = pl.DataFrame({"raw_line": []}, schema={"raw_line": pl.String})
+    else:
+        frame = pl.read_csv(
+            io.BytesIO(data),
+            has_header=False,
+            separator="\x1f",
+            quote_char=None,
+            new_columns=["raw_line"],
+            infer_schema=False,
+            encoding="utf8-lossy",
+        ).with_columns(pl.col("raw_line").fill_null(""))
+    return frame.with_row_index("line_no", offset=1).with_columns(pl.col("line_no").cast(pl.Int64))
+
+
+def _parse_text_bytes(
+    data: bytes,
+    source_file: str,
+    *,
+    timezone: str,
+    fields: Sequence[str] | None,
+    delimiter: str | None,
+    cluster: str | None,
+) -> SacctParseResult:
+    delim = delimiter or "|"
+    check_timezone(timezone)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise SacctFormatError(f"{source_file}: empty sacct file")
+    head = data[: 1 << 16].decode("utf-8", errors="replace")
+    layout = _detect_layout(head, source_file, delim, fields)
+    index = _field_index(layout, source_file)
+    n_fields = len(layout.fields)
+
+    raw = pl.col("raw_line")
+    n_delims = raw.str.count_matches(delim, literal=True)
+    if layout.trailing_delimiter:
+        # sacct --parsable ends every line with the delimiter: that last empty field is not data.
+        n_delims = n_delims - raw.str.ends_with(delim).cast(pl.UInt32)
+    lines = (
+        _read_lines(data)
+        .lazy()
+        .filter((pl.col("line_no") > layout.header_line_no) & ~raw.str.contains(r"^(?:\s*$|#)"))
+        .with_columns((n_delims + 1).alias("_n"), pl.lit(source_file, pl.String).alias("source_file"))
+        .collect()
+    )
+    good = pl.col("_n") == n_fields
+    count_rejects = lines.filter(~good).select(
+        "source_file",
+        "line_no",
+        raw.alias("raw"),
+        pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n")).alias("error"),
+    )
+    parts = raw.str.split_exact(delim, n_fields - 1)
+    fields_df = lines.filter(good).select(
+        "source_file",
+        "line_no",
+        "raw_line",
+        *(parts.struct.field(f"field_{i}").alias(key) for key, i in index.items()),
+    )
+    records, rejects = _typed_text_records(fields_df, set(index), timezone, cluster)
+    rejects = pl.concat([count_rejects, rejects]).sort("line_no").cast(REJECT_SCHEMA)  # type: ignore[arg-type]
+    return SacctParseResult(
+        records=records.cast(SACCT_RECORD_SCHEMA),  # type: ignore[arg-type]
+        rejects=rejects,
+        rows_read=len(records) + len(rejects),
+    )
 
 
 def parse_sacct_text(
@@ -477,49 +585,14 @@ def parse_sacct_text(
             or no JobID/State field.
         ValueError: ``timezone`` is not an IANA zone.
     """
-    delim = delimiter or "|"
-    check_timezone(timezone)
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.strip():
-        raise SacctFormatError(f"{source_file}: empty sacct file")
-    layout = _detect_layout(text, source_file, delim, fields)
-    index = _field_index(layout, source_file)
-    n_fields = len(layout.fields)
-
-    raw = pl.col("raw_line")
-    lines = (
-        pl.Series("raw_line", [text], pl.String)
-        .str.split("\n")
-        .explode()
-        .to_frame()
-        .with_row_index("line_no", offset=1)
-        .with_columns(pl.col("line_no").cast(pl.Int64), raw.str.strip_suffix("\r"))
-        .filter(
-            (pl.col("line_no") > layout.header_line_no)
-            & (raw.str.strip_chars() != "")
-            & ~raw.str.starts_with("#")
-        )
+    return _parse_text_bytes(
+        text.encode("utf-8", errors="surrogatepass"),
+        source_file,
+        timezone=timezone,
+        fields=fields,
+        delimiter=delimiter,
+        cluster=cluster,
     )
-    body = raw.str.strip_suffix(delim) if layout.trailing_delimiter else raw
-    lines = lines.with_columns(body.str.split(delim).alias("_parts")).with_columns(
-        pl.col("_parts").list.len().alias("_n"), pl.lit(source_file, pl.String).alias("source_file")
-    )
-    good = pl.col("_n") == n_fields
-    count_rejects = lines.filter(~good).select(
-        "source_file",
-        "line_no",
-        raw.alias("raw"),
-        pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n")).alias("error"),
-    )
-    fields_df = lines.filter(good).select(
-        "source_file",
-        "line_no",
-        "raw_line",
-        *(pl.col("_parts").list.get(i).alias(key) for key, i in index.items()),
-    )
-    typed = _typed_text_records(fields_df, set(index), timezone, cluster)
-    return _split_result(typed, count_rejects)
 
 
 # ---------------------------------------------------------------- sacct --json / slurmrestd
@@ -781,9 +854,10 @@ def parse_sacct_file(
     Bytes are decoded as UTF-8 with invalid sequences replaced by U+FFFD: a mis-encoded job name
     should not cost the accounting record (the replacement char marks the damage in ``name``).
     """
-    text = Path(path).read_bytes().decode("utf-8", errors="replace")
-    if Path(path).suffix.lower() == ".json" or text.lstrip("\ufeff \t\r\n").startswith("{"):
-        return parse_sacct_json(text.lstrip("\ufeff"), source_file, cluster=cluster)
-    return parse_sacct_text(
-        text, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
+    data = Path(path).read_bytes()
+    if Path(path).suffix.lower() == ".json" or data[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+        return parse_sacct_json(text, source_file, cluster=cluster)
+    return _parse_text_bytes(
+        data, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
     )

@@ -129,32 +129,33 @@ def _marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -
         con.executemany("INSERT INTO marts.findings VALUES (?, ?, ?, ?, ?, ?)", FINDINGS)
 
 
-@pytest.fixture()
-def warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportPaths, str, str]:
+    # Rendering draws ~8 charts; build and render once for all read-only assertions on the output.
+    tmp = tmp_path_factory.mktemp("wh")
+    con = duckdb.connect(str(tmp / "wh.duckdb"))
     _ddl(con)
     _core_and_raw(con)
     _marts(con)
-    yield con
+    paths = render_nightly_report(con, tmp / "out", warehouse_label="wh.duckdb")
     con.close()
-
-
-@pytest.fixture()
-def report(warehouse: duckdb.DuckDBPyConnection, tmp_path: Path) -> tuple[ReportPaths, str, str]:
-    paths = render_nightly_report(warehouse, tmp_path / "out", warehouse_label="wh.duckdb")
     return paths, paths.html.read_text(encoding="utf-8"), paths.markdown.read_text(encoding="utf-8")
 
 
 def _visible_text(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>", " ", html, flags=re.S)))
+    # Sentences glue numbers to units with no-break spaces; compare them as plain spaces.
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>", " ", html, flags=re.S))
+    return re.sub(r"\s+", " ", text.replace("\u00a0", " "))
 
 
-def test_writes_dated_files_for_latest_end_day(report: tuple[ReportPaths, str, str], tmp_path: Path) -> None:
+def test_writes_dated_files_for_latest_end_day(report: tuple[ReportPaths, str, str]) -> None:
     paths, html, md = report
-    assert paths.html == tmp_path / "out" / "nightly-2026-10-31.html"
-    assert paths.markdown == tmp_path / "out" / "nightly-2026-10-31.md"
+    assert paths.html.name == "nightly-2026-10-31.html" and paths.html.parent.name == "out"
+    assert paths.markdown == paths.html.with_suffix(".md")
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
-    assert not list((tmp_path / "out").glob("*.tmp"))
+    assert not list(paths.html.parent.glob("*.tmp"))
+    assert "wh.duckdb" in html and "Data provenance" in html  # footer
+    assert "41.2\u00a0%" in html  # lead sentences never wrap between number and unit
 
 
 def test_html_is_self_contained(report: tuple[ReportPaths, str, str]) -> None:
@@ -232,7 +233,7 @@ def test_missing_and_empty_marts_say_no_data(tmp_path: Path) -> None:
     _marts(con, skip=frozenset({"gpu_time_by_state", "findings", "runtime_quantiles"}))
     con.execute("DELETE FROM marts.top_consumers")
     paths = render_nightly_report(con, tmp_path / "out", report_date=date(2026, 10, 30))
-    html = paths.html.read_text()
+    html = _visible_text(paths.html.read_text())
     assert paths.html.name == "nightly-2026-10-30.html"
     assert "No data yet: marts.gpu_time_by_state has not been built." in html
     assert "No data yet: marts.findings has not been built." in html
@@ -250,7 +251,7 @@ def test_mart_with_wrong_shape_degrades_to_note(tmp_path: Path) -> None:
     _marts(con, skip=frozenset({"size_buckets"}))
     con.execute("CREATE TABLE marts.size_buckets (period_type VARCHAR, other INTEGER)")
     con.execute("INSERT INTO marts.size_buckets VALUES ('all', 1)")
-    html = render_nightly_report(con, tmp_path / "out").html.read_text()
+    html = _visible_text(render_nightly_report(con, tmp_path / "out").html.read_text())
     assert "Could not be computed: BinderException" in html
     assert "Mean utilization was" in html
     con.close()
@@ -276,5 +277,7 @@ def test_formatting_and_labels() -> None:
     assert md_escape("a|b<c>\nd") == r"a\|b&lt;c&gt; d"
     assert safe_label("<img onerror=f()>$x$") == "‹img onerror=f()›\\$x\\$"
     assert safe_label("x" * 40) == "x" * 27 + "…"
-    svg = top_consumers_chart([("<script>x</script>", 0.5), ("$\\frac{1}{0}$ & co", 0.2)], "t", "share")
+    svg = top_consumers_chart(
+        [("<script>x</script>", 0.5), ("$\\frac{1}{0}$ & co", 0.2), ("a onmouseover=alert(1)", 0.1)], "t", "share")
     assert svg.startswith("<svg") and "<script" not in svg.lower() and "&lt;script" not in svg
+    assert "a onmouseover=alert(1)" in svg  # harmless as escaped text content, and must not break the report

@@ -1,4 +1,4 @@
-"""Server-side charts for the reports: matplotlib (Agg) figures serialised to inline SVG strings.
+"""Server-side charts for the reports: matplotlib figures (no pyplot, no GUI) serialised to inline SVG.
 
 Every chart function takes plain Python data and returns an SVG fragment (no XML prolog) that the
 HTML report embeds as-is, so the report opens offline. Labels that come from the warehouse (user
@@ -81,8 +81,11 @@ _OTHER_BUCKET = "#9e9e9e"
 _INK = "#263238"
 _GRID = "#dde3e8"
 _MAX_LABEL = 28
-# Markup a browser would act on; generated SVG must never contain it.
-_FORBIDDEN = re.compile(r"<\s*(script|iframe|object|embed|foreignobject)|javascript:|\son\w+\s*=", re.I)
+# Markup a browser would act on; generated SVG must never contain it. Checked on tags only: text
+# content is escaped by matplotlib, so a label such as "a onclick=b" is harmless text.
+_TAG = re.compile(r"<\s*/?\s*([A-Za-z][\w:.-]*)([^>]*)>")
+_BAD_TAGS = frozenset({"script", "iframe", "object", "embed", "foreignobject", "a", "image"})
+_BAD_ATTR = re.compile(r"(^|\s)on\w+\s*=|javascript:|(?<![\w:])(xlink:)?href\s*=\s*[\"'](?!#)", re.I)
 
 # Applied per chart through rc_context so importing this module never changes global matplotlib
 # state. Figures are built with Figure() (no pyplot), which renders headless without a backend switch.
@@ -143,6 +146,17 @@ def safe_label(text: object, max_len: int = _MAX_LABEL) -> str:
     return s.replace("$", r"\$")
 
 
+def _bucket_label(bucket: str) -> str:
+    # Known bucket names are our own constants ('>1024' must stay readable); anything else is data.
+    return bucket if bucket in BUCKET_COLOURS else safe_label(bucket)
+
+
+def _tint(colour: str, amount: float = 0.6) -> str:
+    """Blend a hex colour with white (amount 1 = white): light fill that keeps the hue."""
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in (r, g, b))
+
+
 def figure_to_svg(fig: Figure) -> str:
     """Serialise a figure to an inline SVG fragment and close it.
 
@@ -156,8 +170,9 @@ def figure_to_svg(fig: Figure) -> str:
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
     svg = re.sub(r'(<svg[^>]*?)\s+width="[^"]*"\s+height="[^"]*"', r"\1", svg, count=1)
     svg = svg.replace("<svg ", '<svg role="img" ', 1)
-    if _FORBIDDEN.search(svg):  # defence in depth: never embed active content
-        raise ValueError("generated SVG contains active content; refusing to embed it")
+    for tag in _TAG.finditer(svg):  # defence in depth: never embed active content or external links
+        if tag.group(1).lower() in _BAD_TAGS or _BAD_ATTR.search(tag.group(2)):
+            raise ValueError(f"generated SVG contains active content ({tag.group(0)[:60]!r}); refusing to embed it")
     return svg
 
 
@@ -180,7 +195,7 @@ def state_share_chart(rows: Sequence[tuple[str, float, float]], title: str) -> s
 
     ``rows`` are ``(state, share_jobs, share_gpu_hours)`` with shares as fractions in [0, 1].
     """
-    fig, ax = _new(10, 2.9)
+    fig, ax = _new(10, 2.1)
     ax.grid(False)
     ax.grid(axis="x", color=_GRID, linewidth=0.8)
     bars = ["GPU-hours", "Jobs"]
@@ -199,14 +214,14 @@ def state_share_chart(rows: Sequence[tuple[str, float, float]], title: str) -> s
     _pct_axis(ax, "x")
     ax.set_xlabel("Share of total (%)")
     ax.set_title(title)
-    ax.legend(ncols=min(len(rows), 6) or 1, loc="upper center", bbox_to_anchor=(0.5, -0.32), fontsize=10)
+    ax.legend(ncols=min(len(rows), 6) or 1, loc="upper center", bbox_to_anchor=(0.5, -0.4), fontsize=10)
     return figure_to_svg(fig)
 
 
 @_styled
 def daily_state_chart(days: Sequence[date], series: dict[str, Sequence[float]], title: str) -> str:
     """Stacked daily bars of GPU-hours by final state (``series``: state -> values aligned to days)."""
-    fig, ax = _new(10, 3.6)
+    fig, ax = _new(10, 3.0)
     bottom = [0.0] * len(days)
     width = 0.85 if len(days) < 120 else 1.0
     for state, vals in series.items():
@@ -233,25 +248,25 @@ def size_share_chart(rows: Sequence[tuple[str, float, float]], title: str) -> st
 
     ``rows`` are ``(bucket, share_jobs, share_gpu_hours)`` in bucket order, shares in [0, 1].
     """
-    fig, ax = _new(10, 3.8)
+    fig, ax = _new(10, 3.3)
     xs = list(range(len(rows)))
     w = 0.38
     for x, (bucket, share_jobs, share_gpuh) in zip(xs, rows):
         c = bucket_colour(bucket)
-        ax.bar(x - w / 2, share_jobs or 0.0, w, color=c, alpha=0.35, hatch="//", edgecolor=c, linewidth=0.8)
+        ax.bar(x - w / 2, share_jobs or 0.0, w, color=_tint(c), hatch="///", edgecolor=c, linewidth=0.8)
         ax.bar(x + w / 2, share_gpuh or 0.0, w, color=c, edgecolor=_INK, linewidth=0.5)
         for dx, v in ((-w / 2, share_jobs), (w / 2, share_gpuh)):
             ax.text(x + dx, (v or 0.0) + 0.01, f"{(v or 0.0) * 100:.1f} %", ha="center", va="bottom", fontsize=9)
-    ax.set_xticks(xs, [safe_label(r[0]) for r in rows])
+    ax.set_xticks(xs, [_bucket_label(r[0]) for r in rows])
     ax.set_xlabel("GPUs per job (size bucket)")
     ax.set_ylabel("Share of total (%)")
     top = max([max(r[1] or 0.0, r[2] or 0.0) for r in rows] + [0.05])
     ax.set_ylim(0, min(1.0, top * 1.18 + 0.02))
     _pct_axis(ax)
     ax.set_title(title)
-    handles = [Patch(facecolor="#90a4ae", alpha=0.35, hatch="//", edgecolor="#607d8b", label="share of jobs"),
-               Patch(facecolor="#607d8b", edgecolor=_INK, label="share of GPU-hours")]
-    ax.legend(handles=handles, loc="upper left")
+    handles = [Patch(facecolor=_tint("#607d8b"), hatch="///", edgecolor="#607d8b", label="share of jobs (light)"),
+               Patch(facecolor="#607d8b", edgecolor=_INK, label="share of GPU-hours (solid)")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.24), ncols=2, fontsize=10)
     return figure_to_svg(fig)
 
 
@@ -262,7 +277,7 @@ def quantile_chart(rows: Sequence[tuple[str, float | None, float | None, float |
 
     ``rows`` are ``(bucket, p50, p90, p99, max)``; non-positive values are not drawn (log scale).
     """
-    fig, ax = _new(10, 3.8)
+    fig, ax = _new(10, 3.4)
     xs = list(range(len(rows)))
     markers = (("p50", "o", 1), ("p90", "s", 2), ("p99", "D", 3), ("max", "^", 4))
     for x, row in zip(xs, rows):
@@ -276,14 +291,14 @@ def quantile_chart(rows: Sequence[tuple[str, float | None, float | None, float |
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=46, color=_INK,
                        facecolor="white" if name == "max" else _INK, zorder=3, label=name)
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.3g}"))
-    ax.set_xticks(xs, [safe_label(r[0]) for r in rows])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.set_xticks(xs, [_bucket_label(r[0]) for r in rows])
     ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("GPUs per job (size bucket)")
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", which="major", color=_GRID)
     ax.set_title(title)
-    ax.legend(loc="upper left", ncols=4)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.24), ncols=4, fontsize=10)
     return figure_to_svg(fig)
 
 
@@ -293,12 +308,12 @@ def monthly_bucket_share_chart(periods: Sequence[str], series: dict[str, Sequenc
 
     ``series`` maps bucket -> shares (fractions) aligned to ``periods``, in bucket order.
     """
-    fig, ax = _new(10, 3.8)
+    fig, ax = _new(10, 3.3)
     xs = list(range(len(periods)))
     bottom = [0.0] * len(periods)
     for bucket, vals in series.items():
         clean = [v or 0.0 for v in vals]
-        ax.bar(xs, clean, bottom=bottom, color=bucket_colour(bucket), label=safe_label(bucket),
+        ax.bar(xs, clean, bottom=bottom, color=bucket_colour(bucket), label=_bucket_label(bucket),
                edgecolor="white", linewidth=0.6, width=0.72)
         bottom = [b + v for b, v in zip(bottom, clean)]
     ax.set_xticks(xs, [safe_label(p) for p in periods])
@@ -319,7 +334,7 @@ def monthly_bucket_share_chart(periods: Sequence[str], series: dict[str, Sequenc
 def utilization_chart(days: Sequence[date], capacity: Sequence[float], allocated: Sequence[float],
                       mean_utilization: float | None, title: str) -> str:
     """Daily allocated vs capacity GPU-hours (lines), with mean allocation as a dashed reference."""
-    fig, ax = _new(10, 3.8)
+    fig, ax = _new(10, 3.3)
     ax.fill_between(days, allocated, color="#1e88e5", alpha=0.15, linewidth=0)
     ax.plot(days, capacity, color=_INK, linewidth=1.6, label="capacity")
     ax.plot(days, allocated, color="#1e88e5", linewidth=2.0, label="allocated")
@@ -328,12 +343,13 @@ def utilization_chart(days: Sequence[date], capacity: Sequence[float], allocated
         ax.axhline(mean_alloc, color="#e65100", linestyle="--", linewidth=1.4,
                    label=f"mean allocated (utilization {mean_utilization * 100:.1f} %)")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.set_ylim(bottom=0)
+    finite = [v for v in list(capacity) + list(allocated) if v is not None and not math.isnan(v)]
+    ax.set_ylim(0, max(finite + [1.0]) * 1.1)
     ax.set_ylabel("GPU-hours per day")
     ax.set_xlabel("Day (UTC)")
     _date_axis(ax)
     ax.set_title(title)
-    ax.legend(loc="lower left", ncols=3, fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=3, fontsize=10)
     return figure_to_svg(fig)
 
 
@@ -344,7 +360,7 @@ def top_consumers_chart(rows: Sequence[tuple[str, float]], title: str, xlabel: s
     ``rows`` are ``(name, share_gpu_hours)``; names are sanitised with :func:`safe_label`.
     """
     n = max(len(rows), 1)
-    fig, ax = _new(10, 0.9 + 0.36 * n)
+    fig, ax = _new(10, 0.9 + 0.3 * n)
     ax.grid(False)
     ax.grid(axis="x", color=_GRID, linewidth=0.8)
     names = [f"{i + 1}. {safe_label(r[0])}" for i, r in enumerate(rows)]

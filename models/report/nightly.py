@@ -21,6 +21,7 @@ Design choices:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
@@ -80,6 +81,7 @@ class Column:
 
     label: str
     num: bool = False
+    nowrap: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,12 @@ def _plural(n: int | float | None, word: str) -> str:
     return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
 
 
+def _p_phrase(p: float | None) -> str:
+    """'p < 0.001' or 'p = 0.034'."""
+    txt = fmt_p(p)
+    return f"p {txt}" if txt.startswith("<") else f"p = {txt}"
+
+
 def _cap(text: str) -> str:
     """Capitalise the first character only ('single-GPU' -> 'Single-GPU', not 'Single-gpu')."""
     return text[:1].upper() + text[1:]
@@ -219,12 +227,14 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
         con,
         "SELECT count(*) AS jobs, sum(gpu_hours) AS gpuh FROM core.jobs WHERE end_day IS NOT NULL",
     )[0]
-    util = None
+    util = night_util = None
     if _table_status(con, "marts.utilization_daily") is None:
         util = _scalar(
             con,
             "SELECT sum(allocated_gpu_hours) / nullif(sum(capacity_gpu_hours), 0) FROM marts.utilization_daily",
         )
+        night_util = _scalar(con, "SELECT utilization FROM marts.utilization_daily WHERE day = ?",
+                             [meta.report_date])
     night = _rows(
         con,
         """SELECT count(*) AS jobs, sum(gpu_hours) AS gpuh,
@@ -268,6 +278,8 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
         {"label": "Jobs ended", "value": fmt_int(tot["jobs"]), "sub": "whole period", "tone": ""},
         {"label": "GPU-hours", "value": fmt_int(tot["gpuh"]), "sub": "whole period", "tone": ""},
         {"label": "Mean utilization", "value": fmt_pct(util),
+         "sub": "allocated / capacity GPU-hours", "tone": ""},
+        {"label": f"Utilization {fmt_date(meta.report_date)}", "value": fmt_pct(night_util),
          "sub": "allocated / capacity GPU-hours", "tone": ""},
         {"label": f"Jobs ended {fmt_date(meta.report_date)}", "value": fmt_int(night["jobs"]),
          "sub": f"{fmt_num(night['gpuh'] or 0.0)} GPU-hours", "tone": ""},
@@ -436,6 +448,37 @@ def _quantile_section(con: duckdb.DuckDBPyConnection, *, key: str, title: str, t
     return sec
 
 
+#: Average weeks per month, to express weekly slopes per month (as the findings mart does).
+_WEEKS_PER_MONTH = 365.25 / 12 / 7
+
+
+def _per_month(row: dict[str, Any], col: str) -> float | None:
+    v = row[col]
+    if v is None:
+        return None
+    return v * (_WEEKS_PER_MONTH if row["granularity"] == "week" else 1.0)
+
+
+def _trend_sentence(trend: list[dict[str, Any]]) -> str:
+    """One sentence over all trend series: significant movers per granularity, months first."""
+    parts = []
+    for gran in sorted({r["granularity"] for r in trend}, key=lambda g: (g != "month", g)):
+        rows = [r for r in trend if r["granularity"] == gran]
+        n = max((r["n_periods"] or 0) for r in rows)
+        moving = [r for r in rows if r["direction"] in ("rising", "falling")]
+        if all(r["direction"] == "insufficient data" for r in rows):
+            parts.append(f"{fmt_int(n)} full {gran}s are too few to test for a trend")
+        elif not moving:
+            parts.append(f"over {fmt_int(n)} {gran}s no bucket's GPU-hour share moved significantly")
+        else:
+            parts.append(f"over {fmt_int(n)} {gran}s " + ", ".join(
+                f"the {_bucket_name(r['size_bucket'])} share {'rose' if r['direction'] == 'rising' else 'fell'} "
+                f"from {fmt_pct(r['first_share'])} to {fmt_pct(r['last_share'])} "
+                f"({fmt_pp(_per_month(r, 'slope_per_period'))} per month, {_p_phrase(r['p_value'])})"
+                for r in moving))
+    return _cap("; ".join(parts) + ".")
+
+
 def _monthly_shift(con: duckdb.DuckDBPyConnection) -> Section:
     sec = Section("shift", "Monthly shift in job size")
     have_months = _table_status(con, "marts.size_buckets") is None
@@ -460,40 +503,26 @@ def _monthly_shift(con: duckdb.DuckDBPyConnection) -> Section:
             series[r["size_bucket"]][idx[r["period"]]] = r["share_gpu_hours"] or 0.0
         sec.charts.append(_svg(charts.monthly_bucket_share_chart(
             periods, series, f"Monthly share of GPU-hours by job size, {_period_text(periods[0], periods[-1])}")))
-    main = [r for r in trend if r["granularity"] == (trend[0]["granularity"] if trend else "month")]
-    gran = main[0]["granularity"] if main else "month"
-    moving = [r for r in main if r["direction"] in ("rising", "falling")]
-    if main:
-        n = max((r["n_periods"] or 0) for r in main)
-        if moving:
-            descr = "; ".join(
-                f"the {_bucket_name(r['size_bucket'])} share {'rose' if r['direction'] == 'rising' else 'fell'} "
-                f"from {fmt_pct(r['first_share'])} to {fmt_pct(r['last_share'])} "
-                f"({fmt_pp(r['slope_per_period'])} per {gran}, p {fmt_p(r['p_value'])})"
-                for r in moving)
-            rest = len(main) - len(moving)
-            sec.lead = (f"Over {fmt_int(n)} {gran}s, {descr}"
-                        + (f"; {rest} other bucket{'s' if rest != 1 else ''} show no significant trend." if rest else "."))
-            sec.lead = _cap(sec.lead)
-        else:
-            sec.lead = f"No size bucket shows a significant {gran}ly trend in GPU-hour share over {fmt_int(n)} {gran}s."
+    if trend:
+        sec.lead = _trend_sentence(trend)
     else:
         sec.lead = (f"The GPU-hour share by job size over {_period_text(periods[0], periods[-1])} is shown below; "
                     f"{NO_DATA.lower()} for the trend test (marts.size_share_trend).")
     if trend:
         sec.tables.append(Table(
-            [Column("Granularity"), Column("GPUs per job"), Column("Periods", True), Column("First share", True),
-             Column("Last share", True), Column("Slope (pp / period)", True), Column("95 % CI (pp)", True),
-             Column("p-value", True), Column("Kendall τ", True), Column("Direction")],
-            [[Cell(r["granularity"]), _bucket_cell(r["size_bucket"]), Cell(fmt_int(r["n_periods"])),
-              Cell(fmt_pct(r["first_share"])), Cell(fmt_pct(r["last_share"])),
-              Cell(fmt_pp(r["slope_per_period"])),
+            [Column("Series"), Column("GPUs per job"), Column("Periods", True),
+             Column("Share first → last", True), Column("Slope (pp / month)", True), Column("95 % CI", True),
+             Column("p-value", True), Column("Kendall τ", True), Column("Direction", nowrap=True)],
+            [[Cell(f"{r['granularity']}ly"), _bucket_cell(r["size_bucket"]), Cell(fmt_int(r["n_periods"])),
+              Cell(f"{fmt_pct(r['first_share'])} → {fmt_pct(r['last_share'])}"),
+              Cell(fmt_pp(_per_month(r, "slope_per_period"))),
               Cell(MISSING if r["slope_ci_low"] is None else
-                   f"{fmt_pp(r['slope_ci_low'])[:-3]} … {fmt_pp(r['slope_ci_high'])[:-3]}"),
+                   f"{fmt_pp(_per_month(r, 'slope_ci_low'))[:-3]} … {fmt_pp(_per_month(r, 'slope_ci_high'))[:-3]}"),
               Cell(fmt_p(r["p_value"])), Cell(fmt_num(r["kendall_tau"], 2)), Cell(r["direction"] or MISSING)]
              for r in trend],
-            caption="Slope of the GPU-hour share per period (OLS) in percentage points, with its 95 % "
-                    "confidence interval; direction needs both tests significant.",
+            caption="OLS slope of each bucket's GPU-hour share, in percentage points per month (weekly series "
+                    "scaled by 4.35 weeks per month), with its 95 % confidence interval; a direction is given only "
+                    "when the trend is significant.",
         ))
     return sec
 
@@ -624,7 +653,7 @@ def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, st
     sec.tables.append(Table(
         [Column("Source"), Column("Files", True), Column("Rows read", True), Column("Loaded", True),
          Column("Rows rejected", True), Column("Reject rate", True), Column("Files refused", True),
-         Column("Last ingested", True)],
+         Column("Last ingested")],
         [[Cell(r["source_kind"]), Cell(fmt_int(r["files"])), Cell(fmt_int(r["rd"])), Cell(fmt_int(r["ld"])),
           Cell(fmt_int(r["rj"])), Cell(fmt_pct(r["rj"] / r["rd"] if r["rd"] else None, 2)),
           Cell(fmt_int(r["refused"])), Cell(fmt_date(r["last_at"]))] for r in kinds],
@@ -698,7 +727,12 @@ def build_nightly_context(
         _guard("Top users and accounts", "top", lambda: _top_consumers(con)),
         _guard("Last night's job failures", "failures", lambda: _failures(con, meta)),
     ]
-    quality, prov = _data_quality(con)
+    try:
+        quality, prov = _data_quality(con)
+    except duckdb.Error as exc:
+        log.warning("nightly report data quality section failed: %s", exc)
+        quality = Section("quality", "Data quality", no_data=f"Could not be computed: {truncate(exc, 300)}")
+        prov = {"files": MISSING, "rows_read": MISSING, "rejects": MISSING}
     sections.append(quality)
     period_txt = _period_text(fmt_date(meta.period_first) if meta.period_first else None,
                               fmt_date(meta.period_last) if meta.period_last else None)
@@ -721,15 +755,24 @@ def build_nightly_context(
     }
 
 
+_UNIT_SPACE = re.compile(r"(?<=\d) (?=%|pp\b|h\b|min\b)|(?<=\bp) (?=[<=])|(?<=[<=]) (?=\d)")
+
+
+def _nbsp(text: str) -> str:
+    """Glue numbers to their unit ('41.2 %') so a sentence never wraps between them."""
+    return _UNIT_SPACE.sub("\u00a0", text)
+
+
 def _environment(markdown: bool) -> Environment:
     if markdown:
         # Every {{ expression }} is escaped for Markdown; literal template text is not.
         return Environment(loader=PackageLoader("gpusre.models.report", "templates"), autoescape=False,
                            finalize=md_escape, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                            keep_trailing_newline=True)
-    return Environment(loader=PackageLoader("gpusre.models.report", "templates"),
-                       autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=PackageLoader("gpusre.models.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["nbsp"] = _nbsp
+    return env
 
 
 def render_nightly_report(

@@ -33,7 +33,7 @@ class SimulationConfig:
     node_prefix: str = "gpu"
     gpu_type: str = "h100"
     jobs_per_day: float | None = None
-    target_load: float = 0.85
+    target_load: float = 0.8
     node_failures_per_1000_node_days: float = 6.5
     cpus_per_gpu: int = 16
     mem_gb_per_gpu: int = 250

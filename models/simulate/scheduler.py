@@ -3,11 +3,13 @@
 Policy (a simplified Slurm ``sched/backfill`` with ``select/cons_tres``):
 
 * strict tiers (QOS high > normal > low), FIFO by eligible time inside a tier; at most
-  ``QUEUE_DEPTH`` pending jobs are examined per pass (Slurm's ``default_queue_depth``);
+  ``QUEUE_DEPTH`` placement attempts per pass (Slurm's ``default_queue_depth``); jobs that cannot
+  fit because a smaller request already failed in this pass are skipped without counting;
 * single-node jobs are placed best-fit (the busiest node that fits), so whole nodes stay free;
 * multi-node jobs take whole idle nodes; the first multi-node job that cannot start gets a
-  reservation: nodes are held (no new work) until enough drain, which bounds its wait. Others,
-  including smaller jobs behind it, start on the remaining capacity (backfill without time checks);
+  reservation: the nodes Slurm expects to free first (by time limits) are held until they drain,
+  which bounds its wait. Single-node jobs whose time limit ends before the reservation's expected
+  start may backfill onto held nodes; other jobs start on the remaining capacity;
 * a blocked high/normal job may preempt ``preempt``-partition jobs that ran >= ``PREEMPT_GRACE_S``
   (Meta RSC: 2 h); preempted jobs with requeue enabled are requeued under the same id;
 * no job starts on a node if its time limit overlaps a planned maintenance window there, so the
@@ -34,12 +36,12 @@ from gpusre.models.simulate.workload import Workload
 
 __all__ = ["QUEUE_DEPTH", "PREEMPT_GRACE_S", "SimStats", "ClusterSimulation"]
 
-QUEUE_DEPTH = 100
+QUEUE_DEPTH = 200
 PREEMPT_GRACE_S = 2 * 3600
 #: Training runs restart from the last checkpoint: work since it (up to ~30 min) is lost on interruption.
 CHECKPOINT_LOSS_S = 1800
 #: Share of GPU-fault kills where the health check requeues the job (Meta: same job id) instead of FAILED.
-HEALTHCHECK_REQUEUE_SHARE = 0.3
+HEALTHCHECK_REQUEUE_SHARE = 0.9
 MAX_RUN_SEGMENTS = 60
 
 _END, _FAULT, _REPAIR, _MAINT_START, _MAINT_END, _RESUBMIT, _PATIENCE = range(7)
@@ -68,8 +70,15 @@ class SimStats:
 @dataclass
 class _Reservation:
     inst: Instance
+    buckets: list[set[int]]
     nodes: set[int] = field(default_factory=set)
-    idle: set[int] = field(default_factory=set)
+    free_total: int = 0
+    #: When the held nodes are expected (by time limits) to be free; jobs ending earlier may backfill.
+    expected_start: int = 0
+
+    @property
+    def idle(self) -> set[int]:
+        return self.buckets[-1]
 
 
 class ClusterSimulation:
@@ -105,6 +114,8 @@ class ClusterSimulation:
         self.buckets[g] = set(range(config.nodes))
         self.free_total = g * config.nodes
         self.node_jobs: list[set[Instance]] = [set() for _ in range(config.nodes)]
+        #: Latest start + time limit of the jobs on each node: when Slurm expects the node to be free.
+        self.busy_until = [0] * config.nodes
         self.preempt_nodes: dict[int, int] = {}
         self.queues: list[list[Instance]] = [[], [], []]
         self.heads = [0, 0, 0]
@@ -227,10 +238,9 @@ class ClusterSimulation:
             return
         res = self.res
         if res is not None and n in res.nodes:
-            if new == self.G:
-                res.idle.add(n)
-            else:
-                res.idle.discard(n)
+            res.buckets[old].discard(n)
+            res.buckets[new].add(n)
+            res.free_total += new - old
             return
         self.buckets[old].discard(n)
         self.buckets[new].add(n)
@@ -243,7 +253,8 @@ class ClusterSimulation:
         res = self.res
         if res is not None and n in res.nodes:
             res.nodes.discard(n)
-            res.idle.discard(n)
+            res.buckets[self.free[n]].discard(n)
+            res.free_total -= self.free[n]
             return
         self.buckets[self.free[n]].discard(n)
         self.free_total -= self.free[n]
@@ -262,14 +273,15 @@ class ClusterSimulation:
         self.buckets[self.free[n]].discard(n)
         self.free_total -= self.free[n]
         res.nodes.add(n)
-        if self.free[n] == self.G:
-            res.idle.add(n)
+        res.buckets[self.free[n]].add(n)
+        res.free_total += self.free[n]
 
     def _unreserve_node(self, n: int) -> None:
         res = self.res
         assert res is not None
         res.nodes.discard(n)
-        res.idle.discard(n)
+        res.buckets[self.free[n]].discard(n)
+        res.free_total -= self.free[n]
         if not self.unavail[n]:
             self.buckets[self.free[n]].add(n)
             self.free_total += self.free[n]
@@ -286,10 +298,10 @@ class ClusterSimulation:
         return [w for w in self.windows if w.start < t1 and w.end > t0]
 
     # ----------------------------------------------------------------- placement
-    def _find_node(self, g: int, t: int, t_end: int) -> int | None:
+    def _find_node(self, g: int, t: int, t_end: int, buckets: list[set[int]] | None = None) -> int | None:
         touching = self._windows_touching(t, t_end) if self.windows else []
         for k in range(g, self.G + 1):
-            b = self.buckets[k]
+            b = (buckets or self.buckets)[k]
             if not b:
                 continue
             if not touching:
@@ -321,6 +333,8 @@ class ClusterSimulation:
             self._set_free(n, self.free[n] - gpn)
             assert self.free[n] >= 0, "over-allocation"
             self.node_jobs[n].add(inst)
+            if t + job.limit_s > self.busy_until[n]:
+                self.busy_until[n] = t + job.limit_s
             if job.preemptible:
                 self.preempt_nodes[n] = self.preempt_nodes.get(n, 0) + 1
         self._dequeue(inst)
@@ -334,7 +348,9 @@ class ClusterSimulation:
         job = inst.job
         gpn = job.gpus_per_node
         for n in inst.nodes:
-            self.node_jobs[n].discard(inst)
+            jobs = self.node_jobs[n]
+            jobs.discard(inst)
+            self.busy_until[n] = max((v.start + v.job.limit_s for v in jobs), default=0)  # type: ignore[operator]
             self._set_free(n, self.free[n] + gpn)
             if job.preemptible:
                 left = self.preempt_nodes[n] - 1
@@ -349,8 +365,10 @@ class ClusterSimulation:
         self.dirty = False
         if self.res is not None:
             self._progress_reservation(t)
-        examined = 0
-        fail_g = self.G + 1
+        attempts = 0
+        fail_g = self.G + 1  # smallest single-node request that found no node in this pass
+        fail_n = 1 << 30  # smallest node count that found too few idle nodes
+        buckets = self.buckets
         for tier in range(3):
             q = self.queues[tier]
             i = self.heads[tier]
@@ -358,22 +376,28 @@ class ClusterSimulation:
                 i += 1
             self.heads[tier] = i
             while i < len(q):
-                if self.free_total <= 0:
-                    return
+                res = self.res
+                if self.free_total + (res.free_total if res else 0) <= 0 or (fail_g <= 1 and len(buckets[self.G]) < 2):
+                    return  # nothing queued can start until resources are released
                 inst = q[i]
                 i += 1
                 if not inst.queued:
                     continue
-                examined += 1
-                if examined > QUEUE_DEPTH:
-                    return
                 job = inst.job
+                if job.n_nodes == 1:
+                    if job.n_gpus >= fail_g:
+                        continue
+                elif job.n_nodes >= fail_n and self.res is not None:
+                    continue
+                attempts += 1
+                if attempts > QUEUE_DEPTH:
+                    return
                 t_end = t + job.limit_s
                 if job.n_nodes == 1:
                     g = job.n_gpus
-                    if g >= fail_g:
-                        continue
                     node = self._find_node(g, t, t_end)
+                    if node is None and res is not None and t_end <= res.expected_start:
+                        node = self._find_node(g, t, t_end, res.buckets)  # backfill onto held nodes
                     if node is None and tier < 2 and self.preempt_nodes and t >= job.retry_preempt_at:
                         node = self._preempt_for(job, t)
                     if node is None:
@@ -387,12 +411,15 @@ class ClusterSimulation:
                     nodes = self._find_idle(job.n_nodes, t, t_end)
                     if nodes is not None:
                         self._start(inst, nodes, t)
-                    elif self.res is None:
-                        self._make_reservation(inst, t)
+                    else:
+                        if not self._windows_touching(t, t_end):
+                            fail_n = min(fail_n, job.n_nodes)
+                        if self.res is None:
+                            self._make_reservation(inst, t)
 
     # ----------------------------------------------------------------- reservations
     def _make_reservation(self, inst: Instance, t: int) -> None:
-        self.res = _Reservation(inst)
+        self.res = _Reservation(inst, [set() for _ in range(self.G + 1)])
         self._top_up(t)
         if len(self.res.nodes) < inst.job.n_nodes:
             self._drop_reservation()
@@ -405,6 +432,7 @@ class ClusterSimulation:
                         self._preempt(v, t)
 
     def _top_up(self, t: int) -> None:
+        """Add nodes to the reservation: idle ones first, then those Slurm expects to free soonest."""
         res = self.res
         assert res is not None
         job = res.inst.job
@@ -412,19 +440,17 @@ class ClusterSimulation:
         if need <= 0:
             return
         touching = self._windows_touching(t, t + job.limit_s) if self.windows else []
-        for k in range(self.G, -1, -1):
-            picked = []
-            for n in self.buckets[k]:
-                if touching and any(n in w.nodes for w in touching):
-                    continue
-                picked.append(n)
-                if len(picked) == need:
-                    break
-            for n in picked:
-                self._reserve_node(n)
-            need -= len(picked)
-            if need <= 0:
-                return
+
+        def usable(n: int) -> bool:
+            return not (touching and any(n in w.nodes for w in touching))
+
+        picked = [n for n in self.buckets[self.G] if usable(n)][:need]
+        if len(picked) < need:
+            busy = [n for k in range(self.G) for n in self.buckets[k] if usable(n)]
+            picked += heapq.nsmallest(need - len(picked), busy, key=lambda n: (self.busy_until[n], n))
+        for n in picked:
+            self._reserve_node(n)
+        res.expected_start = max((self.busy_until[n] for n in res.nodes), default=t)
 
     def _progress_reservation(self, t: int) -> None:
         res = self.res

@@ -59,7 +59,7 @@ TIME_LIMITS_S = np.array([1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 
 _PARTITION_MAX_LIMIT_S = (8 * 3600, 604800, 604800)
 
 # Per size class: median runtime (s), lognormal sigma, partition shares, intent shares.
-_RUNTIME_MEDIAN_S = np.array([20 * 60, 40 * 60, 90 * 60, 3 * 3600, 6 * 3600], dtype=float)
+_RUNTIME_MEDIAN_S = np.array([20 * 60, 40 * 60, 90 * 60, 6 * 3600, 8 * 3600], dtype=float)
 _RUNTIME_SIGMA = np.array([1.6, 1.6, 1.5, 1.4, 1.3])
 _PARTITION_SHARE = np.array([
     [0.20, 0.62, 0.18],
@@ -73,10 +73,10 @@ _INTENT_SHARE = np.array([
     [0.55, 0.12, 0.27, 0.020, 0.040],
     [0.50, 0.17, 0.26, 0.020, 0.050],
     [0.38, 0.32, 0.23, 0.020, 0.050],
-    [0.22, 0.50, 0.22, 0.010, 0.050],
+    [0.24, 0.50, 0.22, 0.010, 0.030],
 ])
 _INTERACTIVE_INTENT = np.array([0.35, 0.45, 0.08, 0.02, 0.10])
-_CLASS_WEIGHT = np.array([0.42, 0.22, 0.20, 0.11, 0.05])
+_CLASS_WEIGHT = np.array([0.50, 0.25, 0.18, 0.06, 0.015])
 #: Share of medium / large submissions that are multi-job training runs, and run length (median s, sigma).
 _RUN_SHARE = {3: 0.12, 4: 0.40}
 _RUN_WORK = {3: (1.0 * 86400, 0.7), 4: (3.5 * 86400, 0.7)}
@@ -371,9 +371,9 @@ def plan_segment(run: RunPlan, remaining_s: float, rnd: random.Random) -> Segmen
     limit = run.segment_limit_s
     if remaining_s > limit - 600:
         u = rnd.random()
-        if u < 0.40:
+        if u < 0.50:
             return SegmentPlan("user_cancel", int(limit * rnd.uniform(0.3, 0.95)), limit, False)
-        if u < 0.46:
+        if u < 0.56:
             return SegmentPlan("user_error", int(rnd.lognormvariate(np.log(300), 1.2)) + 5, limit, False)
         return SegmentPlan("timeout", limit, limit, False)
     planned = max(600, int(remaining_s))
