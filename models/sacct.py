@@ -223,9 +223,11 @@ def _detect_layout(
         return _Layout(tuple(fields), 0, False)
     first_no, first = head[0]
     first_field = first.split(delimiter, 1)[0].strip().lower()
-    if first_field in _HEADER_FIRST_FIELDS or first_field.split()[:1] == ["jobid"]:
-        if delimiter not in first:
+    if delimiter not in first and re.match(r"jobid(?:raw)?\b", first_field):
+        if re.match(r"jobid(?:raw)?\s+\w", first_field):
             raise SacctFormatError(f"{source_file}: {_FIXED_WIDTH_MSG}")
+        raise SacctFormatError(f"{source_file}: header line has no delimiter {delimiter!r}: {first!r}")
+    if first_field in _HEADER_FIRST_FIELDS:
         trailing = first.endswith(delimiter)
         names = first.split(delimiter)
         return _Layout(tuple(names[:-1] if trailing else names), first_no, trailing)
@@ -337,7 +339,7 @@ def _typed_text_records(
 
     lf = (
         df.lazy()
-        .join(tres.lazy(), on=["alloctres", "allocgres"], how="left", nulls_equal=True)
+        .join(tres.lazy(), on=["alloctres", "allocgres"], how="left", nulls_equal=True, maintain_order="left")
         .with_columns(
             parse_job_id(c("jobid")).alias("_jid"),
             parse_state(c("state")).alias("_st"),

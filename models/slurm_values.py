@@ -95,23 +95,21 @@ def parse_int(raw: pl.Expr, dtype: pl.DataType = pl.Int64) -> pl.Expr:
 def parse_duration_s(raw: pl.Expr) -> pl.Expr:
     """Slurm duration text -> whole seconds (Int64, fraction floored); null when not a duration.
 
-    Accepts ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and any of them with ``.mmm``. Minutes and
-    seconds must be < 60 (and hours < 24 when days are given) so garbage does not pass as time.
+    Accepts ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and any of them with ``.mmm``. The clock part
+    must be a valid time of day (hours < 24, minutes and seconds < 60), as Slurm prints it, so
+    garbage does not pass as a duration.
     """
-    # A DFA match validates the shape; literal splits then pick the numbers (capture groups are
-    # several times slower on millions of rows).
+    # Regex captures cost ~4x more than this on millions of rows: a DFA match checks the shape,
+    # a literal split takes the days off, and strptime(Time) reads and range-checks the clock.
     shape_ok = raw.str.contains(_DURATION_RE)
-    parts = (
-        raw.str.replace(r"\.\d+$", "")
-        .str.replace("-", ":", literal=True)
-        .str.split(":")
-        .list.reverse()
-    )
-    s, m, h, d = (parts.list.get(i, null_on_oob=True).cast(pl.Int64, strict=False) for i in range(4))
-    has_days = raw.str.contains("-", literal=True)
-    total = d.fill_null(0) * 86_400 + h.fill_null(0) * 3_600 + m * 60 + s
-    ok = shape_ok & (m < 60) & (s < 60) & (~has_days | (h < 24))
-    return pl.when(ok).then(total).otherwise(None).cast(pl.Int64)
+    whole = raw.str.replace(r"\.\d+$", "")
+    day_split = whole.str.split_exact("-", 1)
+    has_days = day_split.struct.field("field_1").is_not_null()
+    clock = pl.coalesce(day_split.struct.field("field_1"), day_split.struct.field("field_0"))
+    clock = pl.when(clock.str.len_bytes() <= 5).then(pl.concat_str(pl.lit("00:"), clock)).otherwise(clock)
+    clock_s = clock.str.strptime(pl.Time, "%H:%M:%S", strict=False).cast(pl.Int64) // 1_000_000_000
+    days = pl.when(has_days).then(day_split.struct.field("field_0").cast(pl.Int64, strict=False)).otherwise(0)
+    return pl.when(shape_ok).then(days * 86_400 + clock_s).cast(pl.Int64)
 
 
 def parse_naive_timestamp(raw: pl.Expr) -> pl.Expr:

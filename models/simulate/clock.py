@@ -50,7 +50,8 @@ class LocalClock:
         self._off_val: list[int] = []
         prev = None
         for ts in range(lo - lo % 900, hi + 900, 900):
-            off = int(datetime.fromtimestamp(ts, UTC).astimezone(self.tz).utcoffset().total_seconds())  # type: ignore[union-attr]
+            delta = datetime.fromtimestamp(ts, UTC).astimezone(self.tz).utcoffset()
+            off = int(delta.total_seconds()) if delta is not None else 0
             if off != prev:
                 self._off_ts.append(ts)
                 self._off_val.append(off)

@@ -81,4 +81,5 @@ class Instance:
     cause: str = ""
     nodes: tuple[int, ...] = ()
     queued: bool = False
+    seq: int = 0
     final_text: str | None = None

@@ -36,7 +36,7 @@ from gpusre.models.simulate.workload import Workload
 
 __all__ = ["QUEUE_DEPTH", "PREEMPT_GRACE_S", "SimStats", "ClusterSimulation"]
 
-QUEUE_DEPTH = 200
+QUEUE_DEPTH = 500
 PREEMPT_GRACE_S = 2 * 3600
 #: Training runs restart from the last checkpoint: work since it (up to ~30 min) is lost on interruption.
 CHECKPOINT_LOSS_S = 1800
@@ -117,9 +117,11 @@ class ClusterSimulation:
         #: Latest start + time limit of the jobs on each node: when Slurm expects the node to be free.
         self.busy_until = [0] * config.nodes
         self.preempt_nodes: dict[int, int] = {}
-        self.queues: list[list[Instance]] = [[], [], []]
-        self.heads = [0, 0, 0]
-        self.dead = [0, 0, 0]
+        # Pending jobs in one FIFO per (tier, n_nodes, n_gpus): if the head of a shape cannot be placed,
+        # nothing behind it of that shape can either, so a pass touches heads, not the whole queue.
+        self.queues: dict[tuple[int, int, int], list[Instance]] = {}
+        self.heads: dict[tuple[int, int, int], int] = {}
+        self.enqueued = 0
         self.n_queued = 0
         self.res: _Reservation | None = None
         self.live: dict[int, Instance] = {}
@@ -209,7 +211,14 @@ class ClusterSimulation:
     def _enqueue(self, job: Job, index: int, t: int) -> Instance:
         inst = Instance(job=job, index=index, submit=t, eligible=t, queued=True)
         self.stats.instances += 1
-        self.queues[job.tier].append(inst)
+        key = (job.tier, job.n_nodes, job.n_gpus)
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = []
+            self.heads[key] = 0
+        self.enqueued += 1
+        inst.seq = self.enqueued
+        q.append(inst)
         self.n_queued += 1
         if self.n_queued > self.stats.max_queue:
             self.stats.max_queue = self.n_queued
@@ -220,13 +229,6 @@ class ClusterSimulation:
     def _dequeue(self, inst: Instance) -> None:
         inst.queued = False
         self.n_queued -= 1
-        tier = inst.job.tier
-        self.dead[tier] += 1
-        q = self.queues[tier]
-        if self.dead[tier] > 1024 and self.dead[tier] * 2 > len(q):
-            self.queues[tier] = [x for x in q if x.queued]
-            self.heads[tier] = 0
-            self.dead[tier] = 0
         if self.res is not None and self.res.inst is inst:
             self._drop_reservation()
 
@@ -311,7 +313,7 @@ class ClusterSimulation:
                     return n
         return None
 
-    def _find_idle(self, count: int, t: int, t_end: int, exclude_reserved: bool = True) -> list[int] | None:
+    def _find_idle(self, count: int, t: int, t_end: int) -> list[int] | None:
         b = self.buckets[self.G]
         if len(b) < count:
             return None
@@ -361,61 +363,97 @@ class ClusterSimulation:
         self.dirty = True
 
     # ----------------------------------------------------------------- scheduling pass
+    def _head(self, key: tuple[int, int, int]) -> Instance | None:
+        q = self.queues[key]
+        i = self.heads[key]
+        while i < len(q) and not q[i].queued:
+            i += 1
+        if i > 1024 and 2 * i > len(q):  # drop the dead prefix now and then
+            del q[:i]
+            i = 0
+        self.heads[key] = i
+        return q[i] if i < len(q) else None
+
     def _schedule(self, t: int) -> None:
         self.dirty = False
         if self.res is not None:
             self._progress_reservation(t)
-        attempts = 0
+        if self.n_queued == 0 or self.free_total + (self.res.free_total if self.res else 0) <= 0:
+            return
         fail_g = self.G + 1  # smallest single-node request that found no node in this pass
         fail_n = 1 << 30  # smallest node count that found too few idle nodes
+        heap: list[tuple[int, int, tuple[int, int, int]]] = []
+        heads = self.heads
+        for key, q in self.queues.items():
+            if heads[key] < len(q):
+                head = self._head(key)
+                if head is not None:
+                    heap.append((key[0], head.seq, key))
+        heapq.heapify(heap)
+        attempts = 0
         buckets = self.buckets
-        for tier in range(3):
-            q = self.queues[tier]
-            i = self.heads[tier]
-            while i < len(q) and not q[i].queued:
-                i += 1
-            self.heads[tier] = i
+        while heap:
+            res = self.res
+            free = self.free_total + (res.free_total if res else 0)
+            if free <= 0 or (fail_g <= 1 and len(buckets[self.G]) < 2):
+                return  # nothing queued can start until resources are released
+            tier, _, key = heapq.heappop(heap)
+            _, n_nodes, g = key
+            if (n_nodes == 1 and g >= fail_g) or (n_nodes > 1 and n_nodes >= fail_n and res is not None):
+                continue
+            q = self.queues[key]
+            i = self.heads[key]
+            skipped = 0
             while i < len(q):
-                res = self.res
-                if self.free_total + (res.free_total if res else 0) <= 0 or (fail_g <= 1 and len(buckets[self.G]) < 2):
-                    return  # nothing queued can start until resources are released
                 inst = q[i]
                 i += 1
                 if not inst.queued:
                     continue
-                job = inst.job
-                if job.n_nodes == 1:
-                    if job.n_gpus >= fail_g:
-                        continue
-                elif job.n_nodes >= fail_n and self.res is not None:
-                    continue
                 attempts += 1
                 if attempts > QUEUE_DEPTH:
                     return
-                t_end = t + job.limit_s
-                if job.n_nodes == 1:
-                    g = job.n_gpus
-                    node = self._find_node(g, t, t_end)
-                    if node is None and res is not None and t_end <= res.expected_start:
-                        node = self._find_node(g, t, t_end, res.buckets)  # backfill onto held nodes
-                    if node is None and tier < 2 and self.preempt_nodes and t >= job.retry_preempt_at:
-                        node = self._preempt_for(job, t)
-                    if node is None:
-                        if not self._windows_touching(t, t_end):
-                            fail_g = g
-                        continue
-                    self._start(inst, [node], t)
-                else:
-                    if self.res is not None and self.res.inst is inst:
-                        continue
-                    nodes = self._find_idle(job.n_nodes, t, t_end)
-                    if nodes is not None:
-                        self._start(inst, nodes, t)
+                started, blocked_by_window = self._try_start(inst, tier, t)
+                if started:
+                    nxt = self._head(key)
+                    if nxt is not None:
+                        heapq.heappush(heap, (tier, nxt.seq, key))
+                    break
+                if not blocked_by_window:
+                    if n_nodes == 1:
+                        fail_g = min(fail_g, g)
                     else:
-                        if not self._windows_touching(t, t_end):
-                            fail_n = min(fail_n, job.n_nodes)
-                        if self.res is None:
-                            self._make_reservation(inst, t)
+                        fail_n = min(fail_n, n_nodes)
+                    break
+                # Only a maintenance window stopped it: a job behind with a shorter limit may fit.
+                skipped += 1
+                if skipped >= 20:
+                    break
+
+    def _try_start(self, inst: Instance, tier: int, t: int) -> tuple[bool, bool]:
+        """Try to start ``inst`` now: (started, failed only because of a maintenance window)."""
+        job = inst.job
+        t_end = t + job.limit_s
+        res = self.res
+        if job.n_nodes == 1:
+            g = job.n_gpus
+            node = self._find_node(g, t, t_end)
+            if node is None and res is not None and t_end <= res.expected_start:
+                node = self._find_node(g, t, t_end, res.buckets)  # backfill onto held nodes
+            if node is None and tier < 2 and self.preempt_nodes and t >= job.retry_preempt_at:
+                node = self._preempt_for(job, t)
+            if node is None:
+                return False, bool(self._windows_touching(t, t_end))
+            self._start(inst, [node], t)
+            return True, False
+        if res is not None and res.inst is inst:
+            return False, False
+        nodes = self._find_idle(job.n_nodes, t, t_end)
+        if nodes is not None:
+            self._start(inst, nodes, t)
+            return True, False
+        if res is None:
+            self._make_reservation(inst, t)
+        return False, bool(self._windows_touching(t, t_end))
 
     # ----------------------------------------------------------------- reservations
     def _make_reservation(self, inst: Instance, t: int) -> None:

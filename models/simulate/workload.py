@@ -233,7 +233,7 @@ def generate_workload(config: SimulationConfig, clock: LocalClock, rng: np.rando
     sub_sizes = [s for s in (2, 4, 8, 16, 32) if s < g_node] or [1]
     n_nodes = np.ones(n, dtype=np.int64)
     pm = np.array(medium, dtype=float) ** -0.8
-    pl = np.array(large, dtype=float) ** -0.6
+    pl = np.array(large, dtype=float) ** -1.2
     is_m, is_l = size_class == 3, size_class == 4
     n_nodes[is_m] = rng.choice(medium, size=int(is_m.sum()), p=pm / pm.sum())
     n_nodes[is_l] = rng.choice(large, size=int(is_l.sum()), p=pl / pl.sum())
