@@ -63,6 +63,15 @@ def add_job(con: duckdb.DuckDBPyConnection, job_id: str, state: str, n_gpus: int
         {"id": job_id, "user": user, "acct": account, "state": state, "submit": submit,
          "start": start, "end": end, "g": n_gpus},
     )
+    if start is not None:
+        # Its single started instance (utilization counts instances, so requeues are included).
+        con.execute(
+            """INSERT INTO core.job_instances (job_id, instance_no, is_latest, state, start_ts, end_ts,
+                                               elapsed_s, n_gpus, source_file, line_no)
+               SELECT job_id, 1, true, state, start_ts, end_ts, elapsed_s, n_gpus, source_file, line_no
+               FROM core.jobs WHERE job_id = $id""",
+            {"id": job_id},
+        )
 
 
 @pytest.fixture
@@ -129,6 +138,7 @@ def test_daily_partition_rerun_is_idempotent_and_touches_one_day(jobs):
 
     # j5 disappears from core: rerunning D2 drops its row, D1 is untouched
     jobs.execute("DELETE FROM core.jobs WHERE job_id = 'j5'")
+    jobs.execute("DELETE FROM core.job_instances WHERE job_id = 'j5'")
     run_mart_sql(jobs, "job_usage_daily", {"day": D2})
     assert rows(jobs, "SELECT day, count(*), sum(gpu_hours) FROM marts.job_usage_daily "
                       "GROUP BY day ORDER BY day") == [(D1, 2, 6.0), (D2, 2, 1048.0)]

@@ -7,30 +7,34 @@
 -- start; ordered by start, else eligible, else submit), and within it the most final record:
 -- terminal state first, then latest end, longest elapsed, latest dump file and line.
 
--- Days covered by the current (old) versions of the dirty jobs.
+-- Days covered by the current (old) instances of the dirty jobs.
 INSERT OR IGNORE INTO core.dirty_days
 SELECT DISTINCT unnest(generate_series(
            start_ts::DATE,
            COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
            INTERVAL 1 DAY))::DATE
-FROM core.jobs
-WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs) AND start_ts IS NOT NULL;
+FROM core.job_instances
+WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+
+CREATE OR REPLACE TEMP TABLE _job_recs AS
+-- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
+-- never got nodes has not started (else it would count as a queue wait and a run).
+SELECT r.* REPLACE (
+    CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
+         THEN NULL ELSE r.start_ts END AS start_ts)
+FROM raw.sacct_records AS r
+WHERE r.record_type = 'allocation'
+  AND r.job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 CREATE OR REPLACE TEMP TABLE _job_winners AS
-WITH recs AS (
-    SELECT r.*
-    FROM raw.sacct_records AS r
-    WHERE r.record_type = 'allocation'
-      AND r.job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs)
-),
-instances AS (
+WITH instances AS (
     SELECT job_id,
            count(DISTINCT start_ts) AS n_started_instances,
            max(restart_cnt) AS max_restart_cnt
-    FROM recs GROUP BY job_id
+    FROM _job_recs GROUP BY job_id
 ),
 ranked AS (
-    SELECT recs.*,
+    SELECT _job_recs.*,
            row_number() OVER (
                PARTITION BY job_id
                ORDER BY COALESCE(start_ts, eligible_ts, submit_ts) DESC NULLS LAST,
@@ -39,7 +43,7 @@ ranked AS (
                         elapsed_s DESC NULLS LAST,
                         source_file DESC,
                         line_no DESC) AS rn
-    FROM recs
+    FROM _job_recs
 )
 SELECT ranked.* EXCLUDE (rn), instances.n_started_instances, instances.max_restart_cnt
 FROM ranked JOIN instances USING (job_id)
@@ -65,15 +69,31 @@ SELECT job_id, cluster, job_id_raw, array_job_id, array_task_id, array_task_ids,
        source_file, line_no
 FROM _job_winners;
 
--- Days covered by the new versions.
+-- Days covered by the new versions (every instance).
 INSERT OR IGNORE INTO core.dirty_days
 SELECT DISTINCT unnest(generate_series(
            start_ts::DATE,
            COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
            INTERVAL 1 DAY))::DATE
-FROM _job_winners WHERE start_ts IS NOT NULL;
+FROM _job_recs WHERE start_ts IS NOT NULL;
 INSERT OR IGNORE INTO core.dirty_days
 SELECT DISTINCT end_ts::DATE FROM _job_winners WHERE end_ts IS NOT NULL;
+
+-- Every started instance of the dirty jobs: per (job, start) the most final record.
+DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+INSERT INTO core.job_instances BY NAME
+SELECT job_id,
+       row_number() OVER (PARTITION BY job_id ORDER BY start_ts)::INTEGER AS instance_no,
+       row_number() OVER (PARTITION BY job_id ORDER BY start_ts DESC) = 1 AS is_latest,
+       state, start_ts, end_ts, elapsed_s, n_gpus, nodes, source_file, line_no
+FROM (
+    SELECT *, row_number() OVER (
+               PARTITION BY job_id, start_ts
+               ORDER BY core.is_terminal_state(state) DESC, end_ts DESC NULLS LAST,
+                        elapsed_s DESC NULLS LAST, source_file DESC, line_no DESC) AS rn
+    FROM _job_recs WHERE start_ts IS NOT NULL
+)
+WHERE rn = 1;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.
 DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
@@ -96,3 +116,4 @@ WHERE rn = 1;
 
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
+DROP TABLE _job_recs;

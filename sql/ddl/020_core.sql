@@ -64,6 +64,24 @@ CREATE TABLE IF NOT EXISTS core.jobs (
     line_no         BIGINT NOT NULL
 );
 
+-- core.job_instances: one row per started instance of a job — a requeued job (sacct -D) has
+-- several under one job_id; the latest is the one in core.jobs. Utilization and, later, ETTR
+-- count every instance, since an instance that ended in NODE_FAIL still held its GPUs.
+CREATE TABLE IF NOT EXISTS core.job_instances (
+    job_id       VARCHAR NOT NULL,
+    instance_no  INTEGER NOT NULL,        -- 1 = first start; ordered by start_ts
+    is_latest    BOOLEAN NOT NULL,
+    state        VARCHAR,
+    start_ts     TIMESTAMPTZ NOT NULL,
+    end_ts       TIMESTAMPTZ,
+    elapsed_s    BIGINT,
+    n_gpus       INTEGER,
+    nodes        VARCHAR[],
+    source_file  VARCHAR NOT NULL,
+    line_no      BIGINT NOT NULL,
+    PRIMARY KEY (job_id, instance_no)
+);
+
 -- core.job_steps: one row per job step ('123.batch', '123.extern', '123.0') of the latest instance.
 CREATE TABLE IF NOT EXISTS core.job_steps (
     job_id       VARCHAR NOT NULL,

@@ -1,4 +1,5 @@
 -- marts.utilization_daily: one row per UTC day: GPU capacity, GPU-hours allocated to GPU jobs
+-- (every started instance in core.job_instances, so a requeued job's first run counts too)
 -- (n_gpus x overlap of [start_ts, COALESCE(end_ts, $as_of)] with [day, day + 1) UTC, so a job
 -- spanning midnight is split across both days), their ratio, and how many GPU jobs overlapped.
 -- PARTITIONED by day: rerunning a day replaces exactly that day's row.
@@ -23,7 +24,7 @@ WITH bounds AS (
     SELECT j.n_gpus,
            greatest(j.start_ts, b.d0)                                   AS s,
            least(COALESCE(j.end_ts, $as_of::TIMESTAMPTZ), b.d1)         AS e
-    FROM core.jobs AS j, bounds AS b
+    FROM core.job_instances AS j, bounds AS b
     WHERE j.n_gpus > 0
       AND j.start_ts IS NOT NULL
       AND j.start_ts < b.d1
