@@ -137,7 +137,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportPaths, str, 
     _ddl(con)
     _core_and_raw(con)
     _marts(con)
-    paths = render_nightly_report(con, tmp / "out", warehouse_label="wh.duckdb")
+    paths = render_nightly_report(con, tmp / "out", report_date=date(2026, 10, 31), warehouse_label="wh.duckdb")
     con.close()
     return paths, paths.html.read_text(encoding="utf-8"), paths.markdown.read_text(encoding="utf-8")
 
@@ -254,6 +254,20 @@ def test_mart_with_wrong_shape_degrades_to_note(tmp_path: Path) -> None:
     html = _visible_text(render_nightly_report(con, tmp_path / "out").html.read_text())
     assert "Could not be computed: BinderException" in html
     assert "Mean utilization was" in html
+    con.close()
+
+
+def test_default_report_date_is_the_last_complete_day(tmp_path: Path) -> None:
+    # The last dump was cut at 00:15 on 2026-11-01 (a running job's elapsed reaches it): 2026-10-31
+    # is complete. Without that running job the data ends mid-2026-10-31, so 2026-10-30 is reported.
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con)
+    assert render_nightly_report(con, tmp_path / "a").html.name == "nightly-2026-10-30.html"
+    con.execute("""INSERT INTO core.jobs (job_id, state, start_ts, elapsed_s, n_gpus, restarts, source_file, line_no)
+                   VALUES ('999', 'RUNNING', '2026-10-31 20:00:00+00', 15300, 8, 0, 'sacct/y.psv', 2)""")
+    assert render_nightly_report(con, tmp_path / "b").html.name == "nightly-2026-10-31.html"
     con.close()
 
 

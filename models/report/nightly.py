@@ -688,6 +688,16 @@ def _guard(title: str, key: str, build: Callable[[], Section]) -> Section:
         return Section(key, title, no_data=f"Could not be computed: {type(exc).__name__}: {truncate(exc, 300)}")
 
 
+def _latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
+    """The last UTC day the dumps cover completely: a dump cut at 00:15 shows only a sliver of
+    the new day, and reporting that sliver as "last night" would show near-zero utilization."""
+    rows = _rows(con, """SELECT (max(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))))::DATE - 1) AS d,
+                                 max(end_day) AS last_end FROM core.jobs""")
+    if not rows or rows[0]["d"] is None:
+        return None
+    return min(rows[0]["d"], rows[0]["last_end"]) if rows[0]["last_end"] else rows[0]["d"]
+
+
 def build_nightly_context(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -703,7 +713,7 @@ def build_nightly_context(
     """
     period = _rows(con, "SELECT min(end_day) AS a, max(end_day) AS b FROM core.jobs")[0]
     if report_date is None:
-        report_date = period["b"] or datetime.now(timezone.utc).date()
+        report_date = _latest_complete_day(con) or period["b"] or datetime.now(timezone.utc).date()
     meta = _Meta(report_date, period["a"], period["b"], generated_at or datetime.now(timezone.utc),
                  warehouse_label)
 
@@ -784,7 +794,7 @@ def render_nightly_report(
 ) -> ReportPaths:
     """Render the nightly report to ``out_dir/nightly-YYYY-MM-DD.html`` and ``.md``.
 
-    ``report_date`` is "last night" (default: the latest ``end_day`` in ``core.jobs``, or today in
+    ``report_date`` is "last night" (default: the last UTC day the dumps cover completely, or today in
     UTC for an empty warehouse); ``warehouse_label`` names the DuckDB file in the footer. Missing or
     empty marts yield "No data yet" in their section. Returns the two paths written.
     """
