@@ -74,6 +74,7 @@ def _replace_file_rows(con: duckdb.DuckDBPyConnection, source_file: str) -> None
 def _record_file(
     con: duckdb.DuckDBPyConnection, result: FileIngest, sha: str, size: int
 ) -> None:
+    # Also replaces a file last ingested under another kind (source_file is the primary key).
     con.execute("DELETE FROM raw.ingested_files WHERE source_file = ?", [result.source_file])
     con.execute(
         """INSERT INTO raw.ingested_files
@@ -91,6 +92,7 @@ def _ingest_one(
     source_file: str,
     sha: str,
     *,
+    seen_before: bool,
     timezone: str,
     fields: Sequence[str] | None,
     delimiter: str | None,
@@ -101,20 +103,22 @@ def _ingest_one(
             path, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
         )
     except SacctFormatError as exc:
-        _replace_file_rows(con, source_file)
+        if seen_before:
+            _replace_file_rows(con, source_file)
         con.execute(
             "INSERT INTO raw.rejects VALUES (?, 'sacct', 0, NULL, ?, now())", [source_file, str(exc)]
         )
         return FileIngest(source_file, "refused", error=str(exc))
 
-    _replace_file_rows(con, source_file)
+    if seen_before:
+        _replace_file_rows(con, source_file)
     records: pl.DataFrame = parsed.records
     rejects: pl.DataFrame = parsed.rejects
     if records.height:
         con.register("_sacct_records_df", records.to_arrow())
         con.execute("INSERT INTO raw.sacct_records BY NAME SELECT * FROM _sacct_records_df")
+        con.execute("INSERT OR IGNORE INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM _sacct_records_df")
         con.unregister("_sacct_records_df")
-        _queue_dirty_jobs_of(con, source_file)
     if rejects.height:
         con.register("_sacct_rejects_df", rejects.to_arrow())
         con.execute(
@@ -151,7 +155,8 @@ def ingest_sacct_files(
             results.append(FileIngest(source_file, "unchanged"))
             continue
         result = _ingest_one(
-            con, path, source_file, sha, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
+            con, path, source_file, sha, seen_before=source_file in known,
+            timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster,
         )
         _record_file(con, result, sha, path.stat().st_size)
         results.append(result)
