@@ -155,3 +155,34 @@ def test_crash_mid_run_leaves_the_warehouse_as_it_was(landing: Path, tmp_path: P
     # And the next normal run picks the new dump up.
     _materialize(landing, warehouse)
     assert len(_snapshot(warehouse)["jobs"]) == 3
+
+
+XDMOD_FIELDS = ("jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,"
+                "elapsed,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname")
+
+
+def test_real_samples_headerless_and_json_through_the_asset(tmp_path: Path) -> None:
+    """Open XDMoD's headerless fixtures (field list from cluster.yaml) and slurmrestd JSON together."""
+    fixtures = Path(__file__).parent / "fixtures" / "sacct"
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    for name in ("accounting-logs.log", "unknown-job-state.log", "utf8-multibyte-chars.log"):
+        (landing / "sacct" / f"xdmod-{name}").write_bytes((fixtures / "xdmod" / name).read_bytes())
+    for path in sorted((fixtures / "slurmrestd_json_slurmweb").glob("*.json")):
+        (landing / "sacct" / path.name).write_bytes(path.read_bytes())
+    fields = ", ".join(XDMOD_FIELDS.split(","))
+    (landing / "cluster.yaml").write_text(f"cluster: ub-hpc\nsacct:\n  fields: [{fields}]\n")
+    warehouse = tmp_path / "w.duckdb"
+    assert _materialize(landing, warehouse).success
+
+    con = connect(warehouse, read_only=True)
+    files = dict(con.sql("SELECT source_file, rows_rejected FROM raw.ingested_files").fetchall())
+    jobs = {r[0]: r[1:] for r in con.sql("SELECT job_id, state, n_gpus, name, n_nodes FROM core.jobs").fetchall()}
+    con.close()
+    assert files["sacct/xdmod-unknown-job-state.log"] == 2  # FOO and BAR are rejected, not guessed
+    assert jobs["4107166"][0] == "CANCELLED"
+    assert jobs["5692623"][1] == 2  # gres/gpu=2
+    # Job 4103947 is in two dumps with the same instance; the later-sorting dump wins, and its
+    # UTF-8 job name is kept intact.
+    assert jobs["4103947"][2] == "aàb"
+    assert jobs["4746"][0] == "RUNNING" and jobs["4746"][3] == 2  # slurmrestd multi-node GPU job
