@@ -1,0 +1,134 @@
+"""Vectorized masking of node-log messages before template mining.
+
+Drain3 groups messages by their literal tokens, so every variable part of a message (a PCI
+address, a node name, a pid, a job id, a number) must be replaced by a placeholder first or each
+value would look like a new template. Drain3 can mask by itself, but it runs Python ``re`` on one
+line at a time; here the same idea runs as Polars (Rust ``regex``) expressions over a whole
+column, which is what lets the pipeline mask millions of lines per second and then feed Drain3
+only the distinct masked messages.
+
+Masking is deliberately aggressive: codes that matter (the Xid code, SXid, ECC counts) are parsed
+into columns by the event catalog *before* masking, so nothing of value is lost by turning every
+remaining number into ``<NUM>``.
+
+Rules apply in order, most specific first, so that e.g. a PCI address is not half-eaten by the
+number rule. The rule set is one production configuration, not tuned per data set.
+
+>>> mask_messages(pl.Series(["NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python"])).to_list()
+['NVRM: Xid (PCI:<PCI>): <NUM>, pid=<PID>, name=python']
+>>> mask_messages(pl.Series(["slurmstepd: error: *** JOB 123456 ON gpu017 CANCELLED"])).to_list()
+['slurmstepd: error: *** JOB <JOB> ON <NODE> CANCELLED']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+__all__ = [
+    "DEFAULT_NODE_PATTERN",
+    "MaskRule",
+    "PLACEHOLDERS",
+    "mask_expr",
+    "mask_messages",
+    "mask_rules",
+]
+
+#: Node names as clusters name them: letters, an optional dash, then at least two digits
+#: (``gpu017``, ``node-246``, ``dgx-a100-03`` keeps its prefix). One digit is not enough: it
+#: would mask device names such as ``eth0`` or ``sda1`` that are part of the message shape.
+DEFAULT_NODE_PATTERN = r"\b[a-zA-Z][a-zA-Z]*(?:-[a-zA-Z0-9]+)*-?\d{2,}\b"
+
+_HEX = "[0-9a-fA-F]"
+
+
+@dataclass(frozen=True, slots=True)
+class MaskRule:
+    """One masking step: every match of ``pattern`` (Rust regex syntax) becomes ``replacement``.
+
+    ``replacement`` may refer to capture groups as ``${1}``; rules use that instead of
+    look-behind, which the Rust regex engine does not support.
+    """
+
+    name: str
+    pattern: str
+    replacement: str
+
+
+def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]:
+    """The ordered masking rules, with a site-specific node-name regex.
+
+    Order matters: structured identifiers (UUID, MAC, PCI, IP) go before the generic hex and
+    number rules, which would otherwise split them into several placeholders; key-value rules
+    (pid, job) go before the node and number rules so they keep their own placeholder.
+    """
+    return (
+        # Dates and times (ISO-8601, syslog ``03:04:05``, dmesg ``,283575``), before PCI/IPv6
+        # whose colon-separated hex groups a time of day would otherwise resemble.
+        MaskRule(
+            "ts",
+            r"\b(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?)\b",
+            "<TS>",
+        ),
+        # 8-4-4-4-12 GUIDs/UUIDs: GPU UUIDs (``GPU-5c1e...``), MIG instances, boot ids.
+        MaskRule("uuid", rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}", "<UUID>"),
+        # MAC and InfiniBand GID/GUID byte strings (6 or more colon-separated bytes).
+        MaskRule("mac", rf"\b{_HEX}{{2}}(?::{_HEX}{{2}}){{5,}}\b", "<MAC>"),
+        # PCI addresses: ``0000:3b:00.0`` and ``00000000:3B:00.0`` (nvidia-smi), ``3b:00.0``
+        # (lspci), and the function-less ``0000:3b:00`` NVRM prints in Xid lines. A bare
+        # ``12:34`` is left alone: it is far more often a time of day.
+        MaskRule(
+            "pci",
+            rf"\b(?:{_HEX}{{4,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.[0-7])?|{_HEX}{{2}}:{_HEX}{{2}}\.[0-7])\b",
+            "<PCI>",
+        ),
+        # IPv4 with an optional port, and its IPv6-mapped form ``::ffff:10.0.0.1``.
+        MaskRule("ipv4", r"(?:::ffff:)?\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b", "<IP>"),
+        # IPv6: full eight-group form, or any compressed form with ``::``. Times of day
+        # (``03:04:05``) have three groups and no ``::`` so they do not match.
+        MaskRule(
+            "ipv6",
+            rf"(?:\b(?:{_HEX}{{1,4}}:){{7}}{_HEX}{{1,4}}\b|(?:\b{_HEX}{{1,4}}:){{1,6}}:(?:{_HEX}{{1,4}}\b(?::{_HEX}{{1,4}}\b)*)?|::(?:{_HEX}{{1,4}}\b|<IP>)(?::{_HEX}{{1,4}}\b)*)",
+            "<IP>",
+        ),
+        # Absolute paths, only at the start of a token: ``I/O`` or ``x+/y`` are words, not paths.
+        MaskRule("path", r"(^|[\s=(\[\"'])/[^\s:,;()\[\]\"']*", "${1}<PATH>"),
+        # Process ids: ``pid=123``, ``pid 123``, ``PID: 123`` and the syslog ``sshd[123]``.
+        MaskRule("pid_kv", r"(?i)\b(pid[=: ]\s*)\d+\b", "${1}<PID>"),
+        MaskRule("pid_bracket", r"\[\d+\]", "[<PID>]"),
+        # Slurm job ids: ``JobId=123``, ``job 123``, ``JOB 123``, ``job_123``, ``StepId=123.0``.
+        MaskRule(
+            "job",
+            r"(?i)\b((?:job_?id|step_?id|job|step)[=: _#]\s*)\d+(?:[._+]\w+)?\b",
+            "${1}<JOB>",
+        ),
+        MaskRule("node", node_pattern, "<NODE>"),
+        # Hex literals and long bare hex strings (addresses, checksums, IB GUIDs without 0x).
+        MaskRule("hex", rf"\b0[xX]{_HEX}+\b|\b{_HEX}{{12,}}\b", "<HEX>"),
+        # Every remaining number, decimal or dotted (no sign: ``-`` is as often a separator), also when glued to a unit or a word
+        # (``300MHz``, ``CPU#1``, ``x86_64``): the token's shape is what identifies the template.
+        MaskRule("num", r"\d+(?:\.\d+)*", "<NUM>"),
+    )
+
+
+#: Placeholder tokens the rules produce (Drain3's own wildcard ``<*>`` is added by the miner).
+PLACEHOLDERS: tuple[str, ...] = ("<TS>", "<UUID>", "<MAC>", "<PCI>", "<IP>", "<PATH>", "<PID>", "<JOB>", "<NODE>", "<HEX>", "<NUM>")
+
+
+def mask_expr(expr: pl.Expr, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Expr:
+    """Polars expression that masks a String column, for use inside lazy ingestion queries."""
+    out = expr
+    for rule in mask_rules(node_pattern):
+        out = out.str.replace_all(rule.pattern, rule.replacement)
+    return out
+
+
+def mask_messages(messages: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Series:
+    """Replace the variable parts of each message by placeholders; nulls stay null.
+
+    The result keeps the input's name and length, one masked message per input row.
+    """
+    if messages.dtype != pl.String:
+        messages = messages.cast(pl.String)
+    return pl.select(mask_expr(pl.lit(messages), node_pattern)).to_series().alias(messages.name)

@@ -1,0 +1,256 @@
+"""Log templates with Drain3: fast (mine distinct messages only) and stable (ids persist).
+
+Every node-log line gets a ``template_id`` so that a failure mode nobody catalogued still shows up
+as a new template in the nightly report. The fast path is:
+
+1. mask the messages with vectorized Polars regexes (:mod:`gpusre.models.log_masking`);
+2. deduplicate: a night of node logs is ~98 % the same few hundred message shapes, so the masked
+   messages collapse to a few thousand distinct strings;
+3. feed Drain3 only those distinct strings, in order of first appearance;
+4. map every input row back to its distinct message's cluster id and the cluster's *final*
+   template text (a template generalizes as later messages join it, so all members of a cluster
+   report the same, final text).
+
+Stability: template ids are Drain3 cluster ids. The miner state (config + clusters) is serialized
+to deterministic JSON by :meth:`TemplateMiner.state` and stored in the warehouse; the next night
+restores it with :meth:`TemplateMiner.from_state`, which rebuilds Drain3's prefix tree by
+re-inserting the clusters in id order. Because Drain3 never moves a cluster in its tree after
+creating it and only ever generalizes template tokens to ``<*>``, re-inserting the final templates
+in creation order rebuilds the same tree, so a message that fitted cluster 17 last night fits
+cluster 17 tonight. No pickle/jsonpickle is involved: the state is plain, reviewable JSON.
+
+Drain3 0.9 caveats handled here: an explicit ``TemplateMinerConfig`` is always built (Drain3 would
+otherwise read ``./drain3.ini``); Drain3's own masking is left empty (we mask before); there is no
+``max_clusters`` limit, because LRU eviction would recycle ids and break their meaning across
+nights. A :class:`TemplateMiner` is not thread-safe (neither is Drain3): use one per process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import polars as pl
+from drain3.drain import Drain, LogCluster
+from drain3.template_miner import TemplateMiner as _Drain3Miner
+from drain3.template_miner_config import TemplateMinerConfig
+
+from gpusre.models.log_masking import DEFAULT_NODE_PATTERN, mask_messages
+
+__all__ = [
+    "STATE_FORMAT",
+    "TemplateConfig",
+    "TemplateMiner",
+    "grouping_accuracy",
+    "mine_lines",
+]
+
+#: Identifies serialized miner state; bump ``version`` if the JSON layout changes.
+STATE_FORMAT = "gpusre.drain3-templates"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateConfig:
+    """Drain3 parameters (one production setting, tuned on loghub BGL/HPC/Linux).
+
+    ``sim_th``: share of identical tokens a message needs to join a cluster. ``depth``: Drain3
+    tree depth; the first ``depth - 2`` tokens route a message to its candidate clusters.
+    ``max_children``: fan-out per tree node before tokens fall into a wildcard branch.
+    ``extra_delimiters``: characters split like whitespace (``key=value`` becomes two tokens, so a
+    changed value costs one token of similarity instead of the whole pair).
+    ``node_pattern``: the site's node-name regex, used by masking.
+    """
+
+    sim_th: float = 0.4
+    depth: int = 4
+    max_children: int = 100
+    extra_delimiters: tuple[str, ...] = ()
+    parametrize_numeric_tokens: bool = True
+    node_pattern: str = DEFAULT_NODE_PATTERN
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.sim_th <= 1.0:
+            raise ValueError(f"sim_th must be in [0, 1], got {self.sim_th}")
+        if self.depth < 3:
+            raise ValueError(f"depth must be at least 3 (Drain3 requirement), got {self.depth}")
+        if self.max_children < 2:
+            raise ValueError(f"max_children must be at least 2, got {self.max_children}")
+
+    def to_drain3(self) -> TemplateMinerConfig:
+        """An explicit Drain3 config, so Drain3 never falls back to reading ``./drain3.ini``."""
+        cfg = TemplateMinerConfig()
+        cfg.drain_sim_th = self.sim_th
+        cfg.drain_depth = self.depth
+        cfg.drain_max_children = self.max_children
+        cfg.drain_max_clusters = None  # LRU eviction would reuse ids: never.
+        cfg.drain_extra_delimiters = list(self.extra_delimiters)
+        cfg.parametrize_numeric_tokens = self.parametrize_numeric_tokens
+        cfg.masking_instructions = []  # masking happens before Drain3, vectorized
+        cfg.profiling_enabled = False
+        return cfg
+
+    def to_json_dict(self) -> dict[str, object]:
+        """JSON-ready form (tuples become lists)."""
+        d = asdict(self)
+        d["extra_delimiters"] = list(self.extra_delimiters)
+        return d
+
+    @classmethod
+    def from_json_dict(cls, d: dict[str, object]) -> TemplateConfig:
+        """Inverse of :meth:`to_json_dict`; unknown keys are an error, not silently dropped."""
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown template config keys: {sorted(unknown)}")
+        kwargs = dict(d)
+        if "extra_delimiters" in kwargs:
+            kwargs["extra_delimiters"] = tuple(kwargs["extra_delimiters"])  # type: ignore[arg-type]
+        return cls(**kwargs)  # type: ignore[arg-type]
+
+
+@dataclass
+class TemplateMiner:
+    """Drain3 with an explicit config, batch assignment and JSON state. Not thread-safe."""
+
+    config: TemplateConfig
+    _miner: _Drain3Miner = field(repr=False)
+
+    @classmethod
+    def new(cls, config: TemplateConfig | None = None) -> TemplateMiner:
+        """An empty miner (first night, or ad hoc mining of one file)."""
+        config = config or TemplateConfig()
+        return cls(config=config, _miner=_Drain3Miner(persistence_handler=None, config=config.to_drain3()))
+
+    @property
+    def drain(self) -> Drain:
+        """The underlying ``drain3.drain.Drain`` (for the per-line baseline in benchmarks)."""
+        return self._miner.drain
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def state(self) -> bytes:
+        """Deterministic JSON of the config and every cluster ``[id, template tokens, size]``.
+
+        Same clusters give the same bytes (sorted keys, clusters in id order), so the warehouse
+        can tell an unchanged state from a changed one by comparing bytes.
+        """
+        drain = self._miner.drain
+        clusters = [
+            [c.cluster_id, list(c.log_template_tokens), c.size]
+            for c in sorted(drain.id_to_cluster.values(), key=lambda c: c.cluster_id)
+        ]
+        doc = {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "config": self.config.to_json_dict(),
+            "clusters_counter": drain.clusters_counter,
+            "clusters": clusters,
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_state(cls, state: bytes) -> TemplateMiner:
+        """Restore a miner saved by :meth:`state`; cluster ids and routing are preserved.
+
+        The prefix tree is rebuilt by inserting the clusters in id order (their creation order),
+        which reproduces the tree Drain3 built: a cluster's routing tokens are the ones it was
+        created with, or ``<*>`` where it was routed through a wildcard node anyway.
+        """
+        try:
+            doc = json.loads(state.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"template state is not valid JSON: {exc}") from exc
+        if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+            raise ValueError("template state has an unknown format")
+        if doc.get("version") != STATE_VERSION:
+            raise ValueError(f"template state version {doc.get('version')} is not supported")
+        miner = cls.new(TemplateConfig.from_json_dict(doc["config"]))
+        drain = miner._miner.drain
+        for cluster_id, tokens, size in sorted(doc["clusters"], key=lambda c: c[0]):
+            cluster = LogCluster(tokens, int(cluster_id))
+            cluster.size = int(size)
+            drain.id_to_cluster[cluster.cluster_id] = cluster
+            drain.add_seq_to_prefix_tree(drain.root_node, cluster)
+        drain.clusters_counter = max(int(doc["clusters_counter"]), max(drain.id_to_cluster, default=0))
+        return miner
+
+    # -- mining ---------------------------------------------------------------------------------
+
+    def add_distinct(self, messages: Iterable[str]) -> list[int]:
+        """Feed already-masked messages to Drain3, one call each; return their cluster ids."""
+        add = self._miner.drain.add_log_message
+        return [add(m)[0].cluster_id for m in messages]
+
+    def assign(self, masked: pl.Series) -> pl.DataFrame:
+        """Template id and final template text for every row of already-masked messages.
+
+        Only the distinct messages reach Drain3 (in order of first appearance, so the result is a
+        deterministic function of the input). Each distinct message keeps the cluster Drain3 put
+        it in — exactly what per-line Drain3 would have answered — and every row reports that
+        cluster's final template. A null message is treated as the empty message.
+        Returns columns ``template_id`` (Int64) and ``template`` (String), one row per input row.
+        """
+        masked = masked.cast(pl.String).fill_null("")
+        distinct = masked.unique(maintain_order=True)
+        ids = self.add_distinct(distinct.to_list())
+        id_series = pl.Series("template_id", ids, dtype=pl.Int64)
+        drain = self._miner.drain
+        # Final text per cluster id, read after the whole batch so early members see it too.
+        uniq_ids = id_series.unique()
+        texts = pl.Series([drain.id_to_cluster[i].get_template() for i in uniq_ids.to_list()], dtype=pl.String)
+        template_id = masked.replace_strict(distinct, id_series, return_dtype=pl.Int64).alias("template_id")
+        template = template_id.replace_strict(uniq_ids, texts, return_dtype=pl.String).alias("template")
+        return pl.DataFrame([template_id, template])
+
+    def templates(self) -> pl.DataFrame:
+        """Every cluster known to the miner: ``template_id``, ``template``, ``size`` (by id)."""
+        clusters = sorted(self._miner.drain.id_to_cluster.values(), key=lambda c: c.cluster_id)
+        return pl.DataFrame(
+            {
+                "template_id": [c.cluster_id for c in clusters],
+                "template": [c.get_template() for c in clusters],
+                "size": [c.size for c in clusters],
+            },
+            schema={"template_id": pl.Int64, "template": pl.String, "size": pl.Int64},
+        )
+
+
+def mine_lines(
+    lines: Sequence[str] | pl.Series,
+    *,
+    config: TemplateConfig | None = None,
+    miner: TemplateMiner | None = None,
+) -> pl.DataFrame:
+    """Mask and mine raw messages: ``line_no`` (1-based), ``template_id``, ``template``.
+
+    Pass ``miner`` to continue from a restored state (nightly run); otherwise a new miner is
+    built from ``config``. Passing both is an error, since the miner already carries its config.
+    """
+    if miner is not None and config is not None:
+        raise ValueError("pass either config or miner, not both")
+    miner = miner or TemplateMiner.new(config)
+    series = lines if isinstance(lines, pl.Series) else pl.Series("message", list(lines), dtype=pl.String)
+    assigned = miner.assign(mask_messages(series, node_pattern=miner.config.node_pattern))
+    line_no = pl.int_range(1, len(series) + 1, dtype=pl.Int64, eager=True).alias("line_no")
+    return assigned.insert_column(0, line_no)
+
+
+def grouping_accuracy(truth: Sequence[object] | pl.Series, predicted: Sequence[object] | pl.Series) -> float:
+    """Loghub grouping accuracy (GA): share of messages whose predicted group is exactly right.
+
+    A message is correctly grouped iff the set of messages sharing its predicted group equals the
+    set sharing its ground-truth group (Zhu et al., ICSE 2019). Equivalently: its (truth,
+    predicted) pair is as large as both its truth group and its predicted group.
+    """
+    df = pl.DataFrame({"t": pl.Series(truth).cast(pl.String), "p": pl.Series(predicted).cast(pl.String)})
+    if df.height == 0:
+        raise ValueError("grouping accuracy of an empty sample is undefined")
+    sizes = df.with_columns(
+        pl.len().over("t").alias("n_t"),
+        pl.len().over("p").alias("n_p"),
+        pl.len().over("t", "p").alias("n_tp"),
+    )
+    correct = sizes.filter((pl.col("n_tp") == pl.col("n_t")) & (pl.col("n_tp") == pl.col("n_p"))).height
+    return correct / df.height
