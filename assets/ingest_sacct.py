@@ -4,6 +4,7 @@
 import dagster as dg
 
 from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.progress import progress_reporter
 from gpusre.models.sacct_ingest import ingest_sacct_files
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -34,7 +35,7 @@ def raw_sacct(
             fields=config.sacct.fields,
             delimiter=config.sacct.delimiter if config.sacct.fields or config.sacct.delimiter != "|" else None,
             cluster=config.cluster,
-            progress=context.log.info,
+            progress=progress_reporter(context),
         )
         total_rows = con.sql("SELECT count(*) FROM raw.sacct_records").fetchall()[0][0]
         reject_preview = con.sql(

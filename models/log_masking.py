@@ -24,10 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 __all__ = [
+    "DIGIT_RUN_CAP",
     "DEFAULT_NODE_PATTERN",
+    "canonical_digits",
+    "mask_canonical",
     "MaskRule",
     "PLACEHOLDERS",
     "mask_expr",
@@ -35,10 +40,10 @@ __all__ = [
     "mask_rules",
 ]
 
-#: Node names as clusters name them: letters, an optional dash, then at least two digits
-#: (``gpu017``, ``node-246``, ``dgx-a100-03`` keeps its prefix). One digit is not enough: it
-#: would mask device names such as ``eth0`` or ``sda1`` that are part of the message shape.
-DEFAULT_NODE_PATTERN = r"\b[a-zA-Z][a-zA-Z]*(?:-[a-zA-Z0-9]+)*-?\d{2,}\b"
+#: Node names as clusters name them: a word followed by at least two digits (``gpu017``,
+#: ``dgx-a100-03``) or by a dash and digits (``node-7``, ``node-246``). A word with a single
+#: glued digit is not a node: it would mask device names such as ``eth0`` or ``sda1``.
+DEFAULT_NODE_PATTERN = r"\b[a-zA-Z][a-zA-Z0-9]*(?:-[a-zA-Z0-9]+)*(?:-\d+|\d{2,})\b"
 
 _HEX = "[0-9a-fA-F]"
 
@@ -72,7 +77,8 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
             "<TS>",
         ),
         # 8-4-4-4-12 GUIDs/UUIDs: GPU UUIDs (``GPU-5c1e...``), MIG instances, boot ids.
-        MaskRule("uuid", rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}", "<UUID>"),
+        # Groups of 8 and 12 may be shorter after digit canonicalization (runs cut to 4).
+        MaskRule("uuid", rf"\b{_HEX}{{4,8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4,12}}\b", "<UUID>"),
         # MAC and InfiniBand GID/GUID byte strings (6 or more colon-separated bytes).
         MaskRule("mac", rf"\b{_HEX}{{2}}(?::{_HEX}{{2}}){{5,}}\b", "<MAC>"),
         # PCI addresses: ``0000:3b:00.0`` and ``00000000:3B:00.0`` (nvidia-smi), ``3b:00.0``
@@ -104,8 +110,11 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
             "${1}<JOB>",
         ),
         MaskRule("node", node_pattern, "<NODE>"),
-        # Hex literals and long bare hex strings (addresses, checksums, IB GUIDs without 0x).
-        MaskRule("hex", rf"\b0[xX]{_HEX}+\b|\b{_HEX}{{12,}}\b", "<HEX>"),
+        # Hex literals (addresses, registers, IB GUIDs).
+        # A word made only of hex digits that mixes digits and letters (``00544eb8``, ``1a2b``)
+        # is one value: the number rule would otherwise cut it into ``<NUM>a<NUM>``.
+        MaskRule("hex", rf"\b0[xX]{_HEX}+\b", "<HEX>"),
+        MaskRule("bare_hex", rf"\b(?:\d+[a-fA-F]|[a-fA-F]+\d){_HEX}*\b", "<NUM>"),
         # Every remaining number, decimal or dotted (no sign: ``-`` is as often a separator), also when glued to a unit or a word
         # (``300MHz``, ``CPU#1``, ``x86_64``): the token's shape is what identifies the template.
         MaskRule("num", r"\d+(?:\.\d+)*", "<NUM>"),
@@ -116,19 +125,84 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
 PLACEHOLDERS: tuple[str, ...] = ("<TS>", "<UUID>", "<MAC>", "<PCI>", "<IP>", "<PATH>", "<PID>", "<JOB>", "<NODE>", "<HEX>", "<NUM>")
 
 
+#: Digit runs are canonicalized to at most this many zeros (see :func:`canonical_digits`).
+DIGIT_RUN_CAP = 4
+
+_ZERO = np.uint8(ord("0"))
+_TEN = np.uint8(10)
+
+
+def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 22) -> pl.Series:
+    """Every ASCII digit becomes ``0`` and digit runs longer than 4 are cut to 4.
+
+    Why: every digit ends up inside a placeholder anyway, and no masking rule looks at a digit's
+    value or counts more than four digits in a run, so the mask of a message is a function of
+    this canonical form. Lines that differ only in their numbers (the bulk of node logs) share
+    one canonical form, so the pipeline can deduplicate *before* the regexes and run them on a
+    few thousand distinct strings instead of millions of lines.
+
+    It is a byte-level NumPy pass over the Arrow buffer (ASCII digits never occur inside a
+    multi-byte UTF-8 sequence, so editing bytes keeps the text valid), processed in chunks of
+    about ``chunk_bytes`` to bound the temporaries. Nulls stay null.
+    """
+    arr = messages.cast(pl.String).to_arrow()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.large_string())
+    n = len(arr)
+    validity, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    pieces: list[np.ndarray] = []
+    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    i = 0
+    while i < n:
+        j = min(max(int(np.searchsorted(offsets, offsets[i] + chunk_bytes, side="right")) - 1, i + 1), n)
+        lo = offsets[i]
+        buf = data[lo : offsets[j]]
+        is_digit = (buf - _ZERO) < _TEN  # uint8 wrap-around makes bytes below '0' large
+        # Drop a digit when the DIGIT_RUN_CAP bytes before it are digits of the same string.
+        drop = is_digit.copy()
+        for k in range(1, DIGIT_RUN_CAP + 1):
+            drop[k:] &= is_digit[:-k]
+            drop[:k] = False
+        starts = offsets[i:j] - lo
+        for k in range(DIGIT_RUN_CAP):
+            pos = starts + k
+            drop[pos[pos < len(buf)]] = False  # the look-back would leave the string
+        kept = np.where(is_digit, _ZERO, buf)[~drop]
+        dropped = np.concatenate(([0], np.cumsum(drop, dtype=np.int64)))
+        ends = offsets[i + 1 : j + 1] - lo
+        lengths = (ends - starts) - (dropped[ends] - dropped[starts])
+        new_offsets[i + 1 : j + 1] = new_offsets[i] + np.cumsum(lengths)
+        pieces.append(kept)
+        i = j
+    out = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
+    result = pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(new_offsets), pa.py_buffer(out), validity, arr.null_count
+    )
+    return pl.Series(messages.name, result, dtype=pl.String)
+
+
 def mask_expr(expr: pl.Expr, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Expr:
-    """Polars expression that masks a String column, for use inside lazy ingestion queries."""
+    """Polars expression applying the rules to a column already passed through
+    :func:`canonical_digits` (the rules are written for canonical digit runs)."""
     out = expr
     for rule in mask_rules(node_pattern):
         out = out.str.replace_all(rule.pattern, rule.replacement)
     return out
 
 
+def mask_canonical(canonical: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Series:
+    """Apply the masking rules to messages already in :func:`canonical_digits` form."""
+    return pl.select(mask_expr(pl.lit(canonical), node_pattern)).to_series().alias(canonical.name)
+
+
 def mask_messages(messages: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Series:
     """Replace the variable parts of each message by placeholders; nulls stay null.
 
+    Defined as the rules applied to :func:`canonical_digits` of the message, so that the fast
+    path (canonicalize, deduplicate, mask the distinct forms) gives exactly this result.
     The result keeps the input's name and length, one masked message per input row.
     """
-    if messages.dtype != pl.String:
-        messages = messages.cast(pl.String)
-    return pl.select(mask_expr(pl.lit(messages), node_pattern)).to_series().alias(messages.name)
+    return mask_canonical(canonical_digits(messages), node_pattern=node_pattern)

@@ -33,7 +33,17 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _run(landing: Path, warehouse: Path, reports: Path) -> int:
+    import logging
+
     from gpusre.pipelines.runner import run_pipeline
+
+    # Long asset steps report through this logger (see gpusre.assets.progress).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("      %(message)s"))
+    progress_logger = logging.getLogger("gpusre.progress")
+    progress_logger.addHandler(handler)
+    progress_logger.setLevel(logging.INFO)
+    progress_logger.propagate = False
 
     summary = run_pipeline(landing, warehouse, reports, progress=_progress)
     for refused in summary.files_refused:

@@ -1,0 +1,438 @@
+"""The node-log event catalog: typed loaders for ``catalog/*.csv`` and a vectorized line classifier.
+
+Three data files, shipped as package data in :mod:`gpusre.models.catalog`, hold every fact; this
+module only loads, validates and applies them (no per-code ``if`` anywhere):
+
+* ``xid.csv`` — every NVIDIA Xid code of the current NVIDIA Xid catalog (1–172) with mnemonic,
+  component, cause class, severity, NVIDIA's immediate resolution bucket (``action``), production
+  health-check lists (Azure fatal, AWS tier) and a ``repeat_threshold`` for codes that are
+  informational unless repeated (63, 92).
+* ``sxid.csv`` — NVSwitch SXid codes (Fabric Manager guide: non-fatal / fatal / always fatal).
+* ``log_patterns.csv`` — one row per recognised log line shape, in priority order (first match
+  wins). Rows whose ``catalog`` is ``xid``/``sxid`` extract a ``code`` whose classes come from the
+  matching catalog; their own classes are the fallback for a code the catalog does not know.
+
+:func:`classify_messages` runs on whole columns: one Aho–Corasick pass (``str.contains_any``) over
+all messages keeps only lines holding some pattern's literal, then each pattern's regex runs on
+those candidates only. On real logs events are a few percent of lines, so the regex cost is paid
+on a small slice.
+
+>>> out = classify_messages(pl.Series([
+...     "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+...     "systemd[1]: Started Session 4 of user root.",
+... ]))
+>>> out.select("kind", "code", "gpu_pci", "component", "cause_class").row(0)
+('xid', 79, '0000:3b:00.0', 'pcie_bus', 'hardware')
+>>> out.row(1, named=True)["kind"] is None
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import polars as pl
+
+__all__ = [
+    "ACTIONS",
+    "AWS_TIERS",
+    "CATALOG_LOOKUPS",
+    "CAUSE_CLASSES",
+    "CLASSIFIED_SCHEMA",
+    "COMPONENTS",
+    "PCI_ROLES",
+    "SEVERITIES",
+    "SEVERITY_RANK",
+    "CatalogError",
+    "classify_messages",
+    "load_log_patterns",
+    "load_sxid_catalog",
+    "load_xid_catalog",
+    "normalize_pci",
+]
+
+#: Where a fault sits. The first ten are the Xid components; the rest cover non-Xid node events.
+COMPONENTS: frozenset[str] = frozenset(
+    {
+        "gpu_compute", "gpu_memory", "nvlink", "pcie_bus", "gsp_firmware", "power", "thermal",
+        "user_application", "driver", "other",
+        "nvswitch", "network", "host_memory", "host_cpu", "storage", "os", "slurm",
+    }
+)
+#: Routing default for "whose fault": ``system_software`` (OS, file systems, Slurm daemons) is
+#: added to the Xid classes because a Lustre outage or a kernel panic is infrastructure but
+#: neither GPU hardware nor the GPU driver.
+CAUSE_CLASSES: frozenset[str] = frozenset(
+    {"hardware", "driver_firmware", "user_application", "sympathetic", "informational", "system_software"}
+)
+#: Severities, most severe first; :data:`SEVERITY_RANK` orders them (0 = critical).
+SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low", "info")
+SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
+#: NVIDIA's immediate resolution buckets, then gpusre's for non-Xid events (RESET_FABRIC and
+#: CHECK_THERMALS come from the NVSwitch SXid guidance; CHECK_LINK, CHECK_STORAGE, DRAIN_NODE and
+#: MONITOR = count and escalate on repeats).
+ACTIONS: frozenset[str] = frozenset(
+    {
+        "RESTART_APP", "RESET_GPU", "RESTART_BM", "RESTART_VM", "RESTART_FM", "IGNORE",
+        "CONTACT_SUPPORT", "CHECK_MECHANICALS", "CHECK_UVM", "UPDATE_SWFW", "WORKFLOW_XID_45",
+        "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154",
+        "RESET_FABRIC", "CHECK_THERMALS", "CHECK_LINK", "CHECK_STORAGE", "DRAIN_NODE", "MONITOR",
+    }
+)
+#: AWS health-check severity tiers (empty = not listed by AWS).
+AWS_TIERS: frozenset[str] = frozenset({"ISOLATE", "REBOOT", "RESET", "MONITOR", ""})
+#: What the PCI address a pattern extracts belongs to; only ``gpu`` fills ``gpu_pci``.
+PCI_ROLES: frozenset[str] = frozenset({"gpu", "nvswitch", "nic", "pcie_port", "device", ""})
+#: Which catalog a pattern's ``code`` group is looked up in.
+CATALOG_LOOKUPS: frozenset[str] = frozenset({"xid", "sxid", ""})
+
+#: Output of :func:`classify_messages`, one row per input message, all null when nothing matched.
+CLASSIFIED_SCHEMA: dict[str, pl.DataType] = {
+    "kind": pl.String(),
+    "code": pl.Int32(),
+    "gpu_pci": pl.String(),
+    "device_pci": pl.String(),
+    "port": pl.String(),
+    "gpu_index": pl.Int32(),
+    "component": pl.String(),
+    "cause_class": pl.String(),
+    "severity": pl.String(),
+    "action": pl.String(),
+    "pattern_id": pl.String(),
+}
+
+_BOOL = {"true": True, "false": False}
+_KIND = re.compile(r"^[a-z][a-z0-9_]*$")
+#: Named regex groups the classifier turns into columns; other named groups are documentation.
+_GROUPS = ("code", "pci", "port", "gpu")
+
+
+class CatalogError(ValueError):
+    """A catalog file that breaks its contract; the message names the file, row and column."""
+
+
+@dataclass(frozen=True)
+class _Column:
+    """How one CSV column is checked and typed."""
+
+    name: str
+    kind: str = "str"  # str | int | opt_int | bool | enum | regex
+    allowed: frozenset[str] | None = None
+    required: bool = True  # a value must be present (not empty)
+
+
+_XID_COLUMNS = (
+    _Column("code", "int"),
+    _Column("mnemonic"),
+    _Column("description"),
+    _Column("component", "enum", COMPONENTS),
+    _Column("cause_class", "enum", CAUSE_CLASSES),
+    _Column("severity", "enum", frozenset(SEVERITIES)),
+    _Column("action", "enum", ACTIONS),
+    _Column("investigatory_action", required=False),
+    _Column("user_app_likely", "bool"),
+    _Column("azure_fatal", "bool"),
+    _Column("aws_tier", "enum", AWS_TIERS, required=False),
+    _Column("repeat_threshold", "opt_int", required=False),
+    _Column("source"),
+)
+_SXID_COLUMNS = (
+    _Column("code", "int"),
+    _Column("name"),
+    _Column("fatal", "bool"),
+    _Column("fatal_class", "enum", frozenset({"non_fatal", "fatal", "always_fatal"})),
+    _Column("component", "enum", frozenset({"nvswitch"})),
+    _Column("cause_class", "enum", CAUSE_CLASSES),
+    _Column("severity", "enum", frozenset(SEVERITIES)),
+    _Column("action", "enum", ACTIONS),
+    _Column("source"),
+)
+_PATTERN_COLUMNS = (
+    _Column("pattern_id"),
+    _Column("kind"),
+    _Column("literal"),
+    _Column("regex", "regex"),
+    _Column("catalog", "enum", CATALOG_LOOKUPS, required=False),
+    _Column("pci_role", "enum", PCI_ROLES, required=False),
+    _Column("component", "enum", COMPONENTS),
+    _Column("cause_class", "enum", CAUSE_CLASSES),
+    _Column("severity", "enum", frozenset(SEVERITIES)),
+    _Column("action", "enum", ACTIONS),
+    _Column("example"),
+    _Column("source"),
+)
+_DTYPES = {"str": pl.String, "enum": pl.String, "regex": pl.String, "int": pl.Int32, "opt_int": pl.Int32, "bool": pl.Boolean}
+
+
+def _read_text(file_name: str, source: Path | None) -> tuple[str, str]:
+    """Return (label for messages, text) of a catalog file: the packaged one unless ``source``."""
+    if source is not None:
+        return str(source), Path(source).read_text(encoding="utf-8")
+    resource = resources.files("gpusre.models.catalog").joinpath(file_name)
+    return f"catalog/{file_name}", resource.read_text(encoding="utf-8")
+
+
+def _parse_value(label: str, line_no: int, col: _Column, raw: str) -> object:
+    """Check and convert one cell; raise :class:`CatalogError` naming file, line and column."""
+    where = f"{label}: line {line_no}: column {col.name!r}"
+    if raw == "":
+        if col.required:
+            raise CatalogError(f"{where}: value is required")
+        return None if col.kind in ("opt_int", "int") else ""
+    if col.kind in ("int", "opt_int"):
+        if not re.fullmatch(r"\d+", raw):
+            raise CatalogError(f"{where}: {raw!r} is not a non-negative integer")
+        return int(raw)
+    if col.kind == "bool":
+        if raw not in _BOOL:
+            raise CatalogError(f"{where}: {raw!r} is not true/false")
+        return _BOOL[raw]
+    if col.kind == "enum" and raw not in col.allowed:  # type: ignore[operator]
+        raise CatalogError(f"{where}: {raw!r} is not one of {sorted(v for v in col.allowed if v)}")  # type: ignore[union-attr]
+    if col.kind == "regex":
+        try:
+            re.compile(raw)
+        except re.error as exc:
+            raise CatalogError(f"{where}: invalid regex: {exc}") from None
+        try:
+            # The classifier runs the regex in Polars (Rust `regex` crate), which has no
+            # look-around or backreferences: reject what Python accepts but Polars cannot run.
+            pl.Series([""], dtype=pl.String).str.contains(raw)
+        except pl.exceptions.PolarsError as exc:
+            raise CatalogError(f"{where}: regex not supported by Polars: {exc}") from None
+    return raw
+
+
+def _load_csv(file_name: str, columns: tuple[_Column, ...], source: Path | None) -> tuple[str, pl.DataFrame]:
+    """Parse a catalog CSV strictly (exact header, typed cells) into a typed DataFrame."""
+    label, text = _read_text(file_name, source)
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    expected = [c.name for c in columns]
+    if header != expected:
+        raise CatalogError(f"{label}: line 1: header {header} does not match expected columns {expected}")
+    data: dict[str, list[object]] = {c.name: [] for c in columns}
+    for line_no, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) != len(columns):
+            raise CatalogError(f"{label}: line {line_no}: {len(row)} fields, expected {len(columns)}")
+        for col, raw in zip(columns, row, strict=True):
+            data[col.name].append(_parse_value(label, line_no, col, raw))
+    frame = pl.DataFrame(data, schema={c.name: _DTYPES[c.kind] for c in columns})
+    return label, frame
+
+
+def _check_unique(label: str, frame: pl.DataFrame, column: str) -> None:
+    """Raise when a key column repeats a value (line numbers count the header as line 1)."""
+    dup = frame.with_row_index("_i").filter(pl.col(column).is_duplicated())
+    if dup.height:
+        lines = [i + 2 for i in dup["_i"].to_list()]
+        raise CatalogError(f"{label}: lines {lines}: duplicate {column} {dup[column][0]!r}")
+
+
+def load_xid_catalog(source: Path | None = None) -> pl.DataFrame:
+    """Load ``xid.csv`` (or ``source``): one row per NVIDIA Xid code, validated and typed.
+
+    Columns: ``code`` Int32, ``mnemonic``, ``description``, ``component``, ``cause_class``,
+    ``severity``, ``action`` (NVIDIA immediate bucket), ``investigatory_action``,
+    ``user_app_likely`` / ``azure_fatal`` Boolean, ``aws_tier``, ``repeat_threshold`` Int32 (null
+    unless the code is informational unless repeated: escalate above this count in 24 h), ``source``.
+
+    Raises:
+        CatalogError: bad header, bad value, or duplicate code; the message names file and line.
+    """
+    label, frame = _load_csv("xid.csv", _XID_COLUMNS, source)
+    _check_unique(label, frame, "code")
+    return frame
+
+
+def load_sxid_catalog(source: Path | None = None) -> pl.DataFrame:
+    """Load ``sxid.csv`` (or ``source``): NVSwitch SXid codes with fatality, classes and action.
+
+    Raises:
+        CatalogError: bad header, bad value, or duplicate code; the message names file and line.
+    """
+    label, frame = _load_csv("sxid.csv", _SXID_COLUMNS, source)
+    _check_unique(label, frame, "code")
+    return frame
+
+
+def load_log_patterns(source: Path | None = None) -> pl.DataFrame:
+    """Load ``log_patterns.csv`` (or ``source``): line patterns in priority order (first match wins).
+
+    Beyond cell checks, each row must be self-consistent: ``kind`` is snake_case, the ``literal``
+    prefilter occurs in the ``example`` and the ``regex`` matches it (so the prefilter can never
+    hide a pattern's own line), and a row with a ``catalog`` has a ``(?P<code>...)`` group.
+
+    Raises:
+        CatalogError: the message names file, line and column.
+    """
+    label, frame = _load_csv("log_patterns.csv", _PATTERN_COLUMNS, source)
+    _check_unique(label, frame, "pattern_id")
+    for line_no, row in enumerate(frame.iter_rows(named=True), start=2):
+        where = f"{label}: line {line_no} ({row['pattern_id']})"
+        if not _KIND.match(row["kind"]):
+            raise CatalogError(f"{where}: column 'kind': {row['kind']!r} is not snake_case")
+        if row["literal"] not in row["example"]:
+            raise CatalogError(f"{where}: column 'literal': {row['literal']!r} does not occur in the example")
+        compiled = re.compile(row["regex"])
+        if not compiled.search(row["example"]):
+            raise CatalogError(f"{where}: column 'regex' does not match the example")
+        if row["catalog"] and "code" not in compiled.groupindex:
+            raise CatalogError(f"{where}: column 'regex' needs a (?P<code>...) group for catalog {row['catalog']!r}")
+        if row["pci_role"] and "pci" not in compiled.groupindex:
+            raise CatalogError(f"{where}: column 'regex' needs a (?P<pci>...) group for pci_role {row['pci_role']!r}")
+    return frame
+
+
+def normalize_pci(expr: pl.Expr) -> pl.Expr:
+    """Normalize PCI addresses to lower-case ``dddd:bb:dd.f``.
+
+    NVRM prints ``0000:3b:00`` (no function), nvidia-smi/Fabric Manager ``00000000:86:00.0``
+    (8-digit domain), lspci ``3b:00.0`` (no domain); all name the same device, so joins on the
+    address need one spelling.
+
+    >>> pl.select(normalize_pci(pl.lit("00000000:86:00.0"))).item()
+    '0000:86:00.0'
+    >>> pl.select(normalize_pci(pl.lit("0000:9B:00"))).item()
+    '0000:9b:00.0'
+    """
+    s = expr.str.to_lowercase()
+    s = pl.when(s.str.contains(".", literal=True)).then(s).otherwise(s + ".0")
+    s = pl.when(s.str.count_matches(":", literal=True) == 1).then("0000:" + s).otherwise(s)
+    return s.str.replace(r"^[0-9a-f]*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])$", "${1}")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Patterns compiled once into what the classifier needs."""
+
+    literals: list[str]
+    literal_patterns: pl.DataFrame  # literal -> _pattern (a literal may serve several patterns)
+    rows: list[dict[str, object]]
+    attributes: pl.DataFrame  # one row per pattern, keyed by _pattern
+    xid: pl.DataFrame
+    sxid: pl.DataFrame
+
+
+@lru_cache(maxsize=1)
+def _plan() -> _Plan:
+    """Load and cache the packaged catalogs (validated once per process)."""
+    patterns = load_log_patterns()
+    rows = []
+    for row in patterns.iter_rows(named=True):
+        groups = re.compile(row["regex"]).groupindex
+        rows.append({**row, "groups": {g: groups[g] for g in _GROUPS if g in groups}})
+    attributes = patterns.select(
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("_pattern"),
+        "pattern_id", "kind", "catalog", "pci_role",
+        pl.col("component").alias("_p_component"),
+        pl.col("cause_class").alias("_p_cause_class"),
+        pl.col("severity").alias("_p_severity"),
+        pl.col("action").alias("_p_action"),
+    )
+    classes = ["component", "cause_class", "severity", "action"]
+    xid = load_xid_catalog().select("code", *[pl.col(c).alias(f"_x_{c}") for c in classes])
+    sxid = load_sxid_catalog().select("code", *[pl.col(c).alias(f"_s_{c}") for c in classes])
+    literals = list(dict.fromkeys(patterns["literal"].to_list()))
+    literal_patterns = patterns.select("literal", pl.int_range(pl.len(), dtype=pl.Int32).alias("_pattern"))
+    return _Plan(literals, literal_patterns, rows, attributes, xid, sxid)
+
+
+def _group(row: dict[str, object], name: str, dtype: pl.DataType) -> pl.Expr:
+    """A pattern's named regex group as a typed expression, or a typed null if it has none."""
+    groups: dict[str, int] = row["groups"]  # type: ignore[assignment]
+    if name not in groups:
+        return pl.lit(None, dtype)
+    return pl.col("message").str.extract(row["regex"], groups[name]).cast(dtype)  # type: ignore[arg-type]
+
+
+def classify_messages(messages: pl.Series) -> pl.DataFrame:
+    """Classify log messages against ``log_patterns.csv``; one output row per input message.
+
+    Returns a DataFrame with :data:`CLASSIFIED_SCHEMA`: ``kind``, ``code`` (Xid/SXid code),
+    ``gpu_pci`` (normalized, only when the address is a GPU's), ``device_pci`` (any extracted PCI
+    address: GPU, NVSwitch, NIC, PCIe port), ``port`` (IB/NVLink port, PCIe slot), ``gpu_index``
+    (``GPU6`` in NVRM lines), ``component``, ``cause_class``, ``severity``, ``action``,
+    ``pattern_id``. Rows that match no pattern are all null. For Xid/SXid rows the classes come
+    from the catalog by code, falling back to the pattern row for an unknown code.
+
+    Vectorized: one multi-literal prefilter pass over all messages, then regexes on candidates only.
+    """
+    plan = _plan()
+    frame = pl.DataFrame({"message": messages.cast(pl.String)}).with_row_index("_row")
+    message = pl.col("message")
+    candidates = frame.filter(message.str.contains_any(plan.literals))
+    # Which patterns may match each candidate: the literals found in it (one Aho-Corasick pass),
+    # joined to the patterns that use them. Overlapping so a literal inside another still counts.
+    pairs = (
+        candidates.with_columns(message.str.extract_many(plan.literals, overlapping=True).list.unique().alias("literal"))
+        .explode("literal")
+        .join(plan.literal_patterns, on="literal", how="inner")
+    )
+    parts: list[pl.DataFrame] = []
+    # A loop over patterns (not lines): each regex runs only on the rows that hold its literal.
+    for (index,), part in pairs.partition_by("_pattern", as_dict=True).items():
+        row = plan.rows[index]
+        hit = part.filter(message.str.contains(row["regex"]))
+        if hit.height == 0:
+            continue
+        parts.append(
+            hit.select(
+                "_row",
+                "_pattern",
+                _group(row, "code", pl.Int32()).alias("code"),
+                normalize_pci(_group(row, "pci", pl.String())).alias("device_pci"),
+                _group(row, "port", pl.String()).alias("port"),
+                _group(row, "gpu", pl.Int32()).alias("gpu_index"),
+            )
+        )
+
+    empty = pl.DataFrame(
+        schema={"_row": pl.UInt32, "_pattern": pl.Int32, "code": pl.Int32, "device_pci": pl.String, "port": pl.String, "gpu_index": pl.Int32}
+    )
+    matched = (
+        pl.concat([empty, *parts])
+        # First match wins: a line several patterns match keeps the highest-priority one.
+        .sort("_row", "_pattern")
+        .unique("_row", keep="first", maintain_order=True)
+        .join(plan.attributes, on="_pattern", how="left")
+        .join(plan.xid, on="code", how="left")
+        .join(plan.sxid, on="code", how="left")
+    )
+    catalog = pl.col("catalog")
+
+    def cls(name: str) -> pl.Expr:
+        """Catalog class by code for Xid/SXid rows, else (or for an unknown code) the pattern's."""
+        return (
+            pl.when(catalog == "xid").then(pl.col(f"_x_{name}"))
+            .when(catalog == "sxid").then(pl.col(f"_s_{name}"))
+            .otherwise(None)
+            .fill_null(pl.col(f"_p_{name}"))
+            .alias(name)
+        )
+
+    matched = matched.select(
+        "_row",
+        "kind",
+        "code",
+        pl.when(pl.col("pci_role") == "gpu").then(pl.col("device_pci")).alias("gpu_pci"),
+        "device_pci",
+        "port",
+        "gpu_index",
+        cls("component"),
+        cls("cause_class"),
+        cls("severity"),
+        cls("action"),
+        "pattern_id",
+    )
+    # Scatter the few matched rows back onto every input row; unmatched rows stay null.
+    out = frame.select("_row").join(matched, on="_row", how="left", maintain_order="left")
+    return out.select(pl.col(name).cast(dtype) for name, dtype in CLASSIFIED_SCHEMA.items())

@@ -1,0 +1,424 @@
+"""Tests for gpusre.models.syslog: real node-log samples, every line format, year inference,
+time zones, compression, encodings and a timestamp round-trip property."""
+
+from __future__ import annotations
+
+import doctest
+import gzip
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusre.models import syslog
+from gpusre.models.sacct import REJECT_SCHEMA
+from gpusre.models.syslog import (
+    LINE_SCHEMA,
+    UPTIME_WITHOUT_BOOT,
+    SyslogParseResult,
+    host_from_filename,
+    parse_syslog_bytes,
+    parse_syslog_file,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "syslog"
+HINT_2025 = (datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 12, 31, tzinfo=UTC))
+BOOT = datetime(2025, 2, 1, tzinfo=UTC)
+
+
+def _utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+def _check(r: SyslogParseResult) -> SyslogParseResult:
+    """Invariants every parse must hold: schemas, reconciliation, disjoint line numbers."""
+    assert r.lines.schema == pl.Schema(LINE_SCHEMA)
+    assert r.rejects.schema == pl.Schema(REJECT_SCHEMA)
+    assert r.rows_read == r.lines.height + r.rejects.height
+    assert r.lines["ts"].null_count() == 0
+    assert r.rejects["error"].null_count() == 0
+    nos = pl.concat([r.lines["line_no"], r.rejects["line_no"]])
+    assert nos.n_unique() == nos.len()
+    assert r.lines["line_no"].is_sorted()
+    return r
+
+
+def _parse(text: str | bytes, **kw: object) -> SyslogParseResult:
+    data = text.encode() if isinstance(text, str) else text
+    return _check(parse_syslog_bytes(data, "t.log", **kw))  # type: ignore[arg-type]
+
+
+def test_doctests() -> None:
+    result = doctest.testmod(syslog)
+    assert result.attempted >= 4 and result.failed == 0
+
+
+# --- real samples ---------------------------------------------------------------------------
+
+
+def test_gpud_dmesg_ctime_sample() -> None:
+    r = _check(parse_syslog_file(FIXTURES / "gpud_dmesg-with-xid-119.log", "gpu017/dmesg.log"))
+    assert r.rows_read == 43 and r.rejects.is_empty()
+    assert set(r.lines["format"]) == {"dmesg_ctime"}
+    assert set(r.lines["host"]) == {"gpu017"}  # from the directory name
+    xid = r.lines.filter(pl.col("message").str.starts_with("NVRM: Xid"))
+    assert xid["ts"].to_list() == [
+        _utc(2025, 2, 23, 16, 24, 18), _utc(2025, 2, 23, 16, 24, 24), _utc(2025, 2, 23, 16, 24, 30),
+        _utc(2025, 2, 23, 16, 27, 12), _utc(2025, 2, 23, 16, 30, 13),
+    ]
+    # Indentation of call-trace lines is kept (one space after "]" belongs to the header).
+    assert " show_stack+0x52/0x5c" in r.lines["message"].to_list()
+
+
+def test_gpud_dmesg_decode_iso_sample() -> None:
+    r = _check(parse_syslog_file(FIXTURES / "gpud_memory_dmesg.decode.iso.log", "x.log"))
+    assert r.rows_read == 24 and r.rejects.is_empty()
+    assert set(r.lines["format"]) == {"dmesg_iso"} and set(r.lines["program"]) == {"kernel"}
+    first = r.lines.row(0, named=True)
+    assert first["ts"] == _utc(2025, 1, 21, 4, 41, 44, 283302)
+    assert first["message"].startswith("NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>'")
+    assert first["host"] is None  # no host in the line nor in "x.log"
+    # The last line has no trailing newline and must still be read.
+    assert r.lines["message"][-1] == "oom-kill:constraint=OTHER_CONSTRAINT"
+
+
+def test_fabric_manager_sample_with_continuations() -> None:
+    r = _check(parse_syslog_file(FIXTURES / "gpud_fabricmanager.log", "fm.log", timezone="UTC"))
+    assert r.rejects.is_empty()
+    counts = dict(r.lines.group_by("format").len().iter_rows())
+    assert counts == {"fabricmanager": 54, "continuation": 23}
+    first, payload = r.lines.head(2).iter_rows(named=True)
+    assert first["ts"] == _utc(2025, 2, 25, 13, 59, 45) and first["program"] == "nv-fabricmanager"
+    assert first["message"].startswith("[INFO] [tid 1803] Received an inband message:")
+    assert payload["line_no"] == 2 and payload["ts"] == first["ts"]
+    assert payload["message"].startswith("Message payload details:Team release request")
+
+
+@pytest.mark.parametrize("name", ["gpud_kmsg.2.peermem.log", "gpud_pstore_dmesg-erst.txt"])
+def test_uptime_samples_need_boot_time(name: str) -> None:
+    without = _check(parse_syslog_file(FIXTURES / name, name))
+    assert without.lines.is_empty() and without.rows_read > 0
+    assert set(without.rejects["error"]) == {UPTIME_WITHOUT_BOOT}
+    with_boot = _check(parse_syslog_file(FIXTURES / name, name, boot_time=BOOT))
+    assert with_boot.rejects.is_empty() and with_boot.rows_read == without.rows_read
+    assert set(with_boot.lines["program"]) == {"kernel"}
+
+
+def test_kmsg_and_pstore_timestamps() -> None:
+    kmsg = parse_syslog_file(FIXTURES / "gpud_kmsg.2.peermem.log", "k", boot_time=BOOT).lines
+    assert kmsg["ts"][0] == BOOT + timedelta(microseconds=227_996_636)
+    assert kmsg["message"][-1] == "test"
+    pstore = parse_syslog_file(FIXTURES / "gpud_pstore_dmesg-erst.txt", "p", boot_time=BOOT).lines
+    assert pstore["ts"][0] == BOOT + timedelta(seconds=201, microseconds=650_687)
+    assert pstore["message"][0] == "sysrq: SysRq : Trigger a crash"
+
+
+def test_quoted_kernel_and_slurm_lines() -> None:
+    path = FIXTURES / "other_kernel_and_slurm_lines.txt"
+    r = _check(parse_syslog_file(path, "q.txt", year_hint=HINT_2025))
+    assert r.rows_read == 37
+    by_error = r.rejects.group_by("error").agg("line_no")
+    errors = {e: sorted(nos) for e, nos in by_error.iter_rows()}
+    assert errors[UPTIME_WITHOUT_BOOT] == [8, 11, 12, 14, 15, 16]
+    assert errors["continuation of line 8, which was rejected"] == [9, 10]
+    # Provenance headers and srun/slurmstepd job-output lines carry no timestamp at all.
+    no_ts = errors["no recognised log line format (no timestamp)"]
+    assert len(no_ts) == 21 and all(
+        line.startswith(("#", "srun:", "slurmstepd:"))
+        for line in r.rejects.filter(pl.col("line_no").is_in(no_ts))["raw"]
+    )
+    mlx = r.lines.filter(pl.col("line_no") == 3).row(0, named=True)
+    assert (mlx["ts"], mlx["host"], mlx["program"], mlx["message"]) == (
+        _utc(2025, 2, 14, 5, 3, 41), "000-000-00000-1-gpu-1", "kernel",
+        "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link INIT",
+    )
+    # The kernel's "[21584690.529862] " uptime prefix is stripped from syslog messages.
+    edac = r.lines.filter(pl.col("line_no") == 18).row(0, named=True)
+    assert edac["message"] == "mce: [Hardware Error]: Machine check events logged"
+    slurm = r.lines.filter(pl.col("format") == "slurm").row(0, named=True)
+    assert slurm["ts"] == _utc(2026, 4, 29, 23, 36, 37, 809000)
+    assert slurm["message"].startswith("error: *** STEP 52222788.0 ON nid002888 CANCELLED")
+
+    booted = _check(parse_syslog_file(path, "q.txt", year_hint=HINT_2025, boot_time=BOOT))
+    assert booted.rejects.height == 21
+    cont = booted.lines.filter(pl.col("format") == "continuation")
+    assert cont["message"].to_list() == [
+        "NVRM: (PCI ID: 10de:26b5) installed in this system has",
+        "NVRM: fallen off the bus and is not responding to commands.",
+    ]
+    assert set(cont["ts"]) == {BOOT + timedelta(seconds=1843, microseconds=308145)}
+
+
+def test_loghub_linux_2k_all_parse_and_match_loghub_fields() -> None:
+    hint = (datetime(2005, 1, 1), datetime(2005, 12, 31))
+    r = _check(parse_syslog_file(FIXTURES / "Linux_2k.log", "Linux_2k.log", year_hint=hint))
+    assert r.rows_read == 2000 and r.lines.height == 2000
+    assert set(r.lines["format"]) == {"rfc3164"} and set(r.lines["host"]) == {"combo"}
+    assert r.lines["ts"].min() == _utc(2005, 6, 14, 15, 16, 1)
+    assert r.lines["ts"].max() == _utc(2005, 7, 27, 14, 42, 0)
+    # Out-of-order lines exist (boot messages 5 s back) and must not be read as a year change.
+    assert (r.lines["ts"].diff().drop_nulls() >= timedelta(seconds=-5)).all()
+    oracle = pl.read_csv(FIXTURES / "Linux_2k.log_structured.csv", infer_schema=False)
+    joined = r.lines.join(
+        oracle.with_columns(pl.col("LineId").cast(pl.Int64)), left_on="line_no", right_on="LineId"
+    )
+    assert joined.height == 2000
+    # loghub strips leading spaces of messages; we keep them (kernel indentation).
+    differs = joined.filter(
+        (pl.col("program") != pl.col("Component")).fill_null(True)
+        | (pl.col("pid").cast(pl.String).fill_null("") != pl.col("PID").fill_null(""))
+        | (pl.col("message").str.strip_chars() != pl.col("Content").str.strip_chars())
+    )
+    # Only "Jul  7 08:06:15 combo  -- root[2421]: ..." differs: its tag "-- root" is not a tag.
+    assert differs["line_no"].to_list() == [899]
+    assert joined.filter(pl.col("program") == "syslogd 1.4.1").height == 7
+
+
+# --- hand-written lines, one per format -----------------------------------------------------
+
+
+def test_rfc3164_variants() -> None:
+    text = (
+        "Jan 15 03:04:05 gpu017 kernel: [123.456] NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen\n"
+        "<13>Jan  5 03:04:05 gpu018 sshd[42]: Accepted publickey\n"
+        "Jan 15 03:04:05.123456 gpu019 slurmd[7]: error: high precision (journalctl -o short-precise)\n"
+        "Jan 15 2024 03:04:05 gpu020 prog: with a year\n"
+        "Jan 15 03:04:05 kernel: no host field\n"
+        "Feb 30 03:04:05 gpu021 kernel: impossible date\n"
+    )
+    r = _parse(text, year_hint=HINT_2025, host_from_name="fallback01")
+    rows = {row["line_no"]: row for row in r.lines.iter_rows(named=True)}
+    assert rows[1]["message"] == "NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen"
+    assert (rows[1]["host"], rows[1]["program"], rows[1]["pid"]) == ("gpu017", "kernel", None)
+    assert (rows[2]["ts"], rows[2]["host"], rows[2]["pid"]) == (_utc(2025, 1, 5, 3, 4, 5), "gpu018", 42)
+    assert rows[3]["ts"] == _utc(2025, 1, 15, 3, 4, 5, 123456)
+    assert rows[4]["ts"] == _utc(2024, 1, 15, 3, 4, 5)
+    assert (rows[5]["host"], rows[5]["program"]) == ("fallback01", "kernel")
+    assert r.rejects.rows() == [
+        ("t.log", 6, "Feb 30 03:04:05 gpu021 kernel: impossible date", "invalid date or time")
+    ]
+
+
+def test_rfc5424() -> None:
+    text = (
+        '<34>1 2025-01-15T03:04:05.123Z gpu017 slurmd 4242 ID47 [ex@32473 a="x\\]y" b="2"] '
+        "\ufeffnode drained\n"
+        "<165>1 2025-01-15T03:04:05.5+09:00 - - - - - no host, app or pid\n"
+        "<34>1 - gpu017 app - - - no timestamp\n"
+    )
+    r = _parse(text, host_from_name="fallback01")
+    a, b = r.lines.iter_rows(named=True)
+    assert (a["ts"], a["host"], a["program"], a["pid"], a["message"]) == (
+        _utc(2025, 1, 15, 3, 4, 5, 123000), "gpu017", "slurmd", 4242, "node drained"
+    )
+    assert (b["ts"], b["host"], b["program"], b["pid"]) == (
+        _utc(2025, 1, 14, 18, 4, 5, 500000), "fallback01", None, None
+    )
+    assert b["message"] == "no host, app or pid" and set(r.lines["format"]) == {"rfc5424"}
+    assert r.rejects.select("line_no", "error").rows() == [
+        (3, "RFC 5424 line without a timestamp (NILVALUE)")
+    ]
+
+
+def test_iso8601_rsyslog_and_dmesg() -> None:
+    text = (
+        "2025-01-15T03:04:05.123456+09:00 gpu017 kernel: [  42.000001] mlx5_core: link down\n"
+        "2025-01-15T03:04:05-0500 gpu017 systemd[1]: Started x (short-iso offset without colon)\n"
+        "2025-01-15T03:04:05Z gpu017 nvidia-persistenced: Z offset\n"
+        "2025-01-21T04:41:44,283575+00:00 NVRM: Xid 13 (dmesg --time-format iso)\n"
+        "daemon:info  : 2025-01-21T04:41:44,283575+00:00 systemd[1]: decoded, not kernel\n"
+    )
+    r = _parse(text, host_from_name="gpu099")
+    rows = list(r.lines.iter_rows(named=True))
+    assert [x["format"] for x in rows] == ["iso8601"] * 3 + ["dmesg_iso"] * 2
+    assert rows[0]["ts"] == _utc(2025, 1, 14, 18, 4, 5, 123456)
+    assert rows[0]["message"] == "mlx5_core: link down"
+    assert (rows[1]["ts"], rows[1]["program"], rows[1]["pid"]) == (
+        _utc(2025, 1, 15, 8, 4, 5), "systemd", 1
+    )
+    assert rows[2]["ts"] == _utc(2025, 1, 15, 3, 4, 5)
+    assert (rows[3]["host"], rows[3]["program"], rows[3]["message"]) == (
+        "gpu099", "kernel", "NVRM: Xid 13 (dmesg --time-format iso)"
+    )
+    assert rows[4]["program"] is None
+
+
+def test_dmesg_uptime_decode_and_local_ctime() -> None:
+    text = (
+        "kern  :err   : [  123.456789] NVRM: Xid 79\n"
+        "[Sun Jul  6 10:00:00 2025] dmesg -T in local time\n"
+    )
+    r = _parse(text, boot_time=datetime(2025, 7, 6, 12, 0), timezone="America/Chicago")
+    up, ctime = r.lines.iter_rows(named=True)
+    assert up["ts"] == _utc(2025, 7, 6, 12, 2, 3, 456789) and up["message"] == "NVRM: Xid 79"
+    assert ctime["ts"] == _utc(2025, 7, 6, 15, 0, 0)  # CDT = UTC-5
+
+
+def test_journald_json() -> None:
+    entries = [
+        {"__REALTIME_TIMESTAMP": "1737430904283575", "_HOSTNAME": "gpu017", "MESSAGE": "NVRM: Xid 79",
+         "SYSLOG_IDENTIFIER": "kernel", "_PID": "0"},
+        {"__REALTIME_TIMESTAMP": "1737430905000000", "_HOSTNAME": "gpu017",
+         "MESSAGE": list("caf\u00e9 \xff".encode("latin-1")), "_COMM": "app", "_PID": "12"},
+        {"_HOSTNAME": "gpu017", "MESSAGE": "no realtime timestamp"},
+    ]
+    text = "\n".join(json.dumps(e) for e in entries) + "\n{not json\n"
+    r = _parse(text)
+    a, b = r.lines.iter_rows(named=True)
+    assert (a["ts"], a["host"], a["program"], a["pid"], a["message"]) == (
+        _utc(2025, 1, 21, 3, 41, 44, 283575), "gpu017", "kernel", 0, "NVRM: Xid 79"
+    )
+    # Byte-array MESSAGE: decoded as UTF-8 with replacement of the invalid bytes.
+    assert (b["program"], b["pid"], b["message"]) == ("app", 12, "caf\ufffd \ufffd")
+    assert r.rejects["line_no"].to_list() == [3, 4]
+    assert set(r.lines["format"]) == {"journald_json"}
+
+
+def test_unknown_lines_indented_orphans_and_blank_lines() -> None:
+    text = "\n   \n  indented first line\nhello world\nJan 15 03:04:05 h1 k: ok\n\tcontinued\n"
+    r = _parse(text, year_hint=HINT_2025)
+    assert r.rows_read == 4  # the blank and whitespace-only lines are not records
+    assert r.rejects.select("line_no", "error").rows() == [
+        (3, "no recognised log line format (no timestamp)"),
+        (4, "no recognised log line format (no timestamp)"),
+    ]
+    cont = r.lines.filter(pl.col("format") == "continuation").row(0, named=True)
+    assert (cont["line_no"], cont["host"], cont["message"]) == (6, "h1", "continued")
+
+
+# --- year inference -------------------------------------------------------------------------
+
+
+def test_year_rollover_december_to_january() -> None:
+    text = "Dec 31 23:59:58 h k: a\nJan  1 00:00:01 h k: b\nDec 31 23:59:59 h k: late\nJan  2 00:00:00 h k: c\n"
+    hint = (datetime(2024, 12, 1), datetime(2025, 1, 31))
+    ts = _parse(text, year_hint=hint).lines["ts"].to_list()
+    assert ts == [
+        _utc(2024, 12, 31, 23, 59, 58), _utc(2025, 1, 1, 0, 0, 1),
+        _utc(2024, 12, 31, 23, 59, 59),  # New-Year jitter on a central server goes back a year
+        _utc(2025, 1, 2),
+    ]
+
+
+def test_year_hint_chooses_the_year_with_most_rows_inside() -> None:
+    text = "Mar  1 00:00:00 h k: a\nMar  2 00:00:00 h k: b\n"
+    ts = _parse(text, year_hint=(datetime(2023, 2, 1), datetime(2023, 4, 1))).lines["ts"]
+    assert ts.dt.year().to_list() == [2023, 2023]
+    # A hint ending before the data still picks the closest year (the data starts after it).
+    ts = _parse(text, year_hint=(datetime(2022, 6, 1), datetime(2023, 1, 1))).lines["ts"]
+    assert ts.dt.year().to_list() == [2023, 2023]
+    # Feb 29 exists only in the leap year the hint points at.
+    leap = _parse("Feb 29 12:00:00 h k: x\n", year_hint=(datetime(2024, 1, 1), datetime(2024, 12, 31)))
+    assert leap.lines["ts"].to_list() == [_utc(2024, 2, 29, 12)]
+
+
+# --- time zones -----------------------------------------------------------------------------
+
+
+def test_america_chicago_dst() -> None:
+    text = (
+        "Mar  9 01:59:59 h k: before spring forward (CST)\n"
+        "Mar  9 02:30:00 h k: does not exist\n"
+        "Mar  9 03:00:00 h k: after (CDT)\n"
+        "Nov  2 01:30:00 h k: first pass (CDT)\n"
+        "Nov  2 01:59:00 h k: first pass (CDT)\n"
+        "Nov  2 01:10:00 h k: second pass (CST)\n"
+        "Nov  2 01:40:00 h k: second pass (CST)\n"
+        "Nov  2 02:00:00 h k: after (CST)\n"
+    )
+    r = _parse(text, timezone="America/Chicago", year_hint=HINT_2025)
+    assert r.lines["ts"].to_list() == [
+        _utc(2025, 3, 9, 7, 59, 59), _utc(2025, 3, 9, 8),
+        _utc(2025, 11, 2, 6, 30), _utc(2025, 11, 2, 6, 59),
+        _utc(2025, 11, 2, 7, 10), _utc(2025, 11, 2, 7, 40), _utc(2025, 11, 2, 8),
+    ]
+    assert r.rejects.select("line_no", "error").rows() == [
+        (2, "local time does not exist in America/Chicago (DST gap)")
+    ]
+
+
+def test_unknown_timezone_raises() -> None:
+    with pytest.raises(ValueError, match="unknown IANA timezone"):
+        parse_syslog_bytes(b"x\n", "t.log", timezone="Mars/Olympus")
+
+
+# --- files, encodings, host names -----------------------------------------------------------
+
+
+def test_gzip_rotated_file_and_host_from_name(tmp_path: Path) -> None:
+    raw = (FIXTURES / "gpud_memory_dmesg.decode.iso.log").read_bytes()
+    path = tmp_path / "gpu017.log.1.gz"
+    path.write_bytes(gzip.compress(raw))
+    r = _check(parse_syslog_file(path, "syslog/gpu017.log.1.gz"))
+    plain = parse_syslog_bytes(raw, "syslog/gpu017.log.1.gz", host_from_name="gpu017")
+    assert r.lines.equals(plain.lines) and set(r.lines["host"]) == {"gpu017"}
+    explicit = parse_syslog_file(path, "gpu017.log.1.gz", host_from_name="node-a1")
+    assert set(explicit.lines["host"]) == {"node-a1"}
+
+
+@pytest.mark.parametrize(
+    ("name", "host"),
+    [
+        ("gpu017.log.1.gz", "gpu017"),
+        ("gpu017.log", "gpu017"),
+        ("syslog/2026-09-01/gpu017/kern.log", "gpu017"),
+        ("remote/gpu-a-017.cluster.local/messages-20250101.gz", "gpu-a-017.cluster.local"),
+        ("node-1.log.2", "node-1"),
+        ("gpu017_dmesg.log", "gpu017"),
+        ("syslog/messages", None),
+        ("syslog/kern.log.1", None),
+        ("gpud_fabricmanager.log", None),  # no digit: not a node name
+        ("archive/2026/01/syslog.gz", None),
+    ],
+)
+def test_host_from_filename(name: str, host: str | None) -> None:
+    assert host_from_filename(name) == host
+
+
+def test_crlf_invalid_utf8_nul_and_long_lines() -> None:
+    long_msg = "x" * 1_000_000
+    data = (
+        b"Jan 15 03:04:05 h1 k: crlf\r\n"
+        b"Jan 15 03:04:06 h1 k: bad \xff\xfe bytes\r\n"
+        b"\x00\x00\x00Jan 15 03:04:07 h1 k: after NULs left by a crash\n"
+        + b"Jan 15 03:04:08 h1 k: " + long_msg.encode() + b"\n"
+        + b"garbage \xff\r\n"
+    )
+    r = _parse(data, year_hint=HINT_2025)
+    assert r.lines["message"].to_list() == [
+        "crlf", "bad \ufffd\ufffd bytes", "after NULs left by a crash", long_msg
+    ]
+    assert r.rejects.select("line_no", "raw").rows() == [(5, "garbage \ufffd")]
+
+
+def test_empty_input() -> None:
+    r = _parse(b"")
+    assert r.rows_read == 0 and r.lines.is_empty() and r.rejects.is_empty()
+
+
+# --- round-trip property --------------------------------------------------------------------
+
+_instants = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2037, 12, 31)
+).map(lambda d: d.replace(tzinfo=UTC))
+
+
+@settings(max_examples=60, deadline=None)
+@given(instant=_instants, zone=st.sampled_from(["UTC", "America/Chicago", "Asia/Tokyo"]))
+def test_roundtrip_rfc3164_and_iso(instant: datetime, zone: str) -> None:
+    local = instant.astimezone(ZoneInfo(zone))
+    hint = (instant - timedelta(days=30), instant + timedelta(days=30))
+    rfc = f"{local:%b} {local.day:2d} {local:%H:%M:%S}.{local.microsecond:06d} h1 k: m\n"
+    iso = f"{local.isoformat(timespec='microseconds')} h1 k: m\n"
+    dmesg = f"{local:%Y-%m-%dT%H:%M:%S},{local.microsecond:06d}{local:%z} m\n"
+    r = _parse(rfc + iso + dmesg, timezone=zone, year_hint=hint)
+    ts = r.lines["ts"].to_list()
+    assert ts[1:] == [instant, instant]
+    # RFC 3164 has no offset: a lone line in the repeated autumn hour takes the earlier instant
+    # (fold=0); everywhere else fold=0 is the only instant.
+    assert ts[0] == local.replace(fold=0).astimezone(UTC)
