@@ -34,17 +34,25 @@ CORE_JOB_STEPS = dg.AssetKey(["core", "job_steps"])
     pool=WAREHOUSE_POOL,
     check_specs=[
         dg.AssetCheckSpec("unique_job_id", asset=CORE_JOBS, blocking=True,
-                          description="No job id appears twice in core.jobs."),
+                          description="No job id appears twice in core.jobs (and no instance twice in core.job_instances)."),
+        dg.AssetCheckSpec("unique_step", asset=CORE_JOB_STEPS, blocking=True,
+                          description="No (job_id, step_id) appears twice in core.job_steps."),
     ],
 )
 def core_jobs(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     """Upsert only the jobs whose raw records changed (raw.sacct_dirty_jobs), in one transaction."""
     with warehouse.connect() as con:
         with transaction(con):
-            dirty = con.sql("SELECT count(*) FROM raw.sacct_dirty_jobs").fetchall()[0][0]
+            dirty = con.sql("SELECT count(DISTINCT job_id) FROM raw.sacct_dirty_jobs").fetchall()[0][0]
             con.execute(read_sql("core/jobs_upsert.sql"))
         jobs, steps = con.sql("SELECT (SELECT count(*) FROM core.jobs), (SELECT count(*) FROM core.job_steps)").fetchall()[0]
-        dup = con.sql("SELECT count(*) - count(DISTINCT job_id) FROM core.jobs").fetchall()[0][0]
+        dup = con.sql(
+            "SELECT (SELECT count(*) - count(DISTINCT job_id) FROM core.jobs)"
+            " + (SELECT count(*) - count(DISTINCT (job_id, instance_no)) FROM core.job_instances)"
+        ).fetchall()[0][0]
+        dup_steps = con.sql(
+            "SELECT count(*) - count(DISTINCT (job_id, step_id)) FROM core.job_steps"
+        ).fetchall()[0][0]
         by_state = con.sql(
             "SELECT state, count(*) AS jobs, round(sum(gpu_hours), 1) AS gpu_hours "
             "FROM core.jobs GROUP BY state ORDER BY gpu_hours DESC"
@@ -64,3 +72,5 @@ def core_jobs(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     yield dg.MaterializeResult(asset_key=CORE_JOB_STEPS, metadata={"dagster/row_count": steps})
     yield dg.AssetCheckResult(check_name="unique_job_id", asset_key=CORE_JOBS, passed=dup == 0,
                               metadata={"duplicate_rows": dup})
+    yield dg.AssetCheckResult(check_name="unique_step", asset_key=CORE_JOB_STEPS, passed=dup_steps == 0,
+                              metadata={"duplicate_rows": dup_steps})

@@ -64,6 +64,10 @@ class MaskRule:
 def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]:
     """The ordered masking rules, with a site-specific node-name regex.
 
+    Rules (and ``node_pattern``) see messages in :func:`canonical_digits` form: they may use
+    ``\\d``/``[0-9]`` and count up to four digits, but must not test a digit's value or count
+    five or more (``gpu\\d{3}`` is fine, ``gpu0\\d\\d`` or ``\\d{6}`` is not).
+
     Order matters: structured identifiers (UUID, MAC, PCI, IP) go before the generic hex and
     number rules, which would otherwise split them into several placeholders; key-value rules
     (pid, job) go before the node and number rules so they keep their own placeholder.
@@ -115,8 +119,9 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
         # is one value: the number rule would otherwise cut it into ``<NUM>a<NUM>``.
         MaskRule("hex", rf"\b0[xX]{_HEX}+\b", "<HEX>"),
         MaskRule("bare_hex", rf"\b(?:\d+[a-fA-F]|[a-fA-F]+\d){_HEX}*\b", "<NUM>"),
-        # Every remaining number, decimal or dotted (no sign: ``-`` is as often a separator), also when glued to a unit or a word
-        # (``300MHz``, ``CPU#1``, ``x86_64``): the token's shape is what identifies the template.
+        # Every remaining number, decimal or dotted (no sign: ``-`` is as often a separator), also
+        # glued to a unit or a word (``300MHz``, ``CPU#1``, ``x86_64``): the token's shape is what
+        # identifies the template.
         MaskRule("num", r"\d+(?:\.\d+)*", "<NUM>"),
     )
 
@@ -153,33 +158,47 @@ def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 22) -> pl.S
     validity, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    pieces: list[np.ndarray] = []
+    # Work buffers are allocated once and reused per chunk: fresh large arrays cost page faults
+    # that, on small VMs, take longer than the arithmetic.
+    cap = int(min(max(chunk_bytes, 1), max(len(data), 1))) + int(np.max(np.diff(offsets), initial=0))
+    work = np.empty(cap, dtype=np.uint8)
+    is_digit = np.empty(cap, dtype=bool)
+    drop = np.empty(cap, dtype=bool)
+    dropped = np.zeros(cap + 1, dtype=np.int64)
+    out = np.empty(len(data), dtype=np.uint8)
     new_offsets = np.zeros(n + 1, dtype=np.int64)
+    written = 0
     i = 0
     while i < n:
         j = min(max(int(np.searchsorted(offsets, offsets[i] + chunk_bytes, side="right")) - 1, i + 1), n)
-        lo = offsets[i]
-        buf = data[lo : offsets[j]]
-        is_digit = (buf - _ZERO) < _TEN  # uint8 wrap-around makes bytes below '0' large
+        lo = int(offsets[i])
+        m = int(offsets[j]) - lo
+        buf = data[lo : lo + m]
+        w, d, dr = work[:m], is_digit[:m], drop[:m]
+        np.subtract(buf, _ZERO, out=w)
+        np.less(w, _TEN, out=d)  # uint8 wrap-around makes bytes below '0' large
         # Drop a digit when the DIGIT_RUN_CAP bytes before it are digits of the same string.
-        drop = is_digit.copy()
-        for k in range(1, DIGIT_RUN_CAP + 1):
-            drop[k:] &= is_digit[:-k]
-            drop[:k] = False
+        np.copyto(dr, d)
+        for k in range(1, min(DIGIT_RUN_CAP, m) + 1):
+            np.logical_and(dr[k:], d[:-k], out=dr[k:])
+            dr[:k] = False
         starts = offsets[i:j] - lo
         for k in range(DIGIT_RUN_CAP):
             pos = starts + k
-            drop[pos[pos < len(buf)]] = False  # the look-back would leave the string
-        kept = np.where(is_digit, _ZERO, buf)[~drop]
-        dropped = np.concatenate(([0], np.cumsum(drop, dtype=np.int64)))
+            dr[pos[pos < m]] = False  # the look-back would leave the string
+        np.copyto(w, buf)
+        np.copyto(w, _ZERO, where=d)
+        np.logical_not(dr, out=d)  # d now means "keep"
+        kept = int(np.count_nonzero(d))
+        np.compress(d, w, out=out[written : written + kept])
+        np.cumsum(dr, out=dropped[1 : m + 1])
         ends = offsets[i + 1 : j + 1] - lo
         lengths = (ends - starts) - (dropped[ends] - dropped[starts])
-        new_offsets[i + 1 : j + 1] = new_offsets[i] + np.cumsum(lengths)
-        pieces.append(kept)
+        new_offsets[i + 1 : j + 1] = written + np.cumsum(lengths)
+        written += kept
         i = j
-    out = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
     result = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(new_offsets), pa.py_buffer(out), validity, arr.null_count
+        n, pa.py_buffer(new_offsets), pa.py_buffer(out[:written]), validity, arr.null_count
     )
     return pl.Series(messages.name, result, dtype=pl.String)
 

@@ -58,7 +58,7 @@ def discover_sacct_files(landing: Path) -> list[Path]:
 
 def _queue_dirty_jobs_of(con: duckdb.DuckDBPyConnection, source_file: str) -> None:
     con.execute(
-        """INSERT OR IGNORE INTO raw.sacct_dirty_jobs
+        """INSERT INTO raw.sacct_dirty_jobs
            SELECT DISTINCT job_id FROM raw.sacct_records WHERE source_file = ?""",
         [source_file],
     )
@@ -117,7 +117,7 @@ class _BatchWriter:
             con.register("_sacct_records_batch", batch)
             con.execute("INSERT INTO raw.sacct_records BY NAME SELECT * FROM _sacct_records_batch")
             con.execute(
-                "INSERT OR IGNORE INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM _sacct_records_batch"
+                "INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM _sacct_records_batch"
             )
             con.unregister("_sacct_records_batch")
         if self._rejects:

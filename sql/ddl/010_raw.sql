@@ -72,7 +72,8 @@ CREATE TABLE IF NOT EXISTS raw.sacct_records (
 
 -- raw.sacct_dirty_jobs: job ids whose raw records changed since core.jobs last consumed them
 -- (a work queue: the ingest writes it, the core_jobs asset drains it in the same transaction
--- as its upsert, so a failed core step is simply retried by the next run).
+-- as its upsert, so a failed core step is simply retried by the next run). A job id may be
+-- queued more than once; consumers use set semantics (IN / DISTINCT).
 CREATE TABLE IF NOT EXISTS raw.sacct_dirty_jobs (
-    job_id VARCHAR PRIMARY KEY
+    job_id VARCHAR NOT NULL
 );

@@ -2,6 +2,8 @@
 -- with each state's share of the period's jobs and GPU-hours (shares sum to 1 per period).
 -- period_type 'all' (period 'all'), 'month' (period 'YYYY-MM') or 'week' (ISO week 'YYYY-Www');
 -- jobs are attributed to the period of their end day. Built from marts.job_usage_daily.
+-- Sums go through DECIMAL: a parallel DOUBLE sum depends on thread timing, and a rerun over
+-- the same data must give bit-identical marts.
 CREATE OR REPLACE TABLE marts.gpu_time_by_state AS
 WITH tagged AS (
     SELECT 'all' AS period_type, 'all' AS period, state, jobs, gpu_hours FROM marts.job_usage_daily
@@ -10,14 +12,14 @@ WITH tagged AS (
     UNION ALL
     SELECT 'week', strftime(day, '%G-W%V'), state, jobs, gpu_hours FROM marts.job_usage_daily
 ), agg AS (
-    SELECT period_type, period, state, sum(jobs)::BIGINT AS jobs, sum(gpu_hours) AS gpu_hours
+    SELECT period_type, period, state, sum(jobs)::BIGINT AS jobs, sum(gpu_hours::DECIMAL(38, 9))::DOUBLE AS gpu_hours
     FROM tagged
     GROUP BY ALL
 )
 SELECT period_type, period, state, jobs, gpu_hours,
        jobs / NULLIF(sum(jobs) OVER w, 0)           AS share_jobs,
        -- NULL rather than a made-up share when a period has zero GPU-hours
-       gpu_hours / NULLIF(sum(gpu_hours) OVER w, 0) AS share_gpu_hours
+       gpu_hours / NULLIF(sum(gpu_hours::DECIMAL(38, 9)) OVER w, 0) AS share_gpu_hours
 FROM agg
 WINDOW w AS (PARTITION BY period_type, period)
 ORDER BY period_type, period, gpu_hours DESC, state;

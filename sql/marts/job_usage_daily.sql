@@ -20,7 +20,7 @@ SELECT $day::DATE                          AS day,
        core.size_bucket_order(j.n_gpus)    AS bucket_order,
        count(*)                            AS jobs,
        -- core.jobs.gpu_hours is NULL only when elapsed_s is missing; such a job used no known time
-       COALESCE(sum(j.gpu_hours), 0.0)     AS gpu_hours
+       COALESCE(sum(j.gpu_hours::DECIMAL(38, 9))::DOUBLE, 0.0)     AS gpu_hours
 FROM core.jobs AS j
 WHERE j.n_gpus > 0
   AND core.is_terminal_state(j.state)

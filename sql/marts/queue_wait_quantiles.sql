@@ -18,7 +18,7 @@ SELECT COALESCE(size_bucket, 'all')   AS size_bucket,
        quantile_cont(m, 0.90)         AS p90_min,
        quantile_cont(m, 0.99)         AS p99_min,
        max(m)                         AS max_min,
-       avg(m)                         AS mean_min
+       avg(m::DECIMAL(38, 9))::DOUBLE                       AS mean_min
 FROM j
 GROUP BY GROUPING SETS ((size_bucket, bucket_order), ())
 ORDER BY bucket_order;

@@ -19,7 +19,7 @@ SELECT COALESCE(size_bucket, 'all')   AS size_bucket,
        quantile_cont(h, 0.90)         AS p90_h,
        quantile_cont(h, 0.99)         AS p99_h,
        max(h)                         AS max_h,
-       avg(h)                         AS mean_h
+       avg(h::DECIMAL(38, 9))::DOUBLE                       AS mean_h
 FROM j
 GROUP BY GROUPING SETS ((size_bucket, bucket_order), ())
 ORDER BY bucket_order;

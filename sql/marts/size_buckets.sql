@@ -15,13 +15,13 @@ WITH tagged AS (
     FROM marts.job_usage_daily
 ), agg AS (
     SELECT period_type, period, size_bucket, bucket_order,
-           sum(jobs)::BIGINT AS jobs, sum(gpu_hours) AS gpu_hours
+           sum(jobs)::BIGINT AS jobs, sum(gpu_hours::DECIMAL(38, 9))::DOUBLE AS gpu_hours
     FROM tagged
     GROUP BY ALL
 )
 SELECT period_type, period, size_bucket, bucket_order, jobs, gpu_hours,
        jobs / NULLIF(sum(jobs) OVER w, 0)           AS share_jobs,
-       gpu_hours / NULLIF(sum(gpu_hours) OVER w, 0) AS share_gpu_hours
+       gpu_hours / NULLIF(sum(gpu_hours::DECIMAL(38, 9)) OVER w, 0) AS share_gpu_hours
 FROM agg
 WINDOW w AS (PARTITION BY period_type, period)
 ORDER BY period_type, period, bucket_order;

@@ -11,16 +11,16 @@ WITH j AS (
       AND end_ts IS NOT NULL
 ), by_name AS (
     SELECT 'user' AS kind, COALESCE("user", '(unknown)') AS name, count(*) AS jobs,
-           sum(gpu_hours) AS gpu_hours
+           sum(gpu_hours::DECIMAL(38, 9))::DOUBLE AS gpu_hours
     FROM j GROUP BY ALL
     UNION ALL
-    SELECT 'account', COALESCE(account, '(unknown)'), count(*), sum(gpu_hours)
+    SELECT 'account', COALESCE(account, '(unknown)'), count(*), sum(gpu_hours::DECIMAL(38, 9))::DOUBLE
     FROM j GROUP BY ALL
 ), ranked AS (
     SELECT kind,
            row_number() OVER (PARTITION BY kind ORDER BY gpu_hours DESC, name) AS rank,
            name, jobs, gpu_hours,
-           gpu_hours / NULLIF(sum(gpu_hours) OVER (PARTITION BY kind), 0)     AS share_gpu_hours
+           gpu_hours / NULLIF(sum(gpu_hours::DECIMAL(38, 9)) OVER (PARTITION BY kind), 0)     AS share_gpu_hours
     FROM by_name
 )
 SELECT kind, rank, name, jobs, gpu_hours, share_gpu_hours

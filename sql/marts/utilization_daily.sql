@@ -30,7 +30,7 @@ WITH bounds AS (
       AND j.start_ts < b.d1
       AND COALESCE(j.end_ts, $as_of::TIMESTAMPTZ) > b.d0
 ), agg AS (
-    SELECT COALESCE(sum(n_gpus * (epoch_us(e) - epoch_us(s)) / 3.6e9), 0.0) AS allocated_gpu_hours,
+    SELECT COALESCE(sum(n_gpus::HUGEINT * (epoch_us(e) - epoch_us(s))) / 3.6e9, 0.0) AS allocated_gpu_hours,
            count(*) AS jobs_running
     FROM overlap
     WHERE e > s
