@@ -6,6 +6,7 @@ warehouse exactly as it was: DuckDB rolls back the open transaction when the pro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -29,12 +30,18 @@ def apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(entry.read_text(encoding="utf-8"))
 
 
+#: DuckDB's buffer pool defaults to 80 % of RAM; a nightly batch job shares the host, so cap it
+#: (DuckDB spills to disk beyond it). Override with GPUSRE_DUCKDB_MEMORY_LIMIT, e.g. '8GB'.
+DEFAULT_MEMORY_LIMIT = "1GB"
+
+
 def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the warehouse with UTC session time zone; a writable open also applies the DDL."""
     path = Path(path)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), read_only=read_only)
+    config = {"memory_limit": os.environ.get("GPUSRE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)}
+    con = duckdb.connect(str(path), read_only=read_only, config=config)
     # TIMESTAMPTZ values print and truncate to days in UTC, whatever the machine's zone is.
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:

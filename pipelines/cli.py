@@ -89,6 +89,37 @@ def _cmd_report_nightly(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_templates(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from gpusre.models.syslog import parse_syslog_file
+    from gpusre.models.templates import mine_lines
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if args.format == "raw":
+        data = path.read_bytes().decode("utf-8", errors="replace")
+        messages = pl.Series("message", data.splitlines(), dtype=pl.String)
+        line_nos = pl.int_range(1, len(messages) + 1, dtype=pl.Int64, eager=True)
+    else:
+        parsed = parse_syslog_file(path, path.name)
+        # A line the syslog parser rejects is still templated, from its raw text: every input
+        # line gets exactly one row.
+        both = pl.concat([
+            parsed.lines.select("line_no", "message"),
+            parsed.rejects.select("line_no", pl.col("raw").alias("message")),
+        ]).sort("line_no")
+        messages, line_nos = both["message"], both["line_no"]
+    mined = mine_lines(messages).with_columns(line_no=line_nos)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    mined.select("line_no", "template_id", "template").write_csv(out)
+    n_templates = mined["template_id"].n_unique()
+    print(f"{len(mined):,} lines -> {n_templates:,} templates -> {out}")
+    return 0
+
+
 def _iso_date(text: str) -> date:
     try:
         return date.fromisoformat(text)
@@ -127,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="simulate the built-in 100-node cluster, run, write the report")
     demo.add_argument("--out", default="demo", help="output directory (default: ./demo)")
     demo.set_defaults(func=_cmd_demo)
+
+    templates = sub.add_parser("templates", help="mine Drain3 log templates: one CSV row per input line")
+    templates.add_argument("file", help="log file (syslog formats, dmesg, journald JSON; .gz ok) or plain lines")
+    templates.add_argument("--format", choices=("syslog", "raw"), default="syslog",
+                           help="syslog: parse timestamps/hosts and template the message; raw: each line is one message")
+    templates.add_argument("--out", required=True, help="CSV to write: line_no,template_id,template")
+    templates.set_defaults(func=_cmd_templates)
 
     report = sub.add_parser("report", help="render a report from the warehouse")
     report_sub = report.add_subparsers(dest="report_kind", required=True)
