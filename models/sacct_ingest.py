@@ -93,7 +93,7 @@ class _BatchWriter:
     of a small row group) that dominates for nightly files of a few thousand lines.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, max_rows: int = 500_000) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, max_rows: int = 200_000) -> None:
         self._con = con
         self._max_rows = max_rows
         self._records: list[pl.DataFrame] = []

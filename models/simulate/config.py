@@ -21,6 +21,11 @@ class SimulationConfig:
     offered GPU load is ``target_load`` of capacity whatever the job count (queues then emerge from
     contention instead of being drawn). ``node_failures_per_1000_node_days`` is the hardware fault
     rate (Meta RSC-1: 6.5, RSC-2: 2.34).
+
+    Node logs (``write_logs``): ``log_lines_per_node_day`` background lines per node and UTC day,
+    ``log_iso_node_share`` of nodes log rsyslog high-precision ISO-8601 (the rest RFC 3164). Leaf-switch
+    failures and storage outages hit many nodes at once; they kill jobs only with ``fabric_faults_kill_jobs``
+    (off by default so the job stream of a seed does not change), else they are log-only incidents.
     """
 
     nodes: int = 100
@@ -37,6 +42,12 @@ class SimulationConfig:
     node_failures_per_1000_node_days: float = 6.5
     cpus_per_gpu: int = 16
     mem_gb_per_gpu: int = 250
+    write_logs: bool = True
+    log_lines_per_node_day: float = 150.0
+    log_iso_node_share: float = 0.25
+    leaf_switch_failures_per_1000_switch_days: float = 10.0
+    storage_outages_per_1000_days: float = 20.0
+    fabric_faults_kill_jobs: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 2:
@@ -49,6 +60,12 @@ class SimulationConfig:
             raise ValueError("jobs_per_day must be positive")
         if not 0.05 <= self.target_load <= 2.0:
             raise ValueError("target_load must be in [0.05, 2.0]")
+        if self.log_lines_per_node_day < 0:
+            raise ValueError("log_lines_per_node_day must be >= 0")
+        if not 0.0 <= self.log_iso_node_share <= 1.0:
+            raise ValueError("log_iso_node_share must be in [0, 1]")
+        if self.leaf_switch_failures_per_1000_switch_days < 0 or self.storage_outages_per_1000_days < 0:
+            raise ValueError("fabric fault rates must be >= 0")
         ZoneInfo(self.timezone)  # fail early on an unknown zone
 
     @property

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FaultKind", "FaultEvent", "FAULT_KINDS", "LEMON_NODE_SHARE", "LEMON_RATE_FACTOR", "plan_faults"]
+__all__ = ["FaultKind", "FaultEvent", "FAULT_KINDS", "FAULT_KIND_BY_NAME", "LEMON_NODE_SHARE", "LEMON_RATE_FACTOR",
+           "FabricFault", "FABRIC_KINDS", "plan_faults", "plan_fabric_faults", "fabric_node_faults"]
 
 #: Share of nodes that are lemons and how much more often they fail (Meta: 1.2 % of RSC-1 nodes were
 #: involved in 13 % of daily jobs' failures).
@@ -23,13 +24,15 @@ LEMON_RATE_FACTOR = 12.0
 @dataclass(frozen=True)
 class FaultKind:
     """One failure mode. ``effect`` is ``node_fail`` (node stops answering: job NODE_FAIL, requeued)
-    or ``job_fail`` (the application crashes: job FAILED, node drained by the health check)."""
+    or ``job_fail`` (the application crashes: job FAILED, node drained by the health check).
+    ``cause_class`` follows the event catalog's classes (truth/incidents.csv)."""
 
     component: str
     kind: str
     effect: str
     weight: float
     repair_median_h: float
+    cause_class: str = "hardware"
 
 
 #: Mix loosely follows Llama 3 Table 5 and Meta RSC Fig. 4 (GPU and HBM first, then network, host).
@@ -37,19 +40,28 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
     FaultKind("gpu", "xid79_fallen_off_bus", "job_fail", 0.16, 24.0),
     FaultKind("gpu", "xid48_dbe_ecc", "job_fail", 0.10, 12.0),
     FaultKind("gpu", "xid94_contained_ecc", "job_fail", 0.08, 2.0),
-    FaultKind("gpu", "xid119_gsp_timeout", "job_fail", 0.06, 1.0),
+    FaultKind("gpu", "xid119_gsp_timeout", "job_fail", 0.06, 1.0, "driver_firmware"),
     FaultKind("nvlink", "xid74_nvlink", "job_fail", 0.14, 12.0),
     FaultKind("infiniband", "ib_link_down", "job_fail", 0.16, 3.0),
-    FaultKind("storage", "lustre_mount_missing", "job_fail", 0.08, 0.5),
-    FaultKind("host", "kernel_panic", "node_fail", 0.10, 2.0),
+    FaultKind("storage", "lustre_mount_missing", "job_fail", 0.08, 0.5, "system_software"),
+    FaultKind("host", "kernel_panic", "node_fail", 0.10, 2.0, "system_software"),
     FaultKind("host", "dimm_uncorrectable", "node_fail", 0.06, 24.0),
     FaultKind("host", "psu_failure", "node_fail", 0.06, 36.0),
 )
 
+#: Fabric- and storage-level failure modes: one incident hits many nodes at once (see plan_fabric_faults).
+FABRIC_KINDS: tuple[FaultKind, ...] = (
+    FaultKind("interconnect_switch", "leaf_switch_down", "job_fail", 0.0, 0.5),
+    FaultKind("storage", "storage_outage", "job_fail", 0.0, 0.75, "system_software"),
+)
+FAULT_KIND_BY_NAME: dict[str, FaultKind] = {k.kind: k for k in FAULT_KINDS + FABRIC_KINDS}
+
 
 @dataclass(frozen=True)
 class FaultEvent:
-    """One hardware fault on one node at ``ts`` (UTC epoch s); the node is down for ``repair_s``."""
+    """One hardware fault on one node at ``ts`` (UTC epoch s); the node is down for ``repair_s``.
+
+    ``incident`` is the FabricFault it belongs to (0: a fault of this node alone)."""
 
     fault_id: int
     ts: int
@@ -58,6 +70,7 @@ class FaultEvent:
     kind: str
     effect: str
     repair_s: int
+    incident: int = 0
 
 
 def plan_faults(n_nodes: int, t0: int, t1: int, rate_per_1000_node_days: float,
@@ -87,3 +100,60 @@ def plan_faults(n_nodes: int, t0: int, t1: int, rate_per_1000_node_days: float,
         repair = int(min(7 * 86400, max(600, k.repair_median_h * 3600 * repair_noise[i])))
         events.append(FaultEvent(fid, int(times[i]), int(nodes[i]), k.component, k.kind, k.effect, repair))
     return events, lemons
+
+
+@dataclass(frozen=True)
+class FabricFault:
+    """A leaf-switch failure or storage outage: ``nodes`` lose the switch / file system at ``ts``
+    (each node a few seconds apart in its logs) for ``duration_s``. ``incident`` numbers them from 1 by time."""
+
+    incident: int
+    ts: int
+    component: str
+    kind: str
+    cause_class: str
+    nodes: tuple[int, ...]
+    duration_s: int
+
+
+def plan_fabric_faults(n_nodes: int, nodes_per_leaf: int, t0: int, t1: int, leaf_rate_per_1000_switch_days: float,
+                       storage_rate_per_1000_days: float, rng: np.random.Generator) -> list[FabricFault]:
+    """Leaf-switch failures (Poisson per leaf; every node under the leaf) and storage outages (Poisson
+    per cluster; a random 30-100 % of nodes, as an OSS/MDS outage hits the clients using it) in [t0, t1).
+
+    Drawn from their own generator, so enabling them does not move the per-node faults.
+    """
+    days = (t1 - t0) / 86400
+    n_leaves = (n_nodes + nodes_per_leaf - 1) // nodes_per_leaf
+    leaf_counts = rng.poisson(leaf_rate_per_1000_switch_days / 1000 * days, size=n_leaves)
+    n_storage = int(rng.poisson(storage_rate_per_1000_days / 1000 * days))
+    leaf_kind, storage_kind = FABRIC_KINDS
+    drafts: list[tuple[int, FaultKind, tuple[int, ...], int]] = []
+    for leaf, count in enumerate(leaf_counts):
+        members = tuple(range(leaf * nodes_per_leaf, min(n_nodes, (leaf + 1) * nodes_per_leaf)))
+        for _ in range(int(count)):
+            dur = int(min(12 * 3600, max(300, leaf_kind.repair_median_h * 3600 * rng.lognormal(0.0, 0.8))))
+            drafts.append((int(rng.integers(t0, t1)), leaf_kind, members, dur))
+    for _ in range(n_storage):
+        share = rng.uniform(0.3, 1.0)
+        members = tuple(sorted(int(i) for i in rng.choice(n_nodes, size=max(2, int(n_nodes * share)), replace=False)))
+        dur = int(min(12 * 3600, max(300, storage_kind.repair_median_h * 3600 * rng.lognormal(0.0, 0.8))))
+        drafts.append((int(rng.integers(t0, t1)), storage_kind, members, dur))
+    drafts.sort(key=lambda d: (d[0], d[1].kind))
+    return [FabricFault(i, ts, k.component, k.kind, k.cause_class, members, dur)
+            for i, (ts, k, members, dur) in enumerate(drafts, start=1)]
+
+
+def fabric_node_faults(fabric: list[FabricFault], faults: list[FaultEvent]) -> list[FaultEvent]:
+    """``faults`` plus one job-killing FaultEvent per node of each fabric fault, re-numbered by time.
+
+    Used when fabric faults kill jobs: the scheduler then treats them like any node fault (jobs on the
+    node die, the node is drained until the switch / file system is back).
+    """
+    merged = list(faults)
+    for f in fabric:
+        merged.extend(FaultEvent(0, f.ts, n, f.component, f.kind, "job_fail", f.duration_s, f.incident)
+                      for n in f.nodes)
+    merged.sort(key=lambda e: (e.ts, e.node, e.incident))
+    return [FaultEvent(i, e.ts, e.node, e.component, e.kind, e.effect, e.repair_s, e.incident)
+            for i, e in enumerate(merged, start=1)]

@@ -1,0 +1,283 @@
+"""Job failure attribution: did the infrastructure or the user's code end this job, and what did it cost?
+
+An SRE sees a job end FAILED or NODE_FAIL and cannot look inside it; node events around its end
+can. The default rules follow Meta's RSC study (Kokolis et al., HPCA 2025, reliability-facts §1.4),
+evaluated in this order for every job (first match wins):
+
+====  =================================================================  ===============  ==========================
+rule  condition                                                          attribution      component
+====  =================================================================  ===============  ==========================
+1     state not a failure (COMPLETED, PREEMPTED, user CANCELLED, running  none             —
+      …)
+2     a failure event (:func:`~gpusre.models.hw_incidents.failure_events`  infrastructure   covering incident's, else
+      : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
+      on one of the job's nodes within [end − ``before``, end +
+      ``after``], or an incident whose span meets that window on one of
+      its nodes
+3     NODE_FAIL or BOOT_FAIL without evidence                             infrastructure   ``unknown (suspected)``
+4     REQUEUED without evidence (a normal requeue: preemption, admin)    none             —
+5     a user-application event (Xid 13/31/43, OOM killer…) in the window  user             the event's
+6     OUT_OF_MEMORY or TIMEOUT                                           user             ``host_memory`` / ``user_application``
+7     CANCELLED by root/SlurmUser                                        unknown          —
+8     FAILED with a non-zero exit code or a signal (Meta's convention)   user             ``user_application``
+9     anything else (FAILED 0:0)                                         unknown          —
+====  =================================================================  ===============  ==========================
+
+Failure states are FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, BOOT_FAIL, REQUEUED (earlier instances
+from ``core.job_instances``) and CANCELLED by a uid in ``slurm_user_uids``. Evidence is at node
+level: Slurm accounting does not say which GPU PCI address a job held, so an Xid on any GPU of a
+job's node counts (an over-attribution for jobs sharing a node, the usual case being whole-node
+jobs).
+
+Lost GPU-hours (infrastructure only, 0 otherwise): ``n_gpus × (min(elapsed, checkpoint_interval) +
+restart_overhead)`` — the work since the last checkpoint plus the restart cost; defaults after Meta
+(hourly checkpoints, so on average min(runtime, 30 min) lost; restart overhead 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import polars as pl
+
+from gpusre.models.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+
+__all__ = [
+    "ATTRIBUTION_SCHEMA",
+    "FAILURE_STATES",
+    "SUSPECTED_COMPONENT",
+    "attribute_failures",
+]
+
+#: Final states that call for an attribution (CANCELLED only when root/SlurmUser cancelled).
+FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "REQUEUED")
+#: States Slurm only reaches through a node problem: infrastructure even without a log line.
+_NODE_STATES = ("NODE_FAIL", "BOOT_FAIL")
+#: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
+_LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application"}
+SUSPECTED_COMPONENT = "unknown (suspected)"
+
+#: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
+ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.String(),
+    "state": pl.String(),
+    "end_ts": pl.Datetime("us", "UTC"),
+    "n_gpus": pl.Int64(),
+    "attribution": pl.String(),
+    "rule": pl.String(),
+    "component": pl.String(),
+    "cause_class": pl.String(),
+    "incident_id": pl.String(),
+    "evidence_event_ids": pl.List(pl.Int64()),
+    "lost_gpu_hours": pl.Float64(),
+}
+
+
+def _optional(jobs: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:
+    """Column ``name`` cast to ``dtype``, or nulls when the frame lacks it (e.g. core.job_instances)."""
+    return pl.col(name).cast(dtype) if name in jobs.columns else pl.lit(None, dtype=dtype)
+
+
+def _events_near(job_nodes: pl.DataFrame, events: pl.DataFrame, before: timedelta, after: timedelta) -> pl.DataFrame:
+    """Every (job row, event) pair with the event on the job's node within [end - before, end + after].
+
+    A join on node followed by a time filter materializes jobs × events per node; instead the events
+    are sorted by (node, ts) so each node's events are a contiguous index range, two as-of joins find
+    each job-node's first and last index inside its window, and only those ranges are expanded —
+    work proportional to the output, no Python loop.
+    """
+    ev = events.sort("node", "ts", "event_id").with_row_index("_i")
+    idx = ev.select("_i", "node", "ts")
+    jn = job_nodes.with_columns(
+        (pl.col("end_ts") - before).alias("_lo_ts"),
+        (pl.col("end_ts") + after).alias("_hi_ts"),
+    )
+    lo = jn.sort("_lo_ts").join_asof(
+        idx.rename({"_i": "_lo"}), left_on="_lo_ts", right_on="ts", by="node", strategy="forward",
+        # Sorted by ts within each node is what as-of needs. Forward takes the first of tied
+        # timestamps and backward the last, so events tied at a window edge stay inside.
+        check_sortedness=False,
+    ).select("_j", "node", "_lo")
+    hi = jn.sort("_hi_ts").join_asof(
+        idx.rename({"_i": "_hi"}), left_on="_hi_ts", right_on="ts", by="node", strategy="backward",
+        check_sortedness=False,
+    ).select("_j", "node", "_hi")
+    ranges = lo.join(hi, on=["_j", "node"]).filter(pl.col("_lo") <= pl.col("_hi"))
+    pairs = ranges.select("_j", pl.int_ranges("_lo", pl.col("_hi") + 1, dtype=pl.UInt32).alias("_i")).explode("_i")
+    return pairs.join(ev, on="_i").drop("_i")
+
+
+def attribute_failures(
+    jobs: pl.DataFrame,
+    events: pl.DataFrame,
+    incidents: pl.DataFrame,
+    *,
+    before: timedelta = timedelta(minutes=10),
+    after: timedelta = timedelta(minutes=5),
+    slurm_user_uids: Sequence[int] = (0,),
+    checkpoint_interval: timedelta = timedelta(minutes=30),
+    restart_overhead: timedelta = timedelta(0),
+) -> pl.DataFrame:
+    """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
+
+    Args:
+        jobs: ``core.jobs`` (``job_id``, ``state``, ``nodes`` List[String], ``end_ts``, ``start_ts``,
+            ``elapsed_s``, ``n_gpus``; optional ``cancelled_by``, ``exit_code``, ``exit_signal``,
+            ``instance_no``) — or ``core.job_instances``, whose rows are keyed by
+            ``(job_id, instance_no)``.
+        events: ``core.node_events`` (:data:`~gpusre.models.hw_incidents.EVENT_SCHEMA` columns).
+        incidents: first output of :func:`~gpusre.models.hw_incidents.merge_incidents`
+            (``incident_id``, ``component``, ``cause_class``, ``severity``, ``start_ts``, ``end_ts``,
+            ``nodes``, ``label_source``).
+        before, after: the evidence window around the job's end.
+        slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
+        checkpoint_interval: work lost is at most this much runtime (Meta: 30 min on average).
+        restart_overhead: added per infrastructure-failed job (re-initialisation, checkpoint load).
+
+    Returns:
+        One row per input job: :data:`ATTRIBUTION_SCHEMA` (plus ``instance_no`` after ``job_id``
+        when the input has it); ``evidence_event_ids`` sorted, empty when none.
+    """
+    keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
+    j = jobs.with_row_index("_j").select(
+        "_j",
+        *keys,
+        pl.col("state").cast(pl.String),
+        pl.col("end_ts").cast(pl.Datetime("us", "UTC")),
+        pl.col("start_ts").cast(pl.Datetime("us", "UTC")),
+        pl.col("n_gpus").cast(pl.Int64).fill_null(0),
+        _optional(jobs, "elapsed_s", pl.Int64).alias("elapsed_s"),
+        pl.col("nodes").cast(pl.List(pl.String)),
+        _optional(jobs, "cancelled_by", pl.Int64).alias("cancelled_by"),
+        _optional(jobs, "exit_code", pl.Int64).alias("exit_code"),
+        _optional(jobs, "exit_signal", pl.Int64).alias("exit_signal"),
+    )
+    state = pl.col("state")
+    candidate = pl.col("end_ts").is_not_null() & (
+        state.is_in(FAILURE_STATES)
+        | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids)))
+    )
+    j = j.with_columns(candidate.alias("_candidate"))
+    job_nodes = (
+        j.filter("_candidate").select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
+        .filter(pl.col("node").is_not_null())
+        .unique(["_j", "node"])
+    )
+
+    # Infrastructure evidence: failure events in the window.
+    infra = failure_events(events)
+    near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
+    infra_by_job = (
+        near_infra.join(j.select("_j", "end_ts"), on="_j")
+        .with_columns(
+            severity_rank(pl.col("severity")).alias("_rank"),
+            (pl.col("ts") - pl.col("end_ts")).abs().alias("_dist"),
+        )
+        .group_by("_j")
+        .agg(
+            pl.col("event_id").unique().sort().alias("_infra_ids"),
+            # The most severe event, then the one nearest the end, names the component.
+            pl.col("component").sort_by("_rank", "_dist", "event_id").first().alias("_ev_component"),
+            pl.col("cause_class").sort_by("_rank", "_dist", "event_id").first().alias("_ev_class"),
+        )
+    )
+
+    # Incidents whose span meets the job's window on one of its nodes (covers operator incidents and
+    # long incidents with no event inside the window). Operator labels first, then severity.
+    inc = incidents.select(
+        "incident_id", "component", "cause_class", "start_ts", "end_ts", "nodes",
+        severity_rank(pl.col("severity")).alias("_rank"),
+        (pl.col("label_source") == "operator").alias("_op"),
+    )
+    covering = (
+        job_nodes.join(
+            inc.explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
+            on="node",
+        )
+        .filter(
+            (pl.col("_inc_start") <= pl.col("end_ts") + after) & (pl.col("_inc_end") >= pl.col("end_ts") - before)
+        )
+        .with_columns(
+            pl.min_horizontal(
+                (pl.col("_inc_start") - pl.col("end_ts")).abs(), (pl.col("_inc_end") - pl.col("end_ts")).abs()
+            ).alias("_dist")
+        )
+        .sort("_j", pl.col("_op"), "_rank", "_dist", "incident_id", descending=[False, True, False, False, False])
+        .unique("_j", keep="first", maintain_order=True)
+        .select(
+            "_j",
+            "incident_id",
+            pl.col("component").alias("_inc_component"),
+            pl.col("cause_class").alias("_inc_class"),
+        )
+    )
+
+    # User evidence: user-application events (Xid 13/31/43, OOM killer) in the same window.
+    user_events = events.select(*EVENT_SCHEMA).filter(pl.col("cause_class") == "user_application")
+    near_user = _events_near(job_nodes, user_events, before, after)
+    user_by_job = near_user.group_by("_j").agg(
+        pl.col("event_id").unique().sort().alias("_user_ids"),
+        pl.col("component").sort_by("ts", "event_id").first().alias("_user_component"),
+    )
+
+    j = j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left").join(user_by_job, on="_j", how="left")
+    has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
+    has_user = pl.col("_user_ids").is_not_null()
+    nonzero_exit = (pl.col("exit_code").fill_null(0) != 0) | (pl.col("exit_signal").fill_null(0) != 0)
+    limit_component = state.replace_strict(_LIMIT_STATES, default=None, return_dtype=pl.String)
+
+    def decide(attribution: str, rule: pl.Expr | str, component: pl.Expr | str | None, cause: pl.Expr | str | None) -> list[pl.Expr]:
+        """The four output expressions of one rule."""
+        def lit(v: pl.Expr | str | None) -> pl.Expr:
+            return v if isinstance(v, pl.Expr) else pl.lit(v, dtype=pl.String)
+        return [pl.lit(attribution), lit(rule), lit(component), lit(cause)]
+
+    rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
+        (~pl.col("_candidate"), decide("none", "not a failure", None, None)),
+        (has_infra, decide("infrastructure",
+                           pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
+                           .otherwise(pl.lit("incident covers job end")),
+                           pl.coalesce("_inc_component", "_ev_component"), pl.coalesce("_inc_class", "_ev_class"))),
+        (state.is_in(_NODE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
+        (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),
+        (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
+        (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
+        (state == "CANCELLED", decide("unknown", "cancelled by system without evidence", None, None)),
+        (nonzero_exit, decide("user", "non-zero exit without infrastructure evidence", "user_application", "user_application")),
+    ]
+    fallback = decide("unknown", "no evidence", None, None)
+    names = ["attribution", "rule", "component", "cause_class"]
+    outputs = []
+    for k, name in enumerate(names):
+        expr: pl.Expr | None = None
+        for cond, values in rules:
+            expr = pl.when(cond).then(values[k]) if expr is None else expr.when(cond).then(values[k])
+        outputs.append(expr.otherwise(fallback[k]).alias(name))  # type: ignore[union-attr]
+    j = j.with_columns(outputs)
+
+    infra_rows = pl.col("attribution") == "infrastructure"
+    elapsed = pl.coalesce(
+        pl.col("elapsed_s"), (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds(), pl.lit(0)
+    ).cast(pl.Float64)
+    lost_s = pl.min_horizontal(elapsed, pl.lit(checkpoint_interval.total_seconds())) + restart_overhead.total_seconds()
+    evidence = (
+        pl.when(infra_rows).then(pl.col("_infra_ids"))
+        .when(pl.col("attribution") == "user").then(pl.col("_user_ids"))
+        .otherwise(None)
+        .fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
+    )
+    out = j.sort("_j").select(
+        *keys,
+        pl.col("state"),
+        pl.col("end_ts"),
+        pl.col("n_gpus"),
+        pl.col("attribution"),
+        pl.col("rule"),
+        pl.col("component"),
+        pl.col("cause_class"),
+        pl.when(infra_rows).then(pl.col("incident_id")).alias("incident_id"),
+        evidence.alias("evidence_event_ids"),
+        pl.when(infra_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
+    )
+    return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())

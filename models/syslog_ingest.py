@@ -1,0 +1,155 @@
+"""Load node logs from ``landing/syslog`` into ``raw.syslog_lines`` — incrementally and losslessly.
+
+Per new or changed file (SHA-256, like sacct dumps): parse the lines (:mod:`gpusre.models.syslog`),
+recognize events (:mod:`gpusre.models.event_catalog`), give every line a Drain3 template id
+(:mod:`gpusre.models.templates`, miner state kept in ``raw.template_miners`` so ids are stable
+across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``.
+The caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone as dt_timezone
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from gpusre.models.event_catalog import classify_messages
+from gpusre.models.sacct_ingest import FileIngest, file_sha256
+from gpusre.models.syslog import parse_syslog_file
+from gpusre.models.templates import TemplateMiner
+
+__all__ = ["SYSLOG_MINER", "discover_syslog_files", "ingest_syslog_files", "load_miner", "save_miner"]
+
+SYSLOG_MINER = "syslog"
+_DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
+def discover_syslog_files(landing: Path) -> list[Path]:
+    """Every file under ``landing/syslog`` (recursively; README files excluded), in a stable order."""
+    root = landing / "syslog"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))
+
+
+def load_miner(con: duckdb.DuckDBPyConnection, miner: str = SYSLOG_MINER) -> TemplateMiner:
+    """The persisted miner, or a new one on the first night."""
+    rows = con.execute("SELECT state FROM raw.template_miners WHERE miner = ?", [miner]).fetchall()
+    return TemplateMiner.from_state(bytes(rows[0][0])) if rows else TemplateMiner.new()
+
+
+def save_miner(con: duckdb.DuckDBPyConnection, template_miner: TemplateMiner, miner: str = SYSLOG_MINER) -> None:
+    """Replace the persisted state of ``miner`` (inside the caller's transaction)."""
+    con.execute("DELETE FROM raw.template_miners WHERE miner = ?", [miner])
+    con.execute(
+        "INSERT INTO raw.template_miners VALUES (?, ?, ?, now())",
+        [miner, template_miner.state(), template_miner.templates().height],
+    )
+
+
+def _year_hint(con: duckdb.DuckDBPyConnection, source_file: str) -> tuple[datetime, datetime] | None:
+    """Where RFC 3164 lines (no year) most likely fall: the day in the path, else the jobs' span."""
+    m = _DATE_IN_PATH.search(source_file)
+    if m:
+        day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=dt_timezone.utc)
+        return day - timedelta(days=2), day + timedelta(days=2)
+    lo, hi = con.sql("SELECT min(submit_ts), max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0]
+    return (lo, hi) if lo is not None and hi is not None else None
+
+
+def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
+    # Patterns such as 'slurmd: error:' include the program tag, so classify 'program: message'.
+    tagged = (
+        lines.select(
+            pl.when(pl.col("program").is_not_null())
+            .then(pl.concat_str([pl.col("program"), pl.lit(": "), pl.col("message")]))
+            .otherwise(pl.col("message"))
+            .alias("text")
+        ).to_series()
+    )
+    events = classify_messages(tagged).drop("gpu_index")
+    templates = miner.assign_messages(lines["message"].fill_null(""))
+    node = pl.col("host").str.to_lowercase().str.split(".").list.first()
+    return pl.concat(
+        [lines.with_columns(node=node), templates.select("template_id"), events], how="horizontal"
+    )
+
+
+#: Lines classified and templated per batch: per-call overheads dominate for the thousands of small
+#: per-node daily files a cluster produces, so files are processed together.
+BATCH_LINES = 1_000_000
+
+
+def _flush(con: duckdb.DuckDBPyConnection, pending: list[pl.DataFrame], miner: TemplateMiner) -> None:
+    if not pending:
+        return
+    frame = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.oldest())
+    con.register("_syslog_lines_df", frame)
+    con.execute("INSERT INTO raw.syslog_lines BY NAME SELECT * FROM _syslog_lines_df")
+    con.unregister("_syslog_lines_df")
+    pending.clear()
+
+
+def ingest_syslog_files(
+    con: duckdb.DuckDBPyConnection,
+    landing: Path,
+    *,
+    timezone: str = "UTC",
+    progress: Callable[[str], None] | None = None,
+) -> list[FileIngest]:
+    """Ingest every new or changed node log under ``landing/syslog`` (caller holds a transaction)."""
+    known = dict(
+        con.execute("SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = 'syslog'").fetchall()
+    )
+    paths = discover_syslog_files(landing)
+    results: list[FileIngest] = []
+    miner: TemplateMiner | None = None
+    pending: list[pl.DataFrame] = []
+    pending_rows = 0
+    for index, path in enumerate(paths, start=1):
+        source_file = path.relative_to(landing).as_posix()
+        sha = file_sha256(path)
+        if known.get(source_file) == sha:
+            results.append(FileIngest(source_file, "unchanged"))
+            continue
+        miner = miner or load_miner(con)
+        if source_file in known:
+            con.execute("DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
+            con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
+        parsed = parse_syslog_file(path, source_file, timezone=timezone, year_hint=_year_hint(con, source_file))
+        if parsed.lines.height:
+            pending.append(parsed.lines)
+            pending_rows += parsed.lines.height
+        if parsed.rejects.height:
+            con.register("_syslog_rejects_df", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()))
+            con.execute(
+                """INSERT INTO raw.rejects BY NAME
+                   SELECT source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at
+                   FROM _syslog_rejects_df"""
+            )
+            con.unregister("_syslog_rejects_df")
+        result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height, parsed.rejects.height)
+        con.execute("DELETE FROM raw.ingested_files WHERE source_file = ?", [source_file])
+        con.execute(
+            """INSERT INTO raw.ingested_files
+               (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected,
+                status, error, ingested_at)
+               VALUES (?, 'syslog', ?, ?, ?, ?, ?, 'loaded', NULL, now())""",
+            [source_file, sha, path.stat().st_size, result.rows_read, result.rows_loaded, result.rows_rejected],
+        )
+        results.append(result)
+        if pending_rows >= BATCH_LINES:
+            _flush(con, pending, miner)
+            pending_rows = 0
+        if progress:
+            progress(f"syslog {index}/{len(paths)} {source_file}: {result.rows_loaded} lines, "
+                     f"{result.rows_rejected} rejected")
+    if miner is not None:
+        _flush(con, pending, miner)
+        save_miner(con, miner)
+    return results

@@ -1,0 +1,33 @@
+-- raw.syslog_lines: one row per parsed node-log line (syslog, dmesg, journald), with its Drain3
+-- template id and, for lines the event catalog recognizes, the event columns (NULL for noise).
+CREATE TABLE IF NOT EXISTS raw.syslog_lines (
+    source_file  VARCHAR NOT NULL,
+    line_no      BIGINT NOT NULL,
+    ts           TIMESTAMPTZ NOT NULL,     -- UTC
+    host         VARCHAR,                  -- as printed (FQDN, case)
+    node         VARCHAR,                  -- Slurm node name: host lower-cased, domain dropped
+    program      VARCHAR,
+    pid          BIGINT,
+    message      VARCHAR,
+    format       VARCHAR,                  -- rfc3164, rfc5424, iso8601, dmesg_iso, journald_json, ...
+    template_id  BIGINT,
+    kind         VARCHAR,                  -- event kind from models/catalog/log_patterns.csv
+    code         INTEGER,                  -- Xid / SXid code
+    gpu_pci      VARCHAR,
+    device_pci   VARCHAR,
+    port         VARCHAR,
+    component    VARCHAR,
+    cause_class  VARCHAR,
+    severity     VARCHAR,
+    action       VARCHAR,
+    pattern_id   VARCHAR
+);
+
+-- raw.template_miners: the persisted Drain3 state per miner ('syslog', later 'alerts'), so template
+-- ids are stable across nightly runs. One row per miner; replaced in the ingest transaction.
+CREATE TABLE IF NOT EXISTS raw.template_miners (
+    miner       VARCHAR NOT NULL,
+    state       BLOB NOT NULL,             -- deterministic JSON (gpusre.models.templates)
+    templates   BIGINT NOT NULL,
+    updated_at  TIMESTAMPTZ NOT NULL
+);

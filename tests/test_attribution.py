@@ -1,0 +1,235 @@
+"""Job failure attribution, lost GPU-hours, failure taxonomy and incident impact on hand-made cases.
+
+Every job ends at T_END; events sit a stated number of minutes from it. Lost GPU-hours are written
+as the arithmetic they come from: n_gpus × min(elapsed, checkpoint interval) / 1 h.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from gpusre.models.attribution import ATTRIBUTION_SCHEMA, attribute_failures
+from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
+from gpusre.models.hw_incidents import EVENT_SCHEMA, merge_incidents
+
+T_END = datetime(2025, 3, 31, 23, 50, tzinfo=timezone.utc)
+M = timedelta(minutes=1)
+H = timedelta(hours=1)
+
+XID79 = ("xid", 79, "pcie_bus", "hardware", "critical", "RESTART_BM")
+XID74 = ("xid", 74, "nvlink", "hardware", "high", "WORKFLOW_NVLINK_ERR")
+XID13 = ("xid", 13, "user_application", "user_application", "medium", "RESTART_APP")
+XID63 = ("xid", 63, "gpu_memory", "informational", "info", "IGNORE")
+
+
+def ev(event_id: int, minutes: float, node: str, spec: tuple) -> dict:
+    """One node event ``minutes`` after T_END (negative = before)."""
+    kind, code, component, cause, severity, action = spec
+    return {"event_id": event_id, "ts": T_END + timedelta(minutes=minutes), "node": node, "kind": kind,
+            "code": code, "gpu_pci": None, "component": component, "cause_class": cause,
+            "severity": severity, "action": action}
+
+
+def events(rows: list[dict]) -> pl.DataFrame:
+    """Events typed like core.node_events."""
+    return pl.DataFrame(rows, schema=EVENT_SCHEMA)
+
+
+def job(job_id: str, state: str, nodes: list[str], *, n_gpus: int = 8, elapsed: timedelta = 2 * H,
+        exit_code: int = 1, exit_signal: int = 0, cancelled_by: int | None = None,
+        end: datetime = T_END) -> dict:
+    """One core.jobs row ending at ``end``."""
+    return {"job_id": job_id, "state": state, "nodes": nodes, "n_gpus": n_gpus, "start_ts": end - elapsed,
+            "end_ts": end, "elapsed_s": int(elapsed.total_seconds()), "exit_code": exit_code,
+            "exit_signal": exit_signal, "cancelled_by": cancelled_by}
+
+
+JOB_SCHEMA = {"job_id": pl.String, "state": pl.String, "nodes": pl.List(pl.String), "n_gpus": pl.Int64,
+              "start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"), "elapsed_s": pl.Int64,
+              "exit_code": pl.Int64, "exit_signal": pl.Int64, "cancelled_by": pl.Int64}
+
+
+def jobs(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=JOB_SCHEMA)
+
+
+def attribute(job_rows: list[dict], event_rows: list[dict], operator: pl.DataFrame | None = None,
+              **kwargs) -> dict[str, dict]:
+    """Attribution rows by job id, incidents merged from the same events."""
+    ev_frame = events(event_rows)
+    incidents, _ = merge_incidents(ev_frame, operator=operator)
+    out = attribute_failures(jobs(job_rows), ev_frame, incidents, **kwargs)
+    return {r["job_id"]: r for r in out.iter_rows(named=True)}
+
+
+def test_window_boundaries() -> None:
+    # One Xid 79 per node at -11, -10, -9, +4, +5, +6 minutes from the end; window is [-10, +5].
+    offsets = {"a": -11, "b": -10, "c": -9, "d": 4, "e": 5, "f": 6}
+    rows = [ev(i, m, n, XID79) for i, (n, m) in enumerate(offsets.items(), start=1)]
+    out = attribute([job(n, "FAILED", [n]) for n in offsets], rows)
+    assert {n: out[n]["attribution"] for n in offsets} == {
+        "a": "user", "b": "infrastructure", "c": "infrastructure",
+        "d": "infrastructure", "e": "infrastructure", "f": "user",
+    }
+    assert out["c"]["evidence_event_ids"] == [3]
+    assert out["c"]["component"] == "pcie_bus" and out["c"]["cause_class"] == "hardware"
+    assert out["c"]["incident_id"] is not None
+    # Non-default window: 12 min before catches a.
+    wide = attribute([job("a", "FAILED", ["a"])], [ev(1, -11, "a", XID79)], before=12 * M)
+    assert wide["a"]["attribution"] == "infrastructure"
+
+
+def test_evidence_on_any_node_of_a_multi_node_job() -> None:
+    out = attribute([job("j", "FAILED", ["n1", "n2", "n3"], n_gpus=24)], [ev(7, -2, "n2", XID74)])
+    assert out["j"]["attribution"] == "infrastructure"
+    assert out["j"]["component"] == "nvlink" and out["j"]["evidence_event_ids"] == [7]
+
+
+def test_node_fail_without_evidence_is_suspected_infrastructure() -> None:
+    out = attribute([job("nf", "NODE_FAIL", ["n1"], n_gpus=8, elapsed=10 * M, exit_code=0)], [])
+    row = out["nf"]
+    assert (row["attribution"], row["component"]) == ("infrastructure", "unknown (suspected)")
+    assert row["evidence_event_ids"] == [] and row["incident_id"] is None
+    assert row["lost_gpu_hours"] == pytest.approx(8 * 10 / 60)  # 8 GPUs x 10 min
+
+
+def test_user_xid_only_is_user() -> None:
+    out = attribute([job("u", "FAILED", ["n1"])], [ev(1, -1, "n1", XID13)])
+    row = out["u"]
+    assert (row["attribution"], row["component"]) == ("user", "user_application")
+    assert row["evidence_event_ids"] == [1] and row["lost_gpu_hours"] == 0.0
+
+
+def test_user_xid_with_hardware_xid_is_infrastructure() -> None:
+    out = attribute([job("h", "FAILED", ["n1"])], [ev(1, -3, "n1", XID13), ev(2, -2, "n1", XID79)])
+    row = out["h"]
+    assert (row["attribution"], row["component"]) == ("infrastructure", "pcie_bus")
+    assert row["evidence_event_ids"] == [2]
+
+
+def test_informational_xid_is_not_evidence() -> None:
+    out = attribute([job("i", "FAILED", ["n1"]), job("z", "FAILED", ["n2"], exit_code=0)],
+                    [ev(1, -1, "n1", XID63)])
+    assert out["i"]["attribution"] == "user"  # non-zero exit, no infrastructure evidence
+    assert out["z"]["attribution"] == "unknown"  # FAILED 0:0 and nothing else: we cannot tell
+
+
+def test_failed_by_signal_is_user() -> None:
+    out = attribute([job("s", "FAILED", ["n1"], exit_code=0, exit_signal=11)], [])
+    assert out["s"]["attribution"] == "user"
+
+
+def test_limits_cancellations_and_non_failures() -> None:
+    out = attribute(
+        [job("oom", "OUT_OF_MEMORY", ["n1"], exit_code=0), job("to", "TIMEOUT", ["n2"], exit_code=0),
+         job("to_hw", "TIMEOUT", ["n3"], exit_code=0),
+         job("root", "CANCELLED", ["n4"], cancelled_by=0), job("usr", "CANCELLED", ["n5"], cancelled_by=1234),
+         job("ok", "COMPLETED", ["n6"], exit_code=0), job("rq", "REQUEUED", ["n7"], exit_code=0),
+         job("rq_hw", "REQUEUED", ["n8"], exit_code=0)],
+        [ev(1, 0, "n3", XID79), ev(2, 1, "n6", XID79), ev(3, -1, "n8", XID79)],
+    )
+    got = {k: (v["attribution"], v["component"]) for k, v in out.items()}
+    assert got == {
+        "oom": ("user", "host_memory"),
+        "to": ("user", "user_application"),
+        "to_hw": ("infrastructure", "pcie_bus"),
+        "root": ("unknown", None),
+        "usr": ("none", None),
+        "ok": ("none", None),  # a completed job is 'none' even with an Xid 79 beside it
+        "rq": ("none", None),
+        "rq_hw": ("infrastructure", "pcie_bus"),
+    }
+
+
+def test_operator_incident_covers_job_without_events() -> None:
+    operator = pl.DataFrame({"id": ["OPS-1"], "start": [T_END - H], "end": [T_END + H],
+                             "component": ["ip_configuration"], "root_cause": ["bad netmask"],
+                             "nodes": ["n[1-2]"], "notes": [None]})
+    out = attribute([job("j", "FAILED", ["n2"]), job("k", "FAILED", ["n3"])], [], operator=operator)
+    assert (out["j"]["attribution"], out["j"]["component"]) == ("infrastructure", "ip_configuration")
+    assert out["j"]["rule"] == "incident covers job end"
+    assert out["k"]["attribution"] == "user"
+
+
+def test_lost_gpu_hours_arithmetic() -> None:
+    rows = [ev(1, -1, "n1", XID79), ev(2, -1, "n2", XID79)]
+    short = job("short", "FAILED", ["n1"], n_gpus=16, elapsed=20 * M)
+    long = job("long", "FAILED", ["n2"], n_gpus=16, elapsed=2 * H)
+    out = attribute([short, long], rows)
+    assert out["short"]["lost_gpu_hours"] == pytest.approx(16 * 20 / 60)  # 5.333…: runtime < 30 min
+    assert out["long"]["lost_gpu_hours"] == pytest.approx(16 * 0.5)  # 8.0: capped at 30 min
+    custom = attribute([long], rows, checkpoint_interval=60 * M, restart_overhead=6 * M)
+    assert custom["long"]["lost_gpu_hours"] == pytest.approx(16 * 66 / 60)  # 17.6
+
+
+def test_tied_events_at_window_edge_all_count() -> None:
+    out = attribute([job("t", "FAILED", ["n1"])], [ev(5, -10, "n1", XID79), ev(4, -10, "n1", XID74)])
+    assert out["t"]["evidence_event_ids"] == [4, 5]
+    assert out["t"]["component"] in {"pcie_bus", "nvlink"}
+
+
+def test_job_instances_keep_instance_no_and_schema() -> None:
+    inst = jobs([job("9", "NODE_FAIL", ["n1"], exit_code=0), job("9", "COMPLETED", ["n2"], exit_code=0)])
+    inst = inst.with_columns(pl.Series("instance_no", [1, 2])).drop("exit_code", "exit_signal", "cancelled_by")
+    out = attribute_failures(inst, events([]), merge_incidents(events([]))[0])
+    assert out.columns[:2] == ["job_id", "instance_no"]
+    assert out["attribution"].to_list() == ["infrastructure", "none"]
+    assert {c: out.schema[c] for c in ATTRIBUTION_SCHEMA} == ATTRIBUTION_SCHEMA
+
+
+def _scenario() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Two incidents, three failed jobs, one suspected NODE_FAIL, and later successes.
+
+    Incident A: Xid 79 on n1 at -5 and -1 min (2 events) kills job a1 (8 GPUs, 2 h) and a2 (4 GPUs,
+    12 min) on n1. Incident B: Xid 74 on n2 at +2 min kills b1 (8 GPUs, 1 h). NODE_FAIL nf on n3
+    (8 GPUs, 40 min) with no event; it ends on 1 April, the others on 31 March.
+    """
+    ev_frame = events([ev(1, -5, "n1", XID79), ev(2, -1, "n1", XID79), ev(3, 2, "n2", XID74)])
+    job_frame = jobs([
+        job("a1", "FAILED", ["n1"], n_gpus=8, elapsed=2 * H),
+        job("a2", "FAILED", ["n1"], n_gpus=4, elapsed=12 * M),
+        job("b1", "FAILED", ["n2"], n_gpus=8, elapsed=1 * H),
+        job("nf", "NODE_FAIL", ["n3"], n_gpus=8, elapsed=40 * M, exit_code=0, end=T_END + H),
+        # Successes after the incidents: ok1 starts on n1 at T_END + 3 h (incident A ended at -1 min),
+        # n2 only before incident B ends, so B has not recovered.
+        job("ok1", "COMPLETED", ["n1"], exit_code=0, elapsed=H, end=T_END + 4 * H),
+        job("ok2", "COMPLETED", ["n2"], exit_code=0, elapsed=H, end=T_END + 30 * M),
+    ])
+    incidents, _ = merge_incidents(ev_frame)
+    attribution = attribute_failures(job_frame, ev_frame, incidents)
+    return ev_frame, job_frame, incidents, attribution
+
+
+def test_failure_taxonomy_all_and_month() -> None:
+    _, _, incidents, attribution = _scenario()
+    tax = failure_taxonomy(incidents, attribution, period="all")
+    got = {r["component"]: (r["incidents"], r["events"], r["affected_jobs"], r["lost_gpu_hours"])
+           for r in tax.iter_rows(named=True)}
+    assert got == {
+        "pcie_bus": (1, 2, 2, pytest.approx(8 * 0.5 + 4 * 12 / 60)),  # 4.0 + 0.8
+        "nvlink": (1, 1, 1, pytest.approx(8 * 0.5)),
+        "unknown (suspected)": (0, 0, 1, pytest.approx(8 * 0.5)),  # min(40 min, 30 min)
+    }
+    assert tax["period"].unique().to_list() == ["all"]
+    month = failure_taxonomy(incidents, attribution, period="month")
+    per_month = {(r["period"], r["component"]) for r in month.iter_rows(named=True)}
+    assert per_month == {("2025-03", "pcie_bus"), ("2025-03", "nvlink"), ("2025-04", "unknown (suspected)")}
+    # Totals reconcile with the attribution's infrastructure lost GPU-hours (4.8 + 4 + 4 = 12.8).
+    assert month["lost_gpu_hours"].sum() == pytest.approx(12.8)
+
+
+def test_incident_impact() -> None:
+    _, job_frame, incidents, attribution = _scenario()
+    impact = {r["incident_id"]: r for r in incident_impact(incidents, attribution, job_frame).iter_rows(named=True)}
+    by_component = dict(zip(incidents["component"], incidents["incident_id"], strict=True))
+    a = impact[by_component["pcie_bus"]]
+    assert (a["affected_jobs"], a["affected_gpus"]) == (2, 12)
+    assert a["lost_gpu_hours"] == pytest.approx(4.8)
+    # ok1 starts at T_END + 3 h; incident A ended at T_END - 1 min: 3 h 1 min later.
+    assert a["nodes_recovered"] == 1
+    assert a["hours_to_recovery"] == pytest.approx(3 + 1 / 60)
+    b = impact[by_component["nvlink"]]
+    assert (b["affected_jobs"], b["nodes_recovered"], b["recovered_ts"]) == (1, 0, None)

@@ -1,0 +1,194 @@
+"""Failure events and incident merging (gpusre.models.hw_incidents) on small hand-made event lists.
+
+Expected incidents are worked out from the rules by hand: which events chain (gap <= window),
+which leaf a node sits under, and how many nodes a chain touches.
+"""
+
+from __future__ import annotations
+
+import doctest
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+
+from gpusre.models import hw_incidents
+from gpusre.models.hw_incidents import (
+    INCIDENT_SCHEMA,
+    MEMBERSHIP_SCHEMA,
+    failure_events,
+    incident_id,
+    merge_incidents,
+    operator_incident_id,
+)
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+# (kind, code, component, cause_class, severity, action) as the catalog classifies these lines.
+XID79 = ("xid", 79, "pcie_bus", "hardware", "critical", "RESTART_BM")
+AER = ("pcie_aer", None, "pcie_bus", "hardware", "critical", "RESTART_BM")
+XID48 = ("xid", 48, "gpu_memory", "hardware", "critical", "WORKFLOW_XID_48")
+XID13 = ("xid", 13, "user_application", "user_application", "medium", "RESTART_APP")
+XID63 = ("xid", 63, "gpu_memory", "informational", "info", "IGNORE")
+XID8 = ("xid", 8, "gpu_compute", "driver_firmware", "medium", "RESTART_APP")
+LINK_DOWN = ("ib_link_down", None, "network", "hardware", "high", "CHECK_LINK")
+LUSTRE = ("lustre_error", None, "storage", "system_software", "high", "CHECK_STORAGE")
+
+
+def ev(event_id: int, at: timedelta, node: str, spec: tuple, gpu: str | None = None) -> dict:
+    """One node event ``at`` after T0."""
+    kind, code, component, cause, severity, action = spec
+    return {"event_id": event_id, "ts": T0 + at, "node": node, "kind": kind, "code": code, "gpu_pci": gpu,
+            "component": component, "cause_class": cause, "severity": severity, "action": action,
+            "template_id": 1, "message": "..."}
+
+
+def frame(rows: list[dict]) -> pl.DataFrame:
+    """Events typed like core.node_events."""
+    return pl.DataFrame(rows, schema={**hw_incidents.EVENT_SCHEMA, "template_id": pl.Int64, "message": pl.String})
+
+
+M = timedelta(minutes=1)
+S = timedelta(seconds=1)
+LEAVES = {"leaf01": "gpu[01-08]", "leaf02": ["gpu09", "gpu10", "gpu11", "gpu12"]}
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(hw_incidents).failed == 0
+
+
+def test_failure_events_filter_by_class_and_severity() -> None:
+    events = frame([ev(1, 0 * M, "n1", XID79), ev(2, 0 * M, "n1", XID13), ev(3, 0 * M, "n1", XID8),
+                    ev(4, 0 * M, "n1", XID63), ev(5, 0 * M, "n1", LUSTRE)])
+    # 79 (hardware, critical) and Lustre (system_software, high) are failures; 13 is the user's,
+    # 8 only medium, a single 63 informational.
+    assert failure_events(events)["event_id"].to_list() == [1, 5]
+
+
+def test_repeated_xid63_escalates_above_threshold() -> None:
+    # xid.csv: 63 has repeat_threshold 8 -> the 9th within 24 h and later are failures.
+    hourly = frame([ev(i, timedelta(hours=i), "n1", XID63, gpu="0000:3b:00.0") for i in range(1, 11)])
+    out = failure_events(hourly)
+    assert out["event_id"].to_list() == [9, 10]
+    assert out["cause_class"].to_list() == ["hardware", "hardware"]
+    assert out["escalated"].to_list() == [True, True]
+    # Every 4 h: a 24 h window (ts - 24 h, ts] holds at most 6 of them -> never escalated.
+    sparse = frame([ev(i, timedelta(hours=4 * i), "n1", XID63, gpu="0000:3b:00.0") for i in range(1, 11)])
+    assert failure_events(sparse).is_empty()
+
+
+def test_leaf_switch_link_loss_is_one_incident() -> None:
+    events = frame([ev(1, 0 * S, "gpu01", LINK_DOWN), ev(2, 10 * S, "gpu02", LINK_DOWN),
+                    ev(3, 30 * S, "gpu03", LINK_DOWN), ev(4, 50 * S, "gpu04", LINK_DOWN)])
+    incidents, membership = merge_incidents(events, topology=LEAVES)
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert row["component"] == "network_switch"
+    assert row["scope"] == "leaf_switch" and row["leaf_switch"] == "leaf01"
+    assert row["nodes"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert row["n_events"] == 4 and row["first_event_id"] == 1
+    assert row["start_ts"] == T0 and row["end_ts"] == T0 + 50 * S
+    assert membership["incident_id"].unique().to_list() == [row["incident_id"]]
+
+
+def test_link_loss_on_two_leaves_is_two_nic_incidents() -> None:
+    events = frame([ev(1, 0 * S, "gpu01", LINK_DOWN), ev(2, 5 * S, "gpu09", LINK_DOWN)])
+    incidents, _ = merge_incidents(events, topology=LEAVES)
+    assert incidents.height == 2
+    assert incidents["component"].to_list() == ["network", "network"]
+    assert sorted(incidents["nodes"].to_list()) == [["gpu01"], ["gpu09"]]
+
+
+def test_below_fabric_min_nodes_stays_per_node() -> None:
+    # 2 nodes under leaf01 < fabric_min_nodes 3 -> two node incidents; with min 2 -> one.
+    events = frame([ev(1, 0 * S, "gpu01", LINK_DOWN), ev(2, 5 * S, "gpu02", LINK_DOWN)])
+    assert merge_incidents(events, topology=LEAVES)[0].height == 2
+    assert merge_incidents(events, topology=LEAVES, fabric_min_nodes=2)[0].height == 1
+
+
+def test_storage_errors_on_many_nodes_are_one_incident() -> None:
+    events = frame([ev(1, 0 * M, "gpu01", LUSTRE), ev(2, 1 * M, "gpu09", LUSTRE), ev(3, 2 * M, "x7", LUSTRE)])
+    incidents, _ = merge_incidents(events)
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert (row["component"], row["scope"], row["cause_class"]) == ("storage", "cluster", "system_software")
+    assert row["nodes"] == ["gpu01", "gpu09", "x7"]
+
+
+def test_merge_window_boundaries() -> None:
+    # Gap exactly 30 min continues the incident; 30 min + 1 s starts a new one.
+    same = frame([ev(1, 0 * M, "n1", XID79), ev(2, 30 * M, "n1", XID79)])
+    assert merge_incidents(same)[0]["n_events"].to_list() == [2]
+    split = frame([ev(1, 0 * M, "n1", XID79), ev(2, 30 * M + S, "n1", XID79)])
+    assert merge_incidents(split)[0]["n_events"].to_list() == [1, 1]
+    # Chained: 0, 25, 50 min -> one incident 50 min long although first and last are 50 min apart.
+    chain = frame([ev(1, 0 * M, "n1", XID79), ev(2, 25 * M, "n1", XID79), ev(3, 50 * M, "n1", XID79)])
+    inc = merge_incidents(chain)[0]
+    assert inc["n_events"].to_list() == [3]
+    assert inc["end_ts"][0] - inc["start_ts"][0] == 50 * M
+    # A custom window of 10 min splits the same chain into three.
+    assert merge_incidents(chain, window=10 * M)[0].height == 3
+
+
+def test_same_node_component_merges_across_lines_and_gpus_listed() -> None:
+    # Xid 79 on a GPU and a PCIe AER line without the GPU's address: one pcie_bus incident;
+    # an Xid 48 at the same time is another component -> its own incident.
+    events = frame([ev(1, 0 * M, "n1", XID79, gpu="0000:3b:00.0"), ev(2, 1 * M, "n1", AER),
+                    ev(3, 1 * M, "n1", XID48, gpu="0000:86:00.0"), ev(4, 0 * M, "n1", XID13)])
+    incidents, membership = merge_incidents(events)
+    by_component = {r["component"]: r for r in incidents.iter_rows(named=True)}
+    assert set(by_component) == {"pcie_bus", "gpu_memory"}
+    assert by_component["pcie_bus"]["gpus"] == ["0000:3b:00.0"]
+    assert by_component["pcie_bus"]["n_events"] == 2
+    assert by_component["pcie_bus"]["root_cause"] == "xid 79"
+    assert by_component["pcie_bus"]["label_source"] == "events"
+    assert membership["event_id"].to_list() == [1, 2, 3]  # the user Xid 13 is in no incident
+
+
+def test_stable_incident_ids() -> None:
+    rows = [ev(1, 0 * M, "n2", XID79), ev(2, 0 * M, "n1", XID79), ev(3, 5 * M, "n1", XID79)]
+    first, _ = merge_incidents(frame(rows))
+    again, _ = merge_incidents(frame(list(reversed(rows))))
+    assert first.equals(again)
+    # The id is a function of component, first timestamp and first node only.
+    assert sorted(first["incident_id"].to_list()) == sorted(
+        [incident_id("pcie_bus", T0, "n1"), incident_id("pcie_bus", T0, "n2")]
+    )
+    # Adding a later event to an incident keeps its id (first event unchanged).
+    more, _ = merge_incidents(frame([*rows, ev(4, 20 * M, "n1", XID79)]))
+    assert set(more["incident_id"]) == set(first["incident_id"])
+
+
+def test_operator_incident_overrides_label() -> None:
+    events = frame([ev(1, 0 * M, "gpu05", LINK_DOWN), ev(2, 2 * M, "gpu06", LINK_DOWN), ev(3, 0 * M, "n9", XID79)])
+    operator = pl.DataFrame({
+        "id": ["OPS-7", "OPS-8"],
+        "start": [T0 - 5 * M, T0 + timedelta(days=3)],
+        "end": [T0 + 60 * M, T0 + timedelta(days=3, hours=1)],
+        "component": ["ip_configuration", "storage_switch"],
+        "root_cause": ["wrong netmask pushed by config management", "storage switch reboot"],
+        "nodes": ["gpu[05-06]", None],
+        "notes": ["rolled back", ""],
+    })
+    incidents, membership = merge_incidents(events, operator=operator)
+    by_source = incidents.partition_by("label_source", as_dict=True)
+    ops = by_source[("operator",)].sort("operator_id")
+    assert ops["operator_id"].to_list() == ["OPS-7", "OPS-8"]
+    ops7 = ops.row(0, named=True)
+    assert ops7["component"] == "ip_configuration"
+    assert ops7["root_cause"] == "wrong netmask pushed by config management"
+    assert ops7["incident_id"] == operator_incident_id("OPS-7")
+    assert ops7["n_events"] == 2 and ops7["nodes"] == ["gpu05", "gpu06"]
+    assert ops7["start_ts"] == T0 - 5 * M and ops7["end_ts"] == T0 + 60 * M
+    # OPS-8 matched no events but is kept: humans saw it.
+    assert ops.row(1, named=True)["n_events"] == 0
+    # The Xid 79 on n9 is outside OPS-7's nodes: still an event incident.
+    assert by_source[("events",)]["nodes"].to_list() == [["n9"]]
+    assert dict(membership.iter_rows()) == {1: ops7["incident_id"], 2: ops7["incident_id"],
+                                             3: incident_id("pcie_bus", T0, "n9")}
+
+
+def test_empty_events() -> None:
+    incidents, membership = merge_incidents(frame([]), topology=LEAVES)
+    assert incidents.is_empty() and membership.is_empty()
+    assert dict(incidents.schema) == INCIDENT_SCHEMA
+    assert dict(membership.schema) == MEMBERSHIP_SCHEMA

@@ -1,0 +1,97 @@
+"""Suspect (lemon) nodes (gpusre.models.suspect_nodes) in small hand-made fleets.
+
+Robust z = (x − median) / max(1.4826 · MAD, 1); medians and MADs below are computed by hand.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from gpusre.models.hw_incidents import EVENT_SCHEMA
+from gpusre.models.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
+
+AS_OF = datetime(2025, 3, 29, tzinfo=timezone.utc)
+H = timedelta(hours=1)
+
+XID79 = ("xid", 79, "pcie_bus", "hardware", "critical", "RESTART_BM")
+XID94 = ("xid", 94, "gpu_memory", "hardware", "high", "RESTART_APP")
+XID13 = ("xid", 13, "user_application", "user_application", "medium", "RESTART_APP")
+FLEET = [f"n{i:02d}" for i in range(1, 11)]
+
+JOB_SCHEMA = {"job_id": pl.String, "state": pl.String, "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String)}
+ATTR_SCHEMA = {"job_id": pl.String, "attribution": pl.String}
+
+
+def events(specs: list[tuple[str, timedelta, tuple]]) -> pl.DataFrame:
+    """(node, time before AS_OF, catalog spec) -> events."""
+    rows = []
+    for i, (node, ago, (kind, code, component, cause, severity, action)) in enumerate(specs, start=1):
+        rows.append({"event_id": i, "ts": AS_OF - ago, "node": node, "kind": kind, "code": code, "gpu_pci": None,
+                     "component": component, "cause_class": cause, "severity": severity, "action": action})
+    return pl.DataFrame(rows, schema=EVENT_SCHEMA)
+
+
+NO_JOBS = pl.DataFrame(schema=JOB_SCHEMA)
+NO_ATTR = pl.DataFrame(schema=ATTR_SCHEMA)
+
+
+def test_lemon_flagged_among_quiet_nodes() -> None:
+    # n01: Xid 79 in 5 different hours (days apart) plus an Xid 94; n02: one Xid 79; others quiet.
+    specs = [("n01", timedelta(days=d), XID79) for d in (1, 3, 5, 7, 9)] + [("n01", timedelta(days=2), XID94)]
+    specs.append(("n02", timedelta(days=4), XID79))
+    out = suspect_nodes(events(specs), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET)
+    assert out["node"].to_list() == ["n01"]
+    row = out.row(0, named=True)
+    # hw_episodes: 6 distinct hours; fleet median 0, MAD 0 -> scale 1 -> z = 6.
+    assert (row["hw_events"], row["hw_episodes"], row["xid_events"], row["xid_episodes"]) == (6, 6, 6, 6)
+    assert row["score"] == pytest.approx(6.0)
+    assert row["reason"].startswith("hw_episodes 6 vs fleet median 0")
+    # Worst event is the critical Xid 79 (RESTART_BM) -> reboot.
+    assert (row["worst_event"], row["action"], row["recommended_action"]) == ("xid 79", "RESTART_BM", "drain, reboot")
+
+
+def test_burst_in_one_hour_is_one_episode() -> None:
+    burst = [("n01", timedelta(days=1, minutes=m), XID79) for m in range(10)]
+    assert suspect_nodes(events(burst), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET).is_empty()
+
+
+def test_user_xids_and_old_events_do_not_count() -> None:
+    specs = [("n01", timedelta(days=d), XID13) for d in range(1, 8)]  # user Xids: not the node's fault
+    specs += [("n02", timedelta(days=30 + d), XID79) for d in range(1, 8)]  # before the 28-day lookback
+    assert suspect_nodes(events(specs), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET).is_empty()
+
+
+def test_robust_threshold_with_spread_fleet() -> None:
+    # Episodes per node: 0..8 and 30. Median 4.5; |x - 4.5| sorted: .5 .5 1.5 1.5 2.5 2.5 3.5 3.5 4.5 25.5
+    # -> MAD 2.5, scale 1.4826 * 2.5 = 3.7065. n10 (30): z = 25.5 / 3.7065 = 6.8798; n09 (8): 0.944.
+    counts = dict(zip(FLEET, [0, 1, 2, 3, 4, 5, 6, 7, 8, 30], strict=True))
+    specs = [(n, timedelta(hours=2 * k + 1), XID94) for n, c in counts.items() for k in range(c)]
+    out = suspect_nodes(events(specs), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET)
+    assert out["node"].to_list() == ["n10"]
+    assert out["score"][0] == pytest.approx(25.5 / (1.4826 * 2.5))
+    assert out["recommended_action"][0] == "drain, reset GPU"  # Xid 94: RESTART_APP
+
+
+def test_flagged_on_infrastructure_failed_jobs() -> None:
+    # n03 ran 4 infrastructure-failed jobs and 1 NODE_FAIL; n04 one user-failed job; no events.
+    end = AS_OF - 2 * H
+    jobs = pl.DataFrame({"job_id": ["1", "2", "3", "4", "5", "6"],
+                         "state": ["FAILED", "FAILED", "FAILED", "NODE_FAIL", "FAILED", "COMPLETED"],
+                         "end_ts": [end] * 6, "nodes": [["n03"], ["n03"], ["n03", "n05"], ["n03"], ["n04"], ["n06"]]},
+                        schema=JOB_SCHEMA)
+    attribution = pl.DataFrame({"job_id": ["1", "2", "3", "4", "5", "6"],
+                                "attribution": ["infrastructure"] * 4 + ["user", "none"]}, schema=ATTR_SCHEMA)
+    out = suspect_nodes(events([]), attribution, jobs, as_of=AS_OF, fleet=FLEET)
+    assert out["node"].to_list() == ["n03"]
+    row = out.row(0, named=True)
+    # infra_failed_jobs: fleet [4, 1 (n05), 0 x 8] -> median 0, MAD 0 -> z = 4.
+    assert (row["infra_failed_jobs"], row["node_fail_jobs"], row["score"]) == (4, 1, 4.0)
+    assert row["recommended_action"] == "drain"  # no event to name a repair
+
+
+def test_empty_inputs() -> None:
+    out = suspect_nodes(events([]), NO_ATTR, NO_JOBS, as_of=AS_OF)
+    assert out.is_empty() and dict(out.schema) == SUSPECT_SCHEMA
