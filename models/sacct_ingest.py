@@ -11,41 +11,19 @@ The caller owns the transaction (see :func:`gpusre.models.warehouse.transaction`
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
+from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
 from gpusre.models.sacct import SacctFormatError, parse_sacct_file
 
-__all__ = ["SACCT_SUFFIXES", "FileIngest", "discover_sacct_files", "ingest_sacct_files", "file_sha256"]
+__all__ = ["SACCT_SUFFIXES", "discover_sacct_files", "ingest_sacct_files"]
 
 #: File name endings accepted under ``landing/sacct/``.
 SACCT_SUFFIXES: tuple[str, ...] = (".psv", ".txt", ".log", ".json", ".csv")
-
-
-@dataclass(frozen=True)
-class FileIngest:
-    """What happened to one landing file in this run."""
-
-    source_file: str
-    status: str  # 'loaded' | 'refused' | 'unchanged'
-    rows_read: int = 0
-    rows_loaded: int = 0
-    rows_rejected: int = 0
-    error: str | None = None
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, streamed so a large dump is not held in memory twice."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def discover_sacct_files(landing: Path) -> list[Path]:
@@ -69,21 +47,6 @@ def _replace_file_rows(con: duckdb.DuckDBPyConnection, source_file: str) -> None
     _queue_dirty_jobs_of(con, source_file)
     con.execute("DELETE FROM raw.sacct_records WHERE source_file = ?", [source_file])
     con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
-
-
-def _record_file(
-    con: duckdb.DuckDBPyConnection, result: FileIngest, sha: str, size: int
-) -> None:
-    # Also replaces a file last ingested under another kind (source_file is the primary key).
-    con.execute("DELETE FROM raw.ingested_files WHERE source_file = ?", [result.source_file])
-    con.execute(
-        """INSERT INTO raw.ingested_files
-           (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected,
-            status, error, ingested_at)
-           VALUES (?, 'sacct', ?, ?, ?, ?, ?, ?, ?, now())""",
-        [result.source_file, sha, size, result.rows_read, result.rows_loaded, result.rows_rejected,
-         result.status, result.error],
-    )
 
 
 class _BatchWriter:
@@ -173,9 +136,7 @@ def ingest_sacct_files(
     progress: Callable[[str], None] | None = None,
 ) -> list[FileIngest]:
     """Ingest every new or changed sacct dump under ``landing/sacct`` (caller holds a transaction)."""
-    known = dict(
-        con.execute("SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = 'sacct'").fetchall()
-    )
+    known = known_files(con, "sacct")
     results: list[FileIngest] = []
     writer = _BatchWriter(con)
     paths = discover_sacct_files(landing)
@@ -189,7 +150,7 @@ def ingest_sacct_files(
             con, writer, path, source_file, seen_before=source_file in known,
             timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster,
         )
-        _record_file(con, result, sha, path.stat().st_size)
+        record_file(con, "sacct", result, sha, path.stat().st_size)
         results.append(result)
         if progress:
             progress(f"sacct {index}/{len(paths)} {source_file}: {result.status}, "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone as dt_timezone
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import duckdb
 import polars as pl
 
 from gpusre.models.event_catalog import classify_messages
-from gpusre.models.sacct_ingest import FileIngest, file_sha256
+from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
 from gpusre.models.syslog import parse_syslog_file
 from gpusre.models.templates import TemplateMiner
 
@@ -103,9 +102,7 @@ def ingest_syslog_files(
     progress: Callable[[str], None] | None = None,
 ) -> list[FileIngest]:
     """Ingest every new or changed node log under ``landing/syslog`` (caller holds a transaction)."""
-    known = dict(
-        con.execute("SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = 'syslog'").fetchall()
-    )
+    known = known_files(con, "syslog")
     paths = discover_syslog_files(landing)
     results: list[FileIngest] = []
     miner: TemplateMiner | None = None
@@ -134,14 +131,7 @@ def ingest_syslog_files(
             )
             con.unregister("_syslog_rejects_df")
         result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height, parsed.rejects.height)
-        con.execute("DELETE FROM raw.ingested_files WHERE source_file = ?", [source_file])
-        con.execute(
-            """INSERT INTO raw.ingested_files
-               (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected,
-                status, error, ingested_at)
-               VALUES (?, 'syslog', ?, ?, ?, ?, ?, 'loaded', NULL, now())""",
-            [source_file, sha, path.stat().st_size, result.rows_read, result.rows_loaded, result.rows_rejected],
-        )
+        record_file(con, "syslog", result, sha, path.stat().st_size)
         results.append(result)
         if pending_rows >= BATCH_LINES:
             _flush(con, pending, miner)

@@ -1,0 +1,254 @@
+"""Node logs of a simulated cluster: ``syslog/<YYYY-MM-DD>/<node>.log``, one file per node and UTC day.
+
+Lines are what rsyslog writes on each node, in the cluster's time zone::
+
+    Sep  1 03:04:05 gpu017 kernel: [123456.789012] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', ...   RFC 3164
+    2026-09-01T03:04:05.123456+00:00 gpu017 sshd[4242]: Accepted publickey for ...              high-precision ISO
+
+A seeded ``log_iso_node_share`` of nodes use the ISO template, the rest RFC 3164 (a fleet rarely has
+one format). Content: background noise (:mod:`log_noise`, ``log_lines_per_node_day``), a burst per
+applied fault (:mod:`log_bursts`) plus NHC health-check failures while the node is drained, fabric
+incidents on every node they hit, user-application Xids / OOM kills / time-limit lines at the end of
+user-failed jobs, occasional benign Xids, and boot banners after every reboot. Nodes that are powered
+off (:mod:`node_timeline`) log nothing.
+
+Speed: lines are built column-wise in Polars per chunk of UTC days (timestamps by ``strftime`` on a
+Datetime column, one ``concat_str`` per chunk), and each file's text is joined in Polars, so Python
+touches files, not lines. Same seed -> byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gpusre.models.simulate.clock import LocalClock
+from gpusre.models.simulate.config import SimulationConfig
+from gpusre.models.simulate.faults import FabricFault, FaultEvent
+from gpusre.models.simulate.log_bursts import (EventLines, NodeHardware, benign_xid_line, boot_burst, fabric_burst,
+                                               fault_burst, health_check_burst, oom_burst, timeout_line, user_xid_burst)
+from gpusre.models.simulate.log_noise import NoiseTemplates
+from gpusre.models.simulate.node_timeline import NodeTimeline
+
+__all__ = ["RFC3164_FORMAT", "ISO_FORMAT", "USER_XID_SHARE", "BENIGN_XID_PER_NODE_DAY", "NodeLogs",
+           "collect_events", "write_syslog", "write_node_logs"]
+
+#: strftime patterns of the two rsyslog templates (RSYSLOG_TraditionalFileFormat / RSYSLOG_FileFormat).
+RFC3164_FORMAT = "%b %e %H:%M:%S"
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%S%.6f%:z"
+#: Share of user-failed GPU jobs whose crash shows an application Xid (13/31/43) on one of their nodes.
+USER_XID_SHARE = 0.3
+#: Informational Xids (63 single row remap, 92) per node and day: not failures, must not count as ones.
+BENIGN_XID_PER_NODE_DAY = 0.015
+#: Upper bound on lines built at once (memory stays ~1 GB even for the 10 M-line benchmark).
+_CHUNK_LINES = 2_000_000
+
+
+@dataclass
+class NodeLogs:
+    """What the log writer produced: counts, truth it decided (user Xids, fabric victims), timing."""
+
+    lines: int = 0
+    files: int = 0
+    seconds: float = 0.0
+    bytes: int = 0
+    by_kind: Counter[str] = field(default_factory=Counter)
+    by_node: list[int] = field(default_factory=list)
+    iso_nodes: list[int] = field(default_factory=list)
+    user_xid: dict[str, int] = field(default_factory=dict)
+    fabric_nodes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def lines_per_s(self) -> float:
+        """Writing throughput (all lines, noise and events, including file I/O)."""
+        return self.lines / self.seconds if self.seconds else 0.0
+
+
+def _hardware(n_nodes: int, gpus_per_node: int, rng: np.random.Generator) -> list[NodeHardware]:
+    pids = rng.integers(900, 4000, size=(n_nodes, 2))
+    clients = rng.integers(0, 1 << 48, size=n_nodes)
+    return [NodeHardware(gpus_per_node, int(p[0]), int(p[1]) * 100, f"ffff{int(c):012x}")
+            for p, c in zip(pids, clients, strict=True)]
+
+
+def _uid(user: str) -> int:
+    # Stable per user name, in the range sacct dumps use for human users.
+    return 10_000 + zlib.crc32(user.encode()) % 50_000
+
+
+def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str],
+                   faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault], timeline: NodeTimeline,
+                   jobs_csv: Path, rng: np.random.Generator) -> tuple[EventLines, NodeLogs]:
+    """Every non-noise line: fault bursts, health checks, fabric incidents, job endings, benign Xids, boots."""
+    rnd = random.Random(int(rng.integers(0, 1 << 62)))
+    hw = _hardware(config.nodes, config.gpus_per_node, rng)
+    out = EventLines()
+    res = NodeLogs()
+    t1 = timeline.t1
+    repaired = {f.fault_id: f.ts + f.repair_s for f, _ in faults}
+    for f, _jobs in faults:
+        if f.incident:
+            continue  # rendered once per fabric incident below
+        # Repeats stop at the reboot that ends the repair (or the horizon).
+        until = min(t1, repaired[f.fault_id] - 240)
+        device = fault_burst(out, f.kind, f.ts + rnd.random() * 0.9, f.node, until, hw[f.node], rnd)
+        if f.effect == "job_fail":
+            health_check_burst(out, f.kind, f.ts, f.node, until, hw[f.node], device, rnd)
+    for ff in fabric:
+        hit = tuple(n for n in ff.nodes if timeline.is_up(n, ff.ts))
+        res.fabric_nodes[ff.incident] = hit
+        spread = 20.0 if ff.kind == "leaf_switch_down" else 45.0  # all ports drop at once; clients notice over ~1 min
+        for n in hit:
+            t = ff.ts + rnd.random() * spread
+            fabric_burst(out, ff.kind, t, n, min(t1 - 1, ff.ts + ff.duration_s + rnd.random() * spread), hw[n], rnd)
+            if config.fabric_faults_kill_jobs:
+                health_check_burst(out, ff.kind, t, n, min(t1, ff.ts + ff.duration_s), hw[n], {}, rnd)
+    jobs = (pl.read_csv(jobs_csv, infer_schema=False)
+            .filter(pl.col("cause").is_in(["user_error", "oom", "timeout"]) & (pl.col("nodes") != ""))
+            .with_columns(end=pl.col("end_ts").str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_zone="UTC").dt.epoch("s")))
+    from gpusre.models.hostlist import expand_hostlist
+
+    index = {name: i for i, name in enumerate(names)}
+    for r in jobs.iter_rows(named=True):
+        nodes = [index[h] for h in expand_hostlist(r["nodes"])]
+        end = float(r["end"])
+        if r["cause"] == "user_error":
+            if int(r["n_gpus"]) == 0 or rnd.random() >= USER_XID_SHARE:
+                continue
+            n = rnd.choice(nodes)
+            gpu = rnd.randrange(max(1, int(r["n_gpus"]) // len(nodes)))
+            res.user_xid[r["job_id"]] = user_xid_burst(out, end, n, gpu, hw[n], rnd)
+        elif r["cause"] == "oom":
+            n = rnd.choice(nodes)
+            oom_burst(out, end, n, r["job_id_raw"], _uid(r["user"]), hw[n], rnd)
+        else:
+            for n in nodes:
+                timeout_line(out, end, n, r["job_id_raw"], names[n], clock.local(int(end)), rnd)
+    n_days = (t1 - timeline.t0) / 86400
+    n_benign = rng.poisson(BENIGN_XID_PER_NODE_DAY * n_days * config.nodes)
+    for ts, n in zip(rng.uniform(timeline.t0, t1, size=n_benign), rng.integers(0, config.nodes, size=n_benign),
+                     strict=True):
+        benign_xid_line(out, float(ts), int(n), hw[int(n)], rnd)
+    for b, n in timeline.boots_in_horizon:
+        boot_burst(out, float(b) + rnd.random() * 0.5, n, hw[n])
+    return out, res
+
+
+def _event_frame(ev: EventLines, kinds: list[str]) -> pl.DataFrame:
+    code = {k: i + 1 for i, k in enumerate(kinds)}  # 0 = noise
+    return pl.DataFrame({
+        "ts_us": np.round(np.array(ev.ts, dtype=np.float64) * 1e6).astype(np.int64),
+        "node": np.array(ev.node, dtype=np.int32),
+        "kernel": np.array(ev.kernel, dtype=bool),
+        "body": pl.Series(ev.body, dtype=pl.String),
+        "kind": np.array([code[k] for k in ev.kind], dtype=np.int16),
+    }).sort("ts_us", maintain_order=True)
+
+
+def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, names: list[str], events: EventLines,
+                 res: NodeLogs, timeline: NodeTimeline, rng: np.random.Generator,
+                 progress: Callable[[str], None] | None = None) -> NodeLogs:
+    """Render noise, merge the event lines, and write one file per node and UTC day; fills ``res``."""
+    t_start = time.perf_counter()
+    n = config.nodes
+    iso = rng.random(n) < config.log_iso_node_share
+    res.iso_nodes = [int(i) for i in np.flatnonzero(iso)]
+    noise = NoiseTemplates.build(rng)
+    kinds = sorted(set(events.kind))
+    all_kinds = ["noise", *kinds]
+    ev = _event_frame(events, kinds)
+    ev_ts = ev["ts_us"].to_numpy()
+    hosts = pl.Series("host", names, dtype=pl.String)
+    iso_s = pl.Series("iso", iso)
+    kind_counts = np.zeros(len(all_kinds), dtype=np.int64)
+    node_counts = np.zeros(n, dtype=np.int64)
+    t0, t1 = timeline.t0, timeline.t1
+    day0, day_end = t0 // 86400, (t1 - 1) // 86400 + 1
+    rate = config.log_lines_per_node_day
+    days_per_chunk = max(1, int(_CHUNK_LINES // max(1.0, rate * n)))
+    root = out_dir / "syslog"
+    for c0 in range(day0, day_end, days_per_chunk):
+        c1 = min(day_end, c0 + days_per_chunk)
+        lo, hi = max(t0, c0 * 86400), min(t1, c1 * 86400)
+        # Noise: Poisson count per node and UTC day, uniform times inside the horizon part of that day.
+        d_lo = np.maximum(np.arange(c0, c1) * 86400, lo)
+        d_hi = np.minimum(np.arange(c0 + 1, c1 + 1) * 86400, hi)
+        counts = rng.poisson(rate * (d_hi - d_lo)[:, None] / 86400, size=(c1 - c0, n))
+        day_idx = np.repeat(np.arange(c1 - c0), counts.sum(axis=1))
+        node_idx = np.concatenate([np.repeat(np.arange(n, dtype=np.int32), row) for row in counts]) \
+            if counts.size else np.zeros(0, np.int32)
+        ts_us = (d_lo[day_idx] * 1_000_000 + (rng.random(day_idx.size) * (d_hi - d_lo)[day_idx] * 1e6)).astype(np.int64)
+        tids = noise.draw(day_idx.size, rng)
+        frame = pl.DataFrame({"ts_us": ts_us, "node": node_idx.astype(np.int32), "kernel": noise.is_kernel[tids],
+                              "body": noise.render(tids, rng), "kind": np.zeros(day_idx.size, np.int16)})
+        a, b = np.searchsorted(ev_ts, lo * 1_000_000), np.searchsorted(ev_ts, hi * 1_000_000)
+        frame = pl.concat([frame, ev.slice(int(a), int(b - a))])
+        node_np = frame["node"].to_numpy()
+        sec = frame["ts_us"].to_numpy() // 1_000_000
+        keep = timeline.up_mask(node_np, sec)
+        boot = timeline.boot_of(node_np, sec)
+        frame = frame.with_columns(keep=keep, up_us=frame["ts_us"].to_numpy() - boot * 1_000_000).filter("keep")
+        kind_counts += np.bincount(frame["kind"].to_numpy(), minlength=len(all_kinds))
+        node_counts += np.bincount(frame["node"].to_numpy(), minlength=n)
+        stamp = pl.col("ts_us").cast(pl.Datetime("us", "UTC")).dt.convert_time_zone(config.timezone)
+        lines = (frame.with_columns(host=hosts.gather(pl.col("node")), iso=iso_s.gather(pl.col("node")),
+                                    day=(pl.col("ts_us") // 86_400_000_000).cast(pl.Int32))
+                 .with_columns(stamp=pl.when(pl.col("iso")).then(stamp.dt.strftime(ISO_FORMAT))
+                               .otherwise(stamp.dt.strftime(RFC3164_FORMAT)))
+                 .with_columns(line=pl.concat_str(
+                     pl.col("stamp"), pl.lit(" "), pl.col("host"), pl.lit(" "),
+                     pl.when(pl.col("kernel")).then(pl.concat_str(
+                         pl.lit("kernel: ["), (pl.col("up_us") // 1_000_000).cast(pl.String).str.pad_start(5),
+                         pl.lit("."), (pl.col("up_us") % 1_000_000).cast(pl.String).str.zfill(6), pl.lit("] ")))
+                     .otherwise(pl.lit("")),
+                     pl.col("body")))
+                 .sort(["day", "node", "ts_us"], maintain_order=True)
+                 .group_by(["day", "node"], maintain_order=True)
+                 .agg(pl.col("line").str.join("\n")))
+        for day, node, text in lines.iter_rows():
+            path = root / clock.utc(int(day) * 86400)[:10] / f"{names[node]}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = (text + "\n").encode()
+            path.write_bytes(data)
+            res.files += 1
+            res.bytes += len(data)
+        if progress is not None and days_per_chunk > 1:
+            progress(f"syslog: {clock.utc(c1 * 86400)[:10]} ({int(node_counts.sum())} lines)")
+    res.by_kind = Counter({k: int(v) for k, v in zip(all_kinds, kind_counts, strict=True) if v})
+    res.by_node = [int(v) for v in node_counts]
+    res.lines = int(node_counts.sum())
+    res.seconds = time.perf_counter() - t_start
+    return res
+
+
+def write_node_logs(out_dir: Path, config: SimulationConfig, clock: LocalClock, names: list[str],
+                    faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault], timeline: NodeTimeline,
+                    rng: np.random.Generator, progress: Callable[[str], None] | None = None) -> NodeLogs:
+    """Collect events, write ``syslog/`` and ``truth/log_summary.json``; returns counts and decided truth."""
+    t = time.perf_counter()
+    events, res = collect_events(config, clock, names, faults, fabric, timeline, out_dir / "truth" / "jobs.csv", rng)
+    write_syslog(out_dir, config, clock, names, events, res, timeline, rng, progress)
+    res.seconds = time.perf_counter() - t
+    summary: dict[str, Any] = {
+        "lines": res.lines,
+        "files": res.files,
+        "bytes": res.bytes,
+        "noise_shapes": NoiseTemplates.build(np.random.default_rng(0), pool_size=1).n_shapes,
+        "formats": {"iso8601": [names[i] for i in res.iso_nodes],
+                    "rfc3164_nodes": config.nodes - len(res.iso_nodes)},
+        "lines_by_kind": dict(sorted(res.by_kind.items())),
+        "lines_by_node": {names[i]: c for i, c in enumerate(res.by_node)},
+        "user_xid_jobs": len(res.user_xid),
+    }
+    (out_dir / "truth" / "log_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return res
