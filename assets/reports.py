@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS, SUSPECT_NODES, TAXONOMY
 from gpusre.assets.job_trends import FINDINGS, ROLLUP_ASSETS, SIZE_SHARE_TREND
 from gpusre.models.report.nightly import render_nightly_report
 from gpusre.pipelines.resources import ReportsResource, WarehouseResource
@@ -12,7 +13,8 @@ NIGHTLY_REPORT = dg.AssetKey(["reports", "nightly"])
 
 @dg.asset(
     key=NIGHTLY_REPORT,
-    deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS]],
+    deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
+          SUSPECT_NODES],
     group_name="reports",
     kinds={"html"},
     description="Self-contained nightly HTML report (inline SVG charts, opens offline) and a Markdown "

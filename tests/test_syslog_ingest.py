@@ -71,3 +71,35 @@ def test_rerun_changes_nothing_and_template_ids_are_stable(landing: Path, tmp_pa
     assert {k: after[k] for k in night1} == night1
     gpu018 = sorted(v for (f, _), v in after.items() if f.endswith("gpu018.log"))
     assert gpu018 == sorted(v for (f, _), v in night1.items() if f.endswith("gpu017.log"))
+
+
+def test_failed_job_on_a_gsp_timeout_node_is_infrastructure(landing: Path, tmp_path: Path) -> None:
+    from gpusre.assets.failures import failure_marts
+
+    (landing / "sacct" / "d.psv").write_text(
+        "JobID|State|ExitCode|Submit|Start|End|Elapsed|AllocTRES|NodeList\n"
+        "1|COMPLETED|0:0|2025-02-23T10:00:00|2025-02-23T10:00:00|2025-02-23T11:00:00|01:00:00|gres/gpu=8|gpu017\n"
+        # Ends 2 minutes after the first Xid 119 on gpu017 (16:24:18): infrastructure.
+        "2|FAILED|1:0|2025-02-23T15:26:00|2025-02-23T15:26:00|2025-02-23T16:26:00|01:00:00|gres/gpu=8|gpu017\n"
+        # Fails on another node with no events: the user's (non-zero exit, Meta's convention).
+        "3|FAILED|2:0|2025-02-23T15:00:00|2025-02-23T15:00:00|2025-02-23T15:10:00|00:10:00|gres/gpu=4|gpu099\n")
+    (landing / "incidents.csv").write_text(
+        "id,start,end,component,root_cause,nodes,notes\n"
+        "OPS-1,2025-02-23T16:00:00Z,2025-02-23T18:00:00Z,gsp_firmware,GSP firmware hang (driver 550 bug),gpu017,\n"
+        "OPS-2,not-a-time,2025-02-23T18:00:00Z,gpu,x,gpu017,\n")
+    wh = tmp_path / "w.duckdb"
+    result = dg.materialize([raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts],
+                            resources=default_resources(str(wh), str(landing), str(tmp_path / "r")))
+    assert result.success
+    con = connect(wh, read_only=True)
+    attribution = {r[0]: r[1:] for r in con.sql(
+        "SELECT job_id, attribution, lost_gpu_hours, incident_id FROM marts.job_failure_attribution").fetchall()}
+    incident = con.sql("SELECT incident_id, label_source, root_cause FROM marts.hw_incidents").fetchall()
+    rejects = con.sql("SELECT line_no, error FROM raw.rejects WHERE source_file = 'incidents.csv'").fetchall()
+    con.close()
+    assert set(attribution) == {"2", "3"}  # job 1 completed: not a failure
+    assert attribution["2"][0] == "infrastructure" and attribution["2"][1] == pytest.approx(8 * 0.5)
+    assert attribution["3"][0] == "user" and attribution["3"][1] == 0
+    # The operator's label wins for the incident the job is attributed to.
+    assert (attribution["2"][2], "operator", "GSP firmware hang (driver 550 bug)") in incident
+    assert rejects == [(3, "start is not an ISO-8601 time")]

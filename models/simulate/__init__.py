@@ -10,6 +10,13 @@ ingest, plus the ground truth to check it against::
     out_dir/truth/faults.csv             hardware faults that hit a live node, with the jobs they killed
     out_dir/truth/summary.json           exact totals (GPU-hours by state, per UTC day, ...)
 
+With ``write_logs`` (default) also node logs and their truth (see syslog_writer, incident_truth)::
+
+    out_dir/syslog/YYYY-MM-DD/<node>.log per node and UTC day, RFC 3164 or rsyslog ISO-8601 lines
+    out_dir/truth/incidents.csv          node faults and fabric (leaf switch / storage) incidents
+    out_dir/truth/job_attribution.csv    every ended job: infrastructure | user | none | unknown
+    out_dir/truth/log_summary.json       lines per kind and node, formats
+
 Same config (including seed) -> byte-identical files.
 """
 
@@ -26,10 +33,13 @@ import yaml
 
 from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
-from gpusre.models.simulate.faults import plan_faults
+from gpusre.models.simulate.faults import fabric_node_faults, plan_fabric_faults, plan_faults
+from gpusre.models.simulate.incident_truth import build_incidents, write_incidents, write_job_attribution
+from gpusre.models.simulate.node_timeline import NodeTimeline
 from gpusre.models.simulate.sacct_writer import SACCT_FIELDS, SACCT_HEADER, SacctDumpWriter
 from gpusre.models.simulate.scheduler import ClusterSimulation
-from gpusre.models.simulate.topology import cluster_yaml, node_names, plan_maintenance
+from gpusre.models.simulate.syslog_writer import write_node_logs
+from gpusre.models.simulate.topology import NODES_PER_LEAF, cluster_yaml, node_names, plan_maintenance
 from gpusre.models.simulate.truth import FAULTS_COLUMNS, JOBS_COLUMNS, TruthRecorder
 from gpusre.models.simulate.workload import generate_workload
 
@@ -48,7 +58,8 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Independent streams per concern: changing the fault model does not reshuffle the job mix.
-    seeds = np.random.SeedSequence(config.seed).spawn(3)
+    # Streams 3 and 4 (fabric faults, logs) were added later; spawn keeps the first three unchanged.
+    seeds = np.random.SeedSequence(config.seed).spawn(5)
     rng_work, rng_fault = np.random.default_rng(seeds[0]), np.random.default_rng(seeds[1])
     rnd = random.Random(int(seeds[2].generate_state(1)[0]))
 
@@ -61,6 +72,11 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
     workload = generate_workload(config, clock, rng_work)
     faults, lemons = plan_faults(config.nodes, clock.day_start[0], clock.day_start[-1],
                                  config.node_failures_per_1000_node_days, rng_fault)
+    fabric = plan_fabric_faults(config.nodes, NODES_PER_LEAF, clock.day_start[0], clock.day_start[-1],
+                                config.leaf_switch_failures_per_1000_switch_days,
+                                config.storage_outages_per_1000_days, np.random.default_rng(seeds[3]))
+    if config.fabric_faults_kill_jobs:
+        faults = fabric_node_faults(fabric, faults)
     say(f"workload: {len(workload)} submissions, runtime scale {workload.runtime_scale:.3f}, {len(faults)} faults")
     t_gen = time.perf_counter()
 
@@ -91,6 +107,17 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
         "lemon_nodes": [names[i] for i in lemons],
         "runtime_scale": round(workload.runtime_scale, 6),
     })
+    if config.write_logs:
+        rng_log = np.random.default_rng(seeds[4])
+        applied = [f for f, _ in truth.faults]
+        timeline = NodeTimeline(config.nodes, clock.day_start[0], clock.day_start[-1], applied, windows, rng_log)
+        logs = write_node_logs(out_dir, config, clock, names, truth.faults, fabric, timeline, rng_log, say)
+        incidents = build_incidents(truth.faults, fabric, logs.fabric_nodes, config.fabric_faults_kill_jobs)
+        write_incidents(out_dir / "truth" / "incidents.csv", incidents, names, clock)
+        write_job_attribution(out_dir / "truth" / "job_attribution.csv", out_dir / "truth" / "jobs.csv", truth.faults,
+                              incidents, logs.user_xid, clock)
+        say(f"syslog: {logs.lines} lines in {logs.files} files ({logs.bytes / 1e6:.0f} MB) in {logs.seconds:.1f}s, "
+            f"{logs.lines_per_s / 1e6:.2f} M lines/s; {len(incidents)} incidents")
     say(f"done: {summary['n_jobs']} jobs, {writer.rows_written} allocation rows, utilization "
         f"{summary['utilization']:.2f}; generate {t_gen - t_wall:.1f}s, simulate+write {t_sim - t_gen:.1f}s, "
         f"total {time.perf_counter() - t_wall:.1f}s")

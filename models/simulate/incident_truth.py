@@ -115,6 +115,8 @@ def write_job_attribution(path: Path, jobs_csv: Path, faults: list[tuple[FaultEv
         code = user_xid.get(r["job_id"])
         rows.append((r["job_id"], r["state_final"], attribution, component, incident_id, r["cause"], r["end_ts"],
                      r["nodes"], r["n_gpus"], r["gpu_hours"], "" if code is None else str(code)))
-    out = pl.DataFrame(rows, schema={c: pl.String for c in ATTRIBUTION_COLUMNS}, orient="row")
-    out.write_csv(path, line_terminator="\n")
-    return out
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(ATTRIBUTION_COLUMNS)
+        w.writerows(rows)
+    return pl.DataFrame(rows, schema={c: pl.String for c in ATTRIBUTION_COLUMNS}, orient="row")

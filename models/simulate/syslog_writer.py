@@ -32,12 +32,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gpusre.models.hostlist import expand_hostlist
 from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
 from gpusre.models.simulate.faults import FabricFault, FaultEvent
 from gpusre.models.simulate.log_bursts import (EventLines, NodeHardware, benign_xid_line, boot_burst, fabric_burst,
                                                fault_burst, health_check_burst, oom_burst, timeout_line, user_xid_burst)
-from gpusre.models.simulate.log_noise import NoiseTemplates
+from gpusre.models.simulate.log_noise import NOISE_SHAPES, NoiseTemplates
 from gpusre.models.simulate.node_timeline import NodeTimeline
 
 __all__ = ["RFC3164_FORMAT", "ISO_FORMAT", "USER_XID_SHARE", "BENIGN_XID_PER_NODE_DAY", "NodeLogs",
@@ -116,8 +117,6 @@ def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str]
     jobs = (pl.read_csv(jobs_csv, infer_schema=False)
             .filter(pl.col("cause").is_in(["user_error", "oom", "timeout"]) & (pl.col("nodes") != ""))
             .with_columns(end=pl.col("end_ts").str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_zone="UTC").dt.epoch("s")))
-    from gpusre.models.hostlist import expand_hostlist
-
     index = {name: i for i, name in enumerate(names)}
     for r in jobs.iter_rows(named=True):
         nodes = [index[h] for h in expand_hostlist(r["nodes"])]
@@ -169,7 +168,6 @@ def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
     ev = _event_frame(events, kinds)
     ev_ts = ev["ts_us"].to_numpy()
     hosts = pl.Series("host", names, dtype=pl.String)
-    iso_s = pl.Series("iso", iso)
     kind_counts = np.zeros(len(all_kinds), dtype=np.int64)
     node_counts = np.zeros(n, dtype=np.int64)
     t0, t1 = timeline.t0, timeline.t1
@@ -201,27 +199,36 @@ def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
         kind_counts += np.bincount(frame["kind"].to_numpy(), minlength=len(all_kinds))
         node_counts += np.bincount(frame["node"].to_numpy(), minlength=n)
         stamp = pl.col("ts_us").cast(pl.Datetime("us", "UTC")).dt.convert_time_zone(config.timezone)
-        lines = (frame.with_columns(host=hosts.gather(pl.col("node")), iso=iso_s.gather(pl.col("node")),
-                                    day=(pl.col("ts_us") // 86_400_000_000).cast(pl.Int32))
-                 .with_columns(stamp=pl.when(pl.col("iso")).then(stamp.dt.strftime(ISO_FORMAT))
-                               .otherwise(stamp.dt.strftime(RFC3164_FORMAT)))
-                 .with_columns(line=pl.concat_str(
-                     pl.col("stamp"), pl.lit(" "), pl.col("host"), pl.lit(" "),
-                     pl.when(pl.col("kernel")).then(pl.concat_str(
-                         pl.lit("kernel: ["), (pl.col("up_us") // 1_000_000).cast(pl.String).str.pad_start(5),
-                         pl.lit("."), (pl.col("up_us") % 1_000_000).cast(pl.String).str.zfill(6), pl.lit("] ")))
-                     .otherwise(pl.lit("")),
-                     pl.col("body")))
-                 .sort(["day", "node", "ts_us"], maintain_order=True)
-                 .group_by(["day", "node"], maintain_order=True)
-                 .agg(pl.col("line").str.join("\n")))
-        for day, node, text in lines.iter_rows():
+        kernel_tag = pl.when(pl.col("kernel")).then(pl.concat_str(
+            pl.lit("kernel: ["), (pl.col("up_us") // 1_000_000).cast(pl.String).str.pad_start(5),
+            pl.lit("."), (pl.col("up_us") % 1_000_000).cast(pl.String).str.zfill(6), pl.lit("] "))).otherwise(pl.lit(""))
+        is_iso = pl.Series(iso).gather(frame["node"])
+        parts = []
+        # Each node has one format: format the two groups separately (strftime is the costly step).
+        for fmt, sel in ((ISO_FORMAT, is_iso), (RFC3164_FORMAT, ~is_iso)):
+            part = frame.filter(sel)
+            parts.append(part.select(
+                # One int64 key orders by (UTC day, node, time): day offset x nodes, then us within the day.
+                key=((pl.col("ts_us") // 86_400_000_000 - c0) * n + pl.col("node")) * (1 << 37)
+                + pl.col("ts_us") % 86_400_000_000,
+                line=pl.concat_str(stamp.dt.strftime(fmt), pl.lit(" "), hosts.gather(part["node"]), pl.lit(" "),
+                                   kernel_tag, pl.col("body"))))
+        lines = pl.concat(parts).sort("key", maintain_order=True)
+        # One joined text per chunk, cut into files at the (day, node) boundaries by byte offset.
+        file_key = (lines["key"].to_numpy() >> 37)
+        ends = np.flatnonzero(np.diff(file_key)) + 1
+        starts = np.concatenate([[0], ends])
+        stops = np.concatenate([ends, [len(file_key)]]) if len(file_key) else np.zeros(0, np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lines["line"].str.len_bytes().to_numpy().astype(np.int64) + 1)])
+        blob = memoryview((lines["line"].str.join("\n").item() + "\n").encode()) if len(file_key) else memoryview(b"")
+        for a, b in zip(starts, stops, strict=True):
+            fk = int(file_key[a])
+            day, node = c0 + fk // n, fk % n
             path = root / clock.utc(int(day) * 86400)[:10] / f"{names[node]}.log"
             path.parent.mkdir(parents=True, exist_ok=True)
-            data = (text + "\n").encode()
-            path.write_bytes(data)
+            path.write_bytes(blob[offsets[a]:offsets[b]])
             res.files += 1
-            res.bytes += len(data)
+            res.bytes += int(offsets[b] - offsets[a])
         if progress is not None and days_per_chunk > 1:
             progress(f"syslog: {clock.utc(c1 * 86400)[:10]} ({int(node_counts.sum())} lines)")
     res.by_kind = Counter({k: int(v) for k, v in zip(all_kinds, kind_counts, strict=True) if v})
@@ -243,7 +250,7 @@ def write_node_logs(out_dir: Path, config: SimulationConfig, clock: LocalClock, 
         "lines": res.lines,
         "files": res.files,
         "bytes": res.bytes,
-        "noise_shapes": NoiseTemplates.build(np.random.default_rng(0), pool_size=1).n_shapes,
+        "noise_shapes": len(NOISE_SHAPES),
         "formats": {"iso8601": [names[i] for i in res.iso_nodes],
                     "rfc3164_nodes": config.nodes - len(res.iso_nodes)},
         "lines_by_kind": dict(sorted(res.by_kind.items())),

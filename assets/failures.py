@@ -1,0 +1,98 @@
+"""Marts: hardware incidents, job failure attribution, failure taxonomy, suspect nodes.
+
+Thin: read core.node_events, core.jobs, cluster.yaml topology and the operator's incidents.csv,
+call the pure models, write the marts in one transaction. Recomputed in full each run: events are
+a small share of log lines (about 2 %) and a quarter of them fits in memory many times over.
+"""
+
+
+import dagster as dg
+import polars as pl
+
+from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.ingest_syslog import NODE_EVENTS
+from gpusre.assets.metadata import markdown_preview
+from gpusre.models.attribution import attribute_failures
+from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
+from gpusre.models.hw_incidents import merge_incidents
+from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
+from gpusre.models.suspect_nodes import suspect_nodes
+from gpusre.models.warehouse import transaction
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
+ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
+TAXONOMY = dg.AssetKey(["marts", "failure_taxonomy"])
+SUSPECT_NODES = dg.AssetKey(["marts", "suspect_nodes"])
+
+_JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus", "gpu_hours",
+                "cancelled_by", "exit_code", "exit_signal", "user", "name")
+
+
+def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
+    con.register("_mart_frame", frame.to_arrow())
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _mart_frame")
+    con.unregister("_mart_frame")
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(HW_INCIDENTS, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="One row per hardware incident: repeated failure events on a node/component "
+                     "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident; "
+                     "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win. "
+                     "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
+        dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="One row per job that ended in a failure state (or was cancelled by root): "
+                     "infrastructure / user / unknown, component, evidence events and lost GPU-hours "
+                     "(after Meta, HPCA 2025: events 10 min before to 5 min after the end on the job's nodes)."),
+        dg.AssetSpec(TAXONOMY, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Per period × component × cause class: incidents, events, affected jobs, lost GPU-hours."),
+        dg.AssetSpec(SUSPECT_NODES, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Nodes far above the fleet (robust z >= 3 over 28 days) in failure events, "
+                     "non-user Xids, infrastructure-failed or NODE_FAIL jobs, with the recommended action."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
+    config = landing.cluster_config()
+    operator = None
+    operator_rejects = pl.DataFrame()
+    incidents_path = landing.root / INCIDENTS_FILE
+    if incidents_path.is_file():
+        operator, operator_rejects = read_operator_incidents(incidents_path)
+    with warehouse.connect() as con:
+        events = con.sql("SELECT * FROM core.node_events").pl()
+        jobs = con.sql(f"SELECT {', '.join(chr(34) + c + chr(34) for c in _JOB_COLUMNS)} FROM core.jobs").pl()
+        as_of = con.sql("SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0][0]
+        incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator)
+        attribution = attribute_failures(jobs, events, incidents)
+        failed = attribution.filter(pl.col("attribution") != "none")
+        impact = incident_impact(incidents, attribution, jobs)
+        taxonomy = pl.concat([failure_taxonomy(incidents, attribution, p) for p in ("all", "month")], how="vertical")
+        suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)
+                    if as_of is not None else pl.DataFrame())
+        with transaction(con):
+            _write(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))
+            _write(con, "marts.hw_incident_members", members)
+            _write(con, "marts.job_failure_attribution", failed)
+            _write(con, "marts.failure_taxonomy", taxonomy)
+            _write(con, "marts.suspect_nodes", suspects)
+            con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [INCIDENTS_FILE])
+            if operator_rejects.height:
+                con.register("_op_rejects", operator_rejects.to_arrow())
+                con.execute("INSERT INTO raw.rejects BY NAME SELECT source_file, 'incidents' AS source_kind, "
+                            "line_no, raw, error, now() AS rejected_at FROM _op_rejects")
+                con.unregister("_op_rejects")
+    summary = (failed.group_by("attribution").agg(pl.len().alias("jobs"), pl.col("lost_gpu_hours").sum())
+               .sort("jobs", descending=True))
+    yield dg.MaterializeResult(asset_key=HW_INCIDENTS, metadata={
+        "dagster/row_count": incidents.height, "preview": markdown_preview(incidents.select(
+            "incident_id", "component", "start_ts", "n_events"))})
+    yield dg.MaterializeResult(asset_key=ATTRIBUTION, metadata={
+        "dagster/row_count": failed.height, "by_attribution": markdown_preview(summary)})
+    yield dg.MaterializeResult(asset_key=TAXONOMY, metadata={"dagster/row_count": taxonomy.height})
+    yield dg.MaterializeResult(asset_key=SUSPECT_NODES, metadata={
+        "dagster/row_count": suspects.height,
+        "preview": markdown_preview(suspects) if suspects.height else dg.MetadataValue.md("_(none)_")})
