@@ -29,8 +29,12 @@ FINDINGS = [
 SECTION_TITLES = [
     "Headline", "Findings", "GPU-hours by final job state", "Job size: share of jobs vs share of GPU-hours",
     "Runtime tail by job size", "Monthly shift in job size", "Utilization", "Queue wait by job size",
-    "Top users and accounts", "Last night&#39;s job failures", "Data quality",
+    "Top users and accounts", "Last night&#39;s job failures", "Why jobs failed", "Failure taxonomy",
+    "Top incidents by lost GPU-hours", "Suspect nodes", "New log templates", "Data quality",
 ]
+XSS_TEMPLATE = "<script>alert(2)</script> rogue <*>"
+FAILURE_MARTS = ("job_failure_attribution", "failure_taxonomy", "hw_incidents", "suspect_nodes", "log_templates",
+                 "node_events")
 
 
 def _ddl(con: duckdb.DuckDBPyConnection) -> None:
@@ -129,6 +133,80 @@ def _marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -
         con.executemany("INSERT INTO marts.findings VALUES (?, ?, ?, ?, ?, ?)", FINDINGS)
 
 
+def _failure_marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -> None:
+    """Hand-made node-log failure marts: 8 failed jobs (3 infrastructure), 3 incidents, 2 suspect nodes."""
+    stmts = {
+        # 2 infrastructure + 1 user failure on the report day; 2,048 + 256 + 8 = 2,312 GPU-h lost in all.
+        "job_failure_attribution": """CREATE TABLE marts.job_failure_attribution AS SELECT * FROM (VALUES
+            ('200', 'FAILED', TIMESTAMPTZ '2026-10-31 03:00:00+00', 512, 'infrastructure', 'failure event in window',
+             'gpu_compute', 'hardware', 'inc-aaa', [11, 12]::BIGINT[], 256.0),
+            ('201', 'NODE_FAIL', TIMESTAMPTZ '2026-10-31 03:00:00+00', 16, 'infrastructure',
+             'node failure without evidence', 'unknown (suspected)', 'unknown', NULL, []::BIGINT[], 8.0),
+            ('150', 'NODE_FAIL', TIMESTAMPTZ '2026-10-12 01:30:00+00', 4096, 'infrastructure',
+             'incident covers job end', 'network_switch', 'hardware', 'inc-bbb', [13]::BIGINT[], 2048.0),
+            ('203', 'TIMEOUT', TIMESTAMPTZ '2026-10-31 03:00:00+00', 2, 'user', 'job limit (memory/time)',
+             'user_application', 'user_application', NULL, []::BIGINT[], 0.0),
+            ('120', 'FAILED', TIMESTAMPTZ '2026-10-02 10:00:00+00', 8, 'user', 'non-zero exit', 'user_application',
+             'user_application', NULL, []::BIGINT[], 0.0),
+            ('121', 'OUT_OF_MEMORY', TIMESTAMPTZ '2026-10-03 10:00:00+00', 8, 'user', 'job limit (memory/time)',
+             'host_memory', 'user_application', NULL, []::BIGINT[], 0.0),
+            ('122', 'FAILED', TIMESTAMPTZ '2026-10-04 10:00:00+00', 8, 'user', 'non-zero exit', 'user_application',
+             'user_application', NULL, []::BIGINT[], 0.0),
+            ('130', 'CANCELLED', TIMESTAMPTZ '2026-10-05 10:00:00+00', 8, 'unknown',
+             'cancelled by system without evidence', NULL, NULL, NULL, []::BIGINT[], 0.0))
+            t(job_id, state, end_ts, n_gpus, attribution, rule, component, cause_class, incident_id,
+              evidence_event_ids, lost_gpu_hours)""",
+        "failure_taxonomy": """CREATE TABLE marts.failure_taxonomy AS SELECT * FROM (VALUES
+            ('all', 'all', 'gpu_compute', 'hardware', 9, 40, 1, 256.0),
+            ('all', 'all', 'nvlink', 'hardware', 2, 10, 0, 0.0),
+            ('all', 'all', 'nvswitch', 'hardware', 1, 3, 0, 0.0),
+            ('all', 'all', 'network_switch', 'hardware', 5, 300, 1, 2048.0),
+            ('all', 'all', 'storage', 'system_software', 1, 12, 0, 0.0),
+            ('all', 'all', 'unknown (suspected)', 'unknown', 0, 0, 1, 8.0),
+            ('month', '2026-09', 'gpu_compute', 'hardware', 4, 20, 0, 0.0),
+            ('month', '2026-10', 'gpu_compute', 'hardware', 5, 20, 1, 256.0))
+            t(period_type, period, component, cause_class, incidents, events, affected_jobs, lost_gpu_hours)""",
+        "hw_incidents": """CREATE TABLE marts.hw_incidents AS SELECT * FROM (VALUES
+            ('inc-bbb', 'network_switch', 'hardware', 'high', 'CHECK_LINK', TIMESTAMPTZ '2026-10-12 01:00:00+00',
+             TIMESTAMPTZ '2026-10-12 02:00:00+00', (SELECT list('gpu' || lpad(i::VARCHAR, 3, '0') ORDER BY i)
+                                                     FROM range(1, 33) r(i)),
+             []::VARCHAR[], 300, 'leaf_switch', 'leaf01', 'events', 'ib_link_down', NULL, NULL, 1, 4096, 2048.0, 32,
+             TIMESTAMPTZ '2026-10-12 07:30:00+00', 5.5),
+            ('inc-aaa', 'gpu_compute', 'hardware', 'critical', 'RESTART_BM', TIMESTAMPTZ '2026-10-31 02:50:00+00',
+             TIMESTAMPTZ '2026-10-31 03:05:00+00', ['gpu017'], ['0000:10:00.0'], 4, 'operator', NULL, 'operator',
+             'bad HBM <b>stack</b>', 'OPS-7', 'RMA opened', 1, 512, 256.0, 0, NULL, NULL),
+            ('inc-ccc', 'storage', 'system_software', 'high', 'CHECK_STORAGE', TIMESTAMPTZ '2026-10-20 09:00:00+00',
+             TIMESTAMPTZ '2026-10-20 09:20:00+00', ['gpu001', 'gpu002', 'gpu005'], []::VARCHAR[], 12, 'cluster',
+             NULL, 'events', 'lustre_error', NULL, NULL, 0, 0, 0.0, 3, TIMESTAMPTZ '2026-10-20 10:20:00+00', 1.0))
+            t(incident_id, component, cause_class, severity, action, start_ts, end_ts, nodes, gpus, n_events, scope,
+              leaf_switch, label_source, root_cause, operator_id, notes, affected_jobs, affected_gpus,
+              lost_gpu_hours, nodes_recovered, recovered_ts, hours_to_recovery)""",
+        "suspect_nodes": """CREATE TABLE marts.suspect_nodes AS SELECT * FROM (VALUES
+            ('gpu017', 9, 12, 5, 6, 1, 0, 6.0, 'hw_episodes 6 vs fleet median 0 (z 6.0)', 'xid 48',
+             'CONTACT_SUPPORT', 'drain, RMA'),
+            ('gpu033', 0, 0, 0, 0, 4, 1, 4.0, 'infra_failed_jobs 4 vs fleet median 0 (z 4.0)', NULL, NULL, 'drain'))
+            t(node, xid_events, hw_events, xid_episodes, hw_episodes, infra_failed_jobs, node_fail_jobs, score,
+              reason, worst_event, action, recommended_action)""",
+        "log_templates": f"""CREATE TABLE core.log_templates AS SELECT * FROM (VALUES
+            (101, 'NVRM: Xid (PCI:<*>): <NUM>, pid=<*>', 'NVRM: Xid (PCI:0000:10:00): 48, pid=77', 40, 3,
+             TIMESTAMPTZ '2026-10-31 01:00:00+00', TIMESTAMPTZ '2026-10-31 04:00:00+00',
+             TIMESTAMPTZ '2026-10-31 05:00:00+00', true, 'xid'),
+            (102, '{XSS_TEMPLATE}', 'x', 7, 1, TIMESTAMPTZ '2026-10-31 02:00:00+00',
+             TIMESTAMPTZ '2026-10-31 02:00:00+00', TIMESTAMPTZ '2026-10-31 05:00:00+00', false, NULL),
+            (103, 'sshd: Accepted publickey for <*>', 'x', 9000, 40, TIMESTAMPTZ '2026-08-03 00:00:00+00',
+             TIMESTAMPTZ '2026-10-31 04:00:00+00', TIMESTAMPTZ '2026-10-30 05:00:00+00', false, NULL))
+            t(template_id, template, example, lines, nodes, first_seen_ts, last_seen_ts, first_ingested_at,
+              has_event, kind)""",
+        "node_events": """CREATE TABLE core.node_events AS SELECT 11::BIGINT AS event_id,
+            TIMESTAMPTZ '2026-10-31 02:55:00+00' AS ts, 'gpu017' AS node, 'xid' AS kind, 48 AS code,
+            'gpu_memory' AS component, 'hardware' AS cause_class, 'critical' AS severity, 'CONTACT_SUPPORT' AS action,
+            'NVRM: Xid (PCI:0000:10:00): 48' AS message""",
+    }
+    for name, sql in stmts.items():
+        if name not in skip:
+            con.execute(sql)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportPaths, str, str]:
     # Rendering draws ~8 charts; build and render once for all read-only assertions on the output.
@@ -137,6 +215,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportPaths, str, 
     _ddl(con)
     _core_and_raw(con)
     _marts(con)
+    _failure_marts(con)
     paths = render_nightly_report(con, tmp / "out", report_date=date(2026, 10, 31), warehouse_label="wh.duckdb")
     con.close()
     return paths, paths.html.read_text(encoding="utf-8"), paths.markdown.read_text(encoding="utf-8")
@@ -166,7 +245,7 @@ def test_html_is_self_contained(report: tuple[ReportPaths, str, str]) -> None:
     assert not re.search(r"<(link|img|iframe)\b", html, re.I)
     refs = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)""", html, re.I) + re.findall(r"url\(([^)]*)\)", html)
     assert refs and all(r.startswith("#") for r in refs), "only in-page references allowed"
-    assert html.count("<svg") >= 8  # state, daily, size, runtime, monthly, util, queue, top users
+    assert html.count("<svg") >= 9  # state, daily, size, runtime, monthly, util, queue, top users, lost GPU-h
     assert "@import" not in html
 
 
@@ -195,10 +274,93 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
 
 def test_failures_section_orders_by_gpu_hours(report: tuple[ReportPaths, str, str]) -> None:
     _, html, _ = report
-    sec = html[html.index('id="failures"'): html.index('id="quality"')]
+    sec = _section(html, "failures")
     ids = re.findall(r'<td class=" mono">(\d{3})</td>', sec)
     assert ids == ["200", "203", "201"]  # 768, 50.1 and 8 GPU-hours; the COMPLETED job is excluded
     assert "3 jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
+
+
+def _section(html: str, key: str) -> str:
+    start = html.index(f'<section id="{key}">')
+    return html[start: html.index("</section>", start)]
+
+
+def test_why_jobs_failed(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, md = report
+    sec = _section(html, "attribution")
+    text = _visible_text(sec)
+    assert ("Of 8 failed jobs in 2026-08-03 … 2026-10-31, 3 were infrastructure (2,312 GPU-h lost), 4 user and "
+            "1 unknown; on 2026-10-31, of 3, 2 were infrastructure (264 GPU-h lost), 1 user and 0 unknown.") in text
+    # Attribution × state cross-tab: failure states first, then the others; Total row.
+    assert "Attribution FAILED NODE_FAIL OUT_OF_MEMORY TIMEOUT CANCELLED Jobs Share Lost GPU-hours" in text
+    assert "Infrastructure 1 2 – – – 3 37.5 % 2,312.0" in text
+    assert "User 2 – 1 1 – 4 50.0 % 0.0" in text and "Unknown – – – – 1 1 12.5 % 0.0" in text
+    assert "Total 3 2 1 1 1 8 100.0 % 2,312.0" in text
+    # Last night's infrastructure-failed jobs, by lost GPU-hours, with friendly component labels.
+    assert re.findall(r'<td class=" mono">(\d{3})</td>', sec) == ["200", "201"]
+    assert "200 2026-10-31 03:00 UTC FAILED 512 GPU hardware inc-aaa 2 256.0" in text
+    assert "Unknown (suspected NODE_FAIL) unknown none (node failure without evidence) 0 8.0" in text
+    assert "150" not in text  # failed on another day
+    # Markdown: the lead, the cross-tab and the KPI cards.
+    assert "Of 8 failed jobs in 2026-08-03 … 2026-10-31, 3 were infrastructure (2,312 GPU-h lost)" in md
+    assert "| Total | 3 | 2 | 1 | 1 | 1 | 8 | 100.0 % | 2,312.0 |" in md
+    assert "- **Infra failures 2026-10-31:** 2 (264 GPU-h lost · of 3 failed jobs)" in md
+    assert "- **Infra failures, whole period:** 3 (2,312 GPU-h lost · of 8 failed jobs)" in md
+    assert "- **Hardware incidents:** 3 (whole period · 1 began 2026-10-31)" in md
+    assert "- **Suspect nodes:** 2 (gpu[017,033])" in md
+    cards = _visible_text(html[html.index('class="cards"'): html.index('id="findings"')])
+    assert "Infra failures 2026-10-31 2 264 GPU-h lost · of 3 failed jobs" in cards
+
+
+def test_failure_taxonomy(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, md = report
+    sec = _section(html, "taxonomy")
+    text = _visible_text(sec)
+    assert ("In 2026-09 … 2026-10 there were 18 incidents — GPU 9, Interconnect switch 5, NVLink/NVSwitch 3, "
+            "Storage 1 — and 3 infrastructure-failed jobs, costing 2,312 GPU-hours; the most work was lost to "
+            "Interconnect switch (2,048 GPU-h, 88.6 %).") in text
+    # One row per friendly component (nvlink + nvswitch merged), by lost GPU-hours; a total row.
+    assert "Interconnect switch hardware 5 300 1 2,048.0 88.6 %" in text
+    assert "GPU hardware 9 40 1 256.0 11.1 %" in text
+    assert "Unknown (suspected NODE_FAIL) unknown 0 0 1 8.0 0.3 %" in text
+    assert "NVLink/NVSwitch hardware 3 13 0 0.0 0.0 %" in text
+    assert "Total 18 365 3 2,312.0 100.0 %" in text
+    assert "network_switch" not in text and "nvswitch" not in text
+    # Horizontal bar chart of lost GPU-hours (components with a loss only), labels in the SVG.
+    svg = sec[sec.index("<svg"): sec.index("</svg>")]
+    assert "Lost GPU-hours by component" in svg and "Interconnect switch" in svg and "2,048.0 (89 %)" in svg
+    assert "Storage" not in svg
+    assert "| Interconnect switch | hardware | 5 | 300 | 1 | 2,048.0 | 88.6 % |" in md
+
+
+def test_top_incidents(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, md = report
+    sec = _section(html, "incidents")
+    text = _visible_text(sec)
+    assert ("The top 3 of 3 incidents lost 2,304 GPU-hours (100.0 % of all incident losses); the costliest, "
+            "Interconnect switch under leaf01 from 2026-10-12 01:00 UTC, killed 1 job and lost 2,048 GPU-hours; "
+            "1 incident has not recovered yet.") in text
+    assert re.findall(r'<td class=" mono nowrap">(inc-\w+)</td>', sec) == ["inc-bbb", "inc-aaa", "inc-ccc"]
+    # Compressed hostlists, operator label marked (and escaped), recovery time or how far recovery got.
+    assert "ib_link_down gpu[001-032] 300 1 2,048.0 5.5 h" in text
+    assert "bad HBM &lt;b&gt;stack&lt;/b&gt; (operator) gpu017 4 1 256.0 not yet (0/1 nodes)" in text
+    assert "Storage lustre_error gpu[001-002,005] 12 0 0.0 1.0 h" in text
+    assert "| 2026-10-12 01:00 UTC | inc-bbb | Interconnect switch | ib_link_down | gpu[001-032] |" in md
+
+
+def test_suspect_nodes_and_new_templates(report: tuple[ReportPaths, str, str]) -> None:
+    _, html, md = report
+    text = _visible_text(_section(html, "suspects"))
+    assert ("2 nodes stand out from the fleet over the last 28 days (gpu[017,033]); the worst, gpu017, has "
+            "hw_episodes 6 vs fleet median 0 (z 6.0) — recommended: drain, RMA.") in text
+    assert "gpu033 4.0 infra_failed_jobs 4 vs fleet median 0 (z 4.0) – drain 0 0 4 1" in text
+    assert "| gpu017 | 6.0 | hw_episodes 6 vs fleet median 0 (z 6.0) | xid 48 | drain, RMA |" in md
+    sec = _section(html, "templates")
+    text = _visible_text(sec)
+    assert ("2 of 3 templates were first seen on 2026-10-31; 1 of them matches no catalogued event") in text
+    assert "2026-10-31 01:00 UTC 40 3 xid NVRM: Xid (PCI:&lt;*&gt;): &lt;NUM&gt;, pid=&lt;*&gt;" in text
+    assert "2026-10-31 02:00 UTC 7 1 uncatalogued &lt;script&gt;alert(2)&lt;/script&gt; rogue &lt;*&gt;" in text
+    assert "sshd" not in text  # first seen long before the report day
 
 
 def test_input_text_is_escaped(report: tuple[ReportPaths, str, str]) -> None:
@@ -211,6 +373,8 @@ def test_input_text_is_escaped(report: tuple[ReportPaths, str, str]) -> None:
     # The chart label for the user is sanitised before it reaches the SVG.
     assert "‹script›bob‹/script›" in html
     assert "<script" not in md and "| &lt;script&gt;bob&lt;/script&gt; |" in md
+    assert "&lt;script&gt;alert(2)&lt;/script&gt; rogue &lt;*&gt;" in html  # a log template
+    assert "<b>stack" not in html and "<b>stack" not in md  # an operator root cause
 
 
 def test_markdown_summary(report: tuple[ReportPaths, str, str]) -> None:
@@ -242,6 +406,63 @@ def test_missing_and_empty_marts_say_no_data(tmp_path: Path) -> None:
     assert "No jobs ended in FAILED, NODE_FAIL, OUT_OF_MEMORY or TIMEOUT on 2026-10-30." in html
     assert "Mean utilization was 75.0 %" in html  # sections with data still render
     assert "No data yet: marts.findings has not been built." in paths.markdown.read_text()
+    con.close()
+
+
+def test_failure_marts_missing_or_empty_say_no_data(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "nofail.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con)
+    paths = render_nightly_report(con, tmp_path / "a", report_date=date(2026, 10, 31))
+    html, md = _visible_text(paths.html.read_text()), paths.markdown.read_text()
+    for table in ("marts.job_failure_attribution", "marts.failure_taxonomy", "marts.hw_incidents",
+                  "marts.suspect_nodes", "core.log_templates"):
+        assert f"No data yet: {table} has not been built." in html, table
+    assert "No data yet: marts.job_failure_attribution has not been built." in md
+    assert "Infra failures 2026-10-31 – marts.job_failure_attribution not available" in html
+    assert "Mean utilization was 75.0 %" in html  # the other sections still render
+
+    # Built but empty: "No data yet … is empty"; an empty suspect list with node logs = nobody flagged.
+    _failure_marts(con)
+    for table in ("marts.job_failure_attribution", "marts.failure_taxonomy", "marts.hw_incidents",
+                  "marts.suspect_nodes", "core.log_templates"):
+        con.execute(f"DELETE FROM {table}")
+    html = _visible_text(render_nightly_report(con, tmp_path / "b", report_date=date(2026, 10, 31)).html.read_text())
+    for table in ("marts.job_failure_attribution", "marts.failure_taxonomy", "marts.hw_incidents",
+                  "core.log_templates"):
+        assert f"No data yet: {table} is empty." in html, table
+    assert "No node stands out from the fleet" in html
+    assert "Suspect nodes 0 none stands out from the fleet" in html  # KPI card
+    con.execute("DELETE FROM core.node_events")
+    html = _visible_text(render_nightly_report(con, tmp_path / "c", report_date=date(2026, 10, 31)).html.read_text())
+    assert "No data yet: core.node_events is empty." in html and "No node stands out" not in html
+
+    # A mart of the wrong shape costs only its own section.
+    con.execute("DROP TABLE marts.failure_taxonomy")
+    con.execute("CREATE TABLE marts.failure_taxonomy (period_type VARCHAR, other INTEGER)")
+    con.execute("INSERT INTO marts.failure_taxonomy VALUES ('all', 1)")
+    html = _visible_text(render_nightly_report(con, tmp_path / "d", report_date=date(2026, 10, 31)).html.read_text())
+    assert "Failure taxonomy Could not be computed: BinderException" in html
+    assert "No data yet: marts.hw_incidents is empty." in html
+    con.close()
+
+
+def test_new_templates_fall_back_to_latest_ingestion(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "tpl.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _failure_marts(con, skip=frozenset(set(FAILURE_MARTS) - {"log_templates"}))
+    # Nothing first seen on 2026-11-02: show what the latest ingestion day (2026-10-31) brought.
+    html = _visible_text(render_nightly_report(con, tmp_path / "a", report_date=date(2026, 11, 2)).html.read_text())
+    assert ("2 of 3 templates were first ingested on 2026-10-31, the latest ingestion day "
+            "(none was first seen on 2026-11-02)") in html
+    # Everything from one load: nothing is new yet, and no table of the most common lines.
+    con.execute("UPDATE core.log_templates SET first_ingested_at = TIMESTAMPTZ '2026-10-31 05:00:00+00'")
+    html = _visible_text(render_nightly_report(con, tmp_path / "b", report_date=date(2026, 11, 2)).html.read_text())
+    assert ("No node-log template was first seen on 2026-11-02; all 3 templates came with the first load of "
+            "node logs (2026-10-31), so none is new yet.") in html
+    assert "sshd" not in html
     con.close()
 
 

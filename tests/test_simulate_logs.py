@@ -9,6 +9,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from gpusre.models.event_catalog import classify_messages
@@ -52,12 +53,15 @@ def parsed(sim: Path) -> dict[str, list[tuple[float, str]]]:
     """Every node's lines through the pipeline's own syslog parser: node -> [(epoch, message)]."""
     hint = (datetime(2026, 7, 1, tzinfo=UTC), datetime(2026, 9, 1, tzinfo=UTC))
     by_node: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for path in sorted((sim / "syslog").rglob("*.log")):
-        res = parse_syslog_bytes(path.read_bytes(), path.name, timezone=CFG.timezone, year_hint=hint)
+    files: dict[str, list[Path]] = defaultdict(list)
+    for path in sorted((sim / "syslog").rglob("*.log")):  # day directories sort in time order
+        files[path.stem].append(path)
+    for node, paths in files.items():
+        data = b"".join(p.read_bytes() for p in paths)
+        res = parse_syslog_bytes(data, f"{node}.log", timezone=CFG.timezone, year_hint=hint)
         assert res.rejects.is_empty(), res.rejects.head(3)
-        for ts, host, msg in res.lines.select("ts", "host", "message").iter_rows():
-            assert host == path.stem
-            by_node[host].append((ts.timestamp(), msg))
+        assert res.lines["host"].unique().to_list() == [node]
+        by_node[node] = [(ts.timestamp(), msg) for ts, msg in res.lines.select("ts", "message").iter_rows()]
     return by_node
 
 
@@ -160,7 +164,7 @@ def test_noise_has_no_xid_and_no_failure(sim: Path, parsed: dict[str, list[tuple
     quiet = [m for node, lines in parsed.items() for t, m in lines
              if not any(a <= t <= b for a, b in busy[node])]
     assert len(quiet) > 10_000
-    classified = classify_messages(__import__("polars").Series(quiet))
+    classified = classify_messages(pl.Series(quiet))
     bad = classified.filter(classified["severity"].is_in(["critical", "high"]))
     # Only user-application Xids (their class is user_application) may be "high" outside incidents.
     assert set(bad["cause_class"].to_list()) <= {"user_application"}, bad.head()
@@ -169,7 +173,7 @@ def test_noise_has_no_xid_and_no_failure(sim: Path, parsed: dict[str, list[tuple
 def test_benign_xids_are_informational(parsed: dict[str, list[tuple[float, str]]]) -> None:
     benign = [m for lines in parsed.values() for _, m in lines if re.search(r"Xid \(PCI:[^)]*\): (63|92),", m)]
     assert benign
-    out = classify_messages(__import__("polars").Series(benign))
+    out = classify_messages(pl.Series(benign))
     assert set(out["cause_class"].to_list()) == {"informational"}
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "monthly_bucket_share_chart",
     "utilization_chart",
     "top_consumers_chart",
+    "lost_gpu_hours_chart",
 ]
 
 #: States counted as failures in the report (the job did not finish its work through no choice of
@@ -372,6 +373,33 @@ def top_consumers_chart(rows: Sequence[tuple[str, float]], title: str, xlabel: s
     ax.set_yticks(ys, names)
     ax.set_xlim(0, max(vals + [0.05]) * 1.15)
     _pct_axis(ax, "x")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    return figure_to_svg(fig)
+
+
+@_styled
+def lost_gpu_hours_chart(rows: Sequence[tuple[str, float]], title: str, xlabel: str) -> str:
+    """Horizontal bars of lost GPU-hours per component (largest on top), labelled with value and share.
+
+    ``rows`` are ``(component label, lost_gpu_hours)`` in display order; labels go through
+    :func:`safe_label` (operator-entered components are data).
+    """
+    n = max(len(rows), 1)
+    fig, ax = _new(10, 1.0 + 0.36 * n)
+    ax.grid(False)
+    ax.grid(axis="x", color=_GRID, linewidth=0.8)
+    vals = [max(r[1] or 0.0, 0.0) for r in rows]
+    total = sum(vals)
+    ys = list(range(len(rows)))[::-1]
+    ax.barh(ys, vals, color="#c62828", height=0.62)
+    top = max(vals + [1.0])
+    for y, v in zip(ys, vals):
+        share = f" ({v / total * 100:.0f} %)" if total else ""
+        ax.text(v + top * 0.01, y, f"{v:,.1f}{share}", va="center", fontsize=9)
+    ax.set_yticks(ys, [safe_label(r[0], 34) for r in rows])
+    ax.set_xlim(0, top * 1.18)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     return figure_to_svg(fig)

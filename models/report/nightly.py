@@ -3,8 +3,10 @@
 :func:`render_nightly_report` reads ``core.jobs``, ``raw.ingested_files``, ``raw.rejects`` and the
 job-trend marts (``marts.job_usage_daily``, ``marts.utilization_daily``, ``marts.gpu_time_by_state``,
 ``marts.size_buckets``, ``marts.runtime_quantiles``, ``marts.queue_wait_quantiles``,
-``marts.top_consumers``, ``marts.size_share_trend``, ``marts.findings``) and writes
-``nightly-YYYY-MM-DD.html`` and ``nightly-YYYY-MM-DD.md``.
+``marts.top_consumers``, ``marts.size_share_trend``, ``marts.findings``), the node-log failure
+marts (``marts.job_failure_attribution``, ``marts.failure_taxonomy``, ``marts.hw_incidents``,
+``marts.suspect_nodes``) and ``core.log_templates``, and writes ``nightly-YYYY-MM-DD.html`` and
+``nightly-YYYY-MM-DD.md``.
 
 Design choices:
 
@@ -16,6 +18,11 @@ Design choices:
   Markdown. Charts are SVG generated here, with labels sanitised, and are the only markup marked
   safe.
 * Shares and utilisation are fractions in [0, 1] in the marts.
+* "Last night" is the report date as a UTC day: jobs by ``end_ts``, incidents by ``start_ts``,
+  log templates by ``first_seen_ts``. "New log templates" are those first seen in the logs that day;
+  only when there are none does the section fall back to templates first ingested on the latest
+  ingestion day (logs that landed late, or a first load), and its sentence says which it shows.
+* An empty ``marts.suspect_nodes`` (it may even have no columns) means no node was flagged.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from typing import Any
 import duckdb
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
+
+from gpusre.models.hostlist import compress_hostlist
 
 from . import charts
 from .charts import FAILURE_STATES, bucket_colour, state_colour
@@ -56,6 +65,8 @@ __all__ = [
     "Section",
     "render_nightly_report",
     "build_nightly_context",
+    "COMPONENT_LABELS",
+    "component_label",
 ]
 
 log = logging.getLogger(__name__)
@@ -631,6 +642,403 @@ def _failures(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
     return sec
 
 
+# --------------------------------------------------------------------------------------------
+# node-log failure sections (marts built by assets/failures.py)
+
+#: Catalog / incident component -> the name an SRE uses. Several components may share a label
+#: (NVLink and NVSwitch are one fabric to the reader); unknown names are shown as stored.
+COMPONENT_LABELS: dict[str, str] = {
+    "gpu_compute": "GPU",
+    "gpu_memory": "GPU memory",
+    "gsp_firmware": "GPU firmware (GSP)",
+    "driver": "GPU driver",
+    "nvlink": "NVLink/NVSwitch",
+    "nvswitch": "NVLink/NVSwitch",
+    "pcie_bus": "PCIe bus",
+    "network": "Network link / NIC",
+    "network_switch": "Interconnect switch",
+    "storage": "Storage",
+    "host_memory": "Host memory",
+    "host_cpu": "Host CPU",
+    "power": "Power",
+    "thermal": "Thermal",
+    "os": "Operating system",
+    "slurm": "Slurm",
+    "user_application": "User application",
+    "other": "Other / unclassified",
+    "unknown": "Unknown",
+    "unknown (suspected)": "Unknown (suspected NODE_FAIL)",
+}
+_CAUSE_LABELS = {"driver_firmware": "driver/firmware"}
+_ATTRIBUTIONS = ("infrastructure", "user", "unknown")
+_TOP_N_INFRA_JOBS = 20
+_TOP_N_INCIDENTS = 10
+_TOP_N_TEMPLATES = 15
+_TOP_N_SUSPECTS = 20
+
+
+def component_label(component: str | None) -> str:
+    """'network_switch' -> 'Interconnect switch'; NULL -> 'Unknown'; other text as stored."""
+    if component is None or component == "":
+        return COMPONENT_LABELS["unknown"]
+    return COMPONENT_LABELS.get(component, component)
+
+
+def _cause_label(cause: str | None) -> str:
+    return MISSING if not cause else _CAUSE_LABELS.get(cause, cause.replace("_", " "))
+
+
+def _gpuh(x: float | None) -> str:
+    """GPU-hours in a sentence: whole hours from 100 up ('2,310'), one decimal below ('7.5')."""
+    return fmt_num(x, 0 if x is not None and abs(x) >= 100 else 1)
+
+
+def _utc_day(col: str) -> str:
+    """SQL for the UTC calendar day of a TIMESTAMPTZ column (report days are UTC days)."""
+    return f"CAST(timezone('UTC', {col}) AS DATE)"
+
+
+def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
+    """'6 were infrastructure (2,310 GPU-h lost), 33 user, 2 unknown'."""
+    infra = counts.get("infrastructure", {"n": 0, "lost": 0.0})
+    parts = [f"{fmt_int(infra['n'])} {'was' if infra['n'] == 1 else 'were'} infrastructure"
+             + (f" ({_gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["n"] else "")]
+    parts += [f"{fmt_int(counts.get(a, {'n': 0})['n'])} {a}" for a in _ATTRIBUTIONS[1:]]
+    other = total - sum(counts.get(a, {"n": 0})["n"] for a in _ATTRIBUTIONS)
+    if other:
+        parts.append(f"{fmt_int(other)} other")
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+def _attribution_counts(con: duckdb.DuckDBPyConnection, where: str = "", params: Sequence[Any] = ()) -> tuple[
+        int, dict[str, dict[str, Any]]]:
+    rows = _rows(con, f"""SELECT attribution, count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost
+                          FROM marts.job_failure_attribution {where} GROUP BY attribution""", params)
+    counts = {r["attribution"]: r for r in rows}
+    return sum(r["n"] for r in rows), counts
+
+
+def _failure_cards(con: duckdb.DuckDBPyConnection, meta: _Meta) -> list[dict[str, str]]:
+    """KPI cards from the failure marts; '–' with the reason when a mart is missing or broken."""
+    d = fmt_date(meta.report_date)
+    cards: list[dict[str, str]] = []
+    try:
+        reason = _table_status(con, "marts.job_failure_attribution")
+        if reason and "has not been built" in reason:
+            raise LookupError(reason)
+        night_total, night = (0, {}) if reason else _attribution_counts(
+            con, f"WHERE {_utc_day('end_ts')} = ?", [meta.report_date])
+        all_total, every = (0, {}) if reason else _attribution_counts(con)
+        ni = night.get("infrastructure", {"n": 0, "lost": 0.0})
+        ai = every.get("infrastructure", {"n": 0, "lost": 0.0})
+        cards.append({"label": f"Infra failures {d}", "value": fmt_int(ni["n"]),
+                      "sub": f"{_gpuh(ni['lost'])} GPU-h lost · of {_plural(night_total, 'failed job')}",
+                      "tone": "bad" if ni["n"] else "good"})
+        cards.append({"label": "Infra failures, whole period", "value": fmt_int(ai["n"]),
+                      "sub": f"{_gpuh(ai['lost'])} GPU-h lost · of {_plural(all_total, 'failed job')}",
+                      "tone": ""})
+    except (duckdb.Error, LookupError) as exc:
+        log.warning("nightly report attribution cards: %s", exc)
+        sub = "marts.job_failure_attribution not available"
+        cards += [{"label": f"Infra failures {d}", "value": MISSING, "sub": sub, "tone": ""},
+                  {"label": "Infra failures, whole period", "value": MISSING, "sub": sub, "tone": ""}]
+    try:
+        status = _table_status(con, "marts.hw_incidents")
+        if status and "has not been built" in status:
+            raise LookupError(status)
+        inc = _rows(con, f"""SELECT count(*) AS n, count(*) FILTER (WHERE {_utc_day('start_ts')} = ?) AS night
+                             FROM marts.hw_incidents""", [meta.report_date])[0]
+        cards.append({"label": "Hardware incidents", "value": fmt_int(inc["n"]),
+                      "sub": f"whole period · {fmt_int(inc['night'])} began {d}",
+                      "tone": "bad" if inc["night"] else ""})
+    except (duckdb.Error, LookupError) as exc:
+        log.warning("nightly report incident card: %s", exc)
+        cards.append({"label": "Hardware incidents", "value": MISSING, "sub": "marts.hw_incidents not available",
+                      "tone": ""})
+    try:
+        status = _table_status(con, "marts.suspect_nodes")
+        if status and "has not been built" in status:
+            raise LookupError(status)
+        nodes = [] if status else [r["node"] for r in _rows(con, "SELECT node FROM marts.suspect_nodes "
+                                                                 "ORDER BY score DESC, node")]
+        cards.append({"label": "Suspect nodes", "value": fmt_int(len(nodes)),
+                      "sub": truncate(compress_hostlist(nodes), 40) if nodes else "none stands out from the fleet",
+                      "tone": "bad" if nodes else "good"})
+    except (duckdb.Error, LookupError) as exc:
+        log.warning("nightly report suspect-node card: %s", exc)
+        cards.append({"label": "Suspect nodes", "value": MISSING, "sub": "marts.suspect_nodes not available",
+                      "tone": ""})
+    return cards
+
+
+def _attribution(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("attribution", "Why jobs failed")
+    reason = _table_status(con, "marts.job_failure_attribution")
+    if reason:
+        sec.no_data = reason
+        return sec
+    total, every = _attribution_counts(con)
+    night_total, night = _attribution_counts(con, f"WHERE {_utc_day('end_ts')} = ?", [meta.report_date])
+    period = _period_text(fmt_date(meta.period_first) if meta.period_first else None,
+                          fmt_date(meta.period_last) if meta.period_last else None)
+    sec.lead = f"Of {_plural(total, 'failed job')} in {period}, {_attribution_phrase(every, total)}; " + (
+        f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}."
+        if night_total else f"none failed on {d}.")
+
+    cells = _rows(con, """SELECT attribution, state, count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost
+                          FROM marts.job_failure_attribution GROUP BY attribution, state""")
+    seen = {r["state"] for r in cells}
+    states = [s for s in FAILURE_STATES if s in seen] + sorted(seen - set(FAILURE_STATES), key=str)
+    attrs = [a for a in _ATTRIBUTIONS if a in every] + sorted(set(every) - set(_ATTRIBUTIONS), key=str)
+    n = {(r["attribution"], r["state"]): r["n"] for r in cells}
+    rows = []
+    for a in attrs + [None]:
+        counts = [sum(v for (aa, s), v in n.items() if s == st and (a is None or aa == a)) for st in states]
+        tot = sum(counts)
+        lost = sum(r["lost"] for r in cells if a is None or r["attribution"] == a)
+        rows.append([Cell("Total" if a is None else _cap(str(a)))]
+                    + [Cell(fmt_int(c) if c else MISSING) for c in counts]
+                    + [Cell(fmt_int(tot)), Cell(fmt_pct(tot / total if total else None)), Cell(fmt_num(lost))])
+    sec.tables.append(Table(
+        [Column("Attribution")] + [Column(s, True) for s in states]
+        + [Column("Jobs", True), Column("Share", True), Column("Lost GPU-hours", True)],
+        rows,
+        caption="Failed jobs of the whole period by attribution and final state. Lost GPU-hours count "
+                "infrastructure failures only: the work since the last checkpoint.",
+    ))
+
+    jobs = _rows(con, f"""SELECT job_id, state, end_ts, n_gpus, component, cause_class, incident_id,
+                                 len(evidence_event_ids) AS n_evidence, rule, lost_gpu_hours
+                          FROM marts.job_failure_attribution
+                          WHERE attribution = 'infrastructure' AND {_utc_day('end_ts')} = ?
+                          ORDER BY lost_gpu_hours DESC NULLS LAST, end_ts, job_id""", [meta.report_date])
+    if jobs:
+        shown = jobs[:_TOP_N_INFRA_JOBS]
+        sec.tables.append(Table(
+            [Column("Job ID"), Column("Ended", nowrap=True), Column("State"), Column("GPUs", True),
+             Column("Component"), Column("Cause class"), Column("Incident"), Column("Evidence events", True),
+             Column("Lost GPU-hours", True)],
+            [[Cell(str(r["job_id"]), mono=True), Cell(fmt_date(r["end_ts"])), _state_cell(r["state"]),
+              Cell(fmt_int(r["n_gpus"])), Cell(component_label(r["component"])), Cell(_cause_label(r["cause_class"])),
+              Cell(truncate(r["incident_id"], 24) if r["incident_id"] else f"none ({r['rule']})",
+                   mono=bool(r["incident_id"]), title=r["incident_id"]),
+              Cell(fmt_int(r["n_evidence"])), Cell(fmt_num(r["lost_gpu_hours"]))] for r in shown],
+            caption=f"Infrastructure-failed jobs that ended on {d}"
+                    + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
+        ))
+    else:
+        sec.note = f"No job failed because of the infrastructure on {d}."
+    return sec
+
+
+def _taxonomy(con: duckdb.DuckDBPyConnection) -> Section:
+    sec = Section("taxonomy", "Failure taxonomy")
+    reason = _table_status(con, "marts.failure_taxonomy")
+    if reason:
+        sec.no_data = reason
+        return sec
+    raw = _rows(con, """SELECT component, cause_class, incidents, events, affected_jobs, lost_gpu_hours
+                        FROM marts.failure_taxonomy WHERE period_type = 'all'""")
+    if not raw:
+        sec.no_data = f"{NO_DATA}: marts.failure_taxonomy has no period_type 'all' rows."
+        return sec
+    months = _rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.failure_taxonomy "
+                        "WHERE period_type = 'month'")[0]
+    period = _period_text(months["a"], months["b"]) if months["a"] else "the whole period"
+    groups: dict[str, dict[str, Any]] = {}
+    for r in raw:
+        g = groups.setdefault(component_label(r["component"]), {"incidents": 0, "events": 0, "jobs": 0, "lost": 0.0,
+                                                               "causes": {}})
+        g["incidents"] += r["incidents"] or 0
+        g["events"] += r["events"] or 0
+        g["jobs"] += r["affected_jobs"] or 0
+        g["lost"] += r["lost_gpu_hours"] or 0.0
+        cause = _cause_label(r["cause_class"])
+        g["causes"][cause] = g["causes"].get(cause, 0.0) + (r["lost_gpu_hours"] or 0.0) + (r["incidents"] or 0) * 1e-9
+    order = sorted(groups, key=lambda k: (-groups[k]["lost"], -groups[k]["incidents"], k))
+    tot_inc = sum(g["incidents"] for g in groups.values())
+    tot_jobs = sum(g["jobs"] for g in groups.values())
+    tot_lost = sum(g["lost"] for g in groups.values())
+    by_inc = sorted((k for k in groups if groups[k]["incidents"]), key=lambda k: (-groups[k]["incidents"], k))
+    top = order[0]
+    sec.lead = (
+        f"In {period} there {'was' if tot_inc == 1 else 'were'} {_plural(tot_inc, 'incident')}"
+        + (" — " + ", ".join(f"{k} {fmt_int(groups[k]['incidents'])}" for k in by_inc) + " —" if by_inc else "")
+        + f" and {_plural(tot_jobs, 'infrastructure-failed job')}, costing {_gpuh(tot_lost)} GPU-hours"
+        + (f"; the most work was lost to {top} ({_gpuh(groups[top]['lost'])} GPU-h, "
+           f"{fmt_pct(groups[top]['lost'] / tot_lost)})." if tot_lost > 0 else ".")
+    )
+    with_loss = [k for k in order if groups[k]["lost"] > 0]
+    if with_loss:
+        sec.charts.append(_svg(charts.lost_gpu_hours_chart(
+            [(k, groups[k]["lost"]) for k in with_loss], f"Lost GPU-hours by component, {period}",
+            "Lost GPU-hours (work since the last checkpoint)")))
+    sec.tables.append(Table(
+        [Column("Component"), Column("Cause class"), Column("Incidents", True), Column("Events", True),
+         Column("Affected jobs", True), Column("Lost GPU-hours", True), Column("Share of lost", True)],
+        [[Cell(k), Cell(", ".join(sorted(groups[k]["causes"], key=lambda c: (-groups[k]["causes"][c], c)))),
+          Cell(fmt_int(groups[k]["incidents"])), Cell(fmt_int(groups[k]["events"])), Cell(fmt_int(groups[k]["jobs"])),
+          Cell(fmt_num(groups[k]["lost"])), Cell(fmt_pct(groups[k]["lost"] / tot_lost if tot_lost else None))]
+         for k in order]
+        + [[Cell("Total"), Cell(""), Cell(fmt_int(tot_inc)), Cell(fmt_int(sum(g["events"] for g in groups.values()))),
+            Cell(fmt_int(tot_jobs)), Cell(fmt_num(tot_lost)), Cell(fmt_pct(1.0 if tot_lost else None))]],
+        caption="Whole period. Events are the failure log lines merged into the incidents; jobs without a "
+                "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component.",
+    ))
+    return sec
+
+
+def _recovery_text(r: dict[str, Any]) -> str:
+    if r["hours_to_recovery"] is not None:
+        return f"{fmt_num(r['hours_to_recovery'])} h"
+    n_nodes = len(r["nodes"] or [])
+    return f"not yet ({fmt_int(r['nodes_recovered'] or 0)}/{fmt_int(n_nodes)} nodes)" if n_nodes else MISSING
+
+
+def _nodes_text(nodes: Sequence[str] | None) -> str:
+    if not nodes:
+        return MISSING
+    try:
+        return compress_hostlist(nodes)
+    except ValueError:  # names that do not fit the hostlist grammar: list them as they are
+        return ",".join(nodes)
+
+
+def _incidents(con: duckdb.DuckDBPyConnection) -> Section:
+    sec = Section("incidents", "Top incidents by lost GPU-hours")
+    reason = _table_status(con, "marts.hw_incidents")
+    if reason:
+        sec.no_data = reason
+        return sec
+    agg = _rows(con, """SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
+                               count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open
+                        FROM marts.hw_incidents""")[0]
+    rows = _rows(con, f"""SELECT incident_id, component, cause_class, start_ts, nodes, n_events, label_source,
+                                 root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
+                                 hours_to_recovery
+                          FROM marts.hw_incidents
+                          ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST,
+                                   n_events DESC NULLS LAST, start_ts, incident_id
+                          LIMIT {_TOP_N_INCIDENTS}""")
+    top = rows[0]
+    shown_lost = sum(r["lost_gpu_hours"] or 0.0 for r in rows)
+    where = (f" under {top['leaf_switch']}" if top["leaf_switch"] else
+             f" on {truncate(_nodes_text(top['nodes']), 40)}" if top["nodes"] else "")
+    sec.lead = (
+        f"The top {len(rows)} of {_plural(agg['n'], 'incident')} lost {_gpuh(shown_lost)} GPU-hours"
+        + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
+        + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
+        f"killed {_plural(top['affected_jobs'] or 0, 'job')} and lost {_gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
+        + (f"; {_plural(agg['open'], 'incident')} {'has' if agg['open'] == 1 else 'have'} not recovered yet."
+           if agg["open"] else "; every incident's nodes have run a job successfully since.")
+    )
+
+    def cause(r: dict[str, Any]) -> Cell:
+        text = r["root_cause"] or _cause_label(r["cause_class"])
+        if r["label_source"] == "operator":
+            return Cell(truncate(f"{text} (operator)", 48), title=f"{text} (operator label)")
+        return Cell(truncate(text, 48), title=text)
+
+    sec.tables.append(Table(
+        [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
+         Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
+         Column("Recovery", True)],
+        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
+          cause(r), Cell(truncate(_nodes_text(r["nodes"]), 26), mono=True, title=_nodes_text(r["nodes"])),
+          Cell(fmt_int(r["n_events"])), Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
+          Cell(_recovery_text(r))] for r in rows],
+        caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
+                "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Recovery: "
+                "hours from the incident's end until every one of its nodes ran a job to completion again.",
+    ))
+    return sec
+
+
+def _suspects(con: duckdb.DuckDBPyConnection) -> Section:
+    sec = Section("suspects", "Suspect nodes")
+    status = _table_status(con, "marts.suspect_nodes")
+    if status and "has not been built" in status:
+        sec.no_data = status
+        return sec
+    if status:  # built but empty (possibly with no columns): nothing was flagged, if there were logs to score
+        events = _table_status(con, "core.node_events")
+        if events:
+            sec.no_data = events
+        else:
+            sec.lead = ("No node stands out from the fleet: none is 3 robust deviations above the fleet median "
+                        "in failure episodes or failed jobs over the last 28 days.")
+        return sec
+    rows = _rows(con, f"""SELECT node, xid_episodes, hw_episodes, infra_failed_jobs, node_fail_jobs, score, reason,
+                                 worst_event, recommended_action
+                          FROM marts.suspect_nodes ORDER BY score DESC NULLS LAST, node LIMIT {_TOP_N_SUSPECTS}""")
+    n = _scalar(con, "SELECT count(*) FROM marts.suspect_nodes")
+    top = rows[0]
+    sec.lead = (f"{_plural(n, 'node')} {'stands' if n == 1 else 'stand'} out from the fleet over the last 28 days "
+                f"({compress_hostlist([r['node'] for r in rows]) if n <= len(rows) else 'top: ' + top['node']}); "
+                f"the worst, {top['node']}, has {top['reason']} — recommended: {top['recommended_action']}.")
+    sec.tables.append(Table(
+        [Column("Node"), Column("Score (z)", True), Column("Reason"), Column("Worst event"),
+         Column("Recommended action", nowrap=True), Column("HW episodes", True), Column("Xid episodes", True),
+         Column("Infra-failed jobs", True), Column("NODE_FAIL jobs", True)],
+        [[Cell(str(r["node"]), mono=True), Cell(fmt_num(r["score"])),
+          Cell(truncate(r["reason"], 60), title=r["reason"]),
+          Cell(r["worst_event"] or MISSING), Cell(r["recommended_action"] or MISSING), Cell(fmt_int(r["hw_episodes"])),
+          Cell(fmt_int(r["xid_episodes"])), Cell(fmt_int(r["infra_failed_jobs"])), Cell(fmt_int(r["node_fail_jobs"]))]
+         for r in rows],
+        caption="Nodes whose failure signals are at least 3 robust z-scores above the fleet median over 28 days; "
+                "episodes are distinct hours with events. Recommended action from the worst event's catalog action.",
+    ))
+    return sec
+
+
+def _new_templates(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("templates", "New log templates")
+    reason = _table_status(con, "core.log_templates")
+    if reason:
+        sec.no_data = reason
+        return sec
+    cols = """template_id, template, example, lines, nodes, first_seen_ts, has_event, kind"""
+    # "New" means first seen in the logs on the report day; when no template was, fall back to those the
+    # warehouse first ingested on its latest ingestion day (late logs, or a first load).
+    basis = f"first seen on {d}"
+    where, params = f"{_utc_day('first_seen_ts')} = ?", [meta.report_date]
+    n = _scalar(con, f"SELECT count(*) FROM core.log_templates WHERE {where}", params)
+    total = _scalar(con, "SELECT count(*) FROM core.log_templates")
+    if not n:
+        days = _rows(con, f"""SELECT min({_utc_day('first_ingested_at')}) AS first,
+                                     max({_utc_day('first_ingested_at')}) AS last FROM core.log_templates""")[0]
+        if days["last"] is None or days["first"] == days["last"]:
+            # Everything came with one load: "new" would just list the most common lines.
+            sec.lead = (f"No node-log template was first seen on {d}"
+                        + (f"; all {fmt_int(total)} templates came with the first load of node logs "
+                           f"({fmt_date(days['last'])}), so none is new yet." if days["last"] else "."))
+            return sec
+        last = days["last"]
+        where, params = f"{_utc_day('first_ingested_at')} = ?", [last]
+        n = _scalar(con, f"SELECT count(*) FROM core.log_templates WHERE {where}", params)
+        basis = f"first ingested on {fmt_date(last)}, the latest ingestion day (none was first seen on {d})"
+    rows = _rows(con, f"""SELECT {cols} FROM core.log_templates WHERE {where}
+                          ORDER BY lines DESC NULLS LAST, template_id LIMIT {_TOP_N_TEMPLATES}""", params)
+    uncat = _scalar(con, f"SELECT count(*) FROM core.log_templates WHERE {where} AND NOT coalesce(has_event, false)",
+                    params)
+    sec.lead = (f"{fmt_int(n)} of {_plural(total, 'template')} {'was' if n == 1 else 'were'} {basis}; "
+                + (f"{fmt_int(uncat)} of them {'matches' if uncat == 1 else 'match'} no catalogued event: check "
+                   f"whether {'it is' if uncat == 1 else 'they are'} a failure mode the event catalog is missing."
+                   if uncat else "every one of them is a catalogued event kind."))
+    sec.tables.append(Table(
+        [Column("First seen", nowrap=True), Column("Lines", True), Column("Nodes", True), Column("Event kind"),
+         Column("Template")],
+        [[Cell(fmt_date(r["first_seen_ts"])), Cell(fmt_int(r["lines"])), Cell(fmt_int(r["nodes"])),
+          Cell(r["kind"] or ("uncatalogued" if not r["has_event"] else MISSING)),
+          Cell(truncate(r["template"] if r["template"] is not None else r["example"], 110), mono=True,
+               title=r["template"] if r["template"] is not None else r["example"])] for r in rows],
+        caption=f"Top {len(rows)} of {fmt_int(n)} new templates by lines; <*> marks a masked variable.",
+    ))
+    return sec
+
+
 def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, str]]:
     sec = Section("quality", "Data quality")
     tot = _rows(con, """SELECT count(*) AS files, coalesce(sum(rows_read), 0) AS rd,
@@ -718,6 +1126,7 @@ def build_nightly_context(
                  warehouse_label)
 
     headline, cards = _headline(con, meta)
+    cards = cards + _failure_cards(con, meta)
     try:
         findings_sec, findings = _findings(con)
     except duckdb.Error as exc:
@@ -736,6 +1145,11 @@ def build_nightly_context(
             unit_label="Queue wait (minutes, log scale)", what="queue wait")),
         _guard("Top users and accounts", "top", lambda: _top_consumers(con)),
         _guard("Last night's job failures", "failures", lambda: _failures(con, meta)),
+        _guard("Why jobs failed", "attribution", lambda: _attribution(con, meta)),
+        _guard("Failure taxonomy", "taxonomy", lambda: _taxonomy(con)),
+        _guard("Top incidents by lost GPU-hours", "incidents", lambda: _incidents(con)),
+        _guard("Suspect nodes", "suspects", lambda: _suspects(con)),
+        _guard("New log templates", "templates", lambda: _new_templates(con, meta)),
     ]
     try:
         quality, prov = _data_quality(con)

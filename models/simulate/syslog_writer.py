@@ -52,7 +52,7 @@ USER_XID_SHARE = 0.3
 #: Informational Xids (63 single row remap, 92) per node and day: not failures, must not count as ones.
 BENIGN_XID_PER_NODE_DAY = 0.015
 #: Upper bound on lines built at once (memory stays ~1 GB even for the 10 M-line benchmark).
-_CHUNK_LINES = 2_000_000
+_CHUNK_LINES = 1_000_000
 
 
 @dataclass
@@ -174,23 +174,28 @@ def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
     day0, day_end = t0 // 86400, (t1 - 1) // 86400 + 1
     rate = config.log_lines_per_node_day
     days_per_chunk = max(1, int(_CHUNK_LINES // max(1.0, rate * n)))
+    # When one day of all nodes is too many lines, a chunk is one day of a slice of the nodes.
+    nodes_per_chunk = n if days_per_chunk > 1 else max(1, min(n, int(_CHUNK_LINES // max(1.0, rate))))
     root = out_dir / "syslog"
-    for c0 in range(day0, day_end, days_per_chunk):
+    chunks = [(c0, k0) for c0 in range(day0, day_end, days_per_chunk) for k0 in range(0, n, nodes_per_chunk)]
+    for c0, k0 in chunks:
         c1 = min(day_end, c0 + days_per_chunk)
+        k1 = min(n, k0 + nodes_per_chunk)
         lo, hi = max(t0, c0 * 86400), min(t1, c1 * 86400)
         # Noise: Poisson count per node and UTC day, uniform times inside the horizon part of that day.
         d_lo = np.maximum(np.arange(c0, c1) * 86400, lo)
         d_hi = np.minimum(np.arange(c0 + 1, c1 + 1) * 86400, hi)
-        counts = rng.poisson(rate * (d_hi - d_lo)[:, None] / 86400, size=(c1 - c0, n))
+        counts = rng.poisson(rate * (d_hi - d_lo)[:, None] / 86400, size=(c1 - c0, k1 - k0))
         day_idx = np.repeat(np.arange(c1 - c0), counts.sum(axis=1))
-        node_idx = np.concatenate([np.repeat(np.arange(n, dtype=np.int32), row) for row in counts]) \
+        node_idx = np.concatenate([np.repeat(np.arange(k0, k1, dtype=np.int32), row) for row in counts]) \
             if counts.size else np.zeros(0, np.int32)
         ts_us = (d_lo[day_idx] * 1_000_000 + (rng.random(day_idx.size) * (d_hi - d_lo)[day_idx] * 1e6)).astype(np.int64)
         tids = noise.draw(day_idx.size, rng)
         frame = pl.DataFrame({"ts_us": ts_us, "node": node_idx.astype(np.int32), "kernel": noise.is_kernel[tids],
                               "body": noise.render(tids, rng), "kind": np.zeros(day_idx.size, np.int16)})
         a, b = np.searchsorted(ev_ts, lo * 1_000_000), np.searchsorted(ev_ts, hi * 1_000_000)
-        frame = pl.concat([frame, ev.slice(int(a), int(b - a))])
+        events_here = ev.slice(int(a), int(b - a))
+        frame = pl.concat([frame, events_here.filter(pl.col("node").is_between(k0, k1 - 1))])
         node_np = frame["node"].to_numpy()
         sec = frame["ts_us"].to_numpy() // 1_000_000
         keep = timeline.up_mask(node_np, sec)
