@@ -395,7 +395,8 @@ def lost_gpu_hours_chart(rows: Sequence[tuple[str, float]], title: str, xlabel: 
     ax.barh(ys, vals, color="#c62828", height=0.62)
     top = max(vals + [1.0])
     for y, v in zip(ys, vals):
-        share = f" ({v / total * 100:.0f} %)" if total else ""
+        pct = v / total * 100 if total else None
+        share = "" if pct is None else f" ({pct:.0f} %)" if pct >= 10 else f" ({pct:.1f} %)"
         ax.text(v + top * 0.01, y, f"{v:,.1f}{share}", va="center", fontsize=9)
     ax.set_yticks(ys, [safe_label(r[0], 34) for r in rows])
     ax.set_xlim(0, top * 1.18)

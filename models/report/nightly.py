@@ -816,7 +816,7 @@ def _attribution(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
     if jobs:
         shown = jobs[:_TOP_N_INFRA_JOBS]
         sec.tables.append(Table(
-            [Column("Job ID"), Column("Ended", nowrap=True), Column("State"), Column("GPUs", True),
+            [Column("Job ID"), Column("Ended", nowrap=True), Column("State", nowrap=True), Column("GPUs", True),
              Column("Component"), Column("Cause class"), Column("Incident"), Column("Evidence events", True),
              Column("Lost GPU-hours", True)],
             [[Cell(str(r["job_id"]), mono=True), Cell(fmt_date(r["end_ts"])), _state_cell(r["state"]),
@@ -979,15 +979,17 @@ def _suspects(con: duckdb.DuckDBPyConnection) -> Section:
                 f"the worst, {top['node']}, has {top['reason']} — recommended: {top['recommended_action']}.")
     sec.tables.append(Table(
         [Column("Node"), Column("Score (z)", True), Column("Reason"), Column("Worst event"),
-         Column("Recommended action", nowrap=True), Column("HW episodes", True), Column("Xid episodes", True),
-         Column("Infra-failed jobs", True), Column("NODE_FAIL jobs", True)],
+         Column("Recommended action"), Column("HW ep.", True), Column("Xid ep.", True),
+         Column("Infra jobs", True), Column("NODE_FAIL", True)],
         [[Cell(str(r["node"]), mono=True), Cell(fmt_num(r["score"])),
           Cell(truncate(r["reason"], 60), title=r["reason"]),
           Cell(r["worst_event"] or MISSING), Cell(r["recommended_action"] or MISSING), Cell(fmt_int(r["hw_episodes"])),
           Cell(fmt_int(r["xid_episodes"])), Cell(fmt_int(r["infra_failed_jobs"])), Cell(fmt_int(r["node_fail_jobs"]))]
          for r in rows],
-        caption="Nodes whose failure signals are at least 3 robust z-scores above the fleet median over 28 days; "
-                "episodes are distinct hours with events. Recommended action from the worst event's catalog action.",
+        caption="Nodes whose failure signals are at least 3 robust z-scores above the fleet median over 28 days. "
+                "HW / Xid ep.: episodes (distinct hours) with failure events / non-user Xids; infra jobs: "
+                "infrastructure-failed jobs on the node; NODE_FAIL: NODE_FAIL jobs. Recommended action from the worst "
+                "event's catalog action.",
     ))
     return sec
 
