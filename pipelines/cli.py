@@ -25,7 +25,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from gpusre.models.simulate import SimulationConfig, simulate_cluster
 
     config = SimulationConfig(nodes=args.nodes, gpus_per_node=args.gpus_per_node, days=args.days,
-                              start=args.start, seed=args.seed, timezone=args.timezone)
+                              start=args.start, seed=args.seed, timezone=args.timezone,
+                              syslog_layout=args.syslog_layout.replace("-", "_"))
     summary = simulate_cluster(Path(args.out), config, progress=_progress)
     print(f"simulated {summary.get('n_jobs', '?')} jobs on {args.nodes} nodes x {args.gpus_per_node} GPUs "
           f"over {args.days} days -> {args.out}")
@@ -67,7 +68,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     landing = out / "landing"
     _progress(f"simulating the built-in demo cluster into {landing} ...")
-    summary = simulate_cluster(landing, SimulationConfig(), progress=_progress)
+    # A central rsyslog layout: one log file per day instead of one per node and day.
+    summary = simulate_cluster(landing, SimulationConfig(syslog_layout="central"), progress=_progress)
     _progress(f"simulated {summary.get('n_jobs', '?')} jobs")
     return _run(landing, out / "warehouse.duckdb", out / "reports")
 
@@ -147,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--start", type=_iso_date, default=date(2026, 8, 1), help="first day (YYYY-MM-DD)")
     sim.add_argument("--seed", type=int, default=7)
     sim.add_argument("--timezone", default="UTC", help="IANA time zone of the simulated Slurm timestamps")
+    sim.add_argument("--syslog-layout", choices=("central", "per-node"), default="central",
+                     help="node logs as one file per day (rsyslog central server) or one per node and day")
     sim.set_defaults(func=_cmd_simulate)
 
     run = sub.add_parser("run", help="materialize all assets over a landing directory (safe to rerun)")

@@ -41,6 +41,8 @@ class RunSummary:
     files_refused: list[str] = field(default_factory=list)
     rows_loaded: int = 0
     rows_rejected: int = 0
+    log_lines_loaded: int = 0
+    node_events: int = 0
     jobs: int = 0
     days_recomputed: int = 0
     skipped_days_before_partitions: int = 0
@@ -101,7 +103,7 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     instance = _instance()
     summary = RunSummary()
 
-    progress("[1/3] ingest: sacct dumps -> raw.*, core.jobs")
+    progress("[1/3] ingest: sacct dumps and node logs -> raw.*, core.*")
     t0 = time.monotonic()
     ingest = _execute(defs, "ingest_job", instance)
     raw_meta = _materialization_metadata(ingest, dg.AssetKey(["raw", "sacct_records"]))
@@ -111,9 +113,15 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     summary.rows_rejected = int(raw_meta.get("rows_rejected", 0) or 0)
     summary.files_refused = [f"{d['file']}: {d['error']}" for d in (raw_meta.get("refused_files") or [])]
     summary.jobs = int(core_meta.get("dagster/row_count", 0) or 0)
-    progress(f"      {summary.files_changed} new/changed file(s), {summary.rows_loaded:,} records loaded, "
-             f"{summary.rows_rejected:,} rejected; core.jobs has {summary.jobs:,} jobs "
-             f"({time.monotonic() - t0:.1f} s)")
+    log_meta = _materialization_metadata(ingest, dg.AssetKey(["raw", "syslog_lines"]))
+    events_meta = _materialization_metadata(ingest, dg.AssetKey(["core", "node_events"]))
+    summary.log_lines_loaded = int(log_meta.get("rows_loaded", 0) or 0)
+    summary.rows_rejected += int(log_meta.get("rows_rejected", 0) or 0)
+    summary.node_events = int(events_meta.get("dagster/row_count", 0) or 0)
+    summary.files_changed += int(log_meta.get("files_changed", 0) or 0)
+    progress(f"      {summary.files_changed} new/changed file(s): {summary.rows_loaded:,} sacct records and "
+             f"{summary.log_lines_loaded:,} node-log lines loaded, {summary.rows_rejected:,} rejected; "
+             f"{summary.jobs:,} jobs, {summary.node_events:,} node events ({time.monotonic() - t0:.1f} s)")
 
     con = connect(warehouse)
     try:

@@ -45,6 +45,7 @@ class SimulationConfig:
     write_logs: bool = True
     log_lines_per_node_day: float = 150.0
     log_iso_node_share: float = 0.25
+    syslog_layout: str = "per_node"  # 'per_node' (syslog/<day>/<node>.log) or 'central' (syslog/<day>/central.log)
     leaf_switch_failures_per_1000_switch_days: float = 10.0
     storage_outages_per_1000_days: float = 20.0
     fabric_faults_kill_jobs: bool = False
@@ -62,6 +63,8 @@ class SimulationConfig:
             raise ValueError("target_load must be in [0.05, 2.0]")
         if self.log_lines_per_node_day < 0:
             raise ValueError("log_lines_per_node_day must be >= 0")
+        if self.syslog_layout not in ("per_node", "central"):
+            raise ValueError("syslog_layout must be 'per_node' or 'central'")
         if not 0.0 <= self.log_iso_node_share <= 1.0:
             raise ValueError("log_iso_node_share must be in [0, 1]")
         if self.leaf_switch_failures_per_1000_switch_days < 0 or self.storage_outages_per_1000_days < 0:

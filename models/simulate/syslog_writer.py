@@ -1,4 +1,6 @@
-"""Node logs of a simulated cluster: ``syslog/<YYYY-MM-DD>/<node>.log``, one file per node and UTC day.
+"""Node logs of a simulated cluster: ``syslog/<YYYY-MM-DD>/<node>.log``, one file per node and UTC day
+(``syslog_layout="per_node"``), or ``syslog/<YYYY-MM-DD>/central.log`` with every node's lines in
+time order, as an rsyslog central server writes them (``"central"``; far fewer files to ingest).
 
 Lines are what rsyslog writes on each node, in the cluster's time zone::
 
@@ -154,12 +156,17 @@ def _event_frame(ev: EventLines, kinds: list[str]) -> pl.DataFrame:
     }).sort("ts_us", maintain_order=True)
 
 
+#: File name of a day's log under the central layout.
+CENTRAL_FILE = "central.log"
+
+
 def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, names: list[str], events: EventLines,
                  res: NodeLogs, timeline: NodeTimeline, rng: np.random.Generator,
                  progress: Callable[[str], None] | None = None) -> NodeLogs:
-    """Render noise, merge the event lines, and write one file per node and UTC day; fills ``res``."""
+    """Render noise, merge the event lines, and write the day files (see module doc); fills ``res``."""
     t_start = time.perf_counter()
     n = config.nodes
+    central = config.syslog_layout == "central"
     iso = rng.random(n) < config.log_iso_node_share
     res.iso_nodes = [int(i) for i in np.flatnonzero(iso)]
     noise = NoiseTemplates.build(rng)
@@ -209,12 +216,14 @@ def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
             pl.lit("."), (pl.col("up_us") % 1_000_000).cast(pl.String).str.zfill(6), pl.lit("] "))).otherwise(pl.lit(""))
         is_iso = pl.Series(iso).gather(frame["node"])
         parts = []
+        # per_node: one file per (day, node); central: one file per day, all nodes in time order.
+        per_day, node_key = (1, pl.lit(0)) if central else (n, pl.col("node"))
         # Each node has one format: format the two groups separately (strftime is the costly step).
         for fmt, sel in ((ISO_FORMAT, is_iso), (RFC3164_FORMAT, ~is_iso)):
             part = frame.filter(sel)
             parts.append(part.select(
                 # One int64 key orders by (UTC day, node, time): day offset x nodes, then us within the day.
-                key=((pl.col("ts_us") // 86_400_000_000 - c0) * n + pl.col("node")) * (1 << 37)
+                key=((pl.col("ts_us") // 86_400_000_000 - c0) * per_day + node_key) * (1 << 37)
                 + pl.col("ts_us") % 86_400_000_000,
                 line=pl.concat_str(stamp.dt.strftime(fmt), pl.lit(" "), hosts.gather(part["node"]), pl.lit(" "),
                                    kernel_tag, pl.col("body"))))
@@ -228,8 +237,9 @@ def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
         blob = memoryview((lines["line"].str.join("\n").item() + "\n").encode()) if len(file_key) else memoryview(b"")
         for a, b in zip(starts, stops, strict=True):
             fk = int(file_key[a])
-            day, node = c0 + fk // n, fk % n
-            path = root / clock.utc(int(day) * 86400)[:10] / f"{names[node]}.log"
+            day, node = c0 + fk // per_day, fk % per_day
+            name = CENTRAL_FILE if central else f"{names[node]}.log"
+            path = root / clock.utc(int(day) * 86400)[:10] / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(blob[offsets[a]:offsets[b]])
             res.files += 1
