@@ -6,7 +6,6 @@ import dagster as dg
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.sacct_ingest import ingest_sacct_files
-from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
@@ -27,7 +26,8 @@ def raw_sacct(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
 ) -> dg.MaterializeResult:
     config = landing.cluster_config()
-    with warehouse.connect() as con, transaction(con):
+    with warehouse.connect() as con:
+        # Stages outside, then publishes inside one transaction (see models/sacct_ingest.py).
         results = ingest_sacct_files(
             con,
             landing.root,

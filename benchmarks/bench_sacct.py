@@ -28,8 +28,7 @@ from gpusre.models.sacct_ingest import ingest_sacct_files
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
 con = connect(warehouse)
 t0 = time.perf_counter()
-with transaction(con):
-    results = ingest_sacct_files(con, landing)
+results = ingest_sacct_files(con, landing)  # stages, then publishes in one transaction
 t1 = time.perf_counter()
 rss_raw = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 with transaction(con):
