@@ -31,9 +31,9 @@ def raw_syslog(
 ) -> dg.MaterializeResult:
     config = landing.cluster_config()
     with warehouse.connect() as con:
-        with transaction(con):
-            results = ingest_syslog_files(con, landing.root, timezone=config.timezone,
-                                          progress=progress_reporter(context))
+        # Stages outside, then publishes inside one transaction (see models/syslog_ingest.py).
+        results = ingest_syslog_files(con, landing.root, timezone=config.timezone,
+                                      progress=progress_reporter(context))
         total = con.sql("SELECT count(*) FROM raw.syslog_lines").fetchall()[0][0]
     changed = [r for r in results if r.status != "unchanged"]
     return dg.MaterializeResult(metadata={

@@ -28,13 +28,12 @@ import polars as pl
 CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from gpusre.models.warehouse import connect, transaction
+from gpusre.models.warehouse import connect
 from gpusre.models.syslog_ingest import ingest_syslog_files
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
 con = connect(warehouse)
 t0 = time.perf_counter()
-with transaction(con):
-    results = ingest_syslog_files(con, landing)
+results = ingest_syslog_files(con, landing)  # stages, then publishes in one transaction
 seconds = time.perf_counter() - t0
 lines, events, templates = con.sql("SELECT count(*), count(kind), count(DISTINCT template_id) FROM raw.syslog_lines").fetchall()[0]
 con.close()

@@ -3,8 +3,8 @@
 Per new or changed file (SHA-256, like sacct dumps): parse the lines (:mod:`gpusre.models.syslog`),
 recognize events (:mod:`gpusre.models.event_catalog`), give every line a Drain3 template id
 (:mod:`gpusre.models.templates`, miner state kept in ``raw.template_miners`` so ids are stable
-across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``.
-The caller owns the transaction.
+across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``. Staged in TEMP tables, then
+published in one transaction (a crash leaves the warehouse as it was).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from gpusre.models.event_catalog import classify_messages
 from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
 from gpusre.models.syslog import parse_syslog_file
 from gpusre.models.templates import TemplateMiner
+from gpusre.models.warehouse import transaction
 
 __all__ = ["SYSLOG_MINER", "discover_syslog_files", "ingest_syslog_files", "load_miner", "save_miner"]
 
@@ -82,6 +83,8 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
 #: Lines classified and templated per batch: per-call overheads dominate for the thousands of small
 #: per-node daily files a cluster produces, so files are processed together.
 BATCH_LINES = 1_000_000
+_STAGE_LINES = "_stage_syslog_lines"
+_STAGE_REJECTS = "_stage_syslog_rejects"
 
 
 def _flush(con: duckdb.DuckDBPyConnection, pending: list[pl.DataFrame], miner: TemplateMiner) -> None:
@@ -89,7 +92,7 @@ def _flush(con: duckdb.DuckDBPyConnection, pending: list[pl.DataFrame], miner: T
         return
     frame = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.oldest())
     con.register("_syslog_lines_df", frame)
-    con.execute("INSERT INTO raw.syslog_lines BY NAME SELECT * FROM _syslog_lines_df")
+    con.execute(f"INSERT INTO {_STAGE_LINES} BY NAME SELECT * FROM _syslog_lines_df")
     con.unregister("_syslog_lines_df")
     pending.clear()
 
@@ -101,45 +104,66 @@ def ingest_syslog_files(
     timezone: str = "UTC",
     progress: Callable[[str], None] | None = None,
 ) -> list[FileIngest]:
-    """Ingest every new or changed node log under ``landing/syslog`` (caller holds a transaction)."""
+    """Ingest every new or changed node log under ``landing/syslog``; call it outside a transaction.
+
+    Like the sacct ingest, lines are staged in TEMP tables (buffer-managed: memory stays bounded)
+    and published, with the ledger rows and the miner state, in one transaction.
+    """
     known = known_files(con, "syslog")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_LINES} AS SELECT * FROM raw.syslog_lines LIMIT 0")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_REJECTS} AS SELECT * FROM raw.rejects LIMIT 0")
     paths = discover_syslog_files(landing)
     results: list[FileIngest] = []
+    ledger: list[tuple[FileIngest, str, int]] = []
+    replaced: list[str] = []
     miner: TemplateMiner | None = None
     pending: list[pl.DataFrame] = []
     pending_rows = 0
-    for index, path in enumerate(paths, start=1):
-        source_file = path.relative_to(landing).as_posix()
-        sha = file_sha256(path)
-        if known.get(source_file) == sha:
-            results.append(FileIngest(source_file, "unchanged"))
-            continue
-        miner = miner or load_miner(con)
-        if source_file in known:
-            con.execute("DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
-            con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
-        parsed = parse_syslog_file(path, source_file, timezone=timezone, year_hint=_year_hint(con, source_file))
-        if parsed.lines.height:
-            pending.append(parsed.lines)
-            pending_rows += parsed.lines.height
-        if parsed.rejects.height:
-            con.register("_syslog_rejects_df", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()))
-            con.execute(
-                """INSERT INTO raw.rejects BY NAME
-                   SELECT source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at
-                   FROM _syslog_rejects_df"""
-            )
-            con.unregister("_syslog_rejects_df")
-        result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height, parsed.rejects.height)
-        record_file(con, "syslog", result, sha, path.stat().st_size)
-        results.append(result)
-        if pending_rows >= BATCH_LINES:
+    try:
+        for index, path in enumerate(paths, start=1):
+            source_file = path.relative_to(landing).as_posix()
+            sha = file_sha256(path)
+            if known.get(source_file) == sha:
+                results.append(FileIngest(source_file, "unchanged"))
+                continue
+            miner = miner or load_miner(con)
+            if source_file in known:
+                replaced.append(source_file)
+            parsed = parse_syslog_file(path, source_file, timezone=timezone,
+                                       year_hint=_year_hint(con, source_file))
+            if parsed.lines.height:
+                pending.append(parsed.lines)
+                pending_rows += parsed.lines.height
+            if parsed.rejects.height:
+                con.register("_syslog_rejects_df", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()))
+                con.execute(
+                    f"""INSERT INTO {_STAGE_REJECTS} BY NAME
+                        SELECT source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at
+                        FROM _syslog_rejects_df"""
+                )
+                con.unregister("_syslog_rejects_df")
+            result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height,
+                                parsed.rejects.height)
+            ledger.append((result, sha, path.stat().st_size))
+            results.append(result)
+            if pending_rows >= BATCH_LINES:
+                _flush(con, pending, miner)
+                pending_rows = 0
+            if progress:
+                progress(f"syslog {index}/{len(paths)} {source_file}: {result.rows_loaded} lines, "
+                         f"{result.rows_rejected} rejected")
+        if miner is not None:
             _flush(con, pending, miner)
-            pending_rows = 0
-        if progress:
-            progress(f"syslog {index}/{len(paths)} {source_file}: {result.rows_loaded} lines, "
-                     f"{result.rows_rejected} rejected")
-    if miner is not None:
-        _flush(con, pending, miner)
-        save_miner(con, miner)
+            with transaction(con):
+                for source_file in replaced:
+                    con.execute("DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
+                    con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
+                con.execute(f"INSERT INTO raw.syslog_lines SELECT * FROM {_STAGE_LINES}")
+                con.execute(f"INSERT INTO raw.rejects SELECT * FROM {_STAGE_REJECTS}")
+                for result, sha, size in ledger:
+                    record_file(con, "syslog", result, sha, size)
+                save_miner(con, miner)
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_STAGE_LINES}")
+        con.execute(f"DROP TABLE IF EXISTS {_STAGE_REJECTS}")
     return results
