@@ -103,3 +103,32 @@ def test_failed_job_on_a_gsp_timeout_node_is_infrastructure(landing: Path, tmp_p
     # The operator's label wins for the incident the job is attributed to.
     assert (attribution["2"][2], "operator", "GSP firmware hang (driver 550 bug)") in incident
     assert rejects == [(3, "start is not an ISO-8601 time")]
+
+
+CRASHING_SYSLOG_INGEST = """
+import os, sys
+from pathlib import Path
+import gpusre.models.syslog_ingest as si
+from gpusre.models.warehouse import connect
+con = connect(Path(sys.argv[1]))
+def die(*args, **kwargs):
+    os._exit(3)  # the process dies while publishing, before COMMIT (kill -9, OOM kill, power loss)
+si.save_miner = die
+si.ingest_syslog_files(con, Path(sys.argv[2]))
+"""
+
+
+def test_crash_while_publishing_leaves_the_warehouse_as_it_was(landing: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    wh = tmp_path / "w.duckdb"
+    _run(landing, wh)
+    before = _state(wh)
+    shutil.copy(FIXTURES / "gpud_dmesg-with-xid-119.log", landing / "syslog" / "2025-02-23" / "gpu018.log")
+    proc = subprocess.run([sys.executable, "-c", CRASHING_SYSLOG_INGEST, str(wh), str(landing)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert _state(wh) == before
+    _run(landing, wh)
+    assert len(_state(wh)["raw.syslog_lines"]) == 2 * len(before["raw.syslog_lines"])
