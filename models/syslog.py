@@ -375,6 +375,106 @@ def _infer_years(df: pl.DataFrame, hint: YearHint) -> pl.DataFrame:
 _OUT_COLS = ["line_no", "line", "ts", "host", "program", "pid", "message", "format", "error"]
 
 
+# Fast path for the dominant header shapes "Mmm dd HH:MM:SS host prog[pid]: msg" (RFC 3164) and
+# "YYYY-MM-DDTHH:MM:SS[.frac][off] host prog[pid]: msg" (rsyslog ISO): the timestamp is read by
+# position and host/tag by a split on spaces, with a short regex only on the tag. Lines routed here
+# already match the format's header regex; the route checks pin the same decomposition, so the
+# groups are identical to extract_groups (tests compare both). Other lines take the regex.
+_FAST_PATH = True
+_FAST_ROUTE = {
+    "rfc3164": r"^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ",
+    "iso8601": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}",
+}
+_FAST_HOST = r"^[^\s:\[\]]+$"
+_FAST_TAG = r"^(?P<prog>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:$"
+_FAST_ISO_SUFFIX = r"^(?:\.(?P<frac>\d{1,9}))?(?P<off>Z|[+-]\d{2}:?\d{2})?$"
+
+
+def _header_groups_regex(sub: pl.DataFrame, fmt: str) -> pl.DataFrame:
+    """``line_no``, ``line``, the header regex's named groups and ``_msg`` (rest of the line)."""
+    pattern = FORMATS[fmt]
+    # The outer group gives the header length; the message is sliced off without regex work.
+    groups = sub.select(
+        "line_no", "line", pl.col("line").str.extract_groups(f"(?P<_hdr>{pattern[1:]})").alias("g")
+    ).unnest("g")
+    return groups.with_columns(
+        pl.col("line").str.slice(pl.col("_hdr").str.len_chars()).alias("_msg")
+    ).drop("_hdr")
+
+
+def _header_groups(sub: pl.DataFrame, fmt: str, *, fast: bool) -> pl.DataFrame:
+    """:func:`_header_groups_regex`, with the fast path for lines of the common shapes."""
+    if not fast or fmt not in _FAST_ROUTE or sub.is_empty():
+        return _header_groups_regex(sub, fmt)
+    line = pl.col("line")
+    if fmt == "rfc3164":
+        # "Mmm dd HH:MM:SS " is 16 characters; then host, tag, message.
+        head = 16
+        parts = line.str.slice(head).str.split_exact(" ", 1)
+        ts_cols = [
+            line.str.slice(0, 3).alias("b"),
+            line.str.slice(4, 2).str.strip_chars_start(" ").alias("d"),
+            pl.lit(None, dtype=pl.String).alias("Y"),
+        ]
+        host_f, tag_f = "field_0", "field_1"
+    else:
+        head = 0
+        parts = line.str.split_exact(" ", 2)
+        ts_cols = [
+            line.str.slice(0, 4).alias("Y"),
+            line.str.slice(5, 2).alias("m"),
+            line.str.slice(8, 2).alias("d"),
+        ]
+        host_f, tag_f = "field_1", "field_2"
+    # Split tokens only (no copy of the long message); the message starts after "host tag ".
+    tokens = [f"field_{i}" for i in range(3 if fmt == "iso8601" else 2)]
+    msg_start = pl.sum_horizontal(pl.col(c).str.len_chars() + 1 for c in tokens) + head
+    cand = sub.with_columns(
+        line.str.contains(_FAST_ROUTE[fmt]).alias("_route"), parts.alias("_p")
+    ).unnest("_p")
+    tag = pl.col(tag_f).str.extract_groups(_FAST_TAG)
+    cand = cand.with_columns(
+        tag.struct.field("prog").alias("prog"), tag.struct.field("pid").alias("pid")
+    )
+    extra: list[pl.Expr] = []
+    ok = pl.col("_route") & pl.col(host_f).str.contains(_FAST_HOST) & pl.col("prog").is_not_null()
+    if fmt == "iso8601":
+        suffix = pl.col("field_0").str.slice(19).str.extract_groups(_FAST_ISO_SUFFIX)
+        cand = cand.with_columns(suffix.alias("_sfx")).with_columns(
+            pl.col("_sfx").struct.field("frac").alias("frac"),
+            pl.col("_sfx").struct.field("off").alias("off"),
+            # An unmatched suffix gives a null struct; all-null fields also mean "no suffix".
+            (pl.col("field_0").str.slice(19) == "")
+            .or_(pl.col("_sfx").struct.field("frac").is_not_null())
+            .or_(pl.col("_sfx").struct.field("off").is_not_null())
+            .alias("_sfx_ok"),
+        )
+        ok = ok & pl.col("_sfx_ok")
+        extra = [pl.col("frac"), pl.col("off")]
+    else:
+        extra = [pl.lit(None, dtype=pl.String).alias("frac")]
+    cand = cand.with_columns(ok.fill_null(False).alias("_ok"))
+    fast_rows = cand.filter("_ok").select(
+        "line_no",
+        "line",
+        pl.lit(None, dtype=pl.String).alias("pri"),
+        *ts_cols,
+        line.str.slice(7 if fmt == "rfc3164" else 11, 2).alias("H"),
+        line.str.slice(10 if fmt == "rfc3164" else 14, 2).alias("M"),
+        line.str.slice(13 if fmt == "rfc3164" else 17, 2).alias("S"),
+        *extra,
+        pl.col(host_f).alias("host"),
+        "prog",
+        "pid",
+        line.str.slice(msg_start).alias("_msg"),
+    )
+    rest = cand.filter(~pl.col("_ok")).select("line_no", "line")
+    if rest.is_empty():
+        return fast_rows
+    slow = _header_groups_regex(rest, fmt)
+    return pl.concat([fast_rows, slow.select(fast_rows.columns)]).sort("line_no")
+
+
 def _parse_header_format(
     sub: pl.DataFrame,
     fmt: str,
@@ -384,21 +484,14 @@ def _parse_header_format(
     boot_time: datetime | None,
 ) -> pl.DataFrame:
     """Rows of one header-regex format -> :data:`_OUT_COLS` (``error`` set when rejected)."""
-    pattern = FORMATS[fmt]
-    # The outer group gives the header length; the message is sliced off without regex work.
-    groups = sub.select(
-        "line_no", "line", pl.col("line").str.extract_groups(f"(?P<_hdr>{pattern[1:]})").alias("g")
-    ).unnest("g")
+    groups = _header_groups(sub, fmt, fast=_FAST_PATH)
     names = set(groups.columns)
 
     def col(name: str) -> pl.Expr:
         return pl.col(name) if name in names else pl.lit(None, dtype=pl.String)
 
     df = groups.with_columns(
-        pl.col("line").str.slice(pl.col("_hdr").str.len_chars()).str.strip_chars_end().alias(
-            "message"
-        ),
-        col("frac").alias("frac"),
+        pl.col("_msg").str.strip_chars_end().alias("message"), col("frac").alias("frac")
     )
     if fmt in _SYSLOG_LIKE:
         df = df.with_columns(pl.col("message").str.replace(_KERNEL_UPTIME_PREFIX, ""))

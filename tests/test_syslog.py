@@ -422,3 +422,73 @@ def test_roundtrip_rfc3164_and_iso(instant: datetime, zone: str) -> None:
     # RFC 3164 has no offset: a lone line in the repeated autumn hour takes the earlier instant
     # (fold=0); everywhere else fold=0 is the only instant.
     assert ts[0] == local.replace(fold=0).astimezone(UTC)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path for the common RFC 3164 / ISO header shapes: identical to the general regex path.
+
+
+def _generated_fast_path_lines() -> list[str]:
+    stamps = [
+        "Jan 15 03:04:05", "Sep  1 00:00:00", "Sep 1 00:00:00", "Feb 29 12:00:00", "Feb 30 12:00:00",
+        "Dec 31 23:59:60", "Mar 10 25:61:00", "Jan 15 2025 03:04:05", "Jan 15 03:04:05.123456",
+        "<13>Jan 15 03:04:05", "Jan 15 ٠٣:04:05",
+        "2026-09-01T03:04:05.123456+00:00", "2026-09-01T03:04:05Z", "2026-09-01T03:04:05+0900",
+        "2026-09-01T03:04:05.5-05:30", "2026-09-01T03:04:05", "2026-09-01T03:04:05.123456789Z",
+        "2026-09-01T03:04:05.1234567890Z", "2026-09-01T03:04:05.123+09", "2026-02-30T03:04:05Z",
+        "2026-09-01T03:04:05.123456", "<34>2026-09-01T03:04:05Z", "2026-09-01T03:04:05,123+00:00",
+    ]
+    heads = [
+        "gpu017 kernel: ", "gpu017 kernel:", "gpu017 sshd[1234]: ", "gpu017 sshd(pam_unix)[19939]: ",
+        "gpu017 su(pam_unix)[1]:  two spaces", "combo syslogd 1.4.1: ", "syslogd 1.4.1: ",
+        "sshd[1]: ", "kernel: ", "gpu017 prog[]: ", "gpu017 prog[12a]: ", "gpu017 a[1][2]: ",
+        "gpu017 prog:msg ", "gpu017 prog[12]:x ", "gpu017  kernel: ", "gpu017\tkernel: ",
+        "gpu-0.example.com app-x.y_z@1[99]: ", "gpu017 prog[١٢]: ", "gpu017 prög[7]: ",
+        "hôst prog: ", "gpu017 [kernel]: ", "gpu017 ke:rnel: ", "gpu017 kernel ", "gpu017",
+        "gpu017 ", "just words here ", ": ", "gpu017 kernel: [  123.456] ", "gpu017 kernel: [12.5]",
+        "gpu017 ＰＲＯＧ: ", "gpu017\u00a0kernel: ", "gpu017 kernel:\u00a0",
+    ]
+    messages = ["NVRM: Xid 79, pid=1", "", "  indented  ", "a [1.5] b: c[2]: d   "]
+    out = [f"{s} {h}{m}" for s in stamps for h in heads for m in messages]
+    return out + [s for s in stamps] + [s + " " for s in stamps]
+
+
+def _both_paths(
+    data: bytes, monkeypatch: pytest.MonkeyPatch, **kw: object
+) -> tuple[SyslogParseResult, SyslogParseResult]:
+    monkeypatch.setattr(syslog, "_FAST_PATH", True)
+    fast = parse_syslog_bytes(data, "t.log", **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(syslog, "_FAST_PATH", False)
+    slow = parse_syslog_bytes(data, "t.log", **kw)  # type: ignore[arg-type]
+    return fast, slow
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir() if p.suffix != ".csv"))
+def test_fast_path_identical_on_fixtures(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = (FIXTURES / name).read_bytes()
+    fast, slow = _both_paths(data, monkeypatch, year_hint=HINT_2025, boot_time=BOOT)
+    assert fast.lines.equals(slow.lines) and fast.rejects.equals(slow.rejects)
+    assert fast.rows_read == slow.rows_read
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Chicago"])
+def test_fast_path_identical_on_generated_lines(zone: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _generated_fast_path_lines()
+    fast, slow = _both_paths("\n".join(lines).encode(), monkeypatch, year_hint=HINT_2025, timezone=zone)
+    _check(fast)
+    assert fast.lines.equals(slow.lines) and fast.rejects.equals(slow.rejects)
+    # Both shapes really take the fast path (and some lines fall back to the regex).
+    assert fast.lines.height > 1000
+
+
+@pytest.mark.parametrize("fmt", ["rfc3164", "iso8601"])
+def test_fast_header_groups_identical_to_regex(fmt: str) -> None:
+    lines = pl.DataFrame({"line": _generated_fast_path_lines()}).with_row_index("line_no")
+    sub = lines.filter(pl.col("line").str.contains(syslog.FORMATS[fmt]))
+    fast = syslog._header_groups(sub, fmt, fast=True)
+    slow = syslog._header_groups_regex(sub, fmt)
+    assert fast.height == slow.height == sub.height
+    assert fast.select(slow.columns).equals(slow)
+    # The route really splits the rows: many fast, some through the regex.
+    routed = sub.filter(pl.col("line").str.contains(syslog._FAST_ROUTE[fmt]))
+    assert routed.height > sub.height // 2
