@@ -26,8 +26,9 @@ ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
 TAXONOMY = dg.AssetKey(["marts", "failure_taxonomy"])
 SUSPECT_NODES = dg.AssetKey(["marts", "suspect_nodes"])
 
-_JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus", "gpu_hours",
-                "cancelled_by", "exit_code", "exit_signal", "user", "name")
+#: The core.jobs columns attribution, incident impact and suspect nodes read.
+_JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
+                "cancelled_by", "exit_code", "exit_signal")
 
 
 def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
@@ -64,7 +65,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         operator, operator_rejects = read_operator_incidents(incidents_path)
     with warehouse.connect() as con:
         events = con.sql("SELECT * FROM core.node_events").pl()
-        jobs = con.sql(f"SELECT {', '.join(chr(34) + c + chr(34) for c in _JOB_COLUMNS)} FROM core.jobs").pl()
+        jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         as_of = con.sql("SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0][0]
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator)
         attribution = attribute_failures(jobs, events, incidents)

@@ -33,7 +33,7 @@ def raw_sacct(
             landing.root,
             timezone=config.timezone,
             fields=config.sacct.fields,
-            delimiter=config.sacct.delimiter if config.sacct.fields or config.sacct.delimiter != "|" else None,
+            delimiter=config.sacct.delimiter,
             cluster=config.cluster,
             progress=progress_reporter(context),
         )

@@ -13,12 +13,12 @@ Target (issue 2, 2-core machine): >= 250,000 allocation rows/s, peak RSS <= 2 GB
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from isolated_run import fresh_warehouse, run_child  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -63,16 +63,9 @@ def main() -> int:
                          progress=lambda m: print(f"  simulate: {m}", file=sys.stderr))
         print(f"simulated {args.nodes} nodes x {args.days} days in {time.perf_counter() - t0:.1f} s")
     size_mb = sum(p.stat().st_size for p in (landing / "sacct").iterdir()) / 2**20
-    warehouse = workdir / "bench.duckdb"
-    warehouse.unlink(missing_ok=True)
-    Path(str(warehouse) + ".wal").unlink(missing_ok=True)
-
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(landing), str(warehouse)],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
+    m = run_child(CHILD, str(landing), str(fresh_warehouse(workdir)))
+    if m is None:
         return 1
-    m = json.loads(proc.stdout.strip().splitlines()[-1])
     total = m["raw_seconds"] + m["core_seconds"]
     records = m["allocation_rows"] + m["step_rows"]
     print(f"input: {m['files']} dumps, {size_mb:,.0f} MiB, {m['allocation_rows']:,} allocation rows "

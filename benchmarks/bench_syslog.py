@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +22,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
+
+from isolated_run import fresh_warehouse, run_child  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -89,15 +89,9 @@ def main() -> int:
         t0 = time.perf_counter()
         write_landing(landing, args.lines, args.files, args.seed)
         print(f"generated {args.lines:,} lines in {time.perf_counter() - t0:.1f} s")
-    warehouse = workdir / "bench.duckdb"
-    warehouse.unlink(missing_ok=True)
-    Path(str(warehouse) + ".wal").unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(landing), str(warehouse)],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
+    m = run_child(CHILD, str(landing), str(fresh_warehouse(workdir)))
+    if m is None:
         return 1
-    m = json.loads(proc.stdout.strip().splitlines()[-1])
     rate = m["lines"] / m["seconds"]
     print(f"input: {m['files']} files, {m['lines']:,} lines loaded ({m['rejected']} rejected), "
           f"{m['events']:,} events, {m['templates']:,} templates")

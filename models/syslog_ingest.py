@@ -52,14 +52,19 @@ def save_miner(con: duckdb.DuckDBPyConnection, template_miner: TemplateMiner, mi
     )
 
 
-def _year_hint(con: duckdb.DuckDBPyConnection, source_file: str) -> tuple[datetime, datetime] | None:
+def _jobs_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime, datetime] | None:
+    """The time span of the accounting data, or None before any job is known."""
+    lo, hi = con.sql("SELECT min(submit_ts), max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0]
+    return (lo, hi) if lo is not None and hi is not None else None
+
+
+def _year_hint(source_file: str, jobs_span: tuple[datetime, datetime] | None) -> tuple[datetime, datetime] | None:
     """Where RFC 3164 lines (no year) most likely fall: the day in the path, else the jobs' span."""
     m = _DATE_IN_PATH.search(source_file)
     if m:
         day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=dt_timezone.utc)
         return day - timedelta(days=2), day + timedelta(days=2)
-    lo, hi = con.sql("SELECT min(submit_ts), max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0]
-    return (lo, hi) if lo is not None and hi is not None else None
+    return jobs_span
 
 
 def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
@@ -113,6 +118,7 @@ def ingest_syslog_files(
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_LINES} AS SELECT * FROM raw.syslog_lines LIMIT 0")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_REJECTS} AS SELECT * FROM raw.rejects LIMIT 0")
     paths = discover_syslog_files(landing)
+    jobs_span = _jobs_span(con)
     results: list[FileIngest] = []
     ledger: list[tuple[FileIngest, str, int]] = []
     replaced: list[str] = []
@@ -130,7 +136,7 @@ def ingest_syslog_files(
             if source_file in known:
                 replaced.append(source_file)
             parsed = parse_syslog_file(path, source_file, timezone=timezone,
-                                       year_hint=_year_hint(con, source_file))
+                                       year_hint=_year_hint(source_file, jobs_span))
             if parsed.lines.height:
                 pending.append(parsed.lines)
                 pending_rows += parsed.lines.height

@@ -39,10 +39,11 @@ def _run(landing: Path, warehouse: Path, reports: Path) -> int:
     from gpusre.pipelines.runner import run_pipeline
 
     # Long asset steps report through this logger (see gpusre.assets.progress).
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("      %(message)s"))
     progress_logger = logging.getLogger("gpusre.progress")
-    progress_logger.addHandler(handler)
+    if not progress_logger.handlers:  # main() may run more than once in one process (tests)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("      %(message)s"))
+        progress_logger.addHandler(handler)
     progress_logger.setLevel(logging.INFO)
     progress_logger.propagate = False
 

@@ -77,6 +77,11 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKe
     return {}
 
 
+def _count(metadata: dict[str, object], key: str) -> int:
+    """An integer materialization metadata value; 0 when the asset did not report it."""
+    return int(metadata.get(key) or 0)  # type: ignore[call-overload]
+
+
 def _preflight_warehouse(warehouse: Path) -> None:
     """Open (and create) the warehouse once up front so a lock or permission problem is one clear line."""
     try:
@@ -107,18 +112,16 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     t0 = time.monotonic()
     ingest = _execute(defs, "ingest_job", instance)
     raw_meta = _materialization_metadata(ingest, dg.AssetKey(["raw", "sacct_records"]))
-    core_meta = _materialization_metadata(ingest, dg.AssetKey(["core", "jobs"]))
-    summary.files_changed = int(raw_meta.get("files_changed", 0) or 0)
-    summary.rows_loaded = int(raw_meta.get("rows_loaded", 0) or 0)
-    summary.rows_rejected = int(raw_meta.get("rows_rejected", 0) or 0)
-    summary.files_refused = [f"{d['file']}: {d['error']}" for d in (raw_meta.get("refused_files") or [])]
-    summary.jobs = int(core_meta.get("dagster/row_count", 0) or 0)
     log_meta = _materialization_metadata(ingest, dg.AssetKey(["raw", "syslog_lines"]))
+    core_meta = _materialization_metadata(ingest, dg.AssetKey(["core", "jobs"]))
     events_meta = _materialization_metadata(ingest, dg.AssetKey(["core", "node_events"]))
-    summary.log_lines_loaded = int(log_meta.get("rows_loaded", 0) or 0)
-    summary.rows_rejected += int(log_meta.get("rows_rejected", 0) or 0)
-    summary.node_events = int(events_meta.get("dagster/row_count", 0) or 0)
-    summary.files_changed += int(log_meta.get("files_changed", 0) or 0)
+    summary.files_changed = _count(raw_meta, "files_changed") + _count(log_meta, "files_changed")
+    summary.rows_loaded = _count(raw_meta, "rows_loaded")
+    summary.log_lines_loaded = _count(log_meta, "rows_loaded")
+    summary.rows_rejected = _count(raw_meta, "rows_rejected") + _count(log_meta, "rows_rejected")
+    summary.files_refused = [f"{d['file']}: {d['error']}" for d in (raw_meta.get("refused_files") or [])]
+    summary.jobs = _count(core_meta, "dagster/row_count")
+    summary.node_events = _count(events_meta, "dagster/row_count")
     progress(f"      {summary.files_changed} new/changed file(s): {summary.rows_loaded:,} sacct records and "
              f"{summary.log_lines_loaded:,} node-log lines loaded, {summary.rows_rejected:,} rejected; "
              f"{summary.jobs:,} jobs, {summary.node_events:,} node events ({time.monotonic() - t0:.1f} s)")

@@ -38,9 +38,8 @@ def partition_for(files: list[str], today: date) -> str:
             except ValueError:
                 continue
     day = max(days) if days else today - timedelta(days=1)
-    keys = DAILY_PARTITIONS.get_partition_keys()
     key = day.isoformat()
-    return key if key in keys else keys[-1]
+    return key if DAILY_PARTITIONS.has_partition_key(key) else DAILY_PARTITIONS.get_last_partition_key()
 
 
 @dg.sensor(job=nightly_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
