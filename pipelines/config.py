@@ -6,6 +6,7 @@ See README "cluster.yaml" for the documented contract.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpusre.models.hostlist import HostlistError, expand_hostlist
 
-__all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "load_cluster_config"]
+__all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "CheckpointPolicy",
+           "RunGrouping", "ReliabilityConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",
+           "load_cluster_config"]
 
 CLUSTER_FILE = "cluster.yaml"
 
@@ -75,6 +78,105 @@ class SacctFormat(BaseModel):
         return value
 
 
+class CheckpointPolicy(BaseModel):
+    """How training jobs checkpoint: the assumptions behind ETTR and goodput (Meta HPCA'25 defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+    interval_s: int = Field(default=3600, gt=0)           # Δt_cp: time between checkpoints
+    restart_overhead_s: int = Field(default=300, ge=0)    # u0: re-initialisation after an interruption
+    write_s: int = Field(default=0, ge=0)                 # w_cp: blocking checkpoint write time
+
+
+class CheckpointOverride(BaseModel):
+    """Per-account override of the site checkpoint policy (unset keys keep the site default)."""
+
+    model_config = ConfigDict(extra="forbid")
+    interval_s: int | None = Field(default=None, gt=0)
+    restart_overhead_s: int | None = Field(default=None, ge=0)
+    write_s: int | None = Field(default=None, ge=0)
+
+
+class RunGrouping(BaseModel):
+    """How Slurm jobs are grouped into training runs for ETTR."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: A resubmission (same user, account and job name) joins the run when it is submitted within this
+    #: many seconds after the previous job ended by failure, timeout, preemption or node failure.
+    resubmit_gap_s: int = Field(default=6 * 3600, ge=0)
+    #: Regular expression whose first group is an explicit run key in the job comment (None: off).
+    comment_run_key: str | None = r"(?:^|[\s,;])run=([^\s,;]+)"
+    #: Regular expression whose first group is a run key in the job name (None: off).
+    name_run_key: str | None = None
+    #: Runs smaller than this many GPUs are left out of ETTR (debug and eval jobs are not training runs).
+    min_gpus: int = Field(default=8, ge=1)
+
+    @field_validator("comment_run_key", "name_run_key")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        if compiled.groups < 1:
+            raise ValueError("the regular expression needs one capture group (the run key)")
+        return value
+
+
+class ReliabilityConfig(BaseModel):
+    """Assumptions of the reliability SLIs (MTBF, ETTR, goodput)."""
+
+    model_config = ConfigDict(extra="forbid")
+    checkpoint: CheckpointPolicy = Field(default_factory=CheckpointPolicy)
+    checkpoint_overrides: dict[str, CheckpointOverride] = Field(default_factory=dict)  # by account
+    runs: RunGrouping = Field(default_factory=RunGrouping)
+    #: Fewer failures than this give "insufficient data" instead of an MTBF point estimate.
+    min_failures: int = Field(default=3, ge=1)
+    #: Meta's r_f variant: count only failures of jobs with more than this many GPUs (0 = all jobs).
+    rf_min_job_gpus: int = Field(default=128, ge=0)
+
+
+SLI_NAMES = ("node_availability", "job_infra_success", "ettr_large_runs", "goodput")
+
+
+class SloObjective(BaseModel):
+    """One objective: the SLI must be at least ``objective`` over the rolling window."""
+
+    model_config = ConfigDict(extra="forbid")
+    sli: str
+    objective: float = Field(gt=0, lt=1)
+    description: str = ""
+
+    @field_validator("sli")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in SLI_NAMES:
+            raise ValueError(f"unknown SLI {value!r}; expected one of {', '.join(SLI_NAMES)}")
+        return value
+
+
+DEFAULT_SLO_OBJECTIVES = (
+    SloObjective(sli="node_availability", objective=0.98,
+                 description="Node-hours in service / scheduled node-hours (planned maintenance excluded)"),
+    SloObjective(sli="job_infra_success", objective=0.995,
+                 description="Jobs not killed by the infrastructure / jobs ended"),
+    SloObjective(sli="ettr_large_runs", objective=0.90,
+                 description="Productive / wall-clock time of training runs with >= 256 GPUs"),
+    SloObjective(sli="goodput", objective=0.70,
+                 description="Productive GPU-hours / capacity GPU-hours"),
+)
+
+
+class SloConfig(BaseModel):
+    """Service-level objectives and their error-budget window."""
+
+    model_config = ConfigDict(extra="forbid")
+    window_days: int = Field(default=30, ge=1, le=366)
+    objectives: list[SloObjective] = Field(default_factory=lambda: list(DEFAULT_SLO_OBJECTIVES))
+    ettr_min_run_gpus: int = Field(default=256, ge=1)
+
+
 class ClusterConfig(BaseModel):
     """The validated contents of ``cluster.yaml``."""
 
@@ -88,6 +190,8 @@ class ClusterConfig(BaseModel):
     leaf_switches: dict[str, str] = Field(default_factory=dict)
     maintenance: list[MaintenanceWindow] = Field(default_factory=list)
     sacct: SacctFormat = Field(default_factory=SacctFormat)
+    reliability: ReliabilityConfig = Field(default_factory=ReliabilityConfig)
+    slo: SloConfig = Field(default_factory=SloConfig)
 
     @field_validator("timezone")
     @classmethod
