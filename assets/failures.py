@@ -25,6 +25,7 @@ HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
 ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
 TAXONOMY = dg.AssetKey(["marts", "failure_taxonomy"])
 SUSPECT_NODES = dg.AssetKey(["marts", "suspect_nodes"])
+INSTANCE_ATTRIBUTION = dg.AssetKey(["marts", "instance_failure_attribution"])
 
 #: The core.jobs columns attribution, incident impact and suspect nodes read.
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
@@ -48,6 +49,10 @@ def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Duck
                      description="One row per job that ended in a failure state (or was cancelled by root): "
                      "infrastructure / user / unknown, component, evidence events and lost GPU-hours "
                      "(after Meta, HPCA 2025: events 10 min before to 5 min after the end on the job's nodes)."),
+        dg.AssetSpec(INSTANCE_ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="One row per earlier (requeued) instance of a job that ended in a failure state: "
+                     "the same rules as job_failure_attribution, so goodput and ETTR see infrastructure "
+                     "interruptions that Slurm requeued."),
         dg.AssetSpec(TAXONOMY, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
                      description="Per period × component × cause class: incidents, events, affected jobs, lost GPU-hours."),
         dg.AssetSpec(SUSPECT_NODES, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
@@ -69,6 +74,9 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         as_of = con.sql("SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0][0]
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator)
         attribution = attribute_failures(jobs, events, incidents)
+        earlier = con.sql("SELECT job_id, instance_no, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, "
+                          "exit_code, exit_signal FROM core.job_instances WHERE NOT is_latest").pl()
+        instance_attr = attribute_failures(earlier, events, incidents).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)
         taxonomy = pl.concat([failure_taxonomy(incidents, attribution, p) for p in ("all", "month")], how="vertical")
@@ -78,6 +86,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
             _write(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))
             _write(con, "marts.hw_incident_members", members)
             _write(con, "marts.job_failure_attribution", failed)
+            _write(con, "marts.instance_failure_attribution", instance_attr)
             _write(con, "marts.failure_taxonomy", taxonomy)
             _write(con, "marts.suspect_nodes", suspects)
             con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [INCIDENTS_FILE])
@@ -93,6 +102,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
             "incident_id", "component", "start_ts", "n_events"))})
     yield dg.MaterializeResult(asset_key=ATTRIBUTION, metadata={
         "dagster/row_count": failed.height, "by_attribution": markdown_preview(summary)})
+    yield dg.MaterializeResult(asset_key=INSTANCE_ATTRIBUTION, metadata={"dagster/row_count": instance_attr.height})
     yield dg.MaterializeResult(asset_key=TAXONOMY, metadata={"dagster/row_count": taxonomy.height})
     yield dg.MaterializeResult(asset_key=SUSPECT_NODES, metadata={
         "dagster/row_count": suspects.height,

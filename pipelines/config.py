@@ -107,7 +107,12 @@ class RunGrouping(BaseModel):
     comment_run_key: str | None = r"(?:^|[\s,;])run=([^\s,;]+)"
     #: Regular expression whose first group is a run key in the job name (None: off).
     name_run_key: str | None = None
-    #: Runs smaller than this many GPUs are left out of ETTR (debug and eval jobs are not training runs).
+    #: End states of the previous job after which a resubmission continues the run (a user who cancels
+    #: and resubmits with a new config continues the same run; only COMPLETED ends it).
+    resubmit_after_states: list[str] = Field(default_factory=lambda: [
+        "FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY", "BOOT_FAIL", "CANCELLED"])
+    #: Jobs smaller than this many GPUs are never grouped into runs (debug and eval jobs are not
+    #: training runs); they still count in goodput as runs of one job.
     min_gpus: int = Field(default=8, ge=1)
 
     @field_validator("comment_run_key", "name_run_key")

@@ -7,6 +7,7 @@ import dagster as dg
 from gpusre.assets.core_jobs import core_jobs
 from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.assets.failures import failure_marts
+from gpusre.assets.reliability import reliability_marts
 from gpusre.assets.ingest_syslog import core_node_events, raw_syslog
 from gpusre.assets.job_trends import (
     MART_CHECKS,
@@ -22,7 +23,7 @@ from gpusre.pipelines.resources import default_resources
 from gpusre.pipelines.schedules import nightly_schedule
 from gpusre.pipelines.sensors import landing_sensor
 
-ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings, nightly_report]
+ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings, nightly_report]
 CHECKS = [sacct_rows_reconcile, no_unprocessed_days, *MART_CHECKS]
 
 

@@ -87,7 +87,8 @@ WITH picked AS (
 SELECT job_id,
        row_number() OVER (PARTITION BY job_id ORDER BY start_ts)::INTEGER AS instance_no,
        row_number() OVER (PARTITION BY job_id ORDER BY start_ts DESC) = 1 AS is_latest,
-       state, start_ts, end_ts, elapsed_s, n_gpus, nodes, source_file, line_no
+       state, start_ts, end_ts, elapsed_s, n_gpus, nodes, source_file, line_no,
+       submit_ts, eligible_ts, exit_code, exit_signal
 FROM _job_recs AS r JOIN picked ON r.rowid = picked.rid;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.

@@ -83,8 +83,17 @@ CREATE TABLE IF NOT EXISTS core.job_instances (
     n_gpus       INTEGER,
     nodes        VARCHAR[],
     source_file  VARCHAR NOT NULL,
-    line_no      BIGINT NOT NULL          -- unique key: (job_id, instance_no)
+    line_no      BIGINT NOT NULL,         -- unique key: (job_id, instance_no)
+    submit_ts    TIMESTAMPTZ,             -- this instance's submit / eligible time (a requeue resets them)
+    eligible_ts  TIMESTAMPTZ,
+    exit_code    INTEGER,
+    exit_signal  INTEGER
 );
+-- Warehouses created before these columns existed get them (NULL until their jobs are rebuilt).
+ALTER TABLE core.job_instances ADD COLUMN IF NOT EXISTS submit_ts TIMESTAMPTZ;
+ALTER TABLE core.job_instances ADD COLUMN IF NOT EXISTS eligible_ts TIMESTAMPTZ;
+ALTER TABLE core.job_instances ADD COLUMN IF NOT EXISTS exit_code INTEGER;
+ALTER TABLE core.job_instances ADD COLUMN IF NOT EXISTS exit_signal INTEGER;
 
 -- core.job_steps: one row per job step ('123.batch', '123.extern', '123.0') of the latest instance.
 CREATE TABLE IF NOT EXISTS core.job_steps (

@@ -1,0 +1,107 @@
+"""Marts: reliability SLIs — MTBF, failure rates, job MTTF by size, ETTR per run, goodput, SLOs.
+
+Thin: read core.jobs, core.job_instances, the failure marts and the utilization mart, call the pure
+models (``gpusre.models.mtbf``, ``job_reliability``, ``training_runs``, ``goodput``, ``slo``), write
+every mart in one transaction. Recomputed in full each run: run grouping crosses days, and a year of
+a 2,000-node cluster rebuilds in well under a minute (``benchmarks/bench_slis.py``).
+"""
+
+
+
+import dagster as dg
+import polars as pl
+
+from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
+from gpusre.assets.job_trends import UTILIZATION_DAILY
+from gpusre.assets.metadata import markdown_preview
+from gpusre.models.hostlist import expand_hostlist
+from gpusre.models.mtbf import MaintenanceSpan
+from gpusre.models.reliability_marts import (
+    RELIABILITY_MARTS,
+    ReliabilitySettings,
+    compute_reliability_marts,
+    read_reliability_inputs,
+)
+from gpusre.models.slo import SloTarget
+from gpusre.models.training_runs import CheckpointAssumption, RunRules
+from gpusre.models.warehouse import transaction
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.config import ClusterConfig
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+_DESCRIPTIONS: dict[str, str] = {
+    "mtbf": "Per period (all / month) and scope (cluster, component class, component, node): hardware incidents, "
+            "node-hours in service (planned maintenance subtracted), MTBF with exact Poisson (Garwood) 95 % limits; "
+            "'insufficient data' instead of a point estimate below the configured failure count.",
+    "mtbf_trend": "Last month vs the month before per cluster and component class: rate ratio and exact "
+                  "conditional test.",
+    "tbf_weibull": "Per component class: Weibull fit of time between node failures (censored), shape with CI.",
+    "node_failure_rate": "Failures per 1,000 node-days (Meta's r_f): all hardware incidents over in-service "
+                         "node-days, and Meta's variant over jobs with more than N GPUs.",
+    "job_mttf_by_size": "Per job size bucket: infrastructure failures over job runtime, MTTF with Garwood limits.",
+    "job_mttf_projection": "MTTF by job size from the 1/N fit, projected to 1,024 ... 131,072 GPUs.",
+    "job_survival": "Kaplan-Meier survival of job instances' time to infrastructure failure, per size bucket.",
+    "ettr_runs": "One row per training run: jobs, interruptions, wall-clock, queue, productive time and ETTR "
+                 "(checkpoint interval and restart overhead from cluster.yaml).",
+    "ettr_by_size": "Per run size bucket: measured ETTR (mean, quantiles) next to Meta's expected ETTR.",
+    "checkpoint_what_if": "Expected ETTR vs checkpoint interval for the largest run size.",
+    "goodput_daily": "Per UTC day: capacity, allocated, productive GPU-hours, losses to failures and restarts, "
+                     "idle, goodput.",
+    "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status.",
+}
+
+
+def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
+    """The models' view of cluster.yaml's nodes, maintenance, run grouping, checkpoint policy and SLOs."""
+    rel = config.reliability
+    site = CheckpointAssumption(rel.checkpoint.interval_s, rel.checkpoint.restart_overhead_s, rel.checkpoint.write_s)
+    overrides = {
+        acct: CheckpointAssumption(
+            o.interval_s if o.interval_s is not None else site.interval_s,
+            o.restart_overhead_s if o.restart_overhead_s is not None else site.restart_overhead_s,
+            o.write_s if o.write_s is not None else site.write_s)
+        for acct, o in rel.checkpoint_overrides.items()
+    }
+    rules = RunRules(resubmit_gap_s=rel.runs.resubmit_gap_s, comment_run_key=rel.runs.comment_run_key,
+                     name_run_key=rel.runs.name_run_key, min_gpus=rel.runs.min_gpus,
+                     resubmit_after_states=tuple(rel.runs.resubmit_after_states), checkpoint=site, overrides=overrides)
+    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None)
+                   for w in config.maintenance]
+    return ReliabilitySettings(
+        node_names=config.node_names, node_count=config.node_count, gpus_per_node=config.gpus_per_node,
+        maintenance=maintenance, rules=rules, min_failures=rel.min_failures, rf_min_job_gpus=rel.rf_min_job_gpus,
+        slo_targets=[SloTarget(o.sli, o.objective) for o in config.slo.objectives],
+        slo_window_days=config.slo.window_days, ettr_min_run_gpus=config.slo.ettr_min_run_gpus)
+
+
+KEYS = {name: dg.AssetKey(["marts", name]) for name in RELIABILITY_MARTS}
+
+
+@dg.multi_asset(
+    specs=[dg.AssetSpec(KEYS[name], deps=[CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY],
+                        group_name="marts", kinds={"duckdb"}, description=_DESCRIPTIONS[name])
+           for name in RELIABILITY_MARTS],
+    pool=WAREHOUSE_POOL,
+)
+def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
+    config = landing.cluster_config()
+    with warehouse.connect() as con:
+        inputs = read_reliability_inputs(con)
+        marts = compute_reliability_marts(inputs, reliability_settings(config))
+        with transaction(con):
+            for name, frame in marts.items():
+                con.register("_mart_frame", frame.to_arrow())
+                con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM _mart_frame")
+                con.unregister("_mart_frame")
+    for name in RELIABILITY_MARTS:
+        frame = marts[name]
+        metadata: dict[str, object] = {"dagster/row_count": frame.height}
+        if name in ("job_mttf_by_size", "ettr_by_size", "mtbf_trend") and frame.height:
+            metadata["preview"] = markdown_preview(frame.head(12))
+        if name == "goodput_daily" and frame.height:
+            total = frame.select(pl.col("productive_gpu_hours").sum() / pl.col("capacity_gpu_hours").sum()).item()
+            metadata["goodput_overall"] = float(total) if total is not None else None
+        yield dg.MaterializeResult(asset_key=KEYS[name], metadata=metadata)
+
+

@@ -1,0 +1,98 @@
+"""Cluster goodput per UTC day: how much GPU capacity turned into useful work, and where the rest went.
+
+``goodput = productive / capacity``, with the loss waterfall
+
+    capacity − idle (not allocated, incl. nodes down or in maintenance) = allocated
+    allocated − lost_failure − lost_restart = productive
+
+Losses are charged only for interruptions the *infrastructure* causes — an instance that ended in
+NODE_FAIL or PREEMPTED, or was attributed to the infrastructure from node logs (FAILED or REQUEUED
+with failure events in its end window):
+
+* ``lost_failure``: GPUs × the expected work since the last checkpoint
+  (:func:`~gpusre.models.ettr_model.expected_lost_work_expr`), on the UTC day the instance ended;
+* ``lost_restart``: GPUs × the restart overhead of the instance that follows it in its run (the requeue
+  of the same job or the next job of the run), on the UTC day that instance started.
+
+User failures, cancellations and timeouts are the user's: their GPU-hours count as delivered.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpusre.models.ettr_model import expected_lost_work_expr
+
+__all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
+
+GOODPUT_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Date(), "capacity_gpu_hours": pl.Float64(), "allocated_gpu_hours": pl.Float64(),
+    "productive_gpu_hours": pl.Float64(), "lost_failure_gpu_hours": pl.Float64(),
+    "lost_restart_gpu_hours": pl.Float64(), "idle_gpu_hours": pl.Float64(), "goodput": pl.Float64(),
+    "infra_interruptions": pl.Int64(),
+}
+
+#: Instance end states that are the infrastructure's (or the scheduler's) doing without further evidence.
+_INFRA_STATES = ("NODE_FAIL", "BOOT_FAIL", "PREEMPTED")
+
+
+def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
+    """Boolean per row of ``inst``: did the infrastructure (or preemption) end this instance?
+
+    ``attribution`` has ``job_id``, ``instance_no``, ``attribution`` for attributed instances.
+    """
+    infra = attribution.filter(pl.col("attribution") == "infrastructure").select(
+        "job_id", "instance_no", pl.lit(True).alias("_infra"))
+    flagged = inst.select("job_id", "instance_no", "state").join(
+        infra, on=["job_id", "instance_no"], how="left", maintain_order="left")
+    return (flagged.get_column("state").is_in(_INFRA_STATES)
+            | flagged.get_column("_infra").fill_null(False)).alias("infra_interrupted")
+
+
+def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame) -> pl.DataFrame:
+    """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
+
+    Args:
+        inst: :func:`~gpusre.models.training_runs.run_instances` output plus an ``infra_interrupted``
+            column (:func:`infra_interrupted`).
+        utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
+    """
+    gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
+    # Lost work of infra-interrupted instances: the checkpoint-phase expectation, even when the
+    # instance is the last of its run (the work was lost whether or not the user resubmitted).
+    failed = inst.filter(pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()).select(
+        pl.col("end_ts").dt.date().alias("day"),
+        (gpus * expected_lost_work_expr(
+            (pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
+            pl.col("interval_s").cast(pl.Float64)) / 3600.0).alias("lost"),
+    ).group_by("day").agg(pl.col("lost").sum().alias("lost_failure_gpu_hours"), pl.len().alias("infra_interruptions"))
+    prev = inst.filter("infra_interrupted").select(
+        pl.col("job_id").alias("prev_job_id"), pl.col("instance_no").alias("prev_instance_no"),
+        pl.lit(True).alias("_after_infra"))
+    restarts = (
+        inst.filter(pl.col("is_restart"))
+        .join(prev, on=["prev_job_id", "prev_instance_no"], how="inner")
+        .select(pl.col("start_ts").dt.date().alias("day"), (gpus * pl.col("overhead_s") / 3600.0).alias("lost"))
+        .group_by("day").agg(pl.col("lost").sum().alias("lost_restart_gpu_hours"))
+    )
+    out = (
+        utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours")
+        .with_columns(pl.col("day").cast(pl.Date))
+        .join(failed, on="day", how="left")
+        .join(restarts, on="day", how="left")
+        .with_columns(
+            pl.col("lost_failure_gpu_hours").fill_null(0.0),
+            pl.col("lost_restart_gpu_hours").fill_null(0.0),
+            pl.col("infra_interruptions").fill_null(0).cast(pl.Int64),
+        )
+        .with_columns(
+            (pl.col("allocated_gpu_hours") - pl.col("lost_failure_gpu_hours") - pl.col("lost_restart_gpu_hours"))
+            .alias("productive_gpu_hours"),
+            (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).clip(lower_bound=0).alias("idle_gpu_hours"),
+        )
+        .with_columns(
+            pl.when(pl.col("capacity_gpu_hours") > 0)
+            .then(pl.col("productive_gpu_hours") / pl.col("capacity_gpu_hours")).alias("goodput"),
+        )
+    )
+    return out.select([pl.col(c).cast(t) for c, t in GOODPUT_SCHEMA.items()]).sort("day")

@@ -1,0 +1,171 @@
+"""Run grouping, ETTR and goodput on hand-computed small cases."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from gpusre.models.goodput import goodput_daily, infra_interrupted
+from gpusre.models.training_runs import CheckpointAssumption, RunRules, assign_runs, ettr_runs, run_instances
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+UTC = pl.Datetime("us", "UTC")
+
+
+def h(hours: float) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+JOB_COLS = {"job_id": pl.String, "user": pl.String, "account": pl.String, "name": pl.String, "comment": pl.String,
+            "state": pl.String, "n_gpus": pl.Int64, "n_nodes": pl.Int64, "submit_ts": UTC, "start_ts": UTC,
+            "end_ts": UTC}
+INST_COLS = {"job_id": pl.String, "instance_no": pl.Int32, "state": pl.String, "submit_ts": UTC,
+             "eligible_ts": UTC, "start_ts": UTC, "end_ts": UTC, "elapsed_s": pl.Int64, "n_gpus": pl.Int64}
+
+
+def frames() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Jobs and instances of a small cluster (hours from T0)."""
+    jobs = [
+        # run A: job 1 fails after 4 h, resubmitted 30 min later, job 2 completes
+        ("1", "alice", "llm", "llm-7b", "", "FAILED", 16, 2, h(0), h(1), h(5)),
+        ("2", "alice", "llm", "llm-7b", "", "COMPLETED", 16, 2, h(5.5), h(6), h(10)),
+        # after a COMPLETED job a resubmission is a new run
+        ("3", "alice", "llm", "llm-7b", "", "COMPLETED", 16, 2, h(10.5), h(11), h(12)),
+        # same name, other user: not alice's run
+        ("4", "bob", "llm", "llm-7b", "", "COMPLETED", 16, 2, h(5.6), h(6), h(7)),
+        # a one-GPU job is never grouped
+        ("5", "carol", "eval", "eval", "", "FAILED", 1, 1, h(0), h(0), h(1)),
+        ("6", "carol", "eval", "eval", "", "COMPLETED", 1, 1, h(1.1), h(1.2), h(2)),
+        # explicit run key in the comment joins different names and a long gap
+        ("7", "dave", "llm", "phase-1", "run=big-01", "TIMEOUT", 64, 8, h(0), h(0), h(2)),
+        ("8", "dave", "llm", "phase-2", "prio, run=big-01", "COMPLETED", 64, 8, h(20), h(20), h(21)),
+        # requeued by a node failure under the same job id (two instances)
+        ("9", "erin", "vision", "vit", "", "COMPLETED", 8, 1, h(0), h(1), h(3)),
+    ]
+    inst = [
+        ("1", 1, "FAILED", h(0), h(0), h(1), h(5), 14400, 16),
+        ("2", 1, "COMPLETED", h(5.5), h(5.5), h(6), h(10), 14400, 16),
+        ("3", 1, "COMPLETED", h(10.5), h(10.5), h(11), h(12), 3600, 16),
+        ("4", 1, "COMPLETED", h(5.6), h(5.6), h(6), h(7), 3600, 16),
+        ("5", 1, "FAILED", h(0), h(0), h(0), h(1), 3600, 1),
+        ("6", 1, "COMPLETED", h(1.1), h(1.1), h(1.2), h(2), 2880, 1),
+        ("7", 1, "TIMEOUT", h(0), h(0), h(0), h(2), 7200, 64),
+        ("8", 1, "COMPLETED", h(20), h(20), h(20), h(21), 3600, 64),
+        ("9", 1, "NODE_FAIL", h(0), h(0), h(0), h(0.5), 1800, 8),
+        ("9", 2, "COMPLETED", h(0.5), h(0.6), h(1), h(3), 7200, 8),
+    ]
+    return (pl.DataFrame(jobs, schema=JOB_COLS, orient="row"), pl.DataFrame(inst, schema=INST_COLS, orient="row"))
+
+
+RULES = RunRules(checkpoint=CheckpointAssumption(3600, 300, 0),
+                 overrides={"vision": CheckpointAssumption(1800, 600, 0)})
+
+
+def test_assign_runs_groups_resubmissions_keys_and_requeues() -> None:
+    jobs, _ = frames()
+    runs = dict(assign_runs(jobs, RULES).select("job_id", "run_id").iter_rows())
+    assert runs["1"] == runs["2"] == "1"
+    assert runs["3"] == "3"
+    assert runs["4"] == "4"
+    assert runs["5"] == "5" and runs["6"] == "6"
+    assert runs["7"] == runs["8"] == "big-01"
+    assert runs["9"] == "9"
+    src = dict(assign_runs(jobs, RULES).select("job_id", "run_key_source").iter_rows())
+    assert src["1"] == "resubmission" and src["7"] == "comment" and src["5"] == "single" and src["3"] == "single"
+
+
+def test_resubmission_gap_and_end_state_are_configurable() -> None:
+    jobs, _ = frames()
+    strict = RunRules(resubmit_gap_s=600)  # 30 min gap is now too long
+    assert dict(assign_runs(jobs, strict).select("job_id", "run_id").iter_rows())["2"] == "2"
+    no_fail = RunRules(resubmit_after_states=("TIMEOUT",))
+    assert dict(assign_runs(jobs, no_fail).select("job_id", "run_id").iter_rows())["2"] == "2"
+
+
+def test_ettr_two_jobs_hand_computed() -> None:
+    jobs, inst = frames()
+    runs = assign_runs(jobs, RULES)
+    ri = run_instances(inst, jobs, runs, RULES, h(30))
+    out = ettr_runs(ri, jobs, runs, h(30), min_gpus=8)
+    a = out.filter(pl.col("run_id") == "1").row(0, named=True)
+    # wall-clock 0 h -> 10 h = 36,000 s; queue 1 h + 0.5 h = 5,400 s; run 8 h = 28,800 s.
+    # job 1 interrupted after t = 4 h >= Δ = 1 h: expected lost work Δ/2 = 1,800 s.
+    # job 2 is a restart: overhead u0 = 300 s. productive = 28,800 − 300 − 1,800 = 26,700.
+    assert (a["wallclock_s"], a["queue_s"], a["run_s"]) == (36000, 5400, 28800)
+    assert (a["interruptions"], a["restart_overhead_s"]) == (1, 300)
+    assert a["lost_work_s"] == pytest.approx(1800)
+    assert a["productive_s"] == pytest.approx(26700)
+    assert a["ettr"] == pytest.approx(26700 / 36000)
+    assert a["job_ids"] == ["1", "2"] and a["n_jobs"] == 2 and a["n_instances"] == 2
+    assert a["policy_source"] == "site default"
+
+
+def test_ettr_requeue_short_instance_and_account_override() -> None:
+    jobs, inst = frames()
+    runs = assign_runs(jobs, RULES)
+    out = ettr_runs(run_instances(inst, jobs, runs, RULES, h(30)), jobs, runs, h(30), min_gpus=8)
+    r = out.filter(pl.col("run_id") == "9").row(0, named=True)
+    # account 'vision': Δ = 1,800 s, u0 = 600 s. Instance 1 ran t = 1,800 s = Δ: lost Δ/2 = 900
+    # (t − t²/2Δ = 1800 − 900 = 900 at t = Δ: both branches agree). Instance 2: overhead 600.
+    # wall-clock 0 -> 3 h = 10,800; queue 0 + (1 h − 0.6 h) = 1,440; run 9,000.
+    assert r["policy_source"] == "account override" and r["checkpoint_interval_s"] == 1800
+    assert (r["wallclock_s"], r["queue_s"], r["run_s"], r["restart_overhead_s"]) == (10800, 1440, 9000, 600)
+    assert r["lost_work_s"] == pytest.approx(900)
+    assert r["ettr"] == pytest.approx((9000 - 600 - 900) / 10800)
+
+
+def test_ettr_explicit_key_counts_gap_between_jobs() -> None:
+    jobs, inst = frames()
+    runs = assign_runs(jobs, RULES)
+    out = ettr_runs(run_instances(inst, jobs, runs, RULES, h(30)), jobs, runs, h(30), min_gpus=8)
+    r = out.filter(pl.col("run_id") == "big-01").row(0, named=True)
+    # 0 -> 21 h wall-clock; 3 h run; lost 1,800 (t = 2 h); overhead 300.
+    assert r["wallclock_s"] == 21 * 3600
+    assert r["productive_s"] == pytest.approx(3 * 3600 - 300 - 1800)
+    # small jobs are not runs in the mart
+    assert "5" not in out.get_column("run_id").to_list()
+
+
+def test_short_interruption_uses_the_uniform_phase_expectation() -> None:
+    jobs, inst = frames()
+    inst = inst.with_columns(pl.when(pl.col("job_id") == "1").then(1200).otherwise(pl.col("elapsed_s"))
+                             .alias("elapsed_s"))
+    runs = assign_runs(jobs, RULES)
+    ri = run_instances(inst, jobs, runs, RULES, h(30))
+    lost = ri.filter(pl.col("job_id") == "1").item(0, "lost_work_s")
+    assert lost == pytest.approx(1200 - 1200**2 / (2 * 3600))  # 1,000 s
+
+
+def test_ongoing_run_ends_at_as_of() -> None:
+    jobs, inst = frames()
+    jobs = jobs.with_columns(pl.when(pl.col("job_id") == "2").then(None).otherwise(pl.col("end_ts")).alias("end_ts"))
+    inst = inst.with_columns(pl.when(pl.col("job_id") == "2").then(None).otherwise(pl.col("end_ts")).alias("end_ts"))
+    runs = assign_runs(jobs, RULES)
+    out = ettr_runs(run_instances(inst, jobs, runs, RULES, h(8)), jobs, runs, h(8), min_gpus=8)
+    r = out.filter(pl.col("run_id") == "1").row(0, named=True)
+    assert r["ongoing"] and r["wallclock_s"] == 8 * 3600 and r["run_s"] == 4 * 3600 + 2 * 3600
+
+
+def test_goodput_charges_only_infrastructure_interruptions() -> None:
+    jobs, inst = frames()
+    runs = assign_runs(jobs, RULES)
+    ri = run_instances(inst, jobs, runs, RULES, h(30))
+    attribution = pl.DataFrame({"job_id": ["1"], "instance_no": [1], "attribution": ["user"]},
+                               schema={"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
+    ri = ri.with_columns(infra_interrupted(ri, attribution))
+    util = pl.DataFrame({"day": [date(2026, 3, 1), date(2026, 3, 2)], "capacity_gpu_hours": [2400.0, 2400.0],
+                         "allocated_gpu_hours": [600.0, 100.0]})
+    out = goodput_daily(ri, util)
+    d1 = out.row(0, named=True)
+    # Only job 9's NODE_FAIL instance counts (job 1 failed by the user): 8 GPUs × 900 s lost = 2 GPU-h;
+    # its requeue pays 8 × 600 s = 1.3333 GPU-h of restart overhead.
+    assert d1["lost_failure_gpu_hours"] == pytest.approx(2.0)
+    assert d1["lost_restart_gpu_hours"] == pytest.approx(8 * 600 / 3600)
+    assert d1["productive_gpu_hours"] == pytest.approx(600 - 2.0 - 8 * 600 / 3600)
+    assert d1["idle_gpu_hours"] == pytest.approx(1800)
+    assert d1["goodput"] == pytest.approx((600 - 2.0 - 8 * 600 / 3600) / 2400)
+    assert d1["infra_interruptions"] == 1
+    d2 = out.row(1, named=True)
+    assert d2["lost_failure_gpu_hours"] == 0 and d2["goodput"] == pytest.approx(100 / 2400)
