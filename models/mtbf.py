@@ -162,13 +162,16 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
                   "component", "node", nulls_last=True))
 
 
-def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime) -> pl.DataFrame:
+def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
+                same_failure_h: float = 1.0) -> pl.DataFrame:
     """Weibull fit of time between node-level failures, per component class and for ``all``.
 
     Per node: gaps between consecutive failures are observed; the time from the last failure (or
     from ``t0`` for a node that never failed) to ``t1`` is right-censored. The time before a node's
     first failure is left out: the previous failure is unknown (left-censored). Shape < 1 means a
-    few nodes fail again and again (lemons, infant mortality); > 1 wear-out.
+    few nodes fail again and again (lemons, infant mortality); > 1 wear-out. Failures of one node
+    less than ``same_failure_h`` apart are one failure: one fault often shows as incidents of several
+    components (an Xid 79 and the PCIe AER beside it), and near-zero gaps would fake infant mortality.
     """
     inc = with_component_class(incidents.filter(pl.col("scope") == "node").select("component", "start_ts", "nodes"))
     inc = inc.explode("nodes").rename({"nodes": "node"})
@@ -179,9 +182,12 @@ def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1:
         sub = inc if klass == "all" else inc.filter(pl.col("component_class") == klass)
         g = (sub.sort("node", "start_ts")
              .with_columns(((pl.col("start_ts") - pl.col("start_ts").shift(1).over("node")).dt.total_seconds() / 3600)
+                           .alias("gap_h"))
+             .filter(pl.col("gap_h").is_null() | (pl.col("gap_h") >= same_failure_h))
+             # gaps are recomputed between the failures that remain
+             .with_columns(((pl.col("start_ts") - pl.col("start_ts").shift(1).over("node")).dt.total_seconds() / 3600)
                            .alias("gap_h")))
         observed = g.get_column("gap_h").drop_nulls().to_numpy()
-        observed = observed[observed > 0]
         last = g.group_by("node").agg(pl.col("start_ts").max())
         tail_h = last.select(((pl.lit(t1).cast(pl.Datetime("us", "UTC")) - pl.col("start_ts")).dt.total_seconds()
                               / 3600).alias("h")).get_column("h").to_numpy()

@@ -1,0 +1,118 @@
+"""MTBF marts on hand-computed small cases: exposure, maintenance, scopes, insufficient data, trend, TBF."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from gpusre.models.failure_rates import garwood_interval
+from gpusre.models.mtbf import (
+    MaintenanceSpan,
+    load_component_classes,
+    mtbf_table,
+    mtbf_trend,
+    node_exposure,
+    periods,
+    tbf_weibull,
+)
+
+UTC = timezone.utc
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T1 = datetime(2026, 3, 1, tzinfo=UTC)  # Jan (744 h) + Feb (672 h) = 1,416 h
+NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
+
+
+def incidents(rows: list[tuple[str, str, datetime, list[str], str]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"incident_id": pl.String, "component": pl.String,
+                                      "start_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String),
+                                      "scope": pl.String}, orient="row")
+
+
+def test_periods_are_all_plus_clipped_months() -> None:
+    got = [(p[1], (p[3] - p[2]).total_seconds() / 3600) for p in periods(T0 + timedelta(days=10), T1)]
+    assert got == [("all", 1416 - 240), ("2026-01", 744 - 240), ("2026-02", 672)]
+
+
+def test_exposure_subtracts_maintenance_per_node() -> None:
+    w = [MaintenanceSpan(datetime(2026, 1, 31, 20, tzinfo=UTC), datetime(2026, 2, 1, 4, tzinfo=UTC),
+                         frozenset({"gpu01", "gpu02"})),
+         MaintenanceSpan(datetime(2026, 2, 10, tzinfo=UTC), datetime(2026, 2, 10, 2, tzinfo=UTC), None)]
+    exp = node_exposure(NODES, T0, T1, w)
+    by = {(r["period"], r["node"]): r["exposure_hours"] for r in exp.iter_rows(named=True)}
+    # gpu01: 4 h of the first window in January, 4 h in February, plus 2 h of the cluster-wide one.
+    assert by[("2026-01", "gpu01")] == 744 - 4
+    assert by[("2026-02", "gpu01")] == 672 - 4 - 2
+    assert by[("2026-02", "gpu03")] == 672 - 2
+    assert by[("all", "gpu01")] == 1416 - 10
+    assert by[("all", "gpu04")] == 1416 - 2
+
+
+def test_mtbf_scopes_counts_and_garwood_limits() -> None:
+    exp = node_exposure(NODES, T0, T1)
+    inc = incidents([
+        ("a", "gpu_memory", datetime(2026, 1, 5, tzinfo=UTC), ["gpu01"], "node"),
+        ("b", "pcie_bus", datetime(2026, 1, 9, tzinfo=UTC), ["gpu01"], "node"),
+        ("c", "gpu_compute", datetime(2026, 2, 3, tzinfo=UTC), ["gpu02"], "node"),
+        ("d", "network_switch", datetime(2026, 2, 4, tzinfo=UTC), ["gpu01", "gpu02", "gpu03"], "leaf_switch"),
+        ("e", "storage", datetime(2026, 2, 20, tzinfo=UTC), ["gpu04"], "node"),
+    ])
+    m = mtbf_table(inc, exp, gpus_per_node=8, t0=T0, t1=T1, min_failures=3)
+    row = m.filter((pl.col("period") == "all") & (pl.col("scope") == "cluster")).row(0, named=True)
+    exposure = 4 * 1416
+    assert row["failures"] == 5 and row["exposure_hours"] == exposure
+    assert row["mtbf_hours"] == pytest.approx(exposure / 5)
+    lo, hi = garwood_interval(5, exposure)
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(1 / hi), pytest.approx(1 / lo))
+    assert row["rate_per_1000_node_days"] == pytest.approx(5 / (exposure / 24) * 1000)
+    gpu = m.filter((pl.col("period") == "all") & (pl.col("scope") == "component_class")
+                   & (pl.col("component") == "gpu")).row(0, named=True)
+    # three GPU incidents (memory, bus, compute): enough for an estimate, with GPU-hours.
+    assert gpu["failures"] == 3 and gpu["sufficient"]
+    assert gpu["exposure_gpu_hours"] == exposure * 8 and gpu["mtbf_gpu_hours"] == pytest.approx(exposure * 8 / 3)
+    net = m.filter((pl.col("period") == "all") & (pl.col("scope") == "component_class")
+                   & (pl.col("component") == "network")).row(0, named=True)
+    assert net["failures"] == 1 and net["mtbf_hours"] is None and not net["sufficient"]
+    assert net["note"].startswith("insufficient data: 1 failures") and net["ci_low"] is not None
+    # a class with no failure in February still has a row (0 failures, unbounded upper limit)
+    feb_storage_jan = m.filter((pl.col("period") == "2026-01") & (pl.col("component") == "storage")
+                               & (pl.col("scope") == "component_class")).row(0, named=True)
+    assert feb_storage_jan["failures"] == 0 and feb_storage_jan["ci_high"] is None
+    nodes = {r["node"]: r["failures"] for r in m.filter(pl.col("scope") == "node").iter_rows(named=True)}
+    # node scope counts node incidents only (the switch incident is not a node failure)
+    assert nodes == {"gpu01": 2, "gpu02": 1, "gpu03": 0, "gpu04": 1}
+
+
+def test_every_catalog_component_has_a_class() -> None:
+    classes = load_component_classes()
+    assert classes.get_column("component").is_unique().all()
+    assert set(classes.get_column("component_class")) <= {"gpu", "nvlink", "network", "storage", "host", "other"}
+    for comp in ("gpu_memory", "pcie_bus", "nvlink", "network_switch", "storage", "host_memory"):
+        assert comp in classes.get_column("component").to_list()
+
+
+def test_trend_flags_a_significant_rise() -> None:
+    exp = node_exposure(NODES, T0, T1)
+    rows = [(f"j{i}", "gpu_memory", datetime(2026, 1, 2 + i, tzinfo=UTC), ["gpu01"], "node") for i in range(2)]
+    rows += [(f"f{i}", "gpu_memory", datetime(2026, 2, 1, i, tzinfo=UTC), ["gpu02"], "node") for i in range(20)]
+    trend = mtbf_trend(mtbf_table(incidents(rows), exp, 8, T0, T1))
+    gpu = trend.filter(pl.col("component") == "gpu").row(0, named=True)
+    assert (gpu["period"], gpu["previous_period"], gpu["failures"], gpu["previous_failures"]) == ("2026-02", "2026-01", 20, 2)
+    assert gpu["direction"] == "worse" and gpu["p_value"] < 0.001
+    assert gpu["rate_ratio"] == pytest.approx((20 / (4 * 672)) / (2 / (4 * 744)))
+
+
+def test_tbf_merges_same_failure_and_censors_tails() -> None:
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [("a", "gpu_memory", base + timedelta(hours=100), ["gpu01"], "node"),
+            ("b", "pcie_bus", base + timedelta(hours=100, minutes=10), ["gpu01"], "node"),  # same failure
+            ("c", "gpu_memory", base + timedelta(hours=300), ["gpu01"], "node"),
+            ("d", "gpu_memory", base + timedelta(hours=350), ["gpu01"], "node"),
+            ("e", "gpu_memory", base + timedelta(hours=400), ["gpu02"], "node")]
+    out = tbf_weibull(incidents(rows), NODES, T0, T1)
+    allrow = out.filter(pl.col("component_class") == "all").row(0, named=True)
+    # observed gaps: 200 h and 50 h on gpu01; censored: gpu01 after 350 h, gpu02 after 400 h,
+    # gpu03 and gpu04 the whole span.
+    assert allrow["n_failures"] == 2 and allrow["n_censored"] == 4
+    assert allrow["shape"] is None and allrow["interpretation"].startswith("insufficient data")

@@ -1,0 +1,65 @@
+"""Daily SLIs and their budgets on a hand-computed three-day case."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import polars as pl
+import pytest
+
+from gpusre.models.slo import SloTarget, daily_sli_counts, slo_daily
+
+UTC = timezone.utc
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
+T1 = datetime(2026, 5, 4, tzinfo=UTC)
+D = [date(2026, 5, 1), date(2026, 5, 2), date(2026, 5, 3)]
+TS = pl.Datetime("us", "UTC")
+
+
+def inputs() -> dict[str, object]:
+    jobs = pl.DataFrame({
+        "job_id": ["1", "2", "3", "4"],
+        "start_ts": [datetime(2026, 5, 1, 1, tzinfo=UTC)] * 4,
+        "end_ts": [datetime(2026, 5, 1, 5, tzinfo=UTC), datetime(2026, 5, 1, 6, tzinfo=UTC),
+                   datetime(2026, 5, 2, 6, tzinfo=UTC), None],
+    }, schema={"job_id": pl.String, "start_ts": TS, "end_ts": TS})
+    attribution = pl.DataFrame({"job_id": ["2", "3"], "attribution": ["infrastructure", "user"]})
+    runs = pl.DataFrame({"ongoing": [False, False, True], "n_gpus": [512, 64, 512],
+                         "last_end_ts": [datetime(2026, 5, 2, 3, tzinfo=UTC)] * 3,
+                         "productive_s": [8000.0, 100.0, 1.0], "wallclock_s": [10000, 1000, 10]},
+                        schema={"ongoing": pl.Boolean, "n_gpus": pl.Int64, "last_end_ts": TS,
+                                "productive_s": pl.Float64, "wallclock_s": pl.Int64})
+    goodput = pl.DataFrame({"day": D, "productive_gpu_hours": [700.0, 800.0, 100.0],
+                            "capacity_gpu_hours": [1000.0, 1000.0, 1000.0]})
+    return dict(node_count=10, maintenance_node_hours=pl.DataFrame({"day": [D[1]], "maintenance_node_hours": [40.0]}),
+                down=pl.DataFrame({"day": [D[0]], "down_node_hours": [12.0]}), jobs=jobs, job_attribution=attribution,
+                runs=runs, goodput=goodput, ettr_min_run_gpus=256, t0=T0, t1=T1)
+
+
+def test_daily_counts_hand_computed() -> None:
+    c = daily_sli_counts(**inputs())
+    get = {(r["sli"], r["day"]): (r["good"], r["total"]) for r in c.iter_rows(named=True)}
+    assert get[("node_availability", D[0])] == (240 - 12, 240)
+    assert get[("node_availability", D[1])] == (200, 200)  # 40 planned node-hours are out of the total
+    assert get[("job_infra_success", D[0])] == (1, 2)       # job 2 killed by the infrastructure
+    assert get[("job_infra_success", D[1])] == (1, 1)       # job 3 failed by the user: good
+    assert get[("ettr_large_runs", D[1])] == (8000, 10000)  # the 64-GPU and the ongoing run are out
+    assert get[("ettr_large_runs", D[0])] == (0, 0)
+    assert get[("goodput", D[2])] == (100, 1000)
+
+
+def test_budget_and_burn_rates() -> None:
+    out = slo_daily(targets=[SloTarget("goodput", 0.70), SloTarget("job_infra_success", 0.9)], window_days=30,
+                    **inputs())
+    g = out.filter(pl.col("sli") == "goodput").sort("day")
+    # day 3: bad 900 of 1000 -> burn (0.9) / 0.3 = 3; 3-day: bad 300+200+900 = 1400 of 3000 -> 1.5556.
+    assert g.item(2, "burn_rate_short") == pytest.approx(3.0)
+    assert g.item(2, "burn_rate_long") == pytest.approx((1400 / 3000) / 0.3)
+    # budget over the window so far: allowed bad 0.3 * 3000 = 900, spent 1400 -> 1 - 1400/900.
+    assert g.item(2, "budget_remaining") == pytest.approx(1 - 1400 / 900)
+    assert g.item(2, "status") == "exhausted"
+    assert g.item(0, "value") == pytest.approx(0.7)
+    j = out.filter(pl.col("sli") == "job_infra_success").sort("day")
+    # day 1: 1 bad of 2 (objective 0.9 -> burn 0.5 / 0.1 = 5)
+    assert j.item(0, "burn_rate_short") == pytest.approx(5.0)
+    assert set(out.get_column("sli")) == {"goodput", "job_infra_success"}
