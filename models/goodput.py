@@ -19,6 +19,8 @@ User failures, cancellations and timeouts are the user's: their GPU-hours count 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import polars as pl
 
 from gpusre.models.ettr_model import expected_lost_work_expr
@@ -49,13 +51,15 @@ def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Serie
             | flagged.get_column("_infra").fill_null(False)).alias("infra_interrupted")
 
 
-def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame) -> pl.DataFrame:
+def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None) -> pl.DataFrame:
     """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
 
     Args:
         inst: :func:`~gpusre.models.training_runs.run_instances` output plus an ``infra_interrupted``
             column (:func:`infra_interrupted`).
         utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
+        as_of: end of the observed data; the capacity of its (partial) day counts only up to it, so
+            the latest day's goodput is not diluted by hours that have not happened yet.
     """
     gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
     # Lost work of infra-interrupted instances: the checkpoint-phase expectation, even when the
@@ -75,9 +79,15 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame) -> pl.DataFrame
         .select(pl.col("start_ts").dt.date().alias("day"), (gpus * pl.col("overhead_s") / 3600.0).alias("lost"))
         .group_by("day").agg(pl.col("lost").sum().alias("lost_restart_gpu_hours"))
     )
+    util = utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours").with_columns(pl.col("day").cast(pl.Date))
+    if as_of is not None:
+        last = as_of.astimezone(timezone.utc)
+        frac = (last - last.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() / 86400
+        util = util.filter(pl.col("day") <= last.date()).with_columns(
+            pl.when(pl.col("day") == last.date()).then(pl.col("capacity_gpu_hours") * frac)
+            .otherwise(pl.col("capacity_gpu_hours")).alias("capacity_gpu_hours"))
     out = (
-        utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours")
-        .with_columns(pl.col("day").cast(pl.Date))
+        util
         .join(failed, on="day", how="left")
         .join(restarts, on="day", how="left")
         .with_columns(

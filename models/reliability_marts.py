@@ -80,11 +80,14 @@ def _read(con: duckdb.DuckDBPyConnection, schema: str, table: str, query: str,
 def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs:
     """Narrow reads of core.jobs (first submit of each job), core.job_instances, attribution, incidents, utilization."""
     jobs = con.sql("""
-        SELECT j.job_id, j."user", j.account, j.name, j.comment, j.state, j.n_gpus, j.n_nodes, j.size_bucket,
+        SELECT j.job_id, j."user", j.account, j.name, j.comment, j.state,
+               -- a job that never started has no allocation: its size is unknown, not 0
+               CASE WHEN j.start_ts IS NULL THEN NULL ELSE j.n_gpus END AS n_gpus, j.n_nodes, j.size_bucket,
                least(j.submit_ts, f.submit_ts) AS submit_ts, j.start_ts, j.end_ts
         FROM core.jobs AS j
         LEFT JOIN (SELECT job_id, submit_ts FROM core.job_instances WHERE instance_no = 1) AS f USING (job_id)
-        WHERE COALESCE(j.n_gpus, 0) > 0
+        -- pending jobs have no allocation yet (n_gpus NULL) but may continue a run
+        WHERE COALESCE(j.n_gpus, 0) > 0 OR (j.start_ts IS NULL AND j.end_ts IS NULL)
     """).pl()
     instances = con.sql("""
         SELECT i.job_id, i.instance_no, i.is_latest, i.state, i.submit_ts, i.eligible_ts, i.start_ts, i.end_ts,
@@ -99,8 +102,9 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
                       "SELECT job_id, instance_no, attribution FROM marts.instance_failure_attribution",
                       {"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
     incidents = _read(con, "marts", "hw_incidents",
-                      "SELECT incident_id, component, start_ts, end_ts, nodes, scope, recovered_ts FROM marts.hw_incidents",
-                      {"incident_id": pl.String, "component": pl.String, "start_ts": pl.Datetime("us", "UTC"),
+                      "SELECT incident_id, component, severity, start_ts, end_ts, nodes, scope, recovered_ts "
+                      "FROM marts.hw_incidents",
+                      {"incident_id": pl.String, "component": pl.String, "severity": pl.String, "start_ts": pl.Datetime("us", "UTC"),
                        "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String), "scope": pl.String,
                        "recovered_ts": pl.Datetime("us", "UTC")})
     utilization = _read(con, "marts", "utilization_daily",
@@ -149,7 +153,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
 
     runs_mart = ettr_runs(inst, inputs.jobs, runs, t1, rules.min_gpus)
     rf = node_failure_rate(mtbf, inst, settings.rf_min_job_gpus, settings.min_failures)
-    goodput = goodput_daily(inst, inputs.utilization)
+    goodput = goodput_daily(inst, inputs.utilization, t1)
     r_f = _cluster_rf(rf)
     by_size = ettr_by_size(runs_mart, r_f)
     largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0

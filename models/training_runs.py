@@ -97,12 +97,14 @@ def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
     """
     j = jobs.select(
         "job_id", "user", "account", "name", "state", "submit_ts", "end_ts",
-        pl.col("n_gpus").fill_null(0),
+        "n_gpus",
         pl.col("comment").cast(pl.String),
     )
     key = pl.lit(None, dtype=pl.String)
     source = pl.lit(None, dtype=pl.String)
-    big = pl.col("n_gpus") >= rules.min_gpus
+    # A pending job has no allocation yet (no GPU count): it may continue a big run, and is dropped
+    # from the ETTR mart later if its run never gets GPUs.
+    big = (pl.col("n_gpus") >= rules.min_gpus) | pl.col("n_gpus").is_null()
     if rules.comment_run_key:
         ck = pl.col("comment").str.extract(rules.comment_run_key, 1)
         key, source = pl.when(big & ck.is_not_null()).then(ck).otherwise(key), \

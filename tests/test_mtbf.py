@@ -10,6 +10,7 @@ import pytest
 from gpusre.models.failure_rates import garwood_interval
 from gpusre.models.mtbf import (
     MaintenanceSpan,
+    failure_episodes,
     load_component_classes,
     mtbf_table,
     mtbf_trend,
@@ -116,3 +117,23 @@ def test_tbf_merges_same_failure_and_censors_tails() -> None:
     # gpu03 and gpu04 the whole span.
     assert allrow["n_failures"] == 2 and allrow["n_censored"] == 4
     assert allrow["shape"] is None and allrow["interpretation"].startswith("insufficient data")
+
+
+def test_one_fault_seen_by_several_components_is_one_failure() -> None:
+    base = datetime(2026, 1, 10, tzinfo=UTC)
+    inc = incidents([
+        ("dimm", "host_memory", base, ["gpu01"], "node"),
+        ("panic", "os", base + timedelta(seconds=1), ["gpu01"], "node"),
+        ("nvl", "nvlink", base + timedelta(hours=5), ["gpu02"], "node"),
+        ("sxid", "nvswitch", base + timedelta(hours=5, seconds=12), ["gpu02"], "node"),
+        ("later", "os", base + timedelta(hours=2), ["gpu01"], "node"),
+        ("leaf", "network_switch", base, ["gpu01", "gpu02", "gpu03"], "leaf_switch"),
+    ]).with_columns(pl.Series("severity", ["critical", "critical", "high", "critical", "high", "high"]))
+    ep = failure_episodes(inc)
+    got = {r["incident_id"]: (r["component"], r["n_incidents"]) for r in ep.iter_rows(named=True)}
+    # same severity: the earliest names the failure; a more severe later one wins (the SXid here)
+    assert got == {"dimm": ("host_memory", 2), "sxid": ("nvswitch", 2), "later": ("os", 1),
+                   "leaf": ("network_switch", 1)}
+    assert ep.filter(pl.col("incident_id") == "sxid").item(0, "start_ts") == base + timedelta(hours=5)
+    m = mtbf_table(inc, node_exposure(NODES, T0, T1), 8, T0, T1)
+    assert m.filter((pl.col("period") == "all") & (pl.col("scope") == "cluster")).item(0, "failures") == 4
