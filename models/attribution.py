@@ -9,6 +9,9 @@ rule  condition                                                          attribu
 ====  =================================================================  ===============  ==========================
 1     state not a failure (COMPLETED, PREEMPTED, user CANCELLED, running  none             —
       …)
+1b    OUT_OF_MEMORY or TIMEOUT: the job reached its own limit, so a      user             ``host_memory`` /
+      failure event near its end is a coincidence (Meta attributes only                   ``user_application``
+      FAILED and NODE_FAIL)
 2     a failure event (:func:`~gpusre.models.hw_incidents.failure_events`  infrastructure   covering incident's, else
       : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
       on one of the job's nodes within [end − ``before``, end +
@@ -17,11 +20,15 @@ rule  condition                                                          attribu
 3     NODE_FAIL or BOOT_FAIL without evidence                             infrastructure   ``unknown (suspected)``
 4     REQUEUED without evidence (a normal requeue: preemption, admin)    none             —
 5     a user-application event (Xid 13/31/43, OOM killer…) in the window  user             the event's
-6     OUT_OF_MEMORY or TIMEOUT                                           user             ``host_memory`` / ``user_application``
 7     CANCELLED by root/SlurmUser                                        unknown          —
 8     FAILED with a non-zero exit code or a signal (Meta's convention)   user             ``user_application``
 9     anything else (FAILED 0:0)                                         unknown          —
 ====  =================================================================  ===============  ==========================
+
+Causality: an event stamped more than ``clock_skew`` (60 s) after the job ended cannot have killed it,
+so it counts only when it is a *detection* (health check, slurmd error: kinds in
+:data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
+the end. The rest of Meta's 5-minute after-window is for those detections.
 
 Failure states are FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, BOOT_FAIL, REQUEUED (earlier instances
 from ``core.job_instances``) and CANCELLED by a uid in ``slurm_user_uids``. Evidence is at node
@@ -45,6 +52,7 @@ from gpusre.models.hw_incidents import EVENT_SCHEMA, failure_events, severity_ra
 
 __all__ = [
     "ATTRIBUTION_SCHEMA",
+    "DETECTION_KINDS",
     "FAILURE_STATES",
     "SUSPECTED_COMPONENT",
     "attribute_failures",
@@ -57,6 +65,8 @@ _NODE_STATES = ("NODE_FAIL", "BOOT_FAIL")
 #: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
 _LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application"}
 SUSPECTED_COMPONENT = "unknown (suspected)"
+#: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
+DETECTION_KINDS: tuple[str, ...] = ("health_check", "slurmd_error")
 
 #: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
 ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
@@ -118,6 +128,7 @@ def attribute_failures(
     slurm_user_uids: Sequence[int] = (0,),
     checkpoint_interval: timedelta = timedelta(minutes=30),
     restart_overhead: timedelta = timedelta(0),
+    clock_skew: timedelta = timedelta(seconds=60),
 ) -> pl.DataFrame:
     """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
 
@@ -134,6 +145,8 @@ def attribute_failures(
         slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
         checkpoint_interval: work lost is at most this much runtime (Meta: 30 min on average).
         restart_overhead: added per infrastructure-failed job (re-initialisation, checkpoint load).
+        clock_skew: how far after the job's end a fault event (not a detection) may be stamped and
+            still count, for clocks of the Slurm controller and the node that disagree.
 
     Returns:
         One row per input job: :data:`ATTRIBUTION_SCHEMA` (plus ``instance_no`` after ``job_id``
@@ -170,6 +183,7 @@ def attribute_failures(
     near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
     infra_by_job = (
         near_infra.join(j.select("_j", "end_ts"), on="_j")
+        .filter((pl.col("ts") <= pl.col("end_ts") + clock_skew) | pl.col("kind").is_in(DETECTION_KINDS))
         .with_columns(
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("ts") - pl.col("end_ts")).abs().alias("_dist"),
@@ -196,7 +210,10 @@ def attribute_failures(
             on="node",
         )
         .filter(
-            (pl.col("_inc_start") <= pl.col("end_ts") + after) & (pl.col("_inc_end") >= pl.col("end_ts") - before)
+            # An event incident must have started by the end (plus clock skew) to have caused it;
+            # an operator's incident is taken at its word over the whole window.
+            (pl.col("_inc_start") <= pl.col("end_ts") + pl.when(pl.col("_op")).then(after).otherwise(clock_skew))
+            & (pl.col("_inc_end") >= pl.col("end_ts") - before)
         )
         .with_columns(
             pl.min_horizontal(
@@ -235,6 +252,7 @@ def attribute_failures(
 
     rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
         (~pl.col("_candidate"), decide("none", "not a failure", None, None)),
+        (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
         (has_infra, decide("infrastructure",
                            pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
                            .otherwise(pl.lit("incident covers job end")),
@@ -242,7 +260,6 @@ def attribute_failures(
         (state.is_in(_NODE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
         (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),
         (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
-        (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
         (state == "CANCELLED", decide("unknown", "cancelled by system without evidence", None, None)),
         (nonzero_exit, decide("user", "non-zero exit without infrastructure evidence", "user_application", "user_application")),
     ]

@@ -21,6 +21,7 @@ H = timedelta(hours=1)
 
 XID79 = ("xid", 79, "pcie_bus", "hardware", "critical", "RESTART_BM")
 XID74 = ("xid", 74, "nvlink", "hardware", "high", "WORKFLOW_NVLINK_ERR")
+HEALTH_CHECK = ("health_check", None, "gpu", "hardware", "high", "RESET_GPU")
 XID13 = ("xid", 13, "user_application", "user_application", "medium", "RESTART_APP")
 XID63 = ("xid", 63, "gpu_memory", "informational", "info", "IGNORE")
 
@@ -66,20 +67,27 @@ def attribute(job_rows: list[dict], event_rows: list[dict], operator: pl.DataFra
 
 
 def test_window_boundaries() -> None:
-    # One Xid 79 per node at -11, -10, -9, +4, +5, +6 minutes from the end; window is [-10, +5].
-    offsets = {"a": -11, "b": -10, "c": -9, "d": 4, "e": 5, "f": 6}
+    # Fault events (Xid 79) at -11, -10, -9 minutes and +30 s, +2 min from the end; detections (a
+    # failed health check) at +4, +5, +6 minutes. Window [-10 min, +5 min]; a fault stamped more than
+    # 60 s (clock skew) after the end cannot have killed the job, a detection can lag it.
+    offsets = {"a": -11, "b": -10, "c": -9, "s": 0.5, "l": 2}
     rows = [ev(i, m, n, XID79) for i, (n, m) in enumerate(offsets.items(), start=1)]
-    out = attribute([job(n, "FAILED", [n]) for n in offsets], rows)
-    assert {n: out[n]["attribution"] for n in offsets} == {
-        "a": "user", "b": "infrastructure", "c": "infrastructure",
+    detections = {"d": 4, "e": 5, "f": 6}
+    rows += [ev(10 + i, m, n, HEALTH_CHECK) for i, (n, m) in enumerate(detections.items())]
+    names = [*offsets, *detections]
+    out = attribute([job(n, "FAILED", [n]) for n in names], rows)
+    assert {n: out[n]["attribution"] for n in names} == {
+        "a": "user", "b": "infrastructure", "c": "infrastructure", "s": "infrastructure", "l": "user",
         "d": "infrastructure", "e": "infrastructure", "f": "user",
     }
     assert out["c"]["evidence_event_ids"] == [3]
     assert out["c"]["component"] == "pcie_bus" and out["c"]["cause_class"] == "hardware"
     assert out["c"]["incident_id"] is not None
-    # Non-default window: 12 min before catches a.
+    # Non-default window: 12 min before catches a; a wider clock skew accepts l.
     wide = attribute([job("a", "FAILED", ["a"])], [ev(1, -11, "a", XID79)], before=12 * M)
     assert wide["a"]["attribution"] == "infrastructure"
+    skew = attribute([job("l", "FAILED", ["l"])], [ev(1, 2, "l", XID79)], clock_skew=3 * M)
+    assert skew["l"]["attribution"] == "infrastructure"
 
 
 def test_evidence_on_any_node_of_a_multi_node_job() -> None:
@@ -135,7 +143,7 @@ def test_limits_cancellations_and_non_failures() -> None:
     assert got == {
         "oom": ("user", "host_memory"),
         "to": ("user", "user_application"),
-        "to_hw": ("infrastructure", "pcie_bus"),
+        "to_hw": ("user", "user_application"),  # it reached its time limit: the Xid is a coincidence
         "root": ("unknown", None),
         "usr": ("none", None),
         "ok": ("none", None),  # a completed job is 'none' even with an Xid 79 beside it
@@ -187,7 +195,7 @@ def _scenario() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]
     12 min) on n1. Incident B: Xid 74 on n2 at +2 min kills b1 (8 GPUs, 1 h). NODE_FAIL nf on n3
     (8 GPUs, 40 min) with no event; it ends on 1 April, the others on 31 March.
     """
-    ev_frame = events([ev(1, -5, "n1", XID79), ev(2, -1, "n1", XID79), ev(3, 2, "n2", XID74)])
+    ev_frame = events([ev(1, -5, "n1", XID79), ev(2, -1, "n1", XID79), ev(3, -2, "n2", XID74)])
     job_frame = jobs([
         job("a1", "FAILED", ["n1"], n_gpus=8, elapsed=2 * H),
         job("a2", "FAILED", ["n1"], n_gpus=4, elapsed=12 * M),
