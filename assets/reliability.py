@@ -66,7 +66,7 @@ def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
     rules = RunRules(resubmit_gap_s=rel.runs.resubmit_gap_s, comment_run_key=rel.runs.comment_run_key,
                      name_run_key=rel.runs.name_run_key, min_gpus=rel.runs.min_gpus,
                      resubmit_after_states=tuple(rel.runs.resubmit_after_states), checkpoint=site, overrides=overrides)
-    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None)
+    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None, w.reason)
                    for w in config.maintenance]
     return ReliabilitySettings(
         node_names=config.node_names, node_count=config.node_count, gpus_per_node=config.gpus_per_node,

@@ -34,7 +34,7 @@ from gpusre.models.hw_incidents import severity_rank
 from gpusre.models.weibull_fit import fit_weibull
 
 __all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "load_component_classes", "with_component_class", "periods",
-           "failure_episodes", "node_exposure", "mtbf_table", "tbf_weibull", "mtbf_trend"]
+           "failure_episodes", "node_exposure", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
 
 MTBF_SCHEMA: dict[str, pl.DataType] = {
     "period_type": pl.String(), "period": pl.String(), "scope": pl.String(), "component": pl.String(),
@@ -52,6 +52,7 @@ class MaintenanceSpan:
     start: datetime
     end: datetime
     nodes: frozenset[str] | None
+    reason: str = ""
 
 
 def load_component_classes() -> pl.DataFrame:
@@ -241,8 +242,23 @@ def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1:
         "interpretation": pl.String})
 
 
+_TREND_SCHEMA = {"comparison": pl.String, "scope": pl.String, "component": pl.String, "period": pl.String,
+                 "previous_period": pl.String, "failures": pl.Int64, "previous_failures": pl.Int64,
+                 "mtbf_hours": pl.Float64, "previous_mtbf_hours": pl.Float64, "rate_ratio": pl.Float64,
+                 "p_value": pl.Float64, "direction": pl.String}
+
+
+def _rate_change(k1: int, e1: float, k2: int, e2: float, alpha: float) -> tuple[float | None, float | None, str]:
+    """(rate ratio, p-value, direction) of rate k1/e1 against k2/e2 (exact conditional binomial test)."""
+    if k1 + k2 == 0 or e1 <= 0 or e2 <= 0:
+        return None, None, "insufficient data"
+    p = float(binomtest(k1, k1 + k2, e1 / (e1 + e2)).pvalue)
+    ratio = (k1 / e1) / (k2 / e2) if k2 > 0 else None
+    return ratio, p, (("worse" if k1 / e1 > k2 / e2 else "better") if p < alpha else "no significant change")
+
+
 def mtbf_trend(mtbf: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
-    """Last full month vs the month before, per cluster and component class.
+    """Last month vs the month before, per cluster and component class (``comparison`` = ``month over month``).
 
     Conditional exact test of equal Poisson rates: given k1 + k2 failures, k1 ~ Binomial(k1 + k2,
     e1 / (e1 + e2)) under H0. ``direction`` is ``worse``/``better`` (MTBF down/up) at p < alpha, else
@@ -250,12 +266,8 @@ def mtbf_trend(mtbf: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
     """
     m = mtbf.filter((pl.col("period_type") == "month") & pl.col("scope").is_in(["cluster", "component_class"]))
     months = sorted(m.get_column("period").unique().to_list())
-    schema = {"scope": pl.String, "component": pl.String, "period": pl.String, "previous_period": pl.String,
-              "failures": pl.Int64, "previous_failures": pl.Int64, "mtbf_hours": pl.Float64,
-              "previous_mtbf_hours": pl.Float64, "rate_ratio": pl.Float64, "p_value": pl.Float64,
-              "direction": pl.String}
     if len(months) < 2:
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema=_TREND_SCHEMA)
     cur, prev = months[-1], months[-2]
     a = m.filter(pl.col("period") == cur).select("scope", "component", "failures", "exposure_hours", "mtbf_hours")
     b = m.filter(pl.col("period") == prev).select("scope", "component", pl.col("failures").alias("pf"),
@@ -263,12 +275,47 @@ def mtbf_trend(mtbf: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
     rows = []
     for r in a.join(b, on=["scope", "component"], how="full", coalesce=True).iter_rows(named=True):
         k1, k2 = int(r["failures"] or 0), int(r["pf"] or 0)
-        e1, e2 = float(r["exposure_hours"] or 0), float(r["pe"] or 0)
-        if k1 + k2 == 0 or e1 <= 0 or e2 <= 0:
-            p, ratio, direction = None, None, "insufficient data"
-        else:
-            p = float(binomtest(k1, k1 + k2, e1 / (e1 + e2)).pvalue)
-            ratio = (k1 / e1) / (k2 / e2) if k2 > 0 else None
-            direction = ("worse" if k1 / e1 > k2 / e2 else "better") if p < alpha else "no significant change"
-        rows.append((r["scope"], r["component"], cur, prev, k1, k2, r["mtbf_hours"], r["pm"], ratio, p, direction))
-    return pl.DataFrame(rows, schema=schema, orient="row").sort("scope", "component")
+        ratio, p, direction = _rate_change(k1, float(r["exposure_hours"] or 0), k2, float(r["pe"] or 0), alpha)
+        rows.append(("month over month", r["scope"], r["component"], cur, prev, k1, k2, r["mtbf_hours"], r["pm"],
+                     ratio, p, direction))
+    return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row").sort("scope", "component")
+
+
+def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
+                            maintenance: Sequence[MaintenanceSpan], min_failures: int = 3,
+                            alpha: float = 0.05) -> pl.DataFrame:
+    """Failure rate of the nodes a planned window touched, after it vs before it (``comparison`` =
+    ``after <reason> (<date>)``): did the driver or firmware upgrade make the GPUs fail more often?
+
+    Same test as :func:`mtbf_trend`, per cluster (the window's nodes) and component class; exposure
+    is those nodes' in-service hours before the window's start and after its end.
+    """
+    cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
+    inc = with_component_class(failure_episodes(incidents.select(cols)))
+    rows = []
+    for w in maintenance:
+        if not (t0 < w.start and w.end < t1):
+            continue
+        touched = sorted(set(nodes) if w.nodes is None else set(nodes) & set(w.nodes))
+        if not touched:
+            continue
+        label = f"after {w.reason or 'maintenance'} ({w.start:%Y-%m-%d})"
+        exp_before = float(node_exposure(touched, t0, w.start, maintenance).filter(
+            pl.col("period_type") == "all").get_column("exposure_hours").sum())
+        exp_after = float(node_exposure(touched, w.end, t1, maintenance).filter(
+            pl.col("period_type") == "all").get_column("exposure_hours").sum())
+        on_nodes = inc.filter(pl.col("nodes").list.eval(pl.element().is_in(touched)).list.any())
+        before = on_nodes.filter(pl.col("start_ts") < w.start)
+        after = on_nodes.filter(pl.col("start_ts") >= w.end)
+        groups = [("cluster", "all", before, after)] + [
+            ("component_class", k, before.filter(pl.col("component_class") == k),
+             after.filter(pl.col("component_class") == k))
+            for k in sorted(set(on_nodes.get_column("component_class").to_list()))]
+        for scope, comp, b, a in groups:
+            k1, k2 = a.height, b.height
+            ratio, p, direction = _rate_change(k1, exp_after, k2, exp_before, alpha)
+            mt_a = exp_after / k1 if k1 >= min_failures else None
+            mt_b = exp_before / k2 if k2 >= min_failures else None
+            rows.append((label, scope, comp, f"{w.end:%Y-%m-%d} to {t1:%Y-%m-%d}", f"{t0:%Y-%m-%d} to {w.start:%Y-%m-%d}",
+                         k1, k2, mt_a, mt_b, ratio, p, direction))
+    return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row")

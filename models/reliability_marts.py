@@ -23,7 +23,14 @@ from gpusre.models.job_reliability import (
     job_survival,
     node_failure_rate,
 )
-from gpusre.models.mtbf import MaintenanceSpan, mtbf_table, mtbf_trend, node_exposure, tbf_weibull
+from gpusre.models.mtbf import (
+    MaintenanceSpan,
+    mtbf_around_maintenance,
+    mtbf_table,
+    mtbf_trend,
+    node_exposure,
+    tbf_weibull,
+)
 from gpusre.models.slo import SloTarget, slo_daily
 from gpusre.models.training_runs import RunRules, assign_runs, ettr_runs, run_instances
 
@@ -166,7 +173,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1)
     return {
         "mtbf": mtbf,
-        "mtbf_trend": mtbf_trend(mtbf),
+        "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
+            incidents, nodes, t0, t1, settings.maintenance, settings.min_failures)], how="vertical"),
         "tbf_weibull": tbf_weibull(incidents, nodes, t0, t1),
         "node_failure_rate": rf,
         "job_mttf_by_size": job_mttf_by_size(inst, settings.min_failures),

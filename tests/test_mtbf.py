@@ -12,6 +12,7 @@ from gpusre.models.mtbf import (
     MaintenanceSpan,
     failure_episodes,
     load_component_classes,
+    mtbf_around_maintenance,
     mtbf_table,
     mtbf_trend,
     node_exposure,
@@ -137,3 +138,20 @@ def test_one_fault_seen_by_several_components_is_one_failure() -> None:
     assert ep.filter(pl.col("incident_id") == "sxid").item(0, "start_ts") == base + timedelta(hours=5)
     m = mtbf_table(inc, node_exposure(NODES, T0, T1), 8, T0, T1)
     assert m.filter((pl.col("period") == "all") & (pl.col("scope") == "cluster")).item(0, "failures") == 4
+
+
+def test_rate_after_an_upgrade_vs_before() -> None:
+    upgrade = MaintenanceSpan(datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 2, 1, 6, tzinfo=UTC),
+                              frozenset({"gpu01", "gpu02"}))
+    rows = [("b1", "gpu_memory", datetime(2026, 1, 10, tzinfo=UTC), ["gpu01"], "node"),
+            ("x", "gpu_memory", datetime(2026, 1, 11, tzinfo=UTC), ["gpu03"], "node")]  # not an upgraded node
+    rows += [(f"a{i}", "gpu_memory", datetime(2026, 2, 2 + i, tzinfo=UTC), ["gpu02"], "node") for i in range(12)]
+    out = mtbf_around_maintenance(incidents(rows), NODES, T0, T1, [upgrade])
+    gpu = out.filter(pl.col("component") == "gpu").row(0, named=True)
+    assert gpu["comparison"].startswith("after maintenance (2026-02-01)")
+    # 2 nodes x 744 h before; 2 nodes x (672 - 6) h after
+    assert (gpu["failures"], gpu["previous_failures"]) == (12, 1)
+    assert gpu["rate_ratio"] == pytest.approx((12 / (2 * 666)) / (1 / (2 * 744)))
+    assert gpu["direction"] == "worse" and gpu["previous_mtbf_hours"] is None
+    assert mtbf_trend(mtbf_table(incidents(rows), node_exposure(NODES, T0, T1), 8, T0, T1)).item(
+        0, "comparison") == "month over month"
