@@ -15,6 +15,7 @@ from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
 from gpusre.models.hostlist import expand_hostlist
 from gpusre.models.mtbf import MaintenanceSpan
 from gpusre.models.reliability_marts import (
@@ -79,7 +80,7 @@ KEYS = {name: dg.AssetKey(["marts", name]) for name in RELIABILITY_MARTS}
 
 
 @dg.multi_asset(
-    specs=[dg.AssetSpec(KEYS[name], deps=[CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY],
+    specs=[dg.AssetSpec(KEYS[name], deps=[CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABILITY_DAILY],
                         group_name="marts", kinds={"duckdb"}, description=_DESCRIPTIONS[name])
            for name in RELIABILITY_MARTS],
     pool=WAREHOUSE_POOL,

@@ -34,7 +34,7 @@ from gpusre.models.hw_incidents import severity_rank
 from gpusre.models.weibull_fit import fit_weibull
 
 __all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "load_component_classes", "with_component_class", "periods",
-           "failure_episodes", "node_exposure", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
+           "failure_episodes", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
 
 MTBF_SCHEMA: dict[str, pl.DataType] = {
     "period_type": pl.String(), "period": pl.String(), "scope": pl.String(), "component": pl.String(),
@@ -130,6 +130,42 @@ def node_exposure(nodes: Sequence[str], t0: datetime, t1: datetime,
                                     "exposure_hours": np.clip(hours, 0, None)}))
     return pl.concat(rows_p) if rows_p else pl.DataFrame(schema={
         "period_type": pl.String, "period": pl.String, "node": pl.String, "exposure_hours": pl.Float64})
+
+
+def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
+                               maintenance: Sequence[MaintenanceSpan] = ()) -> pl.DataFrame:
+    """Like :func:`node_exposure`, but from ``marts.node_availability_daily``: a node-day's exposure is
+    its in-service hours from Slurm node states (capped by the hours left after planned maintenance);
+    node-days the history does not cover fall back to the configured hours minus maintenance."""
+    base = node_exposure(nodes, t0, t1, maintenance).filter(pl.col("period_type") == "all").select("node")
+    day0 = t0.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = pl.DataFrame({"day": pl.date_range(day0.date(), (t1 - timedelta(microseconds=1)).date(), "1d",
+                                             eager=True)})
+    grid = base.join(days, how="cross").with_columns(
+        pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
+    grid = grid.with_columns(
+        ((pl.min_horizontal(pl.col("_d0") + pl.duration(days=1), pl.lit(t1).cast(pl.Datetime("us", "UTC")))
+          - pl.max_horizontal(pl.col("_d0"), pl.lit(t0).cast(pl.Datetime("us", "UTC"))))
+         .dt.total_seconds().clip(lower_bound=0) / 3600).alias("_hours"))
+    maint_rows = []
+    for w in maintenance:
+        d = max(w.start, t0).replace(hour=0, minute=0, second=0, microsecond=0)
+        while d < min(w.end, t1):
+            h = _overlap_h(d, d + timedelta(days=1), max(w.start, t0), min(w.end, t1))
+            targets = nodes if w.nodes is None else [n for n in nodes if n in w.nodes]
+            maint_rows.extend((n, d.date(), h) for n in targets)
+            d += timedelta(days=1)
+    maint = (pl.DataFrame(maint_rows, schema={"node": pl.String, "day": pl.Date, "_maint": pl.Float64}, orient="row")
+             .group_by("node", "day").agg(pl.col("_maint").sum()))
+    avail = availability.select("node", pl.col("day").cast(pl.Date), pl.col("in_service_hours").alias("_in"))
+    grid = (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
+            .with_columns((pl.col("_hours") - pl.col("_maint").fill_null(0)).clip(lower_bound=0).alias("_sched"))
+            .with_columns(pl.min_horizontal(pl.col("_in").fill_null(pl.col("_sched")), "_sched").alias("exposure_hours")))
+    frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
+              .group_by("node").agg(pl.col("exposure_hours").sum())
+              .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))
+              for pt, p, lo, hi in periods(t0, t1)]
+    return pl.concat(frames).select("period_type", "period", "node", "exposure_hours")
 
 
 def _incident_periods(incidents: pl.DataFrame, spans: list[tuple[str, str, datetime, datetime]]) -> pl.DataFrame:

@@ -25,6 +25,7 @@ from gpusre.models.job_reliability import (
 )
 from gpusre.models.mtbf import (
     MaintenanceSpan,
+    exposure_from_availability,
     mtbf_around_maintenance,
     mtbf_table,
     mtbf_trend,
@@ -70,6 +71,7 @@ class ReliabilityInputs:
     incidents: pl.DataFrame
     utilization: pl.DataFrame
     observed_nodes: list[str]
+    availability: pl.DataFrame
     t0: datetime | None
     as_of: datetime | None
 
@@ -117,12 +119,18 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
     utilization = _read(con, "marts", "utilization_daily",
                         "SELECT day, capacity_gpu_hours, allocated_gpu_hours FROM marts.utilization_daily ORDER BY day",
                         {"day": pl.Date, "capacity_gpu_hours": pl.Float64, "allocated_gpu_hours": pl.Float64})
+    availability = _read(con, "marts", "node_availability_daily",
+                         "SELECT day, node, observed_hours, in_service_hours, down_maintenance_hours, source "
+                         "FROM marts.node_availability_daily",
+                         {"day": pl.Date, "node": pl.String, "observed_hours": pl.Float64,
+                          "in_service_hours": pl.Float64, "down_maintenance_hours": pl.Float64, "source": pl.String})
     observed = [r[0] for r in con.sql(
         "SELECT DISTINCT unnest(nodes) AS n FROM core.job_instances ORDER BY n").fetchall() if r[0] is not None]
     span = con.sql("SELECT min(start_ts), max(greatest(end_ts, start_ts, submit_ts)) FROM core.jobs").fetchall()[0]
     t0 = span[0].astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) if span[0] else None
     as_of = span[1].astimezone(timezone.utc) if span[1] else None
-    return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, t0, as_of)
+    return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,
+                             t0, as_of)
 
 
 def _instance_attribution(inputs: ReliabilityInputs) -> pl.DataFrame:
@@ -143,9 +151,15 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     # configured count: idle nodes never appear in sacct but are exposed all the same).
     nodes = list(settings.node_names) or list(inputs.observed_nodes)
     nodes += [f"(unseen-{i})" for i in range(max(0, settings.node_count - len(nodes)) if not settings.node_names else 0)]
-    exposure = node_exposure(nodes, t0, t1, settings.maintenance)
+    has_states = bool(inputs.availability.height) and (inputs.availability.get_column("source") == "node_states").any()
+    if has_states:
+        exposure = exposure_from_availability(inputs.availability, nodes, t0, t1, settings.maintenance)
+        source = "node states (sacctmgr events): in-service hours, planned maintenance subtracted"
+    else:
+        exposure = node_exposure(nodes, t0, t1, settings.maintenance)
+        source = "cluster.yaml nodes minus planned maintenance (no node-state history)"
     incidents = inputs.incidents.filter((pl.col("start_ts") >= t0) & (pl.col("start_ts") < t1))
-    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, t0, t1, settings.min_failures)
+    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, t0, t1, settings.min_failures, source)
 
     runs = assign_runs(inputs.jobs, rules)
     inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
@@ -170,7 +184,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         targets=settings.slo_targets, window_days=settings.slo_window_days, exposure=exposure,
         maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
         node_count=len(nodes), jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart,
-        goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1)
+        goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
+        availability=inputs.availability if has_states else None)
     return {
         "mtbf": mtbf,
         "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(

@@ -11,8 +11,9 @@ ettr_large_runs     productive seconds of runs ≥ N GPUs that ended that day   
 goodput             productive GPU-hours                                       capacity GPU-hours
 ==================  ========================================================  =======================================
 
-Down node-hours are estimated from node incidents (start until the node again ran a job that
-completed) until node-state history is available. The SLIs have daily resolution, so the SRE
+Node availability comes from Slurm node states (``marts.node_availability_daily``) on the days they
+cover; elsewhere down node-hours are estimated from node incidents (start until the node again ran a
+job that completed). The SLIs have daily resolution, so the SRE
 Workbook's 1 h/5 min and 6 h/30 min page windows cannot be evaluated; the burn rates are over the
 last 1 day (short) and 3 days (long, the Workbook's ticket window), budgets over the rolling window
 (default 30 days). Status rules: :func:`gpusre.models.error_budget.slo_status`.
@@ -58,8 +59,14 @@ def _day_hours(t0: datetime, t1: datetime) -> pl.DataFrame:
 
 def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, down: pl.DataFrame,
                      jobs: pl.DataFrame, job_attribution: pl.DataFrame, runs: pl.DataFrame,
-                     goodput: pl.DataFrame, ettr_min_run_gpus: int, t0: datetime, t1: datetime) -> pl.DataFrame:
-    """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI."""
+                     goodput: pl.DataFrame, ettr_min_run_gpus: int, t0: datetime, t1: datetime,
+                     availability: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI.
+
+    With ``availability`` (``marts.node_availability_daily`` from Slurm node states), node
+    availability on the days it covers is in-service hours over observed hours less planned
+    maintenance; other days keep the estimate from incidents.
+    """
     days = _day_hours(t0, t1)
     avail = (days.join(maintenance_node_hours, on="day", how="left").join(down, on="day", how="left")
              .with_columns((pl.col("hours") * node_count - pl.col("maintenance_node_hours").fill_null(0))
@@ -67,6 +74,13 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
              .select("day", pl.lit("node_availability").alias("sli"),
                      (pl.col("total") - pl.col("down_node_hours").fill_null(0)).clip(lower_bound=0).alias("good"),
                      "total"))
+    if availability is not None and availability.height:
+        measured = (availability.group_by(pl.col("day").cast(pl.Date))
+                    .agg(pl.col("in_service_hours").sum().alias("good"),
+                         (pl.col("observed_hours") - pl.col("down_maintenance_hours")).sum().alias("total")))
+        avail = (avail.join(measured, on="day", how="left", suffix="_m")
+                 .select("day", "sli", pl.coalesce("good_m", "good").alias("good"),
+                         pl.coalesce("total_m", "total").alias("total")))
     infra = job_attribution.filter(pl.col("attribution") == "infrastructure").select("job_id", pl.lit(1).alias("_bad"))
     ended = (jobs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
              .join(infra, on="job_id", how="left")

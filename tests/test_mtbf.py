@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 import pytest
@@ -155,3 +155,20 @@ def test_rate_after_an_upgrade_vs_before() -> None:
     assert gpu["direction"] == "worse" and gpu["previous_mtbf_hours"] is None
     assert mtbf_trend(mtbf_table(incidents(rows), node_exposure(NODES, T0, T1), 8, T0, T1)).item(
         0, "comparison") == "month over month"
+
+
+def test_exposure_from_node_states_uses_in_service_hours() -> None:
+    from gpusre.models.mtbf import exposure_from_availability
+
+    t1 = datetime(2026, 1, 3, 12, tzinfo=UTC)  # 2.5 days
+    avail = pl.DataFrame({"day": [date(2026, 1, 1), date(2026, 1, 2)], "node": ["gpu01", "gpu01"],
+                          "in_service_hours": [20.0, 24.0]})
+    w = [MaintenanceSpan(datetime(2026, 1, 2, 10, tzinfo=UTC), datetime(2026, 1, 2, 13, tzinfo=UTC),
+                         frozenset({"gpu01", "gpu02"}))]
+    exp = exposure_from_availability(avail, ["gpu01", "gpu02"], T0, t1, w)
+    got = {(r["period"], r["node"]): r["exposure_hours"] for r in exp.iter_rows(named=True)}
+    # gpu01: day 1 in service 20 h; day 2 24 h but 3 h planned -> 21; day 3 not covered -> 12 h.
+    assert got[("all", "gpu01")] == pytest.approx(20 + 21 + 12)
+    # gpu02 has no node-state rows: configured hours minus maintenance
+    assert got[("all", "gpu02")] == pytest.approx(60 - 3)
+    assert got[("2026-01", "gpu01")] == pytest.approx(53)

@@ -63,3 +63,12 @@ def test_budget_and_burn_rates() -> None:
     # day 1: 1 bad of 2 (objective 0.9 -> burn 0.5 / 0.1 = 5)
     assert j.item(0, "burn_rate_short") == pytest.approx(5.0)
     assert set(out.get_column("sli")) == {"goodput", "job_infra_success"}
+
+
+def test_node_availability_from_node_states_where_covered() -> None:
+    avail = pl.DataFrame({"day": [D[1], D[1]], "node": ["a", "b"], "observed_hours": [24.0, 24.0],
+                          "in_service_hours": [20.0, 14.0], "down_maintenance_hours": [0.0, 6.0]})
+    c = daily_sli_counts(**inputs(), availability=avail)
+    get = {(r["sli"], r["day"]): (r["good"], r["total"]) for r in c.iter_rows(named=True)}
+    assert get[("node_availability", D[1])] == (34, 42)  # planned 6 h out of the total
+    assert get[("node_availability", D[0])] == (228, 240)  # not covered: the incident estimate

@@ -1,0 +1,225 @@
+"""Slurm node-state history: landing/slurm_events → raw.slurm_events → core.node_states (+ reasons,
+cluster events) → marts.node_availability_daily and marts.drain_reasons.
+
+Thin: read, call the models, write in one transaction. The core tables and both marts are rebuilt
+in full each run (node events are thousands a year, not millions); the daily mart is not partitioned
+yet — a nightly rebuild of a year of 2,000 nodes is ~730,000 small rows.
+"""
+
+from datetime import datetime, time, timedelta, timezone
+
+import dagster as dg
+import polars as pl
+
+from gpusre.assets.failures import HW_INCIDENTS
+from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.progress import progress_reporter
+from gpusre.models.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
+from gpusre.models.hostlist import expand_hostlist
+from gpusre.models.node_availability import DAILY_SCHEMA, MaintenanceSpan, down_segments, node_availability_daily
+from gpusre.models.node_states_ingest import (
+    SLURM_EVENTS_KIND,
+    build_node_states,
+    events_as_of,
+    ingest_slurm_event_files,
+)
+from gpusre.models.repair_times import INCIDENT_REPAIR_SCHEMA, link_incidents, repair_times
+from gpusre.models.warehouse import table_exists, transaction
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+RAW_SLURM_EVENTS = dg.AssetKey(["raw", "slurm_events"])
+NODE_STATES = dg.AssetKey(["core", "node_states"])
+NODE_STATE_REASONS = dg.AssetKey(["core", "node_state_reasons"])
+CLUSTER_EVENTS = dg.AssetKey(["core", "cluster_events"])
+NODE_AVAILABILITY_DAILY = dg.AssetKey(["marts", "node_availability_daily"])
+DRAIN_REASONS = dg.AssetKey(["marts", "drain_reasons"])
+REPAIR_TIMES = dg.AssetKey(["marts", "repair_times"])
+INCIDENT_REPAIRS = dg.AssetKey(["marts", "incident_repairs"])
+
+#: How far back the daily availability mart reaches before as_of at most: a node drained since
+#: years would otherwise stretch the table back to its drain day.
+MAX_HISTORY_DAYS = 400
+
+
+@dg.asset(
+    key=RAW_SLURM_EVENTS,
+    group_name="ingest",
+    kinds={"duckdb"},
+    pool=WAREHOUSE_POOL,
+    description=(
+        "Every node and cluster event line of landing/slurm_events (sacctmgr show event -P dumps, "
+        "sinfo -R snapshots), typed, UTC, with source file and line. New or changed files only (SHA-256); "
+        "bad lines go to raw.rejects."
+    ),
+)
+def raw_slurm_events(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
+) -> dg.MaterializeResult:
+    config = landing.cluster_config()
+    with warehouse.connect() as con:
+        # Stages outside, then publishes inside one transaction (see models/node_states_ingest.py).
+        results = ingest_slurm_event_files(con, landing.root, timezone=config.timezone, cluster=config.cluster,
+                                           progress=progress_reporter(context))
+        total = con.sql("SELECT count(*) FROM raw.slurm_events").fetchall()[0][0]
+        reject_preview = con.sql(
+            "SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = ? "
+            "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10", params=[SLURM_EVENTS_KIND]).pl()
+    changed = [r for r in results if r.status != "unchanged"]
+    refused = [r for r in changed if r.status == "refused"]
+    for r in refused:
+        context.log.error(f"{r.source_file}: refused: {r.error}")
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": total,
+        "files_seen": len(results),
+        "files_changed": len(changed),
+        "files_refused": len(refused),
+        "rows_read": sum(r.rows_read for r in changed),
+        "rows_loaded": sum(r.rows_loaded for r in changed),
+        "rows_rejected": sum(r.rows_rejected for r in changed),
+        "refused_files": dg.MetadataValue.json([{"file": r.source_file, "error": r.error} for r in refused]),
+        "latest_rejects": markdown_preview(reject_preview),
+    })
+
+
+@dg.asset_check(asset=RAW_SLURM_EVENTS, blocking=True,
+                description="For every ingested slurm_events file: rows read = loaded + rejected, and both match the tables.")
+def slurm_events_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        bad = con.execute(
+            """
+            WITH counts AS (
+                SELECT f.source_file, f.rows_read, f.rows_loaded, f.rows_rejected,
+                       (SELECT count(*) FROM raw.slurm_events r WHERE r.source_file = f.source_file) AS in_raw,
+                       (SELECT count(*) FROM raw.rejects j WHERE j.source_file = f.source_file AND j.line_no > 0) AS in_rejects
+                FROM raw.ingested_files f WHERE f.source_kind = ?)
+            SELECT * FROM counts
+            WHERE rows_read <> rows_loaded + rows_rejected OR rows_loaded <> in_raw OR rows_rejected <> in_rejects
+            """, [SLURM_EVENTS_KIND]).fetchall()
+    return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(NODE_STATES, deps=[RAW_SLURM_EVENTS], group_name="core", kinds={"duckdb", "drain3"},
+                     description="One row per node event (node x start), its latest version across overlapping dumps: "
+                     "state, start/end (NULL = ongoing), reason with Drain3 template and class "
+                     "(catalog/drain_reasons.csv: reason_class, component, availability_class)."),
+        dg.AssetSpec(NODE_STATE_REASONS, deps=[RAW_SLURM_EVENTS], group_name="core", kinds={"duckdb"},
+                     description="One row per drain/down reason template: example, class, events, nodes, node-hours."),
+        dg.AssetSpec(CLUSTER_EVENTS, deps=[RAW_SLURM_EVENTS], group_name="core", kinds={"duckdb"},
+                     description="One row per cluster event (registered-TRES periods, controller down); "
+                     "not node outages, so never expanded into core.node_states."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def core_node_states(warehouse: WarehouseResource):
+    with warehouse.connect() as con:
+        with transaction(con):
+            summary = build_node_states(con)
+        by_class = con.sql(
+            "SELECT availability_class, reason_class, count(*) AS events, count(DISTINCT node) AS nodes "
+            "FROM core.node_states GROUP BY ALL ORDER BY events DESC LIMIT 15").pl()
+    yield dg.MaterializeResult(asset_key=NODE_STATES, metadata={
+        "dagster/row_count": summary.node_states, "ongoing": summary.ongoing,
+        "as_of": str(summary.as_of), "by_class": markdown_preview(by_class, 15)})
+    yield dg.MaterializeResult(asset_key=NODE_STATE_REASONS, metadata={"dagster/row_count": summary.templates})
+    yield dg.MaterializeResult(asset_key=CLUSTER_EVENTS, metadata={"dagster/row_count": summary.cluster_events})
+
+
+@dg.asset_check(asset=NODE_STATES, blocking=True, description="No duplicate (node, start_ts) in core.node_states.")
+def node_states_unique(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        dup = con.sql("SELECT node, start_ts, count(*) FROM core.node_states GROUP BY ALL HAVING count(*) > 1").fetchall()
+    return dg.AssetCheckResult(passed=not dup, metadata={"duplicates": len(dup), "examples": str(dup[:5])})
+
+
+def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
+    con.execute(f"DELETE FROM {table}")
+    if frame.height:
+        con.register("_mart_frame", frame.to_arrow())
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _mart_frame")
+        con.unregister("_mart_frame")
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
+                     description="One row per node x UTC day: in-service and down hours, down hours by cause "
+                     "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
+                     "earliest open event), ongoing events end at the last observation, cluster.yaml maintenance "
+                     "windows count as maintenance. Full rebuild (not partitioned)."),
+        dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
+                     description="Drain/down reasons ranked by node-hours lost: reason class x Drain3 template, "
+                     "events, nodes, node-hours (counted once where events overlap)."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
+    config = landing.cluster_config()
+    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None)
+                   for w in config.maintenance]
+    with warehouse.connect() as con:
+        as_of = events_as_of(con)
+        states = con.sql("SELECT * FROM core.node_states").pl()
+        if as_of is None:
+            daily = pl.DataFrame(schema=DAILY_SCHEMA)
+            reasons = pl.DataFrame(schema=DRAIN_REASONS_MART_SCHEMA)
+        else:
+            seen = con.sql(
+                "SELECT DISTINCT node FROM core.node_states UNION "
+                "SELECT DISTINCT unnest(nodes) FROM core.cluster_events WHERE nodes IS NOT NULL").pl()
+            nodes = config.node_names or sorted(seen.get_column("node").to_list())
+            first = states.get_column("start_ts").min() if states.height else as_of
+            start_day = max(first.date(), (as_of - timedelta(days=MAX_HISTORY_DAYS)).date())
+            daily = node_availability_daily(states, nodes, start_day, as_of.date(), as_of=as_of,
+                                            maintenance=maintenance)
+            # The same clipped, attributed down time as the daily mart, so node-hours add up.
+            since = datetime.combine(start_day, time(), tzinfo=timezone.utc)
+            reasons = top_drain_reasons(states, down_segments(states, as_of, maintenance, since=since))
+        with transaction(con):
+            _replace(con, "marts.node_availability_daily", daily)
+            _replace(con, "marts.drain_reasons", reasons)
+    totals = daily.select(pl.col("observed_hours", "in_service_hours", "down_hours").sum()) if daily.height else None
+    availability = (totals.item(0, "in_service_hours") / totals.item(0, "observed_hours")
+                    if totals is not None and totals.item(0, "observed_hours") else None)
+    yield dg.MaterializeResult(asset_key=NODE_AVAILABILITY_DAILY, metadata={
+        "dagster/row_count": daily.height, "as_of": str(as_of),
+        "availability": availability if availability is not None else dg.MetadataValue.null()})
+    yield dg.MaterializeResult(asset_key=DRAIN_REASONS, metadata={
+        "dagster/row_count": reasons.height,
+        "top_reasons": markdown_preview(reasons.select("rank", "reason_class", "template", "events", "nodes",
+                                                       "node_hours_lost"))})
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
+                     description="One row per hardware incident with the node outage it caused (the first merged "
+                     "drain/down period starting 30 min before to 24 h after it): hours to detect, hours to repair "
+                     "(until the last node is back in service), repair state."),
+        dg.AssetSpec(REPAIR_TIMES, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
+                     description="Time to detect and time to repair per incident component (and all): p50/p90, mean, "
+                     "95 % order-statistic interval of the median; ongoing repairs counted, not averaged."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def repair_time_marts(warehouse: WarehouseResource):
+    with warehouse.connect() as con:
+        states = con.sql("SELECT node, start_ts, end_ts, reason, reason_class FROM core.node_states").pl()
+        if table_exists(con, "marts.hw_incidents"):
+            incidents = con.sql("SELECT incident_id, component, start_ts, nodes FROM marts.hw_incidents").pl()
+            linked = link_incidents(incidents, states)
+        else:  # the node-log marts have not run yet
+            linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
+        summary = repair_times(linked)
+        with transaction(con):
+            _replace(con, "marts.incident_repairs", linked)
+            _replace(con, "marts.repair_times", summary)
+    yield dg.MaterializeResult(asset_key=INCIDENT_REPAIRS, metadata={
+        "dagster/row_count": linked.height,
+        "by_state": markdown_preview(linked.group_by("repair_state").len().sort("len", descending=True))})
+    yield dg.MaterializeResult(asset_key=REPAIR_TIMES, metadata={
+        "dagster/row_count": summary.height,
+        "preview": markdown_preview(summary.select("component", "incidents", "repaired", "mttd_hours_p50",
+                                                   "mttr_hours_p50", "ci_low", "ci_high"))})

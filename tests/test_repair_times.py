@@ -1,0 +1,123 @@
+"""Time to detect / time to repair: hardware incidents linked to the node outages that follow them."""
+
+from __future__ import annotations
+
+import doctest
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from gpusre.models import repair_times as rt
+from gpusre.models.repair_times import (
+    INCIDENT_REPAIR_SCHEMA,
+    REPAIR_TIMES_SCHEMA,
+    link_incidents,
+    median_ci,
+    node_outages,
+    repair_times,
+)
+from gpusre.models.warehouse import connect
+from gpusre.pipelines.resources import default_resources
+
+UTC = timezone.utc
+DT = pl.Datetime("us", "UTC")
+
+
+def _t(day: int, hour: float) -> datetime:
+    return datetime(2026, 5, day, tzinfo=UTC) + timedelta(hours=hour)
+
+
+def _states() -> pl.DataFrame:
+    return pl.DataFrame({
+        "node": ["n1", "n1", "n2", "n3", "n4", "n4"],
+        "start_ts": [_t(1, 2), _t(1, 5), _t(1, 1), _t(2, 0), _t(1, 0), _t(3, 0)],
+        "end_ts": [_t(1, 6), _t(1, 9), _t(1, 4), None, _t(1, 12), _t(3, 1)],
+        "reason": ["NHC: Xid 79", "Not responding", "IB link down", "gpu ecc errors", "planned maintenance", "x"],
+        "reason_class": ["gpu_xid", "not_responding", "network", "gpu_ecc", "planned_maintenance", "unknown"],
+    }, schema_overrides={"end_ts": DT})
+
+
+def _incidents() -> pl.DataFrame:
+    return pl.DataFrame({
+        "incident_id": ["a", "b", "c", "d", "e", "f"],
+        "component": ["gpu", "network_switch", "gpu_memory", "gpu", "gpu", "storage"],
+        "start_ts": [_t(1, 1), _t(1, 1.5), _t(1, 23), _t(1, 3), _t(5, 0), _t(1, 0)],
+        "nodes": [["n1"], ["n1", "n2"], ["n3"], ["n4"], ["n1"], []],
+    })
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(rt).failed == 0
+
+
+def test_overlapping_states_form_one_outage() -> None:
+    out = node_outages(_states()).select("node", "outage_start_ts", "outage_end_ts", "events").rows()
+    assert out == [("n1", _t(1, 2), _t(1, 9), 2), ("n2", _t(1, 1), _t(1, 4), 1), ("n3", _t(2, 0), None, 1),
+                   ("n4", _t(1, 0), _t(1, 12), 1), ("n4", _t(3, 0), _t(3, 1), 1)]
+
+
+def test_incidents_are_linked_to_the_outage_that_follows() -> None:
+    linked = link_incidents(_incidents(), _states())
+    assert linked.schema == pl.Schema(INCIDENT_REPAIR_SCHEMA)
+    got = {r["incident_id"]: (r["repair_state"], r["linked_nodes"], r["hours_to_detect"], r["hours_to_repair"],
+                              r["drain_reason_class"]) for r in linked.iter_rows(named=True)}
+    assert got == {
+        # n1 drained 1 h after the incident, back 7 h later (DRAIN then DOWN: one outage).
+        "a": ("repaired", 1, 1.0, 7.0, "gpu_xid"),
+        # n2 drained 30 min *before* the incident's first log line (within the 30 min allowance):
+        # detected at once; repaired when the last node (n1, 09:00) was back: 8 h after n2's drain.
+        "b": ("repaired", 2, 0.0, 8.0, "network"),
+        # n3's drain (1 h later) is still open: ongoing, no repair time.
+        "c": ("ongoing", 1, 1.0, None, "gpu_ecc"),
+        # n4 was already out (planned maintenance since 00:00) when the incident started: not its drain.
+        "d": ("not_drained", 0, None, None, None),
+        "e": ("not_drained", 0, None, None, None),
+        "f": ("no_nodes", 0, None, None, None),
+    }
+
+
+def test_summary_per_component_and_all() -> None:
+    summary = repair_times(link_incidents(_incidents(), _states()))
+    assert summary.schema == pl.Schema(REPAIR_TIMES_SCHEMA)
+    rows = {r["component"]: r for r in summary.iter_rows(named=True)}
+    assert summary["component"][0] == "all"
+    overall = rows["all"]
+    assert (overall["incidents"], overall["linked_incidents"], overall["repaired"], overall["ongoing"]) == (6, 3, 2, 1)
+    assert overall["mttr_hours_p50"] == pytest.approx(7.5) and overall["mttr_hours_mean"] == pytest.approx(7.5)
+    assert overall["mttd_hours_p50"] == pytest.approx(1.0)
+    assert overall["ci_low"] is None and "too few" in overall["note"]
+    assert rows["gpu"]["incidents"] == 3 and rows["gpu"]["repaired"] == 1
+    assert rows["storage"]["note"] == "no repaired incident linked to a drain"
+
+
+def test_median_interval_covers_the_median() -> None:
+    values = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 4.0, 6.0, 10.0]
+    low, high = median_ci(values)
+    assert low is not None and high is not None and low <= 5.5 <= high
+    assert (low, high) == (2.0, 9.0)  # n = 10: x(2), x(9) (coverage 97.9 %)
+    assert median_ci([]) == (None, None)
+
+
+def test_the_asset_links_warehouse_incidents(tmp_path: Path) -> None:
+    from gpusre.assets.node_states import repair_time_marts
+
+    wh = tmp_path / "w.duckdb"
+    con = connect(wh)
+    con.register("_s", _states().with_columns(
+        pl.lit("DRAIN").alias("state"), pl.lit("sacctmgr").alias("source_format"), pl.lit("f").alias("source_file"),
+        pl.lit(1, pl.Int64).alias("line_no")).to_arrow())
+    con.execute("INSERT INTO core.node_states BY NAME SELECT * FROM _s")
+    con.register("_i", _incidents().to_arrow())
+    con.execute("CREATE TABLE marts.hw_incidents AS SELECT * FROM _i")
+    con.close()
+    result = dg.materialize([repair_time_marts], resources=default_resources(str(wh), str(tmp_path), str(tmp_path)))
+    assert result.success
+    con = connect(wh, read_only=True)
+    states = dict(con.sql("SELECT incident_id, repair_state FROM marts.incident_repairs").fetchall())
+    overall = con.sql("SELECT repaired, mttr_hours_p50 FROM marts.repair_times WHERE component = 'all'").fetchall()
+    con.close()
+    assert states["a"] == "repaired" and states["d"] == "not_drained"
+    assert overall == [(2, 7.5)]
