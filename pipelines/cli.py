@@ -92,6 +92,38 @@ def _cmd_report_nightly(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report_slo(args: argparse.Namespace) -> int:
+    # Dates are parsed here, not by argparse, so a bad date is one line like every other user error.
+    dates: dict[str, date | None] = {}
+    for flag, text in (("--from", args.date_from), ("--to", args.date_to)):
+        try:
+            dates[flag] = date.fromisoformat(text) if text is not None else None
+        except ValueError:
+            print(f"gpusre: error: {flag}: not a date (YYYY-MM-DD): {text!r}", file=sys.stderr)
+            return EXIT_USAGE
+    if dates["--from"] and dates["--to"] and dates["--from"] > dates["--to"]:
+        print(f"gpusre: error: --from {dates['--from']} is after --to {dates['--to']}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from gpusre.models.report.slo import render_slo_report
+    from gpusre.models.warehouse import connect
+
+    warehouse = Path(args.warehouse)
+    if not warehouse.is_file():
+        raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
+    con = connect(warehouse, read_only=True)
+    try:
+        paths = render_slo_report(con, Path(args.out), dates["--from"], dates["--to"], warehouse_label=str(warehouse))
+    except ValueError as exc:  # a window that ends before it starts once the defaults are filled in
+        print(f"gpusre: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        con.close()
+    print(paths.html)
+    print(paths.markdown)
+    return 0
+
+
 def _cmd_templates(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -178,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_argument("--out", required=True)
     nightly.add_argument("--date", type=_iso_date, help="report day (default: latest day with data)")
     nightly.set_defaults(func=_cmd_report_nightly)
+    slo = report_sub.add_parser("slo", help="SLO review HTML + Markdown report for a window of days")
+    slo.add_argument("--warehouse", required=True)
+    slo.add_argument("--out", required=True)
+    slo.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD",
+                     help="first UTC day of the window (default: 30 days before --to)")
+    slo.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD",
+                     help="last UTC day of the window (default: latest complete day with SLO data)")
+    slo.set_defaults(func=_cmd_report_slo)
     return parser
 
 

@@ -404,3 +404,419 @@ def lost_gpu_hours_chart(rows: Sequence[tuple[str, float]], title: str, xlabel: 
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     return figure_to_svg(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# SLO review report charts (gpusre.models.report.slo)
+
+#: Status colours of an SLO (``marts.slo_daily.status``) and the "good / bad" pair used in its charts.
+SLO_STATUS_COLOURS: dict[str, str] = {
+    "ok": "#2e7d32",
+    "warning": "#f9a825",
+    "ticket": "#ef6c00",
+    "page": "#c62828",
+    "exhausted": "#6d1b1b",
+    "no_data": "#90a4ae",
+}
+_GOOD = "#2e7d32"
+_BAD = "#c62828"
+_REF = "#6d4c41"  # published reference figures (hollow markers)
+_SERIES = ("#1a3a5c", "#1e88e5", "#00897b", "#8e24aa", "#f4511e", "#6d4c41")
+
+
+def slo_status_colour(status: str | None) -> str:
+    """Colour for an SLO status ('ok', 'warning', 'ticket', 'page', 'exhausted', 'no_data')."""
+    return SLO_STATUS_COLOURS.get(status or "no_data", _OTHER_STATE)
+
+
+def _finite(v: float | None) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _nan(v: float | None) -> float:
+    return float(v) if _finite(v) else float("nan")
+
+
+def _hours_label(v: float) -> str:
+    """Hours as the SLO report's sentences print them: 3,538 h / 412 h / 57.4 h / 1.97 h / 0.25 h."""
+    if v >= 100:
+        return f"{v:,.0f} h"
+    if v >= 10:
+        return f"{v:.1f} h"
+    return f"{v:.2f} h"
+
+
+def _log_hours_axis(ax: Axes, axis: str = "x") -> None:
+    fmt = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(fmt)
+
+
+@_styled
+def burndown_chart(panels: Sequence[tuple[str, Sequence[date], Sequence[float | None], Sequence[float | None], str]],
+                   title: str, rolling_label: str = "rolling-window budget (marts.slo_daily)") -> str:
+    """Error-budget burn-down, one small panel per SLI (budget remaining as a fraction; < 0 = overspent).
+
+    ``panels`` are ``(label, days, burndown, rolling, colour)``: ``burndown`` is the budget of the
+    report window left after each day (starts near 1), ``rolling`` the mart's rolling-window budget
+    (dashed); ``None`` values are gaps. Each panel has its own y range so an overspent SLI does not
+    flatten the others.
+    """
+    n = max(len(panels), 1)
+    ncols = 2 if n > 1 else 1
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=(10, 0.6 + 2.45 * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for i, (label, days, burn, rolling, colour) in enumerate(panels):
+        ax = axes[i // ncols][i % ncols]
+        ax.grid(axis="y", color=_GRID, linewidth=0.8)
+        ax.set_axisbelow(True)
+        b = [_nan(v) for v in burn]
+        r = [_nan(v) for v in rolling]
+        finite = [v for v in b + r if not math.isnan(v)]
+        lo = min(finite + [0.0])
+        hi = max(finite + [1.0])
+        pad = (hi - lo) * 0.08 or 0.1
+        ax.axhspan(lo - pad * 2, 0, color=_tint(_BAD, 0.88), linewidth=0, zorder=0)
+        ax.axhline(0, color=_BAD, linewidth=1.0, zorder=1)
+        ax.axhline(1, color=_GRID, linewidth=1.0, zorder=1)
+        if any(not math.isnan(v) for v in r):
+            ax.plot(days, r, color="#78909c", linewidth=1.3, linestyle="--", label=rolling_label, zorder=2)
+        ax.plot(days, b, color=colour, linewidth=2.4, label="budget left in the report window", zorder=3)
+        last_i = next((k for k in range(len(b) - 1, -1, -1) if not math.isnan(b[k])), None)
+        if last_i is not None:
+            ax.annotate(f"{b[last_i] * 100:.0f} %", (days[last_i], b[last_i]), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=10, fontweight="bold", color=colour)
+        ax.set_ylim(lo - pad, hi + pad)
+        _pct_axis(ax)
+        _date_axis(ax)
+        ax.set_title(safe_label(label, 60), fontsize=12)
+        ax.tick_params(labelsize=9)
+    for j in range(len(panels), nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.suptitle(title, x=0.01, ha="left", fontsize=13, fontweight="bold", color=_INK)
+    fig.legend(handles[::-1], labels[::-1], loc="lower center", ncols=2, fontsize=10, bbox_to_anchor=(0.5, -0.01))
+    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    return figure_to_svg(fig)
+
+
+def _dot_whisker(ax: Axes, y: float, est: float | None, lo: float | None, hi: float | None, colour: str,
+                 marker: str, sufficient: bool, label: str | None, hi_cap: float) -> None:
+    """One estimate with its CI on a horizontal axis; insufficient rows get a dashed interval, no point."""
+    lo_v = lo if _finite(lo) and lo > 0 else None  # type: ignore[operator]
+    hi_v = hi if _finite(hi) else None
+    if lo_v is not None:
+        right = hi_v if hi_v is not None else hi_cap
+        ax.plot([lo_v, right], [y, y], color=colour, linewidth=2.2 if sufficient else 1.6,
+                linestyle="-" if sufficient else (0, (3, 2)), solid_capstyle="butt", zorder=2)
+        ax.plot([lo_v], [y], marker="|", color=colour, markersize=9, zorder=2)
+        if hi_v is not None:
+            ax.plot([hi_v], [y], marker="|", color=colour, markersize=9, zorder=2)
+        else:
+            ax.plot([right], [y], marker=">", color=colour, markersize=6, zorder=2)
+    if sufficient and _finite(est):
+        ax.plot([est], [y], marker=marker, color=colour, markersize=8, zorder=3, label=label,
+                markeredgecolor="white", markeredgewidth=0.8)
+    elif label is not None:
+        ax.plot([], [], marker=marker, color=colour, markersize=8, label=label)
+
+
+@_styled
+def mtbf_chart(rows: Sequence[tuple[str, str, float | None, float | None, float | None, bool]], title: str,
+               xlabel: str = "MTBF per node (hours, log scale), 95 % Garwood CI") -> str:
+    """Dot-and-whisker MTBF per category (component class), one dodged marker per period.
+
+    ``rows`` are ``(category, period, mtbf, ci_low, ci_high, sufficient)`` in display order (first
+    category on top). Rows with ``sufficient`` False draw only their interval, dashed, and are labelled
+    "insufficient data": no point estimate.
+    """
+    cats: list[str] = []
+    periods: list[str] = []
+    for c, p, *_ in rows:
+        if c not in cats:
+            cats.append(c)
+        if p not in periods:
+            periods.append(p)
+    colours = {p: _SERIES[i % len(_SERIES)] for i, p in enumerate(periods)}
+    markers = {p: "o" if i == 0 else ("s", "D", "^", "v", "P")[(i - 1) % 5] for i, p in enumerate(periods)}
+    fig, ax = _new(10, 0.9 + 0.62 * max(len(cats), 1) + 0.1 * len(periods))
+    ax.grid(False)
+    ax.grid(axis="x", which="major", color=_GRID, linewidth=0.9)
+    finite = [v for r in rows for v in r[2:5] if _finite(v) and v > 0]  # type: ignore[operator]
+    lo_all, hi_all = (min(finite), max(finite)) if finite else (1.0, 10.0)
+    hi_cap = hi_all * 1.6
+    step = 0.7 / max(len(periods), 1)
+    seen: set[str] = set()
+    for c, p, est, lo, hi, ok in rows:
+        y = len(cats) - 1 - cats.index(c) + (len(periods) - 1) / 2 * step - periods.index(p) * step
+        label = None if p in seen else safe_label(p, 20)
+        seen.add(p)
+        _dot_whisker(ax, y, est, lo, hi, colours[p], markers[p], ok, label, hi_cap)
+        if not ok and _finite(lo):
+            ax.text(lo, y + step * 0.18, "insufficient data ", ha="right", va="center", fontsize=8.5,
+                    color=colours[p], style="italic")
+    ax.set_xscale("log")
+    ax.set_xlim(lo_all / 3.5, hi_cap * 1.15)
+    _log_hours_axis(ax)
+    ax.set_yticks(range(len(cats)), [safe_label(c, 30) for c in reversed(cats)])
+    ax.set_ylim(-0.6, len(cats) - 0.4)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10, title="Period", title_fontsize=10)
+    return figure_to_svg(fig)
+
+
+@_styled
+def rate_reference_chart(ours: Sequence[tuple[str, float | None, float | None, float | None, bool]],
+                         references: Sequence[tuple[str, float] | tuple[str, float, str]], title: str,
+                         xlabel: str = "Failures per 1,000 node-days (95 % CI)") -> str:
+    """Our failure rates with CIs (filled dots) above published reference figures (hollow diamonds).
+
+    ``ours`` are ``(label, rate, ci_low, ci_high, sufficient)``; insufficient rows show only their
+    interval (dashed). ``references`` are ``(label, value)`` or ``(label, value, value as published)``.
+    """
+    labels = [safe_label(r[0], 40) for r in ours] + [safe_label(r[0], 40) for r in references]
+    n = max(len(labels), 1)
+    fig, ax = _new(10, 0.9 + 0.42 * n)
+    ax.grid(False)
+    ax.grid(axis="x", color=_GRID, linewidth=0.8)
+    finite = [v for r in ours for v in r[1:4] if _finite(v)] + [r[1] for r in references]
+    top = max(finite + [1.0]) * 1.15
+    for i, (_, rate, lo, hi, ok) in enumerate(ours):
+        y = n - 1 - i
+        _dot_whisker(ax, y, rate, lo if _finite(lo) and lo > 0 else (1e-9 if _finite(hi) else None), hi,  # type: ignore[operator]
+                     "#1a3a5c", "o", ok, None, top)
+        if ok and _finite(rate):
+            ax.text(rate, y + 0.28, f"{rate:.2f}", ha="center", va="bottom", fontsize=9, color="#1a3a5c")
+        elif _finite(hi):
+            ax.text(hi, y + 0.28, "insufficient data", ha="right", va="bottom", fontsize=8.5, style="italic",
+                    color="#1a3a5c")
+    for j, ref in enumerate(references):
+        y = n - 1 - len(ours) - j
+        v = ref[1]
+        ax.plot([v], [y], marker="D", markersize=9, markerfacecolor="white", markeredgecolor=_REF,
+                markeredgewidth=1.8, linestyle="none", zorder=3)
+        text = safe_label(ref[2], 12) if len(ref) > 2 else f"{v:.2f}"  # type: ignore[misc]
+        ax.text(v, y + 0.28, text, ha="center", va="bottom", fontsize=9, color=_REF)
+    if references and ours:
+        ax.axhline(n - len(ours) - 0.5, color="#b0bec5", linewidth=0.8, linestyle=":")
+    ax.set_yticks(range(n), labels[::-1])
+    ax.set_ylim(-0.6, n - 0.2)
+    ax.set_xlim(0, top)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    return figure_to_svg(fig)
+
+
+@_styled
+def mttf_projection_chart(measured: Sequence[tuple[str, float, float | None, float | None, float | None, bool]],
+                          fit: tuple[float, float | None, float | None] | None,
+                          projected: Sequence[tuple[float, float | None, float | None, float | None]],
+                          references: Sequence[tuple[float, float]], title: str,
+                          reference_label: str = "Meta RSC-1 (published)") -> str:
+    """Job MTTF vs job size on log-log axes: measured buckets, the 1/N fit, projections and references.
+
+    * ``measured``: ``(bucket, n_gpus, mttf, ci_low, ci_high, sufficient)``: bucket colour, CI
+      whiskers; insufficient buckets draw only their (dashed) interval.
+    * ``fit``: ``(r_gpu_per_hour, r_ci_low, r_ci_high)``: the line MTTF = 1 / (N · r) with its band.
+    * ``projected``: ``(n_gpus, mttf, ci_low, ci_high)``: squares, labelled with the value.
+    * ``references``: ``(n_gpus, mttf)``: hollow markers labelled ``reference_label``.
+    """
+    fig, ax = _new(10, 4.6)
+    ax.grid(axis="both", which="major", color=_GRID, linewidth=0.8)
+    xs_all = [r[1] for r in measured] + [p[0] for p in projected] + [r[0] for r in references]
+    x_lo = max(min(xs_all + [1.0]) / 1.6, 0.6)
+    x_hi = max(xs_all + [2.0]) * 1.8
+    if fit is not None and fit[0] and fit[0] > 0:
+        r, r_lo, r_hi = fit
+        grid = [x_lo * (x_hi / x_lo) ** (i / 60) for i in range(61)]
+        ax.plot(grid, [1 / (n * r) for n in grid], color="#546e7a", linewidth=1.6, zorder=1,
+                label="1/N fit: MTTF = 1 / (N · r)")
+        if r_lo and r_hi and r_lo > 0:
+            ax.fill_between(grid, [1 / (n * r_hi) for n in grid], [1 / (n * r_lo) for n in grid], color="#90a4ae",
+                            alpha=0.18, linewidth=0, zorder=0, label="fit 95 % CI")
+    first_meas = True
+    for bucket, n, est, lo, hi, ok in measured:
+        c = bucket_colour(bucket)
+        if _finite(lo) and _finite(hi):
+            ax.plot([n, n], [lo, hi], color=c, linewidth=2.2 if ok else 1.5, linestyle="-" if ok else (0, (3, 2)),
+                    zorder=2)
+            ax.plot([n, n], [lo, hi], marker="_", linestyle="none", color=c, markersize=10, zorder=2)
+        if ok and _finite(est):
+            ax.plot([n], [est], marker="o", markersize=9, color=c, markeredgecolor=_INK, markeredgewidth=0.8,
+                    zorder=3, linestyle="none", label="measured (bucket median size)" if first_meas else None)
+            first_meas = False
+            ax.annotate(f"{_bucket_label(bucket)} GPU: {_hours_label(est)}", (n, est), xytext=(8, 0),
+                        textcoords="offset points", fontsize=9, va="center")
+        elif _finite(hi):
+            ax.annotate(f"{_bucket_label(bucket)} GPU: insufficient data", (n, hi), xytext=(6, 2),
+                        textcoords="offset points", fontsize=8.5, style="italic", va="bottom", color="#546e7a")
+    for i, (n, est, lo, hi) in enumerate(projected):
+        if not _finite(est):
+            continue
+        if _finite(lo) and _finite(hi):
+            ax.plot([n, n], [lo, hi], color="#1a3a5c", linewidth=1.8, zorder=2)
+        ax.plot([n], [est], marker="s", markersize=8, color="#1a3a5c", zorder=3, linestyle="none",
+                label="projected (1/N)" if i == 0 else None)
+        ax.annotate(_hours_label(est), (n, est), xytext=(8, 0), textcoords="offset points", fontsize=9.5,
+                    va="center", color="#1a3a5c", fontweight="bold")
+    for i, (n, v) in enumerate(references):
+        ax.plot([n], [v], marker="D", markersize=9, markerfacecolor="white", markeredgecolor=_REF,
+                markeredgewidth=1.8, linestyle="none", zorder=4, label=safe_label(reference_label, 40) if i == 0 else None)
+        ax.annotate(f"{v:g} h", (n, v), xytext=(-8, 0), textcoords="offset points", fontsize=9, ha="right",
+                    va="center", color=_REF)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+    _log_hours_axis(ax, "y")
+    ax.set_xlabel("GPUs per job (log scale)")
+    ax.set_ylabel("MTTF (hours, log scale)")
+    ax.set_title(title)
+    ax.legend(loc="lower left", fontsize=9.5, frameon=True, facecolor="white", edgecolor=_GRID, framealpha=0.9)
+    return figure_to_svg(fig)
+
+
+@_styled
+def survival_chart(curves: Sequence[tuple[str, Sequence[float], Sequence[float], Sequence[float | None],
+                                          Sequence[float | None]]], title: str) -> str:
+    """Kaplan–Meier step curves (one per size bucket) of time to infrastructure failure, with CI bands.
+
+    ``curves`` are ``(bucket, time_h, survival, ci_low, ci_high)``; each curve should start at (0, 1).
+    """
+    fig, ax = _new(10, 3.6)
+    t_max = 1.0
+    for bucket, t, s, lo, hi in curves:
+        c = bucket_colour(bucket)
+        if len(t) == 0:
+            continue
+        t_max = max(t_max, max(t))
+        lo_v = [_nan(v) for v in lo]
+        hi_v = [_nan(v) for v in hi]
+        ax.fill_between(t, lo_v, hi_v, step="post", color=c, alpha=0.15, linewidth=0)
+        ax.step(t, s, where="post", color=c if bucket not in ("1",) else "#c0a000", linewidth=2.0,
+                label=f"{_bucket_label(bucket)} GPU")
+    ax.set_xlim(0, t_max * 1.02)
+    ax.set_ylim(0, 1.03)
+    _pct_axis(ax)
+    ax.set_xlabel("Hours since the job instance started")
+    ax.set_ylabel("Still running without an\ninfrastructure failure (%)")
+    ax.set_title(title)
+    ax.legend(title="GPUs per job", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10)
+    return figure_to_svg(fig)
+
+
+@_styled
+def ettr_distribution_chart(rows: Sequence[tuple[str, Sequence[float], float | None]], title: str,
+                            target: float | None = None) -> str:
+    """Measured ETTR per run size bucket (one dot per run, p10–p90 box, median bar) vs the expected ETTR.
+
+    ``rows`` are ``(bucket, ettr values of the runs, expected_ettr)`` in bucket order; the expectation
+    is a hollow diamond. ``target`` draws the ETTR objective as a dashed line.
+    """
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    fig, ax = _new(10, 3.8)
+    rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same SVG
+    first = True
+    for x, (bucket, vals, expected) in enumerate(rows):
+        c = bucket_colour(bucket)
+        v = np.asarray([float(a) for a in vals if _finite(a)])
+        if v.size:
+            jitter = rng.uniform(-0.28, 0.28, v.size)
+            ax.scatter(x + jitter, v, s=9 if v.size > 50 else 26, color=c, alpha=0.35 if v.size > 200 else 0.7,
+                       edgecolors=_INK if v.size <= 50 else "none", linewidths=0.4, zorder=5 if v.size <= 50 else 2)
+            p10, p50, p90 = np.quantile(v, [0.1, 0.5, 0.9])
+            ax.add_patch(Rectangle((x - 0.34, p10), 0.68, max(p90 - p10, 0.004), facecolor="none",
+                                                      edgecolor=_INK, linewidth=1.4, zorder=3))
+            ax.plot([x - 0.34, x + 0.34], [p50, p50], color=_INK, linewidth=3.0, zorder=4,
+                    label="measured median, box p10–p90" if first else None)
+            ax.annotate(f"{p50:.2f}", (x + 0.36, p50), xytext=(2, 0), textcoords="offset points", fontsize=9,
+                        va="center", fontweight="bold")
+            first = False
+        if _finite(expected):
+            ax.plot([x], [expected], marker="D", markersize=10, markerfacecolor="white", markeredgecolor=_BAD,
+                    markeredgewidth=2.0, linestyle="none", zorder=5,
+                    label="expected from failures alone (Kokolis et al.)" if x == 0 or not any(
+                        _finite(r[2]) for r in rows[:x]) else None)
+    if target is not None:
+        ax.axhline(target, color=_GOOD, linestyle="--", linewidth=1.3, label=f"ETTR objective {target:.2f}")
+    ax.set_xticks(range(len(rows)), [f"{_bucket_label(r[0])}\n({len(r[1]):,} runs)" for r in rows])
+    ax.set_xlim(-0.6, len(rows) - 0.3)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlabel("GPUs per run (size bucket)")
+    ax.set_ylabel("ETTR (productive / wall-clock)")
+    ax.set_title(title)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=3, fontsize=10)
+    return figure_to_svg(fig)
+
+
+@_styled
+def waterfall_chart(steps: Sequence[tuple[str, float, str]], title: str, ylabel: str = "GPU-hours") -> str:
+    """Waterfall of GPU-hours: ``steps`` are ``(label, value, kind)`` with kind ``total`` (a bar from 0)
+    or ``loss`` (a floating bar hanging from the previous level). Each bar is labelled with its value
+    and its share of the first total."""
+    fig, ax = _new(10, 3.8)
+    base = steps[0][1] if steps else 0.0
+    level = 0.0
+    for x, (label, value, kind) in enumerate(steps):
+        v = max(value or 0.0, 0.0)
+        if kind == "total":
+            bottom, colour = 0.0, ("#1a3a5c" if x == 0 else _GOOD if x == len(steps) - 1 else "#1e88e5")
+            level = v
+        else:
+            bottom, colour = level - v, _BAD if "fail" in label.lower() or "restart" in label.lower() else "#b0bec5"
+            if x + 1 < len(steps):
+                ax.plot([x - 0.4, x + 1.4], [level - v, level - v], color="#90a4ae", linewidth=0.8, linestyle=":")
+            level -= v
+        ax.bar(x, v, bottom=bottom, color=colour, width=0.62, edgecolor="white")
+        share = v / base * 100 if base else 0.0
+        txt = f"{v:,.0f}\n({share:.1f} %)" if share >= 0.1 or v == 0 else f"{v:,.0f}\n({share:.2f} %)"
+        ax.text(x, bottom + v + base * 0.015, txt, ha="center", va="bottom", fontsize=9.5)
+    ax.set_xticks(range(len(steps)), [safe_label(s[0], 30) for s in steps])
+    ax.set_ylim(0, base * 1.22 if base else 1.0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return figure_to_svg(fig)
+
+
+@_styled
+def goodput_daily_chart(days: Sequence[date], goodput: Sequence[float | None], objective: float | None,
+                        title: str, utilization: Sequence[float | None] | None = None) -> str:
+    """Daily goodput (productive / capacity GPU-hours) with the SLO objective; days below it in red."""
+    fig, ax = _new(10, 3.2)
+    g = [_nan(v) for v in goodput]
+    if utilization is not None:
+        ax.plot(days, [_nan(v) for v in utilization], color="#90a4ae", linewidth=1.3,
+                label="allocated / capacity (utilization)")
+    ax.plot(days, g, color="#1a3a5c", linewidth=2.0, label="goodput", zorder=3)
+    if objective is not None:
+        ax.axhline(objective, color=_GOOD, linestyle="--", linewidth=1.3, label=f"objective {objective * 100:.0f} %")
+        below = [(d, v) for d, v in zip(days, g) if not math.isnan(v) and v < objective]
+        if below:
+            ax.scatter([d for d, _ in below], [v for _, v in below], color=_BAD, s=22, zorder=4,
+                       label="day below objective")
+    ax.set_ylim(0, 1.02)
+    _pct_axis(ax)
+    _date_axis(ax)
+    ax.set_ylabel("Share of capacity (%)")
+    ax.set_xlabel("Day (UTC)")
+    ax.set_title(title)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=4, fontsize=10)
+    return figure_to_svg(fig)
+
+
+__all__ += [
+    "SLO_STATUS_COLOURS",
+    "slo_status_colour",
+    "burndown_chart",
+    "mtbf_chart",
+    "rate_reference_chart",
+    "mttf_projection_chart",
+    "survival_chart",
+    "ettr_distribution_chart",
+    "waterfall_chart",
+    "goodput_daily_chart",
+]
