@@ -19,6 +19,7 @@ from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incid
 from gpusre.models.suspect_nodes import suspect_nodes
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
@@ -29,7 +30,7 @@ INSTANCE_ATTRIBUTION = dg.AssetKey(["marts", "instance_failure_attribution"])
 
 #: The core.jobs columns attribution, incident impact and suspect nodes read.
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
-                "cancelled_by", "exit_code", "exit_signal")
+                "cancelled_by", "exit_code", "exit_signal", "account")
 
 
 def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
@@ -73,9 +74,21 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         as_of = con.sql("SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0][0]
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator)
+        # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
+        rules = reliability_settings(config).rules
+        policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(
+            "account", pl.col("interval_s").alias("checkpoint_interval_s"),
+            pl.col("restart_overhead_cfg_s").alias("restart_overhead_s"))
+        jobs = jobs.join(policy, on="account", how="left").with_columns(
+            pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
+            pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
         attribution = attribute_failures(jobs, events, incidents)
-        earlier = con.sql("SELECT job_id, instance_no, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, "
-                          "exit_code, exit_signal FROM core.job_instances WHERE NOT is_latest").pl()
+        earlier = con.sql("SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapsed_s, "
+                          "i.n_gpus, i.exit_code, i.exit_signal, j.account FROM core.job_instances AS i "
+                          "JOIN core.jobs AS j USING (job_id) WHERE NOT i.is_latest").pl()
+        earlier = earlier.join(policy, on="account", how="left").with_columns(
+            pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
+            pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
         instance_attr = attribute_failures(earlier, events, incidents).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)

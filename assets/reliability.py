@@ -16,19 +16,10 @@ from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
-from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.mtbf import MaintenanceSpan
-from gpusre.models.reliability_marts import (
-    RELIABILITY_MARTS,
-    ReliabilitySettings,
-    compute_reliability_marts,
-    read_reliability_inputs,
-)
-from gpusre.models.slo import SloTarget
-from gpusre.models.training_runs import CheckpointAssumption, RunRules
+from gpusre.models.reliability_marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
-from gpusre.pipelines.config import ClusterConfig
+from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 _DESCRIPTIONS: dict[str, str] = {
@@ -51,29 +42,6 @@ _DESCRIPTIONS: dict[str, str] = {
                      "idle, goodput.",
     "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status.",
 }
-
-
-def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
-    """The models' view of cluster.yaml's nodes, maintenance, run grouping, checkpoint policy and SLOs."""
-    rel = config.reliability
-    site = CheckpointAssumption(rel.checkpoint.interval_s, rel.checkpoint.restart_overhead_s, rel.checkpoint.write_s)
-    overrides = {
-        acct: CheckpointAssumption(
-            o.interval_s if o.interval_s is not None else site.interval_s,
-            o.restart_overhead_s if o.restart_overhead_s is not None else site.restart_overhead_s,
-            o.write_s if o.write_s is not None else site.write_s)
-        for acct, o in rel.checkpoint_overrides.items()
-    }
-    rules = RunRules(resubmit_gap_s=rel.runs.resubmit_gap_s, comment_run_key=rel.runs.comment_run_key,
-                     name_run_key=rel.runs.name_run_key, min_gpus=rel.runs.min_gpus,
-                     resubmit_after_states=tuple(rel.runs.resubmit_after_states), checkpoint=site, overrides=overrides)
-    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None, w.reason)
-                   for w in config.maintenance]
-    return ReliabilitySettings(
-        node_names=config.node_names, node_count=config.node_count, gpus_per_node=config.gpus_per_node,
-        maintenance=maintenance, rules=rules, min_failures=rel.min_failures, rf_min_job_gpus=rel.rf_min_job_gpus,
-        slo_targets=[SloTarget(o.sli, o.objective) for o in config.slo.objectives],
-        slo_window_days=config.slo.window_days, ettr_min_run_gpus=config.slo.ettr_min_run_gpus)
 
 
 KEYS = {name: dg.AssetKey(["marts", name]) for name in RELIABILITY_MARTS}

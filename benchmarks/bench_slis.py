@@ -29,7 +29,7 @@ import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.warehouse import connect, transaction
 from gpusre.models.reliability_marts import compute_reliability_marts, read_reliability_inputs
-from gpusre.assets.reliability import reliability_settings
+from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.config import load_cluster_config
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
 settings = reliability_settings(load_cluster_config(landing))

@@ -36,9 +36,12 @@ level: Slurm accounting does not say which GPU PCI address a job held, so an Xid
 job's node counts (an over-attribution for jobs sharing a node, the usual case being whole-node
 jobs).
 
-Lost GPU-hours (infrastructure only, 0 otherwise): ``n_gpus × (min(elapsed, checkpoint_interval) +
-restart_overhead)`` — the work since the last checkpoint plus the restart cost; defaults after Meta
-(hourly checkpoints, so on average min(runtime, 30 min) lost; restart overhead 0).
+Lost GPU-hours (infrastructure only, 0 otherwise): ``n_gpus × (E[work since the last checkpoint] +
+restart_overhead)``, with the checkpoint phase unknown: ``t − t²/2Δ`` for ``t < Δ``, else ``Δ/2``
+(:func:`~gpusre.models.ettr_model.expected_lost_work_expr`) — the same estimate goodput uses. Δ and
+the restart overhead come per job from ``checkpoint_interval_s`` / ``restart_overhead_s`` columns
+when the input has them (the site's per-account policy), else from the arguments; the defaults
+follow Meta (hourly checkpoints: 30 min lost on average, about min(runtime, 30 min); overhead 0).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from gpusre.models.ettr_model import expected_lost_work_expr
 from gpusre.models.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 
 __all__ = [
@@ -126,7 +130,7 @@ def attribute_failures(
     before: timedelta = timedelta(minutes=10),
     after: timedelta = timedelta(minutes=5),
     slurm_user_uids: Sequence[int] = (0,),
-    checkpoint_interval: timedelta = timedelta(minutes=30),
+    checkpoint_interval: timedelta = timedelta(minutes=60),
     restart_overhead: timedelta = timedelta(0),
     clock_skew: timedelta = timedelta(seconds=60),
 ) -> pl.DataFrame:
@@ -143,8 +147,9 @@ def attribute_failures(
             ``nodes``, ``label_source``).
         before, after: the evidence window around the job's end.
         slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
-        checkpoint_interval: work lost is at most this much runtime (Meta: 30 min on average).
-        restart_overhead: added per infrastructure-failed job (re-initialisation, checkpoint load).
+        checkpoint_interval: Δ, when the input has no ``checkpoint_interval_s`` column.
+        restart_overhead: added per infrastructure-failed job (re-initialisation, checkpoint load),
+            when the input has no ``restart_overhead_s`` column.
         clock_skew: how far after the job's end a fault event (not a detection) may be stamped and
             still count, for clocks of the Slurm controller and the node that disagree.
 
@@ -165,6 +170,10 @@ def attribute_failures(
         _optional(jobs, "cancelled_by", pl.Int64).alias("cancelled_by"),
         _optional(jobs, "exit_code", pl.Int64).alias("exit_code"),
         _optional(jobs, "exit_signal", pl.Int64).alias("exit_signal"),
+        _optional(jobs, "checkpoint_interval_s", pl.Float64).fill_null(checkpoint_interval.total_seconds())
+        .alias("_interval_s"),
+        _optional(jobs, "restart_overhead_s", pl.Float64).fill_null(restart_overhead.total_seconds())
+        .alias("_restart_s"),
     )
     state = pl.col("state")
     candidate = pl.col("end_ts").is_not_null() & (
@@ -277,7 +286,8 @@ def attribute_failures(
     elapsed = pl.coalesce(
         pl.col("elapsed_s"), (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds(), pl.lit(0)
     ).cast(pl.Float64)
-    lost_s = pl.min_horizontal(elapsed, pl.lit(checkpoint_interval.total_seconds())) + restart_overhead.total_seconds()
+    lost_s = (expected_lost_work_expr(elapsed, pl.col("_interval_s").cast(pl.Float64))
+              + pl.col("_restart_s").cast(pl.Float64))
     evidence = (
         pl.when(infra_rows).then(pl.col("_infra_ids"))
         .when(pl.col("attribution") == "user").then(pl.col("_user_ids"))

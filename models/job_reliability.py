@@ -109,7 +109,12 @@ def job_survival(inst: pl.DataFrame) -> pl.DataFrame:
                .filter((pl.col("_n") <= _MAX_CURVE_POINTS)
                        | (pl.col("_i") % (pl.col("_n") // _MAX_CURVE_POINTS + 1) == 0)
                        | (pl.col("_i") == pl.col("_n") - 1)))
-    return thinned.select([pl.col(c).cast(t) for c, t in schema.items()])
+    # Every curve starts at (0 h, 100 %) with everyone at risk, so charts and readers need no special case.
+    starts = data.group_by("gpus_bucket").agg(pl.len().alias("at_risk")).with_columns(
+        pl.lit(0.0).alias("time_h"), pl.lit(1.0).alias("survival"), pl.lit(1.0).alias("ci_low"),
+        pl.lit(1.0).alias("ci_high"))
+    out = pl.concat([starts.select(list(schema)).cast(schema), thinned.select([pl.col(c).cast(t) for c, t in schema.items()])])
+    return out.sort("gpus_bucket", "time_h", maintain_order=True)
 
 
 def node_failure_rate(mtbf: pl.DataFrame, inst: pl.DataFrame, min_job_gpus: int = 128,
@@ -150,11 +155,13 @@ def ettr_by_size(runs: pl.DataFrame, r_f_per_node_day: float | None) -> pl.DataF
     The expectation uses the bucket's median node count, the measured cluster r_f, and the median
     checkpoint interval / restart overhead of its runs (queue term 0, the published form). Measured
     ETTR also pays the queue wait (first submit included), which the formula leaves out:
-    ``queue_share_mean`` (mean of queue / wall-clock) shows how much of the gap that is.
+    ``queue_share_mean`` (mean of queue / wall-clock) shows how much of the gap that is, and
+    ``ettr_excl_queue_mean`` (productive / (wall-clock − queue)) is the like-for-like comparison.
     """
     schema = {"gpus_bucket": pl.String, "bucket_order": pl.Int32, "runs": pl.Int64, "n_nodes_median": pl.Float64,
               "ettr_mean": pl.Float64, "ettr_p10": pl.Float64, "ettr_p50": pl.Float64, "ettr_p90": pl.Float64,
-              "interruptions_per_run": pl.Float64, "queue_share_mean": pl.Float64, "expected_ettr": pl.Float64,
+              "interruptions_per_run": pl.Float64, "queue_share_mean": pl.Float64,
+              "ettr_excl_queue_mean": pl.Float64, "expected_ettr": pl.Float64,
               "r_f_per_1000_node_days": pl.Float64}
     done = runs.filter(~pl.col("ongoing") & pl.col("ettr").is_not_null())
     if not done.height:
@@ -166,6 +173,10 @@ def ettr_by_size(runs: pl.DataFrame, r_f_per_node_day: float | None) -> pl.DataF
                 pl.col("ettr").median().alias("ettr_p50"), pl.col("ettr").quantile(0.9).alias("ettr_p90"),
                 pl.col("interruptions").mean().alias("interruptions_per_run"),
                 (pl.col("queue_s") / pl.col("wallclock_s")).mean().alias("queue_share_mean"),
+                # what the closed form (queue term 0) predicts: productive over the time the run held GPUs or
+                # waited between its jobs, queue wait left out
+                (pl.col("productive_s") / (pl.col("wallclock_s") - pl.col("queue_s")).clip(lower_bound=1)).clip(upper_bound=1)
+                .mean().alias("ettr_excl_queue_mean"),
                 pl.col("checkpoint_interval_s").median().alias("_dt"),
                 pl.col("restart_overhead_cfg_s").median().alias("_u0"))
            .with_columns(_bucket_order().alias("bucket_order")))

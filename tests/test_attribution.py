@@ -54,7 +54,8 @@ JOB_SCHEMA = {"job_id": pl.String, "state": pl.String, "nodes": pl.List(pl.Strin
 
 
 def jobs(rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=JOB_SCHEMA)
+    extra = {k: pl.Int64 for r in rows for k in r if k not in JOB_SCHEMA}
+    return pl.DataFrame(rows, schema={**JOB_SCHEMA, **extra})
 
 
 def attribute(job_rows: list[dict], event_rows: list[dict], operator: pl.DataFrame | None = None,
@@ -101,7 +102,7 @@ def test_node_fail_without_evidence_is_suspected_infrastructure() -> None:
     row = out["nf"]
     assert (row["attribution"], row["component"]) == ("infrastructure", "unknown (suspected)")
     assert row["evidence_event_ids"] == [] and row["incident_id"] is None
-    assert row["lost_gpu_hours"] == pytest.approx(8 * 10 / 60)  # 8 GPUs x 10 min
+    assert row["lost_gpu_hours"] == pytest.approx(8 * (10 - 10**2 / 120) / 60)  # 8 GPUs x E[lost] of 10 min
 
 
 def test_user_xid_only_is_user() -> None:
@@ -167,10 +168,14 @@ def test_lost_gpu_hours_arithmetic() -> None:
     short = job("short", "FAILED", ["n1"], n_gpus=16, elapsed=20 * M)
     long = job("long", "FAILED", ["n2"], n_gpus=16, elapsed=2 * H)
     out = attribute([short, long], rows)
-    assert out["short"]["lost_gpu_hours"] == pytest.approx(16 * 20 / 60)  # 5.333…: runtime < 30 min
-    assert out["long"]["lost_gpu_hours"] == pytest.approx(16 * 0.5)  # 8.0: capped at 30 min
-    custom = attribute([long], rows, checkpoint_interval=60 * M, restart_overhead=6 * M)
-    assert custom["long"]["lost_gpu_hours"] == pytest.approx(16 * 66 / 60)  # 17.6
+    # hourly checkpoints, phase unknown: t − t²/2Δ for t < Δ (20 min -> 20 − 400/120 = 16.67 min), else Δ/2
+    assert out["short"]["lost_gpu_hours"] == pytest.approx(16 * (20 - 20**2 / 120) / 60)
+    assert out["long"]["lost_gpu_hours"] == pytest.approx(16 * 0.5)  # 8.0: half an interval
+    custom = attribute([long], rows, checkpoint_interval=120 * M, restart_overhead=6 * M)
+    assert custom["long"]["lost_gpu_hours"] == pytest.approx(16 * 66 / 60)  # (60 + 6) min: 17.6
+    # the site's per-account policy, as columns, wins over the arguments
+    per_job = attribute([dict(long, checkpoint_interval_s=1800, restart_overhead_s=600)], rows)
+    assert per_job["long"]["lost_gpu_hours"] == pytest.approx(16 * (15 + 10) / 60)
 
 
 def test_tied_events_at_window_edge_all_count() -> None:
@@ -217,16 +222,17 @@ def test_failure_taxonomy_all_and_month() -> None:
     got = {r["component"]: (r["incidents"], r["events"], r["affected_jobs"], r["lost_gpu_hours"])
            for r in tax.iter_rows(named=True)}
     assert got == {
-        "pcie_bus": (1, 2, 2, pytest.approx(8 * 0.5 + 4 * 12 / 60)),  # 4.0 + 0.8
-        "nvlink": (1, 1, 1, pytest.approx(8 * 0.5)),
-        "unknown (suspected)": (0, 0, 1, pytest.approx(8 * 0.5)),  # min(40 min, 30 min)
+        # E[lost] with hourly checkpoints: 2 h -> 30 min; 12 min -> 12 - 144/120 = 10.8 min
+        "pcie_bus": (1, 2, 2, pytest.approx(8 * 0.5 + 4 * 10.8 / 60)),  # 4.0 + 0.72
+        "nvlink": (1, 1, 1, pytest.approx(8 * 0.5)),  # t = Δ: 30 min
+        "unknown (suspected)": (0, 0, 1, pytest.approx(8 * (40 - 1600 / 120) / 60)),  # 26.67 min
     }
     assert tax["period"].unique().to_list() == ["all"]
     month = failure_taxonomy(incidents, attribution, period="month")
     per_month = {(r["period"], r["component"]) for r in month.iter_rows(named=True)}
     assert per_month == {("2025-03", "pcie_bus"), ("2025-03", "nvlink"), ("2025-04", "unknown (suspected)")}
-    # Totals reconcile with the attribution's infrastructure lost GPU-hours (4.8 + 4 + 4 = 12.8).
-    assert month["lost_gpu_hours"].sum() == pytest.approx(12.8)
+    # Totals reconcile with the attribution's infrastructure lost GPU-hours (4.72 + 4 + 3.556).
+    assert month["lost_gpu_hours"].sum() == pytest.approx(4.72 + 4 + 8 * (40 - 1600 / 120) / 60)
 
 
 def test_incident_impact() -> None:
@@ -235,7 +241,7 @@ def test_incident_impact() -> None:
     by_component = dict(zip(incidents["component"], incidents["incident_id"], strict=True))
     a = impact[by_component["pcie_bus"]]
     assert (a["affected_jobs"], a["affected_gpus"]) == (2, 12)
-    assert a["lost_gpu_hours"] == pytest.approx(4.8)
+    assert a["lost_gpu_hours"] == pytest.approx(4.72)
     # ok1 starts at T_END + 3 h; incident A ended at T_END - 1 min: 3 h 1 min later.
     assert a["nodes_recovered"] == 1
     assert a["hours_to_recovery"] == pytest.approx(3 + 1 / 60)
