@@ -58,9 +58,9 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
     simulate_cluster(b, TINY)
     simulate_cluster(c, SimulationConfig(nodes=16, days=7, seed=12))
     fa, fb, fc = _files(a), _files(b), _files(c)
-    # cluster.yaml, one dump per day, jobs/faults/summary (+ incidents, attribution, log summary),
-    # and one log file per node per day.
-    assert len([f for f in fa if not f.startswith("syslog/")]) == 1 + 7 + 3 + 3
+    # cluster.yaml, one dump per day, jobs/faults/summary (+ incidents, attribution, log summary,
+    # runs, goodput_daily), and one log file per node per day.
+    assert len([f for f in fa if not f.startswith("syslog/")]) == 1 + 7 + 5 + 3
     assert len([f for f in fa if f.startswith("syslog/")]) == TINY.nodes * TINY.days
     assert fa == fb
     assert fa["truth/jobs.csv"] != fc["truth/jobs.csv"]
@@ -71,7 +71,7 @@ def test_cluster_yaml_shape(tiny: tuple[Path, dict]) -> None:
     out, _ = tiny
     doc = yaml.safe_load((out / "cluster.yaml").read_text())
     assert list(doc) == ["cluster", "timezone", "nodes", "gpus_per_node", "gpu_type", "racks", "leaf_switches",
-                         "maintenance"]
+                         "maintenance", "reliability"]
     assert doc["nodes"] == "gpu[001-016]" and doc["gpus_per_node"] == 8
     assert doc["racks"] == {"r01": "gpu[001-016]"}
     assert doc["leaf_switches"] == {"leaf01": "gpu[001-016]"}

@@ -4,11 +4,18 @@
 ingest, plus the ground truth to check it against::
 
     out_dir/cluster.yaml                 cluster, timezone, nodes, gpus_per_node, gpu_type, racks,
-                                         leaf_switches, maintenance[{start, end, nodes, reason}]
+                                         leaf_switches, maintenance[{start, end, nodes, reason}],
+                                         reliability{checkpoint, checkpoint_overrides} (checkpointing.py)
     out_dir/sacct/sacct_YYYY-MM-DD.psv   nightly `sacct -a -P -D` dump of that local day (see sacct_writer)
     out_dir/truth/jobs.csv               one row per job id (its last printed instance)
     out_dir/truth/faults.csv             hardware faults that hit a live node, with the jobs they killed
-    out_dir/truth/summary.json           exact totals (GPU-hours by state, per UTC day, ...)
+    out_dir/truth/runs.csv               one row per training run: instances, restart overhead, lost work, ETTR
+    out_dir/truth/goodput_daily.csv      per UTC day: capacity, allocated, lost (failure, restart), productive
+    out_dir/truth/summary.json           exact totals (GPU-hours by state, per UTC day, goodput, ETTR, fault rates)
+
+Checkpointing (runs.csv, goodput_daily.csv) is accounting truth computed after the simulation from the
+instance records with its own random stream (see checkpointing, reliability_truth): it never changes the
+job stream, so a seed's sacct and syslog output is the same with or without it.
 
 With ``write_logs`` (default) also node logs and their truth (see syslog_writer, incident_truth)::
 
@@ -36,6 +43,7 @@ from gpusre.models.simulate.config import SimulationConfig
 from gpusre.models.simulate.faults import fabric_node_faults, plan_fabric_faults, plan_faults
 from gpusre.models.simulate.incident_truth import build_incidents, write_incidents, write_job_attribution
 from gpusre.models.simulate.node_timeline import NodeTimeline
+from gpusre.models.simulate.reliability_truth import GOODPUT_DAILY_COLUMNS, RUNS_COLUMNS
 from gpusre.models.simulate.sacct_writer import SACCT_FIELDS, SACCT_HEADER, SacctDumpWriter
 from gpusre.models.simulate.scheduler import ClusterSimulation
 from gpusre.models.simulate.syslog_writer import write_node_logs
@@ -44,7 +52,7 @@ from gpusre.models.simulate.truth import FAULTS_COLUMNS, JOBS_COLUMNS, TruthReco
 from gpusre.models.simulate.workload import generate_workload
 
 __all__ = ["SimulationConfig", "simulate_cluster", "SACCT_FIELDS", "SACCT_HEADER", "JOBS_COLUMNS",
-           "FAULTS_COLUMNS"]
+           "FAULTS_COLUMNS", "RUNS_COLUMNS", "GOODPUT_DAILY_COLUMNS"]
 
 
 def simulate_cluster(out_dir: Path, config: SimulationConfig,

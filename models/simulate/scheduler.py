@@ -39,6 +39,9 @@ __all__ = ["QUEUE_DEPTH", "PREEMPT_GRACE_S", "SimStats", "ClusterSimulation"]
 QUEUE_DEPTH = 500
 PREEMPT_GRACE_S = 2 * 3600
 #: Training runs restart from the last checkpoint: work since it (up to ~30 min) is lost on interruption.
+#: Only drives how much work a requeue/next segment still has to do (the job stream); the checkpoint
+#: truth the pipeline is checked against (runs.csv, goodput_daily.csv) is computed afterwards from the
+#: instance records with the cluster.yaml policy (see checkpointing.py, reliability_truth.py).
 CHECKPOINT_LOSS_S = 1800
 #: Share of GPU-fault kills where the health check requeues the job (Meta: same job id) instead of FAILED.
 HEALTHCHECK_REQUEUE_SHARE = 0.9

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusre.models.hostlist import compress_hostlist
+from gpusre.models.simulate.checkpointing import reliability_yaml
 from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
 
@@ -62,7 +63,10 @@ def plan_maintenance(config: SimulationConfig, clock: LocalClock) -> list[Mainte
 
 def cluster_yaml(config: SimulationConfig, names: list[str], windows: list[MaintenanceWindow],
                  clock: LocalClock) -> dict[str, Any]:
-    """The ``cluster.yaml`` document (see docs/CONTRACTS.md) as a plain dict for ``yaml.safe_dump``."""
+    """The ``cluster.yaml`` document (see docs/CONTRACTS.md) as a plain dict for ``yaml.safe_dump``.
+
+    ``reliability`` carries the site's checkpoint policy and per-account overrides (checkpointing.py).
+    """
     return {
         "cluster": config.cluster,
         "timezone": config.timezone,
@@ -76,4 +80,5 @@ def cluster_yaml(config: SimulationConfig, names: list[str], windows: list[Maint
              "nodes": compress_hostlist(names[i] for i in sorted(w.nodes)), "reason": w.reason}
             for w in windows
         ],
+        "reliability": reliability_yaml(),
     }

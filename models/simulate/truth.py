@@ -1,7 +1,31 @@
-"""Ground truth the pipeline's outputs are checked against: ``truth/jobs.csv``, ``faults.csv``, ``summary.json``.
+"""Ground truth the pipeline's outputs are checked against, under ``out_dir/truth``:
 
-Rows are streamed while the simulation runs (one per job id, written when its last instance ends
-for good, or at the last dump for jobs still pending/running) and sorted by raw job id at the end.
+* ``jobs.csv`` (JOBS_COLUMNS): one row per job id, its last instance. Rows are streamed while the
+  simulation runs (written when the last instance ends for good, or at the last dump for jobs still
+  pending/running) and sorted by raw job id at the end.
+* ``faults.csv`` (FAULTS_COLUMNS): hardware faults that hit a live node, with the job ids they killed.
+* ``runs.csv`` (reliability_truth.RUNS_COLUMNS): one row per multi-job training run (a workload RunPlan)
+  with at least one started instance, sorted by run_id: ``run_id, user, account, name, job_ids``
+  (';'-joined, submission order, including jobs that never started), ``n_jobs, n_instances`` (started
+  instances), ``n_gpus, interruptions`` (= n_instances - 1), ``first_submit_ts, last_end_ts`` (empty
+  while a job of the run is pending/running at the last dump), ``wallclock_s`` (last end or last dump
+  - first submit), ``queue_s`` (sum of start - eligible), ``run_s`` (sum of elapsed),
+  ``restart_overhead_s, lost_work_s, productive_s`` (= run - overhead - lost), ``ettr`` (productive /
+  wallclock), ``interval_s, restart_overhead_cfg_s`` (the checkpoint policy of the run's account).
+* ``goodput_daily.csv`` (reliability_truth.GOODPUT_DAILY_COLUMNS): one row per UTC day of
+  ``allocated_gpu_hours_by_utc_day``: ``day, capacity_gpu_hours`` (all GPUs over the part of the day in
+  [horizon start, last dump]: 24 h per full day, no maintenance deduction), ``allocated_gpu_hours``,
+  ``lost_failure_gpu_hours, lost_restart_gpu_hours`` (work lost / restart overhead after fault or
+  preemption interruptions), ``productive_gpu_hours`` (allocated - both losses), ``goodput``
+  (productive / capacity).
+* ``summary.json``: exact totals (GPU-hours by state, per UTC day, ...), plus ``goodput`` (horizon
+  totals of goodput_daily.csv), ``ettr_runs`` (count, mean_ettr of runs.csv),
+  ``fault_rate_per_node_hour_by_component`` (true expected node-fault rate per node-hour by component
+  and ``total``) and ``fabric_fault_rates`` (leaf-switch failures per switch-day and storage outages
+  per day: separate processes, not in the node rates).
+
+Checkpointing is accounting truth only (checkpointing.py, reliability_truth.py): it is computed after
+the simulation from the instance records and never changes the job stream.
 All totals are computed from integer seconds, so they agree exactly with the rows.
 """
 
@@ -20,6 +44,7 @@ from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
 from gpusre.models.simulate.faults import FaultEvent
 from gpusre.models.simulate.records import Instance
+from gpusre.models.simulate.reliability_truth import ReliabilityRecorder, fault_rates
 
 __all__ = ["JOBS_COLUMNS", "FAULTS_COLUMNS", "TruthRecorder"]
 
@@ -50,6 +75,7 @@ class TruthRecorder:
         self._utc_day0 = clock.day_start[0] // 86400
         self._gpu_s_by_utc_day: list[int] = [0] * ((clock.dump_time[-1] // 86400) - self._utc_day0 + 1)
         self.instance_gpu_s = 0
+        self.reliability = ReliabilityRecorder(config, clock)
 
     def _ts(self, ts: int | None) -> str:
         return "" if ts is None else self.clock.utc(ts)
@@ -65,6 +91,7 @@ class TruthRecorder:
         else:
             state, cause, end, elapsed = "PENDING", "pending", None, 0
         gpu_s = job.n_gpus * elapsed
+        self.reliability.record_job(inst)
         self.jobs_by_state[state] += 1
         self.gpu_s_by_state[state] += gpu_s
         self.jobs_by_cause[cause] += 1
@@ -76,9 +103,10 @@ class TruthRecorder:
                             f"{gpu_s / 3600:.4f}", nodes))
 
     def record_alloc(self, inst: Instance, t0: int, t1: int) -> None:
-        """Add ``inst``'s GPUs held over [t0, t1) to the per-UTC-day totals."""
+        """Add ``inst``'s GPUs held over [t0, t1) to the per-UTC-day totals (called once per started instance)."""
         g = inst.job.n_gpus
         self.instance_gpu_s += g * (t1 - t0)
+        self.reliability.record_instance(inst, t0, t1)
         days = self._gpu_s_by_utc_day
         d = t0 // 86400
         while t0 < t1:
@@ -94,7 +122,8 @@ class TruthRecorder:
         self.faults.append((fault, [v.job.job_id for v in victims]))
 
     def finish(self, live: list[Instance], at: int, extra: dict[str, Any]) -> dict[str, Any]:
-        """Write rows for still-live jobs, sort jobs.csv, write faults.csv and summary.json; return the summary."""
+        """Write rows for still-live jobs, sort jobs.csv, write faults.csv, runs.csv, goodput_daily.csv and
+        summary.json; return the summary."""
         for inst in live:
             if inst.start is not None:
                 self.record_alloc(inst, inst.start, at)
@@ -135,6 +164,8 @@ class TruthRecorder:
             "n_faults": len(self.faults),
             "allocated_gpu_hours_by_utc_day": by_day,
         }
+        summary.update(self.reliability.finish(self.dir, at, self._gpu_s_by_utc_day, self._utc_day0))
+        summary.update(fault_rates(self.cfg))
         summary.update(extra)
         (self.dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         return summary
