@@ -1,14 +1,17 @@
-"""Reports: the nightly HTML + Markdown report rendered from the marts."""
+"""Reports: the nightly and the SLO-review HTML + Markdown reports rendered from the marts."""
 
 
 import dagster as dg
 
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS, SUSPECT_NODES, TAXONOMY
 from gpusre.assets.job_trends import FINDINGS, ROLLUP_ASSETS, SIZE_SHARE_TREND
+from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report.nightly import render_nightly_report
+from gpusre.models.report.slo import render_slo_report
 from gpusre.pipelines.resources import ReportsResource, WarehouseResource
 
 NIGHTLY_REPORT = dg.AssetKey(["reports", "nightly"])
+SLO_REPORT = dg.AssetKey(["reports", "slo"])
 
 
 @dg.asset(
@@ -32,5 +35,29 @@ def nightly_report(
             "html": dg.MetadataValue.path(str(paths.html)),
             "markdown": dg.MetadataValue.path(str(paths.markdown)),
             "summary": dg.MetadataValue.md(paths.markdown.read_text(encoding="utf-8")[:4000]),
+        }
+    )
+
+
+@dg.asset(
+    key=SLO_REPORT,
+    deps=[*RELIABILITY_KEYS.values(), HW_INCIDENTS],
+    group_name="reports",
+    kinds={"html"},
+    description="SLO review report over the last 30 complete days: SLO status and error budgets, MTBF with "
+    "CIs and trend, failure rate vs published figures, job MTTF by size with projection, ETTR measured vs "
+    "expected, goodput waterfall, top incidents. `gpusre report slo` renders any other window.",
+)
+def slo_report(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, reports: ReportsResource
+) -> dg.MaterializeResult:
+    reports.root.mkdir(parents=True, exist_ok=True)
+    with warehouse.connect(read_only=False) as con:
+        paths = render_slo_report(con, reports.root, warehouse_label=warehouse.path)
+    context.log.info(f"SLO report: {paths.html}")
+    return dg.MaterializeResult(
+        metadata={
+            "html": dg.MetadataValue.path(str(paths.html)),
+            "markdown": dg.MetadataValue.path(str(paths.markdown)),
         }
     )

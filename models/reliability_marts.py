@@ -126,7 +126,9 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
                           "in_service_hours": pl.Float64, "down_maintenance_hours": pl.Float64, "source": pl.String})
     observed = [r[0] for r in con.sql(
         "SELECT DISTINCT unnest(nodes) AS n FROM core.job_instances ORDER BY n").fetchall() if r[0] is not None]
-    span = con.sql("SELECT min(start_ts), max(greatest(end_ts, start_ts, submit_ts)) FROM core.jobs").fetchall()[0]
+    # "Now" is the latest time the dumps show (a running job's start + elapsed), as for utilization.
+    span = con.sql("SELECT min(start_ts), max(greatest(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))), "
+                   "submit_ts)) FROM core.jobs").fetchall()[0]
     t0 = span[0].astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) if span[0] else None
     as_of = span[1].astimezone(timezone.utc) if span[1] else None
     return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,

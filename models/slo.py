@@ -99,7 +99,10 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                                  on="day", how="left").select(
         "day", pl.lit("goodput").alias("sli"), pl.col("productive_gpu_hours").fill_null(0).alias("good"),
         pl.col("capacity_gpu_hours").fill_null(0).alias("total"))
-    return pl.concat([avail, jobs_sli, ettr_sli, gp], how="vertical_relaxed")
+    # good <= total by construction; the clip only absorbs rounding and runs whose jobs overlapped
+    # (a shared run key on concurrent jobs can make productive time exceed wall-clock).
+    return pl.concat([avail, jobs_sli, ettr_sli, gp], how="vertical_relaxed").with_columns(
+        pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
 
 
 def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t1: datetime,

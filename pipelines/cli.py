@@ -54,6 +54,8 @@ def _run(landing: Path, warehouse: Path, reports: Path) -> int:
           f"this run; see raw.rejects) in {summary.seconds:.1f} s")
     if summary.report_html:
         print(f"report: {summary.report_html}")
+    if summary.slo_report_html:
+        print(f"SLO report: {summary.slo_report_html}")
     # A refused file is a failed input even though everything else loaded: make cron notice.
     return EXIT_FAILED if summary.files_refused else 0
 

@@ -47,6 +47,7 @@ class RunSummary:
     days_recomputed: int = 0
     skipped_days_before_partitions: int = 0
     report_html: Path | None = None
+    slo_report_html: Path | None = None
     report_markdown: Path | None = None
     seconds: float = 0.0
 
@@ -156,13 +157,16 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     else:
         progress("[2/3] daily marts: no changed days")
 
-    progress("[3/3] roll-up marts, trends, findings, nightly report")
+    progress("[3/3] roll-up marts, reliability SLIs, node states, reports")
     t0 = time.monotonic()
     rollup = _execute(defs, "rollup_job", instance)
     report_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "nightly"]))
     if report_meta.get("html"):
         summary.report_html = Path(str(report_meta["html"]))
         summary.report_markdown = Path(str(report_meta["markdown"]))
+    slo_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "slo"]))
+    if slo_meta.get("html"):
+        summary.slo_report_html = Path(str(slo_meta["html"]))
     progress(f"      done ({time.monotonic() - t0:.1f} s)")
     summary.seconds = time.monotonic() - started
     return summary

@@ -113,3 +113,11 @@ def test_job_mttf_shrinks_with_size(world: dict) -> None:
     m = world["marts"]["job_mttf_by_size"].filter(pl.col("sufficient")).sort("bucket_order")
     assert m.height >= 2
     assert m.get_column("mttf_hours").to_list() == sorted(m.get_column("mttf_hours").to_list(), reverse=True)
+
+
+def test_latest_partial_day_is_not_diluted_or_overfull(world: dict) -> None:
+    g = world["marts"]["goodput_daily"].sort("day")
+    assert (g.get_column("goodput") <= 1.0).all() and (g.get_column("productive_gpu_hours") >= 0).all()
+    # the simulator's last dump is 15 min into the last day: its capacity is 15 min of GPUs, as in truth
+    t = world["goodput"].sort("day")
+    assert g.item(-1, "capacity_gpu_hours") == pytest.approx(t.item(-1, "capacity_gpu_hours"), rel=1e-3)
