@@ -452,9 +452,12 @@ def _mtbf_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
     # Takeaway: the trend of the cluster and of the GPU class when mtbf_trend covers a window month.
     trend: list[dict[str, Any]] = []
     if _table_status(con, "marts.mtbf_trend") is None:
-        trend = _rows(con, """SELECT scope, component, period, previous_period, failures, previous_failures,
-                                     mtbf_hours, previous_mtbf_hours, rate_ratio, p_value, direction
-                              FROM marts.mtbf_trend ORDER BY scope <> 'cluster', component""")
+        trend = _rows(con, """SELECT comparison, scope, component, period, previous_period, failures,
+                                     previous_failures, mtbf_hours, previous_mtbf_hours, rate_ratio, p_value,
+                                     direction
+                              FROM marts.mtbf_trend
+                              ORDER BY comparison <> 'month over month', comparison, scope <> 'cluster',
+                                       component""")
     month_rows = {(cat(r), r["period"]): r for r in rows if r["period_type"] == "month"}
 
     def trend_clause(t: dict[str, Any]) -> str:
@@ -484,7 +487,7 @@ def _mtbf_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
         lead += (f"; {_lc(_class_label(lo['component']))} fails most often (MTBF {_hours(lo['mtbf_hours'])} per node, "
                  f"{_plural(lo['failures'], 'failure')})")
     sec.lead = lead + "."
-    in_window = [t for t in trend if t["period"] in months]
+    in_window = [t for t in trend if t["comparison"] == "month over month" and t["period"] in months]
     picked = [t for t in in_window if t["scope"] == "cluster"] + [
         t for t in in_window if t["scope"] == "component_class" and t["component"] == "gpu"]
     if picked:
@@ -494,6 +497,14 @@ def _mtbf_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
         if trend:
             take += (f" marts.mtbf_trend compares {trend[0]['period']} with {trend[0]['previous_period']}, "
                      "outside this window.")
+    changed = [t for t in trend if t["comparison"] != "month over month" and t["direction"] in ("worse", "better")]
+    if changed:
+        t = min(changed, key=lambda r: r["p_value"])
+        label = "cluster" if t["scope"] == "cluster" else _lc(_class_label(t["component"]))
+        change = (f"is {t['rate_ratio']:.1f}× what it was before" if _ok(t["rate_ratio"]) and t["rate_ratio"]
+                  else f"went from {fmt_int(t['previous_failures'])} to {fmt_int(t['failures'])} failures")
+        take += (f" {_cap(t['comparison'])}, the {label} failure rate of the nodes it touched {change} "
+                 f"({_p_phrase(t['p_value'])}: {t['direction']}).")
     sec.items.append(ChartBlock(_svg(charts.mtbf_chart(chart_rows, "MTBF per node by component class")), take))
 
     def mtbf_cells(r: dict[str, Any]) -> list[Cell]:
@@ -521,10 +532,11 @@ def _mtbf_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
     ))
     if trend:
         sec.items.append(Table(
-            [Column("Scope"), Column("Months", nowrap=True), Column("Failures", True), Column("MTBF now", True),
+            [Column("Comparison"), Column("Scope"), Column("Periods", nowrap=True), Column("Failures", True),
+             Column("MTBF now", True),
              Column("MTBF before", True), Column("MTBF change", True), Column("p-value", True),
              Column("Direction", nowrap=True)],
-            [[Cell(_class_label("all" if t["scope"] == "cluster" else t["component"])),
+            [[Cell(t["comparison"]), Cell(_class_label("all" if t["scope"] == "cluster" else t["component"])),
               Cell(f"{t['period']} vs {t['previous_period']}"),
               Cell(f"{fmt_int(t['failures'])} vs {fmt_int(t['previous_failures'])}"),
               Cell(_hours(t["mtbf_hours"]) if _ok(t["mtbf_hours"]) else "insufficient data"),
@@ -533,7 +545,8 @@ def _mtbf_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
                    and _ok(t["rate_ratio"]) and t["rate_ratio"] else MISSING),
               Cell(MISSING if not _ok(t["p_value"]) else _p_phrase(t["p_value"]).removeprefix("p ").removeprefix("= ")),
               Cell(t["direction"] or MISSING)] for t in trend],
-            caption="Latest month in the warehouse vs the month before (marts.mtbf_trend): exact conditional test "
+            caption="Latest month in the warehouse vs the month before, and the nodes each planned maintenance "
+                    "window touched after it vs before it (marts.mtbf_trend): exact conditional test "
                     "of equal Poisson rates given the months' node-hours; 'worse' / 'better' only at p < 0.05. "
                     "MTBF change = previous rate / current rate − 1; not given when either month has "
                     "insufficient data.",
