@@ -79,7 +79,7 @@ def _build(landing: Path, warehouse: Path) -> None:
         pl.concat_str(pl.lit("fault-"), "fault_id").alias("incident_id"), "component",
         pl.col("ts").str.to_datetime(time_zone="UTC").alias("start_ts"),
         pl.col("ts").str.to_datetime(time_zone="UTC").alias("end_ts"),
-        pl.concat_list("node").alias("nodes"), pl.lit("node").alias("scope"),
+        pl.concat_list("node").alias("nodes"), pl.lit("node").alias("scope"), pl.lit("high").alias("severity"),
         pl.col("repair_end_ts").str.to_datetime(time_zone="UTC").alias("recovered_ts"))
     killed = (faults.select(pl.col("job_ids").str.split(";").alias("job_id")).explode("job_id")
               .filter(pl.col("job_id").str.len_chars() > 0).unique()
@@ -119,6 +119,10 @@ def main() -> int:
         print(f"built the input warehouse in {time.perf_counter() - t0:.1f} s (cached: {base})")
     work = workdir / "slis-run.duckdb"
     shutil.copyfile(base, work)
+    import duckdb
+
+    with duckdb.connect(str(work)) as con:  # input warehouses cached by older versions of this script
+        con.execute("ALTER TABLE marts.hw_incidents ADD COLUMN IF NOT EXISTS severity VARCHAR DEFAULT 'high'")
     m = run_child(CHILD, str(landing), str(work))
     if m is None:
         return 1
