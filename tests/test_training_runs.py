@@ -169,3 +169,28 @@ def test_goodput_charges_only_infrastructure_interruptions() -> None:
     assert d1["infra_interruptions"] == 1
     d2 = out.row(1, named=True)
     assert d2["lost_failure_gpu_hours"] == 0 and d2["goodput"] == pytest.approx(100 / 2400)
+
+
+def test_ettr_with_two_interruptions_hand_computed() -> None:
+    """A run of two jobs and three instances: job 20 fails after 3 h (interruption 1), job 21 is
+    requeued by a node failure after 40 min (interruption 2), its second instance completes."""
+    jobs = pl.DataFrame([
+        ("20", "fay", "llm", "llm-70b", "", "FAILED", 64, 8, h(0), h(0.5), h(3.5)),
+        ("21", "fay", "llm", "llm-70b", "", "COMPLETED", 64, 8, h(4), h(4.25), h(9)),
+    ], schema=JOB_COLS, orient="row")
+    inst = pl.DataFrame([
+        ("20", 1, "FAILED", h(0), h(0), h(0.5), h(3.5), 10800, 64),
+        ("21", 1, "NODE_FAIL", h(4), h(4), h(4.25), h(4 + 55 / 60), 2400, 64),
+        ("21", 2, "COMPLETED", h(4 + 55 / 60), h(5), h(5.5), h(9), 12600, 64),
+    ], schema=INST_COLS, orient="row")
+    rules = RunRules(checkpoint=CheckpointAssumption(3600, 300, 0))
+    runs = assign_runs(jobs, rules)
+    r = ettr_runs(run_instances(inst, jobs, runs, rules, h(12)), jobs, runs, h(12), min_gpus=8).row(0, named=True)
+    # wall-clock 0 -> 9 h = 32,400 s; queue 0.5 h + 0.25 h + 0.5 h = 4,500 s; run 3 h + 40 min + 3.5 h = 25,800 s.
+    # Interruption 1: t = 10,800 s >= Δ -> lost 1,800. Interruption 2: a restart, overhead 300, work t = 2,100 s
+    # < Δ -> lost 2,100 − 2,100²/7,200 = 1,487.5. Instance 3: overhead 300. Productive = 25,800 − 600 − 3,287.5.
+    assert (r["n_jobs"], r["n_instances"], r["interruptions"]) == (2, 3, 2)
+    assert (r["wallclock_s"], r["queue_s"], r["run_s"], r["restart_overhead_s"]) == (32400, 4500, 25800, 600)
+    assert r["lost_work_s"] == pytest.approx(1800 + 2100 - 2100**2 / 7200)
+    assert r["productive_s"] == pytest.approx(25800 - 600 - 3287.5)
+    assert r["ettr"] == pytest.approx(21912.5 / 32400)  # 0.6763
