@@ -58,9 +58,10 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
     simulate_cluster(b, TINY)
     simulate_cluster(c, SimulationConfig(nodes=16, days=7, seed=12))
     fa, fb, fc = _files(a), _files(b), _files(c)
-    # cluster.yaml, one dump per day, jobs/faults/summary (+ incidents, attribution, log summary,
-    # runs, goodput_daily), and one log file per node per day.
-    assert len([f for f in fa if not f.startswith("syslog/")]) == 1 + 7 + 5 + 3
+    # cluster.yaml, one sacct dump and one sacctmgr event dump per day, jobs/faults/summary (+ incidents,
+    # attribution, log summary, runs, goodput_daily, node_states), and one log file per node per day.
+    assert len([f for f in fa if not f.startswith("syslog/")]) == 1 + 7 + 7 + 5 + 3 + 1
+    assert len([f for f in fa if f.startswith("slurm_events/")]) == TINY.days
     assert len([f for f in fa if f.startswith("syslog/")]) == TINY.nodes * TINY.days
     assert fa == fb
     assert fa["truth/jobs.csv"] != fc["truth/jobs.csv"]

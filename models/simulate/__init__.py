@@ -24,6 +24,16 @@ With ``write_logs`` (default) also node logs and their truth (see syslog_writer,
     out_dir/truth/job_attribution.csv    every ended job: infrastructure | user | none | unknown
     out_dir/truth/log_summary.json       lines per kind and node, formats
 
+With ``node_state_events`` (default) also Slurm node-state history (see node_events_writer)::
+
+    out_dir/slurm_events/events_YYYY-MM-DD.txt  nightly `sacctmgr show event -P` dump (fault drains, Not responding,
+                                         maintenance windows, admin drains, false-positive health checks)
+    out_dir/truth/node_states.csv        every node event with its cause; faults.csv gains detect_ts; summary.json
+                                         gains in_service_node_hours (+ by UTC day), node_hours_by_cause, ...
+
+It draws from its own random stream after the simulation, so sacct dumps and the node-log lines above
+do not change; ``health_check_logs`` adds only the NHC lines of the false-positive drains to syslog/.
+
 Same config (including seed) -> byte-identical files.
 """
 
@@ -42,11 +52,12 @@ from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
 from gpusre.models.simulate.faults import fabric_node_faults, plan_fabric_faults, plan_faults
 from gpusre.models.simulate.incident_truth import build_incidents, write_incidents, write_job_attribution
+from gpusre.models.simulate.node_events_writer import NodeBusy, plan_node_states, write_node_states
 from gpusre.models.simulate.node_timeline import NodeTimeline
 from gpusre.models.simulate.reliability_truth import GOODPUT_DAILY_COLUMNS, RUNS_COLUMNS
 from gpusre.models.simulate.sacct_writer import SACCT_FIELDS, SACCT_HEADER, SacctDumpWriter
 from gpusre.models.simulate.scheduler import ClusterSimulation
-from gpusre.models.simulate.syslog_writer import write_node_logs
+from gpusre.models.simulate.syslog_writer import fault_events, write_node_logs
 from gpusre.models.simulate.topology import NODES_PER_LEAF, cluster_yaml, node_names, plan_maintenance
 from gpusre.models.simulate.truth import FAULTS_COLUMNS, JOBS_COLUMNS, TruthRecorder
 from gpusre.models.simulate.workload import generate_workload
@@ -96,11 +107,20 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
         if day % 30 == 29:
             say(f"day {day + 1}/{config.days}: {writer.rows_written} allocation rows")
 
+    busy = NodeBusy(config.nodes)
+
+    def on_alloc(inst, t0: int, t1: int) -> None:  # noqa: ANN001 - an Instance
+        truth.record_alloc(inst, t0, t1)
+        busy.add(inst.nodes, t0, t1)
+
     sim = ClusterSimulation(config, clock, workload, faults, windows, rnd, on_dump=on_dump,
                             on_final=lambda inst: truth.record_final(inst, clock.dump_time[-1]),
-                            on_fault=truth.record_fault, on_alloc=truth.record_alloc)
+                            on_fault=truth.record_fault, on_alloc=on_alloc)
     stats = sim.run()
     t_sim = time.perf_counter()
+    for inst in sim.remaining_live():
+        if inst.start is not None:
+            busy.add(inst.nodes, inst.start, clock.dump_time[-1])
     maint_node_hours = sum(len(w.nodes) * (w.end - w.start) for w in windows) / 3600
     summary = truth.finish(sim.remaining_live(), clock.dump_time[-1], {
         "n_instances": stats.instances,
@@ -115,17 +135,35 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
         "lemon_nodes": [names[i] for i in lemons],
         "runtime_scale": round(workload.runtime_scale, 6),
     })
+    node_plan = None
+    if config.node_state_events:
+        busy.finish()
+        node_plan = plan_node_states(config, clock, names, truth.faults, windows, busy)
+    logs = None
     if config.write_logs:
         rng_log = np.random.default_rng(seeds[4])
         applied = [f for f, _ in truth.faults]
         timeline = NodeTimeline(config.nodes, clock.day_start[0], clock.day_start[-1], applied, windows, rng_log)
-        logs = write_node_logs(out_dir, config, clock, names, truth.faults, fabric, timeline, rng_log, say)
+        extra = node_plan.health_check_lines if node_plan is not None and config.health_check_logs else None
+        logs = write_node_logs(out_dir, config, clock, names, truth.faults, fabric, timeline, rng_log, say, extra)
         incidents = build_incidents(truth.faults, fabric, logs.fabric_nodes, config.fabric_faults_kill_jobs)
         write_incidents(out_dir / "truth" / "incidents.csv", incidents, names, clock)
         write_job_attribution(out_dir / "truth" / "job_attribution.csv", out_dir / "truth" / "jobs.csv", truth.faults,
                               incidents, logs.user_xid, clock)
         say(f"syslog: {logs.lines} lines in {logs.files} files ({logs.bytes / 1e6:.0f} MB) in {logs.seconds:.1f}s, "
             f"{logs.lines_per_s / 1e6:.2f} M lines/s; {len(incidents)} incidents")
+    if node_plan is not None:
+        if logs is None:
+            # The drains start at NHC's first failing run: replay the (cheap) fault part of the log
+            # generator for those times, so node states are the same with or without node logs.
+            rng_log = np.random.default_rng(seeds[4])
+            applied = [f for f, _ in truth.faults]
+            timeline = NodeTimeline(config.nodes, clock.day_start[0], clock.day_start[-1], applied, windows, rng_log)
+            _, logs, _, _ = fault_events(config, truth.faults, fabric, timeline, rng_log)
+        keys = write_node_states(out_dir, node_plan, logs.nhc_first, logs.fabric_nhc_first, logs.fault_devices)
+        summary.update(keys)
+        say(f"slurm_events: {keys['node_state_events']} node events, "
+            f"{keys['in_service_node_hours']:.0f} node-hours in service")
     say(f"done: {summary['n_jobs']} jobs, {writer.rows_written} allocation rows, utilization "
         f"{summary['utilization']:.2f}; generate {t_gen - t_wall:.1f}s, simulate+write {t_sim - t_gen:.1f}s, "
         f"total {time.perf_counter() - t_wall:.1f}s")

@@ -26,6 +26,13 @@ class SimulationConfig:
     ``log_iso_node_share`` of nodes log rsyslog high-precision ISO-8601 (the rest RFC 3164). Leaf-switch
     failures and storage outages hit many nodes at once; they kill jobs only with ``fabric_faults_kill_jobs``
     (off by default so the job stream of a seed does not change), else they are log-only incidents.
+
+    Node-state history (``node_state_events``, see node_events_writer): nightly ``sacctmgr show event``
+    dumps under ``slurm_events/`` and ``truth/node_states.csv``: every applied fault drains (or downs) its
+    node until repaired, maintenance windows, plus ``admin_drains_per_1000_node_days`` operator drains and
+    ``false_positive_health_checks_per_1000_node_days`` brief NHC drains with no fault behind them. Drawn
+    from their own random stream: the job stream and sacct dumps do not change. ``health_check_logs``
+    writes the NHC lines of those false-positive drains into the node logs (the only syslog difference).
     """
 
     nodes: int = 100
@@ -49,6 +56,10 @@ class SimulationConfig:
     leaf_switch_failures_per_1000_switch_days: float = 10.0
     storage_outages_per_1000_days: float = 20.0
     fabric_faults_kill_jobs: bool = False
+    node_state_events: bool = True
+    health_check_logs: bool = True
+    admin_drains_per_1000_node_days: float = 8.0
+    false_positive_health_checks_per_1000_node_days: float = 5.0
 
     def __post_init__(self) -> None:
         if self.nodes < 2:
@@ -69,6 +80,8 @@ class SimulationConfig:
             raise ValueError("log_iso_node_share must be in [0, 1]")
         if self.leaf_switch_failures_per_1000_switch_days < 0 or self.storage_outages_per_1000_days < 0:
             raise ValueError("fabric fault rates must be >= 0")
+        if self.admin_drains_per_1000_node_days < 0 or self.false_positive_health_checks_per_1000_node_days < 0:
+            raise ValueError("node-state event rates must be >= 0")
         ZoneInfo(self.timezone)  # fail early on an unknown zone
 
     @property

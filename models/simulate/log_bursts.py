@@ -17,8 +17,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["EventLines", "NodeHardware", "fault_burst", "health_check_burst", "fabric_burst", "user_xid_burst",
-           "oom_burst", "timeout_line", "benign_xid_line", "boot_burst", "HEALTH_CHECKS"]
+__all__ = ["EventLines", "NodeHardware", "fault_burst", "health_check_burst", "health_check_text",
+           "false_positive_health_check", "fabric_burst", "user_xid_burst", "oom_burst", "timeout_line",
+           "benign_xid_line", "boot_burst", "HEALTH_CHECKS"]
 
 #: Real HGX H100 GPU bus numbers (PCI 0000:<bus>:00.0), NIC buses, NVSwitch functions.
 _GPU_BUS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
@@ -203,22 +204,41 @@ def fault_burst(out: EventLines, kind: str, ts: float, node: int, until: float, 
     return {"gpu": gpu, "link": link, "hca": hca}
 
 
-def health_check_burst(out: EventLines, kind: str, ts: float, node: int, until: float, hw: NodeHardware,
-                       device: dict[str, int], rnd: random.Random) -> None:
-    """NHC failing (and slurmd's HealthCheckProgram reporting it) from ~1 min after the fault, every
-    5 min for up to an hour while the node stays drained."""
+def health_check_text(kind: str, hw: NodeHardware, device: dict[str, int]) -> tuple[str, str]:
+    """(NHC check name, its failure text) after a fault of ``kind`` on the device ``fault_burst`` picked."""
     check, detail = HEALTH_CHECKS[kind]
-    text = detail.format(pci=f"{hw.gpu_pci(device.get('gpu', 0))}.0", link=device.get("link", 0),
-                         hca=device.get("hca", 0))
+    return check, detail.format(pci=f"{hw.gpu_pci(device.get('gpu', 0))}.0", link=device.get("link", 0),
+                                hca=device.get("hca", 0))
+
+
+def health_check_burst(out: EventLines, kind: str, ts: float, node: int, until: float, hw: NodeHardware,
+                       device: dict[str, int], rnd: random.Random) -> float:
+    """NHC failing (and slurmd's HealthCheckProgram reporting it) from ~1 min after the fault, every
+    5 min for up to an hour while the node stays drained. Returns the time of the first failing run
+    (when NHC drains the node; returned even when it falls at or after ``until`` and nothing is logged)."""
+    check, text = health_check_text(kind, hw, device)
     msg = f"ERROR:  nhc:  Health check failed:  {check}:  {text}"
-    t = ts + rnd.uniform(30, 110)
+    t = first = ts + rnd.uniform(30, 110)
     for k in range(12):
         if t >= until:
-            return
+            return first
         out.add(t, node, f"nhc[{hw.nhc_base_pid + 17 * k}]: {msg}", "health_check", False)
         out.add(t + 0.02, node, f"slurmd[{hw.slurmd_pid}]: error: health_check failed: rc:1 output:{msg}",
                 "health_check", False)
         t += 300 * rnd.uniform(0.95, 1.05)
+    return first
+
+
+def false_positive_health_check(out: EventLines, runs: list[float], node: int, hw: NodeHardware, check: str,
+                                text: str) -> None:
+    """A health check failing with no fault behind it (a daemon restarting, a transient resource
+    shortage): one NHC failure (and slurmd's relay of it) per failing run at ``runs``; the next run
+    passes and NHC puts the node back online. Deterministic: the caller draws the times."""
+    msg = f"ERROR:  nhc:  Health check failed:  {check}:  {text}"
+    for k, t in enumerate(runs):
+        out.add(t, node, f"nhc[{hw.nhc_base_pid + 17 * k + 5}]: {msg}", "health_check_false_positive", False)
+        out.add(t + 0.02, node, f"slurmd[{hw.slurmd_pid}]: error: health_check failed: rc:1 output:{msg}",
+                "health_check_false_positive", False)
 
 
 def fabric_burst(out: EventLines, kind: str, ts: float, node: int, end: float, hw: NodeHardware,

@@ -44,7 +44,7 @@ from gpusre.models.simulate.log_noise import NOISE_SHAPES, NoiseTemplates
 from gpusre.models.simulate.node_timeline import NodeTimeline
 
 __all__ = ["RFC3164_FORMAT", "ISO_FORMAT", "USER_XID_SHARE", "BENIGN_XID_PER_NODE_DAY", "NodeLogs",
-           "collect_events", "write_syslog", "write_node_logs"]
+           "fault_events", "collect_events", "write_syslog", "write_node_logs"]
 
 #: strftime patterns of the two rsyslog templates (RSYSLOG_TraditionalFileFormat / RSYSLOG_FileFormat).
 RFC3164_FORMAT = "%b %e %H:%M:%S"
@@ -70,6 +70,11 @@ class NodeLogs:
     iso_nodes: list[int] = field(default_factory=list)
     user_xid: dict[str, int] = field(default_factory=dict)
     fabric_nodes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: First failing NHC run (when NHC drains the node) per node fault id, and per (fabric incident, node).
+    nhc_first: dict[int, float] = field(default_factory=dict)
+    fabric_nhc_first: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: Device each node fault hit (``gpu``, ``link``, ``hca`` indices, as fault_burst picked them).
+    fault_devices: dict[int, dict[str, int]] = field(default_factory=dict)
 
     @property
     def lines_per_s(self) -> float:
@@ -89,10 +94,12 @@ def _uid(user: str) -> int:
     return 10_000 + zlib.crc32(user.encode()) % 50_000
 
 
-def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str],
-                   faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault], timeline: NodeTimeline,
-                   jobs_csv: Path, rng: np.random.Generator) -> tuple[EventLines, NodeLogs]:
-    """Every non-noise line: fault bursts, health checks, fabric incidents, job endings, benign Xids, boots."""
+def fault_events(config: SimulationConfig, faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault],
+                 timeline: NodeTimeline, rng: np.random.Generator) -> tuple[
+                     EventLines, NodeLogs, random.Random, list[NodeHardware]]:
+    """The first part of :func:`collect_events`: fault bursts, health checks and fabric incidents, with
+    the random state it leaves for the rest. Cheap (a few lines per fault), so the node-state writer can
+    replay it for the NHC times when no logs are written (``NodeLogs.nhc_first`` and friends)."""
     rnd = random.Random(int(rng.integers(0, 1 << 62)))
     hw = _hardware(config.nodes, config.gpus_per_node, rng)
     out = EventLines()
@@ -105,8 +112,9 @@ def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str]
         # Repeats stop at the reboot that ends the repair (or the horizon).
         until = min(t1, repaired[f.fault_id] - 240)
         device = fault_burst(out, f.kind, f.ts + rnd.random() * 0.9, f.node, until, hw[f.node], rnd)
+        res.fault_devices[f.fault_id] = device
         if f.effect == "job_fail":
-            health_check_burst(out, f.kind, f.ts, f.node, until, hw[f.node], device, rnd)
+            res.nhc_first[f.fault_id] = health_check_burst(out, f.kind, f.ts, f.node, until, hw[f.node], device, rnd)
     for ff in fabric:
         hit = tuple(n for n in ff.nodes if timeline.is_up(n, ff.ts))
         res.fabric_nodes[ff.incident] = hit
@@ -115,7 +123,22 @@ def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str]
             t = ff.ts + rnd.random() * spread
             fabric_burst(out, ff.kind, t, n, min(t1 - 1, ff.ts + ff.duration_s + rnd.random() * spread), hw[n], rnd)
             if config.fabric_faults_kill_jobs:
-                health_check_burst(out, ff.kind, t, n, min(t1, ff.ts + ff.duration_s), hw[n], {}, rnd)
+                res.fabric_nhc_first[(ff.incident, n)] = health_check_burst(
+                    out, ff.kind, t, n, min(t1, ff.ts + ff.duration_s), hw[n], {}, rnd)
+    return out, res, rnd, hw
+
+
+def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str],
+                   faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault], timeline: NodeTimeline,
+                   jobs_csv: Path, rng: np.random.Generator,
+                   extra: Callable[[EventLines, list[NodeHardware]], None] | None = None,
+                   ) -> tuple[EventLines, NodeLogs]:
+    """Every non-noise line: fault bursts, health checks, fabric incidents, job endings, benign Xids, boots.
+
+    ``extra`` adds more lines last (it must draw from its own random stream, so that the lines above
+    stay the same with or without it); it gets the per-node hardware (pids) for consistent lines."""
+    out, res, rnd, hw = fault_events(config, faults, fabric, timeline, rng)
+    t1 = timeline.t1
     jobs = (pl.read_csv(jobs_csv, infer_schema=False)
             .filter(pl.col("cause").is_in(["user_error", "oom", "timeout"]) & (pl.col("nodes") != ""))
             .with_columns(end=pl.col("end_ts").str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_zone="UTC").dt.epoch("s")))
@@ -142,6 +165,8 @@ def collect_events(config: SimulationConfig, clock: LocalClock, names: list[str]
         benign_xid_line(out, float(ts), int(n), hw[int(n)], rnd)
     for b, n in timeline.boots_in_horizon:
         boot_burst(out, float(b) + rnd.random() * 0.5, n, hw[n])
+    if extra is not None:
+        extra(out, hw)
     return out, res
 
 
@@ -255,10 +280,13 @@ def write_syslog(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
 
 def write_node_logs(out_dir: Path, config: SimulationConfig, clock: LocalClock, names: list[str],
                     faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault], timeline: NodeTimeline,
-                    rng: np.random.Generator, progress: Callable[[str], None] | None = None) -> NodeLogs:
-    """Collect events, write ``syslog/`` and ``truth/log_summary.json``; returns counts and decided truth."""
+                    rng: np.random.Generator, progress: Callable[[str], None] | None = None,
+                    extra: Callable[[EventLines, list[NodeHardware]], None] | None = None) -> NodeLogs:
+    """Collect events, write ``syslog/`` and ``truth/log_summary.json``; returns counts and decided truth.
+    ``extra``: see :func:`collect_events`."""
     t = time.perf_counter()
-    events, res = collect_events(config, clock, names, faults, fabric, timeline, out_dir / "truth" / "jobs.csv", rng)
+    events, res = collect_events(config, clock, names, faults, fabric, timeline, out_dir / "truth" / "jobs.csv", rng,
+                                 extra)
     write_syslog(out_dir, config, clock, names, events, res, timeline, rng, progress)
     res.seconds = time.perf_counter() - t
     summary: dict[str, Any] = {
