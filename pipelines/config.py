@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpusre.models.alert_ingest import AlertSettings
 from gpusre.models.hostlist import HostlistError, expand_hostlist
 
 __all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "CheckpointPolicy",
@@ -197,6 +198,7 @@ class ClusterConfig(BaseModel):
     sacct: SacctFormat = Field(default_factory=SacctFormat)
     reliability: ReliabilityConfig = Field(default_factory=ReliabilityConfig)
     slo: SloConfig = Field(default_factory=SloConfig)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
 
     @field_validator("timezone")
     @classmethod

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dagster as dg
 
+from gpusre.assets.alert_incidents import alert_incident_marts
 from gpusre.assets.core_jobs import core_jobs
 from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.assets.failures import failure_marts
 from gpusre.assets.reliability import reliability_marts
+from gpusre.assets.ingest_alerts import alert_rows_reconcile, core_alerts, raw_alert_notifications
 from gpusre.assets.ingest_syslog import core_node_events, raw_syslog
 from gpusre.assets.job_trends import (
     MART_CHECKS,
@@ -31,9 +33,10 @@ from gpusre.pipelines.resources import default_resources
 from gpusre.pipelines.schedules import nightly_schedule
 from gpusre.pipelines.sensors import landing_sensor
 
-ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events, core_node_states, node_state_marts,
-          repair_time_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings, nightly_report, slo_report]
-CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS]
+ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events,
+          core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
+          alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings, nightly_report, slo_report]
+CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS]
 
 
 def build_definitions(

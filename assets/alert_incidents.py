@@ -1,0 +1,136 @@
+"""Marts: alert incidents (clusters of core.alerts with a root-cause candidate and blast radius),
+their members, daily compression, flood episodes, alert-rule hygiene and hardware incidents no
+alert covered.
+
+Thin: read core.alerts, marts.hw_incidents, core.jobs, marts.job_failure_attribution and the
+cluster.yaml topology, call :func:`gpusre.models.alert_clustering.alert_marts`, write every mart in
+one transaction. Recomputed in full each run (alerts are few next to log lines: a month of a
+2,000-node cluster is a few hundred thousand). A warehouse without alerts (or without the failure
+marts yet) gets empty marts with the right columns.
+"""
+
+import dagster as dg
+import polars as pl
+
+from gpusre.assets.metadata import markdown_preview
+from gpusre.models.alert_clustering import AlertClusteringSettings, Topology, alert_marts
+from gpusre.models.alert_ingest import alert_settings
+from gpusre.models.warehouse import table_exists, transaction
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+CORE_ALERTS = dg.AssetKey(["core", "alerts"])
+CORE_JOBS = dg.AssetKey(["core", "jobs"])
+HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
+ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
+
+ALERT_INCIDENTS = dg.AssetKey(["marts", "alert_incidents"])
+ALERT_INCIDENT_MEMBERS = dg.AssetKey(["marts", "alert_incident_members"])
+ALERT_DAILY = dg.AssetKey(["marts", "alert_daily"])
+ALERT_FLOODS = dg.AssetKey(["marts", "alert_floods"])
+ALERT_RULE_QUALITY = dg.AssetKey(["marts", "alert_rule_quality"])
+HW_WITHOUT_ALERT = dg.AssetKey(["marts", "hw_incidents_without_alert"])
+
+_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS]
+_ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
+              "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications FROM core.alerts")
+
+
+def _clustering_settings(config) -> AlertClusteringSettings:  # noqa: ANN001 - ClusterConfig
+    """cluster.yaml ``alerts.clustering`` once the config carries it, else the defaults."""
+    settings = getattr(alert_settings(config), "clustering", None)
+    return settings if isinstance(settings, AlertClusteringSettings) else AlertClusteringSettings()
+
+
+def _read(con, table: str, sql: str) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
+    return con.sql(sql).pl() if table_exists(con, table) else None
+
+
+def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
+    """:func:`markdown_preview` without wrapping long cells (root-cause reasons) across lines."""
+    with pl.Config(tbl_width_chars=4000):
+        return markdown_preview(frame, limit)
+
+
+def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
+    con.register("_mart_frame", frame.to_arrow())
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _mart_frame")
+    con.unregister("_mart_frame")
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(ALERT_INCIDENTS, deps=_DEPS, group_name="marts", kinds={"duckdb", "polars"},
+                     description="One row per alert incident: alerts in one session (starts <= 10 min apart) linked "
+                     "by node, rack/leaf switch, storage target, shared hardware incident or template co-occurrence "
+                     "(connected components). Root-cause candidate (hardware incident, else the earliest alert at the "
+                     "most upstream level: fabric > storage > node > GPU) with its reason, scope, flood flag, jobs "
+                     "killed and lost GPU-hours."),
+        dg.AssetSpec(ALERT_INCIDENT_MEMBERS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row per alert: its incident, whether it is the root, its level and hardware incident."),
+        dg.AssetSpec(ALERT_DAILY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row per UTC day: notifications, alerts, incidents, compression ratio "
+                     "(alerts / incidents), flood episodes."),
+        dg.AssetSpec(ALERT_FLOODS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row per alert-flood episode (arrivals above a robust 24 h baseline) with the "
+                     "incidents its alerts belong to."),
+        dg.AssetSpec(ALERT_RULE_QUALITY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row per alertname: fired, precision (share of its alerts in incidents with a "
+                     "hardware incident or killed jobs), median duration, flapping, verdict."),
+        dg.AssetSpec(HW_WITHOUT_ALERT, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="Hardware incidents (within the span of the alert data) with no alert on their "
+                     "nodes in their window: missing alert coverage."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource):
+    config = landing.cluster_config()
+    settings = _clustering_settings(config)
+    with warehouse.connect() as con:
+        alerts = _read(con, "core.alerts", _ALERT_SQL)
+        hw = _read(con, "marts.hw_incidents", "SELECT * FROM marts.hw_incidents")
+        jobs = _read(con, "core.jobs", "SELECT job_id, state, end_ts, nodes FROM core.jobs "
+                     "WHERE state IN ('FAILED', 'NODE_FAIL') AND end_ts IS NOT NULL")
+        attribution = _read(con, "marts.job_failure_attribution",
+                            "SELECT job_id, attribution, lost_gpu_hours FROM marts.job_failure_attribution")
+        marts = alert_marts(
+            alerts if alerts is not None else pl.DataFrame(),
+            topology=Topology.from_config(config), hw_incidents=hw, jobs=jobs, attribution=attribution,
+            settings=settings, flood_settings=alert_settings(config).floods,
+        )
+        with transaction(con):
+            _write(con, "marts.alert_incidents", marts.incidents)
+            _write(con, "marts.alert_incident_members", marts.members)
+            _write(con, "marts.alert_daily", marts.daily)
+            _write(con, "marts.alert_floods", marts.floods)
+            _write(con, "marts.alert_rule_quality", marts.rule_quality)
+            _write(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)
+    inc = marts.incidents
+    n_alerts = marts.members.height
+    ratio = round(n_alerts / inc.height, 2) if inc.height else None
+    top = inc.sort(["n_alerts", "start_ts"], descending=[True, False]).select(
+        "incident_id", "start_ts", "n_alerts", "n_nodes", "scope", "root_cause_candidate", "root_cause_reason",
+        "n_jobs_killed", "lost_gpu_hours")
+    verdicts = marts.rule_quality.group_by("verdict").agg(pl.len().alias("rules")).sort("rules", descending=True)
+    yield dg.MaterializeResult(asset_key=ALERT_INCIDENTS, metadata={
+        "dagster/row_count": inc.height,
+        "alerts": n_alerts,
+        "compression_ratio": dg.MetadataValue.float(float(ratio)) if ratio is not None else dg.MetadataValue.null(),
+        "with_hw_incident": inc.filter(pl.col("hw_incident_id").is_not_null()).height,
+        "in_flood": inc.filter(pl.col("in_flood")).height,
+        "jobs_killed": int(inc["n_jobs_killed"].sum() or 0),
+        "lost_gpu_hours": float(inc["lost_gpu_hours"].sum() or 0.0),
+        "top_incidents": _preview(top),
+    })
+    yield dg.MaterializeResult(asset_key=ALERT_INCIDENT_MEMBERS, metadata={"dagster/row_count": n_alerts})
+    yield dg.MaterializeResult(asset_key=ALERT_DAILY, metadata={
+        "dagster/row_count": marts.daily.height, "latest_days": markdown_preview(marts.daily.tail(7))})
+    yield dg.MaterializeResult(asset_key=ALERT_FLOODS, metadata={
+        "dagster/row_count": marts.floods.height, "preview": _preview(marts.floods.select(
+            "flood_id", "start_ts", "end_ts", "n_alerts", "peak_per_bucket", "incidents"))})
+    yield dg.MaterializeResult(asset_key=ALERT_RULE_QUALITY, metadata={
+        "dagster/row_count": marts.rule_quality.height, "verdicts": markdown_preview(verdicts),
+        "preview": _preview(marts.rule_quality.select("alertname", "fired", "precision", "flapping", "verdict"))})
+    yield dg.MaterializeResult(asset_key=HW_WITHOUT_ALERT, metadata={
+        "dagster/row_count": marts.hw_without_alert.height,
+        "preview": _preview(marts.hw_without_alert.select("incident_id", "component", "start_ts", "nodes"))})

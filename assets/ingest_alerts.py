@@ -1,0 +1,106 @@
+"""Ingest: alert payloads in landing/alerts → raw.alert_notifications (every notification), and
+core: core.alerts (deduplicated alerts with node and status) and core.alert_templates."""
+
+import dagster as dg
+
+from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.progress import progress_reporter
+from gpusre.models.alert_ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
+
+RAW_ALERTS = dg.AssetKey(["raw", "alert_notifications"])
+CORE_ALERTS = dg.AssetKey(["core", "alerts"])
+ALERT_TEMPLATES = dg.AssetKey(["core", "alert_templates"])
+
+
+@dg.asset(
+    key=RAW_ALERTS,
+    group_name="ingest",
+    kinds={"duckdb", "drain3"},
+    pool=WAREHOUSE_POOL,
+    description="Every alert notification under landing/alerts (Alertmanager and Grafana webhook payloads, "
+    "Prometheus /api/v1/alerts dumps; .json, .jsonl, .log; .gz ok) with labels, annotations, times, "
+    "fingerprint (Alertmanager's label hash when absent) and a Drain3 template id. New or changed files "
+    "only; malformed payloads and alerts go to raw.rejects.",
+)
+def raw_alert_notifications(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
+) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        # Stages outside, then publishes inside one transaction (see models/alert_ingest.py).
+        results = ingest_alert_files(con, landing.root, progress=progress_reporter(context))
+        total = con.sql("SELECT count(*) FROM raw.alert_notifications").fetchall()[0][0]
+        by_format = con.sql(
+            "SELECT format, status, count(*) AS notifications FROM raw.alert_notifications "
+            "GROUP BY ALL ORDER BY notifications DESC").pl()
+        reject_preview = con.sql(
+            f"SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = '{SOURCE_KIND}' "
+            "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10").pl()
+    changed = [r for r in results if r.status != "unchanged"]
+    refused = [r for r in changed if r.status == "refused"]
+    for r in refused:
+        context.log.error(f"{r.source_file}: refused: {r.error}")
+    return dg.MaterializeResult(metadata={
+        "dagster/row_count": total,
+        "files_seen": len(results),
+        "files_changed": len(changed),
+        "files_refused": len(refused),
+        "rows_read": sum(r.rows_read for r in changed),
+        "rows_loaded": sum(r.rows_loaded for r in changed),
+        "rows_rejected": sum(r.rows_rejected for r in changed),
+        "by_format": markdown_preview(by_format, 20),
+        "latest_rejects": markdown_preview(reject_preview),
+    })
+
+
+@dg.asset_check(asset=RAW_ALERTS, blocking=True,
+                description="For every ingested alert file: notifications read = loaded + rejected.")
+def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        bad = con.sql(
+            f"""
+            WITH loaded AS (SELECT source_file, count(*) AS n FROM raw.alert_notifications GROUP BY ALL),
+                 rejected AS (SELECT source_file, count(*) AS n FROM raw.rejects
+                              WHERE source_kind = '{SOURCE_KIND}' AND line_no > 0 GROUP BY ALL)
+            SELECT f.source_file, f.rows_read, f.rows_loaded, f.rows_rejected,
+                   coalesce(l.n, 0) AS in_raw, coalesce(r.n, 0) AS in_rejects
+            FROM raw.ingested_files AS f
+            LEFT JOIN loaded AS l USING (source_file)
+            LEFT JOIN rejected AS r USING (source_file)
+            WHERE f.source_kind = '{SOURCE_KIND}'
+              AND (f.rows_read <> f.rows_loaded + f.rows_rejected
+                   OR f.rows_loaded <> coalesce(l.n, 0) OR f.rows_rejected <> coalesce(r.n, 0))
+            ORDER BY f.source_file
+            """
+        ).fetchall()
+    return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(CORE_ALERTS, deps=[RAW_ALERTS], group_name="core", kinds={"duckdb"},
+                     description="One row per alert (fingerprint + startsAt) from all its notifications: status "
+                     "(resolved if any notification resolved it), ends_at, Slurm node and target from the labels, "
+                     "summary, template, n_notifications."),
+        dg.AssetSpec(ALERT_TEMPLATES, deps=[RAW_ALERTS], group_name="core", kinds={"duckdb"},
+                     description="One row per Drain3 template of alert texts: text, example, alerts, first/last seen."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def core_alerts(warehouse: WarehouseResource, landing: LandingResource):
+    config = landing.cluster_config()
+    with warehouse.connect() as con:
+        n_alerts, n_templates = build_core_alerts(con, alert_settings(config), config.node_names)
+        summary = con.sql(
+            "SELECT status, count(*) AS alerts, count(node) AS with_node, count(target) AS with_target, "
+            "sum(n_notifications) AS notifications FROM core.alerts GROUP BY ALL ORDER BY status").pl()
+        top = con.sql(
+            "SELECT alertname, count(*) AS alerts, count(DISTINCT node) AS nodes FROM core.alerts "
+            "GROUP BY ALL ORDER BY alerts DESC, alertname LIMIT 15").pl()
+    yield dg.MaterializeResult(asset_key=CORE_ALERTS, metadata={
+        "dagster/row_count": n_alerts,
+        "by_status": markdown_preview(summary),
+        "top_alertnames": markdown_preview(top, 15),
+    })
+    yield dg.MaterializeResult(asset_key=ALERT_TEMPLATES, metadata={"dagster/row_count": n_templates})

@@ -1,0 +1,251 @@
+"""Which Slurm node an alert is about — and which switch, file system or device — from its labels.
+
+The rule (:func:`locate`, and the same rule set-based over a table in :func:`location_sql`):
+
+1. **Candidates**: the values of ``node_labels`` that are present, in that order (default
+   ``instance``, ``node``, ``hostname``, ``Hostname`` (dcgm-exporter), ``host``,
+   ``exported_instance``, ``nodename``).
+2. **Normalize** each (:func:`normalize_host`): drop a URL scheme and path
+   (``http://gpu001:9100/metrics``), the ``:port`` (``[fe80::1]:9100`` too), lower-case, drop the
+   DNS suffix (``gpu001.cluster.local`` → ``gpu001``; IP addresses stay whole), then apply the
+   regex rewrites in order (default: BMC names ``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001`` →
+   ``gpu001``).
+3. **Node** = the first candidate whose normalized name is a node. With a node list (cluster.yaml
+   ``nodes`` as a hostlist), only a known node counts, spelled as the list spells it; without
+   one, any name that is not an IP address or ``localhost``. So ``instance="10.0.0.7:9400"``
+   with ``Hostname="gpu007"`` (dcgm-exporter behind a Kubernetes service) is ``gpu007``.
+4. **Target** = the first present of ``target_labels`` (switches, file systems, devices), and
+   ``target_label`` names it; when there is none and no node was found, the first candidate's
+   value as printed — an alert about a host that is not a node keeps that host.
+
+>>> locate({"alertname": "NodeDown", "instance": "gpu001.cluster.local:9100"}, NodeMapping())
+AlertLocation(node='gpu001', target=None, target_label=None)
+>>> locate({"instance": "gpu001-bmc:9290"}, NodeMapping(), known_nodes=["gpu001"])
+AlertLocation(node='gpu001', target=None, target_label=None)
+>>> locate({"instance": "leaf07:161", "switch": "leaf07"}, NodeMapping(), known_nodes=["gpu001"])
+AlertLocation(node=None, target='leaf07', target_label='switch')
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "AlertLocation",
+    "DEFAULT_NODE_LABELS",
+    "DEFAULT_TARGET_LABELS",
+    "NodeMapping",
+    "NodeRewrite",
+    "locate",
+    "label_values_sql",
+    "location_sql",
+    "node_name",
+    "node_names",
+    "normalize_host",
+]
+
+DEFAULT_NODE_LABELS: tuple[str, ...] = (
+    "instance", "node", "hostname", "Hostname", "host", "exported_instance", "nodename",
+)
+DEFAULT_TARGET_LABELS: tuple[str, ...] = (
+    "switch", "leaf", "leaf_switch", "spine", "ib_switch", "fabric",
+    "filesystem", "fs", "ost", "mdt", "device", "mountpoint",
+)
+
+
+class NodeRewrite(BaseModel):
+    """``re.sub(pattern, replacement, name)`` on a normalized host name (Python regex syntax)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    pattern: str
+    replacement: str = ""
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+    def apply(self, name: str) -> str:
+        return re.sub(self.pattern, self.replacement, name)
+
+
+#: BMC / out-of-band names of a node: ``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001`` → ``gpu001``.
+DEFAULT_REWRITES: tuple[NodeRewrite, ...] = (
+    NodeRewrite(pattern=r"^(.+?)-(?:bmc|ipmi|ilo|idrac|oob|mgmt)$", replacement=r"\1"),
+    NodeRewrite(pattern=r"^(?:bmc|ipmi|ilo|idrac)-(.+)$", replacement=r"\1"),
+)
+
+
+class NodeMapping(BaseModel):
+    """How alert labels name nodes and other targets (cluster.yaml ``alerts.nodes``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    node_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_NODE_LABELS), min_length=1)
+    target_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGET_LABELS))
+    strip_domain: bool = True
+    rewrites: list[NodeRewrite] = Field(default_factory=lambda: list(DEFAULT_REWRITES))
+
+
+class AlertLocation(NamedTuple):
+    """Where an alert points: a Slurm node (or None), and a non-node target with its label."""
+
+    node: str | None
+    target: str | None
+    target_label: str | None
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def normalize_host(value: str, mapping: NodeMapping | None = None) -> str | None:
+    """A label value reduced to a host name (step 2 of the rule); None when nothing is left.
+
+    >>> [normalize_host(v) for v in ["gpu001.cluster.local:9100", "GPU002-ipmi", "https://gpu003:443/health",
+    ...                              "[fe80::1]:9100", "10.1.2.3:9100", "bmc-gpu004.oob.example.com"]]
+    ['gpu001', 'gpu002', 'gpu003', 'fe80::1', '10.1.2.3', 'gpu004']
+    """
+    mapping = mapping or _DEFAULT_MAPPING
+    host = value.strip()
+    scheme = _SCHEME.match(host)
+    if scheme:
+        host = host[scheme.end():].split("/", 1)[0]
+    host = host.rsplit("@", 1)[-1]  # user@host
+    if host.startswith("["):  # [IPv6]:port
+        host = host[1 : host.find("]")] if "]" in host else host[1:]
+    elif host.count(":") == 1:  # host:port (a bare IPv6 address has several colons)
+        host = host.split(":", 1)[0]
+    host = host.strip().lower().rstrip(".")
+    if not host:
+        return None
+    if _is_ip(host):
+        return host
+    if mapping.strip_domain:
+        host = host.split(".", 1)[0]
+    for rewrite in mapping.rewrites:
+        host = rewrite.apply(host)
+    return host or None
+
+
+def _known_index(known_nodes: Iterable[str] | None) -> dict[str, str] | None:
+    if known_nodes is None:
+        return None
+    index = {n.lower(): n for n in known_nodes}
+    return index or None
+
+
+def node_name(value: str, mapping: NodeMapping | None = None,
+              known: Mapping[str, str] | None = None) -> str | None:
+    """The node a label value names (step 3), or None. ``known`` maps lower-cased known node
+    names to their spelling (None: no node list, any host name counts)."""
+    host = normalize_host(value, mapping)
+    if host is None or host == "localhost" or _is_ip(host):
+        return None
+    if known is not None:
+        return known.get(host)
+    return host
+
+
+def node_names(values: pl.Series, mapping: NodeMapping | None = None,
+               known_nodes: Iterable[str] | None = None) -> pl.Series:
+    """:func:`node_name` of every value (nulls stay null); each distinct value is mapped once."""
+    known = _known_index(known_nodes)
+    distinct = values.cast(pl.String).drop_nulls().unique(maintain_order=True)
+    mapped = pl.Series([node_name(v, mapping, known) for v in distinct.to_list()], dtype=pl.String)
+    return values.cast(pl.String).replace_strict(distinct, mapped, default=None, return_dtype=pl.String)
+
+
+def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
+           known_nodes: Iterable[str] | None = None) -> AlertLocation:
+    """The node and target of one alert's labels: the reference form of the rule."""
+    mapping = mapping or _DEFAULT_MAPPING
+    known = _known_index(known_nodes)
+    candidates = [(k, labels[k]) for k in mapping.node_labels if labels.get(k)]
+    node = next((n for _, v in candidates if (n := node_name(v, mapping, known)) is not None), None)
+    for label in mapping.target_labels:
+        if labels.get(label):
+            return AlertLocation(node, labels[label], label)
+    if node is None and candidates:
+        return AlertLocation(None, candidates[0][1], candidates[0][0])
+    return AlertLocation(node, None, None)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _paths(names: list[str]) -> str:
+    """A DuckDB list of JSON paths, one per label name (one parse extracts them all)."""
+    return "[" + ", ".join(_literal('$."' + n.replace('"', '\\"') + '"') for n in names) + "]"
+
+
+def label_values_sql(mapping: NodeMapping, *, alerts: str) -> str:
+    """SQL: ``(alert_id, node_values, target_values)`` per row of ``alerts(alert_id, labels JSON)``
+    — the values of ``node_labels`` and ``target_labels`` in rule order (NULL where absent), each
+    list from one parse of the labels."""
+    targets = _paths(mapping.target_labels) if mapping.target_labels else "[]::VARCHAR[]"
+    return f"""
+SELECT alert_id,
+       json_extract_string(labels, {_paths(mapping.node_labels)}) AS node_values,
+       json_extract_string(labels, {targets}) AS target_values
+FROM {alerts}
+"""
+
+
+def location_sql(mapping: NodeMapping, *, values: str, names: str) -> str:
+    """SQL for the rule over a table: one row ``(alert_id, node, target, target_label)`` per row
+    of ``values`` (the relation :func:`label_values_sql` selects).
+
+    ``names(value, node)`` must map every distinct candidate value (every non-empty element of
+    ``node_values``) to :func:`node_name` of it; a value missing from it is no node. An empty
+    label value counts as absent, as in Prometheus.
+    """
+    node_label_list = "([" + ", ".join(_literal(k) for k in mapping.node_labels) + "])"
+    target_label_list = "([" + ", ".join(_literal(k) for k in mapping.target_labels) + "]::VARCHAR[])"
+    return f"""
+WITH candidates AS (
+    SELECT * FROM (
+        SELECT alert_id, unnest(node_values) AS value, generate_subscripts(node_values, 1) AS rank
+        FROM {values})
+    WHERE value IS NOT NULL AND value <> ''
+), picked AS (
+    SELECT c.alert_id,
+           arg_min(m.node, c.rank) FILTER (WHERE m.node IS NOT NULL) AS node,
+           arg_min(c.value, c.rank) AS first_value,
+           min(c.rank) AS first_rank
+    FROM candidates AS c LEFT JOIN {names} AS m ON m.value = c.value
+    GROUP BY c.alert_id
+), targets AS (
+    SELECT alert_id,
+           list_position(list_transform(target_values, lambda x: x IS NOT NULL AND x <> ''), true) AS t
+    FROM {values}
+)
+SELECT v.alert_id, p.node,
+       CASE WHEN t.t IS NOT NULL THEN v.target_values[t.t]
+            WHEN p.node IS NULL THEN p.first_value END AS target,
+       CASE WHEN t.t IS NOT NULL THEN {target_label_list}[t.t]
+            WHEN p.node IS NULL THEN {node_label_list}[p.first_rank] END AS target_label
+FROM {values} AS v
+JOIN targets AS t USING (alert_id)
+LEFT JOIN picked AS p USING (alert_id)
+"""
+
+
+_DEFAULT_MAPPING = NodeMapping()

@@ -1,0 +1,126 @@
+"""Alert labels → Slurm node and target: normalization cases, known-node lists, settings, and the
+set-based SQL form agreeing with the reference rule."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import polars as pl
+import pytest
+from pydantic import ValidationError
+
+from gpusre.models.alert_nodes import (
+    AlertLocation,
+    NodeMapping,
+    NodeRewrite,
+    label_values_sql,
+    locate,
+    location_sql,
+    node_name,
+    node_names,
+    normalize_host,
+)
+
+NODES = [f"gpu{i:03d}" for i in range(1, 17)]
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("gpu001", "gpu001"),
+    ("gpu001:9100", "gpu001"),
+    ("gpu001.cluster.local", "gpu001"),
+    ("gpu001.cluster.local:9100", "gpu001"),
+    ("GPU001.Cluster.Local.", "gpu001"),          # case, trailing dot of an FQDN
+    ("gpu001-bmc", "gpu001"),
+    ("gpu001-ipmi:9290", "gpu001"),
+    ("gpu001-bmc.mgmt.cluster.local:623", "gpu001"),
+    ("bmc-gpu001", "gpu001"),
+    ("http://gpu001:9400/metrics", "gpu001"),     # blackbox / URL-style instance
+    ("https://user@gpu001.example.org/health", "gpu001"),
+    ("10.1.2.3:9100", "10.1.2.3"),                # addresses stay whole
+    ("[fe80::1]:9100", "fe80::1"),
+    ("fe80::1", "fe80::1"),
+    ("  ", None),
+])
+def test_normalize_host(value: str, expected: str | None) -> None:
+    assert normalize_host(value) == expected
+
+
+def test_node_name_needs_a_known_node_when_there_is_a_list() -> None:
+    known = {n.lower(): n for n in ["GPU001", "gpu002"]}
+    assert node_name("gpu001.cluster.local:9100", known=known) == "GPU001"  # spelled as the list spells it
+    assert node_name("gpu002-bmc", known=known) == "gpu002"
+    assert node_name("gpu099", known=known) is None
+    assert node_name("gpu099") == "gpu099"        # no list: any host name
+    assert node_name("10.1.2.3:9100") is None     # an address is never a node name
+    assert node_name("localhost:9090") is None
+
+
+def test_locate_takes_the_first_label_that_names_a_node() -> None:
+    # dcgm-exporter behind a Kubernetes service: instance is a pod address, Hostname the node.
+    dcgm = {"alertname": "GpuXid", "instance": "10.244.1.7:9400", "Hostname": "gpu007", "gpu": "3",
+            "device": "nvidia3"}
+    assert locate(dcgm, known_nodes=NODES) == AlertLocation("gpu007", "nvidia3", "device")
+    # node label wins over an instance that is not a node
+    assert locate({"instance": "prometheus:9090", "node": "gpu002"}, known_nodes=NODES).node == "gpu002"
+    assert locate({"exported_instance": "gpu003.cluster.local"}, known_nodes=NODES).node == "gpu003"
+
+
+def test_switch_storage_and_unknown_hosts_keep_a_target() -> None:
+    assert locate({"instance": "leaf07:9100", "switch": "leaf07"}, known_nodes=NODES) == \
+        AlertLocation(None, "leaf07", "switch")
+    assert locate({"instance": "mds01:9169", "filesystem": "lustre1"}, known_nodes=NODES) == \
+        AlertLocation(None, "lustre1", "filesystem")
+    assert locate({"instance": "gpu004:9100", "device": "/dev/nvme0n1", "mountpoint": "/scratch"},
+                  known_nodes=NODES) == AlertLocation("gpu004", "/dev/nvme0n1", "device")
+    assert locate({"instance": "login01.cluster.local:9100"}, known_nodes=NODES) == \
+        AlertLocation(None, "login01.cluster.local:9100", "instance")
+    assert locate({"alertname": "Watchdog"}, known_nodes=NODES) == AlertLocation(None, None, None)
+
+
+def test_settings_are_configurable_and_validated() -> None:
+    mapping = NodeMapping(node_labels=["host"], target_labels=[], strip_domain=False,
+                          rewrites=[NodeRewrite(pattern=r"^(node\d+)-ib\d$", replacement=r"\1")])
+    assert locate({"instance": "gpu001:9100", "host": "node12-ib0"}, mapping) == AlertLocation("node12", None, None)
+    assert normalize_host("node12.ib.local", mapping) == "node12.ib.local"
+    with pytest.raises(ValidationError, match="not a valid regular expression"):
+        NodeRewrite(pattern="(unclosed")
+    with pytest.raises(ValidationError):
+        NodeMapping(node_labels=[])
+    with pytest.raises(ValidationError):
+        NodeMapping.model_validate({"node_label": ["instance"]})  # typo: unknown keys are errors
+
+
+def test_node_names_maps_each_distinct_value_once() -> None:
+    values = pl.Series(["gpu001:9100", None, "gpu001:9100", "10.0.0.1:9100", "gpu002-bmc"])
+    assert node_names(values, known_nodes=NODES).to_list() == ["gpu001", None, "gpu001", None, "gpu002"]
+
+
+LABEL_SETS = [
+    {"alertname": "A", "instance": "gpu001.cluster.local:9100"},
+    {"alertname": "A", "instance": "10.244.1.7:9400", "Hostname": "gpu007", "device": "nvidia3"},
+    {"alertname": "A", "instance": "leaf07:9100", "switch": "leaf07"},
+    {"alertname": "A", "instance": "login01:9100"},
+    {"alertname": "A", "instance": "prometheus:9090", "node": "gpu002-bmc"},
+    {"alertname": "A", "job": "blackbox"},
+    {"alertname": "A", "host": "gpu099", "hostname": "gpu009.cluster.local"},
+    {"alertname": "A", "instance": "gpu016-ipmi:9290", "filesystem": "lustre1", "device": "sda"},
+    {"alertname": "A", "instance": "", "node": "gpu005", "switch": ""},   # empty values are absent
+]
+
+
+@pytest.mark.parametrize("known", [NODES, []])
+def test_sql_form_agrees_with_the_rule(known: list[str]) -> None:
+    mapping = NodeMapping()
+    con = duckdb.connect()
+    rows = [{"alert_id": i, "labels": labels} for i, labels in enumerate(LABEL_SETS)]
+    con.execute("CREATE TABLE alerts (alert_id BIGINT, labels JSON)")
+    con.executemany("INSERT INTO alerts VALUES (?, ?)", [[r["alert_id"], json.dumps(r["labels"])] for r in rows])
+    con.execute(f"CREATE TABLE label_values AS {label_values_sql(mapping, alerts='alerts')}")
+    values = con.sql("SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM label_values) "
+                     "WHERE value IS NOT NULL AND value <> ''").pl()["value"]
+    names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known)}).to_arrow()
+    con.register("names", names)
+    got = {r[0]: AlertLocation(*r[1:])
+           for r in con.sql(location_sql(mapping, values="label_values", names="names")).fetchall()}
+    assert got == {i: locate(labels, mapping, known) for i, labels in enumerate(LABEL_SETS)}
