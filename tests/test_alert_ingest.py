@@ -484,15 +484,30 @@ def test_crash_while_publishing_leaves_the_warehouse_as_it_was(landing: Path, tm
     assert len(_state(wh)["raw.alert_notifications"]) == len(before["raw.alert_notifications"]) + 1
 
 
-def test_assets_wire_into_the_project_definitions() -> None:
-    """What pipelines/definitions.py will hold once the alert assets are added: it loads, and the
-    ingest job (groups ingest + core) picks them up."""
+def test_assets_are_in_the_project_definitions_and_the_ingest_job() -> None:
     from gpusre.pipelines import definitions
 
-    defs = dg.Definitions(assets=[*definitions.ASSETS, raw_alert_notifications, core_alerts],
-                          asset_checks=[*definitions.CHECKS, alert_rows_reconcile],
-                          jobs=[definitions.ingest_job], resources=default_resources())
+    defs = definitions.defs
     dg.Definitions.validate_loadable(defs)
-    job = defs.resolve_job_def("ingest_job")
-    keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+    keys = {k.to_user_string() for k in defs.resolve_job_def("ingest_job").asset_layer.executable_asset_keys}
     assert {"raw/alert_notifications", "core/alerts", "core/alert_templates"} <= keys
+    checks = {c.name for c in defs.get_repository_def().asset_graph.asset_check_keys}
+    assert "alert_rows_reconcile" in checks
+
+
+def test_cluster_yaml_alerts_section() -> None:
+    from gpusre.models.alert_ingest import AlertSettings, alert_settings
+    from gpusre.pipelines.config import ClusterConfigError, parse_cluster_config
+
+    config = parse_cluster_config(
+        'nodes: "gpu[001-004]"\n'
+        "alerts:\n"
+        "  nodes: {node_labels: [node, instance], strip_domain: false,\n"
+        "          rewrites: [{pattern: '^(gpu\\d+)-oob$', replacement: '\\1'}]}\n"
+        "  floods: {bucket_minutes: 10, k: 4}\n")
+    settings = alert_settings(config)
+    assert settings.nodes.node_labels == ["node", "instance"] and not settings.nodes.strip_domain
+    assert settings.floods.bucket_minutes == 10 and settings.floods.window_buckets == 288
+    assert alert_settings(parse_cluster_config("")) == AlertSettings()
+    with pytest.raises(ClusterConfigError, match=r"alerts\.nodes\.rewrites\[0\]\.pattern: not a valid regular"):
+        parse_cluster_config("alerts: {nodes: {rewrites: [{pattern: '(unclosed'}]}}")
