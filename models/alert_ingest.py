@@ -35,6 +35,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpusre.models.alert_clustering import AlertClusteringSettings
 from gpusre.models.alert_floods import FloodSettings
 from gpusre.models.alert_nodes import NodeMapping, label_values_sql, location_sql, node_names
 from gpusre.models.alert_payloads import (
@@ -76,11 +77,12 @@ _STAGE = "_stage_alert_notifications"
 
 
 class AlertSettings(BaseModel):
-    """The alert settings (to be cluster.yaml ``alerts:``): node mapping and flood detection."""
+    """cluster.yaml ``alerts:``: node mapping, flood detection and clustering into incidents."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     nodes: NodeMapping = Field(default_factory=NodeMapping)
     floods: FloodSettings = Field(default_factory=FloodSettings)
+    clustering: AlertClusteringSettings = Field(default_factory=AlertClusteringSettings)
 
 
 def alert_settings(config: Any) -> AlertSettings:
