@@ -516,3 +516,255 @@ def test_formatting_and_labels() -> None:
         [("<script>x</script>", 0.5), ("$\\frac{1}{0}$ & co", 0.2), ("a onmouseover=alert(1)", 0.1)], "t", "share")
     assert svg.startswith("<svg") and "<script" not in svg.lower() and "&lt;script" not in svg
     assert "a onmouseover=alert(1)" in svg  # harmless as escaped text content, and must not break the report
+
+
+# --------------------------------------------------------------------------------------------
+# node-state sections (marts.node_availability_daily, core.node_states, marts.repair_times, marts.drain_reasons)
+
+EVIL_REASON = "<img src=x onerror=alert(1)>"
+NODE_SECTIONS = ("availability", "out_of_service", "repairs", "drain_reasons")
+NO_HISTORY = "No node-state history yet (land `sacctmgr show event -P` dumps in slurm_events/)"
+NODE_DAYS = [REPORT_DAY - timedelta(days=i) for i in range(13, -1, -1)]  # 2026-10-18 … 2026-10-31
+
+
+def _node_state_marts(con: duckdb.DuckDBPyConnection, *, n_nodes: int = 4, extra_down: int = 0) -> None:
+    """Hand-made node-state history around the report day (2026-10-31).
+
+    gpu017 drained (Xid) since 2026-10-29 00:00 and went DOWN on 2026-10-30: 72 h down; gpu033 drained
+    with a hostile reason at 20:00 on the report day, back only at 02:00 the next day; gpu005 in
+    maintenance 08:00-12:00 (over before the day ended); gpu040 drained after the report day. With
+    ``n_nodes`` > 4, more nodes fully in service; ``extra_down`` of them with 1 h down on 2026-10-20.
+    """
+    con.execute("""INSERT INTO raw.slurm_events (source_file, line_no, source_format, event_type, node_name, nodes,
+                       start_ts, state, reason)
+                   VALUES ('slurm_events/events_2026-11-01.txt', 2, 'sacctmgr', 'node', 'gpu017', ['gpu017'],
+                           TIMESTAMPTZ '2026-10-29 00:00:00+00', 'DRAIN', 'NHC: check_gpu_xid: Xid 79 on GPU 3')""")
+    states = [
+        ("gpu017", "DRAIN", "2026-10-29 00:00:00+00", None, "NHC: check_gpu_xid: Xid 79 on GPU 3", "gpu_xid", "hardware"),
+        ("gpu017", "DOWN", "2026-10-30 00:00:00+00", None, "Not responding", "not_responding", "unknown"),
+        ("gpu033", "DRAIN", "2026-10-31 20:00:00+00", "2026-11-01 02:00:00+00", EVIL_REASON, "unknown", "unknown"),
+        ("gpu005", "MAINT", "2026-10-31 08:00:00+00", "2026-10-31 12:00:00+00", "planned maintenance: BIOS upgrade",
+         "planned_maintenance", "maintenance"),
+        ("gpu040", "DRAIN", "2026-11-01 01:00:00+00", None, "IB link down mlx5_0", "network", "hardware"),
+    ]
+    con.executemany(
+        """INSERT INTO core.node_states (node, state, start_ts, end_ts, reason, reason_class, availability_class,
+               source_format, source_file, line_no)
+           VALUES (?, ?, CAST(? AS TIMESTAMPTZ), CAST(? AS TIMESTAMPTZ), ?, ?, ?, 'sacctmgr', 'x.txt', 1)""",
+        states)
+    # day, node, down by cause (hardware, maintenance, health check, other)
+    down = {("gpu017", date(2026, 10, 29)): (24.0, 0, 0, 0), ("gpu017", date(2026, 10, 30)): (24.0, 0, 0, 0),
+            ("gpu017", REPORT_DAY): (24.0, 0, 0, 0), ("gpu033", REPORT_DAY): (0, 0, 0, 4.0),
+            ("gpu005", REPORT_DAY): (0, 4.0, 0, 0), ("gpu040", date(2026, 10, 25)): (0, 0, 1.5, 0)}
+    for i in range(extra_down):
+        down[(f"n{i:04d}", date(2026, 10, 20))] = (1.0, 0, 0, 0)
+    con.execute("CREATE TEMP TABLE node_down (node VARCHAR, day DATE, hw DOUBLE, mnt DOUBLE, hc DOUBLE, oth DOUBLE)")
+    con.executemany("INSERT INTO node_down VALUES (?, ?, ?, ?, ?, ?)", [(n, d, *v) for (n, d), v in down.items()])
+    # Every node x day of the window; node-days without down time are assumed in service (as the mart does).
+    con.execute("""
+        INSERT INTO marts.node_availability_daily
+        WITH nodes AS (SELECT unnest(['gpu005', 'gpu017', 'gpu033', 'gpu040']) AS node
+                       UNION ALL SELECT 'n' || lpad(i::VARCHAR, 4, '0') FROM range(? - 4) r(i)),
+             days AS (SELECT (DATE '2026-10-18' + i::INTEGER) AS day FROM range(14) r(i))
+        SELECT day, node, 24.0, 24.0 - (hw + mnt + hc + oth), hw + mnt + hc + oth, hw, mnt, hc, oth,
+               CASE WHEN hw + mnt + hc + oth > 0 THEN 'node_states' ELSE 'assumed_in_service' END
+        FROM (SELECT n.node, d.day, coalesce(x.hw, 0) AS hw, coalesce(x.mnt, 0) AS mnt, coalesce(x.hc, 0) AS hc,
+                     coalesce(x.oth, 0) AS oth
+              FROM nodes n CROSS JOIN days d LEFT JOIN node_down x ON x.node = n.node AND x.day = d.day)""",
+                [n_nodes])
+    con.execute("DROP TABLE node_down")
+    con.executemany(
+        "INSERT INTO marts.repair_times VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [("all", 9, 8, 7, 1, 0.25, 0.5, 6.5, 30.0, 12.0, 2.0, 25.0, None),
+         ("gpu_memory", 5, 5, 4, 1, 0.2, 0.4, 20.0, 30.0, 20.0, None, None,
+          "4 repaired incidents: too few for a 95% interval of the median"),
+         ("nvlink", 2, 2, 2, 0, 0.5, 0.5, 2.0, 2.5, 2.0, None, None, "2 repaired incidents: too few"),
+         ("nvswitch", 1, 1, 1, 0, 0.1, 0.1, 1.0, 1.0, 1.0, None, None, "1 repaired incidents: too few"),
+         ("storage", 1, 0, 0, 0, None, None, None, None, None, None, None, "no repaired incident linked to a drain")])
+    # 100 node-hours in 12 reasons: 40 (the hostile one), 20, then 10 x 4.
+    reasons = [(1, "unknown", "unknown", "other", 7, EVIL_REASON, EVIL_REASON, 3, 2, 40.0, 0.4, 1),
+               (2, "gpu_xid", "hardware", "gpu", 3, "NHC: check_gpu_xid: Xid <NUM> on GPU <NUM>",
+                "NHC: check_gpu_xid: Xid 79 on GPU 3", 2, 1, 20.0, 0.2, 1)]
+    reasons += [(r, "os", "software", "os", 100 + r, f"reason {r} <*>", f"reason {r} x", 1, 1, 4.0, 0.04, 0)
+                for r in range(3, 13)]
+    con.executemany(
+        """INSERT INTO marts.drain_reasons VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+               TIMESTAMPTZ '2026-10-01 00:00:00+00', TIMESTAMPTZ '2026-10-31 20:00:00+00')""", reasons)
+
+
+@pytest.fixture(scope="module")
+def node_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[duckdb.DuckDBPyConnection, str, str]:
+    tmp = tmp_path_factory.mktemp("nodes")
+    con = duckdb.connect(str(tmp / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con)
+    _failure_marts(con)
+    _node_state_marts(con)
+    paths = render_nightly_report(con, tmp / "out", report_date=REPORT_DAY)
+    yield con, paths.html.read_text(encoding="utf-8"), paths.markdown.read_text(encoding="utf-8")
+    con.close()
+
+
+def test_node_state_sections_present(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    _, html, md = node_report
+    for key, title in zip(NODE_SECTIONS, ("Node availability", "Nodes out of service now", "MTTR by component",
+                                          "Top drain reasons by node-hours")):
+        sec = _section(html, key)
+        assert title in sec and 'class="lead"' in sec and "nodata" not in sec, key
+        assert f'href="#{key}"' in html  # table of contents
+        assert f"## {title}" in md
+    assert NO_HISTORY not in html
+    # Heat map (every node of a 4-node cluster, the cluster row on top) and the time-to-repair chart.
+    heat = _section(html, "availability")
+    svg = heat[heat.index("<svg"): heat.index("</svg>")]
+    assert "All 4 nodes" in svg and "gpu017" in svg and "gpu040" in svg and "other nodes" not in svg
+    assert "Sat\n31 Oct" in svg or "31 Oct" in svg
+    rep = _section(html, "repairs")
+    svg = rep[rep.index("<svg"): rep.index("</svg>")]
+    assert "All components" in svg and "GPU memory" in svg and "6.5 h  (p90 30.0 h)" in svg
+    # Worst-node table: cause breakdown, newest day last.
+    text = _visible_text(heat)
+    assert "gpu017 78.6 % 72.0 72.0 0.0 0.0 0.0 24.0" in text
+    assert "gpu040 99.6 % 1.5 0.0 0.0 1.5 0.0 0.0" in text
+
+
+def test_node_availability_lead_matches_mart(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = node_report
+    window = con.execute("""SELECT sum(in_service_hours) / sum(observed_hours) FROM marts.node_availability_daily
+                            WHERE day BETWEEN ? AND ?""", [NODE_DAYS[0], REPORT_DAY]).fetchone()[0]
+    night = con.execute("""SELECT sum(in_service_hours) / sum(observed_hours) FROM marts.node_availability_daily
+                           WHERE day = ?""", [REPORT_DAY]).fetchone()[0]
+    worst, w_avail, w_down = con.execute(
+        """SELECT node, sum(in_service_hours) / sum(observed_hours), sum(down_hours)
+           FROM marts.node_availability_daily GROUP BY node ORDER BY sum(down_hours) DESC LIMIT 1""").fetchone()
+    n_down = con.execute("SELECT count(DISTINCT node) FROM marts.node_availability_daily WHERE down_hours > 0"
+                         ).fetchone()[0]
+    assert (worst, n_down) == ("gpu017", 4)
+    lead = (f"Cluster availability (in-service share of node-hours) was {fmt_pct(window, 2)} over the 14 days "
+            f"2026-10-18 … 2026-10-31 and {fmt_pct(night, 2)} on 2026-10-31; {n_down} of 4 nodes had down time, "
+            f"the worst, gpu017, was in service {fmt_pct(w_avail)} of the time ({w_down:.1f} h down, mostly hardware).")
+    assert lead == ("Cluster availability (in-service share of node-hours) was 93.94 % over the 14 days 2026-10-18 … "
+                    "2026-10-31 and 66.67 % on 2026-10-31; 4 of 4 nodes had down time, the worst, gpu017, was in "
+                    "service 78.6 % of the time (72.0 h down, mostly hardware).")
+    assert lead in _visible_text(_section(html, "availability"))
+    assert lead in md
+
+
+def test_nodes_out_of_service_now(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = node_report
+    sec = _section(html, "out_of_service")
+    text = _visible_text(sec)
+    # Open at the end of the report day: gpu017 (two open events) and gpu033 (closed only the next day);
+    # not gpu005 (back at 12:00) nor gpu040 (drained after midnight).
+    open_nodes = [r[0] for r in con.execute(
+        """SELECT DISTINCT node FROM core.node_states
+           WHERE start_ts < TIMESTAMPTZ '2026-11-01 00:00:00+00'
+             AND (end_ts IS NULL OR end_ts > TIMESTAMPTZ '2026-11-01 00:00:00+00') ORDER BY node""").fetchall()]
+    assert open_nodes == ["gpu017", "gpu033"]
+    assert ("At the end of 2026-10-31 (UTC) 2 of 4 nodes were out of service (1 hardware, 1 unknown); the longest, "
+            "gpu017, has been DRAIN → DOWN since 2026-10-29 00:00 UTC (3.0 days) for "
+            "“NHC: check_gpu_xid: Xid 79 on GPU 3”.") in text
+    assert re.findall(r'<td class=" mono">(gpu\d+)</td>', sec) == ["gpu017", "gpu033"]  # longest first
+    assert ("gpu017 DRAIN → DOWN 2026-10-29 00:00 UTC 3.0 days NHC: check_gpu_xid: Xid 79 on GPU 3 "
+            "gpu_xid (hardware) not yet") in text
+    assert ("gpu033 DRAIN 2026-10-31 20:00 UTC 4.0 h &lt;img src=x onerror=alert(1)&gt; unknown (unknown) "
+            "2026-11-01 02:00 UTC") in text
+    assert "gpu005" not in text and "gpu040" not in text
+    assert "| gpu033 | DRAIN | 2026-10-31 20:00 UTC | 4.0 h | &lt;img src=x onerror=alert(1)&gt; |" in md
+
+
+def test_mttr_by_component(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = node_report
+    t = con.execute("""SELECT incidents, linked_incidents, repaired, ongoing, mttd_hours_p50, mttr_hours_p50,
+                              mttr_hours_p90, ci_low, ci_high FROM marts.repair_times WHERE component = 'all'""").fetchone()
+    assert t == (9, 8, 7, 1, 0.25, 6.5, 30.0, 2.0, 25.0)
+    text = _visible_text(_section(html, "repairs"))
+    assert ("Of 9 hardware incidents, 8 were followed by a node drain; 7 repaired with a median time to repair of "
+            "6.5 h (p90 30.0 h, 95 % CI 2.0–25.0 h) after a median 15 min to detect; 1 is still under repair; "
+            "slowest to repair: GPU memory (median 20.0 h).") in text
+    # The pooled row first, then slowest first; nvlink and nvswitch share a label, so they are named apart.
+    assert "GPU memory 5 5 4 1 0.2 / 0.4 20.0 30.0 20.0 – (too few)" in text
+    assert "NVLink/NVSwitch (nvlink) 2 2 2 0" in text and "NVLink/NVSwitch (nvswitch) 1 1 1 0" in text
+    assert "Storage 1 0 0 0 – / – – – – –" in text
+    assert text.index("All components 9 8 7 1") < text.index("GPU memory 5") < text.index("NVLink/NVSwitch (nvlink)")
+    assert "| All components | 9 | 8 | 7 | 1 | 0.2 / 0.5 | 6.5 | 30.0 | 12.0 | 2.0 … 25.0 |" in md
+
+
+def test_drain_reasons_and_escaping(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = node_report
+    total, top10 = con.execute("""SELECT sum(node_hours_lost),
+                                         sum(share_node_hours) FILTER (WHERE rank <= 10) FROM marts.drain_reasons"""
+                               ).fetchone()
+    sec = _section(html, "drain_reasons")
+    text = _visible_text(sec)
+    assert (f"The top 10 of 12 drain/down reasons cost {fmt_pct(top10)} of {total:.0f} node-hours out of service; "
+            "the largest, “&lt;img src=x onerror=alert(1)&gt;” (unknown, unknown), cost 40.0 node-hours (40.0 %) "
+            "on 2 nodes in 3 events, 1 still open.") in text
+    assert fmt_pct(top10) == "92.0 %"
+    assert len(re.findall(r"<tr>", sec)) == 11  # header + top 10
+    assert "2 NHC: check_gpu_xid: Xid &lt;NUM&gt; on GPU &lt;NUM&gt; gpu_xid (hardware) 2 1 20.0 20.0 % 1 2026-10-31" \
+        in text
+    assert "reason 11" not in text
+    # The hostile reason is text everywhere: table cells, title attributes, lead sentences, Markdown.
+    assert "<img" not in html and "<img" not in md
+    assert 'title="&lt;img src=x onerror=alert(1)&gt; (e.g. &lt;img src=x onerror=alert(1)&gt;)"' in sec
+    assert "onerror=alert(1)&gt;" in _section(html, "out_of_service")
+    assert "| 1 | &lt;img src=x onerror=alert(1)&gt; | unknown (unknown) | 3 | 2 | 40.0 | 40.0 % | 1 |" in md
+
+
+def test_no_node_state_history_says_so(report: tuple[ReportPaths, str, str]) -> None:
+    # The shared fixture has the DDL (empty node-state tables) but no slurm_events landed.
+    _, html, md = report
+    for key in NODE_SECTIONS:
+        sec = _section(html, key)
+        assert ("No node-state history yet (land <code>sacctmgr show event -P</code> dumps in slurm_events/)."
+                in sec), key
+        assert "<svg" not in sec and "Could not be computed" not in sec
+    assert md.count(f"*{NO_HISTORY}.*") == 4
+
+
+def test_node_state_sections_degrade_independently(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _node_state_marts(con)
+    con.execute("DELETE FROM marts.drain_reasons")
+    con.execute("DROP TABLE marts.repair_times")
+    con.execute("CREATE TABLE marts.repair_times (component VARCHAR, other INTEGER)")
+    con.execute("INSERT INTO marts.repair_times VALUES ('all', 1)")
+    html = _visible_text(render_nightly_report(con, tmp_path / "a", report_date=REPORT_DAY).html.read_text())
+    assert "MTTR by component Could not be computed: BinderException" in html
+    assert "No data yet: marts.drain_reasons is empty." in html
+    assert "Cluster availability (in-service share of node-hours) was 93.94 %" in html
+    assert "At the end of 2026-10-31 (UTC) 2 of 4 nodes were out of service" in html
+    # A report day past the availability history, and one when every node was in service.
+    html = _visible_text(render_nightly_report(con, tmp_path / "b", report_date=date(2026, 12, 31)).html.read_text())
+    assert "No data yet: marts.node_availability_daily has no rows for 2026-12-18 … 2026-12-31 " \
+           "(it covers 2026-10-18 … 2026-10-31)." in html
+    html = _visible_text(render_nightly_report(con, tmp_path / "c", report_date=date(2026, 10, 20)).html.read_text())
+    assert ("No node was out of service at the end of 2026-10-20 (UTC)" in html
+            or "All of 4 nodes were in service at the end of 2026-10-20 (UTC)" in html)
+    con.close()
+
+
+@pytest.mark.parametrize(("n_nodes", "extra_down", "summary"), [
+    (60, 0, "56 other nodes fully in service"),  # 4 nodes with down time, the rest summarised
+    (2000, 45, "1,960 other nodes"),  # more than 40 nodes with down time: the worst 40, then the rest
+])
+def test_heat_map_stays_readable_for_large_clusters(tmp_path: Path, n_nodes: int, extra_down: int,
+                                                    summary: str) -> None:
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    _node_state_marts(con, n_nodes=n_nodes, extra_down=extra_down)
+    html = render_nightly_report(con, tmp_path / "out", report_date=REPORT_DAY).html.read_text()
+    sec = _section(html, "availability")
+    svg = sec[sec.index("<svg"): sec.index("</svg>")]
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    node_rows = [lbl for lbl in labels if re.fullmatch(r"gpu\d+|n\d{4}", lbl)]
+    assert len(node_rows) == min(4 + extra_down, 40)
+    assert node_rows[0] == "gpu017"  # worst first
+    assert f"All {fmt_int(n_nodes)} nodes" in labels and summary in labels
+    assert len(re.findall(r"<tr>", sec)) == 1 + min(4 + extra_down, 15)  # worst-node table: top 15 at most
+    assert f"of {fmt_int(n_nodes)} nodes had down time" in _visible_text(sec)
+    con.close()

@@ -820,3 +820,271 @@ __all__ += [
     "waterfall_chart",
     "goodput_daily_chart",
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# node-state charts (nightly report: availability heat map, time to repair)
+
+#: In-service share bins of the availability heat map, worst first, and their colours: discrete
+#: steps read better on a meeting screen than a continuous ramp, and a day with a single hour down
+#: (95.8 %) must not look like a fully in-service one.
+AVAILABILITY_BINS: tuple[tuple[float, float, str, str], ...] = (
+    (0.0, 0.25, "#7f0000", "< 25 %"),
+    (0.25, 0.5, "#c62828", "25–50 %"),
+    (0.5, 0.75, "#ef6c00", "50–75 %"),
+    (0.75, 0.95, "#ffa726", "75–95 %"),
+    (0.95, 1.0 - 1e-9, "#ffe082", "95 – <100 %"),
+    (1.0 - 1e-9, 1.0001, "#e3f2e5", "100 % (no down time)"),
+)
+_NO_DATA_FILL = "#eceff1"
+
+
+def availability_colour(share: float | None) -> str:
+    """Heat-map colour of an in-service share in [0, 1] (grey for no data)."""
+    if not _finite(share):
+        return _NO_DATA_FILL
+    for lo, hi, colour, _ in AVAILABILITY_BINS:
+        if lo <= share < hi:  # type: ignore[operator]
+            return colour
+    return AVAILABILITY_BINS[-1][2] if share >= 1.0 else AVAILABILITY_BINS[0][2]  # type: ignore[operator]
+
+
+def _hours_cell(v: float) -> str:
+    """Down hours in a heat-map cell: '24', '3.5', '0.2'; node-hours of summary rows may be large."""
+    if v < 0.05:
+        return "<0.1"
+    if v >= 999.5:
+        return f"{v / 1000:.1f}k"
+    if v >= 9.95 or abs(v - round(v)) < 0.05:
+        return f"{v:.0f}"
+    return f"{v:.1f}"
+
+
+@_styled
+def availability_heatmap_chart(days: Sequence[date],
+                               rows: Sequence[tuple[str, Sequence[float | None], Sequence[float | None], bool]],
+                               title: str, highlight_day: date | None = None) -> str:
+    """Node × day heat map of the in-service share of each day, worst node on top.
+
+    ``rows`` are ``(label, shares, down_hours, summary)`` with ``shares`` (fractions, ``None`` = no
+    data) and ``down_hours`` aligned to ``days``; cells with down time show it as a number. Summary
+    rows (the whole cluster, the other nodes) get bold labels and a separating line. Cells are
+    vector rectangles (no raster image), so the SVG stays inline, scalable and searchable.
+    """
+    from matplotlib.patches import Rectangle
+
+    n_rows = max(len(rows), 1)
+    n_days = max(len(days), 1)
+    fig = Figure(figsize=(10, 1.55 + 0.26 * n_rows))
+    ax = fig.subplots()
+    ax.set_facecolor("white")
+    fs = 8.5 if n_days <= 16 else 7
+    for i, (_, shares, downs, summary) in enumerate(rows):
+        for j in range(len(days)):
+            share = shares[j] if j < len(shares) else None
+            fill = availability_colour(share)
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=fill, edgecolor="white", linewidth=1.0))
+            down = downs[j] if j < len(downs) else None
+            if _finite(share) and _finite(down) and down > 0:  # type: ignore[operator]
+                dark = fill in ("#7f0000", "#c62828", "#ef6c00")
+                ax.text(j + 0.5, i + 0.52, _hours_cell(down),  # type: ignore[arg-type]
+                        ha="center", va="center", fontsize=fs,
+                        color="white" if dark else _INK, fontweight="bold" if summary else "normal")
+    # Lines between the summary rows and the node rows.
+    for i in range(1, len(rows)):
+        if rows[i][3] != rows[i - 1][3]:
+            ax.axhline(i, color=_INK, linewidth=1.6)
+    if highlight_day is not None and highlight_day in days:
+        j = list(days).index(highlight_day)
+        ax.add_patch(Rectangle((j, 0), 1, n_rows, facecolor="none", edgecolor=_INK, linewidth=1.8, zorder=4))
+    ax.set_xlim(0, n_days)
+    ax.set_ylim(n_rows, 0)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], [safe_label(r[0], 34) for r in rows])
+    for lbl, r in zip(ax.get_yticklabels(), rows):
+        if r[3]:
+            lbl.set_fontweight("bold")
+    ax.tick_params(axis="y", length=0, labelsize=10 if n_rows <= 30 else 9)
+    labels = [f"{d:%a}\n{d:%d %b}" if n_days <= 16 else f"{d:%d}\n{d:%a}"[:5] for d in days]
+    ax.set_xticks([j + 0.5 for j in range(len(days))], labels)
+    ax.tick_params(axis="x", length=0, labelsize=9 if n_days <= 16 else 7.5, top=False, labeltop=True,
+                   bottom=False, labelbottom=False)
+    if highlight_day is not None and highlight_day in days:
+        ax.get_xticklabels()[list(days).index(highlight_day)].set_fontweight("bold")
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.grid(False)
+    handles = [Patch(facecolor=c, edgecolor="#b0bec5", linewidth=0.6, label=lbl)
+               for _, _, c, lbl in reversed(AVAILABILITY_BINS)]
+    handles.append(Patch(facecolor=_NO_DATA_FILL, edgecolor="#b0bec5", linewidth=0.6, label="no data"))
+    ax.legend(handles=handles, title="In service, share of the day (cell number: hours down)", title_fontsize=10,
+              loc="upper center", bbox_to_anchor=(0.5, -0.01 - 0.3 / n_rows),
+              ncols=len(handles), fontsize=9.5, handlelength=1.6, columnspacing=1.2)
+    ax.set_title(title, pad=34 if n_days <= 16 else 28)
+    # Room for node labels on the left; the cells take the rest of the width.
+    fig.subplots_adjust(left=0.2, right=0.99)
+    return figure_to_svg(fig)
+
+
+@_styled
+def repair_time_chart(rows: Sequence[tuple[str, float | None, float | None, int, bool]], title: str,
+                      xlabel: str = "Time to repair (hours): bar = median, whisker to p90") -> str:
+    """Horizontal bars of the median time to repair per component with a whisker to the p90.
+
+    ``rows`` are ``(label, p50_hours, p90_hours, repaired, is_total)`` in display order (first on
+    top); the total row is dark. Each bar is labelled with the median, the p90 and the number of
+    repairs it rests on.
+    """
+    n = max(len(rows), 1)
+    fig, ax = _new(10, 1.0 + 0.46 * n)
+    ax.grid(False)
+    ax.grid(axis="x", color=_GRID, linewidth=0.8)
+    ys = list(range(len(rows)))[::-1]
+    top = max([v for r in rows for v in (r[1], r[2]) if _finite(v)] + [1.0])
+    for y, (_, p50, p90, repaired, total) in zip(ys, rows):
+        colour = "#1a3a5c" if total else "#5c8fbf"
+        if _finite(p50):
+            ax.barh(y, p50, color=colour, height=0.58)
+        if _finite(p90) and _finite(p50) and p90 > p50:  # type: ignore[operator]
+            ax.plot([p50, p90], [y, y], color=_INK, linewidth=1.4, zorder=3)
+            ax.plot([p90], [y], marker="|", color=_INK, markersize=12, markeredgewidth=1.6, zorder=3)
+        right = max(v for v in (p50, p90, 0.0) if _finite(v))  # type: ignore[type-var]
+        text = (f"{p50:,.1f} h" + (f"  (p90 {p90:,.1f} h)" if _finite(p90) else "") if _finite(p50)
+                else "no repair yet")
+        text += f"  · {repaired:,} repair{'' if repaired == 1 else 's'}"
+        ax.text(right + top * 0.012, y, text, va="center", fontsize=9.5,
+                fontweight="bold" if total else "normal", color=_INK if _finite(p50) else "#78909c",
+                style="normal" if _finite(p50) else "italic")
+    ax.set_yticks(ys, [safe_label(r[0], 34) for r in rows])
+    for lbl, r in zip(ax.get_yticklabels(), rows):
+        if r[4]:
+            lbl.set_fontweight("bold")
+    ax.set_xlim(0, top * 1.45)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    return figure_to_svg(fig)
+
+
+__all__ += ["AVAILABILITY_BINS", "availability_colour", "availability_heatmap_chart", "repair_time_chart"]
+
+
+# --------------------------------------------------------------------------------------------
+# incident retrospective chart (gpusre.models.report.incident)
+
+from datetime import datetime, timedelta, timezone  # noqa: E402  (kept with the chart that needs them)
+
+from matplotlib.lines import Line2D  # noqa: E402
+
+#: One timeline item: ``(kind, start, end, colour, marker)``. ``kind`` "bar": a period from ``start``
+#: to ``end`` (``end`` None: still open, drawn to the right edge with an arrow); "point": an instant
+#: at ``start`` drawn with the matplotlib ``marker`` ("o", "x", "D", "|", "v", ...).
+TimelineItem = tuple[str, datetime, "datetime | None", str, str]
+
+
+def _naive_utc(t: datetime) -> datetime:
+    return t.astimezone(timezone.utc).replace(tzinfo=None) if t.tzinfo else t
+
+
+@_styled
+def incident_timeline_chart(
+    lanes: Sequence[tuple[str, str, Sequence[TimelineItem]]],
+    window: tuple[datetime, datetime],
+    title: str,
+    *,
+    spans: Sequence[tuple[datetime, datetime, str, str]] = (),
+    marks: Sequence[tuple[datetime, str, str]] = (),
+    legend: Sequence[tuple[str, str, str]] = (),
+) -> str:
+    """One incident timeline: time (UTC) on x, one row per lane, lanes grouped under bold headers.
+
+    ``lanes`` are ``(group, label, items)`` in display order (first on top; a new ``group`` value
+    starts a header row); ``items`` are :data:`TimelineItem` tuples, clipped to ``window`` (a bar
+    that starts before it gets a left arrow, one that ends after it a right arrow). ``spans`` are
+    shaded periods ``(start, end, colour, label)`` behind everything (the incident window);
+    ``marks`` vertical lines ``(time, colour, label)`` labelled at the top (drain, back in service);
+    ``legend`` entries ``(label, colour, kind)`` with ``kind`` "bar" or a marker. Lane labels,
+    group names and mark labels are data: they go through :func:`safe_label`.
+    """
+    w0, w1 = (_naive_utc(t) for t in window)
+    if w1 <= w0:
+        w1 = w0 + timedelta(minutes=1)
+    rows: list[tuple[str, str, Sequence[TimelineItem] | None]] = []  # (kind, label, items)
+    group = None
+    for g, label, items in lanes:
+        if g != group:
+            rows.append(("header", g, None))
+            group = g
+        rows.append(("lane", label, items))
+    n = max(len(rows), 1)
+    fig, ax = _new(12, 1.25 + 0.27 * n)
+    ax.grid(False)
+    ax.grid(axis="x", color=_GRID, linewidth=0.8)
+    x0, x1 = mdates.date2num(w0), mdates.date2num(w1)
+    lane_h = 0.56
+    for s0, s1, colour, label in spans:
+        a, b = max(mdates.date2num(_naive_utc(s0)), x0), min(mdates.date2num(_naive_utc(s1)), x1)
+        if b >= a:
+            ax.axvspan(a, max(b, a + (x1 - x0) * 0.002), color=colour, alpha=0.13, linewidth=0, zorder=0,
+                       label=safe_label(label, 60) if label else None)
+    ys = list(range(len(rows)))[::-1]
+    for y, (kind, _, items) in zip(ys, rows):
+        if kind == "header":
+            ax.axhspan(y - 0.5, y + 0.5, color="#eef1f4", linewidth=0, zorder=0)
+            continue
+        for it_kind, t0, t1, colour, marker in items or ():
+            a = mdates.date2num(_naive_utc(t0))
+            if it_kind == "point":
+                if x0 <= a <= x1:
+                    ax.plot([a], [y], marker=marker or "o", color=colour, markersize=7, linestyle="none",
+                            markeredgewidth=1.8 if marker in ("x", "+", "|") else 0.6,
+                            markeredgecolor=colour if marker in ("x", "+", "|") else "white", zorder=4)
+                continue
+            b = x1 if t1 is None else mdates.date2num(_naive_utc(t1))
+            if b < x0 or a > x1:
+                continue
+            left, right = max(a, x0), min(b, x1)
+            width = max(right - left, (x1 - x0) * 0.003)
+            ax.broken_barh([(left, width)], (y - lane_h / 2, lane_h), facecolors=colour, alpha=0.85,
+                           edgecolor="white", linewidth=0.4, zorder=3)
+            if a < x0:
+                ax.plot([x0], [y], marker="<", color=colour, markersize=6, zorder=4, clip_on=False)
+            if t1 is None or b > x1:
+                ax.plot([x1], [y], marker=">", color=colour, markersize=6, zorder=4, clip_on=False)
+    top = len(rows) - 0.5
+    for t, colour, label in marks:
+        a = mdates.date2num(_naive_utc(t))
+        if x0 <= a <= x1:
+            ax.axvline(a, color=colour, linewidth=1.3, linestyle=(0, (4, 2)), zorder=2)
+            ax.text(a, top + 0.1, safe_label(label, 40), rotation=0, ha="left", va="bottom", fontsize=8.5,
+                    color=colour, clip_on=False)
+    ax.set_ylim(-0.6, top)
+    ax.set_xlim(x0, x1)
+    ax.set_yticks(ys, [safe_label(r[1], 44) for r in rows])
+    for lbl, r in zip(ax.get_yticklabels(), rows):
+        if r[0] == "header":
+            lbl.set_fontweight("bold")
+            lbl.set_color("#1a3a5c")
+        else:
+            lbl.set_fontsize(9.5)
+    ax.tick_params(axis="y", length=0)
+    loc = mdates.AutoDateLocator(minticks=5, maxticks=12, tz=timezone.utc)
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=timezone.utc))
+    ax.set_xlabel("Time (UTC)")
+    handles = []
+    for label, colour, kind in legend:
+        if kind == "bar":
+            handles.append(Patch(facecolor=colour, label=safe_label(label, 40)))
+        else:
+            handles.append(Line2D([], [], marker=kind, color=colour, linestyle="none", markersize=7,
+                                  markeredgewidth=1.8 if kind in ("x", "+", "|") else 0.6,
+                                  label=safe_label(label, 40)))
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.9 / (1.25 + 0.27 * n) - 0.04),
+                  ncols=min(len(handles), 5), fontsize=9, handlelength=1.4, columnspacing=1.4)
+    ax.set_title(title, pad=22 if marks else 10)
+    return figure_to_svg(fig)
+
+
+__all__ += ["TimelineItem", "incident_timeline_chart"]

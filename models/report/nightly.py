@@ -5,8 +5,9 @@ job-trend marts (``marts.job_usage_daily``, ``marts.utilization_daily``, ``marts
 ``marts.size_buckets``, ``marts.runtime_quantiles``, ``marts.queue_wait_quantiles``,
 ``marts.top_consumers``, ``marts.size_share_trend``, ``marts.findings``), the node-log failure
 marts (``marts.job_failure_attribution``, ``marts.failure_taxonomy``, ``marts.hw_incidents``,
-``marts.suspect_nodes``) and ``core.log_templates``, and writes ``nightly-YYYY-MM-DD.html`` and
-``nightly-YYYY-MM-DD.md``.
+``marts.suspect_nodes``), ``core.log_templates``, and the Slurm node-state tables
+(``marts.node_availability_daily``, ``core.node_states``, ``marts.repair_times``,
+``marts.drain_reasons``), and writes ``nightly-YYYY-MM-DD.html`` and ``nightly-YYYY-MM-DD.md``.
 
 Design choices:
 
@@ -23,6 +24,10 @@ Design choices:
   only when there are none does the section fall back to templates first ingested on the latest
   ingestion day (logs that landed late, or a first load), and its sentence says which it shows.
 * An empty ``marts.suspect_nodes`` (it may even have no columns) means no node was flagged.
+* Node-state sections say "No node-state history yet" while neither ``raw.slurm_events`` nor
+  ``core.node_states`` has rows. The availability heat map covers the 14 days up to the report date,
+  every node for up to 48 nodes, else the 40 with the most down time plus one row for the others;
+  "out of service now" means at the end of the report day (UTC).
 """
 
 from __future__ import annotations
@@ -31,14 +36,14 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from gpusre.models.hostlist import compress_hostlist
 
@@ -1041,6 +1046,334 @@ def _new_templates(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
     return sec
 
 
+# --------------------------------------------------------------------------------------------
+# node-state sections (marts built by assets/node_states.py from landing/slurm_events)
+
+#: Shown by every node-state section when no Slurm node-state history has been ingested.
+NO_NODE_STATES = "No node-state history yet (land `sacctmgr show event -P` dumps in slurm_events/)."
+_HEATMAP_DAYS = 14
+_HEATMAP_ALL_NODES = 48  # up to this many nodes every node gets a heat-map row
+_HEATMAP_WORST = 40  # beyond it: the worst nodes, then one summary row for the others
+_TOP_N_WORST_NODES = 15
+_TOP_N_OUT = 25
+_TOP_N_DRAIN_REASONS = 10
+_DOWN_CAUSES = (("hw", "hardware"), ("mnt", "maintenance"), ("hc", "health checks"), ("oth", "other causes"))
+
+
+def _node_state_history(con: duckdb.DuckDBPyConnection) -> str | None:
+    """None when Slurm node-state history has been ingested, otherwise :data:`NO_NODE_STATES`."""
+    for table in ("raw.slurm_events", "core.node_states"):
+        if _table_status(con, table) is None:
+            return None
+    return NO_NODE_STATES
+
+
+def _hours_text(h: float | None) -> str:
+    """Hours in a sentence: '3.5 h', '1,234 h'."""
+    return MISSING if h is None else f"{_gpuh(h)} h"
+
+
+def _age(hours: float | None) -> str:
+    """How long something has lasted, readable across a room: '45 min', '7.5 h', '3.2 days'."""
+    if hours is None:
+        return MISSING
+    if hours < 1:
+        return f"{max(round(hours * 60), 0)} min"
+    if hours < 48:
+        return f"{hours:.1f} h"
+    return f"{hours / 24:.1f} days"
+
+
+def _utc_date(ts: datetime | None) -> date | None:
+    """The UTC calendar day of a warehouse timestamp."""
+    if ts is None:
+        return None
+    return (ts if ts.tzinfo is None else ts.astimezone(timezone.utc)).date()
+
+
+def _share(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _availability(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("availability", "Node availability")
+    reason = _node_state_history(con) or _table_status(con, "marts.node_availability_daily")
+    if reason:
+        sec.no_data = reason
+        return sec
+    last = meta.report_date
+    first = last - timedelta(days=_HEATMAP_DAYS - 1)
+    rows = _rows(con, """SELECT day, node, coalesce(observed_hours, 0) AS obs, coalesce(in_service_hours, 0) AS ins,
+                                coalesce(down_hours, 0) AS down, coalesce(down_hardware_hours, 0) AS hw,
+                                coalesce(down_maintenance_hours, 0) AS mnt, coalesce(down_health_check_hours, 0) AS hc,
+                                coalesce(down_other_hours, 0) AS oth
+                         FROM marts.node_availability_daily WHERE day BETWEEN ? AND ?""", [first, last])
+    if not rows:
+        span = _rows(con, "SELECT min(day) AS a, max(day) AS b FROM marts.node_availability_daily")[0]
+        sec.no_data = (f"{NO_DATA}: marts.node_availability_daily has no rows for {fmt_date(first)} … {d} "
+                       f"(it covers {_period_text(fmt_date(span['a']), fmt_date(span['b']))}).")
+        return sec
+    # A history shorter than the window starts the map at its first day instead of with empty columns;
+    # days missing at the end (report date past the last dump) stay visible as "no data".
+    first = max(first, min(r["day"] for r in rows))
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    col = {day: i for i, day in enumerate(days)}
+    keys = ("obs", "ins", "down", "hw", "mnt", "hc", "oth")
+    per_node: dict[str, dict[str, Any]] = {}
+    per_day = [{k: 0.0 for k in keys} for _ in days]
+    for r in rows:
+        n = per_node.setdefault(r["node"], {**{k: 0.0 for k in keys}, "d_obs": [0.0] * len(days),
+                                           "d_ins": [0.0] * len(days), "d_down": [0.0] * len(days)})
+        i = col[r["day"]]
+        for k in keys:
+            n[k] += r[k]
+            per_day[i][k] += r[k]
+        n["d_obs"][i] += r["obs"]
+        n["d_ins"][i] += r["ins"]
+        n["d_down"][i] += r["down"]
+    tot_obs = sum(p["obs"] for p in per_day)
+    tot_ins = sum(p["ins"] for p in per_day)
+    avail = _share(tot_ins, tot_obs)
+    night = per_day[col[last]]
+    night_avail = _share(night["ins"], night["obs"])
+    order = sorted(per_node, key=lambda k: (-per_node[k]["down"], k))
+    down_nodes = [k for k in order if per_node[k]["down"] > 0]
+    window = _period_text(fmt_date(days[0]), fmt_date(days[-1]))
+    lead = (f"Cluster availability (in-service share of node-hours) was {fmt_pct(avail, 2)} over the "
+            f"{_plural(len(days), 'day')} {window} and "
+            + (f"{fmt_pct(night_avail, 2)} on {d}" if night_avail is not None else f"unknown on {d} (no data)"))
+    if down_nodes:
+        w = per_node[down_nodes[0]]
+        cause = max(_DOWN_CAUSES, key=lambda c: w[c[0]])[1]
+        lead += (f"; {fmt_int(len(down_nodes))} of {_plural(len(per_node), 'node')} had down time, the worst, "
+                 f"{down_nodes[0]}, was in service {fmt_pct(_share(w['ins'], w['obs']))} of the time "
+                 f"({_hours_text(w['down'])} down, mostly {cause}).")
+    else:
+        lead += f"; none of the {_plural(len(per_node), 'node')} was out of service in that time."
+    sec.lead = lead
+
+    if len(per_node) <= _HEATMAP_ALL_NODES:
+        shown, rest = order, []
+    else:
+        shown = down_nodes[:_HEATMAP_WORST]
+        rest = [k for k in order if k not in set(shown)]
+
+    def heat_row(label: str, nodes: Sequence[str], summary: bool) -> tuple[str, list[float | None],
+                                                                          list[float | None], bool]:
+        obs = [sum(per_node[k]["d_obs"][i] for k in nodes) for i in range(len(days))]
+        ins = [sum(per_node[k]["d_ins"][i] for k in nodes) for i in range(len(days))]
+        down = [sum(per_node[k]["d_down"][i] for k in nodes) for i in range(len(days))]
+        return (label, [_share(a, o) for a, o in zip(ins, obs)],
+                [x if o else None for x, o in zip(down, obs)], summary)
+
+    hm_rows = [heat_row(f"All {fmt_int(len(per_node))} nodes", order, True)]
+    hm_rows += [heat_row(k, [k], False) for k in shown]
+    if rest:
+        rest_down = sum(per_node[k]["down"] for k in rest)
+        hm_rows.append(heat_row(f"{fmt_int(len(rest))} other nodes fully in service" if rest_down == 0
+                                else f"{fmt_int(len(rest))} other nodes", rest, True))
+    title = ("In-service share per node and day" + (f", worst {len(shown)} nodes" if rest else ", worst first"))
+    sec.charts.append(_svg(charts.availability_heatmap_chart(days, hm_rows, title, highlight_day=last)))
+
+    worst = down_nodes[:_TOP_N_WORST_NODES]
+    if worst:
+        sec.tables.append(Table(
+            [Column("Node"), Column("In service", True), Column("Down (h)", True), Column("Hardware (h)", True),
+             Column("Maintenance (h)", True), Column("Health check (h)", True), Column("Other (h)", True),
+             Column(f"Down {d} (h)", True)],
+            [[Cell(k, mono=True), Cell(fmt_pct(_share(per_node[k]["ins"], per_node[k]["obs"]))),
+              Cell(fmt_num(per_node[k]["down"]))] + [Cell(fmt_num(per_node[k][c])) for c, _ in _DOWN_CAUSES]
+             + [Cell(fmt_num(per_node[k]["d_down"][col[last]]))] for k in worst],
+            caption=f"The {len(worst)} nodes with the most down time over {window}"
+                    + (f" (of {fmt_int(len(down_nodes))} with any)" if len(down_nodes) > len(worst) else "")
+                    + ". Down node-hours by cause; down time inside planned maintenance windows counts as "
+                      "maintenance, software and unknown reasons as other.",
+        ))
+    return sec
+
+
+def _out_of_service(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("out_of_service", "Nodes out of service now")
+    reason = _node_state_history(con)
+    if reason:
+        sec.no_data = reason
+        return sec
+    # "Now" is the end of the report day (UTC): open events, and those that ended only afterwards.
+    cutoff = datetime.combine(meta.report_date + timedelta(days=1), time(), tzinfo=timezone.utc)
+    rows = _rows(con, """SELECT node, state, start_ts, end_ts, reason, reason_class, availability_class
+                         FROM core.node_states
+                         WHERE start_ts < ? AND (end_ts IS NULL OR end_ts > ?)
+                         ORDER BY node, start_ts, state""", [cutoff, cutoff])
+    n_nodes = None
+    if _table_status(con, "marts.node_availability_daily") is None:
+        n_nodes = _scalar(con, "SELECT count(DISTINCT node) FROM marts.node_availability_daily WHERE day = ?",
+                          [meta.report_date]) or None
+    # One row per node: the earliest still-open event is the original cause (as in the availability mart);
+    # the states of all its open events show how it evolved (DRAIN → DOWN).
+    nodes: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        n = nodes.get(r["node"])
+        if n is None:
+            nodes[r["node"]] = {**r, "states": [r["state"] or MISSING], "back": r["end_ts"]}
+            continue
+        if r["state"] and r["state"] not in n["states"]:
+            n["states"].append(r["state"])
+        n["back"] = None if n["back"] is None or r["end_ts"] is None else max(n["back"], r["end_ts"])
+    for n in nodes.values():
+        n["hours"] = (cutoff - n["start_ts"]).total_seconds() / 3600
+    out = sorted(nodes.values(), key=lambda n: (-n["hours"], n["node"]))
+    of = f" of {fmt_int(n_nodes)}" if n_nodes else ""
+    if not out:
+        sec.lead = (f"All{of} nodes were in service at the end of {d} (UTC): no drain or down event was open."
+                    if of else f"No node was out of service at the end of {d} (UTC): no drain or down event was open.")
+        return sec
+    by_class: dict[str, int] = {}
+    for n in out:
+        key = (n["availability_class"] or "unknown").replace("_", " ")
+        by_class[key] = by_class.get(key, 0) + 1
+    classes = ", ".join(f"{fmt_int(v)} {k}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
+    top = out[0]
+    sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 else 's'} "
+                f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
+                f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} ({_age(top['hours'])})"
+                + (f" for \u201c{truncate(top['reason'], 80)}\u201d." if top["reason"] else ", with no reason given."))
+    shown = out[:_TOP_N_OUT]
+    sec.tables.append(Table(
+        [Column("Node"), Column("State", nowrap=True), Column("Since", nowrap=True), Column("Out for", True),
+         Column("Reason"), Column("Reason class"), Column("Back in service", nowrap=True)],
+        [[Cell(n["node"], mono=True), Cell(" → ".join(n["states"])), Cell(fmt_date(n["start_ts"])),
+          Cell(_age(n["hours"])), Cell(truncate(n["reason"], 70) if n["reason"] else MISSING, title=n["reason"]),
+          Cell(f"{n['reason_class'] or MISSING} ({(n['availability_class'] or 'unknown').replace('_', ' ')})"),
+          Cell(fmt_date(n["back"]) if n["back"] else "not yet")] for n in shown],
+        caption=(f"Longest {len(shown)} of {fmt_int(len(out))} nodes" if len(out) > len(shown) else "Nodes")
+                + f" with a drain/down event open at the end of {d}, longest first; out for = time up to then. "
+                  "One row per node: state, reason and class of its earliest open event (the original cause); "
+                  "\u201cBack in service\u201d is known when a later dump closed the event.",
+    ))
+    return sec
+
+
+def _repair_times(con: duckdb.DuckDBPyConnection) -> Section:
+    sec = Section("repairs", "MTTR by component")
+    reason = _node_state_history(con) or _table_status(con, "marts.repair_times")
+    if reason:
+        sec.no_data = reason
+        return sec
+    rows = _rows(con, """SELECT component, incidents, linked_incidents, repaired, ongoing, mttd_hours_p50,
+                                mttd_hours_p90, mttr_hours_p50, mttr_hours_p90, mttr_hours_mean, ci_low, ci_high, note
+                         FROM marts.repair_times""")
+    total = next((r for r in rows if r["component"] == "all"), None)
+    comps = sorted((r for r in rows if r["component"] != "all"),
+                   key=lambda r: (r["mttr_hours_p50"] is None, -(r["mttr_hours_p50"] or 0.0),
+                                  -(r["incidents"] or 0), str(r["component"])))
+    if total is None:  # a mart without its 'all' row: sum the counts, no pooled quantiles
+        total = {k: sum(r[k] or 0 for r in comps) for k in ("incidents", "linked_incidents", "repaired", "ongoing")}
+        total.update({k: None for k in ("mttd_hours_p50", "mttd_hours_p90", "mttr_hours_p50", "mttr_hours_p90",
+                                        "mttr_hours_mean", "ci_low", "ci_high", "note")})
+        total["component"] = "all"
+    shared = {component_label(r["component"]) for r in comps}
+    shared = {lbl for lbl in shared if sum(component_label(r["component"]) == lbl for r in comps) > 1}
+
+    def label(r: dict[str, Any]) -> str:
+        if r["component"] == "all":
+            return "All components"
+        lbl = component_label(r["component"])
+        # Components sharing a friendly label (nvlink, nvswitch) keep separate rows: name them apart.
+        return f"{lbl} ({r['component']})" if lbl in shared else lbl
+
+    t = total
+    lead = (f"Of {_plural(t['incidents'], 'hardware incident')}, {fmt_int(t['linked_incidents'])} "
+            f"{'was' if t['linked_incidents'] == 1 else 'were'} followed by a node drain")
+    if t["repaired"] and t["mttr_hours_p50"] is not None:
+        lead += (f"; {fmt_int(t['repaired'])} repaired with a median time to repair of "
+                 f"{_hours_text(t['mttr_hours_p50'])}"
+                 f" (p90 {_hours_text(t['mttr_hours_p90'])}"
+                 + (f", 95 % CI {fmt_num(t['ci_low'])}–{fmt_num(t['ci_high'])} h" if t["ci_low"] is not None else "")
+                 + f") after a median {_age(t['mttd_hours_p50'])} to detect")
+    else:
+        lead += "; none has been repaired yet"
+    if t["ongoing"]:
+        lead += f"; {fmt_int(t['ongoing'])} {'is' if t['ongoing'] == 1 else 'are'} still under repair"
+    timed = [r for r in comps if r["mttr_hours_p50"] is not None]
+    if len(timed) > 1:
+        lead += (f"; slowest to repair: {label(timed[0])} "
+                 f"(median {_hours_text(timed[0]['mttr_hours_p50'])})")
+    sec.lead = lead + "."
+    ordered = [total] + comps
+
+    if any(r["mttr_hours_p50"] is not None for r in ordered):
+        sec.charts.append(_svg(charts.repair_time_chart(
+            [(label(r), r["mttr_hours_p50"], r["mttr_hours_p90"], int(r["repaired"] or 0), r is total)
+             for r in ordered], "Time to repair by component: median, whisker to p90")))
+    h = lambda v: fmt_num(v)  # noqa: E731
+
+    def ci(r: dict[str, Any]) -> Cell:
+        if r["ci_low"] is not None:
+            return Cell(f"{fmt_num(r['ci_low'])} … {fmt_num(r['ci_high'])}", title=r["note"])
+        return Cell(f"{MISSING} (too few)" if r["repaired"] else MISSING, title=r["note"])
+
+    sec.tables.append(Table(
+        [Column("Component"), Column("Incidents", True), Column("Drained", True), Column("Repaired", True),
+         Column("Ongoing", True), Column("TTD p50 / p90 (h)", True), Column("TTR p50 (h)", True),
+         Column("TTR p90 (h)", True), Column("TTR mean (h)", True), Column("95 % CI (h)", True)],
+        [[Cell(label(r)), Cell(fmt_int(r["incidents"])), Cell(fmt_int(r["linked_incidents"])),
+          Cell(fmt_int(r["repaired"])), Cell(fmt_int(r["ongoing"])),
+          Cell(f"{h(r['mttd_hours_p50'])} / {h(r['mttd_hours_p90'])}"), Cell(h(r["mttr_hours_p50"])),
+          Cell(h(r["mttr_hours_p90"])), Cell(h(r["mttr_hours_mean"])), ci(r)] for r in ordered],
+        caption="All components first, then slowest to repair first. Hardware incidents (marts.hw_incidents) "
+                "linked to the first drain/down of their nodes from 30 min "
+                "before to 24 h after. TTD (time to detect): incident start to drain; TTR (time to repair): drain "
+                "to the last node back in service. Ongoing repairs are counted but left out of the quantiles. "
+                "95 % CI: distribution-free interval of the TTR median (needs at least 6 repairs).",
+    ))
+    return sec
+
+
+def _drain_reasons(con: duckdb.DuckDBPyConnection) -> Section:
+    sec = Section("drain_reasons", "Top drain reasons by node-hours")
+    reason = _node_state_history(con) or _table_status(con, "marts.drain_reasons")
+    if reason:
+        sec.no_data = reason
+        return sec
+    agg = _rows(con, """SELECT count(*) AS n, coalesce(sum(node_hours_lost), 0) AS hours,
+                               coalesce(sum(events), 0) AS events FROM marts.drain_reasons""")[0]
+    rows = _rows(con, f"""SELECT rank, reason_class, availability_class, component, template_id, template, example,
+                                 events, nodes, node_hours_lost, share_node_hours, ongoing_events, first_start_ts,
+                                 last_start_ts
+                          FROM marts.drain_reasons
+                          ORDER BY rank NULLS LAST, node_hours_lost DESC NULLS LAST, template_id
+                          LIMIT {_TOP_N_DRAIN_REASONS}""")
+    top = rows[0]
+    top_share = sum(r["share_node_hours"] or 0.0 for r in rows)
+    text = lambda r: r["template"] if r["template"] is not None else (r["example"] or MISSING)  # noqa: E731
+    which = (f"The top {len(rows)} of {fmt_int(agg['n'])} drain/down reasons" if agg["n"] > len(rows)
+             else f"All {fmt_int(len(rows))} drain/down reason{'' if len(rows) == 1 else 's'}")
+    sec.lead = (f"{which} cost {fmt_pct(top_share)} of {_gpuh(agg['hours'])} node-hours out of service; the largest, "
+                f"\u201c{truncate(text(top), 70)}\u201d ({top['reason_class'] or MISSING}, "
+                f"{(top['availability_class'] or 'unknown').replace('_', ' ')}), cost {_gpuh(top['node_hours_lost'])} "
+                f"node-hours ({fmt_pct(top['share_node_hours'])}) on {_plural(top['nodes'], 'node')} in "
+                f"{_plural(top['events'], 'event')}"
+                + (f", {fmt_int(top['ongoing_events'])} still open." if top["ongoing_events"] else "."))
+    sec.tables.append(Table(
+        [Column("#", True), Column("Reason (template)"), Column("Class"), Column("Events", True),
+         Column("Nodes", True), Column("Node-hours", True), Column("Share", True), Column("Open", True),
+         Column("Last start", nowrap=True)],
+        [[Cell(fmt_int(r["rank"])),
+          Cell(truncate(text(r), 80), title=text(r) + (f" (e.g. {r['example']})" if r["example"] else "")),
+          Cell(f"{r['reason_class'] or MISSING} ({(r['availability_class'] or 'unknown').replace('_', ' ')})"),
+          Cell(fmt_int(r["events"])), Cell(fmt_int(r["nodes"])), Cell(fmt_num(r["node_hours_lost"])),
+          Cell(fmt_pct(r["share_node_hours"])), Cell(fmt_int(r["ongoing_events"])),
+          Cell(fmt_date(_utc_date(r["last_start_ts"])))] for r in rows],
+        caption="Reasons grouped by Drain3 template (<*> marks a masked variable; hover for an example) and "
+                "class (catalog/drain_reasons.csv). Last start: UTC day of the latest event. Node-hours are counted "
+                "once where events overlap, so they add up to "
+                "the availability mart's down hours. Open: events still ongoing.",
+    ))
+    return sec
+
+
 def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, str]]:
     sec = Section("quality", "Data quality")
     tot = _rows(con, """SELECT count(*) AS files, coalesce(sum(rows_read), 0) AS rd,
@@ -1151,6 +1484,10 @@ def build_nightly_context(
         _guard("Failure taxonomy", "taxonomy", lambda: _taxonomy(con)),
         _guard("Top incidents by lost GPU-hours", "incidents", lambda: _incidents(con)),
         _guard("Suspect nodes", "suspects", lambda: _suspects(con)),
+        _guard("Node availability", "availability", lambda: _availability(con, meta)),
+        _guard("Nodes out of service now", "out_of_service", lambda: _out_of_service(con, meta)),
+        _guard("MTTR by component", "repairs", lambda: _repair_times(con)),
+        _guard("Top drain reasons by node-hours", "drain_reasons", lambda: _drain_reasons(con)),
         _guard("New log templates", "templates", lambda: _new_templates(con, meta)),
     ]
     try:
@@ -1189,6 +1526,14 @@ def _nbsp(text: str) -> str:
     return _UNIT_SPACE.sub("\u00a0", text)
 
 
+_BACKTICKS = re.compile(r"`([^`]+)`")
+
+
+def _code(text: str) -> Markup:
+    """Escape ``text``, then show `backticked` parts (commands, paths) as code."""
+    return Markup(_BACKTICKS.sub(r"<code>\1</code>", str(escape(text))))
+
+
 def _environment(markdown: bool) -> Environment:
     if markdown:
         # Every {{ expression }} is escaped for Markdown; literal template text is not.
@@ -1198,6 +1543,7 @@ def _environment(markdown: bool) -> Environment:
     env = Environment(loader=PackageLoader("gpusre.models.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["nbsp"] = _nbsp
+    env.filters["code"] = _code
     return env
 
 
