@@ -240,8 +240,11 @@ def top_drain_reasons(states: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFr
     """
     if states.height == 0:
         return pl.DataFrame(schema=DRAIN_REASONS_MART_SCHEMA)
-    hours = segments.group_by("node", "event_start_ts").agg(pl.col("hours").sum().alias("_hours"))
-    keyed = states.join(hours, left_on=["node", "start_ts"], right_on=["node", "event_start_ts"], how="left")
+    hours = (segments.sort(segments.columns).group_by("node", "event_start_ts")
+             .agg(pl.col("hours").sum().alias("_hours")))
+    # Sorted so first() and the float sums see rows in the same order on every run.
+    keyed = (states.join(hours, left_on=["node", "start_ts"], right_on=["node", "event_start_ts"], how="left")
+             .sort(["node", "start_ts", "reason", "reason_template_id"], nulls_last=True))
     keys = ["reason_class", "reason_template_id"]
     agg = (
         keyed.group_by(keys)

@@ -64,6 +64,9 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
     # Lost work of infra-interrupted instances: the checkpoint-phase expectation, even when the
     # instance is the last of its run (the work was lost whether or not the user resubmitted).
+    # Sorted before every float sum: a sum's last bits depend on the order of its terms, and reruns
+    # must give bit-identical marts.
+    inst = inst.sort("job_id", "instance_no")
     failed = inst.filter(pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()).select(
         pl.col("end_ts").dt.date().alias("day"),
         (gpus * expected_lost_work_expr(

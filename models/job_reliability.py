@@ -70,7 +70,8 @@ def job_mttf_projection(inst: pl.DataFrame, targets: tuple[int, ...] = PROJECTIO
               "exponent_ci_low": pl.Float64, "exponent_ci_high": pl.Float64}
     per = (inst.filter(pl.col("elapsed_eff_s") > 0)
            .group_by("n_gpus").agg(pl.col("infra_failure").sum().alias("f"),
-                                   (pl.col("elapsed_eff_s").sum() / 3600).alias("h")))
+                                   (pl.col("elapsed_eff_s").sum() / 3600).alias("h"))
+           .sort("n_gpus"))  # the GLM's float results depend on row order; reruns must be identical
     if not per.height or per.get_column("f").sum() == 0:
         return pl.DataFrame(schema=schema)
     fit = fit_inverse_scaling(per.get_column("n_gpus").to_numpy(), per.get_column("f").to_numpy(),
@@ -86,7 +87,7 @@ def job_mttf_projection(inst: pl.DataFrame, targets: tuple[int, ...] = PROJECTIO
         measured.with_columns(pl.lit("fit at bucket median").alias("kind")),
         proj.with_columns(pl.lit("projected").alias("kind"), pl.lit(None, dtype=pl.String).alias("gpus_bucket")),
     ], how="diagonal_relaxed").with_columns(*[pl.lit(v, dtype=pl.Float64).alias(k) for k, v in common.items()])
-    return rows.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("n_gpus")
+    return rows.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("n_gpus", "kind")
 
 
 def job_survival(inst: pl.DataFrame) -> pl.DataFrame:
@@ -95,7 +96,8 @@ def job_survival(inst: pl.DataFrame) -> pl.DataFrame:
     ``gpus_bucket``, ``time_h``, ``survival``, ``ci_low``, ``ci_high``, ``at_risk``; thinned to at most
     200 points per bucket (every event time is kept when there are fewer).
     """
-    data = inst.filter(pl.col("elapsed_eff_s") > 0).with_columns(size_bucket_expr().alias("gpus_bucket"))
+    data = (inst.filter(pl.col("elapsed_eff_s") > 0).with_columns(size_bucket_expr().alias("gpus_bucket"))
+            .sort("job_id", "instance_no"))
     schema = {"gpus_bucket": pl.String, "time_h": pl.Float64, "survival": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "at_risk": pl.Int64}
     if not data.height:

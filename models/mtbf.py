@@ -159,6 +159,7 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
              .group_by("node", "day").agg(pl.col("_maint").sum()))
     avail = availability.select("node", pl.col("day").cast(pl.Date), pl.col("in_service_hours").alias("_in"))
     grid = (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
+            .sort("node", "day")  # fixed order for the float sums
             .with_columns((pl.col("_hours") - pl.col("_maint").fill_null(0)).clip(lower_bound=0).alias("_sched"))
             .with_columns(pl.min_horizontal(pl.col("_in").fill_null(pl.col("_sched")), "_sched").alias("exposure_hours")))
     frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
@@ -258,7 +259,7 @@ def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1:
              .with_columns(((pl.col("start_ts") - pl.col("start_ts").shift(1).over("node")).dt.total_seconds() / 3600)
                            .alias("gap_h")))
         observed = g.get_column("gap_h").drop_nulls().to_numpy()
-        last = g.group_by("node").agg(pl.col("start_ts").max())
+        last = g.group_by("node").agg(pl.col("start_ts").max()).sort("node")
         tail_h = last.select(((pl.lit(t1).cast(pl.Datetime("us", "UTC")) - pl.col("start_ts")).dt.total_seconds()
                               / 3600).alias("h")).get_column("h").to_numpy()
         n_never = max(0, len(set(nodes)) - last.height)

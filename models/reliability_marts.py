@@ -97,22 +97,25 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
         LEFT JOIN (SELECT job_id, submit_ts FROM core.job_instances WHERE instance_no = 1) AS f USING (job_id)
         -- pending jobs have no allocation yet (n_gpus NULL) but may continue a run
         WHERE COALESCE(j.n_gpus, 0) > 0 OR (j.start_ts IS NULL AND j.end_ts IS NULL)
+        ORDER BY j.job_id
     """).pl()
     instances = con.sql("""
         SELECT i.job_id, i.instance_no, i.is_latest, i.state, i.submit_ts, i.eligible_ts, i.start_ts, i.end_ts,
                i.elapsed_s, i.n_gpus, COALESCE(len(i.nodes), j.n_nodes) AS n_nodes
         FROM core.job_instances AS i JOIN core.jobs AS j USING (job_id)
         WHERE COALESCE(i.n_gpus, 0) > 0
+        ORDER BY i.job_id, i.instance_no
     """).pl()
     attr_schema = {"job_id": pl.String, "attribution": pl.String, "state": pl.String}
     job_attr = _read(con, "marts", "job_failure_attribution",
-                     "SELECT job_id, attribution, state FROM marts.job_failure_attribution", attr_schema)
+                     "SELECT job_id, attribution, state FROM marts.job_failure_attribution ORDER BY job_id", attr_schema)
     inst_attr = _read(con, "marts", "instance_failure_attribution",
-                      "SELECT job_id, instance_no, attribution FROM marts.instance_failure_attribution",
+                      "SELECT job_id, instance_no, attribution FROM marts.instance_failure_attribution "
+                      "ORDER BY job_id, instance_no",
                       {"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
     incidents = _read(con, "marts", "hw_incidents",
                       "SELECT incident_id, component, severity, start_ts, end_ts, nodes, scope, recovered_ts "
-                      "FROM marts.hw_incidents",
+                      "FROM marts.hw_incidents ORDER BY incident_id",
                       {"incident_id": pl.String, "component": pl.String, "severity": pl.String, "start_ts": pl.Datetime("us", "UTC"),
                        "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String), "scope": pl.String,
                        "recovered_ts": pl.Datetime("us", "UTC")})
@@ -121,7 +124,7 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
                         {"day": pl.Date, "capacity_gpu_hours": pl.Float64, "allocated_gpu_hours": pl.Float64})
     availability = _read(con, "marts", "node_availability_daily",
                          "SELECT day, node, observed_hours, in_service_hours, down_maintenance_hours, source "
-                         "FROM marts.node_availability_daily",
+                         "FROM marts.node_availability_daily ORDER BY day, node",
                          {"day": pl.Date, "node": pl.String, "observed_hours": pl.Float64,
                           "in_service_hours": pl.Float64, "down_maintenance_hours": pl.Float64, "source": pl.String})
     observed = [r[0] for r in con.sql(

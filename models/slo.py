@@ -75,7 +75,7 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                      (pl.col("total") - pl.col("down_node_hours").fill_null(0)).clip(lower_bound=0).alias("good"),
                      "total"))
     if availability is not None and availability.height:
-        measured = (availability.group_by(pl.col("day").cast(pl.Date))
+        measured = (availability.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
                     .agg(pl.col("in_service_hours").sum().alias("good"),
                          (pl.col("observed_hours") - pl.col("down_maintenance_hours")).sum().alias("total")))
         avail = (avail.join(measured, on="day", how="left", suffix="_m")
@@ -90,6 +90,8 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
         "day", pl.lit("job_infra_success").alias("sli"),
         (pl.col("total").fill_null(0) - pl.col("bad").fill_null(0)).alias("good"), pl.col("total").fill_null(0))
     big = (runs.filter(~pl.col("ongoing") & (pl.col("n_gpus") >= ettr_min_run_gpus))
+           # fixed order for the float sums (rows equal in these columns add the same terms)
+           .sort("last_end_ts", "productive_s", "wallclock_s", "n_gpus")
            .group_by(pl.col("last_end_ts").dt.date().alias("day"))
            .agg(pl.col("productive_s").sum().cast(pl.Float64).alias("good"),
                 pl.col("wallclock_s").sum().cast(pl.Float64).alias("total")))

@@ -232,7 +232,8 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
         .filter(pl.col("n_gpus") >= min_gpus)
     )
     inst_side = (
-        inst.group_by("run_id")
+        inst.sort("run_id", "start_ts", "job_id", "instance_no")  # fixed order for the float sums
+        .group_by("run_id")
         .agg(
             pl.len().alias("n_instances"),
             pl.col("interrupted").sum().cast(pl.Int64).alias("interruptions"),

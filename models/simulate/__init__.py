@@ -34,6 +34,12 @@ With ``node_state_events`` (default) also Slurm node-state history (see node_eve
 It draws from its own random stream after the simulation, so sacct dumps and the node-log lines above
 do not change; ``health_check_logs`` adds only the NHC lines of the false-positive drains to syslog/.
 
+With ``write_alerts`` (default) also Prometheus/Alertmanager alerts (see alert_writer), from their own stream::
+
+    out_dir/alerts/YYYY-MM-DD.jsonl      Alertmanager webhook payloads (version 4), one per line, per UTC day
+    out_dir/truth/alerts.csv             every notified alert occurrence with its truth incident (or noise-<n>);
+                                         summary.json gains n_alert_payloads, n_alert_notifications, n_alerts
+
 Same config (including seed) -> byte-identical files.
 """
 
@@ -48,6 +54,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from gpusre.models.simulate.alert_writer import write_alerts
 from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
 from gpusre.models.simulate.faults import fabric_node_faults, plan_fabric_faults, plan_faults
@@ -164,6 +171,19 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
         summary.update(keys)
         say(f"slurm_events: {keys['node_state_events']} node events, "
             f"{keys['in_service_node_hours']:.0f} node-hours in service")
+    if config.write_alerts:
+        t_alerts = time.perf_counter()
+        if logs is None:  # the fabric victims and fault devices come from the (cheap) fault part of the logs
+            rng_log = np.random.default_rng(seeds[4])
+            applied = [f for f, _ in truth.faults]
+            timeline = NodeTimeline(config.nodes, clock.day_start[0], clock.day_start[-1], applied, windows, rng_log)
+            _, logs, _, _ = fault_events(config, truth.faults, fabric, timeline, rng_log)
+        incidents = build_incidents(truth.faults, fabric, logs.fabric_nodes, config.fabric_faults_kill_jobs)
+        keys = write_alerts(out_dir, config, clock, names, truth.faults, fabric, incidents, logs.fabric_nodes,
+                            logs.fault_devices, timeline)
+        summary.update(keys)
+        say(f"alerts: {keys['n_alerts']} alerts in {keys['n_alert_notifications']} notifications "
+            f"({keys['n_alert_payloads']} payloads) in {time.perf_counter() - t_alerts:.1f}s")
     say(f"done: {summary['n_jobs']} jobs, {writer.rows_written} allocation rows, utilization "
         f"{summary['utilization']:.2f}; generate {t_gen - t_wall:.1f}s, simulate+write {t_sim - t_gen:.1f}s, "
         f"total {time.perf_counter() - t_wall:.1f}s")

@@ -33,6 +33,10 @@ class SimulationConfig:
     ``false_positive_health_checks_per_1000_node_days`` brief NHC drains with no fault behind them. Drawn
     from their own random stream: the job stream and sacct dumps do not change. ``health_check_logs``
     writes the NHC lines of those false-positive drains into the node logs (the only syslog difference).
+
+    Alerts (``write_alerts``, see alert_writer): Alertmanager webhook payloads under ``alerts/`` (one JSON
+    line per notification) for the faults, fabric incidents and background noise, and ``truth/alerts.csv``;
+    drawn from their own random stream after everything else, so no other file changes.
     """
 
     nodes: int = 100
@@ -60,6 +64,7 @@ class SimulationConfig:
     health_check_logs: bool = True
     admin_drains_per_1000_node_days: float = 8.0
     false_positive_health_checks_per_1000_node_days: float = 5.0
+    write_alerts: bool = True
 
     def __post_init__(self) -> None:
         if self.nodes < 2:
