@@ -14,6 +14,7 @@ from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.attribution import attribute_failures
 from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
+from gpusre.models.health_checks import health_check_quality, missed_detections
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.suspect_nodes import suspect_nodes
@@ -27,6 +28,8 @@ ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
 TAXONOMY = dg.AssetKey(["marts", "failure_taxonomy"])
 SUSPECT_NODES = dg.AssetKey(["marts", "suspect_nodes"])
 INSTANCE_ATTRIBUTION = dg.AssetKey(["marts", "instance_failure_attribution"])
+HEALTH_CHECK_QUALITY = dg.AssetKey(["marts", "health_check_quality"])
+HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
 
 #: The core.jobs columns attribution, incident impact and suspect nodes read.
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
@@ -54,6 +57,12 @@ def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Duck
                      description="One row per earlier (requeued) instance of a job that ended in a failure state: "
                      "the same rules as job_failure_attribution, so goodput and ETTR see infrastructure "
                      "interruptions that Slurm requeued."),
+        dg.AssetSpec(HEALTH_CHECK_QUALITY, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Per health check (NHC check name): firings, how many preceded a job failure on "
+                     "the node (5 min before to 10 min after), precision."),
+        dg.AssetSpec(HEALTH_CHECK_MISSES, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Infrastructure-attributed jobs whose nodes ran no failing health check from 10 min "
+                     "before to 30 min after their end: missed detections."),
         dg.AssetSpec(TAXONOMY, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
                      description="Per period × component × cause class: incidents, events, affected jobs, lost GPU-hours."),
         dg.AssetSpec(SUSPECT_NODES, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
@@ -92,6 +101,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         instance_attr = attribute_failures(earlier, events, incidents).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)
+        all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],
+                                  how="vertical_relaxed")
+        check_quality = health_check_quality(events, all_instances)
+        check_misses = missed_detections(failed, jobs, events)
         taxonomy = pl.concat([failure_taxonomy(incidents, attribution, p) for p in ("all", "month")], how="vertical")
         suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)
                     if as_of is not None else pl.DataFrame())
@@ -100,6 +113,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
             _write(con, "marts.hw_incident_members", members)
             _write(con, "marts.job_failure_attribution", failed)
             _write(con, "marts.instance_failure_attribution", instance_attr)
+            _write(con, "marts.health_check_quality", check_quality)
+            _write(con, "marts.health_check_misses", check_misses)
             _write(con, "marts.failure_taxonomy", taxonomy)
             _write(con, "marts.suspect_nodes", suspects)
             con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [INCIDENTS_FILE])
@@ -116,6 +131,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
     yield dg.MaterializeResult(asset_key=ATTRIBUTION, metadata={
         "dagster/row_count": failed.height, "by_attribution": markdown_preview(summary)})
     yield dg.MaterializeResult(asset_key=INSTANCE_ATTRIBUTION, metadata={"dagster/row_count": instance_attr.height})
+    yield dg.MaterializeResult(asset_key=HEALTH_CHECK_QUALITY, metadata={
+        "dagster/row_count": check_quality.height,
+        "preview": markdown_preview(check_quality) if check_quality.height else dg.MetadataValue.md("_(none)_")})
+    yield dg.MaterializeResult(asset_key=HEALTH_CHECK_MISSES, metadata={"dagster/row_count": check_misses.height})
     yield dg.MaterializeResult(asset_key=TAXONOMY, metadata={"dagster/row_count": taxonomy.height})
     yield dg.MaterializeResult(asset_key=SUSPECT_NODES, metadata={
         "dagster/row_count": suspects.height,

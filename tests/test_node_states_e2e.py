@@ -9,7 +9,7 @@ time to repair, what health-check lines add to job-failure attribution, and drai
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -55,7 +55,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     tables = {name: con.sql(f"SELECT * FROM {name}").pl() for name in (
         "marts.node_availability_daily", "marts.mtbf", "marts.repair_times", "marts.incident_repairs",
         "marts.drain_reasons", "marts.job_failure_attribution", "marts.instance_failure_attribution",
-        "core.node_states", "core.node_events", "raw.rejects")}
+        "core.node_states", "core.node_events", "raw.rejects", "marts.health_check_quality",
+        "marts.health_check_misses")}
     jobs = con.sql("SELECT job_id, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, cancelled_by, exit_code, "
                    "exit_signal FROM core.jobs").pl()
     earlier = con.sql("SELECT job_id, instance_no, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, exit_code, "
@@ -299,3 +300,23 @@ def test_drain_reasons_classified_with_truth_hours(world: dict) -> None:
     assert abs(by_class["maintenance"] - want_maint) <= 0.01 * want_maint, (by_class["maintenance"], want_maint)
     assert by_class.get("health_check", 0.0) == pytest.approx(summary["node_hours_by_cause"].get("false_positive", 0.0),
                                                               rel=0.01, abs=1e-6)
+
+
+def test_health_check_quality_and_misses(world: dict) -> None:
+    quality = world["marts.health_check_quality"]
+    misses = world["marts.health_check_misses"]
+    assert quality.height >= 2
+    gpu = quality.filter(pl.col("check") == "check_nv_healthmon")
+    # GPU checks fire on GPU faults, which kill the jobs on the node: most firings precede a failure
+    assert gpu.height == 1 and gpu.item(0, "precision") > 0.5
+    # the process check fires on false-positive drains only (no job failure follows)
+    ps = quality.filter(pl.col("check") == "check_ps_service")
+    assert ps.height == 0 or ps.item(0, "precision") < 0.5
+    # misses are infrastructure-attributed jobs, and none of their nodes ran a failing check near their end
+    infra = world["marts.job_failure_attribution"].filter(pl.col("attribution") == "infrastructure")
+    assert set(misses.get_column("job_id")) <= set(infra.get_column("job_id"))
+    events = world["core.node_events"].filter(pl.col("kind") == "health_check")
+    for job_id, end, nodes in misses.select("job_id", "end_ts", "nodes").rows():
+        near = events.filter(pl.col("node").is_in(nodes) & (pl.col("ts") >= end - timedelta(minutes=10))
+                             & (pl.col("ts") <= end + timedelta(minutes=30)))
+        assert near.height == 0, job_id

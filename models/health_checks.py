@@ -1,0 +1,111 @@
+"""Health checks as evidence, and how good each check is.
+
+Node health checks (LBNL NHC ``Health check failed:  <check>:  <message>`` lines, catalogued as
+``core.node_events`` of kind ``health_check``) drain a node when they fail. Job failure attribution
+already takes a failed check on a job's node near its end as infrastructure evidence; this module
+answers the SRE's next questions:
+
+* **How often did each check fire, and how often did a firing precede a job failure?** A *firing* is
+  one episode of a check on a node: NHC repeats every few minutes while the condition lasts, so events
+  of one check on one node less than ``episode_gap`` apart are one firing. A firing *preceded a job
+  failure* when a job on that node ended FAILED / NODE_FAIL / REQUEUED (any attribution) between ``before``
+  (5 min) before the firing and ``after`` (10 min) after it — the check detected what killed the job,
+  or fired just before. ``precision`` = firings that preceded a failure / firings; a check that fires
+  often and never precedes one drains healthy nodes (a false-positive drain costs node-hours).
+* **Which infrastructure failures did no check see?** Jobs attributed to the infrastructure with no
+  health-check event on any of their nodes from ``miss_before`` (10 min) before their end to
+  ``miss_after`` (30 min) after it — missed detections (or failures no check covers, like a PSU).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+__all__ = ["CHECK_NAME_PATTERN", "QUALITY_SCHEMA", "MISSES_SCHEMA", "check_name", "health_check_quality",
+           "missed_detections"]
+
+#: The failed check's name in an NHC line (``check_nv_healthmon``, ``check_fs_mount_rw``, ...).
+CHECK_NAME_PATTERN = r"Health check failed:\s+([A-Za-z0-9_]+):"
+
+QUALITY_SCHEMA: dict[str, pl.DataType] = {
+    "check": pl.String(), "component": pl.String(), "firings": pl.Int64(), "events": pl.Int64(),
+    "nodes": pl.Int64(), "preceded_job_failure": pl.Int64(), "precision": pl.Float64(),
+    "first_ts": pl.Datetime("us", "UTC"), "last_ts": pl.Datetime("us", "UTC"),
+}
+MISSES_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.String(), "state": pl.String(), "end_ts": pl.Datetime("us", "UTC"), "n_gpus": pl.Int64(),
+    "nodes": pl.List(pl.String()), "component": pl.String(), "rule": pl.String(),
+}
+#: Ends that count as a job failure (a health-check requeue under the same id included).
+_FAILED = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL")
+
+
+def check_name(message: pl.Expr) -> pl.Expr:
+    """The NHC check name in a message (``unknown`` when the line does not name one)."""
+    return message.str.extract(CHECK_NAME_PATTERN, 1).fill_null("unknown")
+
+
+def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
+    hc = (events.filter(pl.col("kind") == "health_check")
+          .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")), "component",
+                  check_name(pl.col("message")).alias("check"))
+          .sort("check", "node", "ts"))
+    return (hc.with_columns(((pl.col("ts") - pl.col("ts").shift(1).over("check", "node")) > episode_gap)
+                            .fill_null(True).cum_sum().over("check", "node").alias("_ep"))
+            .group_by("check", "node", "_ep")
+            .agg(pl.col("ts").min().alias("ts"), pl.col("component").first(), pl.len().alias("events"))
+            .sort("check", "node", "ts"))
+
+
+def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame, *,
+                         episode_gap: timedelta = timedelta(minutes=30),
+                         before: timedelta = timedelta(minutes=5),
+                         after: timedelta = timedelta(minutes=10)) -> pl.DataFrame:
+    """:data:`QUALITY_SCHEMA` rows, one per check, most firings first.
+
+    Args:
+        events: ``core.node_events`` (``node``, ``ts``, ``kind``, ``component``, ``message``).
+        jobs: job instances or jobs with ``state``, ``end_ts``, ``nodes`` (List[String]).
+    """
+    fir = _firings(events, episode_gap)
+    if not fir.height:
+        return pl.DataFrame(schema=QUALITY_SCHEMA)
+    ends = (jobs.filter(pl.col("state").is_in(_FAILED) & pl.col("end_ts").is_not_null())
+            .select(pl.col("end_ts").cast(pl.Datetime("us", "UTC")), pl.col("nodes"))
+            .explode("nodes").rename({"nodes": "node"}).drop_nulls("node").sort("node", "end_ts"))
+    # the first failed-job end at or after (firing - before), per node: preceded when it is <= firing + after
+    fir = fir.with_columns((pl.col("ts") - before).alias("_lo")).sort("_lo")
+    nxt = fir.join_asof(ends.rename({"end_ts": "_end"}), left_on="_lo", right_on="_end", by="node",
+                        strategy="forward", check_sortedness=False)
+    nxt = nxt.with_columns((pl.col("_end").is_not_null() & (pl.col("_end") <= pl.col("ts") + after)).alias("_hit"))
+    out = (nxt.sort("check", "node", "ts").group_by("check")
+           .agg(pl.col("component").mode().sort().first(), pl.len().alias("firings"), pl.col("events").sum(),
+                pl.col("node").n_unique().alias("nodes"), pl.col("_hit").sum().alias("preceded_job_failure"),
+                pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"))
+           .with_columns((pl.col("preceded_job_failure") / pl.col("firings")).alias("precision")))
+    return (out.select([pl.col(c).cast(t) for c, t in QUALITY_SCHEMA.items()])
+            .sort("firings", "check", descending=[True, False]))
+
+
+def missed_detections(attribution: pl.DataFrame, jobs: pl.DataFrame, events: pl.DataFrame, *,
+                      miss_before: timedelta = timedelta(minutes=10),
+                      miss_after: timedelta = timedelta(minutes=30)) -> pl.DataFrame:
+    """:data:`MISSES_SCHEMA` rows: infrastructure-attributed jobs with no health check on their nodes
+    in [end − ``miss_before``, end + ``miss_after``]."""
+    infra = (attribution.filter(pl.col("attribution") == "infrastructure")
+             .select("job_id", "state", pl.col("end_ts").cast(pl.Datetime("us", "UTC")), "n_gpus", "component", "rule")
+             .join(jobs.select("job_id", "nodes"), on="job_id", how="left"))
+    if not infra.height:
+        return pl.DataFrame(schema=MISSES_SCHEMA)
+    hc = (events.filter(pl.col("kind") == "health_check")
+          .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC"))).sort("node", "ts"))
+    pairs = (infra.select("job_id", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
+             .drop_nulls("node").with_columns((pl.col("end_ts") - miss_before).alias("_lo")).sort("_lo"))
+    seen = (pairs.join_asof(hc.rename({"ts": "_ts"}), left_on="_lo", right_on="_ts", by="node",
+                            strategy="forward", check_sortedness=False)
+            .filter(pl.col("_ts").is_not_null() & (pl.col("_ts") <= pl.col("end_ts") + miss_after))
+            .select("job_id").unique())
+    missed = infra.join(seen, on="job_id", how="anti")
+    return missed.select([pl.col(c).cast(t) for c, t in MISSES_SCHEMA.items()]).sort("end_ts", "job_id")
