@@ -16,7 +16,14 @@ from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
 from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.node_availability import DAILY_SCHEMA, MaintenanceSpan, down_segments, node_availability_daily
+from gpusre.models.node_availability import (
+    AVAILABILITY_BY_COMPONENT_SCHEMA,
+    DAILY_SCHEMA,
+    MaintenanceSpan,
+    availability_by_component,
+    down_segments,
+    node_availability_daily,
+)
 from gpusre.models.node_states_ingest import (
     SLURM_EVENTS_KIND,
     build_node_states,
@@ -34,6 +41,8 @@ NODE_STATE_REASONS = dg.AssetKey(["core", "node_state_reasons"])
 CLUSTER_EVENTS = dg.AssetKey(["core", "cluster_events"])
 NODE_AVAILABILITY_DAILY = dg.AssetKey(["marts", "node_availability_daily"])
 DRAIN_REASONS = dg.AssetKey(["marts", "drain_reasons"])
+AVAILABILITY_BY_COMPONENT = dg.AssetKey(["marts", "availability_by_component"])
+REPAIR_TIMES_MONTHLY = dg.AssetKey(["marts", "repair_times_monthly"])
 REPAIR_TIMES = dg.AssetKey(["marts", "repair_times"])
 INCIDENT_REPAIRS = dg.AssetKey(["marts", "incident_repairs"])
 
@@ -152,6 +161,9 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="Drain/down reasons ranked by node-hours lost: reason class x Drain3 template, "
                      "events, nodes, node-hours (counted once where events overlap)."),
+        dg.AssetSpec(AVAILABILITY_BY_COMPONENT, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
+                     description="Availability per component class and period (all, month): 1 - unplanned down "
+                     "node-hours of that class / scheduled node-hours; 'all' is the cluster."),
     ],
     pool=WAREHOUSE_POOL,
 )
@@ -165,6 +177,7 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
         if as_of is None:
             daily = pl.DataFrame(schema=DAILY_SCHEMA)
             reasons = pl.DataFrame(schema=DRAIN_REASONS_MART_SCHEMA)
+            by_component = pl.DataFrame(schema=AVAILABILITY_BY_COMPONENT_SCHEMA)
         else:
             seen = con.sql(
                 "SELECT DISTINCT node FROM core.node_states UNION "
@@ -176,16 +189,20 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
                                             maintenance=maintenance)
             # The same clipped, attributed down time as the daily mart, so node-hours add up.
             since = datetime.combine(start_day, time(), tzinfo=timezone.utc)
-            reasons = top_drain_reasons(states, down_segments(states, as_of, maintenance, since=since))
+            segments = down_segments(states, as_of, maintenance, since=since)
+            reasons = top_drain_reasons(states, segments)
+            by_component = availability_by_component(daily, segments, states)
         with transaction(con):
             _replace(con, "marts.node_availability_daily", daily)
             _replace(con, "marts.drain_reasons", reasons)
+            _replace(con, "marts.availability_by_component", by_component)
     totals = daily.select(pl.col("observed_hours", "in_service_hours", "down_hours").sum()) if daily.height else None
     availability = (totals.item(0, "in_service_hours") / totals.item(0, "observed_hours")
                     if totals is not None and totals.item(0, "observed_hours") else None)
     yield dg.MaterializeResult(asset_key=NODE_AVAILABILITY_DAILY, metadata={
         "dagster/row_count": daily.height, "as_of": str(as_of),
         "availability": availability if availability is not None else dg.MetadataValue.null()})
+    yield dg.MaterializeResult(asset_key=AVAILABILITY_BY_COMPONENT, metadata={"dagster/row_count": by_component.height})
     yield dg.MaterializeResult(asset_key=DRAIN_REASONS, metadata={
         "dagster/row_count": reasons.height,
         "top_reasons": markdown_preview(reasons.select("rank", "reason_class", "template", "events", "nodes",
@@ -198,6 +215,8 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
                      description="One row per hardware incident with the node outage it caused (the first merged "
                      "drain/down period starting 30 min before to 24 h after it): hours to detect, hours to repair "
                      "(until the last node is back in service), repair state."),
+        dg.AssetSpec(REPAIR_TIMES_MONTHLY, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
+                     description="MTTR trend: the repair_times summary per month of the incidents' start."),
         dg.AssetSpec(REPAIR_TIMES, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="Time to detect and time to repair per incident component (and all): p50/p90, mean, "
                      "95 % order-statistic interval of the median; ongoing repairs counted, not averaged."),
@@ -213,12 +232,21 @@ def repair_time_marts(warehouse: WarehouseResource):
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
         summary = repair_times(linked)
+        # MTTR trend: the same summary per month of the incidents' start
+        months = linked.with_columns(pl.col("incident_start_ts").dt.strftime("%Y-%m").alias("_m")).partition_by(
+            "_m", as_dict=True, maintain_order=True)
+        monthly_parts = [repair_times(part.drop("_m")).with_columns(pl.lit(key[0]).alias("period"))
+                         for key, part in sorted(months.items(), key=lambda kv: str(kv[0][0]))]
+        monthly = (pl.concat(monthly_parts, how="vertical").select("period", pl.exclude("period"))
+                   if monthly_parts else repair_times(linked.clear()).with_columns(pl.lit(None, pl.String).alias("period")))
         with transaction(con):
             _replace(con, "marts.incident_repairs", linked)
             _replace(con, "marts.repair_times", summary)
+            _replace(con, "marts.repair_times_monthly", monthly)
     yield dg.MaterializeResult(asset_key=INCIDENT_REPAIRS, metadata={
         "dagster/row_count": linked.height,
         "by_state": markdown_preview(linked.group_by("repair_state").len().sort("len", descending=True))})
+    yield dg.MaterializeResult(asset_key=REPAIR_TIMES_MONTHLY, metadata={"dagster/row_count": monthly.height})
     yield dg.MaterializeResult(asset_key=REPAIR_TIMES, metadata={
         "dagster/row_count": summary.height,
         "preview": markdown_preview(summary.select("component", "incidents", "repaired", "mttd_hours_p50",

@@ -40,12 +40,14 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import polars as pl
 
-from gpusre.models.mtbf import MaintenanceSpan
+from gpusre.models.mtbf import MaintenanceSpan, load_component_classes
 
 __all__ = [
     "DAILY_SCHEMA",
     "SEGMENT_SCHEMA",
     "MaintenanceSpan",
+    "AVAILABILITY_BY_COMPONENT_SCHEMA",
+    "availability_by_component",
     "down_segments",
     "node_availability_daily",
 ]
@@ -268,3 +270,53 @@ def node_availability_daily(
             .alias("source"))
     )
     return out.select(list(DAILY_SCHEMA)).cast(DAILY_SCHEMA).sort("day", "node")  # type: ignore[arg-type]
+
+
+AVAILABILITY_BY_COMPONENT_SCHEMA: dict[str, pl.DataType] = {
+    "period_type": pl.String(), "period": pl.String(), "component_class": pl.String(),
+    "down_node_hours": pl.Float64(), "scheduled_node_hours": pl.Float64(), "availability": pl.Float64(),
+}
+
+
+def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
+    """Availability per component class and period (``all`` and UTC months): ``1 − down / scheduled``.
+
+    ``scheduled_node_hours`` = observed node-hours minus planned maintenance (``daily``); down hours are
+    the unplanned :func:`down_segments` of each class — the class of the event the time is attributed
+    to (``reason_component`` → ``catalog/component_classes.csv``; no component → ``unknown``). The row
+    ``all`` is the cluster (1 − all unplanned down / scheduled), usable as an SLI.
+    """
+    if not daily.height:
+        return pl.DataFrame(schema=AVAILABILITY_BY_COMPONENT_SCHEMA)
+    sched = (daily.sort("day", "node")
+             .with_columns(pl.col("day").dt.strftime("%Y-%m").alias("month"),
+                           (pl.col("observed_hours") - pl.col("down_maintenance_hours")).alias("_s")))
+    totals = pl.concat([
+        sched.group_by(pl.lit("all").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("all").alias("period_type")),
+        sched.group_by(pl.col("month").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("month").alias("period_type")),
+    ], how="diagonal")
+    comp = states.select("node", pl.col("start_ts").alias("event_start_ts"), "reason_component").unique(
+        ["node", "event_start_ts"], keep="first", maintain_order=True)
+    classes = load_component_classes().select(pl.col("component").alias("reason_component"), "component_class")
+    seg = (segments.filter(pl.col("availability_class") != "maintenance")
+           .join(comp, on=["node", "event_start_ts"], how="left")
+           .join(classes, on="reason_component", how="left")
+           .with_columns(pl.col("component_class").fill_null("unknown"),
+                         pl.col("start_ts").dt.strftime("%Y-%m").alias("month"))
+           .sort("node", "start_ts"))
+    down = pl.concat([
+        seg.group_by("component_class").agg(pl.col("hours").sum()).with_columns(
+            pl.lit("all").alias("period_type"), pl.lit("all").alias("period")),
+        seg.group_by("month", "component_class").agg(pl.col("hours").sum()).rename({"month": "period"}).with_columns(
+            pl.lit("month").alias("period_type")),
+        seg.group_by(pl.lit("all").alias("period")).agg(pl.col("hours").sum()).with_columns(
+            pl.lit("all").alias("period_type"), pl.lit("all").alias("component_class")),
+        seg.group_by(pl.col("month").alias("period")).agg(pl.col("hours").sum()).with_columns(
+            pl.lit("month").alias("period_type"), pl.lit("all").alias("component_class")),
+    ], how="diagonal")
+    out = (down.join(totals, on=["period_type", "period"], how="inner")
+           .with_columns(pl.col("hours").alias("down_node_hours"), pl.col("_s").alias("scheduled_node_hours"))
+           .with_columns(pl.when(pl.col("scheduled_node_hours") > 0)
+                         .then(1 - pl.col("down_node_hours") / pl.col("scheduled_node_hours")).alias("availability")))
+    return (out.select([pl.col(c).cast(t) for c, t in AVAILABILITY_BY_COMPONENT_SCHEMA.items()])
+            .sort(pl.col("period_type") != "all", "period", pl.col("component_class") != "all", "component_class"))

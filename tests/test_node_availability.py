@@ -4,7 +4,7 @@ ongoing events end at as_of, maintenance windows, and a small case computed by h
 from __future__ import annotations
 
 import doctest
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 import pytest
@@ -120,3 +120,32 @@ def test_since_clips_segments_but_keeps_the_attribution() -> None:
     assert segs.select("node", "start_ts", "end_ts", "reason_class").rows() == [
         ("n1", _t(2, 3), _t(2, 6), "gpu_xid"), ("n1", _t(2, 6), _t(2, 9), "not_responding"),
         ("n1", _t(2, 12), _t(2, 18), "health_check")]
+
+
+def test_availability_by_component_class_hand_computed() -> None:
+    from datetime import date as _date
+
+    from gpusre.models.node_availability import availability_by_component
+
+    utc = timezone.utc
+    t0 = datetime(2026, 1, 1, tzinfo=utc)
+    states = pl.DataFrame({
+        "node": ["a", "b", "b"],
+        "start_ts": [t0 + timedelta(hours=2), t0 + timedelta(hours=1), t0 + timedelta(hours=20)],
+        "end_ts": [t0 + timedelta(hours=8), t0 + timedelta(hours=4), t0 + timedelta(hours=22)],
+        "availability_class": ["hardware", "hardware", "maintenance"],
+        "reason_class": ["gpu", "network", "maintenance"],
+        "reason_component": ["gpu_memory", "network", None],
+    })
+    segments = down_segments(states, t0 + timedelta(days=1))
+    daily = node_availability_daily(states, ["a", "b"], _date(2026, 1, 1), _date(2026, 1, 1),
+                                    as_of=t0 + timedelta(days=1))
+    out = availability_by_component(daily, segments, states)
+    got = {(r["period"], r["component_class"]): (r["down_node_hours"], r["scheduled_node_hours"])
+           for r in out.iter_rows(named=True)}
+    # 48 node-hours observed, 2 of them planned maintenance -> 46 scheduled; 6 h GPU + 3 h network down
+    assert got[("all", "gpu")] == (6.0, 46.0)
+    assert got[("all", "network")] == (3.0, 46.0)
+    assert got[("all", "all")] == (9.0, 46.0)
+    assert out.filter((pl.col("period") == "2026-01") & (pl.col("component_class") == "all")).item(0, "availability") \
+        == pytest.approx(1 - 9 / 46)

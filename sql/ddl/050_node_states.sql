@@ -157,3 +157,32 @@ CREATE TABLE IF NOT EXISTS marts.repair_times (
     ci_high           DOUBLE,
     note              VARCHAR
 );
+
+-- marts.repair_times_monthly: the repair_times summary per month of the incidents' start (MTTR trend).
+CREATE TABLE IF NOT EXISTS marts.repair_times_monthly (
+    period            VARCHAR,             -- YYYY-MM
+    component         VARCHAR,
+    incidents         BIGINT,
+    linked_incidents  BIGINT,
+    repaired          BIGINT,
+    ongoing           BIGINT,
+    mttd_hours_p50    DOUBLE,
+    mttd_hours_p90    DOUBLE,
+    mttr_hours_p50    DOUBLE,
+    mttr_hours_p90    DOUBLE,
+    mttr_hours_mean   DOUBLE,
+    ci_low            DOUBLE,
+    ci_high           DOUBLE,
+    note              VARCHAR
+);
+
+-- marts.availability_by_component: one row per period (all, month) and component class ('all' =
+-- the cluster): 1 - unplanned down node-hours of that class / scheduled node-hours.
+CREATE TABLE IF NOT EXISTS marts.availability_by_component (
+    period_type           VARCHAR,
+    period                VARCHAR,
+    component_class       VARCHAR,
+    down_node_hours       DOUBLE,
+    scheduled_node_hours  DOUBLE,          -- observed node-hours minus planned maintenance
+    availability          DOUBLE
+);
