@@ -126,6 +126,26 @@ def _cmd_report_slo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report_incident(args: argparse.Namespace) -> int:
+    from gpusre.models.report.incident import UnknownIncidentError, render_incident_report
+    from gpusre.models.warehouse import connect
+
+    warehouse = Path(args.warehouse)
+    if not warehouse.is_file():
+        raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
+    con = connect(warehouse, read_only=True)
+    try:
+        paths = render_incident_report(con, Path(args.out), args.incident_id, warehouse_label=str(warehouse))
+    except UnknownIncidentError as exc:  # names the most recent ids of each kind
+        print(f"gpusre: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        con.close()
+    print(paths.html)
+    print(paths.markdown)
+    return 0
+
+
 def _cmd_templates(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -220,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
     slo.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD",
                      help="last UTC day of the window (default: latest complete day with SLO data)")
     slo.set_defaults(func=_cmd_report_slo)
+    incident = report_sub.add_parser("incident", help="incident retrospective HTML + Markdown for one alert or "
+                                                      "hardware incident")
+    incident.add_argument("incident_id", metavar="ID",
+                          help="alert incident (ainc-..., marts.alert_incidents) or hardware incident "
+                               "(inc-..., marts.hw_incidents)")
+    incident.add_argument("--warehouse", required=True)
+    incident.add_argument("--out", required=True)
+    incident.set_defaults(func=_cmd_report_incident)
     return parser
 
 

@@ -59,8 +59,10 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
     simulate_cluster(c, SimulationConfig(nodes=16, days=7, seed=12))
     fa, fb, fc = _files(a), _files(b), _files(c)
     # cluster.yaml, one sacct dump and one sacctmgr event dump per day, jobs/faults/summary (+ incidents,
-    # attribution, log summary, runs, goodput_daily, node_states), and one log file per node per day.
-    assert len([f for f in fa if not f.startswith("syslog/")]) == 1 + 7 + 7 + 5 + 3 + 1
+    # attribution, log summary, runs, goodput_daily, node_states, alerts), one log file per node per day,
+    # and one alert file per UTC day with a notification.
+    assert len([f for f in fa if not f.startswith(("syslog/", "alerts/"))]) == 1 + 7 + 7 + 5 + 3 + 1 + 1
+    assert 1 <= len([f for f in fa if f.startswith("alerts/")]) <= TINY.days
     assert len([f for f in fa if f.startswith("slurm_events/")]) == TINY.days
     assert len([f for f in fa if f.startswith("syslog/")]) == TINY.nodes * TINY.days
     assert fa == fb

@@ -85,6 +85,8 @@ log = logging.getLogger(__name__)
 
 #: Job states that count as killed by an incident (``AlertClusteringSettings.killed_states``).
 KILLED_STATES = ("FAILED", "NODE_FAIL")
+#: States of an earlier (requeued) instance that mean it was interrupted.
+INTERRUPTED_STATES = ("NODE_FAIL", "REQUEUED", "FAILED", "BOOT_FAIL")
 #: Blast-radius window of an alert incident: [start − 15 min, last alert start + 5 min]
 #: (``AlertClusteringSettings.job_before_minutes`` / ``job_after_minutes``).
 JOB_BEFORE = timedelta(minutes=15)
@@ -324,6 +326,7 @@ class _Incident:
         self.has_members = _exists(con, "marts.alert_incident_members")
         self.has_alerts = _exists(con, "core.alerts")
         self.has_hw = _exists(con, "marts.hw_incidents")
+        self.failed: dict[str, str] = {}
         self.alert_incidents: list[dict[str, Any]] = []
         self.hw_incidents: list[dict[str, Any]] = []
         if kind == "alert":
@@ -355,13 +358,23 @@ class _Incident:
         self.t0: datetime = min([self.start] + [_utc(r["start_ts"]) for r in linked if r.get("start_ts")])
         self.t1: datetime = max([self.end] + [_utc(r["end_ts"]) or _utc(r["start_ts"]) for r in self.hw_incidents])
         if kind == "alert":
-            self.t1 = max(self.t1, self.last_alert_start or self.t1)
+            self.t1 = max(self.t1, self.safe("last_alert_start", None) or self.t1)
         drain = self.drain_start
         if drain is not None and self.t0 <= drain <= self.t0 + DRAIN_LINK:
             self.t1 = max(self.t1, drain)
         span = self.t1 - self.t0
         margin = max(MARGIN_MIN, span * MARGIN_SHARE)
         self.w0, self.w1 = self.t0 - margin, self.t1 + margin
+
+    def safe(self, name: str, default: Any) -> Any:
+        """Attribute ``name`` for a section that only uses it in passing: a query error gives ``default``
+        (and is remembered in :attr:`failed`) instead of failing that section too."""
+        try:
+            return getattr(self, name)
+        except (duckdb.Error, KeyError, TypeError, ValueError) as exc:
+            log.warning("incident report: %s could not be read: %s", name, exc)
+            self.failed[name] = f"{type(exc).__name__}: {truncate(exc, 200)}"
+            return default
 
     # -- linked rows ---------------------------------------------------------------------------
 
@@ -389,16 +402,13 @@ class _Incident:
 
     @cached_property
     def drain_start(self) -> datetime | None:
-        try:
-            starts = [_utc(r["drain_start_ts"]) for r in self.repairs if r.get("drain_start_ts")]
-        except duckdb.Error:
-            return None
-        return min(starts) if starts else None
+        starts = [_utc(r["drain_start_ts"]) for r in self.safe("repairs", []) if r.get("drain_start_ts")]
+        return min(starts) if starts else None  # type: ignore[type-var]
 
     @cached_property
     def back_in_service(self) -> datetime | None:
-        back = [_utc(r["back_in_service_ts"]) for r in self.repairs if r.get("back_in_service_ts")]
-        return max(back) if back else None
+        back = [_utc(r["back_in_service_ts"]) for r in self.safe("repairs", []) if r.get("back_in_service_ts")]
+        return max(back) if back else None  # type: ignore[type-var]
 
     @cached_property
     def alerts(self) -> list[dict[str, Any]]:
@@ -507,7 +517,7 @@ class _Incident:
     @property
     def job_window(self) -> tuple[datetime, datetime]:
         """Failures on the nodes ending in this window are listed (and, for an alert incident, counted)."""
-        last = (self.last_alert_start or self.start) if self.kind == "alert" else self.end
+        last = (self.safe("last_alert_start", None) or self.start) if self.kind == "alert" else self.end
         return self.start - JOB_BEFORE, last + JOB_AFTER
 
     @cached_property
@@ -535,12 +545,45 @@ class _Incident:
                      [list(KILLED_STATES), lo, hi, self.nodes, self.hw_incident_ids])
         anchor = set(self.anchor_nodes)
         for r in rows:
+            r["instance_no"] = None
             r["start_ts"], r["end_ts"] = _utc(r["start_ts"]), _utc(r["end_ts"])
             if self.kind == "alert":  # the rule of marts.alert_incidents.n_jobs_killed
                 r["counted"] = (r["state"] in KILLED_STATES and r["end_ts"] is not None and lo <= r["end_ts"] <= hi
                                 and bool(anchor & set(r["nodes"] or [])) and r["attribution"] != "user")
             else:  # marts.hw_incidents.affected_jobs: attributed to this incident
                 r["counted"] = r["attribution"] == "infrastructure" and r["attributed_incident"] == self.id
+        rows += self._interrupted_instances(lo, hi)
+        for r in rows:
+            r["start_ts"], r["end_ts"] = _utc(r["start_ts"]), _utc(r["end_ts"])
+        return rows
+
+    def _interrupted_instances(self, lo: datetime, hi: datetime) -> list[dict[str, Any]]:
+        """Earlier instances of requeued jobs that ended in a failure state on the nodes in the window, or that
+        ``marts.instance_failure_attribution`` gives to a linked hardware incident. No mart counts them as
+        killed jobs (Slurm requeued the job), so they are listed, never counted."""
+        if not _exists(self.con, "core.job_instances"):
+            return []
+        has_attr = _exists(self.con, "marts.instance_failure_attribution")
+        attr = (f"""SELECT {_select(self.con, 'marts.instance_failure_attribution',
+                                   ['job_id', 'instance_no', 'attribution', 'rule', 'component', 'incident_id',
+                                    'lost_gpu_hours'])} FROM marts.instance_failure_attribution""" if has_attr else
+                "SELECT NULL::VARCHAR AS job_id, NULL::INTEGER AS instance_no, NULL::VARCHAR AS attribution, "
+                "NULL::VARCHAR AS rule, NULL::VARCHAR AS component, NULL::VARCHAR AS incident_id, "
+                "NULL::DOUBLE AS lost_gpu_hours WHERE false")
+        rows = _rows(self.con, f"""SELECT i.job_id, i.instance_no, j.name, j."user", j.account, i.state, i.start_ts,
+                                          i.end_ts, i.n_gpus, i.nodes, a.attribution, a.rule,
+                                          a.component AS attributed_component, a.incident_id AS attributed_incident,
+                                          a.lost_gpu_hours
+                                   FROM core.job_instances i LEFT JOIN core.jobs j USING (job_id)
+                                   LEFT JOIN ({attr}) a USING (job_id, instance_no)
+                                   WHERE NOT i.is_latest
+                                     AND ((list_contains(?, i.state) AND i.end_ts BETWEEN ? AND ?
+                                           AND len(list_intersect(i.nodes, ?)) > 0)
+                                          OR (list_contains(?, a.incident_id) AND a.attribution = 'infrastructure'))
+                                   ORDER BY i.end_ts, i.job_id, i.instance_no""",
+                     [list(INTERRUPTED_STATES), lo, hi, self.nodes, self.hw_incident_ids])
+        for r in rows:
+            r["counted"] = False
         return rows
 
 
@@ -552,8 +595,9 @@ def _root_alert(inc: _Incident) -> dict[str, Any] | None:
     if inc.kind != "alert":
         return None
     rid = inc.row.get("root_alert_id")
-    return next((a for a in inc.alerts if a["alert_id"] == rid), None) or next(
-        (a for a in inc.alerts if a["is_root"] and a["alert_incident"] == inc.id), None)
+    alerts = inc.safe("alerts", [])
+    return next((a for a in alerts if a["alert_id"] == rid), None) or next(
+        (a for a in alerts if a["is_root"] and a["alert_incident"] == inc.id), None)
 
 
 def _what(inc: _Incident) -> str:
@@ -585,12 +629,14 @@ def _summary(inc: _Incident) -> tuple[IncidentSection, list[dict[str, str]]]:
         jobs, lost = r.get("affected_jobs"), r.get("lost_gpu_hours")
         rec = (f"; its nodes ran a job to completion again {_hours(r['hours_to_recovery'])} after it ended"
                if _ok(r.get("hours_to_recovery")) else "")
-        sec.lead = (f"Hardware incident {inc.id}, a {_what(inc)}, started {_when(inc.start)} and lasted {_dur(dur)} "
+        sec.lead = (f"Hardware incident {inc.id}, {_what(inc)}, started {_when(inc.start)} and lasted {_dur(dur)} "
                     f"({_plural(r.get('n_events'), 'event')}); it killed {_plural(jobs or 0, 'job')} and lost "
                     f"{_gpuh(lost)} GPU-hours{rec}.")
-    rep = inc.repairs[0] if inc.repairs else None
-    users = {j["user"] for j in inc.failed_jobs if j["counted"] and j["user"]}
-    gpus = sum(int(j["n_gpus"] or 0) for j in inc.failed_jobs if j["counted"])
+    repairs = inc.safe("repairs", [])
+    rep = repairs[0] if repairs else None
+    counted = [j for j in inc.safe("failed_jobs", []) if j["counted"]]
+    users = {j["user"] for j in counted if j["user"]}
+    gpus = sum(int(j["n_gpus"] or 0) for j in counted)
     cards = [
         {"label": "Incident", "value": "Alert incident" if inc.kind == "alert" else "Hardware incident",
          "sub": inc.id, "tone": ""},
@@ -609,7 +655,7 @@ def _summary(inc: _Incident) -> tuple[IncidentSection, list[dict[str, str]]]:
         {"label": "Root cause", "value": truncate(_what(inc), 40), "sub": truncate(
             (r.get("root_cause_reason") if inc.kind == "alert" else _cause_label(r.get("cause_class"))) or MISSING, 60),
          "tone": ""},
-        {"label": "Alerts", "value": fmt_int(sum(1 for a in inc.alerts if a["in_incident"])),
+        {"label": "Alerts", "value": fmt_int(sum(1 for a in inc.safe("alerts", []) if a["in_incident"])),
          "sub": f"{_plural(len(inc.alert_incidents), 'alert incident')}", "tone": ""},
     ]
     return sec, cards
@@ -643,7 +689,7 @@ def _timeline_lanes(inc: _Incident) -> tuple[list[tuple[str, str, list[charts.Ti
             notes.append(f"{len(items) - limit} more {what} lanes are not drawn.")
 
     # Alerts: the incident's own first (root on top), then other alerts on the nodes.
-    alerts = inc.alerts
+    alerts = inc.safe("alerts", [])
     if alerts:
         grouped = _lane_keys(alerts, lambda a: a["alertname"] or "(no alertname)", _loc)
         order = sorted(grouped.items(), key=lambda kv: (not any(a["is_root"] and a["in_incident"] for a in kv[1]),
@@ -659,7 +705,7 @@ def _timeline_lanes(inc: _Incident) -> tuple[list[tuple[str, str, list[charts.Ti
                 its.append(("point", a["starts_at"], None, colour, "o"))
             items.append((label, its))
         cap("Alerts", items, _MAX_ALERT_LANES, "alert")
-    events = inc.events
+    events = inc.safe("events", [])
     if events:
         grouped = _lane_keys(events, lambda e: _event_label(e["kind"], e["code"]), lambda e: e["node"] or "?")
         order = sorted(grouped.items(), key=lambda kv: (not any(e["member"] for e in kv[1]),
@@ -667,9 +713,9 @@ def _timeline_lanes(inc: _Incident) -> tuple[list[tuple[str, str, list[charts.Ti
         items = [(label, [("point", e["ts"], None, _EVENT_COLOURS.get(e["cause_class"] or "", "#78909c"),
                            "D" if e["member"] else "o") for e in rows]) for label, rows in order]
         cap("Node events", items, _MAX_EVENT_LANES, "node-event")
-    jobs = inc.jobs
+    jobs = inc.safe("jobs", [])
     if jobs:
-        counted = {j["job_id"] for j in inc.failed_jobs if j["counted"]}
+        counted = {j["job_id"] for j in inc.safe("failed_jobs", []) if j["counted"]}
         lo, hi = inc.job_window
 
         def rank(j: dict[str, Any]) -> tuple[Any, ...]:
@@ -689,7 +735,7 @@ def _timeline_lanes(inc: _Incident) -> tuple[list[tuple[str, str, list[charts.Ti
             inst = f"#{j['instance_no']} " if (j["instance_no"] or 1) > 1 or not j["is_latest"] else ""
             items.append((f"job {j['job_id']} {inst}{(j['state'] or '?')} · {fmt_int(j['n_gpus'])} GPUs", its))
         cap("Jobs on these nodes", items, _MAX_JOB_LANES, "job")
-    states = inc.node_states
+    states = inc.safe("node_states", [])
     if states:
         by_node: dict[str, list[dict[str, Any]]] = {}
         for s in states:
@@ -704,17 +750,19 @@ def _timeline_lanes(inc: _Incident) -> tuple[list[tuple[str, str, list[charts.Ti
 
 def _moments(inc: _Incident) -> list[tuple[datetime, str]]:
     out: list[tuple[datetime, str]] = []
-    for hid, e in inc.first_events.items():
+    first_events = inc.safe("first_events", {})
+    for hid, e in first_events.items():
         out.append((_utc(e["ts"]), f"first event of hardware incident {hid}: {_event_label(e['kind'], e['code'])} on "
                                    f"{e['node']} — {truncate(e.get('message'), 120)}"))
     for h in inc.hw_incidents:
-        if h["incident_id"] not in inc.first_events:
+        if h["incident_id"] not in first_events:
             out.append((_utc(h["start_ts"]), f"hardware incident {h['incident_id']} starts "
                                              f"({component_label(h['component'])})"))
         if h.get("end_ts") and _utc(h["end_ts"]) != _utc(h["start_ts"]):
             out.append((_utc(h["end_ts"]), f"last event of hardware incident {h['incident_id']}"))
     seen_incidents: set[str] = set()
-    for a in inc.alerts:
+    alerts = inc.safe("alerts", [])
+    for a in alerts:
         if not a["in_incident"]:
             continue
         if a["alert_incident"] not in seen_incidents:
@@ -724,18 +772,21 @@ def _moments(inc: _Incident) -> list[tuple[datetime, str]]:
         if a["is_root"] and a["alert_incident"] == inc.id and not out[-1][1].startswith(f"first alert of {inc.id}: "
                                                                                           f"{a['alertname']} on {_loc(a)}"):
             out.append((a["starts_at"], f"root-cause alert {a['alertname']} on {_loc(a)} fires"))
-    member_alerts = [a for a in inc.alerts if a["in_incident"]]
+    member_alerts = [a for a in alerts if a["in_incident"]]
     if member_alerts and all(a["ends_at"] for a in member_alerts):
         last = max(member_alerts, key=lambda a: a["ends_at"])
         out.append((last["ends_at"], f"last alert resolved ({last['alertname']} on {_loc(last)})"))
     elif member_alerts:
         out.append((max(a["starts_at"] for a in member_alerts),
                     f"{sum(1 for a in member_alerts if not a['ends_at'])} of the incident's alerts still firing"))
-    for j in inc.failed_jobs:
+    for j in inc.safe("failed_jobs", []):
         if j["counted"] and j["end_ts"]:
             out.append((j["end_ts"], f"job {j['job_id']} ({truncate(j['name'], 40)}, {j['user'] or MISSING}, "
                                      f"{fmt_int(j['n_gpus'])} GPUs) ends {j['state']}"))
-    for s in inc.node_states:
+        elif j["instance_no"] and j["end_ts"]:
+            out.append((j["end_ts"], f"job {j['job_id']} instance #{j['instance_no']} ({truncate(j['name'], 40)}, "
+                                     f"{fmt_int(j['n_gpus'])} GPUs) interrupted: {j['state']}"))
+    for s in inc.safe("node_states", []):
         if inc.w0 <= s["start_ts"] <= inc.w1:
             out.append((s["start_ts"], f"{s['node']} {s['state'] or '?'}: {truncate(s['reason'], 100)}"))
     if inc.back_in_service:
@@ -752,10 +803,10 @@ def _timeline(inc: _Incident) -> IncidentSection:
         sec.no_data = (f"{NO_DATA}: no alert, node event, job or node state on {_nodes_text(inc.nodes)} between "
                        f"{_when(inc.w0)} and {_when(inc.w1)}.")
         return sec
-    n_alerts = sum(1 for a in inc.alerts if a["in_incident"])
-    n_events = len(inc.events)
-    n_jobs = len({j["job_id"] for j in inc.jobs})
-    n_drains = sum(1 for s in inc.node_states if inc.w0 <= s["start_ts"] <= inc.w1)
+    n_alerts = sum(1 for a in inc.safe("alerts", []) if a["in_incident"])
+    n_events = len(inc.safe("events", []))
+    n_jobs = len({j["job_id"] for j in inc.safe("jobs", [])})
+    n_drains = sum(1 for s in inc.safe("node_states", []) if inc.w0 <= s["start_ts"] <= inc.w1)
     first = moments[0] if moments else None
     take = (f"Between {_when(inc.w0)} and {_when(inc.w1)} ({_dur((inc.w1 - inc.w0).total_seconds())}) the "
             f"{_plural(len(inc.nodes), 'affected node')} saw {_plural(n_alerts, 'incident alert')}, "
@@ -777,7 +828,7 @@ def _timeline(inc: _Incident) -> IncidentSection:
         title = f"Incident {inc.id}: {_what(inc)} (UTC)"
         sec.items.append(ChartBlock(_svg(charts.incident_timeline_chart(
             lanes, (inc.w0, inc.w1), title, spans=spans, marks=marks, legend=legend)), take))
-        if inc.t1 - inc.t0 > ZOOM_AFTER:
+        if inc.w1 - inc.w0 > ZOOM_AFTER or (inc.end - inc.start) < (inc.w1 - inc.w0) * 0.05:
             z0, z1 = inc.t0 - MARGIN_MIN, inc.t0 + ZOOM_SPAN
             in_zoom = [m for m in moments if z0 <= m[0] <= z1]
             ztake = (f"The first hour: {_plural(len(in_zoom), 'key moment')} between {_utc(z0).strftime('%H:%M')} and "
@@ -795,7 +846,8 @@ def _timeline(inc: _Incident) -> IncidentSection:
             caption=f"Key moments, offsets from the first sign of the incident ({_when(inc.t0)})."
                     + (f" First {_MAX_MOMENTS} of {len(moments)}." if len(moments) > _MAX_MOMENTS else ""),
         ))
-    sec.notes = notes
+    sec.notes = notes + [f"Not drawn: {name.replace('_', ' ')} could not be read ({err})."
+                         for name, err in inc.failed.items()]
     if inc.back_in_service and inc.back_in_service > inc.w1:
         sec.notes.append(f"The nodes came back in service at {_when(inc.back_in_service)}, "
                          f"{_dur((inc.back_in_service - inc.w1).total_seconds())} after the right edge of the chart.")
@@ -824,7 +876,7 @@ def _root_cause(inc: _Incident) -> IncidentSection:
                    ("Root alert description", str(root["description"] or MISSING)),
                    ("Root alert labels", _labels_text(root["labels_map"]) or MISSING)]
         levels: dict[str, int] = {}
-        for a in inc.alerts:
+        for a in inc.safe("alerts", []):
             if a["in_incident"]:
                 levels[a["level"] or "other"] = levels.get(a["level"] or "other", 0) + 1
         if levels:
@@ -833,7 +885,7 @@ def _root_cause(inc: _Incident) -> IncidentSection:
             kv.append(("Hardware incident", "none matched (no node-log failure on its nodes in "
                                             "[start − 10 min, end + 30 min])"))
     else:
-        fe = inc.first_events.get(inc.id)
+        fe = inc.safe("first_events", {}).get(inc.id)
         sec.lead = (f"{_cap(_what(inc))}: {component_label(r.get('component'))}, {_cause_label(r.get('cause_class'))}, "
                     f"severity {r.get('severity') or MISSING}"
                     + (f"; first seen {_when(fe['ts'])} as {_event_label(fe['kind'], fe['code'])} on {fe['node']}"
@@ -853,7 +905,7 @@ def _root_cause(inc: _Incident) -> IncidentSection:
         if r.get("notes"):
             kv.append(("Operator notes", str(r["notes"])))
     for h in (inc.hw_incidents if inc.kind == "alert" else []):
-        fe = inc.first_events.get(str(h["incident_id"]))
+        fe = inc.safe("first_events", {}).get(str(h["incident_id"]))
         kv.append((f"Hardware incident {h['incident_id']}",
                    f"{component_label(h.get('component'))}, root cause {h.get('root_cause') or MISSING}, "
                    f"{_plural(h.get('n_events'), 'event')} from {_when(h.get('start_ts'))}"
@@ -872,15 +924,18 @@ def _root_cause(inc: _Incident) -> IncidentSection:
     # The events that make up the hardware incident(s), grouped.
     evs = [e for e in inc.events if e["member"]] or inc.events
     if evs:
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for e in evs:
-            groups.setdefault((_event_label(e["kind"], e["code"]), e["node"] or "?"), []).append(e)
+        lanes = _lane_keys(evs, lambda e: _event_label(e["kind"], e["code"]), lambda e: e["node"] or "?")
+        groups = {}
+        for rows in lanes.values():
+            nodes_ = sorted({e["node"] or "?" for e in rows})
+            groups[(_event_label(rows[0]["kind"], rows[0]["code"]), _nodes_text(nodes_))] = rows
         ordered = sorted(groups.items(), key=lambda kv_: kv_[1][0]["ts"])
         member = evs is not inc.events
         sec.items.append(Table(
-            [Column("Event"), Column("Node", nowrap=True), Column("Count", True), Column("First (UTC)", nowrap=True),
+            [Column("Event"), Column("Nodes", nowrap=True), Column("Count", True), Column("First (UTC)", nowrap=True),
              Column("Last (UTC)", nowrap=True), Column("Class"), Column("Example message")],
-            [[Cell(label), Cell(node, mono=True), Cell(fmt_int(len(rows))), Cell(_at(rows[0]["ts"])),
+            [[Cell(label), Cell(truncate(node, 24), mono=True, title=node), Cell(fmt_int(len(rows))),
+              Cell(_at(rows[0]["ts"])),
               Cell(_at(rows[-1]["ts"])), Cell(_cause_label(rows[0]["cause_class"])),
               Cell(truncate(rows[0]["message"], 110), mono=True, title=rows[0]["message"])]
              for (label, node), rows in ordered[:_MAX_EVENT_ROWS]],
@@ -912,7 +967,7 @@ def _blast_radius(inc: _Incident) -> IncidentSection:
     # Faulty GPUs: the PCI addresses of the hardware incident(s), else the gpu label of the incident's alerts.
     faulty = {f"{n} {g}" for h in inc.hw_incidents for g in (h.get("gpus") or []) for n in (h.get("nodes") or [])[:1]}
     if not faulty:
-        faulty = {f"{a['node'] or _loc(a)} GPU {a['labels_map']['gpu']}" for a in inc.alerts
+        faulty = {f"{a['node'] or _loc(a)} GPU {a['labels_map']['gpu']}" for a in inc.safe("alerts", [])
                   if a["in_incident"] and a["labels_map"].get("gpu") not in (None, "")}
     faulty_text = f" ({truncate(', '.join(sorted(faulty)), 60)})" if faulty else ""
     sec.lead = (f"{_plural(len(inc.anchor_nodes), 'node')}"
@@ -926,6 +981,14 @@ def _blast_radius(inc: _Incident) -> IncidentSection:
         sec.notes.append(f"The jobs listed below add up to {len(counted)} jobs and {_gpuh(lost_rows)} GPU-hours, the "
                          f"mart says {fmt_int(n_mart)} and {_gpuh(lost_mart)}: the marts were built before the latest "
                          "accounting or attribution changes; rerun the pipeline.")
+    requeued = [j for j in jobs if j["instance_no"]]
+    if requeued:
+        sec.notes.append(f"{_plural(len(requeued), 'earlier job instance')} ({fmt_int(sum(int(j['n_gpus'] or 0) for j in requeued))}"
+                         f" GPUs) {'was' if len(requeued) == 1 else 'were'} interrupted and requeued by Slurm"
+                         + (f", losing {_gpuh(sum(float(j['lost_gpu_hours'] or 0.0) for j in requeued))} GPU-hours by "
+                            "instance attribution" if any(j["lost_gpu_hours"] for j in requeued) else "")
+                         + f"; the job went on, so the marts do not count {'it' if len(requeued) == 1 else 'them'} "
+                           "as killed.")
     for h in (inc.hw_incidents if inc.kind == "alert" else []):
         sec.notes.append(f"Linked hardware incident {h['incident_id']} killed {_plural(h.get('affected_jobs') or 0, 'job')} "
                          f"and lost {_gpuh(h.get('lost_gpu_hours'))} GPU-hours by its own attribution.")
@@ -940,20 +1003,24 @@ def _blast_radius(inc: _Incident) -> IncidentSection:
     sec.items.append(Table(
         [Column("Job", nowrap=True), Column("Name"), Column("User"), Column("State", nowrap=True),
          Column("End (UTC)", nowrap=True), Column("GPUs", True), Column("Nodes", nowrap=True), Column("Attribution"),
-         Column("Lost GPU-h", True), Column("Counted", nowrap=True)],
-        [[Cell(str(j["job_id"]), mono=True), Cell(truncate(j["name"], 32), title=j["name"]),
+         Column("Lost GPU-h", True), Column("Counted")],
+        [[Cell(f"{j['job_id']} #{j['instance_no']}" if j["instance_no"] else str(j["job_id"]), mono=True,
+               title="an earlier instance, requeued by Slurm" if j["instance_no"] else None),
+          Cell(truncate(j["name"], 32), title=j["name"]),
           Cell(truncate(j["user"], 20), title=j["user"]),
           Cell(j["state"] or MISSING, swatch=charts.state_colour(j["state"] or "")), Cell(_at(j["end_ts"])),
           Cell(fmt_int(j["n_gpus"])),
-          Cell(truncate(_nodes_text(j["nodes"]), 22), mono=True, title=_nodes_text(j["nodes"])),
+          Cell(truncate(_nodes_text(j["nodes"]), 18), mono=True, title=_nodes_text(j["nodes"])),
           Cell(truncate(" · ".join(str(x) for x in (j["attribution"], j["attributed_component"], j["attributed_incident"])
                                   if x) or "not attributed", 48),
                title=" · ".join(str(x) for x in (j["attribution"], j["rule"], j["attributed_component"],
                                                  j["attributed_incident"]) if x) or None),
           Cell(fmt_num(j["lost_gpu_hours"]) if j["lost_gpu_hours"] is not None else MISSING),
-          Cell("yes" if j["counted"] else "no")] for j in jobs_sorted[:_MAX_JOB_ROWS]],
-        caption=f"Jobs that ended FAILED or NODE_FAIL on the affected nodes between {_when(inc.job_window[0])} and "
-                f"{_when(inc.job_window[1])}, and jobs attributed to a linked hardware incident. Counted: {rule}. "
+          Cell("yes" if j["counted"] else "no (requeued)" if j["instance_no"] else "no")]
+         for j in jobs_sorted[:_MAX_JOB_ROWS]],
+        caption=f"Jobs that ended FAILED or NODE_FAIL on the affected nodes from {_when(inc.job_window[0])} to "
+                f"{_when(inc.job_window[1])}, jobs attributed to a linked hardware incident, and interrupted earlier "
+                f"instances of requeued jobs (job #instance, never counted). Counted: {rule}. "
                 "Lost GPU-hours: GPUs × (work since the last checkpoint + restart overhead)."
                 + (f" First {_MAX_JOB_ROWS} of {len(jobs)}." if len(jobs) > _MAX_JOB_ROWS else ""),
     ))
@@ -977,11 +1044,12 @@ def _blast_radius(inc: _Incident) -> IncidentSection:
 
 def _repair(inc: _Incident) -> IncidentSection:
     sec = IncidentSection("repair", "Time to detect and repair")
-    first_alert = min((a["starts_at"] for a in inc.alerts if a["in_incident"]), default=None)
+    alerts = inc.safe("alerts", [])
+    first_alert = min((a["starts_at"] for a in alerts if a["in_incident"]), default=None)
     hw_start = min((_utc(h["start_ts"]) for h in inc.hw_incidents), default=None)
     alert_delay = (first_alert - hw_start).total_seconds() if first_alert and hw_start else None
     if not inc.hw_incidents:
-        member = [a for a in inc.alerts if a["in_incident"]]
+        member = [a for a in alerts if a["in_incident"]]
         ended = [a["ends_at"] for a in member if a["ends_at"]]
         sec.no_data = (f"{NO_DATA}: no hardware incident is linked to this alert incident, so there is no repair "
                        "record (marts.incident_repairs)"
@@ -1019,14 +1087,14 @@ def _repair(inc: _Incident) -> IncidentSection:
         parts.append("no alert fired for it")
     sec.lead = "; ".join(parts) + "."
     sec.items.append(Table(
-        [Column("Hardware incident", nowrap=True), Column("Component"), Column("Start (UTC)", nowrap=True),
+        [Column("Hardware incident", nowrap=True), Column("Start (UTC)", nowrap=True),
          Column("Drained (UTC)", nowrap=True), Column("Back in service (UTC)", nowrap=True), Column("Detect", True),
          Column("Repair", True), Column("State", nowrap=True), Column("Drain reason")],
-        [[Cell(str(x["incident_id"]), mono=True), Cell(component_label(x.get("component"))),
+        [[Cell(str(x["incident_id"]), mono=True, title=component_label(x.get("component"))),
           Cell(_at(x.get("incident_start_ts"))), Cell(_at(x.get("drain_start_ts"))),
           Cell(_at(x.get("back_in_service_ts"))), Cell(_hours(x.get("hours_to_detect"))),
           Cell(_hours(x.get("hours_to_repair"))), Cell(str(x.get("repair_state") or MISSING).replace("_", " ")),
-          Cell(truncate(x.get("drain_reason"), 60), title=x.get("drain_reason"))] for x in inc.repairs],
+          Cell(truncate(x.get("drain_reason"), 48), title=x.get("drain_reason"))] for x in inc.repairs],
         caption="marts.incident_repairs: the first drain/down of the incident's nodes from 30 min before to 24 h after "
                 "it. Detect: incident start to drain; repair: drain to the last node back in service."))
     rows = [[Cell(component_label(c)), Cell(_hours(m.get("mttd_hours_p50"))), Cell(_hours(m.get("mttr_hours_p50"))),
@@ -1046,6 +1114,9 @@ def _alerts(inc: _Incident) -> IncidentSection:
     sec = IncidentSection("alerts", "Alerts")
     if not inc.has_alerts:
         sec.no_data = f"{NO_DATA}: core.alerts has not been built (no alert payloads in landing/alerts)."
+        return sec
+    if not inc.con.execute("SELECT count(*) > 0 FROM core.alerts").fetchone()[0]:
+        sec.no_data = f"{NO_DATA}: core.alerts is empty (no alert payloads in landing/alerts)."
         return sec
     alerts = inc.alerts
     member = [a for a in alerts if a["in_incident"]]
@@ -1164,11 +1235,12 @@ def _similar(inc: _Incident) -> IncidentSection:
     sec.items.append(Table(
         [Column("Incident", nowrap=True), Column("Kind", nowrap=True), Column("Start (UTC)", nowrap=True),
          Column("Similarity", True), Column("Matched on"), Column("Root cause"), Column("Nodes", nowrap=True),
-         Column("Jobs killed", True), Column("Lost GPU-h", True), Column("Linked", nowrap=True)],
-        [[Cell(str(c["id"]), mono=True), Cell("alert" if c["kind"] == "alert" else "hardware"), Cell(_at(c["start"])),
+         Column("Jobs killed", True), Column("Lost GPU-h", True), Column("Linked")],
+        [[Cell(str(c["id"]), mono=True), Cell("alert" if c["kind"] == "alert" else "hardware"),
+          Cell(_at(c["start"])[:16]),
           Cell(f"{c['sim']:.2f}"), Cell(truncate(c["matched"], 60), title=c["matched"]),
           Cell(truncate(c["cause"], 50), title=c["cause"]),
-          Cell(truncate(_nodes_text(c["nodes"]), 22), mono=True, title=_nodes_text(c["nodes"])),
+          Cell(truncate(_nodes_text(c["nodes"]), 16), mono=True, title=_nodes_text(c["nodes"])),
           Cell(fmt_int(c["jobs"])), Cell(fmt_num(c["lost"])), Cell(str(c["linked"] or MISSING), mono=True)]
          for c in picked],
         caption="Earlier alert incidents: similarity = the mean of the Jaccard indices of their alert templates and of "

@@ -200,6 +200,8 @@ class _Alert:
     fingerprint: str = ""
     notified: int = 0
     resolved_sent: bool = False
+    labels_json: str = field(default="", repr=False)
+    annotations_json: str = field(default="", repr=False)
     json_firing: str = field(default="", repr=False)
     json_resolved: str = field(default="", repr=False)
 
@@ -319,8 +321,9 @@ def _fault_alerts(b: _Builder, rng: np.random.Generator, faults: list[tuple[Faul
             b.add("InfinibandLinkDown", b.node_exporter(n), f.ts + delay(), end + clear(), **common,
                   down=1, hcas=f"mlx5_{hca}")
         elif f.kind == "lustre_mount_missing":
-            b.add("LustreClientUnhealthy", {**b.node_exporter(n), "filesystem": FSNAME, "mountpoint": MOUNTPOINT,
-                                            "fstype": "lustre"}, f.ts + delay(), end + clear(), **{**common, "target": FSNAME})
+            fs = {"filesystem": FSNAME, "mountpoint": MOUNTPOINT, "fstype": "lustre"}
+            b.add("LustreClientUnhealthy", {**b.node_exporter(n), **fs}, f.ts + delay(), end + clear(),
+                  **{**common, "target": FSNAME})
         elif f.effect == "node_fail":
             up = end + float(rng.uniform(60, 240))  # booted, node-exporter scraped again
             if f.kind == "psu_failure":
@@ -547,11 +550,13 @@ def write_alerts(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
         a.fingerprint = fp
     alerts = _merge_overlaps(alerts)
     prom, am = f"http://prometheus.{config.cluster}.example:9090", f"http://alertmanager.{config.cluster}.example:9093"
+    urls = {name: _go_json(f"{prom}/graph?g0.expr={quote(rule.expr, safe='')}&g0.tab=1")
+            for name, rule in RULES.items()}
     for a in alerts:
-        url = f"{prom}/graph?g0.expr={quote(RULES[a.alertname].expr, safe='')}&g0.tab=1"
-        body = (f'"labels":{_go_json(a.labels)},"annotations":{_go_json(a.annotations)},'
+        a.labels_json, a.annotations_json = _go_json(a.labels), _go_json(a.annotations)
+        body = (f'"labels":{a.labels_json},"annotations":{a.annotations_json},'
                 f'"startsAt":"{_rfc3339(clock, a.fire_ns)}",')
-        tail = f',"generatorURL":{_go_json(url)},"fingerprint":"{a.fingerprint}"}}'
+        tail = f',"generatorURL":{urls[a.alertname]},"fingerprint":"{a.fingerprint}"}}'
         a.json_firing = f'{{"status":"firing",{body}"endsAt":"{_ZERO_TIME}"{tail}'
         if a.resolve_ns is not None:
             a.json_resolved = f'{{"status":"resolved",{body}"endsAt":"{_rfc3339(clock, a.resolve_ns)}"{tail}'
@@ -561,20 +566,33 @@ def write_alerts(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
         groups.setdefault(a.alertname, []).append(a)
     sends: list[tuple[int, str, str]] = []
     n_notifications = 0
+    common_json: dict[tuple[tuple[str, str], ...], str] = {}
+
+    def common(items: dict[str, str]) -> str:
+        key = tuple(items.items())
+        if key not in common_json:
+            common_json[key] = _go_json(items)
+        return common_json[key]
+
     for alertname, members in sorted(groups.items()):
-        group_labels = {"alertname": alertname, "cluster": config.cluster}
-        key = f'{{}}:{{alertname="{alertname}", cluster="{config.cluster}"}}'
+        group_json = _go_json({"alertname": alertname, "cluster": config.cluster})
+        key_json = _go_json(f'{{}}:{{alertname="{alertname}", cluster="{config.cluster}"}}')
         for t, idx, any_firing in _notifications(members, horizon * _NS):
+            # Alertmanager lists a group's alerts by job, instance, then fingerprint.
             listed = sorted((members[i] for i in idx),
                             key=lambda a: (a.labels.get("job", ""), a.labels.get("instance", ""), a.fingerprint))
-            common_labels = dict(listed[0].labels)
-            common_ann = dict(listed[0].annotations)
+            if len(listed) == 1:
+                labels_json, ann_json = listed[0].labels_json, listed[0].annotations_json
+            else:
+                common_labels, common_ann = dict(listed[0].labels), dict(listed[0].annotations)
+                for a in listed[1:]:
+                    if len(common_labels) > 2:  # alertname and cluster are common to the group
+                        common_labels = {k: v for k, v in common_labels.items() if a.labels.get(k) == v}
+                    if common_ann:
+                        common_ann = {k: v for k, v in common_ann.items() if a.annotations.get(k) == v}
+                labels_json, ann_json = common(common_labels), common(common_ann)
             parts = []
             for a in listed:
-                if len(common_labels) > 2:
-                    common_labels = {k: v for k, v in common_labels.items() if a.labels.get(k) == v}
-                if common_ann:
-                    common_ann = {k: v for k, v in common_ann.items() if a.annotations.get(k) == v}
                 firing = a.resolve_ns is None or a.resolve_ns > t
                 parts.append(a.json_firing if firing else a.json_resolved)
                 a.notified += 1
@@ -582,9 +600,9 @@ def write_alerts(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
                     a.resolved_sent = True
             n_notifications += len(parts)
             payload = (f'{{"receiver":"{RECEIVER}","status":"{"firing" if any_firing else "resolved"}",'
-                       f'"alerts":[{",".join(parts)}],"groupLabels":{_go_json(group_labels)},'
-                       f'"commonLabels":{_go_json(common_labels)},"commonAnnotations":{_go_json(common_ann)},'
-                       f'"externalURL":"{am}","version":"4","groupKey":{_go_json(key)},"truncatedAlerts":0}}')
+                       f'"alerts":[{",".join(parts)}],"groupLabels":{group_json},'
+                       f'"commonLabels":{labels_json},"commonAnnotations":{ann_json},'
+                       f'"externalURL":"{am}","version":"4","groupKey":{key_json},"truncatedAlerts":0}}')
             sends.append((t, alertname, payload))
     sends.sort(key=lambda s: (s[0], s[1]))
 
