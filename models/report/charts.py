@@ -1088,3 +1088,76 @@ def incident_timeline_chart(
 
 
 __all__ += ["TimelineItem", "incident_timeline_chart"]
+
+
+# --------------------------------------------------------------------------------------------
+# alert charts (nightly report: alert flood and compression)
+
+_ALERT_BAR = "#5c8fbf"
+_FLOOD_BAR = "#e65100"
+_INCIDENT_BAR = "#1a3a5c"
+
+
+@_styled
+def alert_daily_chart(days: Sequence[date], alerts: Sequence[int | None], incidents: Sequence[int | None],
+                      floods: Sequence[int | None], title: str, highlight_day: date | None = None) -> str:
+    """Alerts (top panel) and the incidents they form (bottom panel) per UTC day.
+
+    ``alerts``, ``incidents`` and ``floods`` (flood episodes that started that day) are aligned to
+    ``days``; ``None`` means no alert data for the day (drawn as "no data", not as zero). Days with
+    a flood episode get orange alert bars; each incident bar is labelled with its count and the
+    compression ratio (alerts per incident). Two panels, each with its own linear scale: a flood of
+    thousands of alerts must not flatten the incident counts to nothing.
+    """
+    n = max(len(days), 1)
+    fig = Figure(figsize=(10, 4.3))
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1.7, 1.0], "hspace": 0.12})
+    xs = list(range(len(days)))
+    hi = [j for j, d in enumerate(days) if d == highlight_day]
+    a_max = max([v for v in alerts if _finite(v)] + [1])
+    i_max = max([v for v in incidents if _finite(v)] + [1])
+    for ax, vals, vmax in ((top, alerts, a_max), (bottom, incidents, i_max)):
+        ax.grid(axis="y", color=_GRID, linewidth=0.8)
+        ax.set_axisbelow(True)
+        ax.set_ylim(0, vmax * (1.32 if ax is top else 1.6))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.get_major_locator().set_params(integer=True, nbins=4)
+        for j in hi:
+            ax.axvspan(j - 0.5, j + 0.5, color="#fff3e0" if ax is top else "#eef1f4", zorder=0, linewidth=0)
+        for x, v in zip(xs, vals):
+            if not _finite(v):
+                ax.text(x, vmax * 0.04, "no\ndata", ha="center", va="bottom", fontsize=7.5, color="#90a4ae",
+                        style="italic")
+    for x, v, fl in zip(xs, alerts, floods):
+        if not _finite(v):
+            continue
+        flood = _finite(fl) and fl > 0  # type: ignore[operator]
+        top.bar(x, v, width=0.72, color=_FLOOD_BAR if flood else _ALERT_BAR,
+                edgecolor=_INK if x in hi else "none", linewidth=1.2)
+        top.text(x, v + a_max * 0.025, f"{v:,.0f}", ha="center", va="bottom", fontsize=8.5,
+                 fontweight="bold" if x in hi else "normal")
+    for x, v, a in zip(xs, incidents, alerts):
+        if not _finite(v):
+            continue
+        bottom.bar(x, v, width=0.72, color=_INCIDENT_BAR, edgecolor=_INK if x in hi else "none", linewidth=1.2)
+        label = f"{v:,.0f}" + (f"\n×{a / v:,.1f}" if v and _finite(a) else "")
+        bottom.text(x, v + i_max * 0.04, label, ha="center", va="bottom", fontsize=8, linespacing=1.0,
+                    fontweight="bold" if x in hi else "normal")
+    top.set_ylabel("Alerts")
+    bottom.set_ylabel("Incidents")
+    bottom.set_xlim(-0.6, n - 0.4)
+    labels = [f"{d:%a}\n{d:%d %b}" if n <= 16 else f"{d:%d}\n{d:%a}"[:5] for d in days]
+    bottom.set_xticks(xs, labels)
+    bottom.tick_params(axis="x", length=0, labelsize=9 if n <= 16 else 7.5)
+    for j in hi:
+        bottom.get_xticklabels()[j].set_fontweight("bold")
+    top.tick_params(axis="x", length=0)
+    top.set_title(title)
+    handles = [Patch(facecolor=_ALERT_BAR, label="alerts"),
+               Patch(facecolor=_FLOOD_BAR, label="alerts, day with a flood episode"),
+               Patch(facecolor=_INCIDENT_BAR, label="incidents (×: alerts per incident)")]
+    bottom.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.42), ncols=3, fontsize=9.5)
+    return figure_to_svg(fig)
+
+
+__all__ += ["alert_daily_chart"]
