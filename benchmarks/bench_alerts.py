@@ -1,4 +1,4 @@
-"""Benchmark: alert ingestion end to end (payload files → raw.alert_notifications → core.alerts).
+"""Benchmark: alerts end to end (payload files → raw.alert_notifications → core.alerts → incidents).
 
 Generates N synthetic Alertmanager webhook notifications for a 2,000-node GPU cluster — a realistic
 mix of node-exporter, dcgm-exporter, IPMI (BMC), InfiniBand-switch and Lustre alerts; every alert
@@ -7,8 +7,9 @@ notifications) and most are resolved; some fire again later under the same finge
 group 1-8 alerts of one alertname; 10 % of payloads also go to a second receiver; 5 % of alerts
 carry no fingerprint (computed from labels) — as daily JSON-lines files (a webhook receiver
 appending request bodies). Then ingests them into a fresh DuckDB warehouse with the pipeline's own
-``ingest_alert_files`` + ``build_core_alerts`` in a child process, and prints notifications/s and
-the child's peak RSS.
+``ingest_alert_files`` + ``build_core_alerts``, then clusters them into incidents with every alert mart
+(``alert_marts``, as the ``marts/alert_incidents`` asset does, topology of 63 leaf switches), in a
+child process, and prints notifications/s and the child's peak RSS.
 
     python benchmarks/bench_alerts.py [--notifications 1000000] [--days 30] [--workdir DIR]
 
@@ -47,13 +48,20 @@ t0, c0 = time.perf_counter(), cpu()
 results = ingest_alert_files(con, landing)  # stages, then publishes in one transaction
 t1 = time.perf_counter()
 alerts, templates = build_core_alerts(con, known_nodes=nodes)
-t2, c2 = time.perf_counter(), cpu()
+t2 = time.perf_counter()
+import polars as pl
+from gpusre.assets.alert_incidents import _ALERT_SQL
+from gpusre.models.alert_clustering import Topology, alert_marts
+topology = Topology.from_groups({}, {f"leaf{i // 32 + 1:02d}": nodes[i:i + 32] for i in range(0, 2000, 32)})
+marts = alert_marts(con.sql(_ALERT_SQL).pl(), topology=topology, hw_incidents=None, jobs=None, attribution=None)
+t3, c2 = time.perf_counter(), cpu()
 n, computed = con.sql("SELECT count(*), count(*) FILTER (WHERE fingerprint_computed) FROM raw.alert_notifications").fetchall()[0]
 resolved, with_node = con.sql("SELECT count(*) FILTER (WHERE status = 'resolved'), count(node) FROM core.alerts").fetchall()[0]
 con.close()
 print(json.dumps({"files": len(results), "notifications": n, "computed_fingerprints": computed,
                   "rejected": sum(r.rows_rejected for r in results), "alerts": alerts, "resolved": resolved,
                   "with_node": with_node, "templates": templates, "ingest_s": t1 - t0, "core_s": t2 - t1, "cpu_s": c2 - c0,
+                  "incidents_s": t3 - t2, "incidents": marts.incidents.height,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -206,13 +214,14 @@ def main() -> int:
     m = run_child(CHILD, str(landing), str(fresh_warehouse(workdir)))
     if m is None:
         return 1
-    seconds = m["ingest_s"] + m["core_s"]
+    seconds = m["ingest_s"] + m["core_s"] + m["incidents_s"]
     rate = m["notifications"] / seconds
     print(f"input: {m['files']} files, {m['notifications']:,} notifications loaded ({m['rejected']} rejected, "
           f"{m['computed_fingerprints']:,} fingerprints computed)")
     print(f"core.alerts: {m['alerts']:,} alerts ({m['resolved']:,} resolved, {m['with_node']:,} on a node), "
           f"{m['templates']} templates")
-    print(f"ingest (parse + stage + templates + publish): {m['ingest_s']:.1f} s; core.alerts: {m['core_s']:.1f} s")
+    print(f"ingest (parse + stage + templates + publish): {m['ingest_s']:.1f} s; core.alerts: {m['core_s']:.1f} s; "
+          f"incidents and alert marts: {m['incidents_s']:.1f} s ({m['incidents']:,} incidents)")
     print(f"total: {seconds:.1f} s = {rate:,.0f} notifications/s; CPU time {m['cpu_s']:.1f} s "
           f"(user + system, all threads: {m['notifications'] / m['cpu_s']:,.0f} notifications per CPU-second)")
     print(f"peak RSS (ingest process): {m['peak_rss_mb']:,.0f} MB")

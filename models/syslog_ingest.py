@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from gpusre.models.alert_nodes import NodeMapping, node_names
 from gpusre.models.event_catalog import classify_messages
 from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
 from gpusre.models.syslog import parse_syslog_file
@@ -79,7 +80,10 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
     )
     events = classify_messages(tagged).drop("gpu_index")
     templates = miner.assign_messages(lines["message"].fill_null(""))
-    node = pl.col("host").str.to_lowercase().str.split(".").list.first()
+    # The same host -> node rule as alerts (lower case, no DNS suffix or port, BMC names like
+    # gpu001-bmc -> gpu001); an address it will not call a node keeps its first label.
+    node = node_names(lines["host"], NodeMapping()).fill_null(
+        lines["host"].str.to_lowercase().str.split(".").list.first())
     return pl.concat(
         [lines.with_columns(node=node), templates.select("template_id"), events], how="horizontal"
     )

@@ -133,3 +133,12 @@ def test_crash_while_publishing_leaves_the_warehouse_as_it_was(landing: Path, tm
     assert _state(wh) == before
     _run(landing, wh)
     assert len(_state(wh)["raw.syslog_lines"]) == 2 * len(before["raw.syslog_lines"])
+
+
+def test_host_names_map_to_slurm_nodes_like_alert_labels() -> None:
+    """Node logs and alerts use one host -> node rule: case, DNS suffix and BMC names are normalised."""
+    from gpusre.models.alert_nodes import NodeMapping, node_names
+
+    hosts = pl.Series(["GPU001.cluster.local", "gpu002-bmc", "gpu003", "10.1.2.3"])
+    assert node_names(hosts, NodeMapping()).fill_null(
+        hosts.str.to_lowercase().str.split(".").list.first()).to_list() == ["gpu001", "gpu002", "gpu003", "10"]
