@@ -5,6 +5,14 @@ import dagster as dg
 
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS, SUSPECT_NODES, TAXONOMY
 from gpusre.assets.job_trends import FINDINGS, ROLLUP_ASSETS, SIZE_SHARE_TREND
+from gpusre.assets.alert_incidents import (
+    ALERT_DAILY,
+    ALERT_FLOODS,
+    ALERT_INCIDENTS,
+    ALERT_RULE_QUALITY,
+    HW_WITHOUT_ALERT,
+)
+from gpusre.assets.node_states import DRAIN_REASONS, NODE_AVAILABILITY_DAILY, NODE_STATES, REPAIR_TIMES
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report.nightly import render_nightly_report
 from gpusre.models.report.slo import render_slo_report
@@ -17,7 +25,8 @@ SLO_REPORT = dg.AssetKey(["reports", "slo"])
 @dg.asset(
     key=NIGHTLY_REPORT,
     deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
-          SUSPECT_NODES],
+          SUSPECT_NODES, NODE_STATES, NODE_AVAILABILITY_DAILY, DRAIN_REASONS, REPAIR_TIMES, ALERT_DAILY, ALERT_FLOODS,
+          ALERT_INCIDENTS, ALERT_RULE_QUALITY, HW_WITHOUT_ALERT],
     group_name="reports",
     kinds={"html"},
     description="Self-contained nightly HTML report (inline SVG charts, opens offline) and a Markdown "

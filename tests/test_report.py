@@ -768,3 +768,271 @@ def test_heat_map_stays_readable_for_large_clusters(tmp_path: Path, n_nodes: int
     assert len(re.findall(r"<tr>", sec)) == 1 + min(4 + extra_down, 15)  # worst-node table: top 15 at most
     assert f"of {fmt_int(n_nodes)} nodes had down time" in _visible_text(sec)
     con.close()
+
+
+# --------------------------------------------------------------------------------------------
+# alert sections (core.alerts; marts.alert_daily, alert_floods, alert_incidents, alert_rule_quality,
+# hw_incidents_without_alert)
+
+ALERT_SECTIONS = ("alert_flood", "alert_incidents", "alert_hygiene")
+NO_ALERTS = "No alerts yet (land Alertmanager webhook payloads in alerts/)."
+EVIL_RULE = "<script>alert(3)</script>Flap"
+EVIL_ROOT_REASON = "earliest alert <img src=x onerror=alert(4)> | pipe"
+
+
+def _alert_marts(con: duckdb.DuckDBPyConnection) -> None:
+    """core.alerts around the report day (2026-10-31) and the alert marts computed from them, as the
+    ``marts/alert_incidents`` asset does (with the hand-made marts.hw_incidents of :func:`_failure_marts`).
+
+    From 2026-10-18: a CPU-load alert every 2 h on gpu1xx (noise); on the report day a leaf-switch
+    flood at 02:52 (the switch and 30 link-down alerts under leaf02), a GPU alert on gpu017 matched to
+    hardware incident inc-aaa (kills job 200), and a hostile rule flapping 6 times on gpu040. The
+    storage incident inc-ccc (2026-10-20) gets no alert: missing coverage.
+    """
+    import hashlib
+    import json
+
+    import polars as pl
+
+    from gpusre.models.alert_clustering import Topology, alert_marts
+
+    rows: list[dict] = []
+
+    def add(alertname: str, at: datetime, *, node: str | None = None, target: str | None = None,
+            target_label: str | None = None, minutes: float = 20, fingerprint: str | None = None) -> None:
+        labels = {"alertname": alertname, **({"instance": f"{node}:9100"} if node else {}),
+                  **({target_label: target} if target_label else {})}
+        fp = fingerprint or hashlib.sha1(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
+        rows.append({"alert_id": len(rows) + 1, "fingerprint": fp, "alertname": alertname, "status": "resolved",
+                     "severity": "critical", "node": node, "target": target, "target_label": target_label,
+                     "starts_at": at, "ends_at": at + timedelta(minutes=minutes),
+                     "labels": json.dumps(labels), "template_id": None, "n_notifications": 2,
+                     "source_file": "alerts/x.json", "first_received_file": "alerts/x.json"})
+
+    start = datetime(2026, 10, 18, 1, tzinfo=timezone.utc)
+    for k in range(14 * 12):
+        add("HostHighCpuLoad", start + timedelta(hours=2 * k), node=f"gpu{100 + k % 28:03d}")
+    flood = datetime(2026, 10, 31, 2, 52, tzinfo=timezone.utc)
+    add("InfinibandSwitchDown", flood + timedelta(minutes=1), target="leaf02", target_label="switch")
+    for k in range(30):
+        add("NodeInfinibandLinkDown", flood + timedelta(seconds=5 * k), node=f"gpu{33 + k:03d}")
+    add("GpuXidError", datetime(2026, 10, 31, 2, 58, tzinfo=timezone.utc), node="gpu017")
+    for k in range(6):
+        add(EVIL_RULE, datetime(2026, 10, 31, 12, 9 * k, tzinfo=timezone.utc), node="gpu040", minutes=3,
+            fingerprint="flappy")
+    alerts = pl.DataFrame(rows, schema={
+        "alert_id": pl.Int64, "fingerprint": pl.String, "alertname": pl.String, "status": pl.String,
+        "severity": pl.String, "node": pl.String, "target": pl.String, "target_label": pl.String,
+        "starts_at": pl.Datetime("us", "UTC"), "ends_at": pl.Datetime("us", "UTC"), "labels": pl.String,
+        "template_id": pl.Int64, "n_notifications": pl.Int64, "source_file": pl.String,
+        "first_received_file": pl.String})
+    con.register("_alerts", alerts.to_arrow())
+    con.execute("INSERT INTO core.alerts BY NAME SELECT * REPLACE (labels::JSON AS labels) FROM _alerts")
+    con.unregister("_alerts")
+    hw = con.sql("SELECT * FROM marts.hw_incidents").pl()
+    jobs = pl.DataFrame({"job_id": ["200"], "state": ["FAILED"], "nodes": [["gpu017"]],
+                         "end_ts": [datetime(2026, 10, 31, 3, tzinfo=timezone.utc)]})
+    attribution = con.sql("SELECT job_id, attribution, lost_gpu_hours FROM marts.job_failure_attribution").pl()
+    topology = Topology.from_groups({f"r{r}": f"gpu[{16 * r + 1:03d}-{16 * r + 16:03d}]" for r in range(8)},
+                                    {f"leaf{k + 1:02d}": f"gpu[{32 * k + 1:03d}-{32 * k + 32:03d}]" for k in range(4)})
+    marts = alert_marts(alerts.drop("source_file", "first_received_file"), topology=topology, hw_incidents=hw,
+                        jobs=jobs, attribution=attribution)
+    for name, frame in (("alert_incidents", marts.incidents), ("alert_incident_members", marts.members),
+                        ("alert_daily", marts.daily), ("alert_floods", marts.floods),
+                        ("alert_rule_quality", marts.rule_quality),
+                        ("hw_incidents_without_alert", marts.hw_without_alert)):
+        con.register("_mart", frame.to_arrow())
+        con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM _mart")
+        con.unregister("_mart")
+    # A hostile root-cause reason, as a crafted label could make one.
+    con.execute("UPDATE marts.alert_incidents SET root_cause_reason = ? WHERE root_cause_candidate LIKE 'GpuXidError%'",
+                [EVIL_ROOT_REASON])
+
+
+@pytest.fixture(scope="module")
+def alert_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[duckdb.DuckDBPyConnection, str, str]:
+    tmp = tmp_path_factory.mktemp("alerts")
+    con = duckdb.connect(str(tmp / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con)
+    _failure_marts(con)
+    _alert_marts(con)
+    paths = render_nightly_report(con, tmp / "out", report_date=REPORT_DAY, warehouse_label="wh.duckdb")
+    yield con, paths.html.read_text(encoding="utf-8"), paths.markdown.read_text(encoding="utf-8")
+    con.close()
+
+
+def test_alert_sections_present(alert_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    _, html, md = alert_report
+    for key, title in zip(ALERT_SECTIONS, ("Last night&#39;s alert flood (2026-10-31)",
+                                           "Alert incidents of 2026-10-31 by size",
+                                           "Alert hygiene: noisy rules and missing coverage")):
+        sec = _section(html, key)
+        assert title in sec and 'class="lead"' in sec and "nodata" not in sec, key
+        assert f'href="#{key}"' in html
+        assert f"## {title.replace('&#39;', chr(39))}" in md
+    assert NO_ALERTS not in html
+    # The 14-day chart: alerts and incidents per day, the report day highlighted, the flood day orange.
+    sec = _section(html, "alert_flood")
+    svg = sec[sec.index("<svg"): sec.index("</svg>")]
+    assert "Alerts and the incidents they form per day, 2026-10-18 … 2026-10-31" in svg
+    assert "day with a flood episode" in svg and "31 Oct" in svg
+
+
+def test_alert_flood_lead_matches_marts(alert_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = alert_report
+    notif, alerts, incidents, ratio, n_floods = con.execute(
+        """SELECT notifications, alerts, incidents, compression_ratio, flood_episodes FROM marts.alert_daily
+           WHERE day = ?""", [REPORT_DAY]).fetchone()
+    w_alerts, w_inc = con.execute("SELECT sum(alerts), sum(incidents) FROM marts.alert_daily "
+                                  "WHERE day BETWEEN DATE '2026-10-18' AND ?", [REPORT_DAY]).fetchone()
+    flood = con.execute("""SELECT flood_id, n_alerts, peak_rate_per_min, incidents, start_ts FROM marts.alert_floods
+                           WHERE CAST(timezone('UTC', start_ts) AS DATE) = ?""", [REPORT_DAY]).fetchall()
+    assert n_floods == 1 and len(flood) == 1 and alerts == 12 + 31 + 1 + 6
+    flood_id, f_alerts, rate, f_inc, f_start = flood[0]
+    assert f_start.astimezone(timezone.utc).strftime("%H:%M") == "02:50"  # start of its 5-min bucket
+    lead = (f"On 2026-10-31, {fmt_int(notif)} notifications carried {fmt_int(alerts)} alerts that started "
+            f"{fmt_int(incidents)} incidents, {ratio:.1f} alerts per incident ({w_alerts / w_inc:.1f} over the 14 days "
+            f"2026-10-18 … 2026-10-31); 1 flood episode began, the largest at 02:50 UTC with {fmt_int(f_alerts)} "
+            f"alerts (up to {rate:.1f} a minute) in {f_inc} incident{'' if f_inc == 1 else 's'}.")
+    assert (notif, incidents) == (2 * alerts, 12 + 1 + 1 + 1)  # CPU load x 12, the leaf, the GPU, the flapping rule
+    sec = _section(html, "alert_flood")
+    assert lead in _visible_text(sec)
+    assert lead in md
+    text = _visible_text(sec)
+    assert f"{flood_id} 02:50" in text and f"{fmt_int(f_alerts)} " in text
+    # Daily table: newest first, 14 rows.
+    assert text.index("2026-10-31 100 50 15 3.3 1") < text.index("2026-10-30 24 12 12 1.0 0")
+    assert "2026-10-18 " in text and "2026-10-17" not in text
+
+
+def test_alert_incidents_by_size(alert_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = alert_report
+    top = con.execute("""SELECT incident_id, n_alerts, n_nodes, root_cause_candidate, scope, in_flood
+                         FROM marts.alert_incidents WHERE CAST(timezone('UTC', start_ts) AS DATE) = ?
+                         ORDER BY n_alerts DESC, lost_gpu_hours DESC, start_ts, incident_id""", [REPORT_DAY]).fetchall()
+    scopes = dict(con.execute("""SELECT scope, count(*) FROM marts.alert_incidents
+                                 WHERE CAST(timezone('UTC', start_ts) AS DATE) = ? GROUP BY scope""",
+                              [REPORT_DAY]).fetchall())
+    assert len(top) == 15 and top[0][1:] == (31, 30, "InfinibandSwitchDown on leaf02", "leaf_switch", True)
+    assert scopes == {"node": 14, "leaf_switch": 1}
+    gpu = next(r for r in top if r[3] == "GpuXidError on gpu017")
+    sec = _section(html, "alert_incidents")
+    text = _visible_text(sec)
+    lead = ("15 alert incidents started on 2026-10-31, grouping 50 alerts (by scope: 14 node and 1 leaf switch); "
+            "the largest, “InfinibandSwitchDown on leaf02”, grouped 31 alerts on 30 nodes; 1 of the 15 had a "
+            "hardware incident behind them and 1 killed 1 job (256 GPU-h lost).")
+    assert lead in text and lead in md
+    # Top 10 by alerts: the leaf first, then the flapping rule's incident (6 alerts, one node).
+    ids = re.findall(r'<td class=" mono nowrap">(ainc-\w+)</td>', sec)
+    assert len(ids) == 10 and ids[:2] == [top[0][0], top[1][0]]
+    assert f"{top[0][0]} 02:52 31 30 leaf switch, flood InfinibandSwitchDown on leaf02" in text
+    assert f"{gpu[0]}" in text and "inc-aaa 1 256.0" in text
+    assert "Top 10 of 15 alert incidents that started on 2026-10-31" in text
+    # Count by scope; the retrospective command with the largest incident's id.
+    assert "leaf switch 1 31 31.0 1 0 0 0.0" in text and "node 14 19 1.4 0 1 1 256.0" in text
+    cmd = f"gpusre report incident {top[0][0]} --warehouse wh.duckdb --out DIR"
+    assert f"<code>{cmd}</code>" in sec
+    assert f"`{cmd}`" in md
+
+
+def test_alert_hygiene(alert_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    con, html, md = alert_report
+    q = {r[0]: r[1:] for r in con.execute("SELECT alertname, verdict, fired, precision FROM marts.alert_rule_quality"
+                                          ).fetchall()}
+    assert q["HostHighCpuLoad"] == ("noise: consider silencing", 168, 0.0)
+    assert q[EVIL_RULE][0] == "flapping" and q["GpuXidError"][0] == "too few to judge"
+    assert con.execute("SELECT list(incident_id) FROM marts.hw_incidents_without_alert").fetchone()[0] == ["inc-ccc"]
+    sec = _section(html, "alert_hygiene")
+    text = _visible_text(sec)
+    lead = (f"Of {len(q)} alert rules (206 alerts in 2026-10-18 … 2026-10-31), 2 look like noise, 1 flaps and 2 "
+            "fired too rarely to judge; the noisiest, “HostHighCpuLoad”, fired 168 times and none of its alerts "
+            "came with a hardware incident or killed jobs; 1 of 2 hardware incidents in 2026-10-18 … 2026-10-31 "
+            "had no alert on their nodes (missing coverage: Storage 1).")
+    assert sum(v[1] for v in q.values()) == 206 and len(q) == 5
+    assert lead in text and lead in md
+    # Noisy rules first, then flapping; the uncovered incident; inc-bbb is older than the alerts.
+    assert text.index("HostHighCpuLoad noise: consider silencing 168") < text.index("NodeInfinibandLinkDown noise") \
+        < text.index("&lt;script&gt;alert(3)&lt;/script&gt;Flap flapping 6 1 1")
+    assert "inc-ccc Storage 2026-10-20 09:00 UTC 20 min gpu[001-002,005] cluster" in text
+    assert "inc-bbb" not in text and "GpuXidError" not in text
+
+
+def test_alert_text_is_escaped(alert_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
+    _, html, md = alert_report
+    for doc in (html, md):
+        assert "<script>alert(3)" not in doc and "<img src=x" not in doc
+    inc = _section(html, "alert_incidents")
+    assert "earliest alert &lt;img src=x onerror=alert(4)&gt; | pipe" in inc  # the reason, under the candidate
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;Flap on gpu040" in inc  # the flapping rule's incident
+    assert '<td class=" mono">&lt;script&gt;alert(3)&lt;/script&gt;Flap</td>' in _section(html, "alert_hygiene")
+    # Title attributes (hover text) carry the same text, escaped.
+    assert ('title="GpuXidError on gpu017: earliest alert &lt;img src=x onerror=alert(4)&gt; | pipe '
+            '(rules: GpuXidError)"') in inc
+    assert "(rules: &lt;script&gt;alert(3)&lt;/script&gt;Flap)" in inc
+    assert "GpuXidError on gpu017 — earliest alert &lt;img src=x onerror=alert(4)&gt; \\| pipe" in md
+    assert "| &lt;script&gt;alert(3)&lt;/script&gt;Flap | flapping |" in md
+
+
+def test_no_alerts_yet(report: tuple[ReportPaths, str, str], tmp_path: Path) -> None:
+    # The shared fixture has the DDL (an empty core.alerts) but no alerts landed.
+    _, html, md = report
+    for key in ALERT_SECTIONS:
+        sec = _section(html, key)
+        assert NO_ALERTS in sec and "<svg" not in sec and "Could not be computed" not in sec, key
+    assert md.count(f"*{NO_ALERTS}*") == 3
+    # A warehouse from before alerts existed (no core.alerts at all), even with stale alert marts.
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _failure_marts(con)
+    _alert_marts(con)
+    con.execute("DROP TABLE core.alerts")
+    html = render_nightly_report(con, tmp_path / "out", report_date=REPORT_DAY).html.read_text()
+    assert all(NO_ALERTS in _section(html, key) for key in ALERT_SECTIONS)
+    con.close()
+
+
+def test_alert_sections_degrade_independently(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _failure_marts(con)
+    _alert_marts(con)
+    con.execute("DROP TABLE marts.alert_rule_quality")
+    con.execute("CREATE TABLE marts.alert_rule_quality (alertname VARCHAR, other INTEGER)")
+    con.execute("INSERT INTO marts.alert_rule_quality VALUES ('x', 1)")
+    con.execute("DROP TABLE marts.alert_floods")
+    html = render_nightly_report(con, tmp_path / "a", report_date=REPORT_DAY).html.read_text()
+    text = {key: _visible_text(_section(html, key)) for key in ALERT_SECTIONS}
+    assert "Could not be computed: BinderException" in text["alert_hygiene"]
+    assert "On 2026-10-31, 100 notifications carried 50 alerts" in text["alert_flood"]
+    assert "Flood episodes cannot be listed: marts.alert_floods has not been built." in text["alert_flood"]
+    assert "1 flood episode began." in text["alert_flood"]  # the count still comes from marts.alert_daily
+    assert "15 alert incidents started on 2026-10-31" in text["alert_incidents"]
+    # A report day past the alert history: "no data" for it (not zero alerts), the days before as context;
+    # no alert incident that day.
+    html = render_nightly_report(con, tmp_path / "c", report_date=date(2026, 11, 2)).html.read_text()
+    sec = _section(html, "alert_flood")
+    assert ("No alert data for 2026-11-02 (the alerts end on 2026-10-31); the 14 days 2026-10-20 … 2026-11-02 had "
+            "182 alerts in 147 incidents (1.2 alerts per incident).") in _visible_text(sec)
+    assert sec.count(">no</text>") == 4  # 2026-11-01 and -02: "no data" in both panels, not zero bars
+    assert ("No alert incident started on 2026-11-02; 147 started in the 14 days 2026-10-20 … 2026-11-02."
+            in _visible_text(_section(html, "alert_incidents")))
+    # Empty marts say so.
+    con.execute("DELETE FROM marts.alert_incidents")
+    con.execute("DELETE FROM marts.alert_daily")
+    html = render_nightly_report(con, tmp_path / "b", report_date=REPORT_DAY).html.read_text()
+    assert "No data yet: marts.alert_daily is empty." in _section(html, "alert_flood")
+    assert "No data yet: marts.alert_incidents is empty." in _section(html, "alert_incidents")
+    con.close()
+
+
+def test_markdown_escape_stops_links_but_keeps_hostlists() -> None:
+    from gpusre.models.report.formatting import md_escape
+
+    assert md_escape("[click](https://evil.example)") == r"[click]\(https://evil.example)"
+    assert md_escape("![x](y)") == r"![x]\(y)"
+    assert md_escape("gpu[001-004,010]") == "gpu[001-004,010]"
+    assert md_escape("a|b<c>") == r"a\|b&lt;c&gt;"

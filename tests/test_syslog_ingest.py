@@ -137,6 +137,8 @@ def test_crash_while_publishing_leaves_the_warehouse_as_it_was(landing: Path, tm
 
 def test_host_names_map_to_slurm_nodes_like_alert_labels() -> None:
     """Node logs and alerts use one host -> node rule: case, DNS suffix and BMC names are normalised."""
+    import polars as pl
+
     from gpusre.models.alert_nodes import NodeMapping, node_names
 
     hosts = pl.Series(["GPU001.cluster.local", "gpu002-bmc", "gpu003", "10.1.2.3"])

@@ -92,9 +92,12 @@ def md_escape(value: object) -> str:
     """Escape a value for a Markdown table cell or paragraph.
 
     ``&``, ``<`` and ``>`` become entities (many wiki renderers and Slack pass raw HTML through or
-    treat them specially), ``|`` is escaped so table cells cannot split, newlines become spaces.
+    treat them specially), ``|`` is escaped so table cells cannot split, ``](`` is broken so untrusted
+    text cannot become a link or an image (hostlists like ``gpu[001-004]`` stay readable), newlines
+    become spaces.
     """
     s = "" if value is None else str(value)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = s.replace("|", r"\|").replace("\r", " ").replace("\n", " ")
+    s = s.replace("|", r"\|").replace("](", r"]\(")
+    s = s.replace("\r", " ").replace("\n", " ")
     return s

@@ -7,7 +7,9 @@ job-trend marts (``marts.job_usage_daily``, ``marts.utilization_daily``, ``marts
 marts (``marts.job_failure_attribution``, ``marts.failure_taxonomy``, ``marts.hw_incidents``,
 ``marts.suspect_nodes``), ``core.log_templates``, and the Slurm node-state tables
 (``marts.node_availability_daily``, ``core.node_states``, ``marts.repair_times``,
-``marts.drain_reasons``), and writes ``nightly-YYYY-MM-DD.html`` and ``nightly-YYYY-MM-DD.md``.
+``marts.drain_reasons``), the alert marts (``core.alerts``, ``marts.alert_daily``, ``marts.alert_floods``,
+``marts.alert_incidents``, ``marts.alert_rule_quality``, ``marts.hw_incidents_without_alert``), and writes
+``nightly-YYYY-MM-DD.html`` and ``nightly-YYYY-MM-DD.md``.
 
 Design choices:
 
@@ -28,6 +30,10 @@ Design choices:
   ``core.node_states`` has rows. The availability heat map covers the 14 days up to the report date,
   every node for up to 48 nodes, else the 40 with the most down time plus one row for the others;
   "out of service now" means at the end of the report day (UTC).
+* Alert sections say "No alerts yet" while ``core.alerts`` is empty or missing. Alerts, incidents and
+  flood episodes belong to the UTC day they started on; the daily chart covers the 14 days up to the
+  report date (days outside the alert history are "no data", not zero). Rule quality is over the
+  whole alert history; missing coverage (hardware incidents without an alert) over those 14 days.
 """
 
 from __future__ import annotations
@@ -108,6 +114,7 @@ class Cell:
     swatch: str | None = None
     mono: bool = False
     title: str | None = None  # full text when ``text`` was truncated
+    sub: str | None = None  # a second, smaller line (HTML) / appended after a dash (Markdown)
 
 
 @dataclass(frozen=True)
@@ -1374,6 +1381,389 @@ def _drain_reasons(con: duckdb.DuckDBPyConnection) -> Section:
     return sec
 
 
+# --------------------------------------------------------------------------------------------
+# alert sections (marts built by assets/alert_incidents.py from core.alerts)
+
+#: Shown by every alert section when no alert has been ingested.
+NO_ALERTS = "No alerts yet (land Alertmanager webhook payloads in alerts/)."
+_ALERT_DAYS = 14
+_TOP_N_ALERT_INCIDENTS = 10
+_TOP_N_RULES = 10  # per verdict: the noisiest rules, then the flapping ones
+_TOP_N_UNCOVERED = 20
+_NOISE = "noise: consider silencing"
+_FLAPPING = "flapping"
+_VERDICTS = (_NOISE, _FLAPPING, "useful", "too few to judge")
+_SCOPE_LABELS = {"node": "node", "rack": "rack", "leaf_switch": "leaf switch", "storage": "storage",
+                 "cluster": "cluster"}
+
+
+def _alert_history(con: duckdb.DuckDBPyConnection) -> str | None:
+    """None when alerts have been ingested (``core.alerts`` has rows), otherwise :data:`NO_ALERTS`."""
+    return None if _table_status(con, "core.alerts") is None else NO_ALERTS
+
+
+def _scope_label(scope: str | None) -> str:
+    """'leaf_switch' -> 'leaf switch'; other scopes as stored."""
+    return MISSING if not scope else _SCOPE_LABELS.get(scope, scope)
+
+
+def _utc_hm(ts: datetime | None) -> str:
+    """'HH:MM' of a warehouse timestamp in UTC."""
+    return MISSING if ts is None else (ts if ts.tzinfo is None else ts.astimezone(timezone.utc)).strftime("%H:%M")
+
+
+def _ratio(x: float | None) -> str:
+    """An alerts-per-incident ratio: '3.4'."""
+    return fmt_num(x, 1)
+
+
+def _count_phrase(counts: Sequence[tuple[str, int]]) -> str:
+    """'5 node, 2 leaf switch and 1 storage'."""
+    parts = [f"{fmt_int(n)} {label}" for label, n in counts]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+_VERDICT_WORDS = {_NOISE: ("looks like noise", "look like noise"), _FLAPPING: ("flaps", "flap"),
+                  "useful": ("is useful", "are useful"),
+                  "too few to judge": ("fired too rarely to judge", "fired too rarely to judge")}
+
+
+def _verdict_phrase(verdict: str | None, n: int) -> str:
+    """'look like noise', 'flaps', ...; verdicts this report does not know are quoted as stored."""
+    if verdict in _VERDICT_WORDS:
+        return _VERDICT_WORDS[verdict][n != 1]
+    if verdict is None:
+        return "have no verdict" if n != 1 else "has no verdict"
+    return f"{'is' if n == 1 else 'are'} \u201c{verdict}\u201d"
+
+
+def _reason_text(reason: str) -> str:
+    """'No data yet: marts.x is empty.' -> 'marts.x is empty' (for use inside a sentence)."""
+    prefix = f"{NO_DATA}: "
+    return (reason[len(prefix):] if reason.startswith(prefix) else reason).rstrip(".")
+
+
+def _alert_window(meta: _Meta) -> tuple[date, date]:
+    return meta.report_date - timedelta(days=_ALERT_DAYS - 1), meta.report_date
+
+
+def _alert_flood(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("alert_flood", f"Last night's alert flood ({d})")
+    reason = _alert_history(con) or _table_status(con, "marts.alert_daily")
+    if reason:
+        sec.no_data = reason
+        return sec
+    first, last = _alert_window(meta)
+    rows = _rows(con, """SELECT day, notifications, alerts, incidents, compression_ratio, flood_episodes
+                         FROM marts.alert_daily WHERE day BETWEEN ? AND ? ORDER BY day""", [first, last])
+    span = _rows(con, "SELECT min(day) AS a, max(day) AS b FROM marts.alert_daily")[0]
+    if not rows:
+        sec.no_data = (f"{NO_DATA}: marts.alert_daily has no rows for {fmt_date(first)} … {d} "
+                       f"(the alerts cover {_period_text(fmt_date(span['a']), fmt_date(span['b']))}).")
+        return sec
+    # A shorter alert history starts the chart at its first day; days after its last day stay "no data".
+    first = max(first, rows[0]["day"])
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    by_day = {r["day"]: r for r in rows}
+    window = _period_text(fmt_date(days[0]), fmt_date(days[-1]))
+    w_alerts = sum(r["alerts"] or 0 for r in rows)
+    w_inc = sum(r["incidents"] or 0 for r in rows)
+    w_ratio = w_alerts / w_inc if w_inc else None
+    context = (f"the {_plural(len(days), 'day')} {window} had {_plural(w_alerts, 'alert')} in "
+               f"{_plural(w_inc, 'incident')}" + (f" ({_ratio(w_ratio)} alerts per incident)" if w_ratio else ""))
+
+    floods: list[dict[str, Any]] = []
+    flood_status = _table_status(con, "marts.alert_floods")
+    if flood_status is None:
+        floods = _rows(con, f"""SELECT flood_id, start_ts, end_ts, n_buckets, n_alerts, peak_per_bucket,
+                                       peak_rate_per_min, baseline, threshold, incidents, compression_ratio
+                                FROM marts.alert_floods WHERE {_utc_day('start_ts')} = ?
+                                ORDER BY start_ts, flood_id""", [meta.report_date])
+    elif "has not been built" in flood_status:
+        sec.note = f"Flood episodes cannot be listed: {_reason_text(flood_status)}."
+
+    night = by_day.get(meta.report_date)
+    if night is None:
+        lead = f"No alert data for {d} (the alerts end on {fmt_date(span['b'])}); {context}."
+    elif not night["alerts"]:
+        lead = f"No alert started on {d}; {context}."
+    else:
+        n_floods = night["flood_episodes"] or 0
+        lead = (f"On {d}, {_plural(night['notifications'], 'notification')} carried "
+                f"{_plural(night['alerts'], 'alert')} "
+                f"that started {_plural(night['incidents'], 'incident')}"
+                + (f", {_ratio(night['compression_ratio'])} alerts per incident" if night["compression_ratio"] else "")
+                + (f" ({_ratio(w_ratio)} over the {len(days)} days {window})" if w_ratio else ""))
+        if floods:
+            big = max(floods, key=lambda r: (r["n_alerts"] or 0, -r["start_ts"].timestamp()))
+            lead += (f"; {_plural(len(floods), 'flood episode')} began, the largest at {_utc_hm(big['start_ts'])} UTC "
+                     f"with {_plural(big['n_alerts'], 'alert')} (up to {fmt_num(big['peak_rate_per_min'])} a minute) "
+                     f"in {_plural(big['incidents'], 'incident')}.")
+        elif n_floods:
+            lead += f"; {_plural(n_floods, 'flood episode')} began."
+        else:
+            lead += "; no flood episode."
+    sec.lead = lead
+
+    sec.charts.append(_svg(charts.alert_daily_chart(
+        days, [by_day[x]["alerts"] if x in by_day else None for x in days],
+        [by_day[x]["incidents"] if x in by_day else None for x in days],
+        [by_day[x]["flood_episodes"] if x in by_day else None for x in days],
+        f"Alerts and the incidents they form per day, {window}", highlight_day=meta.report_date)))
+
+    if floods:
+        def bucket_min(r: dict[str, Any]) -> float | None:
+            if not r["n_buckets"] or r["start_ts"] is None or r["end_ts"] is None:
+                return None
+            return (r["end_ts"] - r["start_ts"]).total_seconds() / 60 / r["n_buckets"]
+
+        bm = {bucket_min(r) for r in floods} - {None}
+        per = f"per {fmt_num(bm.pop(), 0)} min" if len(bm) == 1 else "per bucket"  # bucket length: cluster.yaml
+        sec.tables.append(Table(
+            [Column("Flood", nowrap=True), Column("Start (UTC)", nowrap=True), Column("Lasted", True),
+             Column("Alerts", True), Column(f"Peak {per}", True), Column("Baseline → threshold", True),
+             Column("Incidents", True), Column("Alerts per incident", True)],
+            [[Cell(str(r["flood_id"]), mono=True), Cell(_utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
+              Cell(_age((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
+                   if r["start_ts"] is not None and r["end_ts"] is not None else MISSING),
+              Cell(fmt_int(r["n_alerts"])),
+              Cell(f"{fmt_int(r['peak_per_bucket'])} ({fmt_num(r['peak_rate_per_min'])}/min)"),
+              Cell(f"{fmt_num(r['baseline'])} → {fmt_num(r['threshold'])}"), Cell(fmt_int(r["incidents"])),
+              Cell(_ratio(r["compression_ratio"]))] for r in floods],
+            caption=f"Flood episodes that began on {d}: alert arrivals {per} above a threshold over a robust baseline "
+                    "of the previous 24 h (median + k × MAD, and at least a minimum count). Alerts per incident: how "
+                    "many of its alerts the clustering folded into each incident.",
+        ))
+    recent = [by_day.get(x) for x in reversed(days)]
+    sec.tables.append(Table(
+        [Column("Day"), Column("Notifications", True), Column("Alerts", True), Column("Incidents", True),
+         Column("Alerts per incident", True), Column("Flood episodes", True)],
+        [[Cell(fmt_date(x))] + ([Cell(fmt_int(r["notifications"])), Cell(fmt_int(r["alerts"])),
+                                  Cell(fmt_int(r["incidents"])), Cell(_ratio(r["compression_ratio"])),
+                                  Cell(fmt_int(r["flood_episodes"]))] if r else [Cell(MISSING)] * 5)
+         for x, r in zip(reversed(days), recent)],
+        caption=f"{window}, newest first (UTC days). Notifications: webhook deliveries, repeats included; "
+                "alerts: distinct alert occurrences that started that day; incidents: alert incidents that started "
+                "that day.",
+    ))
+    return sec
+
+
+def _alert_incidents(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("alert_incidents", f"Alert incidents of {d} by size")
+    reason = _alert_history(con) or _table_status(con, "marts.alert_incidents")
+    if reason:
+        sec.no_data = reason
+        return sec
+    on_day, params = f"{_utc_day('start_ts')} = ?", [meta.report_date]
+    agg = _rows(con, f"""SELECT count(*) AS n, coalesce(sum(n_alerts), 0) AS alerts,
+                                count(*) FILTER (WHERE hw_incident_id IS NOT NULL) AS hw,
+                                count(*) FILTER (WHERE n_jobs_killed > 0) AS killing,
+                                coalesce(sum(n_jobs_killed), 0) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost
+                         FROM marts.alert_incidents WHERE {on_day}""", params)[0]
+    if not agg["n"]:
+        first, last = _alert_window(meta)
+        n14 = _scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {_utc_day('start_ts')} BETWEEN ? AND ?",
+                      [first, last])
+        sec.lead = (f"No alert incident started on {d}; {fmt_int(n14)} started in the {_ALERT_DAYS} days "
+                    f"{fmt_date(first)} … {d}.")
+        return sec
+    scopes = _rows(con, f"""SELECT scope, count(*) AS n, sum(n_alerts) AS alerts,
+                                   count(*) FILTER (WHERE in_flood) AS flood,
+                                   count(*) FILTER (WHERE hw_incident_id IS NOT NULL) AS hw,
+                                   coalesce(sum(n_jobs_killed), 0) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost
+                            FROM marts.alert_incidents WHERE {on_day}
+                            GROUP BY scope ORDER BY n DESC, alerts DESC, scope""", params)
+    rows = _rows(con, f"""SELECT incident_id, start_ts, end_ts, n_alerts, n_nodes, nodes, root_cause_candidate,
+                                 root_cause_reason, alertnames, hw_incident_id, scope, in_flood, n_jobs_killed,
+                                 lost_gpu_hours
+                          FROM marts.alert_incidents WHERE {on_day}
+                          ORDER BY n_alerts DESC NULLS LAST, lost_gpu_hours DESC NULLS LAST, start_ts, incident_id
+                          LIMIT {_TOP_N_ALERT_INCIDENTS}""", params)
+    top = rows[0]
+    n = agg["n"]
+    lead = (f"{_plural(n, 'alert incident')} started on {d}, grouping {_plural(agg['alerts'], 'alert')} "
+            f"(by scope: {_count_phrase([(_scope_label(r['scope']), r['n']) for r in scopes])}); "
+            + (f"the largest, " if n > 1 else "it, ")
+            + f"\u201c{truncate(top['root_cause_candidate'] or top['incident_id'], 70)}\u201d, grouped "
+              f"{_plural(top['n_alerts'], 'alert')} on {_plural(top['n_nodes'] or 0, 'node')}"
+            + (f" and killed {_plural(top['n_jobs_killed'], 'job')} ({_gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h lost)"
+               if top["n_jobs_killed"] else ""))
+    if n > 1:
+        lead += (f"; {fmt_int(agg['hw'])} of the {fmt_int(n)} had a hardware incident behind them and "
+                 + (f"{fmt_int(agg['killing'])} killed {_plural(agg['jobs'], 'job')} "
+                    f"({_gpuh(agg['lost'])} GPU-h lost)." if agg["killing"] else "none killed a job."))
+    else:
+        lead += "."
+    sec.lead = lead
+
+    def cand(r: dict[str, Any]) -> Cell:
+        text = r["root_cause_candidate"] or MISSING
+        why = r["root_cause_reason"] or ""
+        rules = ", ".join(str(a) for a in (r["alertnames"] or []))
+        return Cell(truncate(text, 60), sub=truncate(why, 90) or None,
+                    title=f"{text}: {why}" + (f" (rules: {rules})" if rules else ""))
+
+    def nodes(r: dict[str, Any]) -> Cell:
+        return Cell(fmt_int(r["n_nodes"]), title=_nodes_text(r["nodes"]))
+
+    sec.tables.append(Table(
+        [Column("Incident", nowrap=True), Column("Start (UTC)", nowrap=True), Column("Alerts", True),
+         Column("Nodes", True), Column("Scope"), Column("Root-cause candidate and why"),
+         Column("HW incident", nowrap=True), Column("Jobs killed", True), Column("Lost GPU-h", True)],
+        [[Cell(str(r["incident_id"]), mono=True), Cell(_utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
+          Cell(fmt_int(r["n_alerts"])), nodes(r),
+          Cell(_scope_label(r["scope"]) + (", flood" if r["in_flood"] else "")), cand(r),
+          Cell(str(r["hw_incident_id"]) if r["hw_incident_id"] else MISSING, mono=bool(r["hw_incident_id"])),
+          Cell(fmt_int(r["n_jobs_killed"])), Cell(fmt_num(r["lost_gpu_hours"]))] for r in rows],
+        caption=(f"Top {len(rows)} of {fmt_int(n)}" if n > len(rows) else f"All {fmt_int(n)}")
+                + f" alert incidents that started on {d}, most alerts first (hover over a node count for the nodes). "
+                  "Root-cause candidate: the alert matched to a hardware incident, else the earliest at the most "
+                  "upstream level (fabric > storage > node > GPU). Jobs killed: FAILED / NODE_FAIL on its nodes from "
+                  "15 min before its start to 5 min after its last alert, unless attributed to the user. "
+                  "\u201cflood\u201d: an alert began inside a flood episode.",
+    ))
+    sec.tables.append(Table(
+        [Column("Scope"), Column("Incidents", True), Column("Alerts", True), Column("Alerts per incident", True),
+         Column("In a flood", True), Column("With HW incident", True), Column("Jobs killed", True),
+         Column("Lost GPU-h", True)],
+        [[Cell(_scope_label(r["scope"])), Cell(fmt_int(r["n"])), Cell(fmt_int(r["alerts"])),
+          Cell(_ratio(r["alerts"] / r["n"] if r["n"] else None)), Cell(fmt_int(r["flood"])), Cell(fmt_int(r["hw"])),
+          Cell(fmt_int(r["jobs"])), Cell(fmt_num(r["lost"]))] for r in scopes],
+        caption=f"Alert incidents of {d} by scope: node (one node), rack / leaf switch (nodes of one rack / under one "
+                "leaf switch, or a switch alert), storage (a file-system alert), cluster (several racks, or no node).",
+    ))
+    warehouse = meta.warehouse_label or "WAREHOUSE"
+    sec.note = (f"A retrospective (timeline, evidence, blast radius, similar incidents) of any of them: "
+                f"`gpusre report incident {top['incident_id']} --warehouse {warehouse} --out DIR`.")
+    return sec
+
+
+def _alert_hygiene(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
+    sec = Section("alert_hygiene", "Alert hygiene: noisy rules and missing coverage")
+    reason = _alert_history(con)
+    if reason:
+        sec.no_data = reason
+        return sec
+    q_status = _table_status(con, "marts.alert_rule_quality")
+    c_status = _table_status(con, "marts.hw_incidents_without_alert")
+    c_built = c_status is None or "has not been built" not in c_status  # built and empty: full coverage
+    if q_status and not c_built:
+        sec.no_data = q_status
+        return sec
+    first, last = _alert_window(meta)
+    window = f"{fmt_date(first)} … {fmt_date(last)}"
+    parts: list[str] = []
+    rules: list[dict[str, Any]] = []
+    if q_status is None:
+        verdicts = {r["verdict"]: r for r in _rows(con, """SELECT verdict, count(*) AS n, sum(fired) AS fired
+                                                             FROM marts.alert_rule_quality GROUP BY verdict""")}
+        tot = _rows(con, """SELECT count(*) AS n, coalesce(sum(fired), 0) AS fired, count(precision) AS judged
+                            FROM marts.alert_rule_quality""")[0]
+        span = _rows(con, "SELECT min(starts_at) AS a, max(starts_at) AS b FROM core.alerts")[0]
+        rules = _rows(con, f"""SELECT alertname, fired, fingerprints, incidents, with_hw_incident, with_job_impact,
+                                      precision, median_duration_s, flapping, flap_share, verdict
+                               FROM (SELECT *, row_number() OVER (PARTITION BY verdict
+                                                                  ORDER BY fired DESC NULLS LAST, alertname) AS k
+                                     FROM marts.alert_rule_quality WHERE verdict IN (?, ?))
+                               WHERE k <= {_TOP_N_RULES}
+                               ORDER BY (verdict <> ?), fired DESC NULLS LAST, alertname""",
+                      [_NOISE, _FLAPPING, _NOISE])
+        span_txt = _period_text(fmt_date(_utc_date(span["a"])), fmt_date(_utc_date(span["b"])))
+        order = [v for v in _VERDICTS if v in verdicts]
+        order += sorted((v for v in verdicts if v not in _VERDICTS), key=lambda v: (v is None, str(v)))
+        part = (f"of {_plural(tot['n'], 'alert rule')} ({_plural(tot['fired'], 'alert')} in {span_txt}), "
+                + _count_phrase([(_verdict_phrase(v, verdicts[v]["n"]), verdicts[v]["n"]) for v in order]))
+        noisy = [r for r in rules if r["verdict"] == _NOISE]
+        if noisy:
+            w = noisy[0]
+            part += (f"; the noisiest, \u201c{truncate(w['alertname'], 60)}\u201d, fired {_plural(w['fired'], 'time')} "
+                     + ("and none of its alerts" if not w["precision"]
+                        else f"and only {fmt_pct(w['precision'])} of them")
+                     + " came with a hardware incident or killed jobs")
+        elif not tot["judged"]:
+            part += " (precision cannot be judged: no hardware incident or failed job in the span of the alerts)"
+        parts.append(part)
+    else:
+        parts.append(f"rule quality is not available ({_reason_text(q_status)})")
+
+    uncovered: list[dict[str, Any]] = []
+    if c_status is None:
+        uncovered = _rows(con, f"""SELECT incident_id, component, start_ts, end_ts, nodes, scope
+                                   FROM marts.hw_incidents_without_alert
+                                   WHERE {_utc_day('start_ts')} BETWEEN ? AND ?
+                                   ORDER BY start_ts DESC, incident_id""", [first, last])
+    if c_built:
+        checked = None
+        try:  # hardware incidents the coverage mart could check: in the window and within the span of the alerts
+            if _table_status(con, "marts.hw_incidents") is None:
+                checked = _scalar(con, f"""SELECT count(*) FROM marts.hw_incidents
+                                           WHERE {_utc_day('start_ts')} BETWEEN ? AND ?
+                                             AND start_ts BETWEEN (SELECT min(starts_at) FROM core.alerts)
+                                                              AND (SELECT max(starts_at) FROM core.alerts)""",
+                                   [first, last])
+        except duckdb.Error as exc:  # the hardware incident mart has its own section to report a bad shape
+            log.warning("nightly report alert coverage denominator: %s", exc)
+        n_checked = max(checked, len(uncovered)) if checked is not None else None
+        of = f" of {fmt_int(n_checked)}" if n_checked is not None else ""
+        if uncovered:
+            comps: dict[str, int] = {}
+            for r in uncovered:
+                comps[component_label(r["component"])] = comps.get(component_label(r["component"]), 0) + 1
+            by = sorted(comps.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append((f"{fmt_int(len(uncovered))}{of} hardware incidents" if of
+                          else _plural(len(uncovered), "hardware incident"))
+                         + f" in {window} had no alert on their nodes "
+                         f"(missing coverage: {', '.join(f'{k} {fmt_int(v)}' for k, v in by)})")
+        elif checked == 0:
+            parts.append(f"no hardware incident in {window} to check alert coverage against")
+        else:
+            parts.append(f"the one hardware incident in {window} had an alert on its nodes" if n_checked == 1 else
+                         f"all {_plural(n_checked, 'hardware incident')} in {window} had an alert on their nodes"
+                         if n_checked else f"every hardware incident in {window} had an alert on its nodes")
+    else:
+        parts.append(f"alert coverage is unknown ({_reason_text(c_status)})")
+    sec.lead = _cap("; ".join(parts) + ".")
+
+    if rules:
+        def dur(s: float | None) -> str:
+            return MISSING if s is None else _age(s / 3600)
+
+        sec.tables.append(Table(
+            [Column("Alert rule"), Column("Verdict", nowrap=True), Column("Fired", True), Column("Series", True),
+             Column("Incidents", True), Column("Precision", True), Column("Median duration", True),
+             Column("Flap days", True), Column("On flap days", True)],
+            [[Cell(truncate(r["alertname"], 48), mono=True, title=r["alertname"]), Cell(r["verdict"] or MISSING),
+              Cell(fmt_int(r["fired"])), Cell(fmt_int(r["fingerprints"])), Cell(fmt_int(r["incidents"])),
+              Cell(fmt_pct(r["precision"])), Cell(dur(r["median_duration_s"])), Cell(fmt_int(r["flapping"])),
+              Cell(fmt_pct(r["flap_share"]))] for r in rules],
+            caption=f"Rules to review over the whole alert history: the {_TOP_N_RULES} noisiest (\u201cnoise: consider "
+                    f"silencing\u201d), then the {_TOP_N_RULES} flapping rules with the most alerts. Series: distinct "
+                    "label sets (fingerprints). Precision: share of its alerts in incidents with a hardware incident "
+                    "or killed jobs. Flap days: (series, day) pairs with repeated fire/resolve cycles; on flap days: "
+                    "share of its alerts fired on one.",
+        ))
+    if uncovered:
+        shown = uncovered[:_TOP_N_UNCOVERED]
+        sec.tables.append(Table(
+            [Column("Incident", nowrap=True), Column("Component"), Column("Start", nowrap=True), Column("Lasted", True),
+             Column("Nodes", nowrap=True), Column("Scope")],
+            [[Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
+              Cell(fmt_date(r["start_ts"])),
+              Cell(_age((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
+                   if r["start_ts"] is not None and r["end_ts"] is not None else MISSING),
+              Cell(truncate(_nodes_text(r["nodes"]), 30), mono=True, title=_nodes_text(r["nodes"])),
+              Cell(str(r["scope"] or MISSING))] for r in shown],
+            caption=(f"Latest {len(shown)} of {fmt_int(len(uncovered))}" if len(uncovered) > len(shown) else "The")
+                    + f" hardware incidents (marts.hw_incidents) of {window} with no alert on their nodes from 10 min "
+                      "before to 30 min after them (nor on their leaf switch), newest first: the alert rules miss "
+                      "these failures. Only incidents within the span of the alert data are checked.",
+        ))
+    return sec
+
+
 def _data_quality(con: duckdb.DuckDBPyConnection) -> tuple[Section, dict[str, str]]:
     sec = Section("quality", "Data quality")
     tot = _rows(con, """SELECT count(*) AS files, coalesce(sum(rows_read), 0) AS rd,
@@ -1488,6 +1878,11 @@ def build_nightly_context(
         _guard("Nodes out of service now", "out_of_service", lambda: _out_of_service(con, meta)),
         _guard("MTTR by component", "repairs", lambda: _repair_times(con)),
         _guard("Top drain reasons by node-hours", "drain_reasons", lambda: _drain_reasons(con)),
+        _guard(f"Last night's alert flood ({fmt_date(meta.report_date)})", "alert_flood",
+               lambda: _alert_flood(con, meta)),
+        _guard(f"Alert incidents of {fmt_date(meta.report_date)} by size", "alert_incidents",
+               lambda: _alert_incidents(con, meta)),
+        _guard("Alert hygiene: noisy rules and missing coverage", "alert_hygiene", lambda: _alert_hygiene(con, meta)),
         _guard("New log templates", "templates", lambda: _new_templates(con, meta)),
     ]
     try:
