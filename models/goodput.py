@@ -2,7 +2,8 @@
 
 ``goodput = productive / capacity``, with the loss waterfall
 
-    capacity − idle (not allocated, incl. nodes down or in maintenance) = allocated
+    capacity − idle (not allocated; ``unavailable`` is the part of capacity on nodes drained, down
+               or in maintenance per Slurm node states — a draining node may still finish jobs) = allocated
     allocated − lost_failure − lost_restart = productive
 
 Losses are charged only for interruptions the *infrastructure* causes — an instance that ended in
@@ -31,7 +32,8 @@ GOODPUT_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "capacity_gpu_hours": pl.Float64(), "allocated_gpu_hours": pl.Float64(),
     "productive_gpu_hours": pl.Float64(), "lost_failure_gpu_hours": pl.Float64(),
     "lost_restart_gpu_hours": pl.Float64(), "idle_gpu_hours": pl.Float64(), "goodput": pl.Float64(),
-    "infra_interruptions": pl.Int64(),
+    "infra_interruptions": pl.Int64(), "in_service_gpu_hours": pl.Float64(), "unavailable_gpu_hours": pl.Float64(),
+    "goodput_in_service": pl.Float64(), "capacity_source": pl.String(),
 }
 
 #: Instance end states that are the infrastructure's (or the scheduler's) doing without further evidence.
@@ -51,7 +53,8 @@ def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Serie
             | flagged.get_column("_infra").fill_null(False)).alias("infra_interrupted")
 
 
-def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None) -> pl.DataFrame:
+def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,
+                  in_service: pl.DataFrame | None = None, gpus_per_node: int = 8) -> pl.DataFrame:
     """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
 
     Args:
@@ -60,6 +63,10 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
         as_of: end of the observed data; the capacity of its (partial) day counts only up to it, so
             the latest day's goodput is not diluted by hours that have not happened yet.
+        in_service: ``marts.node_availability_daily`` (``day``, ``in_service_hours``) from Slurm node
+            states: splits idle time into *unavailable* (nodes drained, down or in maintenance) and
+            idle in service, and gives ``goodput_in_service`` = productive / in-service GPU-hours.
+            Without it in-service = capacity and ``capacity_source`` says so.
     """
     gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
     # Lost work of infra-interrupted instances: the checkpoint-phase expectation, even when the
@@ -107,5 +114,21 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
             pl.when(pl.col("capacity_gpu_hours") > 0)
             .then(pl.col("productive_gpu_hours") / pl.col("capacity_gpu_hours")).alias("goodput"),
         )
+    )
+    if in_service is not None and in_service.height:
+        svc = (in_service.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
+               .agg((pl.col("in_service_hours").sum() * gpus_per_node).alias("_svc")))
+        out = out.join(svc, on="day", how="left").with_columns(
+            pl.when(pl.col("_svc").is_not_null()).then(pl.lit("node states (in-service GPU-hours)"))
+            .otherwise(pl.lit("cluster.yaml GPUs (no node-state history for the day)")).alias("capacity_source"),
+            pl.min_horizontal(pl.col("_svc").fill_null(pl.col("capacity_gpu_hours")), "capacity_gpu_hours")
+            .alias("in_service_gpu_hours"))
+    else:
+        out = out.with_columns(pl.lit("cluster.yaml GPUs (no node-state history)").alias("capacity_source"),
+                               pl.col("capacity_gpu_hours").alias("in_service_gpu_hours"))
+    out = out.with_columns(
+        (pl.col("capacity_gpu_hours") - pl.col("in_service_gpu_hours")).clip(lower_bound=0).alias("unavailable_gpu_hours"),
+        pl.when(pl.col("in_service_gpu_hours") > 0)
+        .then(pl.col("productive_gpu_hours") / pl.col("in_service_gpu_hours")).alias("goodput_in_service"),
     )
     return out.select([pl.col(c).cast(t) for c, t in GOODPUT_SCHEMA.items()]).sort("day")

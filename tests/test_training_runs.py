@@ -194,3 +194,22 @@ def test_ettr_with_two_interruptions_hand_computed() -> None:
     assert r["lost_work_s"] == pytest.approx(1800 + 2100 - 2100**2 / 7200)
     assert r["productive_s"] == pytest.approx(25800 - 600 - 3287.5)
     assert r["ettr"] == pytest.approx(21912.5 / 32400)  # 0.6763
+
+
+def test_goodput_splits_unavailable_capacity_from_node_states() -> None:
+    jobs, inst = frames()
+    runs = assign_runs(jobs, RULES)
+    ri = run_instances(inst, jobs, runs, RULES, h(30))
+    ri = ri.with_columns(infra_interrupted(ri, pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int32,
+                                                                    "attribution": pl.String})))
+    util = pl.DataFrame({"day": [date(2026, 3, 1), date(2026, 3, 2)], "capacity_gpu_hours": [2400.0, 2400.0],
+                         "allocated_gpu_hours": [600.0, 100.0]})
+    # node states for day 1 only: of 10 nodes x 8 GPUs, node n9 was out of service all day
+    svc = pl.DataFrame({"day": [date(2026, 3, 1)] * 10, "node": [f"n{i}" for i in range(10)],
+                        "in_service_hours": [24.0] * 9 + [0.0]})
+    out = goodput_daily(ri, util, in_service=svc, gpus_per_node=8)
+    d1, d2 = out.row(0, named=True), out.row(1, named=True)
+    assert d1["in_service_gpu_hours"] == 9 * 24 * 8 and d1["unavailable_gpu_hours"] == 2400 - 9 * 24 * 8
+    assert d1["goodput_in_service"] == pytest.approx(d1["productive_gpu_hours"] / (9 * 24 * 8))
+    assert d1["capacity_source"].startswith("node states")
+    assert d2["in_service_gpu_hours"] == 2400 and d2["capacity_source"].startswith("cluster.yaml")
