@@ -30,7 +30,7 @@ __all__ = ["CHECK_NAME_PATTERN", "QUALITY_SCHEMA", "MISSES_SCHEMA", "check_name"
 CHECK_NAME_PATTERN = r"Health check failed:\s+([A-Za-z0-9_]+):"
 
 QUALITY_SCHEMA: dict[str, pl.DataType] = {
-    "check": pl.String(), "component": pl.String(), "firings": pl.Int64(), "events": pl.Int64(),
+    "check_name": pl.String(), "component": pl.String(), "firings": pl.Int64(), "events": pl.Int64(),
     "nodes": pl.Int64(), "preceded_job_failure": pl.Int64(), "precision": pl.Float64(),
     "first_ts": pl.Datetime("us", "UTC"), "last_ts": pl.Datetime("us", "UTC"),
 }
@@ -50,13 +50,13 @@ def check_name(message: pl.Expr) -> pl.Expr:
 def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
     hc = (events.filter(pl.col("kind") == "health_check")
           .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")), "component",
-                  check_name(pl.col("message")).alias("check"))
-          .sort("check", "node", "ts"))
-    return (hc.with_columns(((pl.col("ts") - pl.col("ts").shift(1).over("check", "node")) > episode_gap)
-                            .fill_null(True).cum_sum().over("check", "node").alias("_ep"))
-            .group_by("check", "node", "_ep")
+                  check_name(pl.col("message")).alias("check_name"))
+          .sort("check_name", "node", "ts"))
+    return (hc.with_columns(((pl.col("ts") - pl.col("ts").shift(1).over("check_name", "node")) > episode_gap)
+                            .fill_null(True).cum_sum().over("check_name", "node").alias("_ep"))
+            .group_by("check_name", "node", "_ep")
             .agg(pl.col("ts").min().alias("ts"), pl.col("component").first(), pl.len().alias("events"))
-            .sort("check", "node", "ts"))
+            .sort("check_name", "node", "ts"))
 
 
 def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame, *,
@@ -80,13 +80,13 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame, *,
     nxt = fir.join_asof(ends.rename({"end_ts": "_end"}), left_on="_lo", right_on="_end", by="node",
                         strategy="forward", check_sortedness=False)
     nxt = nxt.with_columns((pl.col("_end").is_not_null() & (pl.col("_end") <= pl.col("ts") + after)).alias("_hit"))
-    out = (nxt.sort("check", "node", "ts").group_by("check")
+    out = (nxt.sort("check_name", "node", "ts").group_by("check_name")
            .agg(pl.col("component").mode().sort().first(), pl.len().alias("firings"), pl.col("events").sum(),
                 pl.col("node").n_unique().alias("nodes"), pl.col("_hit").sum().alias("preceded_job_failure"),
                 pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"))
            .with_columns((pl.col("preceded_job_failure") / pl.col("firings")).alias("precision")))
     return (out.select([pl.col(c).cast(t) for c, t in QUALITY_SCHEMA.items()])
-            .sort("firings", "check", descending=[True, False]))
+            .sort("firings", "check_name", descending=[True, False]))
 
 
 def missed_detections(attribution: pl.DataFrame, jobs: pl.DataFrame, events: pl.DataFrame, *,

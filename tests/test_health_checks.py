@@ -36,7 +36,7 @@ def test_firings_precision_and_misses() -> None:
         "end_ts": [T + 2 * M, T + 30 * M, T + 130 * M], "nodes": [["n1"], ["n4"], ["n2"]],
         "n_gpus": [8, 8, 8],
     }, schema={"job_id": pl.String, "state": pl.String, "end_ts": TS, "nodes": pl.List(pl.String), "n_gpus": pl.Int64})
-    q = {r["check"]: r for r in health_check_quality(events, jobs).iter_rows(named=True)}
+    q = {r["check_name"]: r for r in health_check_quality(events, jobs).iter_rows(named=True)}
     nv = q["check_nv_healthmon"]
     assert (nv["firings"], nv["events"], nv["nodes"], nv["preceded_job_failure"]) == (3, 5, 2, 1)
     assert abs(nv["precision"] - 1 / 3) < 1e-12

@@ -306,11 +306,11 @@ def test_health_check_quality_and_misses(world: dict) -> None:
     quality = world["marts.health_check_quality"]
     misses = world["marts.health_check_misses"]
     assert quality.height >= 2
-    gpu = quality.filter(pl.col("check") == "check_nv_healthmon")
+    gpu = quality.filter(pl.col("check_name") == "check_nv_healthmon")
     # GPU checks fire on GPU faults, which kill the jobs on the node: most firings precede a failure
     assert gpu.height == 1 and gpu.item(0, "precision") > 0.5
     # the process check fires on false-positive drains only (no job failure follows)
-    ps = quality.filter(pl.col("check") == "check_ps_service")
+    ps = quality.filter(pl.col("check_name") == "check_ps_service")
     assert ps.height == 0 or ps.item(0, "precision") < 0.5
     # misses are infrastructure-attributed jobs, and none of their nodes ran a failing check near their end
     infra = world["marts.job_failure_attribution"].filter(pl.col("attribution") == "infrastructure")

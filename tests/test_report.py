@@ -1036,3 +1036,28 @@ def test_markdown_escape_stops_links_but_keeps_hostlists() -> None:
     assert md_escape("![x](y)") == r"![x]\(y)"
     assert md_escape("gpu[001-004,010]") == "gpu[001-004,010]"
     assert md_escape("a|b<c>") == r"a\|b&lt;c&gt;"
+
+
+def test_health_check_section_counts_and_precision(tmp_path: Path) -> None:
+    import duckdb as _duckdb
+
+    from gpusre.models.report.nightly import render_nightly_report
+    from gpusre.models.warehouse import apply_ddl, connect
+
+    wh = tmp_path / "hc.duckdb"
+    con = connect(wh)
+    apply_ddl(con)
+    con.execute("""CREATE TABLE marts.health_check_quality AS SELECT * FROM (VALUES
+        ('check_nv_healthmon', 'gpu_memory', 10, 40, 6, 7, 0.7, TIMESTAMPTZ '2026-05-01 10:00:00+00'),
+        ('check_ps_service', 'os', 5, 9, 3, 0, 0.0, TIMESTAMPTZ '2026-05-01 11:00:00+00'))
+        t(check_name, component, firings, events, nodes, preceded_job_failure, precision, last_ts)""")
+    con.execute("""CREATE TABLE marts.health_check_misses AS SELECT '42' AS job_id, 'NODE_FAIL' AS state,
+        TIMESTAMPTZ '2026-05-01 12:00:00+00' AS end_ts, 8 AS n_gpus, ['gpu007'] AS nodes,
+        'unknown (suspected)' AS component, 'node failure without evidence' AS rule""")
+    paths = render_nightly_report(con, tmp_path / "r", report_date=None, warehouse_label="hc")
+    con.close()
+    md = paths.markdown.read_text(encoding="utf-8")
+    html = paths.html.read_text(encoding="utf-8")
+    assert "15 times" in md and "7 firings" in md and "check_ps_service" in md
+    assert "1 infrastructure-attributed job failure had no failing check" in md
+    assert "gpu007" in html and "check_nv_healthmon" in html
