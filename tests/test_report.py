@@ -1039,8 +1039,6 @@ def test_markdown_escape_stops_links_but_keeps_hostlists() -> None:
 
 
 def test_health_check_section_counts_and_precision(tmp_path: Path) -> None:
-    import duckdb as _duckdb
-
     from gpusre.models.report.nightly import render_nightly_report
     from gpusre.models.warehouse import apply_ddl, connect
 
