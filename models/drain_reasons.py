@@ -262,9 +262,10 @@ def top_drain_reasons(states: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFr
         )
         .rename({"reason_template_id": "template_id"})
     )
-    total = agg["node_hours_lost"].sum()
+    # Sorted before the total: group_by's row order varies, and a float sum's last bits follow it.
     agg = agg.sort(["node_hours_lost", "events", "reason_class", "template_id"],
                    descending=[True, True, False, False], nulls_last=True)
+    total = agg["node_hours_lost"].sum()
     return agg.with_columns(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("rank"),
         (pl.col("node_hours_lost") / total if total > 0 else pl.lit(None, pl.Float64)).alias("share_node_hours"),
