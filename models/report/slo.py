@@ -554,6 +554,15 @@ def _mtbf_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
     return sec
 
 
+def _exposure_source(con: duckdb.DuckDBPyConnection) -> str:
+    """Where marts.mtbf's node-hours came from (node states, or cluster.yaml), for captions."""
+    try:
+        got = _rows(con, "SELECT exposure_source FROM marts.mtbf WHERE exposure_source IS NOT NULL LIMIT 1")
+    except duckdb.Error:
+        return "exposure source unknown"
+    return got[0]["exposure_source"] if got else "exposure source unknown"
+
+
 # --------------------------------------------------------------------------------------------
 # 2b. failure rate vs published figures, and time between failures
 
@@ -618,7 +627,7 @@ def _rate_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
         + [[Cell(f"{n} (published, {cite})"), Cell(MISSING), Cell(MISSING), Cell(t), Cell(MISSING)]
            for n, _, t, cite in REFERENCE_RF],
         caption="r_f = failures per 1,000 node-days. Hardware incidents: every incident over in-service node-days "
-                "(cluster.yaml nodes minus planned maintenance). Meta's variant: infrastructure failures of jobs "
+                f"({_exposure_source(con)}). Meta's variant: infrastructure failures of jobs "
                 "with more than N GPUs (reliability.rf_min_job_gpus, default 128) over those jobs' node-days of "
                 "runtime. 95 % CI: exact Poisson (Garwood). Published: Meta RSC-1 6.50 and RSC-2 2.34 (Kokolis "
                 "et al., HPCA 2025); Llama 3 ≈ 3.8 (419 unexpected interruptions in 54 days on 16,384 GPUs, "
