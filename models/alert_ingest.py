@@ -27,6 +27,7 @@ from __future__ import annotations
 import lzma
 import zlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -95,12 +96,19 @@ def alert_settings(config: Any) -> AlertSettings:
 
 
 class _Batcher:
-    """Collects record frames of many files and flattens them into the staging table in batches."""
+    """Collects record frames of many files and flattens them into the staging table in batches.
+
+    A batch is flattened on a worker thread (DuckDB releases the GIL) while the caller reads the
+    next files in Python: reading and flattening overlap instead of taking turns. At most one
+    flatten runs at a time, and every other use of the connection waits for it (:meth:`wait`).
+    """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, max_bytes: int | None = None) -> None:
         self._con, self._max_bytes = con, max_bytes or BATCH_BYTES
         self._frames: list[pl.DataFrame] = []
         self._bytes = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="alert-stage")
+        self._pending: Future[None] | None = None
 
     def add(self, records: pl.DataFrame) -> None:
         if records.height == 0:
@@ -108,17 +116,40 @@ class _Batcher:
         self._frames.append(records)
         self._bytes += int(records["body"].str.len_bytes().sum() or 0)
         if self._bytes >= self._max_bytes:
-            self.flush()
+            self._submit()
 
     def discard(self, source_file: str) -> None:
         """Forget a file's records, pending or already staged (the file is refused)."""
+        self.wait()
         self._frames = [f for f in self._frames if f["source_file"][0] != source_file]
         self._con.execute(f"DELETE FROM {_STAGE} WHERE source_file = ?", [source_file])
 
-    def flush(self) -> None:
+    def _submit(self) -> None:
+        self.wait()
         if self._frames:
-            stage_records(self._con, pl.concat(self._frames, how="vertical", rechunk=False), target=_STAGE)
+            records = pl.concat(self._frames, how="vertical", rechunk=False)
+            self._pending = self._pool.submit(stage_records, self._con, records, target=_STAGE)
         self._frames, self._bytes = [], 0
+
+    def wait(self) -> None:
+        """Wait for the running flatten, if any; re-raises its exception."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def flush(self) -> None:
+        """Stage every collected record, and wait until all of them are staged."""
+        self._submit()
+        self.wait()
+
+    def close(self) -> None:
+        """Wait for the running flatten (ignoring its failure: the caller is failing already) and
+        stop the worker."""
+        try:
+            self.wait()
+        except BaseException:
+            pass
+        self._pool.shutdown(wait=True)
 
 
 def _record_files(con: duckdb.DuckDBPyConnection, rows: list[tuple[FileIngest, str, int]]) -> None:
@@ -255,6 +286,7 @@ def ingest_alert_files(
             _record_files(con, [(results[source_file], sha, size) for source_file, sha, size in changed])
             save_miner(con, miner, ALERT_MINER)
     finally:
+        batcher.close()
         con.execute(f"DROP TABLE IF EXISTS {_STAGE}; DROP TABLE IF EXISTS _alert_seq")
         try:
             con.unregister("_alert_template_ids")
