@@ -15,7 +15,7 @@ import polars as pl
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.alert_clustering import AlertClusteringSettings, Topology, alert_marts
 from gpusre.models.alert_ingest import alert_settings
-from gpusre.models.warehouse import table_exists, transaction
+from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
@@ -51,11 +51,6 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
     with pl.Config(tbl_width_chars=4000):
         return markdown_preview(frame, limit)
 
-
-def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
-    con.register("_mart_frame", frame.to_arrow())
-    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _mart_frame")
-    con.unregister("_mart_frame")
 
 
 @dg.multi_asset(
@@ -99,12 +94,12 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             settings=settings, flood_settings=alert_settings(config).floods,
         )
         with transaction(con):
-            _write(con, "marts.alert_incidents", marts.incidents)
-            _write(con, "marts.alert_incident_members", marts.members)
-            _write(con, "marts.alert_daily", marts.daily)
-            _write(con, "marts.alert_floods", marts.floods)
-            _write(con, "marts.alert_rule_quality", marts.rule_quality)
-            _write(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)
+            replace_table(con, "marts.alert_incidents", marts.incidents)
+            replace_table(con, "marts.alert_incident_members", marts.members)
+            replace_table(con, "marts.alert_daily", marts.daily)
+            replace_table(con, "marts.alert_floods", marts.floods)
+            replace_table(con, "marts.alert_rule_quality", marts.rule_quality)
+            replace_table(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)
     inc = marts.incidents
     n_alerts = marts.members.height
     ratio = round(n_alerts / inc.height, 2) if inc.height else None

@@ -18,7 +18,7 @@ from gpusre.models.health_checks import health_check_quality, missed_detections
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.suspect_nodes import suspect_nodes
-from gpusre.models.warehouse import transaction
+from gpusre.models.warehouse import replace_table, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -35,11 +35,6 @@ HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
                 "cancelled_by", "exit_code", "exit_signal", "account")
 
-
-def _write(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
-    con.register("_mart_frame", frame.to_arrow())
-    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _mart_frame")
-    con.unregister("_mart_frame")
 
 
 @dg.multi_asset(
@@ -109,14 +104,14 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)
                     if as_of is not None else pl.DataFrame())
         with transaction(con):
-            _write(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))
-            _write(con, "marts.hw_incident_members", members)
-            _write(con, "marts.job_failure_attribution", failed)
-            _write(con, "marts.instance_failure_attribution", instance_attr)
-            _write(con, "marts.health_check_quality", check_quality)
-            _write(con, "marts.health_check_misses", check_misses)
-            _write(con, "marts.failure_taxonomy", taxonomy)
-            _write(con, "marts.suspect_nodes", suspects)
+            replace_table(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))
+            replace_table(con, "marts.hw_incident_members", members)
+            replace_table(con, "marts.job_failure_attribution", failed)
+            replace_table(con, "marts.instance_failure_attribution", instance_attr)
+            replace_table(con, "marts.health_check_quality", check_quality)
+            replace_table(con, "marts.health_check_misses", check_misses)
+            replace_table(con, "marts.failure_taxonomy", taxonomy)
+            replace_table(con, "marts.suspect_nodes", suspects)
             con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [INCIDENTS_FILE])
             if operator_rejects.height:
                 con.register("_op_rejects", operator_rejects.to_arrow())

@@ -3,7 +3,7 @@ core: core.alerts (deduplicated alerts with node and status) and core.alert_temp
 
 import dagster as dg
 
-from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.alert_ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -34,24 +34,10 @@ def raw_alert_notifications(
         by_format = con.sql(
             "SELECT format, status, count(*) AS notifications FROM raw.alert_notifications "
             "GROUP BY ALL ORDER BY notifications DESC").pl()
-        reject_preview = con.sql(
-            f"SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = '{SOURCE_KIND}' "
-            "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10").pl()
-    changed = [r for r in results if r.status != "unchanged"]
-    refused = [r for r in changed if r.status == "refused"]
-    for r in refused:
-        context.log.error(f"{r.source_file}: refused: {r.error}")
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": total,
-        "files_seen": len(results),
-        "files_changed": len(changed),
-        "files_refused": len(refused),
-        "rows_read": sum(r.rows_read for r in changed),
-        "rows_loaded": sum(r.rows_loaded for r in changed),
-        "rows_rejected": sum(r.rows_rejected for r in changed),
-        "by_format": markdown_preview(by_format, 20),
-        "latest_rejects": markdown_preview(reject_preview),
-    })
+        rejects = latest_rejects(con, SOURCE_KIND)
+    metadata = file_ingest_metadata(context, results, total, rejects)
+    metadata["by_format"] = markdown_preview(by_format, 20)
+    return dg.MaterializeResult(metadata=metadata)
 
 
 @dg.asset_check(asset=RAW_ALERTS, blocking=True,

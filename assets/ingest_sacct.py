@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.metadata import file_ingest_metadata, latest_rejects
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.sacct_ingest import ingest_sacct_files
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -38,27 +38,8 @@ def raw_sacct(
             progress=progress_reporter(context),
         )
         total_rows = con.sql("SELECT count(*) FROM raw.sacct_records").fetchall()[0][0]
-        reject_preview = con.sql(
-            "SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = 'sacct' "
-            "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10"
-        ).pl()
-    changed = [r for r in results if r.status != "unchanged"]
-    refused = [r for r in changed if r.status == "refused"]
-    for r in refused:
-        context.log.error(f"{r.source_file}: refused: {r.error}")
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": total_rows,
-            "files_seen": len(results),
-            "files_changed": len(changed),
-            "files_refused": len(refused),
-            "rows_read": sum(r.rows_read for r in changed),
-            "rows_loaded": sum(r.rows_loaded for r in changed),
-            "rows_rejected": sum(r.rows_rejected for r in changed),
-            "refused_files": dg.MetadataValue.json([{"file": r.source_file, "error": r.error} for r in refused]),
-            "latest_rejects": markdown_preview(reject_preview),
-        }
-    )
+        rejects = latest_rejects(con, "sacct")
+    return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total_rows, rejects))
 
 
 @dg.asset_check(asset=RAW_SACCT, blocking=True, description="For every ingested file: rows read = loaded + rejected.")

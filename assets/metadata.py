@@ -1,4 +1,4 @@
-"""Materialization metadata shared by the assets: a Markdown preview of a small table."""
+"""Materialization metadata shared by the assets: Markdown previews, and what a file ingestion did."""
 
 
 import dagster as dg
@@ -18,3 +18,29 @@ def markdown_preview(df: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
         fmt_str_lengths=80,
     ):
         return dg.MetadataValue.md(str(df.head(limit)))
+
+
+def latest_rejects(con, source_kind: str) -> pl.DataFrame:  # noqa: ANN001 - DuckDB connection
+    """The 10 latest ``raw.rejects`` rows of one landing source (file, line, reason)."""
+    return con.sql("SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = ? "
+                   "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10", params=[source_kind]).pl()
+
+
+def file_ingest_metadata(context: dg.AssetExecutionContext, results: list, total_rows: int,
+                         rejects: pl.DataFrame) -> dict[str, object]:
+    """Metadata of an incremental file ingestion (``FileIngest`` results); logs every refused file."""
+    changed = [r for r in results if r.status != "unchanged"]
+    refused = [r for r in changed if r.status == "refused"]
+    for r in refused:
+        context.log.error(f"{r.source_file}: refused: {r.error}")
+    return {
+        "dagster/row_count": total_rows,
+        "files_seen": len(results),
+        "files_changed": len(changed),
+        "files_refused": len(refused),
+        "rows_read": sum(r.rows_read for r in changed),
+        "rows_loaded": sum(r.rows_loaded for r in changed),
+        "rows_rejected": sum(r.rows_rejected for r in changed),
+        "refused_files": dg.MetadataValue.json([{"file": r.source_file, "error": r.error} for r in refused]),
+        "latest_rejects": markdown_preview(rejects),
+    }

@@ -12,14 +12,12 @@ import dagster as dg
 import polars as pl
 
 from gpusre.assets.failures import HW_INCIDENTS
-from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
-from gpusre.models.hostlist import expand_hostlist
 from gpusre.models.node_availability import (
     AVAILABILITY_BY_COMPONENT_SCHEMA,
     DAILY_SCHEMA,
-    MaintenanceSpan,
     availability_by_component,
     down_segments,
     node_availability_daily,
@@ -33,6 +31,7 @@ from gpusre.models.node_states_ingest import (
 from gpusre.models.repair_times import INCIDENT_REPAIR_SCHEMA, link_incidents, repair_times
 from gpusre.models.warehouse import table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.reliability_settings import maintenance_spans
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 RAW_SLURM_EVENTS = dg.AssetKey(["raw", "slurm_events"])
@@ -71,24 +70,8 @@ def raw_slurm_events(
         results = ingest_slurm_event_files(con, landing.root, timezone=config.timezone, cluster=config.cluster,
                                            progress=progress_reporter(context))
         total = con.sql("SELECT count(*) FROM raw.slurm_events").fetchall()[0][0]
-        reject_preview = con.sql(
-            "SELECT source_file, line_no, error FROM raw.rejects WHERE source_kind = ? "
-            "ORDER BY rejected_at DESC, source_file, line_no LIMIT 10", params=[SLURM_EVENTS_KIND]).pl()
-    changed = [r for r in results if r.status != "unchanged"]
-    refused = [r for r in changed if r.status == "refused"]
-    for r in refused:
-        context.log.error(f"{r.source_file}: refused: {r.error}")
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": total,
-        "files_seen": len(results),
-        "files_changed": len(changed),
-        "files_refused": len(refused),
-        "rows_read": sum(r.rows_read for r in changed),
-        "rows_loaded": sum(r.rows_loaded for r in changed),
-        "rows_rejected": sum(r.rows_rejected for r in changed),
-        "refused_files": dg.MetadataValue.json([{"file": r.source_file, "error": r.error} for r in refused]),
-        "latest_rejects": markdown_preview(reject_preview),
-    })
+        rejects = latest_rejects(con, SLURM_EVENTS_KIND)
+    return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
 
 
 @dg.asset_check(asset=RAW_SLURM_EVENTS, blocking=True,
@@ -169,8 +152,7 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
 )
 def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
-    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None)
-                   for w in config.maintenance]
+    maintenance = maintenance_spans(config)
     with warehouse.connect() as con:
         as_of = events_as_of(con)
         states = con.sql("SELECT * FROM core.node_states").pl()

@@ -17,7 +17,7 @@ from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
 from gpusre.models.reliability_marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
-from gpusre.models.warehouse import transaction
+from gpusre.models.warehouse import replace_table, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -60,9 +60,7 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
         marts = compute_reliability_marts(inputs, reliability_settings(config))
         with transaction(con):
             for name, frame in marts.items():
-                con.register("_mart_frame", frame.to_arrow())
-                con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM _mart_frame")
-                con.unregister("_mart_frame")
+                replace_table(con, f"marts.{name}", frame)
     for name in RELIABILITY_MARTS:
         frame = marts[name]
         metadata: dict[str, object] = {"dagster/row_count": frame.height}

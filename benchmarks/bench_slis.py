@@ -27,7 +27,7 @@ from isolated_run import run_child  # sibling module (run as a script)
 CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from gpusre.models.warehouse import connect, transaction
+from gpusre.models.warehouse import connect, replace_table, transaction
 from gpusre.models.reliability_marts import compute_reliability_marts, read_reliability_inputs
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.config import load_cluster_config
@@ -41,9 +41,7 @@ marts = compute_reliability_marts(inputs, settings)
 t2 = time.perf_counter()
 with transaction(con):
     for name, frame in marts.items():
-        con.register("_f", frame.to_arrow())
-        con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM _f")
-        con.unregister("_f")
+        replace_table(con, f"marts.{name}", frame)
 t3 = time.perf_counter()
 con.close()
 print(json.dumps({"read_s": t1 - t0, "compute_s": t2 - t1, "write_s": t3 - t2,
@@ -59,7 +57,7 @@ def _build(landing: Path, warehouse: Path) -> None:
 
     from gpusre.models.marts_runner import run_daily_marts
     from gpusre.models.sacct_ingest import ingest_sacct_files
-    from gpusre.models.warehouse import connect, read_sql, transaction
+    from gpusre.models.warehouse import connect, read_sql, replace_table, transaction
     from gpusre.pipelines.config import load_cluster_config
 
     config = load_cluster_config(landing)
@@ -86,9 +84,7 @@ def _build(landing: Path, warehouse: Path) -> None:
               .with_columns(pl.lit("infrastructure").alias("attribution"), pl.lit("FAILED").alias("state")))
     with transaction(con):
         for name, frame in (("hw_incidents", incidents), ("job_failure_attribution", killed)):
-            con.register("_f", frame.to_arrow())
-            con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM _f")
-            con.unregister("_f")
+            replace_table(con, f"marts.{name}", frame)
     con.close()
 
 

@@ -13,8 +13,9 @@ from importlib import resources
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
-__all__ = ["connect", "apply_ddl", "transaction", "read_sql", "table_exists"]
+__all__ = ["connect", "apply_ddl", "transaction", "read_sql", "table_exists", "replace_table"]
 
 
 def read_sql(relative: str) -> str:
@@ -69,3 +70,12 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
         [schema, name],
     ).fetchall()
     return bool(rows[0][0])
+
+
+def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """``CREATE OR REPLACE TABLE table`` with the rows and columns of ``frame`` (a mart rebuilt in full)."""
+    con.register("_mart_frame", frame.to_arrow())
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _mart_frame")
+    finally:
+        con.unregister("_mart_frame")

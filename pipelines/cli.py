@@ -10,6 +10,10 @@ import argparse
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # duckdb is imported lazily: `gpusre --help` stays fast
+    import duckdb
 
 __all__ = ["main"]
 
@@ -77,14 +81,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _run(landing, out / "warehouse.duckdb", out / "reports")
 
 
-def _cmd_report_nightly(args: argparse.Namespace) -> int:
-    from gpusre.models.report.nightly import render_nightly_report
+def _open_warehouse(path: str, read_only: bool) -> tuple[Path, duckdb.DuckDBPyConnection]:
+    """An existing warehouse file and a connection to it (a missing file is a one-line user error)."""
     from gpusre.models.warehouse import connect
 
-    warehouse = Path(args.warehouse)
+    warehouse = Path(path)
     if not warehouse.is_file():
         raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
-    con = connect(warehouse)
+    return warehouse, connect(warehouse, read_only=read_only)
+
+
+def _cmd_report_nightly(args: argparse.Namespace) -> int:
+    from gpusre.models.report.nightly import render_nightly_report
+
+    warehouse, con = _open_warehouse(args.warehouse, read_only=False)
     try:
         paths = render_nightly_report(con, Path(args.out), report_date=args.date, warehouse_label=str(warehouse))
     finally:
@@ -108,12 +118,8 @@ def _cmd_report_slo(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     from gpusre.models.report.slo import render_slo_report
-    from gpusre.models.warehouse import connect
 
-    warehouse = Path(args.warehouse)
-    if not warehouse.is_file():
-        raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
-    con = connect(warehouse, read_only=True)
+    warehouse, con = _open_warehouse(args.warehouse, read_only=True)
     try:
         paths = render_slo_report(con, Path(args.out), dates["--from"], dates["--to"], warehouse_label=str(warehouse))
     except ValueError as exc:  # a window that ends before it starts once the defaults are filled in
@@ -128,12 +134,8 @@ def _cmd_report_slo(args: argparse.Namespace) -> int:
 
 def _cmd_report_incident(args: argparse.Namespace) -> int:
     from gpusre.models.report.incident import UnknownIncidentError, render_incident_report
-    from gpusre.models.warehouse import connect
 
-    warehouse = Path(args.warehouse)
-    if not warehouse.is_file():
-        raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
-    con = connect(warehouse, read_only=True)
+    warehouse, con = _open_warehouse(args.warehouse, read_only=True)
     try:
         paths = render_incident_report(con, Path(args.out), args.incident_id, warehouse_label=str(warehouse))
     except UnknownIncidentError as exc:  # names the most recent ids of each kind

@@ -9,7 +9,13 @@ from gpusre.models.slo import SloTarget
 from gpusre.models.training_runs import CheckpointAssumption, RunRules
 from gpusre.pipelines.config import ClusterConfig
 
-__all__ = ["reliability_settings"]
+__all__ = ["maintenance_spans", "reliability_settings"]
+
+
+def maintenance_spans(config: ClusterConfig) -> list[MaintenanceSpan]:
+    """cluster.yaml's planned maintenance windows with their node sets expanded (None = whole cluster)."""
+    return [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None, w.reason)
+            for w in config.maintenance]
 
 
 def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
@@ -26,8 +32,7 @@ def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
     rules = RunRules(resubmit_gap_s=rel.runs.resubmit_gap_s, comment_run_key=rel.runs.comment_run_key,
                      name_run_key=rel.runs.name_run_key, min_gpus=rel.runs.min_gpus,
                      resubmit_after_states=tuple(rel.runs.resubmit_after_states), checkpoint=site, overrides=overrides)
-    maintenance = [MaintenanceSpan(w.start, w.end, frozenset(expand_hostlist(w.nodes)) if w.nodes else None, w.reason)
-                   for w in config.maintenance]
+    maintenance = maintenance_spans(config)
     return ReliabilitySettings(
         node_names=config.node_names, node_count=config.node_count, gpus_per_node=config.gpus_per_node,
         maintenance=maintenance, rules=rules, min_failures=rel.min_failures, rf_min_job_gpus=rel.rf_min_job_gpus,
