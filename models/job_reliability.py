@@ -13,6 +13,7 @@ import polars as pl
 from gpusre.models.ettr_model import checkpoint_what_if, expected_ettr, interval_for_target
 from gpusre.models.failure_rates import add_mtbf_columns, garwood_interval
 from gpusre.models.job_size_scaling import fit_inverse_scaling, kaplan_meier_by_group, project_mttf
+from gpusre.models.training_runs import CheckpointAssumption
 
 __all__ = ["SIZE_BUCKETS", "size_bucket_expr", "job_mttf_by_size", "job_mttf_projection", "job_survival",
            "node_failure_rate", "ettr_by_size", "checkpoint_what_if_table", "PROJECTION_GPUS"]
@@ -190,19 +191,19 @@ def ettr_by_size(runs: pl.DataFrame, r_f_per_node_day: float | None) -> pl.DataF
     return out.select([pl.col(c).cast(t) for c, t in schema.items()]).sort("bucket_order")
 
 
-def checkpoint_what_if_table(n_nodes: int, r_f_per_node_day: float | None, checkpoint: object,
+def checkpoint_what_if_table(n_nodes: int, r_f_per_node_day: float | None, checkpoint: CheckpointAssumption,
                              target: float = 0.9) -> pl.DataFrame:
     """Expected ETTR vs checkpoint interval for a run of ``n_nodes`` nodes, and the interval reaching ``target``.
 
-    ``checkpoint`` carries ``restart_overhead_s`` and ``write_s`` (site policy). Rows: ``n_nodes``,
+    ``checkpoint`` is the site policy (its restart overhead and write time). Rows: ``n_nodes``,
     ``interval_s``, ``expected_ettr``, ``reaches_target``, ``target``, ``max_interval_for_target_s``.
     """
     schema = {"n_nodes": pl.Int64, "interval_s": pl.Int64, "expected_ettr": pl.Float64, "reaches_target": pl.Boolean,
               "target": pl.Float64, "max_interval_for_target_s": pl.Float64}
     if n_nodes <= 0 or not r_f_per_node_day:
         return pl.DataFrame(schema=schema)
-    u0 = float(getattr(checkpoint, "restart_overhead_s"))
-    w = float(getattr(checkpoint, "write_s"))
+    u0 = float(checkpoint.restart_overhead_s)
+    w = float(checkpoint.write_s)
     table = checkpoint_what_if(n_nodes, r_f_per_node_day, u0, w)
     best = interval_for_target(n_nodes, r_f_per_node_day, u0, w, target)
     best_hi = best[1] if isinstance(best, tuple) else best

@@ -137,7 +137,7 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
     """Like :func:`node_exposure`, but from ``marts.node_availability_daily``: a node-day's exposure is
     its in-service hours from Slurm node states (capped by the hours left after planned maintenance);
     node-days the history does not cover fall back to the configured hours minus maintenance."""
-    base = node_exposure(nodes, t0, t1, maintenance).filter(pl.col("period_type") == "all").select("node")
+    base = pl.DataFrame({"node": list(nodes)}, schema={"node": pl.String})
     day0 = t0.replace(hour=0, minute=0, second=0, microsecond=0)
     days = pl.DataFrame({"day": pl.date_range(day0.date(), (t1 - timedelta(microseconds=1)).date(), "1d",
                                              eager=True)})

@@ -187,7 +187,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings))
     down = _down_node_hours_daily(incidents, t1)
     slo = slo_daily(
-        targets=settings.slo_targets, window_days=settings.slo_window_days, exposure=exposure,
+        targets=settings.slo_targets, window_days=settings.slo_window_days,
         maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
         node_count=len(nodes), jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart,
         goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,

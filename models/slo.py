@@ -111,10 +111,8 @@ def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t
               **counts: object) -> pl.DataFrame:
     """:data:`SLO_DAILY_SCHEMA` rows: per day and configured SLI, value, budget left, burn rates and status.
 
-    ``counts`` are the keyword arguments of :func:`daily_sli_counts` (an ``exposure`` argument is
-    accepted and ignored: availability is computed from node count, maintenance and down hours).
+    ``counts`` are the keyword arguments of :func:`daily_sli_counts`.
     """
-    counts.pop("exposure", None)
     long = daily_sli_counts(t0=t0, t1=t1, **counts)  # type: ignore[arg-type]
     frames = []
     for target in targets:
