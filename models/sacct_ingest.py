@@ -12,6 +12,7 @@ Two steps: :func:`stage_sacct_files` parses into TEMP tables (bounded memory, wa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +20,16 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
-from gpusre.models.sacct import SacctFormatError, parse_sacct_file
+from gpusre.models.ingest_ledger import FileIngest, known_files, record_file
+from gpusre.models.sacct import (
+    SacctFormatError,
+    SacctTextFields,
+    is_json_dump,
+    parse_sacct_file,
+    split_sacct_text,
+    type_sacct_fields,
+)
+from gpusre.models.slurm_values import check_timezone
 from gpusre.models.warehouse import transaction
 
 __all__ = [
@@ -114,6 +123,11 @@ class StagedSacct:
     replaced: list[str] = field(default_factory=list)  # files ingested before whose rows are replaced
 
 
+#: Text dumps are typed together in batches of about this many lines (bounded memory; most of a
+#: small nightly dump's parse cost is per Polars pass, not per line).
+TYPE_BATCH_LINES = 250_000
+
+
 def stage_sacct_files(
     con: duckdb.DuckDBPyConnection,
     landing: Path,
@@ -128,37 +142,73 @@ def stage_sacct_files(
 
     Must run outside a transaction (the staging appends commit as they go, into TEMP tables only).
     """
+    check_timezone(timezone)
     known = known_files(con, "sacct")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_RECORDS} AS SELECT * FROM raw.sacct_records LIMIT 0")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_REJECTS} AS SELECT * FROM raw.rejects LIMIT 0")
     staged = StagedSacct()
     writer = _BatchWriter(con)
     paths = discover_sacct_files(landing)
+    # Text dumps split but not yet typed, grouped by their field set; (file, sha, size) in order.
+    pending: dict[frozenset[str], list[SacctTextFields]] = {}
+    pending_files: list[tuple[str, str, int]] = []
+    pending_lines = 0
+
+    def finish(source_file: str, result: FileIngest, sha: str, size: int, index: int) -> None:
+        staged.ledger.append((result, sha, size))
+        staged.results.append(result)
+        if progress:
+            progress(f"sacct {index}/{len(paths)} {source_file}: {result.status}, "
+                     f"{result.rows_loaded} loaded, {result.rows_rejected} rejected")
+
+    def type_pending(index: int) -> None:
+        nonlocal pending_lines
+        loaded: dict[str, int] = {}
+        rejected: dict[str, int] = {}
+        for group in pending.values():
+            parsed = type_sacct_fields(group, timezone=timezone, cluster=cluster)
+            writer.add(parsed.records, parsed.rejects)
+            for counts, frame in ((loaded, parsed.records), (rejected, parsed.rejects)):
+                for name, n in frame.group_by("source_file").len().iter_rows():
+                    counts[name] = n
+        for source_file, sha, size in pending_files:
+            n_ok, n_bad = loaded.get(source_file, 0), rejected.get(source_file, 0)
+            finish(source_file, FileIngest(source_file, "loaded", n_ok + n_bad, n_ok, n_bad), sha, size, index)
+        pending.clear()
+        pending_files.clear()
+        pending_lines = 0
+
     for index, path in enumerate(paths, start=1):
         source_file = path.relative_to(landing).as_posix()
-        sha = file_sha256(path)
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
         if known.get(source_file) == sha:
             staged.results.append(FileIngest(source_file, "unchanged"))
             continue
         if source_file in known:
             staged.replaced.append(source_file)
+        is_json = is_json_dump(path, data)
         try:
-            parsed = parse_sacct_file(
-                path, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
-            )
+            if is_json:  # whole jobs[] documents: parsed on their own
+                parsed = parse_sacct_file(path, source_file, timezone=timezone, cluster=cluster)
+            else:
+                split = split_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
         except SacctFormatError as exc:
             con.execute(f"INSERT INTO {_STAGE_REJECTS} VALUES (?, 'sacct', 0, NULL, ?, now())",
                         [source_file, str(exc)])
-            result = FileIngest(source_file, "refused", error=str(exc))
-        else:
+            finish(source_file, FileIngest(source_file, "refused", error=str(exc)), sha, len(data), index)
+            continue
+        if is_json:
             writer.add(parsed.records, parsed.rejects)
-            result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.records.height,
-                                parsed.rejects.height)
-        staged.ledger.append((result, sha, path.stat().st_size))
-        staged.results.append(result)
-        if progress:
-            progress(f"sacct {index}/{len(paths)} {source_file}: {result.status}, "
-                     f"{result.rows_loaded} loaded, {result.rows_rejected} rejected")
+            finish(source_file, FileIngest(source_file, "loaded", parsed.rows_read, parsed.records.height,
+                                           parsed.rejects.height), sha, len(data), index)
+            continue
+        pending.setdefault(split.present, []).append(split)
+        pending_files.append((source_file, sha, len(data)))
+        pending_lines += split.fields.height + split.count_rejects.height
+        if pending_lines >= TYPE_BATCH_LINES:
+            type_pending(index)
+    type_pending(len(paths))
     writer.flush()
     return staged
 

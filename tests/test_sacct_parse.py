@@ -19,6 +19,8 @@ from gpusre.models.sacct import (
     parse_sacct_file,
     parse_sacct_json,
     parse_sacct_text,
+    split_sacct_text,
+    type_sacct_fields,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -345,6 +347,32 @@ def test_extra_delimiter_in_job_name_is_rejected_with_line_number() -> None:
     assert r.records["nodes"].to_list() == [["n1"], []]
     assert r.records["nodelist"].to_list() == ["n1", "None assigned"]
     assert r.records["n_gpus"].to_list() == [0, 0]  # AllocTRES column present but no GPU
+
+
+def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
+    """The ingest types many small dumps in one pass; rows, rejects and line numbers must not change."""
+    a = (HDR + "\n1|ok|COMPLETED|0:0|||00:01:00|UNLIMITED|n[1-2]|gres/gpu=8\n"
+         "2|bad|name|FAILED|1:0|||00:01:00|UNLIMITED|n1|\n3|x|BOGUS|0:0|||00:01:00|UNLIMITED|n1|\n")
+    b = (HDR.upper() + "\n\n4|ok|TIMEOUT|0:15|2024-03-01T00:00:00||01:00:00|01:00:00|n3|\n"
+         "5|ok|FAILED|9:0|||00:00:05|UNLIMITED|n[3-x]|\n")
+    together = type_sacct_fields(
+        [split_sacct_text(a.encode(), "a.psv"), split_sacct_text(b.encode(), "b.psv")], cluster="c"
+    )
+    _check_result(together)
+    alone = [parse_sacct_text(text, name, cluster="c") for text, name in ((a, "a.psv"), (b, "b.psv"))]
+    assert together.records.equals(pl.concat([r.records for r in alone]))
+    assert together.rejects.equals(pl.concat([r.rejects for r in alone]))
+    assert together.rows_read == sum(r.rows_read for r in alone) == 5
+    assert [(f, n) for f, n, *_ in together.rejects.rows()] == [("a.psv", 3), ("a.psv", 4), ("b.psv", 4)]
+
+
+def test_dumps_with_different_fields_are_not_typed_together() -> None:
+    one = split_sacct_text(b"JobID|State\n1|COMPLETED\n", "a.psv")
+    two = split_sacct_text(b"JobID|State|ExitCode\n1|COMPLETED|0:0\n", "b.psv")
+    assert one.present == {"jobid", "state"}
+    with pytest.raises(ValueError, match="different field sets"):
+        type_sacct_fields([one, two])
+    assert type_sacct_fields([]).rows_read == 0
 
 
 def test_crlf_blank_and_comment_lines() -> None:
