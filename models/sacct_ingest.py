@@ -6,13 +6,16 @@ of its earlier rows. Every record that cannot be parsed goes to ``raw.rejects`` 
 reason; a file that is unusable as a whole (e.g. fixed-width ``sacct`` output) is recorded as
 ``refused``. Job ids whose records changed are queued in ``raw.sacct_dirty_jobs`` for core.jobs.
 
-Two steps: :func:`stage_sacct_files` parses into TEMP tables (bounded memory, warehouse untouched),
-:func:`publish_staged_sacct` moves everything in one transaction; :func:`ingest_sacct_files` does both.
+Two steps: :func:`stage_sacct_files` parses into staging — Parquet files in a temporary directory
+and a TEMP table (bounded memory, warehouse untouched) — and :func:`publish_staged_sacct` moves
+everything in one transaction; :func:`ingest_sacct_files` does both and removes the staging.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,21 +68,24 @@ def _replace_file_rows(con: duckdb.DuckDBPyConnection, source_file: str) -> None
 
 
 class _BatchWriter:
-    """Collects parsed records and rejects of many files and appends them, in large batches, to
-    TEMP staging tables.
+    """Collects parsed records and rejects of many files and writes them out in large batches:
+    records as Parquet files in a staging directory, rejects to a TEMP table.
 
     Staging outside the publishing transaction bounds memory: DuckDB keeps a transaction's
     appended rows in transaction-local storage (a year of dumps in one transaction peaked at
-    4 GB RSS), whereas TEMP tables are buffer-managed and spill to disk under ``memory_limit``.
-    One INSERT per file would also cost a fixed overhead that dominates for small nightly files.
+    4 GB RSS). Parquet staging costs less than a TEMP table: Polars writes it natively in
+    parallel (no Arrow conversion), and a year of dumps no longer spills the TEMP table past
+    ``memory_limit``; DuckDB then reads the files in parallel when publishing.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, max_rows: int = 200_000) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, staging_dir: Path, max_rows: int = 200_000) -> None:
         self._con = con
+        self._dir = staging_dir
         self._max_rows = max_rows
         self._records: list[pl.DataFrame] = []
         self._rejects: list[pl.DataFrame] = []
         self._rows = 0
+        self.parquet_files: list[Path] = []
 
     def add(self, records: pl.DataFrame, rejects: pl.DataFrame) -> None:
         if records.height:
@@ -91,33 +97,33 @@ class _BatchWriter:
             self.flush()
 
     def flush(self) -> None:
-        con = self._con
         if self._records:
-            # Arrow's classic string layout converts faster into DuckDB than string views.
-            batch = pl.concat(self._records, how="vertical").to_arrow(compat_level=pl.CompatLevel.oldest())
-            con.register("_sacct_records_batch", batch)
-            con.execute(f"INSERT INTO {_STAGE_RECORDS} BY NAME SELECT * FROM _sacct_records_batch")
-            con.unregister("_sacct_records_batch")
+            path = self._dir / f"records-{len(self.parquet_files):05d}.parquet"
+            # lz4: the files live for one run; speed matters more than size.
+            pl.concat(self._records, how="vertical").write_parquet(path, compression="lz4", statistics=False)
+            self.parquet_files.append(path)
         if self._rejects:
             batch = pl.concat(self._rejects, how="vertical").to_arrow(compat_level=pl.CompatLevel.oldest())
-            con.register("_sacct_rejects_batch", batch)
-            con.execute(
+            self._con.register("_sacct_rejects_batch", batch)
+            self._con.execute(
                 f"""INSERT INTO {_STAGE_REJECTS} BY NAME
                     SELECT source_file, 'sacct' AS source_kind, line_no, raw, error, now() AS rejected_at
                     FROM _sacct_rejects_batch"""
             )
-            con.unregister("_sacct_rejects_batch")
+            self._con.unregister("_sacct_rejects_batch")
         self._records, self._rejects, self._rows = [], [], 0
 
 
-_STAGE_RECORDS = "_stage_sacct_records"
 _STAGE_REJECTS = "_stage_sacct_rejects"
 
 
 @dataclass
 class StagedSacct:
-    """Files parsed and staged in TEMP tables, waiting for :func:`publish_staged_sacct`."""
+    """Files parsed and staged (records in Parquet files, rejects in a TEMP table), waiting for
+    :func:`publish_staged_sacct`; :func:`drop_staging` frees both."""
 
+    staging_dir: Path
+    record_files: list[Path] = field(default_factory=list)
     results: list[FileIngest] = field(default_factory=list)
     ledger: list[tuple[FileIngest, str, int]] = field(default_factory=list)  # (result, sha256, size)
     replaced: list[str] = field(default_factory=list)  # files ingested before whose rows are replaced
@@ -138,16 +144,16 @@ def stage_sacct_files(
     cluster: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StagedSacct:
-    """Parse every new or changed sacct dump into TEMP staging tables; the warehouse is untouched.
+    """Parse every new or changed sacct dump into staging (a temporary directory of Parquet files
+    and a TEMP table); the warehouse is untouched. Free it with :func:`drop_staging`.
 
     Must run outside a transaction (the staging appends commit as they go, into TEMP tables only).
     """
     check_timezone(timezone)
     known = known_files(con, "sacct")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_RECORDS} AS SELECT * FROM raw.sacct_records LIMIT 0")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_REJECTS} AS SELECT * FROM raw.rejects LIMIT 0")
-    staged = StagedSacct()
-    writer = _BatchWriter(con)
+    staged = StagedSacct(Path(tempfile.mkdtemp(prefix="gpusre-sacct-staging-")))
+    writer = _BatchWriter(con, staged.staging_dir)
     paths = discover_sacct_files(landing)
     # Text dumps split but not yet typed, grouped by their field set; (file, sha, size) in order.
     pending: dict[frozenset[str], list[SacctTextFields]] = {}
@@ -210,6 +216,7 @@ def stage_sacct_files(
             type_pending(index)
     type_pending(len(paths))
     writer.flush()
+    staged.record_files = writer.parquet_files
     return staged
 
 
@@ -218,17 +225,20 @@ def publish_staged_sacct(con: duckdb.DuckDBPyConnection, staged: StagedSacct) ->
     ledger — inside the caller's transaction, so a crash leaves the warehouse as it was."""
     for source_file in staged.replaced:
         _replace_file_rows(con, source_file)
-    con.execute(f"INSERT INTO raw.sacct_records SELECT * FROM {_STAGE_RECORDS}")
-    con.execute(f"INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM {_STAGE_RECORDS}")
+    if staged.record_files:
+        quoted = (p.as_posix().replace("'", "''") for p in staged.record_files)
+        files = "[" + ", ".join(f"'{q}'" for q in quoted) + "]"
+        con.execute(f"INSERT INTO raw.sacct_records BY NAME SELECT * FROM read_parquet({files})")
+        con.execute(f"INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet({files})")
     con.execute(f"INSERT INTO raw.rejects SELECT * FROM {_STAGE_REJECTS}")
     for result, sha, size in staged.ledger:
         record_file(con, "sacct", result, sha, size)
 
 
-def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
-    """Free the staging tables (they also vanish with the connection)."""
-    con.execute(f"DROP TABLE IF EXISTS {_STAGE_RECORDS}")
+def drop_staging(con: duckdb.DuckDBPyConnection, staged: StagedSacct) -> None:
+    """Free the staging directory and TEMP table (the table also vanishes with the connection)."""
     con.execute(f"DROP TABLE IF EXISTS {_STAGE_REJECTS}")
+    shutil.rmtree(staged.staging_dir, ignore_errors=True)
 
 
 def ingest_sacct_files(
@@ -252,5 +262,5 @@ def ingest_sacct_files(
         with transaction(con):
             publish_staged_sacct(con, staged)
     finally:
-        drop_staging(con)
+        drop_staging(con, staged)
     return staged.results
