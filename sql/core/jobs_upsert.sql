@@ -16,54 +16,60 @@ SELECT DISTINCT unnest(generate_series(
 FROM core.job_instances
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
+-- Ranking works on narrow rows (keys + raw.sacct_records rowid) and joins back by rowid once:
+-- copying the wide records (node lists, comments) into temp tables cost more than the ranking.
 CREATE OR REPLACE TEMP TABLE _job_recs AS
 -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
 -- never got nodes has not started (else it would count as a queue wait and a run).
-SELECT r.* EXCLUDE (raw_line) REPLACE (
-    CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
-         THEN NULL ELSE r.start_ts END AS start_ts)
+SELECT r.rowid AS rid, r.job_id,
+       CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
+            THEN NULL ELSE r.start_ts END AS start_ts,
+       r.eligible_ts, r.submit_ts, r.end_ts, r.elapsed_s, r.state, r.source_file, r.line_no, r.restart_cnt
 FROM raw.sacct_records AS r
 WHERE r.record_type = 'allocation'
   AND r.job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
--- arg_max over a narrow ranking key, then one join back, is several times cheaper than a
--- window sort of the wide rows. NULLs are mapped to sentinels so they rank lowest.
+-- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
+-- be NULL and must not be skipped.)
 CREATE OR REPLACE TEMP TABLE _job_winners AS
-WITH picked AS (
+WITH ranked AS (
     SELECT job_id,
-           arg_max(rowid, (COALESCE(start_ts, eligible_ts, submit_ts, '-infinity'::TIMESTAMPTZ),
-                           core.is_terminal_state(state),
-                           COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
-                           COALESCE(elapsed_s, -1),
-                           source_file,
-                           line_no)) AS winner_rowid,
+           arg_max_null({'rid': rid, 'start_ts': start_ts},
+                        (COALESCE(start_ts, eligible_ts, submit_ts, '-infinity'::TIMESTAMPTZ),
+                         core.is_terminal_state(state),
+                         COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
+                         COALESCE(elapsed_s, -1),
+                         source_file,
+                         line_no)) AS winner,
            count(DISTINCT start_ts) AS n_started_instances,
            max(restart_cnt) AS max_restart_cnt
     FROM _job_recs
     GROUP BY job_id
 )
-SELECT r.*, picked.n_started_instances, picked.max_restart_cnt
-FROM _job_recs AS r JOIN picked ON r.rowid = picked.winner_rowid;
+SELECT job_id, winner.rid AS winner_rid, winner.start_ts AS winner_start_ts,
+       n_started_instances, max_restart_cnt
+FROM ranked;
 
 DELETE FROM core.jobs WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 INSERT INTO core.jobs BY NAME
-SELECT job_id, cluster, job_id_raw, array_job_id, array_task_id, array_task_ids,
-       het_job_id, het_job_offset, name, "user", uid, account, "group", partition, qos,
-       state, cancelled_by, exit_code, exit_signal, submit_ts, eligible_ts, start_ts, end_ts,
-       elapsed_s, timelimit_s,
-       CASE WHEN start_ts IS NOT NULL
-            THEN greatest(0, epoch(start_ts) - epoch(COALESCE(eligible_ts, submit_ts, start_ts)))::BIGINT
+SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.array_task_ids,
+       r.het_job_id, r.het_job_offset, r.name, r."user", r.uid, r.account, r."group", r.partition, r.qos,
+       r.state, r.cancelled_by, r.exit_code, r.exit_signal, r.submit_ts, r.eligible_ts,
+       w.winner_start_ts AS start_ts, r.end_ts, r.elapsed_s, r.timelimit_s,
+       CASE WHEN w.winner_start_ts IS NOT NULL
+            THEN greatest(0, epoch(w.winner_start_ts)
+                             - epoch(COALESCE(r.eligible_ts, r.submit_ts, w.winner_start_ts)))::BIGINT
        END AS queue_wait_s,
-       n_nodes, n_cpus, n_gpus, gpu_type,
-       core.size_bucket(n_gpus) AS size_bucket,
-       nodelist, nodes,
-       COALESCE(n_gpus, 0) * COALESCE(elapsed_s, 0) / 3600.0 AS gpu_hours,
-       greatest(n_started_instances - 1, COALESCE(max_restart_cnt, 0), 0)::INTEGER AS restarts,
-       comment,
-       end_ts::DATE AS end_day,
-       source_file, line_no
-FROM _job_winners;
+       r.n_nodes, r.n_cpus, r.n_gpus, r.gpu_type,
+       core.size_bucket(r.n_gpus) AS size_bucket,
+       r.nodelist, r.nodes,
+       COALESCE(r.n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
+       greatest(w.n_started_instances - 1, COALESCE(w.max_restart_cnt, 0), 0)::INTEGER AS restarts,
+       r.comment,
+       r.end_ts::DATE AS end_day,
+       r.source_file, r.line_no
+FROM raw.sacct_records AS r JOIN _job_winners AS w ON r.rowid = w.winner_rid;
 
 -- Days covered by the new versions (every instance).
 INSERT OR IGNORE INTO core.dirty_days
@@ -73,41 +79,42 @@ SELECT DISTINCT unnest(generate_series(
            INTERVAL 1 DAY))::DATE
 FROM _job_recs WHERE start_ts IS NOT NULL;
 INSERT OR IGNORE INTO core.dirty_days
-SELECT DISTINCT end_ts::DATE FROM _job_winners WHERE end_ts IS NOT NULL;
+SELECT DISTINCT end_day FROM core.jobs
+WHERE end_day IS NOT NULL AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 -- Every started instance of the dirty jobs: per (job, start) the most final record.
 DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 INSERT INTO core.job_instances BY NAME
 WITH picked AS (
-    SELECT arg_max(rowid, (core.is_terminal_state(state), COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
-                           COALESCE(elapsed_s, -1), source_file, line_no)) AS rid
+    SELECT job_id, start_ts,
+           arg_max(rid, (core.is_terminal_state(state), COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
+                         COALESCE(elapsed_s, -1), source_file, line_no)) AS rid
     FROM _job_recs WHERE start_ts IS NOT NULL
     GROUP BY job_id, start_ts
 )
-SELECT job_id,
-       row_number() OVER (PARTITION BY job_id ORDER BY start_ts)::INTEGER AS instance_no,
-       row_number() OVER (PARTITION BY job_id ORDER BY start_ts DESC) = 1 AS is_latest,
-       state, start_ts, end_ts, elapsed_s, n_gpus, nodes, source_file, line_no,
-       submit_ts, eligible_ts, exit_code, exit_signal
-FROM _job_recs AS r JOIN picked ON r.rowid = picked.rid;
+SELECT p.job_id,
+       row_number() OVER (PARTITION BY p.job_id ORDER BY p.start_ts)::INTEGER AS instance_no,
+       row_number() OVER (PARTITION BY p.job_id ORDER BY p.start_ts DESC) = 1 AS is_latest,
+       r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
+       r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
+FROM raw.sacct_records AS r JOIN picked AS p ON r.rowid = p.rid;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.
 DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 INSERT INTO core.job_steps BY NAME
-WITH steps AS (
-    SELECT job_id, step_id, name, state, exit_code, exit_signal, start_ts, end_ts, elapsed_s,
-           n_nodes, n_cpus, n_gpus, nodelist, nodes, source_file, line_no
+WITH picked AS (
+    SELECT arg_max(rowid, (COALESCE(start_ts, '-infinity'::TIMESTAMPTZ),
+                           core.is_terminal_state(state),
+                           COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
+                           source_file, line_no)) AS rid
     FROM raw.sacct_records
     WHERE record_type = 'step'
       AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs)
+    GROUP BY job_id, step_id
 )
-SELECT * FROM steps
-QUALIFY row_number() OVER (
-            PARTITION BY job_id, step_id
-            ORDER BY start_ts DESC NULLS LAST,
-                     core.is_terminal_state(state) DESC,
-                     end_ts DESC NULLS LAST,
-                     source_file DESC, line_no DESC) = 1;
+SELECT r.job_id, r.step_id, r.name, r.state, r.exit_code, r.exit_signal, r.start_ts, r.end_ts,
+       r.elapsed_s, r.n_nodes, r.n_cpus, r.n_gpus, r.nodelist, r.nodes, r.source_file, r.line_no
+FROM raw.sacct_records AS r JOIN picked AS p ON r.rowid = p.rid;
 
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
