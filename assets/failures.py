@@ -12,13 +12,13 @@ import polars as pl
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.attribution import attribute_failures
+from gpusre.models.attribution import attribute_failures, node_state_evidence
 from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.health_checks import health_check_quality, missed_detections
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.suspect_nodes import suspect_nodes
-from gpusre.models.warehouse import replace_table, transaction
+from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -27,6 +27,8 @@ HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
 ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
 TAXONOMY = dg.AssetKey(["marts", "failure_taxonomy"])
 SUSPECT_NODES = dg.AssetKey(["marts", "suspect_nodes"])
+#: (Spelled out, not imported: assets/node_states.py imports HW_INCIDENTS from here.)
+_NODE_STATES = dg.AssetKey(["core", "node_states"])
 INSTANCE_ATTRIBUTION = dg.AssetKey(["marts", "instance_failure_attribution"])
 HEALTH_CHECK_QUALITY = dg.AssetKey(["marts", "health_check_quality"])
 HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
@@ -44,12 +46,14 @@ _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "
                      "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident; "
                      "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win. "
                      "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
-        dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per job that ended in a failure state (or was cancelled by root): "
                      "infrastructure / user / unknown, component, evidence events and lost GPU-hours "
-                     "(after Meta, HPCA 2025: events 10 min before to 5 min after the end on the job's nodes)."),
-        dg.AssetSpec(INSTANCE_ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
-                     description="One row per earlier (requeued) instance of a job that ended in a failure state: "
+                     "(after Meta, HPCA 2025: events 10 min before to 5 min after the end on the job's nodes; "
+                     "Slurm node states with a hardware reason when core.node_states is ingested)."),
+        dg.AssetSpec(INSTANCE_ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
+                     description="One row per earlier (requeued) instance of a job that ended in a failure state "
+                     "(including the last started one of a job pending again after a requeue): "
                      "the same rules as job_failure_attribution, so goodput and ETTR see infrastructure "
                      "interruptions that Slurm requeued."),
         dg.AssetSpec(HEALTH_CHECK_QUALITY, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
@@ -86,14 +90,19 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         jobs = jobs.join(policy, on="account", how="left").with_columns(
             pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
             pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
-        attribution = attribute_failures(jobs, events, incidents)
+        outages = (node_state_evidence(con.sql("SELECT * FROM core.node_states").pl())
+                   if table_exists(con, "core.node_states") else None)
+        attribution = attribute_failures(jobs, events, incidents, outages)
+        # Every instance core.jobs does not describe: earlier ones, and the last started one of a
+        # job requeued and pending again (core.jobs shows the pending record).
         earlier = con.sql("SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapsed_s, "
                           "i.n_gpus, i.exit_code, i.exit_signal, j.account FROM core.job_instances AS i "
-                          "JOIN core.jobs AS j USING (job_id) WHERE NOT i.is_latest").pl()
+                          "JOIN core.jobs AS j USING (job_id) "
+                          "WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts").pl()
         earlier = earlier.join(policy, on="account", how="left").with_columns(
             pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
             pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
-        instance_attr = attribute_failures(earlier, events, incidents).filter(pl.col("attribution") != "none")
+        instance_attr = attribute_failures(earlier, events, incidents, outages).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)
         all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],

@@ -17,6 +17,10 @@ rule  condition                                                          attribu
       on one of the job's nodes within [end − ``before``, end +
       ``after``], or an incident whose span meets that window on one of
       its nodes
+2b    Slurm took one of the job's nodes out of service for a hardware     infrastructure   the outage's (drain
+      reason (:func:`node_state_evidence`: ``DOWN*``/``Not responding``                    reason's) component
+      and the operator's ``PSU failure - replace PSU2`` are one outage)
+      starting within [end − ``before``, end + ``after``]
 3     NODE_FAIL or BOOT_FAIL without evidence                             infrastructure   ``unknown (suspected)``
 4     REQUEUED without evidence (a normal requeue: preemption, admin)    none             —
 5     a user-application event (Xid 13/31/43, OOM killer…) in the window  user             the event's
@@ -29,6 +33,11 @@ Causality: an event stamped more than ``clock_skew`` (60 s) after the job ended 
 so it counts only when it is a *detection* (health check, slurmd error: kinds in
 :data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
 the end. The rest of Meta's 5-minute after-window is for those detections.
+
+Node states (rule 2b) are a detection, like a health check: slurmctld marks a dead node ``DOWN*`` when
+it stops answering, NHC drains a node after its check fails, so an outage may start up to ``after``
+past the job's end. They name a component when the logs hold nothing (a PSU failure powers the node
+off before anything is logged), and the outage's reason goes into ``evidence_node_state``.
 
 Failure states are FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, BOOT_FAIL, REQUEUED (earlier instances
 from ``core.job_instances``) and CANCELLED by a uid in ``slurm_user_uids``. Evidence is at node
@@ -58,8 +67,10 @@ __all__ = [
     "ATTRIBUTION_SCHEMA",
     "DETECTION_KINDS",
     "FAILURE_STATES",
+    "NODE_STATE_EVIDENCE_SCHEMA",
     "SUSPECTED_COMPONENT",
     "attribute_failures",
+    "node_state_evidence",
 ]
 
 #: Final states that call for an attribution (CANCELLED only when root/SlurmUser cancelled).
@@ -84,8 +95,60 @@ ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
     "cause_class": pl.String(),
     "incident_id": pl.String(),
     "evidence_event_ids": pl.List(pl.Int64()),
+    "evidence_node_state": pl.String(),
     "lost_gpu_hours": pl.Float64(),
 }
+
+#: Output of :func:`node_state_evidence`: one row per node outage with a hardware reason.
+NODE_STATE_EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
+    "node": pl.String(),
+    "start_ts": pl.Datetime("us", "UTC"),
+    "component": pl.String(),
+    "evidence": pl.String(),
+}
+
+
+def node_state_evidence(states: pl.DataFrame) -> pl.DataFrame:
+    """Node outages that are evidence of a hardware failure, from ``core.node_states`` rows.
+
+    An outage is a maximal run of one node's overlapping or touching states: slurmctld's ``DOWN*``
+    ``Not responding`` and the reason an operator writes after triage (``PSU failure - replace
+    PSU2``) are one outage, because slurmdbd closes the first event when it opens the second. Its
+    component is that of its first state whose reason is classified ``hardware``
+    (``drain_reasons.csv``); outages without one, or that begin as planned maintenance, are dropped.
+
+    Args:
+        states: ``node``, ``state``, ``start_ts``, ``end_ts`` (null = ongoing), ``reason``,
+            ``reason_component``, ``availability_class``.
+
+    Returns:
+        :data:`NODE_STATE_EVIDENCE_SCHEMA`: the outage's node and start, the component, and
+        ``evidence`` = ``'<state> "<reason>" since <first state start>'`` of the naming state.
+    """
+    ongoing = pl.datetime(9999, 1, 1, time_zone="UTC")
+    s = states.select(
+        "node", "state", "reason", "reason_component", "availability_class",
+        pl.col("start_ts").cast(pl.Datetime("us", "UTC")),
+        pl.col("end_ts").cast(pl.Datetime("us", "UTC")).fill_null(ongoing),
+    ).sort("node", "start_ts", "end_ts", "state", "reason", nulls_last=True)
+    # A state opens a new outage unless it starts by the latest end of the node's earlier states.
+    reach = pl.col("end_ts").cum_max().shift(1).over("node")
+    s = s.with_columns((reach.is_null() | (pl.col("start_ts") > reach)).cum_sum().alias("_outage"))
+    hardware = pl.col("availability_class") == "hardware"
+    outages = s.group_by("_outage").agg(
+        pl.col("node").first(),
+        pl.col("start_ts").first(),
+        pl.col("availability_class").first().alias("_first_class"),
+        pl.col("reason_component").filter(hardware).first().alias("component"),
+        pl.format('{} "{}" since {}', "state", pl.col("reason").fill_null(""),
+                  pl.col("start_ts").dt.strftime("%Y-%m-%d %H:%M:%SZ")).filter(hardware).first().alias("evidence"),
+    )
+    return (
+        outages.filter(pl.col("component").is_not_null() & (pl.col("_first_class") != "maintenance"))
+        .sort("node", "start_ts")
+        .select(*NODE_STATE_EVIDENCE_SCHEMA)
+        .cast(NODE_STATE_EVIDENCE_SCHEMA)  # type: ignore[arg-type]
+    )
 
 
 def _optional(jobs: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:
@@ -126,6 +189,7 @@ def attribute_failures(
     jobs: pl.DataFrame,
     events: pl.DataFrame,
     incidents: pl.DataFrame,
+    node_states: pl.DataFrame | None = None,
     *,
     before: timedelta = timedelta(minutes=10),
     after: timedelta = timedelta(minutes=5),
@@ -145,6 +209,8 @@ def attribute_failures(
         incidents: first output of :func:`~gpusre.models.hw_incidents.merge_incidents`
             (``incident_id``, ``component``, ``cause_class``, ``severity``, ``start_ts``, ``end_ts``,
             ``nodes``, ``label_source``).
+        node_states: optional output of :func:`node_state_evidence` (rule 2b); ``None`` when the
+            site ingests no Slurm node-state history.
         before, after: the evidence window around the job's end.
         slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
         checkpoint_interval: Δ, when the input has no ``checkpoint_interval_s`` column.
@@ -247,7 +313,20 @@ def attribute_failures(
         pl.col("component").sort_by("ts", "event_id").first().alias("_user_component"),
     )
 
-    j = j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left").join(user_by_job, on="_j", how="left")
+    # Node-state evidence: a hardware outage of one of the job's nodes starting in the window; the
+    # one starting nearest the end names the component.
+    outages = node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA)
+    outage_by_job = (
+        job_nodes.join(outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence"),
+                       on="node")
+        .filter(pl.col("_out_start").is_between(pl.col("end_ts") - before, pl.col("end_ts") + after))
+        .sort("_j", (pl.col("_out_start") - pl.col("end_ts")).abs(), "node")
+        .unique("_j", keep="first", maintain_order=True)
+        .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"))
+    )
+
+    j = (j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left")
+         .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left"))
     has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
     has_user = pl.col("_user_ids").is_not_null()
     nonzero_exit = (pl.col("exit_code").fill_null(0) != 0) | (pl.col("exit_signal").fill_null(0) != 0)
@@ -266,6 +345,8 @@ def attribute_failures(
                            pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
                            .otherwise(pl.lit("incident covers job end")),
                            pl.coalesce("_inc_component", "_ev_component"), pl.coalesce("_inc_class", "_ev_class"))),
+        (pl.col("_state_component").is_not_null(),
+         decide("infrastructure", "Slurm node state in window", pl.col("_state_component"), "hardware")),
         (state.is_in(_NODE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
         (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),
         (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
@@ -305,6 +386,7 @@ def attribute_failures(
         pl.col("cause_class"),
         pl.when(infra_rows).then(pl.col("incident_id")).alias("incident_id"),
         evidence.alias("evidence_event_ids"),
+        pl.when(infra_rows).then(pl.col("_state_evidence")).alias("evidence_node_state"),
         pl.when(infra_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
     )
     return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())

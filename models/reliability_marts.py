@@ -139,11 +139,13 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
 
 
 def _instance_attribution(inputs: ReliabilityInputs) -> pl.DataFrame:
-    """Attribution per (job_id, instance_no): the latest instance takes its job's, earlier ones their own."""
+    """Attribution per (job_id, instance_no): an instance's own (earlier instances, and the last
+    started one of a job pending again), else — for the latest instance — its job's."""
     latest = (inputs.instances.filter("is_latest").select("job_id", "instance_no")
               .join(inputs.job_attribution.select("job_id", "attribution"), on="job_id"))
-    earlier = inputs.instance_attribution.select("job_id", pl.col("instance_no").cast(pl.Int32), "attribution")
-    return pl.concat([latest.with_columns(pl.col("instance_no").cast(pl.Int32)), earlier], how="vertical")
+    own = inputs.instance_attribution.select("job_id", pl.col("instance_no").cast(pl.Int32), "attribution")
+    return (pl.concat([own, latest.with_columns(pl.col("instance_no").cast(pl.Int32))], how="vertical")
+            .unique(["job_id", "instance_no"], keep="first", maintain_order=True))
 
 
 def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySettings) -> dict[str, pl.DataFrame]:

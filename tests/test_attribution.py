@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from gpusre.models.attribution import ATTRIBUTION_SCHEMA, attribute_failures
+from gpusre.models.attribution import ATTRIBUTION_SCHEMA, attribute_failures, node_state_evidence
 from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.hw_incidents import EVENT_SCHEMA, merge_incidents
 
@@ -103,6 +103,65 @@ def test_node_fail_without_evidence_is_suspected_infrastructure() -> None:
     assert (row["attribution"], row["component"]) == ("infrastructure", "unknown (suspected)")
     assert row["evidence_event_ids"] == [] and row["incident_id"] is None
     assert row["lost_gpu_hours"] == pytest.approx(8 * (10 - 10**2 / 120) / 60)  # 8 GPUs x E[lost] of 10 min
+
+
+def state(node: str, start_min: float, end_min: float | None, reason: str, component: str, availability: str,
+          name: str = "DOWN*") -> dict:
+    """One core.node_states row from ``start_min`` to ``end_min`` minutes after T_END (None = ongoing)."""
+    return {"node": node, "state": name, "reason": reason, "reason_component": component,
+            "availability_class": availability, "start_ts": T_END + timedelta(minutes=start_min),
+            "end_ts": None if end_min is None else T_END + timedelta(minutes=end_min)}
+
+
+STATE_SCHEMA = {"node": pl.String, "state": pl.String, "reason": pl.String, "reason_component": pl.String,
+                "availability_class": pl.String, "start_ts": pl.Datetime("us", "UTC"),
+                "end_ts": pl.Datetime("us", "UTC")}
+
+
+def test_node_state_evidence_merges_an_outage_and_names_its_hardware_part() -> None:
+    states = pl.DataFrame([
+        # n1: DOWN* Not responding, then the operator's note (touching): one outage, named host_power.
+        state("n1", 1, 90, "Not responding", "os", "unknown"),
+        state("n1", 90, None, "PSU failure - replace PSU2", "host_power", "hardware", "DOWN"),
+        # n2: planned maintenance, then a hardware note in the same outage: planned work, dropped.
+        state("n2", -30, 60, "planned maintenance: BIOS", "other", "maintenance", "MAINT"),
+        state("n2", 30, 120, "gpu ecc errors", "gpu_memory", "hardware", "DRAIN"),
+        # n3: software only (Kill task failed): dropped. n4: two separate outages, the second named.
+        state("n3", 0, 60, "Kill task failed", "slurm", "software", "DRAIN"),
+        state("n4", -600, -500, "reboot requested", "os", "maintenance", "DRAIN"),
+        state("n4", 2, 30, "NHC: check_gpu_xid: Xid 79 on GPU 3", "gpu", "hardware", "DRAIN"),
+    ], schema=STATE_SCHEMA)
+    out = node_state_evidence(states)
+    assert out.select("node", "component").rows() == [("n1", "host_power"), ("n4", "gpu")]
+    assert out.get_column("start_ts").to_list() == [T_END + M, T_END + 2 * M]
+    assert out.get_column("evidence").to_list() == [
+        'DOWN "PSU failure - replace PSU2" since 2025-04-01 01:20:00Z',
+        'DRAIN "NHC: check_gpu_xid: Xid 79 on GPU 3" since 2025-03-31 23:52:00Z']
+
+
+def test_node_state_in_window_names_the_component() -> None:
+    outages = node_state_evidence(pl.DataFrame([
+        state("n1", 1, 90, "Not responding", "os", "unknown"),
+        state("n1", 90, None, "PSU failure - replace PSU2", "host_power", "hardware", "DOWN"),
+        state("n7", 6, None, "gpu ecc errors", "gpu_memory", "hardware", "DRAIN"),  # past the 5-min window
+    ], schema=STATE_SCHEMA))
+    out = attribute([job("nf", "NODE_FAIL", ["n1"], exit_code=0), job("late", "NODE_FAIL", ["n7"], exit_code=0),
+                     job("f", "FAILED", ["n1"]), job("oom", "OUT_OF_MEMORY", ["n1"]),
+                     job("ok", "COMPLETED", ["n1"], exit_code=0),
+                     job("logged", "FAILED", ["n1"])],
+                    [ev(5, -1, "n9", XID79)], node_states=outages)
+    assert (out["nf"]["attribution"], out["nf"]["rule"], out["nf"]["component"], out["nf"]["cause_class"]) == (
+        "infrastructure", "Slurm node state in window", "host_power", "hardware")
+    assert out["nf"]["evidence_node_state"] == 'DOWN "PSU failure - replace PSU2" since 2025-04-01 01:20:00Z'
+    assert out["nf"]["evidence_event_ids"] == []
+    assert out["f"]["component"] == "host_power"  # a FAILED job too: the node went down under it
+    assert (out["late"]["component"], out["late"]["evidence_node_state"]) == ("unknown (suspected)", None)
+    assert out["oom"]["attribution"] == "user" and out["oom"]["evidence_node_state"] is None
+    assert out["ok"]["attribution"] == "none"
+    # Log evidence comes first: the event names the component, the node state is listed beside it.
+    logged = attribute([job("logged", "FAILED", ["n1"])], [ev(5, -1, "n1", XID79)], node_states=outages)["logged"]
+    assert (logged["rule"], logged["component"]) == ("failure event in window", "pcie_bus")
+    assert logged["evidence_node_state"].startswith('DOWN "PSU failure')
 
 
 def test_user_xid_only_is_user() -> None:

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 import yaml
 
-from gpusre.models.attribution import SUSPECTED_COMPONENT, attribute_failures
+from gpusre.models.attribution import SUSPECTED_COMPONENT, attribute_failures, node_state_evidence
 from gpusre.models.hostlist import expand_hostlist
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.node_availability import MaintenanceSpan, down_segments
@@ -59,8 +59,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "marts.health_check_misses")}
     jobs = con.sql("SELECT job_id, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, cancelled_by, exit_code, "
                    "exit_signal FROM core.jobs").pl()
-    earlier = con.sql("SELECT job_id, instance_no, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, exit_code, "
-                      "exit_signal FROM core.job_instances WHERE NOT is_latest").pl()
+    # As the failure_marts asset selects them: instances core.jobs does not describe.
+    earlier = con.sql("SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapsed_s, "
+                      "i.n_gpus, i.exit_code, i.exit_signal FROM core.job_instances AS i JOIN core.jobs AS j "
+                      "USING (job_id) WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts").pl()
     con.close()
     truth = landing / "truth"
     doc = yaml.safe_load((landing / "cluster.yaml").read_text())
@@ -160,11 +162,13 @@ def test_time_to_repair_matches_truth(world: dict) -> None:
     assert unmatched.height <= 0.05 * ir.height, unmatched
 
 
-def _attribution(world: dict, events: pl.DataFrame) -> pl.DataFrame:
-    """Job and earlier-instance attribution from ``events`` (as the failure_marts asset computes it)."""
+def _attribution(world: dict, events: pl.DataFrame, node_states: bool = True) -> pl.DataFrame:
+    """Job and earlier-instance attribution from ``events`` and, unless ``node_states`` is off, the
+    Slurm node states (as the failure_marts asset computes it)."""
     incidents, _ = merge_incidents(events)
-    latest = attribute_failures(world["jobs"], events, incidents)
-    earlier = attribute_failures(world["earlier"], events, incidents).drop("instance_no")
+    outages = node_state_evidence(world["core.node_states"]) if node_states else None
+    latest = attribute_failures(world["jobs"], events, incidents, outages)
+    earlier = attribute_failures(world["earlier"], events, incidents, outages).drop("instance_no")
     return pl.concat([latest, earlier], how="vertical")
 
 
@@ -178,10 +182,9 @@ def _killed(world: dict, kinds: set[str]) -> pl.DataFrame:
 def _recall(killed: pl.DataFrame, attr: pl.DataFrame) -> tuple[float, float, int]:
     """(infrastructure recall, recall with a named component, support) of ``killed`` instances.
 
-    Scored over the instances the marts attribute: a job requeued after the kill and still pending at
-    the last dump has its killed instance as the latest *started* one (core.job_instances.is_latest)
-    while core.jobs shows it PENDING, so neither attribution mart has a row for it (a pipeline gap;
-    :func:`_unscored` counts them)."""
+    Scored over the instances attributed (:func:`_unscored` checks that is all of them: a job
+    requeued after the kill and still pending at the last dump has its killed instance scored as an
+    instance, since core.jobs shows the pending record)."""
     got = killed.join(attr.with_columns(pl.col("end_ts").dt.convert_time_zone("UTC")), on=["job_id", "end_ts"],
                       how="inner")
     infra = got.get_column("attribution") == "infrastructure"
@@ -200,9 +203,9 @@ def test_health_checks_in_attribution(world: dict) -> None:
 
     * Faults that log no Xid and kill the node (PSU failure, kernel panic) are NODE_FAIL: attributed to
       infrastructure by state. A kernel panic names its component from its own panic line; a PSU failure
-      powers the node off 31 s after the first PSU alarm, so no health check can run on it: its jobs stay
-      'unknown (suspected)'. The pipeline does hold the signal (the node went DOWN* / Not responding at
-      the job's end, core.node_states), but attribution does not read node states yet.
+      powers the node off 31 s after the first PSU alarm, so no health check can run on it: without node
+      states its jobs stay 'unknown (suspected)'; with them, the outage that starts with DOWN* / Not
+      responding at the job's end and carries the operator's "PSU failure - replace PSU2" names host_power.
     * Health-check lines are evidence on their own: with every fault line removed and only the NHC lines
       kept, jobs killed by GPU / NVLink / IB / Lustre faults (FAILED or REQUEUED: no state to go by) are
       still attributed to infrastructure with a component, up to 5 min after the end (a detection).
@@ -211,16 +214,21 @@ def test_health_checks_in_attribution(world: dict) -> None:
     full = _attribution(world, events)
     no_hc = _attribution(world, events.filter(pl.col("kind") != "health_check"))
 
+    no_states = _attribution(world, events, node_states=False)
     node_fail = _killed(world, {"psu_failure", "kernel_panic"})
     for kind in ("kernel_panic", "psu_failure"):
         k = node_fail.filter(pl.col("kind") == kind)
         infra, named, n = _recall(k, full)
         infra0, named0, _ = _recall(k, no_hc)
+        _, named_ns, _ = _recall(k, no_states)
         print(f"{kind:<13} n={n}: infrastructure recall {infra:.2f} (without NHC lines {infra0:.2f}); "
-              f"with a component {named:.2f} (without NHC lines {named0:.2f})")
-        assert n >= 2 and infra == 1.0
-        if kind == "kernel_panic":
-            assert named == 1.0
+              f"with a component {named:.2f} (without NHC lines {named0:.2f}, without node states {named_ns:.2f})")
+        assert n >= 2 and infra == 1.0 and named == 1.0
+        if kind == "psu_failure":
+            assert named_ns == 0.0  # the logs alone name nothing: the component comes from the node states
+            psu_components = k.join(full.with_columns(pl.col("end_ts").dt.convert_time_zone("UTC")),
+                                    on=["job_id", "end_ts"]).get_column("component").unique().to_list()
+            assert psu_components == ["host_power"], psu_components
     # The Not responding event that a node-state-aware attribution could use is there for every PSU kill.
     psu = node_fail.filter(pl.col("kind") == "psu_failure")
     down = world["core.node_states"].filter(pl.col("reason") == "Not responding").select(
@@ -229,22 +237,29 @@ def test_health_checks_in_attribution(world: dict) -> None:
 
     every_kill = _killed(world, set(world["faults"].get_column("kind").unique()))
     unscored = _unscored(every_kill, full)
-    print(f"killed instances in neither attribution mart (requeued, pending again): {unscored.height} of "
-          f"{every_kill.height}")
-    pending = world["jobs"].filter(pl.col("state") == "PENDING").get_column("job_id")
-    assert unscored.get_column("job_id").is_in(pending.implode()).all(), unscored
+    print(f"killed instances not attributed: {unscored.height} of {every_kill.height}")
+    assert unscored.height == 0, unscored
+    # The marts themselves score every killed instance (those of jobs pending again included).
+    marts = pl.concat([world["marts.job_failure_attribution"].select("job_id", "end_ts"),
+                       world["marts.instance_failure_attribution"].select("job_id", "end_ts")])
+    assert _unscored(every_kill, marts).height == 0
 
     job_fail = _killed(world, {"xid79_fallen_off_bus", "xid48_dbe_ecc", "xid94_contained_ecc", "xid119_gsp_timeout",
                                "xid74_nvlink", "ib_link_down", "lustre_mount_missing"})
     only_hc = _attribution(world, events.filter(pl.col("kind") == "health_check"))
-    nothing = _attribution(world, events.clear())
+    nothing = _attribution(world, events.clear(), node_states=False)
+    states_only = _attribution(world, events.clear())
     infra_hc, named_hc, n = _recall(job_fail, only_hc)
     infra_none, named_none, _ = _recall(job_fail, nothing)
+    infra_states, named_states, _ = _recall(job_fail, states_only)
     infra_all, named_all, _ = _recall(job_fail, full)
     print(f"job_fail faults n={n}: recall with all lines {infra_all:.2f}/{named_all:.2f}, NHC lines only "
-          f"{infra_hc:.2f}/{named_hc:.2f}, no lines {infra_none:.2f}/{named_none:.2f} (infrastructure/with component)")
+          f"{infra_hc:.2f}/{named_hc:.2f}, node states only {infra_states:.2f}/{named_states:.2f}, "
+          f"nothing {infra_none:.2f}/{named_none:.2f} (infrastructure/with component)")
     assert n >= 20
     assert named_all >= 0.95 and named_hc >= 0.9 and named_none <= 0.1
+    # NHC drains the node within minutes of the kill: the drain reason alone names most components.
+    assert named_states >= 0.8
 
     # The NHC lines must not make anything worse: the same verdicts on every other job.
     same = full.join(no_hc, on=["job_id", "end_ts"], suffix="_no_hc")
