@@ -250,11 +250,14 @@ def _micros(frac: pl.Expr) -> pl.Expr:
     return frac.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
 
 
-def _naive_from_parts(year: pl.Expr, month: pl.Expr, day: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """(naive Datetime('us'), validity) from integer parts plus columns H, M, S, frac.
+def _with_naive(df: pl.DataFrame, year: pl.Expr, month: pl.Expr, day: pl.Expr) -> pl.DataFrame:
+    """Add ``_naive`` (naive Datetime('us')) and ``_valid`` from integer parts plus columns H, M,
+    S, frac.
 
     ``pl.datetime`` raises on impossible dates (Feb 30), so invalid parts are swapped for safe
-    ones and the row is flagged instead.
+    ones and the row is flagged instead. ``_valid`` is materialized first: seven arguments test
+    it, and inside ``pl.datetime`` the optimizer does not share it, so it would be recomputed for
+    each (measured: 0.5 s per million lines instead of 0.05 s).
     """
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
     dim = (
@@ -270,16 +273,18 @@ def _naive_from_parts(year: pl.Expr, month: pl.Expr, day: pl.Expr) -> tuple[pl.E
         & minute.is_between(0, 59)
         & second.is_between(0, 60)
     ).fill_null(False)
+    df = df.with_columns(valid.alias("_valid"))
+    ok = pl.col("_valid")
 
     def safe(e: pl.Expr, default: int) -> pl.Expr:
-        return pl.when(valid).then(e).otherwise(default)
+        return pl.when(ok).then(e).otherwise(default)
 
     naive = pl.datetime(
         safe(year, 2000), safe(month, 1), safe(day, 1), safe(hour, 0), safe(minute, 0),
         # A leap second (":60") is folded onto ":59" rather than rejecting the line.
         safe(second.clip(upper_bound=59), 0), safe(_micros(pl.col("frac")), 0), time_unit="us",
     )
-    return pl.when(valid).then(naive), valid
+    return df.with_columns(pl.when(ok).then(naive).alias("_naive"))
 
 
 def _offset_seconds(off: pl.Expr) -> pl.Expr:
@@ -334,11 +339,12 @@ def _infer_years(df: pl.DataFrame, hint: YearHint) -> pl.DataFrame:
     to it).
     """
     start, end = (_to_utc_boundary(v) for v in hint)
-    key = (
-        (pl.col("_mon") * 32 + _int("d")) * _KEY_DAY
-        + _int("H") * 3600 + _int("M") * 60 + _int("S")
-    )
-    df = df.with_columns(key.alias("_key"))
+    seconds_of_day = _int("H") * 3600 + _int("M") * 60 + _int("S")
+    key = (pl.col("_mon") * 32 + _int("d")) * _KEY_DAY + seconds_of_day
+    # Approximate instants (±2 days) are enough to choose among a handful of candidate years.
+    approx_in_year = ((pl.col("_mon") - 1) * 30.44 + _int("d") - 1) * _KEY_DAY + seconds_of_day
+    # Both are materialized once: the candidate years below would otherwise re-parse the strings.
+    df = df.with_columns(key.alias("_key"), approx_in_year.alias("_approx"))
     delta = pl.col("_key") - pl.col("_key").shift(1)
     wrap = (
         pl.when(delta < -_HALF_YEAR)
@@ -348,24 +354,24 @@ def _infer_years(df: pl.DataFrame, hint: YearHint) -> pl.DataFrame:
         .otherwise(0)
     )
     df = df.with_columns(wrap.cum_sum().alias("_yoff"))
-    # Approximate instants (±2 days) are enough to choose among a handful of candidate years.
-    approx_in_year = ((pl.col("_mon") - 1) * 30.44 + _int("d") - 1) * _KEY_DAY + (
-        _int("H") * 3600 + _int("M") * 60 + _int("S")
-    )
     lo, hi = start.timestamp() - 3 * _KEY_DAY, end.timestamp() + 3 * _KEY_DAY
+    years = list(range(start.year - 1, end.year + 2))
+    # One pass for all candidate years: count inside the hint and the last row's instant.
+    exprs: list[pl.Expr] = []
+    for i, year in enumerate(years):
+        approx = (year + pl.col("_yoff") - 1970) * 31_556_952 + pl.col("_approx")
+        exprs += [approx.is_between(lo, hi).sum().alias(f"n{i}"), approx.last().alias(f"last{i}")]
+    stats = df.select(exprs).row(0)
     best: tuple[int, float, int] | None = None
-    for year in range(start.year - 1, end.year + 2):
-        approx = (year + pl.col("_yoff") - 1970) * 31_556_952 + approx_in_year
-        stats = df.select(
-            approx.is_between(lo, hi).sum().alias("n"), approx.last().alias("last")
-        ).row(0)
-        last = stats[1] if stats[1] is not None else 0.0
+    for i, year in enumerate(years):
+        n, last = stats[2 * i], stats[2 * i + 1]
+        last = last if last is not None else 0.0
         distance = max(lo - last, last - hi, 0.0)
-        score = (stats[0], -distance, year)
+        score = (n, -distance, year)
         if best is None or score[:2] > best[:2]:
             best = score
     base = best[2] if best is not None else end.year
-    return df.with_columns((base + pl.col("_yoff")).alias("_year")).drop("_key", "_yoff")
+    return df.with_columns((base + pl.col("_yoff")).alias("_year")).drop("_key", "_approx", "_yoff")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,8 +538,7 @@ def _parse_header_format(
             year = pl.coalesce(_int("Y"), pl.col("_year"))
         else:
             year = _int("Y")
-        naive, valid = _naive_from_parts(year, pl.col("_mon"), _int("d"))
-        df = df.with_columns(naive.alias("_naive"), valid.alias("_valid"))
+        df = _with_naive(df, year, pl.col("_mon"), _int("d"))
         df = _localize(df, timezone)
         off = col("off")
         df = df.with_columns(

@@ -3,19 +3,29 @@
 Per new or changed file (SHA-256, like sacct dumps): parse the lines (:mod:`gpusre.models.syslog`),
 recognize events (:mod:`gpusre.models.event_catalog`), give every line a Drain3 template id
 (:mod:`gpusre.models.templates`, miner state kept in ``raw.template_miners`` so ids are stable
-across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``. Staged in TEMP tables, then
-published in one transaction (a crash leaves the warehouse as it was).
+across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``. Everything is
+written in one transaction (a crash leaves the warehouse as it was).
+
+Rows are appended straight to ``raw.syslog_lines`` inside that transaction, in batches of about
+:data:`BATCH_LINES`, rather than staged in TEMP tables and copied at the end: the copy wrote every
+line twice and the second write (into the compressed table) was the most expensive step of the
+ingest. DuckDB writes a large transaction's appended row groups to the database file as it goes
+(freed again on rollback), so memory stays bounded: 30 M lines in one transaction peaked at
+1.5 GB RSS under the default 1 GB ``memory_limit`` (measured 2026-11-30, DuckDB 2.0.1), against
+2x the time and a similar peak with TEMP staging.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone as dt_timezone
 from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from gpusre.models.alert_nodes import NodeMapping, node_names
 from gpusre.models.event_catalog import classify_messages
@@ -79,31 +89,36 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
         ).to_series()
     )
     events = classify_messages(tagged).drop("gpu_index")
-    templates = miner.assign_messages(lines["message"].fill_null(""))
+    template_id = miner.assign_message_ids(lines["message"].fill_null(""))
     # The same host -> node rule as alerts (lower case, no DNS suffix or port, BMC names like
     # gpu001-bmc -> gpu001); an address it will not call a node keeps its first label.
     node = node_names(lines["host"], NodeMapping()).fill_null(
         lines["host"].str.to_lowercase().str.split(".").list.first())
     return pl.concat(
-        [lines.with_columns(node=node), templates.select("template_id"), events], how="horizontal"
+        [lines.with_columns(node=node, template_id=template_id), events], how="horizontal"
     )
 
 
 #: Lines classified and templated per batch: per-call overheads dominate for the thousands of small
 #: per-node daily files a cluster produces, so files are processed together.
 BATCH_LINES = 1_000_000
-_STAGE_LINES = "_stage_syslog_lines"
-_STAGE_REJECTS = "_stage_syslog_rejects"
 
 
-def _flush(con: duckdb.DuckDBPyConnection, pending: list[pl.DataFrame], miner: TemplateMiner) -> None:
-    if not pending:
-        return
-    frame = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.oldest())
-    con.register("_syslog_lines_df", frame)
-    con.execute(f"INSERT INTO {_STAGE_LINES} BY NAME SELECT * FROM _syslog_lines_df")
-    con.unregister("_syslog_lines_df")
+def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner) -> pa.Table:
+    """Classify and template the pending lines: the Arrow batch for ``raw.syslog_lines``."""
+    batch = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.oldest())
     pending.clear()
+    return batch
+
+
+def _append_arrow(con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, select: str = "*") -> None:
+    """``INSERT INTO table BY NAME SELECT {select} FROM batch``, the batch bound as a relation.
+
+    Not ``con.register``: inside a transaction a registered view keeps its Arrow table alive until
+    COMMIT even after ``unregister`` (measured: +310 MB RSS per million lines, 4.5 GB peak for the
+    10 M line benchmark); a relation's virtual table is released when the statement ends.
+    """
+    con.from_arrow(batch).query("batch", f"INSERT INTO {table} BY NAME SELECT {select} FROM batch")
 
 
 def ingest_syslog_files(
@@ -115,65 +130,76 @@ def ingest_syslog_files(
 ) -> list[FileIngest]:
     """Ingest every new or changed node log under ``landing/syslog``; call it outside a transaction.
 
-    Like the sacct ingest, lines are staged in TEMP tables (buffer-managed: memory stays bounded)
-    and published, with the ledger rows and the miner state, in one transaction.
+    One transaction covers the whole run: a changed file's old rows are deleted, the new lines
+    appended in batches, then the ledger rows and the miner state written; a crash or error
+    leaves the warehouse as it was.
     """
     known = known_files(con, "syslog")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_LINES} AS SELECT * FROM raw.syslog_lines LIMIT 0")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_REJECTS} AS SELECT * FROM raw.rejects LIMIT 0")
     paths = discover_syslog_files(landing)
     jobs_span = _jobs_span(con)
     results: list[FileIngest] = []
     ledger: list[tuple[FileIngest, str, int]] = []
-    replaced: list[str] = []
     miner: TemplateMiner | None = None
     pending: list[pl.DataFrame] = []
     pending_rows = 0
-    try:
+    # DuckDB's insert into the compressed table runs on one core (about 2.5 s per million lines),
+    # so the writes go to one background thread, in submission order, while this thread parses
+    # and templates the next batch. The connection is only used by one thread at a time: the
+    # writer inside the loop, this thread before the first and after the last write (drain).
+    # Exiting the executor waits for queued writes, so an error rolls back only after them.
+    with transaction(con), ThreadPoolExecutor(max_workers=1, thread_name_prefix="syslog-writer") as writer:
+        writes: list[Future[None]] = []
+
+        def drain() -> None:
+            """Wait for every queued write; re-raise the first failure."""
+            for write in writes:
+                write.result()
+            writes.clear()
+
         for index, path in enumerate(paths, start=1):
             source_file = path.relative_to(landing).as_posix()
             sha = file_sha256(path)
             if known.get(source_file) == sha:
                 results.append(FileIngest(source_file, "unchanged"))
                 continue
-            miner = miner or load_miner(con)
+            if miner is None:
+                drain()
+                miner = load_miner(con)
             if source_file in known:
-                replaced.append(source_file)
+                # Queued before any of the file's new rows (they are still pending here).
+                writes.append(writer.submit(con.execute, "DELETE FROM raw.syslog_lines WHERE source_file = ?",
+                                            [source_file]))
+                writes.append(writer.submit(con.execute, "DELETE FROM raw.rejects WHERE source_file = ?",
+                                            [source_file]))
             parsed = parse_syslog_file(path, source_file, timezone=timezone,
                                        year_hint=_year_hint(source_file, jobs_span))
             if parsed.lines.height:
                 pending.append(parsed.lines)
                 pending_rows += parsed.lines.height
             if parsed.rejects.height:
-                con.register("_syslog_rejects_df", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()))
-                con.execute(
-                    f"""INSERT INTO {_STAGE_REJECTS} BY NAME
-                        SELECT source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at
-                        FROM _syslog_rejects_df"""
-                )
-                con.unregister("_syslog_rejects_df")
+                writes.append(writer.submit(
+                    _append_arrow, con, "raw.rejects", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()),
+                    "source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at"))
             result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height,
                                 parsed.rejects.height)
             ledger.append((result, sha, path.stat().st_size))
             results.append(result)
             if pending_rows >= BATCH_LINES:
-                _flush(con, pending, miner)
+                batch = _lines_batch(pending, miner)
+                drain()  # at most one batch being written while the next one is built
+                writes.append(writer.submit(_append_arrow, con, "raw.syslog_lines", batch))
+                del batch
                 pending_rows = 0
             if progress:
                 progress(f"syslog {index}/{len(paths)} {source_file}: {result.rows_loaded} lines, "
                          f"{result.rows_rejected} rejected")
+        if pending:
+            batch = _lines_batch(pending, miner)  # type: ignore[arg-type]  # pending implies a miner
+            writes.append(writer.submit(_append_arrow, con, "raw.syslog_lines", batch))
+            del batch
+        drain()
         if miner is not None:
-            _flush(con, pending, miner)
-            with transaction(con):
-                for source_file in replaced:
-                    con.execute("DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
-                    con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
-                con.execute(f"INSERT INTO raw.syslog_lines SELECT * FROM {_STAGE_LINES}")
-                con.execute(f"INSERT INTO raw.rejects SELECT * FROM {_STAGE_REJECTS}")
-                for result, sha, size in ledger:
-                    record_file(con, "syslog", result, sha, size)
-                save_miner(con, miner)
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS {_STAGE_LINES}")
-        con.execute(f"DROP TABLE IF EXISTS {_STAGE_REJECTS}")
+            for result, sha, size in ledger:
+                record_file(con, "syslog", result, sha, size)
+            save_miner(con, miner)
     return results

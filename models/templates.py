@@ -214,13 +214,24 @@ class TemplateMiner:
         canonical form first and the regexes run only on the distinct forms; Drain3 then sees
         the distinct masked messages in order of first appearance, as in :meth:`assign`.
         """
+        template_id, assigned = self._assign_canonical(messages)
+        per_id = assigned.unique("template_id")
+        template = template_id.replace_strict(per_id["template_id"], per_id["template"], return_dtype=pl.String)
+        return pl.DataFrame([template_id.alias("template_id"), template.alias("template")])
+
+    def assign_message_ids(self, messages: pl.Series) -> pl.Series:
+        """Only the ``template_id`` column of :meth:`assign_messages` (same ids, same miner
+        updates): the ingest stores ids, and building the per-row template text would cost a
+        second per-row lookup and a string column it throws away."""
+        return self._assign_canonical(messages)[0].alias("template_id")
+
+    def _assign_canonical(self, messages: pl.Series) -> tuple[pl.Series, pl.DataFrame]:
+        """Per-row template ids, and :meth:`assign` of the distinct masked canonical forms."""
         keys = canonical_digits(messages.cast(pl.String).fill_null(""))
         distinct_keys = keys.unique(maintain_order=True)
         assigned = self.assign(mask_canonical(distinct_keys, node_pattern=self.config.node_pattern))
         template_id = keys.replace_strict(distinct_keys, assigned["template_id"], return_dtype=pl.Int64)
-        per_id = assigned.unique("template_id")
-        template = template_id.replace_strict(per_id["template_id"], per_id["template"], return_dtype=pl.String)
-        return pl.DataFrame([template_id.alias("template_id"), template.alias("template")])
+        return template_id, assigned
 
     def templates(self) -> pl.DataFrame:
         """Every cluster known to the miner: ``template_id``, ``template``, ``size`` (by id)."""

@@ -144,3 +144,35 @@ def test_host_names_map_to_slurm_nodes_like_alert_labels() -> None:
     hosts = pl.Series(["GPU001.cluster.local", "gpu002-bmc", "gpu003", "10.1.2.3"])
     assert node_names(hosts, NodeMapping()).fill_null(
         hosts.str.to_lowercase().str.split(".").list.first()).to_list() == ["gpu001", "gpu002", "gpu003", "10"]
+
+
+def test_changed_file_with_rejects_is_replaced_in_one_transaction(landing: Path, tmp_path: Path) -> None:
+    """Deletes, reject inserts and line batches run on the writer thread in submission order: a
+    changed file's old rows go before its new ones, and small batches still load every line."""
+    import gpusre.models.syslog_ingest as si
+
+    day = landing / "syslog" / "2025-02-23"
+    (day / "gpu020.log").write_text("Feb 23 10:00:00 gpu020 kernel: a 1\nnot a log line\n")
+    wh = tmp_path / "w.duckdb"
+    con = connect(wh)
+    try:
+        si.ingest_syslog_files(con, landing)
+        (day / "gpu020.log").write_text(
+            "Feb 23 10:00:00 gpu020 kernel: a 1\nFeb 23 10:00:01 gpu020 kernel: b 2\nstill not a log line\n")
+        old_batch = si.BATCH_LINES
+        si.BATCH_LINES = 1  # one insert per file: several batches queued on the writer
+        try:
+            results = si.ingest_syslog_files(con, landing)
+        finally:
+            si.BATCH_LINES = old_batch
+        lines = con.sql("SELECT line_no, message FROM raw.syslog_lines "
+                        "WHERE source_file LIKE '%gpu020.log' ORDER BY line_no").fetchall()
+        rejects = con.sql("SELECT line_no, raw FROM raw.rejects WHERE source_file LIKE '%gpu020.log'").fetchall()
+        total = con.sql("SELECT count(*) FROM raw.syslog_lines").fetchall()[0][0]
+        loaded = con.sql("SELECT sum(rows_loaded) FROM raw.ingested_files WHERE source_kind = 'syslog'").fetchall()[0][0]
+    finally:
+        con.close()
+    assert [r.status for r in results if r.source_file.endswith("gpu020.log")] == ["loaded"]
+    assert lines == [(1, "a 1"), (2, "b 2")]
+    assert rejects == [(3, "still not a log line")]
+    assert total == loaded

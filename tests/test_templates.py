@@ -166,3 +166,14 @@ def test_config_validation() -> None:
         TemplateConfig(sim_th=1.5)
     with pytest.raises(ValueError):
         mine_lines(["a"], config=TemplateConfig(), miner=TemplateMiner.new())
+
+
+def test_assign_message_ids_matches_assign_messages() -> None:
+    # The ingest's ids-only path must give the same ids and leave the miner in the same state.
+    lines = _loghub("Linux")["Content"]
+    a, b = TemplateMiner.new(), TemplateMiner.new()
+    ids = a.assign_message_ids(lines)
+    full = b.assign_messages(lines)
+    assert ids.name == "template_id" and ids.dtype == pl.Int64 and len(ids) == len(lines)
+    assert ids.to_list() == full["template_id"].to_list()
+    assert a.state() == b.state()
