@@ -14,8 +14,9 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
-__all__ = ["connect", "apply_ddl", "transaction", "read_sql", "table_exists", "replace_table"]
+__all__ = ["append_arrow", "connect", "apply_ddl", "transaction", "read_sql", "table_exists", "replace_table"]
 
 
 def read_sql(relative: str) -> str:
@@ -79,3 +80,13 @@ def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _mart_frame")
     finally:
         con.unregister("_mart_frame")
+
+
+def append_arrow(con: duckdb.DuckDBPyConnection, table: str, batch: pa.Table, select: str = "*") -> None:
+    """``INSERT INTO table BY NAME SELECT {select} FROM batch``, the Arrow batch bound as a relation.
+
+    Not ``con.register``: inside a transaction a registered view keeps its Arrow table alive until
+    COMMIT even after ``unregister`` (measured: +310 MB RSS per million syslog lines); a relation's
+    scan is released when the statement ends, so a long ingest transaction stays bounded in memory.
+    """
+    con.from_arrow(batch).query("batch", f"INSERT INTO {table} BY NAME SELECT {select} FROM batch")

@@ -133,11 +133,10 @@ CRASHING_INGEST = """
 import os, sys
 from pathlib import Path
 from gpusre.models.warehouse import connect, read_sql
-from gpusre.models.sacct_ingest import publish_staged_sacct, stage_sacct_files
+from gpusre.models.sacct_ingest import load_sacct_files
 con = connect(Path(sys.argv[1]))
-staged = stage_sacct_files(con, Path(sys.argv[2]))
 con.execute("BEGIN TRANSACTION")
-publish_staged_sacct(con, staged)
+load_sacct_files(con, Path(sys.argv[2]))
 con.execute(read_sql("core/jobs_upsert.sql"))
 os._exit(3)  # the process dies before COMMIT: power loss, OOM kill, kill -9
 """
