@@ -203,9 +203,9 @@ def test_health_checks_in_attribution(world: dict) -> None:
 
     * Faults that log no Xid and kill the node (PSU failure, kernel panic) are NODE_FAIL: attributed to
       infrastructure by state. A kernel panic names its component from its own panic line; a PSU failure
-      powers the node off 31 s after the first PSU alarm, so no health check can run on it: without node
-      states its jobs stay 'unknown (suspected)'; with them, the outage that starts with DOWN* / Not
-      responding at the job's end and carries the operator's "PSU failure - replace PSU2" names host_power.
+      powers the node off 31 s after the BMC's first PSU alarm (ipmievd), so no health check can run on
+      it: the alarm names host_power, and so does, without any log line, the outage that starts with
+      DOWN* / Not responding at the job's end and carries the operator's "PSU failure - replace PSU2".
     * Health-check lines are evidence on their own: with every fault line removed and only the NHC lines
       kept, jobs killed by GPU / NVLink / IB / Lustre faults (FAILED or REQUEUED: no state to go by) are
       still attributed to infrastructure with a component, up to 5 min after the end (a detection).
@@ -225,10 +225,13 @@ def test_health_checks_in_attribution(world: dict) -> None:
               f"with a component {named:.2f} (without NHC lines {named0:.2f}, without node states {named_ns:.2f})")
         assert n >= 2 and infra == 1.0 and named == 1.0
         if kind == "psu_failure":
-            assert named_ns == 0.0  # the logs alone name nothing: the component comes from the node states
-            psu_components = k.join(full.with_columns(pl.col("end_ts").dt.convert_time_zone("UTC")),
-                                    on=["job_id", "end_ts"]).get_column("component").unique().to_list()
-            assert psu_components == ["host_power"], psu_components
+            # The BMC's ipmievd PSU alarm names it in the logs; with no log line at all, the outage's
+            # drain reason ("PSU failure - replace PSU2") names it as well.
+            states_only = _attribution(world, events.clear())
+            for attr in (full, no_states, states_only):
+                psu_components = k.join(attr.with_columns(pl.col("end_ts").dt.convert_time_zone("UTC")),
+                                        on=["job_id", "end_ts"]).get_column("component").unique().to_list()
+                assert psu_components == ["host_power"], psu_components
     # The Not responding event that a node-state-aware attribution could use is there for every PSU kill.
     psu = node_fail.filter(pl.col("kind") == "psu_failure")
     down = world["core.node_states"].filter(pl.col("reason") == "Not responding").select(
