@@ -61,14 +61,14 @@ __all__ = [
     "SLURM_STATES",
     "SacctFormatError",
     "SacctParseResult",
-    "SacctTextFields",
+    "SacctTextDump",
     "expand_array_tasks",
     "is_json_dump",
     "parse_sacct_text",
     "parse_sacct_json",
     "parse_sacct_file",
-    "split_sacct_text",
-    "type_sacct_fields",
+    "read_sacct_text",
+    "type_sacct_dumps",
 ]
 
 _UTC = pl.Datetime("us", "UTC")
@@ -565,32 +565,36 @@ def _read_lines(data: bytes) -> pl.DataFrame:
 
 
 @dataclass(frozen=True)
-class SacctTextFields:
-    """One text dump split into its fields but not yet typed (see :func:`split_sacct_text`).
+class SacctTextDump:
+    """One text dump's record lines with its layout, not yet split (see :func:`read_sacct_text`).
 
-    ``fields`` has String columns named by field key plus ``source_file``, ``line_no`` and
-    ``raw_line``; ``present`` is the set of field keys the dump has; ``count_rejects`` holds
-    the lines with a wrong field count (:data:`REJECT_SCHEMA`).
+    ``lines`` has ``line_no``, ``raw_line`` and ``source_file`` for every line after the header;
+    dumps with the same ``layout`` (delimiter, field count, trailing delimiter, field positions)
+    are split and typed together by :func:`type_sacct_dumps`.
     """
 
     source_file: str
-    fields: pl.DataFrame
-    present: frozenset[str]
-    count_rejects: pl.DataFrame
+    lines: pl.DataFrame
+    layout: tuple[str, int, bool, tuple[tuple[str, int], ...]]
+
+    @property
+    def present(self) -> frozenset[str]:
+        """Field keys the dump has."""
+        return frozenset(key for key, _ in self.layout[3])
 
 
-def split_sacct_text(
+def read_sacct_text(
     data: bytes,
     source_file: str,
     *,
     fields: Sequence[str] | None = None,
     delimiter: str | None = None,
-) -> SacctTextFields:
-    """Detect the layout of a ``sacct -P``/``--parsable`` dump and split its lines into fields.
+) -> SacctTextDump:
+    """Detect the layout of a ``sacct -P``/``--parsable`` dump and read its record lines.
 
-    The cheap, per-file half of :func:`parse_sacct_text`; :func:`type_sacct_fields` does the
-    typing, for many dumps at once (one Polars pass over a day's worth of small nightly dumps
-    costs about half as much as one pass per dump).
+    The cheap, per-file part of :func:`parse_sacct_text`; :func:`type_sacct_dumps` splits and
+    types many dumps at once (one Polars pass over a day's worth of small nightly dumps costs a
+    fraction of one pass per dump).
 
     Raises:
         SacctFormatError: as :func:`parse_sacct_text`.
@@ -603,23 +607,28 @@ def split_sacct_text(
     head = data[: 1 << 16].decode("utf-8", errors="replace")
     layout = _detect_layout(head, source_file, delim, fields)
     index = _field_index(layout, source_file)
-    n_fields = len(layout.fields)
-
     # Lines after the header (line_no is 1-based and consecutive, so a slice drops the header).
-    lines = _read_lines(data).slice(layout.header_line_no)
+    lines = _read_lines(data).slice(layout.header_line_no).with_columns(
+        pl.lit(source_file, pl.String).alias("source_file"))
+    key = (delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
+    return SacctTextDump(source_file, lines, key)
+
+
+def _split_fields(lines: pl.DataFrame, layout: tuple[str, int, bool, tuple[tuple[str, int], ...]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Record lines -> (String columns by field key + source_file/line_no/raw_line, field-count rejects)."""
+    delim, n_fields, trailing, index = layout
     raw = lines.get_column("raw_line")
     # One split gives both the field count and the fields (no separate delimiter count).
     parts = raw.str.split(delim)
     n_parts = parts.list.len()
-    if layout.trailing_delimiter:
+    if trailing:
         # sacct --parsable ends every line with the delimiter: that last empty field is not data.
         n_parts = n_parts - raw.str.ends_with(delim).cast(pl.UInt32)
     good = (n_parts == n_fields) & ~raw.str.starts_with("#")
     if not delim.strip():
         # A whitespace delimiter lets a blank line have the right field count.
         good = good & ~raw.str.contains(r"^\s*$")
-    all_good = bool(good.all())
-    if all_good:
+    if bool(good.all()):
         count_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
     else:
         # Few lines: blank/comment lines are skipped, the rest are rejected for their field count.
@@ -628,7 +637,7 @@ def split_sacct_text(
             .filter(~good)
             .filter(~pl.col("raw_line").str.contains(r"^(?:\s*$|#)"))
             .select(
-                pl.lit(source_file, pl.String).alias("source_file"),
+                "source_file",
                 "line_no",
                 pl.col("raw_line").alias("raw"),
                 pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n")).alias("error"),
@@ -642,38 +651,39 @@ def split_sacct_text(
         .select(
             "line_no",
             "raw_line",
-            pl.lit(source_file, pl.String).alias("source_file"),
-            *(pl.col("_parts").list.get(i).alias(key) for key, i in sorted(index.items())),
+            "source_file",
+            *(pl.col("_parts").list.get(i).alias(key) for key, i in index),
         )
         .collect(optimizations=_PLAIN)
+        # Single-chunk columns: hstacking lookups onto many-chunk columns makes every later query
+        # realign (copy) the whole frame, several times over.
+        .rechunk()
     )
-    return SacctTextFields(source_file, fields_df, frozenset(index), count_rejects.cast(REJECT_SCHEMA))  # type: ignore[arg-type]
+    return fields_df, count_rejects.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
 
 
-def type_sacct_fields(
-    dumps: Sequence[SacctTextFields], *, timezone: str = "UTC", cluster: str | None = None
+def type_sacct_dumps(
+    dumps: Sequence[SacctTextDump], *, timezone: str = "UTC", cluster: str | None = None
 ) -> SacctParseResult:
-    """Type the split fields of one or more dumps that have the same set of fields.
+    """Split and type the record lines of one or more dumps that have the same layout.
 
     Returns records and rejects of all of them (each row keeps its ``source_file``); rejects are
     ordered by file and line. ``rows_read`` is the total over the dumps.
 
     Raises:
-        ValueError: the dumps' field sets differ, or ``timezone`` is not an IANA zone.
+        ValueError: the dumps' layouts differ, or ``timezone`` is not an IANA zone.
     """
     check_timezone(timezone)
     if not dumps:
         return SacctParseResult(pl.DataFrame(schema=SACCT_RECORD_SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0)
-    present = dumps[0].present
-    if any(d.present != present for d in dumps):
-        raise ValueError("type_sacct_fields: dumps with different field sets cannot be typed together")
-    # Single-chunk columns: hstacking lookups onto many-chunk columns makes every later query
-    # realign (copy) the whole frame, several times over.
-    fields_df = pl.concat([d.fields for d in dumps], how="vertical").rechunk()
-    records, rejects = _typed_text_records(fields_df, set(present), timezone, cluster)
-    count_rejects = [d.count_rejects for d in dumps if not d.count_rejects.is_empty()]
-    if count_rejects:
-        rejects = pl.concat([*count_rejects, rejects.cast(REJECT_SCHEMA)]).sort(  # type: ignore[arg-type]
+    layout = dumps[0].layout
+    if any(d.layout != layout for d in dumps):
+        raise ValueError("type_sacct_dumps: dumps with different layouts cannot be typed together")
+    lines = pl.concat([d.lines for d in dumps], how="vertical") if len(dumps) > 1 else dumps[0].lines
+    fields_df, count_rejects = _split_fields(lines, layout)
+    records, rejects = _typed_text_records(fields_df, set(dumps[0].present), timezone, cluster)
+    if not count_rejects.is_empty():
+        rejects = pl.concat([count_rejects, rejects.cast(REJECT_SCHEMA)]).sort(  # type: ignore[arg-type]
             "source_file", "line_no", maintain_order=True
         )
     return SacctParseResult(
@@ -693,8 +703,8 @@ def _parse_text_bytes(
     cluster: str | None,
 ) -> SacctParseResult:
     check_timezone(timezone)
-    split = split_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
-    return type_sacct_fields([split], timezone=timezone, cluster=cluster)
+    dump = read_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
+    return type_sacct_dumps([dump], timezone=timezone, cluster=cluster)
 
 
 def parse_sacct_text(

@@ -28,11 +28,11 @@ from gpusre.models.ingest_ledger import FileIngest, known_files, record_file
 from gpusre.models.sacct import (
     SacctFormatError,
     SacctParseResult,
-    SacctTextFields,
+    SacctTextDump,
     is_json_dump,
     parse_sacct_file,
-    split_sacct_text,
-    type_sacct_fields,
+    read_sacct_text,
+    type_sacct_dumps,
 )
 from gpusre.models.slurm_values import check_timezone
 from gpusre.models.warehouse import append_arrow, transaction
@@ -99,8 +99,8 @@ def load_sacct_files(
     paths = discover_sacct_files(landing)
     results: list[FileIngest] = []
     ledger: list[tuple[FileIngest, str, int]] = []
-    # Text dumps split but not yet typed, grouped by their field set; (file, sha, size) in order.
-    pending: dict[frozenset[str], list[SacctTextFields]] = {}
+    # Text dumps read but not yet split and typed, grouped by layout; (file, sha, size) in order.
+    pending: dict[tuple, list[SacctTextDump]] = {}
     pending_files: list[tuple[str, str, int]] = []
     pending_lines = 0
 
@@ -133,7 +133,7 @@ def load_sacct_files(
             loaded: dict[str, int] = {}
             rejected: dict[str, int] = {}
             for group in pending.values():
-                parsed = type_sacct_fields(group, timezone=timezone, cluster=cluster)
+                parsed = type_sacct_dumps(group, timezone=timezone, cluster=cluster)
                 for counts, frame in ((loaded, parsed.records), (rejected, parsed.rejects)):
                     for name, n in frame.group_by("source_file").len().iter_rows():
                         counts[name] = n
@@ -160,7 +160,7 @@ def load_sacct_files(
                 if is_json:  # whole jobs[] documents: parsed on their own
                     parsed = parse_sacct_file(path, source_file, timezone=timezone, cluster=cluster)
                 else:
-                    split = split_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
+                    dump = read_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
             except SacctFormatError as exc:
                 refused = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None],
                                         "error": [str(exc)]}, schema={"source_file": pl.String, "line_no": pl.Int64,
@@ -173,9 +173,9 @@ def load_sacct_files(
                 finish(source_file, FileIngest(source_file, "loaded", parsed.rows_read, parsed.records.height,
                                                parsed.rejects.height), sha, len(data), index)
                 continue
-            pending.setdefault(split.present, []).append(split)
+            pending.setdefault(dump.layout, []).append(dump)
             pending_files.append((source_file, sha, len(data)))
-            pending_lines += split.fields.height + split.count_rejects.height
+            pending_lines += dump.lines.height
             if pending_lines >= TYPE_BATCH_LINES:
                 type_pending(index)
         type_pending(len(paths))

@@ -19,8 +19,8 @@ from gpusre.models.sacct import (
     parse_sacct_file,
     parse_sacct_json,
     parse_sacct_text,
-    split_sacct_text,
-    type_sacct_fields,
+    read_sacct_text,
+    type_sacct_dumps,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -355,8 +355,8 @@ def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
          "2|bad|name|FAILED|1:0|||00:01:00|UNLIMITED|n1|\n3|x|BOGUS|0:0|||00:01:00|UNLIMITED|n1|\n")
     b = (HDR.upper() + "\n\n4|ok|TIMEOUT|0:15|2024-03-01T00:00:00||01:00:00|01:00:00|n3|\n"
          "5|ok|FAILED|9:0|||00:00:05|UNLIMITED|n[3-x]|\n")
-    together = type_sacct_fields(
-        [split_sacct_text(a.encode(), "a.psv"), split_sacct_text(b.encode(), "b.psv")], cluster="c"
+    together = type_sacct_dumps(
+        [read_sacct_text(a.encode(), "a.psv"), read_sacct_text(b.encode(), "b.psv")], cluster="c"
     )
     _check_result(together)
     alone = [parse_sacct_text(text, name, cluster="c") for text, name in ((a, "a.psv"), (b, "b.psv"))]
@@ -366,13 +366,13 @@ def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
     assert [(f, n) for f, n, *_ in together.rejects.rows()] == [("a.psv", 3), ("a.psv", 4), ("b.psv", 4)]
 
 
-def test_dumps_with_different_fields_are_not_typed_together() -> None:
-    one = split_sacct_text(b"JobID|State\n1|COMPLETED\n", "a.psv")
-    two = split_sacct_text(b"JobID|State|ExitCode\n1|COMPLETED|0:0\n", "b.psv")
-    assert one.present == {"jobid", "state"}
-    with pytest.raises(ValueError, match="different field sets"):
-        type_sacct_fields([one, two])
-    assert type_sacct_fields([]).rows_read == 0
+def test_dumps_with_different_layouts_are_not_typed_together() -> None:
+    one = read_sacct_text(b"JobID|State\n1|COMPLETED\n", "a.psv")
+    two = read_sacct_text(b"JobID|State|\n1|COMPLETED|\n", "b.psv")  # same fields, --parsable
+    assert one.present == two.present == {"jobid", "state"}
+    with pytest.raises(ValueError, match="different layouts"):
+        type_sacct_dumps([one, two])
+    assert type_sacct_dumps([]).rows_read == 0
 
 
 def test_crlf_blank_and_comment_lines() -> None:
