@@ -7,7 +7,7 @@ warehouse exactly as it was: DuckDB rolls back the open transaction when the pro
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -16,7 +16,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-__all__ = ["append_arrow", "connect", "apply_ddl", "transaction", "read_sql", "table_exists", "replace_table"]
+__all__ = ["append_arrow", "connect", "apply_ddl", "transaction", "read_sql", "select_columns", "table_columns",
+           "table_exists", "replace_table"]
 
 
 def read_sql(relative: str) -> str:
@@ -71,6 +72,20 @@ def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
         [schema, name],
     ).fetchall()
     return bool(rows[0][0])
+
+
+def table_columns(con: duckdb.DuckDBPyConnection, qualified: str) -> set[str]:
+    """Column names of ``schema.table`` (empty when it does not exist)."""
+    schema, _, name = qualified.partition(".")
+    return {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_schema = ? AND table_name = ?", [schema, name]).fetchall()}
+
+
+def select_columns(con: duckdb.DuckDBPyConnection, qualified: str, wanted: Sequence[str]) -> str:
+    """A select list of ``wanted`` columns, ``NULL`` for those the table lacks (a warehouse written
+    by an older version, read by a newer report)."""
+    have = table_columns(con, qualified)
+    return ", ".join(f'"{c}"' if c in have else f'NULL AS "{c}"' for c in wanted)
 
 
 def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:

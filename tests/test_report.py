@@ -298,8 +298,9 @@ def test_why_jobs_failed(report: tuple[ReportPaths, str, str]) -> None:
     assert "Total 3 2 1 1 1 8 100.0 % 2,312.0" in text
     # Last night's infrastructure-failed jobs, by lost GPU-hours, with friendly component labels.
     assert re.findall(r'<td class=" mono">(\d{3})</td>', sec) == ["200", "201"]
-    assert "200 2026-10-31 03:00 UTC FAILED 512 GPU hardware inc-aaa 2 256.0" in text
-    assert "Unknown (suspected NODE_FAIL) unknown none (node failure without evidence) 0 8.0" in text
+    assert "200 2026-10-31 03:00 UTC FAILED 512 GPU hardware inc-aaa 2 log events 256.0" in text
+    # (This mart predates evidence_node_state: the column reads as NULL.)
+    assert "Unknown (suspected NODE_FAIL) unknown none (node failure without evidence) – 8.0" in text
     assert "150" not in text  # failed on another day
     # Markdown: the lead, the cross-tab and the KPI cards.
     assert "Of 8 failed jobs in 2026-08-03 … 2026-10-31, 3 were infrastructure (2,312 GPU-h lost)" in md
@@ -1059,3 +1060,13 @@ def test_health_check_section_counts_and_precision(tmp_path: Path) -> None:
     assert "15 times" in md and "7 firings" in md and "check_ps_service" in md
     assert "1 infrastructure-attributed job failure had no failing check" in md
     assert "gpu007" in html and "check_nv_healthmon" in html
+
+
+def test_evidence_cell_names_log_events_and_the_slurm_node_state() -> None:
+    from gpusre.models.report.nightly import _evidence_cell
+    state = 'DOWN "PSU failure - replace PSU2" since 2026-10-31 03:01:00Z'
+    assert _evidence_cell(1, None).text == "1 log event"
+    assert _evidence_cell(0, state).text == state and _evidence_cell(0, state).title == state
+    both = _evidence_cell(3, state)
+    assert both.text.startswith("3 log events; DOWN") and len(both.text) <= 60 and both.title.endswith("03:01:00Z")
+    assert _evidence_cell(0, None).text == "–"

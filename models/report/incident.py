@@ -55,6 +55,8 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
+from gpusre.models.warehouse import select_columns, table_columns
+
 from . import charts
 from .formatting import MISSING, fmt_int, fmt_num, truncate
 from .nightly import (
@@ -252,18 +254,6 @@ def _exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
     schema, name = qualified.split(".")
     return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
                             [schema, name]).fetchone()[0])
-
-
-def _columns(con: duckdb.DuckDBPyConnection, qualified: str) -> set[str]:
-    schema, name = qualified.split(".")
-    return {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_schema = ? AND table_name = ?", [schema, name]).fetchall()}
-
-
-def _select(con: duckdb.DuckDBPyConnection, qualified: str, wanted: Sequence[str]) -> str:
-    """A select list of ``wanted`` columns, NULL for those the table lacks (older warehouses)."""
-    have = _columns(con, qualified)
-    return ", ".join(f'"{c}"' if c in have else f'NULL AS "{c}"' for c in wanted)
 
 
 def _loc(alert: dict[str, Any]) -> str:
@@ -528,7 +518,7 @@ class _Incident:
             return []
         lo, hi = self.job_window
         has_attr = _exists(self.con, "marts.job_failure_attribution")
-        attr = (f"""SELECT {_select(self.con, 'marts.job_failure_attribution',
+        attr = (f"""SELECT {select_columns(self.con, 'marts.job_failure_attribution',
                                    ['job_id', 'attribution', 'rule', 'component', 'incident_id', 'lost_gpu_hours'])}
                     FROM marts.job_failure_attribution QUALIFY row_number() OVER (PARTITION BY job_id) = 1"""
                 if has_attr else "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS attribution, NULL::VARCHAR AS rule, "
@@ -564,7 +554,7 @@ class _Incident:
         if not _exists(self.con, "core.job_instances"):
             return []
         has_attr = _exists(self.con, "marts.instance_failure_attribution")
-        attr = (f"""SELECT {_select(self.con, 'marts.instance_failure_attribution',
+        attr = (f"""SELECT {select_columns(self.con, 'marts.instance_failure_attribution',
                                    ['job_id', 'instance_no', 'attribution', 'rule', 'component', 'incident_id',
                                     'lost_gpu_hours'])} FROM marts.instance_failure_attribution""" if has_attr else
                 "SELECT NULL::VARCHAR AS job_id, NULL::INTEGER AS instance_no, NULL::VARCHAR AS attribution, "

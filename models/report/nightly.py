@@ -52,6 +52,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from gpusre.models.hostlist import compress_hostlist
+from gpusre.models.warehouse import select_columns
 
 from . import charts
 from .charts import FAILURE_STATES, bucket_colour, state_colour
@@ -820,8 +821,10 @@ def _attribution(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
                 "infrastructure failures only: the work since the last checkpoint.",
     ))
 
+    # evidence_node_state: NULL for a warehouse written before attribution read node states.
+    cols = select_columns(con, "marts.job_failure_attribution", ["evidence_node_state"])
     jobs = _rows(con, f"""SELECT job_id, state, end_ts, n_gpus, component, cause_class, incident_id,
-                                 len(evidence_event_ids) AS n_evidence, rule, lost_gpu_hours
+                                 len(evidence_event_ids) AS n_evidence, {cols}, rule, lost_gpu_hours
                           FROM marts.job_failure_attribution
                           WHERE attribution = 'infrastructure' AND {_utc_day('end_ts')} = ?
                           ORDER BY lost_gpu_hours DESC NULLS LAST, end_ts, job_id""", [meta.report_date])
@@ -829,19 +832,27 @@ def _attribution(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
         shown = jobs[:_TOP_N_INFRA_JOBS]
         sec.tables.append(Table(
             [Column("Job ID"), Column("Ended", nowrap=True), Column("State", nowrap=True), Column("GPUs", True),
-             Column("Component"), Column("Cause class"), Column("Incident"), Column("Evidence events", True),
+             Column("Component"), Column("Cause class"), Column("Incident"), Column("Evidence"),
              Column("Lost GPU-hours", True)],
             [[Cell(str(r["job_id"]), mono=True), Cell(fmt_date(r["end_ts"])), _state_cell(r["state"]),
               Cell(fmt_int(r["n_gpus"])), Cell(component_label(r["component"])), Cell(_cause_label(r["cause_class"])),
               Cell(truncate(r["incident_id"], 24) if r["incident_id"] else f"none ({r['rule']})",
                    mono=bool(r["incident_id"]), title=r["incident_id"]),
-              Cell(fmt_int(r["n_evidence"])), Cell(fmt_num(r["lost_gpu_hours"]))] for r in shown],
+              _evidence_cell(r["n_evidence"], r["evidence_node_state"]), Cell(fmt_num(r["lost_gpu_hours"]))]
+             for r in shown],
             caption=f"Infrastructure-failed jobs that ended on {d}"
                     + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
         ))
     else:
         sec.note = f"No job failed because of the infrastructure on {d}."
     return sec
+
+
+def _evidence_cell(n_events: int | None, node_state: str | None) -> Cell:
+    """'3 log events' and/or the Slurm node state (drain reason) that attributed the job."""
+    parts = [f"{fmt_int(n_events)} log event{'s' if n_events != 1 else ''}" if n_events else None, node_state]
+    text = "; ".join(p for p in parts if p)
+    return Cell(truncate(text, 60) if text else MISSING, title=text or None)
 
 
 def _taxonomy(con: duckdb.DuckDBPyConnection) -> Section:

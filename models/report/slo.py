@@ -38,6 +38,8 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
+from gpusre.models.warehouse import table_columns
+
 from . import charts
 from .formatting import MISSING, fmt_date, fmt_int, fmt_num, fmt_pct, truncate
 from .nightly import (
@@ -265,12 +267,6 @@ def _quantile(vals: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
-
-
-def _columns(con: duckdb.DuckDBPyConnection, qualified: str) -> set[str]:
-    schema, name = qualified.split(".")
-    return {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_schema = ? AND table_name = ?", [schema, name]).fetchall()}
 
 
 def _change_phrase(ratio_mtbf: float) -> str:
@@ -1012,7 +1008,7 @@ def _incident_section(con: duckdb.DuckDBPyConnection, w: _Window) -> SloSection:
     if not agg["n"]:
         sec.lead = f"No hardware incident started in the window {w.text}."
         return sec
-    cols = _columns(con, "marts.hw_incidents")
+    cols = table_columns(con, "marts.hw_incidents")
     opt = {c: c if c in cols else f"NULL AS {c}" for c in ("root_cause", "label_source", "leaf_switch",
                                                             "hours_to_recovery", "severity", "affected_gpus")}
     rows = _rows(con, f"""SELECT incident_id, component, cause_class, {opt['severity']}, start_ts, nodes, scope,
