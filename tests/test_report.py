@@ -1070,3 +1070,15 @@ def test_evidence_cell_names_log_events_and_the_slurm_node_state() -> None:
     both = _evidence_cell(3, state)
     assert both.text.startswith("3 log events; DOWN") and len(both.text) <= 60 and both.title.endswith("03:01:00Z")
     assert _evidence_cell(0, None).text == "–"
+
+
+def test_every_catalog_component_has_a_report_label() -> None:
+    """A component added to a catalog must not reach a meeting screen as a raw key (host_power)."""
+    import csv
+    from importlib import resources
+
+    from gpusre.models.event_catalog import COMPONENTS
+    from gpusre.models.report.nightly import COMPONENT_LABELS
+    with resources.files("gpusre.models.catalog").joinpath("component_classes.csv").open() as fh:
+        classes = {r["component"] for r in csv.DictReader(fh)}
+    assert classes | set(COMPONENTS) <= set(COMPONENT_LABELS), (classes | set(COMPONENTS)) - set(COMPONENT_LABELS)

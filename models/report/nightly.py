@@ -661,18 +661,23 @@ def _failures(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
 #: Catalog / incident component -> the name an SRE uses. Several components may share a label
 #: (NVLink and NVSwitch are one fabric to the reader); unknown names are shown as stored.
 COMPONENT_LABELS: dict[str, str] = {
+    "gpu": "GPU",
     "gpu_compute": "GPU",
     "gpu_memory": "GPU memory",
     "gsp_firmware": "GPU firmware (GSP)",
     "driver": "GPU driver",
     "nvlink": "NVLink/NVSwitch",
     "nvswitch": "NVLink/NVSwitch",
+    "sxid": "NVLink/NVSwitch",
     "pcie_bus": "PCIe bus",
     "network": "Network link / NIC",
+    "nic": "Network link / NIC",
     "network_switch": "Interconnect switch",
+    "interconnect_switch": "Interconnect switch",
     "storage": "Storage",
     "host_memory": "Host memory",
     "host_cpu": "Host CPU",
+    "host_power": "Node power / cooling",
     "power": "Power",
     "thermal": "Thermal",
     "os": "Operating system",
