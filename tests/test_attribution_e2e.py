@@ -40,6 +40,7 @@ def _precision_recall(scored: pl.DataFrame, label: str) -> tuple[float, float, i
 
 def test_infrastructure_attribution_precision_and_recall(scored: pl.DataFrame) -> None:
     precision, recall, support = _precision_recall(scored, "infrastructure")
+    print(f"infrastructure: precision {precision:.3f}, recall {recall:.3f}, support {support}")
     assert support >= 20, "the simulated cluster must kill enough jobs to score"
     assert recall >= 0.95, f"recall {recall:.3f}"
     assert precision >= 0.95, f"precision {precision:.3f}"
@@ -47,5 +48,6 @@ def test_infrastructure_attribution_precision_and_recall(scored: pl.DataFrame) -
 
 def test_user_attribution_precision_and_recall(scored: pl.DataFrame) -> None:
     precision, recall, support = _precision_recall(scored, "user")
+    print(f"user: precision {precision:.3f}, recall {recall:.3f}, support {support}")
     assert support >= 100
     assert precision >= 0.95 and recall >= 0.95, (precision, recall)
