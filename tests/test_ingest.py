@@ -186,3 +186,39 @@ def test_real_samples_headerless_and_json_through_the_asset(tmp_path: Path) -> N
     # UTF-8 job name is kept intact.
     assert jobs["4103947"][2] == "aàb"
     assert jobs["4746"][0] == "RUNNING" and jobs["4746"][3] == 2  # slurmrestd multi-node GPU job
+
+
+def test_a_failed_write_rolls_back_the_whole_run(landing: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes run on a writer thread; its error must reach the caller after the queued writes, and
+    the run's one transaction must roll back (earlier batches included), leaving the warehouse as it was."""
+    import gpusre.models.sacct_ingest as sacct_ingest
+
+    warehouse = tmp_path / "w.duckdb"
+    (landing / "sacct" / "sacct_2026-09-02.psv").rename(tmp_path / "later.psv")
+    _materialize(landing, warehouse)
+    before = _snapshot(warehouse)
+    (tmp_path / "later.psv").rename(landing / "sacct" / "sacct_2026-09-02.psv")
+    (landing / "sacct" / "sacct_2026-09-03.psv").write_text(DAY2.replace("|103|", "|104|").replace("103|", "104|"))
+    monkeypatch.setattr(sacct_ingest, "TYPE_BATCH_LINES", 1)  # one batch per dump: several writes
+    real_write = sacct_ingest._write_parsed
+    calls: list[int] = []
+
+    def failing_write(con, parsed) -> None:  # type: ignore[no-untyped-def]
+        calls.append(parsed.records.height)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        real_write(con, parsed)
+
+    monkeypatch.setattr(sacct_ingest, "_write_parsed", failing_write)
+    con = connect(warehouse)
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            sacct_ingest.ingest_sacct_files(con, landing)
+    finally:
+        con.close()
+    assert len(calls) == 2  # the first new dump was written, then the second write failed
+    assert _snapshot(warehouse) == before
+    monkeypatch.setattr(sacct_ingest, "_write_parsed", real_write)
+    _materialize(landing, warehouse)  # and the next run loads both dumps
+    assert _snapshot(warehouse)["files"][-1][0] == "sacct/sacct_2026-09-03.psv"

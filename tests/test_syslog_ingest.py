@@ -176,3 +176,39 @@ def test_changed_file_with_rejects_is_replaced_in_one_transaction(landing: Path,
     assert lines == [(1, "a 1"), (2, "b 2")]
     assert rejects == [(3, "still not a log line")]
     assert total == loaded
+
+
+def test_a_failed_write_on_the_writer_thread_rolls_back_the_run(landing: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails on the writer thread surfaces in the caller after the queued writes, and
+    the run's one transaction rolls back: earlier batches of the same run leave no rows."""
+    import gpusre.models.syslog_ingest as si
+
+    wh = tmp_path / "w.duckdb"
+    _run(landing, wh)
+    before = _state(wh)
+    day = landing / "syslog" / "2025-02-23"
+    for node in ("gpu018", "gpu019"):
+        shutil.copy(FIXTURES / "gpud_dmesg-with-xid-119.log", day / f"{node}.log")
+    monkeypatch.setattr(si, "BATCH_LINES", 1)  # one batch per file: several writes queued
+    real_append = si.append_arrow
+    calls: list[str] = []
+
+    def failing_append(con, table, batch, select="*"):  # type: ignore[no-untyped-def]
+        calls.append(table)
+        if table == "raw.syslog_lines" and calls.count(table) == 2:
+            raise OSError("disk full")
+        real_append(con, table, batch, select)
+
+    monkeypatch.setattr(si, "append_arrow", failing_append)
+    con = connect(wh)
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            si.ingest_syslog_files(con, landing)
+    finally:
+        con.close()
+    assert calls.count("raw.syslog_lines") == 2
+    assert _state(wh) == before
+    monkeypatch.setattr(si, "append_arrow", real_append)
+    _run(landing, wh)
+    assert len(_state(wh)["raw.syslog_lines"]) == 3 * len(before["raw.syslog_lines"])
