@@ -27,7 +27,6 @@ from __future__ import annotations
 import lzma
 import zlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpusre.models.alert_clustering import AlertClusteringSettings
 from gpusre.models.alert_floods import FloodSettings
 from gpusre.models.alert_nodes import NodeMapping, label_values_sql, location_sql, node_names
+from gpusre.models.background_writer import BackgroundWriter
 from gpusre.models.alert_payloads import (
     DESCRIPTION_SQL,
     SEQ_SQL,
@@ -107,8 +107,7 @@ class _Batcher:
         self._con, self._max_bytes = con, max_bytes or BATCH_BYTES
         self._frames: list[pl.DataFrame] = []
         self._bytes = 0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="alert-stage")
-        self._pending: Future[None] | None = None
+        self._writer = BackgroundWriter("alert-stage")
 
     def add(self, records: pl.DataFrame) -> None:
         if records.height == 0:
@@ -128,14 +127,12 @@ class _Batcher:
         self.wait()
         if self._frames:
             records = pl.concat(self._frames, how="vertical", rechunk=False)
-            self._pending = self._pool.submit(stage_records, self._con, records, target=_STAGE)
+            self._writer.submit(stage_records, self._con, records, target=_STAGE)
         self._frames, self._bytes = [], 0
 
     def wait(self) -> None:
         """Wait for the running flatten, if any; re-raises its exception."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
+        self._writer.drain()
 
     def flush(self) -> None:
         """Stage every collected record, and wait until all of them are staged."""
@@ -145,11 +142,7 @@ class _Batcher:
     def close(self) -> None:
         """Wait for the running flatten (ignoring its failure: the caller is failing already) and
         stop the worker."""
-        try:
-            self.wait()
-        except BaseException:
-            pass
-        self._pool.shutdown(wait=True)
+        self._writer.close()
 
 
 def _record_files(con: duckdb.DuckDBPyConnection, rows: list[tuple[FileIngest, str, int]]) -> None:

@@ -66,6 +66,7 @@ __all__ = [
     "is_json_dump",
     "parse_sacct_text",
     "parse_sacct_json",
+    "parse_sacct_json_bytes",
     "parse_sacct_file",
     "read_sacct_text",
     "type_sacct_dumps",
@@ -990,6 +991,11 @@ def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None)
     )
 
 
+def parse_sacct_json_bytes(data: bytes, source_file: str, *, cluster: str | None = None) -> SacctParseResult:
+    """:func:`parse_sacct_json` of a file's bytes: UTF-8 with invalid sequences replaced, BOM dropped."""
+    return parse_sacct_json(data.decode("utf-8", errors="replace").lstrip("\ufeff"), source_file, cluster=cluster)
+
+
 def is_json_dump(path: Path, data: bytes) -> bool:
     """True for ``sacct --json`` / slurmrestd output: a ``.json`` name or a leading ``{``."""
     return Path(path).suffix.lower() == ".json" or data[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
@@ -1011,8 +1017,7 @@ def parse_sacct_file(
     """
     data = Path(path).read_bytes()
     if is_json_dump(path, data):
-        text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
-        return parse_sacct_json(text, source_file, cluster=cluster)
+        return parse_sacct_json_bytes(data, source_file, cluster=cluster)
     return _parse_text_bytes(
         data, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
     )

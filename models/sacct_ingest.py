@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
+from gpusre.models.background_writer import BackgroundWriter
 from gpusre.models.ingest_ledger import FileIngest, known_files, record_file
 from gpusre.models.sacct import (
+    REJECT_SCHEMA,
     SacctFormatError,
     SacctParseResult,
     SacctTextDump,
     is_json_dump,
-    parse_sacct_file,
+    parse_sacct_json_bytes,
     read_sacct_text,
     type_sacct_dumps,
 )
@@ -104,22 +105,13 @@ def load_sacct_files(
     pending_files: list[tuple[str, str, int]] = []
     pending_lines = 0
 
-    # DuckDB's insert into the compressed table runs on about one core, so writes go to one
-    # background thread, in submission order, while this thread parses the next batch. Only one
-    # thread uses the connection at a time: the writer while writes are queued, this thread after
-    # drain(). Leaving the executor waits for queued writes, so an error rolls back after them.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sacct-writer") as writer:
-        writes: list[Future[None]] = []
-
-        def drain() -> None:
-            """Wait for every queued write; re-raise the first failure."""
-            for write in writes:
-                write.result()
-            writes.clear()
+    # Inserts run on a writer thread while this thread parses the next batch (see
+    # models/background_writer.py); leaving it waits for them, before the caller's rollback.
+    with BackgroundWriter("sacct-writer") as writer:
 
         def submit(parsed: SacctParseResult) -> None:
-            drain()  # at most one batch being written while the next one is parsed
-            writes.append(writer.submit(_write_parsed, con, parsed))
+            writer.drain()  # at most one batch being written while the next one is parsed
+            writer.submit(_write_parsed, con, parsed)
 
         def finish(source_file: str, result: FileIngest, sha: str, size: int, index: int) -> None:
             ledger.append((result, sha, size))
@@ -154,17 +146,16 @@ def load_sacct_files(
                 continue
             if source_file in known:
                 # Queued before any of the file's new rows (those are still pending here).
-                writes.append(writer.submit(_replace_file_rows, con, source_file))
+                writer.submit(_replace_file_rows, con, source_file)
             is_json = is_json_dump(path, data)
             try:
                 if is_json:  # whole jobs[] documents: parsed on their own
-                    parsed = parse_sacct_file(path, source_file, timezone=timezone, cluster=cluster)
+                    parsed = parse_sacct_json_bytes(data, source_file, cluster=cluster)
                 else:
                     dump = read_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
             except SacctFormatError as exc:
                 refused = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None],
-                                        "error": [str(exc)]}, schema={"source_file": pl.String, "line_no": pl.Int64,
-                                                                      "raw": pl.String, "error": pl.String})
+                                        "error": [str(exc)]}, schema=REJECT_SCHEMA)
                 submit(SacctParseResult(pl.DataFrame(), refused, 0))
                 finish(source_file, FileIngest(source_file, "refused", error=str(exc)), sha, len(data), index)
                 continue
@@ -179,7 +170,7 @@ def load_sacct_files(
             if pending_lines >= TYPE_BATCH_LINES:
                 type_pending(index)
         type_pending(len(paths))
-        drain()
+        writer.drain()
     for result, sha, size in ledger:
         record_file(con, "sacct", result, sha, size)
     return results

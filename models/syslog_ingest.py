@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone as dt_timezone
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from gpusre.models.alert_nodes import NodeMapping, node_names
+from gpusre.models.background_writer import BackgroundWriter
 from gpusre.models.event_catalog import classify_messages
 from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
 from gpusre.models.syslog import parse_syslog_file
@@ -137,20 +137,9 @@ def ingest_syslog_files(
     miner: TemplateMiner | None = None
     pending: list[pl.DataFrame] = []
     pending_rows = 0
-    # DuckDB's insert into the compressed table runs on one core (about 2.5 s per million lines),
-    # so the writes go to one background thread, in submission order, while this thread parses
-    # and templates the next batch. The connection is only used by one thread at a time: the
-    # writer inside the loop, this thread before the first and after the last write (drain).
-    # Exiting the executor waits for queued writes, so an error rolls back only after them.
-    with transaction(con), ThreadPoolExecutor(max_workers=1, thread_name_prefix="syslog-writer") as writer:
-        writes: list[Future[None]] = []
-
-        def drain() -> None:
-            """Wait for every queued write; re-raise the first failure."""
-            for write in writes:
-                write.result()
-            writes.clear()
-
+    # Inserts run on a writer thread while this thread parses and templates the next batch (see
+    # models/background_writer.py); leaving it waits for them, before the transaction's rollback.
+    with transaction(con), BackgroundWriter("syslog-writer") as writer:
         for index, path in enumerate(paths, start=1):
             source_file = path.relative_to(landing).as_posix()
             sha = file_sha256(path)
@@ -158,31 +147,29 @@ def ingest_syslog_files(
                 results.append(FileIngest(source_file, "unchanged"))
                 continue
             if miner is None:
-                drain()
+                writer.drain()
                 miner = load_miner(con)
             if source_file in known:
                 # Queued before any of the file's new rows (they are still pending here).
-                writes.append(writer.submit(con.execute, "DELETE FROM raw.syslog_lines WHERE source_file = ?",
-                                            [source_file]))
-                writes.append(writer.submit(con.execute, "DELETE FROM raw.rejects WHERE source_file = ?",
-                                            [source_file]))
+                writer.submit(con.execute, "DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
+                writer.submit(con.execute, "DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
             parsed = parse_syslog_file(path, source_file, timezone=timezone,
                                        year_hint=_year_hint(source_file, jobs_span))
             if parsed.lines.height:
                 pending.append(parsed.lines)
                 pending_rows += parsed.lines.height
             if parsed.rejects.height:
-                writes.append(writer.submit(
+                writer.submit(
                     append_arrow, con, "raw.rejects", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()),
-                    "source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at"))
+                    "source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at")
             result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height,
                                 parsed.rejects.height)
             ledger.append((result, sha, path.stat().st_size))
             results.append(result)
             if pending_rows >= BATCH_LINES:
                 batch = _lines_batch(pending, miner)
-                drain()  # at most one batch being written while the next one is built
-                writes.append(writer.submit(append_arrow, con, "raw.syslog_lines", batch))
+                writer.drain()  # at most one batch being written while the next one is built
+                writer.submit(append_arrow, con, "raw.syslog_lines", batch)
                 del batch
                 pending_rows = 0
             if progress:
@@ -190,9 +177,9 @@ def ingest_syslog_files(
                          f"{result.rows_rejected} rejected")
         if pending:
             batch = _lines_batch(pending, miner)  # type: ignore[arg-type]  # pending implies a miner
-            writes.append(writer.submit(append_arrow, con, "raw.syslog_lines", batch))
+            writer.submit(append_arrow, con, "raw.syslog_lines", batch)
             del batch
-        drain()
+        writer.drain()
         if miner is not None:
             for result, sha, size in ledger:
                 record_file(con, "syslog", result, sha, size)
