@@ -7,7 +7,6 @@ breaks its section, and CLI errors are one line."""
 from __future__ import annotations
 
 import csv
-import html as htmllib
 import json
 import random
 import re
@@ -19,6 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from report_html import section, visible_text
 import yaml
 
 from gpusre.models.hostlist import compress_hostlist, expand_hostlist
@@ -216,30 +216,18 @@ def hw_report(warehouse: Path, hw_incident: dict[str, Any],
     return _render(warehouse, hw_incident["incident_id"], tmp_path_factory.mktemp("hw-out"))
 
 
-def _text(fragment: str) -> str:
-    """Visible text: no SVG, no tags, entities decoded, no-break spaces as spaces, whitespace collapsed."""
-    text = re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>", " ", fragment, flags=re.S))
-    return re.sub(r"\s+", " ", htmllib.unescape(text).replace("\u00a0", " ")).strip()
-
-
-def _section(page: str, key: str) -> str:
-    m = re.search(rf'<section id="{re.escape(key)}">(.*?)</section>', page, flags=re.S)
-    assert m, f"section {key} missing"
-    return m.group(1)
-
-
 def _lead(fragment: str) -> str:
     m = re.search(r'<p class="lead">(.*?)</p>', fragment, flags=re.S)
     assert m, "no lead sentence"
-    return _text(m.group(1))
+    return visible_text(m.group(1))
 
 
 def _tables(fragment: str) -> list[tuple[list[str], list[list[str]]]]:
     """Every table of an HTML fragment: (header texts, body rows of visible cell texts)."""
     out = []
     for table in re.findall(r"<table>(.*?)</table>", fragment, flags=re.S):
-        heads = [_text(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table, flags=re.S)]
-        rows = [[_text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S)]
+        heads = [visible_text(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", table, flags=re.S)]
+        rows = [[visible_text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S)]
                 for body in re.findall(r"<tbody>(.*?)</tbody>", table, flags=re.S)
                 for tr in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S)]
         out.append((heads, rows))
@@ -295,12 +283,12 @@ def test_alert_incident_report_sections_and_file_names(alert_report: tuple[Repor
     _self_contained(page)
     assert "Could not be computed" not in page
     for n, (key, title) in enumerate(SECTIONS.items(), start=1):
-        sec = _section(page, key)
-        assert title in _text(sec), key
+        sec = section(page, key)
+        assert title in visible_text(sec), key
         assert "No data" not in sec, key
-        assert re.search(r"\d", _lead(sec) if key != "timeline" else _text(sec)), f"{key}: lead needs numbers"
+        assert re.search(r"\d", _lead(sec) if key != "timeline" else visible_text(sec)), f"{key}: lead needs numbers"
         assert f"## {n}. {title}" in md
-    timeline = _section(page, "timeline")
+    timeline = section(page, "timeline")
     assert "<svg" in timeline and "Alerts" in timeline and "Node events" in timeline
     assert md.startswith(f"# Incident retrospective — {iid}") and paths.html.name in md
 
@@ -309,14 +297,14 @@ def test_alert_incident_numbers_match_the_marts(alert_report: tuple[ReportPaths,
                                                 alert_incident: dict[str, Any], mart: duckdb.DuckDBPyConnection) -> None:
     _, page, md = alert_report
     a = alert_incident
-    summary = _lead(_section(page, "summary"))
+    summary = _lead(section(page, "summary"))
     assert f"{a['n_alerts']} alert" in summary
     assert f"killed {_jobs(a['n_jobs_killed'])} and lost {_gpuh(a['lost_gpu_hours'])} GPU-hours" in summary
     assert f"hardware incident {a['hw_incident_id']}" in summary
     assert f"killed {_jobs(a['n_jobs_killed'])} and lost {_gpuh(a['lost_gpu_hours'])} GPU-hours" in md
 
     # Root cause: the mart's candidate and reason, the root alert, the linked hardware incident.
-    sec = _section(page, "root-cause")
+    sec = section(page, "root-cause")
     assert _lead(sec).startswith(f"The root-cause candidate is {a['root_cause_candidate']}: {a['root_cause_reason']}")
     evidence = {r["Evidence"]: r["Value"] for r in _table(sec, "Evidence")}
     root = _one(mart, "SELECT alertname, node, target, starts_at FROM core.alerts WHERE alert_id = ?", [a["root_alert_id"]])
@@ -335,7 +323,7 @@ def test_alert_incident_numbers_match_the_marts(alert_report: tuple[ReportPaths,
                                  AND j.end_ts BETWEEN ? AND ? AND f.attribution IS DISTINCT FROM 'user'""",
                             [a["nodes"], a["start_ts"] - timedelta(minutes=15), last_start + timedelta(minutes=5)]).fetchall()
     assert len(expected) == a["n_jobs_killed"] and sum(x[1] for x in expected) == pytest.approx(a["lost_gpu_hours"])
-    sec = _section(page, "blast-radius")
+    sec = section(page, "blast-radius")
     rows = _table(sec, "Job")
     counted = {r["Job"] for r in rows if r["Counted"] == "yes"}
     assert counted == {x[0] for x in expected}
@@ -349,7 +337,7 @@ def test_alert_incident_numbers_match_the_marts(alert_report: tuple[ReportPaths,
 
     # Detection and repair: marts.incident_repairs of the linked hardware incident.
     rep = _one(mart, "SELECT * FROM marts.incident_repairs WHERE incident_id = ?", [a["hw_incident_id"]])
-    sec = _section(page, "repair")
+    sec = section(page, "repair")
     row = _table(sec, "Hardware incident")[0]
     assert row["Hardware incident"] == a["hw_incident_id"]
     assert row["Drained (UTC)"] == _at(rep["drain_start_ts"]) and row["Back in service (UTC)"] == _at(rep["back_in_service_ts"])
@@ -362,7 +350,7 @@ def test_alert_incident_numbers_match_the_marts(alert_report: tuple[ReportPaths,
     assert "the first alert fired" in _lead(sec) and ("after" if delay >= 0 else "before") in _lead(sec)
 
     # Alerts: every member alert, the root marked.
-    rows = _table(_section(page, "alerts"), "Start (UTC)")
+    rows = _table(section(page, "alerts"), "Start (UTC)")
     members = [r for r in rows if r["Role"] != "other"]
     assert len(members) == a["n_alerts"] and sum(r["Role"] == "root" for r in members) == 1
 
@@ -371,7 +359,7 @@ def test_similar_alert_incidents_are_earlier_and_ranked(alert_report: tuple[Repo
                                                         alert_incident: dict[str, Any],
                                                         mart: duckdb.DuckDBPyConnection) -> None:
     _, page, _ = alert_report
-    sec = _section(page, "similar")
+    sec = section(page, "similar")
     rows = _table(sec, "Incident")
     assert 1 <= len(rows) <= 5
     sims = [float(r["Similarity"]) for r in rows]
@@ -406,15 +394,15 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
     _self_contained(page)
     assert "Could not be computed" not in page
     for key in ("timeline", "root-cause", "blast-radius", "repair", "similar"):
-        assert "No data" not in _section(page, key), key
-    assert "<svg" in _section(page, "timeline")
-    summary = _lead(_section(page, "summary"))
+        assert "No data" not in section(page, key), key
+    assert "<svg" in section(page, "timeline")
+    summary = _lead(section(page, "summary"))
     assert summary.startswith(f"Hardware incident {iid}, ")
     assert f"killed {_jobs(h['affected_jobs'])} and lost {_gpuh(h['lost_gpu_hours'])} GPU-hours" in summary
     assert f"({h['n_events']} events)" in summary
 
     # Root cause: component, root cause, the first event and its message.
-    sec = _section(page, "root-cause")
+    sec = section(page, "root-cause")
     evidence = {r["Evidence"]: r["Value"] for r in _table(sec, "Evidence")}
     assert f"({h['component']})" in evidence["Component"] and evidence["Root cause"].startswith(h["root_cause"])
     first = _one(mart, "SELECT ts, node, message FROM core.node_events WHERE event_id = ?", [h["first_event_id"]])
@@ -434,7 +422,7 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
     # Blast radius: exactly the jobs attribution gives to the incident.
     expected = dict(mart.execute("""SELECT job_id, lost_gpu_hours FROM marts.job_failure_attribution
                                     WHERE incident_id = ? AND attribution = 'infrastructure'""", [iid]).fetchall())
-    sec = _section(page, "blast-radius")
+    sec = section(page, "blast-radius")
     rows = _table(sec, "Job")
     assert {r["Job"] for r in rows if r["Counted"] == "yes"} == set(expected)
     assert len(expected) == h["affected_jobs"]
@@ -445,7 +433,7 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
 
     # Repair: marts.incident_repairs against marts.repair_times.
     rep = _one(mart, "SELECT * FROM marts.incident_repairs WHERE incident_id = ?", [iid])
-    sec = _section(page, "repair")
+    sec = section(page, "repair")
     row = _table(sec, "Hardware incident")[0]
     assert row["Drained (UTC)"] == _at(rep["drain_start_ts"])
     assert row["State"] == (rep["repair_state"] or "–").replace("_", " ")
@@ -457,7 +445,7 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
         assert f"(median {_hours(times['mttr_hours_p50'])}" in _lead(sec)
 
     # Timeline: the story in words, in time order, offsets from the first event (a job may die just before it).
-    moments = _table(_section(page, "timeline"), "Time (UTC)")
+    moments = _table(section(page, "timeline"), "Time (UTC)")
     assert [m["Time (UTC)"] for m in moments] == sorted(m["Time (UTC)"] for m in moments)
     first_event = next(m for m in moments if m["What happened"].startswith(f"first event of hardware incident {iid}"))
     assert first_event["From start"] == "+0:00:00" and first_event["Time (UTC)"] == _at(h["start_ts"])
@@ -469,7 +457,7 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
 def test_similar_hw_incidents_share_the_component(hw_report: tuple[ReportPaths, str, str], hw_incident: dict[str, Any],
                                                   mart: duckdb.DuckDBPyConnection) -> None:
     _, page, _ = hw_report
-    sec = _section(page, "similar")
+    sec = section(page, "similar")
     rows = _table(sec, "Incident")
     h = hw_incident
     earlier = mart.execute("SELECT count(*) FROM marts.hw_incidents WHERE component = ? AND start_ts < ?",
@@ -495,9 +483,9 @@ def test_hw_incident_report_without_any_alerts(warehouse: Path, hw_incident: dic
     con.close()
     _, page, md = _render(copy, hw_incident["incident_id"], tmp_path / "out")
     assert "Could not be computed" not in page
-    assert "No data yet: core.alerts has not been built" in _text(_section(page, "alerts"))
-    assert "<svg" in _section(page, "timeline")
-    rows = _table(_section(page, "blast-radius"), "Job")
+    assert "No data yet: core.alerts has not been built" in visible_text(section(page, "alerts"))
+    assert "<svg" in section(page, "timeline")
+    rows = _table(section(page, "blast-radius"), "Job")
     assert sum(r["Counted"] == "yes" for r in rows) == hw_incident["affected_jobs"]
     assert "No data yet: core.alerts has not been built" in md
     # The DDL's empty alert tables (a warehouse whose landing never had alerts) read the same way.
@@ -505,7 +493,7 @@ def test_hw_incident_report_without_any_alerts(warehouse: Path, hw_incident: dic
     con.execute("CREATE TABLE core.alerts AS SELECT 1::BIGINT AS alert_id WHERE false")
     con.close()
     _, page, _ = _render(copy, hw_incident["incident_id"], tmp_path / "out2")
-    assert "core.alerts is empty" in _text(_section(page, "alerts")) and "Could not be computed" not in page
+    assert "core.alerts is empty" in visible_text(section(page, "alerts")) and "Could not be computed" not in page
 
 
 # --------------------------------------------------------------------------------------------
@@ -531,14 +519,14 @@ def test_hostile_alert_text_labels_job_names_and_drain_reasons_are_escaped(wareh
     assert not re.search(r"<(script|img|iframe|b)\b", page, re.I)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "team=&lt;img src=x onerror=alert(2)&gt;" in page
-    alerts = _table(_section(page, "alerts"), "Start (UTC)")
+    alerts = _table(section(page, "alerts"), "Start (UTC)")
     hostile = next(r for r in alerts if r["Summary"] == XSS)  # shown as text
     assert hostile["Labels"].startswith(f"team={EVIL_LABEL}")
-    moments = _text(_section(page, "timeline"))
+    moments = visible_text(section(page, "timeline"))
     assert EVIL_REASON in moments  # the drain, as text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "team=&lt;img src=x onerror=alert(2)&gt;" in md
     assert r"NHC: &lt;iframe src=//evil&gt; \| ok" in md  # a table cell cannot be split by the reason's '|'
-    blast = _table(_section(page, "blast-radius"), "Job")
+    blast = _table(section(page, "blast-radius"), "Job")
     assert blast, "the simulation should have the hostile alert's incident kill a job"
     if blast:
         assert any(r["Name"] == EVIL_JOB or r["Name"].startswith("<b onmouseover") for r in blast)
@@ -552,11 +540,11 @@ def test_broken_mart_only_breaks_its_section(warehouse: Path, hw_incident: dict[
     con.execute("CREATE OR REPLACE TABLE marts.incident_repairs AS SELECT 1 AS unexpected")
     con.close()
     _, page, _ = _render(copy, hw_incident["incident_id"], tmp_path / "out")
-    assert "Could not be computed" in _section(page, "repair")
+    assert "Could not be computed" in section(page, "repair")
     for key in ("timeline", "root-cause", "blast-radius", "similar"):
-        assert "Could not be computed" not in _section(page, key), key
-    assert "<svg" in _section(page, "timeline")
-    assert f"lost {_gpuh(hw_incident['lost_gpu_hours'])} GPU-hours" in _lead(_section(page, "summary"))
+        assert "Could not be computed" not in section(page, key), key
+    assert "<svg" in section(page, "timeline")
+    assert f"lost {_gpuh(hw_incident['lost_gpu_hours'])} GPU-hours" in _lead(section(page, "summary"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ warehouse text is escaped, an empty or broken warehouse degrades per section, CL
 
 from __future__ import annotations
 
-import html as htmllib
 import re
 import shutil
 from datetime import date, timedelta
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from report_html import section, visible_text
 
 from gpusre.models.report.nightly import ReportPaths
 from gpusre.models.report.slo import render_slo_report
@@ -86,29 +86,17 @@ def mart(warehouse: Path):
     con.close()
 
 
-def _text(fragment: str) -> str:
-    """Visible text: no SVG, no tags, entities decoded, no-break spaces as spaces, whitespace collapsed."""
-    text = re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>", " ", fragment, flags=re.S))
-    return re.sub(r"\s+", " ", htmllib.unescape(text).replace("\u00a0", " ")).strip()
-
-
-def _section(page: str, key: str) -> str:
-    m = re.search(rf'<section id="{re.escape(key)}">(.*?)</section>', page, flags=re.S)
-    assert m, f"section {key} missing"
-    return m.group(1)
-
-
 def _rows(fragment: str) -> list[list[str]]:
     """Body rows of every table in an HTML fragment, as lists of visible cell texts."""
     rows = []
     for body in re.findall(r"<tbody>(.*?)</tbody>", fragment, flags=re.S):
         for tr in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S):
-            rows.append([_text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S)])
+            rows.append([visible_text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S)])
     return rows
 
 
 def _takeaways(fragment: str) -> list[str]:
-    return [_text(t) for t in re.findall(r'<figcaption class="takeaway">(.*?)</figcaption>', fragment, flags=re.S)]
+    return [visible_text(t) for t in re.findall(r'<figcaption class="takeaway">(.*?)</figcaption>', fragment, flags=re.S)]
 
 
 def _pct(x: float, decimals: int = 1) -> str:
@@ -149,26 +137,26 @@ def test_every_section_present_with_chart_and_takeaway(report: tuple[ReportPaths
     _, page, md = report
     assert "Could not be computed" not in page
     for key, title in SECTIONS.items():
-        sec = _section(page, key)
-        assert title in _text(sec), key
+        sec = section(page, key)
+        assert title in visible_text(sec), key
         assert "No data yet" not in sec, key
         assert "<svg" in sec, f"{key} has no chart"
         takes = _takeaways(sec)
         assert takes and all(re.search(r"\d", t) for t in takes), f"{key}: takeaways need numbers: {takes}"
         assert f"## {list(SECTIONS).index(key) + 1}. {title}" in md
     assert page.count("<svg") >= 9  # burn-down, MTBF, r_f, projection, KM, ETTR, waterfall, daily goodput, incidents
-    defs = _text(_section(page, "definitions"))
+    defs = visible_text(section(page, "definitions"))
     for term in ("MTBF", "Garwood CI", "r_f", "ETTR", "Goodput", "Burn rate", "Error budget"):
         assert term in defs
     for cite in ("Kokolis et al., HPCA 2025", "Llama 3 Herd of Models §3.3.4", "Google SRE Workbook"):
-        assert cite in _text(page)
+        assert cite in visible_text(page)
 
 
 def test_slo_status_numbers_match_the_mart(report: tuple[ReportPaths, str, str], window: tuple[date, date],
                                            mart: duckdb.DuckDBPyConnection) -> None:
     _, page, _ = report
-    sec = _section(page, "slo")
-    text = _text(sec)
+    sec = section(page, "slo")
+    text = visible_text(sec)
     rows = {r[0]: r for r in _rows(sec)}
     sums = mart.execute("""SELECT sli, sum(good), sum(total), any_value(objective) FROM marts.slo_daily
                            WHERE day BETWEEN ? AND ? GROUP BY sli""", list(window)).fetchall()
@@ -198,7 +186,7 @@ def test_slo_status_numbers_match_the_mart(report: tuple[ReportPaths, str, str],
 def test_mtbf_takeaway_matches_trend_and_insufficient_rows_have_no_estimate(
         report: tuple[ReportPaths, str, str], mart: duckdb.DuckDBPyConnection) -> None:
     _, page, md = report
-    sec = _section(page, "mtbf")
+    sec = section(page, "mtbf")
     take = _takeaways(sec)[0]
     t = mart.execute("""SELECT period, previous_period, mtbf_hours, rate_ratio, p_value, direction FROM marts.mtbf_trend
                         WHERE scope = 'cluster'""").fetchone()
@@ -223,7 +211,7 @@ def test_mtbf_takeaway_matches_trend_and_insufficient_rows_have_no_estimate(
     # Job MTTF: the 1-GPU bucket saw no infrastructure failure; its row gives the note, never a point estimate.
     note, lo1, hi1 = mart.execute("SELECT note, ci_low, ci_high FROM marts.job_mttf_by_size WHERE NOT sufficient "
                                   "ORDER BY bucket_order LIMIT 1").fetchone()
-    row = next(r for r in _rows(_section(page, "mttf")) if r[-1] == note)
+    row = next(r for r in _rows(section(page, "mttf")) if r[-1] == note)
     assert row[5] == "insufficient data"
     assert row[6] == (f"≥ {_h(lo1)}" if hi1 is None else f"{_h(lo1)[:-2]}–{_h(hi1)}")
 
@@ -233,12 +221,12 @@ def test_failure_rate_and_mttf_takeaways_match_the_marts(report: tuple[ReportPat
     _, page, _ = report
     rate, lo, hi = mart.execute("""SELECT rate_per_1000_node_days, ci_low, ci_high FROM marts.node_failure_rate
                                    WHERE period_type = 'all' AND variant = 'hw_incidents'""").fetchone()
-    take = _takeaways(_section(page, "failure-rate"))[0]
+    take = _takeaways(section(page, "failure-rate"))[0]
     assert f"The cluster had {rate:.2f} hardware failures per 1,000 node-days (95 % CI {lo:.2f}–{hi:.2f})" in take
     # 28 per 1,000 node-days in this simulation: every published figure lies below the interval.
     assert "Meta RSC-1's 6.50, Meta RSC-2's 2.34 and Llama 3's ≈ 3.8 lie below it" in take
 
-    sec = _section(page, "mttf")
+    sec = section(page, "mttf")
     take = _takeaways(sec)[0]
     proj = dict(mart.execute("SELECT n_gpus, mttf_hours FROM marts.job_mttf_projection "
                              "WHERE kind = 'projected'").fetchall())
@@ -264,27 +252,27 @@ def test_ettr_goodput_and_incident_takeaways_match_the_marts(report: tuple[Repor
     bucket = max((next(i for i, (a, b, _) in enumerate(bounds) if a <= n <= b) for n, _ in runs))
     vals = sorted(e for n, e in runs if bounds[bucket][0] <= n <= bounds[bucket][1])
     median = mart.execute("SELECT median(v) FROM unnest(?::DOUBLE[]) t(v)", [vals]).fetchone()[0]
-    sec = _section(page, "ettr")
+    sec = section(page, "ettr")
     take = _takeaways(sec)[0]
     assert f"Runs of {bounds[bucket][2]} GPUs that ended in the window had a median ETTR of {median:.2f} " \
            f"({len(vals)} runs)" in take
     expected = mart.execute("SELECT expected_ettr FROM marts.ettr_by_size WHERE gpus_bucket = ?",
                             [bounds[bucket][2]]).fetchone()[0]
     assert f"against {expected:.2f} expected from failures alone" in take
-    notes = _text(sec)
+    notes = visible_text(sec)
     assert "Assumptions, not measurements" in notes and "account override" in notes and "site default" in notes
 
     cap, idle, prod = mart.execute("""SELECT sum(capacity_gpu_hours), sum(idle_gpu_hours), sum(productive_gpu_hours)
                                       FROM marts.goodput_daily WHERE day BETWEEN ? AND ?""", list(window)).fetchone()
-    take = _takeaways(_section(page, "goodput"))[0]
+    take = _takeaways(section(page, "goodput"))[0]
     assert f"Of {cap:,.0f} GPU-hours of capacity in the window, {_pct(idle / cap)} sat idle" in take
     assert f"goodput was {_pct(prod / cap)} against an objective of 70 %" in take
 
     n, lost = mart.execute("""SELECT count(*), coalesce(sum(lost_gpu_hours), 0) FROM marts.hw_incidents
                               WHERE CAST(timezone('UTC', start_ts) AS DATE) BETWEEN ? AND ?""", list(window)).fetchone()
-    take = _takeaways(_section(page, "incidents"))[0]
+    take = _takeaways(section(page, "incidents"))[0]
     assert take.startswith(f"{n} hardware incidents started in the window") and f"lost {lost:,.1f} GPU-hours" in take
-    assert len(_rows(_section(page, "incidents"))) == min(n, 10)
+    assert len(_rows(section(page, "incidents"))) == min(n, 10)
 
 
 def test_explicit_window_limits_the_windowed_numbers(warehouse: Path, tmp_path: Path,
@@ -299,8 +287,8 @@ def test_explicit_window_limits_the_windowed_numbers(warehouse: Path, tmp_path: 
     page = paths.html.read_text(encoding="utf-8")
     cap, prod = mart.execute("""SELECT sum(capacity_gpu_hours), sum(productive_gpu_hours) FROM marts.goodput_daily
                                 WHERE day BETWEEN ? AND ?""", [d0, d1]).fetchone()
-    assert f"Of {cap:,.0f} GPU-hours of capacity in the window" in _takeaways(_section(page, "goodput"))[0]
-    assert f"goodput was {_pct(prod / cap)}" in _text(_section(page, "goodput"))
+    assert f"Of {cap:,.0f} GPU-hours of capacity in the window" in _takeaways(section(page, "goodput"))[0]
+    assert f"goodput was {_pct(prod / cap)}" in visible_text(section(page, "goodput"))
     with pytest.raises(ValueError, match="starts after it ends"):
         render_slo_report(mart, tmp_path, d1, d0)
 
@@ -321,10 +309,10 @@ def test_hostile_run_name_and_user_are_escaped(warehouse: Path, window: tuple[da
     assert XSS not in page and EVIL_USER not in page
     assert not re.search(r"<script\b", page, re.I) and "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    row = next(r for r in _rows(_section(page, "ettr")) if r[0] == "evil-run")
+    row = next(r for r in _rows(section(page, "ettr")) if r[0] == "evil-run")
     assert row[1] == EVIL_USER and row[3] == XSS  # shown as text
     assert XSS not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
-    assert "Runs of >1024 GPUs that ended in the window had a median ETTR of 0.42 (1 run)" in _text(page)
+    assert "Runs of >1024 GPUs that ended in the window had a median ETTR of 0.42 (1 run)" in visible_text(page)
 
 
 def test_broken_mart_only_breaks_its_section(warehouse: Path, window: tuple[date, date], tmp_path: Path) -> None:
@@ -335,9 +323,9 @@ def test_broken_mart_only_breaks_its_section(warehouse: Path, window: tuple[date
     paths = render_slo_report(con, tmp_path / "out", *window)
     con.close()
     page = paths.html.read_text(encoding="utf-8")
-    assert "Could not be computed" in _section(page, "goodput")
+    assert "Could not be computed" in section(page, "goodput")
     for key in ("slo", "mtbf", "mttf", "ettr", "incidents"):
-        assert "Could not be computed" not in _section(page, key) and "<svg" in _section(page, key), key
+        assert "Could not be computed" not in section(page, key) and "<svg" in section(page, key), key
 
 
 @pytest.mark.parametrize("kind", ["blank", "ddl"])
@@ -349,8 +337,8 @@ def test_empty_warehouse_renders_no_data_yet(tmp_path: Path, kind: str) -> None:
     page = paths.html.read_text(encoding="utf-8")
     assert "Could not be computed" not in page
     for key in SECTIONS:
-        assert "No data yet" in _section(page, key), key
-    assert "No data yet" in _section(page, "summary")
+        assert "No data yet" in section(page, key), key
+    assert "No data yet" in section(page, "summary")
     assert "No data yet" in paths.markdown.read_text(encoding="utf-8")
     assert re.fullmatch(r"slo-\d{4}-\d\d-\d\d_\d{4}-\d\d-\d\d\.html", paths.html.name)
 
