@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -62,6 +62,7 @@ __all__ = [
     "SacctFormatError",
     "SacctParseResult",
     "SacctTextDump",
+    "SplitLayout",
     "expand_array_tasks",
     "is_json_dump",
     "parse_sacct_text",
@@ -565,6 +566,15 @@ def _read_lines(data: bytes) -> pl.DataFrame:
     return frame.with_row_index("line_no", offset=1).with_columns(pl.col("line_no").cast(pl.Int64))
 
 
+class SplitLayout(NamedTuple):
+    """How a text dump's record lines split into fields; dumps with equal layouts are split together."""
+
+    delimiter: str
+    n_fields: int
+    trailing_delimiter: bool  # sacct --parsable: every line ends with the delimiter
+    positions: tuple[tuple[str, int], ...]  # (field key, index in the split line), by key
+
+
 @dataclass(frozen=True)
 class SacctTextDump:
     """One text dump's record lines with its layout, not yet split (see :func:`read_sacct_text`).
@@ -576,12 +586,12 @@ class SacctTextDump:
 
     source_file: str
     lines: pl.DataFrame
-    layout: tuple[str, int, bool, tuple[tuple[str, int], ...]]
+    layout: SplitLayout
 
     @property
     def present(self) -> frozenset[str]:
         """Field keys the dump has."""
-        return frozenset(key for key, _ in self.layout[3])
+        return frozenset(key for key, _ in self.layout.positions)
 
 
 def read_sacct_text(
@@ -611,11 +621,11 @@ def read_sacct_text(
     # Lines after the header (line_no is 1-based and consecutive, so a slice drops the header).
     lines = _read_lines(data).slice(layout.header_line_no).with_columns(
         pl.lit(source_file, pl.String).alias("source_file"))
-    key = (delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
-    return SacctTextDump(source_file, lines, key)
+    split = SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
+    return SacctTextDump(source_file, lines, split)
 
 
-def _split_fields(lines: pl.DataFrame, layout: tuple[str, int, bool, tuple[tuple[str, int], ...]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Record lines -> (String columns by field key + source_file/line_no/raw_line, field-count rejects)."""
     delim, n_fields, trailing, index = layout
     raw = lines.get_column("raw_line")

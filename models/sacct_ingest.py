@@ -30,6 +30,7 @@ from gpusre.models.sacct import (
     SacctFormatError,
     SacctParseResult,
     SacctTextDump,
+    SplitLayout,
     is_json_dump,
     parse_sacct_json_bytes,
     read_sacct_text,
@@ -101,7 +102,7 @@ def load_sacct_files(
     results: list[FileIngest] = []
     ledger: list[tuple[FileIngest, str, int]] = []
     # Text dumps read but not yet split and typed, grouped by layout; (file, sha, size) in order.
-    pending: dict[tuple, list[SacctTextDump]] = {}
+    pending: dict[SplitLayout, list[SacctTextDump]] = {}
     pending_files: list[tuple[str, str, int]] = []
     pending_lines = 0
 
