@@ -87,9 +87,14 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(
             "account", pl.col("interval_s").alias("checkpoint_interval_s"),
             pl.col("restart_overhead_cfg_s").alias("restart_overhead_s"))
-        jobs = jobs.join(policy, on="account", how="left").with_columns(
-            pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
-            pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
+
+        def with_policy(frame: pl.DataFrame) -> pl.DataFrame:
+            """The account's checkpoint interval and restart overhead, else the cluster default."""
+            return frame.join(policy, on="account", how="left").with_columns(
+                pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
+                pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
+
+        jobs = with_policy(jobs)
         outages = (node_state_evidence(con.sql("SELECT * FROM core.node_states").pl())
                    if table_exists(con, "core.node_states") else None)
         attribution = attribute_failures(jobs, events, incidents, outages)
@@ -99,9 +104,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
                           "i.n_gpus, i.exit_code, i.exit_signal, j.account FROM core.job_instances AS i "
                           "JOIN core.jobs AS j USING (job_id) "
                           "WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts").pl()
-        earlier = earlier.join(policy, on="account", how="left").with_columns(
-            pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
-            pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
+        earlier = with_policy(earlier)
         instance_attr = attribute_failures(earlier, events, incidents, outages).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)
