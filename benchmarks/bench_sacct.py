@@ -12,7 +12,8 @@ Target (issue 2, 2-core machine): >= 250,000 allocation rows/s, peak RSS <= 2 GB
 ``--floor`` also measures what DuckDB alone needs for the same bytes, with no gpusre code: (a) every
 line stored as one VARCHAR in a persistent table (no parsing at all), (b) DuckDB's CSV reader
 typing nothing (all columns VARCHAR) into a persistent table. Whatever the parser, an ingest that
-keeps the records cannot be faster than these.
+keeps the records cannot be faster than these. And (c) the pipeline's own read + split + typing of
+every dump with nothing stored (what the parse costs before DuckDB, whatever the storage).
 """
 
 from __future__ import annotations
@@ -69,6 +70,34 @@ print(json.dumps(out))
 """
 
 
+# The ingest's parse (load_sacct_files without the writer): read, split and type every text dump
+# in the same batches, keep nothing.
+PARSE_ONLY_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from gpusre.models.sacct import read_sacct_text, type_sacct_dumps
+from gpusre.models.sacct_ingest import TYPE_BATCH_LINES, discover_sacct_files
+landing = Path(sys.argv[1])
+records, pending, pending_lines = 0, {}, 0
+def type_pending():
+    global records, pending_lines
+    for group in pending.values():
+        records += type_sacct_dumps(group, timezone="UTC").records.height
+    pending.clear()
+    pending_lines = 0
+t0 = time.perf_counter()
+for path in discover_sacct_files(landing):
+    dump = read_sacct_text(path.read_bytes(), path.relative_to(landing).as_posix())
+    pending.setdefault(dump.layout, []).append(dump)
+    pending_lines += dump.lines.height
+    if pending_lines >= TYPE_BATCH_LINES:
+        type_pending()
+type_pending()
+print(json.dumps({"records": records, "seconds": time.perf_counter() - t0,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2000)
@@ -110,6 +139,12 @@ def main() -> int:
                             ("csv_all_varchar", "DuckDB CSV reader, all columns VARCHAR")):
             print(f"DuckDB alone, {label}: {f[name]:.2f} s = "
                   f"{m['allocation_rows'] / f[name]:,.0f} allocation rows/s")
+        parse = run_child(PARSE_ONLY_CHILD, str(landing))
+        if parse is None:
+            return 1
+        print(f"gpusre parse alone (read + split + type, nothing stored): {parse['seconds']:.2f} s = "
+              f"{m['allocation_rows'] / parse['seconds']:,.0f} allocation rows/s, "
+              f"peak RSS {parse['peak_rss_mb']:,.0f} MB")
     return 0
 
 
