@@ -5,6 +5,8 @@ import dagster as dg
 
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.progress import progress_reporter
+from gpusre.models.alert_ingest import alert_settings
+from gpusre.models.alert_nodes import HostMapping
 from gpusre.models.syslog_ingest import load_miner, ingest_syslog_files
 from gpusre.models.warehouse import read_sql, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -33,6 +35,7 @@ def raw_syslog(
     with warehouse.connect() as con:
         # Stages outside, then publishes inside one transaction (see models/syslog_ingest.py).
         results = ingest_syslog_files(con, landing.root, timezone=config.timezone,
+                                      hosts=HostMapping(alert_settings(config).nodes, tuple(config.node_names)),
                                       progress=progress_reporter(context))
         total = con.sql("SELECT count(*) FROM raw.syslog_lines").fetchall()[0][0]
     changed = [r for r in results if r.status != "unchanged"]

@@ -59,6 +59,7 @@ NO_STORE_CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.syslog import parse_syslog_file
+from gpusre.models.alert_nodes import HostMapping
 from gpusre.models.syslog_ingest import BATCH_LINES, _lines_batch, discover_syslog_files
 from gpusre.models.templates import TemplateMiner
 landing = Path(sys.argv[1])
@@ -72,10 +73,10 @@ for path in discover_syslog_files(landing):
     pending_rows += parsed.lines.height
     lines += parsed.lines.height
     if pending_rows >= BATCH_LINES:
-        _lines_batch(pending, miner)
+        _lines_batch(pending, miner, HostMapping())
         pending_rows = 0
 if pending:
-    _lines_batch(pending, miner)
+    _lines_batch(pending, miner, HostMapping())
 print(json.dumps({"lines": lines, "seconds": time.perf_counter() - t0,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "AlertLocation",
+    "HostMapping",
     "DEFAULT_NODE_LABELS",
     "DEFAULT_TARGET_LABELS",
     "NodeMapping",
@@ -94,6 +95,14 @@ class NodeMapping(BaseModel):
     target_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGET_LABELS))
     strip_domain: bool = True
     rewrites: list[NodeRewrite] = Field(default_factory=lambda: list(DEFAULT_REWRITES))
+
+
+class HostMapping(NamedTuple):
+    """How host names in node logs become Slurm node names: the same rules as alerts
+    (cluster.yaml ``alerts.nodes``) and the cluster's node list (empty: any host name counts)."""
+
+    mapping: NodeMapping = NodeMapping()
+    known_nodes: tuple[str, ...] = ()
 
 
 class AlertLocation(NamedTuple):

@@ -26,7 +26,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from gpusre.models.alert_nodes import NodeMapping, node_names
+from gpusre.models.alert_nodes import HostMapping, node_names
 from gpusre.models.background_writer import BackgroundWriter
 from gpusre.models.event_catalog import classify_messages
 from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
@@ -78,7 +78,7 @@ def _year_hint(source_file: str, jobs_span: tuple[datetime, datetime] | None) ->
     return jobs_span
 
 
-def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
+def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner, hosts: HostMapping) -> pl.DataFrame:
     # Patterns such as 'slurmd: error:' include the program tag, so classify 'program: message'.
     tagged = (
         lines.select(
@@ -90,9 +90,10 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
     )
     events = classify_messages(tagged).drop("gpu_index")
     template_id = miner.assign_message_ids(lines["message"].fill_null(""))
-    # The same host -> node rule as alerts (lower case, no DNS suffix or port, BMC names like
-    # gpu001-bmc -> gpu001); an address it will not call a node keeps its first label.
-    node = node_names(lines["host"], NodeMapping()).fill_null(
+    # The same host -> node rule as alerts, with cluster.yaml's alerts.nodes settings (lower case,
+    # no DNS suffix or port, rewrites such as gpu001-bmc -> gpu001, the node list's spelling); a
+    # host it will not call a node (an address, a server outside the node list) keeps its first label.
+    node = node_names(lines["host"], hosts.mapping, hosts.known_nodes or None).fill_null(
         lines["host"].str.to_lowercase().str.split(".").list.first())
     return pl.concat(
         [lines.with_columns(node=node, template_id=template_id), events], how="horizontal"
@@ -104,14 +105,15 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner) -> pl.DataFrame:
 BATCH_LINES = 1_000_000
 
 
-def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner) -> pa.Table:
+def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner, hosts: HostMapping) -> pa.Table:
     """Classify and template the pending lines: the Arrow batch for ``raw.syslog_lines``.
 
     Strings are exported as Arrow string views, Polars' own layout, so the export shares the
     frame's buffers: the oldest (offsets) layout copied every string column, 0.2 s per million
     lines on this thread, and DuckDB reads both layouts equally fast.
     """
-    batch = _lines_frame(pl.concat(pending, how="vertical"), miner).to_arrow(compat_level=pl.CompatLevel.newest())
+    batch = _lines_frame(pl.concat(pending, how="vertical"), miner, hosts).to_arrow(
+        compat_level=pl.CompatLevel.newest())
     pending.clear()
     return batch
 
@@ -121,14 +123,19 @@ def ingest_syslog_files(
     landing: Path,
     *,
     timezone: str = "UTC",
+    hosts: HostMapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[FileIngest]:
     """Ingest every new or changed node log under ``landing/syslog``; call it outside a transaction.
+
+    ``hosts``: how log host names become Slurm node names (cluster.yaml's ``alerts.nodes`` and node
+    list); applied when a file is ingested, so a changed mapping reaches files ingested later.
 
     One transaction covers the whole run: a changed file's old rows are deleted, the new lines
     appended in batches, then the ledger rows and the miner state written; a crash or error
     leaves the warehouse as it was.
     """
+    hosts = hosts or HostMapping()
     known = known_files(con, "syslog")
     paths = discover_syslog_files(landing)
     jobs_span = _jobs_span(con)
@@ -167,7 +174,7 @@ def ingest_syslog_files(
             ledger.append((result, sha, path.stat().st_size))
             results.append(result)
             if pending_rows >= BATCH_LINES:
-                batch = _lines_batch(pending, miner)
+                batch = _lines_batch(pending, miner, hosts)
                 writer.drain()  # at most one batch being written while the next one is built
                 writer.submit(append_arrow, con, "raw.syslog_lines", batch)
                 del batch
@@ -176,7 +183,7 @@ def ingest_syslog_files(
                 progress(f"syslog {index}/{len(paths)} {source_file}: {result.rows_loaded} lines, "
                          f"{result.rows_rejected} rejected")
         if pending:
-            batch = _lines_batch(pending, miner)  # type: ignore[arg-type]  # pending implies a miner
+            batch = _lines_batch(pending, miner, hosts)  # type: ignore[arg-type]  # pending implies a miner
             writer.submit(append_arrow, con, "raw.syslog_lines", batch)
             del batch
         writer.drain()

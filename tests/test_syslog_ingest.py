@@ -135,15 +135,31 @@ def test_crash_while_publishing_leaves_the_warehouse_as_it_was(landing: Path, tm
     assert len(_state(wh)["raw.syslog_lines"]) == 2 * len(before["raw.syslog_lines"])
 
 
-def test_host_names_map_to_slurm_nodes_like_alert_labels() -> None:
-    """Node logs and alerts use one host -> node rule: case, DNS suffix and BMC names are normalised."""
-    import polars as pl
-
-    from gpusre.models.alert_nodes import NodeMapping, node_names
-
-    hosts = pl.Series(["GPU001.cluster.local", "gpu002-bmc", "gpu003", "10.1.2.3"])
-    assert node_names(hosts, NodeMapping()).fill_null(
-        hosts.str.to_lowercase().str.split(".").list.first()).to_list() == ["gpu001", "gpu002", "gpu003", "10"]
+def test_host_names_map_to_slurm_nodes_by_the_cluster_yaml_rules(landing: Path, tmp_path: Path) -> None:
+    """Node logs use the alerts' host -> node rules with cluster.yaml's settings: case, DNS suffix,
+    the site's own rewrites and the node list; a host outside the node list keeps its first label."""
+    (landing / "cluster.yaml").write_text(
+        "nodes: gpu[001-020]\n"
+        "alerts:\n"
+        "  nodes:\n"
+        "    rewrites:\n"
+        "      - pattern: '^mgmt-(.+)$'\n"
+        "        replacement: '\\1'\n"
+    )
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
+    (landing / "syslog" / "2025-02-23" / "central.log").write_text(
+        f"Feb 23 10:00:00 mgmt-GPU003.cluster.local kernel: {xid}\n"
+        f"Feb 23 10:00:01 gpu004-bmc kernel: {xid}\n"  # cluster.yaml replaced the default BMC rewrite
+        "Feb 23 10:00:02 OSS01.lustre.local kernel: LustreError: 11-0: lustre-OST0001: operation failed\n"
+        "Feb 23 10:00:03 10.1.2.3 kernel: eth0: link up\n"
+    )
+    wh = tmp_path / "w.duckdb"
+    assert _run(landing, wh).success
+    con = connect(wh, read_only=True)
+    nodes = dict(con.sql("SELECT host, node FROM raw.syslog_lines WHERE source_file LIKE '%central.log'").fetchall())
+    con.close()
+    assert nodes == {"mgmt-GPU003.cluster.local": "gpu003", "gpu004-bmc": "gpu004-bmc",
+                     "OSS01.lustre.local": "oss01", "10.1.2.3": "10"}
 
 
 def test_changed_file_with_rejects_is_replaced_in_one_transaction(landing: Path, tmp_path: Path) -> None:
