@@ -14,6 +14,7 @@ import dagster as dg
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models import findings as findings_model
+from gpusre.models.cluster_comparison import write_cluster_comparison
 from gpusre.models import trends as trends_model
 from gpusre.models.marts_runner import ROLLUP_MARTS, run_daily_marts, run_mart_sql
 from gpusre.models.warehouse import transaction
@@ -24,6 +25,7 @@ JOB_USAGE_DAILY = dg.AssetKey(["marts", "job_usage_daily"])
 UTILIZATION_DAILY = dg.AssetKey(["marts", "utilization_daily"])
 SIZE_SHARE_TREND = dg.AssetKey(["marts", "size_share_trend"])
 FINDINGS = dg.AssetKey(["marts", "findings"])
+CLUSTER_COMPARISON = dg.AssetKey(["marts", "cluster_comparison"])
 
 _MART_DESCRIPTIONS: dict[str, str] = {
     "gpu_time_by_state": "Per period (all / month / ISO week) and final state: jobs, GPU-hours and their shares.",
@@ -128,6 +130,19 @@ def findings(warehouse: WarehouseResource) -> dg.MaterializeResult:
         statements = [r[0] for r in con.sql("SELECT statement FROM marts.findings ORDER BY finding_id").fetchall()]
     return dg.MaterializeResult(metadata={"dagster/row_count": rows,
                                           "statements": dg.MetadataValue.md("\n".join(f"- {s}" for s in statements))})
+
+
+@dg.asset(key=CLUSTER_COMPARISON, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"}, pool=WAREHOUSE_POOL,
+          description="This cluster's job mix (GPU jobs, runtime, queue wait, GPUs per job, completed / cancelled / "
+                      "failed shares by count and GPU time) next to the published traces AcmeTrace summarises "
+                      "(Seren, Kalos, Philly, Helios, PAI).")
+def cluster_comparison(warehouse: WarehouseResource, landing: LandingResource) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        with transaction(con):
+            rows = write_cluster_comparison(con, landing.cluster_config().cluster)
+        preview = con.sql("SELECT cluster, gpu_jobs, med_run_time_s, cancelled_share_gpu_time, failed_share_gpu_time "
+                          "FROM marts.cluster_comparison").pl()
+    return dg.MaterializeResult(metadata={"dagster/row_count": rows, "preview": markdown_preview(preview, 10)})
 
 
 def _shares_check(table: str) -> dg.AssetChecksDefinition:

@@ -4,7 +4,7 @@
 import dagster as dg
 
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS, SUSPECT_NODES, TAXONOMY
-from gpusre.assets.job_trends import FINDINGS, ROLLUP_ASSETS, SIZE_SHARE_TREND
+from gpusre.assets.job_trends import CLUSTER_COMPARISON, FINDINGS, ROLLUP_ASSETS, SIZE_SHARE_TREND
 from gpusre.assets.alert_incidents import (
     ALERT_DAILY,
     ALERT_FLOODS,
@@ -24,7 +24,7 @@ SLO_REPORT = dg.AssetKey(["reports", "slo"])
 
 @dg.asset(
     key=NIGHTLY_REPORT,
-    deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
+    deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], CLUSTER_COMPARISON, HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
           SUSPECT_NODES, NODE_STATES, NODE_AVAILABILITY_DAILY, DRAIN_REASONS, REPAIR_TIMES, ALERT_DAILY, ALERT_FLOODS,
           ALERT_INCIDENTS, ALERT_RULE_QUALITY, HW_WITHOUT_ALERT],
     group_name="reports",

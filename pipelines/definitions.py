@@ -14,6 +14,7 @@ from gpusre.assets.ingest_syslog import core_node_events, raw_syslog
 from gpusre.assets.job_trends import (
     MART_CHECKS,
     ROLLUP_ASSETS,
+    cluster_comparison,
     daily_job_marts,
     findings,
     no_unprocessed_days,
@@ -35,7 +36,8 @@ from gpusre.pipelines.sensors import landing_sensor
 
 ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events,
           core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
-          alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings, nightly_report, slo_report]
+          alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings,
+          cluster_comparison, nightly_report, slo_report]
 CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS]
 
 

@@ -621,6 +621,87 @@ def _top_consumers(con: duckdb.DuckDBPyConnection) -> Section:
     return sec
 
 
+def _span(seconds: float | None) -> str:
+    """A runtime or queue wait: '45 s', '15.2 min' (a decimal, since the published medians differ by
+    less than a minute), then as :func:`_age` ('5.2 h', '3.1 days')."""
+    if seconds is None:
+        return MISSING
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:,.1f} min"
+    return _age(seconds / 3600)
+
+
+def _against(value: float | None, published: list[tuple[str, float]], fmt: Callable[[float], str]) -> str:
+    """Where ``value`` stands among published (cluster, value) figures, as a phrase."""
+    if value is None or not published:
+        return ""
+    lo, hi = min(published, key=lambda x: x[1]), max(published, key=lambda x: x[1])
+    if value < lo[1]:
+        return f"below every published cluster (lowest {lo[0]}, {fmt(lo[1])})"
+    if value > hi[1]:
+        return f"above every published cluster (highest {hi[0]}, {fmt(hi[1])})"
+    return f"within the published range, {fmt(lo[1])} ({lo[0]}) to {fmt(hi[1])} ({hi[0]})"
+
+
+#: (label, column, formatter) rows of the comparison table.
+_COMPARISON_ROWS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("Trace period", "trace_period", lambda v: v or MISSING),
+    ("GPU jobs", "gpu_jobs", fmt_int),
+    ("Completed, share of GPU time", "completed_share_gpu_time", fmt_pct),
+    ("Cancelled, share of GPU time", "cancelled_share_gpu_time", fmt_pct),
+    ("Failed, share of GPU time", "failed_share_gpu_time", fmt_pct),
+    ("Completed, share of jobs", "completed_share_jobs", fmt_pct),
+    ("Cancelled, share of jobs", "cancelled_share_jobs", fmt_pct),
+    ("Failed, share of jobs", "failed_share_jobs", fmt_pct),
+    ("Median runtime", "med_run_time_s", _span),
+    ("Mean runtime", "avg_run_time_s", _span),
+    ("Median queue wait", "med_queue_s", _span),
+    ("Mean queue wait", "avg_queue_s", _span),
+    ("Mean GPUs per job", "avg_gpus", lambda v: fmt_num(v)),
+    ("Largest job (GPUs)", "max_gpus", fmt_int),
+)
+
+
+def _cluster_comparison(con: duckdb.DuckDBPyConnection) -> Section:
+    sec = Section("published", "Compared with published GPU clusters")
+    reason = _table_status(con, "marts.cluster_comparison")
+    if reason:
+        sec.no_data = reason
+        return sec
+    rows = _rows(con, "SELECT * FROM marts.cluster_comparison ORDER BY this_cluster DESC, gpu_jobs DESC, cluster")
+    ours = next((r for r in rows if r["this_cluster"]), None)
+    published = [r for r in rows if not r["this_cluster"]]
+    if ours is None:
+        sec.no_data = "No finished GPU jobs in core.jobs yet"
+        return sec
+
+    def figures(column: str) -> list[tuple[str, float]]:
+        return [(r["cluster"], r[column]) for r in published if r[column] is not None]
+
+    parts = [
+        f"cancelled jobs hold {fmt_pct(ours['cancelled_share_gpu_time'])} of GPU time here, "
+        + _against(ours["cancelled_share_gpu_time"], figures("cancelled_share_gpu_time"), fmt_pct),
+        f"failed jobs {fmt_pct(ours['failed_share_gpu_time'])}, "
+        + _against(ours["failed_share_gpu_time"], figures("failed_share_gpu_time"), fmt_pct),
+        f"the median GPU job runs {_span(ours['med_run_time_s'])}, "
+        + _against(ours["med_run_time_s"], figures("med_run_time_s"), _span),
+    ]
+    sec.lead = _cap("; ".join(parts)) + "."
+    sec.tables.append(Table(
+        [Column(""), *(Column(("This cluster: " if r["this_cluster"] else "") + r["cluster"], True, nowrap=True)
+                       for r in rows)],
+        [[Cell(label), *(Cell(fmt(r[column])) for r in rows)] for label, column, fmt in _COMPARISON_ROWS],
+        caption="GPU jobs that finished; failed = FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE",
+    ))
+    sec.note = ("Published figures: AcmeTrace `cluster_summary.csv` (Hu et al., NSDI '24; CC-BY-4.0) — "
+                + "; ".join(f"{r['cluster']}: {r['organisation']}, {r['trace_period']}" for r in published)
+                + ". The traces predate this cluster's hardware and differ in workload; they show what is "
+                "usual, not a target.")
+    return sec
+
+
 def _failures(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
     d = fmt_date(meta.report_date)
     sec = Section("failures", f"Last night's job failures ({d})")
@@ -1933,6 +2014,7 @@ def build_nightly_context(
         _guard("Queue wait by job size", "queue", lambda: _quantile_section(
             con, key="queue", title="Queue wait by job size", table="marts.queue_wait_quantiles", unit="min",
             unit_label="Queue wait (minutes, log scale)", what="queue wait")),
+        _guard("Compared with published GPU clusters", "published", lambda: _cluster_comparison(con)),
         _guard("Top users and accounts", "top", lambda: _top_consumers(con)),
         _guard("Last night's job failures", "failures", lambda: _failures(con, meta)),
         _guard("Why jobs failed", "attribution", lambda: _attribution(con, meta)),

@@ -1,0 +1,114 @@
+"""marts.cluster_comparison: this cluster's job mix next to the published traces (AcmeTrace).
+
+Checked against a hand-computed small case through real Dagster materializations on a real DuckDB
+file, against the published CSV itself, and in the rendered nightly report."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from gpusre.assets.core_jobs import core_jobs
+from gpusre.assets.ingest_sacct import raw_sacct
+from gpusre.assets.job_trends import cluster_comparison
+from gpusre.models.cluster_comparison import PUBLISHED_COLUMNS, published_clusters
+from gpusre.models.report.nightly import render_nightly_report
+from gpusre.models.warehouse import connect
+from gpusre.pipelines.resources import default_resources
+from report_html import section, visible_text
+
+SAMPLE = Path(__file__).parent / "fixtures" / "traces" / "cluster_summary.csv"
+
+# Submit, start, elapsed and GPUs chosen so every figure can be worked out by hand (below).
+DUMP = """JobID|State|Submit|Start|End|Elapsed|AllocTRES
+1|COMPLETED|2026-03-02T09:00:00|2026-03-02T10:00:00|2026-03-02T11:00:00|01:00:00|cpu=8,gres/gpu=8,node=1
+2|CANCELLED by 1000|2026-03-02T10:00:00|2026-03-02T10:00:00|2026-03-02T10:30:00|00:30:00|cpu=16,gres/gpu=16,node=2
+3|FAILED|2026-03-02T10:00:00|2026-03-02T10:01:00|2026-03-02T10:11:00|00:10:00|cpu=8,gres/gpu=8,node=1
+4|TIMEOUT|2026-03-02T10:00:00|2026-03-02T10:02:00|2026-03-02T12:02:00|02:00:00|cpu=1,gres/gpu=1,node=1
+5|PREEMPTED|2026-03-02T10:00:00|2026-03-02T10:00:00|2026-03-02T10:05:00|00:05:00|cpu=8,gres/gpu=8,node=1
+6|COMPLETED|2026-03-02T10:00:00|2026-03-02T10:00:00|2026-03-02T15:00:00|05:00:00|cpu=4,node=1
+"""
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-03-02.psv").write_text(DUMP)
+    (landing / "cluster.yaml").write_text("cluster: tiny\nnodes: 4\n")
+    wh = tmp_path / "w.duckdb"
+    result = dg.materialize([raw_sacct, core_jobs, cluster_comparison],
+                            resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
+    assert result.success
+    return wh
+
+
+def _table(wh: Path) -> list[tuple]:
+    con = connect(wh, read_only=True)
+    try:
+        return con.sql("SELECT * FROM marts.cluster_comparison ORDER BY cluster").fetchall()
+    finally:
+        con.close()
+
+
+def test_this_cluster_row_matches_a_hand_computed_case(warehouse: Path) -> None:
+    con = connect(warehouse, read_only=True)
+    row = con.sql("SELECT * FROM marts.cluster_comparison WHERE this_cluster").pl().row(0, named=True)
+    con.close()
+    # Jobs 1-4 count (5 is PREEMPTED, 6 has no GPU). Elapsed 3600, 1800, 600, 7200 s; queue waits
+    # 3600, 0, 60, 120 s; GPUs 8, 16, 8, 1; GPU-seconds 28800, 28800, 4800, 7200 (sum 69600).
+    assert row["cluster"] == "tiny" and row["gpu_jobs"] == 4
+    assert row["trace_period"] == "2026-03-02 … 2026-03-02"
+    assert row["med_run_time_s"] == 2700 and row["avg_run_time_s"] == 3300 and row["max_run_time_s"] == 7200
+    assert row["med_queue_s"] == 90 and row["avg_queue_s"] == 945
+    assert row["avg_gpus"] == 8.25 and row["med_gpus"] == 8 and row["max_gpus"] == 16
+    assert (row["completed_share_jobs"], row["cancelled_share_jobs"], row["failed_share_jobs"]) == (0.25, 0.25, 0.5)
+    assert row["completed_share_gpu_time"] == pytest.approx(28800 / 69600)
+    assert row["cancelled_share_gpu_time"] == pytest.approx(28800 / 69600)
+    assert row["failed_share_gpu_time"] == pytest.approx((4800 + 7200) / 69600)
+
+
+def test_published_rows_are_the_acmetrace_figures(warehouse: Path) -> None:
+    """Every published cluster of the sample file, with its figures unchanged and who published it."""
+    with SAMPLE.open(newline="") as fh:
+        sample = {r["id"]: r for r in csv.DictReader(fh)}
+    con = connect(warehouse, read_only=True)
+    rows = {r["cluster"]: r for r in con.sql("SELECT * FROM marts.cluster_comparison WHERE NOT this_cluster").pl()
+            .iter_rows(named=True)}
+    con.close()
+    assert set(rows) == set(sample) == {"Seren", "Kalos", "Philly", "Helios", "PAI"}
+    for name, source in sample.items():
+        for src, dst in PUBLISHED_COLUMNS.items():
+            expected = float(source[src]) if source[src] else None
+            assert rows[name][dst] == expected, (name, dst)
+        assert rows[name]["organisation"] and rows[name]["reference"] and rows[name]["trace_period"]
+    assert rows["Helios"]["cancelled_share_gpu_time"] == 0.394 and rows["PAI"]["failed_share_gpu_time"] is None
+    assert published_clusters().height == len(sample)
+
+
+def test_rerun_gives_identical_rows(warehouse: Path, tmp_path: Path) -> None:
+    before = _table(warehouse)
+    assert dg.materialize([cluster_comparison], resources=default_resources(
+        str(warehouse), str(tmp_path / "landing"), str(tmp_path / "reports"))).success
+    assert _table(warehouse) == before
+
+
+def test_nightly_report_places_this_cluster_among_the_published_ones(warehouse: Path, tmp_path: Path) -> None:
+    con = connect(warehouse)
+    try:
+        paths = render_nightly_report(con, tmp_path / "out")
+    finally:
+        con.close()
+    text = visible_text(section(paths.html.read_text(), "published"))
+    # cancelled 41.4 % of GPU time: inside Philly 29.4 % … Seren 66.4 %; failed 17.2 %: inside
+    # Kalos 8.0 % … Philly 38.6 %; median runtime 45.0 min: above Philly's 14.6 min.
+    assert ("Cancelled jobs hold 41.4 % of GPU time here, within the published range, 29.4 % (Philly) "
+            "to 66.4 % (Seren)") in text
+    assert "failed jobs 17.2 %, within the published range, 8.0 % (Kalos) to 38.6 % (Philly)" in text
+    assert "the median GPU job runs 45.0 min, above every published cluster (highest Philly, 14.6 min)" in text
+    assert "This cluster: tiny" in text and "Largest job (GPUs)" in text
+    markdown = paths.markdown.read_text()
+    assert "## Compared with published GPU clusters" in markdown and "| Cancelled, share of GPU time | 41.4 %" in markdown
