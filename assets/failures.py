@@ -18,7 +18,7 @@ from gpusre.models.health_checks import health_check_quality, missed_detections
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.suspect_nodes import suspect_nodes
-from gpusre.models.warehouse import replace_table, table_exists, transaction
+from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -100,10 +100,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         attribution = attribute_failures(jobs, events, incidents, outages)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
-        earlier = con.sql("SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapsed_s, "
-                          "i.n_gpus, i.exit_code, i.exit_signal, j.account FROM core.job_instances AS i "
-                          "JOIN core.jobs AS j USING (job_id) "
-                          "WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts").pl()
+        earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl()
         earlier = with_policy(earlier)
         instance_attr = attribute_failures(earlier, events, incidents, outages).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")

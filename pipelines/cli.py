@@ -10,7 +10,8 @@ import argparse
 import sys
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # duckdb is imported lazily: `gpusre --help` stays fast
     import duckdb
@@ -91,17 +92,28 @@ def _open_warehouse(path: str, read_only: bool) -> tuple[Path, duckdb.DuckDBPyCo
     return warehouse, connect(warehouse, read_only=read_only)
 
 
-def _cmd_report_nightly(args: argparse.Namespace) -> int:
-    from gpusre.models.report.nightly import render_nightly_report
-
-    warehouse, con = _open_warehouse(args.warehouse, read_only=False)
+def _render_report(warehouse_arg: str, render: Callable[[duckdb.DuckDBPyConnection, str], Any], *,
+                   read_only: bool = True, usage_errors: tuple[type[Exception], ...] = ()) -> int:
+    """Open the warehouse, ``render(con, warehouse_label)`` a report, print its HTML and Markdown
+    paths; ``usage_errors`` raised by ``render`` are one-line user errors (exit code 2)."""
+    warehouse, con = _open_warehouse(warehouse_arg, read_only=read_only)
     try:
-        paths = render_nightly_report(con, Path(args.out), report_date=args.date, warehouse_label=str(warehouse))
+        paths = render(con, str(warehouse))
+    except usage_errors as exc:
+        print(f"gpusre: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     finally:
         con.close()
     print(paths.html)
     print(paths.markdown)
     return 0
+
+
+def _cmd_report_nightly(args: argparse.Namespace) -> int:
+    from gpusre.models.report.nightly import render_nightly_report
+
+    return _render_report(args.warehouse, lambda con, label: render_nightly_report(
+        con, Path(args.out), report_date=args.date, warehouse_label=label), read_only=False)
 
 
 def _cmd_report_slo(args: argparse.Namespace) -> int:
@@ -119,33 +131,17 @@ def _cmd_report_slo(args: argparse.Namespace) -> int:
 
     from gpusre.models.report.slo import render_slo_report
 
-    warehouse, con = _open_warehouse(args.warehouse, read_only=True)
-    try:
-        paths = render_slo_report(con, Path(args.out), dates["--from"], dates["--to"], warehouse_label=str(warehouse))
-    except ValueError as exc:  # a window that ends before it starts once the defaults are filled in
-        print(f"gpusre: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        con.close()
-    print(paths.html)
-    print(paths.markdown)
-    return 0
+    # ValueError: a window that ends before it starts once the defaults are filled in.
+    return _render_report(args.warehouse, lambda con, label: render_slo_report(
+        con, Path(args.out), dates["--from"], dates["--to"], warehouse_label=label), usage_errors=(ValueError,))
 
 
 def _cmd_report_incident(args: argparse.Namespace) -> int:
     from gpusre.models.report.incident import UnknownIncidentError, render_incident_report
 
-    warehouse, con = _open_warehouse(args.warehouse, read_only=True)
-    try:
-        paths = render_incident_report(con, Path(args.out), args.incident_id, warehouse_label=str(warehouse))
-    except UnknownIncidentError as exc:  # names the most recent ids of each kind
-        print(f"gpusre: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        con.close()
-    print(paths.html)
-    print(paths.markdown)
-    return 0
+    # UnknownIncidentError names the most recent ids of each kind.
+    return _render_report(args.warehouse, lambda con, label: render_incident_report(
+        con, Path(args.out), args.incident_id, warehouse_label=label), usage_errors=(UnknownIncidentError,))
 
 
 def _cmd_templates(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from gpusre.models.hostlist import expand_hostlist
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.node_availability import MaintenanceSpan, down_segments
 from gpusre.models.simulate import SimulationConfig, simulate_cluster
-from gpusre.models.warehouse import connect
+from gpusre.models.warehouse import connect, read_sql
 from gpusre.pipelines.runner import run_pipeline
 
 # Node faults at 60 per 1,000 node-days (about 10x a real cluster) so a 40-node month has ~70 outages
@@ -59,10 +59,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "marts.health_check_misses")}
     jobs = con.sql("SELECT job_id, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, cancelled_by, exit_code, "
                    "exit_signal FROM core.jobs").pl()
-    # As the failure_marts asset selects them: instances core.jobs does not describe.
-    earlier = con.sql("SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapsed_s, "
-                      "i.n_gpus, i.exit_code, i.exit_signal FROM core.job_instances AS i JOIN core.jobs AS j "
-                      "USING (job_id) WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts").pl()
+    # The instances the failure_marts asset attributes beside core.jobs (the same query).
+    earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl().drop("account")
     con.close()
     truth = landing / "truth"
     doc = yaml.safe_load((landing / "cluster.yaml").read_text())
