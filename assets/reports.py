@@ -1,5 +1,8 @@
-"""Reports: the nightly and the SLO-review HTML + Markdown reports rendered from the marts."""
+"""Reports: the nightly and the SLO-review HTML + Markdown reports rendered from the marts, and the
+warehouse snapshot ad hoc readers open while a run writes."""
 
+
+from pathlib import Path
 
 import dagster as dg
 
@@ -16,10 +19,14 @@ from gpusre.assets.node_states import DRAIN_REASONS, NODE_AVAILABILITY_DAILY, NO
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report.nightly import render_nightly_report
 from gpusre.models.report.slo import render_slo_report
+from gpusre.models.warehouse import connect
+from gpusre.models.warehouse_snapshot import publish_snapshot
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import ReportsResource, WarehouseResource
 
 NIGHTLY_REPORT = dg.AssetKey(["reports", "nightly"])
 SLO_REPORT = dg.AssetKey(["reports", "slo"])
+WAREHOUSE_SNAPSHOT = dg.AssetKey(["reports", "warehouse_snapshot"])
 
 
 @dg.asset(
@@ -70,3 +77,32 @@ def slo_report(
             "markdown": dg.MetadataValue.path(str(paths.markdown)),
         }
     )
+
+
+@dg.asset(
+    key=WAREHOUSE_SNAPSHOT,
+    # After both reports, whose inputs cover every mart: the last step of a run that builds them.
+    deps=[NIGHTLY_REPORT, SLO_REPORT],
+    group_name="reports",
+    kinds={"duckdb"},
+    pool=WAREHOUSE_POOL,
+    description="A read-only copy of the warehouse, <warehouse>.snapshot.duckdb, for ad hoc queries while a "
+    "run holds the warehouse (DuckDB lets no other process open a file a writer holds). Same tables; as of "
+    "the last run that built the reports; replaced atomically.",
+)
+def warehouse_snapshot(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    path = publish_snapshot(Path(warehouse.path))
+    con = connect(path, read_only=True)
+    try:
+        tables = con.sql("SELECT count(*) FROM information_schema.tables "
+                         "WHERE table_schema IN ('raw', 'core', 'marts')").fetchall()[0][0]
+        jobs = con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0]
+    finally:
+        con.close()
+    context.log.info(f"warehouse snapshot for ad hoc queries: {path}")
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(path)),
+        "size_mb": round(path.stat().st_size / 2**20, 1),
+        "tables": tables,
+        "core_jobs": jobs,
+    })

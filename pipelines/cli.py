@@ -61,6 +61,8 @@ def _run(landing: Path, warehouse: Path, reports: Path) -> int:
         print(f"report: {summary.report_html}")
     if summary.slo_report_html:
         print(f"SLO report: {summary.slo_report_html}")
+    if summary.snapshot:
+        print(f"snapshot for ad hoc queries (readable while a run writes): {summary.snapshot}")
     # A refused file is a failed input even though everything else loaded: make cron notice.
     return EXIT_FAILED if summary.files_refused else 0
 

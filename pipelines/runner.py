@@ -48,6 +48,7 @@ class RunSummary:
     skipped_days_before_partitions: int = 0
     report_html: Path | None = None
     slo_report_html: Path | None = None
+    snapshot: Path | None = None  # the warehouse copy for ad hoc queries (reports/warehouse_snapshot)
     report_markdown: Path | None = None
     seconds: float = 0.0
 
@@ -167,6 +168,9 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     slo_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "slo"]))
     if slo_meta.get("html"):
         summary.slo_report_html = Path(str(slo_meta["html"]))
+    snapshot_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "warehouse_snapshot"]))
+    if snapshot_meta.get("path"):
+        summary.snapshot = Path(str(snapshot_meta["path"]))
     progress(f"      done ({time.monotonic() - t0:.1f} s)")
     summary.seconds = time.monotonic() - started
     return summary

@@ -35,6 +35,7 @@ def warehouse(simulated: Path) -> Path:
     proc = _gpusre("run", "--landing", str(simulated), "--warehouse", str(wh), "--reports", str(simulated.parent / "reports"))
     assert proc.returncode == 0, proc.stderr
     assert "report:" in proc.stdout
+    assert f"snapshot for ad hoc queries (readable while a run writes): {wh.with_name('w.snapshot.duckdb')}" in proc.stdout
     assert "Traceback" not in proc.stderr
     return wh
 
@@ -44,7 +45,7 @@ def _truth_jobs(landing: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def _marts_snapshot(wh: Path) -> dict[str, list[tuple]]:
+def _core_and_marts(wh: Path) -> dict[str, list[tuple]]:
     con = connect(wh, read_only=True)
     try:
         tables = [r[0] for r in con.sql(
@@ -106,12 +107,17 @@ def test_report_written(simulated: Path, warehouse: Path) -> None:
     assert "<svg" in html and "http://" not in html.replace("http://www.w3.org", "")
 
 
+def test_snapshot_holds_what_the_warehouse_holds(warehouse: Path) -> None:
+    """The run ends by publishing the copy ad hoc readers open: every core and mart table, equal."""
+    assert _core_and_marts(warehouse.with_name("w.snapshot.duckdb")) == _core_and_marts(warehouse)
+
+
 def test_rerun_changes_nothing(simulated: Path, warehouse: Path) -> None:
-    before = _marts_snapshot(warehouse)
+    before = _core_and_marts(warehouse)
     proc = _gpusre("run", "--landing", str(simulated), "--warehouse", str(warehouse), "--reports", str(simulated.parent / "reports"))
     assert proc.returncode == 0, proc.stderr
     assert "0 new/changed file(s)" in proc.stderr
-    assert _marts_snapshot(warehouse) == before
+    assert _core_and_marts(warehouse) == before
 
 
 def test_missing_landing_is_a_one_line_error(tmp_path: Path) -> None:
