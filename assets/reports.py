@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from gpusre.assets.data_coverage import DATA_FRESHNESS, LOG_COVERAGE_DAILY
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS, SUSPECT_NODES, TAXONOMY
 from gpusre.assets.job_trends import CLUSTER_COMPARISON, FINDINGS, ROLLUP_ASSETS, SIZE_SHARE_TREND
 from gpusre.assets.alert_incidents import (
@@ -31,7 +32,8 @@ WAREHOUSE_SNAPSHOT = dg.AssetKey(["reports", "warehouse_snapshot"])
 
 @dg.asset(
     key=NIGHTLY_REPORT,
-    deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], CLUSTER_COMPARISON, HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
+    deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], CLUSTER_COMPARISON, DATA_FRESHNESS, LOG_COVERAGE_DAILY,
+          HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
           SUSPECT_NODES, NODE_STATES, NODE_AVAILABILITY_DAILY, DRAIN_REASONS, REPAIR_TIMES, ALERT_DAILY, ALERT_FLOODS,
           ALERT_INCIDENTS, ALERT_RULE_QUALITY, HW_WITHOUT_ALERT],
     group_name="reports",

@@ -6,6 +6,7 @@ import dagster as dg
 
 from gpusre.assets.alert_incidents import alert_incident_marts
 from gpusre.assets.core_jobs import core_jobs
+from gpusre.assets.data_coverage import data_coverage_marts
 from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.assets.failures import failure_marts
 from gpusre.assets.reliability import reliability_marts
@@ -37,7 +38,7 @@ from gpusre.pipelines.sensors import landing_sensor
 ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events,
           core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
           alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings,
-          cluster_comparison, nightly_report, slo_report, warehouse_snapshot]
+          cluster_comparison, data_coverage_marts, nightly_report, slo_report, warehouse_snapshot]
 CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS]
 
 

@@ -5,7 +5,7 @@ CREATE TABLE IF NOT EXISTS raw.syslog_lines (
     line_no      BIGINT NOT NULL,
     ts           TIMESTAMPTZ NOT NULL,     -- UTC
     host         VARCHAR,                  -- as printed (FQDN, case)
-    node         VARCHAR,                  -- Slurm node name: host lower-cased, domain dropped
+    node         VARCHAR,                  -- Slurm node name by cluster.yaml's alerts.nodes rules, else host's first label
     program      VARCHAR,
     pid          BIGINT,
     message      VARCHAR,

@@ -1,0 +1,49 @@
+"""Marts: are the inputs complete? Freshness and gaps per source, and nodes silent in the node logs.
+
+A report over missing data looks like a quiet night. These marts say when a source ends early,
+has days without records, or when nodes that ran jobs sent no log lines, so the nightly report can
+warn instead of showing a calm that is not there.
+"""
+
+import dagster as dg
+
+from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.ingest_alerts import RAW_ALERTS
+from gpusre.assets.ingest_sacct import RAW_SACCT
+from gpusre.assets.ingest_syslog import RAW_SYSLOG
+from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.node_states import RAW_SLURM_EVENTS
+from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.warehouse import transaction
+from gpusre.pipelines.partitions import WAREHOUSE_POOL
+from gpusre.pipelines.resources import WarehouseResource
+
+DATA_FRESHNESS = dg.AssetKey(["marts", "data_freshness"])
+LOG_COVERAGE_DAILY = dg.AssetKey(["marts", "log_coverage_daily"])
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(DATA_FRESHNESS, deps=[RAW_SACCT, RAW_SYSLOG, RAW_SLURM_EVENTS, RAW_ALERTS], group_name="marts",
+                     kinds={"duckdb"},
+                     description="Per input source: files, last ingestion, first / last record time and the UTC "
+                     "days without a record (for sacct and node logs: missing dumps or log files)."),
+        dg.AssetSpec(LOG_COVERAGE_DAILY, deps=[RAW_SYSLOG, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day of the node logs: nodes that ran jobs, how many of them logged, and "
+                     "the silent ones (broken log shipping: hardware faults there leave no event)."),
+    ],
+    pool=WAREHOUSE_POOL,
+)
+def data_coverage_marts(warehouse: WarehouseResource):
+    with warehouse.connect() as con:
+        with transaction(con):
+            run_mart_sql(con, "data_freshness")
+            run_mart_sql(con, "log_coverage_daily")
+        freshness = con.sql("SELECT source_kind, files, records, last_record_ts, n_empty_days "
+                            "FROM marts.data_freshness").pl()
+        days, silent_days = con.sql("SELECT count(*), count(*) FILTER (WHERE n_silent_nodes > 0) "
+                                    "FROM marts.log_coverage_daily").fetchall()[0]
+    yield dg.MaterializeResult(asset_key=DATA_FRESHNESS, metadata={
+        "dagster/row_count": freshness.height, "preview": markdown_preview(freshness, 4)})
+    yield dg.MaterializeResult(asset_key=LOG_COVERAGE_DAILY, metadata={
+        "dagster/row_count": days, "days_with_silent_nodes": silent_days})

@@ -1,0 +1,43 @@
+-- marts.data_freshness: one row per input source kind with ingested files (sacct, syslog,
+-- slurm_events, alerts): files, when the last one was ingested, the span of the records' own
+-- timestamps, and the UTC days inside that span without a single record. For the dense sources
+-- (sacct: every submit/start/end; syslog: every line) an empty day is a missing dump or log file;
+-- for the sparse ones (alerts, node-state events) it may just be a quiet day.
+-- Record time: sacct the latest of submit/start/end, syslog ts, slurm_events start_ts, alerts starts_at.
+CREATE OR REPLACE TABLE marts.data_freshness AS
+WITH records AS (
+    SELECT 'sacct' AS source_kind, greatest(submit_ts, start_ts, end_ts) AS ts FROM raw.sacct_records
+    UNION ALL SELECT 'syslog', ts FROM raw.syslog_lines
+    UNION ALL SELECT 'slurm_events', start_ts FROM raw.slurm_events
+    UNION ALL SELECT 'alerts', starts_at FROM raw.alert_notifications
+), per_day AS (
+    SELECT source_kind, ts::DATE AS day, count(*) AS n, min(ts) AS first_ts, max(ts) AS last_ts
+    FROM records WHERE ts IS NOT NULL GROUP BY ALL
+), span AS (
+    SELECT source_kind, sum(n)::BIGINT AS records, min(first_ts) AS first_record_ts, max(last_ts) AS last_record_ts,
+           count(*) AS days_with_records, min(day) AS first_day, max(day) AS last_day
+    FROM per_day GROUP BY ALL
+), calendar AS (
+    SELECT source_kind, unnest(generate_series(first_day, last_day, INTERVAL 1 DAY))::DATE AS day FROM span
+), empty AS (
+    SELECT c.source_kind, list(c.day ORDER BY c.day) AS empty_days
+    FROM calendar AS c ANTI JOIN per_day AS p ON p.source_kind = c.source_kind AND p.day = c.day
+    GROUP BY ALL
+), files AS (
+    SELECT source_kind, count(*) AS files, count(*) FILTER (WHERE status = 'refused') AS files_refused,
+           max(ingested_at) AS last_ingested_at
+    FROM raw.ingested_files GROUP BY ALL
+)
+SELECT f.source_kind,
+       f.source_kind IN ('sacct', 'syslog')      AS dense,           -- an empty day means missing data
+       f.files, f.files_refused, f.last_ingested_at,
+       coalesce(s.records, 0)                    AS records,
+       s.first_record_ts, s.last_record_ts,
+       coalesce(s.days_with_records, 0)          AS days_with_records,
+       coalesce(len(e.empty_days), 0)            AS n_empty_days,
+       coalesce(e.empty_days, []::DATE[])        AS empty_days
+FROM files AS f
+LEFT JOIN span AS s USING (source_kind)
+LEFT JOIN empty AS e USING (source_kind)
+WHERE f.source_kind IN ('sacct', 'syslog', 'slurm_events', 'alerts')
+ORDER BY f.source_kind;

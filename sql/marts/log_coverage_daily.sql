@@ -1,0 +1,35 @@
+-- marts.log_coverage_daily: one row per UTC day inside the node logs' span: the nodes that ran a
+-- job that day, how many of them logged at least one line, and which did not. A silent node's log
+-- shipping is broken (or the node is dead): a hardware fault there leaves no event, so a job it
+-- kills is attributed 'unknown' or to the user. Nodes from core.jobs (the nodes a job held for any
+-- part of the day; a running job up to its latest elapsed time), log nodes from raw.syslog_lines.
+CREATE OR REPLACE TABLE marts.log_coverage_daily AS
+WITH span AS (
+    SELECT min(ts)::DATE AS first_day, max(ts)::DATE AS last_day FROM raw.syslog_lines
+), days AS (
+    SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY))::DATE AS day
+    FROM span WHERE first_day IS NOT NULL
+), held AS (
+    SELECT job_id, nodes, start_ts,
+           coalesce(end_ts, start_ts + to_seconds(coalesce(elapsed_s, 0))) AS until_ts
+    FROM core.jobs
+    WHERE start_ts IS NOT NULL AND len(nodes) > 0
+), busy AS (
+    SELECT DISTINCT d.day, unnest(h.nodes) AS node
+    FROM held AS h JOIN days AS d
+      ON h.start_ts < (d.day + INTERVAL 1 DAY)::TIMESTAMPTZ AND h.until_ts >= d.day::TIMESTAMPTZ
+), logging AS (
+    SELECT DISTINCT ts::DATE AS day, node FROM raw.syslog_lines WHERE node IS NOT NULL
+), joined AS (
+    SELECT b.day, b.node, l.node IS NOT NULL AS logged FROM busy AS b LEFT JOIN logging AS l USING (day, node)
+)
+SELECT d.day,
+       count(j.node)                                            AS nodes_with_jobs,
+       count(j.node) FILTER (WHERE j.logged)                    AS nodes_with_jobs_logging,
+       count(j.node) FILTER (WHERE NOT j.logged)                AS n_silent_nodes,
+       coalesce(list(j.node ORDER BY j.node) FILTER (WHERE NOT j.logged), []::VARCHAR[]) AS silent_nodes,
+       (SELECT count(*) FROM logging AS l WHERE l.day = d.day)  AS nodes_logging
+FROM days AS d
+LEFT JOIN joined AS j USING (day)
+GROUP BY d.day
+ORDER BY d.day;

@@ -1,0 +1,97 @@
+"""marts.data_freshness and marts.log_coverage_daily on a hand-made landing directory (real sacct
+and syslog files, real Dagster materializations), and the nightly report's data warnings."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from gpusre.assets.core_jobs import core_jobs
+from gpusre.assets.data_coverage import data_coverage_marts
+from gpusre.assets.ingest_alerts import raw_alert_notifications
+from gpusre.assets.ingest_sacct import raw_sacct
+from gpusre.assets.ingest_syslog import raw_syslog
+from gpusre.assets.node_states import raw_slurm_events
+from gpusre.models.report.nightly import render_nightly_report
+from gpusre.models.warehouse import connect
+from gpusre.pipelines.resources import default_resources
+from report_html import visible_text
+
+# Job 3 holds gpu[001-003] on 2026-03-03; job 4 ends after midnight, so accounting covers that day.
+DUMP = """JobID|State|Submit|Start|End|Elapsed|AllocTRES|NNodes|NodeList
+1|COMPLETED|2026-03-01T09:00:00|2026-03-01T10:00:00|2026-03-01T12:00:00|02:00:00|gres/gpu=8|1|gpu001
+2|COMPLETED|2026-03-02T09:00:00|2026-03-02T10:00:00|2026-03-02T12:00:00|02:00:00|gres/gpu=16|2|gpu[001-002]
+3|FAILED|2026-03-03T08:00:00|2026-03-03T09:00:00|2026-03-03T23:30:00|14:30:00|gres/gpu=24|3|gpu[001-003]
+4|COMPLETED|2026-03-03T22:00:00|2026-03-03T23:00:00|2026-03-04T00:30:00|01:30:00|gres/gpu=8|1|gpu002
+"""
+# Node logs: 03-01 and 03-03 only (the 03-02 file is missing); gpu003 never logs; the last line
+# is at 20:00 on 03-03.
+SYSLOG = {
+    "2026-03-01": ["Mar  1 10:00:00 gpu001 kernel: eth0: link up", "Mar  1 11:00:00 gpu002 sshd[42]: Accepted key"],
+    "2026-03-03": ["Mar  3 09:00:00 gpu001 kernel: eth0: link up", "Mar  3 20:00:00 gpu002 sshd[42]: Accepted key"],
+}
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-03-03.psv").write_text(DUMP)
+    for day, lines in SYSLOG.items():
+        (landing / "syslog" / day).mkdir(parents=True)
+        (landing / "syslog" / day / "central.log").write_text("\n".join(lines) + "\n")
+    (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
+    wh = tmp_path / "w.duckdb"
+    result = dg.materialize(
+        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts],
+        resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
+    assert result.success
+    return wh
+
+
+def test_freshness_per_source(warehouse: Path) -> None:
+    con = connect(warehouse, read_only=True)
+    rows = {r["source_kind"]: r for r in con.sql("SELECT * FROM marts.data_freshness").pl().iter_rows(named=True)}
+    con.close()
+    assert set(rows) == {"sacct", "syslog"}  # no node-state or alert files: nothing to judge
+    sy, sa = rows["syslog"], rows["sacct"]
+    assert (sy["files"], sy["records"], sy["dense"]) == (2, 4, True)
+    assert sy["first_record_ts"] == datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+    assert sy["last_record_ts"] == datetime(2026, 3, 3, 20, tzinfo=timezone.utc)
+    assert (sy["days_with_records"], sy["n_empty_days"], sy["empty_days"]) == (2, 1, [date(2026, 3, 2)])
+    # sacct: latest of submit/start/end per record; every day from 03-01 to 03-04 has one.
+    assert (sa["records"], sa["n_empty_days"]) == (4, 0)
+    assert sa["last_record_ts"] == datetime(2026, 3, 4, 0, 30, tzinfo=timezone.utc)
+
+
+def test_log_coverage_names_the_silent_nodes(warehouse: Path) -> None:
+    con = connect(warehouse, read_only=True)
+    rows = con.sql("SELECT day, nodes_with_jobs, nodes_with_jobs_logging, n_silent_nodes, silent_nodes, nodes_logging "
+                   "FROM marts.log_coverage_daily ORDER BY day").fetchall()
+    con.close()
+    assert rows == [
+        (date(2026, 3, 1), 1, 1, 0, [], 2),                  # gpu001 ran job 1 and logged
+        (date(2026, 3, 2), 2, 0, 2, ["gpu001", "gpu002"], 0),  # the missing file
+        (date(2026, 3, 3), 3, 2, 1, ["gpu003"], 2),          # job 3 on gpu003, which never logs
+    ]
+
+
+def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path: Path) -> None:
+    con = connect(warehouse)
+    try:
+        paths = render_nightly_report(con, tmp_path / "out", report_date=date(2026, 3, 3))
+        quiet = render_nightly_report(con, tmp_path / "quiet", report_date=date(2026, 3, 1))
+    finally:
+        con.close()
+    text = visible_text(paths.html.read_text())
+    assert ("Data warning: Node logs end at 2026-03-03 20:00 UTC, before the end of 2026-03-03: node events, "
+            "hardware incidents and failure attribution for that day are incomplete.") in text
+    assert "Data warning: Node logs: no records at all on 2026-03-02" in text
+    assert "Data warning: 1 node of 3 that ran jobs on 2026-03-03 logged nothing (gpu003)" in text
+    assert "Slurm accounting ends" not in text  # accounting runs past the day's end
+    assert "> **Data warning:** 1 node of 3 that ran jobs on 2026-03-03 logged nothing" in paths.markdown.read_text()
+    # 2026-03-01: complete inputs, no warning (the 03-02 gap is after it).
+    assert "Data warning" not in quiet.html.read_text()
