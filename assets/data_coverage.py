@@ -47,3 +47,28 @@ def data_coverage_marts(warehouse: WarehouseResource):
         "dagster/row_count": freshness.height, "preview": markdown_preview(freshness, 4)})
     yield dg.MaterializeResult(asset_key=LOG_COVERAGE_DAILY, metadata={
         "dagster/row_count": days, "days_with_silent_nodes": silent_days})
+
+
+@dg.asset_check(asset=DATA_FRESHNESS, description="Warns when Slurm accounting or the node logs have UTC days "
+                "without a single record inside their span: a dump or log file is missing (re-land it; the "
+                "ingest picks it up and the daily marts recompute those days).")
+def dense_sources_have_no_empty_days(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        rows = con.sql("SELECT source_kind, n_empty_days, empty_days FROM marts.data_freshness "
+                       "WHERE dense AND n_empty_days > 0 ORDER BY source_kind").fetchall()
+    return dg.AssetCheckResult(
+        passed=not rows, severity=dg.AssetCheckSeverity.WARN,
+        metadata={kind: f"{n} day(s): " + ", ".join(d.isoformat() for d in days[:20]) for kind, n, days in rows})
+
+
+@dg.asset_check(asset=LOG_COVERAGE_DAILY, description="Warns when nodes ran jobs but sent no log line on the "
+                "last full day of the node logs (the newest day may still be arriving): broken log shipping "
+                "hides hardware faults from attribution.")
+def no_silent_nodes(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        rows = con.sql("SELECT day, n_silent_nodes, silent_nodes FROM marts.log_coverage_daily "
+                       "ORDER BY day DESC LIMIT 1 OFFSET 1").fetchall()
+    day, n, nodes = rows[0] if rows else (None, 0, [])
+    return dg.AssetCheckResult(
+        passed=n == 0, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"day": str(day), "silent_nodes": n, "nodes": ", ".join(nodes[:50])})

@@ -6,7 +6,7 @@ import dagster as dg
 
 from gpusre.assets.alert_incidents import alert_incident_marts
 from gpusre.assets.core_jobs import core_jobs
-from gpusre.assets.data_coverage import data_coverage_marts
+from gpusre.assets.data_coverage import data_coverage_marts, dense_sources_have_no_empty_days, no_silent_nodes
 from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.assets.failures import failure_marts
 from gpusre.assets.reliability import reliability_marts
@@ -39,7 +39,8 @@ ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, rel
           core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
           alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings,
           cluster_comparison, data_coverage_marts, nightly_report, slo_report, warehouse_snapshot]
-CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS]
+CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS,
+          dense_sources_have_no_empty_days, no_silent_nodes]
 
 
 def build_definitions(

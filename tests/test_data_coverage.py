@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from gpusre.assets.core_jobs import core_jobs
-from gpusre.assets.data_coverage import data_coverage_marts
+from gpusre.assets.data_coverage import data_coverage_marts, dense_sources_have_no_empty_days, no_silent_nodes
 from gpusre.assets.ingest_alerts import raw_alert_notifications
 from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.ingest_syslog import raw_syslog
@@ -46,9 +46,16 @@ def warehouse(tmp_path: Path) -> Path:
     (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
     wh = tmp_path / "w.duckdb"
     result = dg.materialize(
-        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts],
+        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts,
+         dense_sources_have_no_empty_days, no_silent_nodes],
         resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
     assert result.success
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    # Both warn (a missing day of node logs; nodes silent on 03-02, the last full log day).
+    assert not checks["dense_sources_have_no_empty_days"].passed
+    assert checks["dense_sources_have_no_empty_days"].metadata["syslog"].value == "1 day(s): 2026-03-02"
+    assert not checks["no_silent_nodes"].passed
+    assert checks["no_silent_nodes"].metadata["nodes"].value == "gpu001, gpu002"
     return wh
 
 
