@@ -262,6 +262,10 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
     assert "Rejects, last ingestion" in text and "of 1,500 rows in 1 file" in text
     # Headline: 4 of the 6 jobs ended on the report day, 3 of them in failure states.
     assert "on 2026-10-31 4 jobs ended and 3 of them failed" in text
+    # Compared with the median of the 7 days before (2026-10-24 … 10-30): no job ended on any of
+    # them; utilization 0.6 + 0.01 * i for i = 23 … 29, median 0.86.
+    assert "(median of the 7 days before: 0 jobs ended, 0 failed)" in text
+    assert "allocated / capacity GPU-hours · 7-day median 86.0 %" in text
     assert "FAILED 1, NODE_FAIL 1, OUT_OF_MEMORY 0, TIMEOUT 1" in text
     # Mean utilization is capacity-weighted: (0.6 + 0.01 * mean(0..30)) = 0.75.
     assert "mean utilization of 75.0 %" in text

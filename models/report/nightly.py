@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
@@ -244,6 +245,39 @@ class _Meta:
     warehouse_label: str
 
 
+#: Last night is compared with the median of this many days before it (those the data covers).
+_BASELINE_DAYS = 7
+
+
+def _baseline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> dict[str, Any]:
+    """Medians of jobs ended, failures and utilization over the (up to) :data:`_BASELINE_DAYS` days
+    before the report day that the data covers; ``{}`` when there are none. A median, not a mean:
+    one big incident night should not move the yardstick."""
+    last = meta.report_date - timedelta(days=1)
+    first = meta.report_date - timedelta(days=_BASELINE_DAYS)
+    if meta.period_first is not None:
+        first = max(first, meta.period_first)
+    if first > last:
+        return {}
+    states = list(FAILURE_STATES)
+    rows = _rows(con, f"""WITH days AS (SELECT unnest(generate_series(?::DATE, ?::DATE, INTERVAL 1 DAY))::DATE AS day)
+                          SELECT d.day, count(j.job_id) AS jobs,
+                                 count(j.job_id) FILTER (WHERE j.state IN ({",".join("?" * len(states))})) AS failures
+                          FROM days AS d LEFT JOIN core.jobs AS j ON j.end_day = d.day
+                          GROUP BY d.day""", [first, last, *states])
+    utils = []
+    if _table_status(con, "marts.utilization_daily") is None:
+        utils = [r["utilization"] for r in _rows(con, "SELECT utilization FROM marts.utilization_daily "
+                                                      "WHERE day BETWEEN ? AND ? AND utilization IS NOT NULL",
+                                                 [first, last])]
+    return {
+        "days": len(rows),
+        "jobs": statistics.median(r["jobs"] for r in rows),
+        "failures": statistics.median(r["failures"] for r in rows),
+        "util": statistics.median(utils) if utils else None,
+    }
+
+
 def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, list[dict[str, str]]]:
     sec = Section("headline", "Headline")
     cards: list[dict[str, str]] = []
@@ -287,6 +321,11 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
 
     period = _period_text(fmt_date(meta.period_first) if meta.period_first else None,
                           fmt_date(meta.period_last) if meta.period_last else None)
+    base = _baseline(con, meta) if tot["jobs"] else {}
+
+    def vs_base(key: str, fmt: Callable[[Any], str]) -> str:
+        return f" · {base['days']}-day median {fmt(base[key])}" if base.get(key) is not None else ""
+
     if not tot["jobs"]:
         sec.lead = f"{NO_DATA}: core.jobs holds no finished jobs."
     else:
@@ -294,7 +333,9 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
             f"From {period}, {fmt_int(tot['jobs'])} jobs used {fmt_int(tot['gpuh'])} GPU-hours"
             + (f" at a mean utilization of {fmt_pct(util)}" if util is not None else "")
             + f"; on {fmt_date(meta.report_date)} {fmt_int(night['jobs'])} jobs ended"
-            + f" and {fmt_int(night['failures'])} of them failed."
+            + f" and {fmt_int(night['failures'])} of them failed"
+            + (f" (median of the {_plural(base['days'], 'day')} before: {fmt_num(base['jobs'], 0)} jobs ended, "
+               f"{fmt_num(base['failures'], 0)} failed)." if base else ".")
         )
     fail_detail = ", ".join(f"{s} {fmt_int(fail_by_state.get(s, 0))}" for s in FAILURE_STATES)
     cards = [
@@ -304,11 +345,12 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
         {"label": "Mean utilization", "value": fmt_pct(util),
          "sub": "allocated / capacity GPU-hours", "tone": ""},
         {"label": f"Utilization {fmt_date(meta.report_date)}", "value": fmt_pct(night_util),
-         "sub": "allocated / capacity GPU-hours", "tone": ""},
+         "sub": "allocated / capacity GPU-hours" + vs_base("util", fmt_pct), "tone": ""},
         {"label": f"Jobs ended {fmt_date(meta.report_date)}", "value": fmt_int(night["jobs"]),
-         "sub": f"{fmt_num(night['gpuh'] or 0.0)} GPU-hours", "tone": ""},
+         "sub": f"{fmt_num(night['gpuh'] or 0.0)} GPU-hours" + vs_base("jobs", lambda v: fmt_num(v, 0)), "tone": ""},
         {"label": f"Failures {fmt_date(meta.report_date)}", "value": fmt_int(night["failures"]),
-         "sub": fail_detail, "tone": "bad" if night["failures"] else "good"},
+         "sub": fail_detail + vs_base("failures", lambda v: fmt_num(v, 0)),
+         "tone": "bad" if night["failures"] else "good"},
         {"label": "Rejects, last ingestion", "value": fmt_int(last_run["rejected"]),
          "sub": f"of {_plural(last_run['read'], 'row')} in {_plural(last_run['files'], 'file')}"
                 + (f", {fmt_date(last_run['at'])}" if last_run["at"] else ""),
