@@ -16,6 +16,7 @@ from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.ingest_syslog import raw_syslog
 from gpusre.assets.node_states import raw_slurm_events
 from gpusre.models.report.nightly import render_nightly_report
+from gpusre.models.report.slo import render_slo_report
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
 from report_html import visible_text
@@ -95,10 +96,25 @@ def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path:
         con.close()
     text = visible_text(paths.html.read_text())
     assert ("Data warning: Node logs end at 2026-03-03 20:00 UTC, before the end of 2026-03-03: node events, "
-            "hardware incidents and failure attribution for that day are incomplete.") in text
+            "hardware incidents and failure attribution after that are incomplete.") in text
     assert "Data warning: Node logs: no records at all on 2026-03-02" in text
     assert "Data warning: 1 node of 3 that ran jobs on 2026-03-03 logged nothing (gpu003)" in text
     assert "Slurm accounting ends" not in text  # accounting runs past the day's end
     assert "> **Data warning:** 1 node of 3 that ran jobs on 2026-03-03 logged nothing" in paths.markdown.read_text()
     # 2026-03-01: complete inputs, no warning (the 03-02 gap is after it).
     assert "Data warning" not in quiet.html.read_text()
+
+
+def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Path) -> None:
+    con = connect(warehouse)
+    try:
+        paths = render_slo_report(con, tmp_path / "slo", date(2026, 3, 1), date(2026, 3, 3))
+    finally:
+        con.close()
+    text = visible_text(paths.html.read_text())
+    assert "Data warning: Node logs end at 2026-03-03 20:00 UTC, before the end of 2026-03-03" in text
+    assert "Data warning: Node logs: no records at all on 2026-03-02" in text
+    # Silent node-days in the window: gpu001 and gpu002 on 03-02 (the missing file), gpu003 on 03-03.
+    assert ("Data warning: On 2 days of 2026-03-01 … 2026-03-03, nodes that ran jobs logged nothing "
+            "(3 node-days; most on 2026-03-02: gpu[001-002])") in text
+    assert "> **Data warning:** Node logs: no records at all on 2026-03-02" in paths.markdown.read_text()

@@ -56,6 +56,7 @@ from gpusre.models.hostlist import compress_hostlist
 from gpusre.models.warehouse import select_columns
 
 from . import charts
+from .coverage import FRESH_SLACK, GAP_WARN_DAYS, SOURCE_LABELS, coverage_warnings, freshness_rows
 from .charts import FAILURE_STATES, bucket_colour, state_colour
 from .formatting import (
     MISSING,
@@ -1952,56 +1953,6 @@ def _alert_hygiene(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
     return sec
 
 
-#: Dense sources: records every few minutes on any working cluster, so an early end or an empty
-#: day means missing input. (label, what depends on it)
-_DENSE_SOURCES: dict[str, tuple[str, str, str]] = {  # (subject, its verb 'end(s)', what depends on it)
-    "sacct": ("Slurm accounting", "ends", "job figures"),
-    "syslog": ("Node logs", "end", "node events, hardware incidents and failure attribution"),
-}
-_SOURCE_LABELS = {"sacct": "Slurm accounting (sacct)", "syslog": "Node logs", "slurm_events": "Node states (Slurm)",
-                  "alerts": "Alerts"}
-#: How far before the report day's end a dense source may stop (a dump cut a little early).
-_FRESH_SLACK = timedelta(hours=1)
-#: Empty days of a dense source are warned about when they fall this close to the report day.
-_GAP_WARN_DAYS = 7
-
-
-def _freshness_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    if _table_status(con, "marts.data_freshness"):
-        return []
-    return _rows(con, "SELECT * FROM marts.data_freshness ORDER BY source_kind")
-
-
-def _coverage_warnings(con: duckdb.DuckDBPyConnection, meta: _Meta) -> list[str]:
-    """Sentences for the top of the report when its inputs are incomplete for the report day."""
-    d = meta.report_date
-    day_end = datetime.combine(d + timedelta(days=1), time(0), tzinfo=timezone.utc)
-    warnings: list[str] = []
-    for r in _freshness_rows(con):
-        if r["source_kind"] not in _DENSE_SOURCES or not r["records"]:
-            continue
-        label, ends, depends = _DENSE_SOURCES[r["source_kind"]]
-        last = r["last_record_ts"]
-        if last is not None and last < day_end - _FRESH_SLACK:
-            warnings.append(f"{label} {ends} at {last.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, before the end of "
-                            f"{fmt_date(d)}: {depends} for that day are incomplete.")
-        recent = [day for day in r["empty_days"] or [] if d - timedelta(days=_GAP_WARN_DAYS) < day <= d]
-        if recent:
-            days = ", ".join(fmt_date(day) for day in recent)
-            warnings.append(f"{label}: no records at all on {days} — a dump or log file is probably missing "
-                            f"(marts.data_freshness).")
-    if _table_status(con, "marts.log_coverage_daily") is None:
-        silent = _rows(con, "SELECT n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
-                            "WHERE day = ?", [d])
-        if silent and silent[0]["n_silent_nodes"]:
-            r = silent[0]
-            warnings.append(f"{_plural(r['n_silent_nodes'], 'node')} of {fmt_int(r['nodes_with_jobs'])} that ran jobs on "
-                            f"{fmt_date(d)} logged nothing ({truncate(compress_hostlist(r['silent_nodes']), 60)}): "
-                            "hardware faults there leave no event, so jobs they kill cannot be attributed — check "
-                            "their log shipping.")
-    return warnings
-
-
 def _freshness_table(rows: list[dict[str, Any]], meta: _Meta) -> Table:
     day_end = datetime.combine(meta.report_date + timedelta(days=1), time(0), tzinfo=timezone.utc)
 
@@ -2010,7 +1961,7 @@ def _freshness_table(rows: list[dict[str, Any]], meta: _Meta) -> Table:
             return "no records"
         if not r["dense"]:
             return "sparse: not judged"
-        return "complete" if r["last_record_ts"] >= day_end - _FRESH_SLACK else "ends early"
+        return "complete" if r["last_record_ts"] >= day_end - FRESH_SLACK else "ends early"
 
     def when(ts: datetime | None) -> str:
         return MISSING if ts is None else f"{ts.astimezone(timezone.utc):%Y-%m-%d %H:%M}"
@@ -2019,7 +1970,7 @@ def _freshness_table(rows: list[dict[str, Any]], meta: _Meta) -> Table:
         [Column("Source"), Column("Files", True), Column("Records", True), Column("First record", nowrap=True),
          Column("Last record", nowrap=True), Column("Days without records", True),
          Column(f"For {fmt_date(meta.report_date)}")],
-        [[Cell(_SOURCE_LABELS.get(r["source_kind"], r["source_kind"])), Cell(fmt_int(r["files"])),
+        [[Cell(SOURCE_LABELS.get(r["source_kind"], r["source_kind"])), Cell(fmt_int(r["files"])),
           Cell(fmt_int(r["records"])), Cell(when(r["first_record_ts"]), mono=True),
           Cell(when(r["last_record_ts"]), mono=True),
           Cell(fmt_int(r["n_empty_days"]), title=", ".join(fmt_date(x) for x in (r["empty_days"] or [])[:60]) or None),
@@ -2057,7 +2008,7 @@ def _data_quality(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section,
           Cell(fmt_int(r["refused"])), Cell(fmt_date(r["last_at"]))] for r in kinds],
         caption="Ingestion by source kind.",
     ))
-    freshness = _freshness_rows(con)
+    freshness = freshness_rows(con)
     if freshness:
         sec.tables.append(_freshness_table(freshness, meta))
     rejects = _rows(con, f"""SELECT source_file, line_no, error, raw, rejected_at FROM raw.rejects
@@ -2156,7 +2107,8 @@ def build_nightly_context(
         _guard("New log templates", "templates", lambda: _new_templates(con, meta)),
     ]
     try:
-        warnings = _coverage_warnings(con, meta)
+        warnings = coverage_warnings(con, meta.report_date, meta.report_date,
+                                     gaps_since=meta.report_date - timedelta(days=GAP_WARN_DAYS - 1))
     except duckdb.Error as exc:
         log.warning("nightly report coverage warnings failed: %s", exc)
         warnings = [f"Input coverage could not be checked: {truncate(exc, 200)}"]

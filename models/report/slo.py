@@ -41,6 +41,7 @@ from markupsafe import Markup
 from gpusre.models.warehouse import table_columns
 
 from . import charts
+from .coverage import coverage_warnings
 from .formatting import MISSING, fmt_date, fmt_int, fmt_num, fmt_pct, truncate
 from .nightly import (
     NO_DATA,
@@ -1201,6 +1202,11 @@ def build_slo_context(con: duckdb.DuckDBPyConnection, date_from: date, date_to: 
     except (duckdb.Error, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         log.warning("SLO report cards failed: %s", exc)
         cards = []
+    try:
+        warnings = coverage_warnings(con, w.start, w.end)
+    except duckdb.Error as exc:
+        log.warning("SLO report coverage warnings failed: %s", exc)
+        warnings = [f"Input coverage could not be checked: {truncate(exc, 200)}"]
     return {
         "meta": {
             "date_from": fmt_date(w.start),
@@ -1212,6 +1218,7 @@ def build_slo_context(con: duckdb.DuckDBPyConnection, date_from: date, date_to: 
             "warehouse": warehouse_label or "(in-memory or unnamed warehouse)",
         },
         "cards": cards,
+        "warnings": warnings,
         "sections": sections,
         "by_key": {s.key: s for s in sections},
         "definitions": DEFINITIONS,

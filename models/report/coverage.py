@@ -1,0 +1,93 @@
+"""Is a report's input complete? Data warnings from ``marts.data_freshness`` and
+``marts.log_coverage_daily``, shared by the nightly and the SLO report.
+
+A report over missing data reads like a quiet night (no failures, no hardware events). The
+warnings say so instead: a dense source (Slurm accounting, node logs: records every few minutes on
+any working cluster) that ends before the reported period does, a day without any record of one
+(a missing dump or log file), and nodes that ran jobs but sent no log line (broken log shipping:
+hardware faults there leave no event, so jobs they kill cannot be attributed).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+import duckdb
+
+from gpusre.models.hostlist import compress_hostlist
+from gpusre.models.warehouse import table_exists
+
+from .formatting import fmt_date, fmt_int, truncate
+
+__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "coverage_warnings", "freshness_rows"]
+
+#: Dense sources: (subject, its verb 'end(s)', what depends on it).
+DENSE_SOURCES: dict[str, tuple[str, str, str]] = {
+    "sacct": ("Slurm accounting", "ends", "job figures"),
+    "syslog": ("Node logs", "end", "node events, hardware incidents and failure attribution"),
+}
+SOURCE_LABELS = {"sacct": "Slurm accounting (sacct)", "syslog": "Node logs", "slurm_events": "Node states (Slurm)",
+                 "alerts": "Alerts"}
+#: How far before the period's end a dense source may stop (a dump cut a little early).
+FRESH_SLACK = timedelta(hours=1)
+#: The nightly report warns about empty days this close to the report day.
+GAP_WARN_DAYS = 7
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def freshness_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The rows of ``marts.data_freshness`` (none while it has not been built)."""
+    if not table_exists(con, "marts.data_freshness"):
+        return []
+    return _dicts(con, "SELECT * FROM marts.data_freshness ORDER BY source_kind")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
+
+
+def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
+                      gaps_since: date | None = None) -> list[str]:
+    """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
+    incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
+    period_end = datetime.combine(last + timedelta(days=1), time(0), tzinfo=timezone.utc)
+    since = gaps_since or first
+    warnings: list[str] = []
+    for r in freshness_rows(con):
+        if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
+            continue
+        label, ends, depends = DENSE_SOURCES[r["source_kind"]]
+        end = r["last_record_ts"]
+        if end is not None and end < period_end - FRESH_SLACK:
+            warnings.append(f"{label} {ends} at {end.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, before the end of "
+                            f"{fmt_date(last)}: {depends} after that are incomplete.")
+        empty = [day for day in r["empty_days"] or [] if since <= day <= last]
+        if empty:
+            shown = ", ".join(fmt_date(day) for day in empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
+            warnings.append(f"{label}: no records at all on {shown} — a dump or log file is probably missing "
+                            "(marts.data_freshness).")
+    if table_exists(con, "marts.log_coverage_daily"):
+        days = _dicts(con, "SELECT day, n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
+                           "WHERE day BETWEEN ? AND ? AND n_silent_nodes > 0 ORDER BY n_silent_nodes DESC, day",
+                      [first, last])
+        if days and first == last:
+            r = days[0]
+            warnings.append(f"{_plural(r['n_silent_nodes'], 'node')} of {fmt_int(r['nodes_with_jobs'])} that ran jobs "
+                            f"on {fmt_date(first)} logged nothing ({truncate(compress_hostlist(r['silent_nodes']), 60)}): "
+                            "hardware faults there leave no event, so jobs they kill cannot be attributed — check "
+                            "their log shipping.")
+        elif days:
+            worst = days[0]
+            node_days = sum(r["n_silent_nodes"] for r in days)
+            warnings.append(f"On {_plural(len(days), 'day')} of {fmt_date(first)} … {fmt_date(last)}, nodes that ran jobs "
+                            f"logged nothing ({_plural(node_days, 'node-day')}; most on {fmt_date(worst['day'])}: "
+                            f"{truncate(compress_hostlist(worst['silent_nodes']), 60)}): hardware faults there leave "
+                            "no event, so failure attribution and MTBF undercount them — check their log shipping "
+                            "(marts.log_coverage_daily).")
+    return warnings
