@@ -139,15 +139,16 @@ def _short_hash(*parts: str) -> str:
     return "inc-" + hashlib.sha1("|".join(parts).encode("utf-8")).hexdigest()[:12]
 
 
-def incident_id(component: str, first_ts: datetime, first_node: str) -> str:
-    """Stable id of an event incident: its component, first timestamp (UTC, microseconds) and first node.
+def incident_id(component: str, first_ts: datetime, first_node: str | None) -> str:
+    """Stable id of an event incident: its component, first timestamp (UTC, microseconds) and first node
+    (none for events whose log named no host, e.g. a Fabric Manager log of an NVSwitch tray).
 
     >>> from datetime import timezone
     >>> incident_id("pcie_bus", datetime(2025, 1, 15, 3, 4, 5, tzinfo=timezone.utc), "gpu001")
     'inc-a9ce05ee24b6'
     """
     utc = first_ts.astimezone(timezone.utc) if first_ts.tzinfo else first_ts
-    return _short_hash(component, f"{utc:%Y-%m-%dT%H:%M:%S.%f}Z", first_node)
+    return _short_hash(component, f"{utc:%Y-%m-%dT%H:%M:%S.%f}Z", first_node or "")
 
 
 def operator_incident_id(operator_id: str) -> str:
@@ -271,7 +272,7 @@ def _aggregate(ev: pl.DataFrame) -> pl.DataFrame:
             pl.col("action").sort_by(worst).first(),
             pl.col("ts").min().alias("start_ts"),
             pl.col("ts").max().alias("end_ts"),
-            pl.col("node").unique().sort().alias("nodes"),
+            pl.col("node").drop_nulls().unique().sort().alias("nodes"),
             pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
             pl.len().cast(pl.Int64).alias("n_events"),
             pl.col("event_id").sort_by(first).first().alias("first_event_id"),
@@ -368,8 +369,9 @@ def merge_incidents(
     rest = ev.join(wide, on="event_id", how="anti").sort("node", "component", "ts", "event_id")
     local = rest.select(
         "event_id",
-        pl.concat_str(pl.lit("node"), "node", "component", _chain(["node", "component"], window).cast(pl.String),
-                      separator="|").alias("_group"),
+        # (events whose log named no host share the node-less group of their component)
+        pl.concat_str(pl.lit("node"), pl.col("node").fill_null(""), "component",
+                      _chain(["node", "component"], window).cast(pl.String), separator="|").alias("_group"),
         pl.lit("node").alias("_scope"),
         pl.col("component").alias("_component"),
         pl.lit(None, dtype=pl.String).alias("_leaf_out"),

@@ -192,3 +192,17 @@ def test_empty_events() -> None:
     assert incidents.is_empty() and membership.is_empty()
     assert dict(incidents.schema) == INCIDENT_SCHEMA
     assert dict(membership.schema) == MEMBERSHIP_SCHEMA
+
+
+def test_events_without_a_node_form_an_incident_with_no_nodes() -> None:
+    """A log that names no host (a Fabric Manager log, bare dmesg in a file not named after a node)
+    gives events with node NULL: they still merge into an incident, with an empty node list and a
+    stable id, instead of failing the whole mart (found on the real gpud samples)."""
+    sxid = ("sxid", 12028, "nvswitch", "hardware", "critical", "RESTART_BM")
+    events = frame([ev(1, 0 * M, None, sxid), ev(2, 1 * M, None, sxid), ev(3, 0 * M, "n1", XID79)])
+    incidents, membership = merge_incidents(events)
+    by_component = {r["component"]: r for r in incidents.iter_rows(named=True)}
+    assert by_component["nvswitch"]["nodes"] == [] and by_component["nvswitch"]["n_events"] == 2
+    assert by_component["nvswitch"]["incident_id"] == incident_id("nvswitch", T0, None)
+    assert by_component["pcie_bus"]["nodes"] == ["n1"]
+    assert sorted(membership["event_id"].to_list()) == [1, 2, 3]

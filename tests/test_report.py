@@ -1086,3 +1086,16 @@ def test_every_catalog_component_has_a_report_label() -> None:
     with resources.files("gpusre.models.catalog").joinpath("component_classes.csv").open() as fh:
         classes = {r["component"] for r in csv.DictReader(fh)}
     assert classes | set(COMPONENTS) <= set(COMPONENT_LABELS), (classes | set(COMPONENTS)) - set(COMPONENT_LABELS)
+
+
+def test_quantile_chart_with_nothing_to_mark_draws_without_a_legend_warning() -> None:
+    """Queue waits of 0 s (a cluster that never queues, the xdmod sample) have no point on a log
+    scale: the chart still renders, and matplotlib is not asked for an empty legend (it warned)."""
+    import warnings
+
+    from gpusre.models.report import charts
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svg = charts.quantile_chart([("1", 0.0, 0.0, None, 0.0), ("2-8", None, 0.0, 0.0, 0.0)], "Queue wait", "min")
+    assert svg.lstrip().startswith("<svg") and "Queue wait" in svg

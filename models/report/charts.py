@@ -299,7 +299,8 @@ def quantile_chart(rows: Sequence[tuple[str, float | None, float | None, float |
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", which="major", color=_GRID)
     ax.set_title(title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.24), ncols=4, fontsize=10)
+    if ax.get_legend_handles_labels()[0]:  # all quantiles zero or missing (e.g. no queue wait): no legend
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.24), ncols=4, fontsize=10)
     return figure_to_svg(fig)
 
 
