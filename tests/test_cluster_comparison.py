@@ -112,3 +112,27 @@ def test_nightly_report_places_this_cluster_among_the_published_ones(warehouse: 
     assert "This cluster: tiny" in text and "Largest job (GPUs)" in text
     markdown = paths.markdown.read_text()
     assert "## Compared with published GPU clusters" in markdown and "| Cancelled, share of GPU time | 41.4 %" in markdown
+
+
+def test_without_gpu_time_the_lead_leaves_out_what_it_cannot_say(tmp_path: Path) -> None:
+    """A GPU job that ran 0 s gives no GPU time to share out: the lead compares what it can (the
+    median runtime) and prints no sentence full of dashes; CPU jobs only: no row, and the section says so."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    header = "JobID|State|Submit|Start|End|Elapsed|AllocTRES\n"
+    cpu_only = "1|COMPLETED|2026-03-02T09:00:00|2026-03-02T10:00:00|2026-03-02T11:00:00|01:00:00|cpu=4,node=1\n"
+    gpu_zero = "2|CANCELLED by 7|2026-03-02T09:00:00|2026-03-02T10:00:00|2026-03-02T10:00:00|00:00:00|gres/gpu=8,node=1\n"
+    texts = []
+    for name, body in (("cpu", cpu_only), ("gpu", cpu_only + gpu_zero)):
+        (landing / "sacct" / "d.psv").write_text(header + body)
+        wh = tmp_path / f"{name}.duckdb"
+        assert dg.materialize([raw_sacct, core_jobs, cluster_comparison],
+                              resources=default_resources(str(wh), str(landing), str(tmp_path / "r"))).success
+        con = connect(wh)
+        try:
+            texts.append(visible_text(section(render_nightly_report(con, tmp_path / name).html.read_text(), "published")))
+        finally:
+            con.close()
+    assert "No finished GPU jobs in core.jobs yet" in texts[0]
+    assert "The median GPU job runs 0 s, below every published cluster (lowest Seren, 2.0 min)." in texts[1]
+    assert "GPU time here" not in texts[1] and ", ;" not in texts[1]

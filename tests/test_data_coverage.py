@@ -118,3 +118,13 @@ def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Pa
     assert ("Data warning: On 2 days of 2026-03-01 … 2026-03-03, nodes that ran jobs logged nothing "
             "(3 node-days; most on 2026-03-02: gpu[001-002])") in text
     assert "> **Data warning:** Node logs: no records at all on 2026-03-02" in paths.markdown.read_text()
+
+
+def test_missing_days_are_shown_as_runs() -> None:
+    from gpusre.models.report.coverage import _day_ranges
+
+    d = [date(2026, 3, x) for x in (2, 3, 4, 5, 9)]
+    assert _day_ranges(d) == "2026-03-02 … 2026-03-05, 2026-03-09"
+    many = [date(2026, 3, x) for x in range(1, 20, 2)]  # ten single days
+    assert _day_ranges(many) == ("2026-03-01, 2026-03-03, 2026-03-05, 2026-03-07, 2026-03-09, 2026-03-11 "
+                                 "and 4 more days")

@@ -52,6 +52,20 @@ def _plural(n: int, word: str) -> str:
     return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
 
 
+def _day_ranges(days: list[date], shown: int = 6) -> str:
+    """Sorted days as runs: '2026-03-02', '2026-03-02 … 2026-03-08, 2026-03-11' (the first ``shown``
+    runs, then how many more days)."""
+    runs: list[list[date]] = []
+    for day in days:
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    text = ", ".join(fmt_date(r[0]) if len(r) == 1 else f"{fmt_date(r[0])} … {fmt_date(r[-1])}" for r in runs[:shown])
+    rest = sum(len(r) for r in runs[shown:])
+    return text + (f" and {_plural(rest, 'more day')}" if rest else "")
+
+
 def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
                       gaps_since: date | None = None) -> list[str]:
     """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
@@ -69,9 +83,8 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
                             f"{fmt_date(last)}: {depends} after that are incomplete.")
         empty = [day for day in r["empty_days"] or [] if since <= day <= last]
         if empty:
-            shown = ", ".join(fmt_date(day) for day in empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
-            warnings.append(f"{label}: no records at all on {shown} — a dump or log file is probably missing "
-                            "(marts.data_freshness).")
+            warnings.append(f"{label}: no records at all on {_day_ranges(empty)} — a dump or log file is probably "
+                            "missing (marts.data_freshness).")
     if table_exists(con, "marts.log_coverage_daily"):
         days = _dicts(con, "SELECT day, n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
                            "WHERE day BETWEEN ? AND ? AND n_silent_nodes > 0 ORDER BY n_silent_nodes DESC, day",

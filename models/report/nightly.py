@@ -723,15 +723,15 @@ def _cluster_comparison(con: duckdb.DuckDBPyConnection) -> Section:
     def figures(column: str) -> list[tuple[str, float]]:
         return [(r["cluster"], r[column]) for r in published if r[column] is not None]
 
-    parts = [
-        f"cancelled jobs hold {fmt_pct(ours['cancelled_share_gpu_time'])} of GPU time here, "
-        + _against(ours["cancelled_share_gpu_time"], figures("cancelled_share_gpu_time"), fmt_pct),
-        f"failed jobs {fmt_pct(ours['failed_share_gpu_time'])}, "
-        + _against(ours["failed_share_gpu_time"], figures("failed_share_gpu_time"), fmt_pct),
-        f"the median GPU job runs {_span(ours['med_run_time_s'])}, "
-        + _against(ours["med_run_time_s"], figures("med_run_time_s"), _span),
-    ]
-    sec.lead = _cap("; ".join(parts)) + "."
+    phrases = (  # (value here, how to say it, column compared)
+        ("cancelled_share_gpu_time", lambda v: f"cancelled jobs hold {fmt_pct(v)} of GPU time here", fmt_pct),
+        ("failed_share_gpu_time", lambda v: f"failed jobs {fmt_pct(v)}", fmt_pct),
+        ("med_run_time_s", lambda v: f"the median GPU job runs {_span(v)}", _span),
+    )
+    # A figure this cluster does not have (no GPU time yet) is left out rather than shown as a dash.
+    parts = [f"{say(ours[col])}, {_against(ours[col], figures(col), fmt)}"
+             for col, say, fmt in phrases if ours[col] is not None and figures(col)]
+    sec.lead = _cap("; ".join(parts)) + "." if parts else "The published figures, for reference:"
     sec.tables.append(Table(
         [Column(""), *(Column(("This cluster: " if r["this_cluster"] else "") + r["cluster"], True, nowrap=True)
                        for r in rows)],
