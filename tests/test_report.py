@@ -1099,3 +1099,21 @@ def test_quantile_chart_with_nothing_to_mark_draws_without_a_legend_warning() ->
         warnings.simplefilter("error")
         svg = charts.quantile_chart([("1", 0.0, 0.0, None, 0.0), ("2-8", None, 0.0, 0.0, 0.0)], "Queue wait", "min")
     assert svg.lstrip().startswith("<svg") and "Queue wait" in svg
+
+
+def test_no_gpu_hours_is_said_in_words_not_dashes(tmp_path: Path) -> None:
+    """GPU jobs that all ran 0 s (seen in the XDMoD sample): the state and size leads say there were no
+    GPU-hours instead of 'consumed – of GPU time'."""
+    con = duckdb.connect(str(tmp_path / "zero.duckdb"))
+    _ddl(con)
+    _core_and_raw(con)
+    _marts(con)
+    con.execute("UPDATE marts.gpu_time_by_state SET gpu_hours = 0, share_gpu_hours = NULL")
+    con.execute("UPDATE marts.size_buckets SET gpu_hours = 0, share_gpu_hours = NULL")
+    paths = render_nightly_report(con, tmp_path / "out", report_date=date(2026, 10, 31))
+    con.close()
+    html = paths.html.read_text()
+    states, sizes = _visible_text(_section(html, "states")), _visible_text(_section(html, "sizes"))
+    # The size mart's 'all' row for 1-GPU jobs has share_jobs 0.583.
+    assert "No GPU-hours were recorded in 2026-08 … 2026-10:" in states and "consumed –" not in states
+    assert "No GPU-hours were recorded, so no size shares of GPU time; single-GPU jobs are 58.3 % of jobs." in sizes

@@ -331,9 +331,9 @@ def _headline(con: duckdb.DuckDBPyConnection, meta: _Meta) -> tuple[Section, lis
         sec.lead = f"{NO_DATA}: core.jobs holds no finished jobs."
     else:
         sec.lead = (
-            f"From {period}, {fmt_int(tot['jobs'])} jobs used {fmt_int(tot['gpuh'])} GPU-hours"
+            f"From {period}, {_plural(tot['jobs'], 'job')} used {fmt_int(tot['gpuh'])} GPU-hours"
             + (f" at a mean utilization of {fmt_pct(util)}" if util is not None else "")
-            + f"; on {fmt_date(meta.report_date)} {fmt_int(night['jobs'])} jobs ended"
+            + f"; on {fmt_date(meta.report_date)} {_plural(night['jobs'], 'job')} ended"
             + f" and {fmt_int(night['failures'])} of them failed"
             + (f" (median of the {_plural(base['days'], 'day')} before: {fmt_num(base['jobs'], 0)} jobs ended, "
                f"{fmt_num(base['failures'], 0)} failed)." if base else ".")
@@ -414,11 +414,15 @@ def _by_state(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
     top = rows[0]
     failed = sum(share.get(s, 0.0) for s in FAILURE_STATES)
     others = [r for r in rows[1:3] if r["state"] not in FAILURE_STATES]
-    sec.lead = (
-        f"{_state_name(top['state'])} jobs consumed {fmt_pct(top['share_gpu_hours'])} of GPU time in {period}"
-        + "".join(f"; {_state_name(r['state']).lower()} jobs {fmt_pct(r['share_gpu_hours'])}" for r in others)
-        + f"; failed jobs (FAILED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT) {fmt_pct(failed)}."
-    )
+    if top["share_gpu_hours"] is None:  # GPU jobs that ran 0 s, or no GPU counts in the dumps
+        sec.lead = (f"No GPU-hours were recorded in {period}: {_plural(sum(r['jobs'] or 0 for r in rows), 'GPU job')} "
+                    "ended, none with a positive runtime × GPU count.")
+    else:
+        sec.lead = (
+            f"{_state_name(top['state'])} jobs consumed {fmt_pct(top['share_gpu_hours'])} of GPU time in {period}"
+            + "".join(f"; {_state_name(r['state']).lower()} jobs {fmt_pct(r['share_gpu_hours'])}" for r in others)
+            + f"; failed jobs (FAILED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT) {fmt_pct(failed)}."
+        )
     sec.charts.append(_svg(charts.state_share_chart(
         [(r["state"], r["share_jobs"], r["share_gpu_hours"]) for r in rows],
         f"Share of jobs vs share of GPU-hours by final state, {period}")))
@@ -455,12 +459,16 @@ def _sizes(con: duckdb.DuckDBPyConnection) -> Section:
     biggest = max(rows, key=lambda r: r["share_gpu_hours"] or 0.0)
     single = next((r for r in rows if r["size_bucket"] == "1"), None)
     first = single or rows[0]
-    sec.lead = (
-        f"{_cap(_bucket_name(first['size_bucket']))} jobs are {fmt_pct(first['share_jobs'])} of jobs "
-        f"but {fmt_pct(first['share_gpu_hours'])} of GPU-hours; {_bucket_name(biggest['size_bucket'])} jobs take "
-        f"the largest share of GPU-hours, {fmt_pct(biggest['share_gpu_hours'])} "
-        f"(from {fmt_pct(biggest['share_jobs'])} of jobs)."
-    )
+    if biggest["share_gpu_hours"] is None:
+        sec.lead = (f"No GPU-hours were recorded, so no size shares of GPU time; "
+                    f"{_bucket_name(first['size_bucket'])} jobs are {fmt_pct(first['share_jobs'])} of jobs.")
+    else:
+        sec.lead = (
+            f"{_cap(_bucket_name(first['size_bucket']))} jobs are {fmt_pct(first['share_jobs'])} of jobs "
+            f"but {fmt_pct(first['share_gpu_hours'])} of GPU-hours; {_bucket_name(biggest['size_bucket'])} jobs take "
+            f"the largest share of GPU-hours, {fmt_pct(biggest['share_gpu_hours'])} "
+            f"(from {fmt_pct(biggest['share_jobs'])} of jobs)."
+        )
     sec.charts.append(_svg(charts.size_share_chart(
         [(r["size_bucket"], r["share_jobs"], r["share_gpu_hours"]) for r in rows],
         "Share of jobs vs share of GPU-hours by job size")))
