@@ -2,6 +2,7 @@
 warehouse snapshot ad hoc readers open while a run writes."""
 
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -28,6 +29,8 @@ from gpusre.pipelines.resources import ReportsResource, WarehouseResource
 NIGHTLY_REPORT = dg.AssetKey(["reports", "nightly"])
 SLO_REPORT = dg.AssetKey(["reports", "slo"])
 WAREHOUSE_SNAPSHOT = dg.AssetKey(["reports", "warehouse_snapshot"])
+#: Set to 0 / off to skip publishing the snapshot.
+SNAPSHOT_ENV = "GPUSRE_SNAPSHOT"
 
 
 @dg.asset(
@@ -93,6 +96,10 @@ def slo_report(
     "the last run that built the reports; replaced atomically.",
 )
 def warehouse_snapshot(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    # A full copy each run: on a very large warehouse a site may rather snapshot on its own schedule.
+    if os.environ.get(SNAPSHOT_ENV, "1").strip().lower() in {"0", "off", "false", "no"}:
+        context.log.info(f"warehouse snapshot skipped ({SNAPSHOT_ENV}={os.environ[SNAPSHOT_ENV]})")
+        return dg.MaterializeResult(metadata={"skipped": f"{SNAPSHOT_ENV}={os.environ[SNAPSHOT_ENV]}"})
     path = publish_snapshot(Path(warehouse.path))
     con = connect(path, read_only=True)
     try:

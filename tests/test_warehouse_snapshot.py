@@ -89,3 +89,24 @@ def test_a_failed_copy_leaves_the_previous_snapshot(tmp_path: Path, monkeypatch:
         publish_snapshot(wh)
     assert snap.read_bytes() == before and _rows(snap) == 10
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_the_asset_publishes_and_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dagster as dg
+
+    from gpusre.assets.reports import warehouse_snapshot
+    from gpusre.pipelines.resources import default_resources
+
+    wh = _warehouse(tmp_path / "w.duckdb", 10)
+    resources = default_resources(str(wh), str(tmp_path / "landing"), str(tmp_path / "reports"))
+    def metadata(result: dg.ExecuteInProcessResult) -> dict:
+        [event] = result.get_asset_materialization_events()
+        return {k: v.value for k, v in event.materialization.metadata.items()}
+
+    meta = metadata(dg.materialize([warehouse_snapshot], resources=resources))
+    assert meta["path"] == str(snapshot_path(wh)) and _rows(snapshot_path(wh)) == 10
+
+    _warehouse(wh, 25)
+    monkeypatch.setenv("GPUSRE_SNAPSHOT", "0")
+    assert metadata(dg.materialize([warehouse_snapshot], resources=resources))["skipped"] == "GPUSRE_SNAPSHOT=0"
+    assert _rows(snapshot_path(wh)) == 10  # left as it was
