@@ -87,8 +87,7 @@ class MtbfEstimate:
 
 def insufficient_note(failures: int, exposure_hours: float, min_failures: int) -> str:
     """The note attached to an estimate with too few failures (shared by the scalar and vector paths)."""
-    # round(.., 1) prints like Polars' Float64 -> String cast, so both paths give identical text.
-    return (f"insufficient data: {failures} failures in {round(float(exposure_hours), 1)} h "
+    return (f"insufficient data: {failures} failure{'' if failures == 1 else 's'} in {float(exposure_hours):,.1f} h "
             f"(need >= {min_failures})")
 
 
@@ -192,10 +191,9 @@ def add_mtbf_columns(df: pl.DataFrame, failures_col: str = "failures",
     note = (
         pl.when(~pl.col("sufficient").fill_null(False) & pl.col("mtbf_hours").is_null()
                 & pl.col("ci_low").is_not_null())
-        .then(pl.format("insufficient data: {} failures in {} h (need >= {})",
-                        pl.col(failures_col).cast(pl.Int64),
-                        pl.col(exposure_col).cast(pl.Float64).round(1),
-                        pl.lit(min_failures)))
+        # The scalar path's own function, row by row: rows are component classes x periods (few).
+        .then(pl.Series([insufficient_note(int(kk), float(tt), min_failures) if np.isfinite(kk) and np.isfinite(tt)
+                         else None for kk, tt in zip(k, t)], dtype=pl.String))
         .when(pl.col("ci_low").is_null())
         .then(pl.lit(NO_EXPOSURE_NOTE))
         .otherwise(pl.lit(""))

@@ -78,7 +78,9 @@ def test_mtbf_two_failures_below_minimum():
     assert est.rate_ci_high == pytest.approx(7.224688 / 1234.56, rel=1e-5)
     assert est.mtbf_ci_low == pytest.approx(1234.56 / 7.224688, rel=1e-5)
     assert est.mtbf_ci_high == pytest.approx(1234.56 / 0.2422093, rel=1e-5)
-    assert est.note == "insufficient data: 2 failures in 1234.6 h (need >= 3)"
+    assert est.note == "insufficient data: 2 failures in 1,234.6 h (need >= 3)"
+    # Read on a screen in SLO reviews: singular, thousands separators.
+    assert mtbf_estimate(1, 9_092_765.6).note == "insufficient data: 1 failure in 9,092,765.6 h (need >= 3)"
     # Lowering the bar makes the same data sufficient: 1234.56/2 = 617.28 h.
     assert mtbf_estimate(2, 1234.56, min_failures=2).mtbf_hours == pytest.approx(617.28)
 

@@ -76,7 +76,7 @@ def test_mtbf_scopes_counts_and_garwood_limits() -> None:
     net = m.filter((pl.col("period") == "all") & (pl.col("scope") == "component_class")
                    & (pl.col("component") == "network")).row(0, named=True)
     assert net["failures"] == 1 and net["mtbf_hours"] is None and not net["sufficient"]
-    assert net["note"].startswith("insufficient data: 1 failures") and net["ci_low"] is not None
+    assert net["note"].startswith("insufficient data: 1 failure in ") and net["ci_low"] is not None
     # a class with no failure in February still has a row (0 failures, unbounded upper limit)
     feb_storage_jan = m.filter((pl.col("period") == "2026-01") & (pl.col("component") == "storage")
                                & (pl.col("scope") == "component_class")).row(0, named=True)
