@@ -191,7 +191,8 @@ def add_mtbf_columns(df: pl.DataFrame, failures_col: str = "failures",
     note = (
         pl.when(~pl.col("sufficient").fill_null(False) & pl.col("mtbf_hours").is_null()
                 & pl.col("ci_low").is_not_null())
-        # The scalar path's own function, row by row: rows are component classes x periods (few).
+        # The scalar path's own function, row by row: one text for both paths (at most a few
+        # thousand rows: component classes x periods, and one row per node).
         .then(pl.Series([insufficient_note(int(kk), float(tt), min_failures) if np.isfinite(kk) and np.isfinite(tt)
                          else None for kk, tt in zip(k, t)], dtype=pl.String))
         .when(pl.col("ci_low").is_null())

@@ -18,9 +18,11 @@ import duckdb
 from gpusre.models.hostlist import compress_hostlist
 from gpusre.models.warehouse import table_exists
 
-from .formatting import fmt_date, fmt_int, truncate
+from .formatting import fmt_date, fmt_int, plural, truncate
+from .queries import query_rows
 
-__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "coverage_warnings", "freshness_rows"]
+__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "coverage_warnings", "ends_early",
+           "freshness_rows"]
 
 #: Dense sources: (subject, its verb 'end(s)', what depends on it).
 DENSE_SOURCES: dict[str, tuple[str, str, str]] = {
@@ -35,21 +37,11 @@ FRESH_SLACK = timedelta(hours=1)
 GAP_WARN_DAYS = 7
 
 
-def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    cur = con.execute(sql, params or [])
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
 def freshness_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """The rows of ``marts.data_freshness`` (none while it has not been built)."""
     if not table_exists(con, "marts.data_freshness"):
         return []
-    return _dicts(con, "SELECT * FROM marts.data_freshness ORDER BY source_kind")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
+    return query_rows(con, "SELECT * FROM marts.data_freshness ORDER BY source_kind")
 
 
 def _day_ranges(days: list[date], shown: int = 6) -> str:
@@ -63,43 +55,48 @@ def _day_ranges(days: list[date], shown: int = 6) -> str:
             runs.append([day])
     text = ", ".join(fmt_date(r[0]) if len(r) == 1 else f"{fmt_date(r[0])} … {fmt_date(r[-1])}" for r in runs[:shown])
     rest = sum(len(r) for r in runs[shown:])
-    return text + (f" and {_plural(rest, 'more day')}" if rest else "")
+    return text + (f" and {plural(rest, 'more day')}" if rest else "")
+
+
+def ends_early(row: dict[str, Any], last: date) -> bool:
+    """Does this ``marts.data_freshness`` row's last record fall before the end of the UTC day ``last``
+    (less :data:`FRESH_SLACK`)?"""
+    period_end = datetime.combine(last + timedelta(days=1), time(0), tzinfo=timezone.utc)
+    return row["last_record_ts"] is not None and row["last_record_ts"] < period_end - FRESH_SLACK
 
 
 def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
                       gaps_since: date | None = None) -> list[str]:
     """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
     incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
-    period_end = datetime.combine(last + timedelta(days=1), time(0), tzinfo=timezone.utc)
     since = gaps_since or first
     warnings: list[str] = []
     for r in freshness_rows(con):
         if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
             continue
         label, ends, depends = DENSE_SOURCES[r["source_kind"]]
-        end = r["last_record_ts"]
-        if end is not None and end < period_end - FRESH_SLACK:
-            warnings.append(f"{label} {ends} at {end.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, before the end of "
-                            f"{fmt_date(last)}: {depends} after that are incomplete.")
+        if ends_early(r, last):
+            warnings.append(f"{label} {ends} at {r['last_record_ts'].astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+                            f"before the end of {fmt_date(last)}: {depends} after that are incomplete.")
         empty = [day for day in r["empty_days"] or [] if since <= day <= last]
         if empty:
             warnings.append(f"{label}: no records at all on {_day_ranges(empty)} — a dump or log file is probably "
                             "missing (marts.data_freshness).")
     if table_exists(con, "marts.log_coverage_daily"):
-        days = _dicts(con, "SELECT day, n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
-                           "WHERE day BETWEEN ? AND ? AND n_silent_nodes > 0 ORDER BY n_silent_nodes DESC, day",
-                      [first, last])
+        days = query_rows(con, "SELECT day, n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
+                               "WHERE day BETWEEN ? AND ? AND n_silent_nodes > 0 ORDER BY n_silent_nodes DESC, day",
+                          [first, last])
         if days and first == last:
             r = days[0]
-            warnings.append(f"{_plural(r['n_silent_nodes'], 'node')} of {fmt_int(r['nodes_with_jobs'])} that ran jobs "
+            warnings.append(f"{plural(r['n_silent_nodes'], 'node')} of {fmt_int(r['nodes_with_jobs'])} that ran jobs "
                             f"on {fmt_date(first)} logged nothing ({truncate(compress_hostlist(r['silent_nodes']), 60)}): "
                             "hardware faults there leave no event, so jobs they kill cannot be attributed — check "
                             "their log shipping.")
         elif days:
             worst = days[0]
             node_days = sum(r["n_silent_nodes"] for r in days)
-            warnings.append(f"On {_plural(len(days), 'day')} of {fmt_date(first)} … {fmt_date(last)}, nodes that ran jobs "
-                            f"logged nothing ({_plural(node_days, 'node-day')}; most on {fmt_date(worst['day'])}: "
+            warnings.append(f"On {plural(len(days), 'day')} of {fmt_date(first)} … {fmt_date(last)}, nodes that ran jobs "
+                            f"logged nothing ({plural(node_days, 'node-day')}; most on {fmt_date(worst['day'])}: "
                             f"{truncate(compress_hostlist(worst['silent_nodes']), 60)}): hardware faults there leave "
                             "no event, so failure attribution and MTBF undercount them — check their log shipping "
                             "(marts.log_coverage_daily).")

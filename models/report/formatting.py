@@ -19,6 +19,7 @@ __all__ = [
     "fmt_p",
     "fmt_duration",
     "fmt_date",
+    "plural",
     "truncate",
     "md_escape",
 ]
@@ -79,6 +80,11 @@ def fmt_date(d: date | datetime | None) -> str:
         utc = d if d.tzinfo is None else d.astimezone(timezone.utc)
         return utc.strftime("%Y-%m-%d %H:%M UTC")
     return d.isoformat()
+
+
+def plural(n: int | float | None, word: str) -> str:
+    """'1 file', '3 files' with thousands separators."""
+    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
 
 
 def truncate(text: object, max_len: int) -> str:

@@ -44,7 +44,6 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +55,9 @@ from gpusre.models.hostlist import compress_hostlist
 from gpusre.models.warehouse import select_columns
 
 from . import charts
-from .coverage import FRESH_SLACK, GAP_WARN_DAYS, SOURCE_LABELS, coverage_warnings, freshness_rows
+from .coverage import GAP_WARN_DAYS, SOURCE_LABELS, coverage_warnings, ends_early, freshness_rows
 from .charts import FAILURE_STATES, bucket_colour, state_colour
+from .queries import query_rows as _rows
 from .formatting import (
     MISSING,
     fmt_date,
@@ -70,6 +70,7 @@ from .formatting import (
     md_escape,
     truncate,
 )
+from .formatting import plural as _plural
 
 __all__ = [
     "ReportPaths",
@@ -147,13 +148,6 @@ class Section:
 # warehouse access
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    cur = con.execute(sql, list(params) if params else [])
-    names = [d[0] for d in cur.description]
-    # DECIMAL columns (e.g. from literal-built marts) would not mix with float arithmetic.
-    return [{n: float(v) if isinstance(v, Decimal) else v for n, v in zip(names, r)} for r in cur.fetchall()]
-
-
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> Any:
     rows = con.execute(sql, list(params) if params else []).fetchall()
     return rows[0][0] if rows else None
@@ -196,11 +190,6 @@ def _bucket_name(bucket: str) -> str:
     if bucket == "all":
         return "all jobs"
     return "single-GPU" if bucket == "1" else f"{bucket} GPU"
-
-
-def _plural(n: int | float | None, word: str) -> str:
-    """'1 file', '3 files' with thousands separators."""
-    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
 
 
 def _p_phrase(p: float | None) -> str:
@@ -1962,14 +1951,12 @@ def _alert_hygiene(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
 
 
 def _freshness_table(rows: list[dict[str, Any]], meta: _Meta) -> Table:
-    day_end = datetime.combine(meta.report_date + timedelta(days=1), time(0), tzinfo=timezone.utc)
-
     def status(r: dict[str, Any]) -> str:
         if not r["records"]:
             return "no records"
         if not r["dense"]:
             return "sparse: not judged"
-        return "complete" if r["last_record_ts"] >= day_end - FRESH_SLACK else "ends early"
+        return "ends early" if ends_early(r, meta.report_date) else "complete"
 
     def when(ts: datetime | None) -> str:
         return MISSING if ts is None else f"{ts.astimezone(timezone.utc):%Y-%m-%d %H:%M}"
