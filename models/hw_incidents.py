@@ -43,14 +43,20 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
+import numpy as np
 import polars as pl
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
+from gpusre.models.component_classes import class_of
 from gpusre.models.event_catalog import (
     CAUSE_CLASSES,
     SEVERITY_RANK,
     load_log_patterns,
     load_xid_catalog,
 )
+from gpusre.models.fault_signatures import node_signatures, wide_signature
+from gpusre.models.health_checks import check_name
 from gpusre.models.hostlist import expand_hostlist
 
 __all__ = [
@@ -77,6 +83,15 @@ FABRIC_COMPONENT = "network_switch"
 #: Trailing window over which repeats of an informational-unless-repeated Xid are counted
 #: (``xid.csv`` documents ``repeat_threshold`` as "escalate above this count in 24 h").
 REPEAT_WINDOW = timedelta(hours=24)
+#: Event kind of health-check failures (NHC lines): evidence, grouped into firing episodes.
+HEALTH_CHECK_KIND = "health_check"
+#: NHC repeats a failing check on every run (often every 300 s) until the condition clears: failures
+#: of one check on one node with gaps up to this are one firing episode.
+EPISODE_GAP = timedelta(minutes=30)
+#: A firing episode with no other evidence is an incident only when its check failed on this many runs.
+MIN_EPISODE_RUNS = 2
+#: How far past its start a span may extend a multi-node chain (see :func:`_wide_edges`).
+WIDE_SPAN_CAP = timedelta(hours=2)
 
 #: ``core.node_events`` columns the analytics read.
 EVENT_SCHEMA: dict[str, pl.DataType] = {
@@ -95,6 +110,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(),
     "component": pl.String(),
+    "component_class": pl.String(),
     "cause_class": pl.String(),
     "severity": pl.String(),
     "action": pl.String(),
@@ -110,6 +126,9 @@ INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "root_cause": pl.String(),
     "operator_id": pl.String(),
     "notes": pl.String(),
+    "evidence_kinds": pl.List(pl.String()),
+    "n_health_check_episodes": pl.Int64(),
+    "single_symptom": pl.Boolean(),
 }
 #: Output of :func:`merge_incidents` (second frame): which incident each failure event belongs to.
 MEMBERSHIP_SCHEMA: dict[str, pl.DataType] = {"event_id": pl.Int64(), "incident_id": pl.String()}
@@ -231,62 +250,183 @@ def _leaf_of(topology: Mapping[str, Sequence[str] | str] | None) -> pl.DataFrame
     return pl.DataFrame({"node": list(rows), "_leaf": list(rows.values())}, schema={"node": pl.String, "_leaf": pl.String})
 
 
-def _chain(keys: list[str], window: timedelta) -> pl.Expr:
-    """Chain number per ``keys``: a new chain starts when the gap to the previous event exceeds ``window``.
+def _islands(keys: list[str], window: timedelta, end: str = "end") -> pl.Expr:
+    """Island number per ``keys`` over time spans: a span starting more than ``window`` after every
+    earlier span of its key ended starts a new island. The frame must be sorted by ``keys``, ``start``."""
+    reach = pl.col(end).cum_max().shift(1).over(keys) + window
+    return (reach.is_null() | (pl.col("start") > reach)).cast(pl.Int64).cum_sum().over(keys)
 
-    The frame must be sorted by ``keys``, ``ts``, ``event_id``.
+
+def _matches(name: str) -> pl.Expr:
+    """Evidence whose component or component class is ``name`` (a catalog side)."""
+    return (pl.col("component") == name) | (pl.col("component_class") == name)
+
+
+def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: timedelta) -> pl.DataFrame:
+    """Evidence items: one per failure log event, one per health-check firing episode.
+
+    A firing episode is the run of failures of one check (its name, else its component) on one node
+    with gaps of at most ``episode_gap``: NHC repeats a failing check on every run until the
+    condition clears, and an SRE counts the episode once.
     """
+    hc = ev.filter(pl.col("kind") == HEALTH_CHECK_KIND)
+    logs = ev.filter(pl.col("kind") != HEALTH_CHECK_KIND).select(
+        "node", pl.col("ts").alias("start"), pl.col("ts").alias("end"), "kind", "code", "component",
+        "cause_class", "severity", "action",
+        pl.concat_list(pl.col("gpu_pci")).list.drop_nulls().alias("gpus"),
+        pl.lit(1, pl.Int64).alias("n_events"), pl.concat_list(pl.col("event_id")).alias("event_ids"),
+        pl.lit(False).alias("is_hc"))
+    if messages is not None and hc.height:
+        hc = hc.join(messages, on="event_id", how="left")
+        check = check_name(pl.col("message"))
+    else:
+        check = pl.lit("unknown")
+    hc = hc.with_columns(pl.when(check == "unknown").then(pl.col("component")).otherwise(check).alias("_check"))
+    keys = ["node", "_check"]
     gap = pl.col("ts") - pl.col("ts").shift(1).over(keys)
-    return (gap.is_null() | (gap > window)).cast(pl.Int64).cum_sum().over(keys)
-
-
-def _wide_chains(
-    ev: pl.DataFrame, scope_col: str, window: timedelta, min_nodes: int, scope: str, component: str
-) -> pl.DataFrame:
-    """Event ids of chains (per ``scope_col``) touching >= ``min_nodes`` nodes, with their group key."""
-    if ev.is_empty():
-        return pl.DataFrame(schema={"event_id": pl.Int64, "_group": pl.String, "_scope": pl.String,
-                                    "_component": pl.String, "_leaf_out": pl.String})
-    ev = ev.sort(scope_col, "ts", "event_id").with_columns(_chain([scope_col], window).alias("_c"))
-    wide = ev.with_columns(pl.col("node").n_unique().over(scope_col, "_c").alias("_n")).filter(pl.col("_n") >= min_nodes)
-    return wide.select(
-        "event_id",
-        pl.concat_str(pl.lit(scope), pl.col(scope_col), pl.col("_c").cast(pl.String), separator="|").alias("_group"),
-        pl.lit(scope).alias("_scope"),
-        pl.lit(component).alias("_component"),
-        (pl.col(scope_col) if scope == "leaf_switch" else pl.lit(None, dtype=pl.String)).alias("_leaf_out"),
+    episodes = (
+        hc.sort(*keys, "ts", "event_id", nulls_last=True)
+        .with_columns((gap.is_null() | (gap > episode_gap)).cast(pl.Int64).cum_sum().over(keys).alias("_ep"))
+        .group_by(*keys, "_ep")
+        .agg(pl.col("ts").min().alias("start"), pl.col("ts").max().alias("end"), pl.col("kind").first(),
+             pl.col("code").first(), pl.col("component").first(), pl.col("cause_class").first(),
+             pl.col("severity").first(), pl.col("action").first(),
+             pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
+             pl.len().cast(pl.Int64).alias("n_events"), pl.col("event_id").sort().alias("event_ids"))
+        .with_columns(pl.lit(True).alias("is_hc"))
+        .select(logs.columns)
     )
+    items = pl.concat([logs, episodes], how="vertical_relaxed")
+    return (items.with_columns(class_of(pl.col("component")).alias("component_class"),
+                               severity_rank(pl.col("severity")).alias("_rank"),
+                               pl.col("node").fill_null("").alias("_nkey"))
+            .sort("start", pl.col("event_ids").list.first())
+            .with_row_index("_item"))
 
 
-def _aggregate(ev: pl.DataFrame) -> pl.DataFrame:
-    """One row per ``_group``: span, nodes, GPUs, counts and the worst event's classes."""
-    worst = [pl.col("_rank"), pl.col("ts"), pl.col("event_id")]
-    first = [pl.col("ts"), pl.col("event_id")]
+def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
+                min_nodes: int | None = None) -> pl.DataFrame:
+    """(``_item``, ``_root``, ``_scope``, ``_leaf``) for evidence in multi-node islands of one wide signature.
+
+    Spans enter the chain capped at ``WIDE_SPAN_CAP`` after their start: a health check failing for days
+    on one node must not bridge unrelated faults elsewhere, but a second wave while the first is not
+    cleared (links down again 40-60 min later) stays the same incident.
+    """
+    empty = pl.DataFrame(schema={"_item": pl.UInt32, "_root": pl.UInt32, "_scope": pl.String, "_leaf": pl.String})
+    sig = wide_signature(scope)
+    if sig is None:
+        return empty
+    cand = items.join(taken, on="_item", how="anti").filter(_matches(sig.cause) & pl.col(key).is_not_null()
+                                                            & (pl.col("_nkey") != ""))
+    if cand.is_empty():
+        return empty
+    window = timedelta(seconds=sig.window_s)
+    cand = (cand.with_columns(pl.min_horizontal("end", pl.col("start") + WIDE_SPAN_CAP).alias("_cap"))
+            .sort(key, "start", "_item").with_columns(_islands([key], window, end="_cap").alias("_isl")))
+    wide = cand.filter(pl.col("_nkey").n_unique().over(key, "_isl") >= (min_nodes or sig.min_nodes))
+    return wide.select("_item", pl.col("_item").min().over(key, "_isl").alias("_root"),
+                       pl.lit("cluster" if scope == "storage" else scope).alias("_scope"),
+                       (pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String)).alias("_leaf"))
+
+
+def _node_edges(items: pl.DataFrame, window: timedelta) -> pl.DataFrame:
+    """(``_a``, ``_b``) edges between evidence items of one node that the node-scope signatures join.
+
+    Items first merge into blocks per node and component (gap <= ``window``); the catalog's rules then
+    link blocks, so the pairwise joins stay small however chatty a component is.
+    """
+    it = items.sort("_nkey", "component", "start", "_item").with_columns(
+        _islands(["_nkey", "component"], window).alias("_blk"))
+    it = it.with_columns(pl.col("_item").min().over("_nkey", "component", "_blk").alias("_root"))
+    edges = [it.select(pl.col("_item").alias("_a"), pl.col("_root").alias("_b"))]
+    blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
+                                       pl.col("component_class").first(), pl.col("start").min(),
+                                       pl.col("end").max(), pl.col("is_hc").all()))
+    for sig in node_signatures():
+        w = timedelta(seconds=sig.window_s)
+        side_a = blocks.filter(_matches(sig.cause))
+        if sig.cause == sig.effect:
+            isl = side_a.sort("_nkey", "start", "_root").with_columns(_islands(["_nkey"], w).alias("_isl"))
+            edges.append(isl.select(pl.col("_root").alias("_a"), pl.col("_root").min().over("_nkey", "_isl").alias("_b")))
+            continue
+        side_b = blocks.filter(_matches(sig.effect))
+        pairs = side_a.join(side_b, on="_nkey", suffix="_e").filter(
+            (pl.col("_root") != pl.col("_root_e"))
+            & (pl.max_horizontal("start", "start_e") - pl.min_horizontal("end", "end_e") <= w))
+        edges.append(pairs.select(pl.col("_root").alias("_a"), pl.col("_root_e").alias("_b")))
+    # A health-check episode whose check names no known component joins the nearest evidence on its
+    # node (within the window), never its own incident.
+    orphan = blocks.filter(pl.col("is_hc") & (pl.col("component_class") == "other"))
+    known = blocks.filter(~(pl.col("is_hc") & (pl.col("component_class") == "other")))
+    if orphan.height and known.height:
+        gap = pl.max_horizontal("start", "start_k") - pl.min_horizontal("end", "end_k")
+        near = (orphan.join(known, on="_nkey", suffix="_k").with_columns(gap.alias("_gap"))
+                .filter(pl.col("_gap") <= window)
+                .sort("_root", "_gap", "_root_k").unique("_root", keep="first"))
+        edges.append(near.select(pl.col("_root").alias("_a"), pl.col("_root_k").alias("_b")))
+    return pl.concat([e.cast(pl.UInt32) for e in edges])
+
+
+def _components(n: int, edges: list[pl.DataFrame]) -> np.ndarray:
+    """Connected-component label of each of ``n`` items given edge frames (``_a``, ``_b``)."""
+    e = pl.concat([x.select(pl.col(x.columns[0]).alias("_a"), pl.col(x.columns[1]).alias("_b")).cast(pl.Int64)
+                   for x in edges]) if edges else pl.DataFrame(schema={"_a": pl.Int64, "_b": pl.Int64})
+    graph = coo_matrix((np.ones(e.height), (e["_a"].to_numpy(), e["_b"].to_numpy())), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
+
+
+def _effects(items: pl.DataFrame) -> pl.Expr:
+    """True for evidence that a cross signature names as the effect of a cause present in its group."""
+    present = pl.concat([items.select("_group", pl.col("component").alias("_name")),
+                         items.select("_group", pl.col("component_class").alias("_name"))]).unique()
+    effect = pl.lit(False)
+    for sig in node_signatures():
+        if sig.cause == sig.effect:
+            continue
+        groups = present.filter(pl.col("_name") == sig.cause)["_group"].unique()
+        effect = effect | (pl.col("_group").is_in(groups.implode()) & _matches(sig.effect) & ~_matches(sig.cause))
+    return effect
+
+
+def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
+    """One row per ``_group``: span, nodes, GPUs, counts, evidence kinds, and the cause's component."""
+    items = items.with_columns(_effects(items).alias("_effect"))
+    cause = [pl.col("_effect"), pl.col("is_hc"), pl.col("_rank"), pl.col("start"), pl.col("_item")]
+    worst = [pl.col("_rank"), pl.col("_effect"), pl.col("is_hc"), pl.col("start"), pl.col("_item")]
+    first = [pl.col("start"), pl.col("_item")]
+    what = (pl.when(pl.col("code").is_null()).then(pl.col("kind"))
+            .otherwise(pl.concat_str(pl.col("kind"), pl.col("code").cast(pl.String), separator=" ")))
     return (
-        ev.with_columns(severity_rank(pl.col("severity")).alias("_rank"))
-        .group_by("_group")
+        items.group_by("_group")
         .agg(
-            pl.col("_component").first().alias("component"),
+            pl.col("component").sort_by(cause).first().alias("_cause_component"),
+            pl.col("_scope").drop_nulls().first().alias("scope"),
+            pl.col("_leaf").drop_nulls().first().alias("leaf_switch"),
             pl.col("cause_class").sort_by(worst).first(),
             pl.col("severity").sort_by(worst).first(),
             pl.col("action").sort_by(worst).first(),
-            pl.col("ts").min().alias("start_ts"),
-            pl.col("ts").max().alias("end_ts"),
+            pl.col("start").min().alias("start_ts"),
+            pl.col("end").max().alias("end_ts"),
             pl.col("node").drop_nulls().unique().sort().alias("nodes"),
-            pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
-            pl.len().cast(pl.Int64).alias("n_events"),
-            pl.col("event_id").sort_by(first).first().alias("first_event_id"),
+            pl.col("gpus").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort().alias("gpus"),
+            pl.col("n_events").sum().cast(pl.Int64),
+            pl.col("event_ids").sort_by(first).first().list.first().alias("first_event_id"),
             pl.col("node").sort_by(first).first().alias("_first_node"),
-            pl.col("_scope").first().alias("scope"),
-            pl.col("_leaf_out").first().alias("leaf_switch"),
-            # The catalog's name for what happened, with the code when it has one ("xid 79").
-            pl.when(pl.col("code").is_null())
-            .then(pl.col("kind"))
-            .otherwise(pl.concat_str(pl.col("kind"), pl.col("code").cast(pl.String), separator=" "))
-            .sort_by(worst)
-            .first()
-            .alias("root_cause"),
+            what.sort_by(cause).first().alias("root_cause"),
+            pl.col("kind").unique().sort().alias("evidence_kinds"),
+            pl.col("is_hc").sum().cast(pl.Int64).alias("n_health_check_episodes"),
+            pl.col("is_hc").all().alias("_hc_only"),
+            pl.col("component_class").filter(~pl.col("is_hc") | (pl.col("component_class") != "other"))
+            .n_unique().alias("_classes"),
         )
+        .with_columns(
+            pl.col("scope").fill_null("node"),
+            pl.when(pl.col("scope") == "leaf_switch").then(pl.lit(FABRIC_COMPONENT))
+            .when(pl.col("scope") == "cluster").then(pl.lit("storage"))
+            .otherwise(pl.col("_cause_component")).alias("component"),
+            (pl.col("evidence_kinds").list.len() == 1).alias("single_symptom"),
+        )
+        .with_columns(class_of(pl.col("component")).alias("component_class"))
     )
 
 
@@ -336,9 +476,11 @@ def merge_incidents(
     *,
     window: timedelta = timedelta(minutes=30),
     topology: Mapping[str, Sequence[str] | str] | None = None,
-    fabric_min_nodes: int = 3,
-    storage_min_nodes: int = 3,
+    fabric_min_nodes: int | None = None,
+    storage_min_nodes: int | None = None,
     operator: pl.DataFrame | None = None,
+    episode_gap: timedelta = EPISODE_GAP,
+    min_episode_runs: int = MIN_EPISODE_RUNS,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Merge failure events into incidents (rules in the module docstring).
 
@@ -358,26 +500,31 @@ def merge_incidents(
         ``(incidents, membership)`` with :data:`INCIDENT_SCHEMA` and :data:`MEMBERSHIP_SCHEMA`,
         incidents sorted by ``start_ts``, ``incident_id``.
     """
-    ev = failure_events(events).join(_leaf_of(topology), on="node", how="left")
-
-    fabric = _wide_chains(ev.filter((pl.col("component") == "network") & pl.col("_leaf").is_not_null()),
-                          "_leaf", window, fabric_min_nodes, "leaf_switch", FABRIC_COMPONENT)
-    rest = ev.join(fabric, on="event_id", how="anti")
-    storage = _wide_chains(rest.filter(pl.col("component") == "storage").with_columns(pl.lit("all").alias("_all")),
-                           "_all", window, storage_min_nodes, "cluster", "storage")
-    wide = pl.concat([fabric, storage])
-    rest = ev.join(wide, on="event_id", how="anti").sort("node", "component", "ts", "event_id")
-    local = rest.select(
-        "event_id",
-        # (events whose log named no host share the node-less group of their component)
-        pl.concat_str(pl.lit("node"), pl.col("node").fill_null(""), "component",
-                      _chain(["node", "component"], window).cast(pl.String), separator="|").alias("_group"),
-        pl.lit("node").alias("_scope"),
-        pl.col("component").alias("_component"),
-        pl.lit(None, dtype=pl.String).alias("_leaf_out"),
-    )
-    ev = ev.join(pl.concat([wide, local]), on="event_id", how="inner")
-    groups = _aggregate(ev)
+    ev = failure_events(events)
+    messages = events.select("event_id", pl.col("message").cast(pl.String)) if "message" in events.columns else None
+    items = _evidence(ev, messages, episode_gap).join(_leaf_of(topology), on="node", how="left")
+    if items.is_empty():
+        groups = _aggregate(items.with_columns(pl.lit(None, pl.String).alias("_group"), pl.lit(None, pl.String).alias("_scope"),
+                                               pl.lit(None, pl.String).alias("_leaf")))
+        members = pl.DataFrame(schema={"_group": pl.String, "event_id": pl.Int64})
+    else:
+        fabric = _wide_edges(items, "leaf_switch", "_leaf", items.clear().select("_item"), fabric_min_nodes)
+        storage = _wide_edges(items.with_columns(pl.lit("all").alias("_all")), "storage", "_all",
+                              fabric.select("_item"), storage_min_nodes)
+        wide = pl.concat([fabric, storage])
+        labels = _components(items.height, [wide.select("_item", "_root"), _node_edges(items, window)])
+        items = (items.join(wide.select("_item", "_scope", "_leaf"), on="_item", how="left", suffix="_w")
+                 .drop("_leaf").rename({"_leaf_w": "_leaf"})
+                 .with_columns(pl.Series("_group", labels[items["_item"].to_numpy()]).cast(pl.String)))
+        # A group of health-check firings alone is an incident only when its check names a component
+        # and failed on at least min_episode_runs runs: one failed run is not yet a fault.
+        keep = items.group_by("_group").agg(
+            (~pl.col("is_hc").all()
+             | ((pl.col("n_events").sum() >= min_episode_runs) & (pl.col("component_class") != "other").any()))
+            .alias("_keep"))
+        items = items.join(keep.filter("_keep").select("_group"), on="_group", how="semi")
+        groups = _aggregate(items)
+        members = items.select("_group", pl.col("event_ids").alias("event_id")).explode("event_id")
 
     op = _operator_frame(operator) if operator is not None else None
     matched = _match_operator(groups, op) if op is not None else pl.DataFrame(schema={"_group": pl.String, "operator_id": pl.String})
@@ -391,7 +538,7 @@ def merge_incidents(
         pl.lit(None, dtype=pl.String).alias("operator_id"),
         pl.lit(None, dtype=pl.String).alias("notes"),
     )
-    membership_parts = [ev.join(event_incidents.select("_group", "incident_id"), on="_group").select("event_id", "incident_id")]
+    membership_parts = [members.join(event_incidents.select("_group", "incident_id"), on="_group").select("event_id", "incident_id")]
     frames = [event_incidents]
 
     if op is not None and not op.is_empty():
@@ -409,6 +556,8 @@ def merge_incidents(
             pl.col("n_events").sum(),
             pl.col("first_event_id").sort_by("start_ts").first(),
             pl.col("leaf_switch").drop_nulls().first(),
+            pl.col("evidence_kinds").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort(),
+            pl.col("n_health_check_episodes").sum(),
         )
         operator_incidents = op.join(by_op, on="operator_id", how="left").select(
             "incident_id",
@@ -430,10 +579,14 @@ def merge_incidents(
             pl.col("_op_root_cause").alias("root_cause"),
             "operator_id",
             "notes",
+            class_of(pl.col("_op_component")).alias("component_class"),
+            pl.col("evidence_kinds").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("n_health_check_episodes").fill_null(0),
+            (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
         )
         frames.append(operator_incidents)
         membership_parts.append(
-            ev.join(matched, on="_group").join(op.select("operator_id", "incident_id"), on="operator_id")
+            members.join(matched, on="_group").join(op.select("operator_id", "incident_id"), on="operator_id")
             .select("event_id", "incident_id")
         )
 

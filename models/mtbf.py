@@ -1,8 +1,8 @@
 """MTBF per period for the cluster, each component class, each component and each node.
 
-* **Failures** are hardware incidents (``marts.hw_incidents``: events merged per node and component,
-  fabric- and storage-wide incidents counted once) that started in the period, with incidents of one
-  node within 30 min of each other counted as one failure (:func:`failure_episodes`).
+* **Failures** are hardware incidents (``marts.hw_incidents``: one incident per fault, its evidence of
+  every kind merged by the co-occurrence catalog, fabric- and storage-wide incidents counted once)
+  that started in the period; the nightly, SLO and retrospective reports count the same rows.
 * **Exposure** is node-hours in service: every node of ``cluster.yaml`` for the whole period (clipped
   to the observed span of data) minus its planned maintenance windows. Nodes down for repair still
   count (they are "in service" for the SLO), until node-state history tells us better. GPU
@@ -12,7 +12,7 @@
   the point estimate is withheld ("insufficient data") and only the lower MTBF bound is given.
 
 Component classes come from ``catalog/component_classes.csv`` (gpu, nvlink, network, storage, host,
-other), so a new catalog component needs one line there, not code.
+thermal, power, other), so a new catalog component needs one line there, not code.
 
 Also here: time between failures per node with a censored Weibull fit, and the month-over-month trend
 test (is the rate of this month different from the previous one?).
@@ -23,18 +23,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from importlib import resources
 
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
+from gpusre.models.component_classes import with_component_class
 from gpusre.models.failure_rates import add_mtbf_columns
-from gpusre.models.hw_incidents import severity_rank
 from gpusre.models.weibull_fit import fit_weibull
 
-__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "load_component_classes", "with_component_class", "periods",
-           "failure_episodes", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
+__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
 
 MTBF_SCHEMA: dict[str, pl.DataType] = {
     "period_type": pl.String(), "period": pl.String(), "scope": pl.String(), "component": pl.String(),
@@ -53,47 +51,6 @@ class MaintenanceSpan:
     end: datetime
     nodes: frozenset[str] | None
     reason: str = ""
-
-
-def load_component_classes() -> pl.DataFrame:
-    """``component``, ``component_class``, ``per_gpu`` from the packaged catalog."""
-    text = resources.files("gpusre.models.catalog").joinpath("component_classes.csv").read_bytes()
-    return pl.read_csv(text, schema_overrides={"per_gpu": pl.Boolean}).select("component", "component_class", "per_gpu")
-
-
-def with_component_class(frame: pl.DataFrame, classes: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Add ``component_class`` and ``per_gpu`` to a frame with ``component`` (unknown -> ``other``)."""
-    classes = load_component_classes() if classes is None else classes
-    return frame.join(classes, on="component", how="left", maintain_order="left").with_columns(
-        pl.col("component_class").fill_null("other"), pl.col("per_gpu").fill_null(False))
-
-
-def failure_episodes(incidents: pl.DataFrame, window: timedelta = timedelta(minutes=30)) -> pl.DataFrame:
-    """One row per failure: node incidents on one node starting within ``window`` of the previous one
-    (chained) are one failure, named after its most severe, then earliest incident.
-
-    One fault is often seen as incidents of several components — an uncorrectable DIMM error and the
-    kernel panic it causes, an NVLink Xid 74 and the NVSwitch SXid beside it — and counting each would
-    halve the MTBF. Incidents wider than a node (leaf switch, storage, operator) pass through unchanged.
-    Keeps the input columns; adds ``n_incidents``.
-    """
-    has_sev = "severity" in incidents.columns
-    node = incidents.filter((pl.col("scope") == "node") & (pl.col("nodes").list.len() == 1))
-    wide = incidents.join(node.select("incident_id"), on="incident_id", how="anti").with_columns(
-        pl.lit(1, dtype=pl.UInt32).alias("n_incidents"))
-    ep = (node.with_columns(pl.col("nodes").list.first().alias("_node"),
-                            (severity_rank(pl.col("severity")) if has_sev else pl.lit(0)).alias("_rank"))
-          .sort("_node", "start_ts", "incident_id")
-          .with_columns(((pl.col("start_ts") - pl.col("start_ts").shift(1).over("_node")) > window)
-                        .fill_null(True).cum_sum().over("_node").alias("_ep")))
-    primary = (ep.with_columns(pl.len().over("_node", "_ep").alias("n_incidents"))
-               .sort("_rank", "start_ts", "incident_id")
-               .unique(["_node", "_ep"], keep="first", maintain_order=True)
-               .with_columns(pl.col("n_incidents").cast(pl.UInt32)))
-    first = ep.group_by("_node", "_ep").agg(pl.col("start_ts").min().alias("_first"))
-    primary = (primary.join(first, on=["_node", "_ep"])
-               .with_columns(pl.col("_first").alias("start_ts")).drop("_node", "_ep", "_rank", "_first"))
-    return pl.concat([primary, wide.select(primary.columns)], how="vertical").sort("start_ts", "incident_id")
 
 
 def periods(t0: datetime, t1: datetime) -> list[tuple[str, str, datetime, datetime]]:
@@ -188,7 +145,7 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
         exposure: :func:`node_exposure` output.
     """
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
-    inc = with_component_class(failure_episodes(incidents.select(cols)))
+    inc = with_component_class(incidents.select(cols))
     inc_p = _incident_periods(inc, periods(t0, t1))
     per_period = exposure.group_by("period_type", "period").agg(pl.col("exposure_hours").sum())
     base = per_period.with_columns(pl.lit(None, dtype=pl.String).alias("node"))
@@ -243,7 +200,7 @@ def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1:
     components (an Xid 79 and the PCIe AER beside it), and near-zero gaps would fake infant mortality.
     """
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
-    inc = with_component_class(failure_episodes(incidents.select(cols)).filter(pl.col("scope") == "node")
+    inc = with_component_class(incidents.select(cols).filter(pl.col("scope") == "node")
                                .select("component", "start_ts", "nodes"))
     inc = inc.explode("nodes").rename({"nodes": "node"})
     horizon_h = (t1 - t0).total_seconds() / 3600
@@ -328,7 +285,7 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
     is those nodes' in-service hours before the window's start and after its end.
     """
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
-    inc = with_component_class(failure_episodes(incidents.select(cols)))
+    inc = with_component_class(incidents.select(cols))
     rows = []
     for w in maintenance:
         if not (t0 < w.start and w.end < t1):

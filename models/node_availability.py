@@ -40,7 +40,8 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import polars as pl
 
-from gpusre.models.mtbf import MaintenanceSpan, load_component_classes
+from gpusre.models.component_classes import load_component_classes
+from gpusre.models.mtbf import MaintenanceSpan
 
 __all__ = [
     "DAILY_SCHEMA",

@@ -12,6 +12,8 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 
 from gpusre.models import hw_incidents
+from node_event_lines import events_from_lines
+
 from gpusre.models.hw_incidents import (
     INCIDENT_SCHEMA,
     MEMBERSHIP_SCHEMA,
@@ -125,23 +127,31 @@ def test_merge_window_boundaries() -> None:
     inc = merge_incidents(chain)[0]
     assert inc["n_events"].to_list() == [3]
     assert inc["end_ts"][0] - inc["start_ts"][0] == 50 * M
-    # A custom window of 10 min splits the same chain into three.
-    assert merge_incidents(chain, window=10 * M)[0].height == 3
+    # A custom window of 10 min applies to same-component chains; the catalog's gpu_fault signature
+    # (GPU evidence on one node within 30 min is one fault) still joins them.
+    assert merge_incidents(chain, window=10 * M)[0].height == 1
+    # Beyond both windows: three faults.
+    apart = frame([ev(1, 0 * M, "n1", XID79), ev(2, 31 * M, "n1", XID79), ev(3, 62 * M, "n1", XID79)])
+    assert merge_incidents(apart, window=10 * M)[0].height == 3
 
 
-def test_same_node_component_merges_across_lines_and_gpus_listed() -> None:
-    # Xid 79 on a GPU and a PCIe AER line without the GPU's address: one pcie_bus incident;
-    # an Xid 48 at the same time is another component -> its own incident.
+def test_one_gpu_fault_is_one_incident_across_kinds_and_gpus_listed() -> None:
+    # Xid 79 on a GPU, a PCIe AER line without the GPU's address and an Xid 48 a minute later are one
+    # GPU fault (catalog signatures gpu_fault and gpu_memory_fault); the HBM error is named the cause.
     events = frame([ev(1, 0 * M, "n1", XID79, gpu="0000:3b:00.0"), ev(2, 1 * M, "n1", AER),
                     ev(3, 1 * M, "n1", XID48, gpu="0000:86:00.0"), ev(4, 0 * M, "n1", XID13)])
     incidents, membership = merge_incidents(events)
-    by_component = {r["component"]: r for r in incidents.iter_rows(named=True)}
-    assert set(by_component) == {"pcie_bus", "gpu_memory"}
-    assert by_component["pcie_bus"]["gpus"] == ["0000:3b:00.0"]
-    assert by_component["pcie_bus"]["n_events"] == 2
-    assert by_component["pcie_bus"]["root_cause"] == "xid 79"
-    assert by_component["pcie_bus"]["label_source"] == "events"
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert (row["component"], row["component_class"]) == ("gpu_memory", "gpu")
+    assert row["gpus"] == ["0000:3b:00.0", "0000:86:00.0"]
+    assert row["n_events"] == 3 and row["root_cause"] == "xid 48"
+    assert row["evidence_kinds"] == ["pcie_aer", "xid"] and not row["single_symptom"]
+    assert row["label_source"] == "events"
     assert membership["event_id"].to_list() == [1, 2, 3]  # the user Xid 13 is in no incident
+    # Without the Xid 48, the Xid 79 names the fault.
+    alone, _ = merge_incidents(events.filter(pl.col("event_id") != 3))
+    assert alone.select("component", "root_cause").row(0) == ("pcie_bus", "xid 79")
 
 
 def test_stable_incident_ids() -> None:
@@ -206,3 +216,81 @@ def test_events_without_a_node_form_an_incident_with_no_nodes() -> None:
     assert by_component["nvswitch"]["incident_id"] == incident_id("nvswitch", T0, None)
     assert by_component["pcie_bus"]["nodes"] == ["n1"]
     assert sorted(membership["event_id"].to_list()) == [1, 2, 3]
+
+
+# Health checks are evidence: NHC repeats a failing check every run until the condition clears.
+NHC_IB = "nhc[811]: ERROR:  nhc:  Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE"
+NHC_HOT = "nhc[2211]: Health check failed: GPU3 temperature 96C exceeds limit 90C"
+NHC_OTHER = "nhc: ERROR:  nhc:  Health check failed:  check_file_test:  -r /etc/slurm/slurm.conf returned 1."
+NHC_GPU_LOST = ("nhc: ERROR:  nhc:  Health check failed:  check_nv_healthmon:  GPU 0000:91:00.0 is lost "
+                "(nvidia-smi: Unable to determine the device handle)")
+NHC_FS = "nhc[881]: ERROR: nhc: Health check failed: check_file_test: /lustre/scratch/.probe not readable"
+XID79_LINE = "NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+LINK_DOWN_LINE = "mlx5_core 0000:08:00.0 mlx5_0: Port: 1 Link DOWN"
+
+
+def runs(line: str, node: str, start: timedelta, n: int, every: timedelta = 5 * M) -> list[tuple[timedelta, str, str]]:
+    """``n`` failing NHC runs of ``line`` on ``node`` from ``start``, ``every`` apart."""
+    return [(start + k * every, node, line) for k in range(n)]
+
+
+def test_health_check_episode_alone_is_one_incident_of_its_checks_component() -> None:
+    # 8 h of a failing IB check every 5 min (96 lines): one network incident, not 96, not `other`.
+    incidents, members = merge_incidents(events_from_lines(runs(NHC_IB, "n1", 0 * M, 96)))
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert (row["component"], row["component_class"]) == ("network", "network")
+    assert row["evidence_kinds"] == ["health_check"] and row["single_symptom"]
+    assert row["n_health_check_episodes"] == 1 and row["n_events"] == 96
+    assert row["end_ts"] - row["start_ts"] == 95 * 5 * M
+    assert members.height == 96
+
+
+def test_health_check_thermal_without_check_name() -> None:
+    incidents, _ = merge_incidents(events_from_lines(runs(NHC_HOT, "n1", 0 * M, 3, every=2 * M)))
+    assert incidents.select("component", "component_class").rows() == [("thermal", "thermal")]
+
+
+def test_single_failed_run_or_unknown_check_alone_is_no_incident() -> None:
+    assert merge_incidents(events_from_lines(runs(NHC_IB, "n1", 0 * M, 1)))[0].is_empty()
+    assert merge_incidents(events_from_lines(runs(NHC_OTHER, "n1", 0 * M, 20)))[0].is_empty()
+    # Two episodes of one check, 40 min apart (> 30 min episode gap), one run each: still nothing.
+    assert merge_incidents(events_from_lines(runs(NHC_IB, "n1", 0 * M, 2, every=40 * M)))[0].is_empty()
+
+
+def test_health_check_episode_attaches_to_the_fault_it_follows() -> None:
+    # Xid 79, then NHC finds the GPU lost every 5 min for 8 h and an unrelated-looking check fails too:
+    # one GPU incident carrying all of it, ending at the last failing run.
+    lines = [(0 * M, "n1", XID79_LINE), *runs(NHC_GPU_LOST, "n1", 1 * M, 96), *runs(NHC_OTHER, "n1", 2 * M, 4)]
+    incidents, members = merge_incidents(events_from_lines(lines))
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert (row["component"], row["root_cause"]) == ("pcie_bus", "xid 79")
+    assert row["n_health_check_episodes"] == 2 and row["n_events"] == 101
+    assert row["end_ts"] - row["start_ts"] == 1 * M + 95 * 5 * M
+    assert members.height == 101
+
+
+def test_leaf_switch_second_wave_joins_while_the_first_is_not_cleared() -> None:
+    # Ports under leaf01 go down on 4 nodes, their IB checks keep failing, and the links drop again
+    # 50 min later: one switch incident, not two.
+    nodes = ["gpu01", "gpu02", "gpu03", "gpu04"]
+    lines = [(i * 10 * S, n, LINK_DOWN_LINE) for i, n in enumerate(nodes)]
+    lines += [x for n in nodes for x in runs(NHC_IB, n, 2 * M, 14)]
+    lines += [(50 * M + i * 10 * S, n, LINK_DOWN_LINE) for i, n in enumerate(nodes)]
+    incidents, _ = merge_incidents(events_from_lines(lines), topology=LEAVES)
+    assert incidents.select("component", "scope", "leaf_switch").rows() == [("network_switch", "leaf_switch", "leaf01")]
+    # Without the health checks nothing shows the first wave lasting: the waves are 50 min apart.
+    bare = [x for x in lines if x[2] == LINK_DOWN_LINE]
+    assert merge_incidents(events_from_lines(bare), topology=LEAVES)[0].height == 2
+
+
+def test_long_single_node_check_does_not_bridge_storage_outages() -> None:
+    # A broken mount on n9 fails its check for 3 days; two outages on 4 other nodes a day apart stay two.
+    lines = runs(NHC_FS, "n9", 0 * M, 3 * 24 * 12)
+    for day in (1, 2):
+        lines += [(timedelta(days=day) + i * M, f"n{i}", NHC_FS) for i in range(1, 5)]
+        lines += [(timedelta(days=day) + 6 * M + i * M, f"n{i}", NHC_FS) for i in range(1, 5)]
+    incidents, _ = merge_incidents(events_from_lines(lines))
+    wide = incidents.filter(pl.col("scope") == "cluster")
+    assert wide.height == 2 and all(len(n) >= 4 for n in wide["nodes"].to_list())

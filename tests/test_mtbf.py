@@ -7,11 +7,14 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 import pytest
 
+from node_event_lines import T0 as T0_LINES
+from node_event_lines import events_from_lines
+
+from gpusre.models.component_classes import load_component_classes
 from gpusre.models.failure_rates import garwood_interval
+from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.mtbf import (
     MaintenanceSpan,
-    failure_episodes,
-    load_component_classes,
     mtbf_around_maintenance,
     mtbf_table,
     mtbf_trend,
@@ -89,7 +92,7 @@ def test_mtbf_scopes_counts_and_garwood_limits() -> None:
 def test_every_catalog_component_has_a_class() -> None:
     classes = load_component_classes()
     assert classes.get_column("component").is_unique().all()
-    assert set(classes.get_column("component_class")) <= {"gpu", "nvlink", "network", "storage", "host", "other"}
+    assert set(classes.get_column("component_class")) == {"gpu", "nvlink", "network", "storage", "host", "thermal", "power", "other"}
     for comp in ("gpu_memory", "pcie_bus", "nvlink", "network_switch", "storage", "host_memory"):
         assert comp in classes.get_column("component").to_list()
 
@@ -121,23 +124,24 @@ def test_tbf_merges_same_failure_and_censors_tails() -> None:
 
 
 def test_one_fault_seen_by_several_components_is_one_failure() -> None:
-    base = datetime(2026, 1, 10, tzinfo=UTC)
-    inc = incidents([
-        ("dimm", "host_memory", base, ["gpu01"], "node"),
-        ("panic", "os", base + timedelta(seconds=1), ["gpu01"], "node"),
-        ("nvl", "nvlink", base + timedelta(hours=5), ["gpu02"], "node"),
-        ("sxid", "nvswitch", base + timedelta(hours=5, seconds=12), ["gpu02"], "node"),
-        ("later", "os", base + timedelta(hours=2), ["gpu01"], "node"),
-        ("leaf", "network_switch", base, ["gpu01", "gpu02", "gpu03"], "leaf_switch"),
-    ]).with_columns(pl.Series("severity", ["critical", "critical", "high", "critical", "high", "high"]))
-    ep = failure_episodes(inc)
-    got = {r["incident_id"]: (r["component"], r["n_incidents"]) for r in ep.iter_rows(named=True)}
-    # same severity: the earliest names the failure; a more severe later one wins (the SXid here)
-    assert got == {"dimm": ("host_memory", 2), "sxid": ("nvswitch", 2), "later": ("os", 1),
-                   "leaf": ("network_switch", 1)}
-    assert ep.filter(pl.col("incident_id") == "sxid").item(0, "start_ts") == base + timedelta(hours=5)
+    # The incident model merges what one fault logs (catalog/fault_signatures.csv); MTBF counts its rows.
+    at = datetime(2026, 1, 10, tzinfo=UTC) - T0_LINES
+    lines = [(at, "gpu01", "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (xxx xxx)"),
+             (at + timedelta(seconds=1), "gpu01", "[ 6821.518487] Kernel panic - not syncing: Fatal exception"),
+             (at + timedelta(hours=5), "gpu02", "NVRM: Xid (PCI:0000:18:00): 74, pid=1912, name=python, NVLink: fatal error"),
+             (at + timedelta(hours=5, seconds=12), "gpu02",
+              "[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up"),
+             (at + timedelta(hours=2), "gpu01", "[ 6821.518487] Kernel panic - not syncing: Fatal exception")]
+    lines += [(at + timedelta(hours=9, seconds=i), n, "mlx5_core 0000:08:00.0 mlx5_0: Port: 1 Link DOWN")
+              for i, n in enumerate(["gpu01", "gpu02", "gpu03"])]
+    inc, _ = merge_incidents(events_from_lines(lines), topology={"leaf01": "gpu[01-03]"})
+    assert sorted(inc.select("component", "component_class").rows()) == [
+        ("host_memory", "host"), ("network_switch", "network"), ("nvswitch", "nvlink"), ("os", "host")]
     m = mtbf_table(inc, node_exposure(NODES, T0, T1), 8, T0, T1)
-    assert m.filter((pl.col("period") == "all") & (pl.col("scope") == "cluster")).item(0, "failures") == 4
+    allp = m.filter(pl.col("period") == "all")
+    assert allp.filter(pl.col("scope") == "cluster").item(0, "failures") == 4
+    by_class = dict(allp.filter(pl.col("scope") == "component_class").select("component", "failures").rows())
+    assert by_class == {"host": 2, "network": 1, "nvlink": 1}
 
 
 def test_rate_after_an_upgrade_vs_before() -> None:

@@ -1,0 +1,51 @@
+"""Component classes: the one mapping from a catalog component to the class MTBF, MTTR and reports use.
+
+``catalog/component_classes.csv`` lists every component the event, drain-reason and health-check
+catalogs can name, with its class (gpu, nvlink, network, storage, host, thermal, power, other) and
+whether it fails per GPU. Every layer reads it through this module, so a new component needs one
+line in that file, not code.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import polars as pl
+
+__all__ = ["COMPONENT_CLASSES", "load_component_classes", "with_component_class", "class_of"]
+
+
+@lru_cache(maxsize=1)
+def _classes() -> pl.DataFrame:
+    text = resources.files("gpusre.models.catalog").joinpath("component_classes.csv").read_bytes()
+    return pl.read_csv(text, schema_overrides={"per_gpu": pl.Boolean}).select("component", "component_class", "per_gpu")
+
+
+def load_component_classes() -> pl.DataFrame:
+    """``component``, ``component_class``, ``per_gpu`` from the packaged catalog."""
+    return _classes().clone()
+
+
+#: Every class of the catalog, in catalog order (``other`` last).
+COMPONENT_CLASSES: tuple[str, ...] = tuple(dict.fromkeys(_classes()["component_class"].to_list()))
+
+
+def with_component_class(frame: pl.DataFrame, classes: pl.DataFrame | None = None,
+                         column: str = "component") -> pl.DataFrame:
+    """Add ``component_class`` and ``per_gpu`` to a frame with ``column`` (unknown -> ``other``)."""
+    classes = load_component_classes() if classes is None else classes
+    classes = classes.rename({"component": column}) if column != "component" else classes
+    extra = [c for c in ("component_class", "per_gpu") if c in frame.columns]
+    return frame.drop(extra).join(classes, on=column, how="left", maintain_order="left").with_columns(
+        pl.col("component_class").fill_null("other"), pl.col("per_gpu").fill_null(False))
+
+
+def class_of(component: pl.Expr) -> pl.Expr:
+    """The class of a component expression (unknown or null -> ``other``).
+
+    >>> pl.select(class_of(pl.lit("nvswitch"))).item()
+    'nvlink'
+    """
+    mapping = dict(zip(_classes()["component"].to_list(), _classes()["component_class"].to_list(), strict=True))
+    return component.replace_strict(mapping, default="other", return_dtype=pl.String)
