@@ -29,7 +29,7 @@ from gpusre.models.node_states_ingest import (
     ingest_slurm_event_files,
 )
 from gpusre.models.repair_times import INCIDENT_REPAIR_SCHEMA, link_incidents, repair_times
-from gpusre.models.warehouse import table_exists, transaction
+from gpusre.models.warehouse import replace_table, select_columns, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import maintenance_spans
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -195,12 +195,13 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
     specs=[
         dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident with the node outage it caused (the first merged "
-                     "drain/down period starting 30 min before to 24 h after it): hours to detect, hours to repair "
-                     "(until the last node is back in service), repair state."),
+                     "drain/down period of its own nodes starting 30 min before to 24 h after it): hours to detect, "
+                     "hours to repair (first evidence until the last node is back in service; without node states "
+                     "the end of its health-check evidence or the first completed job, as repair_source says)."),
         dg.AssetSpec(REPAIR_TIMES_MONTHLY, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="MTTR trend: the repair_times summary per month of the incidents' start."),
         dg.AssetSpec(REPAIR_TIMES, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
-                     description="Time to detect and time to repair per incident component (and all): p50/p90, mean, "
+                     description="Time to detect and time to repair per component class (the classes MTBF uses; and all): p50/p90, mean, "
                      "95 % order-statistic interval of the median; ongoing repairs counted, not averaged."),
     ],
     pool=WAREHOUSE_POOL,
@@ -209,7 +210,10 @@ def repair_time_marts(warehouse: WarehouseResource):
     with warehouse.connect() as con:
         states = con.sql("SELECT node, start_ts, end_ts, reason, reason_class FROM core.node_states").pl()
         if table_exists(con, "marts.hw_incidents"):
-            incidents = con.sql("SELECT incident_id, component, start_ts, nodes FROM marts.hw_incidents").pl()
+            wanted = ("incident_id", "component", "component_class", "scope", "start_ts", "end_ts", "nodes",
+                      "n_health_check_episodes", "recovered_ts")
+            incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} "
+                                "FROM marts.hw_incidents").pl()
             linked = link_incidents(incidents, states)
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
@@ -222,14 +226,15 @@ def repair_time_marts(warehouse: WarehouseResource):
         monthly = (pl.concat(monthly_parts, how="vertical").select("period", pl.exclude("period"))
                    if monthly_parts else repair_times(linked.clear()).with_columns(pl.lit(None, pl.String).alias("period")))
         with transaction(con):
-            _replace(con, "marts.incident_repairs", linked)
-            _replace(con, "marts.repair_times", summary)
-            _replace(con, "marts.repair_times_monthly", monthly)
+            # Rebuilt in full, with the columns of this version (an older warehouse gets them too).
+            replace_table(con, "marts.incident_repairs", linked)
+            replace_table(con, "marts.repair_times", summary)
+            replace_table(con, "marts.repair_times_monthly", monthly)
     yield dg.MaterializeResult(asset_key=INCIDENT_REPAIRS, metadata={
         "dagster/row_count": linked.height,
         "by_state": markdown_preview(linked.group_by("repair_state").len().sort("len", descending=True))})
     yield dg.MaterializeResult(asset_key=REPAIR_TIMES_MONTHLY, metadata={"dagster/row_count": monthly.height})
     yield dg.MaterializeResult(asset_key=REPAIR_TIMES, metadata={
         "dagster/row_count": summary.height,
-        "preview": markdown_preview(summary.select("component", "incidents", "repaired", "mttd_hours_p50",
+        "preview": markdown_preview(summary.select("component_class", "incidents", "repaired", "mttd_hours_p50",
                                                    "mttr_hours_p50", "ci_low", "ci_high"))})

@@ -158,6 +158,9 @@ class AlertClusteringSettings(BaseModel):
     gap_minutes: float = Field(default=10.0, gt=0)
     #: Chaining gap of rack / leaf peers (different nodes that share only a rack or a leaf).
     peer_gap_minutes: float = Field(default=5.0, gt=0)
+    #: A flapping rule: an alert of the same fingerprint firing again within this long after the
+    #: previous one resolved (or started, while it fires) is the same incident, whatever the sessions.
+    flap_minutes: float = Field(default=120.0, ge=0)
     #: Hardware incident window around an alert: [start - before, end + after].
     hw_before_minutes: float = Field(default=10.0, ge=0)
     hw_after_minutes: float = Field(default=30.0, ge=0)
@@ -193,6 +196,10 @@ class AlertClusteringSettings(BaseModel):
     @property
     def peer_gap_us(self) -> int:
         return self._us(self.peer_gap_minutes)
+
+    @property
+    def flap_us(self) -> int:
+        return self._us(self.flap_minutes)
 
 
 @dataclass(frozen=True)
@@ -248,6 +255,7 @@ INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "start_ts": _TS,
     "end_ts": _TS,                      # latest end (or start, while firing) of its alerts
     "n_alerts": pl.Int64(),
+    "flaps": pl.Int64(),                # re-firings of a fingerprint already in the incident (a flapping rule)
     "n_nodes": pl.Int64(),
     "nodes": pl.List(pl.String()),
     "root_alert_id": pl.Int64(),
@@ -294,6 +302,8 @@ _HW_SCHEMA: dict[str, pl.DataType] = {
 
 #: Most upstream first: a switch outage explains node alerts, a node outage explains GPU alerts.
 LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "other": 4}
+#: Levels whose alerts, when on no Slurm node, are the server or fabric side of a fault.
+_SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage")
 LEVELS_FILE = "alert_levels.csv"
 
 
@@ -457,6 +467,24 @@ def _chain_edges(keyed: pl.DataFrame, keys: Sequence[str], gap_us: int | None) -
     if gap_us is not None:
         same = same & ((pl.col("_ts") - pl.col("_ts").shift()) <= gap_us)
     e = k.select(pl.col("_i").shift().alias("_u"), pl.col("_i").alias("_v"), same.fill_null(False).alias("_x")).filter("_x")
+    return e["_u"].to_numpy().astype(np.int64), e["_v"].to_numpy().astype(np.int64)
+
+
+#: A chaining gap no two alert starts exceed (about 292,000 years in microseconds).
+_ANY_DISTANCE_US = 2**63 - 1
+
+
+def _flap_edges(al: pl.DataFrame, flap_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """Links between consecutive alerts of one fingerprint when the later one starts at most ``flap_us``
+    after every earlier one ended (a firing one counts from its start): one flapping episode."""
+    if al.is_empty():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    k = (al.select("_i", "_ts", "fingerprint",
+                   pl.max_horizontal(pl.col("ends_at").dt.epoch("us"), pl.col("_ts")).alias("_end"))
+         .drop_nulls("fingerprint").sort("fingerprint", "_ts", "_i"))
+    reach = pl.col("_end").cum_max().shift(1).over("fingerprint") + flap_us
+    link = (pl.col("fingerprint") == pl.col("fingerprint").shift()) & (pl.col("_ts") <= reach)
+    e = k.select(pl.col("_i").shift().alias("_u"), pl.col("_i").alias("_v"), link.fill_null(False).alias("_x")).filter("_x")
     return e["_u"].to_numpy().astype(np.int64), e["_v"].to_numpy().astype(np.int64)
 
 
@@ -664,9 +692,12 @@ def _links(al: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
     for scope in ("rack", "leaf"):
         for what in ("alertname", "group"):
             out[f"{scope}_{what}"] = _chain_edges(hashed, [scope, what], settings.peer_gap_us)
+    # One hardware incident is one alert incident for as long as it is open, across sessions: a second
+    # wave of link-down alerts an hour later belongs to the switch that is still broken.
     out["hw_incident"] = _chain_edges(
         matches.select("_i", h(pl.col("hw_incident_id")).alias("hw")).join(hashed.select("_i", "_s", "_ts"), on="_i"),
-        ["hw"], None)
+        ["hw"], _ANY_DISTANCE_US)
+    out["flap"] = _flap_edges(al, settings.flap_us)
     # Switch alert -> alerts on its leaf's nodes.
     out["switch"] = _nearest_edges(
         al.filter(pl.col("_leaf").is_not_null()).select("_i", "_s", "_ts", "_leaf"),
@@ -692,9 +723,12 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
     single = al.filter(pl.col("_size") == 1)
     multi = al.filter(pl.col("_size") > 1)
     ranked = multi.with_columns(
+        # The server or fabric side (an OST, a switch: upstream and on no node) names the cause before
+        # the client symptoms that fire within minutes of it, even when those match a hardware incident.
+        ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & pl.col("node").is_null()).alias("_client"),
         pl.col("hw_incident_id").is_null().alias("_no_hw"),
         pl.col("level").replace_strict(LEVEL_RANK, default=len(LEVEL_RANK), return_dtype=pl.Int32).alias("_rank"),
-    ).sort("_c", "_no_hw", "_rank", "_ts", "alert_id")
+    ).sort("_c", "_client", "_no_hw", "_rank", "_ts", "alert_id")
     roots = pl.concat([single, ranked.unique("_c", keep="first", maintain_order=True).select(single.columns)])
 
     def one(expr: pl.Expr) -> pl.Expr:
@@ -706,6 +740,7 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
     single_aggs = single.select(
         "_c", pl.col("starts_at").alias("start_ts"), pl.max_horizontal("ends_at", "starts_at").alias("end_ts"),
         pl.col("_ts").alias("_last_ts"), pl.lit(1, dtype=pl.Int64).alias("n_alerts"),
+        pl.lit(0, dtype=pl.Int64).alias("flaps"), pl.col("hw_incident_id").alias("_any_hw"),
         one(pl.col("node")).alias("nodes"), one(pl.col("template_id")).alias("templates"),
         one(pl.col("alertname")).alias("alertnames"),
         present("_rack").alias("_racks"), (1 - present("_rack")).alias("_no_rack"),
@@ -717,6 +752,8 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
         pl.max_horizontal(pl.col("ends_at").max(), pl.col("starts_at").max()).alias("end_ts"),
         pl.col("_ts").max().alias("_last_ts"),
         pl.len().cast(pl.Int64).alias("n_alerts"),
+        (pl.len() - pl.col("fingerprint").n_unique()).cast(pl.Int64).alias("flaps"),
+        pl.col("hw_incident_id").sort_by("_ts", "alert_id").drop_nulls().first().alias("_any_hw"),
         pl.col("node").drop_nulls().unique().sort().alias("nodes"),
         pl.col("template_id").drop_nulls().unique().sort().alias("templates"),
         pl.col("alertname").drop_nulls().unique().sort().alias("alertnames"),
@@ -751,7 +788,7 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
         reason.alias("root_cause_reason"), "hw_incident_id", "_hw_scope", "_hw_component", "_target_leaf",
         "fingerprint", "_ts",
     )
-    inc = aggs.join(roots, on="_c")
+    inc = aggs.join(roots, on="_c").with_columns(pl.coalesce("hw_incident_id", "_any_hw").alias("hw_incident_id"))
     n_nodes = pl.col("nodes").list.len()
     one_rack = (pl.col("_racks") == 1) & (pl.col("_no_rack") == pl.col("_no_node"))
     one_leaf = (pl.col("_leaves") == 1) & (pl.col("_no_leaf") == pl.col("_no_node"))

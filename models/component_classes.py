@@ -13,7 +13,7 @@ from importlib import resources
 
 import polars as pl
 
-__all__ = ["COMPONENT_CLASSES", "load_component_classes", "with_component_class", "class_of"]
+__all__ = ["COMPONENT_CLASSES", "CLASS_LABELS", "load_component_classes", "with_component_class", "class_of", "class_label"]
 
 
 @lru_cache(maxsize=1)
@@ -49,3 +49,16 @@ def class_of(component: pl.Expr) -> pl.Expr:
     """
     mapping = dict(zip(_classes()["component"].to_list(), _classes()["component_class"].to_list(), strict=True))
     return component.replace_strict(mapping, default="other", return_dtype=pl.String)
+
+
+#: What the reports call each class (and ``all``, the whole cluster).
+CLASS_LABELS: dict[str, str] = {
+    "all": "Cluster (all classes)", "gpu": "GPU", "nvlink": "NVLink / NVSwitch", "network": "Network",
+    "storage": "Storage", "host": "Host (CPU, memory, OS)", "thermal": "Thermal", "power": "Power",
+    "other": "Other / unclassified",
+}
+
+
+def class_label(component_class: str | None) -> str:
+    """'nvlink' -> 'NVLink / NVSwitch'; NULL -> the ``other`` label; unknown text as stored."""
+    return CLASS_LABELS.get(component_class or "other", component_class or CLASS_LABELS["other"])

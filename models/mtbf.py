@@ -91,9 +91,13 @@ def node_exposure(nodes: Sequence[str], t0: datetime, t1: datetime,
 
 def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
                                maintenance: Sequence[MaintenanceSpan] = ()) -> pl.DataFrame:
-    """Like :func:`node_exposure`, but from ``marts.node_availability_daily``: a node-day's exposure is
-    its in-service hours from Slurm node states (capped by the hours left after planned maintenance);
-    node-days the history does not cover fall back to the configured hours minus maintenance."""
+    """Like :func:`node_exposure`, minus the node-hours Slurm node states show a node could not run jobs.
+
+    A node-day's exposure is its scheduled hours (the part of the day inside ``[t0, t1)`` minus planned
+    maintenance windows) minus its unplanned down hours from ``marts.node_availability_daily``
+    (``observed_hours - in_service_hours``, less the down time already inside a planned window). The
+    mart's own span does not matter: a node-day without a row was in service, and partial first or
+    last days subtract only what they recorded as down."""
     base = pl.DataFrame({"node": list(nodes)}, schema={"node": pl.String})
     day0 = t0.replace(hour=0, minute=0, second=0, microsecond=0)
     days = pl.DataFrame({"day": pl.date_range(day0.date(), (t1 - timedelta(microseconds=1)).date(), "1d",
@@ -114,11 +118,18 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
             d += timedelta(days=1)
     maint = (pl.DataFrame(maint_rows, schema={"node": pl.String, "day": pl.Date, "_maint": pl.Float64}, orient="row")
              .group_by("node", "day").agg(pl.col("_maint").sum()))
-    avail = availability.select("node", pl.col("day").cast(pl.Date), pl.col("in_service_hours").alias("_in"))
+    down_maint = (pl.col("down_maintenance_hours").fill_null(0.0) if "down_maintenance_hours" in availability.columns
+                  else pl.lit(0.0))
+    avail = availability.select("node", pl.col("day").cast(pl.Date),
+                                (pl.col("observed_hours") - pl.col("in_service_hours")).clip(lower_bound=0).alias("_down"),
+                                down_maint.alias("_dmaint"))
     grid = (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
             .sort("node", "day")  # fixed order for the float sums
-            .with_columns((pl.col("_hours") - pl.col("_maint").fill_null(0)).clip(lower_bound=0).alias("_sched"))
-            .with_columns(pl.min_horizontal(pl.col("_in").fill_null(pl.col("_sched")), "_sched").alias("exposure_hours")))
+            .with_columns(pl.col("_maint").fill_null(0.0), pl.col("_down").fill_null(0.0), pl.col("_dmaint").fill_null(0.0))
+            .with_columns((pl.col("_hours") - pl.col("_maint")).clip(lower_bound=0).alias("_sched"),
+                          # down time inside a planned window is already out of the scheduled hours
+                          (pl.col("_down") - pl.min_horizontal("_dmaint", "_maint")).clip(lower_bound=0).alias("_unplanned"))
+            .with_columns((pl.col("_sched") - pl.col("_unplanned")).clip(lower_bound=0).alias("exposure_hours")))
     frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
               .group_by("node").agg(pl.col("exposure_hours").sum())
               .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))

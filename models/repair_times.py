@@ -7,13 +7,19 @@ node states on one node (DRAIN -> DOWN -> DRAIN for a reboot is one outage); an 
 running before ``incident start - before`` is not the incident's (the node was out already).
 
 * **time to detect** = outage start - incident start (0 when the drain came first, within ``before``);
-* **time to repair** = back in service (the outage's end) - outage start. For a multi-node
-  incident: from the first node's drain to the last node's return. An outage still open is
-  ``ongoing`` (right-censored: left out of the quantiles, counted in ``ongoing``).
+* **time to repair** = back in service - the incident's first evidence: the moment every linked node
+  of the incident is back (its merged DOWN/DRAIN outage ended), for every scope — switch and storage
+  incidents included. An outage still open is ``ongoing`` (right-censored: left out of the
+  quantiles, counted in ``ongoing``).
+* **Without node states** for an incident (none ingested, or its nodes were never drained) the repair
+  end falls back, in this order, to the end of its evidence when health checks saw it (NHC stops
+  failing when the condition clears), else to the first job on its nodes that completed afterwards
+  (``recovered_ts`` of ``marts.hw_incidents``); ``repair_source`` says which (``node_states``,
+  ``health_checks``, ``job_completed``), and the summaries count each.
 
-Summaries per component (and ``all``): p50/p90 of both, the mean time to repair, and a
-distribution-free 95 % interval for the median time to repair from order statistics (binomial
-method; needs at least 6 repaired incidents).
+Summaries per component class (the classes MTBF uses, and ``all``): p50/p90 of both, the mean time
+to repair, and a distribution-free 95 % interval for the median time to repair from order statistics
+(binomial method; needs at least 6 repaired incidents).
 
 >>> from datetime import datetime, timezone
 >>> t = lambda h: datetime(2026, 1, 1, h, tzinfo=timezone.utc)
@@ -21,7 +27,7 @@ method; needs at least 6 repaired incidents).
 >>> states = pl.DataFrame({"node": ["n1", "n1"], "start_ts": [t(2), t(5)], "end_ts": [t(6), t(9)],
 ...                        "reason_class": ["gpu_xid", "not_responding"]})
 >>> link_incidents(incidents, states).select("repair_state", "hours_to_detect", "hours_to_repair").row(0)
-('repaired', 1.0, 7.0)
+('repaired', 1.0, 8.0)
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from datetime import timedelta
 import numpy as np
 import polars as pl
 from scipy.stats import binom
+
+from gpusre.models.component_classes import class_of
 
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
@@ -53,6 +61,8 @@ OUTAGE_SCHEMA: dict[str, pl.DataType] = {
 INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(),
     "component": pl.String(),
+    "component_class": pl.String(),
+    "scope": pl.String(),
     "incident_start_ts": _UTC,
     "nodes": pl.List(pl.String()),
     "linked_nodes": pl.Int64(),
@@ -61,13 +71,15 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "hours_to_detect": pl.Float64(),
     "hours_to_repair": pl.Float64(),
     "repair_state": pl.String(),          # repaired | ongoing | not_drained | no_nodes
+    "repair_source": pl.String(),         # node_states | health_checks | job_completed (NULL: no repair end)
+    "repaired_ts": _UTC,                  # the repair end hours_to_repair runs to
     "drain_reason_class": pl.String(),    # reason class of the first linked outage's first event
     "drain_reason": pl.String(),
 }
 
-#: ``marts.repair_times``: one row per component, plus ``all``.
+#: ``marts.repair_times``: one row per component class, plus ``all``.
 REPAIR_TIMES_SCHEMA: dict[str, pl.DataType] = {
-    "component": pl.String(),
+    "component_class": pl.String(),
     "incidents": pl.Int64(),
     "linked_incidents": pl.Int64(),       # with a drain/down in the window
     "repaired": pl.Int64(),
@@ -79,6 +91,7 @@ REPAIR_TIMES_SCHEMA: dict[str, pl.DataType] = {
     "mttr_hours_mean": pl.Float64(),
     "ci_low": pl.Float64(),               # 95 % interval of the median time to repair
     "ci_high": pl.Float64(),
+    "from_node_states": pl.Int64(),       # repairs timed by node states; the rest fell back (see repair_source)
     "note": pl.String(),
 }
 
@@ -114,11 +127,24 @@ def link_incidents(
     """One row per incident (:data:`INCIDENT_REPAIR_SCHEMA`) with its detection and repair times.
 
     Args:
-        incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node).
-        states: core.node_states (see :func:`node_outages`).
+        incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node);
+            optionally ``component_class``, ``scope``, ``end_ts``, ``n_health_check_episodes`` and
+            ``recovered_ts`` for the fallbacks (module docstring).
+        states: core.node_states (see :func:`node_outages`); may be empty.
     """
+    def optional(name: str, dtype: pl.DataType) -> pl.Expr:
+        return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
+
     outages = node_outages(states)
-    inc = incidents.select("incident_id", "component", pl.col("start_ts").alias("incident_start_ts"), "nodes")
+    inc = incidents.select(
+        "incident_id", "component",
+        pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
+        optional("scope", pl.String()).alias("scope"),
+        pl.col("start_ts").alias("incident_start_ts"), "nodes",
+        optional("end_ts", _UTC).alias("_evidence_end"),
+        optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
+        optional("recovered_ts", _UTC).alias("_recovered"),
+    )
     pairs = (
         inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
         .join(outages, on="node", how="inner")
@@ -140,14 +166,24 @@ def link_incidents(
         )
     )
     hours = lambda a, b: (pl.col(a) - pl.col(b)).dt.total_microseconds() / 3.6e9  # noqa: E731
+    drained = pl.col("drain_start_ts").is_not_null()
+    source = (pl.when(drained).then(pl.lit("node_states"))
+              .when(pl.col("_hc") > 0).then(pl.lit("health_checks"))
+              .when(pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
+    repaired_at = (pl.when(drained).then(pl.col("back_in_service_ts"))
+                   .when(pl.col("_hc") > 0).then(pl.col("_evidence_end"))
+                   .otherwise(pl.col("_recovered")))
     out = inc.join(per_incident, on="incident_id", how="left", maintain_order="left").with_columns(
         pl.col("linked_nodes").fill_null(0),
         hours("drain_start_ts", "incident_start_ts").clip(lower_bound=0.0).alias("hours_to_detect"),
-        hours("back_in_service_ts", "drain_start_ts").alias("hours_to_repair"),
+        source.alias("repair_source"),
+        repaired_at.alias("repaired_ts"),
+    ).with_columns(
+        hours("repaired_ts", "incident_start_ts").clip(lower_bound=0.0).alias("hours_to_repair"),
         pl.when(pl.col("nodes").list.len().fill_null(0) == 0).then(pl.lit("no_nodes"))
-        .when(pl.col("drain_start_ts").is_null()).then(pl.lit("not_drained"))
-        .when(pl.col("back_in_service_ts").is_null()).then(pl.lit("ongoing"))
-        .otherwise(pl.lit("repaired")).alias("repair_state"),
+        .when(drained & pl.col("back_in_service_ts").is_null()).then(pl.lit("ongoing"))
+        .when(pl.col("repaired_ts").is_not_null()).then(pl.lit("repaired"))
+        .otherwise(pl.lit("not_drained")).alias("repair_state"),
     )
     return out.select(list(INCIDENT_REPAIR_SCHEMA)).cast(INCIDENT_REPAIR_SCHEMA)  # type: ignore[arg-type]
 
@@ -176,7 +212,7 @@ def median_ci(values: np.ndarray | list[float], level: float = 0.95) -> tuple[fl
     return float(x[l - 1]), float(x[n - l])
 
 
-def _summary(component: str, part: pl.DataFrame) -> dict[str, object]:
+def _summary(component_class: str, part: pl.DataFrame) -> dict[str, object]:
     linked = part.filter(pl.col("drain_start_ts").is_not_null())
     repaired = part.filter(pl.col("repair_state") == "repaired")
     ttr = repaired["hours_to_repair"].to_numpy()
@@ -185,11 +221,11 @@ def _summary(component: str, part: pl.DataFrame) -> dict[str, object]:
     q = lambda a, p: float(np.quantile(a, p)) if a.size else None  # noqa: E731
     note = None
     if ttr.size == 0:
-        note = "no repaired incident linked to a drain"
+        note = "no repaired incident"
     elif low is None:
         note = f"{ttr.size} repaired incidents: too few for a 95% interval of the median"
     return {
-        "component": component,
+        "component_class": component_class,
         "incidents": part.height,
         "linked_incidents": linked.height,
         "repaired": repaired.height,
@@ -201,17 +237,18 @@ def _summary(component: str, part: pl.DataFrame) -> dict[str, object]:
         "mttr_hours_mean": float(ttr.mean()) if ttr.size else None,
         "ci_low": low,
         "ci_high": high,
+        "from_node_states": int((repaired["repair_source"] == "node_states").sum()),
         "note": note,
     }
 
 
 def repair_times(linked: pl.DataFrame) -> pl.DataFrame:
-    """:data:`REPAIR_TIMES_SCHEMA`: one row per component (by incidents, descending) and ``all`` first."""
+    """:data:`REPAIR_TIMES_SCHEMA`: ``all`` first, then one row per component class (by incidents, descending)."""
     if linked.height == 0:
         return pl.DataFrame(schema=REPAIR_TIMES_SCHEMA)
-    linked = linked.with_columns(pl.col("component").fill_null("other"))
+    linked = linked.with_columns(pl.col("component_class").fill_null("other"))
     rows = [_summary("all", linked)]
-    counts = linked.group_by("component").len().sort(["len", "component"], descending=[True, False])
-    for component in counts["component"].to_list():
-        rows.append(_summary(component, linked.filter(pl.col("component") == component)))
+    counts = linked.group_by("component_class").len().sort(["len", "component_class"], descending=[True, False])
+    for klass in counts["component_class"].to_list():
+        rows.append(_summary(klass, linked.filter(pl.col("component_class") == klass)))
     return pl.DataFrame(rows, schema=REPAIR_TIMES_SCHEMA)

@@ -144,6 +144,65 @@ def test_hand_built_incidents() -> None:
     assert all(i.startswith("ainc-") for i in incidents["incident_id"])
 
 
+def test_a_flapping_rule_is_one_incident_per_flapping_episode() -> None:
+    # A disk alert on gpu070 fires 10 min, resolves for 20-60 min and fires again, for 5 hours (in
+    # sessions of its own: nothing else fires in between); a day later it flaps again.
+    a = Alerts()
+    lab = {**NODE_EXPORTER, "mountpoint": "/var/log", "fstype": "xfs"}
+    at = T0
+    for quiet in (20, 45, 60, 30, 50, 25):
+        a.add("NodeFilesystemSpaceFillingUp", at, node="gpu070", labels=lab, minutes=10, fingerprint="fp-var-log")
+        at += timedelta(minutes=10 + quiet)
+    a.add("NodeFilesystemSpaceFillingUp", T0 + timedelta(days=1), node="gpu070", labels=lab, minutes=10,
+          fingerprint="fp-var-log")
+    a.add("NodeFilesystemSpaceFillingUp", T0 + timedelta(days=1, hours=1), node="gpu070", labels=lab, minutes=None,
+          fingerprint="fp-var-log")
+    incidents, _ = cluster_alerts(a.frame(), TOPO, None)
+    assert sorted(incidents.select("n_alerts", "flaps").rows()) == [(2, 1), (6, 5)]
+    # A flap window of 0 keeps every firing apart (sessions are 10 min).
+    apart, _ = cluster_alerts(a.frame(), TOPO, None, AlertClusteringSettings(flap_minutes=0))
+    assert apart.height == 8
+
+
+def test_second_wave_joins_while_the_hardware_incident_is_open() -> None:
+    # Links under leaf01 go down at T0 and again 50 min later; the switch incident from the node logs is
+    # open across both waves: one alert incident.
+    a = Alerts()
+    for wave in (0, 50):
+        for k in range(6):
+            a.add("NodeInfinibandLinkDown", T0 + timedelta(minutes=wave, seconds=15 * k), node=f"gpu{k + 1:03d}",
+                  labels={**NODE_EXPORTER, "device": "mlx5_0", "wave": str(wave)}, minutes=5)
+    hw = hw_frame([{"incident_id": "inc-leaf01", "component": "network_switch", "cause_class": "hardware",
+                    "severity": "high", "start_ts": T0 - timedelta(seconds=20), "end_ts": T0 + timedelta(hours=2),
+                    "nodes": [f"gpu{k + 1:03d}" for k in range(6)], "scope": "leaf_switch", "leaf_switch": "leaf01"}])
+    incidents, _ = cluster_alerts(a.frame(), TOPO, hw)
+    assert incidents.select("n_alerts", "hw_incident_id").rows() == [(12, "inc-leaf01")]
+    # Without the hardware incident the waves are 50 min apart: two.
+    assert cluster_alerts(a.frame(), TOPO, None)[0].height == 2
+
+
+def test_root_is_the_server_side_even_when_a_client_matches_a_hardware_incident() -> None:
+    # The OST goes down; 8 s later a client that logged Lustre errors (a storage hardware incident)
+    # fires, then 20 more clients.
+    a = Alerts()
+    ost = a.add("LustreOSTDown", T0, target="lustre1-OST0003", target_label="ost",
+                labels={"job": "lustre-exporter", "filesystem": "lustre1"})
+    first = a.add("LustreClientUnhealthy", T0 + timedelta(seconds=8), node="gpu100",
+                  labels={**NODE_EXPORTER, "filesystem": "lustre1"})
+    for k in range(20):
+        a.add("LustreClientUnhealthy", T0 + timedelta(seconds=20 + 5 * k), node=f"gpu{101 + k:03d}",
+              labels={**NODE_EXPORTER, "filesystem": "lustre1"})
+    hw = hw_frame([{"incident_id": "inc-lustre", "component": "storage", "cause_class": "system_software",
+                    "severity": "high", "start_ts": T0, "end_ts": T0 + timedelta(minutes=30),
+                    "nodes": ["gpu100"], "scope": "node", "leaf_switch": None}])
+    incidents, members = cluster_alerts(a.frame(), TOPO, hw)
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert row["root_alert_id"] == ost and row["root_cause_candidate"] == "LustreOSTDown on lustre1-OST0003"
+    assert row["hw_incident_id"] == "inc-lustre" and row["scope"] == "storage"
+    assert members.filter(pl.col("alert_id") == first).item(0, "hw_incident_id") == "inc-lustre"
+
+
 def test_levels_from_the_rule_file() -> None:
     a = Alerts()
     a.add("InfinibandPortDown", T0, target="leaf07", target_label="switch")

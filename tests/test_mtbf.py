@@ -161,18 +161,24 @@ def test_rate_after_an_upgrade_vs_before() -> None:
         0, "comparison") == "month over month"
 
 
-def test_exposure_from_node_states_uses_in_service_hours() -> None:
+def test_exposure_subtracts_exactly_the_unplanned_down_time() -> None:
     from gpusre.models.mtbf import exposure_from_availability
 
     t1 = datetime(2026, 1, 3, 12, tzinfo=UTC)  # 2.5 days
-    avail = pl.DataFrame({"day": [date(2026, 1, 1), date(2026, 1, 2)], "node": ["gpu01", "gpu01"],
-                          "in_service_hours": [20.0, 24.0]})
+    avail = pl.DataFrame({
+        "day": [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3), date(2026, 1, 2)],
+        "node": ["gpu01", "gpu01", "gpu01", "gpu02"],
+        # gpu02's rows start mid-day (the mart began with its first event): a partial day is not down time
+        "observed_hours": [24.0, 24.0, 12.0, 14.0],
+        "in_service_hours": [20.0, 21.0, 10.0, 13.0],
+        "down_maintenance_hours": [0.0, 3.0, 0.0, 0.0]})
     w = [MaintenanceSpan(datetime(2026, 1, 2, 10, tzinfo=UTC), datetime(2026, 1, 2, 13, tzinfo=UTC),
                          frozenset({"gpu01", "gpu02"}))]
     exp = exposure_from_availability(avail, ["gpu01", "gpu02"], T0, t1, w)
     got = {(r["period"], r["node"]): r["exposure_hours"] for r in exp.iter_rows(named=True)}
-    # gpu01: day 1 in service 20 h; day 2 24 h but 3 h planned -> 21; day 3 not covered -> 12 h.
-    assert got[("all", "gpu01")] == pytest.approx(20 + 21 + 12)
-    # gpu02 has no node-state rows: configured hours minus maintenance
-    assert got[("all", "gpu02")] == pytest.approx(60 - 3)
-    assert got[("2026-01", "gpu01")] == pytest.approx(53)
+    # gpu01: day 1 24 - 4 h down = 20; day 2 24 - 3 h planned (its down time is that window) = 21;
+    # day 3 (to 12:00) 12 - 2 h down = 10.
+    assert got[("all", "gpu01")] == pytest.approx(20 + 21 + 10)
+    # gpu02: day 1 no rows = 24; day 2 24 - 3 planned - 1 h down = 20; day 3 12.
+    assert got[("all", "gpu02")] == pytest.approx(24 + 20 + 12)
+    assert got[("2026-01", "gpu01")] == pytest.approx(51)

@@ -65,11 +65,12 @@ def test_incidents_are_linked_to_the_outage_that_follows() -> None:
     got = {r["incident_id"]: (r["repair_state"], r["linked_nodes"], r["hours_to_detect"], r["hours_to_repair"],
                               r["drain_reason_class"]) for r in linked.iter_rows(named=True)}
     assert got == {
-        # n1 drained 1 h after the incident, back 7 h later (DRAIN then DOWN: one outage).
-        "a": ("repaired", 1, 1.0, 7.0, "gpu_xid"),
+        # n1 drained 1 h after the incident, back at 09:00 (DRAIN then DOWN: one outage): 8 h after the
+        # first evidence.
+        "a": ("repaired", 1, 1.0, 8.0, "gpu_xid"),
         # n2 drained 30 min *before* the incident's first log line (within the 30 min allowance):
-        # detected at once; repaired when the last node (n1, 09:00) was back: 8 h after n2's drain.
-        "b": ("repaired", 2, 0.0, 8.0, "network"),
+        # detected at once; repaired when the last node (n1, 09:00) was back: 7.5 h after the first evidence.
+        "b": ("repaired", 2, 0.0, 7.5, "network"),
         # n3's drain (1 h later) is still open: ongoing, no repair time.
         "c": ("ongoing", 1, 1.0, None, "gpu_ecc"),
         # n4 was already out (planned maintenance since 00:00) when the incident started: not its drain.
@@ -79,18 +80,40 @@ def test_incidents_are_linked_to_the_outage_that_follows() -> None:
     }
 
 
-def test_summary_per_component_and_all() -> None:
+def test_summary_per_component_class_and_all() -> None:
     summary = repair_times(link_incidents(_incidents(), _states()))
     assert summary.schema == pl.Schema(REPAIR_TIMES_SCHEMA)
-    rows = {r["component"]: r for r in summary.iter_rows(named=True)}
-    assert summary["component"][0] == "all"
+    rows = {r["component_class"]: r for r in summary.iter_rows(named=True)}
+    assert summary["component_class"][0] == "all"
     overall = rows["all"]
     assert (overall["incidents"], overall["linked_incidents"], overall["repaired"], overall["ongoing"]) == (6, 3, 2, 1)
-    assert overall["mttr_hours_p50"] == pytest.approx(7.5) and overall["mttr_hours_mean"] == pytest.approx(7.5)
-    assert overall["mttd_hours_p50"] == pytest.approx(1.0)
+    assert overall["mttr_hours_p50"] == pytest.approx(7.75) and overall["mttr_hours_mean"] == pytest.approx(7.75)
+    assert overall["mttd_hours_p50"] == pytest.approx(1.0) and overall["from_node_states"] == 2
     assert overall["ci_low"] is None and "too few" in overall["note"]
-    assert rows["gpu"]["incidents"] == 3 and rows["gpu"]["repaired"] == 1
-    assert rows["storage"]["note"] == "no repaired incident linked to a drain"
+    # gpu, gpu_memory -> class gpu (a, c, d, e); network_switch -> network: the classes MTBF uses
+    assert set(rows) == {"all", "gpu", "network", "storage"}
+    assert rows["gpu"]["incidents"] == 4 and rows["gpu"]["repaired"] == 1
+    assert rows["network"]["mttr_hours_p50"] == pytest.approx(7.5)
+    assert rows["storage"]["note"] == "no repaired incident"
+
+
+def test_without_node_states_repairs_fall_back_and_say_so() -> None:
+    incidents = _incidents().with_columns(
+        pl.Series("end_ts", [_t(1, 2), _t(1, 3), _t(1, 23.5), _t(1, 6), _t(5, 4), _t(1, 1)], dtype=DT),
+        pl.Series("n_health_check_episodes", [0, 2, 0, 1, 0, 0]),
+        pl.Series("recovered_ts", [_t(1, 10), None, None, _t(1, 20), None, None], dtype=DT))
+    linked = link_incidents(incidents, _states().clear())
+    got = {r["incident_id"]: (r["repair_state"], r["repair_source"], r["hours_to_repair"])
+           for r in linked.iter_rows(named=True)}
+    assert got == {
+        "a": ("repaired", "job_completed", 9.0),    # no health check: the first completed job (10:00)
+        "b": ("repaired", "health_checks", 1.5),    # the checks stopped failing at 03:00
+        "c": ("not_drained", None, None),           # nothing tells when it was repaired
+        "d": ("repaired", "health_checks", 3.0),    # health checks win over the job restart
+        "e": ("not_drained", None, None),
+        "f": ("no_nodes", None, None),
+    }
+    assert repair_times(linked).filter(pl.col("component_class") == "all").item(0, "from_node_states") == 0
 
 
 def test_median_interval_covers_the_median() -> None:
@@ -117,7 +140,7 @@ def test_the_asset_links_warehouse_incidents(tmp_path: Path) -> None:
     assert result.success
     con = connect(wh, read_only=True)
     states = dict(con.sql("SELECT incident_id, repair_state FROM marts.incident_repairs").fetchall())
-    overall = con.sql("SELECT repaired, mttr_hours_p50 FROM marts.repair_times WHERE component = 'all'").fetchall()
+    overall = con.sql("SELECT repaired, mttr_hours_p50 FROM marts.repair_times WHERE component_class = 'all'").fetchall()
     con.close()
     assert states["a"] == "repaired" and states["d"] == "not_drained"
-    assert overall == [(2, 7.5)]
+    assert overall == [(2, 7.75)]

@@ -579,13 +579,12 @@ def _node_state_marts(con: duckdb.DuckDBPyConnection, *, n_nodes: int = 4, extra
                 [n_nodes])
     con.execute("DROP TABLE node_down")
     con.executemany(
-        "INSERT INTO marts.repair_times VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [("all", 9, 8, 7, 1, 0.25, 0.5, 6.5, 30.0, 12.0, 2.0, 25.0, None),
-         ("gpu_memory", 5, 5, 4, 1, 0.2, 0.4, 20.0, 30.0, 20.0, None, None,
+        "INSERT INTO marts.repair_times VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [("all", 9, 8, 7, 1, 0.25, 0.5, 6.5, 30.0, 12.0, 2.0, 25.0, 6, None),
+         ("gpu", 5, 5, 4, 1, 0.2, 0.4, 20.0, 30.0, 20.0, None, None, 3,
           "4 repaired incidents: too few for a 95% interval of the median"),
-         ("nvlink", 2, 2, 2, 0, 0.5, 0.5, 2.0, 2.5, 2.0, None, None, "2 repaired incidents: too few"),
-         ("nvswitch", 1, 1, 1, 0, 0.1, 0.1, 1.0, 1.0, 1.0, None, None, "1 repaired incidents: too few"),
-         ("storage", 1, 0, 0, 0, None, None, None, None, None, None, None, "no repaired incident linked to a drain")])
+         ("nvlink", 3, 3, 3, 0, 0.5, 0.5, 2.0, 2.5, 2.0, None, None, 3, "3 repaired incidents: too few"),
+         ("storage", 1, 0, 0, 0, None, None, None, None, None, None, None, 0, "no repaired incident")])
     # 100 node-hours in 12 reasons: 40 (the hostile one), 20, then 10 x 4.
     reasons = [(1, "unknown", "unknown", "other", 7, EVIL_REASON, EVIL_REASON, 3, 2, 40.0, 0.4, 1),
                (2, "gpu_xid", "hardware", "gpu", 3, "NHC: check_gpu_xid: Xid <NUM> on GPU <NUM>",
@@ -613,7 +612,7 @@ def node_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[duckdb.DuckDB
 
 def test_node_state_sections_present(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
     _, html, md = node_report
-    for key, title in zip(NODE_SECTIONS, ("Node availability", "Nodes out of service now", "MTTR by component",
+    for key, title in zip(NODE_SECTIONS, ("Node availability", "Nodes out of service now", "MTTR by component class",
                                           "Top drain reasons by node-hours")):
         sec = _section(html, key)
         assert title in sec and 'class="lead"' in sec and "nodata" not in sec, key
@@ -627,7 +626,7 @@ def test_node_state_sections_present(node_report: tuple[duckdb.DuckDBPyConnectio
     assert "Sat\n31 Oct" in svg or "31 Oct" in svg
     rep = _section(html, "repairs")
     svg = rep[rep.index("<svg"): rep.index("</svg>")]
-    assert "All components" in svg and "GPU memory" in svg and "6.5 h  (p90 30.0 h)" in svg
+    assert "All classes" in svg and "GPU" in svg and "6.5 h  (p90 30.0 h)" in svg
     # Worst-node table: cause breakdown, newest day last.
     text = _visible_text(heat)
     assert "gpu017 78.6 % 72.0 72.0 0.0 0.0 0.0 24.0" in text
@@ -682,18 +681,21 @@ def test_nodes_out_of_service_now(node_report: tuple[duckdb.DuckDBPyConnection, 
 def test_mttr_by_component(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
     con, html, md = node_report
     t = con.execute("""SELECT incidents, linked_incidents, repaired, ongoing, mttd_hours_p50, mttr_hours_p50,
-                              mttr_hours_p90, ci_low, ci_high FROM marts.repair_times WHERE component = 'all'""").fetchone()
+                              mttr_hours_p90, ci_low, ci_high FROM marts.repair_times WHERE component_class = 'all'"""
+                    ).fetchone()
     assert t == (9, 8, 7, 1, 0.25, 6.5, 30.0, 2.0, 25.0)
     text = _visible_text(_section(html, "repairs"))
     assert ("Of 9 hardware incidents, 8 were followed by a node drain; 7 repaired with a median time to repair of "
             "6.5 h (p90 30.0 h, 95 % CI 2.0–25.0 h) after a median 15 min to detect; 1 is still under repair; "
-            "slowest to repair: GPU memory (median 20.0 h).") in text
-    # The pooled row first, then slowest first; nvlink and nvswitch share a label, so they are named apart.
-    assert "GPU memory 5 5 4 1 0.2 / 0.4 20.0 30.0 20.0 – (too few)" in text
-    assert "NVLink/NVSwitch (nvlink) 2 2 2 0" in text and "NVLink/NVSwitch (nvswitch) 1 1 1 0" in text
+            "slowest to repair: GPU (median 20.0 h).") in text
+    # The pooled row first, then the classes MTBF uses, slowest first.
+    assert "GPU 5 5 4 1 0.2 / 0.4 20.0 30.0 20.0 – (too few)" in text
+    assert "NVLink / NVSwitch 3 3 3 0" in text
     assert "Storage 1 0 0 0 – / – – – – –" in text
-    assert text.index("All components 9 8 7 1") < text.index("GPU memory 5") < text.index("NVLink/NVSwitch (nvlink)")
-    assert "| All components | 9 | 8 | 7 | 1 | 0.2 / 0.5 | 6.5 | 30.0 | 12.0 | 2.0 … 25.0 |" in md
+    assert text.index("All classes 9 8 7 1") < text.index("GPU 5") < text.index("NVLink / NVSwitch 3")
+    # 7 repairs, 6 timed by node states: the caption says how the other was timed.
+    assert "1 of the repairs had no node-state record" in text
+    assert "| All classes | 9 | 8 | 7 | 1 | 0.2 / 0.5 | 6.5 | 30.0 | 12.0 | 2.0 … 25.0 |" in md
 
 
 def test_drain_reasons_and_escaping(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
@@ -736,10 +738,10 @@ def test_node_state_sections_degrade_independently(tmp_path: Path) -> None:
     _node_state_marts(con)
     con.execute("DELETE FROM marts.drain_reasons")
     con.execute("DROP TABLE marts.repair_times")
-    con.execute("CREATE TABLE marts.repair_times (component VARCHAR, other INTEGER)")
-    con.execute("INSERT INTO marts.repair_times VALUES ('all', 1)")
+    # A mart that fails when read (here a view whose cast fails) costs only its own section.
+    con.execute("CREATE VIEW marts.repair_times AS SELECT 'x'::INTEGER AS component_class, 1 AS incidents")
     html = _visible_text(render_nightly_report(con, tmp_path / "a", report_date=REPORT_DAY).html.read_text())
-    assert "MTTR by component Could not be computed: BinderException" in html
+    assert "MTTR by component class Could not be computed: ConversionException" in html
     assert "No data yet: marts.drain_reasons is empty." in html
     assert "Cluster availability (in-service share of node-hours) was 93.94 %" in html
     assert "At the end of 2026-10-31 (UTC) 2 of 4 nodes were out of service" in html

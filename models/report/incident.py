@@ -55,6 +55,7 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
+from gpusre.models.component_classes import class_label
 from gpusre.models.warehouse import select_columns, table_columns
 
 from . import charts
@@ -1052,20 +1053,20 @@ def _repair(inc: _Incident) -> IncidentSection:
         return sec
     medians: dict[str, dict[str, Any]] = {}
     if _exists(inc.con, "marts.repair_times"):
-        medians = {r["component"]: r for r in _rows(inc.con, "SELECT * FROM marts.repair_times")}
+        medians = {r.get("component_class"): r for r in _rows(inc.con, "SELECT * FROM marts.repair_times")}
     rep = inc.repairs[0]
-    comp = rep.get("component")
+    comp = rep.get("component_class")
     med = medians.get(comp) or {}
     state = rep.get("repair_state")
     parts = []
     if _ok(rep.get("hours_to_detect")):
         parts.append(f"The nodes were drained {_hours(rep['hours_to_detect'])} after the first event"
-                     + (f" (median for {component_label(comp)}: {_hours(med['mttd_hours_p50'])})"
+                     + (f" (median for {class_label(comp)}: {_hours(med['mttd_hours_p50'])})"
                         if _ok(med.get("mttd_hours_p50")) else ""))
     else:
         parts.append(f"No drain of the incident's nodes followed within 24 h ({str(state or MISSING).replace('_', ' ')})")
     if _ok(rep.get("hours_to_repair")):
-        parts.append(f"back in service {_hours(rep['hours_to_repair'])} later"
+        parts.append(f"every node was back in service {_hours(rep['hours_to_repair'])} after the first evidence"
                      + (f" (median {_hours(med['mttr_hours_p50'])}, p90 {_hours(med.get('mttr_hours_p90'))})"
                         if _ok(med.get("mttr_hours_p50")) else ""))
     elif state == "ongoing":
@@ -1085,15 +1086,17 @@ def _repair(inc: _Incident) -> IncidentSection:
           Cell(_at(x.get("back_in_service_ts"))), Cell(_hours(x.get("hours_to_detect"))),
           Cell(_hours(x.get("hours_to_repair"))), Cell(str(x.get("repair_state") or MISSING).replace("_", " ")),
           Cell(truncate(x.get("drain_reason"), 48), title=x.get("drain_reason"))] for x in inc.repairs],
-        caption="marts.incident_repairs: the first drain/down of the incident's nodes from 30 min before to 24 h after "
-                "it. Detect: incident start to drain; repair: drain to the last node back in service."))
-    rows = [[Cell(component_label(c)), Cell(_hours(m.get("mttd_hours_p50"))), Cell(_hours(m.get("mttr_hours_p50"))),
+        caption="marts.incident_repairs: the first drain/down of the incident's own nodes from 30 min before to 24 h "
+                "after it. Detect: first evidence to drain; repair: first evidence to the last node back in service."))
+    seen = list(dict.fromkeys(x.get("component_class") for x in inc.repairs))
+    rows = [[Cell(class_label(c)), Cell(_hours(m.get("mttd_hours_p50"))), Cell(_hours(m.get("mttr_hours_p50"))),
              Cell(_hours(m.get("mttr_hours_p90"))), Cell(fmt_int(m.get("repaired")))]
-            for c, m in ((x.get("component"), medians.get(x.get("component"))) for x in inc.repairs) if m]
+            for c, m in ((c, medians.get(c)) for c in seen) if m]
     if rows:
-        sec.items.append(Table([Column("Component"), Column("Median detect", True), Column("Median repair", True),
-                                Column("p90 repair", True), Column("Repairs", True)], rows,
-                               caption="For comparison: marts.repair_times of the same component, whole record."))
+        sec.items.append(Table([Column("Component class"), Column("Median detect", True),
+                                Column("Median repair", True), Column("p90 repair", True), Column("Repairs", True)],
+                               rows, caption="For comparison: marts.repair_times of the same component class "
+                                             "(the one MTBF uses), whole record."))
     return sec
 
 

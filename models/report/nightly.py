@@ -51,6 +51,7 @@ import duckdb
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from gpusre.models.component_classes import class_label
 from gpusre.models.hostlist import compress_hostlist
 from gpusre.models.warehouse import select_columns
 
@@ -1400,32 +1401,27 @@ def _out_of_service(con: duckdb.DuckDBPyConnection, meta: _Meta) -> Section:
 
 
 def _repair_times(con: duckdb.DuckDBPyConnection) -> Section:
-    sec = Section("repairs", "MTTR by component")
-    reason = _node_state_history(con) or _table_status(con, "marts.repair_times")
+    sec = Section("repairs", "MTTR by component class")
+    reason = _table_status(con, "marts.repair_times")
     if reason:
-        sec.no_data = reason
+        # (Without node states repairs fall back to other evidence; an empty mart then says why.)
+        sec.no_data = _node_state_history(con) or reason
         return sec
-    rows = _rows(con, """SELECT component, incidents, linked_incidents, repaired, ongoing, mttd_hours_p50,
-                                mttd_hours_p90, mttr_hours_p50, mttr_hours_p90, mttr_hours_mean, ci_low, ci_high, note
-                         FROM marts.repair_times""")
-    total = next((r for r in rows if r["component"] == "all"), None)
-    comps = sorted((r for r in rows if r["component"] != "all"),
+    rows = _rows(con, f"""SELECT {select_columns(con, 'marts.repair_times', _REPAIR_COLUMNS)}
+                          FROM marts.repair_times""")
+    total = next((r for r in rows if r["component_class"] == "all"), None)
+    comps = sorted((r for r in rows if r["component_class"] != "all"),
                    key=lambda r: (r["mttr_hours_p50"] is None, -(r["mttr_hours_p50"] or 0.0),
-                                  -(r["incidents"] or 0), str(r["component"])))
+                                  -(r["incidents"] or 0), str(r["component_class"])))
     if total is None:  # a mart without its 'all' row: sum the counts, no pooled quantiles
-        total = {k: sum(r[k] or 0 for r in comps) for k in ("incidents", "linked_incidents", "repaired", "ongoing")}
+        total = {k: sum(r[k] or 0 for r in comps) for k in ("incidents", "linked_incidents", "repaired", "ongoing",
+                                                            "from_node_states")}
         total.update({k: None for k in ("mttd_hours_p50", "mttd_hours_p90", "mttr_hours_p50", "mttr_hours_p90",
                                         "mttr_hours_mean", "ci_low", "ci_high", "note")})
-        total["component"] = "all"
-    shared = {component_label(r["component"]) for r in comps}
-    shared = {lbl for lbl in shared if sum(component_label(r["component"]) == lbl for r in comps) > 1}
+        total["component_class"] = "all"
 
     def label(r: dict[str, Any]) -> str:
-        if r["component"] == "all":
-            return "All components"
-        lbl = component_label(r["component"])
-        # Components sharing a friendly label (nvlink, nvswitch) keep separate rows: name them apart.
-        return f"{lbl} ({r['component']})" if lbl in shared else lbl
+        return "All classes" if r["component_class"] == "all" else class_label(r["component_class"])
 
     t = total
     lead = (f"Of {_plural(t['incidents'], 'hardware incident')}, {fmt_int(t['linked_incidents'])} "
@@ -1450,7 +1446,7 @@ def _repair_times(con: duckdb.DuckDBPyConnection) -> Section:
     if any(r["mttr_hours_p50"] is not None for r in ordered):
         sec.charts.append(_svg(charts.repair_time_chart(
             [(label(r), r["mttr_hours_p50"], r["mttr_hours_p90"], int(r["repaired"] or 0), r is total)
-             for r in ordered], "Time to repair by component: median, whisker to p90")))
+             for r in ordered], "Time to repair by component class: median, whisker to p90")))
     h = lambda v: fmt_num(v)  # noqa: E731
 
     def ci(r: dict[str, Any]) -> Cell:
@@ -1459,20 +1455,30 @@ def _repair_times(con: duckdb.DuckDBPyConnection) -> Section:
         return Cell(f"{MISSING} (too few)" if r["repaired"] else MISSING, title=r["note"])
 
     sec.tables.append(Table(
-        [Column("Component"), Column("Incidents", True), Column("Drained", True), Column("Repaired", True),
+        [Column("Class"), Column("Incidents", True), Column("Drained", True), Column("Repaired", True),
          Column("Ongoing", True), Column("TTD p50 / p90 (h)", True), Column("TTR p50 (h)", True),
          Column("TTR p90 (h)", True), Column("TTR mean (h)", True), Column("95 % CI (h)", True)],
         [[Cell(label(r)), Cell(fmt_int(r["incidents"])), Cell(fmt_int(r["linked_incidents"])),
           Cell(fmt_int(r["repaired"])), Cell(fmt_int(r["ongoing"])),
           Cell(f"{h(r['mttd_hours_p50'])} / {h(r['mttd_hours_p90'])}"), Cell(h(r["mttr_hours_p50"])),
           Cell(h(r["mttr_hours_p90"])), Cell(h(r["mttr_hours_mean"])), ci(r)] for r in ordered],
-        caption="All components first, then slowest to repair first. Hardware incidents (marts.hw_incidents) "
-                "linked to the first drain/down of their nodes from 30 min "
-                "before to 24 h after. TTD (time to detect): incident start to drain; TTR (time to repair): drain "
-                "to the last node back in service. Ongoing repairs are counted but left out of the quantiles. "
+        caption="All classes first, then slowest to repair first (the component classes MTBF uses). Hardware "
+                "incidents (marts.hw_incidents) linked to the first drain/down of their own nodes from 30 min "
+                "before to 24 h after. TTD (time to detect): first evidence to drain; TTR (time to repair): first "
+                "evidence to the last node back in service"
+                + (f"; {fmt_int(int(total['repaired'] or 0) - int(total.get('from_node_states') or 0))} of the "
+                   f"repairs had no node-state record and were timed by the end of their health-check evidence "
+                   f"or the first job that completed on their nodes (marts.incident_repairs.repair_source)"
+                   if int(total['repaired'] or 0) > int(total.get('from_node_states') or 0) else "")
+                + ". Ongoing repairs are counted but left out of the quantiles. "
                 "95 % CI: distribution-free interval of the TTR median (needs at least 6 repairs).",
     ))
     return sec
+
+
+_REPAIR_COLUMNS = ("component_class", "incidents", "linked_incidents", "repaired", "ongoing", "mttd_hours_p50",
+                   "mttd_hours_p90", "mttr_hours_p50", "mttr_hours_p90", "mttr_hours_mean", "ci_low", "ci_high",
+                   "from_node_states", "note")
 
 
 def _drain_reasons(con: duckdb.DuckDBPyConnection) -> Section:
@@ -2091,7 +2097,7 @@ def build_nightly_context(
         _guard("Suspect nodes", "suspects", lambda: _suspects(con)),
         _guard("Node availability", "availability", lambda: _availability(con, meta)),
         _guard("Nodes out of service now", "out_of_service", lambda: _out_of_service(con, meta)),
-        _guard("MTTR by component", "repairs", lambda: _repair_times(con)),
+        _guard("MTTR by component class", "repairs", lambda: _repair_times(con)),
         _guard("Top drain reasons by node-hours", "drain_reasons", lambda: _drain_reasons(con)),
         _guard("Health checks: precision and missed detections", "health_checks", lambda: _health_checks(con)),
         _guard(f"Last night's alert flood ({fmt_date(meta.report_date)})", "alert_flood",

@@ -38,6 +38,7 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
+from gpusre.models.component_classes import class_label
 from gpusre.models.warehouse import table_columns
 
 from . import charts
@@ -100,8 +101,6 @@ REFERENCE_RF: tuple[tuple[str, float, str, str], ...] = (
 #: Meta RSC-1's published job MTTF by job size (GPUs, hours), Kokolis et al., HPCA 2025.
 META_RSC1_MTTF: tuple[tuple[int, float], ...] = ((1024, 7.9), (16384, 1.8), (131072, 0.23))
 
-_CLASS_LABELS = {"all": "Cluster (all classes)", "gpu": "GPU", "nvlink": "NVLink / NVSwitch", "network": "Network",
-                 "host": "Host (CPU, memory, OS)", "storage": "Storage", "other": "Other / unclassified"}
 #: A typical GPU count per size bucket, used only when the projection mart has no bucket median.
 _BUCKET_MID = {"1": 1, "2-8": 4, "9-64": 24, "65-256": 128, "257-1024": 512, ">1024": 2048}
 _BUCKETS = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
@@ -239,7 +238,7 @@ def _sli_label(sli: str) -> str:
 
 
 def _class_label(c: str | None) -> str:
-    return _CLASS_LABELS.get(c or "other", c or MISSING)
+    return class_label(c)
 
 
 def _bucket_key(b: str | None) -> int:

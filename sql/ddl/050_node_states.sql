@@ -125,25 +125,30 @@ CREATE TABLE IF NOT EXISTS marts.drain_reasons (
 );
 
 -- marts.incident_repairs: one row per hardware incident (marts.hw_incidents) with the node outage it
--- caused: the first outage (merged node states) starting 30 min before to 24 h after the incident.
+-- caused: the first outage (merged node states) of its own nodes starting 30 min before to 24 h after
+-- the incident. (Rebuilt in full by CREATE OR REPLACE; this DDL documents the columns.)
 CREATE TABLE IF NOT EXISTS marts.incident_repairs (
     incident_id         VARCHAR,
     component           VARCHAR,
+    component_class     VARCHAR,           -- catalog/component_classes.csv, as MTBF
+    scope               VARCHAR,           -- node | leaf_switch | cluster | operator
     incident_start_ts   TIMESTAMPTZ,
     nodes               VARCHAR[],
     linked_nodes        BIGINT,
     drain_start_ts      TIMESTAMPTZ,       -- first linked node out of service
     back_in_service_ts  TIMESTAMPTZ,       -- last linked node back (NULL while any is still out)
     hours_to_detect     DOUBLE,            -- drain start - incident start (>= 0)
-    hours_to_repair     DOUBLE,            -- back in service - drain start
+    hours_to_repair     DOUBLE,            -- repaired_ts - incident start (first evidence)
     repair_state        VARCHAR,           -- repaired | ongoing | not_drained | no_nodes
+    repair_source       VARCHAR,           -- node_states | health_checks | job_completed
+    repaired_ts         TIMESTAMPTZ,       -- every node back in service (or the fallback's end)
     drain_reason_class  VARCHAR,
     drain_reason        VARCHAR
 );
 
--- marts.repair_times: one row per incident component, plus 'all'.
+-- marts.repair_times: one row per component class (the classes MTBF uses), plus 'all'.
 CREATE TABLE IF NOT EXISTS marts.repair_times (
-    component         VARCHAR,
+    component_class   VARCHAR,
     incidents         BIGINT,
     linked_incidents  BIGINT,
     repaired          BIGINT,
@@ -155,13 +160,14 @@ CREATE TABLE IF NOT EXISTS marts.repair_times (
     mttr_hours_mean   DOUBLE,
     ci_low            DOUBLE,              -- distribution-free 95 % interval of the median time to repair
     ci_high           DOUBLE,
+    from_node_states  BIGINT,              -- repairs timed by node states (the rest: repair_source fallbacks)
     note              VARCHAR
 );
 
 -- marts.repair_times_monthly: the repair_times summary per month of the incidents' start (MTTR trend).
 CREATE TABLE IF NOT EXISTS marts.repair_times_monthly (
     period            VARCHAR,             -- YYYY-MM
-    component         VARCHAR,
+    component_class   VARCHAR,
     incidents         BIGINT,
     linked_incidents  BIGINT,
     repaired          BIGINT,
@@ -173,6 +179,7 @@ CREATE TABLE IF NOT EXISTS marts.repair_times_monthly (
     mttr_hours_mean   DOUBLE,
     ci_low            DOUBLE,
     ci_high           DOUBLE,
+    from_node_states  BIGINT,
     note              VARCHAR
 );
 
