@@ -39,6 +39,7 @@ import polars as pl
 from scipy.stats import binom
 
 from gpusre.models.component_classes import class_of
+from gpusre.models.drain_reasons import load_drain_reason_rules
 
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
@@ -123,8 +124,14 @@ def link_incidents(
     *,
     before: timedelta = timedelta(minutes=30),
     window: timedelta = timedelta(hours=24),
+    after_end: timedelta = timedelta(hours=1),
 ) -> pl.DataFrame:
     """One row per incident (:data:`INCIDENT_REPAIR_SCHEMA`) with its detection and repair times.
+
+    An outage is the incident's only on one of its own nodes, starting from ``before`` its first
+    evidence to ``after_end`` after its last (at most ``window`` after its start), and not drained
+    for another class of fault: a drain whose reason names a different component class (a GPU Xid
+    drain during a storage outage) belongs to another incident.
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node);
@@ -135,7 +142,7 @@ def link_incidents(
     def optional(name: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
 
-    outages = node_outages(states)
+    outages = node_outages(states).with_columns(_reason_class_of().alias("_reason_cc"))
     inc = incidents.select(
         "incident_id", "component",
         pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
@@ -149,7 +156,10 @@ def link_incidents(
         inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
         .join(outages, on="node", how="inner")
         .filter((pl.col("outage_start_ts") >= pl.col("incident_start_ts") - before)
-                & (pl.col("outage_start_ts") <= pl.col("incident_start_ts") + window))
+                & (pl.col("outage_start_ts") <= pl.min_horizontal(
+                    pl.col("incident_start_ts") + window,
+                    pl.max_horizontal("_evidence_end", "incident_start_ts") + after_end))
+                & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))))
         .sort("incident_id", "node", "outage_start_ts")
         .unique(["incident_id", "node"], keep="first", maintain_order=True)  # the node's first outage
     )
@@ -186,6 +196,21 @@ def link_incidents(
         .otherwise(pl.lit("not_drained")).alias("repair_state"),
     )
     return out.select(list(INCIDENT_REPAIR_SCHEMA)).cast(INCIDENT_REPAIR_SCHEMA)  # type: ignore[arg-type]
+
+
+#: Drain-reason components that any fault can show (a dead node is "Not responding" whatever broke).
+_GENERIC_REASON_COMPONENTS = frozenset({"os", "slurm", "other"})
+
+
+def _reason_class_of() -> pl.Expr:
+    """Component class an outage's first drain reason names (drain-reason catalog); null when the reason
+    names none or only a symptom any fault has (Not responding, a reboot, a Slurm error)."""
+    rules = load_drain_reason_rules().select("reason_class", "component").unique("reason_class", keep="first")
+    mapping = dict(zip(rules["reason_class"].to_list(),
+                       [None if c in _GENERIC_REASON_COMPONENTS else c for c in rules["component"].to_list()],
+                       strict=True))
+    component = pl.col("first_reason_class").replace_strict(mapping, default=None, return_dtype=pl.String)
+    return pl.when(component.is_not_null()).then(class_of(component))
 
 
 def median_ci(values: np.ndarray | list[float], level: float = 0.95) -> tuple[float | None, float | None]:

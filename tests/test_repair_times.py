@@ -69,8 +69,9 @@ def test_incidents_are_linked_to_the_outage_that_follows() -> None:
         # first evidence.
         "a": ("repaired", 1, 1.0, 8.0, "gpu_xid"),
         # n2 drained 30 min *before* the incident's first log line (within the 30 min allowance):
-        # detected at once; repaired when the last node (n1, 09:00) was back: 7.5 h after the first evidence.
-        "b": ("repaired", 2, 0.0, 7.5, "network"),
+        # detected at once, back at 04:00, 2.5 h after the first evidence. n1's outage was drained for a
+        # GPU Xid: it is incident a's repair, not this network incident's.
+        "b": ("repaired", 1, 0.0, 2.5, "network"),
         # n3's drain (1 h later) is still open: ongoing, no repair time.
         "c": ("ongoing", 1, 1.0, None, "gpu_ecc"),
         # n4 was already out (planned maintenance since 00:00) when the incident started: not its drain.
@@ -87,13 +88,13 @@ def test_summary_per_component_class_and_all() -> None:
     assert summary["component_class"][0] == "all"
     overall = rows["all"]
     assert (overall["incidents"], overall["linked_incidents"], overall["repaired"], overall["ongoing"]) == (6, 3, 2, 1)
-    assert overall["mttr_hours_p50"] == pytest.approx(7.75) and overall["mttr_hours_mean"] == pytest.approx(7.75)
+    assert overall["mttr_hours_p50"] == pytest.approx(5.25) and overall["mttr_hours_mean"] == pytest.approx(5.25)
     assert overall["mttd_hours_p50"] == pytest.approx(1.0) and overall["from_node_states"] == 2
     assert overall["ci_low"] is None and "too few" in overall["note"]
     # gpu, gpu_memory -> class gpu (a, c, d, e); network_switch -> network: the classes MTBF uses
     assert set(rows) == {"all", "gpu", "network", "storage"}
     assert rows["gpu"]["incidents"] == 4 and rows["gpu"]["repaired"] == 1
-    assert rows["network"]["mttr_hours_p50"] == pytest.approx(7.5)
+    assert rows["network"]["mttr_hours_p50"] == pytest.approx(2.5)
     assert rows["storage"]["note"] == "no repaired incident"
 
 
@@ -143,4 +144,20 @@ def test_the_asset_links_warehouse_incidents(tmp_path: Path) -> None:
     overall = con.sql("SELECT repaired, mttr_hours_p50 FROM marts.repair_times WHERE component_class = 'all'").fetchall()
     con.close()
     assert states["a"] == "repaired" and states["d"] == "not_drained"
-    assert overall == [(2, 7.75)]
+    assert overall == [(2, 5.25)]
+
+
+def test_only_drains_of_its_own_nodes_and_time_are_an_incidents_repair() -> None:
+    # A storage incident on n5/n6 from 01:00 to 01:10. n6 is drained at 01:05 for the mount; n5 only at
+    # 09:00 "NCCL perf investigation" (an admin's drain long after the evidence ended); n7, not the
+    # incident's node, is drained at 01:02.
+    incidents = pl.DataFrame({"incident_id": ["s"], "component": ["storage"], "start_ts": [_t(1, 1)],
+                              "end_ts": [_t(1, 1 + 10 / 60)], "nodes": [["n5", "n6"]]},
+                             schema_overrides={"end_ts": DT})
+    states = pl.DataFrame({"node": ["n5", "n6", "n7"], "start_ts": [_t(1, 9), _t(1, 1 + 5 / 60), _t(1, 1 + 2 / 60)],
+                           "end_ts": [_t(1, 18), _t(1, 2), _t(1, 3)],
+                           "reason": ["NCCL perf investigation", "lustre not mounted", "x"],
+                           "reason_class": [None, "filesystem", "unknown"]}, schema_overrides={"reason_class": pl.String})
+    row = link_incidents(incidents, states).row(0, named=True)
+    assert (row["linked_nodes"], row["back_in_service_ts"], row["hours_to_repair"]) == (1, _t(1, 2), 1.0)
+    assert row["repair_source"] == "node_states" and row["drain_reason"] == "lustre not mounted"
