@@ -25,7 +25,9 @@ LEMON_RATE_FACTOR = 12.0
 class FaultKind:
     """One failure mode. ``effect`` is ``node_fail`` (node stops answering: job NODE_FAIL, requeued)
     or ``job_fail`` (the application crashes: job FAILED, node drained by the health check).
-    ``cause_class`` follows the event catalog's classes (truth/incidents.csv)."""
+    ``cause_class`` follows the event catalog's classes; ``component_class`` the product's component classes
+    (``catalog/component_classes.csv``: gpu, nvlink, network, storage, host, thermal, power), both written to
+    truth/incidents.csv so incident counts, MTBF and MTTR can be scored per class."""
 
     component: str
     kind: str
@@ -33,26 +35,27 @@ class FaultKind:
     weight: float
     repair_median_h: float
     cause_class: str = "hardware"
+    component_class: str = "host"
 
 
 #: Mix loosely follows Llama 3 Table 5 and Meta RSC Fig. 4 (GPU and HBM first, then network, host).
 FAULT_KINDS: tuple[FaultKind, ...] = (
-    FaultKind("gpu", "xid79_fallen_off_bus", "job_fail", 0.16, 24.0),
-    FaultKind("gpu", "xid48_dbe_ecc", "job_fail", 0.10, 12.0),
-    FaultKind("gpu", "xid94_contained_ecc", "job_fail", 0.08, 2.0),
-    FaultKind("gpu", "xid119_gsp_timeout", "job_fail", 0.06, 1.0, "driver_firmware"),
-    FaultKind("nvlink", "xid74_nvlink", "job_fail", 0.14, 12.0),
-    FaultKind("infiniband", "ib_link_down", "job_fail", 0.16, 3.0),
-    FaultKind("storage", "lustre_mount_missing", "job_fail", 0.08, 0.5, "system_software"),
+    FaultKind("gpu", "xid79_fallen_off_bus", "job_fail", 0.16, 24.0, component_class="gpu"),
+    FaultKind("gpu", "xid48_dbe_ecc", "job_fail", 0.10, 12.0, component_class="gpu"),
+    FaultKind("gpu", "xid94_contained_ecc", "job_fail", 0.08, 2.0, component_class="gpu"),
+    FaultKind("gpu", "xid119_gsp_timeout", "job_fail", 0.06, 1.0, "driver_firmware", "gpu"),
+    FaultKind("nvlink", "xid74_nvlink", "job_fail", 0.14, 12.0, component_class="nvlink"),
+    FaultKind("infiniband", "ib_link_down", "job_fail", 0.16, 3.0, component_class="network"),
+    FaultKind("storage", "lustre_mount_missing", "job_fail", 0.08, 0.5, "system_software", "storage"),
     FaultKind("host", "kernel_panic", "node_fail", 0.10, 2.0, "system_software"),
     FaultKind("host", "dimm_uncorrectable", "node_fail", 0.06, 24.0),
-    FaultKind("host", "psu_failure", "node_fail", 0.06, 36.0),
+    FaultKind("host", "psu_failure", "node_fail", 0.06, 36.0, component_class="power"),
 )
 
 #: Fabric- and storage-level failure modes: one incident hits many nodes at once (see plan_fabric_faults).
 FABRIC_KINDS: tuple[FaultKind, ...] = (
-    FaultKind("interconnect_switch", "leaf_switch_down", "job_fail", 0.0, 0.5),
-    FaultKind("storage", "storage_outage", "job_fail", 0.0, 0.75, "system_software"),
+    FaultKind("interconnect_switch", "leaf_switch_down", "job_fail", 0.0, 0.5, component_class="network"),
+    FaultKind("storage", "storage_outage", "job_fail", 0.0, 0.75, "system_software", "storage"),
 )
 FAULT_KIND_BY_NAME: dict[str, FaultKind] = {k.kind: k for k in FAULT_KINDS + FABRIC_KINDS}
 
