@@ -8,7 +8,8 @@ figure next to the truth's for every Done-when metric:
   total and per component class; incidents of class ``other`` whose first event is a health check;
 * cluster and per-class MTBF (``marts.mtbf``, period ``all``) vs realized = true exposure / true faults,
   and whether the realized MTBF lies inside the mart's Garwood interval (classes with >= 5 true faults);
-* MTTR p50 per class vs truth (fault start -> repair end, ``incidents.csv`` ``start_ts`` -> ``end_ts``);
+* MTTR p50 per class vs truth (fault start -> repair end, ``incidents.csv`` ``start_ts`` -> ``end_ts``, faults
+  repaired by the last dump);
 * MTBF exposure vs true in-service node-hours (``summary.json``), and the downtime the product
   removed (nodes x true span - exposure) vs the true down node-hours;
 * alert grouping: adjusted Rand index of ``marts.alert_incident_members`` against ``truth/alerts.csv``
@@ -28,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -153,12 +155,13 @@ def truth_incidents(truth_dir: Path) -> pl.DataFrame:
         repair_hours=(pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds() / 3600)
 
 
-def truth_exposure(truth_dir: Path) -> tuple[float, float, float]:
-    """(true in-service node-hours, true down node-hours, nodes x span hours) over the truth's horizon
-    [horizon start, last dump] (``summary.json``, written with node states)."""
+def truth_exposure(truth_dir: Path) -> tuple[float, float, float, datetime]:
+    """(true in-service node-hours, true down node-hours, nodes x span hours, last dump) over the truth's
+    horizon [horizon start, last dump] (``summary.json``, written with node states)."""
     summary = json.loads((Path(truth_dir) / "summary.json").read_text(encoding="utf-8"))
     in_service, down = float(summary["in_service_node_hours"]), float(summary["down_node_hours"])
-    return in_service, down, in_service + down
+    last = datetime.strptime(summary["last_dump_utc"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return in_service, down, in_service + down, last
 
 
 # -- product (one small reader per mart) -------------------------------------------------------------------
@@ -277,7 +280,7 @@ def score_scenario(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> IncidentS
     con.execute("SET TimeZone = 'UTC'")
     truth = truth_incidents(truth_dir)
     true_by_class = dict(truth.group_by("component_class").len().iter_rows())
-    in_service, down, node_span = truth_exposure(truth_dir)
+    in_service, down, node_span, last_dump = truth_exposure(truth_dir)
 
     incidents = product_incidents(con, classes) if _has_table(con, "marts.hw_incidents") else pl.DataFrame(
         schema={"incident_id": pl.String, "component": pl.String, "first_event_id": pl.Int64,
@@ -300,7 +303,9 @@ def score_scenario(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> IncidentS
     if exposure is None:
         notes.append("marts.mtbf has no cluster exposure")
 
-    true_mttr = dict(truth.group_by("component_class").agg(pl.col("repair_hours").median()).iter_rows())
+    # Only repairs that ended by the last dump: the pipeline cannot see a repair after its data ends.
+    true_mttr = dict(truth.filter(pl.col("end_ts") <= last_dump).group_by("component_class")
+                     .agg(pl.col("repair_hours").median()).iter_rows())
     ari, matched, n_truth_alerts, per_inc, true_per_inc = alert_grouping(con, truth_dir)
     if matched < n_truth_alerts:
         notes.append(f"{n_truth_alerts - matched} of {n_truth_alerts} truth alerts not in an alert incident")
