@@ -5,7 +5,10 @@ whole pipeline (``gpusre run``), score the warehouse against the simulator's tru
 (``incident_scoring.score_scenario``), and print one markdown table row per scenario, then the per-class
 detail. Also prints the wall time and peak memory of each scenario (the measured run's own process).
 
-    .venv/bin/python benchmarks/eval_incident_scenarios.py [--scenarios a,b] [--seed 11] [--keep DIR]
+    .venv/bin/python benchmarks/eval_incident_scenarios.py [--scenarios a,b] [--seed 11] [--keep DIR [--rescore]]
+
+``--keep DIR`` keeps each scenario's landing and warehouse under ``DIR/<scenario>``; ``--rescore`` then only
+scores those warehouses again (after a change to the scoring, or to compare marts by hand).
 """
 
 from __future__ import annotations
@@ -34,13 +37,15 @@ def _f(x: float | None, fmt: str = ".2f") -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
-def run_scenario(name: str, seed: int, root: Path) -> tuple[IncidentScore, float]:
-    """Simulate, run the pipeline and score scenario ``name`` under ``root``; returns (score, seconds)."""
+def run_scenario(name: str, seed: int, root: Path, rescore: bool = False) -> tuple[IncidentScore, float]:
+    """Simulate, run the pipeline and score scenario ``name`` under ``root`` (``rescore``: only score the
+    warehouse already there); returns (score, seconds)."""
     t0 = time.perf_counter()
     landing = root / name / "landing"
-    simulate_cluster(landing, scenario_config(name, seed))
     warehouse = root / name / "w.duckdb"
-    run_pipeline(landing, warehouse, root / name / "reports")
+    if not rescore:
+        simulate_cluster(landing, scenario_config(name, seed))
+        run_pipeline(landing, warehouse, root / name / "reports")
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         score = score_scenario(con, landing / "truth")
@@ -65,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated scenario names")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--keep", type=Path, default=None, help="write landings and warehouses here and keep them")
+    parser.add_argument("--rescore", action="store_true", help="only score the warehouses already under --keep")
     args = parser.parse_args(argv)
+    if args.rescore and args.keep is None:
+        print("error: --rescore needs --keep DIR", file=sys.stderr)
+        return 2
     names = [n for n in args.scenarios.split(",") if n]
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
@@ -75,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gpusre-scenarios-") as tmp:
         root = args.keep or Path(tmp)
         for name in names:
-            score, seconds = run_scenario(name, args.seed, root)
+            score, seconds = run_scenario(name, args.seed, root, args.rescore)
             peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"{name}: {seconds:.1f} s, peak RSS so far {peak_mb:.0f} MB", file=sys.stderr)
             rows.append(table_row(name, score))

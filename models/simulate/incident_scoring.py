@@ -15,9 +15,9 @@ figure next to the truth's for every Done-when metric:
 * alert grouping: adjusted Rand index of ``marts.alert_incident_members`` against ``truth/alerts.csv``
   ``episode_id`` (one label per fault incident, per flapping episode, per noise alert), alerts matched
   by (fingerprint, starts_at), and alerts per incident;
-* attribution precision / recall of ``infrastructure`` (``marts.job_failure_attribution`` vs
-  ``truth/job_attribution.csv``) and the share of jobs both call infrastructure whose product
-  component has the true fault's class.
+* attribution precision / recall of ``infrastructure`` per killed job instance (``marts.job_failure_attribution``
+  and ``marts.instance_failure_attribution`` vs the jobs ``truth/faults.csv`` lists per fault), and the share
+  of instances both call infrastructure whose product component has the true fault's class.
 
 Product components map to classes with ``catalog/component_classes.csv`` (read at run time; unknown
 -> ``other``). Each mart is read by one small ``product_*`` function, so when a mart gains a
@@ -38,9 +38,10 @@ from sklearn.metrics import adjusted_rand_score
 
 from gpusre.models.mtbf import load_component_classes
 
-__all__ = ["IncidentScore", "score_scenario", "truth_incidents", "truth_exposure", "product_incidents",
-           "product_other_health_check_incidents", "product_mtbf", "product_mttr_p50_by_class",
-           "product_exposure_hours", "alert_grouping", "attribution_scores", "MIN_FAULTS_FOR_INTERVAL"]
+__all__ = ["IncidentScore", "score_scenario", "truth_incidents", "truth_exposure", "truth_job_kills",
+           "product_incidents", "product_other_health_check_incidents", "product_mtbf", "product_mttr_p50_by_class",
+           "product_exposure_hours", "product_attribution", "alert_grouping", "attribution_scores",
+           "MIN_FAULTS_FOR_INTERVAL"]
 
 #: Classes with at least this many true faults must have their realized MTBF inside the Garwood interval.
 MIN_FAULTS_FOR_INTERVAL = 5
@@ -181,7 +182,8 @@ def product_other_health_check_incidents(con: duckdb.DuckDBPyConnection, inciden
     other = incidents.filter(pl.col("component_class") == "other").select("first_event_id")
     if other.is_empty():
         return 0
-    con.register("_other_first", other.to_arrow())
+    table = other.to_arrow()  # keep a reference while DuckDB scans it
+    con.register("_other_first", table)
     try:
         return int(con.sql("SELECT count(*) FROM _other_first o JOIN core.node_events e "
                            "ON e.event_id = o.first_event_id WHERE e.kind = 'health_check'").fetchall()[0][0])
@@ -229,7 +231,8 @@ def alert_grouping(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> tuple[flo
         "fingerprint", "starts_at", "episode_id")
     if truth.is_empty():
         return float("nan"), 0, 0, float("nan"), float("nan")
-    con.register("_truth_alerts", truth.to_arrow())
+    table = truth.to_arrow()  # keep a reference while DuckDB scans it
+    con.register("_truth_alerts", table)
     try:
         joined = con.sql(
             """SELECT t.episode_id, m.incident_id
@@ -246,27 +249,48 @@ def alert_grouping(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> tuple[flo
     return ari, joined.height, truth.height, per_incident, truth.height / truth["episode_id"].n_unique()
 
 
+def truth_job_kills(truth_dir: Path, incidents: pl.DataFrame) -> pl.DataFrame:
+    """Every job instance a fault killed: ``job_id``, ``end_ts`` (the fault's time), ``true_class`` (the
+    class of the fault's incident), from ``truth/faults.csv`` job lists and ``incidents.csv`` fault ids.
+    Requeued instances count too: most jobs a fault kills are requeued and end well, so the final-state
+    file alone (``job_attribution.csv``) holds few infrastructure rows."""
+    faults = pl.read_csv(Path(truth_dir) / "faults.csv", infer_schema=False).filter(pl.col("job_ids") != "")
+    of_fault = incidents.select("component_class", fault_id=pl.col("fault_ids").str.split(";")).explode("fault_id")
+    return (faults.select("fault_id", end_ts=pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_zone="UTC"),
+                          job_id=pl.col("job_ids").str.split(";")).explode("job_id")
+            .join(of_fault, on="fault_id", how="left")
+            .select("job_id", "end_ts", true_class=pl.col("component_class").fill_null("other"))
+            .unique(["job_id", "end_ts"], keep="first", maintain_order=True))
+
+
+def product_attribution(con: duckdb.DuckDBPyConnection, classes: pl.DataFrame) -> pl.DataFrame:
+    """Failed job instances as the product attributes them: ``job_id``, ``end_ts``, ``predicted``,
+    ``component``, ``component_class`` from ``marts.job_failure_attribution`` (a job's last instance) and
+    ``marts.instance_failure_attribution`` (its earlier, requeued ones)."""
+    parts = ["SELECT job_id, end_ts, attribution AS predicted, component FROM marts.job_failure_attribution"]
+    if _has_table(con, "marts.instance_failure_attribution"):
+        parts.append("SELECT job_id, end_ts, attribution, component FROM marts.instance_failure_attribution")
+    df = con.sql(" UNION ALL ".join(parts)).pl().with_columns(pl.col("end_ts").dt.convert_time_zone("UTC"))
+    return _with_class(df.unique(["job_id", "end_ts"], keep="first", maintain_order=True), classes)
+
+
 def attribution_scores(con: duckdb.DuckDBPyConnection, truth_dir: Path, incidents: pl.DataFrame,
                        classes: pl.DataFrame) -> tuple[float, float, int, float, int]:
-    """(precision, recall, support of ``infrastructure``, class-match share, jobs both call infrastructure).
+    """(precision, recall, support of ``infrastructure``, class-match share, instances both call
+    infrastructure), per killed job instance (job id and end time, requeued instances included).
 
-    Jobs the mart does not list count as not infrastructure. Class match: the class of the product's
-    ``component`` equals the class of the true incident that killed the job."""
-    truth = pl.read_csv(Path(truth_dir) / "job_attribution.csv", infer_schema=False).select(
-        "job_id", "attribution", pl.col("incident_id").alias("truth_incident"))
-    predicted = _with_class(con.sql("SELECT job_id, attribution AS predicted, component "
-                                    "FROM marts.job_failure_attribution").pl(), classes)
-    scored = truth.join(predicted, on="job_id", how="left").with_columns(pl.col("predicted").fill_null("none"))
-    is_true, is_pred = pl.col("attribution") == "infrastructure", pl.col("predicted") == "infrastructure"
-    tp = scored.filter(is_true & is_pred).height
-    fp = scored.filter(~is_true & is_pred).height
-    fn = scored.filter(is_true & ~is_pred).height
-    both = scored.filter(is_true & is_pred).join(
-        incidents.select(pl.col("incident_id").alias("truth_incident"), pl.col("component_class").alias("true_class")),
-        on="truth_incident", how="left")
-    match = both.filter(pl.col("component_class") == pl.col("true_class")).height
-    return (tp / max(tp + fp, 1), tp / max(tp + fn, 1), tp + fn,
-            match / both.height if both.height else float("nan"), both.height)
+    Truth: the instances faults killed (:func:`truth_job_kills`). Product: instances attributed to the
+    infrastructure (:func:`product_attribution`); one that no fault killed is a false positive. Class
+    match: the class of the product's ``component`` equals the class of the fault's incident."""
+    kills = truth_job_kills(truth_dir, incidents).with_columns(pl.col("end_ts").dt.cast_time_unit("us"))
+    predicted = product_attribution(con, classes).with_columns(pl.col("end_ts").dt.cast_time_unit("us"))
+    infra = predicted.filter(pl.col("predicted") == "infrastructure")
+    hits = kills.join(infra, on=["job_id", "end_ts"], how="inner")
+    tp = hits.height
+    fp, fn = infra.height - tp, kills.height - tp
+    match = hits.filter(pl.col("component_class") == pl.col("true_class")).height
+    return (tp / max(tp + fp, 1), tp / max(tp + fn, 1), kills.height,
+            match / tp if tp else float("nan"), tp)
 
 
 # -- the score ---------------------------------------------------------------------------------------------
