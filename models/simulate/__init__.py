@@ -57,7 +57,7 @@ import yaml
 from gpusre.models.simulate.alert_writer import write_alerts
 from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
-from gpusre.models.simulate.faults import fabric_node_faults, plan_fabric_faults, plan_faults
+from gpusre.models.simulate.faults import add_second_waves, fabric_node_faults, plan_fabric_faults, plan_faults
 from gpusre.models.simulate.incident_truth import build_incidents, write_incidents, write_job_attribution
 from gpusre.models.simulate.node_events_writer import NodeBusy, plan_node_states, write_node_states
 from gpusre.models.simulate.node_timeline import NodeTimeline
@@ -65,7 +65,7 @@ from gpusre.models.simulate.reliability_truth import GOODPUT_DAILY_COLUMNS, RUNS
 from gpusre.models.simulate.sacct_writer import SACCT_FIELDS, SACCT_HEADER, SacctDumpWriter
 from gpusre.models.simulate.scheduler import ClusterSimulation
 from gpusre.models.simulate.syslog_writer import fault_events, write_node_logs
-from gpusre.models.simulate.topology import NODES_PER_LEAF, cluster_yaml, node_names, plan_maintenance
+from gpusre.models.simulate.topology import cluster_yaml, node_names, plan_maintenance
 from gpusre.models.simulate.truth import FAULTS_COLUMNS, JOBS_COLUMNS, TruthRecorder
 from gpusre.models.simulate.workload import generate_workload
 
@@ -97,10 +97,12 @@ def simulate_cluster(out_dir: Path, config: SimulationConfig,
 
     workload = generate_workload(config, clock, rng_work)
     faults, lemons = plan_faults(config.nodes, clock.day_start[0], clock.day_start[-1],
-                                 config.node_failures_per_1000_node_days, rng_fault)
-    fabric = plan_fabric_faults(config.nodes, NODES_PER_LEAF, clock.day_start[0], clock.day_start[-1],
+                                 config.node_failures_per_1000_node_days, rng_fault, config.thermal_power_fault_share)
+    fabric = plan_fabric_faults(config.nodes, config.nodes_per_leaf, clock.day_start[0], clock.day_start[-1],
                                 config.leaf_switch_failures_per_1000_switch_days,
                                 config.storage_outages_per_1000_days, np.random.default_rng(seeds[3]))
+    if config.leaf_second_wave_share > 0:  # own stream: without second waves nothing else moves
+        fabric = add_second_waves(fabric, config.leaf_second_wave_share, np.random.default_rng([config.seed, 7171]))
     if config.fabric_faults_kill_jobs:
         faults = fabric_node_faults(fabric, faults)
     say(f"workload: {len(workload)} submissions, runtime scale {workload.runtime_scale:.3f}, {len(faults)} faults")

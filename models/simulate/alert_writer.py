@@ -68,7 +68,6 @@ from gpusre.models.simulate.config import SimulationConfig
 from gpusre.models.simulate.faults import FabricFault, FaultEvent
 from gpusre.models.simulate.incident_truth import Incident
 from gpusre.models.simulate.node_timeline import NodeTimeline
-from gpusre.models.simulate.topology import NODES_PER_LEAF
 
 __all__ = ["ALERTS_COLUMNS", "STREAM", "GROUP_WAIT_S", "GROUP_INTERVAL_S", "REPEAT_INTERVAL_S", "RULES",
            "label_fingerprints", "write_alerts"]
@@ -164,6 +163,18 @@ RULES: dict[str, Rule] = {
         "critical", 'ipmi_sensor_state{type="Power Supply"} == 2',
         "Power supply failed on {node}",
         "BMC {instance} reports {sensor} in critical state."),
+    "GPUTemperatureHigh": Rule(
+        "critical", "DCGM_FI_DEV_GPU_TEMP > 90",
+        "GPU {gpu} on {node} is overheating",
+        "GPU {gpu} ({uuid}) on {instance} is at {temp} C (limit 90 C)."),
+    "IPMITemperatureCritical": Rule(
+        "critical", 'ipmi_temperature_state == 2',
+        "Temperature critical on {node}",
+        "BMC {instance} reports {sensor} above its upper critical threshold."),
+    "PDUOutletPowerLost": Rule(
+        "critical", 'pdu_outlet_power_watts == 0 and on(outlet) pdu_outlet_state == 1',
+        "Power lost on outlets of {node}",
+        "PDU {pdu} reports no power on the outlets feeding {node}."),
     "NodeFilesystemSpaceFillingUp": Rule(
         "warning", 'predict_linear(node_filesystem_avail_bytes{mountpoint="/var/log"}[6h], 4*3600) < 0',
         "Filesystem {mountpoint} on {node} is predicted to run out of space within 4 hours",
@@ -260,14 +271,44 @@ class _Builder:
             self._uuid[key] = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
         return self._uuid[key]
 
+    def _ip(self, node: int) -> str:
+        return f"10.1.{node // 250}.{node % 250 + 2}"
+
     def node_exporter(self, node: int) -> dict[str, str]:
-        return {"instance": f"{self.names[node]}:9100", "job": "node-exporter"}
+        """node-exporter target labels in the config's ``alert_instance_style``."""
+        name, style = self.names[node], self.cfg.alert_instance_style
+        if style == "fqdn":
+            return {"instance": f"{name}.cluster.local", "job": "node-exporter"}
+        if style == "node_label":
+            return {"instance": f"{self._ip(node)}:9100", "job": "node-exporter", "node": name}
+        return {"instance": f"{name}:9100", "job": "node-exporter"}
 
     def dcgm(self, node: int, gpu: int) -> dict[str, str]:
-        name = self.names[node]
-        return {"instance": f"{name}.cluster.local:9400", "job": "dcgm-exporter", "Hostname": name,
+        """dcgm-exporter labels: the host in ``Hostname`` (``node`` with ``node_label``)."""
+        name, style = self.names[node], self.cfg.alert_instance_style
+        host = {"Hostname": f"{name}.cluster.local"} if style == "fqdn" else (
+            {"node": name} if style == "node_label" else {"Hostname": name})
+        instance = f"{self._ip(node)}:9400" if style == "node_label" else f"{name}.cluster.local:9400"
+        return {"instance": instance, "job": "dcgm-exporter", **host,
                 "gpu": str(gpu), "UUID": self.uuid(node, gpu), "device": f"nvidia{gpu}",
                 "modelName": f"NVIDIA {self.cfg.gpu_type.upper()} 80GB HBM3"}
+
+    def bmc(self, node: int) -> dict[str, str]:
+        """ipmi-exporter labels: the BMC's host name (``gpu001-bmc``), with the port unless ``node_label``."""
+        name = self.names[node]
+        port = "" if self.cfg.alert_instance_style == "node_label" else ":9290"
+        return {"instance": f"{name}-bmc{port}", "job": "ipmi-exporter"}
+
+    def flapping(self, alertname: str, extra: dict[str, str], fire_s: float, end_s: float, rng: np.random.Generator,
+                 **kwargs: Any) -> None:
+        """An alert that flaps while its cause lasts: fires, resolves 5-20 min later, fires again after the
+        config's ``alert_flap_off_s`` gap, ... until ``end_s``; every firing has the same truth and episode."""
+        lo, hi = self.cfg.alert_flap_off_s
+        t = fire_s
+        while t < end_s:
+            off = min(end_s, t + float(rng.uniform(300, 1200)))
+            self.add(alertname, extra, t, off, **kwargs)
+            t = off + float(rng.uniform(lo, hi))
 
     def add(self, alertname: str, extra: dict[str, str], fire_s: float, resolve_s: float | None, horizon: int,
             node: int, target: str, truth: str, source: str, kind: str, fault_id: int = 0,
@@ -318,8 +359,20 @@ def _fault_alerts(b: _Builder, rng: np.random.Generator, faults: list[tuple[Faul
             elif f.kind == "xid74_nvlink":
                 b.add("DCGMNVLinkErrors", b.dcgm(n, gpu), f.ts + delay(), end + clear(), **common, link=link)
         elif f.kind == "ib_link_down":
-            b.add("InfinibandLinkDown", b.node_exporter(n), f.ts + delay(), end + clear(), **common,
-                  down=1, hcas=f"mlx5_{hca}")
+            if b.cfg.fault_alert_flap_share > 0 and rng.random() < b.cfg.fault_alert_flap_share:
+                b.flapping("InfinibandLinkDown", b.node_exporter(n), f.ts + delay(), end, rng, **common,
+                           down=1, hcas=f"mlx5_{hca}")
+            else:
+                b.add("InfinibandLinkDown", b.node_exporter(n), f.ts + delay(), end + clear(), **common,
+                      down=1, hcas=f"mlx5_{hca}")
+        elif f.kind == "gpu_overtemp":
+            temp = 92 + (gpu * 5) % 9  # as the node logs and NHC print it
+            if b.cfg.fault_alert_flap_share > 0 and rng.random() < b.cfg.fault_alert_flap_share:
+                b.flapping("GPUTemperatureHigh", b.dcgm(n, gpu), f.ts + delay(), end, rng, **common, temp=temp)
+            else:
+                b.add("GPUTemperatureHigh", b.dcgm(n, gpu), f.ts + delay(), end + clear(), **common, temp=temp)
+            b.add("IPMITemperatureCritical", {**b.bmc(n), "sensor": f"GPU{gpu}_Temp"},
+                  f.ts + float(rng.uniform(20, 90)), end + clear(), **common)
         elif f.kind == "lustre_mount_missing":
             fs = {"filesystem": FSNAME, "mountpoint": MOUNTPOINT, "fstype": "lustre"}
             b.add("LustreClientUnhealthy", {**b.node_exporter(n), **fs}, f.ts + delay(), end + clear(),
@@ -327,9 +380,16 @@ def _fault_alerts(b: _Builder, rng: np.random.Generator, faults: list[tuple[Faul
         elif f.effect == "node_fail":
             up = end + float(rng.uniform(60, 240))  # booted, node-exporter scraped again
             if f.kind == "psu_failure":
-                b.add("IPMIPowerSupplyFailed", {"instance": f"{b.names[n]}-bmc:9290", "job": "ipmi-exporter",
-                                                "sensor": f"PSU{int(rng.integers(1, 3))} Status"},
+                b.add("IPMIPowerSupplyFailed", {**b.bmc(n), "sensor": f"PSU{int(rng.integers(1, 3))} Status"},
                       f.ts + float(rng.uniform(20, 90)), end + clear(), **common)
+            elif f.kind == "host_overtemp_shutdown":
+                b.add("IPMITemperatureCritical", {**b.bmc(n), "sensor": f"CPU{int(rng.integers(1, 3))}_Temp"},
+                      f.ts - float(rng.uniform(120, 400)), end + clear(), **common)
+            elif f.kind == "node_power_loss":
+                rack = n // b.cfg.nodes_per_rack + 1
+                b.add("PDUOutletPowerLost", {"instance": f"pdu-r{rack:02d}a:161", "job": "snmp-pdu",
+                                             "pdu": f"pdu-r{rack:02d}a", "outlet": f"{n % b.cfg.nodes_per_rack + 1}"},
+                      f.ts + float(rng.uniform(20, 90)), end + clear(), **common, pdu=f"pdu-r{rack:02d}a")
             b.add("NodeDown", b.node_exporter(n), f.ts + delay(), up, **common)
             # SlurmdTimeout (300 s) before slurmctld marks the node DOWN*; back when slurmd registers.
             b.add("SlurmNodeNotResponding", {"instance": "slurmctl01:9341", "job": "slurm-exporter",
@@ -347,19 +407,23 @@ def _fabric_alerts(b: _Builder, rng: np.random.Generator, fabric: list[FabricFau
         end = ff.ts + ff.duration_s
         common = dict(horizon=horizon, truth=truth, source="fabric", kind=ff.kind)
         if ff.kind == "leaf_switch_down":
-            leaf = b.leaves[hit[0] // NODES_PER_LEAF]
-            b.add("LeafSwitchDown", {"instance": f"{leaf}-mgmt", "job": "ufm-exporter", "switch": leaf},
-                  ff.ts + float(rng.uniform(30, 120)), end + float(rng.uniform(30, 120)), node=-1, target=leaf,
-                  ports=len(hit), **common)
-            for n in hit:
-                b.add("InfinibandLinkDown", b.node_exporter(n), ff.ts + float(rng.uniform(60, 300)),
-                      end + float(rng.uniform(30, 180)), node=n, target="", down=8,
-                      hcas=", ".join(f"mlx5_{h}" for h in range(8)), **common)
-                if rng.random() < NET_UNREACHABLE_SHARE:
-                    b.add("NodeNetworkUnreachable", {"instance": f"{b.names[n]}.ib.cluster.local",
-                                                     "job": "blackbox-icmp-ipoib"},
-                          ff.ts + float(rng.uniform(90, 300)), end + float(rng.uniform(30, 180)), node=n, target="",
-                          **common)
+            leaf = b.leaves[hit[0] // b.cfg.nodes_per_leaf]
+            # A second wave: everything resolves after the first wave and fires again in the second.
+            first_end, second = ff.second_wave
+            waves = [(ff.ts, end)] if not second else [(ff.ts, ff.ts + first_end), (ff.ts + second, end)]
+            for w0, w1 in waves:
+                b.add("LeafSwitchDown", {"instance": f"{leaf}-mgmt", "job": "ufm-exporter", "switch": leaf},
+                      w0 + float(rng.uniform(30, 120)), w1 + float(rng.uniform(30, 120)), node=-1, target=leaf,
+                      ports=len(hit), **common)
+                for n in hit:
+                    b.add("InfinibandLinkDown", b.node_exporter(n), w0 + float(rng.uniform(60, 300)),
+                          w1 + float(rng.uniform(30, 180)), node=n, target="", down=8,
+                          hcas=", ".join(f"mlx5_{h}" for h in range(8)), **common)
+                    if rng.random() < NET_UNREACHABLE_SHARE:
+                        b.add("NodeNetworkUnreachable", {"instance": f"{b.names[n]}.ib.cluster.local",
+                                                         "job": "blackbox-icmp-ipoib"},
+                              w0 + float(rng.uniform(90, 300)), w1 + float(rng.uniform(30, 180)), node=n, target="",
+                              **common)
         else:
             ost = f"{FSNAME}-OST{int(rng.integers(16)):04x}"
             oss = f"oss{int(ost[-1], 16) // 4 + 1:02d}"
@@ -382,14 +446,14 @@ def _noise_alerts(b: _Builder, rng: np.random.Generator, t0: int, horizon: int, 
     drafts: list[tuple[float, int, str, dict[str, str], float, str, str, dict[str, Any]]] = []
 
     def place(rate: float) -> tuple[np.ndarray, np.ndarray]:
-        count = int(rng.poisson(rate * node_days))
+        count = int(rng.poisson(rate * cfg.alert_noise_scale * node_days))
         return rng.integers(cfg.nodes, size=count), rng.uniform(t0, horizon, size=count)
 
     # Flapping /var/log: each episode cycles fire (5-15 min) / resolve (15-45 min).
     nodes, starts = place(FLAP_EPISODES_PER_NODE_DAY)
     cycles = rng.integers(5, 13, size=nodes.size)
     on = rng.uniform(300, 900, size=int(cycles.sum()))
-    off = rng.uniform(900, 2700, size=int(cycles.sum()))
+    off = rng.uniform(*cfg.alert_flap_off_s, size=int(cycles.sum()))
     avail = rng.uniform(3, 9, size=nodes.size)
     k = 0
     for ep, (n, t, c) in enumerate(zip(nodes.tolist(), starts.tolist(), cycles.tolist(), strict=True), start=1):
@@ -403,10 +467,8 @@ def _noise_alerts(b: _Builder, rng: np.random.Generator, t0: int, horizon: int, 
     which = rng.integers(3, size=nodes.size)
     dur = np.clip(rng.lognormal(np.log(360), 0.6, size=nodes.size), 120, 3600)
     for n, t, w, d in zip(nodes.tolist(), starts.tolist(), which.tolist(), dur.tolist(), strict=True):
-        name = b.names[n]
-        labels = ({"instance": f"{name}:9100", "job": "node-exporter"},
-                  {"instance": f"{name}.cluster.local:9400", "job": "dcgm-exporter"},
-                  {"instance": f"{name}-bmc:9290", "job": "ipmi-exporter"})[w]
+        dcgm = b.dcgm(n, 0)
+        labels = (b.node_exporter(n), {"instance": dcgm["instance"], "job": "dcgm-exporter"}, b.bmc(n))[w]
         drafts.append((t, n, "PrometheusTargetDown", labels, t + d, "target_down", "", {}))
     nodes, starts = place(CLOCK_SKEW_PER_NODE_DAY)
     dur = rng.uniform(600, 5400, size=nodes.size)
@@ -537,7 +599,7 @@ def write_alerts(out_dir: Path, config: SimulationConfig, clock: LocalClock, nam
     ``fault_devices``: the nodes each fabric fault hit and the device each node fault hit (node logs)."""
     rng = np.random.default_rng([config.seed, STREAM])
     t0, horizon = clock.day_start[0], clock.day_start[-1]
-    n_leaves = (config.nodes + NODES_PER_LEAF - 1) // NODES_PER_LEAF
+    n_leaves = (config.nodes + config.nodes_per_leaf - 1) // config.nodes_per_leaf
     width = max(2, len(str(n_leaves)))
     b = _Builder(config, names, [f"leaf{g + 1:0{width}d}" for g in range(n_leaves)])
     by_fault, by_fabric = _incident_maps(incidents, fabric, fabric_nodes)

@@ -37,6 +37,25 @@ class SimulationConfig:
     Alerts (``write_alerts``, see alert_writer): Alertmanager webhook payloads under ``alerts/`` (one JSON
     line per notification) for the faults, fabric incidents and background noise, and ``truth/alerts.csv``;
     drawn from their own random stream after everything else, so no other file changes.
+
+    Scenario knobs (``scenarios.py``; the defaults reproduce the original output byte for byte):
+
+    * NHC: ``nhc_interval_s`` (slurm.conf HealthCheckInterval); ``nhc_repeat_until_repair`` (a failing
+      check fails on every run until the repair, as NHC does; off: the first 12 runs only);
+      ``nhc_message_style``: ``lbnl`` (``ERROR:  nhc:  Health check failed:  check_x:  text``), ``bare``
+      (``Health check failed: text``, no check name) or ``check_prefix`` (``check_x: text``, with a site's own
+      check names such as ``check_file_test`` and ``check_fs_mount``).
+    * Names and topology: ``node_name_style`` ``numbered`` (``<prefix><digits>``, ``node_digits`` wide, 0:
+      automatic) or ``rack`` (``<prefix>-<rack letter><position>``, e.g. ``dgx-a01``); ``nodes_per_rack``,
+      ``nodes_per_leaf``.
+    * Alerts: ``alert_instance_style`` ``port`` (``instance="gpu001:9100"``, dcgm ``Hostname``), ``fqdn``
+      (``instance="gpu001.cluster.local"``, ``Hostname`` an FQDN) or ``node_label`` (``instance`` an IP
+      address and port, the host in a ``node`` label; BMC ``instance="gpu001-bmc"``); ``alert_noise_scale``
+      multiplies the noise rates; ``alert_flap_off_s`` the resolved gap of flapping rules;
+      ``fault_alert_flap_share`` of link and GPU-temperature faults whose alert flaps while the fault lasts.
+    * Faults: ``leaf_second_wave_share`` of leaf-switch failures with a second wave (links down again
+      40-60 min after the first); ``fabric_manager_logs`` adds nv-fabricmanager lines to NVLink faults;
+      ``thermal_power_fault_share`` of node faults that are thermal or power faults (faults.THERMAL_POWER_KINDS).
     """
 
     nodes: int = 100
@@ -65,6 +84,20 @@ class SimulationConfig:
     admin_drains_per_1000_node_days: float = 8.0
     false_positive_health_checks_per_1000_node_days: float = 5.0
     write_alerts: bool = True
+    nhc_interval_s: int = 300
+    nhc_repeat_until_repair: bool = False
+    nhc_message_style: str = "lbnl"
+    node_name_style: str = "numbered"
+    node_digits: int = 0
+    nodes_per_rack: int = 16
+    nodes_per_leaf: int = 32
+    alert_instance_style: str = "port"
+    alert_noise_scale: float = 1.0
+    alert_flap_off_s: tuple[int, int] = (900, 2700)
+    fault_alert_flap_share: float = 0.0
+    leaf_second_wave_share: float = 0.0
+    fabric_manager_logs: bool = False
+    thermal_power_fault_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.nodes < 2:
@@ -87,6 +120,22 @@ class SimulationConfig:
             raise ValueError("fabric fault rates must be >= 0")
         if self.admin_drains_per_1000_node_days < 0 or self.false_positive_health_checks_per_1000_node_days < 0:
             raise ValueError("node-state event rates must be >= 0")
+        if self.nhc_interval_s < 30:
+            raise ValueError("nhc_interval_s must be >= 30")
+        if self.nhc_message_style not in ("lbnl", "bare", "check_prefix"):
+            raise ValueError("nhc_message_style must be 'lbnl', 'bare' or 'check_prefix'")
+        if self.node_name_style not in ("numbered", "rack"):
+            raise ValueError("node_name_style must be 'numbered' or 'rack'")
+        if self.nodes_per_rack < 1 or self.nodes_per_leaf < 1:
+            raise ValueError("nodes_per_rack and nodes_per_leaf must be >= 1")
+        if self.alert_instance_style not in ("port", "fqdn", "node_label"):
+            raise ValueError("alert_instance_style must be 'port', 'fqdn' or 'node_label'")
+        if self.alert_noise_scale < 0 or not 0 < self.alert_flap_off_s[0] <= self.alert_flap_off_s[1]:
+            raise ValueError("alert_noise_scale must be >= 0 and alert_flap_off_s a (low, high) pair of seconds")
+        for share in (self.fault_alert_flap_share, self.leaf_second_wave_share, self.thermal_power_fault_share):
+            if not 0.0 <= share < 1.0:
+                raise ValueError("fault_alert_flap_share, leaf_second_wave_share and thermal_power_fault_share "
+                                 "must be in [0, 1)")
         ZoneInfo(self.timezone)  # fail early on an unknown zone
 
     @property
@@ -108,5 +157,5 @@ class SimulationConfig:
 
     @property
     def node_width(self) -> int:
-        """Zero-padded digits in node names (``gpu001`` for 100 nodes, ``gpu0001`` for 2,000)."""
-        return max(3, len(str(self.nodes)))
+        """Zero-padded digits in node names (``gpu001`` for 100 nodes, ``gpu0001`` for 2,000; ``node_digits`` if set)."""
+        return self.node_digits or max(3, len(str(self.nodes)))

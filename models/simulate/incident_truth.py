@@ -25,7 +25,7 @@ __all__ = ["INCIDENTS_COLUMNS", "ATTRIBUTION_COLUMNS", "ATTRIBUTION_BY_CAUSE", "
            "write_incidents", "write_job_attribution"]
 
 INCIDENTS_COLUMNS = ("incident_id", "component", "kind", "start_ts", "end_ts", "nodes", "n_nodes", "cause_class",
-                     "affects_jobs", "fault_ids", "job_ids")
+                     "affects_jobs", "fault_ids", "job_ids", "component_class")
 ATTRIBUTION_COLUMNS = ("job_id", "state_final", "attribution", "component", "incident_id", "cause", "end_ts",
                        "nodes", "n_gpus", "gpu_hours", "user_xid")
 #: Simulator cause of a job's last instance -> attribution.
@@ -35,7 +35,8 @@ ATTRIBUTION_BY_CAUSE = {"node_fail": "infrastructure", "user_error": "user", "oo
 
 @dataclass(frozen=True)
 class Incident:
-    """One incident; ``end`` is when the component was repaired (node back in service, link/mount restored)."""
+    """One incident; ``end`` is when the component was repaired (node back in service, link/mount restored).
+    ``component_class`` is the product's class of the component (FaultKind.component_class)."""
 
     incident_id: str
     component: str
@@ -47,6 +48,7 @@ class Incident:
     affects_jobs: bool
     fault_ids: tuple[int, ...]
     job_ids: tuple[str, ...]
+    component_class: str = ""
 
 
 def build_incidents(faults: list[tuple[FaultEvent, list[str]]], fabric: list[FabricFault],
@@ -58,7 +60,8 @@ def build_incidents(faults: list[tuple[FaultEvent, list[str]]], fabric: list[Fab
         if f.incident:
             continue
         drafts.append((f.ts, f.kind, f.node, dict(component=f.component, kind=f.kind,
-                                                  cause_class=FAULT_KIND_BY_NAME[f.kind].cause_class, start=f.ts,
+                                                  cause_class=FAULT_KIND_BY_NAME[f.kind].cause_class,
+                                                  component_class=FAULT_KIND_BY_NAME[f.kind].component_class, start=f.ts,
                                                   end=f.ts + f.repair_s, nodes=(f.node,), affects_jobs=True,
                                                   fault_ids=(f.fault_id,), job_ids=tuple(jobs))))
     for ff in fabric:
@@ -67,7 +70,8 @@ def build_incidents(faults: list[tuple[FaultEvent, list[str]]], fabric: list[Fab
         if not nodes:
             continue  # every node was already down: nothing noticed it
         drafts.append((ff.ts, ff.kind, nodes[0], dict(
-            component=ff.component, kind=ff.kind, cause_class=ff.cause_class, start=ff.ts, end=ff.ts + ff.duration_s,
+            component=ff.component, kind=ff.kind, cause_class=ff.cause_class,
+            component_class=FAULT_KIND_BY_NAME[ff.kind].component_class, start=ff.ts, end=ff.ts + ff.duration_s,
             nodes=nodes, affects_jobs=fabric_kills_jobs, fault_ids=tuple(f.fault_id for f, _ in members),
             job_ids=tuple(sorted({j for _, jobs in members for j in jobs})))))
     drafts.sort(key=lambda d: (d[0], d[1], d[2]))
@@ -82,7 +86,8 @@ def write_incidents(path: Path, incidents: list[Incident], names: list[str], clo
         for inc in incidents:
             w.writerow((inc.incident_id, inc.component, inc.kind, clock.utc(inc.start), clock.utc(inc.end),
                         compress_hostlist(names[n] for n in inc.nodes), len(inc.nodes), inc.cause_class,
-                        str(inc.affects_jobs).lower(), ";".join(map(str, inc.fault_ids)), ";".join(inc.job_ids)))
+                        str(inc.affects_jobs).lower(), ";".join(map(str, inc.fault_ids)), ";".join(inc.job_ids),
+                        inc.component_class))
 
 
 def write_job_attribution(path: Path, jobs_csv: Path, faults: list[tuple[FaultEvent, list[str]]],

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["EventLines", "NodeHardware", "fault_burst", "health_check_burst", "health_check_text",
-           "false_positive_health_check", "fabric_burst", "user_xid_burst", "oom_burst", "timeout_line",
-           "benign_xid_line", "boot_burst", "HEALTH_CHECKS"]
+           "health_check_message", "false_positive_health_check", "fabric_burst", "user_xid_burst", "oom_burst",
+           "timeout_line", "benign_xid_line", "boot_burst", "HEALTH_CHECKS", "SITE_HEALTH_CHECKS"]
 
 #: Real HGX H100 GPU bus numbers (PCI 0000:<bus>:00.0), NIC buses, NVSwitch functions.
 _GPU_BUS = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
@@ -39,6 +39,19 @@ HEALTH_CHECKS: dict[str, tuple[str, str]] = {
     "lustre_mount_missing": ("check_fs_mount_rw", "/lustre not mounted"),
     "leaf_switch_down": ("check_hw_ib", "No IB port mlx5_0:1 is ACTIVE (LinkUp 400 Gb/sec)."),
     "storage_outage": ("check_fs_mount_rw", "/lustre not mounted"),
+    "gpu_overtemp": ("check_nv_healthmon", "GPU{gpu} temperature {temp}C exceeds limit 90C"),
+}
+#: The same failures at sites whose NHC configuration uses other checks and words (``check_prefix`` and
+#: ``bare`` message styles): a file test instead of a mount check, a sensor check for temperatures.
+SITE_HEALTH_CHECKS: dict[str, tuple[str, str]] = {
+    **HEALTH_CHECKS,
+    "xid79_fallen_off_bus": ("check_gpu", "GPU{gpu} lost: nvidia-smi reports 7 of 8 GPUs"),
+    "xid74_nvlink": ("check_nvlink", "GPU{gpu} NVLink link {link} state Inactive"),
+    "ib_link_down": ("check_hw_ib", "No IB port mlx5_{hca}:1 is ACTIVE"),
+    "leaf_switch_down": ("check_hw_ib", "No IB port mlx5_0:1 is ACTIVE"),
+    "lustre_mount_missing": ("check_file_test", "/lustre/scratch/.nhc_probe not readable"),
+    "storage_outage": ("check_fs_mount", "/lustre not mounted"),
+    "gpu_overtemp": ("check_hw_sensors", "GPU{gpu} temperature {temp}C exceeds limit 90C"),
 }
 
 
@@ -99,10 +112,16 @@ def _repeat(out: EventLines, node: int, start: float, until: float, every: float
         out.add(t, node, make(k), kind, kernel)
 
 
+def _gpu_temp(gpu: int) -> int:
+    # Stable per GPU index, so the log, NHC and the node-state reason agree on the reading.
+    return 92 + (gpu * 5) % 9
+
+
 def fault_burst(out: EventLines, kind: str, ts: float, node: int, until: float, hw: NodeHardware,
-                rnd: random.Random) -> dict[str, int]:
+                rnd: random.Random, fabric_manager: bool = False) -> dict[str, int]:
     """Lines of one node fault of ``kind`` at ``ts``; repeats stop before ``until``. Returns the device
-    picked (``gpu``, ``link``, ``hca``) for the health-check lines."""
+    picked (``gpu``, ``link``, ``hca``) for the health-check lines. ``fabric_manager``: NVLink faults also
+    get nv-fabricmanager's lines."""
     label = f"fault:{kind}"
     gpu = rnd.randrange(hw.gpus_per_node)
     pci = hw.gpu_pci(gpu)
@@ -164,6 +183,11 @@ def fault_burst(out: EventLines, kind: str, ts: float, node: int, until: float, 
         for k in range(3):
             add(11.8 + k * 0.004, sxid(k))
         _repeat(out, node, ts + 12, until, 6, 30, label, sxid, rnd)  # the SXid storm
+        if fabric_manager:  # Fabric Manager's own report of the same NVSwitch error (no draws: same lines else)
+            fm = f"nv-fabricmanager[{hw.slurmd_pid + 11}]"
+            add(12.3, f"{fm}: detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id "
+                      f"00000000:{sw_pci[5:7]}:00.0 physical id {sw} port {sw_port}", False)
+            add(12.4, f"{fm}: NVSwitch fatal error: link {sw_port} LTSSM fault; GPU partition reset required", False)
     elif kind == "ib_link_down":
         nic = hw.nic_pci(hca)
         add(0.0, f"mlx5_core {nic} mlx5_{hca}: Port: 1 Link DOWN")
@@ -195,6 +219,26 @@ def fault_burst(out: EventLines, kind: str, ts: float, node: int, until: float, 
         add(0.0001, f"EDAC MC{dimm[10]}: 1 UE memory read error on {dimm} (channel:{dimm[-9]} slot:0 "
                     f"page:0x{rnd.getrandbits(24):x} offset:0x0 grain:32 - err_code:0x0000:0x009f)")
         add(0.9, "Kernel panic - not syncing: Fatal machine check")
+    elif kind == "gpu_overtemp":
+        temp = _gpu_temp(gpu)
+        ipmi = f"ipmievd[{hw.slurmd_pid + 7}]: Temperature sensor GPU{gpu}_Temp"
+        add(0.0, f"{ipmi}, Upper Critical going high Asserted (Reading {temp} > Threshold 90 degrees C)", False)
+        _repeat(out, node, ts, until, 600, 400, label, lambda k: f"{ipmi}, Upper Critical going high "
+                f"{'Deasserted' if k % 2 else 'Asserted'} (Reading {temp - 3 * (k % 2)} > Threshold 90 degrees C)",
+                rnd, False)
+    elif kind == "host_overtemp_shutdown":
+        cpu = rnd.randrange(2)
+        ipmi = f"ipmievd[{hw.slurmd_pid + 7}]: Temperature sensor CPU{cpu + 1}_Temp"
+        add(-420.0, f"{ipmi}, Upper Critical going high Asserted (Reading 96 > Threshold 95 degrees C)", False)
+        for k in range(3):
+            add(-300.0 + k * 90, f"mce: CPU{cpu * 56 + rnd.randrange(56)}: Package temperature above threshold, "
+                                 f"cpu clock throttled (total events = {rnd.randint(100, 9000)})")
+        add(-4.0, f"{ipmi}, Upper Non-recoverable going high Asserted (Reading 106 > Threshold 105 degrees C)", False)
+        add(0.0, "thermal thermal_zone0: critical temperature reached (106 C), shutting down")
+    elif kind == "node_power_loss":
+        ipmi = f"ipmievd[{hw.slurmd_pid + 7}]"
+        add(-1.2, f"{ipmi}: Power Supply sensor PSU1_Status, Power Supply AC lost Asserted", False)
+        add(-0.4, f"{ipmi}: Power Supply sensor PSU2_Status, Power Supply AC lost Asserted", False)
     elif kind == "psu_failure":
         add(-31.0, f"ipmievd[{hw.slurmd_pid + 7}]: Power Supply sensor PSU1_Status, Failure detected Asserted", False)
         add(-0.5, f"ipmievd[{hw.slurmd_pid + 7}]: Power Supply sensor PSU2_Status, Power Supply AC lost Asserted", False)
@@ -204,37 +248,53 @@ def fault_burst(out: EventLines, kind: str, ts: float, node: int, until: float, 
     return {"gpu": gpu, "link": link, "hca": hca}
 
 
-def health_check_text(kind: str, hw: NodeHardware, device: dict[str, int]) -> tuple[str, str]:
-    """(NHC check name, its failure text) after a fault of ``kind`` on the device ``fault_burst`` picked."""
-    check, detail = HEALTH_CHECKS[kind]
-    return check, detail.format(pci=f"{hw.gpu_pci(device.get('gpu', 0))}.0", link=device.get("link", 0),
-                                hca=device.get("hca", 0))
+def health_check_text(kind: str, hw: NodeHardware, device: dict[str, int], style: str = "lbnl") -> tuple[str, str]:
+    """(NHC check name, its failure text) after a fault of ``kind`` on the device ``fault_burst`` picked;
+    ``style`` other than ``lbnl`` uses the site's own checks (SITE_HEALTH_CHECKS)."""
+    check, detail = (HEALTH_CHECKS if style == "lbnl" else SITE_HEALTH_CHECKS)[kind]
+    gpu = device.get("gpu", 0)
+    return check, detail.format(pci=f"{hw.gpu_pci(gpu)}.0", link=device.get("link", 0), hca=device.get("hca", 0),
+                                gpu=gpu, temp=_gpu_temp(gpu))
+
+
+def health_check_message(check: str, text: str, style: str = "lbnl") -> str:
+    """One failing NHC line's message: ``lbnl`` ``ERROR:  nhc:  Health check failed:  check:  text``, ``bare``
+    ``Health check failed: text`` (no check name), ``check_prefix`` ``check: text``."""
+    if style == "bare":
+        return f"Health check failed: {text}"
+    if style == "check_prefix":
+        return f"{check}: {text}"
+    return f"ERROR:  nhc:  Health check failed:  {check}:  {text}"
 
 
 def health_check_burst(out: EventLines, kind: str, ts: float, node: int, until: float, hw: NodeHardware,
-                       device: dict[str, int], rnd: random.Random) -> float:
+                       device: dict[str, int], rnd: random.Random, interval_s: float = 300,
+                       max_runs: int | None = 12, style: str = "lbnl") -> float:
     """NHC failing (and slurmd's HealthCheckProgram reporting it) from ~1 min after the fault, every
-    5 min for up to an hour while the node stays drained. Returns the time of the first failing run
-    (when NHC drains the node; returned even when it falls at or after ``until`` and nothing is logged)."""
-    check, text = health_check_text(kind, hw, device)
-    msg = f"ERROR:  nhc:  Health check failed:  {check}:  {text}"
+    ``interval_s`` while the node stays drained: ``max_runs`` runs, or (None) every run until ``until``
+    (the repair), as NHC does. Returns the time of the first failing run (when NHC drains the node;
+    returned even when it falls at or after ``until`` and nothing is logged)."""
+    check, text = health_check_text(kind, hw, device, style)
+    msg = health_check_message(check, text, style)
     t = first = ts + rnd.uniform(30, 110)
-    for k in range(12):
+    k = 0
+    while max_runs is None or k < max_runs:
         if t >= until:
             return first
         out.add(t, node, f"nhc[{hw.nhc_base_pid + 17 * k}]: {msg}", "health_check", False)
         out.add(t + 0.02, node, f"slurmd[{hw.slurmd_pid}]: error: health_check failed: rc:1 output:{msg}",
                 "health_check", False)
-        t += 300 * rnd.uniform(0.95, 1.05)
+        t += interval_s * rnd.uniform(0.95, 1.05)
+        k += 1
     return first
 
 
 def false_positive_health_check(out: EventLines, runs: list[float], node: int, hw: NodeHardware, check: str,
-                                text: str) -> None:
+                                text: str, style: str = "lbnl") -> None:
     """A health check failing with no fault behind it (a daemon restarting, a transient resource
     shortage): one NHC failure (and slurmd's relay of it) per failing run at ``runs``; the next run
     passes and NHC puts the node back online. Deterministic: the caller draws the times."""
-    msg = f"ERROR:  nhc:  Health check failed:  {check}:  {text}"
+    msg = health_check_message(check, text, style)
     for k, t in enumerate(runs):
         out.add(t, node, f"nhc[{hw.nhc_base_pid + 17 * k + 5}]: {msg}", "health_check_false_positive", False)
         out.add(t + 0.02, node, f"slurmd[{hw.slurmd_pid}]: error: health_check failed: rc:1 output:{msg}",
@@ -242,7 +302,7 @@ def false_positive_health_check(out: EventLines, runs: list[float], node: int, h
 
 
 def fabric_burst(out: EventLines, kind: str, ts: float, node: int, end: float, hw: NodeHardware,
-                 rnd: random.Random) -> None:
+                 rnd: random.Random) -> None:  # one wave; a second wave is a second call
     """One node's lines for a leaf-switch failure (all HCAs lose their link at once, back at ``end``)
     or a storage outage (Lustre connection lost, I/O hangs, restored at ``end``)."""
     label = f"incident:{kind}"

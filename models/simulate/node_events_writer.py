@@ -77,7 +77,7 @@ STREAM = 5151
 SLURM_USER = "slurm(64030)"
 ROOT = "root(0)"
 ADMINS = ("root(0)", "jchen(21034)", "mkowalski(21871)")
-#: LBNL NHC runs every HealthCheckInterval (slurm.conf) seconds.
+#: LBNL NHC runs every HealthCheckInterval (slurm.conf) seconds; the default of SimulationConfig.nhc_interval_s.
 NHC_INTERVAL_S = 300
 #: Admin drains and false positives keep this far from any other outage of the node.
 MARGIN_S = 3600
@@ -94,6 +94,9 @@ OPERATOR_REASONS: dict[str, tuple[str, ...]] = {
     "kernel_panic": ("kernel panic - kdump collected", "crashed: kernel panic, vmcore saved"),
     "dimm_uncorrectable": ("DIMM UE - replace", "EDAC UE on DIMM - replace"),
     "psu_failure": ("PSU failure - replace PSU2", "power supply failed - RMA"),
+    "gpu_overtemp": ("GPU {gpu} overheating - check fans", "thermal: GPU {gpu} over 90C - cold plate"),
+    "host_overtemp_shutdown": ("thermal shutdown - check fans", "CPU overtemp shutdown - replace fan module"),
+    "node_power_loss": ("lost power - PDU tripped", "no power on both feeds - facilities ticket"),
 }
 #: Share of job_fail faults whose NHC reason an operator replaces (node_fail: always, someone must look).
 OPERATOR_NOTE_SHARE = 0.5
@@ -189,7 +192,8 @@ class NodeStatePlan:
     def health_check_lines(self, out: EventLines, hw: list[NodeHardware]) -> None:
         """Add the NHC lines of the false-positive drains (a ``collect_events`` ``extra`` callback)."""
         for st, runs, check, text in self.false_positive:
-            false_positive_health_check(out, runs, st.node, hw[st.node], check, text)
+            false_positive_health_check(out, runs, st.node, hw[st.node], check, text,
+                                        self.config.nhc_message_style)
 
 
 def _lognormal_s(rng: np.random.Generator, median_h: float, lo_s: int, hi_s: int) -> int:
@@ -264,7 +268,7 @@ def plan_node_states(config: SimulationConfig, clock: LocalClock, names: list[st
     for _ in range(n_fp):
         check, text = FALSE_POSITIVE_CHECKS[int(rng.integers(len(FALSE_POSITIVE_CHECKS)))]
         failing = int(rng.integers(2, 7))  # failing runs; the next one passes: 10-30 min out of service
-        gaps = [NHC_INTERVAL_S * float(rng.uniform(0.97, 1.03)) for _ in range(failing)]
+        gaps = [config.nhc_interval_s * float(rng.uniform(0.97, 1.03)) for _ in range(failing)]
         duration = int(math.ceil(sum(gaps)))
         slot = place(duration)
         if slot is None:
@@ -273,7 +277,8 @@ def plan_node_states(config: SimulationConfig, clock: LocalClock, names: list[st
         node, t = slot
         runs = [t + sum(gaps[:k]) for k in range(failing)]
         state = "DRNG" if busy.running(node, t) else "DRAIN"
-        st = NodeState(node, state, t, t + duration, f"NHC: {check}:  {text}", ROOT, "false_positive",
+        st = NodeState(node, state, t, t + duration, _drain_reason(check, text, config.nhc_message_style), ROOT,
+                       "false_positive",
                        reason_kind="false_positive_nhc")
         plan.false_positive.append((st, runs, check, text))
     plan.admin.sort(key=lambda s: (s.start, s.node))
@@ -298,8 +303,8 @@ def _fault_states(plan: NodeStatePlan, nhc_first: dict[int, float], fabric_nhc_f
             t = int(round(logged)) if logged is not None else f.ts + int(round(d.detect_delay))
             device = devices.get(f.fault_id, d.fallback_device)
             if f.kind in HEALTH_CHECKS:
-                check, text = _check_text(f.kind, device)
-                reason = f"NHC: {check}:  {text}"
+                check, text = _check_text(f.kind, device, plan.config.nhc_message_style)
+                reason = _drain_reason(check, text, plan.config.nhc_message_style)
             else:
                 reason = f"NHC: health check failed after {f.kind}"
             out_first = ("DRAIN", reason, ROOT, "nhc")
@@ -322,10 +327,17 @@ def _fault_states(plan: NodeStatePlan, nhc_first: dict[int, float], fabric_nhc_f
     return out, detect
 
 
-def _check_text(kind: str, device: dict[str, int]) -> tuple[str, str]:
+def _drain_reason(check: str, text: str, style: str) -> str:
+    """Slurm drain reason NHC sets: LBNL ``NHC: check:  text``; a site's own script its message."""
+    if style == "lbnl":
+        return f"NHC: {check}:  {text}"
+    return f"HC: {text}" if style == "bare" else f"{check}: {text}"
+
+
+def _check_text(kind: str, device: dict[str, int], style: str = "lbnl") -> tuple[str, str]:
     # The NHC message names the GPU by PCI address; every node has the same bus layout (NodeHardware).
     hw = NodeHardware(gpus_per_node=max(8, device.get("gpu", 0) + 1), slurmd_pid=0, nhc_base_pid=0, lustre_client="")
-    return health_check_text(kind, hw, device)
+    return health_check_text(kind, hw, device, style)
 
 
 def _subtract(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -37,7 +37,7 @@ import numpy as np
 from gpusre.models.simulate.checkpointing import ACCOUNT_POLICIES, SITE_POLICY, lost_work_s, phase_rng, policy_for
 from gpusre.models.simulate.clock import LocalClock
 from gpusre.models.simulate.config import SimulationConfig
-from gpusre.models.simulate.faults import FABRIC_KINDS, FAULT_KINDS
+from gpusre.models.simulate.faults import FABRIC_KINDS, FAULT_KINDS, fault_mix
 from gpusre.models.simulate.records import Instance
 
 __all__ = ["RUNS_COLUMNS", "GOODPUT_DAILY_COLUMNS", "INTERRUPT_CAUSES", "ReliabilityRecorder", "fault_rates"]
@@ -247,16 +247,22 @@ def _hours(gpu_s: int) -> str:
 
 
 def fault_rates(config: SimulationConfig) -> dict[str, Any]:
-    """True expected node-fault rates per node-hour by component (FAULT_KINDS weight shares) and their total.
+    """True expected node-fault rates per node-hour by component (the config's fault_mix shares) and their total.
 
     Fabric faults are separate processes (FABRIC_KINDS) with their own rates: leaf-switch failures per
     switch-day and storage outages per cluster-day (in ``fabric_fault_rates``); they are not in these numbers.
     """
     per_node_hour = config.node_failures_per_1000_node_days / 1000 / 24
-    total_w = sum(k.weight for k in FAULT_KINDS)
+    # Without thermal/power kinds, weights / their total exactly as first written (same digits in summary.json).
+    if config.thermal_power_fault_share > 0:
+        mix, probs = fault_mix(config.thermal_power_fault_share)
+        weights, total_w = probs.tolist(), 1.0
+    else:
+        mix, weights = FAULT_KINDS, [k.weight for k in FAULT_KINDS]
+        total_w = sum(weights)
     by_comp: dict[str, float] = {}
-    for k in FAULT_KINDS:
-        by_comp[k.component] = by_comp.get(k.component, 0.0) + k.weight
+    for k, w in zip(mix, weights, strict=True):
+        by_comp[k.component] = by_comp.get(k.component, 0.0) + w
     rates: dict[str, Any] = {c: per_node_hour * w / total_w for c, w in by_comp.items()}
     rates["total"] = per_node_hour
     leaf, storage = FABRIC_KINDS

@@ -106,25 +106,35 @@ def fault_events(config: SimulationConfig, faults: list[tuple[FaultEvent, list[s
     res = NodeLogs()
     t1 = timeline.t1
     repaired = {f.fault_id: f.ts + f.repair_s for f, _ in faults}
+    nhc: dict[str, Any] = {"interval_s": config.nhc_interval_s, "style": config.nhc_message_style,
+                           "max_runs": None if config.nhc_repeat_until_repair else 12}
     for f, _jobs in faults:
         if f.incident:
             continue  # rendered once per fabric incident below
         # Repeats stop at the reboot that ends the repair (or the horizon).
         until = min(t1, repaired[f.fault_id] - 240)
-        device = fault_burst(out, f.kind, f.ts + rnd.random() * 0.9, f.node, until, hw[f.node], rnd)
+        device = fault_burst(out, f.kind, f.ts + rnd.random() * 0.9, f.node, until, hw[f.node], rnd,
+                             config.fabric_manager_logs)
         res.fault_devices[f.fault_id] = device
         if f.effect == "job_fail":
-            res.nhc_first[f.fault_id] = health_check_burst(out, f.kind, f.ts, f.node, until, hw[f.node], device, rnd)
+            res.nhc_first[f.fault_id] = health_check_burst(out, f.kind, f.ts, f.node, until, hw[f.node], device, rnd,
+                                                           **nhc)
     for ff in fabric:
         hit = tuple(n for n in ff.nodes if timeline.is_up(n, ff.ts))
         res.fabric_nodes[ff.incident] = hit
         spread = 20.0 if ff.kind == "leaf_switch_down" else 45.0  # all ports drop at once; clients notice over ~1 min
+        first_end, second = ff.second_wave
         for n in hit:
             t = ff.ts + rnd.random() * spread
-            fabric_burst(out, ff.kind, t, n, min(t1 - 1, ff.ts + ff.duration_s + rnd.random() * spread), hw[n], rnd)
+            end = min(t1 - 1, ff.ts + ff.duration_s + rnd.random() * spread)
+            if second:  # links back after the first wave, down again in the second, until the repair
+                fabric_burst(out, ff.kind, t, n, min(end, t + first_end), hw[n], rnd)
+                fabric_burst(out, ff.kind, t + second, n, end, hw[n], rnd)
+            else:
+                fabric_burst(out, ff.kind, t, n, end, hw[n], rnd)
             if config.fabric_faults_kill_jobs:
                 res.fabric_nhc_first[(ff.incident, n)] = health_check_burst(
-                    out, ff.kind, t, n, min(t1, ff.ts + ff.duration_s), hw[n], {}, rnd)
+                    out, ff.kind, t, n, min(t1, ff.ts + ff.duration_s), hw[n], {}, rnd, **nhc)
     return out, res, rnd, hw
 
 

@@ -13,6 +13,7 @@ from gpusre.models.simulate.config import SimulationConfig
 __all__ = ["NODES_PER_RACK", "NODES_PER_LEAF", "MaintenanceWindow", "node_names", "group_hostlists",
            "plan_maintenance", "cluster_yaml"]
 
+#: Defaults of SimulationConfig.nodes_per_rack / nodes_per_leaf.
 NODES_PER_RACK = 16
 NODES_PER_LEAF = 32
 
@@ -28,7 +29,17 @@ class MaintenanceWindow:
 
 
 def node_names(config: SimulationConfig) -> list[str]:
-    """Node names ``<prefix><zero-padded 1..nodes>``; node index i is ``names[i]``."""
+    """Node names ``<prefix><zero-padded 1..nodes>`` (``rack`` style: ``<prefix>-<rack letter><position in
+    rack>``, ``dgx-a01``); node index i is ``names[i]``."""
+    if config.node_name_style == "rack":
+        per = config.nodes_per_rack
+        width = max(2, len(str(per)))
+        letters = "abcdefghijklmnopqrstuvwxyz"
+
+        def rack(r: int) -> str:  # a..z, then aa, ab, ...
+            return letters[r] if r < len(letters) else rack(r // len(letters) - 1) + letters[r % len(letters)]
+
+        return [f"{config.node_prefix}-{rack(i // per)}{i % per + 1:0{width}d}" for i in range(config.nodes)]
     width = config.node_width
     return [f"{config.node_prefix}{i:0{width}d}" for i in range(1, config.nodes + 1)]
 
@@ -49,12 +60,12 @@ def plan_maintenance(config: SimulationConfig, clock: LocalClock) -> list[Mainte
     windows: list[MaintenanceWindow] = []
     n = config.nodes
     day1 = min(config.days - 1, int(config.days * 0.4))
-    rack_nodes = frozenset(range(0, min(n, 2 * NODES_PER_RACK)))
+    rack_nodes = frozenset(range(0, min(n, 2 * config.nodes_per_rack)))
     start1 = clock.day_start[day1] + 6 * 3600
     windows.append(MaintenanceWindow(start1, start1 + 6 * 3600, rack_nodes, "GPU firmware and driver upgrade"))
     if config.days >= 7:
         day2 = min(config.days - 1, int(config.days * 0.75))
-        last_leaf_first = ((n - 1) // NODES_PER_LEAF) * NODES_PER_LEAF
+        last_leaf_first = ((n - 1) // config.nodes_per_leaf) * config.nodes_per_leaf
         leaf_nodes = frozenset(range(last_leaf_first, n))
         start2 = clock.day_start[day2] + 9 * 3600
         windows.append(MaintenanceWindow(start2, start2 + 4 * 3600, leaf_nodes, "leaf switch replacement"))
@@ -73,8 +84,8 @@ def cluster_yaml(config: SimulationConfig, names: list[str], windows: list[Maint
         "nodes": compress_hostlist(names),
         "gpus_per_node": config.gpus_per_node,
         "gpu_type": config.gpu_type,
-        "racks": group_hostlists(names, NODES_PER_RACK, "r"),
-        "leaf_switches": group_hostlists(names, NODES_PER_LEAF, "leaf"),
+        "racks": group_hostlists(names, config.nodes_per_rack, "r"),
+        "leaf_switches": group_hostlists(names, config.nodes_per_leaf, "leaf"),
         "maintenance": [
             {"start": clock.utc(w.start), "end": clock.utc(w.end),
              "nodes": compress_hostlist(names[i] for i in sorted(w.nodes)), "reason": w.reason}
