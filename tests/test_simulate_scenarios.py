@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.mtbf import load_component_classes
+from gpusre.models.component_classes import load_component_classes
 from gpusre.models.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.simulate.scenarios import SCENARIOS, scenario_config
 

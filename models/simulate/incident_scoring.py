@@ -36,7 +36,7 @@ import duckdb
 import polars as pl
 from sklearn.metrics import adjusted_rand_score
 
-from gpusre.models.mtbf import load_component_classes
+from gpusre.models.component_classes import load_component_classes
 
 __all__ = ["IncidentScore", "score_scenario", "truth_incidents", "truth_exposure", "truth_job_kills",
            "product_incidents", "product_other_health_check_incidents", "product_mtbf", "product_mttr_p50_by_class",
