@@ -354,16 +354,22 @@ def _node_edges(items: pl.DataFrame, window: timedelta) -> pl.DataFrame:
             (pl.col("_root") != pl.col("_root_e"))
             & (pl.max_horizontal("start", "start_e") - pl.min_horizontal("end", "end_e") <= w))
         edges.append(pairs.select(pl.col("_root").alias("_a"), pl.col("_root_e").alias("_b")))
-    # A health-check episode whose check names no known component joins the nearest evidence on its
-    # node (within the window), never its own incident.
-    orphan = blocks.filter(pl.col("is_hc") & (pl.col("component_class") == "other"))
-    known = blocks.filter(~(pl.col("is_hc") & (pl.col("component_class") == "other")))
-    if orphan.height and known.height:
-        gap = pl.max_horizontal("start", "start_k") - pl.min_horizontal("end", "end_k")
-        near = (orphan.join(known, on="_nkey", suffix="_k").with_columns(gap.alias("_gap"))
-                .filter(pl.col("_gap") <= window)
-                .sort("_root", "_gap", "_root_k").unique("_root", keep="first"))
-        edges.append(near.select(pl.col("_root").alias("_a"), pl.col("_root_k").alias("_b")))
+    # A health-check episode attaches to the fault it overlaps on its node (the nearest log evidence
+    # within the window, whatever its class: checks are symptoms, and their names can mislead); one whose
+    # check names no known component may also join other health-check evidence; neither is then a fault
+    # of its own.
+    gap = pl.max_horizontal("start", "start_k") - pl.min_horizontal("end", "end_k")
+    unknown = pl.col("component_class") == "other"
+    for episodes, targets in ((blocks.filter(pl.col("is_hc")), blocks.filter(~pl.col("is_hc"))),
+                              (blocks.filter(pl.col("is_hc") & unknown), blocks.filter(pl.col("is_hc") & ~unknown))):
+        if episodes.height and targets.height:
+            near = (episodes.join(targets, on="_nkey", suffix="_k")
+                    .with_columns(gap.alias("_gap"),
+                                  (pl.col("component_class") != pl.col("component_class_k")).alias("_other_class"))
+                    .filter(pl.col("_gap") <= window)
+                    # the same class first: a GPU check beside an unrelated link flap stays with the GPU fault
+                    .sort("_root", "_other_class", "_gap", "_root_k").unique("_root", keep="first"))
+            edges.append(near.select(pl.col("_root").alias("_a"), pl.col("_root_k").alias("_b")))
     return pl.concat([e.cast(pl.UInt32) for e in edges])
 
 

@@ -294,3 +294,15 @@ def test_long_single_node_check_does_not_bridge_storage_outages() -> None:
     incidents, _ = merge_incidents(events_from_lines(lines))
     wide = incidents.filter(pl.col("scope") == "cluster")
     assert wide.height == 2 and all(len(n) >= 4 for n in wide["nodes"].to_list())
+
+
+def test_a_check_of_another_class_attaches_to_the_fault_it_overlaps() -> None:
+    # An NVLink fault (Xid 74) and a site check that only says the GPU is unhealthy: one nvlink incident.
+    xid74 = "NVRM: Xid (PCI:0000:18:00): 74, pid=1912, name=python, NVLink: fatal error detected on link 4"
+    lines = [(0 * M, "n1", xid74), *runs("Health check failed: GPU 3 is not responding to nvidia-smi", "n1", 2 * M, 30)]
+    incidents, _ = merge_incidents(events_from_lines(lines))
+    assert incidents.select("component_class", "n_health_check_episodes").rows() == [("nvlink", 1)]
+    # A bare NVLink check line is classed nvlink by its words.
+    nvl, _ = merge_incidents(events_from_lines(runs("Health check failed: GPU3 NVLink link 3 state Inactive", "n2",
+                                                    0 * M, 5)))
+    assert nvl.select("component_class").rows() == [("nvlink",)]
