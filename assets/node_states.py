@@ -28,7 +28,14 @@ from gpusre.models.node_states_ingest import (
     events_as_of,
     ingest_slurm_event_files,
 )
-from gpusre.models.repair_times import INCIDENT_REPAIR_SCHEMA, link_incidents, repair_times
+from gpusre.models.component_classes import class_of
+from gpusre.models.repair_times import (
+    INCIDENT_REPAIR_SCHEMA,
+    link_incidents,
+    load_recovery_kinds,
+    recovery_ends,
+    repair_times,
+)
 from gpusre.models.warehouse import replace_table, select_columns, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import maintenance_spans
@@ -191,6 +198,20 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
                                                        "node_hours_lost"))})
 
 
+def _recoveries(con, incidents: pl.DataFrame) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
+    """When every node of each incident logged its recovery (see ``recovery_ends``); None without the tables."""
+    if not (table_exists(con, "marts.hw_incident_members") and table_exists(con, "core.node_events")):
+        return None
+    kinds = load_recovery_kinds()["kind"].to_list()
+    evidence = con.sql("""SELECT m.incident_id, e.node, max(e.ts) AS last_ts
+                          FROM marts.hw_incident_members AS m JOIN core.node_events AS e USING (event_id)
+                          GROUP BY ALL""").pl()
+    evidence = evidence.join(incidents.select("incident_id", pl.coalesce("component_class", class_of(pl.col("component")))
+                                              .alias("component_class")), on="incident_id")
+    events = con.sql("SELECT node, ts, kind FROM core.node_events WHERE list_contains(?, kind)", params=[kinds]).pl()
+    return recovery_ends(evidence, events)
+
+
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
@@ -214,7 +235,7 @@ def repair_time_marts(warehouse: WarehouseResource):
                       "n_health_check_episodes", "recovered_ts")
             incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} "
                                 "FROM marts.hw_incidents").pl()
-            linked = link_incidents(incidents, states)
+            linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents))
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
         summary = repair_times(linked)

@@ -92,6 +92,9 @@ EPISODE_GAP = timedelta(minutes=30)
 MIN_EPISODE_RUNS = 2
 #: How far past its start a span may extend a multi-node chain (see :func:`_wide_edges`).
 WIDE_SPAN_CAP = timedelta(hours=2)
+#: Multi-node incidents of one leaf switch (or of the file systems) starting within this of the
+#: previous one are one failure in waves (see :func:`_wide_edges`).
+WIDE_REJOIN = timedelta(hours=2)
 
 #: ``core.node_events`` columns the analytics read.
 EVENT_SCHEMA: dict[str, pl.DataType] = {
@@ -324,7 +327,13 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
     cand = (cand.with_columns(pl.min_horizontal("end", pl.col("start") + WIDE_SPAN_CAP).alias("_cap"))
             .sort(key, "start", "_item").with_columns(_islands([key], window, end="_cap").alias("_isl")))
     wide = cand.filter(pl.col("_nkey").n_unique().over(key, "_isl") >= (min_nodes or sig.min_nodes))
-    return wide.select("_item", pl.col("_item").min().over(key, "_isl").alias("_root"),
+    # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
+    # the same failure (a switch or file server that came back briefly and failed again before repair).
+    waves = (wide.group_by(key, "_isl").agg(pl.col("start").min().alias("_s")).sort(key, "_s")
+             .with_columns(((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
+                           .cast(pl.Int64).cum_sum().over(key).alias("_wave")))
+    wide = wide.join(waves.select(key, "_isl", "_wave"), on=[key, "_isl"])
+    return wide.select("_item", pl.col("_item").min().over(key, "_wave").alias("_root"),
                        pl.lit("cluster" if scope == "storage" else scope).alias("_scope"),
                        (pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String)).alias("_leaf"))
 

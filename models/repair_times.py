@@ -12,10 +12,14 @@ running before ``incident start - before`` is not the incident's (the node was o
   incidents included. An outage still open is ``ongoing`` (right-censored: left out of the
   quantiles, counted in ``ongoing``).
 * **Without node states** for an incident (none ingested, or its nodes were never drained) the repair
-  end falls back, in this order, to the end of its evidence when health checks saw it (NHC stops
-  failing when the condition clears), else to the first job on its nodes that completed afterwards
-  (``recovered_ts`` of ``marts.hw_incidents``); ``repair_source`` says which (``node_states``,
-  ``health_checks``, ``job_completed``), and the summaries count each.
+  end falls back, in this order, to the moment every node logged a *recovery* of the incident's class
+  after its own last evidence (a port back to ``Link ACTIVE``, a Lustre client's ``Connection restored``:
+  ``catalog/recovery_events.csv``, :func:`recovery_ends`), to the end of its evidence when health checks
+  saw it (NHC stops failing when the condition clears), else — for one-node incidents only — to the first
+  job on its node that completed afterwards (``recovered_ts`` of ``marts.hw_incidents``; across many
+  nodes that waits for the slowest node's next job, which says nothing about the repair).
+  ``repair_source`` says which (``node_states``, ``recovery_events``, ``health_checks``,
+  ``job_completed``), and the summaries count each.
 
 Summaries per component class (the classes MTBF uses, and ``all``): p50/p90 of both, the mean time
 to repair, and a distribution-free 95 % interval for the median time to repair from order statistics
@@ -33,6 +37,8 @@ to repair, and a distribution-free 95 % interval for the median time to repair f
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 import polars as pl
@@ -72,7 +78,7 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "hours_to_detect": pl.Float64(),
     "hours_to_repair": pl.Float64(),
     "repair_state": pl.String(),          # repaired | ongoing | not_drained | no_nodes
-    "repair_source": pl.String(),         # node_states | health_checks | job_completed (NULL: no repair end)
+    "repair_source": pl.String(),         # node_states | recovery_events | health_checks | job_completed
     "repaired_ts": _UTC,                  # the repair end hours_to_repair runs to
     "drain_reason_class": pl.String(),    # reason class of the first linked outage's first event
     "drain_reason": pl.String(),
@@ -125,6 +131,7 @@ def link_incidents(
     before: timedelta = timedelta(minutes=30),
     window: timedelta = timedelta(hours=24),
     after_end: timedelta = timedelta(hours=1),
+    recoveries: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per incident (:data:`INCIDENT_REPAIR_SCHEMA`) with its detection and repair times.
 
@@ -138,12 +145,16 @@ def link_incidents(
             optionally ``component_class``, ``scope``, ``end_ts``, ``n_health_check_episodes`` and
             ``recovered_ts`` for the fallbacks (module docstring).
         states: core.node_states (see :func:`node_outages`); may be empty.
+        recoveries: :func:`recovery_ends` output (``incident_id``, ``recovered_ts``), or None.
     """
     def optional(name: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
 
     outages = node_outages(states).with_columns(_reason_class_of().alias("_reason_cc"))
-    inc = incidents.select(
+    if recoveries is None:
+        recoveries = pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
+    inc = incidents.join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up")),
+                         on="incident_id", how="left", maintain_order="left").select(
         "incident_id", "component",
         pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
         optional("scope", pl.String()).alias("scope"),
@@ -151,6 +162,7 @@ def link_incidents(
         optional("end_ts", _UTC).alias("_evidence_end"),
         optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
         optional("recovered_ts", _UTC).alias("_recovered"),
+        "_logged_up",
     )
     pairs = (
         inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
@@ -177,12 +189,15 @@ def link_incidents(
     )
     hours = lambda a, b: (pl.col(a) - pl.col(b)).dt.total_microseconds() / 3.6e9  # noqa: E731
     drained = pl.col("drain_start_ts").is_not_null()
+    one_node = pl.col("nodes").list.len().fill_null(0) == 1
     source = (pl.when(drained).then(pl.lit("node_states"))
+              .when(pl.col("_logged_up").is_not_null()).then(pl.lit("recovery_events"))
               .when(pl.col("_hc") > 0).then(pl.lit("health_checks"))
-              .when(pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
+              .when(one_node & pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
     repaired_at = (pl.when(drained).then(pl.col("back_in_service_ts"))
+                   .when(pl.col("_logged_up").is_not_null()).then(pl.col("_logged_up"))
                    .when(pl.col("_hc") > 0).then(pl.col("_evidence_end"))
-                   .otherwise(pl.col("_recovered")))
+                   .when(one_node).then(pl.col("_recovered")))
     out = inc.join(per_incident, on="incident_id", how="left", maintain_order="left").with_columns(
         pl.col("linked_nodes").fill_null(0),
         hours("drain_start_ts", "incident_start_ts").clip(lower_bound=0.0).alias("hours_to_detect"),
@@ -211,6 +226,40 @@ def _reason_class_of() -> pl.Expr:
                        strict=True))
     component = pl.col("first_reason_class").replace_strict(mapping, default=None, return_dtype=pl.String)
     return pl.when(component.is_not_null()).then(class_of(component))
+
+
+#: How long after a node's last evidence a recovery line still counts as that fault's repair.
+RECOVERY_HORIZON = timedelta(days=7)
+
+
+@lru_cache(maxsize=1)
+def load_recovery_kinds() -> pl.DataFrame:
+    """``kind``, ``component_class``: event kinds that say a node recovered from a fault of that class."""
+    text = resources.files("gpusre.models.catalog").joinpath("recovery_events.csv").read_bytes()
+    return pl.read_csv(text).select("kind", "component_class")
+
+
+def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """``incident_id``, ``recovered_ts``: when every node of an incident had logged a recovery of the
+    incident's class (``catalog/recovery_events.csv``) after its own last evidence, within
+    :data:`RECOVERY_HORIZON`; incidents with a node that logged none are left out.
+
+    Args:
+        evidence: one row per incident and node: ``incident_id``, ``component_class``, ``node``, ``last_ts``.
+        events: node events with ``node``, ``ts``, ``kind`` (others are ignored).
+    """
+    kinds = load_recovery_kinds()
+    rec = (events.select("node", pl.col("ts").cast(_UTC), "kind").join(kinds, on="kind")
+           .select("node", "component_class", pl.col("ts").alias("_up")).sort("_up"))
+    if evidence.is_empty() or rec.is_empty():
+        return pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
+    per_node = (evidence.select("incident_id", "component_class", "node", pl.col("last_ts").cast(_UTC))
+                .drop_nulls("node").sort("last_ts")
+                .join_asof(rec, left_on="last_ts", right_on="_up", by=["node", "component_class"],
+                           strategy="forward", tolerance=RECOVERY_HORIZON, check_sortedness=False))
+    return (per_node.group_by("incident_id")
+            .agg(pl.col("_up").null_count().alias("_missing"), pl.col("_up").max().alias("recovered_ts"))
+            .filter(pl.col("_missing") == 0).select("incident_id", "recovered_ts").sort("incident_id"))
 
 
 def median_ci(values: np.ndarray | list[float], level: float = 0.95) -> tuple[float | None, float | None]:

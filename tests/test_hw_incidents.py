@@ -280,9 +280,13 @@ def test_leaf_switch_second_wave_joins_while_the_first_is_not_cleared() -> None:
     lines += [(50 * M + i * 10 * S, n, LINK_DOWN_LINE) for i, n in enumerate(nodes)]
     incidents, _ = merge_incidents(events_from_lines(lines), topology=LEAVES)
     assert incidents.select("component", "scope", "leaf_switch").rows() == [("network_switch", "leaf_switch", "leaf01")]
-    # Without the health checks nothing shows the first wave lasting: the waves are 50 min apart.
+    # Without the health checks the waves are 50 min apart, but two multi-node waves under one leaf
+    # within 2 h are one switch failing again before its repair.
     bare = [x for x in lines if x[2] == LINK_DOWN_LINE]
-    assert merge_incidents(events_from_lines(bare), topology=LEAVES)[0].height == 2
+    assert merge_incidents(events_from_lines(bare), topology=LEAVES)[0].height == 1
+    # Three hours apart they are two failures.
+    later = bare[:4] + [(at + 130 * M, n, m) for at, n, m in bare[4:]]
+    assert merge_incidents(events_from_lines(later), topology=LEAVES)[0].height == 2
 
 
 def test_long_single_node_check_does_not_bridge_storage_outages() -> None:

@@ -161,3 +161,38 @@ def test_only_drains_of_its_own_nodes_and_time_are_an_incidents_repair() -> None
     row = link_incidents(incidents, states).row(0, named=True)
     assert (row["linked_nodes"], row["back_in_service_ts"], row["hours_to_repair"]) == (1, _t(1, 2), 1.0)
     assert row["repair_source"] == "node_states" and row["drain_reason"] == "lustre not mounted"
+
+
+def test_recovery_lines_time_a_repair_without_node_states() -> None:
+    from gpusre.models.repair_times import recovery_ends
+
+    # A leaf switch on n1, n2: their last link-down at 01:10 / 01:50 (a second wave on n2); n1's port is
+    # ACTIVE again at 03:00, n2's at 04:00.
+    evidence = pl.DataFrame({"incident_id": ["w", "w", "x"], "component_class": ["network", "network", "storage"],
+                             "node": ["n1", "n2", "n3"], "last_ts": [_t(1, 1 + 10 / 60), _t(1, 1 + 50 / 60), _t(1, 5)]})
+    events = pl.DataFrame({"node": ["n1", "n2", "n2", "n3", "n1"],
+                           "ts": [_t(1, 3), _t(1, 1.5), _t(1, 4), _t(1, 6), _t(1, 2)],
+                           "kind": ["ib_link_up", "ib_link_up", "ib_link_up", "ib_link_up", "oom_kill"]},
+                          schema_overrides={"ts": DT})
+    # n2's 01:30 ACTIVE came before its second wave: its repair is the 04:00 one. n3's fault is storage:
+    # a link coming up is not its recovery.
+    assert recovery_ends(evidence, events).rows() == [("w", _t(1, 4))]
+    incidents = pl.DataFrame({"incident_id": ["w"], "component": ["network_switch"], "start_ts": [_t(1, 1)],
+                              "nodes": [["n1", "n2"]], "recovered_ts": [_t(9, 0)]}, schema_overrides={"recovered_ts": DT})
+    row = link_incidents(incidents, _states().clear(), recoveries=recovery_ends(evidence, events)).row(0, named=True)
+    assert (row["repair_source"], row["hours_to_repair"]) == ("recovery_events", 3.0)
+    # Without recovery lines a multi-node incident gets no repair time from a job that completed days later.
+    row = link_incidents(incidents, _states().clear()).row(0, named=True)
+    assert (row["repair_state"], row["repair_source"], row["hours_to_repair"]) == ("not_drained", None, None)
+
+
+def test_every_recovery_kind_example_is_recognized() -> None:
+    from gpusre.models.event_catalog import classify_messages
+    from gpusre.models.repair_times import load_recovery_kinds
+
+    text = (Path(rt.__file__).parent / "catalog" / "recovery_events.csv").read_text()
+    catalog = pl.read_csv(text.encode())
+    assert catalog["kind"].to_list() == load_recovery_kinds()["kind"].to_list()
+    got = classify_messages(catalog["example"]).select("kind", "component")
+    assert got["kind"].to_list() == catalog["kind"].to_list()
+    assert set(catalog["component_class"]) <= {"gpu", "nvlink", "network", "storage", "host", "thermal", "power"}
