@@ -60,7 +60,8 @@ def table_row(name: str, s: IncidentScore) -> str:
     ci = ", ".join(f"{c} {'yes' if ok else 'NO'}" for c, ok in sorted(s.realized_in_interval.items())) or "—"
     return (f"| {name} | {s.true_faults} | {s.hw_incidents} ({_f(s.incident_ratio)}) | "
             f"{s.other_health_check_incidents} | {_f(s.mtbf_hours, '.0f')} / {_f(s.realized_mtbf_hours, '.0f')} "
-            f"({_f(s.mtbf_ratio)}) | {_f(s.exposure_ratio, '.3f')} | {_f(s.downtime_ratio)} | {_f(s.alert_ari, '.3f')} | "
+            f"({_f(s.mtbf_ratio)}) | {_f(s.exposure_ratio, '.3f')} | {_f(s.downtime_ratio)} | "
+            f"{_f(s.alert_ari, '.3f')} | "
             f"{_f(s.alerts_per_incident)} ({_f(s.true_alerts_per_incident)}) | {_f(s.attribution_precision, '.3f')} / "
             f"{_f(s.attribution_recall, '.3f')} | {_f(s.class_match_share)} | {mttr} | {ci} |")
 

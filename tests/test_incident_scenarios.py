@@ -55,7 +55,8 @@ def test_no_other_incident_of_health_checks_alone(score: IncidentScore) -> None:
 
 
 def test_cluster_mtbf_near_realized(score: IncidentScore) -> None:
-    assert _within(score.mtbf_ratio, 0.65, 1.35), f"MTBF {score.mtbf_hours} h, realized {score.realized_mtbf_hours:.0f} h"
+    assert _within(score.mtbf_ratio, 0.65, 1.35), (
+        f"MTBF {score.mtbf_hours} h, realized {score.realized_mtbf_hours:.0f} h")
 
 
 def test_class_mtbf_near_realized_and_inside_interval(score: IncidentScore) -> None:
@@ -94,4 +95,5 @@ def test_attribution_precision_recall_and_component_class(score: IncidentScore) 
     assert score.attribution_precision >= 0.95, f"precision {score.attribution_precision:.3f}"
     assert score.attribution_recall >= 0.95, f"recall {score.attribution_recall:.3f}"
     assert score.class_match_share >= 0.90, (
-        f"component class matches the fault's for {score.class_match_share:.2f} of {score.class_match_support} instances")
+        f"component class matches the fault's for {score.class_match_share:.2f} "
+        f"of {score.class_match_support} instances")

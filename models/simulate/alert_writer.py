@@ -27,8 +27,9 @@ What the monitoring stack of the simulated cluster would have sent, consistent w
 * Label conventions (``alert_instance_style``): ``port`` ``instance="gpu001:9100"`` and dcgm ``Hostname``;
   ``fqdn`` ``instance="gpu001.cluster.local"``; ``node_label`` an IP ``instance`` with a ``node`` label; BMC
   targets are ``gpu001-bmc`` host names.
-* **Noise** with no fault behind it (rates times ``alert_noise_scale``): ``NodeFilesystemSpaceFillingUp`` on ``/var/log`` flapping (fires for
-  5-15 min, resolves for 15-45 min, 5-12 cycles over a few hours), ``PrometheusTargetDown`` (a scrape
+* **Noise** with no fault behind it (rates times ``alert_noise_scale``): ``NodeFilesystemSpaceFillingUp`` on
+  ``/var/log`` flapping (fires for 5-15 min, resolves for ``alert_flap_off_s``, by default 15-45 min, 5-12
+  cycles over a few hours), ``PrometheusTargetDown`` (a scrape
   target missing for minutes), ``NodeClockSkewDetected``, ``HighLoad``. Only on nodes that are powered on.
 
 Alertmanager (:func:`_notifications`), one route for everything: ``group_by: [alertname, cluster]``,
