@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -44,6 +45,7 @@ def run_scenario(name: str, seed: int, root: Path, rescore: bool = False) -> tup
     landing = root / name / "landing"
     warehouse = root / name / "w.duckdb"
     if not rescore:
+        shutil.rmtree(root / name, ignore_errors=True)  # a kept landing from an earlier run would mix in
         simulate_cluster(landing, scenario_config(name, seed))
         run_pipeline(landing, warehouse, root / name / "reports")
     con = duckdb.connect(str(warehouse), read_only=True)
