@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -44,6 +45,7 @@ def run_scenario(name: str, seed: int, root: Path, rescore: bool = False) -> tup
     landing = root / name / "landing"
     warehouse = root / name / "w.duckdb"
     if not rescore:
+        shutil.rmtree(root / name, ignore_errors=True)  # a kept landing from an earlier run would mix in
         simulate_cluster(landing, scenario_config(name, seed))
         run_pipeline(landing, warehouse, root / name / "reports")
     con = duckdb.connect(str(warehouse), read_only=True)
@@ -60,7 +62,8 @@ def table_row(name: str, s: IncidentScore) -> str:
     ci = ", ".join(f"{c} {'yes' if ok else 'NO'}" for c, ok in sorted(s.realized_in_interval.items())) or "—"
     return (f"| {name} | {s.true_faults} | {s.hw_incidents} ({_f(s.incident_ratio)}) | "
             f"{s.other_health_check_incidents} | {_f(s.mtbf_hours, '.0f')} / {_f(s.realized_mtbf_hours, '.0f')} "
-            f"({_f(s.mtbf_ratio)}) | {_f(s.exposure_ratio, '.3f')} | {_f(s.downtime_ratio)} | {_f(s.alert_ari, '.3f')} | "
+            f"({_f(s.mtbf_ratio)}) | {_f(s.exposure_ratio, '.3f')} | {_f(s.downtime_ratio)} | "
+            f"{_f(s.alert_ari, '.3f')} | "
             f"{_f(s.alerts_per_incident)} ({_f(s.true_alerts_per_incident)}) | {_f(s.attribution_precision, '.3f')} / "
             f"{_f(s.attribution_recall, '.3f')} | {_f(s.class_match_share)} | {mttr} | {ci} |")
 

@@ -20,7 +20,8 @@ job stream, so a seed's sacct and syslog output is the same with or without it.
 With ``write_logs`` (default) also node logs and their truth (see syslog_writer, incident_truth)::
 
     out_dir/syslog/YYYY-MM-DD/<node>.log per node and UTC day, RFC 3164 or rsyslog ISO-8601 lines
-    out_dir/truth/incidents.csv          node faults and fabric (leaf switch / storage) incidents
+    out_dir/truth/incidents.csv          node faults and fabric (leaf switch / storage) incidents, each with its
+                                         component_class (the product's classes, thermal and power included)
     out_dir/truth/job_attribution.csv    every ended job: infrastructure | user | none | unknown
     out_dir/truth/log_summary.json       lines per kind and node, formats
 
@@ -40,7 +41,9 @@ With ``write_alerts`` (default) also Prometheus/Alertmanager alerts (see alert_w
     out_dir/truth/alerts.csv             every notified alert occurrence with its truth incident (or noise-<n>);
                                          summary.json gains n_alert_payloads, n_alert_notifications, n_alerts
 
-Same config (including seed) -> byte-identical files.
+Same config (including seed) -> byte-identical files. Named scenario configs (NHC conventions, flapping
+alerts, second waves, label and naming conventions, thermal/power faults, quiet and noisy clusters) are in
+``scenarios.py``; ``incident_scoring.py`` scores a warehouse built from one against its truth.
 """
 
 from __future__ import annotations

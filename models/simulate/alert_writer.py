@@ -16,8 +16,20 @@ What the monitoring stack of the simulated cluster would have sent, consistent w
 * Detection 1-5 min after the fault (a rule's ``for:`` plus scraping), firing until the repair ends (the
   fault's ``repair_s``, the switch / file system coming back) plus a scrape or two. An alert whose cause
   cleared before it could fire does not fire.
-* **Noise** with no fault behind it: ``NodeFilesystemSpaceFillingUp`` on ``/var/log`` flapping (fires for
-  5-15 min, resolves for 15-45 min, 5-12 cycles over a few hours), ``PrometheusTargetDown`` (a scrape
+* **Thermal and power faults** (``thermal_power_fault_share``): ``GPUTemperatureHigh`` (dcgm) and the BMC's
+  ``IPMITemperatureCritical`` for a hot GPU; ``IPMITemperatureCritical`` minutes before a host's thermal
+  shutdown; ``PDUOutletPowerLost`` (snmp-pdu) for a node that lost power; node deaths as above.
+* **Flapping fault alerts** (``fault_alert_flap_share`` of link-down and GPU-temperature faults): the alert
+  fires, resolves 5-20 min later and fires again after ``alert_flap_off_s`` for as long as the fault lasts,
+  each firing a new occurrence of the same fingerprint, all of the fault's incident and episode.
+  **Second waves** (a leaf switch with ``FabricFault.second_wave``): every alert of the switch resolves after
+  the first wave and fires again in the second, all of the one incident.
+* Label conventions (``alert_instance_style``): ``port`` ``instance="gpu001:9100"`` and dcgm ``Hostname``;
+  ``fqdn`` ``instance="gpu001.cluster.local"``; ``node_label`` an IP ``instance`` with a ``node`` label; BMC
+  targets are ``gpu001-bmc`` host names.
+* **Noise** with no fault behind it (rates times ``alert_noise_scale``): ``NodeFilesystemSpaceFillingUp`` on
+  ``/var/log`` flapping (fires for 5-15 min, resolves for ``alert_flap_off_s``, by default 15-45 min, 5-12
+  cycles over a few hours), ``PrometheusTargetDown`` (a scrape
   target missing for minutes), ``NodeClockSkewDetected``, ``HighLoad``. Only on nodes that are powered on.
 
 Alertmanager (:func:`_notifications`), one route for everything: ``group_by: [alertname, cluster]``,

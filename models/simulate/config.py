@@ -157,5 +157,6 @@ class SimulationConfig:
 
     @property
     def node_width(self) -> int:
-        """Zero-padded digits in node names (``gpu001`` for 100 nodes, ``gpu0001`` for 2,000; ``node_digits`` if set)."""
+        """Zero-padded digits in node names (``gpu001`` for 100 nodes, ``gpu0001`` for 2,000; ``node_digits``
+        when set)."""
         return self.node_digits or max(3, len(str(self.nodes)))

@@ -265,13 +265,20 @@ def truth_job_kills(truth_dir: Path, incidents: pl.DataFrame) -> pl.DataFrame:
 
 def product_attribution(con: duckdb.DuckDBPyConnection, classes: pl.DataFrame) -> pl.DataFrame:
     """Failed job instances as the product attributes them: ``job_id``, ``end_ts``, ``predicted``,
-    ``component``, ``component_class`` from ``marts.job_failure_attribution`` (a job's last instance) and
-    ``marts.instance_failure_attribution`` (its earlier, requeued ones)."""
-    parts = ["SELECT job_id, end_ts, attribution AS predicted, component FROM marts.job_failure_attribution"]
+    ``component``, ``component_class`` (the mart's, else the catalog's class of ``component``) from
+    ``marts.job_failure_attribution`` (a job's last instance) and ``marts.instance_failure_attribution``
+    (its earlier, requeued ones)."""
+    def select(table: str) -> str:  # a mart's own component_class wins over the catalog lookup
+        klass = ", component_class" if "component_class" in _columns(con, table) else ", NULL AS component_class"
+        return f"SELECT job_id, end_ts, attribution AS predicted, component{klass} FROM {table}"
+
+    parts = [select("marts.job_failure_attribution")]
     if _has_table(con, "marts.instance_failure_attribution"):
-        parts.append("SELECT job_id, end_ts, attribution, component FROM marts.instance_failure_attribution")
+        parts.append(select("marts.instance_failure_attribution"))
     df = con.sql(" UNION ALL ".join(parts)).pl().with_columns(pl.col("end_ts").dt.convert_time_zone("UTC"))
-    return _with_class(df.unique(["job_id", "end_ts"], keep="first", maintain_order=True), classes)
+    df = df.unique(["job_id", "end_ts"], keep="first", maintain_order=True)
+    looked_up = _with_class(df.drop("component_class"), classes)["component_class"]
+    return df.with_columns(pl.col("component_class").cast(pl.String).fill_null(looked_up))
 
 
 def attribution_scores(con: duckdb.DuckDBPyConnection, truth_dir: Path, incidents: pl.DataFrame,

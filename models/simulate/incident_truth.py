@@ -61,7 +61,8 @@ def build_incidents(faults: list[tuple[FaultEvent, list[str]]], fabric: list[Fab
             continue
         drafts.append((f.ts, f.kind, f.node, dict(component=f.component, kind=f.kind,
                                                   cause_class=FAULT_KIND_BY_NAME[f.kind].cause_class,
-                                                  component_class=FAULT_KIND_BY_NAME[f.kind].component_class, start=f.ts,
+                                                  component_class=FAULT_KIND_BY_NAME[f.kind].component_class,
+                                                  start=f.ts,
                                                   end=f.ts + f.repair_s, nodes=(f.node,), affects_jobs=True,
                                                   fault_ids=(f.fault_id,), job_ids=tuple(jobs))))
     for ff in fabric:

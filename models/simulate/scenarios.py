@@ -49,8 +49,9 @@ def _site_checks_slow(seed: int) -> SimulationConfig:
     """A site's own NHC checks every 600 s (``check_hw_ib: No IB port mlx5_0:1 is ACTIVE``,
     ``check_file_test: /lustre/... not readable``, ``check_fs_mount: /lustre not mounted``), ``dgx-a01``
     names in racks of 8, 16 nodes per leaf, alerts labelled by IP ``instance`` and ``node``, BMC host
-    names without ports; leaf switches failing in two waves."""
+    names without ports; leaf switches failing in two waves; a cluster in Europe/Berlin (local-day dumps)."""
     return SimulationConfig(nodes=36, days=45, seed=seed, cluster="site", syslog_layout="central",
+                            timezone="Europe/Berlin",
                             node_prefix="dgx", node_name_style="rack", nodes_per_rack=8, nodes_per_leaf=16,
                             node_failures_per_1000_node_days=30.0, nhc_interval_s=600, nhc_repeat_until_repair=True,
                             nhc_message_style="check_prefix", alert_instance_style="node_label",
@@ -69,8 +70,9 @@ def _flapping_alerts(seed: int) -> SimulationConfig:
 
 
 def _quiet(seed: int) -> SimulationConfig:
-    """A quiet cluster: few faults, little alert noise, rare false-positive health checks."""
+    """A quiet cluster in America/Chicago: few faults, little alert noise, rare false-positive health checks."""
     return SimulationConfig(nodes=48, days=45, seed=seed, cluster="quiet", syslog_layout="central",
+                            timezone="America/Chicago",
                             node_failures_per_1000_node_days=15.0, nhc_repeat_until_repair=True,
                             alert_noise_scale=0.3, false_positive_health_checks_per_1000_node_days=1.0,
                             admin_drains_per_1000_node_days=3.0, thermal_power_fault_share=0.2,
