@@ -17,6 +17,7 @@ from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.health_checks import health_check_quality, missed_detections
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
+from gpusre.models.repair_times import node_outages
 from gpusre.models.suspect_nodes import suspect_nodes
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -41,7 +42,7 @@ _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(HW_INCIDENTS, deps=[NODE_EVENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(HW_INCIDENTS, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident: repeated failure events on a node/component "
                      "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident; "
                      "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win. "
@@ -81,7 +82,11 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         events = con.sql("SELECT * FROM core.node_events").pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         as_of = con.sql("SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0][0]
-        incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator)
+        has_states = table_exists(con, "core.node_states")
+        outages = (node_outages(con.sql("SELECT node, start_ts, end_ts FROM core.node_states").pl())
+                   if has_states else None)
+        incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator,
+                                             outages=outages)
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(
@@ -95,14 +100,13 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
                 pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
 
         jobs = with_policy(jobs)
-        outages = (node_state_evidence(con.sql("SELECT * FROM core.node_states").pl())
-                   if table_exists(con, "core.node_states") else None)
-        attribution = attribute_failures(jobs, events, incidents, outages)
+        hw_outages = node_state_evidence(con.sql("SELECT * FROM core.node_states").pl()) if has_states else None
+        attribution = attribute_failures(jobs, events, incidents, hw_outages)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
         earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl()
         earlier = with_policy(earlier)
-        instance_attr = attribute_failures(earlier, events, incidents, outages).filter(pl.col("attribution") != "none")
+        instance_attr = attribute_failures(earlier, events, incidents, hw_outages).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)
         all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],

@@ -147,6 +147,7 @@ OPERATOR_SCHEMA: dict[str, pl.DataType] = {
     "notes": pl.String(),
 }
 
+_UTC = pl.Datetime("us", "UTC")
 _MIN_SEVERITY = "high"
 _UNKNOWN_RANK = len(SEVERITY_RANK)  # a severity the catalog does not know sorts below "info"
 
@@ -338,11 +339,14 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
                        (pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String)).alias("_leaf"))
 
 
-def _node_edges(items: pl.DataFrame, window: timedelta) -> pl.DataFrame:
+def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | None = None) -> pl.DataFrame:
     """(``_a``, ``_b``) edges between evidence items of one node that the node-scope signatures join.
 
     Items first merge into blocks per node and component (gap <= ``window``); the catalog's rules then
-    link blocks, so the pairwise joins stay small however chatty a component is.
+    link blocks, so the pairwise joins stay small however chatty a component is. Evidence of one class
+    that meets one continuous outage of its node (``outages``: ``node``, ``outage_start_ts``,
+    ``outage_end_ts``; null end = still out) is one fault however far apart: the node stayed drained
+    for it (a reset attempt that fails again, a health check that pauses while the node reboots).
     """
     it = items.sort("_nkey", "component", "start", "_item").with_columns(
         _islands(["_nkey", "component"], window).alias("_blk"))
@@ -363,11 +367,21 @@ def _node_edges(items: pl.DataFrame, window: timedelta) -> pl.DataFrame:
             (pl.col("_root") != pl.col("_root_e"))
             & (pl.max_horizontal("start", "start_e") - pl.min_horizontal("end", "end_e") <= w))
         edges.append(pairs.select(pl.col("_root").alias("_a"), pl.col("_root_e").alias("_b")))
+    if outages is not None and not outages.is_empty():
+        out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_start_ts").cast(_UTC).alias("_os"),
+                             pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
+        # (blocks meeting an outage of their node; both are few per node)
+        inside = blocks.join(out, on="_nkey").filter(
+            (pl.col("end") >= pl.col("_os")) & (pl.col("_oe").is_null() | (pl.col("start") <= pl.col("_oe"))))
+        edges.append(inside.select(pl.col("_root").alias("_a"),
+                                   pl.col("_root").min().over("_nkey", "_os", "component_class").alias("_b")))
     # A health-check episode attaches to the fault it overlaps on its node (the nearest log evidence
     # within the window, whatever its class: checks are symptoms, and their names can mislead); one whose
     # check names no known component may also join other health-check evidence; neither is then a fault
     # of its own.
-    gap = pl.max_horizontal("start", "start_k") - pl.min_horizontal("end", "end_k")
+    # (It must start near the target: an episode failing since yesterday is not today's outage's symptom.)
+    gap = pl.when(pl.col("start") < pl.col("start_k")).then(pl.col("start_k") - pl.col("start")) \
+        .otherwise(pl.col("start") - pl.col("end_k"))
     unknown = pl.col("component_class") == "other"
     for episodes, targets in ((blocks.filter(pl.col("is_hc")), blocks.filter(~pl.col("is_hc"))),
                               (blocks.filter(pl.col("is_hc") & unknown), blocks.filter(pl.col("is_hc") & ~unknown))):
@@ -496,6 +510,7 @@ def merge_incidents(
     operator: pl.DataFrame | None = None,
     episode_gap: timedelta = EPISODE_GAP,
     min_episode_runs: int = MIN_EPISODE_RUNS,
+    outages: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Merge failure events into incidents (rules in the module docstring).
 
@@ -510,6 +525,10 @@ def merge_incidents(
         storage_min_nodes: distinct nodes with storage failures in one chain that make one
             cluster-wide ``storage`` incident.
         operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional).
+        episode_gap: the largest gap between failures of one health check that keeps its episode.
+        min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.
+        outages: node outages from Slurm node states (``node``, ``outage_start_ts``, ``outage_end_ts``,
+            as :func:`~gpusre.models.repair_times.node_outages` merges them), or None.
 
     Returns:
         ``(incidents, membership)`` with :data:`INCIDENT_SCHEMA` and :data:`MEMBERSHIP_SCHEMA`,
@@ -527,7 +546,7 @@ def merge_incidents(
         storage = _wide_edges(items.with_columns(pl.lit("all").alias("_all")), "storage", "_all",
                               fabric.select("_item"), storage_min_nodes)
         wide = pl.concat([fabric, storage])
-        labels = _components(items.height, [wide.select("_item", "_root"), _node_edges(items, window)])
+        labels = _components(items.height, [wide.select("_item", "_root"), _node_edges(items, window, outages)])
         items = (items.join(wide.select("_item", "_scope", "_leaf"), on="_item", how="left", suffix="_w")
                  .drop("_leaf").rename({"_leaf_w": "_leaf"})
                  .with_columns(pl.Series("_group", labels[items["_item"].to_numpy()]).cast(pl.String)))

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 
 from gpusre.models import hw_incidents
+from node_event_lines import T0 as T0_LINES
 from node_event_lines import events_from_lines
 
 from gpusre.models.hw_incidents import (
@@ -310,3 +311,22 @@ def test_a_check_of_another_class_attaches_to_the_fault_it_overlaps() -> None:
     nvl, _ = merge_incidents(events_from_lines(runs("Health check failed: GPU3 NVLink link 3 state Inactive", "n2",
                                                     0 * M, 5)))
     assert nvl.select("component_class").rows() == [("nvlink",)]
+
+
+def test_evidence_of_one_class_inside_one_drain_is_one_fault() -> None:
+    # Xid 74 and its check, then the check pauses for 5 h while the node is reset, and fails again for a
+    # day; the node stays drained throughout. A Lustre outage hits the node (and three others) meanwhile.
+    xid74 = "NVRM: Xid (PCI:0000:18:00): 74, pid=1912, name=python, NVLink: fatal error detected on link 4"
+    nvl = "nhc: ERROR:  nhc:  Health check failed:  check_nv_healthmon:  GPU 0000:18:00.0 NVLink 4 is inactive"
+    lustre = "LustreError: 11-0: fs-OST0000-osc-X: operation ost_read to node 10.0.1.5@tcp failed: rc = -107"
+    lines = [(0 * M, "n1", xid74), *runs(nvl, "n1", 1 * M, 36), *runs(nvl, "n1", 8 * 60 * M, 200)]
+    lines += [(20 * 60 * M + k * S, n, lustre) for k, n in enumerate(["n1", "n2", "n3", "n4"])]
+    outages = pl.DataFrame({"node": ["n1"], "outage_start_ts": [T0_LINES + 1 * M], "outage_end_ts": [None]},
+                           schema={"node": pl.String, "outage_start_ts": pl.Datetime("us", "UTC"),
+                                   "outage_end_ts": pl.Datetime("us", "UTC")})
+    with_states, _ = merge_incidents(events_from_lines(lines), outages=outages)
+    assert sorted(with_states.select("component_class", "scope").rows()) == [("nvlink", "node"), ("storage", "cluster")]
+    # Without node states the paused check is a second NVLink fault, but still not part of the outage.
+    without, _ = merge_incidents(events_from_lines(lines))
+    assert sorted(without.select("component_class", "scope").rows()) == [
+        ("nvlink", "node"), ("nvlink", "node"), ("storage", "cluster")]
