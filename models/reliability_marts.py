@@ -74,6 +74,8 @@ class ReliabilityInputs:
     availability: pl.DataFrame
     t0: datetime | None
     as_of: datetime | None
+    #: First and last node-log line (None without node logs): failures can only be seen inside it.
+    log_span: tuple[datetime | None, datetime | None] = (None, None)
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
@@ -134,8 +136,27 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
                    "submit_ts)) FROM core.jobs").fetchall()[0]
     t0 = span[0].astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) if span[0] else None
     as_of = span[1].astimezone(timezone.utc) if span[1] else None
+    log_span: tuple[datetime | None, datetime | None] = (None, None)
+    if _table_exists(con, "raw", "syslog_lines"):
+        lo, hi = con.sql("SELECT min(ts), max(ts) FROM raw.syslog_lines").fetchall()[0]
+        log_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
     return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,
-                             t0, as_of)
+                             t0, as_of, log_span)
+
+
+def failure_window(t0: datetime, t1: datetime, log_span: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
+    """The span in which hardware failures could be observed: the accounting's span cut to the node logs'
+    (incidents come from the logs; exposure outside them would count node-hours nobody watched).
+
+    >>> from datetime import datetime, timezone
+    >>> d = lambda h: datetime(2026, 8, 1, h, tzinfo=timezone.utc)
+    >>> failure_window(d(0), d(23), (d(5), None))
+    (datetime.datetime(2026, 8, 1, 5, 0, tzinfo=datetime.timezone.utc), datetime.datetime(2026, 8, 1, 23, 0, tzinfo=datetime.timezone.utc))
+    """
+    lo, hi = log_span
+    f0 = max(t0, lo) if lo is not None else t0
+    f1 = min(t1, hi) if hi is not None else t1
+    return (f0, f1) if f0 < f1 else (t0, t1)
 
 
 def _instance_attribution(inputs: ReliabilityInputs) -> pl.DataFrame:
@@ -159,14 +180,15 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     nodes = list(settings.node_names) or list(inputs.observed_nodes)
     nodes += [f"(unseen-{i})" for i in range(max(0, settings.node_count - len(nodes)) if not settings.node_names else 0)]
     has_states = bool(inputs.availability.height) and (inputs.availability.get_column("source") == "node_states").any()
+    f0, f1 = failure_window(t0, t1, inputs.log_span)
     if has_states:
-        exposure = exposure_from_availability(inputs.availability, nodes, t0, t1, settings.maintenance)
+        exposure = exposure_from_availability(inputs.availability, nodes, f0, f1, settings.maintenance)
         source = "node states (sacctmgr events): in-service hours, planned maintenance subtracted"
     else:
-        exposure = node_exposure(nodes, t0, t1, settings.maintenance)
+        exposure = node_exposure(nodes, f0, f1, settings.maintenance)
         source = "cluster.yaml nodes minus planned maintenance (no node-state history)"
-    incidents = inputs.incidents.filter((pl.col("start_ts") >= t0) & (pl.col("start_ts") < t1))
-    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, t0, t1, settings.min_failures, source)
+    incidents = inputs.incidents.filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
+    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source)
 
     runs = assign_runs(inputs.jobs, rules)
     inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
@@ -197,8 +219,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     return {
         "mtbf": mtbf,
         "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
-            incidents, nodes, t0, t1, settings.maintenance, settings.min_failures)], how="vertical"),
-        "tbf_weibull": tbf_weibull(incidents, nodes, t0, t1),
+            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical"),
+        "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1),
         "node_failure_rate": rf,
         "job_mttf_by_size": job_mttf_by_size(inst, settings.min_failures),
         "job_mttf_projection": job_mttf_projection(inst),

@@ -182,3 +182,18 @@ def test_exposure_subtracts_exactly_the_unplanned_down_time() -> None:
     # gpu02: day 1 no rows = 24; day 2 24 - 3 planned - 1 h down = 20; day 3 12.
     assert got[("all", "gpu02")] == pytest.approx(24 + 20 + 12)
     assert got[("2026-01", "gpu01")] == pytest.approx(51)
+
+
+def test_failure_window_is_the_accounting_span_cut_to_the_node_logs() -> None:
+    import doctest
+
+    from gpusre.models import reliability_marts
+    from gpusre.models.reliability_marts import failure_window
+
+    assert doctest.testmod(reliability_marts).failed == 0
+    d = lambda h: datetime(2026, 8, 1, tzinfo=UTC) + timedelta(hours=h)  # noqa: E731
+    # Logs from 05:00 (the first dump's local midnight) to 40 h: the exposure starts and ends with them.
+    assert failure_window(d(0), d(48), (d(5), d(40))) == (d(5), d(40))
+    # Logs wider than the accounting, or no logs: the accounting's span.
+    assert failure_window(d(5), d(40), (d(0), d(48))) == (d(5), d(40))
+    assert failure_window(d(5), d(40), (None, None)) == (d(5), d(40))
