@@ -38,7 +38,7 @@ from drain3.drain import Drain, LogCluster
 from drain3.template_miner import TemplateMiner as _Drain3Miner
 from drain3.template_miner_config import TemplateMinerConfig
 
-from gpusre.models.log_masking import DEFAULT_NODE_PATTERN, canonical_digits, mask_canonical
+from gpusre.models.log_masking import DEFAULT_NODE_PATTERN, MaskRule, canonical_digits, mask_canonical
 
 __all__ = [
     "STATE_FORMAT",
@@ -47,6 +47,8 @@ __all__ = [
     "distinct_first_seen",
     "grouping_accuracy",
     "mine_lines",
+    "normalize_template",
+    "parsing_accuracy_metrics",
 ]
 
 #: Canonical forms whose masked text a :class:`TemplateMiner` keeps between batches (about
@@ -56,6 +58,64 @@ MASK_CACHE_FORMS = 250_000
 #: Identifies serialized miner state; bump ``version`` if the JSON layout changes.
 STATE_FORMAT = "gpusre.drain3-templates"
 STATE_VERSION = 1
+
+
+def _is_variable(token: str) -> bool:
+    """A token that holds a masked value (``<NUM>``, ``blk_<NUM>``, ``<HOST>``) or a wildcard."""
+    return "<" in token and ">" in token
+
+
+class _VariableAwareDrain(Drain):
+    """Drain3's tree and clusters with a similarity that knows which tokens are variables.
+
+    Plain Drain3 scores a masked token such as ``<UUID>`` like any word, so two messages that share
+    little more than their placeholders look alike (``[instance: <UUID>] VM Paused`` and ``...
+    VM Resumed``); and a changed constant word costs no more than a changed value. Here:
+
+    * positions where the template holds ``<*>`` or where both tokens hold a masked value are
+      variables: they neither count for nor against similarity (``blk_<NUM>`` vs ``<NUM>``);
+    * similarity is the share of the *constant* positions that are equal;
+    * a differing pair of plain words (letters only) weighs ``word_weight`` differing tokens: an
+      English word that changes usually names a different event (``Paused``/``Resumed``), while a
+      value that changes usually carries digits or punctuation and was masked.
+
+    Routing through the prefix tree treats a masked token like a number (it goes down the wildcard
+    branch), so ``<IP> open ...`` and ``<HOST> open ...`` meet in the same leaf.
+    """
+
+    def __init__(self, *, word_weight: float, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.word_weight = word_weight
+
+    @staticmethod
+    def has_numbers(s: str) -> bool:  # noqa: D102 - Drain3 hook: which tokens route as wildcards
+        return _is_variable(s) or any(ch.isdigit() for ch in s)
+
+    def get_seq_distance(self, seq1: Sequence[str], seq2: Sequence[str], include_params: bool) -> tuple[float, int]:
+        """Similarity of template ``seq1`` and message ``seq2`` (same length) and the template's
+        wildcard count, which Drain3 uses to break ties."""
+        same = 0.0
+        differ = 0.0
+        params = 0
+        free = 0  # template wildcards facing a constant of the message
+        for t1, t2 in zip(seq1, seq2):
+            if t1 == self.param_str:
+                params += 1
+                free += not _is_variable(t2)
+            elif t1 == t2:
+                if not _is_variable(t1):
+                    same += 1
+            elif _is_variable(t1) and _is_variable(t2):
+                continue
+            elif t1.isalpha() and t2.isalpha():
+                differ += self.word_weight
+            else:
+                differ += 1
+        if same == 0:
+            # Nothing constant in common: alike only if nothing differs at all (messages made of
+            # values only), else a lone wildcard template would swallow every message its length.
+            return (1.0 if differ == 0 and free == 0 else 0.0), params
+        return same / (same + differ), params
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +130,14 @@ class TemplateConfig:
     ``node_pattern``: the site's node-name regex, used by masking.
     """
 
-    sim_th: float = 0.6
-    depth: int = 4
+    sim_th: float = 0.65
+    depth: int = 5
     max_children: int = 100
     extra_delimiters: tuple[str, ...] = ("=",)
     parametrize_numeric_tokens: bool = True
     node_pattern: str = DEFAULT_NODE_PATTERN
+    word_weight: float = 2.0
+    extra_masks: tuple[MaskRule, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.sim_th <= 1.0:
@@ -102,6 +164,7 @@ class TemplateConfig:
         """JSON-ready form (tuples become lists)."""
         d = asdict(self)
         d["extra_delimiters"] = list(self.extra_delimiters)
+        d["extra_masks"] = [[r.name, r.pattern, r.replacement] for r in self.extra_masks]
         return d
 
     @classmethod
@@ -114,6 +177,8 @@ class TemplateConfig:
         kwargs = dict(d)
         if "extra_delimiters" in kwargs:
             kwargs["extra_delimiters"] = tuple(kwargs["extra_delimiters"])  # type: ignore[arg-type]
+        if "extra_masks" in kwargs:
+            kwargs["extra_masks"] = tuple(MaskRule(*r) for r in kwargs["extra_masks"])  # type: ignore[attr-defined]
         return cls(**kwargs)  # type: ignore[arg-type]
 
 
@@ -154,7 +219,19 @@ class TemplateMiner:
     def new(cls, config: TemplateConfig | None = None) -> TemplateMiner:
         """An empty miner (first night, or ad hoc mining of one file)."""
         config = config or TemplateConfig()
-        return cls(config=config, _miner=_Drain3Miner(persistence_handler=None, config=config.to_drain3()))
+        miner = _Drain3Miner(persistence_handler=None, config=config.to_drain3())
+        # Same parameters as the Drain3 instance the wrapper built, with the variable-aware
+        # similarity; the wrapper is kept only as the holder of the config.
+        miner.drain = _VariableAwareDrain(
+            word_weight=config.word_weight,
+            depth=config.depth,
+            sim_th=config.sim_th,
+            max_children=config.max_children,
+            max_clusters=None,
+            extra_delimiters=config.extra_delimiters,
+            parametrize_numeric_tokens=config.parametrize_numeric_tokens,
+        )
+        return cls(config=config, _miner=miner)
 
     @property
     def drain(self) -> Drain:
@@ -275,13 +352,13 @@ class TemplateMiner:
         """
         cache = self._mask_cache
         if cache is None:
-            masked = mask_canonical(keys, node_pattern=self.config.node_pattern)
+            masked = mask_canonical(keys, node_pattern=self.config.node_pattern, extra=self.config.extra_masks)
         else:
             # A miss is a null: masking never turns a (non-null) form into null.
             masked = pl.DataFrame({"key": keys}).join(cache, on="key", how="left", maintain_order="left")["masked"]
             missing = masked.is_null().arg_true()
             if len(missing):
-                fresh = mask_canonical(keys.gather(missing), node_pattern=self.config.node_pattern)
+                fresh = mask_canonical(keys.gather(missing), node_pattern=self.config.node_pattern, extra=self.config.extra_masks)
                 masked = masked.scatter(missing, fresh)
         current = pl.DataFrame({"key": keys, "masked": masked})
         if cache is not None:
@@ -339,3 +416,75 @@ def grouping_accuracy(truth: Sequence[object] | pl.Series, predicted: Sequence[o
     )
     correct = sizes.filter((pl.col("n_tp") == pl.col("n_t")) & (pl.col("n_tp") == pl.col("n_p"))).height
     return correct / df.height
+
+
+def normalize_template(templates: pl.Series) -> pl.Series:
+    """Template texts in the form the Loghub-2.0 evaluation compares (Jiang et al. 2024, after
+    Khan et al. 2022): every placeholder (``<NUM>``, ``<IP>``, Drain's ``<*>``) is ``<*>``, a token
+    of digits only is ``<*>``, whitespace runs are one space, and variables glued together
+    (``<*><*>``, ``<*>.<*>``, ``<*>:<*>``) are one ``<*>``.
+
+    Applied to both the predicted and the ground-truth templates before comparing them (PA, FTA).
+    """
+    out = (
+        templates.cast(pl.String)
+        .fill_null("")
+        .str.replace_all(r"<[A-Z]+>", "<*>")
+        .str.replace_all(r"(^|\s)\d+(\s|$)", "${1}<*>${2}")
+        .str.replace_all(r"(^|\s)\d+(\s|$)", "${1}<*>${2}")  # again: adjacent matches share a space
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+    )
+    # Collapse glued variables until nothing changes (a run of n needs about log2(n) passes).
+    while True:
+        collapsed = out.str.replace_all(r"<\*>[.:/@#-]?<\*>", "<*>")
+        if collapsed.equals(out):
+            return collapsed
+        out = collapsed
+
+
+def parsing_accuracy_metrics(
+    truth_group: Sequence[object] | pl.Series,
+    truth_template: Sequence[str] | pl.Series,
+    predicted_group: Sequence[object] | pl.Series,
+    predicted_template: Sequence[str] | pl.Series,
+) -> dict[str, float]:
+    """The four Loghub-2.0 accuracy metrics of one parsed sample (Jiang et al. 2024):
+
+    * ``GA``: share of lines whose predicted group has exactly the lines of their true group;
+    * ``FGA``: F1 of group precision (correct groups / predicted groups) and recall (correct
+      groups / true groups), a group being correct iff its line set equals a true group's;
+    * ``PA``: share of lines whose predicted template equals their true template, both
+      :func:`normalize_template`-ed;
+    * ``FTA``: F1 over templates as for FGA, a template being correct iff its group is correct and
+      its text equals the true template's.
+    """
+    df = pl.DataFrame({
+        "t": pl.Series(truth_group).cast(pl.String),
+        "p": pl.Series(predicted_group).cast(pl.String),
+        "tt": normalize_template(pl.Series(truth_template)),
+        "pt": normalize_template(pl.Series(predicted_template)),
+    })
+    if df.height == 0:
+        raise ValueError("accuracy of an empty sample is undefined")
+    both = pl.len().over("t", "p")
+    df = df.with_columns(ok=(both == pl.len().over("t")) & (both == pl.len().over("p")))
+    groups = df.group_by("p").agg(
+        pl.col("ok").first(),
+        # A predicted group's template is its lines' text; the truth's is shared by the group when correct.
+        (pl.col("pt").first() == pl.col("tt").first()).alias("same_text"),
+    )
+    n_pred, n_truth = groups.height, df["t"].n_unique()
+    correct_groups = int(groups["ok"].sum())
+    correct_templates = int((groups["ok"] & groups["same_text"]).sum())
+
+    def f1(correct: int) -> float:
+        precision, recall = correct / n_pred, correct / n_truth
+        return 0.0 if correct == 0 else 2 * precision * recall / (precision + recall)
+
+    return {
+        "GA": float(df["ok"].mean()),  # type: ignore[arg-type]
+        "FGA": f1(correct_groups),
+        "PA": float((df["pt"] == df["tt"]).mean()),  # type: ignore[arg-type]
+        "FTA": f1(correct_templates),
+    }
