@@ -97,24 +97,28 @@ class _VariableAwareDrain(Drain):
         same = 0.0
         differ = 0.0
         params = 0
-        free = 0  # template wildcards facing a constant of the message
+        word = self.word_weight
         for t1, t2 in zip(seq1, seq2):
             if t1 == self.param_str:
                 params += 1
-                free += not _is_variable(t2)
+                # A wildcard facing a constant costs what the constant it replaced cost at most,
+                # so generalizing a template never makes it more similar to any message (a message
+                # seen again then finds the cluster it joined the first time: deduplicated mining
+                # equals per-line mining).
+                if not _is_variable(t2):
+                    differ += word if t2.isalpha() else 1
             elif t1 == t2:
                 if not _is_variable(t1):
                     same += 1
-            elif _is_variable(t1) and _is_variable(t2):
-                continue
-            elif t1.isalpha() and t2.isalpha():
-                differ += self.word_weight
-            else:
+            elif _is_variable(t2):
+                continue  # a value where the template has a constant or a value
+            elif _is_variable(t1):
                 differ += 1
+            else:
+                differ += word if t1.isalpha() and t2.isalpha() else 1
         if same == 0:
-            # Nothing constant in common: alike only if nothing differs at all (messages made of
-            # values only), else a lone wildcard template would swallow every message its length.
-            return (1.0 if differ == 0 and free == 0 else 0.0), params
+            # Nothing constant in common: alike only if nothing differs either (values only).
+            return (1.0 if differ == 0 else 0.0), params
         return same / (same + differ), params
 
 
