@@ -66,21 +66,27 @@ def _is_variable(token: str) -> bool:
 
 
 class _VariableAwareDrain(Drain):
-    """Drain3's tree and clusters with a similarity that knows which tokens are variables.
+    """Drain3's prefix tree and clusters with a similarity that knows which tokens are variables.
 
     Plain Drain3 scores a masked token such as ``<UUID>`` like any word, so two messages that share
-    little more than their placeholders look alike (``[instance: <UUID>] VM Paused`` and ``...
-    VM Resumed``); and a changed constant word costs no more than a changed value. Here:
+    little more than their placeholders look alike; a changed constant word costs no more than a
+    changed value; and ``<IP>`` and ``<HOST>`` as first token route to different leaves. Here:
 
-    * positions where the template holds ``<*>`` or where both tokens hold a masked value are
-      variables: they neither count for nor against similarity (``blk_<NUM>`` vs ``<NUM>``);
-    * similarity is the share of the *constant* positions that are equal;
-    * a differing pair of plain words (letters only) weighs ``word_weight`` differing tokens: an
-      English word that changes usually names a different event (``Paused``/``Resumed``), while a
-      value that changes usually carries digits or punctuation and was masked.
-
-    Routing through the prefix tree treats a masked token like a number (it goes down the wildcard
-    branch), so ``<IP> open ...`` and ``<HOST> open ...`` meet in the same leaf.
+    * positions where the template holds ``<*>``, or where both tokens hold a masked value
+      (``blk_<NUM>`` vs ``<NUM>``), are variables: they count neither for nor against similarity;
+    * similarity is the share of the remaining (constant) positions that are equal, a differing
+      pair of plain words (letters only) weighing ``word_weight`` tokens: a word that changes
+      usually names a different event (``spawned``/``destroyed``), while a changing value usually
+      carries digits or punctuation and was masked;
+    * among equally similar clusters the oldest wins (Drain3 prefers the most wildcards).
+      Together with the first point this makes a message seen again land in the cluster it
+      joined the first time: every template constant is shared by all its members, so a member
+      scores 1.0 against its own cluster however far that generalized, and its cluster is, in
+      practice, the oldest that does. That is what lets the fast path feed Drain only distinct
+      messages and still equal per-line mining (checked on all twelve Loghub-2k samples and the
+      benchmark's million lines; a guarantee would need a memory of every message seen);
+    * masked tokens route through the prefix tree like numbers (down the wildcard branch), so
+      ``<IP> open ...`` and ``<HOST> open ...`` meet in the same leaf.
     """
 
     def __init__(self, *, word_weight: float, **kwargs: object) -> None:
@@ -92,46 +98,61 @@ class _VariableAwareDrain(Drain):
         return _is_variable(s) or any(ch.isdigit() for ch in s)
 
     def get_seq_distance(self, seq1: Sequence[str], seq2: Sequence[str], include_params: bool) -> tuple[float, int]:
-        """Similarity of template ``seq1`` and message ``seq2`` (same length) and the template's
-        wildcard count, which Drain3 uses to break ties."""
-        same = 0.0
+        """Similarity of template ``seq1`` and message ``seq2`` (same length), and the template's
+        wildcard count (Drain3's interface)."""
+        same = 0
         differ = 0.0
         params = 0
-        word = self.word_weight
+        free = 0  # template wildcards facing a constant of the message
         for t1, t2 in zip(seq1, seq2):
             if t1 == self.param_str:
                 params += 1
-                # A wildcard facing a constant costs what the constant it replaced cost at most,
-                # so generalizing a template never makes it more similar to any message (a message
-                # seen again then finds the cluster it joined the first time: deduplicated mining
-                # equals per-line mining).
-                if not _is_variable(t2):
-                    differ += word if t2.isalpha() else 1
+                free += not _is_variable(t2)
             elif t1 == t2:
-                if not _is_variable(t1):
-                    same += 1
-            elif _is_variable(t2):
-                continue  # a value where the template has a constant or a value
-            elif _is_variable(t1):
-                differ += 1
+                same += not _is_variable(t1)
+            elif _is_variable(t1) and _is_variable(t2):
+                continue
+            elif t1.isalpha() and t2.isalpha():
+                differ += self.word_weight
             else:
-                differ += word if t1.isalpha() and t2.isalpha() else 1
+                differ += 1
         if same == 0:
-            # Nothing constant in common: alike only if nothing differs either (values only).
-            return (1.0 if differ == 0 else 0.0), params
+            # Nothing constant in common: alike only if nothing differs at all (messages made of
+            # values only), else a lone wildcard template would swallow every message its length.
+            return (1.0 if differ == 0 and free == 0 else 0.0), params
         return same / (same + differ), params
+
+    def fast_match(
+        self, cluster_ids: Sequence[int], tokens: list[str], sim_th: float, include_params: bool
+    ) -> LogCluster | None:
+        """The most similar cluster, the oldest among equals, if at least ``sim_th`` similar."""
+        best: LogCluster | None = None
+        best_sim = -1.0
+        for cluster_id in sorted(cluster_ids):
+            cluster = self.id_to_cluster.get(cluster_id)
+            if cluster is None:
+                continue
+            sim, _ = self.get_seq_distance(cluster.log_template_tokens, tokens, include_params)
+            if sim > best_sim:
+                best, best_sim = cluster, sim
+        return best if best_sim >= sim_th else None
 
 
 @dataclass(frozen=True, slots=True)
 class TemplateConfig:
-    """Drain3 parameters (one production setting, tuned on loghub BGL/HPC/Linux).
+    """Miner parameters: one setting for every log (chosen on the twelve Loghub-2k samples as a
+    whole, never per log; see ``benchmarks/bench_loghub.py``).
 
-    ``sim_th``: share of identical tokens a message needs to join a cluster. ``depth``: Drain3
-    tree depth; the first ``depth - 2`` tokens route a message to its candidate clusters.
-    ``max_children``: fan-out per tree node before tokens fall into a wildcard branch.
-    ``extra_delimiters``: characters split like whitespace (``key=value`` becomes two tokens, so a
-    changed value costs one token of similarity instead of the whole pair).
-    ``node_pattern``: the site's node-name regex, used by masking.
+    ``sim_th``: share of the constant tokens a message must share with a template to join it (see
+    :class:`_VariableAwareDrain`). ``depth``: Drain3 tree depth; the first ``depth - 3`` tokens
+    (two by default: a log's first word is often a value or the same for every line) route a
+    message to its candidate clusters. ``max_children``: fan-out per tree node before tokens fall
+    into a wildcard branch. ``extra_delimiters``: characters split like whitespace (``key=value``
+    becomes two tokens, so a changed value costs one token instead of the whole pair; splitting on
+    ``:``, ``,`` or brackets as well lowered the mean Loghub GA from 0.93 to 0.84-0.88, because a
+    ``host:port`` then has one token more than an IP). ``word_weight``: what a changed plain word
+    costs, in tokens. ``node_pattern``: the site's node-name regex, and ``extra_masks``: the
+    site's own rules, run before the generic ones (see :func:`~gpusre.models.log_masking.mask_rules`).
     """
 
     sim_th: float = 0.65

@@ -14,7 +14,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.templates import mine_lines, normalize_template, parsing_accuracy_metrics
+from gpusre.models.log_masking import mask_messages
+from gpusre.models.templates import (
+    TemplateMiner,
+    grouping_accuracy,
+    mine_lines,
+    normalize_template,
+    parsing_accuracy_metrics,
+)
 
 LOGHUB = Path(__file__).parent / "fixtures" / "loghub"
 DATASETS = sorted(p.name.split("_2k")[0] for p in LOGHUB.glob("*_2k.log_structured_corrected.csv"))
@@ -37,8 +44,13 @@ def published_drain() -> dict[tuple[str, str], float]:
 
 
 @cache
+def sample(name: str) -> pl.DataFrame:
+    return pl.read_csv(LOGHUB / f"{name}_2k.log_structured_corrected.csv", infer_schema=False)
+
+
+@cache
 def measured(name: str) -> dict[str, float]:
-    df = pl.read_csv(LOGHUB / f"{name}_2k.log_structured_corrected.csv", infer_schema=False)
+    df = sample(name)
     got = mine_lines(df["Content"])
     return parsing_accuracy_metrics(df["EventId"], df["EventTemplate"], got["template_id"], got["template"])
 
@@ -60,6 +72,27 @@ def test_means_beat_published_drain() -> None:
     assert means["GA"] >= 0.90, means
     # Both the mean over these twelve and the paper's own average (over its fourteen datasets).
     assert means["FGA"] >= max(drain_fga, published_drain()[("Average", "FGA")]), means
+
+
+@pytest.mark.parametrize("name", DATASETS)
+def test_fast_path_groups_like_per_line_mining(name: str) -> None:
+    # Drain fed only the distinct masked messages, joined back, partitions the lines exactly as
+    # the same Drain fed every line: repeats land in the cluster they joined the first time.
+    lines = sample(name)["Content"]
+    drain = TemplateMiner.new().drain
+    per_line = [drain.add_log_message(m)[0].cluster_id for m in mask_messages(lines).to_list()]
+    assert grouping_accuracy(per_line, mine_lines(lines)["template_id"]) == 1.0
+
+
+@pytest.mark.parametrize("name", DATASETS)
+def test_ids_survive_a_restore(name: str) -> None:
+    # Night 2 (a restored miner) gives night 1's lines the ids they had, after seeing new lines.
+    lines = sample(name)["Content"]
+    miner = TemplateMiner.new()
+    ids1 = mine_lines(lines[:1000], miner=miner)["template_id"]
+    restored = TemplateMiner.from_state(miner.state())
+    ids2 = mine_lines(pl.concat([lines[1000:], lines[:1000]]), miner=restored)["template_id"]
+    assert (ids2[1000:] == ids1).all()
 
 
 # -- the metrics themselves ---------------------------------------------------------------------
