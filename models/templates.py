@@ -443,10 +443,15 @@ def grouping_accuracy(truth: Sequence[object] | pl.Series, predicted: Sequence[o
     return correct / df.height
 
 
+#: Characters that glue a word to a variable into one token, for :func:`normalize_template`: all but
+#: whitespace and the Loghub-2.0 delimiters (``/`` is not one, but a path stays as it is).
+_GLUED = r"""[^\s,!;:=|"'\[\](){}.+@#$%&/<>-]"""
+
+
 def normalize_template(templates: pl.Series) -> pl.Series:
     """Template texts in the form the Loghub-2.0 evaluation compares (Jiang et al. 2024, after
-    Khan et al. 2022): every placeholder (``<NUM>``, ``<IP>``, Drain's ``<*>``) is ``<*>``, a token
-    of digits only is ``<*>``, whitespace runs are one space, and variables glued together
+    Khan et al. 2022): every placeholder (``<NUM>``, ``<IP>``, Drain's ``<*>``) is ``<*>``, a word
+    glued to one is ``<*>`` (``blk_<*>``), a token of digits only is ``<*>``, whitespace runs are one space, and variables glued together
     (``<*><*>``, ``<*>.<*>``, ``<*>:<*>``) are one ``<*>``.
 
     Applied to both the predicted and the ground-truth templates before comparing them (PA, FTA).
@@ -455,6 +460,8 @@ def normalize_template(templates: pl.Series) -> pl.Series:
         templates.cast(pl.String)
         .fill_null("")
         .str.replace_all(r"<[A-Z]+>", "<*>")
+        # a word glued to a variable is a variable (``blk_<*>``, ``SOCKS<*>``), as in the paper
+        .str.replace_all(rf"{_GLUED}*<\*>{_GLUED}*", "<*>")
         .str.replace_all(r"(^|\s)\d+(\s|$)", "${1}<*>${2}")
         .str.replace_all(r"(^|\s)\d+(\s|$)", "${1}<*>${2}")  # again: adjacent matches share a space
         .str.replace_all(r"\s+", " ")

@@ -126,6 +126,7 @@ def test_metrics_hand_case() -> None:
         ("took 12 s", "took <*> s"),
         ("x <*><*> y <*>.<*>.<*> z <HOST>:<NUM>", "x <*> y <*> z <*>"),
         ("v2 and 1.5", "v2 and 1.5"),  # only whole digit tokens are values
+        ("delete blk_<NUM> via SOCKS<NUM> (uid=<NUM>) /a/<NUM>", "delete <*> via <*> (uid=<*>) /a/<*>"),
     ],
 )
 def test_normalize_template(template: str, normalized: str) -> None:
