@@ -30,6 +30,7 @@ nights. A :class:`TemplateMiner` is not thread-safe (neither is Drain3): use one
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -92,6 +93,41 @@ class _VariableAwareDrain(Drain):
     def __init__(self, *, word_weight: float, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.word_weight = word_weight
+        #: The message that created each cluster, to print templates with its separators.
+        self.examples: dict[int, str] = {}
+        delimiters = list(self.extra_delimiters)
+        # Tokens as get_content_as_tokens cuts them, with their place in the message; only for
+        # one-character delimiters (others print as Drain3 prints them).
+        self._token_re = (
+            re.compile(rf"[^\s{re.escape(''.join(delimiters))}]+") if all(len(d) == 1 for d in delimiters) else None
+        )
+
+    def add_log_message(self, content: str) -> tuple[LogCluster, str]:
+        """Drain3's step, also remembering the message that created a cluster."""
+        cluster, change = super().add_log_message(content)
+        if change == "cluster_created":
+            self.examples[cluster.cluster_id] = content
+        return cluster, change
+
+    def template_text(self, cluster: LogCluster) -> str:
+        """The template as its first message looked, each varying token made ``<*>``.
+
+        Drain3 joins the tokens with spaces, so ``uid=0`` (split on ``=``) reads ``uid <*>`` and
+        spacing is lost; here the separators come from the message that created the cluster.
+        """
+        tokens = cluster.log_template_tokens
+        example = self.examples.get(cluster.cluster_id)
+        if example is None or self._token_re is None:
+            return cluster.get_template()  # type: ignore[no-any-return]
+        spans = [m.span() for m in self._token_re.finditer(example)]
+        if len(spans) != len(tokens):
+            return cluster.get_template()  # type: ignore[no-any-return]
+        parts, pos = [], 0
+        for (start, end), token in zip(spans, tokens):
+            parts += [example[pos:start], token]
+            pos = end
+        parts.append(example[pos:])
+        return "".join(parts).strip()
 
     @staticmethod
     def has_numbers(s: str) -> bool:  # noqa: D102 - Drain3 hook: which tokens route as wildcards
@@ -259,21 +295,23 @@ class TemplateMiner:
         return cls(config=config, _miner=miner)
 
     @property
-    def drain(self) -> Drain:
-        """The underlying ``drain3.drain.Drain`` (for the per-line baseline in benchmarks)."""
-        return self._miner.drain
+    def drain(self) -> _VariableAwareDrain:
+        """The underlying Drain (a ``drain3.drain.Drain``; for the per-line baseline in benchmarks)."""
+        return self._miner.drain  # type: ignore[no-any-return]
 
     # -- persistence ----------------------------------------------------------------------------
 
     def state(self) -> bytes:
-        """Deterministic JSON of the config and every cluster ``[id, template tokens, size]``.
+        """Deterministic JSON of the config and every cluster ``[id, template tokens, size,
+        example]`` (the example, the masked message that created the cluster, prints the template;
+        states without it load too).
 
         Same clusters give the same bytes (sorted keys, clusters in id order), so the warehouse
         can tell an unchanged state from a changed one by comparing bytes.
         """
         drain = self._miner.drain
         clusters = [
-            [c.cluster_id, list(c.log_template_tokens), c.size]
+            [c.cluster_id, list(c.log_template_tokens), c.size, drain.examples.get(c.cluster_id)]
             for c in sorted(drain.id_to_cluster.values(), key=lambda c: c.cluster_id)
         ]
         doc = {
@@ -303,9 +341,11 @@ class TemplateMiner:
             raise ValueError(f"template state version {doc.get('version')} is not supported")
         miner = cls.new(TemplateConfig.from_json_dict(doc["config"]))
         drain = miner._miner.drain
-        for cluster_id, tokens, size in sorted(doc["clusters"], key=lambda c: c[0]):
+        for cluster_id, tokens, size, *example in sorted(doc["clusters"], key=lambda c: c[0]):
             cluster = LogCluster(tokens, int(cluster_id))
             cluster.size = int(size)
+            if example and example[0] is not None:
+                drain.examples[cluster.cluster_id] = example[0]
             drain.id_to_cluster[cluster.cluster_id] = cluster
             drain.add_seq_to_prefix_tree(drain.root_node, cluster)
         drain.clusters_counter = max(int(doc["clusters_counter"]), max(drain.id_to_cluster, default=0))
@@ -336,7 +376,7 @@ class TemplateMiner:
         ids = self.add_distinct(distinct.to_list())
         clusters = self._miner.drain.id_to_cluster
         # Final text per cluster id, read after the whole batch so early members see it too.
-        texts = {i: clusters[i].get_template() for i in set(ids)}
+        texts = {i: self.drain.template_text(clusters[i]) for i in set(ids)}
         return pl.DataFrame(
             {"template_id": ids, "template": [texts[i] for i in ids]},
             schema={"template_id": pl.Int64, "template": pl.String},
@@ -397,7 +437,7 @@ class TemplateMiner:
         return pl.DataFrame(
             {
                 "template_id": [c.cluster_id for c in clusters],
-                "template": [c.get_template() for c in clusters],
+                "template": [self.drain.template_text(c) for c in clusters],
                 "size": [c.size for c in clusters],
             },
             schema={"template_id": pl.Int64, "template": pl.String, "size": pl.Int64},

@@ -202,6 +202,24 @@ def test_ids_are_stable_across_nights(name: str) -> None:
     assert miner.state() == restored.state()
 
 
+def test_templates_keep_the_separators_of_their_first_message() -> None:
+    # Tokens split on "=", but the template prints "uid=<*>", not Drain3's "uid <*>".
+    lines = ["session opened for user cyrus by (uid=0)", "session opened for user news by (uid=0)",
+             "check  pass;  user unknown"]
+    miner = TemplateMiner.new()
+    out = mine_lines(lines, miner=miner)
+    assert out["template"].to_list()[:2] == ["session opened for user <*> by (uid=<NUM>)"] * 2
+    assert out["template"][2] == "check  pass;  user unknown"
+    # the example travels with the state; a state without examples (older layout) still loads
+    restored = TemplateMiner.from_state(miner.state())
+    assert restored.templates().equals(miner.templates())
+    doc = json.loads(miner.state())
+    doc["clusters"] = [c[:3] for c in doc["clusters"]]
+    old = TemplateMiner.from_state(json.dumps(doc).encode())
+    assert old.templates()["template"][0] == "session opened for user <*> by (uid <NUM>)"
+    assert old.templates()["template_id"].equals(miner.templates()["template_id"])
+
+
 def test_config_validation() -> None:
     with pytest.raises(ValueError):
         TemplateConfig(depth=2)
