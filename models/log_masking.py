@@ -22,6 +22,7 @@ number rule. The rule set is one production configuration, not tuned per data se
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,18 +63,45 @@ class MaskRule:
     replacement: str
 
 
-def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]:
-    """The ordered masking rules, with a site-specific node-name regex.
+#: Top-level domains that make a dotted word a host name (``proxy.cse.cuhk.edu.hk``) rather than
+#: a Java class (``org.apache.hadoop.mapred.Task``) or a file name (``dfs.data.dir``): the label
+#: after the last dot must be one of these.
+_TLDS = (
+    "com|net|org|edu|gov|mil|int|io|info|biz|cloud|local|lan|internal|localdomain|arpa|"
+    "cn|hk|tw|jp|kr|in|sg|uk|de|fr|nl|ru|ch|se|it|es|eu|us|ca|au|br"
+)
 
-    Rules (and ``node_pattern``) see messages in :func:`canonical_digits` form: they may use
-    ``\\d``/``[0-9]`` and count up to four digits, but must not test a digit's value or count
-    five or more (``gpu\\d{3}`` is fine, ``gpu0\\d\\d`` or ``\\d{6}`` is not).
+#: Size and duration units a number is glued or spaced to (``5.2 KB``, ``512MB``, ``250ms``).
+_SIZE_UNIT = r"(?:[KMGTP]i?B|[kK]B|bytes?|B)"
+_TIME_UNIT = r"(?:ms|us|µs|ns|sec|secs|s|min|mins)"
+
+
+def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN, extra: Sequence[MaskRule] = ()) -> tuple[MaskRule, ...]:
+    """The ordered masking rules, with a site-specific node-name regex and extra per-source rules.
+
+    Rules (and ``node_pattern``, and ``extra``) see messages in :func:`canonical_digits` form:
+    they may use ``\\d``/``[0-9]`` and count up to four digits, but must not test a digit's value
+    or count five or more (``gpu\\d{3}`` is fine, ``gpu0\\d\\d`` or ``\\d{6}`` is not).
+    ``extra`` rules run first, so a site can claim a value before the generic rules split it.
+
+    The rules follow the Loghub preprocessing studies (He et al. 2016; Zhu et al. 2019; Jiang et
+    al. 2024): mask what is a variable by its *shape* in any log — time stamps, UUIDs, MAC, PCI,
+    IP (with port), host names (with port), paths and URLs, sizes and durations with their unit,
+    hex, numbers — rather than by the words around it in one particular log.
 
     Order matters: structured identifiers (UUID, MAC, PCI, IP) go before the generic hex and
     number rules, which would otherwise split them into several placeholders; key-value rules
     (pid, job) go before the node and number rules so they keep their own placeholder.
     """
     return (
+        *extra,
+        # Dates written with month names (``Fri Jun 17 07:07:00 2005``, ``Jun 17, 2005``), as
+        # ctime(), syslog and Java print them.
+        MaskRule(
+            "date_text",
+            r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:,?\s+\d{4})?(?:\s+\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s+\d{4})?)?\b",
+            "<TS>",
+        ),
         # Dates and times (ISO-8601, syslog ``03:04:05``, dmesg ``,283575``), before PCI/IPv6
         # whose colon-separated hex groups a time of day would otherwise resemble.
         MaskRule(
@@ -87,15 +115,17 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
         # MAC and InfiniBand GID/GUID byte strings (6 or more colon-separated bytes).
         MaskRule("mac", rf"\b{_HEX}{{2}}(?::{_HEX}{{2}}){{5,}}\b", "<MAC>"),
         # PCI addresses: ``0000:3b:00.0`` and ``00000000:3B:00.0`` (nvidia-smi), ``3b:00.0``
-        # (lspci), and the function-less ``0000:3b:00`` NVRM prints in Xid lines. A bare
-        # ``12:34`` is left alone: it is far more often a time of day.
+        # (lspci), and the function-less ``0000:3b:00`` NVRM prints in Xid lines.
         MaskRule(
             "pci",
             rf"\b(?:{_HEX}{{4,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.[0-7])?|{_HEX}{{2}}:{_HEX}{{2}}\.[0-7])\b",
             "<PCI>",
         ),
-        # IPv4 with an optional port, and its IPv6-mapped form ``::ffff:10.0.0.1``.
-        MaskRule("ipv4", r"(?:::ffff:)?\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b", "<IP>"),
+        # URLs, before IPs and hosts which they contain.
+        MaskRule("url", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+", "<PATH>"),
+        # IPv4 with an optional port (``10.1.2.3:5070``, ``/10.1.2.3:33425`` as Java prints a socket
+        # address), and its IPv6-mapped form ``::ffff:10.0.0.1``.
+        MaskRule("ipv4", r"/?(?:::ffff:)?\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b", "<IP>"),
         # IPv6: full eight-group form, or any compressed form with ``::``. Times of day
         # (``03:04:05``) have three groups and no ``::`` so they do not match.
         MaskRule(
@@ -103,6 +133,11 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
             rf"(?:\b(?:{_HEX}{{1,4}}:){{7}}{_HEX}{{1,4}}\b|(?:\b{_HEX}{{1,4}}:){{1,6}}:(?:{_HEX}{{1,4}}\b(?::{_HEX}{{1,4}}\b)*)?|::(?:{_HEX}{{1,4}}\b|<IP>)(?::{_HEX}{{1,4}}\b)*)",
             "<IP>",
         ),
+        # Host names with a known top-level domain, with an optional port.
+        MaskRule("host", rf"\b(?:[a-zA-Z0-9][a-zA-Z0-9_-]*\.)+(?i:{_TLDS})(?::\d+)?\b", "<HOST>"),
+        # Clock times without seconds and mm:ss durations (``23:20``, ``lifetime 00:01``), after
+        # PCI and IPv6 so their hex groups are already gone.
+        MaskRule("clock", r"\b\d{1,2}:\d{2}\b", "<TS>"),
         # Absolute paths, only at the start of a token: ``I/O`` or ``x+/y`` are words, not paths.
         MaskRule("path", r"(^|[\s=(\[\"'])/[^\s:,;()\[\]\"']*", "${1}<PATH>"),
         # Process ids: ``pid=123``, ``pid 123``, ``PID: 123`` and the syslog ``sshd[123]``.
@@ -115,20 +150,39 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN) -> tuple[MaskRule, ...]
             "${1}<JOB>",
         ),
         MaskRule("node", node_pattern, "<NODE>"),
+        # Sizes with their unit, and the same size repeated in another unit as Windows and Java
+        # print it (``1234 bytes (1.2 KB)``): one value, whatever its unit or wording.
+        MaskRule(
+            "size",
+            rf"\b\d+(?:\.\d+)?\s?{_SIZE_UNIT}\b(?:\s*\(\d+(?:\.\d+)?\s?{_SIZE_UNIT}\))?",
+            "<SIZE>",
+        ),
+        # Durations with a short unit (``250ms``, ``1.5 s``, ``<1 sec``): the unit changes with the
+        # magnitude, so it belongs to the value.
+        MaskRule("duration", rf"(?:<\s?)?\b\d+(?:\.\d+)?\s?{_TIME_UNIT}\b", "<DUR>"),
         # Hex literals (addresses, registers, IB GUIDs).
         # A word made only of hex digits that mixes digits and letters (``00544eb8``, ``1a2b``)
         # is one value: the number rule would otherwise cut it into ``<NUM>a<NUM>``.
         MaskRule("hex", rf"\b0[xX]{_HEX}+\b", "<HEX>"),
         MaskRule("bare_hex", rf"\b(?:\d+[a-fA-F]|[a-fA-F]+\d){_HEX}*\b", "<NUM>"),
+        # A minus sign belongs to the number when it does not join two words (``blk_-123``,
+        # ``offset -4``), unlike ``0--1`` or ``x-86``.
+        MaskRule("signed", r"(^|[\s_=:(\[,])-\d+(?:\.\d+)*", "${1}<NUM>"),
         # Every remaining number, decimal or dotted (no sign: ``-`` is as often a separator), also
         # glued to a unit or a word (``300MHz``, ``CPU#1``, ``x86_64``): the token's shape is what
         # identifies the template.
         MaskRule("num", r"\d+(?:\.\d+)*", "<NUM>"),
+        # A list of values (``delete blk_<NUM> blk_<NUM> ...``) is one value whatever its length:
+        # otherwise every length would be a template of its own.
+        MaskRule("list", r"([A-Za-z_]*<[A-Z]+>)(?:,?\s+[A-Za-z_]*<[A-Z]+>)+", "${1}"),
     )
 
 
 #: Placeholder tokens the rules produce (Drain3's own wildcard ``<*>`` is added by the miner).
-PLACEHOLDERS: tuple[str, ...] = ("<TS>", "<UUID>", "<MAC>", "<PCI>", "<IP>", "<PATH>", "<PID>", "<JOB>", "<NODE>", "<HEX>", "<NUM>")
+PLACEHOLDERS: tuple[str, ...] = (
+    "<TS>", "<UUID>", "<MAC>", "<PCI>", "<IP>", "<HOST>", "<PATH>", "<PID>", "<JOB>", "<NODE>", "<SIZE>", "<DUR>",
+    "<HEX>", "<NUM>",
+)
 
 
 #: Digit runs are canonicalized to at most this many zeros (see :func:`canonical_digits`).
@@ -236,25 +290,30 @@ def canonical_digits(messages: pl.Series, *, chunk_bytes: int = 1 << 20) -> pl.S
     return pl.Series(messages.name, result, dtype=pl.String)
 
 
-def mask_expr(expr: pl.Expr, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Expr:
+def mask_expr(expr: pl.Expr, node_pattern: str = DEFAULT_NODE_PATTERN, extra: Sequence[MaskRule] = ()) -> pl.Expr:
     """Polars expression applying the rules to a column already passed through
     :func:`canonical_digits` (the rules are written for canonical digit runs)."""
     out = expr
-    for rule in mask_rules(node_pattern):
+    for rule in mask_rules(node_pattern, extra):
         out = out.str.replace_all(rule.pattern, rule.replacement)
     return out
 
 
-def mask_canonical(canonical: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Series:
+def mask_canonical(
+    canonical: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN, extra: Sequence[MaskRule] = ()
+) -> pl.Series:
     """Apply the masking rules to messages already in :func:`canonical_digits` form."""
-    return pl.select(mask_expr(pl.lit(canonical), node_pattern)).to_series().alias(canonical.name)
+    return pl.select(mask_expr(pl.lit(canonical), node_pattern, extra)).to_series().alias(canonical.name)
 
 
-def mask_messages(messages: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN) -> pl.Series:
+def mask_messages(
+    messages: pl.Series, *, node_pattern: str = DEFAULT_NODE_PATTERN, extra: Sequence[MaskRule] = ()
+) -> pl.Series:
     """Replace the variable parts of each message by placeholders; nulls stay null.
 
     Defined as the rules applied to :func:`canonical_digits` of the message, so that the fast
     path (canonicalize, deduplicate, mask the distinct forms) gives exactly this result.
     The result keeps the input's name and length, one masked message per input row.
+    ``extra`` are per-source rules (see :func:`mask_rules`).
     """
-    return mask_canonical(canonical_digits(messages), node_pattern=node_pattern)
+    return mask_canonical(canonical_digits(messages), node_pattern=node_pattern, extra=extra)

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.log_masking import canonical_digits, mask_canonical, mask_messages
+from gpusre.models.log_masking import MaskRule, canonical_digits, mask_canonical, mask_messages
 from gpusre.models.templates import (
     TemplateConfig,
     TemplateMiner,
@@ -18,8 +18,9 @@ from gpusre.models.templates import (
 )
 
 LOGHUB = Path(__file__).parent / "fixtures" / "loghub"
-#: Published Drain grouping accuracy on the loghub 2k samples (logparser benchmark).
-PUBLISHED_DRAIN_GA = {"BGL": 0.96, "HPC": 0.89, "Linux": 0.69}
+#: Loghub samples of node-like logs used below (the accuracy gates on all twelve Loghub-2k
+#: datasets are in test_loghub_accuracy.py).
+SAMPLES = ("BGL", "HPC", "Linux")
 
 
 def _loghub(name: str) -> pl.DataFrame:
@@ -43,6 +44,18 @@ def _loghub(name: str) -> pl.DataFrame:
         ("read error at 0x7f3a2c00 on /dev/nvme0n1", "read error at <HEX> on <PATH>"),
         ("iar 00544eb8 dear 0017c000", "iar <NUM> dear <NUM>"),  # bare hex is one value, not <NUM>a<NUM>
         ("I/O error, eth0 down", "I/O error, eth<NUM> down"),  # I/O is not a path, eth0 is not a node
+        # host names (known top-level domain), with a port; Java's /ip:port socket addresses
+        ("proxy.cse.cuhk.edu.hk:5070 open through proxy www.google.com HTTPS", "<HOST> open through proxy <HOST> HTTPS"),
+        ("Received connection request /10.10.34.11:45307", "Received connection request <IP>"),
+        ("fetch https://repo.example.org/a?b=1 failed", "fetch <PATH> failed"),
+        ("org.apache.hadoop.mapred.Task done", "org.apache.hadoop.mapred.Task done"),  # a class, not a host
+        # sizes and durations keep their unit inside the value; a size repeated in another unit is one value
+        ("stored (estimated size 5.2 KB, free 413.9 MB)", "stored (estimated size <SIZE>, free <SIZE>)"),
+        ("close, 1234 bytes (1.2 KB) sent, 0 bytes received, lifetime <1 sec", "close, <SIZE> sent, <SIZE> received, lifetime <DUR>"),
+        ("took 250ms, lifetime 00:01", "took <DUR>, lifetime <TS>"),
+        ("connection from 1.2.3.4 at Fri Jun 17 07:07:00 2005", "connection from <IP> at <TS>"),
+        ("delete blk_-5140 blk_3 blk_-7", "delete blk_<NUM>"),  # a list of values is one value
+        ("offset -4 in range 0-7", "offset <NUM> in range <NUM>-<NUM>"),  # a sign only when it does not join words
     ],
 )
 def test_mask_rules(message: str, masked: str) -> None:
@@ -61,6 +74,38 @@ def test_node_pattern_is_configurable() -> None:
     assert mask_messages(s, node_pattern=r"\bh\d+-r\d+n\d+\b").to_list() == ["link down on <NODE>"]
 
 
+def test_extra_masks_run_first_and_persist_with_the_miner() -> None:
+    # A site's own value shape (here rack positions) is claimed before the generic rules split it.
+    rule = MaskRule("rack", r"\bR\d+-M\d+-N\d+\b", "<RACK>")
+    s = pl.Series(["link down at R02-M1-N0"])
+    assert mask_messages(s, extra=[rule]).to_list() == ["link down at <RACK>"]
+    miner = TemplateMiner.new(TemplateConfig(extra_masks=(rule,)))
+    assert miner.assign_messages(s)["template"].to_list() == ["link down at <RACK>"]
+    restored = TemplateMiner.from_state(miner.state())
+    assert restored.config.extra_masks == (rule,)
+    assert restored.assign_messages(pl.Series(["link down at R17-M0-N3"]))["template_id"].to_list() == [1]
+
+
+def test_similarity_separates_changed_words_but_not_changed_values() -> None:
+    # A changed English word is a different event; a changed (masked) value is not.
+    lines = [
+        "[instance: 96abccce-8d1f-4e07-b6d1-4b2ab87e23b4] Instance spawned successfully.",
+        "[instance: b9000564-fe1a-409b-b8cc-1e88b294cd1d] Instance destroyed successfully.",
+        "[instance: b9000564-fe1a-409b-b8cc-1e88b294cd1d] Instance spawned successfully.",
+        "session closed for user cyrus",
+        "session closed for user news",
+        "10.1.2.3:80 open through proxy p.example.com:5070 HTTPS",
+        "tcpconn6.tencent.com:443 open through proxy p.example.com:5070 HTTPS",
+        "onExtend:1514038530000 14 0 4",
+        "closeNotification...",
+    ]
+    ids = mine_lines(lines)["template_id"].to_list()
+    assert ids[0] == ids[2] != ids[1]
+    assert ids[3] == ids[4]
+    assert ids[5] == ids[6]  # an IP and a host name are both values, also as the routing token
+    assert ids[7] != ids[8]  # a message of values only does not swallow a one-word message
+
+
 def test_canonical_digits_caps_runs_and_respects_string_bounds() -> None:
     s = pl.Series(["a1b22c333d4444e55555f 1234567890", None, "", "12", "345", "é12345ü"])
     assert canonical_digits(s).to_list() == ["a0b00c000d0000e0000f 0000", None, "", "00", "000", "é0000ü"]
@@ -70,7 +115,7 @@ def test_canonical_digits_caps_runs_and_respects_string_bounds() -> None:
 
 def test_masking_only_depends_on_the_canonical_form() -> None:
     # the fast path masks one canonical form for all its lines: this must equal masking each line
-    lines = pl.concat([_loghub(n)["Content"] for n in PUBLISHED_DRAIN_GA])
+    lines = pl.concat([_loghub(n)["Content"] for n in SAMPLES])
     direct = pl.select(pl.lit(lines).str.replace_all(r"\d", "7")).to_series()  # other digit values
     assert (mask_messages(lines) == mask_messages(direct)).all()
     assert (mask_canonical(canonical_digits(lines)) == mask_messages(lines)).all()
@@ -89,14 +134,6 @@ def test_grouping_accuracy_hand_case() -> None:
     assert grouping_accuracy(truth, ["x", "x", "y", "y", "z"]) == 1.0
     with pytest.raises(ValueError):
         grouping_accuracy([], [])
-
-
-@pytest.mark.parametrize("name", sorted(PUBLISHED_DRAIN_GA))
-def test_grouping_accuracy_at_least_published_drain(name: str) -> None:
-    df = _loghub(name)
-    got = mine_lines(df["Content"])
-    ga = grouping_accuracy(df["EventId"], got["template_id"])
-    assert ga >= PUBLISHED_DRAIN_GA[name], f"{name}: GA {ga:.4f} < published Drain {PUBLISHED_DRAIN_GA[name]}"
 
 
 def test_fast_path_groups_like_per_line_drain3() -> None:
@@ -146,7 +183,7 @@ def test_state_round_trip_is_deterministic_json() -> None:
         TemplateMiner.from_state(b'{"format": "something else"}')
 
 
-@pytest.mark.parametrize("name", sorted(PUBLISHED_DRAIN_GA))
+@pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_ids_are_stable_across_nights(name: str) -> None:
     lines = _loghub(name)["Content"]
     night1 = lines[:1000]
@@ -163,6 +200,24 @@ def test_ids_are_stable_across_nights(name: str) -> None:
     # and restoring is invisible: same result as if the miner had stayed in memory
     assert (mine_lines(night2, miner=miner)["template_id"] == ids2).all()
     assert miner.state() == restored.state()
+
+
+def test_templates_keep_the_separators_of_their_first_message() -> None:
+    # Tokens split on "=", but the template prints "uid=<*>", not Drain3's "uid <*>".
+    lines = ["session opened for user cyrus by (uid=0)", "session opened for user news by (uid=0)",
+             "check  pass;  user unknown"]
+    miner = TemplateMiner.new()
+    out = mine_lines(lines, miner=miner)
+    assert out["template"].to_list()[:2] == ["session opened for user <*> by (uid=<NUM>)"] * 2
+    assert out["template"][2] == "check  pass;  user unknown"
+    # the example travels with the state; a state without examples (older layout) still loads
+    restored = TemplateMiner.from_state(miner.state())
+    assert restored.templates().equals(miner.templates())
+    doc = json.loads(miner.state())
+    doc["clusters"] = [c[:3] for c in doc["clusters"]]
+    old = TemplateMiner.from_state(json.dumps(doc).encode())
+    assert old.templates()["template"][0] == "session opened for user <*> by (uid <NUM>)"
+    assert old.templates()["template_id"].equals(miner.templates()["template_id"])
 
 
 def test_config_validation() -> None:
@@ -188,7 +243,7 @@ def test_assign_message_ids_matches_assign_messages() -> None:
 def test_assign_messages_equals_assign_of_masked_lines() -> None:
     # The fast path (canonicalize, dedupe by hash, mask distinct forms, gather back) gives exactly
     # the rows and miner state of masking every line and assigning them.
-    lines = pl.concat([_loghub(n)["Content"] for n in sorted(PUBLISHED_DRAIN_GA)])
+    lines = pl.concat([_loghub(n)["Content"] for n in sorted(SAMPLES)])
     lines = pl.concat([lines, pl.Series([None, "", "x 1"], dtype=pl.String)])
     a, b = TemplateMiner.new(), TemplateMiner.new()
     fast = a.assign_messages(lines)
@@ -219,7 +274,7 @@ def test_distinct_first_seen_survives_hash_collisions(monkeypatch: pytest.Monkey
 
 def test_mask_cache_between_batches_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     # Batches share forms; the second batch reuses cached masks and must equal a cache-less miner.
-    lines = pl.concat([_loghub(n)["Content"] for n in sorted(PUBLISHED_DRAIN_GA)])
+    lines = pl.concat([_loghub(n)["Content"] for n in sorted(SAMPLES)])
     batches = [lines[:2500], lines[1500:4500], lines[3000:], lines[:100]]
     cached, uncached = TemplateMiner.new(), TemplateMiner.new()
     for batch in batches:
