@@ -256,9 +256,12 @@ def attribute_failures(
     # Infrastructure evidence: failure events in the window.
     infra = failure_events(events)
     near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
+    # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
+    # was back in service (a fault whose last health check failed minutes before a new job began).
+    started = pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
     infra_by_job = (
-        near_infra.join(j.select("_j", "end_ts"), on="_j")
-        .filter((pl.col("ts") <= pl.col("end_ts") + clock_skew) | pl.col("kind").is_in(DETECTION_KINDS))
+        near_infra.join(j.select("_j", "end_ts", "start_ts"), on="_j")
+        .filter(((pl.col("ts") <= pl.col("end_ts") + clock_skew) | pl.col("kind").is_in(DETECTION_KINDS)) & started)
         .with_columns(
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("ts") - pl.col("end_ts")).abs().alias("_dist"),
@@ -280,15 +283,18 @@ def attribute_failures(
         (pl.col("label_source") == "operator").alias("_op"),
     )
     covering = (
-        job_nodes.join(
+        job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
+        .join(
             inc.explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
             on="node",
         )
         .filter(
-            # An event incident must have started by the end (plus clock skew) to have caused it;
-            # an operator's incident is taken at its word over the whole window.
+            # An event incident must have started by the end (plus clock skew) to have caused it, and
+            # still be going when the job started; an operator's incident is taken at its word over the
+            # whole window.
             (pl.col("_inc_start") <= pl.col("end_ts") + pl.when(pl.col("_op")).then(after).otherwise(clock_skew))
             & (pl.col("_inc_end") >= pl.col("end_ts") - before)
+            & (pl.col("_op") | pl.col("_job_start").is_null() | (pl.col("_inc_end") >= pl.col("_job_start") - clock_skew))
         )
         .with_columns(
             pl.min_horizontal(

@@ -306,3 +306,14 @@ def test_incident_impact() -> None:
     assert a["hours_to_recovery"] == pytest.approx(3 + 1 / 60)
     b = impact[by_component["nvlink"]]
     assert (b["affected_jobs"], b["nodes_recovered"], b["recovered_ts"]) == (1, 0, None)
+
+
+def test_evidence_before_the_job_started_did_not_kill_it() -> None:
+    # A GPU fault on n1 whose last failing check is 9 min before the end: a job that started 5 min after
+    # that check (the node was back in service) and failed is the user's; one that ran through it is not.
+    rows = [ev(1, -60, "n1", XID79), ev(2, -9, "n1", HEALTH_CHECK)]
+    late = job("late", "FAILED", ["n1"], elapsed=4 * M)
+    through = job("through", "FAILED", ["n1"], elapsed=2 * H)
+    got = attribute([late, through], rows)
+    assert got["late"]["attribution"] == "user" and got["late"]["incident_id"] is None
+    assert got["through"]["attribution"] == "infrastructure" and got["through"]["component"] == "pcie_bus"
