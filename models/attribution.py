@@ -12,6 +12,9 @@ rule  condition                                                          attribu
 1b    OUT_OF_MEMORY or TIMEOUT: the job reached its own limit, so a      user             ``host_memory`` /
       failure event near its end is a coincidence (Meta attributes only                   ``user_application``
       FAILED and NODE_FAIL)
+1c    a user-application event (rule 5) and only storage or network       user             the event's
+      evidence (rule 2): a file-system or fabric fault does not make a
+      GPU application fault (:data:`UNRELATED_TO_APP_ERRORS`)
 2     a failure event (:func:`~gpusre.models.hw_incidents.failure_events`  infrastructure   covering incident's, else
       : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
       on one of the job's nodes within [end − ``before``, end +
@@ -29,7 +32,9 @@ rule  condition                                                          attribu
 9     anything else (FAILED 0:0)                                         unknown          —
 ====  =================================================================  ===============  ==========================
 
-Causality: an event stamped more than ``clock_skew`` (60 s) after the job ended cannot have killed it,
+Causality: an event stamped more than ``clock_skew`` before the job started, or an incident over by then,
+cannot have killed it (the scheduler gave the job a node back in service); an event stamped more than
+``clock_skew`` (60 s) after the job ended cannot have killed it either,
 so it counts only when it is a *detection* (health check, slurmd error: kinds in
 :data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
 the end. The rest of Meta's 5-minute after-window is for those detections.
@@ -60,6 +65,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from gpusre.models.component_classes import class_of
 from gpusre.models.ettr_model import expected_lost_work_expr
 from gpusre.models.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 
@@ -82,6 +88,10 @@ _LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application"}
 SUSPECTED_COMPONENT = "unknown (suspected)"
 #: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
 DETECTION_KINDS: tuple[str, ...] = ("health_check", "slurmd_error")
+#: Component classes whose faults do not make a GPU application fault (Xid 13/31/43) or an OOM kill: a
+#: job with such user evidence beside only this infrastructure evidence crashed on its own (a GPU,
+#: NVLink or host fault can leave Xid 13/43 behind, so those classes keep the job).
+UNRELATED_TO_APP_ERRORS: tuple[str, ...] = ("storage", "network")
 
 #: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
 ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
@@ -335,6 +345,7 @@ def attribute_failures(
          .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left"))
     has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
     has_user = pl.col("_user_ids").is_not_null()
+    infra_class = class_of(pl.coalesce("_inc_component", "_ev_component"))
     nonzero_exit = (pl.col("exit_code").fill_null(0) != 0) | (pl.col("exit_signal").fill_null(0) != 0)
     limit_component = state.replace_strict(_LIMIT_STATES, default=None, return_dtype=pl.String)
 
@@ -347,6 +358,9 @@ def attribute_failures(
     rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
         (~pl.col("_candidate"), decide("none", "not a failure", None, None)),
         (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
+        (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)),
+         decide("user", "user-application event; the storage/network fault beside it cannot cause it",
+                pl.col("_user_component"), "user_application")),
         (has_infra, decide("infrastructure",
                            pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
                            .otherwise(pl.lit("incident covers job end")),

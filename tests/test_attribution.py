@@ -317,3 +317,14 @@ def test_evidence_before_the_job_started_did_not_kill_it() -> None:
     got = attribute([late, through], rows)
     assert got["late"]["attribution"] == "user" and got["late"]["incident_id"] is None
     assert got["through"]["attribution"] == "infrastructure"
+
+
+def test_a_user_gpu_error_beside_only_a_storage_fault_is_the_users() -> None:
+    lustre = ("lustre_error", None, "storage", "system_software", "high", "CHECK_STORAGE")
+    rows = [ev(1, -3, "n1", lustre), ev(2, -1, "n1", XID13), ev(3, -3, "n2", XID13), ev(4, -1, "n2", XID79)]
+    got = attribute([job("app", "FAILED", ["n1"]), job("gpu", "FAILED", ["n2"]),
+                     job("io", "FAILED", ["n3"])], rows + [ev(5, -2, "n3", lustre)])
+    assert (got["app"]["attribution"], got["app"]["component"]) == ("user", "user_application")
+    assert got["app"]["rule"].startswith("user-application event; the storage/network fault")
+    # A GPU fault can leave application Xids behind: infrastructure; storage alone: infrastructure.
+    assert got["gpu"]["attribution"] == "infrastructure" and got["io"]["attribution"] == "infrastructure"

@@ -799,7 +799,7 @@ COMPONENT_LABELS: dict[str, str] = {
     "storage": "Storage",
     "host_memory": "Host memory",
     "host_cpu": "Host CPU",
-    "host_power": "Node power / cooling",
+    "host_power": "Node power supply",
     "power": "Power",
     "thermal": "Thermal",
     "os": "Operating system",
