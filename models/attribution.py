@@ -12,9 +12,10 @@ rule  condition                                                          attribu
 1b    OUT_OF_MEMORY or TIMEOUT: the job reached its own limit, so a      user             ``host_memory`` /
       failure event near its end is a coincidence (Meta attributes only                   ``user_application``
       FAILED and NODE_FAIL)
-1c    a user-application event (rule 5) and only storage or network       user             the event's
-      evidence (rule 2): a file-system or fabric fault does not make a
-      GPU application fault (:data:`UNRELATED_TO_APP_ERRORS`)
+1c    a user-application event (rule 5) on a node where the only          user             the event's
+      infrastructure evidence (rule 2) is storage or network: a
+      file-system or fabric fault does not make a GPU application fault
+      (:data:`UNRELATED_TO_APP_ERRORS`)
 2     a failure event (:func:`~gpusre.models.hw_incidents.failure_events`  infrastructure   covering incident's, else
       : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
       on one of the job's nodes within [end − ``before``, end +
@@ -282,6 +283,7 @@ def attribute_failures(
             # The most severe event, then the one nearest the end, names the component.
             pl.col("component").sort_by("_rank", "_dist", "event_id").first().alias("_ev_component"),
             pl.col("cause_class").sort_by("_rank", "_dist", "event_id").first().alias("_ev_class"),
+            pl.col("node").unique().alias("_infra_nodes"),
         )
     )
 
@@ -311,6 +313,7 @@ def attribute_failures(
                 (pl.col("_inc_start") - pl.col("end_ts")).abs(), (pl.col("_inc_end") - pl.col("end_ts")).abs()
             ).alias("_dist")
         )
+        .with_columns(pl.col("node").unique().over("_j", "incident_id", mapping_strategy="join").alias("_inc_nodes"))
         .sort("_j", pl.col("_op"), "_rank", "_dist", "incident_id", descending=[False, True, False, False, False])
         .unique("_j", keep="first", maintain_order=True)
         .select(
@@ -318,6 +321,7 @@ def attribute_failures(
             "incident_id",
             pl.col("component").alias("_inc_component"),
             pl.col("cause_class").alias("_inc_class"),
+            "_inc_nodes",
         )
     )
 
@@ -327,6 +331,7 @@ def attribute_failures(
     user_by_job = near_user.group_by("_j").agg(
         pl.col("event_id").unique().sort().alias("_user_ids"),
         pl.col("component").sort_by("ts", "event_id").first().alias("_user_component"),
+        pl.col("node").unique().alias("_user_nodes"),
     )
 
     # Node-state evidence: a hardware outage of one of the job's nodes starting in the window; the
@@ -346,6 +351,11 @@ def attribute_failures(
     has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
     has_user = pl.col("_user_ids").is_not_null()
     infra_class = class_of(pl.coalesce("_inc_component", "_ev_component"))
+    # (rule 1c) the user's crash on a node the storage/network fault also touched
+    user_beside_infra = (
+        pl.concat_list(pl.col("_infra_nodes").fill_null(pl.lit([], pl.List(pl.String))),
+                       pl.col("_inc_nodes").fill_null(pl.lit([], pl.List(pl.String))))
+        .list.set_intersection(pl.col("_user_nodes").fill_null(pl.lit([], pl.List(pl.String)))).list.len() > 0)
     nonzero_exit = (pl.col("exit_code").fill_null(0) != 0) | (pl.col("exit_signal").fill_null(0) != 0)
     limit_component = state.replace_strict(_LIMIT_STATES, default=None, return_dtype=pl.String)
 
@@ -358,7 +368,7 @@ def attribute_failures(
     rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
         (~pl.col("_candidate"), decide("none", "not a failure", None, None)),
         (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
-        (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)),
+        (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)) & user_beside_infra,
          decide("user", "user-application event; the storage/network fault beside it cannot cause it",
                 pl.col("_user_component"), "user_application")),
         (has_infra, decide("infrastructure",

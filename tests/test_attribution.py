@@ -328,3 +328,9 @@ def test_a_user_gpu_error_beside_only_a_storage_fault_is_the_users() -> None:
     assert got["app"]["rule"].startswith("user-application event; the storage/network fault")
     # A GPU fault can leave application Xids behind: infrastructure; storage alone: infrastructure.
     assert got["gpu"]["attribution"] == "infrastructure" and got["io"]["attribution"] == "infrastructure"
+
+
+def test_a_user_gpu_error_on_another_node_than_the_link_fault_is_not_the_cause() -> None:
+    link = ("ib_link_down", None, "network", "hardware", "high", "CHECK_LINK")
+    got = attribute([job("wide", "FAILED", ["n1", "n2"])], [ev(1, 0, "n1", link), ev(2, 0.5, "n2", XID13)])
+    assert (got["wide"]["attribution"], got["wide"]["component"]) == ("infrastructure", "network")
