@@ -10,7 +10,8 @@ file itself, with no per-log setting:
 
 1. every line of a sample is cut into *fields* (whitespace- or ``|``-separated; a bracketed group
    ``[...]``/``(...)`` is one field even with spaces inside) and each field gets a *kind* from its
-   shape: ``V`` value (holds a digit: dates, times, pids, numeric ids, host names with digits;
+   shape: ``V`` value (holds a digit: dates, times, pids, numeric ids, host names with digits,
+   ``<6>[  201.65]``;
    month and weekday names), ``L`` level word, ``B`` bracketed group, ``T`` tag (ends in ``:``,
    ``sshd[42]:``, ``org.apache.Foo:``), ``W`` any other word;
 2. a line may end its header after field *c* when that field is a value, level, bracket or tag, or
@@ -83,12 +84,14 @@ _LEVELS = (
 _FIELD_SEP = rf"{_FIELD}{_SEP}"
 # Value characters; a value also holds a digit (tested apart, which is also linear on a long
 # field).
-_VALUE = r"^[\w.:/,+\-]+$"
+# A syslog priority may lead a value (``<6>[  201.650687]``, the kernel's ``dmesg -r``).
+_PRIORITY = r"<\d{1,3}>"
+_VALUE = rf"^(?:{_PRIORITY}{_BRACKET}|[\w.:/,+\-<>]+)$"
 
 #: Per kind, the regex the header's first field must match when the layout is applied (later
 #: fields: see :meth:`HeaderLayout.pattern`). A layout has no ``L``: a level word counts as a word.
 _APPLY = {
-    "V": rf"(?:{_MONTHS_DAYS}|[^\s|]*\d[^\s|]*)",
+    "V": rf"(?:{_MONTHS_DAYS}|{_PRIORITY}{_BRACKET}|[^\s|]*\d[^\s|]*)",
     "B": _BRACKET,
     "W": _FIELD,
     "T": rf"{_FIELD}:",
@@ -255,6 +258,10 @@ def detect_header(
     for kinds, strong, n in sequences.iter_rows():
         for cut in _cuts(kinds, strong):
             counts[cut] += n
+    # The share is of all sampled lines. Counting only the lines that start like most lines do
+    # would keep a header for logs whose messages run over unindented lines, but on a message
+    # column it let one frequent event (OpenStack's ``<ip> "GET ..." status: ...``, 52 % of its
+    # lines, all those that start with a value) pass for a header.
     total = len(sample)
     need = min_support * total
     layouts = [HeaderLayout(kinds, end, n / total) for (kinds, end), n in counts.items() if n >= need]

@@ -45,6 +45,15 @@ def test_bracketed_pipe_and_dash_separated_headers() -> None:
                                        "proxy.example.com:5070 close, 303 bytes sent"]
 
 
+def test_kernel_ring_buffer_with_priority_and_uptime() -> None:
+    # dmesg -r / pstore: a syslog priority glued to the bracketed uptime (spaces inside).
+    lines = ["<6>[  201.650687] sysrq: SysRq : Trigger a crash",
+             "<1>[  201.654822] BUG: unable to handle kernel NULL pointer dereference",
+             "<4>[  201.668783] PGD 0"] * 3
+    assert messages_of(lines)[:3] == ["sysrq: SysRq : Trigger a crash",
+                                      "BUG: unable to handle kernel NULL pointer dereference", "PGD 0"]
+
+
 def test_continuation_lines_keep_their_text_and_do_not_hide_the_header() -> None:
     lines = [
         "2015-10-18 18:01:47,978 INFO [main] org.apache.App: Created app 7",
