@@ -11,9 +11,8 @@ file itself, with no per-log setting:
 1. every line of a sample is cut into *fields* (whitespace- or ``|``-separated; a bracketed group
    ``[...]``/``(...)`` is one field even with spaces inside) and each field gets a *kind* from its
    shape: ``V`` value (holds a digit: dates, times, pids, numeric ids, host names with digits,
-   ``<6>[  201.65]``;
-   month and weekday names), ``L`` level word, ``B`` bracketed group, ``T`` tag (ends in ``:``,
-   ``sshd[42]:``, ``org.apache.Foo:``), ``W`` any other word;
+   ``<6>[  201.65]``; month and weekday names), ``L`` level word, ``B`` bracketed group, ``T``
+   tag (ends in ``:``, ``sshd[42]:``, ``org.apache.Foo:``), ``W`` any other word;
 2. a line may end its header after field *c* when that field is a value, level, bracket or tag, or
    is followed by a strong separator (``|``, `` - ``); a tag or a strong separator *terminates* a
    header (``name[pid]:``, ``chrome.exe -``), the others merely may;
