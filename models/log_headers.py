@@ -53,7 +53,7 @@ from gpusre.models.log_masking import canonical_digits
 __all__ = ["DEFAULT_MIN_SUPPORT", "End", "HeaderLayout", "detect_header", "split_header"]
 
 #: Share of the sampled lines that must have a header of the same layout. Between 0.7 and 0.95
-#: every Loghub-2k log gets the same header (``benchmarks/bench_loghub.py --whole-lines``); lower,
+#: every line of every Loghub-2k log is split the same way (``benchmarks/bench_loghub.py --whole-lines``); lower,
 #: a frequent event's first words join the header, higher, a few odd lines block it.
 DEFAULT_MIN_SUPPORT = 0.9
 #: How many leading fields a header may have (BGL, the longest of Loghub's, has nine).
@@ -81,10 +81,10 @@ _LEVELS = (
 )
 
 _FIELD_SEP = rf"{_FIELD}{_SEP}"
-# Value characters; a value also holds a digit (tested apart, which is also linear on a long
-# field).
 # A syslog priority may lead a value (``<6>[  201.650687]``, the kernel's ``dmesg -r``).
 _PRIORITY = r"<\d{1,3}>"
+# A value's characters; that it holds a digit is tested apart (``[...]*\d[...]*`` in one regex
+# would backtrack on a long field in engines that backtrack).
 _VALUE = rf"^(?:{_PRIORITY}{_BRACKET}|[\w.:/,+\-<>]+)$"
 
 #: Per kind, the regex the header's first field must match when the layout is applied (later
