@@ -44,6 +44,7 @@ from drain3.drain import Drain, LogCluster
 from drain3.template_miner import TemplateMiner as _Drain3Miner
 from drain3.template_miner_config import TemplateMinerConfig
 
+from gpusre.models.log_headers import split_header
 from gpusre.models.log_masking import DEFAULT_NODE_PATTERN, MaskRule, canonical_digits, mask_canonical
 
 __all__ = [
@@ -454,16 +455,23 @@ def mine_lines(
     *,
     config: TemplateConfig | None = None,
     miner: TemplateMiner | None = None,
+    split_headers: bool = False,
 ) -> pl.DataFrame:
     """Mask and mine raw messages: ``line_no`` (1-based), ``template_id``, ``template``.
 
     Pass ``miner`` to continue from a restored state (nightly run); otherwise a new miner is
     built from ``config``. Passing both is an error, since the miner already carries its config.
+    ``split_headers``: the lines are whole log lines of one file (``gpusre templates --format
+    raw``); the header they share is learned and set aside
+    (:func:`~gpusre.models.log_headers.split_header`) and only the message is templated, one row
+    per line still. Off by default: the ingest parses its headers itself.
     """
     if miner is not None and config is not None:
         raise ValueError("pass either config or miner, not both")
     miner = miner or TemplateMiner.new(config)
     series = lines if isinstance(lines, pl.Series) else pl.Series("message", list(lines), dtype=pl.String)
+    if split_headers:
+        series = split_header(series)["message"]
     assigned = miner.assign_messages(series)
     line_no = pl.int_range(1, len(series) + 1, dtype=pl.Int64, eager=True).alias("line_no")
     return assigned.insert_column(0, line_no)

@@ -149,14 +149,15 @@ def _cmd_report_incident(args: argparse.Namespace) -> int:
 def _cmd_templates(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from gpusre.models.syslog import parse_syslog_file
+    from gpusre.models.syslog import _decompress, parse_syslog_file
     from gpusre.models.templates import mine_lines
 
     path = Path(args.file)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    if args.format == "raw":
-        data = path.read_bytes().decode("utf-8", errors="replace")
+    if args.format in ("raw", "lines"):
+        # Compressed rotations are read like plain files, as the syslog parser does.
+        data = _decompress(path.read_bytes()).decode("utf-8", errors="replace")
         messages = pl.Series("message", data.splitlines(), dtype=pl.String)
         line_nos = pl.int_range(1, len(messages) + 1, dtype=pl.Int64, eager=True)
     else:
@@ -168,7 +169,9 @@ def _cmd_templates(args: argparse.Namespace) -> int:
             parsed.rejects.select("line_no", pl.col("raw").alias("message")),
         ]).sort("line_no")
         messages, line_nos = both["message"], both["line_no"]
-    mined = mine_lines(messages).with_columns(line_no=line_nos)
+    # raw: the header the file's lines share (timestamps, level, host, program[pid]:) is learned
+    # from the file and set aside; lines: every whole line is the message.
+    mined = mine_lines(messages, split_headers=args.format == "raw").with_columns(line_no=line_nos)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     mined.select("line_no", "template_id", "template").write_csv(out)
@@ -219,9 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
 
     templates = sub.add_parser("templates", help="mine Drain3 log templates: one CSV row per input line")
-    templates.add_argument("file", help="log file (syslog formats, dmesg, journald JSON; .gz ok) or plain lines")
-    templates.add_argument("--format", choices=("syslog", "raw"), default="syslog",
-                           help="syslog: parse timestamps/hosts and template the message; raw: each line is one message")
+    templates.add_argument("file", help="log file (syslog formats, dmesg, journald JSON, any text log; .gz ok)")
+    templates.add_argument("--format", choices=("syslog", "raw", "lines"), default="syslog",
+                           help="syslog: parse timestamps/hosts and template the message; raw: any text log, "
+                                "the header its lines share (timestamps, level, host, program[pid]:, "
+                                "learned from the file) is set aside and the rest templated; "
+                                "lines: each whole line is one message")
     templates.add_argument("--out", required=True, help="CSV to write: line_no,template_id,template")
     templates.set_defaults(func=_cmd_templates)
 

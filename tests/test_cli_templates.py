@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusre.models.templates import grouping_accuracy
+from gpusre.models.templates import grouping_accuracy, mine_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -41,3 +41,21 @@ def test_raw_format_and_missing_file(tmp_path: Path) -> None:
     assert rows["template_id"][0] == rows["template_id"][1] != rows["template_id"][2]
     missing = _templates(str(tmp_path / "nope.log"), "--out", str(out))
     assert missing.returncode == 1 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_raw_format_sets_the_header_aside(tmp_path: Path) -> None:
+    # A raw Loghub log (gzip, as rotated logs are), headers and all: raw templates the message
+    # after the header it learns from the file, and groups as well as mining Loghub's own message
+    # column does; lines (the whole line is the message) groups worse.
+    log = FIXTURES / "loghub" / "Mac_2k.log.gz"
+    truth = pl.read_csv(FIXTURES / "loghub" / "Mac_2k.log_structured_corrected.csv", infer_schema=False)
+    ga = {}
+    for fmt in ("raw", "lines"):
+        out = tmp_path / f"{fmt}.csv"
+        proc = _templates(str(log), "--format", fmt, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        rows = pl.read_csv(out)
+        assert rows["line_no"].to_list() == list(range(1, truth.height + 1))
+        ga[fmt] = grouping_accuracy(truth["EventId"], rows["template_id"])
+    message_only = grouping_accuracy(truth["EventId"], mine_lines(truth["Content"])["template_id"])
+    assert ga["raw"] >= message_only > ga["lines"], ga
