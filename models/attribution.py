@@ -34,7 +34,9 @@ rule  condition                                                          attribu
 ====  =================================================================  ===============  ==========================
 
 Causality: an event stamped more than ``clock_skew`` before the job started, or an incident over by then,
-cannot have killed it (the scheduler gave the job a node back in service); an event stamped more than
+cannot have killed it (the scheduler gave the job a node back in service); nor can a fault its node
+logged a recovery from (``catalog/recovery_events.csv``: a port back ``ACTIVE``, a Lustre client
+reconnected) after its last evidence and before the job ended; an event stamped more than
 ``clock_skew`` (60 s) after the job ended cannot have killed it either,
 so it counts only when it is a *detection* (health check, slurmd error: kinds in
 :data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
@@ -69,6 +71,7 @@ import polars as pl
 from gpusre.models.component_classes import class_of
 from gpusre.models.ettr_model import expected_lost_work_expr
 from gpusre.models.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+from gpusre.models.repair_times import load_recovery_kinds
 
 __all__ = [
     "ATTRIBUTION_SCHEMA",
@@ -196,6 +199,39 @@ def _events_near(job_nodes: pl.DataFrame, events: pl.DataFrame, before: timedelt
     return pairs.join(ev, on="_i").drop("_i")
 
 
+def _recoveries(events: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``_rec_ts``, ``_class``: events saying a node recovered from a fault of that class."""
+    kinds = load_recovery_kinds()
+    return (events.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_rec_ts"), "kind")
+            .join(kinds.rename({"component_class": "_class"}), on="kind").drop("kind").drop_nulls("node")
+            .sort("_rec_ts"))
+
+
+def _cleared(pairs: pl.DataFrame, failures: pl.DataFrame, recoveries: pl.DataFrame) -> pl.DataFrame:
+    """The (``_j``, ``node``, ``_class``) of ``pairs`` (with ``end_ts``) whose node logged a recovery of that
+    class after its last failure evidence of the class and before the job's end."""
+    schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String}
+    if pairs.is_empty() or recoveries.is_empty():
+        return pl.DataFrame(schema=schema)
+    last = (failures.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
+                            class_of(pl.col("component")).alias("_class")).drop_nulls("node").sort("_last"))
+    p = (pairs.sort("end_ts")
+         .join_asof(last, left_on="end_ts", right_on="_last", by=["node", "_class"], strategy="backward",
+                    check_sortedness=False)
+         .filter(pl.col("_last").is_not_null()).sort("_last")
+         .join_asof(recoveries, left_on="_last", right_on="_rec_ts", by=["node", "_class"], strategy="forward",
+                    check_sortedness=False))
+    return p.filter(pl.col("_rec_ts").is_not_null() & (pl.col("_rec_ts") <= pl.col("end_ts"))).select(
+        pl.col("_j").cast(pl.UInt32), "node", "_class")
+
+
+def _pairs_of(job_nodes: pl.DataFrame, j: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
+    """(``_j``, ``node``, ``_class``, ``end_ts``) for every job node inside an incident's nodes."""
+    return (job_nodes.select("_j", "node").join(
+        inc.select(pl.col("nodes").alias("node"), class_of(pl.col("component")).alias("_class")).explode("node"),
+        on="node").join(j.select("_j", "end_ts"), on="_j").unique())
+
+
 def attribute_failures(
     jobs: pl.DataFrame,
     events: pl.DataFrame,
@@ -267,6 +303,13 @@ def attribute_failures(
     # Infrastructure evidence: failure events in the window.
     infra = failure_events(events)
     near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
+    recoveries = _recoveries(events)
+    # Evidence its node recovered from before the job ended (a port back ACTIVE, a Lustre client
+    # reconnected) did not kill it: the fault was over on that node when the job died.
+    cleared = _cleared(near_infra.join(j.select("_j", "end_ts"), on="_j").select(
+        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts").unique(), infra, recoveries)
+    near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
+                  .join(cleared, on=["_j", "node", "_class"], how="anti").drop("_class"))
     # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
     # was back in service (a fault whose last health check failed minutes before a new job began).
     started = pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
@@ -294,6 +337,7 @@ def attribute_failures(
         severity_rank(pl.col("severity")).alias("_rank"),
         (pl.col("label_source") == "operator").alias("_op"),
     )
+    inc_cleared = _cleared(_pairs_of(job_nodes, j, inc), infra, recoveries).with_columns(pl.lit(True).alias("_clr"))
     covering = (
         job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
         .join(
@@ -313,6 +357,10 @@ def attribute_failures(
                 (pl.col("_inc_start") - pl.col("end_ts")).abs(), (pl.col("_inc_end") - pl.col("end_ts")).abs()
             ).alias("_dist")
         )
+        .with_columns(class_of(pl.col("component")).alias("_class"))
+        .join(inc_cleared, on=["_j", "node", "_class"], how="left")
+        # an incident every one of whose nodes under the job recovered before the job ended is over
+        .filter(~pl.col("_clr").fill_null(False).all().over("_j", "incident_id"))
         .with_columns(pl.col("node").unique().over("_j", "incident_id", mapping_strategy="join").alias("_inc_nodes"))
         .sort("_j", pl.col("_op"), "_rank", "_dist", "incident_id", descending=[False, True, False, False, False])
         .unique("_j", keep="first", maintain_order=True)

@@ -334,3 +334,15 @@ def test_a_user_gpu_error_on_another_node_than_the_link_fault_is_not_the_cause()
     link = ("ib_link_down", None, "network", "hardware", "high", "CHECK_LINK")
     got = attribute([job("wide", "FAILED", ["n1", "n2"])], [ev(1, 0, "n1", link), ev(2, 0.5, "n2", XID13)])
     assert (got["wide"]["attribution"], got["wide"]["component"]) == ("infrastructure", "network")
+
+
+def test_a_fault_its_node_recovered_from_before_the_job_ended_did_not_kill_it() -> None:
+    # A Lustre outage on n1 and n2 until 3 min before the end; n1's client reconnected at -2 min, so a
+    # job on n1 failing at the end was not killed by it. n2 never logged the reconnect: a job there was.
+    lustre = ("lustre_error", None, "storage", "system_software", "high", "CHECK_STORAGE")
+    restored = ("lustre_recovered", None, "storage", "informational", "info", "IGNORE")
+    rows = [ev(1, -9, "n1", lustre), ev(2, -3, "n1", lustre), ev(3, -2, "n1", restored),
+            ev(4, -9, "n2", lustre), ev(5, -3, "n2", lustre), ev(6, -8, "n3", lustre)]
+    got = attribute([job("a", "FAILED", ["n1"]), job("b", "FAILED", ["n2"])], rows)
+    assert got["a"]["attribution"] == "user" and got["a"]["incident_id"] is None
+    assert (got["b"]["attribution"], got["b"]["component"]) == ("infrastructure", "storage")
