@@ -346,3 +346,13 @@ def test_a_fault_its_node_recovered_from_before_the_job_ended_did_not_kill_it() 
     got = attribute([job("a", "FAILED", ["n1"]), job("b", "FAILED", ["n2"])], rows)
     assert got["a"]["attribution"] == "user" and got["a"]["incident_id"] is None
     assert (got["b"]["attribution"], got["b"]["component"]) == ("infrastructure", "storage")
+
+
+def test_an_earlier_recovery_does_not_clear_the_fault_logged_just_after_the_end() -> None:
+    # n1 had a Lustre hiccup that recovered 6 min before the end; the outage that killed the job shows in
+    # its log 30 s after the end (the client notices late).
+    lustre = ("lustre_error", None, "storage", "system_software", "high", "CHECK_STORAGE")
+    restored = ("lustre_recovered", None, "storage", "informational", "info", "IGNORE")
+    rows = [ev(1, -9, "n1", lustre), ev(2, -6, "n1", restored), ev(3, 0.5, "n1", lustre)]
+    got = attribute([job("a", "FAILED", ["n1"])], rows)
+    assert (got["a"]["attribution"], got["a"]["component"]) == ("infrastructure", "storage")
