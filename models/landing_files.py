@@ -36,6 +36,7 @@ __all__ = [
     "LandingRead",
     "SourceScan",
     "describe_fault",
+    "file_identity",
     "encoding_fault",
     "open_landing_file",
     "read_landing_file",
@@ -220,6 +221,21 @@ def _decompressed_blocks(raw: bytes, codec: str) -> Iterator[bytes]:
         # Trailing zero padding after the last member (tape blocks, some rotators) is not a member.
         if not data.strip(b"\x00"):
             break
+
+
+def file_identity(path: Path) -> tuple[str, int]:
+    """``(sha256, size)`` of a file's bytes, streamed; ``('', 0)`` when it cannot be read (its
+    reader then says why, and the empty hash never matches, so a fixed file is read again)."""
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with Path(path).open("rb") as fh:
+            while block := fh.read(_READ_BLOCK):
+                digest.update(block)
+                size += len(block)
+    except OSError:
+        return "", 0
+    return digest.hexdigest(), size
 
 
 def read_landing_file(path: Path) -> LandingRead:
