@@ -39,6 +39,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _run(landing: Path, warehouse: Path, reports: Path) -> int:
+    from gpusre.pipelines.run_lock import warehouse_lock
+
+    # The run lock first, before Dagster is imported (seconds): a second run is refused at once.
+    with warehouse_lock(warehouse, _progress):
+        return _run_locked(landing, warehouse, reports)
+
+
+def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
     import logging
 
     from gpusre.pipelines.runner import run_pipeline

@@ -25,6 +25,10 @@ from pathlib import Path
 __all__ = ["WarehouseBusy", "lock_path", "warehouse_lock"]
 
 
+#: Lock files this process holds: taking one again (nested) is a no-op, not a self-deadlock.
+_HELD: set[str] = set()
+
+
 class WarehouseBusy(RuntimeError):
     """Another run holds the warehouse; the message is one line."""
 
@@ -45,8 +49,13 @@ def _holder(fd: int) -> str:
 @contextmanager
 def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _msg: None) -> Iterator[Path]:
     """Hold the run lock of ``warehouse`` for the ``with`` block; raise :class:`WarehouseBusy` at
-    once (no waiting) when another live process holds it. Yields the lock file's path."""
+    once (no waiting) when another live process holds it. Re-entrant within a process. Yields the
+    lock file's path."""
     path = lock_path(warehouse)
+    key = str(path.resolve())
+    if key in _HELD:  # this process holds it already (the CLI takes it before importing Dagster)
+        yield path
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -63,9 +72,11 @@ def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _ms
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {started}\n".encode(), 0)
         os.fsync(fd)
+        _HELD.add(key)
         try:
             yield path
         finally:
+            _HELD.discard(key)
             os.ftruncate(fd, 0)  # released cleanly: no stale text for the next run
     finally:
         os.close(fd)  # closing the descriptor releases the flock
