@@ -407,6 +407,8 @@ TEMPLATE_TEXT_SQL = """CASE WHEN coalesce(summary, description) IS NULL THEN coa
      ELSE coalesce(alertname, '') || ': ' || coalesce(summary, description) END"""
 
 #: An ISO-8601 time inside a logger's line prefix.
+#: A trailing UTC offset beyond ±14 h, or with 60+ minutes: no time zone has one.
+_BAD_OFFSET = r"[+-](?:(?:1[5-9]|[2-9][0-9]):?[0-9][0-9]|[0-9][0-9]:?[6-9][0-9])$"
 _PREFIX_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 
 _ALERT_TYPE = "STRUCT(" + ", ".join(f'"{k}" {v}' for k, v in _ALERT_FIELDS.items()) + ")"
@@ -499,8 +501,13 @@ WITH payloads AS (
              WHEN starts_raw IS NULL THEN CASE WHEN format = 'prometheus_api' THEN 'no activeAt' ELSE 'no startsAt' END
              WHEN starts_at IS NULL THEN 'startsAt ' || to_json(starts_raw)::VARCHAR || ' is not an RFC 3339 time'
              WHEN starts_at < TIMESTAMPTZ '1970-01-01 00:00:00+00' THEN 'startsAt is the zero time'
+             -- DuckDB accepts '+99:00' and shifts the time by days: no real zone is beyond ±14 h.
+             WHEN regexp_matches(starts_raw, '{_BAD_OFFSET}')
+                  THEN 'startsAt ' || to_json(starts_raw)::VARCHAR || ' has an impossible UTC offset'
              WHEN ends_raw IS NOT NULL AND ends_ts IS NULL
                   THEN 'endsAt ' || to_json(ends_raw)::VARCHAR || ' is not an RFC 3339 time'
+             WHEN regexp_matches(ends_raw, '{_BAD_OFFSET}')
+                  THEN 'endsAt ' || to_json(ends_raw)::VARCHAR || ' has an impossible UTC offset'
              WHEN status_raw IS NULL THEN 'no status'
              WHEN status IS NULL THEN 'unknown status ' || to_json(status_raw)::VARCHAR
         END AS item_error

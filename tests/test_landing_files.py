@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusre.models.alert_payloads import parse_alert_file
 from gpusre.models.landing_files import read_landing_file, scan_source
 from gpusre.models.operator_incidents import read_operator_incidents
 from gpusre.models.sacct import parse_sacct_json
@@ -125,3 +126,14 @@ def test_incidents_csv_unreadable_is_one_reject(tmp_path: Path, text: str, reaso
     incidents, rejects = read_operator_incidents(path)
     assert incidents.height == 0 and rejects["line_no"].to_list() == [0]
     assert rejects["error"][0].startswith(reason)
+
+
+def test_alert_with_impossible_utc_offset_is_rejected(tmp_path: Path) -> None:
+    alert = {"status": "firing", "labels": {"alertname": "A"}, "annotations": {}, "endsAt": "0001-01-01T00:00:00Z"}
+    payload = {"receiver": "r", "status": "firing", "alerts": [
+        {**alert, "startsAt": "2026-09-01T10:00:00+99:00"}, {**alert, "startsAt": "2026-09-01T10:00:00-05:30"}]}
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(payload) + "\n")
+    parsed = parse_alert_file(path, "alerts/a.jsonl")
+    assert [str(t) for t in parsed.notifications["starts_at"].to_list()] == ["2026-09-01 15:30:00+00:00"]
+    assert parsed.rejects["error"].to_list() == ['alert 1: startsAt "2026-09-01T10:00:00+99:00" has an impossible UTC offset']
