@@ -64,6 +64,8 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
     summary = run_pipeline(landing, warehouse, reports, progress=_progress)
     for refused in summary.files_refused:  # "<file>: <reason>", one line per problem
         print(f"gpusre: error: {refused}", file=sys.stderr)
+    if summary.files_refused:
+        _log_hint()  # a file a parser could not read has its traceback there
     print(f"warehouse: {warehouse} ({summary.jobs:,} jobs, {summary.rows_rejected:,} records rejected "
           f"and {len(summary.files_refused)} file(s) refused this run; see raw.rejects) in {summary.seconds:.1f} s")
     if summary.report_html:
@@ -106,7 +108,7 @@ def _start_run_log(folder: Path) -> None:
 def _log_hint() -> None:
     """Name the log file holding the details, when the run wrote one."""
     if _RUN_LOG and _RUN_LOG[0].exists():
-        print(f"gpusre: details (traceback) in {_RUN_LOG[0]}", file=sys.stderr)
+        print(f"gpusre: details (tracebacks, warnings) in {_RUN_LOG[0]}", file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
