@@ -116,3 +116,33 @@ def test_reader_holding_the_file_is_pointed_at_the_snapshot(landing: Path, tmp_p
     assert proc.returncode == 1
     assert str(snapshot_path(wh)) in err and "not a gpusre run" in err and "Traceback" not in err
     assert err.strip().count("\n") == 0, err
+
+
+def test_dagster_runs_take_the_lock_too(tmp_path: Path) -> None:
+    """A run the schedule or the sensor launches (not through the CLI) holds the same lock."""
+    import dagster as dg
+
+    from gpusre.assets.ingest_sacct import raw_sacct
+    from gpusre.pipelines.resources import default_resources
+
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "a.psv").write_text("JobID|State\n1|COMPLETED\n")
+    wh = tmp_path / "w.duckdb"
+    resources = default_resources(str(wh), str(landing), str(tmp_path / "reports"))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from gpusre.pipelines.run_lock import warehouse_lock\n"
+                               "with warehouse_lock(sys.argv[1]):\n"
+                               "    print('held', flush=True); time.sleep(60)\n", str(wh)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(dg.DagsterResourceFunctionError) as info:  # Dagster wraps a resource's error
+            dg.materialize([raw_sacct], resources=resources)
+        assert isinstance(info.value.__cause__, WarehouseBusy)
+        assert f"warehouse busy: run {holder.pid} since" in str(info.value.__cause__)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert dg.materialize([raw_sacct], resources=resources).success
+    assert lock_path(wh).read_text() == ""  # released after the run
