@@ -215,11 +215,11 @@ def load_sacct_files(
                            sha, size, index)
                     continue
                 dump = read_sacct_text(read.data, source_file, fields=fields, delimiter=delimiter)
-            except SacctFormatError as exc:
-                refuse(source_file, str(exc), sha, size, index)
+            except SacctFormatError as exc:  # the read fault, if any, is the real reason (a cut JSON)
+                refuse(source_file, read.fault or str(exc), sha, size, index)
                 continue
             except Exception as exc:  # noqa: BLE001 - any parser failure refuses this file only
-                refuse(source_file, log_parse_crash(source_file, exc), sha, size, index)
+                refuse(source_file, read.fault or log_parse_crash(source_file, exc), sha, size, index)
                 continue
             pending.setdefault(dump.layout, []).append(dump)
             pending_files.append((source_file, sha, size, read.fault))

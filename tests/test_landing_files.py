@@ -137,3 +137,21 @@ def test_alert_with_impossible_utc_offset_is_rejected(tmp_path: Path) -> None:
     parsed = parse_alert_file(path, "alerts/a.jsonl")
     assert [str(t) for t in parsed.notifications["starts_at"].to_list()] == ["2026-09-01 15:30:00+00:00"]
     assert parsed.rejects["error"].to_list() == ['alert 1: startsAt "2026-09-01T10:00:00+99:00" has an impossible UTC offset']
+
+
+def test_truncated_sacct_json_names_the_truncation(tmp_path: Path) -> None:
+    from gpusre.models.sacct_ingest import ingest_sacct_files
+    from gpusre.models.warehouse import connect
+
+    jobs = {"jobs": [{"job_id": i, "state": {"current": ["COMPLETED"]}, "name": "x" * 200} for i in range(50)]}
+    blob = gzip.compress(json.dumps(jobs).encode())
+    (tmp_path / "sacct").mkdir()
+    (tmp_path / "sacct" / "jobs.json.gz").write_bytes(blob[: len(blob) // 2])
+    con = connect(tmp_path / "w.duckdb")
+    try:
+        (result,) = ingest_sacct_files(con, tmp_path)
+        rejects = con.sql("SELECT line_no, error FROM raw.rejects").fetchall()
+    finally:
+        con.close()
+    assert result.status == "refused" and result.error.startswith("truncated gzip stream after")
+    assert rejects == [(0, result.error)]

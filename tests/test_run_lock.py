@@ -22,6 +22,17 @@ def _start_run(landing: Path, warehouse: Path) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _hold_lock(warehouse: Path) -> subprocess.Popen[str]:
+    """Another process holding the run lock of ``warehouse`` (returns once it holds it)."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from gpusre.pipelines.run_lock import warehouse_lock\n"
+                               "with warehouse_lock(sys.argv[1]):\n"
+                               "    print('held', flush=True); time.sleep(60)\n", str(warehouse)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
 @pytest.fixture(scope="module")
 def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny landing: a run over it takes a few seconds."""
@@ -34,13 +45,8 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_second_holder_is_refused_at_once_with_pid_and_time(tmp_path: Path) -> None:
     wh = tmp_path / "w.duckdb"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
-                               "from gpusre.pipelines.run_lock import warehouse_lock\n"
-                               "with warehouse_lock(sys.argv[1]):\n"
-                               "    print('held', flush=True); time.sleep(60)\n", str(wh)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = _hold_lock(wh)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         t0 = time.monotonic()
         with pytest.raises(WarehouseBusy, match=rf"warehouse busy: run {holder.pid} since \d{{4}}-\d\d-\d\dT"):
             with warehouse_lock(wh):
@@ -130,13 +136,8 @@ def test_dagster_runs_take_the_lock_too(tmp_path: Path) -> None:
     (landing / "sacct" / "a.psv").write_text("JobID|State\n1|COMPLETED\n")
     wh = tmp_path / "w.duckdb"
     resources = default_resources(str(wh), str(landing), str(tmp_path / "reports"))
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
-                               "from gpusre.pipelines.run_lock import warehouse_lock\n"
-                               "with warehouse_lock(sys.argv[1]):\n"
-                               "    print('held', flush=True); time.sleep(60)\n", str(wh)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = _hold_lock(wh)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(dg.DagsterResourceFunctionError) as info:  # Dagster wraps a resource's error
             dg.materialize([raw_sacct], resources=resources)
         assert isinstance(info.value.__cause__, WarehouseBusy)
