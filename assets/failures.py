@@ -18,7 +18,7 @@ from gpusre.models.health_checks import health_check_quality, missed_detections
 from gpusre.models.hw_incidents import merge_incidents
 from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.repair_times import node_outages
-from gpusre.models.suspect_nodes import suspect_nodes
+from gpusre.models.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
@@ -81,7 +81,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
     with warehouse.connect() as con:
         events = con.sql("SELECT * FROM core.node_events").pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
-        as_of = con.sql("SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs").fetchall()[0][0]
+        # The accounting's last moment, else the node logs' (a landing without sacct still has
+        # suspect nodes by their events).
+        as_of = con.sql("SELECT coalesce((SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs), "
+                        "(SELECT max(ts) FROM core.node_events))").fetchall()[0][0]
         has_states = table_exists(con, "core.node_states")
         outages = (node_outages(con.sql("SELECT node, start_ts, end_ts FROM core.node_states").pl())
                    if has_states else None)
@@ -115,7 +118,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         check_misses = missed_detections(failed, jobs, events)
         taxonomy = pl.concat([failure_taxonomy(incidents, attribution, p) for p in ("all", "month")], how="vertical")
         suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)
-                    if as_of is not None else pl.DataFrame())
+                    if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))
         with transaction(con):
             replace_table(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))
             replace_table(con, "marts.hw_incident_members", members)

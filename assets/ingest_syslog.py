@@ -3,7 +3,7 @@ core: core.node_events (recognized events) and core.log_templates."""
 
 import dagster as dg
 
-from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.alert_ingest import alert_settings
 from gpusre.models.alert_nodes import HostMapping
@@ -38,15 +38,8 @@ def raw_syslog(
                                       hosts=HostMapping(alert_settings(config).nodes, tuple(config.node_names)),
                                       progress=progress_reporter(context))
         total = con.sql("SELECT count(*) FROM raw.syslog_lines").fetchall()[0][0]
-    changed = [r for r in results if r.status != "unchanged"]
-    return dg.MaterializeResult(metadata={
-        "dagster/row_count": total,
-        "files_seen": len(results),
-        "files_changed": len(changed),
-        "rows_read": sum(r.rows_read for r in changed),
-        "rows_loaded": sum(r.rows_loaded for r in changed),
-        "rows_rejected": sum(r.rows_rejected for r in changed),
-    })
+        rejects = latest_rejects(con, "syslog")
+    return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
 
 
 @dg.multi_asset(

@@ -16,7 +16,7 @@ from gpusre.assets.metadata import markdown_preview
 from gpusre.models import findings as findings_model
 from gpusre.models.cluster_comparison import write_cluster_comparison
 from gpusre.models import trends as trends_model
-from gpusre.models.marts_runner import ROLLUP_MARTS, run_daily_marts, run_mart_sql
+from gpusre.models.marts_runner import ROLLUP_MARTS, create_daily_mart_tables, run_daily_marts, run_mart_sql
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import DAILY_PARTITIONS, WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -93,6 +93,7 @@ def _rollup_asset(name: str) -> dg.AssetsDefinition:
     def _mart(warehouse: WarehouseResource) -> dg.MaterializeResult:
         with warehouse.connect() as con:
             with transaction(con):
+                create_daily_mart_tables(con)  # no-op once a day was built
                 run_mart_sql(con, name)
             rows = con.sql(f"SELECT count(*) FROM marts.{name}").fetchall()[0][0]
             preview = con.sql(f"SELECT * FROM marts.{name} LIMIT 10").pl()

@@ -29,8 +29,9 @@ def latest_rejects(con, source_kind: str) -> pl.DataFrame:  # noqa: ANN001 - Duc
 def file_ingest_metadata(context: dg.AssetExecutionContext, results: list, total_rows: int,
                          rejects: pl.DataFrame) -> dict[str, object]:
     """Metadata of an incremental file ingestion (``FileIngest`` results); logs every refused file."""
-    changed = [r for r in results if r.status != "unchanged"]
+    changed = [r for r in results if r.status in ("loaded", "refused")]
     refused = [r for r in changed if r.status == "refused"]
+    ignored = [r for r in results if r.status == "ignored"]
     for r in refused:
         context.log.error(f"{r.source_file}: refused: {r.error}")
     return {
@@ -38,6 +39,8 @@ def file_ingest_metadata(context: dg.AssetExecutionContext, results: list, total
         "files_seen": len(results),
         "files_changed": len(changed),
         "files_refused": len(refused),
+        "files_ignored": len(ignored),
+        "ignored_files": dg.MetadataValue.json([{"file": r.source_file, "why": r.error} for r in ignored]),
         "rows_read": sum(r.rows_read for r in changed),
         "rows_loaded": sum(r.rows_loaded for r in changed),
         "rows_rejected": sum(r.rows_rejected for r in changed),

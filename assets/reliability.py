@@ -17,7 +17,7 @@ from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
 from gpusre.models.reliability_marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
-from gpusre.models.warehouse import replace_table, transaction
+from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -60,7 +60,10 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
         marts = compute_reliability_marts(inputs, reliability_settings(config))
         with transaction(con):
             for name, frame in marts.items():
-                replace_table(con, f"marts.{name}", frame)
+                if frame.width:
+                    replace_table(con, f"marts.{name}", frame)
+                elif table_exists(con, f"marts.{name}"):  # no accounting data (yet): empty, same columns
+                    con.execute(f"DELETE FROM marts.{name}")
     for name in RELIABILITY_MARTS:
         frame = marts[name]
         metadata: dict[str, object] = {"dagster/row_count": frame.height}

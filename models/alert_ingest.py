@@ -24,8 +24,6 @@ API) are not alerts yet and are left out. ``node``/``target`` follow :mod:`gpusr
 
 from __future__ import annotations
 
-import lzma
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,13 +43,14 @@ from gpusre.models.alert_payloads import (
     STAGE_COLUMNS_SQL,
     SUMMARY_SQL,
     TEMPLATE_TEXT_SQL,
-    discover_alert_files,
+    scan_alert_files,
     fill_fingerprints,
     iter_alert_records,
     stage_records,
     unordered_inserts,
 )
-from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files
+from gpusre.models.ingest_ledger import FileIngest, ignored_results, known_files, log_parse_crash
+from gpusre.models.landing_files import LandingFileFault, file_identity
 from gpusre.models.log_masking import mask_messages
 from gpusre.models.syslog_ingest import load_miner, save_miner
 from gpusre.models.templates import TemplateMiner
@@ -208,37 +207,46 @@ def ingest_alert_files(
 
     Per file, ``rows_read`` (notifications read, plus payloads rejected whole) = ``rows_loaded``
     (rows in ``raw.alert_notifications``) + ``rows_rejected`` (rows in ``raw.rejects``). A file
-    that cannot be read or decompressed is ``refused`` (one reject with ``line_no`` 0).
+    that cannot be read or decompressed is ``refused`` (one reject with ``line_no`` 0), keeping the
+    notifications of its complete lines before the fault; files that are not alert files are
+    ``ignored`` (with the reason) in the ledger.
     """
     known = known_files(con, SOURCE_KIND)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
-    paths = discover_alert_files(landing)
+    scan = scan_alert_files(landing)
+    paths = scan.files
     changed: list[tuple[str, str, int]] = []  # (source_file, sha256, size)
     refused: dict[str, str] = {}
     replaced: list[str] = []
     results: dict[str, FileIngest] = {}
+    ignored = ignored_results(scan.ignored)
     batcher = _Batcher(con)
     try:
         for index, path in enumerate(paths, start=1):
             source_file = path.relative_to(landing).as_posix()
-            sha = file_sha256(path)
-            if known.get(source_file) == sha:
+            sha, size = file_identity(path)
+            if sha and known.get(source_file) == sha:
                 results[source_file] = FileIngest(source_file, "unchanged")
                 continue
             if source_file in known:
                 replaced.append(source_file)
-            changed.append((source_file, sha, path.stat().st_size))
+            changed.append((source_file, sha, size))
             try:
                 for records in iter_alert_records(path, source_file):
                     batcher.add(records)
-            except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+            except LandingFileFault as exc:  # the complete lines before the fault are kept
+                refused[source_file] = str(exc)
+            except Exception as exc:  # noqa: BLE001 - a reader failure refuses this file only
                 batcher.discard(source_file)
-                refused[source_file] = f"cannot read the file: {exc}"
+                refused[source_file] = log_parse_crash(source_file, exc)
             if progress:
                 progress(f"alerts {index}/{len(paths)} {source_file}: "
                          f"{'refused' if source_file in refused else 'read'}")
         if not changed:
-            return [results[p.relative_to(landing).as_posix()] for p in paths]
+            if ignored:
+                with transaction(con):
+                    _record_files(con, ignored)
+            return [r for r, _, _ in ignored] + [results[p.relative_to(landing).as_posix()] for p in paths]
         batcher.flush()
         fill_fingerprints(con, _STAGE)
         miner = load_miner(con, ALERT_MINER)
@@ -249,11 +257,9 @@ def ingest_alert_files(
         loaded = {f: n for f, n, _ in counts}
         rejected = {f: n for f, _, n in counts}
         for source_file, _, _ in changed:
-            if source_file in refused:
-                results[source_file] = FileIngest(source_file, "refused", error=refused[source_file])
-            else:
-                n_loaded, n_rejected = loaded.get(source_file, 0), rejected.get(source_file, 0)
-                results[source_file] = FileIngest(source_file, "loaded", n_loaded + n_rejected, n_loaded, n_rejected)
+            n_loaded, n_rejected = loaded.get(source_file, 0), rejected.get(source_file, 0)
+            results[source_file] = FileIngest(source_file, "refused" if source_file in refused else "loaded",
+                                              n_loaded + n_rejected, n_loaded, n_rejected, refused.get(source_file))
         con.register("_alert_template_ids", template_ids.to_arrow())
         con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_seq AS {SEQ_SQL.replace('__STAGE__', _STAGE)}")
         with transaction(con):
@@ -276,7 +282,7 @@ def ingest_alert_files(
             for source_file, error in refused.items():
                 con.execute(f"INSERT INTO raw.rejects VALUES (?, '{SOURCE_KIND}', 0, NULL, ?, now())",
                             [source_file, error])
-            _record_files(con, [(results[source_file], sha, size) for source_file, sha, size in changed])
+            _record_files(con, ignored + [(results[source_file], sha, size) for source_file, sha, size in changed])
             save_miner(con, miner, ALERT_MINER)
     finally:
         batcher.close()
@@ -285,7 +291,7 @@ def ingest_alert_files(
             con.unregister("_alert_template_ids")
         except duckdb.Error:
             pass
-    return [results[p.relative_to(landing).as_posix()] for p in paths]
+    return [r for r, _, _ in ignored] + [results[p.relative_to(landing).as_posix()] for p in paths]
 
 
 # -- core ----------------------------------------------------------------------------------------

@@ -52,11 +52,10 @@ distinct label sets that lack a fingerprint.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
 import lzma
-from collections.abc import Callable, Iterator, Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +65,15 @@ import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+from gpusre.models.landing_files import (
+    LandingFileFault,
+    SourceScan,
+    describe_fault,
+    open_landing_file,
+    scan_source,
+    strip_compression,
+)
 
 __all__ = [
     "ALERT_SUFFIXES",
@@ -79,6 +87,7 @@ __all__ = [
     "alert_file_layout",
     "alertmanager_fingerprint",
     "discover_alert_files",
+    "scan_alert_files",
     "fill_fingerprints",
     "fingerprints_of",
     "iter_alert_records",
@@ -91,11 +100,6 @@ __all__ = [
 DOCUMENT_SUFFIXES: tuple[str, ...] = (".json",)
 #: One JSON value per line.
 LINE_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson", ".log", ".txt")
-_OPENERS: dict[str, Callable[[Path], BinaryIO]] = {
-    ".gz": lambda p: gzip.open(p, "rb"),  # type: ignore[dict-item]
-    ".bz2": lambda p: bz2.open(p, "rb"),  # type: ignore[dict-item]
-    ".xz": lambda p: lzma.open(p, "rb"),  # type: ignore[dict-item]
-}
 #: File name endings accepted under ``landing/alerts`` (each also with a compression suffix).
 ALERT_SUFFIXES: tuple[str, ...] = DOCUMENT_SUFFIXES + LINE_SUFFIXES
 
@@ -130,11 +134,7 @@ def alert_file_layout(name: str) -> str | None:
     >>> alert_file_layout("alerts/2026-09-01.jsonl.gz"), alert_file_layout("a.json"), alert_file_layout("x.yml")
     ('lines', 'document', None)
     """
-    lower = name.lower()
-    for suffix in _OPENERS:
-        if lower.endswith(suffix):
-            lower = lower[: -len(suffix)]
-            break
+    lower = strip_compression(name)
     if lower.endswith(DOCUMENT_SUFFIXES):
         return "document"
     if lower.endswith(LINE_SUFFIXES):
@@ -142,24 +142,25 @@ def alert_file_layout(name: str) -> str | None:
     return None
 
 
-def discover_alert_files(landing: Path) -> list[Path]:
-    """Every alert file under ``landing/alerts`` (recursively; README files excluded), sorted.
+def _alert_name(name: str) -> str | None:
+    """None for an alert file name (compression suffix already stripped), else why it is ignored."""
+    if alert_file_layout(name):
+        return None
+    return f"not an alert file name (expected {', '.join('*' + s for s in ALERT_SUFFIXES)}; .gz/.bz2/.xz ok)"
+
+
+def scan_alert_files(landing: Path) -> SourceScan:
+    """The alert files under ``landing/alerts`` (recursively, sorted) and the ignored ones, with why.
 
     The sorted order is the *received order* of files: name files so that it is chronological
     (``alerts/2026-09-01.jsonl``, ``alerts/2026-09-02.jsonl`` …).
     """
-    root = landing / "alerts"
-    if not root.is_dir():
-        return []
-    return sorted(
-        p for p in root.rglob("*")
-        if p.is_file() and not p.name.lower().startswith("readme") and alert_file_layout(p.name)
-    )
+    return scan_source(landing, "alerts", _alert_name)
 
 
-def _open(path: Path) -> BinaryIO:
-    opener = _OPENERS.get(path.suffix.lower())
-    return opener(path) if opener else path.open("rb")
+def discover_alert_files(landing: Path) -> list[Path]:
+    """Every alert file under ``landing/alerts`` (recursively; README files excluded), sorted."""
+    return scan_alert_files(landing).files
 
 
 # -- records -------------------------------------------------------------------------------------
@@ -299,23 +300,32 @@ def _slow_records(lines: pl.DataFrame, source_file: str) -> pl.DataFrame:
     return pl.concat([good, _stitch(odd)], how="vertical")
 
 
+#: Bytes per read of a (decompressing) stream: small, so a stream that breaks off loses at most
+#: this much beyond its last complete line.
+_READ_BYTES = 1 << 16
+
+
 def _line_chunks(fh: BinaryIO, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """``(first line number, bytes)`` pieces of a file, each ending at a newline (but the last)."""
-    line_no, carry = 1, b""
-    while True:
-        block = fh.read(chunk_bytes)
-        if not block:
-            break
-        data = carry + block
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        piece, carry = data[: cut + 1], data[cut + 1 :]
-        yield line_no, piece
-        line_no += piece.count(b"\n")
-    if carry:
-        yield line_no, carry
+    """``(first line number, bytes)`` pieces of a file, each ending at a newline (but the last).
+
+    When reading fails (a truncated or corrupt compressed stream), the complete lines read so far
+    are yielded before the error is re-raised; the broken last line is dropped.
+    """
+    line_no, buf = 1, bytearray()
+    try:
+        while block := fh.read(min(chunk_bytes, _READ_BYTES)):
+            buf += block
+            if len(buf) >= chunk_bytes and (cut := buf.rfind(b"\n")) >= 0:
+                piece = bytes(buf[: cut + 1])
+                del buf[: cut + 1]
+                yield line_no, piece
+                line_no += piece.count(b"\n")
+    except Exception:
+        if (cut := buf.rfind(b"\n")) >= 0:
+            yield line_no, bytes(buf[: cut + 1])
+        raise
+    if buf:
+        yield line_no, bytes(buf)
 
 
 def _document_records(text: str, source_file: str) -> pl.DataFrame | None:
@@ -343,21 +353,28 @@ def iter_alert_records(path: Path, source_file: str, *, chunk_bytes: int | None 
     """Record frames (:data:`RECORD_SCHEMA`) of one alert file, in file order; a line-oriented
     file in pieces of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`).
 
-    Invalid UTF-8 is replaced (U+FFFD), not fatal. Raises ``OSError``/``EOFError``/
-    ``lzma.LZMAError`` when the file cannot be read or decompressed (the caller refuses it).
+    Invalid UTF-8 is replaced (U+FFFD), not fatal. Raises
+    :class:`~gpusre.models.landing_files.LandingFileFault` when the file cannot be opened, is
+    UTF-16, or breaks off (a truncated or corrupt compressed stream): the frames of its complete
+    lines were yielded before (the caller keeps them and refuses the file).
     """
-    layout = alert_file_layout(path.name)
-    with _open(path) as fh:
-        if layout == "document":
-            text = fh.read().decode("utf-8", errors="replace")
-            frame = _document_records(text, source_file)
-            if frame is not None:
-                yield frame
+    layout = alert_file_layout(strip_compression(path.name))
+    lines_done = 0
+    with open_landing_file(path) as (fh, codec):
+        try:
+            if layout == "document":
+                text = fh.read().decode("utf-8", errors="replace")
+                frame = _document_records(text, source_file)
+                if frame is not None:
+                    yield frame
+                    return
+                yield _line_records(text.encode("utf-8"), 1, source_file)  # JSON lines under a .json name
                 return
-            yield _line_records(text.encode("utf-8"), 1, source_file)  # JSON lines under a .json name
-            return
-        for first, piece in _line_chunks(fh, chunk_bytes or CHUNK_BYTES):
-            yield _line_records(piece, first, source_file)
+            for first, piece in _line_chunks(fh, chunk_bytes or CHUNK_BYTES):
+                yield _line_records(piece, first, source_file)
+                lines_done = first - 1 + piece.count(b"\n")
+        except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+            raise LandingFileFault(describe_fault(exc, codec, lines_done)) from exc
 
 
 # -- flattening (DuckDB) -------------------------------------------------------------------------
@@ -390,6 +407,8 @@ TEMPLATE_TEXT_SQL = """CASE WHEN coalesce(summary, description) IS NULL THEN coa
      ELSE coalesce(alertname, '') || ': ' || coalesce(summary, description) END"""
 
 #: An ISO-8601 time inside a logger's line prefix.
+#: A trailing UTC offset beyond ±14 h, or with 60+ minutes: no time zone has one.
+_BAD_OFFSET = r"[+-](?:(?:1[5-9]|[2-9][0-9]):?[0-9][0-9]|[0-9][0-9]:?[6-9][0-9])$"
 _PREFIX_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 
 _ALERT_TYPE = "STRUCT(" + ", ".join(f'"{k}" {v}' for k, v in _ALERT_FIELDS.items()) + ")"
@@ -482,8 +501,13 @@ WITH payloads AS (
              WHEN starts_raw IS NULL THEN CASE WHEN format = 'prometheus_api' THEN 'no activeAt' ELSE 'no startsAt' END
              WHEN starts_at IS NULL THEN 'startsAt ' || to_json(starts_raw)::VARCHAR || ' is not an RFC 3339 time'
              WHEN starts_at < TIMESTAMPTZ '1970-01-01 00:00:00+00' THEN 'startsAt is the zero time'
+             -- DuckDB accepts '+99:00' and shifts the time by days: no real zone is beyond ±14 h.
+             WHEN regexp_matches(starts_raw, '{_BAD_OFFSET}')
+                  THEN 'startsAt ' || to_json(starts_raw)::VARCHAR || ' has an impossible UTC offset'
              WHEN ends_raw IS NOT NULL AND ends_ts IS NULL
                   THEN 'endsAt ' || to_json(ends_raw)::VARCHAR || ' is not an RFC 3339 time'
+             WHEN regexp_matches(ends_raw, '{_BAD_OFFSET}')
+                  THEN 'endsAt ' || to_json(ends_raw)::VARCHAR || ' has an impossible UTC offset'
              WHEN status_raw IS NULL THEN 'no status'
              WHEN status IS NULL THEN 'unknown status ' || to_json(status_raw)::VARCHAR
         END AS item_error

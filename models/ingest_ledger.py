@@ -5,12 +5,17 @@ and auditable (rows read = loaded + rejected, per file)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-__all__ = ["FileIngest", "file_sha256", "known_files", "record_file"]
+from gpusre.models.landing_files import IgnoredFile
+
+__all__ = ["FileIngest", "file_sha256", "ignored_results", "known_files", "log_parse_crash", "record_file"]
+
+_log = logging.getLogger("gpusre.ingest")
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,7 @@ class FileIngest:
     """What happened to one landing file in this run."""
 
     source_file: str
-    status: str  # 'loaded' | 'refused' | 'unchanged'
+    status: str  # 'loaded' | 'refused' | 'ignored' | 'unchanged'
     rows_read: int = 0
     rows_loaded: int = 0
     rows_rejected: int = 0
@@ -55,3 +60,17 @@ def record_file(
         [result.source_file, source_kind, sha, size, result.rows_read, result.rows_loaded,
          result.rows_rejected, result.status, result.error],
     )
+
+
+def ignored_results(ignored: list[IgnoredFile]) -> list[tuple[FileIngest, str, int]]:
+    """Ledger rows ``(result, sha256, size)`` for files a source's reader does not take: status
+    ``ignored`` and the reason, so nothing under a source folder is skipped in silence."""
+    return [(FileIngest(f.source_file, "ignored", error=f.reason), "", f.size) for f in ignored]
+
+
+def log_parse_crash(source_file: str, exc: BaseException) -> str:
+    """Log the traceback of a parser that failed on a file (the run's log file gets it) and return
+    the one-line reason for the file's line-0 reject."""
+    _log.debug("parser failed on %s", source_file, exc_info=exc)
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"cannot parse the file: {type(exc).__name__}: {first}".rstrip(": ")

@@ -21,6 +21,7 @@ import duckdb
 __all__ = [
     "DAILY_MARTS",
     "ROLLUP_MARTS",
+    "create_daily_mart_tables",
     "mart_sql",
     "run_mart_sql",
     "run_daily_marts",
@@ -85,6 +86,15 @@ def run_daily_marts(
     params: dict[str, Any] = {"day": day, "capacity_gpus": int(capacity_gpus), "as_of": as_of}
     for name in DAILY_MARTS:
         run_mart_sql(con, name, params)
+
+
+def create_daily_mart_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the daily marts' tables, empty, when no day was ever built (a landing without
+    accounting): the roll-ups read them. Runs only each mart's ``CREATE TABLE IF NOT EXISTS`` statement."""
+    for name in DAILY_MARTS:
+        for stmt in con.extract_statements(mart_sql(name)):
+            if stmt.type == duckdb.StatementType.CREATE:
+                con.execute(stmt.query)
 
 
 def run_rollup_marts(con: duckdb.DuckDBPyConnection) -> None:

@@ -31,7 +31,8 @@ import duckdb
 import polars as pl
 
 from gpusre.models.drain_reasons import classify_reasons
-from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
+from gpusre.models.ingest_ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
+from gpusre.models.landing_files import SourceScan, read_landing_file, scan_source
 from gpusre.models.slurm_events import SlurmEventsFormatError, parse_slurm_events_file
 from gpusre.models.syslog_ingest import load_miner, save_miner
 from gpusre.models.warehouse import transaction
@@ -45,6 +46,7 @@ __all__ = [
     "StagedSlurmEvents",
     "build_node_states",
     "discover_slurm_event_files",
+    "scan_slurm_event_files",
     "drop_staging",
     "events_as_of",
     "ingest_slurm_event_files",
@@ -64,12 +66,21 @@ _STAGE_REJECTS = "_stage_slurm_event_rejects"
 _STAGE_SNAPSHOTS = "_stage_slurm_event_snapshots"
 
 
+def _slurm_events_name(name: str) -> str | None:
+    """None for a node-state dump name (compression suffix already stripped), else why it is ignored."""
+    if name.endswith(SLURM_EVENTS_SUFFIXES):
+        return None
+    return "not a node-state dump name (expected *.txt or *.psv; .gz/.bz2/.xz ok)"
+
+
+def scan_slurm_event_files(landing: Path) -> SourceScan:
+    """The dumps under ``landing/slurm_events`` (recursively, stable order) and the ignored files."""
+    return scan_source(landing, SLURM_EVENTS_DIR, _slurm_events_name)
+
+
 def discover_slurm_event_files(landing: Path) -> list[Path]:
     """Every ``*.txt``/``*.psv`` under ``landing/slurm_events`` (recursively), in a stable order."""
-    root = landing / SLURM_EVENTS_DIR
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(SLURM_EVENTS_SUFFIXES))
+    return scan_slurm_event_files(landing).files
 
 
 @dataclass
@@ -105,30 +116,44 @@ def stage_slurm_event_files(
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_REJECTS} AS SELECT * FROM raw.rejects LIMIT 0")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_SNAPSHOTS} AS SELECT * FROM raw.slurm_event_snapshots LIMIT 0")
     staged = StagedSlurmEvents()
-    paths = discover_slurm_event_files(landing)
+    scan = scan_slurm_event_files(landing)
+    paths = scan.files
+    staged.ledger.extend(ignored_results(scan.ignored))
+    staged.results.extend(result for result, _, _ in staged.ledger)
     for index, path in enumerate(paths, start=1):
         source_file = path.relative_to(landing).as_posix()
-        sha = file_sha256(path)
-        if known.get(source_file) == sha:
+        read = read_landing_file(path)
+        sha = read.sha256
+        if sha and known.get(source_file) == sha:
             staged.results.append(FileIngest(source_file, "unchanged"))
             continue
         if source_file in known:
             staged.replaced.append(source_file)
-        try:
-            parsed = parse_slurm_events_file(path, source_file, timezone=timezone, cluster=cluster)
-        except SlurmEventsFormatError as exc:
-            con.execute(f"INSERT INTO {_STAGE_REJECTS} VALUES (?, ?, 0, NULL, ?, now())",
-                        [source_file, SLURM_EVENTS_KIND, str(exc)])
-            result = FileIngest(source_file, "refused", error=str(exc))
-        else:
+        fault = read.fault
+        parsed = None
+        if read.data.strip() or not fault:
+            try:
+                parsed = parse_slurm_events_file(path, source_file, timezone=timezone, cluster=cluster,
+                                                 data=read.data)
+            except SlurmEventsFormatError as exc:
+                fault = fault or str(exc)
+            except Exception as exc:  # noqa: BLE001 - a parser failure refuses this file only
+                fault = log_parse_crash(source_file, exc)
+        if parsed is not None:
             _insert_frame(con, _STAGE_EVENTS, parsed.records)
             _insert_frame(con, _STAGE_REJECTS, parsed.rejects,
                           f"source_file, '{SLURM_EVENTS_KIND}' AS source_kind, line_no, raw, error, now() AS rejected_at")
             if parsed.source_format == "sinfo" and parsed.observed_ts is not None:
                 con.execute(f"INSERT INTO {_STAGE_SNAPSHOTS} VALUES (?, ?, ?)",
                             [source_file, parsed.observed_ts, parsed.records.height])
-            result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.records.height, parsed.rejects.height)
-        staged.ledger.append((result, sha, path.stat().st_size))
+            result = FileIngest(source_file, "refused" if fault else "loaded", parsed.rows_read,
+                                parsed.records.height, parsed.rejects.height, fault)
+        else:
+            result = FileIngest(source_file, "refused", error=fault)
+        if fault:  # refused whole, or past a fault (the complete lines before it are kept)
+            con.execute(f"INSERT INTO {_STAGE_REJECTS} VALUES (?, ?, 0, NULL, ?, now())",
+                        [source_file, SLURM_EVENTS_KIND, fault])
+        staged.ledger.append((result, sha, read.size))
         staged.results.append(result)
         if progress:
             progress(f"slurm_events {index}/{len(paths)} {source_file}: {result.status}, "

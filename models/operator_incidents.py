@@ -13,6 +13,7 @@ import polars as pl
 
 from gpusre.models.hostlist import HostlistError, expand_hostlist
 from gpusre.models.hw_incidents import OPERATOR_SCHEMA
+from gpusre.models.landing_files import read_landing_file
 
 __all__ = ["INCIDENTS_FILE", "read_operator_incidents"]
 
@@ -29,13 +30,21 @@ def _ts(col: str) -> pl.Expr:
 
 def read_operator_incidents(path: Path, source_file: str = INCIDENTS_FILE) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(incidents, rejects)``: incidents in :data:`OPERATOR_SCHEMA`, rejects as in raw.rejects."""
-    raw = pl.read_csv(path, infer_schema=False).with_columns(pl.all().fill_null(""))
-    missing = [c for c in _REQUIRED if c not in raw.columns]
-    if missing:
-        reject = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None],
-                               "error": [f"missing column(s): {', '.join(missing)}"]},
+    def refused(reason: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        reject = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None], "error": [reason]},
                               schema={"source_file": pl.String, "line_no": pl.Int64, "raw": pl.String, "error": pl.String})
         return pl.DataFrame(schema=OPERATOR_SCHEMA), reject
+
+    read = read_landing_file(path)
+    if read.fault:
+        return refused(read.fault)
+    try:
+        raw = pl.read_csv(read.data, infer_schema=False).with_columns(pl.all().fill_null(""))
+    except (pl.exceptions.PolarsError, ValueError) as exc:  # empty, ragged rows, bad quoting
+        return refused(f"not a readable CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    missing = [c for c in _REQUIRED if c not in raw.columns]
+    if missing:
+        return refused(f"missing column(s): {', '.join(missing)}")
     if "notes" not in raw.columns:
         raw = raw.with_columns(notes=pl.lit(""))
     frame = raw.with_row_index("line_no", offset=2).with_columns(

@@ -954,6 +954,43 @@ def _json_records(job: dict[str, Any], line_no: int, source_file: str, cluster: 
     return rows
 
 
+#: Bounds of the Polars types a JSON record's values must fit (checked per job, so one job with a
+#: wrongly typed or out-of-range field is a reject instead of failing the file's DataFrame).
+_INT_BOUNDS: dict[type[pl.DataType], tuple[int, int]] = {
+    pl.Int32: (-(2**31), 2**31 - 1), pl.Int64: (-(2**63), 2**63 - 1),
+}
+#: Epoch seconds after 2200-01-01 are not seconds (slurmrestd plugins that print milliseconds).
+_MAX_EPOCH_S = 7_258_118_400
+_JSON_EPOCH_FIELDS = ("submit_ts", "eligible_ts", "start_ts", "end_ts")
+
+
+def _check_json_row(row: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the field when a value does not fit its column's type."""
+    for key, value in row.items():
+        if value is None:
+            continue
+        if key in _JSON_EPOCH_FIELDS:
+            dtype: pl.DataType = pl.Int64()
+            if isinstance(value, int) and not 0 <= value <= _MAX_EPOCH_S:
+                raise ValueError(f"{key}: {value} is not a time in epoch seconds (milliseconds?)")
+        else:
+            dtype = SACCT_RECORD_SCHEMA[key]
+        if isinstance(dtype, pl.List):
+            if not isinstance(value, list) or not all(
+                    isinstance(v, str) if dtype.inner == pl.String else (isinstance(v, int) and not isinstance(v, bool))
+                    for v in value):
+                raise ValueError(f"{key}: not a list of {dtype.inner}: {value!r:.80}")
+        elif dtype == pl.String:
+            if not isinstance(value, str):
+                raise ValueError(f"{key}: expected a string, got {type(value).__name__} {value!r:.80}")
+        elif type(dtype) in _INT_BOUNDS:
+            lo, hi = _INT_BOUNDS[type(dtype)]
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{key}: expected an integer, got {type(value).__name__} {value!r:.80}")
+            if not lo <= value <= hi:
+                raise ValueError(f"{key}: {value} is out of range")
+
+
 def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None) -> SacctParseResult:
     """Parse ``sacct --json`` / slurmrestd ``/slurmdb/v0.0.4x/job(s)`` output (top-level ``jobs[]``).
 
@@ -978,8 +1015,11 @@ def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None)
         try:
             if not isinstance(job, dict):
                 raise ValueError("job entry is not an object")
-            rows.extend(_json_records(job, line_no, source_file, cluster))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            job_rows = _json_records(job, line_no, source_file, cluster)
+            for row in job_rows:
+                _check_json_row(row)
+            rows.extend(job_rows)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
             reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             rejects.append(
                 {

@@ -16,7 +16,6 @@ staging copy (a staged year cost a second full write of every record).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,7 +23,8 @@ import duckdb
 import polars as pl
 
 from gpusre.models.background_writer import BackgroundWriter
-from gpusre.models.ingest_ledger import FileIngest, known_files, record_file
+from gpusre.models.ingest_ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
+from gpusre.models.landing_files import SourceScan, read_landing_file, scan_source, strip_compression
 from gpusre.models.sacct import (
     REJECT_SCHEMA,
     SacctFormatError,
@@ -39,7 +39,8 @@ from gpusre.models.sacct import (
 from gpusre.models.slurm_values import check_timezone
 from gpusre.models.warehouse import append_arrow, transaction
 
-__all__ = ["SACCT_SUFFIXES", "TYPE_BATCH_LINES", "discover_sacct_files", "ingest_sacct_files", "load_sacct_files"]
+__all__ = ["SACCT_SUFFIXES", "TYPE_BATCH_LINES", "discover_sacct_files", "ingest_sacct_files", "load_sacct_files",
+           "scan_sacct_files"]
 
 #: File name endings accepted under ``landing/sacct/``.
 SACCT_SUFFIXES: tuple[str, ...] = (".psv", ".txt", ".log", ".json", ".csv")
@@ -48,12 +49,22 @@ SACCT_SUFFIXES: tuple[str, ...] = (".psv", ".txt", ".log", ".json", ".csv")
 TYPE_BATCH_LINES = 250_000
 
 
+def _sacct_name(name: str) -> str | None:
+    """None for a sacct dump name (compression suffix already stripped), else why it is ignored."""
+    if name.endswith(SACCT_SUFFIXES):
+        return None
+    return f"not a sacct dump name (expected {', '.join('*' + s for s in SACCT_SUFFIXES)}; .gz/.bz2/.xz ok)"
+
+
+def scan_sacct_files(landing: Path) -> SourceScan:
+    """The dumps under ``landing/sacct`` (recursively, stable order; compressed ones too) and the
+    files ignored there, with the reason."""
+    return scan_source(landing, "sacct", _sacct_name)
+
+
 def discover_sacct_files(landing: Path) -> list[Path]:
     """All sacct dumps under ``landing/sacct`` (recursively), in a stable order."""
-    root = landing / "sacct"
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(SACCT_SUFFIXES))
+    return scan_sacct_files(landing).files
 
 
 def _queue_dirty_jobs_of(con: duckdb.DuckDBPyConnection, source_file: str) -> None:
@@ -98,13 +109,16 @@ def load_sacct_files(
     """
     check_timezone(timezone)
     known = known_files(con, "sacct")
-    paths = discover_sacct_files(landing)
+    scan = scan_sacct_files(landing)
+    paths = scan.files
     results: list[FileIngest] = []
-    ledger: list[tuple[FileIngest, str, int]] = []
-    # Text dumps read but not yet split and typed, grouped by layout; (file, sha, size) in order.
+    ledger: list[tuple[FileIngest, str, int]] = ignored_results(scan.ignored)
+    results.extend(result for result, _, _ in ledger)
+    # Text dumps read but not yet split and typed, grouped by layout; (file, sha, size, fault) in order.
     pending: dict[SplitLayout, list[SacctTextDump]] = {}
-    pending_files: list[tuple[str, str, int]] = []
+    pending_files: list[tuple[str, str, int, str | None]] = []
     pending_lines = 0
+    crashed: dict[str, str] = {}  # text dumps whose typing failed: the reason
 
     # Inserts run on a writer thread while this thread parses the next batch (see
     # models/background_writer.py); leaving it waits for them, before the caller's rollback.
@@ -121,52 +135,94 @@ def load_sacct_files(
                 progress(f"sacct {index}/{len(paths)} {source_file}: {result.status}, "
                          f"{result.rows_loaded} loaded, {result.rows_rejected} rejected")
 
+        def refuse(source_file: str, reason: str, sha: str, size: int, index: int) -> None:
+            """The whole file is refused: one line-0 reject, no records."""
+            submit(SacctParseResult(pl.DataFrame(), _file_reject(source_file, reason), 0))
+            finish(source_file, FileIngest(source_file, "refused", error=reason), sha, size, index)
+
+        def loaded(source_file: str, n_ok: int, n_bad: int,
+                   fault: str | None, sha: str, size: int, index: int) -> None:
+            """Records loaded; a file read only up to a fault is refused all the same (its line-0
+            reject says why), though the complete records before the fault are kept."""
+            if fault:
+                submit(SacctParseResult(pl.DataFrame(), _file_reject(source_file, fault), 0))
+            result = FileIngest(source_file, "refused" if fault else "loaded", n_ok + n_bad, n_ok, n_bad, fault)
+            finish(source_file, result, sha, size, index)
+
+        def type_group(group: list[SacctTextDump]) -> list[SacctParseResult]:
+            """Type dumps together; when that fails, one by one, so only the bad dump is refused."""
+            try:
+                return [type_sacct_dumps(group, timezone=timezone, cluster=cluster)]
+            except Exception:  # noqa: BLE001 - a parser bug on one file must not cost the others
+                if len(group) == 1:
+                    raise
+            out: list[SacctParseResult] = []
+            for dump in group:
+                try:
+                    out.append(type_sacct_dumps([dump], timezone=timezone, cluster=cluster))
+                except Exception as exc:  # noqa: BLE001
+                    reason = log_parse_crash(dump.source_file, exc)
+                    out.append(SacctParseResult(pl.DataFrame(), _file_reject(dump.source_file, reason), 0))
+                    crashed[dump.source_file] = reason
+            return out
+
         def type_pending(index: int) -> None:
             nonlocal pending_lines
-            loaded: dict[str, int] = {}
-            rejected: dict[str, int] = {}
+            n_loaded: dict[str, int] = {}
+            n_rejected: dict[str, int] = {}
             for group in pending.values():
-                parsed = type_sacct_dumps(group, timezone=timezone, cluster=cluster)
-                for counts, frame in ((loaded, parsed.records), (rejected, parsed.rejects)):
-                    for name, n in frame.group_by("source_file").len().iter_rows():
-                        counts[name] = n
-                submit(parsed)
-            for source_file, sha, size in pending_files:
-                n_ok, n_bad = loaded.get(source_file, 0), rejected.get(source_file, 0)
-                finish(source_file, FileIngest(source_file, "loaded", n_ok + n_bad, n_ok, n_bad), sha, size, index)
+                try:
+                    typed = type_group(group)
+                except Exception as exc:  # noqa: BLE001 - a single dump whose typing failed
+                    source_file = group[0].source_file
+                    crashed[source_file] = reason = log_parse_crash(source_file, exc)
+                    typed = [SacctParseResult(pl.DataFrame(), _file_reject(source_file, reason), 0)]
+                for parsed in typed:
+                    for counts, frame in ((n_loaded, parsed.records), (n_rejected, parsed.rejects)):
+                        if frame.height:
+                            for name, n in frame.filter(pl.col("line_no") > 0).group_by("source_file").len().iter_rows():
+                                counts[name] = n
+                    submit(parsed)
+            for source_file, sha, size, fault in pending_files:
+                if source_file in crashed:
+                    finish(source_file, FileIngest(source_file, "refused", error=crashed.pop(source_file)),
+                           sha, size, index)
+                    continue
+                loaded(source_file, n_loaded.get(source_file, 0), n_rejected.get(source_file, 0), fault,
+                       sha, size, index)
             pending.clear()
             pending_files.clear()
             pending_lines = 0
 
         for index, path in enumerate(paths, start=1):
             source_file = path.relative_to(landing).as_posix()
-            data = path.read_bytes()
-            sha = hashlib.sha256(data).hexdigest()
-            if known.get(source_file) == sha:
+            read = read_landing_file(path)
+            sha, size = read.sha256, read.size
+            if sha and known.get(source_file) == sha:
                 results.append(FileIngest(source_file, "unchanged"))
                 continue
             if source_file in known:
                 # Queued before any of the file's new rows (those are still pending here).
                 writer.submit(_replace_file_rows, con, source_file)
-            is_json = is_json_dump(path, data)
-            try:
-                if is_json:  # whole jobs[] documents: parsed on their own
-                    parsed = parse_sacct_json_bytes(data, source_file, cluster=cluster)
-                else:
-                    dump = read_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
-            except SacctFormatError as exc:
-                refused = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None],
-                                        "error": [str(exc)]}, schema=REJECT_SCHEMA)
-                submit(SacctParseResult(pl.DataFrame(), refused, 0))
-                finish(source_file, FileIngest(source_file, "refused", error=str(exc)), sha, len(data), index)
+            if read.fault and not read.data.strip():
+                refuse(source_file, read.fault, sha, size, index)
                 continue
-            if is_json:
-                submit(parsed)
-                finish(source_file, FileIngest(source_file, "loaded", parsed.rows_read, parsed.records.height,
-                                               parsed.rejects.height), sha, len(data), index)
+            try:
+                if is_json_dump(Path(strip_compression(path.name)), read.data):  # whole jobs[] documents
+                    parsed = parse_sacct_json_bytes(read.data, source_file, cluster=cluster)
+                    submit(parsed)
+                    loaded(source_file, parsed.records.height, parsed.rejects.height, read.fault,
+                           sha, size, index)
+                    continue
+                dump = read_sacct_text(read.data, source_file, fields=fields, delimiter=delimiter)
+            except SacctFormatError as exc:  # the read fault, if any, is the real reason (a cut JSON)
+                refuse(source_file, read.fault or str(exc), sha, size, index)
+                continue
+            except Exception as exc:  # noqa: BLE001 - any parser failure refuses this file only
+                refuse(source_file, read.fault or log_parse_crash(source_file, exc), sha, size, index)
                 continue
             pending.setdefault(dump.layout, []).append(dump)
-            pending_files.append((source_file, sha, len(data)))
+            pending_files.append((source_file, sha, size, read.fault))
             pending_lines += dump.lines.height
             if pending_lines >= TYPE_BATCH_LINES:
                 type_pending(index)
@@ -175,6 +231,12 @@ def load_sacct_files(
     for result, sha, size in ledger:
         record_file(con, "sacct", result, sha, size)
     return results
+
+
+def _file_reject(source_file: str, reason: str) -> pl.DataFrame:
+    """The line-0 reject of a file refused (whole, or past a fault)."""
+    return pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None], "error": [reason]},
+                        schema=REJECT_SCHEMA)
 
 
 def ingest_sacct_files(

@@ -573,12 +573,13 @@ def parse_sinfo_reasons_text(
 
 
 def parse_slurm_events_file(
-    path: Path, source_file: str, *, timezone: str = "UTC", cluster: str | None = None
+    path: Path, source_file: str, *, timezone: str = "UTC", cluster: str | None = None, data: bytes | None = None
 ) -> SlurmEventsParseResult:
     """Parse a file of ``landing/slurm_events``: an ``sinfo-*`` snapshot (observed at the file's
-    mtime) or a sacctmgr dump. Bytes are decoded as UTF-8, invalid sequences replaced (U+FFFD)."""
+    mtime) or a sacctmgr dump. Bytes (``data``, else the file's) are decoded as UTF-8, invalid
+    sequences replaced (U+FFFD)."""
     path = Path(path)
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = (path.read_bytes() if data is None else data).decode("utf-8", errors="replace")
     if is_sinfo_snapshot(path):
         observed = datetime.fromtimestamp(path.stat().st_mtime, tz=dt_timezone.utc).replace(microsecond=0)
         return parse_sinfo_reasons_text(text, source_file, observed_ts=observed, timezone=timezone, cluster=cluster)

@@ -302,6 +302,15 @@ def _offset_seconds(off: pl.Expr) -> pl.Expr:
     )
 
 
+def _offset_valid(off: pl.Expr) -> pl.Expr:
+    """A UTC offset that exists: "Z", or at most 14 hours (UTC+14, Kiribati) with minutes below 60;
+    "+99:00" would silently shift the line by days."""
+    digits = off.str.replace(":", "", literal=True)
+    hours = digits.str.slice(1, 2).cast(pl.Int64, strict=False)
+    minutes = digits.str.slice(3, 2).cast(pl.Int64, strict=False)
+    return (off == "Z") | ((hours <= 14) & (minutes < 60)).fill_null(False)
+
+
 def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
     """Column ``_naive`` (local wall clock, file order) -> ``_local_ts`` (UTC) and ``_gap``.
 
@@ -555,6 +564,8 @@ def _parse_header_format(
             .then(pl.lit("RFC 5424 line without a timestamp (NILVALUE)"))
             .when(~pl.col("_valid"))
             .then(pl.lit("invalid date or time"))
+            .when(off.is_not_null() & ~_offset_valid(off))
+            .then(pl.format("impossible UTC offset {}", off))
             .when(off.is_null() & pl.col("_gap"))
             .then(pl.lit(f"local time does not exist in {timezone} (DST gap)"))
         )

@@ -29,23 +29,27 @@ import pyarrow as pa
 from gpusre.models.alert_nodes import HostMapping, node_names
 from gpusre.models.background_writer import BackgroundWriter
 from gpusre.models.event_catalog import classify_messages
-from gpusre.models.ingest_ledger import FileIngest, file_sha256, known_files, record_file
-from gpusre.models.syslog import parse_syslog_file
+from gpusre.models.ingest_ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
+from gpusre.models.landing_files import SourceScan, read_landing_file, scan_source
+from gpusre.models.syslog import LINE_SCHEMA, REJECT_SCHEMA, SyslogParseResult, host_from_filename, parse_syslog_bytes
 from gpusre.models.templates import TemplateMiner
 from gpusre.models.warehouse import append_arrow, transaction
 
-__all__ = ["SYSLOG_MINER", "discover_syslog_files", "ingest_syslog_files", "load_miner", "save_miner"]
+__all__ = ["SYSLOG_MINER", "discover_syslog_files", "scan_syslog_files", "ingest_syslog_files", "load_miner", "save_miner"]
 
 SYSLOG_MINER = "syslog"
 _DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
+def scan_syslog_files(landing: Path) -> SourceScan:
+    """Every node log under ``landing/syslog`` (recursively, any name; README and hidden files
+    ignored), in a stable order, and the ignored files with the reason."""
+    return scan_source(landing, "syslog", lambda _name: None)
+
+
 def discover_syslog_files(landing: Path) -> list[Path]:
     """Every file under ``landing/syslog`` (recursively; README files excluded), in a stable order."""
-    root = landing / "syslog"
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))
+    return scan_syslog_files(landing).files
 
 
 def load_miner(con: duckdb.DuckDBPyConnection, miner: str = SYSLOG_MINER) -> TemplateMiner:
@@ -137,10 +141,11 @@ def ingest_syslog_files(
     """
     hosts = hosts or HostMapping()
     known = known_files(con, "syslog")
-    paths = discover_syslog_files(landing)
+    scan = scan_syslog_files(landing)
+    paths = scan.files
     jobs_span = _jobs_span(con)
-    results: list[FileIngest] = []
-    ledger: list[tuple[FileIngest, str, int]] = []
+    ledger: list[tuple[FileIngest, str, int]] = ignored_results(scan.ignored)
+    results: list[FileIngest] = [result for result, _, _ in ledger]
     miner: TemplateMiner | None = None
     pending: list[pl.DataFrame] = []
     pending_rows = 0
@@ -149,8 +154,9 @@ def ingest_syslog_files(
     with transaction(con), BackgroundWriter("syslog-writer") as writer:
         for index, path in enumerate(paths, start=1):
             source_file = path.relative_to(landing).as_posix()
-            sha = file_sha256(path)
-            if known.get(source_file) == sha:
+            read = read_landing_file(path)
+            sha = read.sha256
+            if sha and known.get(source_file) == sha:
                 results.append(FileIngest(source_file, "unchanged"))
                 continue
             if miner is None:
@@ -160,18 +166,29 @@ def ingest_syslog_files(
                 # Queued before any of the file's new rows (they are still pending here).
                 writer.submit(con.execute, "DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
                 writer.submit(con.execute, "DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
-            parsed = parse_syslog_file(path, source_file, timezone=timezone,
-                                       year_hint=_year_hint(source_file, jobs_span))
+            fault = read.fault
+            try:
+                parsed = parse_syslog_bytes(read.data, source_file, timezone=timezone,
+                                            year_hint=_year_hint(source_file, jobs_span),
+                                            host_from_name=host_from_filename(source_file))
+            except Exception as exc:  # noqa: BLE001 - a parser failure refuses this file only
+                fault = log_parse_crash(source_file, exc)
+                parsed = SyslogParseResult(pl.DataFrame(schema=LINE_SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0)
             if parsed.lines.height:
                 pending.append(parsed.lines)
                 pending_rows += parsed.lines.height
-            if parsed.rejects.height:
+            rejects = parsed.rejects
+            if fault:  # the line-0 reject of a file refused whole or past a fault
+                rejects = pl.concat([rejects, pl.DataFrame(
+                    {"source_file": [source_file], "line_no": [0], "raw": [None], "error": [fault]},
+                    schema=rejects.schema)])
+            if rejects.height:
                 writer.submit(
-                    append_arrow, con, "raw.rejects", parsed.rejects.to_arrow(compat_level=pl.CompatLevel.oldest()),
+                    append_arrow, con, "raw.rejects", rejects.to_arrow(compat_level=pl.CompatLevel.oldest()),
                     "source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at")
-            result = FileIngest(source_file, "loaded", parsed.rows_read, parsed.lines.height,
-                                parsed.rejects.height)
-            ledger.append((result, sha, path.stat().st_size))
+            result = FileIngest(source_file, "refused" if fault else "loaded", parsed.rows_read,
+                                parsed.lines.height, parsed.rejects.height, fault)
+            ledger.append((result, sha, read.size))
             results.append(result)
             if pending_rows >= BATCH_LINES:
                 batch = _lines_batch(pending, miner, hosts)
@@ -187,8 +204,8 @@ def ingest_syslog_files(
             writer.submit(append_arrow, con, "raw.syslog_lines", batch)
             del batch
         writer.drain()
+        for result, sha, size in ledger:
+            record_file(con, "syslog", result, sha, size)
         if miner is not None:
-            for result, sha, size in ledger:
-                record_file(con, "syslog", result, sha, size)
             save_miner(con, miner)
     return results

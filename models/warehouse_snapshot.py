@@ -21,13 +21,27 @@ from pathlib import Path
 
 from gpusre.models.warehouse import connect
 
-__all__ = ["publish_snapshot", "snapshot_path"]
+__all__ = ["publish_snapshot", "remove_stale_snapshot_tmp", "snapshot_path"]
 
 
 def snapshot_path(warehouse: Path) -> Path:
     """Where the snapshot of ``warehouse`` goes: ``w.duckdb`` → ``w.snapshot.duckdb`` (same folder)."""
     warehouse = Path(warehouse)
     return warehouse.with_name(f"{warehouse.stem}.snapshot{warehouse.suffix or '.duckdb'}")
+
+
+def _tmp_path(target: Path) -> Path:
+    return target.with_name(target.name + ".tmp")
+
+
+def remove_stale_snapshot_tmp(warehouse: Path) -> bool:
+    """Delete the half-written copy a killed run left (``w.snapshot.duckdb.tmp``, unreadable);
+    the caller holds the run lock, so no copy is in progress. True when there was one."""
+    tmp = _tmp_path(snapshot_path(warehouse))
+    if tmp.exists():
+        tmp.unlink(missing_ok=True)
+        return True
+    return False
 
 
 def publish_snapshot(warehouse: Path, target: Path | None = None) -> Path:
@@ -41,7 +55,7 @@ def publish_snapshot(warehouse: Path, target: Path | None = None) -> Path:
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    tmp = target.with_name(target.name + ".tmp")
+    tmp = _tmp_path(target)
     try:
         shutil.copyfile(warehouse, tmp)
         with tmp.open("rb+") as fh:

@@ -39,6 +39,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _run(landing: Path, warehouse: Path, reports: Path) -> int:
+    from gpusre.pipelines.run_lock import warehouse_lock
+
+    # The run lock first, before Dagster is imported (seconds): a second run is refused at once.
+    with warehouse_lock(warehouse, _progress):
+        return _run_locked(landing, warehouse, reports)
+
+
+def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
     import logging
 
     from gpusre.pipelines.runner import run_pipeline
@@ -52,11 +60,14 @@ def _run(landing: Path, warehouse: Path, reports: Path) -> int:
     progress_logger.setLevel(logging.INFO)
     progress_logger.propagate = False
 
+    _start_run_log(warehouse.parent / "logs")
     summary = run_pipeline(landing, warehouse, reports, progress=_progress)
-    for refused in summary.files_refused:
-        print(f"gpusre: refused {refused}", file=sys.stderr)
+    for refused in summary.files_refused:  # "<file>: <reason>", one line per problem
+        print(f"gpusre: error: {refused}", file=sys.stderr)
+    if summary.files_refused:
+        _log_hint()  # a file a parser could not read has its traceback there
     print(f"warehouse: {warehouse} ({summary.jobs:,} jobs, {summary.rows_rejected:,} records rejected "
-          f"this run; see raw.rejects) in {summary.seconds:.1f} s")
+          f"and {len(summary.files_refused)} file(s) refused this run; see raw.rejects) in {summary.seconds:.1f} s")
     if summary.report_html:
         print(f"report: {summary.report_html}")
     if summary.slo_report_html:
@@ -65,6 +76,39 @@ def _run(landing: Path, warehouse: Path, reports: Path) -> int:
         print(f"snapshot for ad hoc queries (readable while a run writes): {summary.snapshot}")
     # A refused file is a failed input even though everything else loaded: make cron notice.
     return EXIT_FAILED if summary.files_refused else 0
+
+
+#: The log file of this process's run, once one was started (tracebacks go there, never to the terminal).
+_RUN_LOG: list[Path] = []
+
+
+def _start_run_log(folder: Path) -> None:
+    """Send the ``gpusre`` loggers' records (tracebacks of failed steps and of files a parser could
+    not read) to ``folder/gpusre-run-<UTC time>-<pid>.log``; the file is created on the first record."""
+    import logging
+    import os
+    from datetime import UTC, datetime
+
+    path = folder / f"gpusre-run-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{os.getpid()}.log"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # no log file rather than a failed run
+    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("gpusre")
+    for old in [h for h in root.handlers if isinstance(h, logging.FileHandler)]:
+        root.removeHandler(old)  # main() may run more than once in one process (tests)
+        old.close()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    _RUN_LOG[:] = [path]
+
+
+def _log_hint() -> None:
+    """Name the log file holding the details, when the run wrote one."""
+    if _RUN_LOG and _RUN_LOG[0].exists():
+        print(f"gpusre: details (tracebacks, warnings) in {_RUN_LOG[0]}", file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -265,21 +309,35 @@ def main(argv: list[str] | None = None) -> int:
 
     from gpusre.pipelines.config import ClusterConfigError
 
+    import logging
+
     try:
         from gpusre.pipelines.runner import PipelineError
+        from gpusre.pipelines.run_lock import WarehouseBusy
     except ImportError:  # pragma: no cover - runner imports Dagster; keep errors readable anyway
-        PipelineError = RuntimeError  # type: ignore[misc,assignment]
+        PipelineError = WarehouseBusy = RuntimeError  # type: ignore[misc,assignment]
+    _RUN_LOG.clear()
     try:
         return int(args.func(args))
-    except (ClusterConfigError, PipelineError, FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+    except (ClusterConfigError, PipelineError, WarehouseBusy, FileNotFoundError, NotADirectoryError,
+            PermissionError) as exc:
         print(f"gpusre: error: {exc}", file=sys.stderr)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
-        print(f"gpusre: error: cannot open the warehouse (is another gpusre/dagster process writing it?): {first}",
-              file=sys.stderr)
+        print(f"gpusre: error: cannot open the warehouse (held open by another process? ad hoc readers should "
+              f"open the snapshot <warehouse>.snapshot.duckdb): {first}", file=sys.stderr)
     except KeyboardInterrupt:
         print("gpusre: interrupted; the warehouse keeps its last committed state", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - never a traceback on the terminal: it goes to the log
+        if not _RUN_LOG:  # not a run: the traceback still goes to a file, never to the terminal
+            import tempfile
+
+            _start_run_log(Path(tempfile.gettempdir()) / "gpusre-logs")
+        logging.getLogger("gpusre.cli").error("unexpected error", exc_info=exc)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"gpusre: error: {type(exc).__name__}: {first}", file=sys.stderr)
+    _log_hint()
     return EXIT_FAILED
 
 

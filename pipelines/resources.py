@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import dagster as dg
 import duckdb
+from pydantic import PrivateAttr
 
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.config import ClusterConfig, load_cluster_config
+from gpusre.pipelines.run_lock import warehouse_lock
 
 __all__ = ["WarehouseResource", "LandingResource", "ReportsResource", "default_resources"]
 
@@ -27,9 +29,25 @@ DEFAULT_REPORTS = "demo/reports"
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse file. Open per use; never hold a connection across steps."""
+    """The DuckDB warehouse file. Open per use; never hold a connection across steps.
+
+    While a run (or, with a multiprocess executor, a step) uses it, it holds the warehouse's run
+    lock (:mod:`gpusre.pipelines.run_lock`), so runs the schedule or the sensor launch exclude
+    ``gpusre run`` and each other as the CLI's runs do; inside ``gpusre run``, which took the lock
+    already, this is a no-op. Another run holding it fails the step at once with "warehouse busy"."""
 
     path: str
+    _lock: ExitStack | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        stack = ExitStack()
+        stack.enter_context(warehouse_lock(Path(self.path)))
+        self._lock = stack
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:

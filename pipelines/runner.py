@@ -8,6 +8,7 @@ else in a throwaway in-memory instance.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -19,18 +20,58 @@ import dagster as dg
 import duckdb
 
 from gpusre.models.warehouse import connect
+from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
 from gpusre.pipelines.config import load_cluster_config
 from gpusre.pipelines.definitions import build_definitions
 from gpusre.pipelines.partitions import DAILY_PARTITIONS
+from gpusre.pipelines.run_lock import warehouse_lock
 
-__all__ = ["PipelineError", "RunSummary", "run_pipeline"]
+__all__ = ["SOURCES", "PipelineError", "RunSummary", "SourceSummary", "run_pipeline"]
 
-#: Dagster's own console logging is switched down to warnings: the CLI prints its own progress.
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: Dagster's own console logging is switched off below CRITICAL: the CLI prints its own progress and
+#: one line per problem; a failing step's ERROR events (with their traceback) go to the run's log
+#: file instead (see :func:`_execute`).
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+_log = logging.getLogger("gpusre.run")
 
 
 class PipelineError(RuntimeError):
     """A run failed for a reason the user can act on; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A landing source: its folder, the raw asset that ingests it, what one of its records is."""
+
+    name: str
+    asset: dg.AssetKey
+    records: str
+
+
+#: The landing sources, each optional: a landing with any subset of them runs.
+SOURCES: tuple[Source, ...] = (
+    Source("sacct", dg.AssetKey(["raw", "sacct_records"]), "sacct records"),
+    Source("syslog", dg.AssetKey(["raw", "syslog_lines"]), "node-log lines"),
+    Source("alerts", dg.AssetKey(["raw", "alert_notifications"]), "alert notifications"),
+    Source("slurm_events", dg.AssetKey(["raw", "slurm_events"]), "node-state events"),
+)
+
+
+@dataclass
+class SourceSummary:
+    """What the ingest did with one source's files in this run."""
+
+    files_changed: int = 0  # new or changed files read (loaded or refused)
+    files_refused: int = 0
+    files_ignored: int = 0  # not this source's files (README, wrong name): listed in raw.ingested_files
+    rows_loaded: int = 0
+    rows_rejected: int = 0
+
+    def line(self, name: str, records: str) -> str:
+        """``sacct: 2 new/changed file(s), 1 refused, 0 ignored; 1,234 sacct records loaded, 5 rejected``."""
+        return (f"{name}: {self.files_changed} new/changed file(s), {self.files_refused} refused, "
+                f"{self.files_ignored} ignored; {self.rows_loaded:,} {records} loaded, {self.rows_rejected:,} rejected")
 
 
 @dataclass
@@ -38,9 +79,9 @@ class RunSummary:
     """What a pipeline run did, for the CLI's closing lines and for tests."""
 
     files_changed: int = 0
-    files_refused: list[str] = field(default_factory=list)
+    files_refused: list[str] = field(default_factory=list)  # "<file>: <reason>", every source
     rows_loaded: int = 0
-    rows_rejected: int = 0
+    rows_rejected: int = 0  # records rejected this run, every source
     log_lines_loaded: int = 0
     node_events: int = 0
     jobs: int = 0
@@ -51,21 +92,50 @@ class RunSummary:
     snapshot: Path | None = None  # the warehouse copy for ad hoc queries (reports/warehouse_snapshot)
     report_markdown: Path | None = None
     seconds: float = 0.0
+    sources: dict[str, SourceSummary] = field(default_factory=dict)
 
 
 def _instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
 
 
-def _execute(defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance,
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _lock_conflict(warehouse: Path, exc: BaseException) -> str | None:
+    """The one-line error for a warehouse file another process holds open, else None.
+
+    gpusre runs exclude each other with the run lock before they open the file, so the holder is
+    an ad hoc reader (``duckdb`` CLI, a notebook) or a Dagster process: point readers at the
+    snapshot, which stays readable while a run writes."""
+    if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
+        return None
+    return (f"{warehouse}: the warehouse file is held open by another process (an ad hoc reader or a dagster "
+            f"process, not a gpusre run); readers should open the snapshot {snapshot_path(warehouse)} "
+            f"instead: {_first_line(exc)}")
+
+
+def _execute(defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, warehouse: Path,
              tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
+    """Run one job in process; any failure is one :class:`PipelineError` line, its traceback logged.
+
+    Dagster 1.13's ``execute_in_process`` re-raises the step's own exception (not a
+    ``DagsterExecutionStepExecutionError``), so every exception is caught here."""
     job = defs.resolve_job_def(job_name)
     try:
         result = job.execute_in_process(instance=instance, run_config=QUIET_RUN_CONFIG, tags=tags,
                                         raise_on_error=True)
-    except dg.DagsterExecutionStepExecutionError as exc:
-        cause = exc.user_exception if exc.user_exception is not None else exc
-        raise PipelineError(f"{job_name} failed in step {exc.step_key}: {type(cause).__name__}: {cause}") from exc
+    except PipelineError:
+        raise
+    except Exception as exc:
+        cause = getattr(exc, "user_exception", None) or exc
+        _log.error("%s failed", job_name, exc_info=cause)
+        step = getattr(exc, "step_key", None)
+        where = f"{job_name} failed" + (f" in step {step}" if step else "")
+        raise PipelineError(_lock_conflict(warehouse, cause)
+                            or f"{where}: {type(cause).__name__}: {_first_line(cause)}") from exc
     if not result.success:
         raise PipelineError(f"{job_name} failed")
     return result
@@ -89,44 +159,68 @@ def _preflight_warehouse(warehouse: Path) -> None:
     try:
         connect(warehouse).close()
     except duckdb.IOException as exc:
-        first = str(exc).splitlines()[0]
-        raise PipelineError(f"{warehouse}: cannot open the warehouse for writing (is another gpusre or "
-                            f"dagster process writing it?): {first}") from exc
+        raise PipelineError(_lock_conflict(warehouse, exc)
+                            or f"{warehouse}: cannot open the warehouse for writing: {_first_line(exc)}") from exc
+
+
+def _has_input(landing: Path) -> bool:
+    """True when any source folder holds any file (each source is optional, but not all of them)."""
+    return any(p.is_file() or p.is_symlink() for s in SOURCES if (landing / s.name).is_dir()
+               for p in (landing / s.name).rglob("*"))
+
+
+def _source_summaries(ingest: dg.ExecuteInProcessResult, summary: RunSummary) -> None:
+    """Per-source counts and every refused file, from the raw assets' materialization metadata."""
+    for source in SOURCES:
+        meta = _materialization_metadata(ingest, source.asset)
+        summary.sources[source.name] = SourceSummary(
+            files_changed=_count(meta, "files_changed"), files_refused=_count(meta, "files_refused"),
+            files_ignored=_count(meta, "files_ignored"), rows_loaded=_count(meta, "rows_loaded"),
+            rows_rejected=_count(meta, "rows_rejected"))
+        summary.files_refused += [f"{d['file']}: {d['error']}" for d in (meta.get("refused_files") or [])]
+    summary.files_changed = sum(s.files_changed for s in summary.sources.values())
+    summary.rows_rejected = sum(s.rows_rejected for s in summary.sources.values())
+    summary.rows_loaded = summary.sources["sacct"].rows_loaded
+    summary.log_lines_loaded = summary.sources["syslog"].rows_loaded
 
 
 def run_pipeline(landing: Path, warehouse: Path, reports: Path,
                  progress: Callable[[str], None] = lambda _msg: None) -> RunSummary:
-    """Materialize every asset over ``landing`` into ``warehouse``; safe to run again."""
+    """Materialize every asset over ``landing`` into ``warehouse``; safe to run again.
+
+    Holds the warehouse's run lock from the first step to the last (snapshot included): a second
+    run raises :class:`~gpusre.pipelines.run_lock.WarehouseBusy` at once."""
     started = time.monotonic()
     if not landing.is_dir():
         raise PipelineError(f"{landing}: landing directory does not exist")
     load_cluster_config(landing)  # fail fast, before any run, with the key path of a bad setting
-    sacct_dir = landing / "sacct"
-    if not sacct_dir.is_dir() or not any(p.is_file() for p in sacct_dir.rglob("*")):
-        raise PipelineError(f"{landing / 'sacct'}: no sacct dumps found (expected *.psv, *.txt or *.json)")
+    if not _has_input(landing):
+        raise PipelineError(f"{landing}: no input files (expected any of "
+                            f"{', '.join(s.name + '/' for s in SOURCES)} with files in it)")
+    with warehouse_lock(warehouse, progress):
+        remove_stale_snapshot_tmp(warehouse)
+        return _run_locked(landing, warehouse, reports, progress, started)
 
+
+def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callable[[str], None],
+                started: float) -> RunSummary:
     _preflight_warehouse(warehouse)
     defs = build_definitions(str(warehouse), str(landing), str(reports))
     instance = _instance()
     summary = RunSummary()
 
-    progress("[1/3] ingest: sacct dumps and node logs -> raw.*, core.*")
+    progress("[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*")
     t0 = time.monotonic()
-    ingest = _execute(defs, "ingest_job", instance)
-    raw_meta = _materialization_metadata(ingest, dg.AssetKey(["raw", "sacct_records"]))
-    log_meta = _materialization_metadata(ingest, dg.AssetKey(["raw", "syslog_lines"]))
-    core_meta = _materialization_metadata(ingest, dg.AssetKey(["core", "jobs"]))
-    events_meta = _materialization_metadata(ingest, dg.AssetKey(["core", "node_events"]))
-    summary.files_changed = _count(raw_meta, "files_changed") + _count(log_meta, "files_changed")
-    summary.rows_loaded = _count(raw_meta, "rows_loaded")
-    summary.log_lines_loaded = _count(log_meta, "rows_loaded")
-    summary.rows_rejected = _count(raw_meta, "rows_rejected") + _count(log_meta, "rows_rejected")
-    summary.files_refused = [f"{d['file']}: {d['error']}" for d in (raw_meta.get("refused_files") or [])]
-    summary.jobs = _count(core_meta, "dagster/row_count")
-    summary.node_events = _count(events_meta, "dagster/row_count")
-    progress(f"      {summary.files_changed} new/changed file(s): {summary.rows_loaded:,} sacct records and "
-             f"{summary.log_lines_loaded:,} node-log lines loaded, {summary.rows_rejected:,} rejected; "
-             f"{summary.jobs:,} jobs, {summary.node_events:,} node events ({time.monotonic() - t0:.1f} s)")
+    ingest = _execute(defs, "ingest_job", instance, warehouse)
+    _source_summaries(ingest, summary)
+    summary.jobs = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "jobs"])), "dagster/row_count")
+    summary.node_events = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "node_events"])),
+                                 "dagster/row_count")
+    progress(f"      {summary.files_changed} new/changed file(s), {len(summary.files_refused)} refused; "
+             f"{summary.rows_rejected:,} records rejected; {summary.jobs:,} jobs, {summary.node_events:,} node "
+             f"events ({time.monotonic() - t0:.1f} s)")
+    for source in SOURCES:
+        progress(f"      {summary.sources[source.name].line(source.name, source.records)}")
 
     con = connect(warehouse)
     try:
@@ -149,7 +243,7 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
         end = min(hi.isoformat(), last_key) if last_key else hi.isoformat()
         progress(f"[2/3] daily marts: {start} .. {end}")
         t0 = time.monotonic()
-        _execute(defs, "daily_marts_job", instance, tags={
+        _execute(defs, "daily_marts_job", instance, warehouse, tags={
             "dagster/asset_partition_range_start": start,
             "dagster/asset_partition_range_end": end,
         })
@@ -160,7 +254,7 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
 
     progress("[3/3] roll-up marts, reliability SLIs, node states, reports")
     t0 = time.monotonic()
-    rollup = _execute(defs, "rollup_job", instance)
+    rollup = _execute(defs, "rollup_job", instance, warehouse)
     report_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "nightly"]))
     if report_meta.get("html"):
         summary.report_html = Path(str(report_meta["html"]))

@@ -366,7 +366,7 @@ def test_broken_json_document_and_unreadable_file(tmp_path: Path) -> None:
     con.close()
     assert results["alerts/good.jsonl.gz"].rows_loaded == 1
     assert rejects[0][:2] == ("alerts/broken.json", 4) and "line 4, column 16" in rejects[0][2]
-    assert rejects[1][:2] == ("alerts/corrupt.jsonl.gz", 0) and rejects[1][2].startswith("cannot read the file")
+    assert rejects[1][:2] == ("alerts/corrupt.jsonl.gz", 0) and rejects[1][2].startswith("corrupt gzip stream")
     assert files == [("alerts/broken.json", "loaded"), ("alerts/corrupt.jsonl.gz", "refused"),
                      ("alerts/good.jsonl.gz", "loaded")]
 

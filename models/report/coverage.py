@@ -65,12 +65,38 @@ def ends_early(row: dict[str, Any], last: date) -> bool:
     return row["last_record_ts"] is not None and row["last_record_ts"] < period_end - FRESH_SLACK
 
 
+#: What is empty in the reports when a dense source never loaded a record (each source is optional;
+#: node states and alerts are extras many sites do not collect, so their absence is not warned about).
+MISSING_SOURCE_EFFECTS: dict[str, str] = {
+    "sacct": "job figures, failure attribution, ETTR and goodput are empty",
+    "syslog": "there are no node events or hardware incidents, and job failures cannot be attributed",
+}
+
+
+def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """A source that never loaded a record, and landing files refused (their ledger row says so
+    now): a missing input must not read as a quiet night."""
+    if not table_exists(con, "raw.ingested_files"):
+        return []
+    loaded = dict(con.sql("SELECT source_kind, sum(rows_loaded) FROM raw.ingested_files GROUP BY ALL").fetchall())
+    warnings = [f"No {SOURCE_LABELS[kind]} records were loaded (landing/{kind}/ is missing, empty or refused): "
+                f"{effect}." for kind, effect in MISSING_SOURCE_EFFECTS.items() if not loaded.get(kind)]
+    refused = con.sql("SELECT source_file, error FROM raw.ingested_files WHERE status = 'refused' "
+                      "ORDER BY ingested_at DESC, source_file").fetchall()
+    if refused:
+        shown = "; ".join(f"{f} ({truncate(e or '', 60)})" for f, e in refused[:3])
+        more = f" and {plural(len(refused) - 3, 'more')}" if len(refused) > 3 else ""
+        warnings.append(f"{plural(len(refused), 'landing file')} refused, so their records are missing or "
+                        f"incomplete: {shown}{more} — see raw.ingested_files and raw.rejects.")
+    return warnings
+
+
 def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
                       gaps_since: date | None = None) -> list[str]:
     """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
     incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
     since = gaps_since or first
-    warnings: list[str] = []
+    warnings: list[str] = _input_file_warnings(con)
     for r in freshness_rows(con):
         if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
             continue

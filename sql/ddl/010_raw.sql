@@ -8,8 +8,8 @@ CREATE TABLE IF NOT EXISTS raw.ingested_files (
     rows_read     BIGINT NOT NULL,       -- data records seen (header and blank lines excluded)
     rows_loaded   BIGINT NOT NULL,
     rows_rejected BIGINT NOT NULL,
-    status        VARCHAR NOT NULL,      -- 'loaded' | 'refused' (whole file unusable: see error)
-    error         VARCHAR,               -- why a file was refused
+    status        VARCHAR NOT NULL,      -- 'loaded' | 'refused' (unreadable as a whole, or past a fault: see error) | 'ignored' (not this source's file: see error)
+    error         VARCHAR,               -- why a file was refused or ignored
     ingested_at   TIMESTAMPTZ NOT NULL
 );
 

@@ -1,0 +1,149 @@
+"""One run per warehouse for the whole run: the run lock, two concurrent `gpusre run`s, a stale lock,
+and an ad hoc reader holding the warehouse file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
+from gpusre.pipelines.run_lock import WarehouseBusy, lock_path, warehouse_lock
+
+GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
+
+
+def _start_run(landing: Path, warehouse: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([*GPUSRE, "run", "--landing", str(landing), "--warehouse", str(warehouse)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _hold_lock(warehouse: Path) -> subprocess.Popen[str]:
+    """Another process holding the run lock of ``warehouse`` (returns once it holds it)."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from gpusre.pipelines.run_lock import warehouse_lock\n"
+                               "with warehouse_lock(sys.argv[1]):\n"
+                               "    print('held', flush=True); time.sleep(60)\n", str(warehouse)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny landing: a run over it takes a few seconds."""
+    out = tmp_path_factory.mktemp("lock") / "landing"
+    proc = subprocess.run([*GPUSRE, "simulate", "--out", str(out), "--nodes", "2", "--days", "2",
+                           "--start", "2026-09-01"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_second_holder_is_refused_at_once_with_pid_and_time(tmp_path: Path) -> None:
+    wh = tmp_path / "w.duckdb"
+    holder = _hold_lock(wh)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(WarehouseBusy, match=rf"warehouse busy: run {holder.pid} since \d{{4}}-\d\d-\d\dT"):
+            with warehouse_lock(wh):
+                pass
+        assert time.monotonic() - t0 < 1.0  # no waiting
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without releasing: its text is still there, the kernel freed the lock.
+    assert lock_path(wh).read_text().startswith(f"{holder.pid} ")
+    messages: list[str] = []
+    with warehouse_lock(wh, messages.append):
+        assert lock_path(wh).read_text().startswith(f"{os.getpid()} ")
+    assert len(messages) == 1 and f"stale lock: run {holder.pid} since" in messages[0]
+    assert lock_path(wh).read_text() == ""  # released cleanly
+
+
+def test_stale_snapshot_tmp_is_removed(tmp_path: Path) -> None:
+    wh = tmp_path / "w.duckdb"
+    tmp = snapshot_path(wh).with_name(snapshot_path(wh).name + ".tmp")
+    tmp.write_bytes(b"half a copy")
+    assert remove_stale_snapshot_tmp(wh) and not tmp.exists()
+    assert not remove_stale_snapshot_tmp(wh)
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 4.0, 10.0])
+def test_two_runs_one_completes_one_is_refused(landing: Path, tmp_path: Path, delay_s: float) -> None:
+    """Two runs started ``delay_s`` apart: whichever takes the lock first completes, the other exits 1
+    at once (while the winner still runs) with one line and no traceback. With no delay either may win."""
+    wh = tmp_path / "w.duckdb"
+    runs = [_start_run(landing, wh)]
+    time.sleep(delay_s)
+    if runs[0].poll() is not None:  # the first run was over before the second started: nothing to race
+        assert runs[0].returncode == 0, runs[0].communicate()[1]
+        pytest.skip(f"the first run finished within {delay_s} s on this machine")
+    runs.append(_start_run(landing, wh))
+    finished: list[tuple[subprocess.Popen[str], str, str, bool]] = []
+    pending = list(runs)
+    while pending:  # collect in finishing order
+        for proc in pending:
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                finished.append((proc, out, err, any(p.poll() is None for p in pending if p is not proc)))
+                pending.remove(proc)
+                break
+        else:
+            time.sleep(0.1)
+    (loser, out_l, err_l, other_running), (winner, out_w, err_w, _) = finished
+    assert winner.returncode == 0, err_w
+    assert "report:" in out_w and "Traceback" not in err_w
+    assert loser.returncode == 1, (out_l, err_l)
+    assert other_running  # refused at once, not after waiting for the winner
+    assert err_l.strip().count("\n") == 0 and "Traceback" not in err_l
+    assert f"warehouse busy: run {winner.pid} since" in err_l or "warehouse busy: another run (starting)" in err_l
+    if delay_s >= 4:
+        assert winner is runs[0]
+
+
+def test_reader_holding_the_file_is_pointed_at_the_snapshot(landing: Path, tmp_path: Path) -> None:
+    wh = tmp_path / "w.duckdb"
+    done = _start_run(landing, wh)
+    assert done.wait(timeout=300) == 0
+    reader = subprocess.Popen([sys.executable, "-c",
+                               "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+                               "print('ok', flush=True); time.sleep(60)", str(wh)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "ok"
+        proc = _start_run(landing, wh)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        reader.kill()
+        reader.wait()
+    assert proc.returncode == 1
+    assert str(snapshot_path(wh)) in err and "not a gpusre run" in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0, err
+
+
+def test_dagster_runs_take_the_lock_too(tmp_path: Path) -> None:
+    """A run the schedule or the sensor launches (not through the CLI) holds the same lock."""
+    import dagster as dg
+
+    from gpusre.assets.ingest_sacct import raw_sacct
+    from gpusre.pipelines.resources import default_resources
+
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "a.psv").write_text("JobID|State\n1|COMPLETED\n")
+    wh = tmp_path / "w.duckdb"
+    resources = default_resources(str(wh), str(landing), str(tmp_path / "reports"))
+    holder = _hold_lock(wh)
+    try:
+        with pytest.raises(dg.DagsterResourceFunctionError) as info:  # Dagster wraps a resource's error
+            dg.materialize([raw_sacct], resources=resources)
+        assert isinstance(info.value.__cause__, WarehouseBusy)
+        assert f"warehouse busy: run {holder.pid} since" in str(info.value.__cause__)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert dg.materialize([raw_sacct], resources=resources).success
+    assert lock_path(wh).read_text() == ""  # released after the run
