@@ -1456,11 +1456,12 @@ def _repair_times(con: duckdb.DuckDBPyConnection) -> Section:
 
     sec.tables.append(Table(
         [Column("Class"), Column("Incidents", True), Column("Drained", True), Column("Repaired", True),
-         Column("Ongoing", True), Column("TTD p50 / p90 (h)", True), Column("TTR p50 (h)", True),
+         Column("Ongoing", True), Column("TTD p50 / p90", True), Column("TTR p50 (h)", True),
          Column("TTR p90 (h)", True), Column("TTR mean (h)", True), Column("95 % CI (h)", True)],
         [[Cell(label(r)), Cell(fmt_int(r["incidents"])), Cell(fmt_int(r["linked_incidents"])),
           Cell(fmt_int(r["repaired"])), Cell(fmt_int(r["ongoing"])),
-          Cell(f"{h(r['mttd_hours_p50'])} / {h(r['mttd_hours_p90'])}"), Cell(h(r["mttr_hours_p50"])),
+          # detection takes minutes: '1 min / 4 min', not '0.0 / 0.1'
+          Cell(f"{_age(r['mttd_hours_p50'])} / {_age(r['mttd_hours_p90'])}"), Cell(h(r["mttr_hours_p50"])),
           Cell(h(r["mttr_hours_p90"])), Cell(h(r["mttr_hours_mean"])), ci(r)] for r in ordered],
         caption="All classes first, then slowest to repair first (the component classes MTBF uses). Hardware "
                 "incidents (marts.hw_incidents) linked to the first drain/down of their own nodes from 30 min "
