@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from gpusre.models.report.charts import safe_label, top_consumers_chart
-from gpusre.models.report.formatting import fmt_duration, fmt_int, fmt_pct, md_escape
+from gpusre.models.report.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
 from gpusre.models.report.nightly import ReportPaths, render_nightly_report
 
 DDL_DIR = Path(__file__).resolve().parents[1] / "sql" / "ddl"
@@ -1119,3 +1119,17 @@ def test_no_gpu_hours_is_said_in_words_not_dashes(tmp_path: Path) -> None:
     # The size mart's 'all' row for 1-GPU jobs has share_jobs 0.583.
     assert "No GPU-hours were recorded in 2026-08 … 2026-10:" in states and "consumed –" not in states
     assert "No GPU-hours were recorded, so no size shares of GPU time; single-GPU jobs are 58.3 % of jobs." in sizes
+
+
+def test_without_accounting_the_report_day_follows_the_node_logs(tmp_path: Path) -> None:
+    from gpusre.models.report.nightly import build_nightly_context
+
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    con.execute("""INSERT INTO raw.syslog_lines (source_file, line_no, ts, host, node, message)
+                   VALUES ('syslog/a.log', 1, TIMESTAMPTZ '2026-10-30 00:07:00+00', 'gpu001', 'gpu001', 'x'),
+                          ('syslog/a.log', 2, TIMESTAMPTZ '2026-10-28 12:00:00+00', 'gpu001', 'gpu001', 'y')""")
+    ctx = build_nightly_context(con)
+    # The logs end just after midnight: the last complete day is the 29th, not today.
+    assert ctx["meta"]["report_date"] == fmt_date(date(2026, 10, 29))
+    con.close()

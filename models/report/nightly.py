@@ -2052,6 +2052,16 @@ def _latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
     return min(rows[0]["d"], rows[0]["last_end"]) if rows[0]["last_end"] else rows[0]["d"]
 
 
+def _latest_complete_log_day(con: duckdb.DuckDBPyConnection) -> date | None:
+    """The day before the last node-log line: the report day of a landing without Slurm accounting."""
+    for table, column in (("raw.syslog_lines", "ts"), ("core.node_events", "ts")):
+        if _table_status(con, table) is None:
+            rows = _rows(con, f"SELECT (max({column}) AT TIME ZONE 'UTC')::DATE - 1 AS d FROM {table}")
+            if rows and rows[0]["d"] is not None:
+                return rows[0]["d"]
+    return None
+
+
 def build_nightly_context(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -2067,7 +2077,8 @@ def build_nightly_context(
     """
     period = _rows(con, "SELECT min(end_day) AS a, max(end_day) AS b FROM core.jobs")[0]
     if report_date is None:
-        report_date = _latest_complete_day(con) or period["b"] or datetime.now(timezone.utc).date()
+        report_date = (_latest_complete_day(con) or period["b"] or _latest_complete_log_day(con)
+                       or datetime.now(timezone.utc).date())
     meta = _Meta(report_date, period["a"], period["b"], generated_at or datetime.now(timezone.utc),
                  warehouse_label)
 
