@@ -85,9 +85,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         # suspect nodes by their events).
         as_of = con.sql("SELECT coalesce((SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs), "
                         "(SELECT max(ts) FROM core.node_events))").fetchall()[0][0]
-        has_states = table_exists(con, "core.node_states")
-        outages = (node_outages(con.sql("SELECT node, start_ts, end_ts FROM core.node_states").pl())
-                   if has_states else None)
+        states = con.sql("SELECT * FROM core.node_states").pl() if table_exists(con, "core.node_states") else None
+        outages = node_outages(states.select("node", "start_ts", "end_ts")) if states is not None else None
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator,
                                              outages=outages)
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
@@ -103,7 +102,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
                 pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
 
         jobs = with_policy(jobs)
-        hw_outages = node_state_evidence(con.sql("SELECT * FROM core.node_states").pl()) if has_states else None
+        hw_outages = node_state_evidence(states) if states is not None else None
         attribution = attribute_failures(jobs, events, incidents, hw_outages)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
