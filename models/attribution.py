@@ -207,15 +207,20 @@ def _recoveries(events: pl.DataFrame) -> pl.DataFrame:
             .sort("_rec_ts"))
 
 
-def _cleared(pairs: pl.DataFrame, failures: pl.DataFrame, recoveries: pl.DataFrame, after: timedelta) -> pl.DataFrame:
+def _failure_times(failures: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``_last``, ``_class`` of failure events, sorted by time (for :func:`_cleared`)."""
+    return (failures.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
+                            class_of(pl.col("component")).alias("_class")).drop_nulls("node").sort("_last"))
+
+
+def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, after: timedelta) -> pl.DataFrame:
     """The (``_j``, ``node``, ``_class``) of ``pairs`` (with ``end_ts``) whose node logged a recovery of that
     class after its last failure evidence of the class in the window (to ``end_ts + after``: evidence
-    logged just after the end is the fault that killed it) and before the job's end."""
+    logged just after the end is the fault that killed it) and before the job's end. ``last``:
+    :func:`_failure_times` of the failure events."""
     schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String}
     if pairs.is_empty() or recoveries.is_empty():
         return pl.DataFrame(schema=schema)
-    last = (failures.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
-                            class_of(pl.col("component")).alias("_class")).drop_nulls("node").sort("_last"))
     p = (pairs.with_columns((pl.col("end_ts") + after).alias("_hi")).sort("_hi")
          .join_asof(last, left_on="_hi", right_on="_last", by=["node", "_class"], strategy="backward",
                     check_sortedness=False)
@@ -305,10 +310,11 @@ def attribute_failures(
     infra = failure_events(events)
     near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
     recoveries = _recoveries(events)
+    failure_times = _failure_times(infra)
     # Evidence its node recovered from before the job ended (a port back ACTIVE, a Lustre client
     # reconnected) did not kill it: the fault was over on that node when the job died.
     cleared = _cleared(near_infra.join(j.select("_j", "end_ts"), on="_j").select(
-        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts").unique(), infra, recoveries, after)
+        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts").unique(), failure_times, recoveries, after)
     near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
                   .join(cleared, on=["_j", "node", "_class"], how="anti").drop("_class"))
     # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
@@ -338,7 +344,7 @@ def attribute_failures(
         severity_rank(pl.col("severity")).alias("_rank"),
         (pl.col("label_source") == "operator").alias("_op"),
     )
-    inc_cleared = _cleared(_pairs_of(job_nodes, j, inc), infra, recoveries, after).with_columns(
+    inc_cleared = _cleared(_pairs_of(job_nodes, j, inc), failure_times, recoveries, after).with_columns(
         pl.lit(True).alias("_clr"))
     covering = (
         job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
