@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install demo test bench dev clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

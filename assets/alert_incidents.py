@@ -3,7 +3,7 @@ their members, daily compression, flood episodes, alert-rule hygiene and hardwar
 alert covered.
 
 Thin: read core.alerts, marts.hw_incidents, core.jobs, marts.job_failure_attribution and the
-cluster.yaml topology, call :func:`gpusre.models.alert_clustering.alert_marts`, write every mart in
+cluster.yaml topology, call :func:`gpusre.models.alerts.clustering.alert_marts`, write every mart in
 one transaction. Recomputed in full each run (alerts are few next to log lines: a month of a
 2,000-node cluster is a few hundred thousand). A warehouse without alerts (or without the failure
 marts yet) gets empty marts with the right columns.
@@ -13,8 +13,8 @@ import dagster as dg
 import polars as pl
 
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.alert_clustering import AlertClusteringSettings, Topology, alert_marts
-from gpusre.models.alert_ingest import alert_settings
+from gpusre.models.alerts.clustering import AlertClusteringSettings, Topology, alert_marts
+from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource

@@ -12,13 +12,13 @@ import polars as pl
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.attribution import attribute_failures, node_state_evidence
-from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
-from gpusre.models.health_checks import health_check_quality, missed_detections
-from gpusre.models.hw_incidents import merge_incidents
-from gpusre.models.operator_incidents import INCIDENTS_FILE, read_operator_incidents
-from gpusre.models.repair_times import node_outages
-from gpusre.models.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
+from gpusre.models.failures.attribution import attribute_failures, node_state_evidence
+from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
+from gpusre.models.failures.health_checks import health_check_quality, missed_detections
+from gpusre.models.failures.hw_incidents import merge_incidents
+from gpusre.models.sources.incidents.parse import INCIDENTS_FILE, read_operator_incidents
+from gpusre.models.reliability.repair_times import node_outages
+from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings

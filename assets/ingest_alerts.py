@@ -5,7 +5,7 @@ import dagster as dg
 
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.alert_ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
+from gpusre.models.sources.alerts.ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
@@ -28,7 +28,7 @@ def raw_alert_notifications(
     context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/alert_ingest.py).
+        # Stages outside, then publishes inside one transaction (see models/sources/alerts/ingest.py).
         results = ingest_alert_files(con, landing.root, progress=progress_reporter(context))
         total = con.sql("SELECT count(*) FROM raw.alert_notifications").fetchall()[0][0]
         by_format = con.sql(

@@ -5,7 +5,7 @@ import dagster as dg
 
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.sacct_ingest import ingest_sacct_files
+from gpusre.models.sources.sacct.ingest import ingest_sacct_files
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
@@ -27,7 +27,7 @@ def raw_sacct(
 ) -> dg.MaterializeResult:
     config = landing.cluster_config()
     with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/sacct_ingest.py).
+        # Stages outside, then publishes inside one transaction (see models/sources/sacct/ingest.py).
         results = ingest_sacct_files(
             con,
             landing.root,

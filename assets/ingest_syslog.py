@@ -5,9 +5,9 @@ import dagster as dg
 
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.alert_ingest import alert_settings
-from gpusre.models.alert_nodes import HostMapping
-from gpusre.models.syslog_ingest import load_miner, ingest_syslog_files
+from gpusre.models.sources.alerts.ingest import alert_settings
+from gpusre.models.alerts.nodes import HostMapping
+from gpusre.models.sources.syslog.ingest import load_miner, ingest_syslog_files
 from gpusre.models.warehouse import read_sql, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -33,7 +33,7 @@ def raw_syslog(
 ) -> dg.MaterializeResult:
     config = landing.cluster_config()
     with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/syslog_ingest.py).
+        # Stages outside, then publishes inside one transaction (see models/sources/syslog/ingest.py).
         results = ingest_syslog_files(con, landing.root, timezone=config.timezone,
                                       hosts=HostMapping(alert_settings(config).nodes, tuple(config.node_names)),
                                       progress=progress_reporter(context))

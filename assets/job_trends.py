@@ -13,9 +13,9 @@ import dagster as dg
 
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models import findings as findings_model
-from gpusre.models.cluster_comparison import write_cluster_comparison
-from gpusre.models import trends as trends_model
+from gpusre.models.job_mix import findings as findings_model
+from gpusre.models.job_mix.cluster_comparison import write_cluster_comparison
+from gpusre.models.job_mix import trends as trends_model
 from gpusre.models.marts_runner import ROLLUP_MARTS, create_daily_mart_tables, run_daily_marts, run_mart_sql
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import DAILY_PARTITIONS, WAREHOUSE_POOL

@@ -14,22 +14,22 @@ import polars as pl
 from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
-from gpusre.models.node_availability import (
+from gpusre.models.failures.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
+from gpusre.models.reliability.node_availability import (
     AVAILABILITY_BY_COMPONENT_SCHEMA,
     DAILY_SCHEMA,
     availability_by_component,
     down_segments,
     node_availability_daily,
 )
-from gpusre.models.node_states_ingest import (
+from gpusre.models.sources.slurm_events.ingest import (
     SLURM_EVENTS_KIND,
     build_node_states,
     events_as_of,
     ingest_slurm_event_files,
 )
 from gpusre.models.component_classes import class_of
-from gpusre.models.repair_times import (
+from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
     link_incidents,
     load_recovery_kinds,
@@ -73,7 +73,7 @@ def raw_slurm_events(
 ) -> dg.MaterializeResult:
     config = landing.cluster_config()
     with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/node_states_ingest.py).
+        # Stages outside, then publishes inside one transaction (see models/sources/slurm_events/ingest.py).
         results = ingest_slurm_event_files(con, landing.root, timezone=config.timezone, cluster=config.cluster,
                                            progress=progress_reporter(context))
         total = con.sql("SELECT count(*) FROM raw.slurm_events").fetchall()[0][0]

@@ -1,7 +1,7 @@
 """Marts: reliability SLIs — MTBF, failure rates, job MTTF by size, ETTR per run, goodput, SLOs.
 
 Thin: read core.jobs, core.job_instances, the failure marts and the utilization mart, call the pure
-models (``gpusre.models.mtbf``, ``job_reliability``, ``training_runs``, ``goodput``, ``slo``), write
+models (``gpusre.models.reliability.mtbf``, ``job_reliability``, ``training_runs``, ``goodput``, ``slo``), write
 every mart in one transaction. Recomputed in full each run: run grouping crosses days, and a year of
 a 2,000-node cluster rebuilds in well under a minute (``benchmarks/bench_slis.py``).
 """
@@ -16,7 +16,7 @@ from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
-from gpusre.models.reliability_marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
+from gpusre.models.reliability.marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings

@@ -19,8 +19,8 @@ from gpusre.assets.alert_incidents import (
 )
 from gpusre.assets.node_states import DRAIN_REASONS, NODE_AVAILABILITY_DAILY, NODE_STATES, REPAIR_TIMES
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
-from gpusre.models.report.nightly import render_nightly_report
-from gpusre.models.report.slo import render_slo_report
+from gpusre.reports.nightly import render_nightly_report
+from gpusre.reports.slo import render_slo_report
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import publish_snapshot
 from gpusre.pipelines.partitions import WAREHOUSE_POOL

@@ -37,7 +37,7 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.warehouse import connect
-from gpusre.models.alert_ingest import build_core_alerts, ingest_alert_files
+from gpusre.models.sources.alerts.ingest import build_core_alerts, ingest_alert_files
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -51,7 +51,7 @@ alerts, templates = build_core_alerts(con, known_nodes=nodes)
 t2 = time.perf_counter()
 import polars as pl
 from gpusre.assets.alert_incidents import _ALERT_SQL
-from gpusre.models.alert_clustering import Topology, alert_marts
+from gpusre.models.alerts.clustering import Topology, alert_marts
 topology = Topology.from_groups({}, {f"leaf{i // 32 + 1:02d}": nodes[i:i + 32] for i in range(0, 2000, 32)})
 marts = alert_marts(con.sql(_ALERT_SQL).pl(), topology=topology, hw_incidents=None, jobs=None, attribution=None)
 t3, c2 = time.perf_counter(), cpu()

@@ -15,7 +15,7 @@ Loghub-2k figures from the paper's results table beside them, then the speed:
 
 ``--whole-lines`` mines the raw ``<name>_2k.log`` (or ``.log.gz``) next to each CSV instead, whole
 lines with their headers, as ``gpusre templates FILE --format raw`` does: the header layout is
-learned per file (:mod:`gpusre.models.log_headers`) and only the rest is templated; the layout
+learned per file (:mod:`gpusre.models.logs.headers`) and only the rest is templated; the layout
 each file got is printed after the table. The timings then include learning and splitting the
 header, on every run.
 
@@ -35,9 +35,9 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusre.models.log_headers import DEFAULT_MIN_SUPPORT, detect_header, split_header
-from gpusre.models.log_masking import canonical_digits, mask_messages
-from gpusre.models.templates import (
+from gpusre.models.logs.headers import DEFAULT_MIN_SUPPORT, detect_header, split_header
+from gpusre.models.logs.masking import canonical_digits, mask_messages
+from gpusre.models.logs.templates import (
     TemplateMiner,
     distinct_first_seen,
     grouping_accuracy,

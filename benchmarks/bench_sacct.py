@@ -30,7 +30,7 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.warehouse import connect, read_sql, transaction
-from gpusre.models.sacct_ingest import ingest_sacct_files
+from gpusre.models.sources.sacct.ingest import ingest_sacct_files
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
 con = connect(warehouse)
 t0 = time.perf_counter()
@@ -75,8 +75,8 @@ print(json.dumps(out))
 PARSE_ONLY_CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from gpusre.models.sacct import read_sacct_text, type_sacct_dumps
-from gpusre.models.sacct_ingest import TYPE_BATCH_LINES, discover_sacct_files
+from gpusre.models.sources.sacct.parse import read_sacct_text, type_sacct_dumps
+from gpusre.models.sources.sacct.ingest import TYPE_BATCH_LINES, discover_sacct_files
 landing = Path(sys.argv[1])
 records, pending, pending_lines = 0, {}, 0
 def type_pending():
@@ -107,7 +107,7 @@ def main() -> int:
     parser.add_argument("--floor", action="store_true", help="also time DuckDB alone loading the same bytes")
     args = parser.parse_args()
 
-    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+    from gpusre.simulate import SimulationConfig, simulate_cluster
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gpusre-bench-"))
     landing = workdir / f"landing-{args.nodes}x{args.days}-s{args.seed}"

@@ -4,7 +4,7 @@ Setup (not timed, cached in the work directory): simulate a 2,000-node × 365-da
 only), ingest it, compute the daily marts, and load the simulator's faults as hardware incidents and
 its killed jobs as infrastructure attributions (stand-ins for the node-log marts, which would need
 ~100 M simulated log lines). Timed, in a child process on a copy of that warehouse: read the inputs,
-compute every mart of ``gpusre.models.reliability_marts`` and write them in one transaction — what
+compute every mart of ``gpusre.models.reliability.marts`` and write them in one transaction — what
 the ``reliability_marts`` asset does.
 
     python benchmarks/bench_slis.py [--nodes 2000] [--days 365] [--workdir DIR]
@@ -28,7 +28,7 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.warehouse import connect, replace_table, transaction
-from gpusre.models.reliability_marts import compute_reliability_marts, read_reliability_inputs
+from gpusre.models.reliability.marts import compute_reliability_marts, read_reliability_inputs
 from gpusre.pipelines.reliability_settings import reliability_settings
 from gpusre.pipelines.config import load_cluster_config
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
@@ -56,7 +56,7 @@ def _build(landing: Path, warehouse: Path) -> None:
     import polars as pl
 
     from gpusre.models.marts_runner import run_daily_marts
-    from gpusre.models.sacct_ingest import ingest_sacct_files
+    from gpusre.models.sources.sacct.ingest import ingest_sacct_files
     from gpusre.models.warehouse import connect, read_sql, replace_table, transaction
     from gpusre.pipelines.config import load_cluster_config
 
@@ -96,7 +96,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, help="keep the simulated landing and warehouse here (reused)")
     args = parser.parse_args()
 
-    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+    from gpusre.simulate import SimulationConfig, simulate_cluster
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gpusre-bench-"))
     landing = workdir / f"landing-{args.nodes}x{args.days}-s{args.seed}"

@@ -40,7 +40,7 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.warehouse import connect
-from gpusre.models.syslog_ingest import ingest_syslog_files
+from gpusre.models.sources.syslog.ingest import ingest_syslog_files
 landing, warehouse = Path(sys.argv[1]), Path(sys.argv[2])
 con = connect(warehouse)
 t0 = time.perf_counter()
@@ -58,10 +58,10 @@ print(json.dumps({"files": len(results), "lines": lines, "events": events, "temp
 NO_STORE_CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from gpusre.models.syslog import parse_syslog_file
-from gpusre.models.alert_nodes import HostMapping
-from gpusre.models.syslog_ingest import BATCH_LINES, _lines_batch, discover_syslog_files
-from gpusre.models.templates import TemplateMiner
+from gpusre.models.sources.syslog.parse import parse_syslog_file
+from gpusre.models.alerts.nodes import HostMapping
+from gpusre.models.sources.syslog.ingest import BATCH_LINES, _lines_batch, discover_syslog_files
+from gpusre.models.logs.templates import TemplateMiner
 landing = Path(sys.argv[1])
 miner = TemplateMiner.new()
 lines = 0
@@ -86,10 +86,10 @@ BASELINE_CHILD = r"""
 import json, sys, time
 from pathlib import Path
 from drain3 import TemplateMiner as Drain3Miner
-from gpusre.models.log_masking import mask_messages
-from gpusre.models.syslog import parse_syslog_file
-from gpusre.models.syslog_ingest import discover_syslog_files
-from gpusre.models.templates import TemplateMiner
+from gpusre.models.logs.masking import mask_messages
+from gpusre.models.sources.syslog.parse import parse_syslog_file
+from gpusre.models.sources.syslog.ingest import discover_syslog_files
+from gpusre.models.logs.templates import TemplateMiner
 landing, limit = Path(sys.argv[1]), int(sys.argv[2])
 path = discover_syslog_files(landing)[0]
 messages = parse_syslog_file(path, path.relative_to(landing).as_posix()).lines["message"].head(limit)

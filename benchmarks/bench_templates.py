@@ -188,8 +188,8 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 import polars as pl
-from gpusre.models.log_masking import mask_messages
-from gpusre.models.templates import TemplateMiner, distinct_first_seen, grouping_accuracy, mine_lines
+from gpusre.models.logs.masking import mask_messages
+from gpusre.models.logs.templates import TemplateMiner, distinct_first_seen, grouping_accuracy, mine_lines
 mode, path, limit = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 lines = path.read_text().split("\n")[:-1]
 if limit:
@@ -199,7 +199,7 @@ del lines
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out = {"lines": len(series), "rss_before_mb": rss0}
 if mode == "fast":
-    from gpusre.models.log_masking import canonical_digits, mask_canonical
+    from gpusre.models.logs.masking import canonical_digits, mask_canonical
     # the fast path step by step (what TemplateMiner.assign_messages does), to show where time goes
     t0 = time.perf_counter()
     keys = canonical_digits(series)

@@ -1,6 +1,6 @@
 """Score the incident analytics on every simulated scenario (issue 12, "Generalize, don't tune").
 
-For each scenario of ``gpusre.models.simulate.scenarios``: simulate it into a temporary directory, run the
+For each scenario of ``gpusre.simulate.scenarios``: simulate it into a temporary directory, run the
 whole pipeline (``gpusre run``), score the warehouse against the simulator's truth
 (``incident_scoring.score_scenario``), and print one markdown table row per scenario, then the per-class
 detail. Also prints the wall time and peak memory of each scenario (the measured run's own process).
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import duckdb
 
-from gpusre.models.simulate import simulate_cluster
-from gpusre.models.simulate.incident_scoring import IncidentScore, score_scenario
-from gpusre.models.simulate.scenarios import SCENARIOS, scenario_config
+from gpusre.simulate import simulate_cluster
+from gpusre.simulate.incident_scoring import IncidentScore, score_scenario
+from gpusre.simulate.scenarios import SCENARIOS, scenario_config
 from gpusre.pipelines.runner import run_pipeline
 
 HEADER = ("| scenario | faults | hw inc (ratio) | other NHC-only | MTBF h / realized | exposure ratio | "

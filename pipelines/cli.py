@@ -27,7 +27,7 @@ def _progress(msg: str) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+    from gpusre.simulate import SimulationConfig, simulate_cluster
 
     config = SimulationConfig(nodes=args.nodes, gpus_per_node=args.gpus_per_node, days=args.days,
                               start=args.start, seed=args.seed, timezone=args.timezone,
@@ -117,7 +117,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from gpusre.models.simulate import SimulationConfig, simulate_cluster
+    from gpusre.simulate import SimulationConfig, simulate_cluster
 
     out = Path(args.out)
     landing = out / "landing"
@@ -156,7 +156,7 @@ def _render_report(warehouse_arg: str, render: Callable[[duckdb.DuckDBPyConnecti
 
 
 def _cmd_report_nightly(args: argparse.Namespace) -> int:
-    from gpusre.models.report.nightly import render_nightly_report
+    from gpusre.reports.nightly import render_nightly_report
 
     return _render_report(args.warehouse, lambda con, label: render_nightly_report(
         con, Path(args.out), report_date=args.date, warehouse_label=label), read_only=False)
@@ -175,7 +175,7 @@ def _cmd_report_slo(args: argparse.Namespace) -> int:
         print(f"gpusre: error: --from {dates['--from']} is after --to {dates['--to']}", file=sys.stderr)
         return EXIT_USAGE
 
-    from gpusre.models.report.slo import render_slo_report
+    from gpusre.reports.slo import render_slo_report
 
     # ValueError: a window that ends before it starts once the defaults are filled in.
     return _render_report(args.warehouse, lambda con, label: render_slo_report(
@@ -183,7 +183,7 @@ def _cmd_report_slo(args: argparse.Namespace) -> int:
 
 
 def _cmd_report_incident(args: argparse.Namespace) -> int:
-    from gpusre.models.report.incident import UnknownIncidentError, render_incident_report
+    from gpusre.reports.incident import UnknownIncidentError, render_incident_report
 
     # UnknownIncidentError names the most recent ids of each kind.
     return _render_report(args.warehouse, lambda con, label: render_incident_report(
@@ -193,8 +193,8 @@ def _cmd_report_incident(args: argparse.Namespace) -> int:
 def _cmd_templates(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from gpusre.models.syslog import _decompress, parse_syslog_file
-    from gpusre.models.templates import mine_lines
+    from gpusre.models.sources.syslog.parse import _decompress, parse_syslog_file
+    from gpusre.models.logs.templates import mine_lines
 
     path = Path(args.file)
     if not path.is_file():

@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpusre.models.alert_ingest import AlertSettings
-from gpusre.models.hostlist import HostlistError, expand_hostlist
+from gpusre.models.sources.alerts.ingest import AlertSettings
+from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
 
 __all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "CheckpointPolicy",
            "RunGrouping", "ReliabilityConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.mtbf import MaintenanceSpan
-from gpusre.models.reliability_marts import ReliabilitySettings
-from gpusre.models.slo import SloTarget
-from gpusre.models.training_runs import CheckpointAssumption, RunRules
+from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.reliability.mtbf import MaintenanceSpan
+from gpusre.models.reliability.marts import ReliabilitySettings
+from gpusre.models.reliability.slo import SloTarget
+from gpusre.models.reliability.training_runs import CheckpointAssumption, RunRules
 from gpusre.pipelines.config import ClusterConfig
 
 __all__ = ["maintenance_spans", "reliability_settings"]

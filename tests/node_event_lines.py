@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import polars as pl
 
-from gpusre.models.event_catalog import classify_messages
-from gpusre.models.hw_incidents import EVENT_SCHEMA
+from gpusre.models.logs.event_catalog import classify_messages
+from gpusre.models.failures.hw_incidents import EVENT_SCHEMA
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 

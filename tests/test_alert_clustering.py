@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from gpusre.models.alert_clustering import (
+from gpusre.models.alerts.clustering import (
     INCIDENT_SCHEMA,
     MEMBER_SCHEMA,
     RULE_QUALITY_SCHEMA,
@@ -336,7 +336,7 @@ def test_template_cooccurrence_finds_the_ost_and_client_templates() -> None:
     a = synthetic_trace(days=14)
     frame = a.frame().sort("starts_at")
     ts = frame["starts_at"].dt.epoch("us").to_numpy()
-    from gpusre.models.alert_clustering import sessionize
+    from gpusre.models.alerts.clustering import sessionize
 
     settings = AlertClusteringSettings()
     pairs = template_cooccurrence(frame["template_id"].cast(pl.String), sessionize(ts, settings.gap_us), ts, settings)
@@ -519,6 +519,6 @@ def test_asset_without_alerts_writes_empty_marts(tmp_path: Path) -> None:
 def test_docstring_examples() -> None:
     import doctest
 
-    import gpusre.models.alert_clustering as module
+    import gpusre.models.alerts.clustering as module
 
     assert doctest.testmod(module).failed == 0

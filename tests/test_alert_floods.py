@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from gpusre.models.alert_floods import FloodSettings, arrival_counts, detect_floods, flood_buckets
+from gpusre.models.alerts.floods import FloodSettings, arrival_counts, detect_floods, flood_buckets
 
 T0 = datetime(2026, 9, 1, tzinfo=timezone.utc)
 
@@ -97,7 +97,7 @@ def test_empty_and_invalid_input() -> None:
 
 @pytest.mark.parametrize(("n", "window"), [(1, 5), (5, 5), (6, 5), (100, 7), (1000, 288)])
 def test_rolling_baseline_is_the_median_and_mad_of_the_previous_buckets(n: int, window: int) -> None:
-    from gpusre.models.alert_floods import _rolling_median_mad
+    from gpusre.models.alerts.floods import _rolling_median_mad
 
     x = np.random.default_rng(n).poisson(5, n).astype(float)
     median, mad = _rolling_median_mad(x, window)

@@ -15,8 +15,8 @@ import dagster as dg
 import pytest
 
 from gpusre.assets.ingest_alerts import alert_rows_reconcile, core_alerts, raw_alert_notifications
-from gpusre.models.alert_ingest import ALERT_MINER, build_core_alerts, ingest_alert_files
-from gpusre.models.alert_payloads import alertmanager_fingerprint, discover_alert_files, parse_alert_file
+from gpusre.models.sources.alerts.ingest import ALERT_MINER, build_core_alerts, ingest_alert_files
+from gpusre.models.sources.alerts.parse import alertmanager_fingerprint, discover_alert_files, parse_alert_file
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
 
@@ -281,8 +281,8 @@ def test_node_and_target_from_labels(tmp_path: Path) -> None:
 
 def test_files_read_in_pieces_and_batches_keep_line_numbers_and_received_order(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpusre.models.alert_ingest as alert_ingest
-    import gpusre.models.alert_payloads as alert_payloads
+    import gpusre.models.sources.alerts.ingest as alert_ingest
+    import gpusre.models.sources.alerts.parse as alert_payloads
 
     t0 = "2026-09-01T10:00:00Z"
     lines: list[dict | str] = []
@@ -461,7 +461,7 @@ def test_rerun_changes_nothing_and_a_changed_file_replaces_its_rows(landing: Pat
 CRASHING_ALERT_INGEST = """
 import os, sys
 from pathlib import Path
-import gpusre.models.alert_ingest as ai
+import gpusre.models.sources.alerts.ingest as ai
 from gpusre.models.warehouse import connect
 con = connect(Path(sys.argv[1]))
 def die(*args, **kwargs):
@@ -496,7 +496,7 @@ def test_assets_are_in_the_project_definitions_and_the_ingest_job() -> None:
 
 
 def test_cluster_yaml_alerts_section() -> None:
-    from gpusre.models.alert_ingest import AlertSettings, alert_settings
+    from gpusre.models.sources.alerts.ingest import AlertSettings, alert_settings
     from gpusre.pipelines.config import ClusterConfigError, parse_cluster_config
 
     config = parse_cluster_config(

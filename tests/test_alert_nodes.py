@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from gpusre.models.alert_nodes import (
+from gpusre.models.alerts.nodes import (
     AlertLocation,
     NodeMapping,
     NodeRewrite,

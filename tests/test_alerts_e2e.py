@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
+from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.pipelines.runner import run_pipeline
 
 # Node faults at ~10x a real cluster, leaf switches and storage 10-20x: a 64-node fortnight has four

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from gpusre.models.attribution import ATTRIBUTION_SCHEMA, attribute_failures, node_state_evidence
-from gpusre.models.failure_taxonomy import failure_taxonomy, incident_impact
-from gpusre.models.hw_incidents import EVENT_SCHEMA, merge_incidents
+from gpusre.models.failures.attribution import ATTRIBUTION_SCHEMA, attribute_failures, node_state_evidence
+from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
+from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents
 
 T_END = datetime(2025, 3, 31, 23, 50, tzinfo=timezone.utc)
 M = timedelta(minutes=1)

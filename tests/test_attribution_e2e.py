@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
+from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.runner import run_pipeline
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from gpusre.models.background_writer import BackgroundWriter
+from gpusre.models.ingest.background_writer import BackgroundWriter
 
 
 def test_calls_run_in_order_on_one_other_thread_and_drain_waits() -> None:

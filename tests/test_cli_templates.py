@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusre.models.templates import grouping_accuracy, mine_lines
+from gpusre.models.logs.templates import grouping_accuracy, mine_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -14,8 +14,8 @@ import pytest
 from gpusre.assets.core_jobs import core_jobs
 from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.job_trends import cluster_comparison
-from gpusre.models.cluster_comparison import PUBLISHED_COLUMNS, published_clusters
-from gpusre.models.report.nightly import render_nightly_report
+from gpusre.models.job_mix.cluster_comparison import PUBLISHED_COLUMNS, published_clusters
+from gpusre.reports.nightly import render_nightly_report
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
 from report_html import section, visible_text

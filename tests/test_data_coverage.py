@@ -15,8 +15,8 @@ from gpusre.assets.ingest_alerts import raw_alert_notifications
 from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.ingest_syslog import raw_syslog
 from gpusre.assets.node_states import raw_slurm_events
-from gpusre.models.report.nightly import render_nightly_report
-from gpusre.models.report.slo import render_slo_report
+from gpusre.reports.nightly import render_nightly_report
+from gpusre.reports.slo import render_slo_report
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
 from report_html import visible_text
@@ -121,7 +121,7 @@ def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Pa
 
 
 def test_missing_days_are_shown_as_runs() -> None:
-    from gpusre.models.report.coverage import _day_ranges
+    from gpusre.reports.coverage import _day_ranges
 
     d = [date(2026, 3, x) for x in (2, 3, 4, 5, 9)]
     assert _day_ranges(d) == "2026-03-02 … 2026-03-05, 2026-03-09"

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models import drain_reasons
-from gpusre.models.drain_reasons import (
+from gpusre.models.failures import drain_reasons as drain_reasons
+from gpusre.models.failures.drain_reasons import (
     AVAILABILITY_CLASSES,
     DRAIN_REASONS_MART_SCHEMA,
     CatalogError,
@@ -19,7 +19,7 @@ from gpusre.models.drain_reasons import (
     load_drain_reason_rules,
     top_drain_reasons,
 )
-from gpusre.models.node_availability import down_segments
+from gpusre.models.reliability.node_availability import down_segments
 
 UTC = timezone.utc
 HEADER = "rule_id,regex,reason_class,component,availability_class,example,note\n"

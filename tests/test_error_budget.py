@@ -1,11 +1,11 @@
-"""Error budgets and burn rates (gpusre.models.error_budget) against hand-computed values."""
+"""Error budgets and burn rates (gpusre.models.reliability.error_budget) against hand-computed values."""
 
 from datetime import date, datetime, timedelta
 
 import polars as pl
 import pytest
 
-from gpusre.models.error_budget import (
+from gpusre.models.reliability.error_budget import (
     PAGE_FAST,
     PAGE_SLOW,
     TICKET,

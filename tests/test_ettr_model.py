@@ -1,4 +1,4 @@
-"""Analytic ETTR (gpusre.models.ettr_model) against hand computations and the paper's figures."""
+"""Analytic ETTR (gpusre.models.reliability.ettr_model) against hand computations and the paper's figures."""
 
 import math
 
@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from scipy.optimize import brentq, minimize_scalar
 
-from gpusre.models.ettr_model import (
+from gpusre.models.reliability.ettr_model import (
     checkpoint_what_if,
     expected_ettr,
     expected_lost_work_expr,

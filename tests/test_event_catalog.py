@@ -1,4 +1,4 @@
-"""Tests for the event catalog (catalog/*.csv) and the line classifier in gpusre.models.event_catalog.
+"""Tests for the event catalog (catalog/*.csv) and the line classifier in gpusre.models.logs.event_catalog.
 
 Real lines come from tests/fixtures/xid/ (copies of the shared samples and of the lines quoted in
 reliability-facts §6.5), so the tests never read outside the repository.
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models import event_catalog
-from gpusre.models.event_catalog import (
+from gpusre.models.logs import event_catalog as event_catalog
+from gpusre.models.logs.event_catalog import (
     ACTIONS,
     AWS_TIERS,
     CAUSE_CLASSES,

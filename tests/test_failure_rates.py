@@ -1,4 +1,4 @@
-"""Exact Poisson rates and MTBF (gpusre.models.failure_rates) against hand-computed values."""
+"""Exact Poisson rates and MTBF (gpusre.models.reliability.failure_rates) against hand-computed values."""
 
 import math
 
@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from scipy.stats import chi2, poisson
 
-from gpusre.models.failure_rates import (
+from gpusre.models.reliability.failure_rates import (
     add_mtbf_columns,
     garwood_interval,
     mtbf_estimate,

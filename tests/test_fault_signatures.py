@@ -8,8 +8,8 @@ from datetime import timedelta
 import polars as pl
 import pytest
 
-from gpusre.models.fault_signatures import Signature, load_fault_signatures
-from gpusre.models.hw_incidents import failure_events, merge_incidents
+from gpusre.models.failures.fault_signatures import Signature, load_fault_signatures
+from gpusre.models.failures.hw_incidents import failure_events, merge_incidents
 from node_event_lines import events_from_lines
 
 SIGNATURES = load_fault_signatures()

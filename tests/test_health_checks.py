@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import polars as pl
 
-from gpusre.models.health_checks import health_check_quality, missed_detections
+from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 
 T = datetime(2026, 4, 1, 12, tzinfo=timezone.utc)
 M = timedelta(minutes=1)

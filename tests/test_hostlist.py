@@ -1,4 +1,4 @@
-"""Tests for gpusre.models.hostlist: doctests, round-trip properties, malformed input."""
+"""Tests for gpusre.models.ingest.hostlist: doctests, round-trip properties, malformed input."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models import hostlist
-from gpusre.models.hostlist import HostlistError, compress_hostlist, expand_hostlist
+from gpusre.models.ingest import hostlist as hostlist
+from gpusre.models.ingest.hostlist import HostlistError, compress_hostlist, expand_hostlist
 
 
 def test_doctests() -> None:

@@ -1,4 +1,4 @@
-"""Failure events and incident merging (gpusre.models.hw_incidents) on small hand-made event lists.
+"""Failure events and incident merging (gpusre.models.failures.hw_incidents) on small hand-made event lists.
 
 Expected incidents are worked out from the rules by hand: which events chain (gap <= window),
 which leaf a node sits under, and how many nodes a chain touches.
@@ -11,11 +11,11 @@ from datetime import datetime, timedelta, timezone
 
 import polars as pl
 
-from gpusre.models import hw_incidents
+from gpusre.models.failures import hw_incidents as hw_incidents
 from node_event_lines import T0 as T0_LINES
 from node_event_lines import events_from_lines
 
-from gpusre.models.hw_incidents import (
+from gpusre.models.failures.hw_incidents import (
     INCIDENT_SCHEMA,
     MEMBERSHIP_SCHEMA,
     failure_events,

@@ -1,4 +1,4 @@
-"""Issue 12 "Done when", end to end on the simulator's scenario matrix (models/simulate/scenarios.py).
+"""Issue 12 "Done when", end to end on the simulator's scenario matrix (simulate/scenarios.py).
 
 Each scenario is simulated and run through the whole pipeline once (a module-scoped fixture per
 scenario); every test then checks one Done-when figure of that run against the simulator's truth with
@@ -15,9 +15,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpusre.models.simulate import simulate_cluster
-from gpusre.models.simulate.incident_scoring import MIN_FAULTS_FOR_INTERVAL, IncidentScore, score_scenario
-from gpusre.models.simulate.scenarios import scenario_config
+from gpusre.simulate import simulate_cluster
+from gpusre.simulate.incident_scoring import MIN_FAULTS_FOR_INTERVAL, IncidentScore, score_scenario
+from gpusre.simulate.scenarios import scenario_config
 from gpusre.pipelines.runner import run_pipeline
 
 #: Every scenario but ``default`` (today's simulator, whose NHC lines stop after an hour: not a real NHC).

@@ -133,7 +133,7 @@ CRASHING_INGEST = """
 import os, sys
 from pathlib import Path
 from gpusre.models.warehouse import connect, read_sql
-from gpusre.models.sacct_ingest import load_sacct_files
+from gpusre.models.sources.sacct.ingest import load_sacct_files
 con = connect(Path(sys.argv[1]))
 con.execute("BEGIN TRANSACTION")
 load_sacct_files(con, Path(sys.argv[2]))
@@ -192,7 +192,7 @@ def test_a_failed_write_rolls_back_the_whole_run(landing: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Writes run on a writer thread; its error must reach the caller after the queued writes, and
     the run's one transaction must roll back (earlier batches included), leaving the warehouse as it was."""
-    import gpusre.models.sacct_ingest as sacct_ingest
+    import gpusre.models.sources.sacct.ingest as sacct_ingest
 
     warehouse = tmp_path / "w.duckdb"
     (landing / "sacct" / "sacct_2026-09-02.psv").rename(tmp_path / "later.psv")

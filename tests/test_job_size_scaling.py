@@ -1,4 +1,4 @@
-"""Job-size scaling of failure rate (gpusre.models.job_size_scaling) on hand-computed cases."""
+"""Job-size scaling of failure rate (gpusre.models.reliability.job_size_scaling) on hand-computed cases."""
 
 import math
 
@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from scipy.stats import chi2
 
-from gpusre.models.job_size_scaling import fit_inverse_scaling, kaplan_meier_by_group, project_mttf
+from gpusre.models.reliability.job_size_scaling import fit_inverse_scaling, kaplan_meier_by_group, project_mttf
 
 
 def test_pooled_rate_and_saturated_exponent_by_hand():

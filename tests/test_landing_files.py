@@ -1,4 +1,4 @@
-"""A landing file as a unit of failure (models/landing_files.py), and the crash inputs the fuzz
+"""A landing file as a unit of failure (models/ingest/landing_files.py), and the crash inputs the fuzz
 found, kept as fixed cases."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpusre.models.alert_payloads import parse_alert_file
-from gpusre.models.landing_files import read_landing_file, scan_source
-from gpusre.models.operator_incidents import read_operator_incidents
-from gpusre.models.sacct import parse_sacct_json
-from gpusre.models.syslog import parse_syslog_bytes
+from gpusre.models.sources.alerts.parse import parse_alert_file
+from gpusre.models.ingest.landing_files import read_landing_file, scan_source
+from gpusre.models.sources.incidents.parse import read_operator_incidents
+from gpusre.models.sources.sacct.parse import parse_sacct_json
+from gpusre.models.sources.syslog.parse import parse_syslog_bytes
 
 LINES = b"".join(f"2026-09-01T10:00:{i:02d}+00:00 gpu001 kernel: line {i}\n".encode() for i in range(50))
 
@@ -140,7 +140,7 @@ def test_alert_with_impossible_utc_offset_is_rejected(tmp_path: Path) -> None:
 
 
 def test_truncated_sacct_json_names_the_truncation(tmp_path: Path) -> None:
-    from gpusre.models.sacct_ingest import ingest_sacct_files
+    from gpusre.models.sources.sacct.ingest import ingest_sacct_files
     from gpusre.models.warehouse import connect
 
     jobs = {"jobs": [{"job_id": i, "state": {"current": ["COMPLETED"]}, "name": "x" * 200} for i in range(50)]}

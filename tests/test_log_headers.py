@@ -1,4 +1,4 @@
-"""Header detection (models/log_headers.py): hand cases for the layouts logs use, and a property
+"""Header detection (models/logs/headers.py): hand cases for the layouts logs use, and a property
 test over generated layouts. The twelve Loghub logs are in tests/test_loghub_accuracy.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models.log_headers import detect_header, split_header
+from gpusre.models.logs.headers import detect_header, split_header
 
 
 def messages_of(lines: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models.log_masking import DIGIT_RUN_CAP, canonical_digits
+from gpusre.models.logs.masking import DIGIT_RUN_CAP, canonical_digits
 
 # ASCII digits only: Python's ``\d`` also matches other Unicode digits ("٣"), which the byte-level
 # implementation (and every masking rule, in Rust regex's ASCII-digit classes) leaves alone.

@@ -17,9 +17,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.log_headers import DEFAULT_MIN_SUPPORT, detect_header, split_header
-from gpusre.models.log_masking import mask_messages
-from gpusre.models.templates import (
+from gpusre.models.logs.headers import DEFAULT_MIN_SUPPORT, detect_header, split_header
+from gpusre.models.logs.masking import mask_messages
+from gpusre.models.logs.templates import (
     TemplateMiner,
     grouping_accuracy,
     mine_lines,

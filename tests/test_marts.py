@@ -24,7 +24,7 @@ from importlib.resources import files
 import duckdb
 import pytest
 
-from gpusre.models.findings import compute_findings, write_findings
+from gpusre.models.job_mix.findings import compute_findings, write_findings
 from gpusre.models.marts_runner import (
     DAILY_MARTS,
     ROLLUP_MARTS,
@@ -33,7 +33,7 @@ from gpusre.models.marts_runner import (
     run_mart_sql,
     run_rollup_marts,
 )
-from gpusre.models.trends import write_size_share_trend
+from gpusre.models.job_mix.trends import write_size_share_trend
 
 UTC = timezone.utc
 D1, D2 = date(2026, 9, 1), date(2026, 9, 2)

@@ -11,9 +11,9 @@ from node_event_lines import T0 as T0_LINES
 from node_event_lines import events_from_lines
 
 from gpusre.models.component_classes import load_component_classes
-from gpusre.models.failure_rates import garwood_interval
-from gpusre.models.hw_incidents import merge_incidents
-from gpusre.models.mtbf import (
+from gpusre.models.reliability.failure_rates import garwood_interval
+from gpusre.models.failures.hw_incidents import merge_incidents
+from gpusre.models.reliability.mtbf import (
     MaintenanceSpan,
     mtbf_around_maintenance,
     mtbf_table,
@@ -162,7 +162,7 @@ def test_rate_after_an_upgrade_vs_before() -> None:
 
 
 def test_exposure_subtracts_exactly_the_unplanned_down_time() -> None:
-    from gpusre.models.mtbf import exposure_from_availability
+    from gpusre.models.reliability.mtbf import exposure_from_availability
 
     t1 = datetime(2026, 1, 3, 12, tzinfo=UTC)  # 2.5 days
     avail = pl.DataFrame({
@@ -187,8 +187,8 @@ def test_exposure_subtracts_exactly_the_unplanned_down_time() -> None:
 def test_failure_window_is_the_accounting_span_cut_to_the_node_logs() -> None:
     import doctest
 
-    from gpusre.models import reliability_marts
-    from gpusre.models.reliability_marts import failure_window
+    from gpusre.models.reliability import marts as reliability_marts
+    from gpusre.models.reliability.marts import failure_window
 
     assert doctest.testmod(reliability_marts).failed == 0
     d = lambda h: datetime(2026, 8, 1, tzinfo=UTC) + timedelta(hours=h)  # noqa: E731

@@ -9,8 +9,8 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from gpusre.models import node_availability
-from gpusre.models.node_availability import DAILY_SCHEMA, MaintenanceSpan, down_segments, node_availability_daily
+from gpusre.models.reliability import node_availability as node_availability
+from gpusre.models.reliability.node_availability import DAILY_SCHEMA, MaintenanceSpan, down_segments, node_availability_daily
 
 UTC = timezone.utc
 
@@ -125,7 +125,7 @@ def test_since_clips_segments_but_keeps_the_attribution() -> None:
 def test_availability_by_component_class_hand_computed() -> None:
     from datetime import date as _date
 
-    from gpusre.models.node_availability import availability_by_component
+    from gpusre.models.reliability.node_availability import availability_by_component
 
     utc = timezone.utc
     t0 = datetime(2026, 1, 1, tzinfo=utc)

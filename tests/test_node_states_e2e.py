@@ -16,11 +16,11 @@ import polars as pl
 import pytest
 import yaml
 
-from gpusre.models.attribution import SUSPECTED_COMPONENT, attribute_failures, node_state_evidence
-from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.hw_incidents import merge_incidents
-from gpusre.models.node_availability import MaintenanceSpan, down_segments
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
+from gpusre.models.failures.attribution import SUSPECTED_COMPONENT, attribute_failures, node_state_evidence
+from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.failures.hw_incidents import merge_incidents
+from gpusre.models.reliability.node_availability import MaintenanceSpan, down_segments
+from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect, read_sql
 from gpusre.pipelines.runner import run_pipeline
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
+from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.definitions import build_definitions
 from gpusre.pipelines.resources import LandingResource

@@ -23,12 +23,12 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gpusre.models.alert_payloads import parse_alert_file
-from gpusre.models.landing_files import LandingFileFault, read_landing_file
-from gpusre.models.operator_incidents import read_operator_incidents
-from gpusre.models.sacct import SacctFormatError, parse_sacct_json, parse_sacct_text
-from gpusre.models.slurm_events import SlurmEventsFormatError, parse_sinfo_reasons_text, parse_slurm_events_text
-from gpusre.models.syslog import parse_syslog_bytes
+from gpusre.models.sources.alerts.parse import parse_alert_file
+from gpusre.models.ingest.landing_files import LandingFileFault, read_landing_file
+from gpusre.models.sources.incidents.parse import read_operator_incidents
+from gpusre.models.sources.sacct.parse import SacctFormatError, parse_sacct_json, parse_sacct_text
+from gpusre.models.sources.slurm_events.parse import SlurmEventsFormatError, parse_sinfo_reasons_text, parse_slurm_events_text
+from gpusre.models.sources.syslog.parse import parse_syslog_bytes
 from gpusre.pipelines.config import ClusterConfigError, parse_cluster_config
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,8 +10,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from gpusre.models import repair_times as rt
-from gpusre.models.repair_times import (
+from gpusre.models.reliability import repair_times as rt
+from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
     REPAIR_TIMES_SCHEMA,
     link_incidents,
@@ -164,7 +164,7 @@ def test_only_drains_of_its_own_nodes_and_time_are_an_incidents_repair() -> None
 
 
 def test_recovery_lines_time_a_repair_without_node_states() -> None:
-    from gpusre.models.repair_times import recovery_ends
+    from gpusre.models.reliability.repair_times import recovery_ends
 
     # A leaf switch on n1, n2: their last link-down at 01:10 / 01:50 (a second wave on n2); n1's port is
     # ACTIVE again at 03:00, n2's at 04:00.
@@ -187,8 +187,8 @@ def test_recovery_lines_time_a_repair_without_node_states() -> None:
 
 
 def test_every_recovery_kind_example_is_recognized() -> None:
-    from gpusre.models.event_catalog import classify_messages
-    from gpusre.models.repair_times import load_recovery_kinds
+    from gpusre.models.logs.event_catalog import classify_messages
+    from gpusre.models.reliability.repair_times import load_recovery_kinds
 
     text = (Path(rt.__file__).parent / "catalog" / "recovery_events.csv").read_text()
     catalog = pl.read_csv(text.encode())

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpusre.models.report.charts import safe_label, top_consumers_chart
-from gpusre.models.report.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
-from gpusre.models.report.nightly import ReportPaths, render_nightly_report
+from gpusre.reports.charts import safe_label, top_consumers_chart
+from gpusre.reports.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
+from gpusre.reports.nightly import ReportPaths, render_nightly_report
 
 DDL_DIR = Path(__file__).resolve().parents[1] / "sql" / "ddl"
 XSS = "<script>alert(1)</script>"
@@ -801,7 +801,7 @@ def _alert_marts(con: duckdb.DuckDBPyConnection) -> None:
 
     import polars as pl
 
-    from gpusre.models.alert_clustering import Topology, alert_marts
+    from gpusre.models.alerts.clustering import Topology, alert_marts
 
     rows: list[dict] = []
 
@@ -1037,7 +1037,7 @@ def test_alert_sections_degrade_independently(tmp_path: Path) -> None:
 
 
 def test_markdown_escape_stops_links_but_keeps_hostlists() -> None:
-    from gpusre.models.report.formatting import md_escape
+    from gpusre.reports.formatting import md_escape
 
     assert md_escape("[click](https://evil.example)") == r"[click]\(https://evil.example)"
     assert md_escape("![x](y)") == r"![x]\(y)"
@@ -1046,7 +1046,7 @@ def test_markdown_escape_stops_links_but_keeps_hostlists() -> None:
 
 
 def test_health_check_section_counts_and_precision(tmp_path: Path) -> None:
-    from gpusre.models.report.nightly import render_nightly_report
+    from gpusre.reports.nightly import render_nightly_report
     from gpusre.models.warehouse import apply_ddl, connect
 
     wh = tmp_path / "hc.duckdb"
@@ -1069,7 +1069,7 @@ def test_health_check_section_counts_and_precision(tmp_path: Path) -> None:
 
 
 def test_evidence_cell_names_log_events_and_the_slurm_node_state() -> None:
-    from gpusre.models.report.nightly import _evidence_cell
+    from gpusre.reports.nightly import _evidence_cell
     state = 'DOWN "PSU failure - replace PSU2" since 2026-10-31 03:01:00Z'
     assert _evidence_cell(1, None).text == "1 log event"
     assert _evidence_cell(0, state).text == state and _evidence_cell(0, state).title == state
@@ -1083,8 +1083,8 @@ def test_every_catalog_component_has_a_report_label() -> None:
     import csv
     from importlib import resources
 
-    from gpusre.models.event_catalog import COMPONENTS
-    from gpusre.models.report.nightly import COMPONENT_LABELS
+    from gpusre.models.logs.event_catalog import COMPONENTS
+    from gpusre.reports.nightly import COMPONENT_LABELS
     with resources.files("gpusre.models.catalog").joinpath("component_classes.csv").open() as fh:
         classes = {r["component"] for r in csv.DictReader(fh)}
     assert classes | set(COMPONENTS) <= set(COMPONENT_LABELS), (classes | set(COMPONENTS)) - set(COMPONENT_LABELS)
@@ -1095,7 +1095,7 @@ def test_quantile_chart_with_nothing_to_mark_draws_without_a_legend_warning() ->
     scale: the chart still renders, and matplotlib is not asked for an empty legend (it warned)."""
     import warnings
 
-    from gpusre.models.report import charts
+    from gpusre.reports import charts
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -1122,7 +1122,7 @@ def test_no_gpu_hours_is_said_in_words_not_dashes(tmp_path: Path) -> None:
 
 
 def test_without_accounting_the_report_day_follows_the_node_logs(tmp_path: Path) -> None:
-    from gpusre.models.report.nightly import build_nightly_context
+    from gpusre.reports.nightly import build_nightly_context
 
     con = duckdb.connect(str(tmp_path / "wh.duckdb"))
     _ddl(con)

@@ -21,10 +21,10 @@ import pytest
 from report_html import section, visible_text
 import yaml
 
-from gpusre.models.hostlist import compress_hostlist, expand_hostlist
-from gpusre.models.report.incident import UnknownIncidentError, find_incident, render_incident_report
-from gpusre.models.report.nightly import ReportPaths
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
+from gpusre.models.ingest.hostlist import compress_hostlist, expand_hostlist
+from gpusre.reports.incident import UnknownIncidentError, find_incident, render_incident_report
+from gpusre.reports.nightly import ReportPaths
+from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.cli import main
 from gpusre.pipelines.runner import run_pipeline

@@ -13,9 +13,9 @@ import duckdb
 import pytest
 from report_html import section, visible_text
 
-from gpusre.models.report.nightly import ReportPaths
-from gpusre.models.report.slo import render_slo_report
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
+from gpusre.reports.nightly import ReportPaths
+from gpusre.reports.slo import render_slo_report
+from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.cli import main
 from gpusre.pipelines.runner import run_pipeline

@@ -1,4 +1,4 @@
-"""Tests for gpusre.models.sacct against real sacct output (tests/fixtures/sacct) and edge cases."""
+"""Tests for gpusre.models.sources.sacct.parse against real sacct output (tests/fixtures/sacct) and edge cases."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.sacct import (
+from gpusre.models.sources.sacct.parse import (
     REJECT_SCHEMA,
     SACCT_RECORD_SCHEMA,
     SLURM_STATES,
@@ -71,7 +71,7 @@ def test_schema_matches_ddl_column_order() -> None:
 def test_module_doctests() -> None:
     import doctest
 
-    from gpusre.models import sacct
+    from gpusre.models.sources.sacct import parse as sacct
 
     result = doctest.testmod(sacct)
     assert result.attempted >= 2 and result.failed == 0

@@ -1,4 +1,4 @@
-"""Tests of the trace-driven cluster simulator (gpusre.models.simulate)."""
+"""Tests of the trace-driven cluster simulator (gpusre.simulate)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.simulate import SACCT_FIELDS, SACCT_HEADER, JOBS_COLUMNS, SimulationConfig, simulate_cluster
+from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.simulate import SACCT_FIELDS, SACCT_HEADER, JOBS_COLUMNS, SimulationConfig, simulate_cluster
 
 TINY = SimulationConfig(nodes=16, days=7, seed=11)
 # Big enough for job-mix statistics (a few thousand jobs), still ~1 s.

@@ -1,4 +1,4 @@
-"""The incident scoring harness (models/simulate/incident_scoring.py) on a warehouse whose marts are the
+"""The incident scoring harness (simulate/incident_scoring.py) on a warehouse whose marts are the
 simulator's truth itself: every figure must then agree with the truth exactly, and a product that splits
 every alert into its own incident must score below it. Checks the scorer, not the analytics."""
 
@@ -12,8 +12,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
-from gpusre.models.simulate.incident_scoring import score_scenario, truth_incidents, truth_job_kills
+from gpusre.simulate import SimulationConfig, simulate_cluster
+from gpusre.simulate.incident_scoring import score_scenario, truth_incidents, truth_job_kills
 
 CONFIG = SimulationConfig(nodes=24, days=21, seed=9, syslog_layout="central", node_failures_per_1000_node_days=80.0,
                           leaf_switch_failures_per_1000_switch_days=60.0, leaf_second_wave_share=0.5,

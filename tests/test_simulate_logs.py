@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.event_catalog import classify_messages
-from gpusre.models.hostlist import expand_hostlist
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
-from gpusre.models.syslog import parse_syslog_bytes
+from gpusre.models.logs.event_catalog import classify_messages
+from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.simulate import SimulationConfig, simulate_cluster
+from gpusre.models.sources.syslog.parse import parse_syslog_bytes
 
 # Fault rates far above the default so a 10-day, 40-node run has node faults, leaf-switch failures
 # and storage outages; a non-UTC zone so local-time stamps are really checked.

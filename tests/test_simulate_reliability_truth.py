@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpusre.models.simulate import GOODPUT_DAILY_COLUMNS, RUNS_COLUMNS, SimulationConfig, simulate_cluster
-from gpusre.models.simulate import reliability_truth
-from gpusre.models.simulate.checkpointing import ACCOUNT_POLICIES, SITE_POLICY, lost_work_s, phase_rng, policy_for
-from gpusre.models.simulate.faults import FAULT_KINDS
-from gpusre.models.simulate.sacct_writer import SACCT_FIELDS
+from gpusre.simulate import GOODPUT_DAILY_COLUMNS, RUNS_COLUMNS, SimulationConfig, simulate_cluster
+from gpusre.simulate import reliability_truth
+from gpusre.simulate.checkpointing import ACCOUNT_POLICIES, SITE_POLICY, lost_work_s, phase_rng, policy_for
+from gpusre.simulate.faults import FAULT_KINDS
+from gpusre.simulate.sacct_writer import SACCT_FIELDS
 from gpusre.pipelines.config import parse_cluster_config
 
 # A small cluster with a raised fault rate: runs with requeues, segments, faults, preemptions,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpusre.models.hostlist import expand_hostlist
+from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.component_classes import load_component_classes
-from gpusre.models.simulate import SimulationConfig, simulate_cluster
-from gpusre.models.simulate.scenarios import SCENARIOS, scenario_config
+from gpusre.simulate import SimulationConfig, simulate_cluster
+from gpusre.simulate.scenarios import SCENARIOS, scenario_config
 
 # Every knob away from its default at once, at rates high enough for a 32-node fortnight to show each.
 CONFIG = SimulationConfig(nodes=32, days=14, seed=5, cluster="knobs", syslog_layout="central",

@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 import polars as pl
 import pytest
 
-from gpusre.models.slo import SloTarget, daily_sli_counts, slo_daily
+from gpusre.models.reliability.slo import SloTarget, daily_sli_counts, slo_daily
 
 UTC = timezone.utc
 T0 = datetime(2026, 5, 1, tzinfo=UTC)

@@ -17,9 +17,9 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from gpusre.models import slurm_events
-from gpusre.models.node_states_ingest import build_node_states, ingest_slurm_event_files
-from gpusre.models.slurm_events import (
+from gpusre.models.sources.slurm_events import parse as slurm_events
+from gpusre.models.sources.slurm_events.ingest import build_node_states, ingest_slurm_event_files
+from gpusre.models.sources.slurm_events.parse import (
     SLURM_EVENT_SCHEMA,
     SlurmEventsFormatError,
     decode_state_raw,

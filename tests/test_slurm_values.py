@@ -1,4 +1,4 @@
-"""Tests for the Polars value parsers in gpusre.models.slurm_values."""
+"""Tests for the Polars value parsers in gpusre.models.ingest.slurm_values."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models import slurm_values
-from gpusre.models.slurm_values import (
+from gpusre.models.ingest import slurm_values as slurm_values
+from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
     TIMELIMIT_NULL_TOKENS,
     gres_gpus,

@@ -1,4 +1,4 @@
-"""Suspect (lemon) nodes (gpusre.models.suspect_nodes) in small hand-made fleets.
+"""Suspect (lemon) nodes (gpusre.models.failures.suspect_nodes) in small hand-made fleets.
 
 Robust z = (x − median) / max(1.4826 · MAD, 1); medians and MADs below are computed by hand.
 """
@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from gpusre.models.hw_incidents import EVENT_SCHEMA
-from gpusre.models.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
+from gpusre.models.failures.hw_incidents import EVENT_SCHEMA
+from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 
 AS_OF = datetime(2025, 3, 29, tzinfo=timezone.utc)
 H = timedelta(hours=1)

@@ -1,4 +1,4 @@
-"""Tests for gpusre.models.syslog: real node-log samples, every line format, year inference,
+"""Tests for gpusre.models.sources.syslog.parse: real node-log samples, every line format, year inference,
 time zones, compression, encodings and a timestamp round-trip property."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models import syslog
-from gpusre.models.sacct import REJECT_SCHEMA
-from gpusre.models.syslog import (
+from gpusre.models.sources.syslog import parse as syslog
+from gpusre.models.sources.sacct.parse import REJECT_SCHEMA
+from gpusre.models.sources.syslog.parse import (
     LINE_SCHEMA,
     UPTIME_WITHOUT_BOOT,
     SyslogParseResult,

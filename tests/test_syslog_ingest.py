@@ -109,7 +109,7 @@ def test_failed_job_on_a_gsp_timeout_node_is_infrastructure(landing: Path, tmp_p
 CRASHING_SYSLOG_INGEST = """
 import os, sys
 from pathlib import Path
-import gpusre.models.syslog_ingest as si
+import gpusre.models.sources.syslog.ingest as si
 from gpusre.models.warehouse import connect
 con = connect(Path(sys.argv[1]))
 def die(*args, **kwargs):
@@ -165,7 +165,7 @@ def test_host_names_map_to_slurm_nodes_by_the_cluster_yaml_rules(landing: Path, 
 def test_changed_file_with_rejects_is_replaced_in_one_transaction(landing: Path, tmp_path: Path) -> None:
     """Deletes, reject inserts and line batches run on the writer thread in submission order: a
     changed file's old rows go before its new ones, and small batches still load every line."""
-    import gpusre.models.syslog_ingest as si
+    import gpusre.models.sources.syslog.ingest as si
 
     day = landing / "syslog" / "2025-02-23"
     (day / "gpu020.log").write_text("Feb 23 10:00:00 gpu020 kernel: a 1\nnot a log line\n")
@@ -198,7 +198,7 @@ def test_a_failed_write_on_the_writer_thread_rolls_back_the_run(landing: Path, t
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that fails on the writer thread surfaces in the caller after the queued writes, and
     the run's one transaction rolls back: earlier batches of the same run leave no rows."""
-    import gpusre.models.syslog_ingest as si
+    import gpusre.models.sources.syslog.ingest as si
 
     wh = tmp_path / "w.duckdb"
     _run(landing, wh)

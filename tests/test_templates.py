@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpusre.models.log_masking import MaskRule, canonical_digits, mask_canonical, mask_messages
-from gpusre.models.templates import (
+from gpusre.models.logs.masking import MaskRule, canonical_digits, mask_canonical, mask_messages
+from gpusre.models.logs.templates import (
     TemplateConfig,
     TemplateMiner,
     distinct_first_seen,
@@ -283,7 +283,7 @@ def test_mask_cache_between_batches_changes_nothing(monkeypatch: pytest.MonkeyPa
     assert cached.state() == uncached.state()
     assert cached._mask_cache is not None
     # The cache is bounded and holds exactly the masks of its forms.
-    monkeypatch.setattr("gpusre.models.templates.MASK_CACHE_FORMS", 500)
+    monkeypatch.setattr("gpusre.models.logs.templates.MASK_CACHE_FORMS", 500)
     cached.assign_messages(lines[:3000])
     cache = cached._mask_cache
     assert cache is not None and cache.height == 500

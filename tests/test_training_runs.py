@@ -7,8 +7,8 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from gpusre.models.goodput import goodput_daily, infra_interrupted
-from gpusre.models.training_runs import CheckpointAssumption, RunRules, assign_runs, ettr_runs, run_instances
+from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
+from gpusre.models.reliability.training_runs import CheckpointAssumption, RunRules, assign_runs, ettr_runs, run_instances
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 UTC = pl.Datetime("us", "UTC")

@@ -1,4 +1,4 @@
-"""Size-share trend tests (gpusre.models.trends) on hand-made share series."""
+"""Size-share trend tests (gpusre.models.job_mix.trends) on hand-made share series."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusre.models.marts_runner import run_mart_sql
-from gpusre.models.trends import period_index, size_share_trend, write_size_share_trend
+from gpusre.models.job_mix.trends import period_index, size_share_trend, write_size_share_trend
 
 INPUT_SCHEMA = {"period_type": pl.String, "period": pl.String, "size_bucket": pl.String,
                 "bucket_order": pl.Int32, "share_gpu_hours": pl.Float64}

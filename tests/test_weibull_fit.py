@@ -1,4 +1,4 @@
-"""Censored Weibull MLE (gpusre.models.weibull_fit): hand-checked likelihood, recovery, intervals."""
+"""Censored Weibull MLE (gpusre.models.reliability.weibull_fit): hand-checked likelihood, recovery, intervals."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.stats import CensoredData, chi2, weibull_min
 
-from gpusre.models.weibull_fit import (
+from gpusre.models.reliability.weibull_fit import (
     CONSTANT_RATE,
     INFANT_MORTALITY,
     WEAR_OUT,

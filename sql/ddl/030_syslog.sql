@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS raw.syslog_lines (
 -- ids are stable across nightly runs. One row per miner; replaced in the ingest transaction.
 CREATE TABLE IF NOT EXISTS raw.template_miners (
     miner       VARCHAR NOT NULL,
-    state       BLOB NOT NULL,             -- deterministic JSON (gpusre.models.templates)
+    state       BLOB NOT NULL,             -- deterministic JSON (gpusre.models.logs.templates)
     templates   BIGINT NOT NULL,
     updated_at  TIMESTAMPTZ NOT NULL
 );

@@ -2,7 +2,7 @@
 -- (Alertmanager / Grafana webhook, Prometheus /api/v1/alerts dump, bare alert objects). Not
 -- deduplicated: the same alert arrives again with every repeat_interval, its resolved notification,
 -- every receiver and group. Received order = (source_file in name order, seq).
--- See gpusre.models.alert_payloads.
+-- See gpusre.models.sources.alerts.parse.
 CREATE TABLE IF NOT EXISTS raw.alert_notifications (
     source_file          VARCHAR NOT NULL,
     line_no              BIGINT NOT NULL,     -- physical line the payload starts on (1 for a .json document)
@@ -33,14 +33,14 @@ CREATE TABLE IF NOT EXISTS raw.alert_notifications (
 -- of it. status 'resolved' when any notification of it was resolved (ends_at = the earliest
 -- endsAt of those), else 'firing' with ends_at NULL: a firing notification's endsAt is only
 -- Alertmanager's resolve-timeout guess. Pending-only alerts (Prometheus API) are left out.
--- Rebuilt from raw.alert_notifications by gpusre.models.alert_ingest.build_core_alerts.
+-- Rebuilt from raw.alert_notifications by gpusre.models.sources.alerts.ingest.build_core_alerts.
 CREATE TABLE IF NOT EXISTS core.alerts (
     alert_id            BIGINT NOT NULL,      -- unique  -- md5(fingerprint | starts_at epoch µs), 60 bits
     fingerprint         VARCHAR NOT NULL,
     alertname           VARCHAR,
     status              VARCHAR NOT NULL,     -- firing | resolved
     severity            VARCHAR,              -- labels.severity
-    node                VARCHAR,              -- Slurm node the labels name (gpusre.models.alert_nodes), else NULL
+    node                VARCHAR,              -- Slurm node the labels name (gpusre.models.alerts.nodes), else NULL
     target              VARCHAR,              -- switch / file system / device, or the unknown host
     target_label        VARCHAR,              -- which label target came from
     starts_at           TIMESTAMPTZ NOT NULL,

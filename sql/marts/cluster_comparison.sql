@@ -1,6 +1,6 @@
 -- marts.cluster_comparison: one row per GPU cluster: this one (every finished GPU job in core.jobs)
 -- and the published traces AcmeTrace summarises (Seren, Kalos, Philly, Helios, PAI; from the view
--- _published_clusters that gpusre.models.cluster_comparison registers), with the job-mix figures
+-- _published_clusters that gpusre.models.job_mix.cluster_comparison registers), with the job-mix figures
 -- those papers report: GPU jobs, runtime, queue wait, GPUs per job, and the shares of completed,
 -- cancelled and failed jobs by count and by GPU time.
 -- This cluster's row classifies final states as AcmeTrace does: completed = COMPLETED, cancelled =

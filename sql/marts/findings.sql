@@ -1,5 +1,5 @@
 -- marts.findings: one row per headline finding (1..4) about the job mix, computed from the other
--- marts by gpusre.models.findings.write_findings. This file only (re)creates the empty table.
+-- marts by gpusre.models.job_mix.findings.write_findings. This file only (re)creates the empty table.
 CREATE OR REPLACE TABLE marts.findings (
     finding_id INTEGER NOT NULL,
     title      VARCHAR NOT NULL,

@@ -1,7 +1,7 @@
 -- marts.size_share_trend: one row per (granularity, GPU size bucket): trend of the bucket's share
 -- of GPU-hours across full months ('month') or ISO weeks ('week'), from marts.size_buckets.
 -- This file only (re)creates the empty table; rows are computed in Python by
--- gpusre.models.trends.write_size_share_trend (OLS with Newey-West HAC errors + Kendall tau).
+-- gpusre.models.job_mix.trends.write_size_share_trend (OLS with Newey-West HAC errors + Kendall tau).
 -- Slope and test columns are NULL when direction = 'insufficient data' (fewer than 3 periods).
 CREATE OR REPLACE TABLE marts.size_share_trend (
     granularity      VARCHAR NOT NULL,  -- 'month' | 'week'

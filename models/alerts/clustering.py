@@ -1,0 +1,1031 @@
+"""Alert incidents: cluster ``core.alerts`` into incidents, name a root-cause candidate, measure the
+blast radius, the compression and the hygiene of each alert rule.
+
+A leaf switch that dies fires a switch alert and a link-down alert on every node under it; a
+Lustre outage fires a file-system alert on every client. An SRE wants one incident for each, with
+the switch (the file system) as its likely root, and wants to know which rules only ever make noise.
+
+Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
+    1. **Sessions.** Alerts are sorted by ``starts_at``; an alert joins the current session when it
+       starts within ``gap_minutes`` (default 10) of the session's last start, else it opens a new
+       one. Alerts of different sessions are never linked. (Start times, not end times: a firing
+       alert has no end, and one left firing for days would glue everything together.)
+    2. **Links inside a session.** Two alerts are linked when they share a *key* and their starts
+       are chained within the key's gap (consecutive alerts of one key, sorted by start, at most
+       the gap apart) — a sort per key, never a pairwise loop:
+
+       ==============  ==============================================================  ============
+       key             alerts that share it                                            gap
+       ==============  ==============================================================  ============
+       node            same Slurm node (any rule)                                      ``gap``
+       target          same non-node target (switch, OST, unknown host), no node       ``gap``
+       storage         storage-level alerts (see levels) about the same file system:   ``gap``
+                       ``filesystem``/``fs``/``fsname`` label or target, Lustre
+                       ``<fs>-OSTxxxx``/``-MDTxxxx`` reduced to ``<fs>``, else the
+                       ``mountpoint``, else the rule name
+       rack / leaf     nodes of one rack (one leaf switch) of cluster.yaml with the    ``peer_gap``
+       peers           same alertname or co-occurring templates (below)                (5 min)
+       hw incident     alerts matched to the same hardware incident (below)            none
+       ==============  ==============================================================  ============
+
+       and two nearest-neighbour links (as-of joins, one per alert):
+
+       * *switch → nodes*: an alert whose target is a leaf switch of cluster.yaml links every
+         alert on that switch's nodes whose start is within ``gap`` of it (nearest switch alert);
+       * *co-occurrence*: an alert with no node (a storage server, a switch outside the topology)
+         links the nearest alert, within ``gap``, of every template that co-occurs with its own.
+
+       **Hardware incidents** (``marts.hw_incidents``): an alert on one of an incident's nodes that
+       starts within [start − ``hw_before_minutes`` (10), end + ``hw_after_minutes`` (30)] gets that
+       incident (several match: the earliest); so does an alert whose target is the incident's
+       ``leaf_switch``.
+
+       **Template co-occurrence** (:func:`template_cooccurrence`), from the alert history itself:
+       a *basket* is a session cut into ``gap``-long time buckets (a busy cluster's sessions never
+       end); baskets with more than ``cooc_max_basket_templates`` (50) distinct templates (floods)
+       are skipped. Two templates (``template_id``, else the alertname) are related when they share
+       at least ``cooc_min_support`` (3) baskets, the rarer one comes with the other in at least
+       ``cooc_min_confidence`` (0.5) of its baskets (support / min(n_a, n_b): a storage server's
+       rare alert always comes with the clients' frequent one, whose Jaccard with it stays small),
+       and their lift (support · baskets / (n_a · n_b)) is at least ``cooc_min_lift`` (2: frequent
+       templates that meet by chance have a lift near 1).
+       Connected templates form a *template group*, used by the rack/leaf peer keys.
+    3. **Incidents** are the connected components of the link graph
+       (``scipy.sparse.csgraph.connected_components``), i.e. single-linkage clustering. This is
+       exactly ``DBSCAN(eps=0.5, min_samples=1, metric="precomputed")`` on a sparse 0/1 distance of
+       the same links, but linear in the number of links and without DBSCAN's neighbourhood
+       bookkeeping: a flood of 5,000 alerts on one leaf costs 5,000 links, not 25 million pairs.
+       Keys are compared by 64-bit hash; ``peer_gap`` may not exceed ``gap`` (then two alerts of
+       one key that close are always in one session, and the per-key sort needs no session).
+       Single linkage merges *independent* incidents that hit the same node within minutes (a GPU
+       fault on a node whose leaf is down): an SRE would look at them together, but on a synthetic
+       trace with known truth it is the only kind of mistake (adjusted Rand index 0.95–0.98 at 48
+       incidents a day on 512 nodes, about 0.9 at 72, 0.85 at 144; ``tests/test_alert_clustering.py``).
+       Cost: 2–4 s for 200,000 alerts on a busy 2-core machine (all of :func:`alert_marts`).
+
+Root-cause candidate, per incident
+    The member alerts are ranked: (1) those matched to a hardware incident first (reason "hardware
+    incident <id> (<component>) on <node>"), then (2) by *level* — fabric (switches) above storage
+    above node above GPU above other — then (3) the earliest start (reason "earliest alert at the
+    most upstream level (fabric: leaf switch leaf01)"). The level of an alert comes from the rule
+    file ``models/catalog/alert_levels.csv`` (first matching row wins; conditions on alertname,
+    target_label, a label value and whether the alert is on a node). The incident ``id`` is
+    ``ainc-`` + 12 hex digits of SHA-1 over the root alert's fingerprint and start, stable across
+    reruns. ``scope``: leaf_switch for a switch root (or a root matched to a leaf-switch hardware
+    incident), storage for a storage root, else node (one node), rack / leaf_switch (all nodes in one
+    rack / under one leaf), cluster (nodes in several, or none: a service alert).
+
+Blast radius
+    Jobs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
+    end in [start − ``job_before_minutes`` (15), last alert start + ``job_after_minutes`` (5)],
+    except those job-failure attribution gives to the user: ``n_jobs_killed``, and the sum of their
+    attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
+    onset, and an alert left firing for days is no reason to claim every later failure.)
+
+Rule hygiene (:func:`rule_quality`), per alertname
+    ``precision`` = share of its alerts in incidents that have a hardware incident or killed jobs;
+    a *flap day* is a (fingerprint, UTC day) with at least ``flap_cycles_per_day`` (4) fire/resolve
+    cycles (alerts); verdict: fewer than ``min_fired`` (5) alerts → "too few to judge"; at least
+    ``flap_share`` (0.5) of its alerts on flap days → "flapping"; precision below
+    ``noise_precision`` (0.1) → "noise: consider silencing"; else "useful". Without any hardware
+    incident or failed job in the span of the alerts (alerts landed, logs and accounting did not),
+    precision is NULL and no rule is called noise ("too few to judge").
+
+Compression and coverage
+    ``in_flood``: an alert of the incident started inside an episode of
+    :func:`~gpusre.models.alerts.floods.detect_floods`. :func:`alert_daily`: per UTC day the
+    notifications and alerts of alerts that started that day, the incidents that started that day,
+    alerts / incidents and flood episodes. :func:`alert_floods`: each episode with the incidents its
+    alerts belong to. :func:`hw_incidents_without_alert`: hardware incidents inside the span of the
+    alert data that no alert matched (the matching rule above) — missing alert coverage.
+
+:func:`alert_marts` computes every mart the ``marts/alert_incidents`` asset writes.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import lru_cache
+from importlib import resources
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from gpusre.models.alerts.floods import EPISODE_SCHEMA, FloodSettings, detect_floods
+from gpusre.models.ingest.hostlist import expand_hostlist
+
+__all__ = [
+    "ALERT_SCHEMA",
+    "AlertClusteringSettings",
+    "AlertMarts",
+    "AlertLevelRule",
+    "DAILY_SCHEMA",
+    "FLOOD_SCHEMA",
+    "INCIDENT_SCHEMA",
+    "LEVEL_RANK",
+    "MEMBER_SCHEMA",
+    "RULE_QUALITY_SCHEMA",
+    "Topology",
+    "UNCOVERED_SCHEMA",
+    "alert_daily",
+    "alert_floods",
+    "alert_incident_id",
+    "alert_levels",
+    "alert_marts",
+    "cluster_alerts",
+    "hw_incidents_without_alert",
+    "load_alert_levels",
+    "rule_quality",
+    "sessionize",
+    "template_cooccurrence",
+]
+
+
+class AlertClusteringSettings(BaseModel):
+    """Alert clustering, blast radius and hygiene parameters (to be cluster.yaml ``alerts.clustering``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: Session gap, and the chaining gap of the node / target / storage keys.
+    gap_minutes: float = Field(default=10.0, gt=0)
+    #: Chaining gap of rack / leaf peers (different nodes that share only a rack or a leaf).
+    peer_gap_minutes: float = Field(default=5.0, gt=0)
+    #: A flapping rule: an alert of the same fingerprint firing again within this long after the
+    #: previous one resolved (or started, while it fires) is the same incident, whatever the sessions.
+    flap_minutes: float = Field(default=120.0, ge=0)
+    #: Hardware incident window around an alert: [start - before, end + after].
+    hw_before_minutes: float = Field(default=10.0, ge=0)
+    hw_after_minutes: float = Field(default=30.0, ge=0)
+    #: Template co-occurrence.
+    cooc_min_support: int = Field(default=3, ge=1)
+    cooc_min_confidence: float = Field(default=0.5, ge=0, le=1)
+    cooc_min_lift: float = Field(default=2.0, ge=0)
+    cooc_max_basket_templates: int = Field(default=50, ge=2)
+    #: Blast radius: job ends in [start - before, last alert start + after] on the incident's nodes.
+    job_before_minutes: float = Field(default=15.0, ge=0)
+    job_after_minutes: float = Field(default=5.0, ge=0)
+    killed_states: tuple[str, ...] = ("FAILED", "NODE_FAIL")
+    #: Rule hygiene.
+    min_fired: int = Field(default=5, ge=1)
+    noise_precision: float = Field(default=0.1, ge=0, le=1)
+    flap_cycles_per_day: int = Field(default=4, ge=2)
+    flap_share: float = Field(default=0.5, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _peer_within_session(self) -> AlertClusteringSettings:
+        if self.peer_gap_minutes > self.gap_minutes:
+            raise ValueError("peer_gap_minutes must not exceed gap_minutes")
+        return self
+
+    @staticmethod
+    def _us(minutes: float) -> int:
+        return int(round(minutes * 60_000_000))
+
+    @property
+    def gap_us(self) -> int:
+        return self._us(self.gap_minutes)
+
+    @property
+    def peer_gap_us(self) -> int:
+        return self._us(self.peer_gap_minutes)
+
+    @property
+    def flap_us(self) -> int:
+        return self._us(self.flap_minutes)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where nodes sit: node → rack and node → leaf switch (cluster.yaml ``racks`` / ``leaf_switches``)."""
+
+    node_rack: Mapping[str, str] = field(default_factory=dict)
+    node_leaf: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_groups(cls, racks: Mapping[str, str | Sequence[str]] | None = None,
+                    leaf_switches: Mapping[str, str | Sequence[str]] | None = None) -> Topology:
+        """From group name → hostlist string (or list of names); a node listed twice keeps the first."""
+        def invert(groups: Mapping[str, str | Sequence[str]] | None) -> dict[str, str]:
+            out: dict[str, str] = {}
+            for name, nodes in (groups or {}).items():
+                for node in expand_hostlist(nodes) if isinstance(nodes, str) else nodes:
+                    out.setdefault(node, name)
+            return out
+        return cls(invert(racks), invert(leaf_switches))
+
+    @classmethod
+    def from_config(cls, config: object) -> Topology:
+        """From a :class:`~gpusre.pipelines.config.ClusterConfig` (its ``racks`` and ``leaf_switches``)."""
+        return cls.from_groups(getattr(config, "racks", None), getattr(config, "leaf_switches", None))
+
+    @property
+    def leaves(self) -> frozenset[str]:
+        return frozenset(self.node_leaf.values())
+
+    def frame(self) -> pl.DataFrame:
+        nodes = sorted(set(self.node_rack) | set(self.node_leaf))
+        return pl.DataFrame({"node": nodes, "_rack": [self.node_rack.get(n) for n in nodes],
+                             "_leaf": [self.node_leaf.get(n) for n in nodes]},
+                            schema={"node": pl.String, "_rack": pl.String, "_leaf": pl.String})
+
+
+# -- schemas ---------------------------------------------------------------------------------------
+
+_TS = pl.Datetime("us", "UTC")
+#: ``core.alerts`` columns read (``labels`` as JSON text). Missing optional columns are null
+#: (``n_notifications``: 1).
+ALERT_SCHEMA: dict[str, pl.DataType] = {
+    "alert_id": pl.Int64(), "fingerprint": pl.String(), "alertname": pl.String(), "status": pl.String(),
+    "severity": pl.String(), "node": pl.String(), "target": pl.String(), "target_label": pl.String(),
+    "starts_at": _TS, "ends_at": _TS, "labels": pl.String(), "template_id": pl.Int64(),
+    "n_notifications": pl.Int64(),
+}
+_REQUIRED = ("alert_id", "fingerprint", "starts_at")
+
+INCIDENT_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(),
+    "start_ts": _TS,
+    "end_ts": _TS,                      # latest end (or start, while firing) of its alerts
+    "n_alerts": pl.Int64(),
+    "flaps": pl.Int64(),                # re-firings of a fingerprint already in the incident (a flapping rule)
+    "n_nodes": pl.Int64(),
+    "nodes": pl.List(pl.String()),
+    "root_alert_id": pl.Int64(),
+    "root_level": pl.String(),
+    "root_cause_candidate": pl.String(),  # "<alertname> on <node | target>"
+    "root_cause_reason": pl.String(),
+    "templates": pl.List(pl.Int64()),
+    "alertnames": pl.List(pl.String()),
+    "hw_incident_id": pl.String(),
+    "scope": pl.String(),               # node | rack | leaf_switch | storage | cluster
+    "in_flood": pl.Boolean(),
+    "n_jobs_killed": pl.Int64(),
+    "lost_gpu_hours": pl.Float64(),
+}
+MEMBER_SCHEMA: dict[str, pl.DataType] = {
+    "alert_id": pl.Int64(), "incident_id": pl.String(), "is_root": pl.Boolean(), "level": pl.String(),
+    "hw_incident_id": pl.String(),
+}
+DAILY_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Date(), "notifications": pl.Int64(), "alerts": pl.Int64(), "incidents": pl.Int64(),
+    "compression_ratio": pl.Float64(), "flood_episodes": pl.Int64(),
+}
+FLOOD_SCHEMA: dict[str, pl.DataType] = {
+    "flood_id": pl.String(), "start_ts": _TS, "end_ts": _TS, "n_buckets": pl.Int64(), "n_alerts": pl.Int64(),
+    "peak_per_bucket": pl.Int64(), "peak_rate_per_min": pl.Float64(), "baseline": pl.Float64(),
+    "threshold": pl.Float64(), "incidents": pl.Int64(), "compression_ratio": pl.Float64(),
+}
+RULE_QUALITY_SCHEMA: dict[str, pl.DataType] = {
+    "alertname": pl.String(), "fired": pl.Int64(), "fingerprints": pl.Int64(), "incidents": pl.Int64(),
+    "with_hw_incident": pl.Int64(), "with_job_impact": pl.Int64(), "precision": pl.Float64(),
+    "median_duration_s": pl.Float64(), "flapping": pl.Int64(), "flap_share": pl.Float64(),
+    "verdict": pl.String(),
+}
+UNCOVERED_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
+    "nodes": pl.List(pl.String()), "scope": pl.String(),
+}
+_HW_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
+    "nodes": pl.List(pl.String()), "scope": pl.String(), "leaf_switch": pl.String(),
+}
+
+# -- levels ----------------------------------------------------------------------------------------
+
+#: Most upstream first: a switch outage explains node alerts, a node outage explains GPU alerts.
+LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "other": 4}
+#: Levels whose alerts, when on no Slurm node, are the server or fabric side of a fault.
+_SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage")
+LEVELS_FILE = "alert_levels.csv"
+
+
+@dataclass(frozen=True)
+class AlertLevelRule:
+    """One row of ``alert_levels.csv``: every non-empty condition must hold.
+
+    ``alertname``: regex searched in the alertname; ``target_label``: regex the whole target
+    label must match; ``label``/``value``: that label's value must match ``value`` entirely;
+    ``has_node``: the alert is (``true``) or is not (``false``) on a Slurm node. Case-insensitive.
+    """
+
+    rule_id: str
+    level: str
+    alertname: re.Pattern[str] | None = None
+    target_label: re.Pattern[str] | None = None
+    label: str | None = None
+    value: re.Pattern[str] | None = None
+    has_node: bool | None = None
+
+    def matches(self, alertname: str, target_label: str | None, has_node: bool,
+                labels: Mapping[str, str | None]) -> bool:
+        if self.alertname is not None and not self.alertname.search(alertname or ""):
+            return False
+        if self.target_label is not None and not (target_label and self.target_label.fullmatch(target_label)):
+            return False
+        if self.label is not None:
+            got = labels.get(self.label)
+            if got is None or (self.value is not None and not self.value.fullmatch(got)):
+                return False
+        return self.has_node is None or self.has_node == has_node
+
+
+@lru_cache(maxsize=4)
+def load_alert_levels(file_name: str = LEVELS_FILE) -> tuple[AlertLevelRule, ...]:
+    """The level rules of ``models/catalog/<file_name>``, in file order."""
+    text = resources.files("gpusre.models.catalog").joinpath(file_name).read_text(encoding="utf-8")
+    rules = []
+    for row in csv.DictReader(text.splitlines()):
+        def rx(key: str) -> re.Pattern[str] | None:
+            return re.compile(row[key], re.IGNORECASE) if row.get(key) else None
+        level = row["level"].strip()
+        if level not in LEVEL_RANK:
+            raise ValueError(f"{file_name}: rule {row['rule_id']}: unknown level {level!r}")
+        has_node = {"true": True, "false": False, "": None}[(row.get("has_node") or "").strip().lower()]
+        rules.append(AlertLevelRule(row["rule_id"], level, rx("alertname"), rx("target_label"),
+                                    row.get("label") or None, rx("value"), has_node))
+    return tuple(rules)
+
+
+#: Labels that name a (shared) file system; ``mountpoint`` only counts for storage-level alerts.
+_FS_LABELS = ("filesystem", "fs", "fsname")
+_FS_TARGET_LABELS = frozenset({*_FS_LABELS, "ost", "mdt"})
+_LUSTRE_TARGET = r"^(.+)-(?:OST|MDT)[0-9a-fA-F]+$"
+
+
+def _label_columns(rules: Sequence[AlertLevelRule]) -> list[str]:
+    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | {"mountpoint"})
+
+
+def alert_levels(alerts: pl.DataFrame, rules: Sequence[AlertLevelRule] | None = None) -> pl.Series:
+    """The level of each alert (``alertname``, ``target_label``, ``node``, ``labels`` JSON text),
+    by the first matching rule; each distinct combination is evaluated once."""
+    rules = tuple(rules) if rules is not None else load_alert_levels()
+    frame = _with_labels(alerts.select("alertname", "target_label", "node", "labels"), rules)
+    return _levels(frame, rules)
+
+
+def _with_labels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.DataFrame:
+    names = _label_columns(rules)
+    dtype = pl.Struct({n: pl.String for n in names})
+    decoded = frame.select(pl.col("labels").fill_null("{}").str.json_decode(dtype).alias("_l")).unnest("_l")
+    return frame.with_columns(decoded.select(pl.col(n).alias(f"_lb_{n}") for n in names))
+
+
+def _levels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Series:
+    names = [n for n in _label_columns(rules) if any(r.label == n for r in rules)]
+    cols = ["alertname", "target_label", pl.col("node").is_not_null().alias("_has_node"), *[f"_lb_{n}" for n in names]]
+    keyed = frame.select(cols)
+    combos = keyed.unique()
+    levels = []
+    for row in combos.iter_rows():
+        alertname, target_label, has_node, *values = row
+        labels = dict(zip(names, values))
+        levels.append(next((r.level for r in rules if r.matches(alertname or "", target_label, has_node, labels)), "other"))
+    combos = combos.with_columns(pl.Series("_level", levels, dtype=pl.String))
+    return keyed.join(combos, on=combos.columns[:-1], how="left", nulls_equal=True, maintain_order="left")["_level"]
+
+
+# -- building blocks -------------------------------------------------------------------------------
+
+
+def _utc(frame: pl.DataFrame, name: str) -> pl.Expr:
+    dtype = frame.schema[name]
+    col = pl.col(name)
+    if isinstance(dtype, pl.Datetime):
+        col = col.dt.replace_time_zone("UTC") if dtype.time_zone is None else col.dt.convert_time_zone("UTC")
+    return col.cast(_TS).alias(name)
+
+
+def _conform(frame: pl.DataFrame | None, schema: Mapping[str, pl.DataType], required: Sequence[str] = ()) -> pl.DataFrame:
+    """``frame`` with exactly ``schema``'s columns, typed (missing optional columns null)."""
+    if frame is None:
+        return pl.DataFrame(schema=dict(schema))
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(f"input lacks columns {missing}")
+    exprs = []
+    for name, dtype in schema.items():
+        if name not in frame.columns:
+            exprs.append(pl.lit(None, dtype=dtype).alias(name))
+        elif dtype == _TS:
+            exprs.append(_utc(frame, name))
+        else:
+            exprs.append(pl.col(name).cast(dtype))
+    return frame.select(exprs)
+
+
+def sessionize(starts_us: np.ndarray, gap_us: int) -> np.ndarray:
+    """Session number of each start (microseconds, sorted ascending): a new session begins when a
+    start is more than ``gap_us`` after the previous one (the session's last start).
+
+    >>> sessionize(np.array([0, 5, 30, 31, 100]), 10).tolist()
+    [0, 0, 1, 1, 2]
+    """
+    if len(starts_us) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(np.diff(starts_us) > gap_us)]).astype(np.int64)
+
+
+def _window_pairs(windows: pl.DataFrame, points: pl.DataFrame, by: str) -> pl.DataFrame:
+    """``(_w, _p)`` for every window ``(_w, by, _lo, _hi)`` and point ``(_p, by, _ts)`` with
+    ``_lo <= _ts <= _hi`` (same ``by``). Points are sorted by (by, ts) so each window's points are a
+    contiguous index range found by two as-of joins; only those ranges are expanded."""
+    empty = pl.DataFrame(schema={"_w": pl.Int64, "_p": pl.Int64})
+    if windows.is_empty() or points.is_empty():
+        return empty
+    pts = points.sort(by, "_ts").with_row_index("_r")
+    idx = pts.select(pl.col("_r").cast(pl.Int64), by, "_ts")
+    lo = windows.sort("_lo").join_asof(idx.rename({"_r": "_a"}), left_on="_lo", right_on="_ts", by=by,
+                                       strategy="forward", check_sortedness=False).select("_w", "_a")
+    hi = windows.sort("_hi").join_asof(idx.rename({"_r": "_b"}), left_on="_hi", right_on="_ts", by=by,
+                                       strategy="backward", check_sortedness=False).select("_w", "_b")
+    ranges = lo.join(hi, on="_w").filter(pl.col("_a") <= pl.col("_b"))
+    if ranges.is_empty():
+        return empty
+    pairs = ranges.select("_w", pl.int_ranges("_a", pl.col("_b") + 1, dtype=pl.Int64).alias("_r")).explode("_r")
+    return pairs.join(pts.select(pl.col("_r").cast(pl.Int64), pl.col("_p").cast(pl.Int64)), on="_r").select("_w", "_p")
+
+
+def _chain_edges(keyed: pl.DataFrame, keys: Sequence[str], gap_us: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Links between consecutive rows of one key (the ``keys`` columns, rows with a null key
+    skipped) sorted by ``_ts`` that start at most ``gap_us`` apart; ``gap_us`` None: any distance
+    within one session ``_s``. (With a gap no longer than the session gap, two rows that close are
+    always in one session.) ``keyed``: ``_i``, ``_s``, ``_ts`` and ``keys``."""
+    if keyed.is_empty():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cols = [*(["_s"] if gap_us is None else []), *keys]
+    k = keyed.drop_nulls(list(keys)).sort([*cols, "_ts", "_i"])
+    same = pl.all_horizontal([pl.col(c) == pl.col(c).shift() for c in cols])
+    if gap_us is not None:
+        same = same & ((pl.col("_ts") - pl.col("_ts").shift()) <= gap_us)
+    e = k.select(pl.col("_i").shift().alias("_u"), pl.col("_i").alias("_v"), same.fill_null(False).alias("_x")).filter("_x")
+    return e["_u"].to_numpy().astype(np.int64), e["_v"].to_numpy().astype(np.int64)
+
+
+#: A chaining gap no two alert starts exceed (about 292,000 years in microseconds).
+_ANY_DISTANCE_US = 2**63 - 1
+
+
+def _flap_edges(al: pl.DataFrame, flap_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """Links between consecutive alerts of one fingerprint when the later one starts at most ``flap_us``
+    after every earlier one ended (a firing one counts from its start): one flapping episode."""
+    if al.is_empty():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    k = (al.select("_i", "_ts", "fingerprint",
+                   pl.max_horizontal(pl.col("ends_at").dt.epoch("us"), pl.col("_ts")).alias("_end"))
+         .drop_nulls("fingerprint").sort("fingerprint", "_ts", "_i"))
+    reach = pl.col("_end").cum_max().shift(1).over("fingerprint") + flap_us
+    link = (pl.col("fingerprint") == pl.col("fingerprint").shift()) & (pl.col("_ts") <= reach)
+    e = k.select(pl.col("_i").shift().alias("_u"), pl.col("_i").alias("_v"), link.fill_null(False).alias("_x")).filter("_x")
+    return e["_u"].to_numpy().astype(np.int64), e["_v"].to_numpy().astype(np.int64)
+
+
+def _nearest_edges(left: pl.DataFrame, right: pl.DataFrame, by: list[str], gap_us: int) -> tuple[np.ndarray, np.ndarray]:
+    """Link each ``left`` row (``_i``, ``_ts``, *by*) to the nearest ``right`` row (``_j``, ``_ts``, *by*)
+    at most ``gap_us`` away."""
+    if left.is_empty() or right.is_empty():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    j = left.sort("_ts").join_asof(right.sort("_ts"), on="_ts", by=by, strategy="nearest", tolerance=gap_us,
+                                   check_sortedness=False).filter(pl.col("_j").is_not_null() & (pl.col("_i") != pl.col("_j")))
+    return j["_i"].to_numpy().astype(np.int64), j["_j"].to_numpy().astype(np.int64)
+
+
+def template_cooccurrence(tkeys: pl.Series, sessions: np.ndarray, starts_us: np.ndarray,
+                          settings: AlertClusteringSettings | None = None) -> pl.DataFrame:
+    """Related template pairs ``(a, b, support, confidence, lift)`` with ``a < b`` (rules in the module
+    docstring). ``tkeys``: each alert's template key; baskets are (session, ``gap``-bucket)."""
+    settings = settings or AlertClusteringSettings()
+    schema = {"a": pl.String, "b": pl.String, "support": pl.Int64, "confidence": pl.Float64, "lift": pl.Float64}
+    if tkeys.len() == 0:
+        return pl.DataFrame(schema=schema)
+    baskets = pl.DataFrame({"_s": sessions, "_bk": starts_us // settings.gap_us, "t": tkeys}).unique()
+    baskets = baskets.with_columns(pl.len().over("_s", "_bk").alias("_k")).filter(
+        pl.col("_k") <= settings.cooc_max_basket_templates)
+    ids = baskets.select("_s", "_bk").unique().with_row_index("_b")
+    baskets = baskets.join(ids, on=["_s", "_bk"]).select("_b", "t")
+    n_baskets = baskets["_b"].n_unique()
+    if n_baskets == 0:
+        return pl.DataFrame(schema=schema)
+    counts = baskets.group_by("t").agg(pl.len().cast(pl.Int64).alias("n"))
+    pairs = (baskets.join(baskets, on="_b", suffix="_2").filter(pl.col("t") < pl.col("t_2"))
+             .group_by("t", "t_2").agg(pl.len().cast(pl.Int64).alias("support"))
+             .filter(pl.col("support") >= settings.cooc_min_support))
+    pairs = (pairs.join(counts.rename({"t": "t", "n": "n_a"}), on="t")
+             .join(counts.rename({"t": "t_2", "n": "n_b"}), on="t_2")
+             .with_columns((pl.col("support") / pl.min_horizontal("n_a", "n_b")).alias("confidence"),
+                           (pl.col("support") * n_baskets / (pl.col("n_a") * pl.col("n_b"))).alias("lift"))
+             .filter((pl.col("confidence") >= settings.cooc_min_confidence) & (pl.col("lift") >= settings.cooc_min_lift)))
+    return pairs.select(pl.col("t").alias("a"), pl.col("t_2").alias("b"), "support", "confidence", "lift").sort("a", "b")
+
+
+def _template_groups(tkeys: pl.Series, related: pl.DataFrame) -> pl.Series:
+    """Template group of each key: connected components of the related-pairs graph."""
+    if related.is_empty():
+        return tkeys
+    names = pl.concat([related["a"], related["b"]]).unique().sort()
+    index = {n: i for i, n in enumerate(names.to_list())}
+    a = np.array([index[x] for x in related["a"].to_list()])
+    b = np.array([index[x] for x in related["b"].to_list()])
+    _, comp = connected_components(coo_matrix((np.ones(len(a)), (a, b)), shape=(len(names), len(names))), directed=False)
+    group = pl.DataFrame({"t": names, "_g": pl.Series([f"g{c}" for c in comp], dtype=pl.String)})
+    return pl.DataFrame({"t": tkeys}).join(group, on="t", how="left", maintain_order="left").select(
+        pl.coalesce("_g", "t"))["_g"]
+
+
+def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSettings) -> pl.DataFrame:
+    """Every (alert ``_i``, hardware incident) match: alert on an incident node within its window, or
+    alert targeting the incident's leaf switch. Columns ``_i``, ``hw_incident_id``, ``_hw_start``,
+    ``_hw_component``, ``_hw_scope``."""
+    schema = {"_i": pl.Int64, "hw_incident_id": pl.String, "_hw_start": _TS, "_hw_component": pl.String,
+              "_hw_scope": pl.String}
+    if hw.is_empty() or al.is_empty():
+        return pl.DataFrame(schema=schema)
+    before = timedelta(minutes=settings.hw_before_minutes)
+    after = timedelta(minutes=settings.hw_after_minutes)
+    inc = hw.with_row_index("_h").with_columns(
+        pl.col("_h").cast(pl.Int64),
+        (pl.col("start_ts") - before).dt.epoch("us").alias("_lo"),
+        (pl.col("end_ts").fill_null(pl.col("start_ts")) + after).dt.epoch("us").alias("_hi"))
+    by_node = inc.select("_h", "nodes", "_lo", "_hi").explode("nodes").rename({"nodes": "_k"}).drop_nulls("_k")
+    by_leaf = inc.select("_h", pl.col("leaf_switch").alias("_k"), "_lo", "_hi").drop_nulls("_k")
+    parts = []
+    for windows, key in ((by_node, "node"), (by_leaf, "_target_leaf")):
+        windows = windows.with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
+        pts = al.filter(pl.col(key).is_not_null()).select(pl.col("_i").alias("_p"), pl.col(key).alias("_k"), "_ts")
+        pairs = _window_pairs(windows, pts, "_k")
+        parts.append(pairs.join(windows.select("_w", "_h"), on="_w").select(pl.col("_p").alias("_i"), "_h"))
+    matches = pl.concat(parts).unique()
+    matches = matches.join(inc.select("_h", pl.col("incident_id").alias("hw_incident_id"),
+                                      pl.col("start_ts").alias("_hw_start"), pl.col("component").alias("_hw_component"),
+                                      pl.col("scope").alias("_hw_scope")), on="_h")
+    return matches.select(list(schema)).sort("_i", "_hw_start", "hw_incident_id")
+
+
+def _id_of(key: str) -> str:
+    return "ainc-" + hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
+def alert_incident_id(fingerprint: str, starts_us: int) -> str:
+    """Stable incident id: ``ainc-`` + 12 hex digits of SHA-1 over the root alert's fingerprint and
+    start (epoch microseconds).
+
+    >>> alert_incident_id("a1b2c3", 1_757_000_000_000_000)
+    'ainc-2507d06cb398'
+    """
+    return _id_of(f"{fingerprint}|{starts_us}")
+
+
+# -- clustering ------------------------------------------------------------------------------------
+
+
+def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLevelRule]) -> pl.DataFrame:
+    al = _conform(alerts, ALERT_SCHEMA, _REQUIRED).with_columns(pl.col("n_notifications").fill_null(1))
+    al = al.sort("starts_at", "alert_id").with_row_index("_i").with_columns(
+        pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
+    al = al.join(topology.frame(), on="node", how="left", maintain_order="left")
+    leaves = sorted(topology.leaves)
+    al = _with_labels(al, rules)
+    al = al.with_columns(
+        _levels(al, rules).alias("level"),
+        pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"),
+        pl.coalesce(pl.col("template_id").cast(pl.String), pl.lit("name:") + pl.col("alertname"), pl.lit("none")).alias("_tkey"),
+    )
+    fs_target = pl.when(pl.col("target_label").is_in(list(_FS_TARGET_LABELS))).then(pl.col("target"))
+    fs = pl.coalesce(fs_target, *[pl.col(f"_lb_{n}") for n in _FS_LABELS]).str.replace(_LUSTRE_TARGET, "$1")
+    return al.with_columns(
+        pl.when(pl.col("level") == "storage")
+        .then(pl.coalesce(fs, pl.col("_lb_mountpoint"), pl.lit("rule:") + pl.coalesce("alertname", pl.lit(""))))
+        .alias("_storage"))
+
+
+def cluster_alerts(
+    alerts: pl.DataFrame,
+    topology: Topology | None = None,
+    hw_incidents: pl.DataFrame | None = None,
+    settings: AlertClusteringSettings | None = None,
+    *,
+    jobs: pl.DataFrame | None = None,
+    attribution: pl.DataFrame | None = None,
+    floods: pl.DataFrame | None = None,
+    rules: Sequence[AlertLevelRule] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Cluster alerts into incidents (method in the module docstring).
+
+    Args:
+        alerts: ``core.alerts`` rows (:data:`ALERT_SCHEMA`; ``alert_id``, ``fingerprint``,
+            ``starts_at`` required, ``labels`` as JSON text).
+        topology: racks and leaf switches; None: no rack/leaf links.
+        hw_incidents: ``marts.hw_incidents`` (``incident_id``, ``component``, ``start_ts``,
+            ``end_ts``, ``nodes``, ``scope``, ``leaf_switch``), or None.
+        jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``) for the blast radius;
+            None: ``n_jobs_killed`` 0.
+        attribution: ``marts.job_failure_attribution`` (``job_id``, ``attribution``,
+            ``lost_gpu_hours``); jobs it gives to the user do not count.
+        floods: flood episodes (``start_ts``, ``end_ts``) from
+            :func:`~gpusre.models.alerts.floods.detect_floods`; None: detected with its defaults.
+
+    Returns:
+        ``(incidents, members)``: :data:`INCIDENT_SCHEMA` sorted by ``start_ts``, ``incident_id``;
+        :data:`MEMBER_SCHEMA` sorted by ``alert_id``.
+    """
+    settings = settings or AlertClusteringSettings()
+    topology = topology or Topology()
+    rules = tuple(rules) if rules is not None else load_alert_levels()
+    if alerts.is_empty():
+        return pl.DataFrame(schema=INCIDENT_SCHEMA), pl.DataFrame(schema=MEMBER_SCHEMA)
+    al = _prepare(alerts, topology, rules)
+    n = al.height
+    ts = al["_ts"].to_numpy()
+    al = al.with_columns(pl.Series("_s", sessionize(ts, settings.gap_us)))
+
+    related = template_cooccurrence(al["_tkey"], al["_s"].to_numpy(), ts, settings)
+    al = al.with_columns(_template_groups(al["_tkey"], related).alias("_group"))
+
+    hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")) if hw_incidents is not None else None
+    matches = _match_hw(al, hw, settings) if hw is not None else _match_hw(al, pl.DataFrame(schema=_HW_SCHEMA), settings)
+
+    links = _links(al, matches, related, settings)
+    u = np.concatenate([e[0] for e in links.values()])
+    v = np.concatenate([e[1] for e in links.values()])
+    graph = coo_matrix((np.ones(len(u), dtype=np.int8), (u, v)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    al = al.with_columns(pl.Series("_c", labels.astype(np.int64)))
+
+    primary = matches.unique("_i", keep="first", maintain_order=True)
+    al = al.join(primary, on="_i", how="left", maintain_order="left")
+    incidents, members = _incidents(al, settings)
+    incidents = _flag_floods(incidents, al, floods)
+    incidents = _job_impact(incidents, al, jobs, attribution, settings)
+    return (incidents.select([pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()]).sort("start_ts", "incident_id"),
+            members.select([pl.col(c).cast(t) for c, t in MEMBER_SCHEMA.items()]).sort("alert_id"))
+
+
+def _links(al: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
+           settings: AlertClusteringSettings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The links of the method, by kind: ``kind -> (u, v)`` arrays of alert row numbers ``_i``.
+
+    Keys are compared by 64-bit hash (sorting integers, not strings); a collision between two
+    different keys of alerts minutes apart is a 2^-64 event.
+    """
+    def h(expr: pl.Expr) -> pl.Expr:
+        return pl.when(expr.is_not_null()).then(expr.hash(7))
+
+    hashed = al.select(
+        "_i", "_s", "_ts",
+        h(pl.col("node")).alias("node"),
+        h(pl.when(pl.col("node").is_null()).then(pl.col("target"))).alias("target"),
+        h(pl.col("_storage")).alias("storage"),
+        h(pl.col("_rack")).alias("rack"), h(pl.col("_leaf")).alias("leaf"),
+        h(pl.col("alertname")).alias("alertname"), h(pl.col("_group")).alias("group"),
+    )
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for key in ("node", "target", "storage"):
+        out[key] = _chain_edges(hashed, [key], settings.gap_us)
+    for scope in ("rack", "leaf"):
+        for what in ("alertname", "group"):
+            out[f"{scope}_{what}"] = _chain_edges(hashed, [scope, what], settings.peer_gap_us)
+    # One hardware incident is one alert incident for as long as it is open, across sessions: a second
+    # wave of link-down alerts an hour later belongs to the switch that is still broken.
+    out["hw_incident"] = _chain_edges(
+        matches.select("_i", h(pl.col("hw_incident_id")).alias("hw")).join(hashed.select("_i", "_s", "_ts"), on="_i"),
+        ["hw"], _ANY_DISTANCE_US)
+    out["flap"] = _flap_edges(al, settings.flap_us)
+    # Switch alert -> alerts on its leaf's nodes.
+    out["switch"] = _nearest_edges(
+        al.filter(pl.col("_leaf").is_not_null()).select("_i", "_s", "_ts", "_leaf"),
+        al.filter(pl.col("_target_leaf").is_not_null()).select(pl.col("_i").alias("_j"), "_s", "_ts",
+                                                               pl.col("_target_leaf").alias("_leaf")),
+        ["_s", "_leaf"], settings.gap_us)
+    # Unplaced alert -> nearest alert of each co-occurring template.
+    if not related.is_empty():
+        both = pl.concat([related.select("a", "b"), related.select(pl.col("b").alias("a"), pl.col("a").alias("b"))])
+        left = (al.filter(pl.col("node").is_null()).select("_i", "_s", "_ts", pl.col("_tkey").alias("a"))
+                .join(both, on="a").select("_i", "_s", "_ts", pl.col("b").alias("_t")))
+        right = al.select(pl.col("_i").alias("_j"), "_s", "_ts", pl.col("_tkey").alias("_t"))
+        out["cooccurrence"] = _nearest_edges(left, right, ["_s", "_t"], settings.gap_us)
+    return out
+
+def _where(node: str, target: str) -> pl.Expr:
+    return pl.coalesce(pl.col(node), pl.col(target), pl.lit("?"))
+
+
+def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    # Most incidents are one alert: those skip the group-by (a large share of the time otherwise).
+    al = al.with_columns(pl.len().over("_c").alias("_size"))
+    single = al.filter(pl.col("_size") == 1)
+    multi = al.filter(pl.col("_size") > 1)
+    ranked = multi.with_columns(
+        # The server or fabric side (an OST, a switch: upstream and on no node) names the cause before
+        # the client symptoms that fire within minutes of it, even when those match a hardware incident.
+        ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & pl.col("node").is_null()).alias("_client"),
+        pl.col("hw_incident_id").is_null().alias("_no_hw"),
+        pl.col("level").replace_strict(LEVEL_RANK, default=len(LEVEL_RANK), return_dtype=pl.Int32).alias("_rank"),
+    ).sort("_c", "_client", "_no_hw", "_rank", "_ts", "alert_id")
+    roots = pl.concat([single, ranked.unique("_c", keep="first", maintain_order=True).select(single.columns)])
+
+    def one(expr: pl.Expr) -> pl.Expr:
+        return pl.concat_list(expr).list.drop_nulls()
+
+    def present(name: str) -> pl.Expr:
+        return pl.col(name).is_not_null().cast(pl.UInt32)
+
+    single_aggs = single.select(
+        "_c", pl.col("starts_at").alias("start_ts"), pl.max_horizontal("ends_at", "starts_at").alias("end_ts"),
+        pl.col("_ts").alias("_last_ts"), pl.lit(1, dtype=pl.Int64).alias("n_alerts"),
+        pl.lit(0, dtype=pl.Int64).alias("flaps"), pl.col("hw_incident_id").alias("_any_hw"),
+        one(pl.col("node")).alias("nodes"), one(pl.col("template_id")).alias("templates"),
+        one(pl.col("alertname")).alias("alertnames"),
+        present("_rack").alias("_racks"), (1 - present("_rack")).alias("_no_rack"),
+        present("_leaf").alias("_leaves"), (1 - present("_leaf")).alias("_no_leaf"),
+        (1 - present("node")).alias("_no_node"),
+    )
+    multi_aggs = multi.group_by("_c").agg(
+        pl.col("starts_at").min().alias("start_ts"),
+        pl.max_horizontal(pl.col("ends_at").max(), pl.col("starts_at").max()).alias("end_ts"),
+        pl.col("_ts").max().alias("_last_ts"),
+        pl.len().cast(pl.Int64).alias("n_alerts"),
+        (pl.len() - pl.col("fingerprint").n_unique()).cast(pl.Int64).alias("flaps"),
+        pl.col("hw_incident_id").sort_by("_ts", "alert_id").drop_nulls().first().alias("_any_hw"),
+        pl.col("node").drop_nulls().unique().sort().alias("nodes"),
+        pl.col("template_id").drop_nulls().unique().sort().alias("templates"),
+        pl.col("alertname").drop_nulls().unique().sort().alias("alertnames"),
+        pl.col("_rack").drop_nulls().n_unique().alias("_racks"),
+        pl.col("_rack").null_count().alias("_no_rack"),
+        pl.col("_leaf").drop_nulls().n_unique().alias("_leaves"),
+        pl.col("_leaf").null_count().alias("_no_leaf"),
+        pl.col("node").null_count().alias("_no_node"),
+    )
+    aggs = pl.concat([single_aggs, multi_aggs.select(single_aggs.columns).cast(single_aggs.schema)])
+    level_desc = (
+        pl.when(pl.col("level") == "fabric").then(
+            pl.when(pl.col("_target_leaf").is_not_null()).then(pl.lit("fabric: leaf switch ") + pl.col("_target_leaf"))
+            .when(pl.col("target").is_not_null()).then(pl.lit("fabric: ") + pl.col("target"))
+            .otherwise(pl.lit("fabric")))
+        .when(pl.col("level") == "storage").then(pl.lit("storage: ") + pl.col("_storage").str.replace("^rule:", ""))
+        .when(pl.col("level") == "gpu").then(pl.lit("GPU on ") + _where("node", "target"))
+        .when(pl.col("level") == "node").then(pl.lit("node ") + _where("node", "target"))
+        .otherwise(pl.concat_str(pl.lit("other"), pl.lit(": ") + pl.coalesce("node", "target"), ignore_nulls=True))
+    )
+    reason = (
+        pl.when(pl.col("hw_incident_id").is_not_null())
+        .then(pl.format("hardware incident {} ({}) on {}", "hw_incident_id", pl.col("_hw_component").fill_null("?"),
+                        _where("node", "target")))
+        .otherwise(pl.format("earliest alert at the most upstream level ({})", level_desc))
+    )
+    roots = roots.select(
+        "_c", pl.col("alert_id").alias("root_alert_id"), pl.col("level").alias("root_level"),
+        pl.concat_str(pl.col("alertname").fill_null("alert"),
+                      pl.when(pl.col("node").is_not_null() | pl.col("target").is_not_null())
+                      .then(pl.lit(" on ") + _where("node", "target")).otherwise(pl.lit(""))).alias("root_cause_candidate"),
+        reason.alias("root_cause_reason"), "hw_incident_id", "_hw_scope", "_hw_component", "_target_leaf",
+        "fingerprint", "_ts",
+    )
+    inc = aggs.join(roots, on="_c").with_columns(pl.coalesce("hw_incident_id", "_any_hw").alias("hw_incident_id"))
+    n_nodes = pl.col("nodes").list.len()
+    one_rack = (pl.col("_racks") == 1) & (pl.col("_no_rack") == pl.col("_no_node"))
+    one_leaf = (pl.col("_leaves") == 1) & (pl.col("_no_leaf") == pl.col("_no_node"))
+    scope = (
+        pl.when((pl.col("root_level") == "fabric") & (pl.col("_target_leaf").is_not_null() | one_leaf & (n_nodes > 0)))
+        .then(pl.lit("leaf_switch"))
+        .when(pl.col("root_level") == "fabric").then(pl.lit("cluster"))
+        .when(pl.col("_hw_scope") == "leaf_switch").then(pl.lit("leaf_switch"))
+        .when((pl.col("root_level") == "storage") | (pl.col("_hw_component") == "storage")).then(pl.lit("storage"))
+        .when(n_nodes == 1).then(pl.lit("node"))
+        .when(n_nodes == 0).then(pl.lit("cluster"))
+        .when(one_rack).then(pl.lit("rack"))
+        .when(one_leaf).then(pl.lit("leaf_switch"))
+        .otherwise(pl.lit("cluster"))
+    )
+    inc = inc.with_columns(scope.alias("scope"), n_nodes.cast(pl.Int64).alias("n_nodes"))
+    keys = inc.select(pl.format("{}|{}", "fingerprint", "_ts"))[:, 0].to_list()
+    inc = inc.with_columns(pl.Series("incident_id", [_id_of(k) for k in keys], dtype=pl.String))
+    members = al.join(inc.select("_c", "incident_id", "root_alert_id"), on="_c").select(
+        "alert_id", "incident_id", (pl.col("alert_id") == pl.col("root_alert_id")).alias("is_root"), "level",
+        "hw_incident_id")
+    return inc, members
+
+
+def _flag_floods(inc: pl.DataFrame, al: pl.DataFrame, floods: pl.DataFrame | None) -> pl.DataFrame:
+    if floods is None:
+        floods = detect_floods(al["starts_at"])
+    flagged = _alerts_in_floods(al.select("_c", "starts_at"), floods)
+    in_flood = flagged.filter(pl.col("_flood").is_not_null()).select("_c").unique().with_columns(pl.lit(True).alias("in_flood"))
+    return inc.join(in_flood, on="_c", how="left").with_columns(pl.col("in_flood").fill_null(False))
+
+
+def _alerts_in_floods(alerts: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFrame:
+    """``alerts`` with ``_flood`` = index of the flood episode [start, end) its start falls in, or null."""
+    if floods.is_empty():
+        return alerts.with_columns(pl.lit(None, dtype=pl.Int64).alias("_flood"))
+    fl = floods.select(pl.col("start_ts").cast(_TS).alias("_fs"),
+                       pl.col("end_ts").cast(_TS).alias("_fe")).with_row_index("_flood")
+    j = alerts.with_row_index("_row").sort("starts_at").join_asof(
+        fl.sort("_fs"), left_on="starts_at", right_on="_fs", strategy="backward", check_sortedness=False)
+    inside = pl.col("starts_at") < pl.col("_fe")
+    j = j.with_columns(pl.when(inside).then(pl.col("_flood").cast(pl.Int64)).otherwise(None).alias("_flood"))
+    return j.sort("_row").drop("_row", "_fs", "_fe")
+
+
+def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, attribution: pl.DataFrame | None,
+                settings: AlertClusteringSettings) -> pl.DataFrame:
+    zero = inc.with_columns(pl.lit(0, dtype=pl.Int64).alias("n_jobs_killed"), pl.lit(0.0).alias("lost_gpu_hours"))
+    if jobs is None or jobs.is_empty():
+        return zero
+    jb = _conform(jobs, {"job_id": pl.String(), "state": pl.String(), "end_ts": _TS, "nodes": pl.List(pl.String())},
+                  ("job_id", "state", "end_ts", "nodes"))
+    jb = jb.filter(pl.col("state").is_in(list(settings.killed_states)) & pl.col("end_ts").is_not_null())
+    if attribution is not None and not attribution.is_empty():
+        attr = _conform(attribution, {"job_id": pl.String(), "attribution": pl.String(), "lost_gpu_hours": pl.Float64()},
+                        ("job_id",)).unique("job_id", keep="first")
+        jb = jb.join(attr, on="job_id", how="left")
+    else:
+        jb = jb.with_columns(pl.lit(None, dtype=pl.String).alias("attribution"),
+                             pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"))
+    jb = jb.filter(pl.col("attribution").is_null() | (pl.col("attribution") != "user")).unique("job_id")
+    if jb.is_empty():
+        return zero
+    job_nodes = jb.select("job_id", "nodes", pl.col("end_ts").dt.epoch("us").alias("_ts")).explode("nodes").drop_nulls("nodes")
+    job_nodes = job_nodes.with_row_index("_p").with_columns(pl.col("_p").cast(pl.Int64))
+    before = int(settings.job_before_minutes * 60e6)
+    after = int(settings.job_after_minutes * 60e6)
+    windows = inc.select("_c", pl.col("nodes"), (pl.col("start_ts").dt.epoch("us") - before).alias("_lo"),
+                         (pl.col("_last_ts") + after).alias("_hi")).explode("nodes").drop_nulls("nodes")
+    windows = windows.rename({"nodes": "node"}).with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
+    pairs = _window_pairs(windows.select("_w", "node", "_lo", "_hi"),
+                          job_nodes.select("_p", pl.col("nodes").alias("node"), "_ts"), "node")
+    hit = (pairs.join(windows.select("_w", "_c"), on="_w").join(job_nodes.select("_p", "job_id"), on="_p")
+           .select("_c", "job_id").unique()
+           .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0)), on="job_id")
+           .group_by("_c").agg(pl.len().cast(pl.Int64).alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
+    return inc.join(hit, on="_c", how="left").with_columns(
+        pl.col("n_jobs_killed").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
+
+
+# -- marts built on the clusters -------------------------------------------------------------------
+
+
+def _flood_id(start: object) -> str:
+    return "flood-" + hashlib.sha1(str(start).encode()).hexdigest()[:12]
+
+
+def alert_floods(alerts: pl.DataFrame, members: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFrame:
+    """``marts.alert_floods``: each episode of :func:`~gpusre.models.alerts.floods.detect_floods` with
+    the incidents its alerts belong to and alerts per incident."""
+    if floods.is_empty():
+        return pl.DataFrame(schema=FLOOD_SCHEMA)
+    al = alerts.select("alert_id", _utc(alerts, "starts_at")).join(members.select("alert_id", "incident_id"), on="alert_id")
+    per = (_alerts_in_floods(al, floods).drop_nulls("_flood").group_by("_flood")
+           .agg(pl.col("incident_id").n_unique().cast(pl.Int64).alias("incidents")))
+    fl = floods.with_row_index("_flood").with_columns(pl.col("_flood").cast(pl.Int64)).join(per, on="_flood", how="left")
+    fl = fl.with_columns(
+        pl.Series("flood_id", [_flood_id(s) for s in fl["start_ts"].to_list()], dtype=pl.String),
+        pl.col("peak_alerts").alias("peak_per_bucket"),
+        pl.col("incidents").fill_null(0),
+    ).with_columns((pl.col("n_alerts") / pl.col("incidents")).alias("compression_ratio"))
+    return fl.select([pl.col(c).cast(t) for c, t in FLOOD_SCHEMA.items()]).sort("start_ts")
+
+
+def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFrame:
+    """``marts.alert_daily``: per UTC day (zero-filled from the first to the last alert day) the
+    notifications and alerts of alerts that started that day, the incidents that started that day,
+    alerts / incidents, and flood episodes that started that day."""
+    if alerts.is_empty():
+        return pl.DataFrame(schema=DAILY_SCHEMA)
+    al = alerts.select(_utc(alerts, "starts_at").dt.date().alias("day"),
+                       (pl.col("n_notifications") if "n_notifications" in alerts.columns else pl.lit(1))
+                       .fill_null(1).cast(pl.Int64).alias("_n"))
+    by_alert = al.group_by("day").agg(pl.col("_n").sum().alias("notifications"), pl.len().cast(pl.Int64).alias("alerts"))
+    by_inc = incidents.group_by(pl.col("start_ts").dt.date().alias("day")).agg(pl.len().cast(pl.Int64).alias("incidents"))
+    by_flood = floods.group_by(pl.col("start_ts").dt.date().alias("day")).agg(pl.len().cast(pl.Int64).alias("flood_episodes")) \
+        if not floods.is_empty() else pl.DataFrame(schema={"day": pl.Date, "flood_episodes": pl.Int64})
+    days = pl.DataFrame({"day": pl.date_range(al["day"].min(), al["day"].max(), "1d", eager=True)})
+    out = (days.join(by_alert, on="day", how="left").join(by_inc, on="day", how="left").join(by_flood, on="day", how="left")
+           .with_columns(pl.col("notifications", "alerts", "incidents", "flood_episodes").fill_null(0))
+           .with_columns(pl.when(pl.col("incidents") > 0).then(pl.col("alerts") / pl.col("incidents"))
+                         .alias("compression_ratio")))
+    return out.select([pl.col(c).cast(t) for c, t in DAILY_SCHEMA.items()]).sort("day")
+
+
+def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.DataFrame,
+                 settings: AlertClusteringSettings | None = None, *, judge_precision: bool = True) -> pl.DataFrame:
+    """``marts.alert_rule_quality``: one row per alertname (rules in the module docstring).
+
+    ``judge_precision`` False (no hardware incident and no failed job anywhere in the span of the
+    alerts: the warehouse has alerts but no logs or accounting for that time) leaves ``precision``
+    NULL and never calls a rule noise — an absence of evidence, not evidence of noise.
+    """
+    settings = settings or AlertClusteringSettings()
+    if alerts.is_empty():
+        return pl.DataFrame(schema=RULE_QUALITY_SCHEMA)
+    al = alerts.select("alert_id", "fingerprint", pl.col("alertname").fill_null("(none)"), _utc(alerts, "starts_at"),
+                       _utc(alerts, "ends_at"))
+    inc = incidents.select("incident_id", pl.col("hw_incident_id").is_not_null().alias("_hw"),
+                           (pl.col("n_jobs_killed") > 0).alias("_jobs"))
+    al = al.join(members.select("alert_id", "incident_id"), on="alert_id", how="left").join(inc, on="incident_id", how="left")
+    al = al.with_columns(pl.col("_hw", "_jobs").fill_null(False), pl.col("starts_at").dt.date().alias("_day"))
+    al = al.with_columns((pl.len().over("alertname", "fingerprint", "_day") >= settings.flap_cycles_per_day).alias("_flap"))
+    q = al.group_by("alertname").agg(
+        pl.len().cast(pl.Int64).alias("fired"),
+        pl.col("fingerprint").n_unique().cast(pl.Int64).alias("fingerprints"),
+        pl.col("incident_id").n_unique().cast(pl.Int64).alias("incidents"),
+        pl.col("_hw").sum().cast(pl.Int64).alias("with_hw_incident"),
+        pl.col("_jobs").sum().cast(pl.Int64).alias("with_job_impact"),
+        (pl.col("_hw") | pl.col("_jobs")).mean().alias("precision"),
+        (pl.col("ends_at") - pl.col("starts_at")).dt.total_microseconds().median().truediv(1e6).alias("median_duration_s"),
+        pl.struct("fingerprint", "_day").filter(pl.col("_flap")).n_unique().cast(pl.Int64).alias("flapping"),
+        pl.col("_flap").mean().alias("flap_share"),
+    )
+    if not judge_precision:
+        q = q.with_columns(pl.lit(None, dtype=pl.Float64).alias("precision"))
+    verdict = (
+        pl.when(pl.col("fired") < settings.min_fired).then(pl.lit("too few to judge"))
+        .when(pl.col("flap_share") >= settings.flap_share).then(pl.lit("flapping"))
+        .when(pl.col("precision").is_null()).then(pl.lit("too few to judge"))
+        .when(pl.col("precision") < settings.noise_precision).then(pl.lit("noise: consider silencing"))
+        .otherwise(pl.lit("useful"))
+    )
+    return q.with_columns(verdict.alias("verdict")).select(
+        [pl.col(c).cast(t) for c, t in RULE_QUALITY_SCHEMA.items()]).sort("fired", "alertname", descending=[True, False])
+
+
+def hw_incidents_without_alert(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topology: Topology | None = None,
+                               settings: AlertClusteringSettings | None = None) -> pl.DataFrame:
+    """``marts.hw_incidents_without_alert``: hardware incidents inside the span of the alert data
+    (first to last alert start) that no alert matched (no alert on their nodes in [start − 10 min,
+    end + 30 min], none targeting their leaf switch) — missing alert coverage."""
+    settings = settings or AlertClusteringSettings()
+    if hw_incidents is None or hw_incidents.is_empty() or alerts.is_empty():
+        return pl.DataFrame(schema=UNCOVERED_SCHEMA)
+    hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes"))
+    al = _conform(alerts, ALERT_SCHEMA, _REQUIRED).with_row_index("_i").with_columns(
+        pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
+    leaves = sorted((topology or Topology()).leaves)
+    al = al.with_columns(pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"))
+    covered = _match_hw(al, hw, settings).select("hw_incident_id").unique()
+    lo, hi = al["starts_at"].min(), al["starts_at"].max()
+    out = hw.filter((pl.col("start_ts") >= lo) & (pl.col("start_ts") <= hi)).join(
+        covered, left_on="incident_id", right_on="hw_incident_id", how="anti")
+    return out.select([pl.col(c).cast(t) for c, t in UNCOVERED_SCHEMA.items()]).sort("start_ts", "incident_id")
+
+
+def _has_evidence(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, jobs: pl.DataFrame | None,
+                  settings: AlertClusteringSettings) -> bool:
+    """Whether any hardware incident started, or any job ended in a killed state, within the span
+    of the alerts (else precision cannot be judged)."""
+    if alerts.is_empty():
+        return False
+    lo, hi = alerts["starts_at"].min(), alerts["starts_at"].max()
+    if hw_incidents is not None and not hw_incidents.is_empty():
+        hw = _conform(hw_incidents, {"start_ts": _TS}, ("start_ts",))
+        if hw.filter(pl.col("start_ts").is_between(lo, hi)).height:
+            return True
+    if jobs is not None and not jobs.is_empty():
+        jb = _conform(jobs, {"state": pl.String(), "end_ts": _TS}, ("state", "end_ts"))
+        return jb.filter(pl.col("state").is_in(list(settings.killed_states)) & pl.col("end_ts").is_between(lo, hi)).height > 0
+    return False
+
+
+class AlertMarts(NamedTuple):
+    """Every mart of the ``marts/alert_incidents`` asset."""
+
+    incidents: pl.DataFrame
+    members: pl.DataFrame
+    daily: pl.DataFrame
+    floods: pl.DataFrame
+    rule_quality: pl.DataFrame
+    hw_without_alert: pl.DataFrame
+
+
+def alert_marts(
+    alerts: pl.DataFrame,
+    *,
+    topology: Topology | None = None,
+    hw_incidents: pl.DataFrame | None = None,
+    jobs: pl.DataFrame | None = None,
+    attribution: pl.DataFrame | None = None,
+    settings: AlertClusteringSettings | None = None,
+    flood_settings: FloodSettings | None = None,
+) -> AlertMarts:
+    """All alert marts from ``core.alerts`` (may be empty), hardware incidents, jobs and attribution."""
+    settings = settings or AlertClusteringSettings()
+    alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
+    floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
+    incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
+                                        floods=floods)
+    return AlertMarts(
+        incidents=incidents,
+        members=members,
+        daily=alert_daily(alerts, incidents, floods),
+        floods=alert_floods(alerts, members, floods),
+        rule_quality=rule_quality(alerts, members, incidents, settings,
+                                  judge_precision=_has_evidence(alerts, hw_incidents, jobs, settings)),
+        hw_without_alert=hw_incidents_without_alert(alerts, hw_incidents, topology, settings),
+    )

@@ -1,0 +1,478 @@
+"""Job failure attribution: did the infrastructure or the user's code end this job, and what did it cost?
+
+An SRE sees a job end FAILED or NODE_FAIL and cannot look inside it; node events around its end
+can. The default rules follow Meta's RSC study (Kokolis et al., HPCA 2025, reliability-facts §1.4),
+evaluated in this order for every job (first match wins):
+
+====  =================================================================  ===============  ==========================
+rule  condition                                                          attribution      component
+====  =================================================================  ===============  ==========================
+1     state not a failure (COMPLETED, PREEMPTED, user CANCELLED, running  none             —
+      …)
+1b    OUT_OF_MEMORY or TIMEOUT: the job reached its own limit, so a      user             ``host_memory`` /
+      failure event near its end is a coincidence (Meta attributes only                   ``user_application``
+      FAILED and NODE_FAIL)
+1c    a user-application event (rule 5) on a node where the only          user             the event's
+      infrastructure evidence (rule 2) is storage or network: a
+      file-system or fabric fault does not make a GPU application fault
+      (:data:`UNRELATED_TO_APP_ERRORS`)
+2     a failure event (:func:`~gpusre.models.failures.hw_incidents.failure_events`  infrastructure   covering incident's, else
+      : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
+      on one of the job's nodes within [end − ``before``, end +
+      ``after``], or an incident whose span meets that window on one of
+      its nodes
+2b    Slurm took one of the job's nodes out of service for a hardware     infrastructure   the outage's (drain
+      reason (:func:`node_state_evidence`: ``DOWN*``/``Not responding``                    reason's) component
+      and the operator's ``PSU failure - replace PSU2`` are one outage)
+      starting within [end − ``before``, end + ``after``]
+3     NODE_FAIL or BOOT_FAIL without evidence                             infrastructure   ``unknown (suspected)``
+4     REQUEUED without evidence (a normal requeue: preemption, admin)    none             —
+5     a user-application event (Xid 13/31/43, OOM killer…) in the window  user             the event's
+7     CANCELLED by root/SlurmUser                                        unknown          —
+8     FAILED with a non-zero exit code or a signal (Meta's convention)   user             ``user_application``
+9     anything else (FAILED 0:0)                                         unknown          —
+====  =================================================================  ===============  ==========================
+
+Causality: an event stamped more than ``clock_skew`` before the job started, or an incident over by then,
+cannot have killed it (the scheduler gave the job a node back in service); nor can a fault its node
+logged a recovery from (``catalog/recovery_events.csv``: a port back ``ACTIVE``, a Lustre client
+reconnected) after its last evidence and before the job ended; an event stamped more than
+``clock_skew`` (60 s) after the job ended cannot have killed it either,
+so it counts only when it is a *detection* (health check, slurmd error: kinds in
+:data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
+the end. The rest of Meta's 5-minute after-window is for those detections.
+
+Node states (rule 2b) are a detection, like a health check: slurmctld marks a dead node ``DOWN*`` when
+it stops answering, NHC drains a node after its check fails, so an outage may start up to ``after``
+past the job's end. They name a component when the logs hold nothing (a PSU failure powers the node
+off before anything is logged), and the outage's reason goes into ``evidence_node_state``.
+
+Failure states are FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, BOOT_FAIL, REQUEUED (earlier instances
+from ``core.job_instances``) and CANCELLED by a uid in ``slurm_user_uids``. Evidence is at node
+level: Slurm accounting does not say which GPU PCI address a job held, so an Xid on any GPU of a
+job's node counts (an over-attribution for jobs sharing a node, the usual case being whole-node
+jobs).
+
+Lost GPU-hours (infrastructure only, 0 otherwise): ``n_gpus × (E[work since the last checkpoint] +
+restart_overhead)``, with the checkpoint phase unknown: ``t − t²/2Δ`` for ``t < Δ``, else ``Δ/2``
+(:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`) — the same estimate goodput uses. Δ and
+the restart overhead come per job from ``checkpoint_interval_s`` / ``restart_overhead_s`` columns
+when the input has them (the site's per-account policy), else from the arguments; the defaults
+follow Meta (hourly checkpoints: 30 min lost on average, about min(runtime, 30 min); overhead 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import polars as pl
+
+from gpusre.models.component_classes import class_of
+from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+from gpusre.models.reliability.repair_times import load_recovery_kinds
+
+__all__ = [
+    "ATTRIBUTION_SCHEMA",
+    "DETECTION_KINDS",
+    "FAILURE_STATES",
+    "NODE_STATE_EVIDENCE_SCHEMA",
+    "SUSPECTED_COMPONENT",
+    "attribute_failures",
+    "node_state_evidence",
+]
+
+#: Final states that call for an attribution (CANCELLED only when root/SlurmUser cancelled).
+FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "REQUEUED")
+#: States Slurm only reaches through a node problem: infrastructure even without a log line.
+_NODE_STATES = ("NODE_FAIL", "BOOT_FAIL")
+#: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
+_LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application"}
+SUSPECTED_COMPONENT = "unknown (suspected)"
+#: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
+DETECTION_KINDS: tuple[str, ...] = ("health_check", "slurmd_error")
+#: Component classes whose faults do not make a GPU application fault (Xid 13/31/43) or an OOM kill: a
+#: job with such user evidence beside only this infrastructure evidence crashed on its own (a GPU,
+#: NVLink or host fault can leave Xid 13/43 behind, so those classes keep the job).
+UNRELATED_TO_APP_ERRORS: tuple[str, ...] = ("storage", "network")
+
+#: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
+ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.String(),
+    "state": pl.String(),
+    "end_ts": pl.Datetime("us", "UTC"),
+    "n_gpus": pl.Int64(),
+    "attribution": pl.String(),
+    "rule": pl.String(),
+    "component": pl.String(),
+    "cause_class": pl.String(),
+    "incident_id": pl.String(),
+    "evidence_event_ids": pl.List(pl.Int64()),
+    "evidence_node_state": pl.String(),
+    "lost_gpu_hours": pl.Float64(),
+}
+
+#: Output of :func:`node_state_evidence`: one row per node outage with a hardware reason.
+NODE_STATE_EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
+    "node": pl.String(),
+    "start_ts": pl.Datetime("us", "UTC"),
+    "component": pl.String(),
+    "evidence": pl.String(),
+}
+
+
+def node_state_evidence(states: pl.DataFrame) -> pl.DataFrame:
+    """Node outages that are evidence of a hardware failure, from ``core.node_states`` rows.
+
+    An outage is a maximal run of one node's overlapping or touching states: slurmctld's ``DOWN*``
+    ``Not responding`` and the reason an operator writes after triage (``PSU failure - replace
+    PSU2``) are one outage, because slurmdbd closes the first event when it opens the second. Its
+    component is that of its first state whose reason is classified ``hardware``
+    (``drain_reasons.csv``); outages without one, or that begin as planned maintenance, are dropped.
+
+    Args:
+        states: ``node``, ``state``, ``start_ts``, ``end_ts`` (null = ongoing), ``reason``,
+            ``reason_component``, ``availability_class``.
+
+    Returns:
+        :data:`NODE_STATE_EVIDENCE_SCHEMA`: the outage's node and start, the component, and
+        ``evidence`` = ``'<state> "<reason>" since <first state start>'`` of the naming state.
+    """
+    ongoing = pl.datetime(9999, 1, 1, time_zone="UTC")
+    s = states.select(
+        "node", "state", "reason", "reason_component", "availability_class",
+        pl.col("start_ts").cast(pl.Datetime("us", "UTC")),
+        pl.col("end_ts").cast(pl.Datetime("us", "UTC")).fill_null(ongoing),
+    ).sort("node", "start_ts", "end_ts", "state", "reason", nulls_last=True)
+    # A state opens a new outage unless it starts by the latest end of the node's earlier states.
+    reach = pl.col("end_ts").cum_max().shift(1).over("node")
+    s = s.with_columns((reach.is_null() | (pl.col("start_ts") > reach)).cum_sum().alias("_outage"))
+    hardware = pl.col("availability_class") == "hardware"
+    outages = s.group_by("_outage").agg(
+        pl.col("node").first(),
+        pl.col("start_ts").first(),
+        pl.col("availability_class").first().alias("_first_class"),
+        pl.col("reason_component").filter(hardware).first().alias("component"),
+        pl.format('{} "{}" since {}', "state", pl.col("reason").fill_null(""),
+                  pl.col("start_ts").dt.strftime("%Y-%m-%d %H:%M:%SZ")).filter(hardware).first().alias("evidence"),
+    )
+    return (
+        outages.filter(pl.col("component").is_not_null() & (pl.col("_first_class") != "maintenance"))
+        .sort("node", "start_ts")
+        .select(*NODE_STATE_EVIDENCE_SCHEMA)
+        .cast(NODE_STATE_EVIDENCE_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def _optional(jobs: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:
+    """Column ``name`` cast to ``dtype``, or nulls when the frame lacks it (e.g. core.job_instances)."""
+    return pl.col(name).cast(dtype) if name in jobs.columns else pl.lit(None, dtype=dtype)
+
+
+def _events_near(job_nodes: pl.DataFrame, events: pl.DataFrame, before: timedelta, after: timedelta) -> pl.DataFrame:
+    """Every (job row, event) pair with the event on the job's node within [end - before, end + after].
+
+    A join on node followed by a time filter materializes jobs × events per node; instead the events
+    are sorted by (node, ts) so each node's events are a contiguous index range, two as-of joins find
+    each job-node's first and last index inside its window, and only those ranges are expanded —
+    work proportional to the output, no Python loop.
+    """
+    ev = events.sort("node", "ts", "event_id").with_row_index("_i")
+    idx = ev.select("_i", "node", "ts")
+    jn = job_nodes.with_columns(
+        (pl.col("end_ts") - before).alias("_lo_ts"),
+        (pl.col("end_ts") + after).alias("_hi_ts"),
+    )
+    lo = jn.sort("_lo_ts").join_asof(
+        idx.rename({"_i": "_lo"}), left_on="_lo_ts", right_on="ts", by="node", strategy="forward",
+        # Sorted by ts within each node is what as-of needs. Forward takes the first of tied
+        # timestamps and backward the last, so events tied at a window edge stay inside.
+        check_sortedness=False,
+    ).select("_j", "node", "_lo")
+    hi = jn.sort("_hi_ts").join_asof(
+        idx.rename({"_i": "_hi"}), left_on="_hi_ts", right_on="ts", by="node", strategy="backward",
+        check_sortedness=False,
+    ).select("_j", "node", "_hi")
+    ranges = lo.join(hi, on=["_j", "node"]).filter(pl.col("_lo") <= pl.col("_hi"))
+    pairs = ranges.select("_j", pl.int_ranges("_lo", pl.col("_hi") + 1, dtype=pl.UInt32).alias("_i")).explode("_i")
+    return pairs.join(ev, on="_i").drop("_i")
+
+
+def _recoveries(events: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``_rec_ts``, ``_class``: events saying a node recovered from a fault of that class."""
+    kinds = load_recovery_kinds()
+    return (events.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_rec_ts"), "kind")
+            .join(kinds.rename({"component_class": "_class"}), on="kind").drop("kind").drop_nulls("node")
+            .sort("_rec_ts"))
+
+
+def _failure_times(failures: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``_last``, ``_class`` of failure events, sorted by time (for :func:`_cleared`)."""
+    return (failures.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
+                            class_of(pl.col("component")).alias("_class")).drop_nulls("node").sort("_last"))
+
+
+def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, after: timedelta) -> pl.DataFrame:
+    """The (``_j``, ``node``, ``_class``) of ``pairs`` (with ``end_ts``) whose node logged a recovery of that
+    class after its last failure evidence of the class in the window (to ``end_ts + after``: evidence
+    logged just after the end is the fault that killed it) and before the job's end. ``last``:
+    :func:`_failure_times` of the failure events."""
+    schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String}
+    if pairs.is_empty() or recoveries.is_empty():
+        return pl.DataFrame(schema=schema)
+    p = (pairs.with_columns((pl.col("end_ts") + after).alias("_hi")).sort("_hi")
+         .join_asof(last, left_on="_hi", right_on="_last", by=["node", "_class"], strategy="backward",
+                    check_sortedness=False)
+         .filter(pl.col("_last").is_not_null()).sort("_last")
+         .join_asof(recoveries, left_on="_last", right_on="_rec_ts", by=["node", "_class"], strategy="forward",
+                    check_sortedness=False))
+    return p.filter(pl.col("_rec_ts").is_not_null() & (pl.col("_rec_ts") <= pl.col("end_ts"))).select(
+        pl.col("_j").cast(pl.UInt32), "node", "_class")
+
+
+def _pairs_of(job_nodes: pl.DataFrame, j: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
+    """(``_j``, ``node``, ``_class``, ``end_ts``) for every job node inside an incident's nodes."""
+    return (job_nodes.select("_j", "node").join(
+        inc.select(pl.col("nodes").alias("node"), class_of(pl.col("component")).alias("_class")).explode("node"),
+        on="node").join(j.select("_j", "end_ts"), on="_j").unique())
+
+
+def attribute_failures(
+    jobs: pl.DataFrame,
+    events: pl.DataFrame,
+    incidents: pl.DataFrame,
+    node_states: pl.DataFrame | None = None,
+    *,
+    before: timedelta = timedelta(minutes=10),
+    after: timedelta = timedelta(minutes=5),
+    slurm_user_uids: Sequence[int] = (0,),
+    checkpoint_interval: timedelta = timedelta(minutes=60),
+    restart_overhead: timedelta = timedelta(0),
+    clock_skew: timedelta = timedelta(seconds=60),
+) -> pl.DataFrame:
+    """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
+
+    Args:
+        jobs: ``core.jobs`` (``job_id``, ``state``, ``nodes`` List[String], ``end_ts``, ``start_ts``,
+            ``elapsed_s``, ``n_gpus``; optional ``cancelled_by``, ``exit_code``, ``exit_signal``,
+            ``instance_no``) — or ``core.job_instances``, whose rows are keyed by
+            ``(job_id, instance_no)``.
+        events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
+        incidents: first output of :func:`~gpusre.models.failures.hw_incidents.merge_incidents`
+            (``incident_id``, ``component``, ``cause_class``, ``severity``, ``start_ts``, ``end_ts``,
+            ``nodes``, ``label_source``).
+        node_states: optional output of :func:`node_state_evidence` (rule 2b); ``None`` when the
+            site ingests no Slurm node-state history.
+        before, after: the evidence window around the job's end.
+        slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
+        checkpoint_interval: Δ, when the input has no ``checkpoint_interval_s`` column.
+        restart_overhead: added per infrastructure-failed job (re-initialisation, checkpoint load),
+            when the input has no ``restart_overhead_s`` column.
+        clock_skew: how far after the job's end a fault event (not a detection) may be stamped and
+            still count, for clocks of the Slurm controller and the node that disagree.
+
+    Returns:
+        One row per input job: :data:`ATTRIBUTION_SCHEMA` (plus ``instance_no`` after ``job_id``
+        when the input has it); ``evidence_event_ids`` sorted, empty when none.
+    """
+    keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
+    j = jobs.with_row_index("_j").select(
+        "_j",
+        *keys,
+        pl.col("state").cast(pl.String),
+        pl.col("end_ts").cast(pl.Datetime("us", "UTC")),
+        pl.col("start_ts").cast(pl.Datetime("us", "UTC")),
+        pl.col("n_gpus").cast(pl.Int64).fill_null(0),
+        _optional(jobs, "elapsed_s", pl.Int64).alias("elapsed_s"),
+        pl.col("nodes").cast(pl.List(pl.String)),
+        _optional(jobs, "cancelled_by", pl.Int64).alias("cancelled_by"),
+        _optional(jobs, "exit_code", pl.Int64).alias("exit_code"),
+        _optional(jobs, "exit_signal", pl.Int64).alias("exit_signal"),
+        _optional(jobs, "checkpoint_interval_s", pl.Float64).fill_null(checkpoint_interval.total_seconds())
+        .alias("_interval_s"),
+        _optional(jobs, "restart_overhead_s", pl.Float64).fill_null(restart_overhead.total_seconds())
+        .alias("_restart_s"),
+    )
+    state = pl.col("state")
+    candidate = pl.col("end_ts").is_not_null() & (
+        state.is_in(FAILURE_STATES)
+        | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids)))
+    )
+    j = j.with_columns(candidate.alias("_candidate"))
+    job_nodes = (
+        j.filter("_candidate").select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
+        .filter(pl.col("node").is_not_null())
+        .unique(["_j", "node"])
+    )
+
+    # Infrastructure evidence: failure events in the window.
+    infra = failure_events(events)
+    near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
+    recoveries = _recoveries(events)
+    failure_times = _failure_times(infra)
+    # Evidence its node recovered from before the job ended (a port back ACTIVE, a Lustre client
+    # reconnected) did not kill it: the fault was over on that node when the job died.
+    cleared = _cleared(near_infra.join(j.select("_j", "end_ts"), on="_j").select(
+        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts").unique(), failure_times, recoveries, after)
+    near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
+                  .join(cleared, on=["_j", "node", "_class"], how="anti").drop("_class"))
+    # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
+    # was back in service (a fault whose last health check failed minutes before a new job began).
+    started = pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
+    infra_by_job = (
+        near_infra.join(j.select("_j", "end_ts", "start_ts"), on="_j")
+        .filter(((pl.col("ts") <= pl.col("end_ts") + clock_skew) | pl.col("kind").is_in(DETECTION_KINDS)) & started)
+        .with_columns(
+            severity_rank(pl.col("severity")).alias("_rank"),
+            (pl.col("ts") - pl.col("end_ts")).abs().alias("_dist"),
+        )
+        .group_by("_j")
+        .agg(
+            pl.col("event_id").unique().sort().alias("_infra_ids"),
+            # The most severe event, then the one nearest the end, names the component.
+            pl.col("component").sort_by("_rank", "_dist", "event_id").first().alias("_ev_component"),
+            pl.col("cause_class").sort_by("_rank", "_dist", "event_id").first().alias("_ev_class"),
+            pl.col("node").unique().alias("_infra_nodes"),
+        )
+    )
+
+    # Incidents whose span meets the job's window on one of its nodes (covers operator incidents and
+    # long incidents with no event inside the window). Operator labels first, then severity.
+    inc = incidents.select(
+        "incident_id", "component", "cause_class", "start_ts", "end_ts", "nodes",
+        severity_rank(pl.col("severity")).alias("_rank"),
+        (pl.col("label_source") == "operator").alias("_op"),
+    )
+    inc_cleared = _cleared(_pairs_of(job_nodes, j, inc), failure_times, recoveries, after).with_columns(
+        pl.lit(True).alias("_clr"))
+    covering = (
+        job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
+        .join(
+            inc.explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
+            on="node",
+        )
+        .filter(
+            # An event incident must have started by the end (plus clock skew) to have caused it, and
+            # still be going when the job started; an operator's incident is taken at its word over the
+            # whole window.
+            (pl.col("_inc_start") <= pl.col("end_ts") + pl.when(pl.col("_op")).then(after).otherwise(clock_skew))
+            & (pl.col("_inc_end") >= pl.col("end_ts") - before)
+            & (pl.col("_op") | pl.col("_job_start").is_null() | (pl.col("_inc_end") >= pl.col("_job_start") - clock_skew))
+        )
+        .with_columns(
+            pl.min_horizontal(
+                (pl.col("_inc_start") - pl.col("end_ts")).abs(), (pl.col("_inc_end") - pl.col("end_ts")).abs()
+            ).alias("_dist")
+        )
+        .with_columns(class_of(pl.col("component")).alias("_class"))
+        .join(inc_cleared, on=["_j", "node", "_class"], how="left")
+        # an incident every one of whose nodes under the job recovered before the job ended is over
+        .filter(~pl.col("_clr").fill_null(False).all().over("_j", "incident_id"))
+        .with_columns(pl.col("node").unique().over("_j", "incident_id", mapping_strategy="join").alias("_inc_nodes"))
+        .sort("_j", pl.col("_op"), "_rank", "_dist", "incident_id", descending=[False, True, False, False, False])
+        .unique("_j", keep="first", maintain_order=True)
+        .select(
+            "_j",
+            "incident_id",
+            pl.col("component").alias("_inc_component"),
+            pl.col("cause_class").alias("_inc_class"),
+            "_inc_nodes",
+        )
+    )
+
+    # User evidence: user-application events (Xid 13/31/43, OOM killer) in the same window.
+    user_events = events.select(*EVENT_SCHEMA).filter(pl.col("cause_class") == "user_application")
+    near_user = _events_near(job_nodes, user_events, before, after)
+    user_by_job = near_user.group_by("_j").agg(
+        pl.col("event_id").unique().sort().alias("_user_ids"),
+        pl.col("component").sort_by("ts", "event_id").first().alias("_user_component"),
+        pl.col("node").unique().alias("_user_nodes"),
+    )
+
+    # Node-state evidence: a hardware outage of one of the job's nodes starting in the window; the
+    # one starting nearest the end names the component.
+    outages = node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA)
+    outage_by_job = (
+        job_nodes.join(outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence"),
+                       on="node")
+        .filter(pl.col("_out_start").is_between(pl.col("end_ts") - before, pl.col("end_ts") + after))
+        .sort("_j", (pl.col("_out_start") - pl.col("end_ts")).abs(), "node")
+        .unique("_j", keep="first", maintain_order=True)
+        .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"))
+    )
+
+    j = (j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left")
+         .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left"))
+    has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
+    has_user = pl.col("_user_ids").is_not_null()
+    infra_class = class_of(pl.coalesce("_inc_component", "_ev_component"))
+    # (rule 1c) the user's crash on a node the storage/network fault also touched
+    user_beside_infra = (
+        pl.concat_list(pl.col("_infra_nodes").fill_null(pl.lit([], pl.List(pl.String))),
+                       pl.col("_inc_nodes").fill_null(pl.lit([], pl.List(pl.String))))
+        .list.set_intersection(pl.col("_user_nodes").fill_null(pl.lit([], pl.List(pl.String)))).list.len() > 0)
+    nonzero_exit = (pl.col("exit_code").fill_null(0) != 0) | (pl.col("exit_signal").fill_null(0) != 0)
+    limit_component = state.replace_strict(_LIMIT_STATES, default=None, return_dtype=pl.String)
+
+    def decide(attribution: str, rule: pl.Expr | str, component: pl.Expr | str | None, cause: pl.Expr | str | None) -> list[pl.Expr]:
+        """The four output expressions of one rule."""
+        def lit(v: pl.Expr | str | None) -> pl.Expr:
+            return v if isinstance(v, pl.Expr) else pl.lit(v, dtype=pl.String)
+        return [pl.lit(attribution), lit(rule), lit(component), lit(cause)]
+
+    rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
+        (~pl.col("_candidate"), decide("none", "not a failure", None, None)),
+        (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
+        (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)) & user_beside_infra,
+         decide("user", "user-application event; the storage/network fault beside it cannot cause it",
+                pl.col("_user_component"), "user_application")),
+        (has_infra, decide("infrastructure",
+                           pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
+                           .otherwise(pl.lit("incident covers job end")),
+                           pl.coalesce("_inc_component", "_ev_component"), pl.coalesce("_inc_class", "_ev_class"))),
+        (pl.col("_state_component").is_not_null(),
+         decide("infrastructure", "Slurm node state in window", pl.col("_state_component"), "hardware")),
+        (state.is_in(_NODE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
+        (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),
+        (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
+        (state == "CANCELLED", decide("unknown", "cancelled by system without evidence", None, None)),
+        (nonzero_exit, decide("user", "non-zero exit without infrastructure evidence", "user_application", "user_application")),
+    ]
+    fallback = decide("unknown", "no evidence", None, None)
+    names = ["attribution", "rule", "component", "cause_class"]
+    outputs = []
+    for k, name in enumerate(names):
+        expr: pl.Expr | None = None
+        for cond, values in rules:
+            expr = pl.when(cond).then(values[k]) if expr is None else expr.when(cond).then(values[k])
+        outputs.append(expr.otherwise(fallback[k]).alias(name))  # type: ignore[union-attr]
+    j = j.with_columns(outputs)
+
+    infra_rows = pl.col("attribution") == "infrastructure"
+    elapsed = pl.coalesce(
+        pl.col("elapsed_s"), (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds(), pl.lit(0)
+    ).cast(pl.Float64)
+    lost_s = (expected_lost_work_expr(elapsed, pl.col("_interval_s").cast(pl.Float64))
+              + pl.col("_restart_s").cast(pl.Float64))
+    evidence = (
+        pl.when(infra_rows).then(pl.col("_infra_ids"))
+        .when(pl.col("attribution") == "user").then(pl.col("_user_ids"))
+        .otherwise(None)
+        .fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
+    )
+    out = j.sort("_j").select(
+        *keys,
+        pl.col("state"),
+        pl.col("end_ts"),
+        pl.col("n_gpus"),
+        pl.col("attribution"),
+        pl.col("rule"),
+        pl.col("component"),
+        pl.col("cause_class"),
+        pl.when(infra_rows).then(pl.col("incident_id")).alias("incident_id"),
+        evidence.alias("evidence_event_ids"),
+        pl.when(infra_rows).then(pl.col("_state_evidence")).alias("evidence_node_state"),
+        pl.when(infra_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
+    )
+    return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())

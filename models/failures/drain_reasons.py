@@ -1,0 +1,272 @@
+"""Reason taxonomy of Slurm drain/down events: rule file, classifier, and the top-reasons mart.
+
+Drain and down reasons are free text written by people (``planned maintenance: BIOS upgrade``),
+health checks (``NHC: check_gpu_xid: Xid 79 on GPU 3``) and Slurm itself (``Not responding``,
+``Kill task failed``, ``Prolog error``). Two things are derived from them:
+
+* a **template** (Drain3, miner ``slurm_reasons``; see ``node_states_ingest``) that groups reasons
+  differing only in numbers, paths and node names;
+* a **class** from ``catalog/drain_reasons.csv``: priority-ordered rules (first match wins, matched
+  case-insensitively) giving ``reason_class`` (fine: ``gpu_xid``, ``network``, ``not_responding``…),
+  ``component`` (the vocabulary of ``catalog/component_classes.csv``, so node-state history joins
+  hardware incidents by component) and ``availability_class``, the coarse bucket availability
+  reports use: ``hardware``, ``maintenance``, ``health_check``, ``software``, ``unknown``.
+
+A reason no rule matches is ``unknown``; an empty reason is ``no_reason``. Either way, an event in
+state ``MAINT`` or ``REBOOT`` counts as ``maintenance`` (Slurm put it there on request).
+
+The rule file is checked when loaded: exact header, every regex compiles in Python *and* Polars
+(Rust regex: no look-around), classes are snake_case, component and availability class come from
+their vocabularies, rule ids are unique, and every rule's ``example`` is classified *by that rule*
+— so a rule shadowed by an earlier, broader one is an error naming its line, not a silent miss.
+
+>>> classify_reasons(pl.Series(["Not responding", "NHC: check_gpu_xid: Xid 79 on GPU 3", "ask bob"])).rows()
+[('not_responding', 'os', 'unknown', 'slurm_not_responding'), ('gpu_xid', 'gpu', 'hardware', 'gpu_xid'), ('unknown', 'other', 'unknown', None)]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import polars as pl
+
+from gpusre.models.logs.event_catalog import CatalogError
+
+__all__ = [
+    "AVAILABILITY_CLASSES",
+    "CLASSIFIED_REASON_SCHEMA",
+    "DRAIN_REASONS_FILE",
+    "DRAIN_REASONS_MART_SCHEMA",
+    "MAINTENANCE_STATES",
+    "NO_REASON_CLASS",
+    "UNKNOWN_CLASS",
+    "CatalogError",
+    "classify_reasons",
+    "load_drain_reason_rules",
+    "top_drain_reasons",
+]
+
+DRAIN_REASONS_FILE = "drain_reasons.csv"
+#: Coarse buckets of down time, in report order.
+AVAILABILITY_CLASSES: tuple[str, ...] = ("hardware", "maintenance", "health_check", "software", "unknown")
+#: Node states that mean "taken out on purpose" when the reason says nothing more.
+MAINTENANCE_STATES: frozenset[str] = frozenset({"MAINT", "REBOOT"})
+NO_REASON_CLASS = "no_reason"
+UNKNOWN_CLASS = "unknown"
+_FALLBACK_COMPONENT = "other"
+
+_COLUMNS = ("rule_id", "regex", "reason_class", "component", "availability_class", "example", "note")
+_SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+#: Output of :func:`classify_reasons`, one row per input reason.
+CLASSIFIED_REASON_SCHEMA: dict[str, pl.DataType] = {
+    "reason_class": pl.String(),
+    "reason_component": pl.String(),
+    "availability_class": pl.String(),
+    "rule_id": pl.String(),
+}
+
+#: ``marts.drain_reasons``: one row per reason class × reason template.
+DRAIN_REASONS_MART_SCHEMA: dict[str, pl.DataType] = {
+    "rank": pl.Int64(),
+    "reason_class": pl.String(),
+    "availability_class": pl.String(),
+    "component": pl.String(),
+    "template_id": pl.Int64(),
+    "template": pl.String(),
+    "example": pl.String(),
+    "events": pl.Int64(),
+    "nodes": pl.Int64(),
+    "node_hours_lost": pl.Float64(),
+    "share_node_hours": pl.Float64(),
+    "ongoing_events": pl.Int64(),
+    "first_start_ts": pl.Datetime("us", "UTC"),
+    "last_start_ts": pl.Datetime("us", "UTC"),
+}
+
+
+def _components() -> frozenset[str]:
+    text = resources.files("gpusre.models.catalog").joinpath("component_classes.csv").read_text(encoding="utf-8")
+    return frozenset(row["component"] for row in csv.DictReader(io.StringIO(text))) | {_FALLBACK_COMPONENT}
+
+
+def _case_insensitive(regex: str) -> str:
+    return regex if regex.startswith("(?i)") else f"(?i){regex}"
+
+
+def _rule_index(text: pl.Expr, regexes: list[str]) -> pl.Expr:
+    """Index of the first rule whose regex matches ``text`` (null when none does)."""
+    if not regexes:
+        return pl.lit(None, pl.Int32)
+    return pl.coalesce(
+        [pl.when(text.str.contains(_case_insensitive(rx))).then(pl.lit(i, pl.Int32)) for i, rx in enumerate(regexes)]
+    )
+
+
+def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
+    """Load and check ``catalog/drain_reasons.csv`` (or ``source``): the rules in priority order.
+
+    Columns: ``rule_id``, ``regex``, ``reason_class``, ``component``, ``availability_class``,
+    ``example``, ``note`` (all String).
+
+    Raises:
+        CatalogError: the message names the file, the line and the column.
+    """
+    if source is None:
+        label = f"catalog/{DRAIN_REASONS_FILE}"
+        text = resources.files("gpusre.models.catalog").joinpath(DRAIN_REASONS_FILE).read_text(encoding="utf-8")
+    else:
+        label, text = str(source), Path(source).read_text(encoding="utf-8")
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None or tuple(header) != _COLUMNS:
+        raise CatalogError(f"{label}: line 1: header {header} does not match expected columns {list(_COLUMNS)}")
+    components = _components()
+    rows: list[dict[str, str]] = []
+    line_of: list[int] = []
+    seen: dict[str, int] = {}
+    for line_no, row in enumerate(reader, start=2):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(_COLUMNS):
+            raise CatalogError(f"{label}: line {line_no}: {len(row)} fields, expected {len(_COLUMNS)}")
+        rec = dict(zip(_COLUMNS, row, strict=True))
+
+        def fail(column: str, problem: str, line_no: int = line_no) -> CatalogError:
+            return CatalogError(f"{label}: line {line_no}: column {column!r}: {problem}")
+
+        for column in ("rule_id", "regex", "reason_class", "component", "availability_class", "example"):
+            if not rec[column].strip():
+                raise fail(column, "value is required")
+        if not _SNAKE.match(rec["rule_id"]):
+            raise fail("rule_id", f"{rec['rule_id']!r} is not snake_case")
+        if rec["rule_id"] in seen:
+            raise fail("rule_id", f"duplicate rule_id {rec['rule_id']!r} (first on line {seen[rec['rule_id']]})")
+        seen[rec["rule_id"]] = line_no
+        if not _SNAKE.match(rec["reason_class"]):
+            raise fail("reason_class", f"{rec['reason_class']!r} is not snake_case")
+        if rec["component"] not in components:
+            raise fail("component", f"{rec['component']!r} is not one of {sorted(components)}")
+        if rec["availability_class"] not in AVAILABILITY_CLASSES:
+            raise fail("availability_class", f"{rec['availability_class']!r} is not one of {list(AVAILABILITY_CLASSES)}")
+        try:
+            compiled = re.compile(_case_insensitive(rec["regex"]))
+        except re.error as exc:
+            raise fail("regex", f"invalid regex: {exc}") from None
+        try:
+            pl.Series([""], dtype=pl.String).str.contains(_case_insensitive(rec["regex"]))
+        except pl.exceptions.PolarsError as exc:
+            raise fail("regex", f"regex not supported by Polars: {exc}") from None
+        if not compiled.search(rec["example"]):
+            raise fail("regex", f"does not match its example {rec['example']!r}")
+        rows.append(rec)
+        line_of.append(line_no)
+    frame = pl.DataFrame(rows, schema={c: pl.String for c in _COLUMNS})
+    # Priority check: each example must be classified by its own rule, not an earlier one.
+    hits = frame.select(_rule_index(pl.col("example"), frame["regex"].to_list()).alias("hit"))["hit"].to_list()
+    for i, hit in enumerate(hits):
+        if hit != i:
+            raise CatalogError(
+                f"{label}: line {line_of[i]}: column 'example': {rows[i]['example']!r} is classified by the "
+                f"earlier rule {rows[hit]['rule_id']!r} (line {line_of[hit]}): rule {rows[i]['rule_id']!r} is shadowed"
+            )
+    return frame
+
+
+@lru_cache(maxsize=1)
+def _packaged_rules() -> pl.DataFrame:
+    return load_drain_reason_rules()
+
+
+def classify_reasons(
+    reasons: pl.Series, states: pl.Series | None = None, rules: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Classify reasons (first matching rule wins); one output row per input row.
+
+    Returns :data:`CLASSIFIED_REASON_SCHEMA` columns. ``states`` (normalized node states, same
+    length) turns an otherwise ``unknown`` reason of a ``MAINT``/``REBOOT`` event into
+    ``maintenance``. Regexes run once per *distinct* reason.
+    """
+    rules = _packaged_rules() if rules is None else rules
+    frame = pl.DataFrame({"reason": reasons.cast(pl.String)})
+    blank = pl.col("reason").is_null() | (pl.col("reason").str.strip_chars() == "")
+    distinct = frame.unique().filter(~blank)
+    attrs = rules.select(
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("_rule"),
+        pl.col("reason_class").alias("_class"),
+        pl.col("component").alias("_component"),
+        pl.col("availability_class").alias("_avail"),
+        "rule_id",
+    )
+    lookup = distinct.with_columns(_rule_index(pl.col("reason"), rules["regex"].to_list()).alias("_rule")).join(
+        attrs, on="_rule", how="left")
+    out = frame.join(lookup, on="reason", how="left", maintain_order="left", nulls_equal=False)
+    state = pl.Series("_state", states, dtype=pl.String) if states is not None else pl.Series(
+        "_state", [None] * frame.height, dtype=pl.String)
+    out = out.with_columns(state)
+    unmatched = pl.col("_class").is_null()
+    avail = (
+        pl.when(unmatched & pl.col("_state").is_in(list(MAINTENANCE_STATES))).then(pl.lit("maintenance"))
+        .otherwise(pl.col("_avail").fill_null(UNKNOWN_CLASS))
+    )
+    return out.select(
+        pl.when(blank).then(pl.lit(NO_REASON_CLASS)).otherwise(pl.col("_class").fill_null(UNKNOWN_CLASS))
+        .alias("reason_class"),
+        pl.col("_component").fill_null(_FALLBACK_COMPONENT).alias("reason_component"),
+        avail.alias("availability_class"),
+        pl.col("rule_id"),
+    ).cast(CLASSIFIED_REASON_SCHEMA)  # type: ignore[arg-type]
+
+
+def top_drain_reasons(states: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
+    """``marts.drain_reasons``: reason class × template, ranked by node-hours lost.
+
+    Args:
+        states: core.node_states (``node``, ``start_ts``, ``end_ts``, ``reason``,
+            ``reason_template_id``, ``reason_template``, ``reason_class``, ``reason_component``,
+            ``availability_class``).
+        segments: down time attributed to events
+            (:func:`gpusre.models.reliability.node_availability.down_segments`): ``node``, ``event_start_ts``,
+            ``hours``. Overlapping events on a node are counted once (to the earliest), so the
+            node-hours here add up to the down hours of ``marts.node_availability_daily``.
+
+    ``events`` counts every event of the template (also those fully overlapped by an earlier
+    one), ``nodes`` the distinct nodes, ``ongoing_events`` those without an end.
+    """
+    if states.height == 0:
+        return pl.DataFrame(schema=DRAIN_REASONS_MART_SCHEMA)
+    hours = (segments.sort(segments.columns).group_by("node", "event_start_ts")
+             .agg(pl.col("hours").sum().alias("_hours")))
+    # Sorted so first() and the float sums see rows in the same order on every run.
+    keyed = (states.join(hours, left_on=["node", "start_ts"], right_on=["node", "event_start_ts"], how="left")
+             .sort(["node", "start_ts", "reason", "reason_template_id"], nulls_last=True))
+    keys = ["reason_class", "reason_template_id"]
+    agg = (
+        keyed.group_by(keys)
+        .agg(
+            pl.col("availability_class").mode().sort().first().alias("availability_class"),
+            pl.col("reason_component").mode().sort().first().alias("component"),
+            pl.col("reason_template").drop_nulls().first().alias("template"),
+            pl.col("reason").drop_nulls().mode().sort().first().alias("example"),
+            pl.len().cast(pl.Int64).alias("events"),
+            pl.col("node").n_unique().cast(pl.Int64).alias("nodes"),
+            pl.col("_hours").fill_null(0.0).sum().alias("node_hours_lost"),
+            pl.col("end_ts").is_null().sum().cast(pl.Int64).alias("ongoing_events"),
+            pl.col("start_ts").min().alias("first_start_ts"),
+            pl.col("start_ts").max().alias("last_start_ts"),
+        )
+        .rename({"reason_template_id": "template_id"})
+    )
+    # Sorted before the total: group_by's row order varies, and a float sum's last bits follow it.
+    agg = agg.sort(["node_hours_lost", "events", "reason_class", "template_id"],
+                   descending=[True, True, False, False], nulls_last=True)
+    total = agg["node_hours_lost"].sum()
+    return agg.with_columns(
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("rank"),
+        (pl.col("node_hours_lost") / total if total > 0 else pl.lit(None, pl.Float64)).alias("share_node_hours"),
+    ).select(list(DRAIN_REASONS_MART_SCHEMA)).cast(DRAIN_REASONS_MART_SCHEMA)  # type: ignore[arg-type]

@@ -1,0 +1,633 @@
+"""Hardware incidents: which node events are failures, and how repeated failure events merge into incidents.
+
+A GPU that falls off the bus logs an Xid 79, a few PCIe AER lines and a "fallen off the bus" line;
+a flapping InfiniBand port logs link down/up every few minutes; a leaf switch that dies takes every
+node under it off the fabric at once. An SRE counts each of these as *one* incident, so lost work,
+taxonomy and suspect-node counts are per incident, not per log line.
+
+Failure events (:func:`failure_events`)
+    ``cause_class`` in :data:`FAILURE_CLASSES` (hardware, driver/firmware, system software) and
+    ``severity`` at least ``high`` (the catalog's severity, :data:`SEVERITY_RANK`). Xid codes the
+    catalog marks "informational unless repeated" (``repeat_threshold`` in ``xid.csv``: 63, 92)
+    become failures from the event that takes the count of the same code on the same node/GPU in
+    the trailing 24 h above the threshold; those events are *escalated* to ``hardware``/``high``
+    (repeated row remaps / ECC pages are a failing HBM). User-application Xids (13, 31, 43),
+    sympathetic ones (45, 154) and informational lines are never failures.
+
+Merging (:func:`merge_incidents`), in this order:
+    1. *Fabric*: network failure events (component ``network``) of the nodes under one leaf switch
+       are chained in time (a gap of at most ``window`` keeps the chain). A chain touching at least
+       ``fabric_min_nodes`` distinct nodes is one ``network_switch`` incident (scope ``leaf_switch``).
+    2. *Storage*: storage failure events of the whole cluster are chained the same way; a chain
+       touching at least ``storage_min_nodes`` nodes is one ``storage`` incident (scope ``cluster``)
+       — a Lustre/NFS server outage, not N client faults.
+    3. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
+       consecutive events of the same node and component continues the incident, a longer gap
+       starts a new one. GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
+       address, not the GPU's, and several GPUs of one node failing together are one node event
+       for the SRE; the incident lists every GPU address seen (``gpus``).
+    4. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
+       one in time and shares a node (an operator row without nodes covers all nodes) is folded
+       into it; the operator's component and root cause label the result (``label_source`` =
+       ``operator``). Operator incidents with no matching events are kept (``n_events`` = 0): a
+       human saw an outage the logs do not show, and attribution should still see it.
+
+Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
+first timestamp (ISO-8601 UTC) and first node; operator incidents hash ``operator`` and their id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+
+import numpy as np
+import polars as pl
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from gpusre.models.component_classes import class_of
+from gpusre.models.logs.event_catalog import (
+    CAUSE_CLASSES,
+    SEVERITY_RANK,
+    load_log_patterns,
+    load_xid_catalog,
+)
+from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
+from gpusre.models.failures.health_checks import check_name
+from gpusre.models.ingest.hostlist import expand_hostlist
+
+__all__ = [
+    "EVENT_SCHEMA",
+    "FABRIC_COMPONENT",
+    "FAILURE_CLASSES",
+    "INCIDENT_SCHEMA",
+    "MEMBERSHIP_SCHEMA",
+    "OPERATOR_SCHEMA",
+    "failure_events",
+    "incident_id",
+    "merge_incidents",
+    "operator_incident_id",
+    "severity_rank",
+]
+
+#: Cause classes whose high-severity events are infrastructure failures (``system_software`` covers
+#: file systems, kernel panics and Slurm daemons: infrastructure, though neither GPU nor driver).
+FAILURE_CLASSES: tuple[str, ...] = ("hardware", "driver_firmware", "system_software")
+assert set(FAILURE_CLASSES) <= CAUSE_CLASSES
+#: Incident component of a leaf-switch-wide link loss (not a catalog component: no single log line
+#: names the switch, the pattern across nodes does).
+FABRIC_COMPONENT = "network_switch"
+#: Trailing window over which repeats of an informational-unless-repeated Xid are counted
+#: (``xid.csv`` documents ``repeat_threshold`` as "escalate above this count in 24 h").
+REPEAT_WINDOW = timedelta(hours=24)
+#: Event kind of health-check failures (NHC lines): evidence, grouped into firing episodes.
+HEALTH_CHECK_KIND = "health_check"
+#: NHC repeats a failing check on every run (often every 300 s) until the condition clears: failures
+#: of one check on one node with gaps up to this are one firing episode.
+EPISODE_GAP = timedelta(minutes=30)
+#: A firing episode with no other evidence is an incident only when its check failed on this many runs.
+MIN_EPISODE_RUNS = 2
+#: How far past its start a span may extend a multi-node chain (see :func:`_wide_edges`).
+WIDE_SPAN_CAP = timedelta(hours=2)
+#: Multi-node incidents of one leaf switch (or of the file systems) starting within this of the
+#: previous one are one failure in waves (see :func:`_wide_edges`).
+WIDE_REJOIN = timedelta(hours=2)
+
+#: ``core.node_events`` columns the analytics read.
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "event_id": pl.Int64(),
+    "ts": pl.Datetime("us", "UTC"),
+    "node": pl.String(),
+    "kind": pl.String(),
+    "code": pl.Int32(),
+    "gpu_pci": pl.String(),
+    "component": pl.String(),
+    "cause_class": pl.String(),
+    "severity": pl.String(),
+    "action": pl.String(),
+}
+#: Output of :func:`merge_incidents` (first frame).
+INCIDENT_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(),
+    "component": pl.String(),
+    "component_class": pl.String(),
+    "cause_class": pl.String(),
+    "severity": pl.String(),
+    "action": pl.String(),
+    "start_ts": pl.Datetime("us", "UTC"),
+    "end_ts": pl.Datetime("us", "UTC"),
+    "nodes": pl.List(pl.String()),
+    "gpus": pl.List(pl.String()),
+    "n_events": pl.Int64(),
+    "first_event_id": pl.Int64(),
+    "scope": pl.String(),
+    "leaf_switch": pl.String(),
+    "label_source": pl.String(),
+    "root_cause": pl.String(),
+    "operator_id": pl.String(),
+    "notes": pl.String(),
+    "evidence_kinds": pl.List(pl.String()),
+    "n_health_check_episodes": pl.Int64(),
+    "single_symptom": pl.Boolean(),
+}
+#: Output of :func:`merge_incidents` (second frame): which incident each failure event belongs to.
+MEMBERSHIP_SCHEMA: dict[str, pl.DataType] = {"event_id": pl.Int64(), "incident_id": pl.String()}
+#: Operator incident log (``incidents.csv``) as :func:`merge_incidents` expects it; ``nodes`` is a
+#: Slurm hostlist (empty/null = the whole cluster), ``start``/``end`` are UTC datetimes.
+OPERATOR_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.String(),
+    "start": pl.Datetime("us", "UTC"),
+    "end": pl.Datetime("us", "UTC"),
+    "component": pl.String(),
+    "root_cause": pl.String(),
+    "nodes": pl.String(),
+    "notes": pl.String(),
+}
+
+_UTC = pl.Datetime("us", "UTC")
+_MIN_SEVERITY = "high"
+_UNKNOWN_RANK = len(SEVERITY_RANK)  # a severity the catalog does not know sorts below "info"
+
+
+def severity_rank(expr: pl.Expr) -> pl.Expr:
+    """Catalog severity rank of ``expr`` (0 = critical); unknown or null severities rank last."""
+    return expr.replace_strict(SEVERITY_RANK, default=_UNKNOWN_RANK, return_dtype=pl.Int32)
+
+
+def _short_hash(*parts: str) -> str:
+    """``inc-`` + 12 hex digits of SHA-1 over ``parts`` joined by ``|`` (stable across runs and versions)."""
+    return "inc-" + hashlib.sha1("|".join(parts).encode("utf-8")).hexdigest()[:12]
+
+
+def incident_id(component: str, first_ts: datetime, first_node: str | None) -> str:
+    """Stable id of an event incident: its component, first timestamp (UTC, microseconds) and first node
+    (none for events whose log named no host, e.g. a Fabric Manager log of an NVSwitch tray).
+
+    >>> from datetime import timezone
+    >>> incident_id("pcie_bus", datetime(2025, 1, 15, 3, 4, 5, tzinfo=timezone.utc), "gpu001")
+    'inc-a9ce05ee24b6'
+    """
+    utc = first_ts.astimezone(timezone.utc) if first_ts.tzinfo else first_ts
+    return _short_hash(component, f"{utc:%Y-%m-%dT%H:%M:%S.%f}Z", first_node or "")
+
+
+def operator_incident_id(operator_id: str) -> str:
+    """Stable id of an operator incident (from its id in ``incidents.csv``)."""
+    return _short_hash("operator", operator_id)
+
+
+@lru_cache(maxsize=1)
+def _repeat_thresholds() -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """(code -> repeat_threshold) for Xids informational unless repeated, and the Xid event kinds."""
+    thresholds = (
+        load_xid_catalog()
+        .filter(pl.col("repeat_threshold").is_not_null())
+        .select("code", pl.col("repeat_threshold").cast(pl.Int64))
+    )
+    xid_kinds = tuple(sorted(set(load_log_patterns().filter(pl.col("catalog") == "xid")["kind"].to_list())))
+    return thresholds, xid_kinds
+
+
+def _conform(events: pl.DataFrame) -> pl.DataFrame:
+    """The event columns the analytics use, typed; other columns (message, template_id…) are dropped."""
+    missing = [c for c in EVENT_SCHEMA if c not in events.columns]
+    if missing:
+        raise ValueError(f"node events lack columns {missing}")
+    return events.select(pl.col(c).cast(t) for c, t in EVENT_SCHEMA.items())
+
+
+def failure_events(
+    events: pl.DataFrame,
+    *,
+    classes: Sequence[str] = FAILURE_CLASSES,
+    min_severity: str = _MIN_SEVERITY,
+    repeat_window: timedelta = REPEAT_WINDOW,
+) -> pl.DataFrame:
+    """The failure-relevant subset of ``events`` (``core.node_events`` columns of :data:`EVENT_SCHEMA`).
+
+    Keeps events with ``cause_class`` in ``classes`` and severity at least ``min_severity``, plus
+    repeated informational Xids above their catalog ``repeat_threshold`` within ``repeat_window``
+    (same node, GPU and code), which are returned with ``cause_class='hardware'``,
+    ``severity='high'``. Adds ``escalated`` (Boolean). Sorted by ``ts``, ``event_id``.
+    """
+    ev = _conform(events)
+    thresholds, xid_kinds = _repeat_thresholds()
+    keys = ["node", "gpu_pci", "code"]
+    repeats = (
+        ev.filter(pl.col("kind").is_in(xid_kinds))
+        .join(thresholds, on="code", how="inner")
+        .sort([*keys, "ts", "event_id"], nulls_last=True)
+        .with_columns(
+            # Events of the same node/GPU/code in (ts - window, ts]: position minus the first
+            # position inside the window, on the group's sorted timestamps.
+            (
+                pl.int_range(pl.len()).over(keys)
+                + 1
+                - pl.col("ts").search_sorted(pl.col("ts") - repeat_window, side="right").over(keys).cast(pl.Int64)
+            ).alias("_repeats")
+        )
+        .filter(pl.col("_repeats") > pl.col("repeat_threshold"))
+        .select("event_id")
+        .with_columns(pl.lit(True).alias("escalated"))
+    )
+    ev = ev.join(repeats, on="event_id", how="left").with_columns(pl.col("escalated").fill_null(False))
+    ev = ev.with_columns(
+        pl.when("escalated").then(pl.lit("hardware")).otherwise(pl.col("cause_class")).alias("cause_class"),
+        pl.when("escalated").then(pl.lit(_MIN_SEVERITY)).otherwise(pl.col("severity")).alias("severity"),
+    )
+    relevant = pl.col("cause_class").is_in(list(classes)) & (
+        severity_rank(pl.col("severity")) <= SEVERITY_RANK[min_severity]
+    )
+    return ev.filter(relevant).sort("ts", "event_id")
+
+
+def _leaf_of(topology: Mapping[str, Sequence[str] | str] | None) -> pl.DataFrame:
+    """node -> leaf switch, from leaf -> nodes (a list of names or a Slurm hostlist string)."""
+    rows: dict[str, str] = {}
+    for leaf, nodes in (topology or {}).items():
+        names = expand_hostlist(nodes) if isinstance(nodes, str) else list(nodes)
+        for node in names:
+            rows.setdefault(node, leaf)  # a node listed under two leaves keeps the first
+    return pl.DataFrame({"node": list(rows), "_leaf": list(rows.values())}, schema={"node": pl.String, "_leaf": pl.String})
+
+
+def _islands(keys: list[str], window: timedelta, end: str = "end") -> pl.Expr:
+    """Island number per ``keys`` over time spans: a span starting more than ``window`` after every
+    earlier span of its key ended starts a new island. The frame must be sorted by ``keys``, ``start``."""
+    reach = pl.col(end).cum_max().shift(1).over(keys) + window
+    return (reach.is_null() | (pl.col("start") > reach)).cast(pl.Int64).cum_sum().over(keys)
+
+
+def _matches(name: str) -> pl.Expr:
+    """Evidence whose component or component class is ``name`` (a catalog side)."""
+    return (pl.col("component") == name) | (pl.col("component_class") == name)
+
+
+def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: timedelta) -> pl.DataFrame:
+    """Evidence items: one per failure log event, one per health-check firing episode.
+
+    A firing episode is the run of failures of one check (its name, else its component) on one node
+    with gaps of at most ``episode_gap``: NHC repeats a failing check on every run until the
+    condition clears, and an SRE counts the episode once.
+    """
+    hc = ev.filter(pl.col("kind") == HEALTH_CHECK_KIND)
+    logs = ev.filter(pl.col("kind") != HEALTH_CHECK_KIND).select(
+        "node", pl.col("ts").alias("start"), pl.col("ts").alias("end"), "kind", "code", "component",
+        "cause_class", "severity", "action",
+        pl.concat_list(pl.col("gpu_pci")).list.drop_nulls().alias("gpus"),
+        pl.lit(1, pl.Int64).alias("n_events"), pl.concat_list(pl.col("event_id")).alias("event_ids"),
+        pl.lit(False).alias("is_hc"))
+    if messages is not None and hc.height:
+        hc = hc.join(messages, on="event_id", how="left")
+        check = check_name(pl.col("message"))
+    else:
+        check = pl.lit("unknown")
+    hc = hc.with_columns(pl.when(check == "unknown").then(pl.col("component")).otherwise(check).alias("_check"))
+    keys = ["node", "_check"]
+    gap = pl.col("ts") - pl.col("ts").shift(1).over(keys)
+    episodes = (
+        hc.sort(*keys, "ts", "event_id", nulls_last=True)
+        .with_columns((gap.is_null() | (gap > episode_gap)).cast(pl.Int64).cum_sum().over(keys).alias("_ep"))
+        .group_by(*keys, "_ep")
+        .agg(pl.col("ts").min().alias("start"), pl.col("ts").max().alias("end"), pl.col("kind").first(),
+             pl.col("code").first(), pl.col("component").first(), pl.col("cause_class").first(),
+             pl.col("severity").first(), pl.col("action").first(),
+             pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
+             pl.len().cast(pl.Int64).alias("n_events"), pl.col("event_id").sort().alias("event_ids"))
+        .with_columns(pl.lit(True).alias("is_hc"))
+        .select(logs.columns)
+    )
+    items = pl.concat([logs, episodes], how="vertical_relaxed")
+    return (items.with_columns(class_of(pl.col("component")).alias("component_class"),
+                               severity_rank(pl.col("severity")).alias("_rank"),
+                               pl.col("node").fill_null("").alias("_nkey"))
+            .sort("start", pl.col("event_ids").list.first())
+            .with_row_index("_item"))
+
+
+def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
+                min_nodes: int | None = None) -> pl.DataFrame:
+    """(``_item``, ``_root``, ``_scope``, ``_leaf``) for evidence in multi-node islands of one wide signature.
+
+    Spans enter the chain capped at ``WIDE_SPAN_CAP`` after their start: a health check failing for days
+    on one node must not bridge unrelated faults elsewhere, but a second wave while the first is not
+    cleared (links down again 40-60 min later) stays the same incident.
+    """
+    empty = pl.DataFrame(schema={"_item": pl.UInt32, "_root": pl.UInt32, "_scope": pl.String, "_leaf": pl.String})
+    sig = wide_signature(scope)
+    if sig is None:
+        return empty
+    cand = items.join(taken, on="_item", how="anti").filter(_matches(sig.cause) & pl.col(key).is_not_null()
+                                                            & (pl.col("_nkey") != ""))
+    if cand.is_empty():
+        return empty
+    window = timedelta(seconds=sig.window_s)
+    cand = (cand.with_columns(pl.min_horizontal("end", pl.col("start") + WIDE_SPAN_CAP).alias("_cap"))
+            .sort(key, "start", "_item").with_columns(_islands([key], window, end="_cap").alias("_isl")))
+    wide = cand.filter(pl.col("_nkey").n_unique().over(key, "_isl") >= (min_nodes or sig.min_nodes))
+    # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
+    # the same failure (a switch or file server that came back briefly and failed again before repair).
+    waves = (wide.group_by(key, "_isl").agg(pl.col("start").min().alias("_s")).sort(key, "_s")
+             .with_columns(((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
+                           .cast(pl.Int64).cum_sum().over(key).alias("_wave")))
+    wide = wide.join(waves.select(key, "_isl", "_wave"), on=[key, "_isl"])
+    return wide.select("_item", pl.col("_item").min().over(key, "_wave").alias("_root"),
+                       pl.lit("cluster" if scope == "storage" else scope).alias("_scope"),
+                       (pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String)).alias("_leaf"))
+
+
+def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | None = None) -> pl.DataFrame:
+    """(``_a``, ``_b``) edges between evidence items of one node that the node-scope signatures join.
+
+    Items first merge into blocks per node and component (gap <= ``window``); the catalog's rules then
+    link blocks, so the pairwise joins stay small however chatty a component is. Evidence of one class
+    that meets one continuous outage of its node (``outages``: ``node``, ``outage_start_ts``,
+    ``outage_end_ts``; null end = still out) is one fault however far apart: the node stayed drained
+    for it (a reset attempt that fails again, a health check that pauses while the node reboots).
+    """
+    it = items.sort("_nkey", "component", "start", "_item").with_columns(
+        _islands(["_nkey", "component"], window).alias("_blk"))
+    it = it.with_columns(pl.col("_item").min().over("_nkey", "component", "_blk").alias("_root"))
+    edges = [it.select(pl.col("_item").alias("_a"), pl.col("_root").alias("_b"))]
+    blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
+                                       pl.col("component_class").first(), pl.col("start").min(),
+                                       pl.col("end").max(), pl.col("is_hc").all()))
+    for sig in node_signatures():
+        w = timedelta(seconds=sig.window_s)
+        side_a = blocks.filter(_matches(sig.cause))
+        if sig.cause == sig.effect:
+            isl = side_a.sort("_nkey", "start", "_root").with_columns(_islands(["_nkey"], w).alias("_isl"))
+            edges.append(isl.select(pl.col("_root").alias("_a"), pl.col("_root").min().over("_nkey", "_isl").alias("_b")))
+            continue
+        side_b = blocks.filter(_matches(sig.effect))
+        pairs = side_a.join(side_b, on="_nkey", suffix="_e").filter(
+            (pl.col("_root") != pl.col("_root_e"))
+            & (pl.max_horizontal("start", "start_e") - pl.min_horizontal("end", "end_e") <= w))
+        edges.append(pairs.select(pl.col("_root").alias("_a"), pl.col("_root_e").alias("_b")))
+    if outages is not None and not outages.is_empty():
+        out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_start_ts").cast(_UTC).alias("_os"),
+                             pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
+        # (blocks meeting an outage of their node; both are few per node)
+        inside = blocks.join(out, on="_nkey").filter(
+            (pl.col("end") >= pl.col("_os")) & (pl.col("_oe").is_null() | (pl.col("start") <= pl.col("_oe"))))
+        edges.append(inside.select(pl.col("_root").alias("_a"),
+                                   pl.col("_root").min().over("_nkey", "_os", "component_class").alias("_b")))
+    # A health-check episode attaches to the fault it overlaps on its node (the nearest log evidence
+    # within the window, whatever its class: checks are symptoms, and their names can mislead); one whose
+    # check names no known component may also join other health-check evidence; neither is then a fault
+    # of its own.
+    # (It must start near the target: an episode failing since yesterday is not today's outage's symptom.)
+    gap = pl.when(pl.col("start") < pl.col("start_k")).then(pl.col("start_k") - pl.col("start")) \
+        .otherwise(pl.col("start") - pl.col("end_k"))
+    unknown = pl.col("component_class") == "other"
+    for episodes, targets in ((blocks.filter(pl.col("is_hc")), blocks.filter(~pl.col("is_hc"))),
+                              (blocks.filter(pl.col("is_hc") & unknown), blocks.filter(pl.col("is_hc") & ~unknown))):
+        if episodes.height and targets.height:
+            near = (episodes.join(targets, on="_nkey", suffix="_k")
+                    .with_columns(gap.alias("_gap"),
+                                  (pl.col("component_class") != pl.col("component_class_k")).alias("_other_class"))
+                    .filter(pl.col("_gap") <= window)
+                    # the same class first: a GPU check beside an unrelated link flap stays with the GPU fault
+                    .sort("_root", "_other_class", "_gap", "_root_k").unique("_root", keep="first"))
+            edges.append(near.select(pl.col("_root").alias("_a"), pl.col("_root_k").alias("_b")))
+    return pl.concat([e.cast(pl.UInt32) for e in edges])
+
+
+def _components(n: int, edges: list[pl.DataFrame]) -> np.ndarray:
+    """Connected-component label of each of ``n`` items given edge frames (``_a``, ``_b``)."""
+    e = pl.concat([x.select(pl.col(x.columns[0]).alias("_a"), pl.col(x.columns[1]).alias("_b")).cast(pl.Int64)
+                   for x in edges]) if edges else pl.DataFrame(schema={"_a": pl.Int64, "_b": pl.Int64})
+    graph = coo_matrix((np.ones(e.height), (e["_a"].to_numpy(), e["_b"].to_numpy())), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
+
+
+def _effects(items: pl.DataFrame) -> pl.Expr:
+    """True for evidence that a cross signature names as the effect of a cause present in its group."""
+    present = pl.concat([items.select("_group", pl.col("component").alias("_name")),
+                         items.select("_group", pl.col("component_class").alias("_name"))]).unique()
+    effect = pl.lit(False)
+    for sig in node_signatures():
+        if sig.cause == sig.effect:
+            continue
+        groups = present.filter(pl.col("_name") == sig.cause)["_group"].unique()
+        effect = effect | (pl.col("_group").is_in(groups.implode()) & _matches(sig.effect) & ~_matches(sig.cause))
+    return effect
+
+
+def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
+    """One row per ``_group``: span, nodes, GPUs, counts, evidence kinds, and the cause's component."""
+    items = items.with_columns(_effects(items).alias("_effect"))
+    cause = [pl.col("_effect"), pl.col("is_hc"), pl.col("_rank"), pl.col("start"), pl.col("_item")]
+    worst = [pl.col("_rank"), pl.col("_effect"), pl.col("is_hc"), pl.col("start"), pl.col("_item")]
+    first = [pl.col("start"), pl.col("_item")]
+    what = (pl.when(pl.col("code").is_null()).then(pl.col("kind"))
+            .otherwise(pl.concat_str(pl.col("kind"), pl.col("code").cast(pl.String), separator=" ")))
+    return (
+        items.group_by("_group")
+        .agg(
+            pl.col("component").sort_by(cause).first().alias("_cause_component"),
+            pl.col("_scope").drop_nulls().first().alias("scope"),
+            pl.col("_leaf").drop_nulls().first().alias("leaf_switch"),
+            pl.col("cause_class").sort_by(worst).first(),
+            pl.col("severity").sort_by(worst).first(),
+            pl.col("action").sort_by(worst).first(),
+            pl.col("start").min().alias("start_ts"),
+            pl.col("end").max().alias("end_ts"),
+            pl.col("node").drop_nulls().unique().sort().alias("nodes"),
+            pl.col("gpus").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort().alias("gpus"),
+            pl.col("n_events").sum().cast(pl.Int64),
+            pl.col("event_ids").sort_by(first).first().list.first().alias("first_event_id"),
+            pl.col("node").sort_by(first).first().alias("_first_node"),
+            what.sort_by(cause).first().alias("root_cause"),
+            pl.col("kind").unique().sort().alias("evidence_kinds"),
+            pl.col("is_hc").sum().cast(pl.Int64).alias("n_health_check_episodes"),
+            pl.col("is_hc").all().alias("_hc_only"),
+            pl.col("component_class").filter(~pl.col("is_hc") | (pl.col("component_class") != "other"))
+            .n_unique().alias("_classes"),
+        )
+        .with_columns(
+            pl.col("scope").fill_null("node"),
+            pl.when(pl.col("scope") == "leaf_switch").then(pl.lit(FABRIC_COMPONENT))
+            .when(pl.col("scope") == "cluster").then(pl.lit("storage"))
+            .otherwise(pl.col("_cause_component")).alias("component"),
+            (pl.col("evidence_kinds").list.len() == 1).alias("single_symptom"),
+        )
+        .with_columns(class_of(pl.col("component")).alias("component_class"))
+    )
+
+
+def _operator_frame(operator: pl.DataFrame) -> pl.DataFrame:
+    """Operator incidents typed, with ``nodes`` expanded to a list (empty = every node)."""
+    op = operator.select(
+        pl.col("id").cast(pl.String).alias("operator_id"),
+        pl.col("start").cast(pl.Datetime("us", "UTC")).alias("_op_start"),
+        pl.col("end").cast(pl.Datetime("us", "UTC")).alias("_op_end"),
+        pl.col("component").cast(pl.String).alias("_op_component"),
+        pl.col("root_cause").cast(pl.String).alias("_op_root_cause"),
+        pl.col("nodes").cast(pl.String).alias("_op_hostlist"),
+        (pl.col("notes").cast(pl.String) if "notes" in operator.columns else pl.lit(None, pl.String)).alias("notes"),
+    )
+    # Operator logs are hand-kept and short: expanding hostlists row by row is cheap and exact.
+    return op.with_columns(
+        pl.col("_op_hostlist")
+        .map_elements(lambda h: expand_hostlist(h), return_dtype=pl.List(pl.String))
+        .fill_null(pl.lit([], dtype=pl.List(pl.String)))
+        .alias("_op_nodes")
+    ).drop("_op_hostlist")
+
+
+def _match_operator(groups: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
+    """``_group`` -> ``operator_id`` for event groups overlapping an operator incident (earliest wins)."""
+    if groups.is_empty() or op.is_empty():
+        return pl.DataFrame(schema={"_group": pl.String, "operator_id": pl.String})
+    return (
+        groups.select("_group", "start_ts", "end_ts", "nodes")
+        .join(op.select("operator_id", "_op_start", "_op_end", "_op_nodes"), how="cross")
+        .filter(
+            (pl.col("start_ts") <= pl.col("_op_end"))
+            & (pl.col("end_ts") >= pl.col("_op_start"))
+            & (
+                (pl.col("_op_nodes").list.len() == 0)
+                | (pl.col("nodes").list.set_intersection("_op_nodes").list.len() > 0)
+            )
+        )
+        .sort("_group", "_op_start", "operator_id")
+        .unique("_group", keep="first", maintain_order=True)
+        .select("_group", "operator_id")
+    )
+
+
+def merge_incidents(
+    events: pl.DataFrame,
+    *,
+    window: timedelta = timedelta(minutes=30),
+    topology: Mapping[str, Sequence[str] | str] | None = None,
+    fabric_min_nodes: int | None = None,
+    storage_min_nodes: int | None = None,
+    operator: pl.DataFrame | None = None,
+    episode_gap: timedelta = EPISODE_GAP,
+    min_episode_runs: int = MIN_EPISODE_RUNS,
+    outages: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Merge failure events into incidents (rules in the module docstring).
+
+    Args:
+        events: ``core.node_events`` (at least the :data:`EVENT_SCHEMA` columns); non-failure
+            events are ignored (see :func:`failure_events`).
+        window: the largest gap between consecutive events that still continues an incident.
+        topology: leaf switch -> its nodes (list of names or a hostlist string, as in
+            ``cluster.yaml`` ``leaf_switches``); without it no fabric incidents are formed.
+        fabric_min_nodes: distinct nodes under one leaf with link failures in one chain that make
+            a ``network_switch`` incident.
+        storage_min_nodes: distinct nodes with storage failures in one chain that make one
+            cluster-wide ``storage`` incident.
+        operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional).
+        episode_gap: the largest gap between failures of one health check that keeps its episode.
+        min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.
+        outages: node outages from Slurm node states (``node``, ``outage_start_ts``, ``outage_end_ts``,
+            as :func:`~gpusre.models.reliability.repair_times.node_outages` merges them), or None.
+
+    Returns:
+        ``(incidents, membership)`` with :data:`INCIDENT_SCHEMA` and :data:`MEMBERSHIP_SCHEMA`,
+        incidents sorted by ``start_ts``, ``incident_id``.
+    """
+    ev = failure_events(events)
+    messages = events.select("event_id", pl.col("message").cast(pl.String)) if "message" in events.columns else None
+    items = _evidence(ev, messages, episode_gap).join(_leaf_of(topology), on="node", how="left")
+    if items.is_empty():
+        groups = _aggregate(items.with_columns(pl.lit(None, pl.String).alias("_group"), pl.lit(None, pl.String).alias("_scope"),
+                                               pl.lit(None, pl.String).alias("_leaf")))
+        members = pl.DataFrame(schema={"_group": pl.String, "event_id": pl.Int64})
+    else:
+        fabric = _wide_edges(items, "leaf_switch", "_leaf", items.clear().select("_item"), fabric_min_nodes)
+        storage = _wide_edges(items.with_columns(pl.lit("all").alias("_all")), "storage", "_all",
+                              fabric.select("_item"), storage_min_nodes)
+        wide = pl.concat([fabric, storage])
+        labels = _components(items.height, [wide.select("_item", "_root"), _node_edges(items, window, outages)])
+        items = (items.join(wide.select("_item", "_scope", "_leaf"), on="_item", how="left", suffix="_w")
+                 .drop("_leaf").rename({"_leaf_w": "_leaf"})
+                 .with_columns(pl.Series("_group", labels[items["_item"].to_numpy()]).cast(pl.String)))
+        # A group of health-check firings alone is an incident only when its check names a component
+        # and failed on at least min_episode_runs runs: one failed run is not yet a fault.
+        keep = items.group_by("_group").agg(
+            (~pl.col("is_hc").all()
+             | ((pl.col("n_events").sum() >= min_episode_runs) & (pl.col("component_class") != "other").any()))
+            .alias("_keep"))
+        items = items.join(keep.filter("_keep").select("_group"), on="_group", how="semi")
+        groups = _aggregate(items)
+        members = items.select("_group", pl.col("event_ids").alias("event_id")).explode("event_id")
+
+    op = _operator_frame(operator) if operator is not None else None
+    matched = _match_operator(groups, op) if op is not None else pl.DataFrame(schema={"_group": pl.String, "operator_id": pl.String})
+
+    event_incidents = groups.join(matched, on="_group", how="anti")
+    event_incidents = event_incidents.with_columns(
+        # Incidents are few (events are many): hashing row by row is cheap.
+        pl.Series("incident_id", [incident_id(*r) for r in event_incidents.select("component", "start_ts", "_first_node").rows()],
+                  dtype=pl.String),
+        pl.lit("events").alias("label_source"),
+        pl.lit(None, dtype=pl.String).alias("operator_id"),
+        pl.lit(None, dtype=pl.String).alias("notes"),
+    )
+    membership_parts = [members.join(event_incidents.select("_group", "incident_id"), on="_group").select("event_id", "incident_id")]
+    frames = [event_incidents]
+
+    if op is not None and not op.is_empty():
+        op = op.with_columns(pl.col("operator_id").map_elements(operator_incident_id, return_dtype=pl.String).alias("incident_id"))
+        folded = groups.join(matched, on="_group", how="inner").with_columns(severity_rank(pl.col("severity")).alias("_rank"))
+        worst = [pl.col("_rank"), pl.col("start_ts")]
+        by_op = folded.group_by("operator_id").agg(
+            pl.col("cause_class").sort_by(worst).first(),
+            pl.col("severity").sort_by(worst).first(),
+            pl.col("action").sort_by(worst).first(),
+            pl.col("start_ts").min().alias("_ev_start"),
+            pl.col("end_ts").max().alias("_ev_end"),
+            pl.col("nodes").list.explode(keep_nulls=False, empty_as_null=False).alias("_ev_nodes"),
+            pl.col("gpus").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("gpus"),
+            pl.col("n_events").sum(),
+            pl.col("first_event_id").sort_by("start_ts").first(),
+            pl.col("leaf_switch").drop_nulls().first(),
+            pl.col("evidence_kinds").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort(),
+            pl.col("n_health_check_episodes").sum(),
+        )
+        operator_incidents = op.join(by_op, on="operator_id", how="left").select(
+            "incident_id",
+            pl.col("_op_component").alias("component"),
+            # Humans give no cause class; the worst folded event's is the best evidence we have.
+            pl.col("cause_class").fill_null("unknown"),
+            "severity",
+            "action",
+            pl.min_horizontal("_op_start", "_ev_start").alias("start_ts"),
+            pl.max_horizontal("_op_end", "_ev_end").alias("end_ts"),
+            pl.concat_list(pl.col("_op_nodes"), pl.col("_ev_nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+            .list.unique().list.sort().alias("nodes"),
+            pl.col("gpus").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("n_events").fill_null(0),
+            "first_event_id",
+            pl.lit("operator").alias("scope"),
+            "leaf_switch",
+            pl.lit("operator").alias("label_source"),
+            pl.col("_op_root_cause").alias("root_cause"),
+            "operator_id",
+            "notes",
+            class_of(pl.col("_op_component")).alias("component_class"),
+            pl.col("evidence_kinds").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("n_health_check_episodes").fill_null(0),
+            (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
+        )
+        frames.append(operator_incidents)
+        membership_parts.append(
+            members.join(matched, on="_group").join(op.select("operator_id", "incident_id"), on="operator_id")
+            .select("event_id", "incident_id")
+        )
+
+    incidents = pl.concat(
+        [f.select(pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()) for f in frames]
+    ).sort("start_ts", "incident_id")
+    membership = pl.concat(
+        [m.select(pl.col(c).cast(t) for c, t in MEMBERSHIP_SCHEMA.items()) for m in membership_parts]
+    ).sort("event_id")
+    return incidents, membership

@@ -1,0 +1,188 @@
+"""Suspect ("lemon") nodes: nodes whose failures stand far above the rest of the fleet.
+
+Meta found 1.2 % of RSC-1's nodes involved in 13 % of daily job failures and detected them from
+28-day signals (Xid counts, NODE_FAIL counts, failed jobs; reliability-facts §1.9). gpusre scores
+four signals per node over ``[as_of − lookback, as_of)``:
+
+* ``xid_episodes`` — hours (UTC clock hours) with an Xid/SXid that is not the user's
+  (``cause_class`` ≠ ``user_application``) and not informational;
+* ``hw_episodes`` — hours with a failure event (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
+* ``infra_failed_jobs`` — jobs attributed to infrastructure that ran on the node;
+* ``node_fail_jobs`` — NODE_FAIL jobs that ran on the node.
+
+Event signals count *episodes* (distinct hours), not lines, because one fault logs a burst of lines
+(Xid 79 + PCIe AER + "fallen off the bus"): a node with one bad hour must not outrank a node that
+failed on five different days. Raw line counts are reported beside them (``xid_events``,
+``hw_events``).
+
+Threshold (robust z-score per signal, against the whole fleet, quiet nodes included):
+``z_s = (x − median) / max(1.4826 · MAD, 1)``. The MAD is the robust spread of the fleet; the floor
+of one count keeps a fleet of mostly zeros (median 0, MAD 0) from flagging every node with a
+single event — with the default ``z = 3`` a node needs at least 3 episodes/jobs above the fleet
+median. ``score`` is the largest ``z_s``; a node is suspect when ``score ≥ z``.
+
+Recommended action: the catalog action of the node's worst failure event in the lookback (most
+severe, then most recent), mapped to what an SRE does (:data:`RECOMMENDED_ACTIONS`); ``drain``
+when there is none (flagged on job failures alone: take it out and run diagnostics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from gpusre.models.logs.event_catalog import ACTIONS
+from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+
+__all__ = ["MAD_SCALE", "RECOMMENDED_ACTIONS", "SIGNALS", "SUSPECT_SCHEMA", "suspect_nodes"]
+
+#: Scores are computed on these columns, in this order (ties in ``score`` name the first).
+SIGNALS: tuple[str, ...] = ("hw_episodes", "xid_episodes", "infra_failed_jobs", "node_fail_jobs")
+#: MAD × 1.4826 estimates the standard deviation of a normal distribution.
+MAD_SCALE = 1.4826
+#: Catalog action -> what to do with a lemon node. A node flagged as a repeat offender is drained
+#: first in every case; the phrase says what the repair ticket asks for.
+RECOMMENDED_ACTIONS: dict[str, str] = {
+    "RESET_GPU": "drain, reset GPU",
+    "RESTART_APP": "drain, reset GPU",
+    "RESTART_BM": "drain, reboot",
+    "RESTART_VM": "drain, reboot",
+    "RESTART_FM": "drain, reboot",
+    "RESET_FABRIC": "drain, reboot",
+    "UPDATE_SWFW": "drain, update driver/firmware",
+    "CONTACT_SUPPORT": "drain, RMA",
+    "WORKFLOW_XID_48": "drain, RMA",
+    "CHECK_MECHANICALS": "drain, RMA",
+    "WORKFLOW_NVLINK_ERR": "drain, check NVLink",
+    "WORKFLOW_NVLINK5_ERR": "drain, check NVLink",
+    "CHECK_LINK": "drain, check cable/transceiver",
+    "CHECK_STORAGE": "drain, check storage mounts",
+    "CHECK_THERMALS": "drain, check cooling",
+    "DRAIN_NODE": "drain",
+}
+assert set(RECOMMENDED_ACTIONS) <= ACTIONS
+_DEFAULT_ACTION = "drain"
+
+#: Output of :func:`suspect_nodes`.
+SUSPECT_SCHEMA: dict[str, pl.DataType] = {
+    "node": pl.String(),
+    "xid_events": pl.Int64(),
+    "hw_events": pl.Int64(),
+    "xid_episodes": pl.Int64(),
+    "hw_episodes": pl.Int64(),
+    "infra_failed_jobs": pl.Int64(),
+    "node_fail_jobs": pl.Int64(),
+    "score": pl.Float64(),
+    "reason": pl.String(),
+    "worst_event": pl.String(),
+    "action": pl.String(),
+    "recommended_action": pl.String(),
+}
+
+_XID_KINDS = ("xid", "sxid")
+
+
+def suspect_nodes(
+    events: pl.DataFrame,
+    attribution: pl.DataFrame,
+    jobs: pl.DataFrame,
+    *,
+    as_of: datetime,
+    lookback: timedelta = timedelta(days=28),
+    z: float = 3.0,
+    fleet: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Nodes whose failure signals over the lookback are ``z`` robust deviations above the fleet.
+
+    Args:
+        events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
+        attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``job_id``,
+            ``attribution``).
+        jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``); a job counts when its
+            ``end_ts`` falls in the lookback.
+        as_of: end of the lookback (exclusive), timezone-aware.
+        lookback: length of the lookback (Meta: 28 days).
+        z: robust z-score at which a node is suspect.
+        fleet: every node of the cluster (e.g. ``cluster.yaml``); default: the nodes seen in
+            ``events`` and ``jobs``. Quiet nodes must be in the fleet, or the median is biased up.
+
+    Returns:
+        Suspect nodes only, :data:`SUSPECT_SCHEMA`, by ``score`` descending then node. ``reason``
+        names the driving signal, e.g. ``hw_episodes 6 vs fleet median 0 (z 6.0)``.
+    """
+    start = as_of - lookback
+    in_window = (pl.col("ts") >= start) & (pl.col("ts") < as_of)
+    ev = events.select(*EVENT_SCHEMA).filter(in_window)
+    hour = pl.col("ts").dt.truncate("1h")
+
+    xid = ev.filter(
+        pl.col("kind").is_in(_XID_KINDS) & ~pl.col("cause_class").is_in(["user_application", "informational"])
+    ).group_by("node").agg(
+        pl.len().cast(pl.Int64).alias("xid_events"), hour.n_unique().cast(pl.Int64).alias("xid_episodes")
+    )
+    hw_ev = failure_events(ev)
+    hw = hw_ev.group_by("node").agg(
+        pl.len().cast(pl.Int64).alias("hw_events"),
+        hour.n_unique().cast(pl.Int64).alias("hw_episodes"),
+        # Worst event: most severe, then most recent (the node's current state).
+        pl.concat_str(
+            pl.col("kind"), pl.col("code").cast(pl.String), separator=" ", ignore_nulls=True
+        ).sort_by(severity_rank(pl.col("severity")), -pl.col("ts").dt.epoch("us")).first().alias("worst_event"),
+        pl.col("action").sort_by(severity_rank(pl.col("severity")), -pl.col("ts").dt.epoch("us")).first(),
+    )
+
+    job_nodes = (
+        jobs.filter((pl.col("end_ts") >= start) & (pl.col("end_ts") < as_of))
+        .select(pl.col("job_id").cast(pl.String), "state", "nodes")
+        .join(attribution.select(pl.col("job_id").cast(pl.String), "attribution").unique("job_id"), on="job_id", how="left")
+        .explode("nodes")
+        .rename({"nodes": "node"})
+        .drop_nulls("node")
+        .unique(["job_id", "node"])
+    )
+    per_job = job_nodes.group_by("node").agg(
+        (pl.col("attribution") == "infrastructure").sum().cast(pl.Int64).alias("infra_failed_jobs"),
+        (pl.col("state") == "NODE_FAIL").sum().cast(pl.Int64).alias("node_fail_jobs"),
+    )
+
+    if fleet is None:
+        names = pl.concat([ev.select("node"), jobs.select(pl.col("nodes").explode().alias("node"))]).drop_nulls().unique()
+    else:
+        names = pl.DataFrame({"node": list(fleet)}, schema={"node": pl.String})
+    table = (
+        names.join(xid, on="node", how="left")
+        .join(hw, on="node", how="left")
+        .join(per_job, on="node", how="left")
+        .with_columns(pl.col("xid_events", "xid_episodes", "hw_events", "hw_episodes",
+                             "infra_failed_jobs", "node_fail_jobs").fill_null(0))
+    )
+    if table.is_empty():
+        return pl.DataFrame(schema=SUSPECT_SCHEMA)
+
+    # Robust z per signal against the fleet; the floor of 1 keeps sparse counts from exploding.
+    zs = []
+    for s in SIGNALS:
+        med = pl.col(s).median()
+        scale = pl.max_horizontal(MAD_SCALE * (pl.col(s) - med).abs().median(), pl.lit(1.0))
+        zs.append(((pl.col(s) - med) / scale).alias(f"_z_{s}"))
+        zs.append(med.alias(f"_med_{s}"))
+    table = table.with_columns(zs)
+    z_cols = [f"_z_{s}" for s in SIGNALS]
+    table = table.with_columns(pl.max_horizontal(z_cols).alias("score"))
+    # The driving signal: the first whose z equals the score.
+    driver = pl.coalesce(
+        [pl.when(pl.col(f"_z_{s}") == pl.col("score")).then(
+            pl.format("{} {} vs fleet median {} (z {})", pl.lit(s), pl.col(s), pl.col(f"_med_{s}"),
+                      pl.col("score").round(1)))
+         for s in SIGNALS]
+    )
+    flagged = table.filter(pl.col("score") >= z).with_columns(
+        driver.alias("reason"),
+        pl.col("action").replace_strict(RECOMMENDED_ACTIONS, default=_DEFAULT_ACTION, return_dtype=pl.String)
+        .fill_null(_DEFAULT_ACTION).alias("recommended_action"),
+    )
+    return flagged.select(pl.col(c).cast(t) for c, t in SUSPECT_SCHEMA.items()).sort(
+        ["score", "node"], descending=[True, False]
+    )

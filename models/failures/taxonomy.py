@@ -1,0 +1,169 @@
+"""Roll-ups of attributed failures over incidents: the failure taxonomy and each incident's impact.
+
+Lost work (GPU-hours) is the common currency: the taxonomy puts it beside incident and event counts
+per component ("GPU 9, NVLink 3, interconnect switch 5…"), and :func:`incident_impact` ranks
+incidents by what they cost and says how long until their nodes ran a job successfully again.
+
+Periods: an incident belongs to the period of its ``start_ts``, and so do the jobs attributed to
+it (a job that failed just after midnight on the 1st counts in the month its incident began, so
+one incident's cost is never split). Infrastructure-attributed jobs with no incident (NODE_FAIL
+without evidence, component ``unknown (suspected)``) get their own rows, in the period of their
+``end_ts``, with ``incidents`` = 0; so per period the taxonomy's ``lost_gpu_hours`` add up to the
+attribution's infrastructure total.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import polars as pl
+
+__all__ = ["IMPACT_SCHEMA", "TAXONOMY_SCHEMA", "failure_taxonomy", "incident_impact"]
+
+#: Output of :func:`failure_taxonomy`.
+TAXONOMY_SCHEMA: dict[str, pl.DataType] = {
+    "period_type": pl.String(),
+    "period": pl.String(),
+    "component": pl.String(),
+    "cause_class": pl.String(),
+    "incidents": pl.Int64(),
+    "events": pl.Int64(),
+    "affected_jobs": pl.Int64(),
+    "lost_gpu_hours": pl.Float64(),
+}
+#: Output of :func:`incident_impact`.
+IMPACT_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(),
+    "affected_jobs": pl.Int64(),
+    "affected_gpus": pl.Int64(),
+    "lost_gpu_hours": pl.Float64(),
+    "nodes_recovered": pl.Int64(),
+    "recovered_ts": pl.Datetime("us", "UTC"),
+    "hours_to_recovery": pl.Float64(),
+}
+
+Period = Literal["all", "month", "week"]
+
+
+def _period(ts: pl.Expr, period: Period) -> pl.Expr:
+    """Period label of ``ts``: ``all``, ``YYYY-MM`` or ISO ``YYYY-Www`` (as in marts.gpu_time_by_state)."""
+    if period == "all":
+        return pl.lit("all")
+    if period == "month":
+        return ts.dt.strftime("%Y-%m")
+    if period == "week":
+        return ts.dt.strftime("%G-W%V")
+    raise ValueError(f"period must be 'all', 'month' or 'week', not {period!r}")
+
+
+def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period: Period = "all") -> pl.DataFrame:
+    """Incidents, events, affected jobs and lost GPU-hours per period × component × cause class.
+
+    Args:
+        incidents: from :func:`~gpusre.models.failures.hw_incidents.merge_incidents` (``incident_id``,
+            ``component``, ``cause_class``, ``start_ts``, ``n_events``).
+        attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``attribution``,
+            ``incident_id``, ``component``, ``cause_class``, ``end_ts``, ``lost_gpu_hours``).
+        period: ``all``, ``month`` or ``week``.
+
+    Returns:
+        :data:`TAXONOMY_SCHEMA`, sorted by period, then lost GPU-hours and incidents descending.
+        A null cause class (e.g. an operator incident without events) is reported as ``unknown``.
+    """
+    keys = ["period", "component", "cause_class"]
+    inc = incidents.select(
+        "incident_id",
+        _period(pl.col("start_ts"), period).alias("period"),
+        pl.col("component"),
+        pl.col("cause_class").fill_null("unknown"),
+        pl.col("n_events").cast(pl.Int64),
+    )
+    per_incident = inc.group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("incidents"), pl.col("n_events").sum().alias("events")
+    )
+    infra = attribution.filter(pl.col("attribution") == "infrastructure")
+    with_incident = infra.filter(pl.col("incident_id").is_not_null()).select("incident_id", "lost_gpu_hours").join(
+        inc.select("incident_id", *keys), on="incident_id", how="inner"
+    )
+    without_incident = infra.filter(pl.col("incident_id").is_null()).select(
+        _period(pl.col("end_ts"), period).alias("period"),
+        pl.col("component").fill_null("unknown"),
+        pl.col("cause_class").fill_null("unknown"),
+        "lost_gpu_hours",
+    )
+    jobs = pl.concat([with_incident.select(*keys, "lost_gpu_hours"), without_incident]).group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("affected_jobs"), pl.col("lost_gpu_hours").sum()
+    )
+    out = per_incident.join(jobs, on=keys, how="full", coalesce=True).with_columns(
+        pl.lit(period).alias("period_type"),
+        pl.col("incidents", "events", "affected_jobs").fill_null(0),
+        pl.col("lost_gpu_hours").fill_null(0.0),
+    )
+    return out.select(pl.col(c).cast(t) for c, t in TAXONOMY_SCHEMA.items()).sort(
+        ["period", "lost_gpu_hours", "incidents", "component", "cause_class"],
+        descending=[False, True, True, False, False],
+    )
+
+
+def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
+    """Per incident: jobs it killed, their GPUs and lost GPU-hours, and when its nodes ran a job fine again.
+
+    Recovery of a node is the start of the first COMPLETED job on it starting at or after the
+    incident's ``end_ts``; the incident has recovered when every one of its nodes has
+    (``recovered_ts`` = the latest of those starts, ``hours_to_recovery`` from ``end_ts``); while
+    any node has not, both are null and ``nodes_recovered`` says how many have.
+
+    Args:
+        incidents: ``incident_id``, ``end_ts``, ``nodes``.
+        attribution: ``attribution``, ``incident_id``, ``n_gpus``, ``lost_gpu_hours``.
+        jobs: ``core.jobs`` (``state``, ``start_ts``, ``nodes``).
+
+    Returns:
+        :data:`IMPACT_SCHEMA`, one row per incident, sorted by lost GPU-hours descending.
+    """
+    hit = (
+        attribution.filter((pl.col("attribution") == "infrastructure") & pl.col("incident_id").is_not_null())
+        .group_by("incident_id")
+        .agg(
+            pl.len().cast(pl.Int64).alias("affected_jobs"),
+            pl.col("n_gpus").sum().cast(pl.Int64).alias("affected_gpus"),
+            pl.col("lost_gpu_hours").sum(),
+        )
+    )
+    successes = (
+        jobs.filter((pl.col("state") == "COMPLETED") & pl.col("start_ts").is_not_null())
+        .select(pl.col("start_ts").cast(pl.Datetime("us", "UTC")).alias("_ok_ts"), pl.col("nodes"))
+        .explode("nodes")
+        .rename({"nodes": "node"})
+        .drop_nulls()
+        .sort("_ok_ts")
+    )
+    inc_nodes = (
+        incidents.select("incident_id", pl.col("end_ts").cast(pl.Datetime("us", "UTC")), "nodes")
+        .explode("nodes")
+        .rename({"nodes": "node"})
+        .drop_nulls()
+        .sort("end_ts")
+    )
+    # First success at or after the incident end on each node: a forward as-of join per node.
+    recovered = inc_nodes.join_asof(
+        successes, left_on="end_ts", right_on="_ok_ts", by="node", strategy="forward", check_sortedness=False
+    )
+    per_incident = recovered.group_by("incident_id").agg(
+        pl.col("_ok_ts").is_not_null().sum().cast(pl.Int64).alias("nodes_recovered"),
+        pl.when(pl.col("_ok_ts").is_not_null().all()).then(pl.col("_ok_ts").max()).alias("recovered_ts"),
+        pl.col("end_ts").first().alias("_end"),
+    )
+    out = (
+        incidents.select("incident_id")
+        .join(hit, on="incident_id", how="left")
+        .join(per_incident, on="incident_id", how="left")
+        .with_columns(
+            pl.col("affected_jobs", "affected_gpus", "nodes_recovered").fill_null(0),
+            pl.col("lost_gpu_hours").fill_null(0.0),
+            ((pl.col("recovered_ts") - pl.col("_end")).dt.total_seconds() / 3600.0).alias("hours_to_recovery"),
+        )
+    )
+    return out.select(pl.col(c).cast(t) for c, t in IMPACT_SCHEMA.items()).sort(
+        ["lost_gpu_hours", "incident_id"], descending=[True, False]
+    )

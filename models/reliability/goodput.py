@@ -1,0 +1,134 @@
+"""Cluster goodput per UTC day: how much GPU capacity turned into useful work, and where the rest went.
+
+``goodput = productive / capacity``, with the loss waterfall
+
+    capacity − idle (not allocated; ``unavailable`` is the part of capacity on nodes drained, down
+               or in maintenance per Slurm node states — a draining node may still finish jobs) = allocated
+    allocated − lost_failure − lost_restart = productive
+
+Losses are charged only for interruptions the *infrastructure* causes — an instance that ended in
+NODE_FAIL or PREEMPTED, or was attributed to the infrastructure from node logs (FAILED or REQUEUED
+with failure events in its end window):
+
+* ``lost_failure``: GPUs × the expected work since the last checkpoint
+  (:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`), on the UTC day the instance ended;
+* ``lost_restart``: GPUs × the restart overhead of the instance that follows it in its run (the requeue
+  of the same job or the next job of the run), on the UTC day that instance started.
+
+User failures, cancellations and timeouts are the user's: their GPU-hours count as delivered.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import polars as pl
+
+from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+
+__all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
+
+GOODPUT_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Date(), "capacity_gpu_hours": pl.Float64(), "allocated_gpu_hours": pl.Float64(),
+    "productive_gpu_hours": pl.Float64(), "lost_failure_gpu_hours": pl.Float64(),
+    "lost_restart_gpu_hours": pl.Float64(), "idle_gpu_hours": pl.Float64(), "goodput": pl.Float64(),
+    "infra_interruptions": pl.Int64(), "in_service_gpu_hours": pl.Float64(), "unavailable_gpu_hours": pl.Float64(),
+    "goodput_in_service": pl.Float64(), "capacity_source": pl.String(),
+}
+
+#: Instance end states that are the infrastructure's (or the scheduler's) doing without further evidence.
+_INFRA_STATES = ("NODE_FAIL", "BOOT_FAIL", "PREEMPTED")
+
+
+def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
+    """Boolean per row of ``inst``: did the infrastructure (or preemption) end this instance?
+
+    ``attribution`` has ``job_id``, ``instance_no``, ``attribution`` for attributed instances.
+    """
+    infra = attribution.filter(pl.col("attribution") == "infrastructure").select(
+        "job_id", "instance_no", pl.lit(True).alias("_infra"))
+    flagged = inst.select("job_id", "instance_no", "state").join(
+        infra, on=["job_id", "instance_no"], how="left", maintain_order="left")
+    return (flagged.get_column("state").is_in(_INFRA_STATES)
+            | flagged.get_column("_infra").fill_null(False)).alias("infra_interrupted")
+
+
+def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,
+                  in_service: pl.DataFrame | None = None, gpus_per_node: int = 8) -> pl.DataFrame:
+    """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
+
+    Args:
+        inst: :func:`~gpusre.models.reliability.training_runs.run_instances` output plus an ``infra_interrupted``
+            column (:func:`infra_interrupted`).
+        utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
+        as_of: end of the observed data; the capacity of its (partial) day counts only up to it, so
+            the latest day's goodput is not diluted by hours that have not happened yet.
+        in_service: ``marts.node_availability_daily`` (``day``, ``in_service_hours``) from Slurm node
+            states: splits idle time into *unavailable* (nodes drained, down or in maintenance) and
+            idle in service, and gives ``goodput_in_service`` = productive / in-service GPU-hours.
+            Without it in-service = capacity and ``capacity_source`` says so.
+    """
+    gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
+    # Lost work of infra-interrupted instances: the checkpoint-phase expectation, even when the
+    # instance is the last of its run (the work was lost whether or not the user resubmitted).
+    # Sorted before every float sum: a sum's last bits depend on the order of its terms, and reruns
+    # must give bit-identical marts.
+    inst = inst.sort("job_id", "instance_no")
+    failed = inst.filter(pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()).select(
+        pl.col("end_ts").dt.date().alias("day"),
+        (gpus * expected_lost_work_expr(
+            (pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
+            pl.col("interval_s").cast(pl.Float64)) / 3600.0).alias("lost"),
+    ).group_by("day").agg(pl.col("lost").sum().alias("lost_failure_gpu_hours"), pl.len().alias("infra_interruptions"))
+    prev = inst.filter("infra_interrupted").select(
+        pl.col("job_id").alias("prev_job_id"), pl.col("instance_no").alias("prev_instance_no"),
+        pl.lit(True).alias("_after_infra"))
+    restarts = (
+        inst.filter(pl.col("is_restart"))
+        .join(prev, on=["prev_job_id", "prev_instance_no"], how="inner")
+        .select(pl.col("start_ts").dt.date().alias("day"), (gpus * pl.col("overhead_s") / 3600.0).alias("lost"))
+        .group_by("day").agg(pl.col("lost").sum().alias("lost_restart_gpu_hours"))
+    )
+    util = utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours").with_columns(pl.col("day").cast(pl.Date))
+    if as_of is not None:
+        last = as_of.astimezone(timezone.utc)
+        frac = (last - last.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() / 86400
+        util = util.filter(pl.col("day") <= last.date()).with_columns(
+            pl.when(pl.col("day") == last.date()).then(pl.col("capacity_gpu_hours") * frac)
+            .otherwise(pl.col("capacity_gpu_hours")).alias("capacity_gpu_hours"))
+    out = (
+        util
+        .join(failed, on="day", how="left")
+        .join(restarts, on="day", how="left")
+        .with_columns(
+            pl.col("lost_failure_gpu_hours").fill_null(0.0),
+            pl.col("lost_restart_gpu_hours").fill_null(0.0),
+            pl.col("infra_interruptions").fill_null(0).cast(pl.Int64),
+        )
+        .with_columns(
+            (pl.col("allocated_gpu_hours") - pl.col("lost_failure_gpu_hours") - pl.col("lost_restart_gpu_hours"))
+            .alias("productive_gpu_hours"),
+            (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).clip(lower_bound=0).alias("idle_gpu_hours"),
+        )
+        .with_columns(
+            pl.when(pl.col("capacity_gpu_hours") > 0)
+            .then(pl.col("productive_gpu_hours") / pl.col("capacity_gpu_hours")).alias("goodput"),
+        )
+    )
+    if in_service is not None and in_service.height:
+        svc = (in_service.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
+               .agg((pl.col("in_service_hours").sum() * gpus_per_node).alias("_svc")))
+        out = out.join(svc, on="day", how="left").with_columns(
+            pl.when(pl.col("_svc").is_not_null()).then(pl.lit("node states (in-service GPU-hours)"))
+            .otherwise(pl.lit("cluster.yaml GPUs (no node-state history for the day)")).alias("capacity_source"),
+            pl.min_horizontal(pl.col("_svc").fill_null(pl.col("capacity_gpu_hours")), "capacity_gpu_hours")
+            .alias("in_service_gpu_hours"))
+    else:
+        out = out.with_columns(pl.lit("cluster.yaml GPUs (no node-state history)").alias("capacity_source"),
+                               pl.col("capacity_gpu_hours").alias("in_service_gpu_hours"))
+    out = out.with_columns(
+        (pl.col("capacity_gpu_hours") - pl.col("in_service_gpu_hours")).clip(lower_bound=0).alias("unavailable_gpu_hours"),
+        pl.when(pl.col("in_service_gpu_hours") > 0)
+        .then(pl.col("productive_gpu_hours") / pl.col("in_service_gpu_hours")).alias("goodput_in_service"),
+    )
+    return out.select([pl.col(c).cast(t) for c, t in GOODPUT_SCHEMA.items()]).sort("day")

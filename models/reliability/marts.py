@@ -1,0 +1,282 @@
+"""Read the warehouse inputs of the reliability SLIs and compute every SLI mart (no Dagster).
+
+One function reads (``read_reliability_inputs``: narrow SQL over core.* and the failure marts), one
+computes (``compute_reliability_marts``: pure Polars over those frames), so tests and the benchmark
+can time and check each half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import duckdb
+import polars as pl
+
+from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
+from gpusre.models.reliability.job_reliability import (
+    ettr_by_size,
+    checkpoint_what_if_table,
+    job_mttf_by_size,
+    job_mttf_projection,
+    job_survival,
+    node_failure_rate,
+)
+from gpusre.models.reliability.mtbf import (
+    MaintenanceSpan,
+    exposure_from_availability,
+    mtbf_around_maintenance,
+    mtbf_table,
+    mtbf_trend,
+    node_exposure,
+    tbf_weibull,
+)
+from gpusre.models.reliability.slo import SloTarget, slo_daily
+from gpusre.models.reliability.training_runs import RunRules, assign_runs, ettr_runs, run_instances
+
+__all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs",
+           "compute_reliability_marts"]
+
+#: Marts written by :func:`compute_reliability_marts`, in dependency order.
+RELIABILITY_MARTS = ("mtbf", "mtbf_trend", "tbf_weibull", "node_failure_rate", "job_mttf_by_size",
+                     "job_mttf_projection", "job_survival", "ettr_runs", "ettr_by_size", "checkpoint_what_if",
+                     "goodput_daily", "slo_daily")
+
+
+@dataclass(frozen=True)
+class ReliabilitySettings:
+    """What the SLIs assume about the cluster (from ``cluster.yaml``)."""
+
+    node_names: Sequence[str] = ()
+    node_count: int = 100
+    gpus_per_node: int = 8
+    maintenance: Sequence[MaintenanceSpan] = ()
+    rules: RunRules = field(default_factory=RunRules)
+    min_failures: int = 3
+    rf_min_job_gpus: int = 128
+    slo_targets: Sequence[SloTarget] = ()
+    slo_window_days: int = 30
+    ettr_min_run_gpus: int = 256
+
+
+@dataclass
+class ReliabilityInputs:
+    """Frames read from the warehouse; ``t0``/``as_of`` bound the observed span (UTC)."""
+
+    jobs: pl.DataFrame
+    instances: pl.DataFrame
+    job_attribution: pl.DataFrame
+    instance_attribution: pl.DataFrame
+    incidents: pl.DataFrame
+    utilization: pl.DataFrame
+    observed_nodes: list[str]
+    availability: pl.DataFrame
+    t0: datetime | None
+    as_of: datetime | None
+    #: First and last node-log line (None without node logs): failures can only be seen inside it.
+    log_span: tuple[datetime | None, datetime | None] = (None, None)
+
+
+def _table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+    return bool(con.sql("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+                        params=[schema, table]).fetchall()[0][0])
+
+
+def _read(con: duckdb.DuckDBPyConnection, schema: str, table: str, query: str,
+          empty: dict[str, pl.DataType]) -> pl.DataFrame:
+    return con.sql(query).pl() if _table_exists(con, schema, table) else pl.DataFrame(schema=empty)
+
+
+def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs:
+    """Narrow reads of core.jobs (first submit of each job), core.job_instances, attribution, incidents, utilization."""
+    jobs = con.sql("""
+        SELECT j.job_id, j."user", j.account, j.name, j.comment, j.state,
+               -- a job that never started has no allocation: its size is unknown, not 0
+               CASE WHEN j.start_ts IS NULL THEN NULL ELSE j.n_gpus END AS n_gpus, j.n_nodes, j.size_bucket,
+               least(j.submit_ts, f.submit_ts) AS submit_ts, j.start_ts, j.end_ts
+        FROM core.jobs AS j
+        LEFT JOIN (SELECT job_id, submit_ts FROM core.job_instances WHERE instance_no = 1) AS f USING (job_id)
+        -- pending jobs have no allocation yet (n_gpus NULL) but may continue a run
+        WHERE COALESCE(j.n_gpus, 0) > 0 OR (j.start_ts IS NULL AND j.end_ts IS NULL)
+        ORDER BY j.job_id
+    """).pl()
+    instances = con.sql("""
+        SELECT i.job_id, i.instance_no, i.is_latest, i.state, i.submit_ts, i.eligible_ts, i.start_ts, i.end_ts,
+               i.elapsed_s, i.n_gpus, COALESCE(len(i.nodes), j.n_nodes) AS n_nodes
+        FROM core.job_instances AS i JOIN core.jobs AS j USING (job_id)
+        WHERE COALESCE(i.n_gpus, 0) > 0
+        ORDER BY i.job_id, i.instance_no
+    """).pl()
+    attr_schema = {"job_id": pl.String, "attribution": pl.String, "state": pl.String}
+    job_attr = _read(con, "marts", "job_failure_attribution",
+                     "SELECT job_id, attribution, state FROM marts.job_failure_attribution ORDER BY job_id", attr_schema)
+    inst_attr = _read(con, "marts", "instance_failure_attribution",
+                      "SELECT job_id, instance_no, attribution FROM marts.instance_failure_attribution "
+                      "ORDER BY job_id, instance_no",
+                      {"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
+    incidents = _read(con, "marts", "hw_incidents",
+                      "SELECT incident_id, component, severity, start_ts, end_ts, nodes, scope, recovered_ts "
+                      "FROM marts.hw_incidents ORDER BY incident_id",
+                      {"incident_id": pl.String, "component": pl.String, "severity": pl.String, "start_ts": pl.Datetime("us", "UTC"),
+                       "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String), "scope": pl.String,
+                       "recovered_ts": pl.Datetime("us", "UTC")})
+    utilization = _read(con, "marts", "utilization_daily",
+                        "SELECT day, capacity_gpu_hours, allocated_gpu_hours FROM marts.utilization_daily ORDER BY day",
+                        {"day": pl.Date, "capacity_gpu_hours": pl.Float64, "allocated_gpu_hours": pl.Float64})
+    availability = _read(con, "marts", "node_availability_daily",
+                         "SELECT day, node, observed_hours, in_service_hours, down_maintenance_hours, source "
+                         "FROM marts.node_availability_daily ORDER BY day, node",
+                         {"day": pl.Date, "node": pl.String, "observed_hours": pl.Float64,
+                          "in_service_hours": pl.Float64, "down_maintenance_hours": pl.Float64, "source": pl.String})
+    observed = [r[0] for r in con.sql(
+        "SELECT DISTINCT unnest(nodes) AS n FROM core.job_instances ORDER BY n").fetchall() if r[0] is not None]
+    # "Now" is the latest time the dumps show (a running job's start + elapsed), as for utilization.
+    span = con.sql("SELECT min(start_ts), max(greatest(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))), "
+                   "submit_ts)) FROM core.jobs").fetchall()[0]
+    t0 = span[0].astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) if span[0] else None
+    as_of = span[1].astimezone(timezone.utc) if span[1] else None
+    log_span: tuple[datetime | None, datetime | None] = (None, None)
+    if _table_exists(con, "raw", "syslog_lines"):
+        lo, hi = con.sql("SELECT min(ts), max(ts) FROM raw.syslog_lines").fetchall()[0]
+        log_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
+    return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,
+                             t0, as_of, log_span)
+
+
+def failure_window(t0: datetime, t1: datetime, log_span: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
+    """The span in which hardware failures could be observed: the accounting's span cut to the node logs'
+    (incidents come from the logs; exposure outside them would count node-hours nobody watched).
+
+    >>> from datetime import datetime, timezone
+    >>> d = lambda h: datetime(2026, 8, 1, h, tzinfo=timezone.utc)
+    >>> failure_window(d(0), d(23), (d(5), None))
+    (datetime.datetime(2026, 8, 1, 5, 0, tzinfo=datetime.timezone.utc), datetime.datetime(2026, 8, 1, 23, 0, tzinfo=datetime.timezone.utc))
+    """
+    lo, hi = log_span
+    f0 = max(t0, lo) if lo is not None else t0
+    f1 = min(t1, hi) if hi is not None else t1
+    return (f0, f1) if f0 < f1 else (t0, t1)
+
+
+def _instance_attribution(inputs: ReliabilityInputs) -> pl.DataFrame:
+    """Attribution per (job_id, instance_no): an instance's own (earlier instances, and the last
+    started one of a job pending again), else — for the latest instance — its job's."""
+    latest = (inputs.instances.filter("is_latest").select("job_id", "instance_no")
+              .join(inputs.job_attribution.select("job_id", "attribution"), on="job_id"))
+    own = inputs.instance_attribution.select("job_id", pl.col("instance_no").cast(pl.Int32), "attribution")
+    return (pl.concat([own, latest.with_columns(pl.col("instance_no").cast(pl.Int32))], how="vertical")
+            .unique(["job_id", "instance_no"], keep="first", maintain_order=True))
+
+
+def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySettings) -> dict[str, pl.DataFrame]:
+    """Every mart of :data:`RELIABILITY_MARTS` from the inputs (empty frames when there is no data)."""
+    if inputs.t0 is None or inputs.as_of is None:
+        return {name: pl.DataFrame() for name in RELIABILITY_MARTS}
+    t0, t1 = inputs.t0, inputs.as_of
+    rules = settings.rules
+    # Without a node list in cluster.yaml, the fleet is the nodes seen in accounting (at least the
+    # configured count: idle nodes never appear in sacct but are exposed all the same).
+    nodes = list(settings.node_names) or list(inputs.observed_nodes)
+    nodes += [f"(unseen-{i})" for i in range(max(0, settings.node_count - len(nodes)) if not settings.node_names else 0)]
+    has_states = bool(inputs.availability.height) and (inputs.availability.get_column("source") == "node_states").any()
+    f0, f1 = failure_window(t0, t1, inputs.log_span)
+    if has_states:
+        exposure = exposure_from_availability(inputs.availability, nodes, f0, f1, settings.maintenance)
+        source = "node states (sacctmgr events): in-service hours, planned maintenance subtracted"
+    else:
+        exposure = node_exposure(nodes, f0, f1, settings.maintenance)
+        source = "cluster.yaml nodes minus planned maintenance (no node-state history)"
+    incidents = inputs.incidents.filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
+    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source)
+
+    runs = assign_runs(inputs.jobs, rules)
+    inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
+    attr = _instance_attribution(inputs)
+    inst = inst.with_columns(pl.col("instance_no").cast(pl.Int32))
+    inst = inst.with_columns(infra_interrupted(inst, attr))
+    infra_fail = (inst.join(attr.filter(pl.col("attribution") == "infrastructure").select(
+        "job_id", "instance_no", pl.lit(True).alias("_a")), on=["job_id", "instance_no"], how="left")
+        .select((pl.col("state").is_in(["NODE_FAIL", "BOOT_FAIL"]) | pl.col("_a").fill_null(False))
+                .alias("infra_failure")).to_series())
+    inst = inst.with_columns(infra_fail)
+
+    runs_mart = ettr_runs(inst, inputs.jobs, runs, t1, rules.min_gpus)
+    rf = node_failure_rate(mtbf, inst, settings.rf_min_job_gpus, settings.min_failures)
+    goodput = goodput_daily(inst, inputs.utilization, t1, inputs.availability if has_states else None,
+                            settings.gpus_per_node)
+    r_f = _cluster_rf(rf)
+    by_size = ettr_by_size(runs_mart, r_f)
+    largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0
+    what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings))
+    down = _down_node_hours_daily(incidents, t1)
+    slo = slo_daily(
+        targets=settings.slo_targets, window_days=settings.slo_window_days,
+        maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
+        node_count=len(nodes), jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart,
+        goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
+        availability=inputs.availability if has_states else None)
+    return {
+        "mtbf": mtbf,
+        "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
+            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical"),
+        "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1),
+        "node_failure_rate": rf,
+        "job_mttf_by_size": job_mttf_by_size(inst, settings.min_failures),
+        "job_mttf_projection": job_mttf_projection(inst),
+        "job_survival": job_survival(inst),
+        "ettr_runs": runs_mart,
+        "ettr_by_size": by_size,
+        "checkpoint_what_if": what_if,
+        "goodput_daily": goodput,
+        "slo_daily": slo,
+    }
+
+
+def _ettr_target(settings: ReliabilitySettings) -> float:
+    for t in settings.slo_targets:
+        if t.sli == "ettr_large_runs":
+            return t.objective
+    return 0.9
+
+
+def _cluster_rf(rf: pl.DataFrame) -> float | None:
+    """Measured failures per node-day (not per 1,000) for the expected-ETTR formula: all incidents, all time."""
+    row = rf.filter((pl.col("period") == "all") & (pl.col("variant") == "hw_incidents"))
+    if not row.height or row.item(0, "rate_per_1000_node_days") is None:
+        return None
+    return float(row.item(0, "rate_per_1000_node_days")) / 1000.0
+
+
+def _maintenance_daily(nodes: Sequence[str], maintenance: Sequence[MaintenanceSpan], t0: datetime,
+                       t1: datetime) -> pl.DataFrame:
+    """Planned-maintenance node-hours per UTC day."""
+    rows: dict[object, float] = {}
+    for w in maintenance:
+        n = len(nodes) if w.nodes is None else sum(1 for x in nodes if x in w.nodes)
+        lo, hi = max(w.start, t0), min(w.end, t1)
+        day = lo.replace(hour=0, minute=0, second=0, microsecond=0)
+        while day < hi:
+            nxt = day + timedelta(days=1)
+            h = max(0.0, (min(hi, nxt) - max(lo, day)).total_seconds() / 3600)
+            rows[day.date()] = rows.get(day.date(), 0.0) + h * n
+            day = nxt
+    return pl.DataFrame({"day": list(rows), "maintenance_node_hours": list(rows.values())},
+                        schema={"day": pl.Date, "maintenance_node_hours": pl.Float64})
+
+
+def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime) -> pl.DataFrame:
+    """Unplanned down node-hours per UTC day, estimated from node incidents: from the incident's start
+    until the node ran a job that completed again (``recovered_ts``), or ``t1`` while it has not."""
+    node_inc = incidents.filter(pl.col("scope") == "node").select(
+        "start_ts", pl.coalesce("recovered_ts", pl.lit(t1).cast(pl.Datetime("us", "UTC"))).alias("up_ts"),
+        pl.col("nodes").list.len().alias("n"))
+    if not node_inc.height:
+        return pl.DataFrame(schema={"day": pl.Date, "down_node_hours": pl.Float64})
+    spans = (node_inc.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), pl.col("up_ts").dt.date()).alias("day"))
+             .explode("day")
+             .with_columns(pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
+             .with_columns((pl.col("_d0") + pl.duration(days=1)).alias("_d1"))
+             .with_columns(((pl.min_horizontal("up_ts", "_d1") - pl.max_horizontal("start_ts", "_d0"))
+                            .dt.total_seconds().clip(lower_bound=0) / 3600 * pl.col("n")).alias("h")))
+    return spans.group_by("day").agg(pl.col("h").sum().alias("down_node_hours")).sort("day")

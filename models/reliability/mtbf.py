@@ -1,0 +1,326 @@
+"""MTBF per period for the cluster, each component class, each component and each node.
+
+* **Failures** are hardware incidents (``marts.hw_incidents``: one incident per fault, its evidence of
+  every kind merged by the co-occurrence catalog, fabric- and storage-wide incidents counted once)
+  that started in the period; the nightly, SLO and retrospective reports count the same rows.
+* **Exposure** is node-hours in service: every node of ``cluster.yaml`` for the whole period (clipped
+  to the observed span of data) minus its planned maintenance windows. Nodes down for repair still
+  count (they are "in service" for the SLO), until node-state history tells us better. GPU
+  components also get GPU-hours (node-hours × GPUs per node).
+* **Intervals** are exact Poisson (Garwood) 95 % limits
+  (:func:`~gpusre.models.reliability.failure_rates.add_mtbf_columns`); with fewer than ``min_failures`` failures
+  the point estimate is withheld ("insufficient data") and only the lower MTBF bound is given.
+
+Component classes come from ``catalog/component_classes.csv`` (gpu, nvlink, network, storage, host,
+thermal, power, other), so a new catalog component needs one line there, not code.
+
+Also here: time between failures per node with a censored Weibull fit, and the month-over-month trend
+test (is the rate of this month different from the previous one?).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+import numpy as np
+import polars as pl
+from scipy.stats import binomtest
+
+from gpusre.models.component_classes import with_component_class
+from gpusre.models.reliability.failure_rates import add_mtbf_columns
+from gpusre.models.reliability.weibull_fit import fit_weibull
+
+__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
+
+MTBF_SCHEMA: dict[str, pl.DataType] = {
+    "period_type": pl.String(), "period": pl.String(), "scope": pl.String(), "component": pl.String(),
+    "node": pl.String(), "failures": pl.Int64(), "exposure_hours": pl.Float64(),
+    "exposure_gpu_hours": pl.Float64(), "mtbf_hours": pl.Float64(), "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(), "mtbf_gpu_hours": pl.Float64(), "rate_per_1000_node_days": pl.Float64(),
+    "sufficient": pl.Boolean(), "note": pl.String(), "exposure_source": pl.String(),
+}
+
+
+@dataclass(frozen=True)
+class MaintenanceSpan:
+    """A planned window; ``nodes`` None means the whole cluster."""
+
+    start: datetime
+    end: datetime
+    nodes: frozenset[str] | None
+    reason: str = ""
+
+
+def periods(t0: datetime, t1: datetime) -> list[tuple[str, str, datetime, datetime]]:
+    """``(period_type, period, start, end)``: ``all`` and every calendar month (UTC) meeting [t0, t1)."""
+    out = [("all", "all", t0, t1)]
+    m = date(t0.year, t0.month, 1)
+    while datetime(m.year, m.month, 1, tzinfo=timezone.utc) < t1:
+        nxt = date(m.year + (m.month == 12), m.month % 12 + 1, 1)
+        lo = max(t0, datetime(m.year, m.month, 1, tzinfo=timezone.utc))
+        hi = min(t1, datetime(nxt.year, nxt.month, 1, tzinfo=timezone.utc))
+        out.append(("month", f"{m:%Y-%m}", lo, hi))
+        m = nxt
+    return out
+
+
+def _overlap_h(a0: datetime, a1: datetime, b0: datetime, b1: datetime) -> float:
+    return max(0.0, (min(a1, b1) - max(a0, b0)).total_seconds() / 3600)
+
+
+def node_exposure(nodes: Sequence[str], t0: datetime, t1: datetime,
+                  maintenance: Sequence[MaintenanceSpan] = ()) -> pl.DataFrame:
+    """Node-hours in service per period and node: ``period_type``, ``period``, ``node``, ``exposure_hours``."""
+    rows_p = []
+    names = list(nodes)
+    for ptype, period, lo, hi in periods(t0, t1):
+        hours = np.full(len(names), (hi - lo).total_seconds() / 3600)
+        for w in maintenance:
+            cut = _overlap_h(lo, hi, w.start, w.end)
+            if cut <= 0:
+                continue
+            mask = np.ones(len(names), bool) if w.nodes is None else np.fromiter((n in w.nodes for n in names), bool)
+            hours[mask] -= cut
+        rows_p.append(pl.DataFrame({"period_type": ptype, "period": period, "node": names,
+                                    "exposure_hours": np.clip(hours, 0, None)}))
+    return pl.concat(rows_p) if rows_p else pl.DataFrame(schema={
+        "period_type": pl.String, "period": pl.String, "node": pl.String, "exposure_hours": pl.Float64})
+
+
+def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
+                               maintenance: Sequence[MaintenanceSpan] = ()) -> pl.DataFrame:
+    """Like :func:`node_exposure`, minus the node-hours Slurm node states show a node could not run jobs.
+
+    A node-day's exposure is its scheduled hours (the part of the day inside ``[t0, t1)`` minus planned
+    maintenance windows) minus its unplanned down hours from ``marts.node_availability_daily``
+    (``observed_hours - in_service_hours``, less the down time already inside a planned window). The
+    mart's own span does not matter: a node-day without a row was in service, and partial first or
+    last days subtract only what they recorded as down."""
+    base = pl.DataFrame({"node": list(nodes)}, schema={"node": pl.String})
+    day0 = t0.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = pl.DataFrame({"day": pl.date_range(day0.date(), (t1 - timedelta(microseconds=1)).date(), "1d",
+                                             eager=True)})
+    grid = base.join(days, how="cross").with_columns(
+        pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
+    grid = grid.with_columns(
+        ((pl.min_horizontal(pl.col("_d0") + pl.duration(days=1), pl.lit(t1).cast(pl.Datetime("us", "UTC")))
+          - pl.max_horizontal(pl.col("_d0"), pl.lit(t0).cast(pl.Datetime("us", "UTC"))))
+         .dt.total_seconds().clip(lower_bound=0) / 3600).alias("_hours"))
+    maint_rows = []
+    for w in maintenance:
+        d = max(w.start, t0).replace(hour=0, minute=0, second=0, microsecond=0)
+        while d < min(w.end, t1):
+            h = _overlap_h(d, d + timedelta(days=1), max(w.start, t0), min(w.end, t1))
+            targets = nodes if w.nodes is None else [n for n in nodes if n in w.nodes]
+            maint_rows.extend((n, d.date(), h) for n in targets)
+            d += timedelta(days=1)
+    maint = (pl.DataFrame(maint_rows, schema={"node": pl.String, "day": pl.Date, "_maint": pl.Float64}, orient="row")
+             .group_by("node", "day").agg(pl.col("_maint").sum()))
+    down_maint = (pl.col("down_maintenance_hours").fill_null(0.0) if "down_maintenance_hours" in availability.columns
+                  else pl.lit(0.0))
+    avail = availability.select("node", pl.col("day").cast(pl.Date),
+                                (pl.col("observed_hours") - pl.col("in_service_hours")).clip(lower_bound=0).alias("_down"),
+                                down_maint.alias("_dmaint"))
+    grid = (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
+            .sort("node", "day")  # fixed order for the float sums
+            .with_columns(pl.col("_maint").fill_null(0.0), pl.col("_down").fill_null(0.0), pl.col("_dmaint").fill_null(0.0))
+            .with_columns((pl.col("_hours") - pl.col("_maint")).clip(lower_bound=0).alias("_sched"),
+                          # down time inside a planned window is already out of the scheduled hours
+                          (pl.col("_down") - pl.min_horizontal("_dmaint", "_maint")).clip(lower_bound=0).alias("_unplanned"))
+            .with_columns((pl.col("_sched") - pl.col("_unplanned")).clip(lower_bound=0).alias("exposure_hours")))
+    frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
+              .group_by("node").agg(pl.col("exposure_hours").sum())
+              .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))
+              for pt, p, lo, hi in periods(t0, t1)]
+    return pl.concat(frames).select("period_type", "period", "node", "exposure_hours")
+
+
+def _incident_periods(incidents: pl.DataFrame, spans: list[tuple[str, str, datetime, datetime]]) -> pl.DataFrame:
+    """One row per (incident, period) whose span contains the incident's start."""
+    frames = [incidents.filter((pl.col("start_ts") >= lo) & (pl.col("start_ts") < hi))
+              .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))
+              for pt, p, lo, hi in spans]
+    return pl.concat(frames, how="vertical") if frames else incidents.clear()
+
+
+def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: int, t0: datetime, t1: datetime,
+               min_failures: int = 3, exposure_source: str = "cluster.yaml nodes minus planned maintenance",
+               ) -> pl.DataFrame:
+    """:data:`MTBF_SCHEMA` rows: scopes ``cluster``, ``component_class``, ``component`` per period, and
+    ``node`` for the ``all`` period.
+
+    Args:
+        incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List), ``scope``.
+        exposure: :func:`node_exposure` output.
+    """
+    cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
+    inc = with_component_class(incidents.select(cols))
+    inc_p = _incident_periods(inc, periods(t0, t1))
+    per_period = exposure.group_by("period_type", "period").agg(pl.col("exposure_hours").sum())
+    base = per_period.with_columns(pl.lit(None, dtype=pl.String).alias("node"))
+
+    def scoped(scope: str, key: pl.Expr | None, per_gpu: pl.Expr) -> pl.DataFrame:
+        if key is None:
+            counts = inc_p.group_by("period_type", "period").agg(pl.len().alias("failures"), pl.lit(True).alias("_g"))
+            keys = base.with_columns(pl.lit("all").alias("component"))
+            out = keys.join(counts.drop("_g"), on=["period_type", "period"], how="left")
+            return out.with_columns(pl.lit(scope).alias("scope"), pl.lit(False).alias("per_gpu"))
+        counts = inc_p.with_columns(key.alias("component")).group_by("period_type", "period", "component").agg(
+            pl.len().alias("failures"), per_gpu.first().alias("per_gpu"))
+        names = counts.select("component", "per_gpu").unique("component")
+        keys = base.join(names, how="cross")
+        out = keys.join(counts.drop("per_gpu"), on=["period_type", "period", "component"], how="left")
+        return out.with_columns(pl.lit(scope).alias("scope"))
+
+    cluster = scoped("cluster", None, pl.lit(False))
+    klass = scoped("component_class", pl.col("component_class"), pl.col("per_gpu"))
+    comp = scoped("component", pl.col("component"), pl.col("per_gpu"))
+    node_inc = (inc_p.filter((pl.col("period_type") == "all") & (pl.col("scope") == "node"))
+                .explode("nodes").group_by("nodes").agg(pl.len().alias("failures")).rename({"nodes": "node"}))
+    node = (exposure.filter(pl.col("period_type") == "all")
+            .join(node_inc, on="node", how="left")
+            .with_columns(pl.lit("node").alias("scope"), pl.lit("all").alias("component"), pl.lit(False).alias("per_gpu")))
+    cols = ["period_type", "period", "scope", "component", "node", "failures", "exposure_hours", "per_gpu"]
+    table = pl.concat([f.select(cols) for f in (cluster, klass, comp, node)], how="vertical").with_columns(
+        pl.col("failures").fill_null(0).cast(pl.Int64))
+    table = add_mtbf_columns(table, min_failures=min_failures)
+    table = table.with_columns(
+        pl.when(pl.col("per_gpu")).then(pl.col("exposure_hours") * gpus_per_node).alias("exposure_gpu_hours"),
+    ).with_columns(
+        pl.when(pl.col("per_gpu") & pl.col("sufficient"))
+        .then(pl.col("exposure_gpu_hours") / pl.col("failures")).alias("mtbf_gpu_hours"),
+        pl.lit(exposure_source).alias("exposure_source"),
+    )
+    order = {"cluster": 0, "component_class": 1, "component": 2, "node": 3}
+    return (table.select([pl.col(c).cast(t) for c, t in MTBF_SCHEMA.items()])
+            .sort(pl.col("period_type") != "all", "period", pl.col("scope").replace_strict(order, default=9),
+                  "component", "node", nulls_last=True))
+
+
+def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
+                same_failure_h: float = 1.0) -> pl.DataFrame:
+    """Weibull fit of time between node-level failures, per component class and for ``all``.
+
+    Per node: gaps between consecutive failures are observed; the time from the last failure (or
+    from ``t0`` for a node that never failed) to ``t1`` is right-censored. The time before a node's
+    first failure is left out: the previous failure is unknown (left-censored). Shape < 1 means a
+    few nodes fail again and again (lemons, infant mortality); > 1 wear-out. Failures of one node
+    less than ``same_failure_h`` apart are one failure: one fault often shows as incidents of several
+    components (an Xid 79 and the PCIe AER beside it), and near-zero gaps would fake infant mortality.
+    """
+    cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
+    inc = with_component_class(incidents.select(cols).filter(pl.col("scope") == "node")
+                               .select("component", "start_ts", "nodes"))
+    inc = inc.explode("nodes").rename({"nodes": "node"})
+    horizon_h = (t1 - t0).total_seconds() / 3600
+    rows = []
+    classes = ["all", *sorted(inc.get_column("component_class").unique().to_list())]
+    for klass in classes:
+        sub = inc if klass == "all" else inc.filter(pl.col("component_class") == klass)
+        g = (sub.sort("node", "start_ts")
+             .with_columns(((pl.col("start_ts") - pl.col("start_ts").shift(1).over("node")).dt.total_seconds() / 3600)
+                           .alias("gap_h"))
+             .filter(pl.col("gap_h").is_null() | (pl.col("gap_h") >= same_failure_h))
+             # gaps are recomputed between the failures that remain
+             .with_columns(((pl.col("start_ts") - pl.col("start_ts").shift(1).over("node")).dt.total_seconds() / 3600)
+                           .alias("gap_h")))
+        observed = g.get_column("gap_h").drop_nulls().to_numpy()
+        last = g.group_by("node").agg(pl.col("start_ts").max()).sort("node")
+        tail_h = last.select(((pl.lit(t1).cast(pl.Datetime("us", "UTC")) - pl.col("start_ts")).dt.total_seconds()
+                              / 3600).alias("h")).get_column("h").to_numpy()
+        n_never = max(0, len(set(nodes)) - last.height)
+        censored = np.concatenate([tail_h[tail_h > 0], np.full(n_never, horizon_h)])
+        durations = np.concatenate([observed, censored])
+        flags = np.concatenate([np.ones(observed.size, bool), np.zeros(censored.size, bool)])
+        fit = fit_weibull(durations, flags) if durations.size else None
+        rows.append({
+            "component_class": klass, "n_failures": int(observed.size), "n_censored": int(censored.size),
+            "shape": fit.shape if fit else None, "shape_ci_low": fit.shape_ci_low if fit else None,
+            "shape_ci_high": fit.shape_ci_high if fit else None, "scale_hours": fit.scale if fit else None,
+            "interpretation": fit.interpretation if fit else "insufficient data (< 3 repeat failures)",
+        })
+    return pl.DataFrame(rows, schema={
+        "component_class": pl.String, "n_failures": pl.Int64, "n_censored": pl.Int64, "shape": pl.Float64,
+        "shape_ci_low": pl.Float64, "shape_ci_high": pl.Float64, "scale_hours": pl.Float64,
+        "interpretation": pl.String})
+
+
+_TREND_SCHEMA = {"comparison": pl.String, "scope": pl.String, "component": pl.String, "period": pl.String,
+                 "previous_period": pl.String, "failures": pl.Int64, "previous_failures": pl.Int64,
+                 "mtbf_hours": pl.Float64, "previous_mtbf_hours": pl.Float64, "rate_ratio": pl.Float64,
+                 "p_value": pl.Float64, "direction": pl.String}
+
+
+def _rate_change(k1: int, e1: float, k2: int, e2: float, alpha: float) -> tuple[float | None, float | None, str]:
+    """(rate ratio, p-value, direction) of rate k1/e1 against k2/e2 (exact conditional binomial test)."""
+    if k1 + k2 == 0 or e1 <= 0 or e2 <= 0:
+        return None, None, "insufficient data"
+    p = float(binomtest(k1, k1 + k2, e1 / (e1 + e2)).pvalue)
+    ratio = (k1 / e1) / (k2 / e2) if k2 > 0 else None
+    return ratio, p, (("worse" if k1 / e1 > k2 / e2 else "better") if p < alpha else "no significant change")
+
+
+def mtbf_trend(mtbf: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
+    """Last month vs the month before, per cluster and component class (``comparison`` = ``month over month``).
+
+    Conditional exact test of equal Poisson rates: given k1 + k2 failures, k1 ~ Binomial(k1 + k2,
+    e1 / (e1 + e2)) under H0. ``direction`` is ``worse``/``better`` (MTBF down/up) at p < alpha, else
+    ``no significant change``; ``insufficient data`` with fewer than 2 months or no failures.
+    """
+    m = mtbf.filter((pl.col("period_type") == "month") & pl.col("scope").is_in(["cluster", "component_class"]))
+    months = sorted(m.get_column("period").unique().to_list())
+    if len(months) < 2:
+        return pl.DataFrame(schema=_TREND_SCHEMA)
+    cur, prev = months[-1], months[-2]
+    a = m.filter(pl.col("period") == cur).select("scope", "component", "failures", "exposure_hours", "mtbf_hours")
+    b = m.filter(pl.col("period") == prev).select("scope", "component", pl.col("failures").alias("pf"),
+                                                  pl.col("exposure_hours").alias("pe"), pl.col("mtbf_hours").alias("pm"))
+    rows = []
+    for r in a.join(b, on=["scope", "component"], how="full", coalesce=True).iter_rows(named=True):
+        k1, k2 = int(r["failures"] or 0), int(r["pf"] or 0)
+        ratio, p, direction = _rate_change(k1, float(r["exposure_hours"] or 0), k2, float(r["pe"] or 0), alpha)
+        rows.append(("month over month", r["scope"], r["component"], cur, prev, k1, k2, r["mtbf_hours"], r["pm"],
+                     ratio, p, direction))
+    return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row").sort("scope", "component")
+
+
+def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
+                            maintenance: Sequence[MaintenanceSpan], min_failures: int = 3,
+                            alpha: float = 0.05) -> pl.DataFrame:
+    """Failure rate of the nodes a planned window touched, after it vs before it (``comparison`` =
+    ``after <reason> (<date>)``): did the driver or firmware upgrade make the GPUs fail more often?
+
+    Same test as :func:`mtbf_trend`, per cluster (the window's nodes) and component class; exposure
+    is those nodes' in-service hours before the window's start and after its end.
+    """
+    cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
+    inc = with_component_class(incidents.select(cols))
+    rows = []
+    for w in maintenance:
+        if not (t0 < w.start and w.end < t1):
+            continue
+        touched = sorted(set(nodes) if w.nodes is None else set(nodes) & set(w.nodes))
+        if not touched:
+            continue
+        label = f"after {w.reason or 'maintenance'} ({w.start:%Y-%m-%d})"
+        exp_before = float(node_exposure(touched, t0, w.start, maintenance).filter(
+            pl.col("period_type") == "all").get_column("exposure_hours").sum())
+        exp_after = float(node_exposure(touched, w.end, t1, maintenance).filter(
+            pl.col("period_type") == "all").get_column("exposure_hours").sum())
+        on_nodes = inc.filter(pl.col("nodes").list.eval(pl.element().is_in(touched)).list.any())
+        before = on_nodes.filter(pl.col("start_ts") < w.start)
+        after = on_nodes.filter(pl.col("start_ts") >= w.end)
+        groups = [("cluster", "all", before, after)] + [
+            ("component_class", k, before.filter(pl.col("component_class") == k),
+             after.filter(pl.col("component_class") == k))
+            for k in sorted(set(on_nodes.get_column("component_class").to_list()))]
+        for scope, comp, b, a in groups:
+            k1, k2 = a.height, b.height
+            ratio, p, direction = _rate_change(k1, exp_after, k2, exp_before, alpha)
+            mt_a = exp_after / k1 if k1 >= min_failures else None
+            mt_b = exp_before / k2 if k2 >= min_failures else None
+            rows.append((label, scope, comp, f"{w.end:%Y-%m-%d} to {t1:%Y-%m-%d}", f"{t0:%Y-%m-%d} to {w.start:%Y-%m-%d}",
+                         k1, k2, mt_a, mt_b, ratio, p, direction))
+    return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row")

@@ -1,0 +1,323 @@
+"""Node availability from Slurm node-state history: down time per node and UTC day, by cause.
+
+Input is ``core.node_states``: one interval per node event (DRAIN, DOWN, FAIL, MAINT, REBOOT…),
+each with an ``availability_class`` (``hardware``, ``maintenance``, ``health_check``,
+``software``, ``unknown``; see :mod:`gpusre.models.failures.drain_reasons`). Every node event is time out of
+service: slurmdbd records node events only while a node takes no new work.
+
+Rules, in order:
+
+1. **Ongoing events end at ``as_of``** (an open event is down until we know better); nothing
+   after ``as_of`` is counted.
+2. **Overlaps are merged.** A node's down time is the union of its intervals, so a DRAIN that
+   turns into a DOWN is not counted twice. Each piece of the union is **attributed to the
+   earliest-started event still open** — the original cause: a node drained for
+   ``NHC: Xid 79`` that later goes ``DOWN`` (``Not responding``) while being repaired stays a
+   hardware outage.
+3. **Planned maintenance windows** (cluster.yaml ``maintenance``) turn down time inside them into
+   ``maintenance``, whatever the reason says.
+4. Time not covered by an event is **in service** (``source = 'assumed_in_service'`` marks node-days
+   with no event at all; the history cannot tell an idle-but-healthy node from a missing dump).
+
+>>> from datetime import date, datetime, timezone
+>>> UTC = timezone.utc
+>>> states = pl.DataFrame({
+...     "node": ["n1", "n1"],
+...     "start_ts": [datetime(2026, 1, 1, 22, tzinfo=UTC), datetime(2026, 1, 1, 23, tzinfo=UTC)],
+...     "end_ts": [datetime(2026, 1, 2, 2, tzinfo=UTC), datetime(2026, 1, 2, 4, tzinfo=UTC)],
+...     "availability_class": ["hardware", "unknown"]})
+>>> daily = node_availability_daily(states, ["n1", "n2"], date(2026, 1, 1), date(2026, 1, 2),
+...                                 as_of=datetime(2026, 1, 3, tzinfo=UTC))
+>>> daily.filter(pl.col("node") == "n1").select("day", "down_hours", "down_hardware_hours", "down_other_hours").rows()
+[(datetime.date(2026, 1, 1), 2.0, 2.0, 0.0), (datetime.date(2026, 1, 2), 4.0, 2.0, 2.0)]
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, time, timedelta, timezone
+
+import polars as pl
+
+from gpusre.models.component_classes import load_component_classes
+from gpusre.models.reliability.mtbf import MaintenanceSpan
+
+__all__ = [
+    "DAILY_SCHEMA",
+    "SEGMENT_SCHEMA",
+    "MaintenanceSpan",
+    "AVAILABILITY_BY_COMPONENT_SCHEMA",
+    "availability_by_component",
+    "down_segments",
+    "node_availability_daily",
+]
+
+_UTC_DT = pl.Datetime("us", "UTC")
+
+#: Down time attributed to one event, cut at maintenance-window edges.
+SEGMENT_SCHEMA: dict[str, pl.DataType] = {
+    "node": pl.String(),
+    "start_ts": _UTC_DT,
+    "end_ts": _UTC_DT,
+    "hours": pl.Float64(),
+    "event_start_ts": _UTC_DT,           # start_ts of the event the time is attributed to
+    "availability_class": pl.String(),   # the event's, or 'maintenance' inside a planned window
+    "reason_class": pl.String(),
+    "in_maintenance_window": pl.Boolean(),
+}
+
+#: ``marts.node_availability_daily``: one row per node and UTC day.
+DAILY_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Date(),
+    "node": pl.String(),
+    "observed_hours": pl.Float64(),      # 24, less on the day of as_of (or the first day of the range)
+    "in_service_hours": pl.Float64(),
+    "down_hours": pl.Float64(),
+    "down_hardware_hours": pl.Float64(),
+    "down_maintenance_hours": pl.Float64(),
+    "down_health_check_hours": pl.Float64(),
+    "down_other_hours": pl.Float64(),    # software + unknown
+    "source": pl.String(),               # 'node_states' | 'assumed_in_service'
+}
+
+_BUCKET_COLUMNS = {
+    "hardware": "down_hardware_hours",
+    "maintenance": "down_maintenance_hours",
+    "health_check": "down_health_check_hours",
+}
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError(f"naive datetime {value!r}: pass timezone-aware (UTC) times")
+    return value.astimezone(timezone.utc)
+
+
+def _attributed(events: list[tuple[datetime, datetime, int]]) -> list[tuple[datetime, datetime, int]]:
+    """Union of one node's intervals, each piece tagged with the earliest-started open event.
+
+    ``events``: (start, end, index) with start < end. Returns contiguous pieces (start, end, index),
+    adjacent pieces of the same event merged.
+    """
+    events = sorted(events)
+    bounds = sorted({t for s, e, _ in events for t in (s, e)})
+    out: list[tuple[datetime, datetime, int]] = []
+    heap: list[tuple[datetime, int, datetime]] = []  # (start, index, end): earliest start on top
+    k = 0
+    for t0, t1 in zip(bounds, bounds[1:], strict=False):
+        while k < len(events) and events[k][0] <= t0:
+            s, e, i = events[k]
+            heapq.heappush(heap, (s, i, e))
+            k += 1
+        while heap and heap[0][2] <= t0:  # ended: drop lazily, only when it reaches the top
+            heapq.heappop(heap)
+        if not heap:
+            continue
+        index = heap[0][1]
+        if out and out[-1][2] == index and out[-1][1] == t0:
+            out[-1] = (out[-1][0], t1, index)
+        else:
+            out.append((t0, t1, index))
+    return out
+
+
+def _windows_by_node(maintenance: Iterable[MaintenanceSpan], nodes: Iterable[str]) -> dict[str, list[tuple[datetime, datetime]]]:
+    """Merged maintenance windows per node (only nodes that have some)."""
+    out: dict[str, list[tuple[datetime, datetime]]] = {}
+    spans = [(_utc(w.start), _utc(w.end), w.nodes) for w in maintenance]
+    for node in nodes:
+        mine = sorted((s, e) for s, e, ns in spans if ns is None or node in ns)
+        merged: list[tuple[datetime, datetime]] = []
+        for s, e in mine:
+            if merged and s <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+            else:
+                merged.append((s, e))
+        if merged:
+            out[node] = merged
+    return out
+
+
+def _cut(a: datetime, b: datetime, windows: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime, bool]]:
+    """[a, b) cut at window edges: (start, end, inside a window)."""
+    pieces: list[tuple[datetime, datetime, bool]] = []
+    t = a
+    for ws, we in windows:
+        if we <= t or ws >= b:
+            continue
+        if ws > t:
+            pieces.append((t, ws, False))
+        pieces.append((max(t, ws), min(b, we), True))
+        t = min(b, we)
+        if t >= b:
+            break
+    if t < b:
+        pieces.append((t, b, False))
+    return pieces
+
+
+def down_segments(
+    states: pl.DataFrame,
+    as_of: datetime,
+    maintenance: Sequence[MaintenanceSpan] = (),
+    *,
+    since: datetime | None = None,
+) -> pl.DataFrame:
+    """Down time per node as non-overlapping segments attributed to events (:data:`SEGMENT_SCHEMA`).
+
+    Args:
+        states: ``node``, ``start_ts``, ``end_ts`` (null = ongoing), ``availability_class``, and
+            optionally ``reason_class``.
+        as_of: ongoing events end here; later time is dropped.
+        maintenance: planned windows; down time inside them becomes ``maintenance``.
+        since: time before this is dropped (attribution still sees the whole history).
+    """
+    as_of = _utc(as_of)
+    lower = _utc(since) if since is not None else None
+    if "reason_class" not in states.columns:
+        states = states.with_columns(pl.lit(None, pl.String).alias("reason_class"))
+    rows = states.select("node", "start_ts", "end_ts", "availability_class", "reason_class").rows()
+    by_node: dict[str, list[tuple[datetime, datetime, int]]] = {}
+    for i, (node, start, end, _, _) in enumerate(rows):
+        end = as_of if end is None or end > as_of else end
+        if start is None or start >= end:
+            continue
+        by_node.setdefault(node, []).append((start, end, i))
+    windows = _windows_by_node(maintenance, by_node)
+    out: list[tuple[object, ...]] = []
+    for node in sorted(by_node):
+        for a, b, i in _attributed(by_node[node]):
+            _, _, _, avail, reason_class = rows[i]
+            if lower is not None:
+                if b <= lower:
+                    continue
+                a = max(a, lower)
+            for s, e, inside in _cut(a, b, windows.get(node, [])):
+                out.append((node, s, e, (e - s).total_seconds() / 3600, rows[i][1],
+                            "maintenance" if inside else avail, reason_class, inside))
+    return pl.DataFrame(out, schema=SEGMENT_SCHEMA, orient="row")
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time(), tzinfo=timezone.utc)
+
+
+def node_availability_daily(
+    states: pl.DataFrame,
+    nodes: Sequence[str],
+    start_day: date,
+    end_day: date,
+    *,
+    as_of: datetime,
+    maintenance: Sequence[MaintenanceSpan] = (),
+    observed_from: datetime | None = None,
+) -> pl.DataFrame:
+    """In-service and down hours per node and UTC day (:data:`DAILY_SCHEMA`), days
+    ``start_day``..``end_day`` cut at ``as_of`` (days after it are left out).
+
+    Args:
+        states: see :func:`down_segments`.
+        nodes: the cluster's nodes (cluster.yaml, else nodes seen); nodes that only appear in
+            ``states`` are added, so no down time is lost.
+        observed_from: optional start of observation inside ``start_day`` (default: midnight).
+
+    ``in_service_hours + down_hours = observed_hours``, and the four ``down_*`` buckets add up to
+    ``down_hours`` (``down_other_hours`` = software + unknown).
+    """
+    as_of = _utc(as_of)
+    lo = max(_day_start(start_day), _utc(observed_from)) if observed_from else _day_start(start_day)
+    hi = min(as_of, _day_start(end_day) + timedelta(days=1))
+    all_nodes = sorted(set(nodes) | set(states.get_column("node").drop_nulls().to_list()))
+    if hi <= lo or not all_nodes:
+        return pl.DataFrame(schema=DAILY_SCHEMA)
+    days = pl.date_range(start_day, (hi - timedelta(microseconds=1)).date(), "1d", eager=True).alias("day")
+    grid = (
+        pl.DataFrame({"node": all_nodes}, schema={"node": pl.String})
+        .join(days.to_frame(), how="cross")
+        .with_columns(pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
+        .with_columns(
+            ((pl.min_horizontal(pl.col("_d0") + pl.duration(days=1), pl.lit(hi, _UTC_DT))
+              - pl.max_horizontal(pl.col("_d0"), pl.lit(lo, _UTC_DT))).dt.total_microseconds() / 3.6e9)
+            .clip(lower_bound=0.0).alias("observed_hours"))
+        .filter(pl.col("observed_hours") > 0)
+        .drop("_d0")
+    )
+    segs = down_segments(states, hi, maintenance, since=lo)
+    per_day = (
+        segs.with_columns(
+            pl.date_ranges(pl.col("start_ts").dt.date(),
+                           (pl.col("end_ts") - pl.duration(microseconds=1)).dt.date()).alias("day"))
+        .explode("day")
+        .with_columns(pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
+        .with_columns(
+            ((pl.min_horizontal("end_ts", pl.col("_d0") + pl.duration(days=1))
+              - pl.max_horizontal("start_ts", "_d0")).dt.total_microseconds() / 3.6e9).alias("h"),
+            pl.col("availability_class").replace_strict(_BUCKET_COLUMNS, default="down_other_hours").alias("bucket"))
+        .group_by("node", "day", "bucket")
+        .agg(pl.col("h").sum())
+    )
+    wide = per_day.pivot(on="bucket", index=["node", "day"], values="h") if per_day.height else pl.DataFrame(
+        schema={"node": pl.String, "day": pl.Date})
+    bucket_cols = [*_BUCKET_COLUMNS.values(), "down_other_hours"]
+    wide = wide.with_columns(pl.lit(0.0).alias(c) for c in bucket_cols if c not in wide.columns)
+    out = (
+        grid.join(wide, on=["node", "day"], how="left")
+        .with_columns(pl.col(c).cast(pl.Float64).fill_null(0.0) for c in bucket_cols)
+        .with_columns(pl.sum_horizontal(bucket_cols).alias("down_hours"))
+        .with_columns(
+            (pl.col("observed_hours") - pl.col("down_hours")).clip(lower_bound=0.0).alias("in_service_hours"),
+            pl.when(pl.col("down_hours") > 0).then(pl.lit("node_states")).otherwise(pl.lit("assumed_in_service"))
+            .alias("source"))
+    )
+    return out.select(list(DAILY_SCHEMA)).cast(DAILY_SCHEMA).sort("day", "node")  # type: ignore[arg-type]
+
+
+AVAILABILITY_BY_COMPONENT_SCHEMA: dict[str, pl.DataType] = {
+    "period_type": pl.String(), "period": pl.String(), "component_class": pl.String(),
+    "down_node_hours": pl.Float64(), "scheduled_node_hours": pl.Float64(), "availability": pl.Float64(),
+}
+
+
+def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, states: pl.DataFrame) -> pl.DataFrame:
+    """Availability per component class and period (``all`` and UTC months): ``1 − down / scheduled``.
+
+    ``scheduled_node_hours`` = observed node-hours minus planned maintenance (``daily``); down hours are
+    the unplanned :func:`down_segments` of each class — the class of the event the time is attributed
+    to (``reason_component`` → ``catalog/component_classes.csv``; no component → ``unknown``). The row
+    ``all`` is the cluster (1 − all unplanned down / scheduled), usable as an SLI.
+    """
+    if not daily.height:
+        return pl.DataFrame(schema=AVAILABILITY_BY_COMPONENT_SCHEMA)
+    sched = (daily.sort("day", "node")
+             .with_columns(pl.col("day").dt.strftime("%Y-%m").alias("month"),
+                           (pl.col("observed_hours") - pl.col("down_maintenance_hours")).alias("_s")))
+    totals = pl.concat([
+        sched.group_by(pl.lit("all").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("all").alias("period_type")),
+        sched.group_by(pl.col("month").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("month").alias("period_type")),
+    ], how="diagonal")
+    comp = states.select("node", pl.col("start_ts").alias("event_start_ts"), "reason_component").unique(
+        ["node", "event_start_ts"], keep="first", maintain_order=True)
+    classes = load_component_classes().select(pl.col("component").alias("reason_component"), "component_class")
+    seg = (segments.filter(pl.col("availability_class") != "maintenance")
+           .join(comp, on=["node", "event_start_ts"], how="left")
+           .join(classes, on="reason_component", how="left")
+           .with_columns(pl.col("component_class").fill_null("unknown"),
+                         pl.col("start_ts").dt.strftime("%Y-%m").alias("month"))
+           .sort("node", "start_ts"))
+    down = pl.concat([
+        seg.group_by("component_class").agg(pl.col("hours").sum()).with_columns(
+            pl.lit("all").alias("period_type"), pl.lit("all").alias("period")),
+        seg.group_by("month", "component_class").agg(pl.col("hours").sum()).rename({"month": "period"}).with_columns(
+            pl.lit("month").alias("period_type")),
+        seg.group_by(pl.lit("all").alias("period")).agg(pl.col("hours").sum()).with_columns(
+            pl.lit("all").alias("period_type"), pl.lit("all").alias("component_class")),
+        seg.group_by(pl.col("month").alias("period")).agg(pl.col("hours").sum()).with_columns(
+            pl.lit("month").alias("period_type"), pl.lit("all").alias("component_class")),
+    ], how="diagonal")
+    out = (down.join(totals, on=["period_type", "period"], how="inner")
+           .with_columns(pl.col("hours").alias("down_node_hours"), pl.col("_s").alias("scheduled_node_hours"))
+           .with_columns(pl.when(pl.col("scheduled_node_hours") > 0)
+                         .then(1 - pl.col("down_node_hours") / pl.col("scheduled_node_hours")).alias("availability")))
+    return (out.select([pl.col(c).cast(t) for c, t in AVAILABILITY_BY_COMPONENT_SCHEMA.items()])
+            .sort(pl.col("period_type") != "all", "period", pl.col("component_class") != "all", "component_class"))

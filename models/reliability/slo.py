@@ -1,0 +1,134 @@
+"""Daily SLIs, error budgets and burn rates for the cluster's service-level objectives.
+
+Every SLI is a ratio of good to total events per UTC day, so budgets add up over any window:
+
+==================  ========================================================  =======================================
+SLI                 good                                                      total
+==================  ========================================================  =======================================
+node_availability   scheduled node-hours − unplanned down node-hours           node-hours − planned maintenance
+job_infra_success   GPU jobs that ended that day not killed by the infra       GPU jobs that ended that day
+ettr_large_runs     productive seconds of runs ≥ N GPUs that ended that day    their wall-clock seconds
+goodput             productive GPU-hours                                       capacity GPU-hours
+==================  ========================================================  =======================================
+
+Node availability comes from Slurm node states (``marts.node_availability_daily``) on the days they
+cover; elsewhere down node-hours are estimated from node incidents (start until the node again ran a
+job that completed). The SLIs have daily resolution, so the SRE
+Workbook's 1 h/5 min and 6 h/30 min page windows cannot be evaluated; the burn rates are over the
+last 1 day (short) and 3 days (long, the Workbook's ticket window), budgets over the rolling window
+(default 30 days). Status rules: :func:`gpusre.models.reliability.error_budget.slo_status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
+
+__all__ = ["SloTarget", "SLO_DAILY_SCHEMA", "daily_sli_counts", "slo_daily"]
+
+SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Date(), "sli": pl.String(), "value": pl.Float64(), "objective": pl.Float64(), "good": pl.Float64(),
+    "total": pl.Float64(), "budget_remaining": pl.Float64(), "burn_rate_short": pl.Float64(),
+    "burn_rate_long": pl.Float64(), "status": pl.String(),
+}
+
+
+@dataclass(frozen=True)
+class SloTarget:
+    """One objective: ``sli`` must be at least ``objective`` over the window."""
+
+    sli: str
+    objective: float
+
+
+def _day_hours(t0: datetime, t1: datetime) -> pl.DataFrame:
+    """Hours of each UTC day inside [t0, t1)."""
+    rows = []
+    day = t0.replace(hour=0, minute=0, second=0, microsecond=0)
+    while day < t1:
+        nxt = day + timedelta(days=1)
+        rows.append((day.date(), (min(t1, nxt) - max(t0, day)).total_seconds() / 3600))
+        day = nxt
+    return pl.DataFrame(rows, schema={"day": pl.Date, "hours": pl.Float64}, orient="row")
+
+
+def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, down: pl.DataFrame,
+                     jobs: pl.DataFrame, job_attribution: pl.DataFrame, runs: pl.DataFrame,
+                     goodput: pl.DataFrame, ettr_min_run_gpus: int, t0: datetime, t1: datetime,
+                     availability: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI.
+
+    With ``availability`` (``marts.node_availability_daily`` from Slurm node states), node
+    availability on the days it covers is in-service hours over observed hours less planned
+    maintenance; other days keep the estimate from incidents.
+    """
+    days = _day_hours(t0, t1)
+    avail = (days.join(maintenance_node_hours, on="day", how="left").join(down, on="day", how="left")
+             .with_columns((pl.col("hours") * node_count - pl.col("maintenance_node_hours").fill_null(0))
+                           .clip(lower_bound=0).alias("total"))
+             .select("day", pl.lit("node_availability").alias("sli"),
+                     (pl.col("total") - pl.col("down_node_hours").fill_null(0)).clip(lower_bound=0).alias("good"),
+                     "total"))
+    if availability is not None and availability.height:
+        measured = (availability.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
+                    .agg(pl.col("in_service_hours").sum().alias("good"),
+                         (pl.col("observed_hours") - pl.col("down_maintenance_hours")).sum().alias("total")))
+        avail = (avail.join(measured, on="day", how="left", suffix="_m")
+                 .select("day", "sli", pl.coalesce("good_m", "good").alias("good"),
+                         pl.coalesce("total_m", "total").alias("total")))
+    infra = job_attribution.filter(pl.col("attribution") == "infrastructure").select("job_id", pl.lit(1).alias("_bad"))
+    ended = (jobs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
+             .join(infra, on="job_id", how="left")
+             .group_by(pl.col("end_ts").dt.date().alias("day"))
+             .agg(pl.len().cast(pl.Float64).alias("total"), pl.col("_bad").fill_null(0).sum().cast(pl.Float64).alias("bad")))
+    jobs_sli = days.select("day").join(ended, on="day", how="left").select(
+        "day", pl.lit("job_infra_success").alias("sli"),
+        (pl.col("total").fill_null(0) - pl.col("bad").fill_null(0)).alias("good"), pl.col("total").fill_null(0))
+    big = (runs.filter(~pl.col("ongoing") & (pl.col("n_gpus") >= ettr_min_run_gpus))
+           # fixed order for the float sums (rows equal in these columns add the same terms)
+           .sort("last_end_ts", "productive_s", "wallclock_s", "n_gpus")
+           .group_by(pl.col("last_end_ts").dt.date().alias("day"))
+           .agg(pl.col("productive_s").sum().cast(pl.Float64).alias("good"),
+                pl.col("wallclock_s").sum().cast(pl.Float64).alias("total")))
+    ettr_sli = days.select("day").join(big, on="day", how="left").select(
+        "day", pl.lit("ettr_large_runs").alias("sli"), pl.col("good").fill_null(0), pl.col("total").fill_null(0))
+    gp = days.select("day").join(goodput.select("day", "productive_gpu_hours", "capacity_gpu_hours"),
+                                 on="day", how="left").select(
+        "day", pl.lit("goodput").alias("sli"), pl.col("productive_gpu_hours").fill_null(0).alias("good"),
+        pl.col("capacity_gpu_hours").fill_null(0).alias("total"))
+    # good <= total by construction; the clip only absorbs rounding and runs whose jobs overlapped
+    # (a shared run key on concurrent jobs can make productive time exceed wall-clock).
+    return pl.concat([avail, jobs_sli, ettr_sli, gp], how="vertical_relaxed").with_columns(
+        pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
+
+
+def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t1: datetime,
+              **counts: object) -> pl.DataFrame:
+    """:data:`SLO_DAILY_SCHEMA` rows: per day and configured SLI, value, budget left, burn rates and status.
+
+    ``counts`` are the keyword arguments of :func:`daily_sli_counts`.
+    """
+    long = daily_sli_counts(t0=t0, t1=t1, **counts)  # type: ignore[arg-type]
+    frames = []
+    for target in targets:
+        series = long.filter(pl.col("sli") == target.sli).sort("day")
+        if not series.height:
+            continue
+        rated = rolling_burn_rates(series, "day", "good", "total", target.objective, short_days=1, long_days=3,
+                                   window_days=window_days)
+        statuses = [slo_status(b, s, lg) for b, s, lg in
+                    rated.select("budget_remaining", "burn_rate_short", "burn_rate_long").rows()]
+        frames.append(rated.with_columns(
+            pl.lit(target.sli).alias("sli"),
+            pl.lit(target.objective).alias("objective"),
+            pl.when(pl.col("total") > 0).then(pl.col("good") / pl.col("total")).alias("value"),
+            pl.Series("status", statuses, dtype=pl.String)))
+    if not frames:
+        return pl.DataFrame(schema=SLO_DAILY_SCHEMA)
+    return (pl.concat(frames, how="diagonal_relaxed")
+            .select([pl.col(c).cast(t) for c, t in SLO_DAILY_SCHEMA.items()]).sort("sli", "day"))

@@ -1,0 +1,268 @@
+"""Training runs and their ETTR (Effective Training Time Ratio, Kokolis et al., HPCA 2025).
+
+A *run* is one logical training task spread over several Slurm jobs and instances:
+
+1. requeues of one job id (``core.job_instances``) always belong to the job's run;
+2. an explicit run key, when the site sets one: the first capture group of ``comment_run_key``
+   applied to the job comment (default ``run=<key>``), else of ``name_run_key`` applied to the name;
+3. otherwise resubmissions: jobs of the same user, account and job name, where each job was submitted
+   at most ``resubmit_gap_s`` after the previous one ended in one of ``resubmit_after_states``
+   (failure, timeout, preemption, cancellation — anything but COMPLETED).
+
+Jobs with fewer than ``min_gpus`` GPUs are never grouped (each is a run of its own).
+
+Per run (all times in seconds; the checkpoint policy is an assumption from ``cluster.yaml``):
+
+* ``wallclock_s`` = last end − first submit (a run still going ends at ``as_of``); gaps between a job's
+  end and its resubmission count as unproductive, as in the issue's definition (Meta counts only
+  time while a job of the run is eligible, so ours is the stricter figure);
+* ``queue_s`` = Σ over started instances of start − eligible (submit when eligible is unknown);
+* an instance is *interrupted* when another instance or job of the run follows it;
+* ``restart_overhead_s`` = Σ over every instance but the run's first of min(u0, elapsed);
+* ``lost_work_s`` = Σ over interrupted instances of the expected work since the last checkpoint,
+  :func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr` (checkpoint phase unknown: about half an
+  interval);
+* ``productive_s`` = Σ elapsed − restart overhead − lost work; ``ettr`` = productive / wall-clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import polars as pl
+
+from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+
+__all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances", "ettr_runs"]
+
+_DEFAULT_RESUBMIT_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY",
+                            "BOOT_FAIL", "CANCELLED")
+
+
+@dataclass(frozen=True)
+class CheckpointAssumption:
+    """Checkpoint interval Δt_cp, restart overhead u0 and blocking write time w_cp, in seconds."""
+
+    interval_s: int = 3600
+    restart_overhead_s: int = 300
+    write_s: int = 0
+
+
+@dataclass(frozen=True)
+class RunRules:
+    """How jobs are grouped into runs and which checkpoint policy each account follows."""
+
+    resubmit_gap_s: int = 6 * 3600
+    comment_run_key: str | None = r"(?:^|[\s,;])run=([^\s,;]+)"
+    name_run_key: str | None = None
+    min_gpus: int = 8
+    resubmit_after_states: Sequence[str] = _DEFAULT_RESUBMIT_STATES
+    checkpoint: CheckpointAssumption = field(default_factory=CheckpointAssumption)
+    overrides: Mapping[str, CheckpointAssumption] = field(default_factory=dict)
+
+    def policy_frame(self, accounts: Sequence[str]) -> pl.DataFrame:
+        """One row per account: interval_s, restart_overhead_cfg_s, write_s, policy_source."""
+        rows = []
+        for acct in sorted({a for a in accounts if a is not None}):
+            p = self.overrides.get(acct)
+            rows.append((acct, *((p.interval_s, p.restart_overhead_s, p.write_s, "account override") if p else
+                                  (self.checkpoint.interval_s, self.checkpoint.restart_overhead_s,
+                                   self.checkpoint.write_s, "site default"))))
+        return pl.DataFrame(rows, schema={"account": pl.String, "interval_s": pl.Int64,
+                                          "restart_overhead_cfg_s": pl.Int64, "write_s": pl.Int64,
+                                          "policy_source": pl.String}, orient="row")
+
+
+ETTR_RUNS_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(), "user": pl.String(), "account": pl.String(), "name": pl.String(),
+    "run_key_source": pl.String(), "job_ids": pl.List(pl.String()), "n_jobs": pl.Int64(),
+    "n_instances": pl.Int64(), "n_gpus": pl.Int64(), "n_nodes": pl.Int64(), "interruptions": pl.Int64(),
+    "first_submit_ts": pl.Datetime("us", "UTC"), "last_end_ts": pl.Datetime("us", "UTC"),
+    "ongoing": pl.Boolean(), "wallclock_s": pl.Int64(), "queue_s": pl.Int64(), "run_s": pl.Int64(),
+    "restart_overhead_s": pl.Int64(), "lost_work_s": pl.Float64(), "productive_s": pl.Float64(),
+    "ettr": pl.Float64(), "checkpoint_interval_s": pl.Int64(), "restart_overhead_cfg_s": pl.Int64(),
+    "policy_source": pl.String(),
+}
+
+
+def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
+    """Run of every job: ``job_id``, ``run_id``, ``run_key_source`` (``comment``/``name``/``resubmission``/``single``).
+
+    ``jobs`` needs ``job_id``, ``user``, ``account``, ``name``, ``comment``, ``n_gpus``, ``state``,
+    ``submit_ts`` (the job's first submit) and ``end_ts``. Explicit keys group across users only when
+    they are equal, since a site-wide key names one task. Resubmission runs are named after their
+    first job id.
+    """
+    j = jobs.select(
+        "job_id", "user", "account", "name", "state", "submit_ts", "end_ts",
+        "n_gpus",
+        pl.col("comment").cast(pl.String),
+    )
+    key = pl.lit(None, dtype=pl.String)
+    source = pl.lit(None, dtype=pl.String)
+    # A pending job has no allocation yet (no GPU count): it may continue a big run, and is dropped
+    # from the ETTR mart later if its run never gets GPUs.
+    big = (pl.col("n_gpus") >= rules.min_gpus) | pl.col("n_gpus").is_null()
+    if rules.comment_run_key:
+        ck = pl.col("comment").str.extract(rules.comment_run_key, 1)
+        key, source = pl.when(big & ck.is_not_null()).then(ck).otherwise(key), \
+            pl.when(big & ck.is_not_null()).then(pl.lit("comment")).otherwise(source)
+    if rules.name_run_key:
+        nk = pl.col("name").str.extract(rules.name_run_key, 1)
+        use = big & key.is_null() & nk.is_not_null()
+        key, source = pl.when(use).then(nk).otherwise(key), pl.when(use).then(pl.lit("name")).otherwise(source)
+    j = j.with_columns(key.alias("_key"), source.alias("_src"))
+
+    explicit = j.filter(pl.col("_key").is_not_null()).select(
+        "job_id", pl.col("_key").alias("run_id"), pl.col("_src").alias("run_key_source"))
+    single = j.filter(~big & pl.col("_key").is_null()).select(
+        "job_id", pl.col("job_id").alias("run_id"), pl.lit("single").alias("run_key_source"))
+
+    group = ["user", "account", "name"]
+    chain = (
+        j.filter(big & pl.col("_key").is_null())
+        .sort([*group, "submit_ts", "job_id"], nulls_last=True)
+        .with_columns(
+            pl.col("state").shift(1).over(group).alias("_prev_state"),
+            pl.col("end_ts").shift(1).over(group).alias("_prev_end"),
+        )
+        .with_columns(
+            (pl.col("submit_ts") - pl.col("_prev_end")).dt.total_seconds().alias("_gap_s"),
+        )
+        .with_columns(
+            ~(pl.col("_prev_state").is_in(list(rules.resubmit_after_states)).fill_null(False)
+              & pl.col("_gap_s").is_between(0, rules.resubmit_gap_s).fill_null(False)).alias("_new")
+        )
+        .with_columns(pl.col("_new").cast(pl.Int64).cum_sum().over(group).alias("_run_no"))
+        .with_columns(pl.col("job_id").first().over([*group, "_run_no"]).alias("run_id"))
+    )
+    n_in_run = pl.len().over("run_id")
+    resub = chain.select(
+        "job_id", "run_id",
+        pl.when(n_in_run > 1).then(pl.lit("resubmission")).otherwise(pl.lit("single")).alias("run_key_source"))
+    return pl.concat([explicit, resub, single], how="vertical")
+
+
+def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, rules: RunRules,
+                  as_of: datetime) -> pl.DataFrame:
+    """Every started instance with its run, position in the run, restart overhead and expected lost work.
+
+    Adds ``run_id``, ``account``, ``run_pos`` (1 = the run's first start), ``is_restart``,
+    ``interrupted``, ``elapsed_eff_s`` (running instances up to ``as_of``), ``overhead_s``,
+    ``lost_work_s`` (0 unless interrupted), ``interval_s``, ``restart_overhead_cfg_s``, ``policy_source``
+    and ``prev_instance_key`` pointers (``prev_job_id``, ``prev_instance_no``) to the instance before it
+    in the run. Goodput and ETTR both start from this frame.
+    """
+    accounts = jobs.get_column("account").unique().to_list()
+    policy = rules.policy_frame([a for a in accounts if a is not None])
+    pending_after = (
+        jobs.filter(pl.col("start_ts").is_null() & pl.col("end_ts").is_null())
+        .join(runs, on="job_id").group_by("run_id").agg(pl.col("submit_ts").max().alias("_pending_submit"))
+    )
+    as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
+    inst = (
+        instances.join(runs, on="job_id", how="left")
+        .join(jobs.select("job_id", "account"), on="job_id", how="left")
+        .with_columns(pl.col("run_id").fill_null(pl.col("job_id")))
+        .join(policy, on="account", how="left")
+        .with_columns(
+            pl.col("interval_s").fill_null(rules.checkpoint.interval_s),
+            pl.col("restart_overhead_cfg_s").fill_null(rules.checkpoint.restart_overhead_s),
+            pl.col("write_s").fill_null(rules.checkpoint.write_s),
+            pl.col("policy_source").fill_null("site default"),
+            pl.when(pl.col("end_ts").is_null())
+            .then((as_of_lit - pl.col("start_ts")).dt.total_seconds().clip(lower_bound=0))
+            .otherwise(pl.col("elapsed_s").fill_null(
+                (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds()))
+            .cast(pl.Int64).alias("elapsed_eff_s"),
+        )
+        .sort("run_id", "start_ts", "job_id", "instance_no")
+        .with_columns(
+            pl.int_range(1, pl.len() + 1).over("run_id").alias("run_pos"),
+            pl.len().over("run_id").alias("_run_len"),
+            pl.col("job_id").shift(1).over("run_id").alias("prev_job_id"),
+            pl.col("instance_no").shift(1).over("run_id").alias("prev_instance_no"),
+        )
+        .join(pending_after, on="run_id", how="left")
+        .with_columns(
+            (pl.col("run_pos") > 1).alias("is_restart"),
+            ((pl.col("run_pos") < pl.col("_run_len"))
+             | (pl.col("_pending_submit").is_not_null() & pl.col("end_ts").is_not_null()
+                & (pl.col("_pending_submit") >= pl.col("end_ts")))).alias("interrupted"),
+        )
+        .with_columns(
+            pl.when(pl.col("is_restart"))
+            .then(pl.min_horizontal("restart_overhead_cfg_s", "elapsed_eff_s"))
+            .otherwise(0).cast(pl.Int64).alias("overhead_s"),
+        )
+        .with_columns(
+            pl.when(pl.col("interrupted"))
+            .then(expected_lost_work_expr((pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
+                                          pl.col("interval_s").cast(pl.Float64)))
+            .otherwise(0.0).alias("lost_work_s"),
+        )
+        .drop("_run_len", "_pending_submit")
+    )
+    return inst
+
+
+def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of: datetime,
+              min_gpus: int = 8) -> pl.DataFrame:
+    """One row per run with at least ``min_gpus`` GPUs (:data:`ETTR_RUNS_SCHEMA`), from :func:`run_instances`."""
+    as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
+    job_side = (
+        jobs.join(runs, on="job_id")
+        .group_by("run_id")
+        .agg(
+            pl.col("user").sort_by("submit_ts").first(),
+            pl.col("account").sort_by("submit_ts").first(),
+            pl.col("name").sort_by("submit_ts").first(),
+            pl.col("run_key_source").first(),
+            pl.col("job_id").sort_by("submit_ts", "job_id").alias("job_ids"),
+            pl.len().alias("n_jobs"),
+            pl.col("n_gpus").max().cast(pl.Int64),
+            pl.col("n_nodes").max().cast(pl.Int64),
+            pl.col("submit_ts").min().alias("first_submit_ts"),
+            # A job without an end is pending or running: the run goes on.
+            pl.col("end_ts").is_null().any().alias("ongoing"),
+            pl.col("end_ts").max().alias("_last_end"),
+        )
+        .filter(pl.col("n_gpus") >= min_gpus)
+    )
+    inst_side = (
+        inst.sort("run_id", "start_ts", "job_id", "instance_no")  # fixed order for the float sums
+        .group_by("run_id")
+        .agg(
+            pl.len().alias("n_instances"),
+            pl.col("interrupted").sum().cast(pl.Int64).alias("interruptions"),
+            (pl.col("start_ts") - pl.coalesce("eligible_ts", "submit_ts", "start_ts")).dt.total_seconds()
+            .clip(lower_bound=0).sum().cast(pl.Int64).alias("queue_s"),
+            pl.col("elapsed_eff_s").sum().cast(pl.Int64).alias("run_s"),
+            pl.col("overhead_s").sum().cast(pl.Int64).alias("restart_overhead_s"),
+            pl.col("lost_work_s").sum(),
+            pl.col("interval_s").first().alias("checkpoint_interval_s"),
+            pl.col("restart_overhead_cfg_s").first(),
+            pl.col("policy_source").first(),
+        )
+    )
+    out = (
+        job_side.join(inst_side, on="run_id", how="left")
+        .with_columns(
+            pl.when(pl.col("ongoing")).then(as_of_lit).otherwise(pl.col("_last_end")).alias("last_end_ts"),
+            pl.col("n_instances").fill_null(0), pl.col("interruptions").fill_null(0),
+            pl.col("queue_s").fill_null(0), pl.col("run_s").fill_null(0),
+            pl.col("restart_overhead_s").fill_null(0), pl.col("lost_work_s").fill_null(0.0),
+        )
+        .with_columns(
+            (pl.col("last_end_ts") - pl.col("first_submit_ts")).dt.total_seconds().cast(pl.Int64)
+            .alias("wallclock_s"),
+            (pl.col("run_s") - pl.col("restart_overhead_s") - pl.col("lost_work_s")).alias("productive_s"),
+        )
+        .with_columns(
+            pl.when(pl.col("wallclock_s") > 0).then(pl.col("productive_s") / pl.col("wallclock_s"))
+            .otherwise(None).alias("ettr"),
+        )
+    )
+    return out.select([pl.col(c).cast(t) for c, t in ETTR_RUNS_SCHEMA.items()]).sort("first_submit_ts", "run_id")

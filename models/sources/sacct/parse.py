@@ -1,0 +1,1073 @@
+"""Parse Slurm accounting dumps (``sacct -P``, ``sacct --parsable``, ``sacct --json``) into rows of
+``raw.sacct_records`` (see ``sql/ddl/010_raw.sql``), plus one reject row per unloadable record.
+
+Text dumps are parsed column-wise with Polars: lines are split once, the field count is checked, and
+each field is typed by one vectorised expression (see :mod:`gpusre.models.ingest.slurm_values`). Only
+hostlists and pending array ranges go through Python, once per *distinct* value.
+
+Conventions (lossless but typed):
+
+* ``job_id`` is the JobID as printed without the step (``123``, ``123_4``, ``123_[1-5]``,
+  ``123+0``); ``job_id_raw`` is JobIDRaw exactly as printed (it keeps the step suffix for steps,
+  e.g. ``24221219.batch``), null when the dump has no JobIDRaw column.
+* Empty text in optional string fields (name, user, partition, comment...) becomes null.
+* Timestamps are read in the cluster's IANA ``timezone`` and stored in UTC. An ambiguous local time
+  (DST fall-back) takes the earliest instant; a non-existent one (spring-forward gap) is stored
+  null without rejecting the record.
+* A header line, when present, defines the fields even if ``fields`` is also given.
+* Lines starting with ``#`` and blank lines are not records (``rows_read`` excludes them).
+
+>>> r = parse_sacct_text("JobID|State|ExitCode\\n123.batch|CANCELLED by 0|0:15\\n", "x.psv")
+>>> r.records.select("job_id", "step_id", "state", "cancelled_by", "exit_signal").row(0)
+('123', 'batch', 'CANCELLED', 0, 15)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import polars as pl
+
+from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.ingest.slurm_values import (
+    DURATION_NULL_TOKENS,
+    SLURM_BASE_STATES,
+    SLURM_STATES,
+    TIMELIMIT_NULL_TOKENS,
+    TIMESTAMP_NULL_TOKENS,
+    check_timezone,
+    gres_gpus,
+    invalid_value,
+    localize_to_utc,
+    parse_duration_s,
+    parse_exit_code,
+    parse_int,
+    parse_job_id,
+    parse_naive_timestamp,
+    parse_state,
+    tres_count,
+    tres_gpus,
+)
+
+__all__ = [
+    "SACCT_RECORD_SCHEMA",
+    "REJECT_SCHEMA",
+    "SLURM_STATES",
+    "SacctFormatError",
+    "SacctParseResult",
+    "SacctTextDump",
+    "SplitLayout",
+    "expand_array_tasks",
+    "is_json_dump",
+    "parse_sacct_text",
+    "parse_sacct_json",
+    "parse_sacct_json_bytes",
+    "parse_sacct_file",
+    "read_sacct_text",
+    "type_sacct_dumps",
+]
+
+_UTC = pl.Datetime("us", "UTC")
+
+#: Polars schema of ``raw.sacct_records`` (same columns, same order).
+SACCT_RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "source_file": pl.String(),
+    "line_no": pl.Int64(),
+    "record_type": pl.String(),
+    "cluster": pl.String(),
+    "job_id": pl.String(),
+    "job_id_raw": pl.String(),
+    "array_job_id": pl.Int64(),
+    "array_task_id": pl.Int64(),
+    "array_task_ids": pl.List(pl.Int64),
+    "het_job_id": pl.Int64(),
+    "het_job_offset": pl.Int32(),
+    "step_id": pl.String(),
+    "name": pl.String(),
+    "user": pl.String(),
+    "uid": pl.Int64(),
+    "account": pl.String(),
+    "group": pl.String(),
+    "partition": pl.String(),
+    "qos": pl.String(),
+    "state": pl.String(),
+    "state_raw": pl.String(),
+    "cancelled_by": pl.Int64(),
+    "exit_code": pl.Int32(),
+    "exit_signal": pl.Int32(),
+    "submit_ts": _UTC,
+    "eligible_ts": _UTC,
+    "start_ts": _UTC,
+    "end_ts": _UTC,
+    "elapsed_s": pl.Int64(),
+    "timelimit_s": pl.Int64(),
+    "n_nodes": pl.Int32(),
+    "n_cpus": pl.Int32(),
+    "n_gpus": pl.Int32(),
+    "gpu_type": pl.String(),
+    "nodelist": pl.String(),
+    "nodes": pl.List(pl.String),
+    "restart_cnt": pl.Int32(),
+    "comment": pl.String(),
+    "raw_line": pl.String(),
+}
+
+#: Polars schema of rejected records (``raw.rejects`` minus the columns the loader adds).
+REJECT_SCHEMA: dict[str, pl.DataType] = {
+    "source_file": pl.String(),
+    "line_no": pl.Int64(),
+    "raw": pl.String(),
+    "error": pl.String(),
+}
+
+#: Largest pending-array range expanded (Slurm's MaxArraySize cannot exceed 4,000,001).
+MAX_ARRAY_TASKS = 4_000_001
+
+
+class SacctFormatError(ValueError):
+    """The whole file is refused: not ``sacct -P``/``--json`` output, or missing JobID/State."""
+
+
+@dataclass(frozen=True)
+class SacctParseResult:
+    """Outcome of parsing one sacct dump.
+
+    ``records`` follows :data:`SACCT_RECORD_SCHEMA`, ``rejects`` :data:`REJECT_SCHEMA`;
+    ``rows_read == len(records) + len(rejects)`` (header, blank and comment lines excluded).
+    """
+
+    records: pl.DataFrame
+    rejects: pl.DataFrame
+    rows_read: int
+
+
+# Header name (lower case) -> internal field key. Names not listed here are ignored.
+_FIELD_KEYS: dict[str, str] = {
+    "jobid": "jobid",
+    "jobidraw": "jobidraw",
+    "cluster": "cluster",
+    "partition": "partition",
+    "qos": "qos",
+    "account": "account",
+    "group": "group",
+    "user": "user",
+    "uid": "uid",
+    "submit": "submit",
+    "eligible": "eligible",
+    "start": "start",
+    "end": "end",
+    "elapsed": "elapsed",
+    "elapsedraw": "elapsedraw",
+    "timelimit": "timelimit",
+    "timelimitraw": "timelimitraw",
+    "exitcode": "exitcode",
+    "state": "state",
+    "nnodes": "nnodes",
+    "allocnodes": "nnodes",
+    "ncpus": "ncpus",
+    "alloccpus": "ncpus",
+    "nodelist": "nodelist",
+    "jobname": "name",
+    "alloctres": "alloctres",
+    "allocgres": "allocgres",
+    "comment": "comment",
+    "restarts": "restarts",
+}
+# Printed names used in reject messages.
+_DISPLAY: dict[str, str] = {
+    "jobid": "JobID", "uid": "UID", "submit": "Submit", "eligible": "Eligible", "start": "Start",
+    "end": "End", "elapsed": "Elapsed", "elapsedraw": "ElapsedRaw", "timelimit": "Timelimit",
+    "timelimitraw": "TimelimitRaw", "exitcode": "ExitCode", "nnodes": "NNodes", "ncpus": "NCPUS",
+    "restarts": "Restarts",
+}
+_ALL_KEYS: tuple[str, ...] = tuple(dict.fromkeys(_FIELD_KEYS.values()))
+_HEADER_FIRST_FIELDS = frozenset({"jobid", "jobidraw"})
+# The dashes line under a fixed-width sacct header: '------------ ---------- --------'.
+_RULER_RE = re.compile(r"^\s*-{3,}(?:\s+-{3,})*\s*$")
+_SNIFF_LINES = 64
+_FIXED_WIDTH_MSG = "fixed-width sacct output; re-run sacct with -P/--parsable2"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    fields: tuple[str, ...]  # as given or printed in the header
+    header_line_no: int  # 0 when headerless
+    trailing_delimiter: bool  # sacct --parsable: every line ends with the delimiter
+
+
+def _head_lines(text: str, limit: int) -> Iterator[tuple[int, str]]:
+    """First ``limit`` physical lines as (1-based line number, line without CR/LF)."""
+    start = 0
+    for line_no in range(1, limit + 1):
+        end = text.find("\n", start)
+        yield line_no, text[start: len(text) if end < 0 else end].rstrip("\r")
+        if end < 0:
+            return
+        start = end + 1
+
+
+def _is_record_line(line: str) -> bool:
+    return bool(line.strip()) and not line.startswith("#")
+
+
+def _detect_layout(
+    text: str, source_file: str, delimiter: str, fields: Sequence[str] | None
+) -> _Layout:
+    head = [(n, line) for n, line in _head_lines(text, _SNIFF_LINES) if _is_record_line(line)]
+    for _, line in head:
+        if delimiter not in line and _RULER_RE.match(line):
+            raise SacctFormatError(f"{source_file}: {_FIXED_WIDTH_MSG}")
+    if not head:
+        if fields is None:
+            raise SacctFormatError(f"{source_file}: no sacct header and no field list given")
+        return _Layout(tuple(fields), 0, False)
+    first_no, first = head[0]
+    first_field = first.split(delimiter, 1)[0].strip().lower()
+    if delimiter not in first and re.match(r"jobid(?:raw)?\b", first_field):
+        if re.match(r"jobid(?:raw)?\s+\w", first_field):
+            raise SacctFormatError(f"{source_file}: {_FIXED_WIDTH_MSG}")
+        raise SacctFormatError(f"{source_file}: header line has no delimiter {delimiter!r}: {first!r}")
+    if first_field in _HEADER_FIRST_FIELDS:
+        trailing = first.endswith(delimiter)
+        names = first.split(delimiter)
+        return _Layout(tuple(names[:-1] if trailing else names), first_no, trailing)
+    if fields is None:
+        raise SacctFormatError(
+            f"{source_file}: no sacct header line (first field JobID/JobIDRaw) and no field list "
+            "given; pass fields= (cluster.yaml sacct.fields) for headerless dumps"
+        )
+    # Headerless --parsable: most lines carry one extra, empty field after the last delimiter.
+    n = len(fields)
+    counts = [line.split(delimiter) for _, line in head]
+    n_trailing = sum(len(p) == n + 1 and p[-1] == "" for p in counts)
+    n_exact = sum(len(p) == n for p in counts)
+    return _Layout(tuple(fields), 0, n_trailing > n_exact)
+
+
+def _field_index(layout: _Layout, source_file: str) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for i, name in enumerate(layout.fields):
+        key = _FIELD_KEYS.get(name.strip().lower())
+        if key is not None and key not in index:  # first occurrence wins on duplicates
+            index[key] = i
+    missing = [label for key, label in (("jobid", "JobID"), ("state", "State")) if key not in index]
+    if missing:
+        raise SacctFormatError(
+            f"{source_file}: sacct fields {list(layout.fields)!r} lack required "
+            f"{' and '.join(missing)} column"
+        )
+    return index
+
+
+def expand_array_tasks(spec: str) -> list[int]:
+    """Expand a pending array range body like ``9-11,13`` (``%`` throttle allowed) to task ids.
+
+    >>> expand_array_tasks("9-11,13,16-17%4")
+    [9, 10, 11, 13, 16, 17]
+
+    Raises ``ValueError`` on descending or oversized ranges and on non-numeric parts.
+    """
+    spec = spec.split("%", 1)[0]
+    out: list[int] = []
+    for part in spec.split(","):
+        lo_text, _, hi_text = part.partition("-")
+        lo, hi = int(lo_text), int(hi_text or lo_text)
+        if hi < lo or len(out) + hi - lo >= MAX_ARRAY_TASKS:
+            raise ValueError(f"bad array task range {part!r}")
+        out.extend(range(lo, hi + 1))
+    return out
+
+
+def _distinct_lookup(
+    values: pl.Series, key: str, fn: Callable[[str], Any], value_dtype: pl.DataType, out: str
+) -> pl.DataFrame:
+    """Apply a Python ``fn`` once per distinct non-null value.
+
+    Returns a frame (``key``, ``out``, ``out + '_err'``) to left-join on ``key``; ``fn`` raising
+    ``ValueError`` (HostlistError included) gives a null result and its message.
+    """
+    keys = values.drop_nulls().unique()
+    results: list[Any] = []
+    errors: list[str | None] = []
+    for k in keys.to_list():
+        try:
+            results.append(fn(k))
+            errors.append(None)
+        except ValueError as exc:
+            results.append(None)
+            errors.append(str(exc))
+    return pl.DataFrame(
+        [
+            keys.alias(key),
+            pl.Series(out, results, dtype=value_dtype),
+            pl.Series(f"{out}_err", errors, dtype=pl.String),
+        ]
+    )
+
+
+def _empty_to_null(e: pl.Expr) -> pl.Expr:
+    return pl.when(e == "").then(None).otherwise(e)
+
+
+_TS_KEYS = ("submit", "eligible", "start", "end")
+# The plans here are hand-arranged (every subexpression computed once already): the optimizer's
+# passes cost more than they save, ~10 ms per collect on a plan this size.
+_PLAIN = pl.QueryOptFlags(comm_subplan_elim=False, comm_subexpr_elim=False, cluster_with_columns=False)
+_JOB_ID_PARTS = ("job_id", "base", "task", "tasks", "het", "step")  # fields of parse_job_id
+
+
+def _typed_text_records(
+    df: pl.DataFrame, present: set[str], timezone: str, cluster: str | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """From string columns named by field key (+ source_file, line_no, raw_line) to
+    (records in :data:`SACCT_RECORD_SCHEMA` order, rejects with their reasons)."""
+    c = pl.col
+    df = df.with_columns(pl.lit(None, pl.String).alias(k) for k in _ALL_KEYS if k not in present)
+    base = df.lazy()
+
+    # Low-cardinality fields (State, ExitCode, Elapsed, Timelimit, AllocTRES...) repeat a handful
+    # of values over millions of rows: parse each distinct value once and look it up per row,
+    # ~10x cheaper than parsing every row. Lookup tables: (keys, exprs on the distinct keys).
+    distinct_specs: list[tuple[list[str], list[pl.Expr]]] = []
+    st = parse_state(c("state"))
+    distinct_specs.append((["state"], [
+        st.struct.field("state").alias("_state"),
+        st.struct.field("cancelled_by").alias("_cancelled_by"),
+    ]))
+    if "exitcode" in present:
+        ex = parse_exit_code(c("exitcode"))
+        distinct_specs.append((["exitcode"], [
+            ex.struct.field("exit_code").alias("_exit_code"),
+            ex.struct.field("exit_signal").alias("_exit_signal"),
+            invalid_value(c("exitcode"), ex.struct.field("exit_code"), {""}).alias("_exitcode_bad"),
+        ]))
+    for k, tokens in (("elapsed", DURATION_NULL_TOKENS), ("timelimit", TIMELIMIT_NULL_TOKENS)):
+        if k in present:
+            distinct_specs.append(([k], [
+                parse_duration_s(c(k)).alias(f"_{k}"),
+                invalid_value(c(k), parse_duration_s(c(k)), tokens).alias(f"_{k}_bad"),
+            ]))
+    if "alloctres" in present or "allocgres" in present:
+        tg, gg = tres_gpus(c("alloctres")), gres_gpus(c("allocgres"))
+        distinct_specs.append((["alloctres", "allocgres"], [
+            tg.struct.field("n_gpus").alias("_tg_n"),
+            tg.struct.field("gpu_type").alias("_tg_type"),
+            gg.struct.field("n_gpus").alias("_gg_n"),
+            gg.struct.field("gpu_type").alias("_gg_type"),
+            tres_count(c("alloctres"), "cpu").cast(pl.Int32, strict=False).alias("_tres_cpu"),
+            tres_count(c("alloctres"), "node").cast(pl.Int32, strict=False).alias("_tres_node"),
+        ]))
+    # One collect_all per stage: fewer round trips (they dominate small daily files) and the
+    # independent queries run in parallel.
+    tables = pl.collect_all(
+        [base.select(keys).unique().with_columns(exprs) for keys, exprs in distinct_specs],
+        optimizations=_PLAIN,
+    )
+    lookups: list[tuple[list[str], pl.DataFrame]] = [
+        (keys, table) for (keys, _), table in zip(distinct_specs, tables, strict=True)
+    ]
+    # Python work happens once per distinct value only: hostlists and pending array ranges.
+    if "nodelist" in present:
+        lookups.append((["nodelist"], _distinct_lookup(
+            df.get_column("nodelist"), "nodelist", expand_hostlist, pl.List(pl.String), "_nodes"
+        )))
+    # Joins on the key columns only, then hstack: joining the wide frame (raw_line included)
+    # would gather every column once per lookup.
+    queries = [
+        base.select(keys)
+        .join(table.lazy(), on=keys, how="left", nulls_equal=True, maintain_order="left")
+        .drop(keys)
+        for keys, table in lookups
+    ]
+    # Row-wise: JobID (nearly unique per row), one regex pass giving all its parts.
+    queries.append(
+        base.select(
+            parse_job_id(c("jobid")).struct.rename_fields([f"_{k}" for k in _JOB_ID_PARTS]).alias("_jid")
+        ).unnest("_jid")
+    )
+    # (Separate collects: collect_all of these joins measured ~4x slower on 1M rows.)
+    looked = [q.collect(optimizations=_PLAIN) for q in queries]
+    jid_parts = looked[-1]
+    columns = [s for frame in looked for s in frame.get_columns()]
+    jobids = df.get_column("jobid")
+    pending = jobids.filter(jobids.str.contains("[", literal=True))
+    if not pending.is_empty():
+        task_table = _distinct_lookup(
+            pending.str.extract(r"_\[([0-9,\-]+)", 1), "_tasks", expand_array_tasks, pl.List(pl.Int64), "_task_ids"
+        )
+        columns += (
+            jid_parts.lazy().select("_tasks")
+            .join(task_table.lazy(), on="_tasks", how="left", nulls_equal=True, maintain_order="left")
+            .drop("_tasks")
+            .collect(optimizations=_PLAIN)
+            .get_columns()
+        )
+    missing = {
+        "_exit_code": pl.Int32, "_exit_signal": pl.Int32, "_exitcode_bad": pl.Boolean,
+        "_elapsed": pl.Int64, "_elapsed_bad": pl.Boolean, "_timelimit": pl.Int64, "_timelimit_bad": pl.Boolean,
+        "_tg_n": pl.Int64, "_tg_type": pl.String, "_gg_n": pl.Int64, "_gg_type": pl.String,
+        "_tres_cpu": pl.Int32, "_tres_node": pl.Int32, "_nodes": pl.List(pl.String), "_nodes_err": pl.String,
+        "_task_ids": pl.List(pl.Int64), "_task_ids_err": pl.String,
+    }
+    have = {s.name for s in columns}
+    lf = df.hstack(columns).lazy().with_columns(
+        pl.lit(None, dtype).alias(name) for name, dtype in missing.items() if name not in have
+    )
+    lf = lf.with_columns(
+        *(parse_naive_timestamp(c(k)).alias(f"_{k}") for k in _TS_KEYS),
+        *(
+            parse_int(c(k), dtype).alias(f"_{k}")
+            for k, dtype in (
+                ("elapsedraw", pl.Int64), ("timelimitraw", pl.Int64), ("uid", pl.Int64),
+                ("nnodes", pl.Int32), ("ncpus", pl.Int32), ("restarts", pl.Int32),
+            )
+        ),
+    )
+    # (condition, message) per check; messages are only built for the rows that fail.
+    checks: list[tuple[pl.Expr, pl.Expr]] = [
+        (c("_job_id").is_null(), pl.format("malformed JobID '{}'", c("jobid"))),
+        (c("_state").is_null(), pl.format("unknown Slurm state '{}'", c("state"))),
+        (c("_exitcode_bad").fill_null(False), pl.format("malformed ExitCode '{}'", c("exitcode"))),
+        *(
+            (
+                invalid_value(c(k), c(f"_{k}"), TIMESTAMP_NULL_TOKENS),
+                pl.format(f"malformed {_DISPLAY[k]} timestamp '{{}}'", c(k)),
+            )
+            for k in _TS_KEYS
+            if k in present
+        ),
+        *(
+            (c(f"_{k}_bad").fill_null(False), pl.format(f"malformed {_DISPLAY[k]} '{{}}'", c(k)))
+            for k in ("elapsed", "timelimit")
+            if k in present
+        ),
+        *(
+            (invalid_value(c(k), c(f"_{k}"), tokens), pl.format(f"malformed {_DISPLAY[k]} '{{}}'", c(k)))
+            for k, tokens in (
+                ("elapsedraw", {""}),
+                ("timelimitraw", TIMELIMIT_NULL_TOKENS),
+                ("uid", {""}),
+                ("nnodes", {""}),
+                ("ncpus", {""}),
+                ("restarts", {""}),
+            )
+            if k in present
+        ),
+        (
+            c("_nodes_err").is_not_null(),
+            pl.format("malformed NodeList '{}': {}", c("nodelist"), c("_nodes_err")),
+        ),
+        (
+            c("_task_ids_err").is_not_null(),
+            pl.format("malformed JobID '{}': {}", c("jobid"), c("_task_ids_err")),
+        ),
+    ]
+    full = lf.with_columns(pl.any_horizontal(cond for cond, _ in checks).alias("_bad")).collect(
+        optimizations=_PLAIN
+    )
+
+    if "alloctres" in present or "allocgres" in present:
+        n_gpus = pl.coalesce(c("_tg_n"), c("_gg_n"), pl.lit(0, pl.Int64))
+    else:
+        n_gpus = pl.lit(None, pl.Int64)
+    task, het = c("_task"), c("_het")
+    base = c("_base").cast(pl.Int64, strict=False)
+    is_array = task.is_not_null() | c("_tasks").is_not_null()
+    task_id = task.cast(pl.Int64, strict=False)
+    record_exprs = [
+        c("source_file"),
+        c("line_no"),
+        pl.when(c("_step").is_null())
+        .then(pl.lit("allocation"))
+        .otherwise(pl.lit("step"))
+        .alias("record_type"),
+        pl.coalesce(_empty_to_null(c("cluster")), pl.lit(cluster, pl.String)).alias("cluster"),
+        c("_job_id").alias("job_id"),
+        _empty_to_null(c("jobidraw")).alias("job_id_raw"),
+        pl.when(is_array).then(base).alias("array_job_id"),
+        task_id.alias("array_task_id"),
+        pl.when(task.is_not_null())
+        .then(pl.concat_list(task_id))
+        .otherwise(c("_task_ids"))
+        .alias("array_task_ids"),
+        pl.when(het.is_not_null()).then(base).alias("het_job_id"),
+        het.cast(pl.Int32, strict=False).alias("het_job_offset"),
+        c("_step").alias("step_id"),
+        _empty_to_null(c("name")).alias("name"),
+        _empty_to_null(c("user")).alias("user"),
+        c("_uid").alias("uid"),
+        *(_empty_to_null(c(k)).alias(k) for k in ("account", "group", "partition", "qos")),
+        c("_state").alias("state"),
+        c("state").alias("state_raw"),
+        c("_cancelled_by").alias("cancelled_by"),
+        c("_exit_code").alias("exit_code"),
+        c("_exit_signal").alias("exit_signal"),
+        *(localize_to_utc(c(f"_{k}"), timezone).alias(f"{k}_ts") for k in _TS_KEYS),
+        pl.coalesce(c("_elapsedraw"), c("_elapsed")).alias("elapsed_s"),
+        pl.coalesce(c("_timelimitraw") * 60, c("_timelimit")).alias("timelimit_s"),
+        pl.coalesce(c("_nnodes"), c("_tres_node")).alias("n_nodes"),
+        pl.coalesce(c("_ncpus"), c("_tres_cpu")).alias("n_cpus"),
+        n_gpus.cast(pl.Int32, strict=False).alias("n_gpus"),
+        pl.coalesce(c("_tg_type"), c("_gg_type")).alias("gpu_type"),
+        _empty_to_null(c("nodelist")).alias("nodelist"),
+        c("_nodes").alias("nodes"),
+        c("_restarts").alias("restart_cnt"),
+        _empty_to_null(c("comment")).alias("comment"),
+        c("raw_line"),
+    ]
+    bad_mask = full.get_column("_bad")
+    if not bad_mask.any():
+        # The common case: no per-row filtering (and copying) of the whole frame.
+        return full.lazy().select(record_exprs).collect(), pl.DataFrame(schema=REJECT_SCHEMA)
+    # (Lazy selects throughout: an eager select on this many-chunked frame rechunks it first.)
+    bad = full.lazy().filter(c("_bad")).collect()
+    errors = bad.lazy().select(
+        pl.concat_str(
+            [pl.when(cond).then(msg) for cond, msg in checks], separator="; ", ignore_nulls=True
+        ).alias("_error")
+    ).collect().to_series()
+    records = full.lazy().filter(~c("_bad")).select(record_exprs).collect()
+    rejects = bad.select("source_file", "line_no", c("raw_line").alias("raw")).with_columns(
+        errors.alias("error")
+    )
+    return records, rejects
+
+
+def _read_lines(data: bytes) -> pl.DataFrame:
+    """Physical lines of ``data`` as (line_no Int64 1-based, raw_line String without CR/LF).
+
+    Uses Polars' CSV reader with a separator that never occurs (unit separator, checked), which is
+    several times faster than splitting in Python; invalid UTF-8 is replaced by U+FFFD.
+    """
+    if b"\x1f" in data:
+        text = data.decode("utf-8", errors="replace")
+        lines = pl.Series("raw_line", text.split("\n"), pl.String).str.strip_suffix("\r")
+        if text.endswith("\n"):
+            lines = lines.head(-1)
+        frame = lines.to_frame()
+    elif not data:
+        frame = pl.DataFrame({"raw_line": []}, schema={"raw_line": pl.String})
+    else:
+        frame = pl.read_csv(
+            io.BytesIO(data),
+            has_header=False,
+            separator="\x1f",
+            quote_char=None,
+            new_columns=["raw_line"],
+            infer_schema=False,
+            encoding="utf8-lossy",
+        ).with_columns(pl.col("raw_line").fill_null(""))
+    return frame.with_row_index("line_no", offset=1).with_columns(pl.col("line_no").cast(pl.Int64))
+
+
+class SplitLayout(NamedTuple):
+    """How a text dump's record lines split into fields; dumps with equal layouts are split together."""
+
+    delimiter: str
+    n_fields: int
+    trailing_delimiter: bool  # sacct --parsable: every line ends with the delimiter
+    positions: tuple[tuple[str, int], ...]  # (field key, index in the split line), by key
+
+
+@dataclass(frozen=True)
+class SacctTextDump:
+    """One text dump's record lines with its layout, not yet split (see :func:`read_sacct_text`).
+
+    ``lines`` has ``line_no``, ``raw_line`` and ``source_file`` for every line after the header;
+    dumps with the same ``layout`` (delimiter, field count, trailing delimiter, field positions)
+    are split and typed together by :func:`type_sacct_dumps`.
+    """
+
+    source_file: str
+    lines: pl.DataFrame
+    layout: SplitLayout
+
+    @property
+    def present(self) -> frozenset[str]:
+        """Field keys the dump has."""
+        return frozenset(key for key, _ in self.layout.positions)
+
+
+def read_sacct_text(
+    data: bytes,
+    source_file: str,
+    *,
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+) -> SacctTextDump:
+    """Detect the layout of a ``sacct -P``/``--parsable`` dump and read its record lines.
+
+    The cheap, per-file part of :func:`parse_sacct_text`; :func:`type_sacct_dumps` splits and
+    types many dumps at once (one Polars pass over a day's worth of small nightly dumps costs a
+    fraction of one pass per dump).
+
+    Raises:
+        SacctFormatError: as :func:`parse_sacct_text`.
+    """
+    delim = delimiter or "|"
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise SacctFormatError(f"{source_file}: empty sacct file")
+    head = data[: 1 << 16].decode("utf-8", errors="replace")
+    layout = _detect_layout(head, source_file, delim, fields)
+    index = _field_index(layout, source_file)
+    # Lines after the header (line_no is 1-based and consecutive, so a slice drops the header).
+    lines = _read_lines(data).slice(layout.header_line_no).with_columns(
+        pl.lit(source_file, pl.String).alias("source_file"))
+    split = SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
+    return SacctTextDump(source_file, lines, split)
+
+
+def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Record lines -> (String columns by field key + source_file/line_no/raw_line, field-count rejects)."""
+    delim, n_fields, trailing, index = layout
+    raw = lines.get_column("raw_line")
+    # One split gives both the field count and the fields (no separate delimiter count).
+    parts = raw.str.split(delim)
+    n_parts = parts.list.len()
+    if trailing:
+        # sacct --parsable ends every line with the delimiter: that last empty field is not data.
+        n_parts = n_parts - raw.str.ends_with(delim).cast(pl.UInt32)
+    good = (n_parts == n_fields) & ~raw.str.starts_with("#")
+    if not delim.strip():
+        # A whitespace delimiter lets a blank line have the right field count.
+        good = good & ~raw.str.contains(r"^\s*$")
+    if bool(good.all()):
+        count_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
+    else:
+        # Few lines: blank/comment lines are skipped, the rest are rejected for their field count.
+        count_rejects = (
+            lines.with_columns(n_parts.alias("_n"))
+            .filter(~good)
+            .filter(~pl.col("raw_line").str.contains(r"^(?:\s*$|#)"))
+            .select(
+                "source_file",
+                "line_no",
+                pl.col("raw_line").alias("raw"),
+                pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n")).alias("error"),
+            )
+        )
+        lines = lines.filter(good)
+        parts = parts.filter(good)
+    fields_df = (
+        lines.lazy()
+        .with_columns(parts.alias("_parts"))
+        .select(
+            "line_no",
+            "raw_line",
+            "source_file",
+            *(pl.col("_parts").list.get(i).alias(key) for key, i in index),
+        )
+        .collect(optimizations=_PLAIN)
+        # Single-chunk columns: hstacking lookups onto many-chunk columns makes every later query
+        # realign (copy) the whole frame, several times over.
+        .rechunk()
+    )
+    return fields_df, count_rejects.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
+
+
+def type_sacct_dumps(
+    dumps: Sequence[SacctTextDump], *, timezone: str = "UTC", cluster: str | None = None
+) -> SacctParseResult:
+    """Split and type the record lines of one or more dumps that have the same layout.
+
+    Returns records and rejects of all of them (each row keeps its ``source_file``); rejects are
+    ordered by file and line. ``rows_read`` is the total over the dumps.
+
+    Raises:
+        ValueError: the dumps' layouts differ, or ``timezone`` is not an IANA zone.
+    """
+    check_timezone(timezone)
+    if not dumps:
+        return SacctParseResult(pl.DataFrame(schema=SACCT_RECORD_SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), 0)
+    layout = dumps[0].layout
+    if any(d.layout != layout for d in dumps):
+        raise ValueError("type_sacct_dumps: dumps with different layouts cannot be typed together")
+    lines = pl.concat([d.lines for d in dumps], how="vertical") if len(dumps) > 1 else dumps[0].lines
+    fields_df, count_rejects = _split_fields(lines, layout)
+    records, rejects = _typed_text_records(fields_df, set(dumps[0].present), timezone, cluster)
+    if not count_rejects.is_empty():
+        rejects = pl.concat([count_rejects, rejects.cast(REJECT_SCHEMA)]).sort(  # type: ignore[arg-type]
+            "source_file", "line_no", maintain_order=True
+        )
+    return SacctParseResult(
+        records=records.cast(SACCT_RECORD_SCHEMA),  # type: ignore[arg-type]
+        rejects=rejects.cast(REJECT_SCHEMA),  # type: ignore[arg-type]
+        rows_read=len(records) + len(rejects),
+    )
+
+
+def _parse_text_bytes(
+    data: bytes,
+    source_file: str,
+    *,
+    timezone: str,
+    fields: Sequence[str] | None,
+    delimiter: str | None,
+    cluster: str | None,
+) -> SacctParseResult:
+    check_timezone(timezone)
+    dump = read_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
+    return type_sacct_dumps([dump], timezone=timezone, cluster=cluster)
+
+
+def parse_sacct_text(
+    text: str,
+    source_file: str,
+    *,
+    timezone: str = "UTC",
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    cluster: str | None = None,
+) -> SacctParseResult:
+    """Parse ``sacct -P``/``--parsable2`` or ``--parsable`` text into typed records and rejects.
+
+    Args:
+        text: the whole dump. A header line (first field JobID/JobIDRaw, any case) defines the
+            fields; otherwise ``fields`` must name them in order. CRLF line ends are accepted.
+        source_file: stored in every row (path relative to the landing directory).
+        timezone: IANA zone the dump's timestamps are in (the cluster's local time).
+        fields: field names for headerless dumps (e.g. Open XDMoD's order).
+        delimiter: field separator, default ``|``; may be several characters (``^|^``).
+        cluster: cluster name used when the dump has no (non-empty) Cluster column.
+
+    Records with a wrong field count, malformed JobID/ExitCode/timestamp/duration/integer/hostlist
+    or an unknown state become rejects with ``line_no`` and a reason; the rest load.
+
+    Raises:
+        SacctFormatError: empty input, fixed-width sacct output, no header and no ``fields``,
+            or no JobID/State field.
+        ValueError: ``timezone`` is not an IANA zone.
+    """
+    return _parse_text_bytes(
+        text.encode("utf-8", errors="surrogatepass"),
+        source_file,
+        timezone=timezone,
+        fields=fields,
+        delimiter=delimiter,
+        cluster=cluster,
+    )
+
+
+# ---------------------------------------------------------------- sacct --json / slurmrestd
+
+
+def _number(value: Any) -> int | None:
+    """slurmrestd numbers are plain ints or ``{set, infinite, number}``; unset/infinite -> None."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite", False):
+            return None
+        value = value.get("number")
+    if value is None or isinstance(value, bool):
+        return None
+    return int(value)
+
+
+def _epoch(value: Any) -> int | None:
+    n = _number(value)
+    return n if n else None  # Slurm uses 0 for "not yet"
+
+
+def _json_state(states: Any) -> tuple[str, str]:
+    """state.current list -> (state, state_raw): first base state, else the first known flag."""
+    if isinstance(states, dict):
+        states = states.get("current")
+    if isinstance(states, str):
+        states = [states]
+    if not states:
+        raise ValueError("missing job state")
+    raw = ",".join(str(s) for s in states)
+    for s in states:
+        if s in SLURM_BASE_STATES:
+            return s, raw
+    for s in states:
+        if s in SLURM_STATES:
+            return s, raw
+    raise ValueError(f"unknown Slurm state '{raw}'")
+
+
+def _json_exit(exit_code: Any) -> tuple[int | None, int | None]:
+    if not isinstance(exit_code, dict):
+        return None, None
+    rc = exit_code.get("return_code")
+    code = rc.get("number") if isinstance(rc, dict) else rc
+    sig = exit_code.get("signal", {}).get("id")
+    signal = sig.get("number") if isinstance(sig, dict) else sig
+    return (None if code is None else int(code)), (None if signal is None else int(signal))
+
+
+def _json_tres(allocated: Any) -> tuple[int | None, str | None, int | None, int | None]:
+    """tres.allocated list -> (n_gpus, gpu_type, n_cpus, n_nodes)."""
+    if not isinstance(allocated, list):
+        return None, None, None, None
+    total: int | None = None
+    typed = 0
+    gpu_type: str | None = None
+    cpus = nodes = None
+    for t in allocated:
+        kind, name, count = t.get("type"), t.get("name") or "", int(t.get("count", 0))
+        if kind == "gres" and name == "gpu":
+            total = count
+        elif kind == "gres" and name.startswith("gpu:"):
+            typed += count
+            gpu_type = gpu_type or name.split(":", 1)[1]
+        elif kind == "cpu":
+            cpus = count
+        elif kind == "node":
+            nodes = count
+    return (total if total is not None else typed), gpu_type, cpus, nodes
+
+
+def _json_job_id(job: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Printed JobID and its array/het parts, following sacct's text form."""
+    job_id = int(job["job_id"])
+    parts: dict[str, Any] = {
+        "array_job_id": None, "array_task_id": None, "array_task_ids": None,
+        "het_job_id": None, "het_job_offset": None,
+    }
+    array = job.get("array") or {}
+    het = job.get("het") or {}
+    array_job = int(array.get("job_id") or 0)
+    task = _number(array.get("task_id"))
+    het_job = int(het.get("job_id") or 0)
+    if array_job and task is not None:
+        parts.update(array_job_id=array_job, array_task_id=task, array_task_ids=[task])
+        return f"{array_job}_{task}", parts
+    if array_job and array.get("task"):
+        body = str(array["task"])
+        parts.update(array_job_id=array_job, array_task_ids=expand_array_tasks(body))
+        return f"{array_job}_[{body}]", parts
+    if het_job:
+        offset = _number(het.get("job_offset"))
+        if offset is not None:
+            parts.update(het_job_id=het_job, het_job_offset=offset)
+            return f"{het_job}+{offset}", parts
+    return str(job_id), parts
+
+
+def _nodes(expr: Any) -> tuple[str | None, list[str] | None]:
+    if expr is None:
+        return None, None
+    text = str(expr)
+    return (text or None), expand_hostlist(text)
+
+
+def _json_records(job: dict[str, Any], line_no: int, source_file: str, cluster: str | None) -> list[dict[str, Any]]:
+    """One allocation row plus one row per step; raises on anything that must be rejected."""
+    job_id, id_parts = _json_job_id(job)
+    state, state_raw = _json_state(job.get("state"))
+    exit_code, exit_signal = _json_exit(job.get("exit_code"))
+    t = job.get("time") or {}
+    n_gpus, gpu_type, n_cpus, n_nodes = _json_tres((job.get("tres") or {}).get("allocated"))
+    nodelist, nodes = _nodes(job.get("nodes"))
+    limit_min = _number(t.get("limit"))
+    comment = job.get("comment")
+    common = {
+        "source_file": source_file,
+        "line_no": line_no,
+        "cluster": job.get("cluster") or cluster,
+        "job_id": job_id,
+        **id_parts,
+        "user": job.get("user") or None,
+        "uid": None,
+        "account": job.get("account") or None,
+        "group": job.get("group") or None,
+        "partition": job.get("partition") or None,
+        "qos": job.get("qos") or None,
+    }
+    job_without_steps = {k: v for k, v in job.items() if k != "steps"}
+    rows = [
+        {
+            **common,
+            "record_type": "allocation",
+            "job_id_raw": str(job["job_id"]),
+            "step_id": None,
+            "name": job.get("name") or None,
+            "state": state,
+            "state_raw": state_raw,
+            "cancelled_by": None,
+            "exit_code": exit_code,
+            "exit_signal": exit_signal,
+            "submit_ts": _epoch(t.get("submission")),
+            "eligible_ts": _epoch(t.get("eligible")),
+            "start_ts": _epoch(t.get("start")),
+            "end_ts": _epoch(t.get("end")),
+            "elapsed_s": _number(t.get("elapsed")),
+            "timelimit_s": None if limit_min is None else limit_min * 60,
+            "n_nodes": n_nodes if n_nodes is not None else job.get("allocation_nodes"),
+            "n_cpus": n_cpus,
+            "n_gpus": n_gpus,
+            "gpu_type": gpu_type,
+            "nodelist": nodelist,
+            "nodes": nodes,
+            "restart_cnt": job.get("restart_cnt"),
+            "comment": (comment.get("job") if isinstance(comment, dict) else comment) or None,
+            "raw_line": json.dumps(job_without_steps, separators=(",", ":"), ensure_ascii=False),
+        }
+    ]
+    for step in job.get("steps") or []:
+        sid = str((step.get("step") or {}).get("id") or "")
+        if "." not in sid:
+            raise ValueError(f"malformed step id {sid!r}")
+        s_state, s_raw = _json_state(step.get("state"))
+        s_code, s_signal = _json_exit(step.get("exit_code"))
+        st = step.get("time") or {}
+        s_gpus, s_type, s_cpus, s_nodes = _json_tres((step.get("tres") or {}).get("allocated"))
+        s_nodelist, s_node_names = _nodes((step.get("nodes") or {}).get("range"))
+        s_limit = _number(st.get("limit"))
+        rows.append(
+            {
+                **common,
+                "record_type": "step",
+                "job_id_raw": sid,
+                "step_id": sid.split(".", 1)[1],
+                "name": (step.get("step") or {}).get("name") or None,
+                "state": s_state,
+                "state_raw": s_raw,
+                "cancelled_by": None,
+                "exit_code": s_code,
+                "exit_signal": s_signal,
+                "submit_ts": None,
+                "eligible_ts": None,
+                "start_ts": _epoch(st.get("start")),
+                "end_ts": _epoch(st.get("end")),
+                "elapsed_s": _number(st.get("elapsed")),
+                "timelimit_s": None if s_limit is None else s_limit * 60,
+                "n_nodes": s_nodes if s_nodes is not None else (step.get("nodes") or {}).get("count"),
+                "n_cpus": s_cpus,
+                "n_gpus": s_gpus,
+                "gpu_type": s_type,
+                "nodelist": s_nodelist,
+                "nodes": s_node_names,
+                "restart_cnt": None,
+                "comment": None,
+                "raw_line": json.dumps(step, separators=(",", ":"), ensure_ascii=False),
+            }
+        )
+    return rows
+
+
+#: Bounds of the Polars types a JSON record's values must fit (checked per job, so one job with a
+#: wrongly typed or out-of-range field is a reject instead of failing the file's DataFrame).
+_INT_BOUNDS: dict[type[pl.DataType], tuple[int, int]] = {
+    pl.Int32: (-(2**31), 2**31 - 1), pl.Int64: (-(2**63), 2**63 - 1),
+}
+#: Epoch seconds after 2200-01-01 are not seconds (slurmrestd plugins that print milliseconds).
+_MAX_EPOCH_S = 7_258_118_400
+_JSON_EPOCH_FIELDS = ("submit_ts", "eligible_ts", "start_ts", "end_ts")
+
+
+def _check_json_row(row: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the field when a value does not fit its column's type."""
+    for key, value in row.items():
+        if value is None:
+            continue
+        if key in _JSON_EPOCH_FIELDS:
+            dtype: pl.DataType = pl.Int64()
+            if isinstance(value, int) and not 0 <= value <= _MAX_EPOCH_S:
+                raise ValueError(f"{key}: {value} is not a time in epoch seconds (milliseconds?)")
+        else:
+            dtype = SACCT_RECORD_SCHEMA[key]
+        if isinstance(dtype, pl.List):
+            if not isinstance(value, list) or not all(
+                    isinstance(v, str) if dtype.inner == pl.String else (isinstance(v, int) and not isinstance(v, bool))
+                    for v in value):
+                raise ValueError(f"{key}: not a list of {dtype.inner}: {value!r:.80}")
+        elif dtype == pl.String:
+            if not isinstance(value, str):
+                raise ValueError(f"{key}: expected a string, got {type(value).__name__} {value!r:.80}")
+        elif type(dtype) in _INT_BOUNDS:
+            lo, hi = _INT_BOUNDS[type(dtype)]
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{key}: expected an integer, got {type(value).__name__} {value!r:.80}")
+            if not lo <= value <= hi:
+                raise ValueError(f"{key}: {value} is out of range")
+
+
+def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None) -> SacctParseResult:
+    """Parse ``sacct --json`` / slurmrestd ``/slurmdb/v0.0.4x/job(s)`` output (top-level ``jobs[]``).
+
+    Each job gives an allocation record and one record per ``steps[]`` entry; ``line_no`` is the
+    job's 1-based index in ``jobs[]`` (shared by its steps). Epoch 0 times are null, time limits
+    (minutes) become seconds. A job that cannot be read (unknown state, bad hostlist, missing
+    job_id) is one reject row and its steps are not counted separately.
+
+    Raises:
+        SacctFormatError: not JSON, or no ``jobs`` list.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SacctFormatError(f"{source_file}: not valid JSON: {exc}") from exc
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(jobs, list):
+        raise SacctFormatError(f"{source_file}: sacct JSON has no 'jobs' list")
+    rows: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    for line_no, job in enumerate(jobs, start=1):
+        try:
+            if not isinstance(job, dict):
+                raise ValueError("job entry is not an object")
+            job_rows = _json_records(job, line_no, source_file, cluster)
+            for row in job_rows:
+                _check_json_row(row)
+            rows.extend(job_rows)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
+            reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            rejects.append(
+                {
+                    "source_file": source_file,
+                    "line_no": line_no,
+                    "raw": json.dumps(job, separators=(",", ":"), ensure_ascii=False),
+                    "error": reason,
+                }
+            )
+    ts_cols = ("submit_ts", "eligible_ts", "start_ts", "end_ts")
+    epoch_schema = {k: (pl.Int64() if k in ts_cols else v) for k, v in SACCT_RECORD_SCHEMA.items()}
+    records = pl.DataFrame(rows, schema=epoch_schema).with_columns(
+        pl.from_epoch(pl.col(k), "s").dt.replace_time_zone("UTC").alias(k) for k in ts_cols
+    )
+    return SacctParseResult(
+        records=records.cast(SACCT_RECORD_SCHEMA),  # type: ignore[arg-type]
+        rejects=pl.DataFrame(rejects, schema=REJECT_SCHEMA),
+        rows_read=len(records) + len(rejects),
+    )
+
+
+def parse_sacct_json_bytes(data: bytes, source_file: str, *, cluster: str | None = None) -> SacctParseResult:
+    """:func:`parse_sacct_json` of a file's bytes: UTF-8 with invalid sequences replaced, BOM dropped."""
+    return parse_sacct_json(data.decode("utf-8", errors="replace").lstrip("\ufeff"), source_file, cluster=cluster)
+
+
+def is_json_dump(path: Path, data: bytes) -> bool:
+    """True for ``sacct --json`` / slurmrestd output: a ``.json`` name or a leading ``{``."""
+    return Path(path).suffix.lower() == ".json" or data[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+
+
+def parse_sacct_file(
+    path: Path,
+    source_file: str,
+    *,
+    timezone: str = "UTC",
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    cluster: str | None = None,
+) -> SacctParseResult:
+    """Parse a sacct dump file: JSON when it ends in ``.json`` or starts with ``{``, else text.
+
+    Bytes are decoded as UTF-8 with invalid sequences replaced by U+FFFD: a mis-encoded job name
+    should not cost the accounting record (the replacement char marks the damage in ``name``).
+    """
+    data = Path(path).read_bytes()
+    if is_json_dump(path, data):
+        return parse_sacct_json_bytes(data, source_file, cluster=cluster)
+    return _parse_text_bytes(
+        data, source_file, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster
+    )

@@ -1,0 +1,873 @@
+"""Parse node log files (syslog, dmesg, /dev/kmsg, journald JSON, Fabric Manager, slurmd) into one
+row per timestamped line, plus one reject row per line that cannot be placed in time.
+
+Every line is classified by anchored Polars regexes (no per-line Python): each format's regex
+captures only the *header* (timestamp, host, tag) and the message is the rest of the line, sliced
+by the header's length, so the regex engine never scans long messages.
+
+Formats (the ``format`` column):
+
+============== ============================================================================ ========
+format         example                                                                      time
+============== ============================================================================ ========
+rfc3164        ``[<pri>]Jan 15 03:04:05[.123456] host prog[pid]: msg`` (also ``Jan 15 2025``)  local
+rfc5424        ``<34>1 2025-01-15T03:04:05.123Z host app procid msgid [sd] msg``           offset
+iso8601        ``2025-01-15T03:04:05.123456+09:00 host prog[pid]: msg`` (rsyslog precise,   offset
+               ``journalctl -o short-iso``); without an offset it is local time            or local
+dmesg_iso      ``[kern  :warn  : ]2025-01-21T04:41:44,283575+00:00 msg`` (comma decimal)      offset
+dmesg_ctime    ``[kern  :warn  : ][Sun Feb 23 16:24:18 2025] msg`` (``dmesg -T``)             local
+dmesg_uptime   ``[kern  :warn  : ][<6>][  123.456789] msg`` (dmesg, dmesg -r, pstore)         boot
+kmsg           ``6,1234,5678901,-;msg`` (/dev/kmsg: priority,seq,µs since boot,flags)       boot
+fabricmanager  ``[Feb 25 2025 13:59:45] [INFO] [tid 1803] msg`` (nv-fabricmanager.log)       local
+slurm          ``[2026-04-29T23:36:37.809] error: msg`` (slurmd/slurmctld log)               local
+journald_json  ``journalctl -o json``: one JSON object per line                             epoch
+continuation   an indented line (or any line after a Fabric Manager line) that continues the
+               line above: ts, host, program and pid are copied from it
+============== ============================================================================ ========
+
+Conventions:
+
+* ``ts`` is ``Datetime('us','UTC')``. Local times are read in ``timezone``. In the autumn DST
+  fall-back hour, a local time maps to the earlier instant unless the file's clock visibly went
+  back (a drop of more than 5 minutes within that hour), after which it maps to the later one.
+  A local time in the spring-forward gap does not exist and the line is rejected.
+* RFC 3164 has no year: the year comes from ``year_hint`` (the time range the data is expected to
+  cover, e.g. the cluster's sacct range or ``(mtime - 1 year, mtime)``; default: the year before
+  now). Within one file a month going backwards by more than half a year (Dec -> Jan) starts the
+  next year; ``Jan -> Dec`` (jitter on a central server at New Year) goes back one.
+* Uptime stamps (``dmesg``, pstore, /dev/kmsg) are placed at ``boot_time + uptime`` when
+  ``boot_time`` is given, else rejected: without it they cannot be put on the wall clock.
+* ``host`` comes from the line when it has one, else ``host_from_name``. ``program`` is the syslog
+  tag (``kernel`` for kernel-ring-buffer formats, ``nv-fabricmanager`` for Fabric Manager).
+* The kernel's own ``[123.456]`` uptime prefix at the start of a syslog/journald message is
+  removed, so that it does not leak into templates; the rest of the message is kept verbatim
+  (trailing whitespace stripped). RFC 5424 structured data is dropped.
+* Invalid UTF-8 is replaced (U+FFFD) and the line kept; NUL bytes (left by a crash in a
+  preallocated log file) are dropped; CRLF endings are accepted. Blank lines are not records.
+
+>>> r = parse_syslog_bytes(b"Jan 15 03:04:05 gpu017 kernel: [12.5] NVRM: Xid 79\\n", "x.log",
+...     year_hint=(datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 2, 1, tzinfo=UTC)))
+>>> r.lines.select("ts", "host", "program", "message").row(0)
+(datetime.datetime(2025, 1, 15, 3, 4, 5, tzinfo=zoneinfo.ZoneInfo(key='UTC')), 'gpu017', 'kernel', 'NVRM: Xid 79')
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import re
+import zoneinfo  # noqa: F401  (used by the doctest's repr)
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePath
+
+import polars as pl
+
+from gpusre.models.sources.sacct.parse import REJECT_SCHEMA
+from gpusre.models.ingest.slurm_values import check_timezone
+
+__all__ = [
+    "LINE_SCHEMA",
+    "REJECT_SCHEMA",
+    "FORMATS",
+    "UPTIME_WITHOUT_BOOT",
+    "SyslogParseResult",
+    "YearHint",
+    "host_from_filename",
+    "parse_syslog_bytes",
+    "parse_syslog_file",
+]
+
+#: ``(start, end)`` of the time the data is expected to cover (naive = UTC).
+YearHint = tuple[datetime, datetime]
+
+_UTC = pl.Datetime("us", "UTC")
+
+#: Polars schema of parsed lines.
+LINE_SCHEMA: dict[str, pl.DataType] = {
+    "source_file": pl.String(),
+    "line_no": pl.Int64(),
+    "ts": _UTC,
+    "host": pl.String(),
+    "program": pl.String(),
+    "pid": pl.Int64(),
+    "message": pl.String(),
+    "format": pl.String(),
+}
+
+#: Reject reason for uptime-only stamps when the boot time is unknown.
+UPTIME_WITHOUT_BOOT = "dmesg uptime timestamp without a known boot time"
+_NO_FORMAT = "no recognised log line format (no timestamp)"
+
+# Building blocks of the header regexes (Rust regex syntax: no look-around, named groups).
+_PRI = r"(?:<(?P<pri>\d{1,3})>)?"
+_DECODE = r"(?:(?P<fac>[a-z]+) *:(?P<lvl>[a-z]+) *: )?"  # dmesg --decode "kern  :warn  : "
+_MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_HMS = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})"
+_ISO = r"(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})T" + _HMS
+_FRAC = r"(?:\.(?P<frac>\d{1,9}))?"
+_OFF = r"(?P<off>Z|[+-]\d{2}:?\d{2})"
+# Optional host: never contains ':' or '[' so that "Jan 15 03:04:05 sshd[1]: x" has no host.
+_HOST = r"(?:(?P<host>[^\s:\[\]]+) )?"
+# Syslog tag "prog[pid]: "; "syslogd 1.4.1: " (name + version) is a tag too (sysklogd).
+_TAG = r"(?:(?P<prog>[^\s:\[\]]+(?: \d[\d.]*)?)(?:\[(?P<pid>\d+)\])?: ?)?"
+# RFC 5424 STRUCTURED-DATA: "-" or one or more [id k="v"] elements (quoted values may hold ']').
+_SD = r'(?:-|(?:\[(?:[^\]"\\]|\\.|"(?:[^"\\]|\\.)*")*\])+)'
+
+#: Header regex of each line format, tried in this order (they are mutually exclusive).
+FORMATS: dict[str, str] = {
+    "rfc3164": (
+        r"^" + _PRI + _MON + r" {1,2}(?P<d>\d{1,2}) (?:(?P<Y>\d{4}) )?" + _HMS + _FRAC + " "
+        + _HOST + _TAG
+    ),
+    "iso8601": r"^" + _PRI + _ISO + _FRAC + _OFF + "? " + _HOST + _TAG,
+    "dmesg_iso": r"^" + _DECODE + _ISO + r",(?P<frac>\d{1,9})" + _OFF + r"(?: |$)",
+    "rfc5424": (
+        r"^<(?P<pri>\d{1,3})>\d{1,2} (?:-|" + _ISO + _FRAC + _OFF + r"?) (?P<host>\S+) "
+        r"(?P<prog>\S+) (?P<pid>\S+) \S+ " + _SD + r"(?: |$)"
+    ),
+    "dmesg_ctime": (
+        r"^" + _DECODE + r"\[[A-Z][a-z]{2} " + _MON + r" {1,2}(?P<d>\d{1,2}) " + _HMS
+        + r" (?P<Y>\d{4})\](?: |$)"
+    ),
+    "dmesg_uptime": r"^" + _DECODE + _PRI + r"\[ *(?P<up>\d+)\.(?P<upf>\d{1,9})\](?: |$)",
+    "kmsg": r"^(?P<pri>\d{1,3}),\d+,(?P<usec>\d+),[^;]*;",
+    "fabricmanager": r"^\[" + _MON + r" (?P<d>\d{1,2}) (?P<Y>\d{4}) " + _HMS + r"\] ",
+    "slurm": r"^\[" + _ISO + _FRAC + _OFF + r"?\] ",
+    "journald_json": r"^\{",
+}
+
+# Formats whose messages may carry the kernel's "[123.456] " uptime prefix (forwarded kernel lines).
+_SYSLOG_LIKE = {"rfc3164", "iso8601", "rfc5424", "journald_json"}
+# Formats read from the kernel ring buffer: the program is the kernel unless the facility says not.
+_KERNEL_RING = {"dmesg_iso", "dmesg_ctime", "dmesg_uptime", "kmsg"}
+_MONTHS = {m: i for i, m in enumerate(
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
+)}
+_KERNEL_UPTIME_PREFIX = r"^\[ *\d+\.\d+\] ?"
+# A drop of the local wall clock larger than this inside the DST fall-back hour means the
+# repeated hour has started (smaller drops are delivery jitter on central syslog servers).
+_FALL_BACK_MIN_DROP = timedelta(minutes=5)
+# Year arithmetic without a year: a month-day-time key, 32 "days" per month, half a year apart.
+_KEY_DAY = 86_400
+_HALF_YEAR = 6 * 32 * _KEY_DAY
+
+
+@dataclass(frozen=True)
+class SyslogParseResult:
+    """Outcome of parsing one node log file.
+
+    ``lines`` follows :data:`LINE_SCHEMA` (file order), ``rejects`` :data:`REJECT_SCHEMA`;
+    ``rows_read == len(lines) + len(rejects)`` (blank lines excluded).
+    """
+
+    lines: pl.DataFrame
+    rejects: pl.DataFrame
+    rows_read: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Host names from file names
+
+
+# Log names that are never a host: "kern.log", "syslog", "messages", "gpu017/dmesg.log", ...
+_GENERIC_NAMES = frozenset(
+    """syslog messages kern kernel dmesg daemon auth authpriv user debug cron mail secure boot
+    journal journald kmsg pstore console all log logs var remote rsyslog hosts nodes node_logs
+    slurm slurmd slurmctld slurmdbd nvidia fabricmanager nv-fabricmanager nvidia-fabricmanager
+    landing archive""".split()
+)
+_HOSTNAME_RE = re.compile(r"^(?=.*\d)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*$")
+_DATE_RE = re.compile(r"^\d{4}(?:-?\d{2}(?:-?\d{2})?)?$|^\d{1,2}$")
+_ROTATION_RE = re.compile(r"(?:\.\d+|-\d{8}|[.-]\d{4}-\d{2}-\d{2})$")
+_COMPRESSION_RE = re.compile(r"\.(?:gz|bz2|xz)$")
+_EXTENSION_RE = re.compile(r"\.(?:log|txt|json|jsonl|out|err)$")
+_SEPARATORS_RE = re.compile(r"[._]")
+
+
+def _host_from_part(part: str, *, is_file: bool) -> str | None:
+    """The host named by one path component, or None. File names lose compression, rotation
+    and extension suffixes and generic log-name tokens joined by ``.``/``_`` (``gpu017_dmesg``)."""
+    name = part
+    if is_file:
+        for _ in range(3):  # e.g. gpu017.log.1.gz: compression, rotation, extension, in any order
+            name = _COMPRESSION_RE.sub("", name)
+            name = _ROTATION_RE.sub("", name)
+            name = _EXTENSION_RE.sub("", name)
+        tokens = _SEPARATORS_RE.split(name)
+        # Drop generic tokens at either end (gpu017_kern, kern.gpu017) but keep FQDN dots inside.
+        while len(tokens) > 1 and tokens[-1].lower() in _GENERIC_NAMES:
+            tokens.pop()
+        while len(tokens) > 1 and tokens[0].lower() in _GENERIC_NAMES:
+            tokens.pop(0)
+        name = ".".join(tokens) if "_" not in name else "_".join(tokens)
+    if not name or name.lower() in _GENERIC_NAMES or _DATE_RE.match(name):
+        return None
+    return name if _HOSTNAME_RE.match(name) else None
+
+
+def host_from_filename(name: str) -> str | None:
+    """Guess the node a log file belongs to from its landing-relative path, or None.
+
+    The file name is tried first (``gpu017.log.1.gz``, ``gpu017_dmesg.log``,
+    ``kern.log-gpu017``-style names are *not* split on ``-`` because host names contain
+    hyphens), then the directories from the nearest up (``syslog/2026-09-01/gpu017/kern.log``),
+    skipping generic log names (``kern``, ``syslog``, ``messages``...) and dates. A candidate must
+    be a valid RFC 1123 host name containing a digit (cluster node names do; this keeps words such
+    as ``archive`` or ``gpud`` out).
+
+    >>> host_from_filename("gpu017.log.1.gz")
+    'gpu017'
+    >>> host_from_filename("syslog/2026-09-01/gpu017/kern.log")
+    'gpu017'
+    >>> host_from_filename("syslog/messages-20250101.gz") is None
+    True
+    """
+    parts = PurePath(name).parts
+    for i, part in enumerate(reversed(parts)):
+        host = _host_from_part(part, is_file=(i == 0))
+        if host is not None:
+            return host
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Time helpers (vectorised)
+
+
+def _to_utc_boundary(value: datetime) -> datetime:
+    """Aware UTC datetime (naive values are UTC)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _int(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Int64, strict=False)
+
+
+def _micros(frac: pl.Expr) -> pl.Expr:
+    """Fraction digits ("123", "283575", "123456789") -> microseconds (0 when absent)."""
+    return frac.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+
+
+def _with_naive(df: pl.DataFrame, year: pl.Expr, month: pl.Expr, day: pl.Expr) -> pl.DataFrame:
+    """Add ``_naive`` (naive Datetime('us')) and ``_valid`` from integer parts plus columns H, M,
+    S, frac.
+
+    ``pl.datetime`` raises on impossible dates (Feb 30), so invalid parts are swapped for safe
+    ones and the row is flagged instead. ``_valid`` is materialized first: seven arguments test
+    it, and inside ``pl.datetime`` the optimizer does not share it, so it would be recomputed for
+    each (measured: 0.5 s per million lines instead of 0.05 s).
+    """
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    dim = (
+        month.replace_strict({2: 28, 4: 30, 6: 30, 9: 30, 11: 30}, default=31, return_dtype=pl.Int64)
+        + ((month == 2) & leap).cast(pl.Int64)
+    )
+    hour, minute, second = _int("H"), _int("M"), _int("S")
+    valid = (
+        year.is_between(1900, 2200)
+        & month.is_between(1, 12)
+        & day.is_between(1, dim)
+        & hour.is_between(0, 23)
+        & minute.is_between(0, 59)
+        & second.is_between(0, 60)
+    ).fill_null(False)
+    df = df.with_columns(valid.alias("_valid"))
+    ok = pl.col("_valid")
+
+    def safe(e: pl.Expr, default: int) -> pl.Expr:
+        return pl.when(ok).then(e).otherwise(default)
+
+    naive = pl.datetime(
+        safe(year, 2000), safe(month, 1), safe(day, 1), safe(hour, 0), safe(minute, 0),
+        # A leap second (":60") is folded onto ":59" rather than rejecting the line.
+        safe(second.clip(upper_bound=59), 0), safe(_micros(pl.col("frac")), 0), time_unit="us",
+    )
+    return df.with_columns(pl.when(ok).then(naive).alias("_naive"))
+
+
+def _offset_seconds(off: pl.Expr) -> pl.Expr:
+    """"Z", "+09:00", "-0500" -> seconds east of UTC."""
+    digits = off.str.replace(":", "", literal=True)
+    magnitude = digits.str.slice(1, 2).cast(pl.Int64, strict=False) * 3600 + digits.str.slice(
+        3, 2
+    ).cast(pl.Int64, strict=False) * 60
+    return (
+        pl.when(off == "Z")
+        .then(0)
+        .when(digits.str.starts_with("-"))
+        .then(-magnitude)
+        .otherwise(magnitude)
+    )
+
+
+def _offset_valid(off: pl.Expr) -> pl.Expr:
+    """A UTC offset that exists: "Z", or at most 14 hours (UTC+14, Kiribati) with minutes below 60;
+    "+99:00" would silently shift the line by days."""
+    digits = off.str.replace(":", "", literal=True)
+    hours = digits.str.slice(1, 2).cast(pl.Int64, strict=False)
+    minutes = digits.str.slice(3, 2).cast(pl.Int64, strict=False)
+    return (off == "Z") | ((hours <= 14) & (minutes < 60)).fill_null(False)
+
+
+def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
+    """Column ``_naive`` (local wall clock, file order) -> ``_local_ts`` (UTC) and ``_gap``.
+
+    Ambiguous (fall-back) times take the earlier instant until the clock visibly goes back inside
+    the repeated hour of that day, then the later one. ``_gap`` flags non-existent local times.
+    """
+    naive = pl.col("_naive")
+    if timezone == "UTC":
+        return df.with_columns(
+            naive.dt.replace_time_zone("UTC").alias("_local_ts"), pl.lit(False).alias("_gap")
+        )
+    early = naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null")
+    late = naive.dt.replace_time_zone(timezone, ambiguous="latest", non_existent="null")
+    df = df.with_columns(early.alias("_early"), late.alias("_late"))
+    ambiguous = pl.col("_early") != pl.col("_late")
+    df = df.with_columns(pl.when(ambiguous).then(naive.dt.date()).alias("_amb_day"))
+    prev_max = naive.cum_max().shift(1).over("_amb_day")
+    went_back = (ambiguous & ((prev_max - naive) > _FALL_BACK_MIN_DROP)).fill_null(False)
+    df = df.with_columns(went_back.cast(pl.Int32).cum_sum().over("_amb_day").alias("_after_back"))
+    return df.with_columns(
+        pl.when(ambiguous & (pl.col("_after_back") > 0))
+        .then(pl.col("_late"))
+        .otherwise(pl.col("_early"))
+        .dt.convert_time_zone("UTC")
+        .alias("_local_ts"),
+        (naive.is_not_null() & pl.col("_early").is_null()).alias("_gap"),
+    ).drop("_early", "_late", "_amb_day", "_after_back")
+
+
+def _infer_years(df: pl.DataFrame, hint: YearHint) -> pl.DataFrame:
+    """Add ``_year`` to year-less rows (columns ``_mon``, ``d``, H, M, S in file order).
+
+    The in-file offset counts New Year crossings (month-day-time going back more than half a year);
+    the base year is the candidate putting most rows inside ``hint`` (ties: the last row closest
+    to it).
+    """
+    start, end = (_to_utc_boundary(v) for v in hint)
+    seconds_of_day = _int("H") * 3600 + _int("M") * 60 + _int("S")
+    key = (pl.col("_mon") * 32 + _int("d")) * _KEY_DAY + seconds_of_day
+    # Approximate instants (±2 days) are enough to choose among a handful of candidate years.
+    approx_in_year = ((pl.col("_mon") - 1) * 30.44 + _int("d") - 1) * _KEY_DAY + seconds_of_day
+    # Both are materialized once: the candidate years below would otherwise re-parse the strings.
+    df = df.with_columns(key.alias("_key"), approx_in_year.alias("_approx"))
+    delta = pl.col("_key") - pl.col("_key").shift(1)
+    wrap = (
+        pl.when(delta < -_HALF_YEAR)
+        .then(1)
+        .when((delta > _HALF_YEAR) & (pl.col("_mon") == 12) & (pl.col("_mon").shift(1) == 1))
+        .then(-1)
+        .otherwise(0)
+    )
+    df = df.with_columns(wrap.cum_sum().alias("_yoff"))
+    lo, hi = start.timestamp() - 3 * _KEY_DAY, end.timestamp() + 3 * _KEY_DAY
+    years = list(range(start.year - 1, end.year + 2))
+    # One pass for all candidate years: count inside the hint and the last row's instant.
+    exprs: list[pl.Expr] = []
+    for i, year in enumerate(years):
+        approx = (year + pl.col("_yoff") - 1970) * 31_556_952 + pl.col("_approx")
+        exprs += [approx.is_between(lo, hi).sum().alias(f"n{i}"), approx.last().alias(f"last{i}")]
+    stats = df.select(exprs).row(0)
+    best: tuple[int, float, int] | None = None
+    for i, year in enumerate(years):
+        n, last = stats[2 * i], stats[2 * i + 1]
+        last = last if last is not None else 0.0
+        distance = max(lo - last, last - hi, 0.0)
+        score = (n, -distance, year)
+        if best is None or score[:2] > best[:2]:
+            best = score
+    base = best[2] if best is not None else end.year
+    return df.with_columns((base + pl.col("_yoff")).alias("_year")).drop("_key", "_approx", "_yoff")
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-format parsing
+
+
+_OUT_COLS = ["line_no", "line", "ts", "host", "program", "pid", "message", "format", "error"]
+
+
+# Fast path for the dominant header shapes "Mmm dd HH:MM:SS host prog[pid]: msg" (RFC 3164) and
+# "YYYY-MM-DDTHH:MM:SS[.frac][off] host prog[pid]: msg" (rsyslog ISO): the timestamp is read by
+# position and host/tag by a split on spaces, with a short regex only on the tag. Lines routed here
+# already match the format's header regex; the route checks pin the same decomposition, so the
+# groups are identical to extract_groups (tests compare both). Other lines take the regex.
+_FAST_PATH = True
+_FAST_ROUTE = {
+    "rfc3164": r"^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} ",
+    "iso8601": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}",
+}
+_FAST_HOST = r"^[^\s:\[\]]+$"
+_FAST_TAG = r"^(?P<prog>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:$"
+_FAST_ISO_SUFFIX = r"^(?:\.(?P<frac>\d{1,9}))?(?P<off>Z|[+-]\d{2}:?\d{2})?$"
+
+
+def _header_groups_regex(sub: pl.DataFrame, fmt: str) -> pl.DataFrame:
+    """``line_no``, ``line``, the header regex's named groups and ``_msg`` (rest of the line)."""
+    pattern = FORMATS[fmt]
+    # The outer group gives the header length; the message is sliced off without regex work.
+    groups = sub.select(
+        "line_no", "line", pl.col("line").str.extract_groups(f"(?P<_hdr>{pattern[1:]})").alias("g")
+    ).unnest("g")
+    return groups.with_columns(
+        pl.col("line").str.slice(pl.col("_hdr").str.len_chars()).alias("_msg")
+    ).drop("_hdr")
+
+
+def _header_groups(sub: pl.DataFrame, fmt: str, *, fast: bool) -> pl.DataFrame:
+    """:func:`_header_groups_regex`, with the fast path for lines of the common shapes."""
+    if not fast or fmt not in _FAST_ROUTE or sub.is_empty():
+        return _header_groups_regex(sub, fmt)
+    line = pl.col("line")
+    if fmt == "rfc3164":
+        # "Mmm dd HH:MM:SS " is 16 characters; then host, tag, message.
+        head = 16
+        parts = line.str.slice(head).str.split_exact(" ", 1)
+        ts_cols = [
+            line.str.slice(0, 3).alias("b"),
+            line.str.slice(4, 2).str.strip_chars_start(" ").alias("d"),
+            pl.lit(None, dtype=pl.String).alias("Y"),
+        ]
+        host_f, tag_f = "field_0", "field_1"
+    else:
+        head = 0
+        parts = line.str.split_exact(" ", 2)
+        ts_cols = [
+            line.str.slice(0, 4).alias("Y"),
+            line.str.slice(5, 2).alias("m"),
+            line.str.slice(8, 2).alias("d"),
+        ]
+        host_f, tag_f = "field_1", "field_2"
+    # Split tokens only (no copy of the long message); the message starts after "host tag ".
+    tokens = [f"field_{i}" for i in range(3 if fmt == "iso8601" else 2)]
+    msg_start = pl.sum_horizontal(pl.col(c).str.len_chars() + 1 for c in tokens) + head
+    cand = sub.with_columns(
+        line.str.contains(_FAST_ROUTE[fmt]).alias("_route"), parts.alias("_p")
+    ).unnest("_p")
+    tag = pl.col(tag_f).str.extract_groups(_FAST_TAG)
+    cand = cand.with_columns(
+        tag.struct.field("prog").alias("prog"), tag.struct.field("pid").alias("pid")
+    )
+    extra: list[pl.Expr] = []
+    ok = pl.col("_route") & pl.col(host_f).str.contains(_FAST_HOST) & pl.col("prog").is_not_null()
+    if fmt == "iso8601":
+        suffix = pl.col("field_0").str.slice(19).str.extract_groups(_FAST_ISO_SUFFIX)
+        cand = cand.with_columns(suffix.alias("_sfx")).with_columns(
+            pl.col("_sfx").struct.field("frac").alias("frac"),
+            pl.col("_sfx").struct.field("off").alias("off"),
+            # An unmatched suffix gives a null struct; all-null fields also mean "no suffix".
+            (pl.col("field_0").str.slice(19) == "")
+            .or_(pl.col("_sfx").struct.field("frac").is_not_null())
+            .or_(pl.col("_sfx").struct.field("off").is_not_null())
+            .alias("_sfx_ok"),
+        )
+        ok = ok & pl.col("_sfx_ok")
+        extra = [pl.col("frac"), pl.col("off")]
+    else:
+        extra = [pl.lit(None, dtype=pl.String).alias("frac")]
+    cand = cand.with_columns(ok.fill_null(False).alias("_ok"))
+    fast_rows = cand.filter("_ok").select(
+        "line_no",
+        "line",
+        pl.lit(None, dtype=pl.String).alias("pri"),
+        *ts_cols,
+        line.str.slice(7 if fmt == "rfc3164" else 11, 2).alias("H"),
+        line.str.slice(10 if fmt == "rfc3164" else 14, 2).alias("M"),
+        line.str.slice(13 if fmt == "rfc3164" else 17, 2).alias("S"),
+        *extra,
+        pl.col(host_f).alias("host"),
+        "prog",
+        "pid",
+        line.str.slice(msg_start).alias("_msg"),
+    )
+    rest = cand.filter(~pl.col("_ok")).select("line_no", "line")
+    if rest.is_empty():
+        return fast_rows
+    slow = _header_groups_regex(rest, fmt)
+    return pl.concat([fast_rows, slow.select(fast_rows.columns)]).sort("line_no")
+
+
+def _parse_header_format(
+    sub: pl.DataFrame,
+    fmt: str,
+    *,
+    timezone: str,
+    year_hint: YearHint,
+    boot_time: datetime | None,
+) -> pl.DataFrame:
+    """Rows of one header-regex format -> :data:`_OUT_COLS` (``error`` set when rejected)."""
+    groups = _header_groups(sub, fmt, fast=_FAST_PATH)
+    names = set(groups.columns)
+
+    def col(name: str) -> pl.Expr:
+        return pl.col(name) if name in names else pl.lit(None, dtype=pl.String)
+
+    df = groups.with_columns(
+        pl.col("_msg").str.strip_chars_end().alias("message"), col("frac").alias("frac")
+    )
+    if fmt in _SYSLOG_LIKE:
+        df = df.with_columns(pl.col("message").str.replace(_KERNEL_UPTIME_PREFIX, ""))
+    if fmt == "rfc5424":
+        # NILVALUE "-" means absent; the message may start with a UTF-8 BOM.
+        df = df.with_columns(
+            pl.when(col(c) != "-").then(col(c)).alias(c) for c in ("host", "prog", "pid")
+        ).with_columns(pl.col("message").str.strip_prefix("\ufeff"))
+
+    error = pl.lit(None, dtype=pl.String)
+    if fmt in ("dmesg_uptime", "kmsg"):
+        uptime_us = (
+            _int("up") * 1_000_000 + _micros(pl.col("upf"))
+            if fmt == "dmesg_uptime"
+            else _int("usec")
+        )
+        if boot_time is None:
+            ts = pl.lit(None, dtype=_UTC)
+            error = pl.lit(UPTIME_WITHOUT_BOOT)
+        else:
+            boot = pl.lit(_to_utc_boundary(boot_time)).cast(_UTC)
+            ts = boot + pl.duration(microseconds=uptime_us)
+        df = df.with_columns(ts.alias("ts"))
+    else:
+        if "b" in names:
+            df = df.with_columns(
+                pl.col("b").replace_strict(_MONTHS, return_dtype=pl.Int64).alias("_mon")
+            )
+        else:
+            df = df.with_columns(_int("m").alias("_mon"))
+        if fmt == "rfc3164":
+            missing = df.filter(pl.col("Y").is_null())
+            if len(missing):
+                years = _infer_years(missing.select("line_no", "_mon", "d", "H", "M", "S"), year_hint)
+                df = df.join(years.select("line_no", "_year"), on="line_no", how="left")
+            else:
+                df = df.with_columns(pl.lit(None, dtype=pl.Int64).alias("_year"))
+            year = pl.coalesce(_int("Y"), pl.col("_year"))
+        else:
+            year = _int("Y")
+        df = _with_naive(df, year, pl.col("_mon"), _int("d"))
+        df = _localize(df, timezone)
+        off = col("off")
+        df = df.with_columns(
+            pl.when(off.is_not_null())
+            .then(
+                pl.col("_naive").dt.replace_time_zone("UTC")
+                - pl.duration(seconds=_offset_seconds(off))
+            )
+            .otherwise(pl.col("_local_ts"))
+            .alias("ts")
+        )
+        error = (
+            pl.when(year.is_null() & pl.lit(fmt == "rfc5424"))
+            .then(pl.lit("RFC 5424 line without a timestamp (NILVALUE)"))
+            .when(~pl.col("_valid"))
+            .then(pl.lit("invalid date or time"))
+            .when(off.is_not_null() & ~_offset_valid(off))
+            .then(pl.format("impossible UTC offset {}", off))
+            .when(off.is_null() & pl.col("_gap"))
+            .then(pl.lit(f"local time does not exist in {timezone} (DST gap)"))
+        )
+
+    if fmt in _KERNEL_RING:
+        # Facility from dmesg --decode or from the priority (facility * 8 + level); 0 = kern.
+        facility = col("fac")
+        not_kernel = (facility.is_not_null() & (facility != "kern")) | (
+            _int("pri") >= 8 if "pri" in names else pl.lit(False)
+        )
+        program = pl.when(not_kernel.fill_null(False)).then(None).otherwise(pl.lit("kernel"))
+    elif fmt == "fabricmanager":
+        program = pl.lit("nv-fabricmanager")
+    else:
+        program = col("prog")
+    return df.select(
+        "line_no",
+        "line",
+        "ts",
+        col("host").alias("host"),
+        program.cast(pl.String).alias("program"),
+        col("pid").cast(pl.Int64, strict=False).alias("pid"),
+        "message",
+        pl.lit(fmt).alias("format"),
+        error.alias("error"),
+    )
+
+
+def _decode_byte_array(text: str | None) -> str | None:
+    """journald stores non-UTF-8 or binary MESSAGE fields as a JSON array of byte values."""
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.strip("[] ").split(",") if v.strip()]
+        return bytes(values).decode("utf-8", errors="replace")
+    except ValueError:
+        return None
+
+
+def _parse_journald(sub: pl.DataFrame) -> pl.DataFrame:
+    """``journalctl -o json`` rows -> :data:`_OUT_COLS`."""
+    line = pl.col("line")
+
+    def field(name: str) -> pl.Expr:
+        return line.str.json_path_match(f"$.{name}")
+
+    df = sub.with_columns(
+        field("__REALTIME_TIMESTAMP").cast(pl.Int64, strict=False).alias("_us"),
+        field("_HOSTNAME").alias("host"),
+        pl.coalesce(field("SYSLOG_IDENTIFIER"), field("_COMM")).alias("program"),
+        pl.coalesce(field("_PID"), field("SYSLOG_PID")).cast(pl.Int64, strict=False).alias("pid"),
+        field("MESSAGE").alias("message"),
+        line.str.contains(r'"MESSAGE"\s*:\s*\[').alias("_bytes"),
+    )
+    if df["_bytes"].any():
+        # Rare (binary or non-UTF-8 messages): decode only those rows in Python.
+        decoded = df.filter("_bytes").select(
+            "line_no",
+            pl.col("message")
+            .map_elements(_decode_byte_array, return_dtype=pl.String)
+            .alias("_decoded"),
+        )
+        df = df.join(decoded, on="line_no", how="left").with_columns(
+            pl.when("_bytes").then(pl.col("_decoded")).otherwise(pl.col("message")).alias("message")
+        )
+    return df.select(
+        "line_no",
+        "line",
+        pl.from_epoch(pl.col("_us"), time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
+        "host",
+        "program",
+        "pid",
+        pl.col("message")
+        .fill_null("")
+        .str.replace(_KERNEL_UPTIME_PREFIX, "")
+        .str.strip_chars_end()
+        .alias("message"),
+        pl.lit("journald_json").alias("format"),
+        pl.when(pl.col("_us").is_null())
+        .then(pl.lit("not a journald JSON entry with __REALTIME_TIMESTAMP"))
+        .alias("error"),
+    )
+
+
+def _format_order(lines: pl.DataFrame) -> list[str]:
+    """Formats sorted by how often they match the first lines: most files hold one format, so
+    the first regex usually claims everything and later ones run on (almost) nothing."""
+    head = lines.head(200)
+    hits = {
+        fmt: int(head.select(pl.col("line").str.contains(pattern).sum()).item())
+        for fmt, pattern in FORMATS.items()
+    }
+    return sorted(FORMATS, key=lambda f: -hits[f])
+
+
+#: Larger inputs take the Python path: a Polars string holds at most 4 GiB, and the fast path
+#: below keeps the whole file in one string before splitting it.
+_MAX_SINGLE_STRING = 1 << 30
+_BOM = "\ufeff".encode()
+
+
+def _split_text(data: bytes) -> pl.Series:
+    """Physical lines as Python would split the decoded text (invalid UTF-8 replaced, NULs
+    dropped, CRLF accepted); the exact reference for :func:`_split_lines`."""
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\r" in text:  # CRLF: cheaper on the whole text than per line
+        text = text.replace("\r\n", "\n")
+    return pl.Series(text.split("\n"), dtype=pl.String)
+
+
+def _split_lines(data: bytes) -> pl.DataFrame:
+    """Bytes -> non-blank physical lines ``(line_no, line)``; decoding and splitting in C/Rust.
+
+    Common case (valid UTF-8, no NUL byte): Polars validates the bytes as one string and splits
+    it (2x faster than ``bytes.decode`` + ``str.split`` + building a Series from a million Python
+    strings). On valid UTF-8, removing the BOM and turning CRLF into LF on bytes is the same as on
+    text. Other input takes :func:`_split_text`: there, dropping NULs before decoding could join
+    the bytes around them into a different character, so the text-level order is kept.
+    """
+    lines: pl.Series | None = None
+    if len(data) < _MAX_SINGLE_STRING and b"\x00" not in data:
+        raw = data.removeprefix(_BOM)
+        if b"\r" in raw:
+            raw = raw.replace(b"\r\n", b"\n")
+        try:
+            lines = pl.Series([raw], dtype=pl.Binary).cast(pl.String).str.split("\n").explode()
+        except pl.exceptions.ComputeError:  # invalid UTF-8
+            lines = None
+    if lines is None:
+        lines = _split_text(data)
+    frame = pl.DataFrame(
+        {"line_no": pl.int_range(1, len(lines) + 1, eager=True, dtype=pl.Int64), "line": lines.alias("line")}
+    )
+    # Anchored, so the regex stops at the first non-blank character of ordinary lines.
+    return frame.filter(~pl.col("line").str.contains(r"^\s*$"))
+
+
+def parse_syslog_bytes(
+    data: bytes,
+    source_file: str,
+    *,
+    timezone: str = "UTC",
+    year_hint: YearHint | None = None,
+    host_from_name: str | None = None,
+    boot_time: datetime | None = None,
+) -> SyslogParseResult:
+    """Parse the (uncompressed) content of one node log file; formats may be mixed per line.
+
+    ``timezone`` is the IANA zone of local-time formats; ``year_hint`` the time range used to
+    place RFC 3164 lines in a year (default: the last 12 months); ``host_from_name`` the host of
+    lines that do not name one; ``boot_time`` the boot instant that uptime stamps count from
+    (naive = UTC). Raises ``ValueError`` for an unknown timezone.
+    """
+    check_timezone(timezone)
+    if year_hint is None:
+        now = datetime.now(UTC)
+        year_hint = (now - timedelta(days=365), now)
+    lines = _split_lines(data)
+    rows_read = len(lines)
+
+    parsed: list[pl.DataFrame] = []
+    remaining = lines
+    for fmt in _format_order(lines):
+        if remaining.is_empty():
+            break
+        mask = pl.col("line").str.contains(FORMATS[fmt])
+        sub = remaining.filter(mask)
+        if sub.is_empty():
+            continue
+        remaining = remaining.filter(~mask)
+        if fmt == "journald_json":
+            parsed.append(_parse_journald(sub))
+        else:
+            parsed.append(
+                _parse_header_format(
+                    sub, fmt, timezone=timezone, year_hint=year_hint, boot_time=boot_time
+                )
+            )
+    out_schema = {
+        "line_no": pl.Int64(), "line": pl.String(), **{k: LINE_SCHEMA[k] for k in LINE_SCHEMA if k not in ("source_file", "line_no")},
+        "error": pl.String(),
+    }
+    matched = pl.concat(
+        [p.select(_OUT_COLS).cast(out_schema) for p in parsed]
+        or [pl.DataFrame(schema=out_schema)]
+    )
+    result = _resolve_continuations(matched, remaining, out_schema)
+    result = result.with_columns(
+        pl.coalesce(pl.col("host"), pl.lit(host_from_name, dtype=pl.String)).alias("host")
+    )
+    ok = result.filter(pl.col("error").is_null())
+    bad = result.filter(pl.col("error").is_not_null())
+    return SyslogParseResult(
+        lines=ok.select(
+            pl.lit(source_file, dtype=pl.String).alias("source_file"),
+            *[c for c in LINE_SCHEMA if c != "source_file"],
+        ),
+        rejects=bad.select(
+            pl.lit(source_file, dtype=pl.String).alias("source_file"),
+            "line_no",
+            pl.col("line").alias("raw"),
+            "error",
+        ),
+        rows_read=rows_read,
+    )
+
+
+def _resolve_continuations(
+    matched: pl.DataFrame, unmatched: pl.DataFrame, schema: dict[str, pl.DataType]
+) -> pl.DataFrame:
+    """Turn unmatched lines into continuations of the line above, or rejects.
+
+    A line continues the one above when it is indented (multi-line kernel messages) or follows a
+    Fabric Manager line (whose messages span lines). It inherits ts/host/program/pid from the
+    nearest line above that is not itself a continuation, and is rejected when that line was.
+    """
+    if unmatched.is_empty():
+        return matched.sort("line_no")
+    allrows = pl.concat(
+        [
+            matched.with_columns(pl.lit(True).alias("_matched")),
+            unmatched.with_columns(
+                *[pl.lit(None, dtype=schema[c]).alias(c) for c in _OUT_COLS[2:]],
+                pl.lit(False).alias("_matched"),
+            ).select(*_OUT_COLS, "_matched"),
+        ]
+    ).sort("line_no")
+    last_fmt = pl.when("_matched").then(pl.col("format")).forward_fill()
+    cont = (
+        ~pl.col("_matched")
+        & last_fmt.is_not_null()
+        & (pl.col("line").str.contains(r"^\s") | (last_fmt == "fabricmanager"))
+    )
+    allrows = allrows.with_columns(
+        cont.alias("_cont"),
+        pl.when(~cont).then(pl.col("line_no")).forward_fill().alias("_anchor"),
+    )
+    anchors = allrows.select(
+        pl.col("line_no").alias("_anchor"),
+        pl.col("ts").alias("_a_ts"),
+        pl.col("host").alias("_a_host"),
+        pl.col("program").alias("_a_program"),
+        pl.col("pid").alias("_a_pid"),
+        (pl.col("_matched") & pl.col("error").is_null()).alias("_a_ok"),
+    )
+    allrows = allrows.join(anchors, on="_anchor", how="left")
+    c = pl.col("_cont")
+    return allrows.select(
+        "line_no",
+        "line",
+        pl.when(c).then(pl.col("_a_ts")).otherwise(pl.col("ts")).alias("ts"),
+        pl.when(c).then(pl.col("_a_host")).otherwise(pl.col("host")).alias("host"),
+        pl.when(c).then(pl.col("_a_program")).otherwise(pl.col("program")).alias("program"),
+        pl.when(c).then(pl.col("_a_pid")).otherwise(pl.col("pid")).alias("pid"),
+        pl.when(c)
+        .then(pl.col("line").str.strip_chars())
+        .otherwise(pl.col("message"))
+        .alias("message"),
+        pl.when(c).then(pl.lit("continuation")).otherwise(pl.col("format")).alias("format"),
+        pl.when(c & ~pl.col("_a_ok"))
+        .then(pl.format("continuation of line {}, which was rejected", pl.col("_anchor")))
+        .when(~c & ~pl.col("_matched"))
+        .then(pl.lit(_NO_FORMAT))
+        .otherwise(pl.col("error"))
+        .alias("error"),
+    )
+
+
+def _decompress(data: bytes) -> bytes:
+    """Transparent gzip / bzip2 / xz by magic bytes (rotated logs are compressed by logrotate)."""
+    if data[:2] == b"\x1f\x8b":
+        return gzip.decompress(data)
+    if data[:3] == b"BZh":
+        return bz2.decompress(data)
+    if data[:6] == b"\xfd7zXZ\x00":
+        return lzma.decompress(data)
+    return data
+
+
+def parse_syslog_file(
+    path: Path,
+    source_file: str,
+    *,
+    timezone: str = "UTC",
+    year_hint: YearHint | None = None,
+    host_from_name: str | None = None,
+    boot_time: datetime | None = None,
+) -> SyslogParseResult:
+    """Parse one node log file (``*.log``, rotated ``*.log.1``, ``*.gz``/``.bz2``/``.xz``,
+    journald ``*.json``/``*.jsonl``); compression is detected from the content, not the name.
+
+    ``source_file`` is the landing-relative name recorded with each row; when ``host_from_name``
+    is None it is guessed from ``source_file`` by :func:`host_from_filename`.
+    """
+    data = _decompress(Path(path).read_bytes())
+    return parse_syslog_bytes(
+        data,
+        source_file,
+        timezone=timezone,
+        year_hint=year_hint,
+        host_from_name=host_from_name if host_from_name is not None else host_from_filename(source_file),
+        boot_time=boot_time,
+    )

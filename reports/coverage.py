@@ -1,0 +1,129 @@
+"""Is a report's input complete? Data warnings from ``marts.data_freshness`` and
+``marts.log_coverage_daily``, shared by the nightly and the SLO report.
+
+A report over missing data reads like a quiet night (no failures, no hardware events). The
+warnings say so instead: a dense source (Slurm accounting, node logs: records every few minutes on
+any working cluster) that ends before the reported period does, a day without any record of one
+(a missing dump or log file), and nodes that ran jobs but sent no log line (broken log shipping:
+hardware faults there leave no event, so jobs they kill cannot be attributed).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+import duckdb
+
+from gpusre.models.ingest.hostlist import compress_hostlist
+from gpusre.models.warehouse import table_exists
+
+from .formatting import fmt_date, fmt_int, plural, truncate
+from .queries import query_rows
+
+__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "coverage_warnings", "ends_early",
+           "freshness_rows"]
+
+#: Dense sources: (subject, its verb 'end(s)', what depends on it).
+DENSE_SOURCES: dict[str, tuple[str, str, str]] = {
+    "sacct": ("Slurm accounting", "ends", "job figures"),
+    "syslog": ("Node logs", "end", "node events, hardware incidents and failure attribution"),
+}
+SOURCE_LABELS = {"sacct": "Slurm accounting (sacct)", "syslog": "Node logs", "slurm_events": "Node states (Slurm)",
+                 "alerts": "Alerts"}
+#: How far before the period's end a dense source may stop (a dump cut a little early).
+FRESH_SLACK = timedelta(hours=1)
+#: The nightly report warns about empty days this close to the report day.
+GAP_WARN_DAYS = 7
+
+
+def freshness_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The rows of ``marts.data_freshness`` (none while it has not been built)."""
+    if not table_exists(con, "marts.data_freshness"):
+        return []
+    return query_rows(con, "SELECT * FROM marts.data_freshness ORDER BY source_kind")
+
+
+def _day_ranges(days: list[date], shown: int = 6) -> str:
+    """Sorted days as runs: '2026-03-02', '2026-03-02 … 2026-03-08, 2026-03-11' (the first ``shown``
+    runs, then how many more days)."""
+    runs: list[list[date]] = []
+    for day in days:
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    text = ", ".join(fmt_date(r[0]) if len(r) == 1 else f"{fmt_date(r[0])} … {fmt_date(r[-1])}" for r in runs[:shown])
+    rest = sum(len(r) for r in runs[shown:])
+    return text + (f" and {plural(rest, 'more day')}" if rest else "")
+
+
+def ends_early(row: dict[str, Any], last: date) -> bool:
+    """Does this ``marts.data_freshness`` row's last record fall before the end of the UTC day ``last``
+    (less :data:`FRESH_SLACK`)?"""
+    period_end = datetime.combine(last + timedelta(days=1), time(0), tzinfo=timezone.utc)
+    return row["last_record_ts"] is not None and row["last_record_ts"] < period_end - FRESH_SLACK
+
+
+#: What is empty in the reports when a dense source never loaded a record (each source is optional;
+#: node states and alerts are extras many sites do not collect, so their absence is not warned about).
+MISSING_SOURCE_EFFECTS: dict[str, str] = {
+    "sacct": "job figures, failure attribution, ETTR and goodput are empty",
+    "syslog": "there are no node events or hardware incidents, and job failures cannot be attributed",
+}
+
+
+def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """A source that never loaded a record, and landing files refused (their ledger row says so
+    now): a missing input must not read as a quiet night."""
+    if not table_exists(con, "raw.ingested_files"):
+        return []
+    loaded = dict(con.sql("SELECT source_kind, sum(rows_loaded) FROM raw.ingested_files GROUP BY ALL").fetchall())
+    warnings = [f"No {SOURCE_LABELS[kind]} records were loaded (landing/{kind}/ is missing, empty or refused): "
+                f"{effect}." for kind, effect in MISSING_SOURCE_EFFECTS.items() if not loaded.get(kind)]
+    refused = con.sql("SELECT source_file, error FROM raw.ingested_files WHERE status = 'refused' "
+                      "ORDER BY ingested_at DESC, source_file").fetchall()
+    if refused:
+        shown = "; ".join(f"{f} ({truncate(e or '', 60)})" for f, e in refused[:3])
+        more = f" and {plural(len(refused) - 3, 'more')}" if len(refused) > 3 else ""
+        warnings.append(f"{plural(len(refused), 'landing file')} refused, so their records are missing or "
+                        f"incomplete: {shown}{more} — see raw.ingested_files and raw.rejects.")
+    return warnings
+
+
+def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
+                      gaps_since: date | None = None) -> list[str]:
+    """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
+    incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
+    since = gaps_since or first
+    warnings: list[str] = _input_file_warnings(con)
+    for r in freshness_rows(con):
+        if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
+            continue
+        label, ends, depends = DENSE_SOURCES[r["source_kind"]]
+        if ends_early(r, last):
+            warnings.append(f"{label} {ends} at {r['last_record_ts'].astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+                            f"before the end of {fmt_date(last)}: {depends} after that are incomplete.")
+        empty = [day for day in r["empty_days"] or [] if since <= day <= last]
+        if empty:
+            warnings.append(f"{label}: no records at all on {_day_ranges(empty)} — a dump or log file is probably "
+                            "missing (marts.data_freshness).")
+    if table_exists(con, "marts.log_coverage_daily"):
+        days = query_rows(con, "SELECT day, n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
+                               "WHERE day BETWEEN ? AND ? AND n_silent_nodes > 0 ORDER BY n_silent_nodes DESC, day",
+                          [first, last])
+        if days and first == last:
+            r = days[0]
+            warnings.append(f"{plural(r['n_silent_nodes'], 'node')} of {fmt_int(r['nodes_with_jobs'])} that ran jobs "
+                            f"on {fmt_date(first)} logged nothing ({truncate(compress_hostlist(r['silent_nodes']), 60)}): "
+                            "hardware faults there leave no event, so jobs they kill cannot be attributed — check "
+                            "their log shipping.")
+        elif days:
+            worst = days[0]
+            node_days = sum(r["n_silent_nodes"] for r in days)
+            warnings.append(f"On {plural(len(days), 'day')} of {fmt_date(first)} … {fmt_date(last)}, nodes that ran jobs "
+                            f"logged nothing ({plural(node_days, 'node-day')}; most on {fmt_date(worst['day'])}: "
+                            f"{truncate(compress_hostlist(worst['silent_nodes']), 60)}): hardware faults there leave "
+                            "no event, so failure attribution and MTBF undercount them — check their log shipping "
+                            "(marts.log_coverage_daily).")
+    return warnings
