@@ -33,7 +33,7 @@ from gpusre.models.logs.event_catalog import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "xid"
-CATALOG_DIR = Path(event_catalog.__file__).parent / "catalog"
+CATALOG_DIR = Path(event_catalog.__file__).parents[1] / "catalog"
 NOISE = "Jan 15 03:04:05 gpu001 systemd[1]: Started Session 42 of user root."
 
 

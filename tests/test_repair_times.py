@@ -190,7 +190,7 @@ def test_every_recovery_kind_example_is_recognized() -> None:
     from gpusre.models.logs.event_catalog import classify_messages
     from gpusre.models.reliability.repair_times import load_recovery_kinds
 
-    text = (Path(rt.__file__).parent / "catalog" / "recovery_events.csv").read_text()
+    text = (Path(rt.__file__).parents[1] / "catalog" / "recovery_events.csv").read_text()
     catalog = pl.read_csv(text.encode())
     assert catalog["kind"].to_list() == load_recovery_kinds()["kind"].to_list()
     got = classify_messages(catalog["example"]).select("kind", "component")
