@@ -84,8 +84,12 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
     with warehouse.connect() as con:
         alerts = _read(con, "core.alerts", _ALERT_SQL)
         hw = _read(con, "marts.hw_incidents", "SELECT * FROM marts.hw_incidents")
-        jobs = _read(con, "core.jobs", "SELECT job_id, state, end_ts, nodes FROM core.jobs "
-                     "WHERE state IN ('FAILED', 'NODE_FAIL') AND end_ts IS NOT NULL")
+        # Pre-filter on the configured killed_states (cluster.yaml alerts.clustering.killed_states), the
+        # same set the model counts, so a site that adds TIMEOUT gets its TIMEOUT jobs counted.
+        jobs = (con.sql("SELECT job_id, state, end_ts, nodes FROM core.jobs "
+                        "WHERE list_contains($killed, state) AND end_ts IS NOT NULL",
+                        params={"killed": list(settings.killed_states)}).pl()
+                if table_exists(con, "core.jobs") else None)
         attribution = _read(con, "marts.job_failure_attribution",
                             "SELECT job_id, attribution, lost_gpu_hours FROM marts.job_failure_attribution")
         marts = alert_marts(

@@ -28,7 +28,7 @@ from gpusre.models.sources.slurm_events.ingest import (
     events_as_of,
     ingest_slurm_event_files,
 )
-from gpusre.models.component_classes import class_of
+from gpusre.models.vocabulary import class_of
 from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
     link_incidents,

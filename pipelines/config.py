@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpusre.models.sources.alerts.ingest import AlertSettings
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
 __all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "CheckpointPolicy",
            "RunGrouping", "ReliabilityConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",
@@ -110,8 +111,7 @@ class RunGrouping(BaseModel):
     name_run_key: str | None = None
     #: End states of the previous job after which a resubmission continues the run (a user who cancels
     #: and resubmits with a new config continues the same run; only COMPLETED ends it).
-    resubmit_after_states: list[str] = Field(default_factory=lambda: [
-        "FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY", "BOOT_FAIL", "CANCELLED"])
+    resubmit_after_states: list[str] = Field(default_factory=lambda: list(RESUBMIT_AFTER_STATES))
     #: Jobs smaller than this many GPUs are never grouped into runs (debug and eval jobs are not
     #: training runs); they still count in goodput as runs of one job.
     min_gpus: int = Field(default=8, ge=1)

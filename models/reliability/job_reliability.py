@@ -14,30 +14,18 @@ from gpusre.models.reliability.ettr_model import checkpoint_what_if, expected_et
 from gpusre.models.reliability.failure_rates import add_mtbf_columns, garwood_interval
 from gpusre.models.reliability.job_size_scaling import fit_inverse_scaling, kaplan_meier_by_group, project_mttf
 from gpusre.models.reliability.training_runs import CheckpointAssumption
+from gpusre.models.vocabulary import SIZE_BUCKET_LABELS, size_bucket_expr
 
-__all__ = ["SIZE_BUCKETS", "size_bucket_expr", "job_mttf_by_size", "job_mttf_projection", "job_survival",
+__all__ = ["job_mttf_by_size", "job_mttf_projection", "job_survival",
            "node_failure_rate", "ettr_by_size", "checkpoint_what_if_table", "PROJECTION_GPUS"]
 
-#: (label, lower, upper) GPUs per job, as ``core.size_bucket``.
-SIZE_BUCKETS = (("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-256", 65, 256), ("257-1024", 257, 1024),
-                (">1024", 1025, None))
 PROJECTION_GPUS = (1024, 4096, 16384, 131072)
 #: Survival curves keep at most this many points per bucket: enough for a chart, small for a mart.
 _MAX_CURVE_POINTS = 200
 
 
-def size_bucket_expr(col: str = "n_gpus") -> pl.Expr:
-    """The ``core.size_bucket`` label of a GPU count, as a Polars expression."""
-    n = pl.col(col)
-    expr = pl.lit("0")
-    for label, lo, hi in reversed(SIZE_BUCKETS):
-        cond = n >= lo if hi is None else n.is_between(lo, hi)
-        expr = pl.when(cond).then(pl.lit(label)).otherwise(expr)
-    return expr
-
-
 def _bucket_order() -> pl.Expr:
-    return pl.col("gpus_bucket").replace_strict({b[0]: i + 1 for i, b in enumerate(SIZE_BUCKETS)}, default=0,
+    return pl.col("gpus_bucket").replace_strict({b: i for i, b in enumerate(SIZE_BUCKET_LABELS)}, default=0,
                                                 return_dtype=pl.Int32)
 
 

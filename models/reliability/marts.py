@@ -34,6 +34,7 @@ from gpusre.models.reliability.mtbf import (
 )
 from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, ettr_runs, run_instances
+from gpusre.models.vocabulary import NODE_FAILURE_STATES
 
 __all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs",
            "compute_reliability_marts"]
@@ -197,7 +198,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     inst = inst.with_columns(infra_interrupted(inst, attr))
     infra_fail = (inst.join(attr.filter(pl.col("attribution") == "infrastructure").select(
         "job_id", "instance_no", pl.lit(True).alias("_a")), on=["job_id", "instance_no"], how="left")
-        .select((pl.col("state").is_in(["NODE_FAIL", "BOOT_FAIL"]) | pl.col("_a").fill_null(False))
+        .select((pl.col("state").is_in(NODE_FAILURE_STATES) | pl.col("_a").fill_null(False))
                 .alias("infra_failure")).to_series())
     inst = inst.with_columns(infra_fail)
 

@@ -34,11 +34,10 @@ from datetime import datetime
 import polars as pl
 
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
 __all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances", "ettr_runs"]
 
-_DEFAULT_RESUBMIT_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY",
-                            "BOOT_FAIL", "CANCELLED")
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class RunRules:
     comment_run_key: str | None = r"(?:^|[\s,;])run=([^\s,;]+)"
     name_run_key: str | None = None
     min_gpus: int = 8
-    resubmit_after_states: Sequence[str] = _DEFAULT_RESUBMIT_STATES
+    resubmit_after_states: Sequence[str] = RESUBMIT_AFTER_STATES
     checkpoint: CheckpointAssumption = field(default_factory=CheckpointAssumption)
     overrides: Mapping[str, CheckpointAssumption] = field(default_factory=dict)
 
