@@ -16,6 +16,8 @@ from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
+from gpusre.assets.data_coverage import DAY_COVERAGE
+from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.reliability.marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -39,8 +41,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "ettr_by_size": "Per run size bucket: measured ETTR (mean, quantiles) next to Meta's expected ETTR.",
     "checkpoint_what_if": "Expected ETTR vs checkpoint interval for the largest run size.",
     "goodput_daily": "Per UTC day: capacity, allocated, productive GPU-hours, losses to failures and restarts, "
-                     "idle, goodput.",
-    "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status.",
+                     "idle, goodput; partial = the data covers the day only in part (marts.day_coverage).",
+    "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status; "
+                 "partial = the data covers the day only in part (quote the status of the last complete day).",
 }
 
 
@@ -48,7 +51,8 @@ KEYS = {name: dg.AssetKey(["marts", name]) for name in RELIABILITY_MARTS}
 
 
 @dg.multi_asset(
-    specs=[dg.AssetSpec(KEYS[name], deps=[CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABILITY_DAILY],
+    specs=[dg.AssetSpec(KEYS[name], deps=[CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY,
+                                                       NODE_AVAILABILITY_DAILY, DAY_COVERAGE],
                         group_name="marts", kinds={"duckdb"}, description=_DESCRIPTIONS[name])
            for name in RELIABILITY_MARTS],
     pool=WAREHOUSE_POOL,
@@ -64,6 +68,9 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
                     replace_table(con, f"marts.{name}", frame)
                 elif table_exists(con, f"marts.{name}"):  # no accounting data (yet): empty, same columns
                     con.execute(f"DELETE FROM marts.{name}")
+            for name in ("goodput_daily", "slo_daily"):
+                if table_exists(con, f"marts.{name}"):
+                    mark_partial_days(con, f"marts.{name}")
     for name in RELIABILITY_MARTS:
         frame = marts[name]
         metadata: dict[str, object] = {"dagster/row_count": frame.height}
