@@ -12,9 +12,11 @@ marts yet) gets empty marts with the right columns.
 import dagster as dg
 import polars as pl
 
+from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.alerts.clustering import AlertClusteringSettings, Topology, alert_marts
 from gpusre.models.sources.alerts.ingest import alert_settings
+from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -31,7 +33,7 @@ ALERT_FLOODS = dg.AssetKey(["marts", "alert_floods"])
 ALERT_RULE_QUALITY = dg.AssetKey(["marts", "alert_rule_quality"])
 HW_WITHOUT_ALERT = dg.AssetKey(["marts", "hw_incidents_without_alert"])
 
-_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS]
+_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
               "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications FROM core.alerts")
 
@@ -65,7 +67,7 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
                      description="One row per alert: its incident, whether it is the root, its level and hardware incident."),
         dg.AssetSpec(ALERT_DAILY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per UTC day: notifications, alerts, incidents, compression ratio "
-                     "(alerts / incidents), flood episodes."),
+                     "(alerts / incidents), flood episodes; partial = the data covers the day only in part."),
         dg.AssetSpec(ALERT_FLOODS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alert-flood episode (arrivals above a robust 24 h baseline) with the "
                      "incidents its alerts belong to."),
@@ -84,8 +86,12 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
     with warehouse.connect() as con:
         alerts = _read(con, "core.alerts", _ALERT_SQL)
         hw = _read(con, "marts.hw_incidents", "SELECT * FROM marts.hw_incidents")
-        jobs = _read(con, "core.jobs", "SELECT job_id, state, end_ts, nodes FROM core.jobs "
-                     "WHERE state IN ('FAILED', 'NODE_FAIL') AND end_ts IS NOT NULL")
+        # Pre-filter on the configured killed_states (cluster.yaml alerts.clustering.killed_states), the
+        # same set the model counts, so a site that adds TIMEOUT gets its TIMEOUT jobs counted.
+        jobs = (con.sql("SELECT job_id, state, end_ts, nodes FROM core.jobs "
+                        "WHERE list_contains($killed, state) AND end_ts IS NOT NULL",
+                        params={"killed": list(settings.killed_states)}).pl()
+                if table_exists(con, "core.jobs") else None)
         attribution = _read(con, "marts.job_failure_attribution",
                             "SELECT job_id, attribution, lost_gpu_hours FROM marts.job_failure_attribution")
         marts = alert_marts(
@@ -97,6 +103,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             replace_table(con, "marts.alert_incidents", marts.incidents)
             replace_table(con, "marts.alert_incident_members", marts.members)
             replace_table(con, "marts.alert_daily", marts.daily)
+            mark_partial_days(con, "marts.alert_daily")
             replace_table(con, "marts.alert_floods", marts.floods)
             replace_table(con, "marts.alert_rule_quality", marts.rule_quality)
             replace_table(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)

@@ -13,6 +13,7 @@ from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import RAW_SLURM_EVENTS
+from gpusre.models.day_coverage import build_day_coverage, mark_partial_days
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -20,6 +21,7 @@ from gpusre.pipelines.resources import WarehouseResource
 
 DATA_FRESHNESS = dg.AssetKey(["marts", "data_freshness"])
 LOG_COVERAGE_DAILY = dg.AssetKey(["marts", "log_coverage_daily"])
+DAY_COVERAGE = dg.AssetKey(["marts", "day_coverage"])
 
 
 @dg.multi_asset(
@@ -28,6 +30,10 @@ LOG_COVERAGE_DAILY = dg.AssetKey(["marts", "log_coverage_daily"])
                      kinds={"duckdb"},
                      description="Per input source: files, last ingestion, first / last record time and the UTC "
                      "days without a record (for sacct and node logs: missing dumps or log files)."),
+        dg.AssetSpec(DAY_COVERAGE, deps=[RAW_SACCT, RAW_SYSLOG], group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day of the data: the part Slurm accounting and the node logs both cover "
+                     "and whether the day is partial (left out of means, minima and trends; every daily mart "
+                     "carries the flag as column partial)."),
         dg.AssetSpec(LOG_COVERAGE_DAILY, deps=[RAW_SYSLOG, CORE_JOBS], group_name="marts", kinds={"duckdb"},
                      description="Per UTC day of the node logs: nodes that ran jobs, how many of them logged, and "
                      "the silent ones (broken log shipping: hardware faults there leave no event)."),
@@ -38,13 +44,18 @@ def data_coverage_marts(warehouse: WarehouseResource):
     with warehouse.connect() as con:
         with transaction(con):
             run_mart_sql(con, "data_freshness")
+            n_days = build_day_coverage(con)
             run_mart_sql(con, "log_coverage_daily")
+            mark_partial_days(con, "marts.log_coverage_daily")
+        partial = con.sql("SELECT day FROM marts.day_coverage WHERE partial ORDER BY day").fetchall()
         freshness = con.sql("SELECT source_kind, files, records, last_record_ts, n_empty_days "
                             "FROM marts.data_freshness").pl()
         days, silent_days = con.sql("SELECT count(*), count(*) FILTER (WHERE n_silent_nodes > 0) "
                                     "FROM marts.log_coverage_daily").fetchall()[0]
     yield dg.MaterializeResult(asset_key=DATA_FRESHNESS, metadata={
         "dagster/row_count": freshness.height, "preview": markdown_preview(freshness, 4)})
+    yield dg.MaterializeResult(asset_key=DAY_COVERAGE, metadata={
+        "dagster/row_count": n_days, "partial_days": ", ".join(str(d) for (d,) in partial)})
     yield dg.MaterializeResult(asset_key=LOG_COVERAGE_DAILY, metadata={
         "dagster/row_count": days, "days_with_silent_nodes": silent_days})
 
@@ -62,12 +73,12 @@ def dense_sources_have_no_empty_days(warehouse: WarehouseResource) -> dg.AssetCh
 
 
 @dg.asset_check(asset=LOG_COVERAGE_DAILY, description="Warns when nodes ran jobs but sent no log line on the "
-                "last full day of the node logs (the newest day may still be arriving): broken log shipping "
+                "last complete day of the data (marts.day_coverage; the newest day may still be arriving): broken log shipping "
                 "hides hardware faults from attribution.")
 def no_silent_nodes(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         rows = con.sql("SELECT day, n_silent_nodes, silent_nodes FROM marts.log_coverage_daily "
-                       "ORDER BY day DESC LIMIT 1 OFFSET 1").fetchall()
+                       "WHERE NOT partial ORDER BY day DESC LIMIT 1").fetchall()
     day, n, nodes = rows[0] if rows else (None, 0, [])
     return dg.AssetCheckResult(
         passed=n == 0, severity=dg.AssetCheckSeverity.WARN,

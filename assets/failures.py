@@ -16,6 +16,7 @@ from gpusre.models.failures.attribution import attribute_failures, node_state_ev
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.failures.hw_incidents import merge_incidents
+from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.parse import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.reliability.repair_times import node_outages
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
@@ -113,7 +114,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         impact = incident_impact(incidents, attribution, jobs)
         all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],
                                   how="vertical_relaxed")
-        check_quality = health_check_quality(events, all_instances)
+        check_quality = health_check_quality(
+            events, all_instances, killed_states=alert_settings(config).clustering.killed_states)
         check_misses = missed_detections(failed, jobs, events)
         taxonomy = pl.concat([failure_taxonomy(incidents, attribution, p) for p in ("all", "month")], how="vertical")
         suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)

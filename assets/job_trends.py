@@ -12,10 +12,12 @@ from datetime import date, timedelta
 import dagster as dg
 
 from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.job_mix import findings as findings_model
 from gpusre.models.job_mix.cluster_comparison import write_cluster_comparison
 from gpusre.models.job_mix import trends as trends_model
+from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.marts_runner import ROLLUP_MARTS, create_daily_mart_tables, run_daily_marts, run_mart_sql
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import DAILY_PARTITIONS, WAREHOUSE_POOL
@@ -36,6 +38,10 @@ _MART_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+#: The daily marts read core.jobs and take their partial flags from marts.day_coverage.
+_DAILY_DEPS = [CORE_JOBS, DAY_COVERAGE]
+
+
 def _days(context: dg.AssetExecutionContext) -> list[date]:
     window = context.partition_time_window
     day = window.start.date()
@@ -48,10 +54,12 @@ def _days(context: dg.AssetExecutionContext) -> list[date]:
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(JOB_USAGE_DAILY, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
-                     description="Per UTC day, final state and size bucket: GPU jobs that ended that day and their GPU-hours."),
-        dg.AssetSpec(UTILIZATION_DAILY, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
-                     description="Per UTC day: capacity vs allocated GPU-hours (overlap of each job with the day)."),
+        dg.AssetSpec(JOB_USAGE_DAILY, deps=_DAILY_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day, final state and size bucket: GPU jobs that ended that day and their "
+                     "GPU-hours; partial = the data covers the day only in part."),
+        dg.AssetSpec(UTILIZATION_DAILY, deps=_DAILY_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day: capacity vs allocated GPU-hours (overlap of each job with the day); "
+                     "partial = the data covers the day only in part (left out of means and minima)."),
     ],
     partitions_def=DAILY_PARTITIONS,
     backfill_policy=dg.BackfillPolicy.single_run(),
@@ -71,18 +79,22 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             for day in days:
                 run_daily_marts(con, day, capacity, as_of)
             con.execute("DELETE FROM core.dirty_days WHERE day >= ? AND day <= ?", [days[0], days[-1]])
+            # Every row, not only this partition's: yesterday's partial last day is complete once today's dump landed.
+            mark_partial_days(con, "marts.job_usage_daily")
+            mark_partial_days(con, "marts.utilization_daily")
         usage = con.execute(
             "SELECT count(*), COALESCE(sum(gpu_hours), 0) FROM marts.job_usage_daily WHERE day BETWEEN ? AND ?",
             [days[0], days[-1]],
         ).fetchall()[0]
         util = con.execute(
-            "SELECT avg(utilization) FROM marts.utilization_daily WHERE day BETWEEN ? AND ?", [days[0], days[-1]]
+            "SELECT avg(utilization) FROM marts.utilization_daily WHERE day BETWEEN ? AND ? AND NOT partial",
+            [days[0], days[-1]]
         ).fetchall()[0][0]
     context.log.info(f"daily marts: {len(days)} day(s) {days[0]} .. {days[-1]}")
     yield dg.MaterializeResult(asset_key=JOB_USAGE_DAILY, metadata={
         "dagster/row_count": usage[0], "days": len(days), "gpu_hours": float(usage[1])})
     yield dg.MaterializeResult(asset_key=UTILIZATION_DAILY, metadata={
-        "days": len(days), "mean_utilization": float(util) if util is not None else None})
+        "days": len(days), "mean_utilization_complete_days": float(util) if util is not None else None})
 
 
 def _rollup_asset(name: str) -> dg.AssetsDefinition:

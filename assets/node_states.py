@@ -14,6 +14,7 @@ import polars as pl
 from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
+from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.failures.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
 from gpusre.models.reliability.node_availability import (
     AVAILABILITY_BY_COMPONENT_SCHEMA,
@@ -28,7 +29,7 @@ from gpusre.models.sources.slurm_events.ingest import (
     events_as_of,
     ingest_slurm_event_files,
 )
-from gpusre.models.component_classes import class_of
+from gpusre.models.vocabulary import class_of
 from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
     link_incidents,
@@ -143,11 +144,14 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
+        # marts.day_coverage by key: assets.data_coverage imports this module, so importing its key here would cycle.
+        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES, dg.AssetKey(["marts", "day_coverage"])],
+                     group_name="marts", kinds={"duckdb"},
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
                      "earliest open event), ongoing events end at the last observation, cluster.yaml maintenance "
-                     "windows count as maintenance. Full rebuild (not partitioned)."),
+                     "windows count as maintenance; partial = the data covers the day only in part. Full rebuild "
+                     "(not partitioned)."),
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="Drain/down reasons ranked by node-hours lost: reason class x Drain3 template, "
                      "events, nodes, node-hours (counted once where events overlap)."),
@@ -183,6 +187,7 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
             by_component = availability_by_component(daily, segments, states)
         with transaction(con):
             _replace(con, "marts.node_availability_daily", daily)
+            mark_partial_days(con, "marts.node_availability_daily")
             _replace(con, "marts.drain_reasons", reasons)
             _replace(con, "marts.availability_by_component", by_component)
     totals = daily.select(pl.col("observed_hours", "in_service_hours", "down_hours").sum()) if daily.height else None

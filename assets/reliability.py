@@ -16,6 +16,9 @@ from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
+from gpusre.assets.data_coverage import DAY_COVERAGE
+from gpusre.models.day_coverage import mark_partial_days
+from gpusre.models.failures.node_loss import write_node_hardware_loss
 from gpusre.models.reliability.marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -39,18 +42,24 @@ _DESCRIPTIONS: dict[str, str] = {
     "ettr_by_size": "Per run size bucket: measured ETTR (mean, quantiles) next to Meta's expected ETTR.",
     "checkpoint_what_if": "Expected ETTR vs checkpoint interval for the largest run size.",
     "goodput_daily": "Per UTC day: capacity, allocated, productive GPU-hours, losses to failures and restarts, "
-                     "idle, goodput.",
-    "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status.",
+                     "idle, goodput; partial = the data covers the day only in part (marts.day_coverage).",
+    "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status; "
+                 "partial = the data covers the day only in part (quote the status of the last complete day).",
 }
 
 
 KEYS = {name: dg.AssetKey(["marts", name]) for name in RELIABILITY_MARTS}
+NODE_HARDWARE_LOSS = dg.AssetKey(["marts", "node_hardware_loss"])
+_DEPS = [CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABILITY_DAILY, DAY_COVERAGE]
 
 
 @dg.multi_asset(
-    specs=[dg.AssetSpec(KEYS[name], deps=[CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABILITY_DAILY],
-                        group_name="marts", kinds={"duckdb"}, description=_DESCRIPTIONS[name])
-           for name in RELIABILITY_MARTS],
+    specs=[*(dg.AssetSpec(KEYS[name], deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                          description=_DESCRIPTIONS[name]) for name in RELIABILITY_MARTS),
+           dg.AssetSpec(NODE_HARDWARE_LOSS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                        description="Per node and calendar month: GPU-hours lost to hardware by both definitions side "
+                        "by side — node down time with a hardware reason x GPUs, and job work lost to hardware "
+                        "incidents on the node — with incidents, jobs killed and whether the month is complete.")],
     pool=WAREHOUSE_POOL,
 )
 def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
@@ -64,6 +73,13 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
                     replace_table(con, f"marts.{name}", frame)
                 elif table_exists(con, f"marts.{name}"):  # no accounting data (yet): empty, same columns
                     con.execute(f"DELETE FROM marts.{name}")
+            for name in ("goodput_daily", "slo_daily"):
+                if table_exists(con, f"marts.{name}"):
+                    mark_partial_days(con, f"marts.{name}")
+            n_loss_rows = write_node_hardware_loss(con, config.gpus_per_node, inputs.as_of)
+        top_loss = (con.sql("SELECT period, node, down_gpu_hours, job_lost_gpu_hours FROM marts.node_hardware_loss "
+                            "ORDER BY month DESC, down_gpu_hours + job_lost_gpu_hours DESC LIMIT 10").pl()
+                    if table_exists(con, "marts.node_hardware_loss") else pl.DataFrame())
     for name in RELIABILITY_MARTS:
         frame = marts[name]
         metadata: dict[str, object] = {"dagster/row_count": frame.height}
@@ -73,5 +89,7 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
             total = frame.select(pl.col("productive_gpu_hours").sum() / pl.col("capacity_gpu_hours").sum()).item()
             metadata["goodput_overall"] = float(total) if total is not None else None
         yield dg.MaterializeResult(asset_key=KEYS[name], metadata=metadata)
+    yield dg.MaterializeResult(asset_key=NODE_HARDWARE_LOSS, metadata={
+        "dagster/row_count": n_loss_rows, "latest_month_top_nodes": markdown_preview(top_loss)})
 
 

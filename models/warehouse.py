@@ -16,6 +16,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from gpusre.models.vocabulary import sql_macros
+
 __all__ = ["append_arrow", "connect", "apply_ddl", "transaction", "read_sql", "select_columns", "table_columns",
            "table_exists", "replace_table"]
 
@@ -26,7 +28,9 @@ def read_sql(relative: str) -> str:
 
 
 def apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
-    """Create schemas, tables and macros (idempotent) from ``sql/ddl/*.sql`` in name order."""
+    """Create schemas, tables and macros (idempotent): the vocabulary macros
+    (:func:`gpusre.models.vocabulary.sql_macros`) first, then ``sql/ddl/*.sql`` in name order."""
+    con.execute(sql_macros())
     ddl_dir = resources.files("gpusre.sql").joinpath("ddl")
     for entry in sorted(ddl_dir.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".sql"):

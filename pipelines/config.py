@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpusre.models.sources.alerts.ingest import AlertSettings
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
+from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
 __all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "CheckpointPolicy",
            "RunGrouping", "ReliabilityConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",
@@ -110,8 +112,7 @@ class RunGrouping(BaseModel):
     name_run_key: str | None = None
     #: End states of the previous job after which a resubmission continues the run (a user who cancels
     #: and resubmits with a new config continues the same run; only COMPLETED ends it).
-    resubmit_after_states: list[str] = Field(default_factory=lambda: [
-        "FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY", "BOOT_FAIL", "CANCELLED"])
+    resubmit_after_states: list[str] = Field(default_factory=lambda: list(RESUBMIT_AFTER_STATES))
     #: Jobs smaller than this many GPUs are never grouped into runs (debug and eval jobs are not
     #: training runs); they still count in goodput as runs of one job.
     min_gpus: int = Field(default=8, ge=1)
@@ -168,7 +169,8 @@ DEFAULT_SLO_OBJECTIVES = (
     SloObjective(sli="job_infra_success", objective=0.995,
                  description="Jobs not killed by the infrastructure / jobs ended"),
     SloObjective(sli="ettr_large_runs", objective=0.90,
-                 description="Productive / wall-clock time of training runs with >= 256 GPUs"),
+                 description="ETTR of training runs with >= slo.ettr_min_run_gpus GPUs, with or without queue wait "
+                             "per slo.ettr_includes_queue_wait (marts.slo_daily.definition says which and why)"),
     SloObjective(sli="goodput", objective=0.70,
                  description="Productive GPU-hours / capacity GPU-hours"),
 )
@@ -181,6 +183,11 @@ class SloConfig(BaseModel):
     window_days: int = Field(default=30, ge=1, le=366)
     objectives: list[SloObjective] = Field(default_factory=lambda: list(DEFAULT_SLO_OBJECTIVES))
     ettr_min_run_gpus: int = Field(default=256, ge=1)
+    #: Whether the ETTR SLO counts queue wait (Meta's ETTR) or leaves it out (default: out, because queue
+    #: wait is set by load and priority, not by the infrastructure or checkpointing; see
+    #: gpusre.models.reliability.ettr_model.ETTR_INCLUDES_QUEUE_WAIT). Both values are in the marts either way;
+    #: the checkpoint what-if follows the same choice.
+    ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT
 
 
 class ClusterConfig(BaseModel):

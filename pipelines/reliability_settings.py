@@ -37,4 +37,5 @@ def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
         node_names=config.node_names, node_count=config.node_count, gpus_per_node=config.gpus_per_node,
         maintenance=maintenance, rules=rules, min_failures=rel.min_failures, rf_min_job_gpus=rel.rf_min_job_gpus,
         slo_targets=[SloTarget(o.sli, o.objective) for o in config.slo.objectives],
-        slo_window_days=config.slo.window_days, ettr_min_run_gpus=config.slo.ettr_min_run_gpus)
+        slo_window_days=config.slo.window_days, ettr_min_run_gpus=config.slo.ettr_min_run_gpus,
+        ettr_includes_queue_wait=config.slo.ettr_includes_queue_wait)

@@ -437,14 +437,14 @@ CLUSTER_YAML = (
 )
 
 
-def _materialize(tmp_path: Path, fill) -> tuple[dg.ExecuteInProcessResult, Path]:  # noqa: ANN001
+def _materialize(tmp_path: Path, fill, extra_yaml: str = "") -> tuple[dg.ExecuteInProcessResult, Path]:  # noqa: ANN001
     from gpusre.assets.alert_incidents import alert_incident_marts
     from gpusre.models.warehouse import connect
     from gpusre.pipelines.resources import default_resources
 
     landing = tmp_path / "landing"
     landing.mkdir()
-    (landing / "cluster.yaml").write_text(CLUSTER_YAML)
+    (landing / "cluster.yaml").write_text(CLUSTER_YAML + extra_yaml)
     wh = tmp_path / "w.duckdb"
     con = connect(wh)  # applies the DDL
     fill(con)
@@ -453,9 +453,9 @@ def _materialize(tmp_path: Path, fill) -> tuple[dg.ExecuteInProcessResult, Path]
     return result, wh
 
 
-def test_asset_materializes_all_marts(tmp_path: Path) -> None:
-    from gpusre.models.warehouse import connect
-
+def _hand_case_filler(job_state: str):  # noqa: ANN202 - a fill callback
+    """Fill a warehouse with the hand case's alerts and hardware incidents and one job ('7', ``job_state``)
+    on gpu040 ending a minute after T0, attributed to the infrastructure with 4 lost GPU-hours."""
     a, hw, ids = hand_case()
 
     def fill(con) -> None:  # noqa: ANN001
@@ -466,9 +466,16 @@ def test_asset_materializes_all_marts(tmp_path: Path) -> None:
         con.register("_hw", hw.to_arrow())
         con.execute("CREATE TABLE marts.hw_incidents AS SELECT * FROM _hw")
         con.execute("INSERT INTO core.jobs (job_id, state, end_ts, nodes, n_gpus, restarts, source_file, line_no) VALUES "
-                    "('7', 'NODE_FAIL', ?, ['gpu040'], 8, 0, 's.psv', 2)", [T0 + timedelta(minutes=1)])
+                    "('7', ?, ?, ['gpu040'], 8, 0, 's.psv', 2)", [job_state, T0 + timedelta(minutes=1)])
         con.execute("CREATE TABLE marts.job_failure_attribution AS SELECT '7' AS job_id, 'infrastructure' AS attribution, "
                     "4.0::DOUBLE AS lost_gpu_hours")
+    return fill, ids
+
+
+def test_asset_materializes_all_marts(tmp_path: Path) -> None:
+    from gpusre.models.warehouse import connect
+
+    fill, ids = _hand_case_filler("NODE_FAIL")
 
     result, wh = _materialize(tmp_path, fill)
     assert result.success
@@ -500,6 +507,34 @@ def test_asset_materializes_all_marts(tmp_path: Path) -> None:
         assert con.sql("SELECT incident_id FROM marts.alert_incidents ORDER BY 1").fetchall() == ids_first
     finally:
         con.close()
+
+
+@pytest.mark.parametrize(("extra_yaml", "killed"), [
+    ("", 0),  # default killed_states (FAILED, NODE_FAIL): a TIMEOUT job is not counted
+    ("alerts: {clustering: {killed_states: [FAILED, NODE_FAIL, TIMEOUT]}}\n", 1),
+])
+def test_asset_honours_killed_states_setting(tmp_path: Path, extra_yaml: str, killed: int) -> None:
+    """The asset's pre-filter reads cluster.yaml killed_states: a site adding TIMEOUT gets its TIMEOUT jobs."""
+    from gpusre.models.warehouse import connect
+
+    fill, ids = _hand_case_filler("TIMEOUT")
+
+    result, wh = _materialize(tmp_path, fill, extra_yaml)
+    assert result.success
+    con = connect(wh, read_only=True)
+    try:
+        got = con.execute("SELECT n_jobs_killed FROM marts.alert_incidents WHERE root_alert_id = ?",
+                          [ids["xid"]]).fetchall()
+    finally:
+        con.close()
+    assert got == [(killed,)]
+
+
+def test_unknown_killed_state_is_a_config_error() -> None:
+    from gpusre.pipelines.config import ClusterConfigError, parse_cluster_config
+
+    with pytest.raises(ClusterConfigError, match=r"killed_states.*TIMEOUTT"):
+        parse_cluster_config("alerts: {clustering: {killed_states: [FAILED, TIMEOUTT]}}\n")
 
 
 def test_asset_without_alerts_writes_empty_marts(tmp_path: Path) -> None:

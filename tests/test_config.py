@@ -51,3 +51,11 @@ def test_errors_name_the_key_path(text: str, expected: str) -> None:
     assert message.startswith("landing/cluster.yaml: ")
     assert expected in message
     assert "\n" not in message
+
+
+def test_ettr_queue_wait_choice_reaches_the_reliability_settings() -> None:
+    from gpusre.pipelines.reliability_settings import reliability_settings
+
+    assert reliability_settings(parse_cluster_config("")).ettr_includes_queue_wait is False  # documented default
+    config = parse_cluster_config("slo: {ettr_includes_queue_wait: true}\n")
+    assert reliability_settings(config).ettr_includes_queue_wait is True

@@ -128,3 +128,19 @@ def test_missing_days_are_shown_as_runs() -> None:
     many = [date(2026, 3, x) for x in range(1, 20, 2)]  # ten single days
     assert _day_ranges(many) == ("2026-03-01, 2026-03-03, 2026-03-05, 2026-03-07, 2026-03-09, 2026-03-11 "
                                  "and 4 more days")
+
+
+def test_day_coverage_and_partial_flags(warehouse: Path) -> None:
+    """Hand-computed: sacct records 03-01 12:00 (job 1's end, the earliest record time) .. 03-04 00:30, node logs
+    03-01 10:00 .. 03-03 20:00; covered = their intersection 03-01 12:00 .. 03-03 20:00."""
+    con = connect(warehouse, read_only=True)
+    try:
+        cov = con.sql("SELECT day, covered_hours, partial, sources FROM marts.day_coverage ORDER BY day").fetchall()
+        log_partial = con.sql("SELECT day, partial FROM marts.log_coverage_daily ORDER BY day").fetchall()
+    finally:
+        con.close()
+    assert cov == [(date(2026, 3, 1), 12.0, True, "sacct, syslog"),   # from noon: 12 h uncovered
+                   (date(2026, 3, 2), 24.0, False, "sacct, syslog"),
+                   (date(2026, 3, 3), 20.0, True, "sacct, syslog"),   # node logs end at 20:00: 4 h > 1 h
+                   (date(2026, 3, 4), 0.0, True, "sacct, syslog")]    # only accounting reaches past midnight
+    assert log_partial == [(date(2026, 3, 1), True), (date(2026, 3, 2), False), (date(2026, 3, 3), True)]

@@ -133,3 +133,32 @@ def test_interval_for_target_with_write_cost_is_a_range():
     assert interval_for_target(N, RF, 300, 2000.0, target=0.9) is None
     # No failures: ETTR = 1/(1 + w/Δ) >= 0.9 iff Δ >= 0.9 * 60 / 0.1 = 540 s.
     assert interval_for_target(N, 0.0, 300, 60.0, target=0.9) == (pytest.approx(540.0), math.inf)
+
+
+def _runs(productive: float, wall: int, queue: int) -> pl.DataFrame:
+    return pl.DataFrame({"productive_s": [productive], "wallclock_s": [wall], "queue_s": [queue]})
+
+
+def test_what_if_uses_the_slo_definition_so_it_cannot_contradict_the_slo() -> None:
+    """Hand-computed: runs queued 30 % of their wall-clock, productive 6,000 of 10,000 s. With queue wait in the
+    SLO, even a 5-min checkpoint gives 0.99567 x 0.7 = 0.697 < 0.9 (no interval reaches it, as the SLO says);
+    without it the closed form applies as published and every interval up to 4 h reaches 0.9."""
+    from gpusre.models.reliability.job_reliability import checkpoint_what_if_table
+    from gpusre.models.reliability.training_runs import CheckpointAssumption
+
+    policy = CheckpointAssumption(3600, 300, 0)
+    incl = checkpoint_what_if_table(N, RF, policy, 0.9, includes_queue_wait=True, measured=_runs(6000, 10000, 3000))
+    assert incl["queue_share"][0] == pytest.approx(0.3) and incl["measured_ettr"][0] == pytest.approx(0.6)
+    assert incl["expected_ettr"][0] == pytest.approx(0.9956667 * 0.7, abs=1e-6)
+    assert not incl["reaches_target"].any() and incl["max_interval_for_target_s"][0] is None
+    excl = checkpoint_what_if_table(N, RF, policy, 0.9, includes_queue_wait=False, measured=_runs(6000, 10000, 3000))
+    assert excl["measured_ettr"][0] == pytest.approx(6000 / 7000)
+    assert excl["expected_ettr"].to_list() == excl["expected_ettr_excl_queue"].to_list()
+    assert excl["reaches_target"].all() and excl["max_interval_for_target_s"][0] == pytest.approx(20169.23, abs=0.01)
+    # 5 % queue share: the closed form must reach 0.9 / 0.95 = 0.947368 -> largest interval 2 (a − 0.947368) / λ
+    # = 10,331.17 s; at Δ = 2 h: (1 − λ (300 + 3,600)) x 0.95 = 0.96244 x 0.95 = 0.91432.
+    some = checkpoint_what_if_table(N, RF, policy, 0.9, includes_queue_wait=True, measured=_runs(9000, 10000, 500))
+    assert some["max_interval_for_target_s"][0] == pytest.approx(10331.17, abs=0.01)
+    row = some.filter(pl.col("interval_s") == 7200).row(0, named=True)
+    assert row["expected_ettr"] == pytest.approx(0.9143222, abs=1e-7) and row["reaches_target"]
+    assert not some.filter(pl.col("interval_s") == 14400)["reaches_target"][0]

@@ -62,3 +62,16 @@ def test_no_health_checks_gives_empty_frames() -> None:
                                 "nodes": pl.List(pl.String), "n_gpus": pl.Int64})
     assert health_check_quality(events, jobs).height == 0
     assert "precision" in health_check_quality(events, jobs).columns
+
+
+def test_killed_states_setting_decides_what_counts_as_a_failure() -> None:
+    """A TIMEOUT on the node 3 min after the firing: not a failure by default (killed_states FAILED, NODE_FAIL);
+    a site whose cluster.yaml adds TIMEOUT gets it counted, as the alert incidents do."""
+    events = pl.DataFrame([nhc("n1", 0, "check_gpu")],
+                          schema={"node": pl.String, "ts": TS, "kind": pl.String, "component": pl.String,
+                                  "message": pl.String})
+    jobs = pl.DataFrame({"state": ["TIMEOUT"], "end_ts": [T + 3 * M], "nodes": [["n1"]]},
+                        schema={"state": pl.String, "end_ts": TS, "nodes": pl.List(pl.String)})
+    assert health_check_quality(events, jobs)["preceded_job_failure"].to_list() == [0]
+    with_timeout = health_check_quality(events, jobs, killed_states=("FAILED", "NODE_FAIL", "TIMEOUT"))
+    assert with_timeout["preceded_job_failure"].to_list() == [1]

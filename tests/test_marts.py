@@ -19,7 +19,6 @@ Terminal GPU total = 2 + 4 + 1024 + 24 + 8 = 1062 GPU-h over 5 jobs.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
-from importlib.resources import files
 
 import duckdb
 import pytest
@@ -34,6 +33,7 @@ from gpusre.models.marts_runner import (
     run_rollup_marts,
 )
 from gpusre.models.job_mix.trends import write_size_share_trend
+from gpusre.models.warehouse import apply_ddl
 
 UTC = timezone.utc
 D1, D2 = date(2026, 9, 1), date(2026, 9, 2)
@@ -77,9 +77,7 @@ def add_job(con: duckdb.DuckDBPyConnection, job_id: str, state: str, n_gpus: int
 @pytest.fixture
 def con(tmp_path):
     c = duckdb.connect(str(tmp_path / "warehouse.duckdb"))
-    ddl = sorted(p for p in files("gpusre.sql").joinpath("ddl").iterdir() if p.name.endswith(".sql"))
-    for f in ddl:
-        c.execute(f.read_text(encoding="utf-8"))
+    apply_ddl(c)  # the vocabulary macros, then sql/ddl/*.sql
     yield c
     c.close()
 
@@ -323,8 +321,8 @@ def test_findings_unsupported_state_claim_and_trend_statements(con):
         ('week', '9-64', 3, 13, 0.2, 0.2, 0.0, -0.01, 0.01, 0.9, 0.0, 1.0, 'no significant trend')""")
     f = compute_findings(con)
     one, four = f.row(0, named=True), f.row(3, named=True)
-    # no FAILED row -> 0 %; COMPLETED is the largest state
-    assert one["statement"] == ("Cancelled jobs hold 30.0 % of GPU time; failed jobs hold 0.0 %. "
+    # failed = the vocabulary's FAILED_STATES: TIMEOUT 10 %; COMPLETED is the largest state
+    assert one["statement"] == ("Cancelled jobs hold 30.0 % of GPU time; failed jobs hold 10.0 %. "
                                 "The largest state by GPU time is COMPLETED (60.0 %).")
     assert one["supported"] is False
     # most significant: weekly bucket '1', -0.5 pp/week x (365.25 / 12 / 7) weeks/month = -2.17 pp/month

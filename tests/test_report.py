@@ -12,8 +12,8 @@ import pytest
 from gpusre.reports.charts import safe_label, top_consumers_chart
 from gpusre.reports.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
 from gpusre.reports.nightly import ReportPaths, render_nightly_report
+from gpusre.models.warehouse import apply_ddl
 
-DDL_DIR = Path(__file__).resolve().parents[1] / "sql" / "ddl"
 XSS = "<script>alert(1)</script>"
 EVIL_USER = "<script>bob</script>"
 REPORT_DAY = date(2026, 10, 31)
@@ -38,8 +38,7 @@ FAILURE_MARTS = ("job_failure_attribution", "failure_taxonomy", "hw_incidents", 
 
 
 def _ddl(con: duckdb.DuckDBPyConnection) -> None:
-    for path in sorted(DDL_DIR.glob("*.sql")):
-        con.execute(path.read_text())
+    apply_ddl(con)  # the vocabulary macros, then sql/ddl/*.sql
 
 
 def _job(job_id: str, state: str, n_gpus: int, elapsed_s: int, end: datetime, *, user: str = "alice",

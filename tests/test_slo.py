@@ -26,9 +26,10 @@ def inputs() -> dict[str, object]:
     attribution = pl.DataFrame({"job_id": ["2", "3"], "attribution": ["infrastructure", "user"]})
     runs = pl.DataFrame({"ongoing": [False, False, True], "n_gpus": [512, 64, 512],
                          "last_end_ts": [datetime(2026, 5, 2, 3, tzinfo=UTC)] * 3,
-                         "productive_s": [8000.0, 100.0, 1.0], "wallclock_s": [10000, 1000, 10]},
+                         "productive_s": [8000.0, 100.0, 1.0], "wallclock_s": [10000, 1000, 10],
+                         "queue_s": [2000, 0, 0]},
                         schema={"ongoing": pl.Boolean, "n_gpus": pl.Int64, "last_end_ts": TS,
-                                "productive_s": pl.Float64, "wallclock_s": pl.Int64})
+                                "productive_s": pl.Float64, "wallclock_s": pl.Int64, "queue_s": pl.Int64})
     goodput = pl.DataFrame({"day": D, "productive_gpu_hours": [700.0, 800.0, 100.0],
                             "capacity_gpu_hours": [1000.0, 1000.0, 1000.0]})
     return dict(node_count=10, maintenance_node_hours=pl.DataFrame({"day": [D[1]], "maintenance_node_hours": [40.0]}),
@@ -43,7 +44,8 @@ def test_daily_counts_hand_computed() -> None:
     assert get[("node_availability", D[1])] == (200, 200)  # 40 planned node-hours are out of the total
     assert get[("job_infra_success", D[0])] == (1, 2)       # job 2 killed by the infrastructure
     assert get[("job_infra_success", D[1])] == (1, 1)       # job 3 failed by the user: good
-    assert get[("ettr_large_runs", D[1])] == (8000, 10000)  # the 64-GPU and the ongoing run are out
+    # default: queue wait out of the denominator, 8,000 / (10,000 − 2,000); the 64-GPU and the ongoing run are out
+    assert get[("ettr_large_runs", D[1])] == (8000, 8000)
     assert get[("ettr_large_runs", D[0])] == (0, 0)
     assert get[("goodput", D[2])] == (100, 1000)
 
@@ -72,3 +74,21 @@ def test_node_availability_from_node_states_where_covered() -> None:
     get = {(r["sli"], r["day"]): (r["good"], r["total"]) for r in c.iter_rows(named=True)}
     assert get[("node_availability", D[1])] == (34, 42)  # planned 6 h out of the total
     assert get[("node_availability", D[0])] == (228, 240)  # not covered: the incident estimate
+
+
+@pytest.mark.parametrize(("includes", "total", "value"), [(True, 10000, 0.8), (False, 8000, 1.0)])
+def test_ettr_slo_follows_the_queue_wait_setting_and_shows_both(includes: bool, total: float, value: float) -> None:
+    """One large run: productive 8,000 s of 10,000 s wall-clock, 2,000 s of it queued (by hand: 0.8 with queue
+    wait, 8,000 / 8,000 = 1.0 without). The SLO counts the configured one; both are in the mart."""
+    c = daily_sli_counts(**inputs(), ettr_includes_queue_wait=includes)
+    row = c.filter((pl.col("sli") == "ettr_large_runs") & (pl.col("day") == D[1])).row(0, named=True)
+    assert (row["good"], row["total"]) == (8000, total)
+    out = slo_daily(targets=[SloTarget("ettr_large_runs", 0.9)], window_days=30, **inputs(),
+                    ettr_includes_queue_wait=includes)
+    day = out.filter(pl.col("day") == D[1]).row(0, named=True)
+    assert day["value"] == pytest.approx(value)
+    assert (day["ettr"], day["ettr_excl_queue"]) == (pytest.approx(0.8), pytest.approx(1.0))
+    assert day["status"] == ("exhausted" if includes else "ok")
+    # the definition says which ETTR and why
+    assert ("including queue wait" if includes else "excluding queue wait") in day["definition"]
+    assert ">= 256 GPUs" in day["definition"]

@@ -98,6 +98,7 @@ def test_ettr_two_jobs_hand_computed() -> None:
     assert a["lost_work_s"] == pytest.approx(1800)
     assert a["productive_s"] == pytest.approx(26700)
     assert a["ettr"] == pytest.approx(26700 / 36000)
+    assert a["ettr_excl_queue"] == pytest.approx(26700 / (36000 - 5400))  # 0.8725: the same run, queue wait out
     assert a["job_ids"] == ["1", "2"] and a["n_jobs"] == 2 and a["n_instances"] == 2
     assert a["policy_source"] == "site default"
 
@@ -194,6 +195,7 @@ def test_ettr_with_two_interruptions_hand_computed() -> None:
     assert r["lost_work_s"] == pytest.approx(1800 + 2100 - 2100**2 / 7200)
     assert r["productive_s"] == pytest.approx(25800 - 600 - 3287.5)
     assert r["ettr"] == pytest.approx(21912.5 / 32400)  # 0.6763
+    assert r["ettr_excl_queue"] == pytest.approx(21912.5 / (32400 - 4500))  # 0.7854
 
 
 def test_goodput_splits_unavailable_capacity_from_node_states() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import date
-from importlib.resources import files
 
 import duckdb
 import polars as pl
@@ -12,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.warehouse import apply_ddl
 from gpusre.models.job_mix.trends import period_index, size_share_trend, write_size_share_trend
 
 INPUT_SCHEMA = {"period_type": pl.String, "period": pl.String, "size_bucket": pl.String,
@@ -131,8 +131,7 @@ def test_period_index_is_consecutive_across_year_ends():
 
 def test_write_size_share_trend_from_warehouse(tmp_path):
     con = duckdb.connect(str(tmp_path / "w.duckdb"))
-    for f in sorted(p for p in files("gpusre.sql").joinpath("ddl").iterdir() if p.name.endswith(".sql")):
-        con.execute(f.read_text(encoding="utf-8"))
+    apply_ddl(con)
     run_mart_sql(con, "job_usage_daily", {"day": date(2026, 1, 1)})  # creates the (empty) table
     con.execute("""INSERT INTO marts.job_usage_daily VALUES
         ('2026-01-01', 'COMPLETED', '1', 1, 9, 90.0), ('2026-01-01', 'COMPLETED', '65-256', 4, 1, 10.0),

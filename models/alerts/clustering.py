@@ -116,12 +116,13 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from gpusre.models.alerts.floods import EPISODE_SCHEMA, FloodSettings, detect_floods
 from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -172,12 +173,23 @@ class AlertClusteringSettings(BaseModel):
     #: Blast radius: job ends in [start - before, last alert start + after] on the incident's nodes.
     job_before_minutes: float = Field(default=15.0, ge=0)
     job_after_minutes: float = Field(default=5.0, ge=0)
-    killed_states: tuple[str, ...] = ("FAILED", "NODE_FAIL")
+    #: Job end states an incident counts as killed (default: the vocabulary's KILLED_STATES).
+    killed_states: tuple[str, ...] = KILLED_STATES
     #: Rule hygiene.
     min_fired: int = Field(default=5, ge=1)
     noise_precision: float = Field(default=0.1, ge=0, le=1)
     flap_cycles_per_day: int = Field(default=4, ge=2)
     flap_share: float = Field(default=0.5, gt=0, le=1)
+
+    @field_validator("killed_states")
+    @classmethod
+    def _known_states(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # A misspelt state would silently count no job at all.
+        unknown = [s for s in value if s not in (*TERMINAL_STATES, "REQUEUED")]
+        if unknown:
+            raise ValueError(f"unknown Slurm job state(s) {', '.join(unknown)}; expected some of "
+                             f"{', '.join((*TERMINAL_STATES, 'REQUEUED'))}")
+        return value
 
     @model_validator(mode="after")
     def _peer_within_session(self) -> AlertClusteringSettings:

@@ -68,7 +68,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from gpusre.models.component_classes import class_of
+from gpusre.models.vocabulary import INTERRUPTED_STATES, NODE_FAILURE_STATES, class_of
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.reliability.repair_times import load_recovery_kinds
@@ -76,17 +76,12 @@ from gpusre.models.reliability.repair_times import load_recovery_kinds
 __all__ = [
     "ATTRIBUTION_SCHEMA",
     "DETECTION_KINDS",
-    "FAILURE_STATES",
     "NODE_STATE_EVIDENCE_SCHEMA",
     "SUSPECTED_COMPONENT",
     "attribute_failures",
     "node_state_evidence",
 ]
 
-#: Final states that call for an attribution (CANCELLED only when root/SlurmUser cancelled).
-FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "REQUEUED")
-#: States Slurm only reaches through a node problem: infrastructure even without a log line.
-_NODE_STATES = ("NODE_FAIL", "BOOT_FAIL")
 #: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
 _LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application"}
 SUSPECTED_COMPONENT = "unknown (suspected)"
@@ -296,7 +291,8 @@ def attribute_failures(
     )
     state = pl.col("state")
     candidate = pl.col("end_ts").is_not_null() & (
-        state.is_in(FAILURE_STATES)
+        # the vocabulary's interrupted states; CANCELLED only when root/SlurmUser cancelled
+        state.is_in(INTERRUPTED_STATES)
         | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids)))
     )
     j = j.with_columns(candidate.alias("_candidate"))
@@ -433,7 +429,7 @@ def attribute_failures(
                            pl.coalesce("_inc_component", "_ev_component"), pl.coalesce("_inc_class", "_ev_class"))),
         (pl.col("_state_component").is_not_null(),
          decide("infrastructure", "Slurm node state in window", pl.col("_state_component"), "hardware")),
-        (state.is_in(_NODE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
+        (state.is_in(NODE_FAILURE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
         (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),
         (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
         (state == "CANCELLED", decide("unknown", "cancelled by system without evidence", None, None)),

@@ -36,6 +36,7 @@ from pathlib import Path
 import polars as pl
 
 from gpusre.models.logs.event_catalog import CatalogError
+from gpusre.models.vocabulary import load_component_classes
 
 __all__ = [
     "AVAILABILITY_CLASSES",
@@ -91,8 +92,7 @@ DRAIN_REASONS_MART_SCHEMA: dict[str, pl.DataType] = {
 
 
 def _components() -> frozenset[str]:
-    text = resources.files("gpusre.models.catalog").joinpath("component_classes.csv").read_text(encoding="utf-8")
-    return frozenset(row["component"] for row in csv.DictReader(io.StringIO(text))) | {_FALLBACK_COMPONENT}
+    return frozenset(load_component_classes()["component"].to_list()) | {_FALLBACK_COMPONENT}
 
 
 def _case_insensitive(regex: str) -> str:

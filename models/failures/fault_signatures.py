@@ -25,7 +25,7 @@ from importlib import resources
 
 import polars as pl
 
-from gpusre.models.component_classes import load_component_classes
+from gpusre.models.vocabulary import load_component_classes
 
 __all__ = ["SCOPES", "Signature", "load_fault_signatures", "node_signatures", "wide_signature"]
 

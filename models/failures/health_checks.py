@@ -19,9 +19,12 @@ answers the SRE's next questions:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 import polars as pl
+
+from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
 
 __all__ = ["CHECK_NAME_PATTERN", "QUALITY_SCHEMA", "MISSES_SCHEMA", "check_name", "health_check_quality",
            "missed_detections"]
@@ -38,8 +41,6 @@ MISSES_SCHEMA: dict[str, pl.DataType] = {
     "job_id": pl.String(), "state": pl.String(), "end_ts": pl.Datetime("us", "UTC"), "n_gpus": pl.Int64(),
     "nodes": pl.List(pl.String()), "component": pl.String(), "rule": pl.String(),
 }
-#: Ends that count as a job failure (a health-check requeue under the same id included).
-_FAILED = ("FAILED", "NODE_FAIL", "REQUEUED", "BOOT_FAIL")
 
 
 def check_name(message: pl.Expr) -> pl.Expr:
@@ -62,17 +63,20 @@ def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
 def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame, *,
                          episode_gap: timedelta = timedelta(minutes=30),
                          before: timedelta = timedelta(minutes=5),
-                         after: timedelta = timedelta(minutes=10)) -> pl.DataFrame:
+                         after: timedelta = timedelta(minutes=10),
+                         killed_states: Sequence[str] = KILLED_STATES) -> pl.DataFrame:
     """:data:`QUALITY_SCHEMA` rows, one per check, most firings first.
 
     Args:
         events: ``core.node_events`` (``node``, ``ts``, ``kind``, ``component``, ``message``).
         jobs: job instances or jobs with ``state``, ``end_ts``, ``nodes`` (List[String]).
+        killed_states: ends that count as a job failure (cluster.yaml ``alerts.clustering.killed_states``);
+            a restart (REQUEUED, BOOT_FAIL: a health-check requeue under the same id) always counts.
     """
     fir = _firings(events, episode_gap)
     if not fir.height:
         return pl.DataFrame(schema=QUALITY_SCHEMA)
-    ends = (jobs.filter(pl.col("state").is_in(_FAILED) & pl.col("end_ts").is_not_null())
+    ends = (jobs.filter(pl.col("state").is_in([*killed_states, *RESTART_STATES]) & pl.col("end_ts").is_not_null())
             .select(pl.col("end_ts").cast(pl.Datetime("us", "UTC")), pl.col("nodes"))
             .explode("nodes").rename({"nodes": "node"}).drop_nulls("node").sort("node", "end_ts"))
     # the first failed-job end at or after (firing - before), per node: preceded when it is <= firing + after

@@ -48,7 +48,7 @@ import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from gpusre.models.component_classes import class_of
+from gpusre.models.vocabulary import class_of
 from gpusre.models.logs.event_catalog import (
     CAUSE_CLASSES,
     SEVERITY_RANK,

@@ -25,6 +25,7 @@ import duckdb
 import polars as pl
 
 from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.vocabulary import FAILED_STATES, bucket_order_of
 
 __all__ = [
     "FINDINGS_SCHEMA",
@@ -37,9 +38,9 @@ __all__ = [
 ]
 
 #: core.size_bucket_order of the largest "small" bucket ('2-8': at most 8 GPUs, one node).
-SMALL_MAX_BUCKET_ORDER = 2
+SMALL_MAX_BUCKET_ORDER = bucket_order_of("2-8")
 #: core.size_bucket_order of the smallest "large" bucket ('65-256': at least 65 GPUs).
-LARGE_MIN_BUCKET_ORDER = 4
+LARGE_MIN_BUCKET_ORDER = bucket_order_of("65-256")
 #: A median runtime under this many hours counts as "most jobs are short".
 SHORT_MEDIAN_H = 1.0
 #: p99 of the largest bucket at least this multiple of the overall median counts as a long tail.
@@ -101,7 +102,9 @@ def _cancelled_vs_failed(con: duckdb.DuckDBPyConnection) -> dict[str, object]:
         return _row(1, title, "No GPU-hours in terminal GPU jobs, so no state shares.",
                     metric, None, None)
     shares = dict(rows)
-    cancelled, failed = shares.get("CANCELLED", 0.0), shares.get("FAILED", 0.0)
+    # "failed" is the vocabulary's FAILED_STATES (FAILED, NODE_FAIL, TIMEOUT, ...), as in every other section.
+    cancelled = shares.get("CANCELLED", 0.0)
+    failed = sum(shares.get(s, 0.0) for s in FAILED_STATES)
     top_state, top_share = rows[0]
     statement = f"Cancelled jobs hold {_pct(cancelled)} of GPU time; failed jobs hold {_pct(failed)}."
     if top_state != "CANCELLED":

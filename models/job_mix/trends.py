@@ -37,6 +37,7 @@ import polars as pl
 import statsmodels.api as sm
 from scipy import stats
 
+from gpusre.models.day_coverage import complete_days
 from gpusre.models.marts_runner import run_mart_sql
 
 __all__ = [
@@ -197,14 +198,20 @@ def size_share_trend(
 def write_size_share_trend(con: duckdb.DuckDBPyConnection) -> int:
     """Recompute ``marts.size_share_trend`` from ``marts.size_buckets``; return rows written.
 
-    The data span used to drop partial periods is the first and last day of
-    ``marts.job_usage_daily``.
+    The data span used to drop partial periods is the first and last complete day
+    (:func:`gpusre.models.day_coverage.complete_days`): a month whose days are mostly partial or
+    outside the data is no point of the series.
     """
     shares = con.sql(
         "SELECT period_type, period, size_bucket, bucket_order, share_gpu_hours "
         "FROM marts.size_buckets WHERE period_type IN ('month', 'week')"
     ).pl()
-    start, end = con.sql("SELECT min(day), max(day) FROM marts.job_usage_daily").fetchall()[0]
+    start, end = complete_days(con)
+    if start is None and not con.sql("SELECT count(*) FROM marts.day_coverage").fetchall()[0][0]:
+        # No raw records to define coverage (marts loaded from elsewhere): the span of the daily mart.
+        start, end = con.sql("SELECT min(day), max(day) FROM marts.job_usage_daily").fetchall()[0]
+    elif start is None:
+        shares = shares.clear()  # data, but not one complete day: no period is a point of a series
     result = size_share_trend(shares, data_start=start, data_end=end)
     run_mart_sql(con, "size_share_trend")
     if result.height:

@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES
 
 __all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
 
@@ -36,8 +37,6 @@ GOODPUT_SCHEMA: dict[str, pl.DataType] = {
     "goodput_in_service": pl.Float64(), "capacity_source": pl.String(),
 }
 
-#: Instance end states that are the infrastructure's (or the scheduler's) doing without further evidence.
-_INFRA_STATES = ("NODE_FAIL", "BOOT_FAIL", "PREEMPTED")
 
 
 def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
@@ -49,7 +48,7 @@ def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Serie
         "job_id", "instance_no", pl.lit(True).alias("_infra"))
     flagged = inst.select("job_id", "instance_no", "state").join(
         infra, on=["job_id", "instance_no"], how="left", maintain_order="left")
-    return (flagged.get_column("state").is_in(_INFRA_STATES)
+    return (flagged.get_column("state").is_in(INFRA_INTERRUPT_STATES)
             | flagged.get_column("_infra").fill_null(False)).alias("infra_interrupted")
 
 

@@ -7,37 +7,28 @@ logs). Runtime is every started instance's elapsed time: a requeued job is expos
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 
-from gpusre.models.reliability.ettr_model import checkpoint_what_if, expected_ettr, interval_for_target
+from gpusre.models.reliability.ettr_model import (ETTR_INCLUDES_QUEUE_WAIT, checkpoint_what_if, expected_ettr,
+                                                  interval_for_target)
 from gpusre.models.reliability.failure_rates import add_mtbf_columns, garwood_interval
 from gpusre.models.reliability.job_size_scaling import fit_inverse_scaling, kaplan_meier_by_group, project_mttf
 from gpusre.models.reliability.training_runs import CheckpointAssumption
+from gpusre.models.vocabulary import SIZE_BUCKET_LABELS, size_bucket_expr
 
-__all__ = ["SIZE_BUCKETS", "size_bucket_expr", "job_mttf_by_size", "job_mttf_projection", "job_survival",
+__all__ = ["job_mttf_by_size", "job_mttf_projection", "job_survival",
            "node_failure_rate", "ettr_by_size", "checkpoint_what_if_table", "PROJECTION_GPUS"]
 
-#: (label, lower, upper) GPUs per job, as ``core.size_bucket``.
-SIZE_BUCKETS = (("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-256", 65, 256), ("257-1024", 257, 1024),
-                (">1024", 1025, None))
 PROJECTION_GPUS = (1024, 4096, 16384, 131072)
 #: Survival curves keep at most this many points per bucket: enough for a chart, small for a mart.
 _MAX_CURVE_POINTS = 200
 
 
-def size_bucket_expr(col: str = "n_gpus") -> pl.Expr:
-    """The ``core.size_bucket`` label of a GPU count, as a Polars expression."""
-    n = pl.col(col)
-    expr = pl.lit("0")
-    for label, lo, hi in reversed(SIZE_BUCKETS):
-        cond = n >= lo if hi is None else n.is_between(lo, hi)
-        expr = pl.when(cond).then(pl.lit(label)).otherwise(expr)
-    return expr
-
-
 def _bucket_order() -> pl.Expr:
-    return pl.col("gpus_bucket").replace_strict({b[0]: i + 1 for i, b in enumerate(SIZE_BUCKETS)}, default=0,
+    return pl.col("gpus_bucket").replace_strict({b: i for i, b in enumerate(SIZE_BUCKET_LABELS)}, default=0,
                                                 return_dtype=pl.Int32)
 
 
@@ -178,8 +169,7 @@ def ettr_by_size(runs: pl.DataFrame, r_f_per_node_day: float | None) -> pl.DataF
                 (pl.col("queue_s") / pl.col("wallclock_s")).mean().alias("queue_share_mean"),
                 # what the closed form (queue term 0) predicts: productive over the time the run held GPUs or
                 # waited between its jobs, queue wait left out
-                (pl.col("productive_s") / (pl.col("wallclock_s") - pl.col("queue_s")).clip(lower_bound=1)).clip(upper_bound=1)
-                .mean().alias("ettr_excl_queue_mean"),
+                pl.col("ettr_excl_queue").clip(upper_bound=1).mean().alias("ettr_excl_queue_mean"),
                 pl.col("checkpoint_interval_s").median().alias("_dt"),
                 pl.col("restart_overhead_cfg_s").median().alias("_u0"))
            .with_columns(_bucket_order().alias("bucket_order")))
@@ -192,22 +182,45 @@ def ettr_by_size(runs: pl.DataFrame, r_f_per_node_day: float | None) -> pl.DataF
 
 
 def checkpoint_what_if_table(n_nodes: int, r_f_per_node_day: float | None, checkpoint: CheckpointAssumption,
-                             target: float = 0.9) -> pl.DataFrame:
-    """Expected ETTR vs checkpoint interval for a run of ``n_nodes`` nodes, and the interval reaching ``target``.
+                             target: float = 0.9, *, includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT,
+                             measured: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Expected ETTR vs checkpoint interval for a run of ``n_nodes`` nodes, and the interval reaching ``target``,
+    in the ETTR SLO's definition, so the what-if and the SLO status cannot contradict each other.
 
-    ``checkpoint`` is the site policy (its restart overhead and write time). Rows: ``n_nodes``,
-    ``interval_s``, ``expected_ettr``, ``reaches_target``, ``target``, ``max_interval_for_target_s``.
+    ``checkpoint`` is the site policy (its restart overhead and write time); ``measured`` the finished runs the
+    SLO counts (``ettr_runs`` rows: ``productive_s``, ``wallclock_s``, ``queue_s``). The closed form
+    (:func:`expected_ettr`) has no queue wait: it is ``expected_ettr_excl_queue``. With queue wait in the
+    definition, ``expected_ettr`` = that × (1 − ``queue_share``), where ``queue_share`` = Σ queue / Σ wall-clock
+    of ``measured``: for sums, Σp/Σw = Σp/Σ(w − q) · Σ(w − q)/Σw exactly, and a checkpoint interval does not
+    change how long runs wait in the queue. ``measured_ettr`` is the SLO's ratio over ``measured`` (all time),
+    to set the expectation against. Rows: ``n_nodes``, ``interval_s``, ``expected_ettr``, ``reaches_target``,
+    ``target``, ``max_interval_for_target_s`` (None: no interval reaches it), ``expected_ettr_excl_queue``,
+    ``queue_share``, ``measured_ettr``, ``includes_queue_wait``.
     """
     schema = {"n_nodes": pl.Int64, "interval_s": pl.Int64, "expected_ettr": pl.Float64, "reaches_target": pl.Boolean,
-              "target": pl.Float64, "max_interval_for_target_s": pl.Float64}
+              "target": pl.Float64, "max_interval_for_target_s": pl.Float64, "expected_ettr_excl_queue": pl.Float64,
+              "queue_share": pl.Float64, "measured_ettr": pl.Float64, "includes_queue_wait": pl.Boolean}
     if n_nodes <= 0 or not r_f_per_node_day:
         return pl.DataFrame(schema=schema)
+    queue_share, measured_ettr = 0.0, None
+    if measured is not None and measured.height:
+        wall, queue, productive = (float(measured[c].cast(pl.Float64).sum()) for c in ("wallclock_s", "queue_s",
+                                                                                         "productive_s"))
+        queue_share = queue / wall if wall > 0 else 0.0
+        denominator = wall if includes_queue_wait else wall - queue
+        measured_ettr = min(productive / denominator, 1.0) if denominator > 0 else None
+    keep = (1.0 - queue_share) if includes_queue_wait else 1.0
     u0 = float(checkpoint.restart_overhead_s)
     w = float(checkpoint.write_s)
-    table = checkpoint_what_if(n_nodes, r_f_per_node_day, u0, w)
-    best = interval_for_target(n_nodes, r_f_per_node_day, u0, w, target)
+    table = checkpoint_what_if(n_nodes, r_f_per_node_day, u0, w).rename({"expected_ettr": "expected_ettr_excl_queue"})
+    # the target in closed-form terms: what ETTR without queue wait must reach for the SLO's ETTR to reach target
+    closed_target = target / keep if keep > 0 else math.inf
+    best = interval_for_target(n_nodes, r_f_per_node_day, u0, w, closed_target) if closed_target < 1 else None
     best_hi = best[1] if isinstance(best, tuple) else best
     return table.with_columns(
-        pl.lit(n_nodes).alias("n_nodes"), (pl.col("expected_ettr") >= target).alias("reaches_target"),
+        pl.lit(n_nodes).alias("n_nodes"), (pl.col("expected_ettr_excl_queue") * keep).alias("expected_ettr"),
         pl.lit(target).alias("target"), pl.lit(best_hi, dtype=pl.Float64).alias("max_interval_for_target_s"),
+        pl.lit(queue_share).alias("queue_share"), pl.lit(measured_ettr, dtype=pl.Float64).alias("measured_ettr"),
+        pl.lit(includes_queue_wait).alias("includes_queue_wait"),
+    ).with_columns((pl.col("expected_ettr") >= target).alias("reaches_target")
     ).select([pl.col(c).cast(t) for c, t in schema.items()])

@@ -34,6 +34,8 @@ from gpusre.models.reliability.mtbf import (
 )
 from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, ettr_runs, run_instances
+from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
+from gpusre.models.vocabulary import NODE_FAILURE_STATES
 
 __all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs",
            "compute_reliability_marts"]
@@ -58,6 +60,7 @@ class ReliabilitySettings:
     slo_targets: Sequence[SloTarget] = ()
     slo_window_days: int = 30
     ettr_min_run_gpus: int = 256
+    ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT
 
 
 @dataclass
@@ -197,7 +200,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     inst = inst.with_columns(infra_interrupted(inst, attr))
     infra_fail = (inst.join(attr.filter(pl.col("attribution") == "infrastructure").select(
         "job_id", "instance_no", pl.lit(True).alias("_a")), on=["job_id", "instance_no"], how="left")
-        .select((pl.col("state").is_in(["NODE_FAIL", "BOOT_FAIL"]) | pl.col("_a").fill_null(False))
+        .select((pl.col("state").is_in(NODE_FAILURE_STATES) | pl.col("_a").fill_null(False))
                 .alias("infra_failure")).to_series())
     inst = inst.with_columns(infra_fail)
 
@@ -208,13 +211,18 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     r_f = _cluster_rf(rf)
     by_size = ettr_by_size(runs_mart, r_f)
     largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0
-    what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings))
+    # The what-if answers for the runs the ETTR SLO counts, with the SLO's definition (queue wait in or out).
+    slo_runs = runs_mart.filter(~pl.col("ongoing") & (pl.col("n_gpus") >= settings.ettr_min_run_gpus))
+    what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings),
+                                       includes_queue_wait=settings.ettr_includes_queue_wait,
+                                       measured=slo_runs if slo_runs.height else runs_mart.filter(~pl.col("ongoing")))
     down = _down_node_hours_daily(incidents, t1)
     slo = slo_daily(
         targets=settings.slo_targets, window_days=settings.slo_window_days,
         maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
         node_count=len(nodes), jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart,
         goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
+        ettr_includes_queue_wait=settings.ettr_includes_queue_wait,
         availability=inputs.availability if has_states else None)
     return {
         "mtbf": mtbf,

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
-from gpusre.models.component_classes import with_component_class
+from gpusre.models.vocabulary import with_component_class
 from gpusre.models.reliability.failure_rates import add_mtbf_columns
 from gpusre.models.reliability.weibull_fit import fit_weibull
 

@@ -40,7 +40,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import polars as pl
 
-from gpusre.models.component_classes import load_component_classes
+from gpusre.models.vocabulary import load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 
 __all__ = [

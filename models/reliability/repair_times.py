@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
-from gpusre.models.component_classes import class_of
+from gpusre.models.vocabulary import class_of
 from gpusre.models.failures.drain_reasons import load_drain_reason_rules
 
 __all__ = [

@@ -28,13 +28,21 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
+from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT, ettr_definition
 
 __all__ = ["SloTarget", "SLO_DAILY_SCHEMA", "daily_sli_counts", "slo_daily"]
 
 SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "sli": pl.String(), "value": pl.Float64(), "objective": pl.Float64(), "good": pl.Float64(),
     "total": pl.Float64(), "budget_remaining": pl.Float64(), "burn_rate_short": pl.Float64(),
-    "burn_rate_long": pl.Float64(), "status": pl.String(),
+    "burn_rate_long": pl.Float64(), "status": pl.String(), "ettr": pl.Float64(), "ettr_excl_queue": pl.Float64(),
+    "definition": pl.String(),
+}
+#: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
+SLI_DEFINITIONS: dict[str, str] = {
+    "node_availability": "Node-hours in service / scheduled node-hours (planned maintenance excluded).",
+    "job_infra_success": "GPU jobs that ended that day not killed by the infrastructure / GPU jobs that ended.",
+    "goodput": "Productive GPU-hours / capacity GPU-hours.",
 }
 
 
@@ -60,8 +68,13 @@ def _day_hours(t0: datetime, t1: datetime) -> pl.DataFrame:
 def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, down: pl.DataFrame,
                      jobs: pl.DataFrame, job_attribution: pl.DataFrame, runs: pl.DataFrame,
                      goodput: pl.DataFrame, ettr_min_run_gpus: int, t0: datetime, t1: datetime,
-                     availability: pl.DataFrame | None = None) -> pl.DataFrame:
+                     availability: pl.DataFrame | None = None,
+                     ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT) -> pl.DataFrame:
     """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI.
+
+    ETTR rows also carry ``ettr`` (productive / wall-clock) and ``ettr_excl_queue`` (productive /
+    (wall-clock − queue wait)); ``good``/``total`` follow ``ettr_includes_queue_wait``
+    (:data:`~gpusre.models.reliability.ettr_model.ETTR_INCLUDES_QUEUE_WAIT` says why it defaults to False).
 
     With ``availability`` (``marts.node_availability_daily`` from Slurm node states), node
     availability on the days it covers is in-service hours over observed hours less planned
@@ -94,26 +107,35 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
            .sort("last_end_ts", "productive_s", "wallclock_s", "n_gpus")
            .group_by(pl.col("last_end_ts").dt.date().alias("day"))
            .agg(pl.col("productive_s").sum().cast(pl.Float64).alias("good"),
-                pl.col("wallclock_s").sum().cast(pl.Float64).alias("total")))
+                pl.col("wallclock_s").sum().cast(pl.Float64).alias("wall"),
+                (pl.col("wallclock_s") - pl.col("queue_s")).clip(lower_bound=0).sum().cast(pl.Float64).alias("held")))
     ettr_sli = days.select("day").join(big, on="day", how="left").select(
-        "day", pl.lit("ettr_large_runs").alias("sli"), pl.col("good").fill_null(0), pl.col("total").fill_null(0))
+        "day", pl.lit("ettr_large_runs").alias("sli"), pl.col("good").fill_null(0),
+        pl.col("wall" if ettr_includes_queue_wait else "held").fill_null(0).alias("total"),
+        pl.when(pl.col("wall") > 0).then(pl.col("good") / pl.col("wall")).alias("ettr"),
+        pl.when(pl.col("held") > 0).then(pl.col("good") / pl.col("held")).alias("ettr_excl_queue"))
     gp = days.select("day").join(goodput.select("day", "productive_gpu_hours", "capacity_gpu_hours"),
                                  on="day", how="left").select(
         "day", pl.lit("goodput").alias("sli"), pl.col("productive_gpu_hours").fill_null(0).alias("good"),
         pl.col("capacity_gpu_hours").fill_null(0).alias("total"))
     # good <= total by construction; the clip only absorbs rounding and runs whose jobs overlapped
     # (a shared run key on concurrent jobs can make productive time exceed wall-clock).
-    return pl.concat([avail, jobs_sli, ettr_sli, gp], how="vertical_relaxed").with_columns(
+    return pl.concat([avail, jobs_sli, ettr_sli, gp], how="diagonal_relaxed").with_columns(
         pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
+
 
 
 def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t1: datetime,
               **counts: object) -> pl.DataFrame:
     """:data:`SLO_DAILY_SCHEMA` rows: per day and configured SLI, value, budget left, burn rates and status.
 
-    ``counts`` are the keyword arguments of :func:`daily_sli_counts`.
+    ``counts`` are the keyword arguments of :func:`daily_sli_counts`. ``definition`` states what each SLI
+    divides by (for ETTR: with or without queue wait, and why); ``ettr`` and ``ettr_excl_queue`` give both
+    ETTR variants side by side on the ``ettr_large_runs`` rows.
     """
     long = daily_sli_counts(t0=t0, t1=t1, **counts)  # type: ignore[arg-type]
+    definitions = {**SLI_DEFINITIONS, "ettr_large_runs": ettr_definition(
+        bool(counts.get("ettr_includes_queue_wait", ETTR_INCLUDES_QUEUE_WAIT)), int(counts["ettr_min_run_gpus"]))}
     frames = []
     for target in targets:
         series = long.filter(pl.col("sli") == target.sli).sort("day")
@@ -127,7 +149,9 @@ def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t
             pl.lit(target.sli).alias("sli"),
             pl.lit(target.objective).alias("objective"),
             pl.when(pl.col("total") > 0).then(pl.col("good") / pl.col("total")).alias("value"),
-            pl.Series("status", statuses, dtype=pl.String)))
+            pl.Series("status", statuses, dtype=pl.String),
+            pl.lit(definitions[target.sli]).alias("definition"),
+        ).join(series.select("day", "ettr", "ettr_excl_queue"), on="day", how="left"))
     if not frames:
         return pl.DataFrame(schema=SLO_DAILY_SCHEMA)
     return (pl.concat(frames, how="diagonal_relaxed")

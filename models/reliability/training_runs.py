@@ -34,11 +34,10 @@ from datetime import datetime
 import polars as pl
 
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
 __all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances", "ettr_runs"]
 
-_DEFAULT_RESUBMIT_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED", "OUT_OF_MEMORY",
-                            "BOOT_FAIL", "CANCELLED")
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class RunRules:
     comment_run_key: str | None = r"(?:^|[\s,;])run=([^\s,;]+)"
     name_run_key: str | None = None
     min_gpus: int = 8
-    resubmit_after_states: Sequence[str] = _DEFAULT_RESUBMIT_STATES
+    resubmit_after_states: Sequence[str] = RESUBMIT_AFTER_STATES
     checkpoint: CheckpointAssumption = field(default_factory=CheckpointAssumption)
     overrides: Mapping[str, CheckpointAssumption] = field(default_factory=dict)
 
@@ -82,7 +81,7 @@ ETTR_RUNS_SCHEMA: dict[str, pl.DataType] = {
     "first_submit_ts": pl.Datetime("us", "UTC"), "last_end_ts": pl.Datetime("us", "UTC"),
     "ongoing": pl.Boolean(), "wallclock_s": pl.Int64(), "queue_s": pl.Int64(), "run_s": pl.Int64(),
     "restart_overhead_s": pl.Int64(), "lost_work_s": pl.Float64(), "productive_s": pl.Float64(),
-    "ettr": pl.Float64(), "checkpoint_interval_s": pl.Int64(), "restart_overhead_cfg_s": pl.Int64(),
+    "ettr": pl.Float64(), "ettr_excl_queue": pl.Float64(), "checkpoint_interval_s": pl.Int64(), "restart_overhead_cfg_s": pl.Int64(),
     "policy_source": pl.String(),
 }
 
@@ -263,6 +262,11 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
         .with_columns(
             pl.when(pl.col("wallclock_s") > 0).then(pl.col("productive_s") / pl.col("wallclock_s"))
             .otherwise(None).alias("ettr"),
+            # the same run with its queue wait taken out of the denominator (cluster.yaml
+            # slo.ettr_includes_queue_wait chooses which of the two the SLO uses)
+            pl.when(pl.col("wallclock_s") - pl.col("queue_s") > 0)
+            .then(pl.col("productive_s") / (pl.col("wallclock_s") - pl.col("queue_s")))
+            .otherwise(None).alias("ettr_excl_queue"),
         )
     )
     return out.select([pl.col(c).cast(t) for c, t in ETTR_RUNS_SCHEMA.items()]).sort("first_submit_ts", "run_id")

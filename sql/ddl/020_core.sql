@@ -1,25 +1,5 @@
--- Job size buckets used by every job-trend mart (GPUs per job). CPU-only jobs are bucket '0'.
-CREATE OR REPLACE MACRO core.size_bucket(n_gpus) AS
-    CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN '0'
-         WHEN n_gpus = 1 THEN '1'
-         WHEN n_gpus <= 8 THEN '2-8'
-         WHEN n_gpus <= 64 THEN '9-64'
-         WHEN n_gpus <= 256 THEN '65-256'
-         WHEN n_gpus <= 1024 THEN '257-1024'
-         ELSE '>1024' END;
-CREATE OR REPLACE MACRO core.size_bucket_order(n_gpus) AS
-    CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN 0
-         WHEN n_gpus = 1 THEN 1
-         WHEN n_gpus <= 8 THEN 2
-         WHEN n_gpus <= 64 THEN 3
-         WHEN n_gpus <= 256 THEN 4
-         WHEN n_gpus <= 1024 THEN 5
-         ELSE 6 END;
--- States after which a job will not change again (it may still be requeued under the same id).
-CREATE OR REPLACE MACRO core.is_terminal_state(s) AS
-    s IN ('COMPLETED','FAILED','CANCELLED','TIMEOUT','NODE_FAIL','OUT_OF_MEMORY','PREEMPTED',
-          'BOOT_FAIL','DEADLINE','REVOKED','SPECIAL_EXIT');
-
+-- core.size_bucket, core.size_bucket_order, core.is_terminal_state, core.is_failed_state and the other
+-- state-set macros are generated from gpusre.models.vocabulary (models/warehouse.py apply_ddl), not written here.
 -- Keys of the core tables are unique by construction (the upsert picks one row per key) and
 -- checked by blocking asset checks, not by PRIMARY KEY indexes: DuckDB's ART indexes made a
 -- year-scale upsert about 7x slower (its commit alone took 63 s of 91 s), and analytic readers never look

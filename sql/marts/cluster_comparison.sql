@@ -3,13 +3,14 @@
 -- _published_clusters that gpusre.models.job_mix.cluster_comparison registers), with the job-mix figures
 -- those papers report: GPU jobs, runtime, queue wait, GPUs per job, and the shares of completed,
 -- cancelled and failed jobs by count and by GPU time.
--- This cluster's row classifies final states as AcmeTrace does: completed = COMPLETED, cancelled =
--- CANCELLED, failed = FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE; jobs in any
--- other state (PREEMPTED, REQUEUED, still running) are left out, so the three shares sum to 1.
+-- This cluster's row classifies final states as AcmeTrace does, with core.job_outcome (the vocabulary's
+-- FAILED_STATES): completed = COMPLETED, cancelled = CANCELLED, failed = FAILED, TIMEOUT, NODE_FAIL,
+-- OUT_OF_MEMORY, BOOT_FAIL, DEADLINE; jobs in any other state (PREEMPTED, REQUEUED, still running) are
+-- left out, so the three shares sum to 1.
 -- Integer sums and sort-based medians only: a rerun gives bit-identical rows.
 CREATE OR REPLACE TABLE marts.cluster_comparison AS
 WITH finished AS (
-    SELECT CASE state WHEN 'COMPLETED' THEN 'completed' WHEN 'CANCELLED' THEN 'cancelled' ELSE 'failed' END AS outcome,
+    SELECT core.job_outcome(state) AS outcome,
            elapsed_s,
            date_diff('second', submit_ts, start_ts) AS queue_s,
            n_gpus,
@@ -17,7 +18,7 @@ WITH finished AS (
            end_day
     FROM core.jobs
     WHERE n_gpus > 0 AND elapsed_s IS NOT NULL AND end_ts IS NOT NULL
-      AND state IN ('COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'BOOT_FAIL', 'DEADLINE')
+      AND core.job_outcome(state) IS NOT NULL
 ), ours AS (
     SELECT $cluster                                   AS cluster,
            TRUE                                       AS this_cluster,

@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS marts.job_usage_daily (
 
 DELETE FROM marts.job_usage_daily WHERE day = $day::DATE;
 
-INSERT INTO marts.job_usage_daily
+INSERT INTO marts.job_usage_daily BY NAME  -- by name: the partial column (models/day_coverage.py) is set afterwards
 SELECT $day::DATE                          AS day,
        j.state,
        core.size_bucket(j.n_gpus)          AS size_bucket,

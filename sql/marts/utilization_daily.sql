@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS marts.utilization_daily (
 
 DELETE FROM marts.utilization_daily WHERE day = $day::DATE;
 
-INSERT INTO marts.utilization_daily
+INSERT INTO marts.utilization_daily BY NAME  -- by name: the partial column (models/day_coverage.py) is set afterwards
 WITH bounds AS (
     -- explicit UTC so the session TimeZone setting cannot shift the day window
     SELECT timezone('UTC', $day::DATE::TIMESTAMP)       AS d0,

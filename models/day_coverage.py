@@ -1,0 +1,57 @@
+"""Which UTC days the data covers fully: ``marts.day_coverage`` and the ``partial`` column of every daily mart.
+
+A day at either end of the data (the first dump starting mid-day, the last one ending at 00:07) is
+*partial*: its counts are real but cover only part of the day, so a mean, a minimum or a trend over
+days that includes it is wrong (the demo's last day showed as "lowest utilization 0.8 %"). Coverage is
+defined once, in ``sql/marts/day_coverage.sql``: the intersection of the spans (first .. last record) of
+the dense sources, Slurm accounting and node logs; a day is complete when at most
+:data:`MAX_GAP_MINUTES` of it lie outside that span.
+
+Every daily mart carries ``partial`` (:func:`mark_partial_days`, refreshed for all rows each time the
+mart is written, since a partial day becomes complete when the next dump arrives); analytics over days
+use :func:`complete_days` or ``WHERE NOT partial``. A day outside the coverage table (no dense data at
+all) is partial.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import duckdb
+
+from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.warehouse import table_exists
+
+__all__ = ["MAX_GAP_MINUTES", "build_day_coverage", "mark_partial_days", "complete_days"]
+
+#: A day with more than this much of it outside the data span is partial. An hour absorbs the quiet
+#: minutes before a complete day's first record and after its last one (a dump cut at 23:55) while a
+#: day the data reaches for minutes only (00:07) stays partial.
+MAX_GAP_MINUTES = 60.0
+
+
+def build_day_coverage(con: duckdb.DuckDBPyConnection, max_gap_minutes: float = MAX_GAP_MINUTES) -> int:
+    """(Re)build ``marts.day_coverage`` from the raw tables; return its row count."""
+    run_mart_sql(con, "day_coverage", {"max_gap_minutes": max_gap_minutes})
+    return con.sql("SELECT count(*) FROM marts.day_coverage").fetchall()[0][0]
+
+
+def mark_partial_days(con: duckdb.DuckDBPyConnection, table: str, day_column: str = "day") -> None:
+    """Add (if missing) and set column ``partial`` of a daily mart ``table`` from ``marts.day_coverage``.
+
+    Builds the coverage table first when it does not exist yet (a mart written before it in a test or
+    a partial run). Every row is refreshed, not only the ones just written.
+    """
+    if not table_exists(con, "marts.day_coverage"):
+        build_day_coverage(con)
+    con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS partial BOOLEAN")
+    con.execute(f"""UPDATE {table} AS t SET partial = coalesce(
+                        (SELECT c.partial FROM marts.day_coverage AS c WHERE c.day = t.{day_column}), TRUE)""")
+
+
+def complete_days(con: duckdb.DuckDBPyConnection) -> tuple[date | None, date | None]:
+    """First and last complete day of the data (``None, None`` when no day is complete)."""
+    if not table_exists(con, "marts.day_coverage"):
+        build_day_coverage(con)
+    first, last = con.sql("SELECT min(day), max(day) FROM marts.day_coverage WHERE NOT partial").fetchall()[0]
+    return first, last

@@ -1,0 +1,32 @@
+"""``marts.node_hardware_loss``: GPU-hours each node lost to hardware per month, by both definitions side by side.
+
+"Which nodes lost the most GPU-hours to hardware last month" has two reasonable answers that disagree: the
+capacity lost while the node was down for a hardware reason (down time x GPUs), and the work of the jobs a
+hardware incident on the node killed. The mart (``sql/marts/node_hardware_loss.sql``, whose header defines both)
+carries the two in one row per node and month, so a reader sees both numbers instead of picking a join.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from gpusre.models.day_coverage import build_day_coverage
+from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.warehouse import table_exists
+
+__all__ = ["write_node_hardware_loss"]
+
+#: Tables the mart reads besides core.*; a warehouse without one (no node logs yet) gets an empty mart.
+_INPUTS = ("marts.hw_incidents", "marts.job_failure_attribution", "marts.instance_failure_attribution")
+
+
+def write_node_hardware_loss(con: duckdb.DuckDBPyConnection, gpus_per_node: int, as_of: datetime | None) -> int:
+    """(Re)build ``marts.node_hardware_loss``; return its row count (0 and no table change without the inputs)."""
+    if not all(table_exists(con, t) for t in _INPUTS):
+        return 0
+    if not table_exists(con, "marts.day_coverage"):
+        build_day_coverage(con)
+    run_mart_sql(con, "node_hardware_loss", {"gpus_per_node": gpus_per_node, "as_of": as_of})
+    return con.sql("SELECT count(*) FROM marts.node_hardware_loss").fetchall()[0][0]

@@ -1,0 +1,152 @@
+"""The Slurm and reliability terms every layer uses, defined once: job-state sets, size buckets, component classes.
+
+Python code imports the names below; SQL gets the same definitions as DuckDB macros that
+:func:`sql_macros` generates and :func:`gpusre.models.warehouse.apply_ddl` creates before any DDL file
+runs (``core.is_terminal_state``, ``core.is_failed_state``, ``core.is_node_failure_state``,
+``core.size_bucket``, ``core.size_bucket_order``), so no SQL file spells a state list or a bucket
+boundary of its own. A set that cluster.yaml can override (``alerts.clustering.killed_states``) has its
+*default* here; code that applies it reads the setting, never this default.
+
+State sets (a job's or a job instance's final Slurm state; ``REQUEUED`` is the state of an earlier
+instance of a requeued job):
+
+=========================  ==============================================================================
+``TERMINAL_STATES``        the job will not change again (it may be requeued under the same id)
+``FAILED_STATES``          ended unsuccessfully: not completed, not cancelled, not preempted (AcmeTrace's
+                           "failed", and every "failed jobs" share in the reports)
+``INTERRUPTED_STATES``     ``FAILED_STATES`` without DEADLINE (never started) plus REQUEUED: the ends that
+                           need a cause (failure attribution)
+``NODE_FAILURE_STATES``    Slurm itself blames a node: infrastructure even without a log line
+``INFRA_INTERRUPT_STATES`` the infrastructure's or the scheduler's doing: node failure or preemption (goodput)
+``KILLED_STATES``          default of ``alerts.clustering.killed_states``: jobs an incident counts as killed
+``RESTART_STATES``         ends under which a node problem restarts a job (requeue, failed boot): a node
+                           health check "preceded a job failure" on a killed or restarted job
+``RESUBMIT_AFTER_STATES``  default of ``reliability.runs.resubmit_after_states``: a resubmission after
+                           such an end continues the training run (only COMPLETED ends a run)
+=========================  ==============================================================================
+
+Duration formatting is presentation (``reports/formatting.py``), not domain vocabulary.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gpusre.models.component_classes import (CLASS_LABELS, COMPONENT_CLASSES, class_label, class_of,
+                                             load_component_classes, with_component_class)
+
+__all__ = [
+    "TERMINAL_STATES", "FAILED_STATES", "INTERRUPTED_STATES", "NODE_FAILURE_STATES", "INFRA_INTERRUPT_STATES",
+    "KILLED_STATES", "RESTART_STATES", "RESUBMIT_AFTER_STATES", "job_outcome",
+    "CPU_BUCKET", "SIZE_BUCKETS", "SIZE_BUCKET_LABELS", "size_bucket", "size_bucket_order", "size_bucket_expr",
+    "size_bucket_order_expr", "bucket_order_of",
+    "COMPONENT_CLASSES", "CLASS_LABELS", "class_label", "class_of", "load_component_classes", "with_component_class",
+    "sql_macros",
+]
+
+# --- job states ---------------------------------------------------------------------------------------
+
+TERMINAL_STATES: tuple[str, ...] = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                                    "PREEMPTED", "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT")
+FAILED_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+INTERRUPTED_STATES: tuple[str, ...] = (*(s for s in FAILED_STATES if s != "DEADLINE"), "REQUEUED")
+NODE_FAILURE_STATES: tuple[str, ...] = ("NODE_FAIL", "BOOT_FAIL")
+INFRA_INTERRUPT_STATES: tuple[str, ...] = (*NODE_FAILURE_STATES, "PREEMPTED")
+KILLED_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL")
+RESTART_STATES: tuple[str, ...] = ("REQUEUED", "BOOT_FAIL")
+RESUBMIT_AFTER_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED",
+                                          "OUT_OF_MEMORY", "BOOT_FAIL", "CANCELLED")
+
+
+def job_outcome(state: str | None) -> str | None:
+    """'completed', 'cancelled', 'failed' (:data:`FAILED_STATES`) or None (preempted, requeued, running).
+
+    >>> [job_outcome(s) for s in ("COMPLETED", "CANCELLED", "TIMEOUT", "PREEMPTED")]
+    ['completed', 'cancelled', 'failed', None]
+    """
+    if state == "COMPLETED":
+        return "completed"
+    if state == "CANCELLED":
+        return "cancelled"
+    return "failed" if state in FAILED_STATES else None
+
+
+# --- job size buckets (GPUs per job) --------------------------------------------------------------------
+
+#: CPU-only jobs (no GPU, or unknown): bucket order 0.
+CPU_BUCKET = "0"
+#: (label, lowest, highest GPUs; None = no upper bound), in order; bucket order = position + 1.
+SIZE_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-256", 65, 256), ("257-1024", 257, 1024), (">1024", 1025, None))
+#: Every label in order, CPU bucket first.
+SIZE_BUCKET_LABELS: tuple[str, ...] = (CPU_BUCKET, *(b[0] for b in SIZE_BUCKETS))
+
+
+def size_bucket(n_gpus: int | None) -> str:
+    """The bucket label of a GPU count.
+
+    >>> [size_bucket(n) for n in (None, 0, 1, 8, 9, 1024, 1025)]
+    ['0', '0', '1', '2-8', '9-64', '257-1024', '>1024']
+    """
+    return SIZE_BUCKET_LABELS[size_bucket_order(n_gpus)]
+
+
+def size_bucket_order(n_gpus: int | None) -> int:
+    """Sort position of a GPU count's bucket: 0 for CPU-only, 1 for '1', ... 6 for '>1024'."""
+    if n_gpus is None or n_gpus <= 0:
+        return 0
+    for order, (_, _, hi) in enumerate(SIZE_BUCKETS, start=1):
+        if hi is None or n_gpus <= hi:
+            return order
+    raise AssertionError("the last size bucket has no upper bound")
+
+
+def bucket_order_of(label: str) -> int:
+    """The sort position of a bucket label ('2-8' -> 2); ValueError for an unknown label."""
+    return SIZE_BUCKET_LABELS.index(label)
+
+
+def size_bucket_order_expr(col: str = "n_gpus") -> pl.Expr:
+    """:func:`size_bucket_order` as a Polars expression (Int32)."""
+    n = pl.col(col)
+    expr = pl.when(n.is_null() | (n <= 0)).then(pl.lit(0, dtype=pl.Int32))
+    for order, (_, _, hi) in enumerate(SIZE_BUCKETS, start=1):
+        expr = expr.when(pl.lit(True) if hi is None else n <= hi).then(pl.lit(order, dtype=pl.Int32))
+    return expr.otherwise(pl.lit(0, dtype=pl.Int32))
+
+
+def size_bucket_expr(col: str = "n_gpus") -> pl.Expr:
+    """:func:`size_bucket` as a Polars expression (String)."""
+    return size_bucket_order_expr(col).replace_strict(dict(enumerate(SIZE_BUCKET_LABELS)), return_dtype=pl.String)
+
+
+# --- SQL -------------------------------------------------------------------------------------------------
+
+def _in_list(states: tuple[str, ...]) -> str:
+    return ", ".join(f"'{s}'" for s in states)
+
+
+def sql_macros() -> str:
+    """DuckDB ``CREATE OR REPLACE MACRO`` statements for the state sets and size buckets (idempotent)."""
+    order_cases = "\n".join(f"         WHEN n_gpus <= {hi} THEN {i}" for i, (_, _, hi) in
+                            enumerate(SIZE_BUCKETS, start=1) if hi is not None)
+    label_cases = "\n".join(f"         WHEN n_gpus <= {hi} THEN '{label}'" for label, _, hi in SIZE_BUCKETS
+                            if hi is not None)
+    return f"""
+CREATE SCHEMA IF NOT EXISTS core;
+CREATE OR REPLACE MACRO core.is_terminal_state(s) AS s IN ({_in_list(TERMINAL_STATES)});
+CREATE OR REPLACE MACRO core.is_failed_state(s) AS s IN ({_in_list(FAILED_STATES)});
+CREATE OR REPLACE MACRO core.is_interrupted_state(s) AS s IN ({_in_list(INTERRUPTED_STATES)});
+CREATE OR REPLACE MACRO core.is_node_failure_state(s) AS s IN ({_in_list(NODE_FAILURE_STATES)});
+CREATE OR REPLACE MACRO core.job_outcome(s) AS
+    CASE WHEN s = 'COMPLETED' THEN 'completed' WHEN s = 'CANCELLED' THEN 'cancelled'
+         WHEN core.is_failed_state(s) THEN 'failed' END;
+CREATE OR REPLACE MACRO core.size_bucket_order(n_gpus) AS
+    CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN 0
+{order_cases}
+         ELSE {len(SIZE_BUCKETS)} END;
+CREATE OR REPLACE MACRO core.size_bucket(n_gpus) AS
+    CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN '{CPU_BUCKET}'
+{label_cases}
+         ELSE '{SIZE_BUCKETS[-1][0]}' END;
+"""

@@ -1,0 +1,41 @@
+-- marts.day_coverage: one row per UTC day from the first to the last record of the dense sources
+-- (Slurm accounting and node logs): the part of the day the data covers and whether the day is partial.
+-- The covered span is the intersection of the sources' spans (latest first record .. earliest last
+-- record, over the dense sources that have records), so a day counts as complete only when every
+-- source covers it. A day is partial when more than $max_gap_minutes of it lie outside that span (a
+-- complete day's last record is seldom exactly at 24:00). Partial days are labelled in every daily
+-- mart (column partial, from this table) and left out of means, minima and trends.
+-- Record time as marts.data_freshness: sacct the latest of submit/start/end, syslog ts.
+-- Parameter: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES).
+CREATE OR REPLACE TABLE marts.day_coverage AS
+WITH records AS (
+    SELECT 'sacct' AS source_kind, greatest(submit_ts, start_ts, end_ts) AS ts FROM raw.sacct_records
+    UNION ALL SELECT 'syslog', ts FROM raw.syslog_lines
+), spans AS (
+    SELECT source_kind, min(ts) AS first_ts, max(ts) AS last_ts FROM records WHERE ts IS NOT NULL GROUP BY ALL
+), span AS (
+    SELECT max(first_ts) AS covered_from, min(last_ts) AS covered_to,
+           min(first_ts) AS any_from, max(last_ts) AS any_to,
+           string_agg(source_kind, ', ' ORDER BY source_kind) AS sources
+    FROM spans HAVING count(*) > 0
+), days AS (
+    SELECT unnest(generate_series(timezone('UTC', any_from)::DATE, timezone('UTC', any_to)::DATE, INTERVAL 1 DAY))::DATE AS day
+    FROM span
+), bounded AS (
+    SELECT d.day,
+           timezone('UTC', d.day::TIMESTAMP)       AS d0,
+           timezone('UTC', (d.day + 1)::TIMESTAMP) AS d1,
+           s.covered_from, s.covered_to, s.sources
+    FROM days AS d, span AS s
+), covered AS (
+    SELECT *, greatest(epoch_us(least(covered_to, d1)) - epoch_us(greatest(covered_from, d0)), 0) / 3.6e9 AS covered_hours
+    FROM bounded
+)
+SELECT day,
+       CASE WHEN covered_hours > 0 THEN greatest(covered_from, d0) END AS covered_from,  -- first covered instant of the day
+       CASE WHEN covered_hours > 0 THEN least(covered_to, d1) END     AS covered_to,    -- last covered instant
+       covered_hours,                                                                   -- 0 .. 24
+       covered_hours < 24 - $max_gap_minutes::DOUBLE / 60 AS partial,
+       sources                                                                          -- sources whose spans define it
+FROM covered
+ORDER BY day;

@@ -1,0 +1,81 @@
+"""models/day_coverage.py: which UTC days the data covers fully, on a real DuckDB warehouse with raw rows by hand."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpusre.models.day_coverage import build_day_coverage, complete_days, mark_partial_days
+from gpusre.models.warehouse import connect
+
+UTC = timezone.utc
+
+
+def _ts(day: int, hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 10, day, hour, minute, tzinfo=UTC)
+
+
+@pytest.fixture
+def con(tmp_path: Path):  # noqa: ANN201 - DuckDB connection
+    c = connect(tmp_path / "w.duckdb")
+    yield c
+    c.close()
+
+
+def _sacct(con: duckdb.DuckDBPyConnection, *record_times: datetime) -> None:
+    for i, t in enumerate(record_times):
+        con.execute("INSERT INTO raw.sacct_records (source_file, line_no, record_type, job_id, end_ts) "
+                    "VALUES ('s.psv', ?, 'allocation', ?, ?)", [i + 2, str(i), t])
+
+
+def _syslog(con: duckdb.DuckDBPyConnection, *times: datetime) -> None:
+    for i, t in enumerate(times):
+        con.execute("INSERT INTO raw.syslog_lines (source_file, line_no, ts) VALUES ('l.log', ?, ?)", [i + 1, t])
+
+
+def _coverage(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.sql("SELECT day, round(covered_hours, 4), partial FROM marts.day_coverage ORDER BY day").fetchall()
+
+
+def test_demo_shape_first_day_from_noon_last_day_to_seven_past_midnight(con: duckdb.DuckDBPyConnection) -> None:
+    # accounting 10-27 12:00 .. 10-30 00:07; node logs 10-27 00:00 .. 10-30 00:05 -> covered 10-27 12:00 .. 10-30 00:05
+    _sacct(con, _ts(27, 12), _ts(28, 6), _ts(30, 0, 7))
+    _syslog(con, _ts(27, 0), _ts(29, 23, 59), _ts(30, 0, 5))
+    assert build_day_coverage(con) == 4
+    assert _coverage(con) == [(date(2026, 10, 27), 12.0, True), (date(2026, 10, 28), 24.0, False),
+                              (date(2026, 10, 29), 24.0, False), (date(2026, 10, 30), round(5 / 60, 4), True)]
+    assert complete_days(con) == (date(2026, 10, 28), date(2026, 10, 29))
+
+
+def test_gap_tolerance(con: duckdb.DuckDBPyConnection) -> None:
+    # accounting only, 10-01 00:20 .. 10-02 23:10: 20 and 50 uncovered minutes
+    _sacct(con, datetime(2026, 10, 1, 0, 20, tzinfo=UTC), datetime(2026, 10, 2, 23, 10, tzinfo=UTC))
+    build_day_coverage(con)
+    assert [r[2] for r in _coverage(con)] == [False, False]  # default: up to 60 min uncovered is complete
+    build_day_coverage(con, max_gap_minutes=30)
+    assert _coverage(con) == [(date(2026, 10, 1), round(23 + 40 / 60, 4), False),
+                              (date(2026, 10, 2), round(23 + 10 / 60, 4), True)]
+
+
+def test_mark_partial_days_sets_every_row_and_days_outside_the_data(con: duckdb.DuckDBPyConnection) -> None:
+    _sacct(con, _ts(1, 0), _ts(2, 23, 30))
+    con.execute("CREATE TABLE marts.x_daily AS SELECT * FROM (VALUES (DATE '2026-09-30', 1), "
+                "(DATE '2026-10-01', 2), (DATE '2026-10-02', 3)) t(day, n)")
+    mark_partial_days(con, "marts.x_daily")  # builds the coverage table on first use
+    assert con.sql("SELECT day, partial FROM marts.x_daily ORDER BY day").fetchall() == [
+        (date(2026, 9, 30), True), (date(2026, 10, 1), False), (date(2026, 10, 2), False)]
+    # the next dump extends the data: 10-02 stays complete, a new short day 10-03 is partial
+    _sacct(con, _ts(3, 0, 7))
+    build_day_coverage(con)
+    con.execute("INSERT INTO marts.x_daily BY NAME SELECT DATE '2026-10-03' AS day, 4 AS n")
+    mark_partial_days(con, "marts.x_daily")
+    assert con.sql("SELECT day, partial FROM marts.x_daily ORDER BY day").fetchall()[-2:] == [
+        (date(2026, 10, 2), False), (date(2026, 10, 3), True)]
+
+
+def test_no_raw_data_no_complete_day(con: duckdb.DuckDBPyConnection) -> None:
+    assert build_day_coverage(con) == 0
+    assert complete_days(con) == (None, None)
