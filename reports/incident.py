@@ -45,7 +45,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
@@ -56,7 +56,7 @@ import duckdb
 from markupsafe import Markup
 
 from gpusre.models.component_classes import class_label
-from gpusre.models.warehouse import select_columns, table_columns
+from gpusre.models.warehouse import select_columns
 
 from . import charts
 from .formatting import MISSING, fmt_int, fmt_num, truncate

@@ -7,6 +7,8 @@ are shown as percentages with one decimal ('41.2 %').
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from gpusre.models.ingest.hostlist import compress_hostlist
 import math
 from datetime import date, datetime, timezone
 
@@ -107,3 +109,88 @@ def md_escape(value: object) -> str:
     s = s.replace("|", r"\|").replace("](", r"]\(")
     s = s.replace("\r", " ").replace("\n", " ")
     return s
+
+
+def p_phrase(p: float | None) -> str:
+    """'p < 0.001' or 'p = 0.034'."""
+    txt = fmt_p(p)
+    return f"p {txt}" if txt.startswith("<") else f"p = {txt}"
+
+
+
+def cap(text: str) -> str:
+    """Capitalise the first character only ('single-GPU' -> 'Single-GPU', not 'Single-gpu')."""
+    return text[:1].upper() + text[1:]
+
+
+
+def period_text(first: str | None, last: str | None) -> str:
+    if not first:
+        return MISSING
+    return first if first == last else f"{first} … {last}"
+
+
+
+def gpuh(x: float | None) -> str:
+    """GPU-hours in a sentence: whole hours from 100 up ('2,310'), one decimal below ('7.5')."""
+    return fmt_num(x, 0 if x is not None and abs(x) >= 100 else 1)
+
+
+
+def nodes_text(nodes: Sequence[str] | None) -> str:
+    if not nodes:
+        return MISSING
+    try:
+        return compress_hostlist(nodes)
+    except ValueError:  # names that do not fit the hostlist grammar: list them as they are
+        return ",".join(nodes)
+
+
+
+def hours_text(h: float | None) -> str:
+    """Hours in a sentence: '3.5 h', '1,234 h'."""
+    return MISSING if h is None else f"{gpuh(h)} h"
+
+
+
+def age_text(hours: float | None) -> str:
+    """How long something has lasted, readable across a room: '45 min', '7.5 h', '3.2 days'."""
+    if hours is None:
+        return MISSING
+    if hours < 1:
+        return f"{max(round(hours * 60), 0)} min"
+    if hours < 48:
+        return f"{hours:.1f} h"
+    return f"{hours / 24:.1f} days"
+
+
+
+def utc_date(ts: datetime | None) -> date | None:
+    """The UTC calendar day of a warehouse timestamp."""
+    if ts is None:
+        return None
+    return (ts if ts.tzinfo is None else ts.astimezone(timezone.utc)).date()
+
+
+
+def share(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+
+def utc_hm(ts: datetime | None) -> str:
+    """'HH:MM' of a warehouse timestamp in UTC."""
+    return MISSING if ts is None else (ts if ts.tzinfo is None else ts.astimezone(timezone.utc)).strftime("%H:%M")
+
+
+
+def ratio_text(x: float | None) -> str:
+    """An alerts-per-incident ratio: '3.4'."""
+    return fmt_num(x, 1)
+
+
+
+def count_phrase(counts: Sequence[tuple[str, int]]) -> str:
+    """'5 node, 2 leaf switch and 1 storage'."""
+    parts = [f"{fmt_int(n)} {label}" for label, n in counts]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
