@@ -7,6 +7,8 @@ are shown as percentages with one decimal ('41.2 %').
 
 from __future__ import annotations
 
+from typing import Any
+from collections.abc import Callable
 from collections.abc import Sequence
 from gpusre.models.ingest.hostlist import compress_hostlist
 import math
@@ -118,7 +120,7 @@ def p_phrase(p: float | None) -> str:
 
 
 
-def cap(text: str) -> str:
+def sentence_case(text: str) -> str:
     """Capitalise the first character only ('single-GPU' -> 'Single-GPU', not 'Single-gpu')."""
     return text[:1].upper() + text[1:]
 
@@ -194,3 +196,41 @@ def count_phrase(counts: Sequence[tuple[str, int]]) -> str:
     """'5 node, 2 leaf switch and 1 storage'."""
     parts = [f"{fmt_int(n)} {label}" for label, n in counts]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+def is_number(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+
+def hours_number(x: float | None) -> str:
+    """Hours without unit, with precision that suits the magnitude: 3,538 / 412 / 57.4 / 1.97 / 0.25."""
+    if not is_number(x):
+        return MISSING
+    x = float(x)  # type: ignore[arg-type]
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+
+def fmt_hours(x: float | None) -> str:
+    return MISSING if not is_number(x) else f"{hours_number(x)} h"
+
+
+
+def fmt_ci(lo: float | None, hi: float | None, unit: str = " h", fmt: Callable[[float | None], str] = hours_number) -> str:
+    if not is_number(lo) and not is_number(hi):
+        return MISSING
+    if not is_number(hi):
+        return f"≥ {fmt(lo)}{unit}"
+    return f"{fmt(lo)}–{fmt(hi)}{unit}"
+
+
+
+def lower_first(label: str) -> str:
+    """Lower-case a label's first letter for use inside a sentence, keeping acronyms ('ETTR of ...')."""
+    first = label.split(" ", 1)[0]
+    return label if first.isupper() or (len(first) > 1 and first[1].isupper()) else label[:1].lower() + label[1:]

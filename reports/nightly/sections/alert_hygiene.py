@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from gpusre.reports.kit.formatting import age_text, cap, count_phrase, nodes_text, period_text, utc_date
+from gpusre.reports.kit.formatting import age_text, sentence_case, count_phrase, nodes_text, period_text, utc_date
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import scalar, table_status, utc_day_sql
@@ -134,7 +134,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                          if n_checked else f"every hardware incident in {window} had an alert on its nodes")
     else:
         parts.append(f"alert coverage is unknown ({reason_text(c_status)})")
-    sec.lead = cap("; ".join(parts) + ".")
+    sec.lead = sentence_case("; ".join(parts) + ".")
 
     if rules:
         def dur(s: float | None) -> str:

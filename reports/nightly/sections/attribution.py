@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import cap, gpuh, period_text
+from gpusre.reports.kit.formatting import sentence_case, gpuh, period_text
 from gpusre.reports.kit.labels import cause_label, component_label, state_cell
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import table_status, utc_day_sql
@@ -83,7 +83,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     rows = []
     for a in attrs + [ALL]:
         tot = n.get((a, ALL), 0)
-        rows.append([Cell("Total" if a == ALL else cap(str(a)))]
+        rows.append([Cell("Total" if a == ALL else sentence_case(str(a)))]
                     + [Cell(fmt_int(n[(a, st)]) if n.get((a, st)) else MISSING) for st in states]
                     + [Cell(fmt_int(tot)), Cell(fmt_pct(tot / total if total else None)),
                        Cell(fmt_num(lost.get((a, ALL), 0.0)))])

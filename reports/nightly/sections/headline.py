@@ -14,7 +14,6 @@ from typing import Any
 import duckdb
 import logging
 from gpusre.models.report_marts import REPORT_FAILURE_STATES
-from gpusre.reports.kit.labels import state_name
 from gpusre.reports.kit.section import SectionSpec
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.reports.kit.warehouse import query_rows as query_rows

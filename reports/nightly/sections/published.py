@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import age_text, cap
+from gpusre.reports.kit.formatting import age_text, sentence_case
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import table_status
 from collections.abc import Callable
@@ -88,7 +88,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     # A figure this cluster does not have (no GPU time yet) is left out rather than shown as a dash.
     parts = [f"{say(ours[col])}, {_against(ours[col], figures(col), fmt)}"
              for col, say, fmt in phrases if ours[col] is not None and figures(col)]
-    sec.lead = cap("; ".join(parts)) + "." if parts else "The published figures, for reference:"
+    sec.lead = sentence_case("; ".join(parts)) + "." if parts else "The published figures, for reference:"
     sec.add(Table(
         [Column(""), *(Column(("This cluster: " if r["this_cluster"] else "") + r["cluster"], True, nowrap=True)
                        for r in rows)],

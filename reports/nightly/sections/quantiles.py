@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import cap
+from gpusre.reports.kit.formatting import sentence_case
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Column, NO_DATA, Section, Table
@@ -44,7 +44,7 @@ def quantile_section(con: duckdb.DuckDBPyConnection, *, key: str, title: str, ta
                      f"(p99 {fmt_num(hi['p99'], dec)} {unit_short}), the shortest median in the "
                      f"{bucket_name(lo['size_bucket'])} bucket ({fmt_num(lo['p50'], dec)} {unit_short})")
     sec.lead = ("; ".join(parts) + ".") if parts else f"{NO_DATA}: no quantiles in {table}."
-    sec.lead = cap(sec.lead)
+    sec.lead = sentence_case(sec.lead)
     if buckets:
         sec.add(svg(charts.quantile_chart(
             [(r["size_bucket"], r["p50"], r["p90"], r["p99"], r["mx"]) for r in buckets],

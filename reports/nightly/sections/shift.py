@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import cap, p_phrase, period_text
+from gpusre.reports.kit.formatting import sentence_case, p_phrase, period_text
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
@@ -52,7 +52,7 @@ def _trend_sentence(trend: list[dict[str, Any]]) -> str:
                 f"from {fmt_pct(r['first_share'])} to {fmt_pct(r['last_share'])} "
                 f"({fmt_pp(_per_month(r, 'slope_per_period'))} per month, {p_phrase(r['p_value'])})"
                 for r in moving))
-    return cap("; ".join(parts) + ".")
+    return sentence_case("; ".join(parts) + ".")
 
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import cap
+from gpusre.reports.kit.formatting import sentence_case
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
@@ -37,7 +37,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                     f"{bucket_name(first['size_bucket'])} jobs are {fmt_pct(first['share_jobs'])} of jobs.")
     else:
         sec.lead = (
-            f"{cap(bucket_name(first['size_bucket']))} jobs are {fmt_pct(first['share_jobs'])} of jobs "
+            f"{sentence_case(bucket_name(first['size_bucket']))} jobs are {fmt_pct(first['share_jobs'])} of jobs "
             f"but {fmt_pct(first['share_gpu_hours'])} of GPU-hours; {bucket_name(biggest['size_bucket'])} jobs take "
             f"the largest share of GPU-hours, {fmt_pct(biggest['share_gpu_hours'])} "
             f"(from {fmt_pct(biggest['share_jobs'])} of jobs)."

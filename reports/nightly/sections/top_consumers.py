@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import cap
+from gpusre.reports.kit.formatting import sentence_case
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import table_status
@@ -38,7 +38,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             tot = sum(r["share_gpu_hours"] or 0.0 for r in rs)
             parts.append(f"the top {len(rs)} {label} consumed {fmt_pct(tot)} of GPU-hours "
                          f"(largest: {rs[0]['name']}, {fmt_pct(rs[0]['share_gpu_hours'])})")
-    sec.lead = cap("; ".join(parts) + ".")
+    sec.lead = sentence_case("; ".join(parts) + ".")
     if users:
         sec.add(svg(charts.top_consumers_chart(
             [(r["name"], r["share_gpu_hours"]) for r in users], f"Top {len(users)} users by share of GPU-hours",

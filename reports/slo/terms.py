@@ -1,0 +1,103 @@
+"""TODO gpusre.reports.slo.terms."""
+
+from __future__ import annotations
+
+from gpusre.reports.kit.formatting import is_number
+import math
+from collections.abc import Sequence
+from gpusre.reports.kit.formatting import MISSING, fmt_num, fmt_pct
+
+
+#: SLI names of ``marts.slo_daily`` -> what the meeting calls them (unknown SLIs are shown as stored).
+SLI_LABELS: dict[str, str] = {
+    "node_availability": "Node availability",
+    "job_infra_success": "Jobs not killed by the infrastructure",
+    "ettr_large_runs": "ETTR of large runs",
+    "goodput": "Goodput",
+}
+
+SLI_ORDER = tuple(SLI_LABELS)
+
+SLI_DEFS: dict[str, str] = {
+    "node_availability": "scheduled node-hours minus unplanned down node-hours, over node-hours minus planned "
+                         "maintenance (down time estimated from incidents until the node ran a job again)",
+    "job_infra_success": "GPU jobs that ended that day and were not killed by the infrastructure, over all GPU "
+                         "jobs that ended that day",
+    "ettr_large_runs": "productive seconds over wall-clock seconds of runs of at least slo.ettr_min_run_gpus "
+                       "GPUs (default 256) that ended that day",
+    "goodput": "productive GPU-hours over capacity GPU-hours",
+}
+
+BUCKETS = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
+
+
+
+def fmt_objective(x: float | None) -> str:
+    """An objective as a short percentage: 0.995 -> '99.5 %', 0.7 -> '70 %'."""
+    return MISSING if not is_number(x) else f"{float(x) * 100:.4g} %"  # type: ignore[arg-type]
+
+
+
+def fmt_sli(x: float | None) -> str:
+    return fmt_pct(x, 2)
+
+
+
+def fmt_budget(x: float | None) -> str:
+    """A budget fraction as a whole percentage with a true minus sign: -0.28 -> '−28 %'."""
+    return MISSING if not is_number(x) else f"{float(x) * 100:.0f} %".replace("-", "\u2212")  # type: ignore[arg-type]
+
+
+
+def fmt_interval(seconds: float | None) -> str:
+    """A configured interval: 300 -> '5 min', 3600 -> '1 h', 52467 -> '14.6 h'."""
+    if not is_number(seconds):
+        return MISSING
+    s = float(seconds)  # type: ignore[arg-type]
+    return f"{s / 60:.0f} min" if s < 3600 else f"{s / 3600:.3g} h"
+
+
+
+def fmt_rate(x: float | None) -> str:
+    return fmt_num(x, 2)
+
+
+
+def sli_label(sli: str) -> str:
+    return SLI_LABELS.get(sli, sli)
+
+
+
+def bucket_key(b: str | None) -> int:
+    return BUCKETS.index(b) if b in BUCKETS else len(BUCKETS)
+
+
+
+def bucket_of(n_gpus: int | None) -> str:
+    n = int(n_gpus or 0)
+    for label, lo, hi in (("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-256", 65, 256),
+                          ("257-1024", 257, 1024)):
+        if lo <= n <= hi:
+            return label
+    return ">1024" if n > 1024 else "0"
+
+
+
+def quantile(vals: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated quantile (as numpy's default and Polars' 'linear')."""
+    v = sorted(vals)
+    if not v:
+        return None
+    pos = (len(v) - 1) * q
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+
+def change_phrase(ratio_mtbf: float) -> str:
+    """MTBF now / before -> '18 % lower' / '20 % higher' / 'unchanged'."""
+    pct = (ratio_mtbf - 1.0) * 100
+    if abs(pct) < 0.5:
+        return "unchanged"
+    return f"{abs(pct):.0f} % {'higher' if pct > 0 else 'lower'}"
