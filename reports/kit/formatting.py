@@ -86,9 +86,9 @@ def fmt_date(d: date | datetime | None) -> str:
     return d.isoformat()
 
 
-def plural(n: int | float | None, word: str) -> str:
-    """'1 file', '3 files' with thousands separators."""
-    return f"{fmt_int(n)} {word}{'' if n == 1 else 's'}"
+def plural(n: int | float | None, word: str, plural_form: str | None = None) -> str:
+    """'1 file', '3 files', '2 indices' (``plural_form``) with thousands separators."""
+    return f"{fmt_int(n)} {word if n == 1 else (plural_form or word + 's')}"
 
 
 def truncate(text: object, max_len: int) -> str:
@@ -234,3 +234,22 @@ def lower_first(label: str) -> str:
     """Lower-case a label's first letter for use inside a sentence, keeping acronyms ('ETTR of ...')."""
     first = label.split(" ", 1)[0]
     return label if first.isupper() or (len(first) > 1 and first[1].isupper()) else label[:1].lower() + label[1:]
+
+
+def fmt_span(seconds: float | None) -> str:
+    """A duration: '45 s', '12 min', '3.4 h', '2.1 days'."""
+    if not is_number(seconds):
+        return MISSING
+    s = abs(float(seconds))  # type: ignore[arg-type]
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
+
+def span_hours(h: float | None) -> str:
+    return MISSING if not is_number(h) else fmt_span(float(h) * 3600)  # type: ignore[arg-type]

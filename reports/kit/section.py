@@ -125,13 +125,14 @@ class SectionSpec(Generic[C]):
 
 
 def build_sections(con: duckdb.DuckDBPyConnection, ctx: C, specs: Sequence[SectionSpec[C]],
-                   report: str) -> list[Section]:
-    """Build every section of ``specs`` in order; a DuckDB error in one becomes that section's note."""
+                   report: str, errors: tuple[type[Exception], ...] = (duckdb.Error,)) -> list[Section]:
+    """Build every section of ``specs`` in order; an exception of ``errors`` in one (a DuckDB error by
+    default) becomes that section's note."""
     out = []
     for spec in specs:
         try:
             out.append(spec.build(con, ctx))
-        except duckdb.Error as exc:
+        except errors as exc:
             log.warning("%s report section %s failed: %s", report, spec.key, exc)
             out.append(Section(spec.key, spec.title,
                                no_data=f"Could not be computed: {type(exc).__name__}: {truncate(exc, 300)}"))

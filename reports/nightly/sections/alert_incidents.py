@@ -58,7 +58,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     n = agg["n"]
     lead = (f"{plural(n, 'alert incident')} started on {d}, grouping {plural(agg['alerts'], 'alert')} "
             f"(by scope: {count_phrase([(scope_label(r['scope']), r['n']) for r in scopes])}); "
-            + (f"the largest, " if n > 1 else "it, ")
+            + ("the largest, " if n > 1 else "it, ")
             + f"\u201c{truncate(top['root_cause_candidate'] or top['incident_id'], 70)}\u201d, grouped "
               f"{plural(top['n_alerts'], 'alert')} on {plural(top['n_nodes'] or 0, 'node')}"
             + (f" and killed {plural(top['n_jobs_killed'], 'job')} ({gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h lost)"
