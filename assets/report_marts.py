@@ -11,15 +11,17 @@ import dagster as dg
 from gpusre.assets.alert_incidents import ALERT_INCIDENTS, ALERT_RULE_QUALITY
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.ingest_alerts import RAW_ALERTS
+from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.job_trends import JOB_USAGE_DAILY
 from gpusre.assets.node_states import RAW_SLURM_EVENTS
-from gpusre.models.report_marts import build_report_marts
-from gpusre.models.warehouse import table_exists, transaction
+from gpusre.models.report_marts import WINDOW_MACROS, build_report_marts
+from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import WarehouseResource
 
+ETTR_RUNS = RELIABILITY_KEYS["ettr_runs"]
 _DEPS: dict[str, list[dg.AssetKey]] = {
     "job_totals": [JOB_USAGE_DAILY],
     "job_states_daily": [JOB_USAGE_DAILY],
@@ -29,6 +31,8 @@ _DEPS: dict[str, list[dg.AssetKey]] = {
     # raw.ingested_files is the ledger every ingest asset writes
     "ingestion_by_source": [RAW_SACCT, RAW_SYSLOG, RAW_ALERTS, RAW_SLURM_EVENTS],
     "hw_incidents_by_component": [HW_INCIDENTS],
+    "ettr_window_by_size": [ETTR_RUNS],
+    "ettr_window_policies": [ETTR_RUNS],
 }
 _DESCRIPTIONS: dict[str, str] = {
     "job_totals": "Per scope (whole record / UTC end day): GPU jobs, GPU-hours, failed jobs and their share of "
@@ -41,6 +45,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "ingestion_by_source": "Per source kind (with an '(all)' row): files, rows read/loaded/rejected, reject rate.",
     "hw_incidents_by_component": "Table macro marts.hw_incidents_by_component(date_from, date_to): hardware "
                                  "incidents and lost GPU-hours per component in a window.",
+    "ettr_window_by_size": "Table macro marts.ettr_window_by_size(date_from, date_to): per size bucket, runs that "
+                           "ended in a window, ETTR mean / p10 / p50 / p90 and where their wall-clock went.",
+    "ettr_window_policies": "Table macro marts.ettr_window_policies(date_from, date_to): runs per checkpoint policy.",
 }
 REPORT_MART_KEYS: dict[str, dg.AssetKey] = {name: dg.AssetKey(["marts", name]) for name in _DEPS}
 
@@ -63,6 +70,6 @@ def report_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResource
             if status[name] is not None:
                 context.log.warning(f"marts.{name} not built: {status[name]}")
                 meta["not_built_because"] = status[name]
-            elif table_exists(con, f"marts.{name}"):  # the component macro is no table
+            elif name not in WINDOW_MACROS:
                 meta["dagster/row_count"] = con.sql(f"SELECT count(*) FROM marts.{name}").fetchall()[0][0]
             yield dg.MaterializeResult(asset_key=key, metadata=meta)

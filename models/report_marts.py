@@ -15,7 +15,7 @@ import duckdb
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import table_exists
 
-__all__ = ["REPORT_FAILURE_STATES", "REPORT_MARTS", "build_report_marts"]
+__all__ = ["REPORT_FAILURE_STATES", "REPORT_MARTS", "WINDOW_MACROS", "build_report_marts"]
 
 # vocabulary: the failure-state set every report section quotes ("failed jobs hold X % of GPU time",
 # "N jobs ended in a failure state"); one definition, passed to the marts as $failure_states.
@@ -30,7 +30,11 @@ REPORT_MARTS: dict[str, str] = {
     "alert_rule_verdicts": "marts.alert_rule_quality",
     "ingestion_by_source": "raw.ingested_files",
     "hw_incidents_by_component": "marts.hw_incidents",
+    "ettr_window_by_size": "marts.ettr_runs",
+    "ettr_window_policies": "marts.ettr_runs",
 }
+#: The marts that are table macros over a report window (date_from, date_to), not tables.
+WINDOW_MACROS: frozenset[str] = frozenset({"hw_incidents_by_component", "ettr_window_by_size", "ettr_window_policies"})
 
 
 def build_report_marts(con: duckdb.DuckDBPyConnection,
@@ -47,7 +51,7 @@ def build_report_marts(con: duckdb.DuckDBPyConnection,
             run_mart_sql(con, name, {"failure_states": list(failure_states)})
             status[name] = None
         except duckdb.Error as exc:
-            kind = "MACRO TABLE" if name == "hw_incidents_by_component" else "TABLE"
+            kind = "MACRO TABLE" if name in WINDOW_MACROS else "TABLE"
             con.execute(f"DROP {kind} IF EXISTS marts.{name}")
             status[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
     return status

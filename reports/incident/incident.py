@@ -225,8 +225,9 @@ class Incident:
         if not table_exists(self.con, "core.node_events"):
             return []
         ids = self.hw_incident_ids
-        member = ("SELECT event_id, any_value(incident_id) AS hw_incident FROM marts.hw_incident_members "
-                  "WHERE list_contains(?, incident_id) GROUP BY event_id") if ids and table_exists(
+        # one row per member event (an event may belong to several of the linked incidents)
+        member = ("SELECT DISTINCT ON (event_id) event_id, incident_id AS hw_incident FROM marts.hw_incident_members "
+                  "WHERE list_contains(?, incident_id) ORDER BY event_id, incident_id") if ids and table_exists(
             self.con, "marts.hw_incident_members") else "SELECT NULL::BIGINT AS event_id, NULL AS hw_incident WHERE false"
         params: list[Any] = ([ids] if "?" in member else []) + [self.nodes, self.w0, self.w1]
         rows = query_rows(self.con, f"""SELECT e.event_id, e.ts, e.node, e.kind, e.code, e.component, e.cause_class,

@@ -4,7 +4,7 @@ puts a section into a report.
 A report is an ordered tuple of :class:`SectionSpec`; :func:`build_sections` runs each spec's
 ``build(con, ctx)`` and turns a query error into a note in that section only, so one mart with an
 unexpected shape never costs the SREs the whole report. Sections read marts and format them; they
-compute nothing (``tests/test_report_layer.py`` greps report code for ``GROUP BY``).
+compute nothing (``tests/test_report_layer.py`` greps report code for SQL aggregation).
 """
 
 from __future__ import annotations

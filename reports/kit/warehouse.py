@@ -45,3 +45,11 @@ def table_status(con: duckdb.DuckDBPyConnection, qualified: str) -> str | None:
 def utc_day_sql(col: str) -> str:
     """SQL for the UTC calendar day of a TIMESTAMPTZ column (report days are UTC days)."""
     return f"CAST(timezone('UTC', {col}) AS DATE)"
+
+
+def macro_status(con: duckdb.DuckDBPyConnection, qualified: str) -> str | None:
+    """None when the table macro ``schema.name`` exists, otherwise the 'No data yet' reason."""
+    schema, name = qualified.split(".")
+    exists = scalar(con, "SELECT count(*) FROM duckdb_functions() WHERE schema_name = ? AND function_name = ?",
+                    [schema, name])
+    return None if exists else f"{NO_DATA}: {qualified} has not been built."

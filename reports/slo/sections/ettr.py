@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpusre.reports.kit.warehouse import macro_status
 from gpusre.reports.kit.section import SectionSpec
 from gpusre.reports.kit.section import Cell
 from gpusre.reports.kit.section import Chart
@@ -11,19 +12,15 @@ from gpusre.reports.kit.section import Section
 from gpusre.reports.slo.window import SloWindow
 from gpusre.reports.kit.section import Table
 from gpusre.reports.kit.labels import bucket_cell
-from gpusre.reports.slo.terms import bucket_key
-from gpusre.reports.slo.terms import bucket_of
 from gpusre.reports.kit.formatting import fmt_hours
 from gpusre.reports.slo.terms import fmt_interval
 from gpusre.reports.slo.terms import fmt_rate
 from gpusre.reports.kit.formatting import is_number
 from gpusre.reports.kit.formatting import plural
-from gpusre.reports.slo.terms import quantile
 from gpusre.reports.kit.warehouse import query_rows
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.warehouse import table_status
 from gpusre.reports.kit.warehouse import utc_day_sql
-from collections.abc import Callable
 from typing import Any
 import duckdb
 from gpusre.reports.kit import charts
@@ -41,14 +38,14 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                      scope=f"Measured: training runs that ended in the window (marts.ettr_runs, last job end "
                            f"{w.text}, not ongoing). Expected ETTR and the checkpoint what-if: whole record "
                            "(marts.ettr_by_size, marts.checkpoint_what_if).")
-    reason = table_status(con, "marts.ettr_runs")
+    reason = table_status(con, "marts.ettr_runs") or macro_status(con, "marts.ettr_window_by_size")
     if reason:
         sec.no_data = reason
         return sec
     runs = query_rows(con, f"""SELECT run_id, "user", account, name, run_key_source, n_jobs, n_instances, n_gpus, n_nodes,
                                  interruptions, last_end_ts, wallclock_s, queue_s, run_s, restart_overhead_s,
                                  lost_work_s, productive_s, ettr, checkpoint_interval_s, restart_overhead_cfg_s,
-                                 policy_source
+                                 policy_source, core.size_bucket(n_gpus) AS size_bucket
                           FROM marts.ettr_runs
                           WHERE NOT coalesce(ongoing, false) AND ettr IS NOT NULL
                             AND {utc_day_sql('last_end_ts')} BETWEEN ? AND ?""", [w.start, w.end])
@@ -59,32 +56,23 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if table_status(con, "marts.ettr_by_size") is None:
         expected = {r["gpus_bucket"]: r for r in query_rows(
             con, "SELECT gpus_bucket, expected_ettr, r_f_per_1000_node_days, n_nodes_median FROM marts.ettr_by_size")}
-    by: dict[str, list[dict[str, Any]]] = {}
+    # Per-bucket quantiles and wall-clock shares come from the mart; the runs are read only for the chart.
+    sizes = query_rows(con, "SELECT * FROM marts.ettr_window_by_size(?, ?)", [w.start, w.end])
+    per_run: dict[str, list[float]] = {}
     for r in runs:
-        by.setdefault(bucket_of(r["n_gpus"]), []).append(r)
-    buckets = sorted(by, key=bucket_key)
-
-    def share(rs: list[dict[str, Any]], part: Callable[[dict[str, Any]], float]) -> float | None:
-        vals = [part(r) / r["wallclock_s"] for r in rs if r["wallclock_s"]]
-        return sum(vals) / len(vals) if vals else None
-
-    def gap_s(r: dict[str, Any]) -> float:
-        return max(float(r["wallclock_s"] or 0) - float(r["queue_s"] or 0) - float(r["run_s"] or 0), 0.0)
-
-    big = buckets[-1]
-    rs = by[big]
-    p50 = quantile([r["ettr"] for r in rs], 0.5)
-    exp = expected.get(big, {}).get("expected_ettr")
-    take = (f"Runs of {big} GPUs that ended in the window had a median ETTR of {fmt_num(p50, 2)} "
-            f"({plural(len(rs), 'run')})"
+        per_run.setdefault(r["size_bucket"], []).append(r["ettr"])
+    buckets = [r["size_bucket"] for r in sizes]
+    big = sizes[-1]
+    exp = expected.get(big["size_bucket"], {}).get("expected_ettr")
+    take = (f"Runs of {big['size_bucket']} GPUs that ended in the window had a median ETTR of "
+            f"{fmt_num(big['ettr_p50'], 2)} ({plural(big['runs'], 'run')})"
             + (f" against {fmt_num(exp, 2)} expected from failures alone" if is_number(exp) else "")
-            + f"; on average queue wait took {fmt_pct(share(rs, lambda r: float(r['queue_s'] or 0)))} of their "
-              f"wall-clock, gaps between jobs {fmt_pct(share(rs, gap_s))}, restarts "
-              f"{fmt_pct(share(rs, lambda r: float(r['restart_overhead_s'] or 0)))} and re-done work "
-              f"{fmt_pct(share(rs, lambda r: float(r['lost_work_s'] or 0)))}.")
+            + f"; on average queue wait took {fmt_pct(big['queue_share'])} of their "
+              f"wall-clock, gaps between jobs {fmt_pct(big['gap_share'])}, restarts "
+              f"{fmt_pct(big['restart_share'])} and re-done work {fmt_pct(big['lost_work_share'])}.")
     sec.lead = take
     sec.items.append(Chart(svg(charts.ettr_distribution_chart(
-        [(b, [r["ettr"] for r in by[b]], expected.get(b, {}).get("expected_ettr")) for b in buckets],
+        [(b, per_run.get(b, []), expected.get(b, {}).get("expected_ettr")) for b in buckets],
         f"ETTR per run by run size, runs that ended {w.text}")), take))
 
     rf = next((e["r_f_per_1000_node_days"] for e in expected.values() if is_number(e.get("r_f_per_1000_node_days"))), None)
@@ -92,15 +80,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         [Column("GPUs per run"), Column("Runs", True), Column("Median nodes", True), Column("ETTR mean", True),
          Column("p10", True), Column("p50", True), Column("p90", True), Column("Interruptions / run", True),
          Column("Queue share", True), Column("Expected ETTR", True)],
-        [[bucket_cell(b), Cell(fmt_int(len(by[b]))),
-          Cell(fmt_num(quantile([float(r["n_nodes"] or 0) for r in by[b]], 0.5), 0)),
-          Cell(fmt_num(sum(r["ettr"] for r in by[b]) / len(by[b]), 2)),
-          Cell(fmt_num(quantile([r["ettr"] for r in by[b]], 0.1), 2)),
-          Cell(fmt_num(quantile([r["ettr"] for r in by[b]], 0.5), 2)),
-          Cell(fmt_num(quantile([r["ettr"] for r in by[b]], 0.9), 2)),
-          Cell(fmt_num(sum(float(r["interruptions"] or 0) for r in by[b]) / len(by[b]), 2)),
-          Cell(fmt_pct(share(by[b], lambda r: float(r["queue_s"] or 0)))),
-          Cell(fmt_num(expected.get(b, {}).get("expected_ettr"), 3))] for b in buckets],
+        [[bucket_cell(r["size_bucket"]), Cell(fmt_int(r["runs"])), Cell(fmt_num(r["median_nodes"], 0)),
+          Cell(fmt_num(r["ettr_mean"], 2)), Cell(fmt_num(r["ettr_p10"], 2)), Cell(fmt_num(r["ettr_p50"], 2)),
+          Cell(fmt_num(r["ettr_p90"], 2)), Cell(fmt_num(r["interruptions_mean"], 2)), Cell(fmt_pct(r["queue_share"])),
+          Cell(fmt_num(expected.get(r["size_bucket"], {}).get("expected_ettr"), 3))] for r in sizes],
         caption="ETTR (Kokolis et al., HPCA 2025) = productive time / wall-clock of a run; wall-clock = first submit "
                 "to last end (queue waits and gaps between resubmissions count as unproductive); productive = run "
                 "time − restart overhead u0 after each interruption − re-done work since the last checkpoint (on "
@@ -112,15 +95,13 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     ))
 
     # The assumptions behind every ETTR number: which checkpoint policy the window's runs were given.
-    policies: dict[tuple[Any, Any, Any], int] = {}
-    for r in runs:
-        key = (r["policy_source"], r["checkpoint_interval_s"], r["restart_overhead_cfg_s"])
-        policies[key] = policies.get(key, 0) + 1
+    policies = query_rows(con, "SELECT * FROM marts.ettr_window_policies(?, ?)", [w.start, w.end])
     sec.notes.append(
         "Assumptions, not measurements: the checkpoint interval Δ and restart overhead u0 come from cluster.yaml "
         "(reliability.checkpoint, per-account overrides) — "
-        + "; ".join(f"{plural(n, 'run')} with Δ = {fmt_interval(k[1])} and u0 = {fmt_interval(k[2])} "
-                    f"({k[0] or 'unknown source'})" for k, n in sorted(policies.items(), key=lambda kv: -kv[1]))
+        + "; ".join(f"{plural(p['runs'], 'run')} with Δ = {fmt_interval(p['checkpoint_interval_s'])} and "
+                    f"u0 = {fmt_interval(p['restart_overhead_cfg_s'])} ({p['policy_source'] or 'unknown source'})"
+                    for p in policies)
         + ". Runs group jobs by explicit run key (job comment / name), requeues of one job id, or resubmission "
           "of the same user, account and job name.")
 

@@ -55,9 +55,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                           FROM marts.hw_incidents WHERE {where}
                           ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST, start_ts, incident_id
                           LIMIT {_TOP_N_INCIDENTS}""", [w.start, w.end])
-    comp = query_rows(con, f"""SELECT component, count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost
-                          FROM marts.hw_incidents WHERE {where} GROUP BY component
-                          ORDER BY lost DESC, n DESC, component""", [w.start, w.end])
+    comp = query_rows(con, "SELECT component, incidents AS n, lost_gpu_hours AS lost "
+                           "FROM marts.hw_incidents_by_component(?, ?)", [w.start, w.end])
     groups: dict[str, list[float]] = {}
     for r in comp:
         g = groups.setdefault(component_label(r["component"]), [0.0, 0.0])
