@@ -700,13 +700,13 @@ def test_mttr_by_component(node_report: tuple[duckdb.DuckDBPyConnection, str, st
             "6.5 h (p90 30.0 h, 95 % CI 2.0–25.0 h) after a median 15 min to detect; 1 is still under repair; "
             "slowest to repair: GPU (median 20.0 h).") in text
     # The pooled row first, then the classes MTBF uses, slowest first.
-    assert "GPU 5 5 4 1 12 min / 24 min 20.0 30.0 20.0 – (too few)" in text
+    assert "GPU 5 5 4 1 12 min / 24 min 20.0 h 30.0 h 20.0 h – (too few)" in text  # one duration format, with units
     assert "NVLink / NVSwitch 3 3 3 0" in text
     assert "Storage 1 0 0 0 – / – – – – –" in text
     assert text.index("All classes 9 8 7 1") < text.index("GPU 5") < text.index("NVLink / NVSwitch 3")
     # 7 repairs, 6 timed by node states: the caption says how the other was timed.
     assert "1 of the repairs had no node-state record" in text
-    assert "| All classes | 9 | 8 | 7 | 1 | 15 min / 30 min | 6.5 | 30.0 | 12.0 | 2.0 … 25.0 |" in md
+    assert "| All classes | 9 | 8 | 7 | 1 | 15 min / 30 min | 6.5 h | 30.0 h | 12.0 h | 2.0 … 25.0 |" in md
 
 
 def test_drain_reasons_and_escaping(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:

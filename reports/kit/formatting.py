@@ -155,18 +155,6 @@ def hours_text(h: float | None) -> str:
 
 
 
-def age_text(hours: float | None) -> str:
-    """How long something has lasted, readable across a room: '45 min', '7.5 h', '3.2 days'."""
-    if hours is None:
-        return MISSING
-    if hours < 1:
-        return f"{max(round(hours * 60), 0)} min"
-    if hours < 48:
-        return f"{hours:.1f} h"
-    return f"{hours / 24:.1f} days"
-
-
-
 def utc_date(ts: datetime | None) -> date | None:
     """The UTC calendar day of a warehouse timestamp."""
     if ts is None:
@@ -237,7 +225,8 @@ def lower_first(label: str) -> str:
 
 
 def fmt_span(seconds: float | None) -> str:
-    """A duration: '45 s', '12 min', '3.4 h', '2.1 days'."""
+    """The one duration formatter of the reports, with the unit that suits the length: '45 s',
+    '12 min', '3.4 h', '2.1 days' — never '0.0 h' for a sub-hour duration."""
     if not is_number(seconds):
         return MISSING
     s = abs(float(seconds))  # type: ignore[arg-type]
@@ -252,4 +241,5 @@ def fmt_span(seconds: float | None) -> str:
 
 
 def span_hours(h: float | None) -> str:
+    """A duration given in hours, formatted by :func:`fmt_span`: 0.02 -> '1 min', 37.5 -> '37.5 h'."""
     return MISSING if not is_number(h) else fmt_span(float(h) * 3600)  # type: ignore[arg-type]

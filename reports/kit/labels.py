@@ -87,3 +87,36 @@ SCOPE_LABELS = {"node": "node", "rack": "rack", "leaf_switch": "leaf switch", "s
 def scope_label(scope: str | None) -> str:
     """'leaf_switch' -> 'leaf switch'; other scopes as stored."""
     return MISSING if not scope else SCOPE_LABELS.get(scope, scope)
+
+
+#: Catalog recovery actions (NVIDIA's Xid / SXid resolution buckets, cluster log patterns) -> what an
+#: SRE reads in a report. A test checks every action of the catalogs has a label.
+ACTION_LABELS: dict[str, str] = {
+    "CHECK_LINK": "Check the network link",
+    "CHECK_MECHANICALS": "Check fans and mechanicals",
+    "CHECK_STORAGE": "Check the storage",
+    "CHECK_THERMALS": "Check cooling and temperatures",
+    "CHECK_UVM": "Check unified memory (UVM)",
+    "CONTACT_SUPPORT": "Contact the vendor's support",
+    "DRAIN_NODE": "Drain the node",
+    "IGNORE": "No action needed",
+    "MONITOR": "Monitor",
+    "RESET_FABRIC": "Reset the NVLink fabric",
+    "RESET_GPU": "Reset the GPU",
+    "RESTART_APP": "Restart the application",
+    "RESTART_BM": "Reboot the node",
+    "RESTART_VM": "Restart the VM",
+    "UPDATE_SWFW": "Update driver / firmware",
+    "WORKFLOW_NVLINK5_ERR": "Follow the NVLink 5 error workflow",
+    "WORKFLOW_NVLINK_ERR": "Follow the NVLink error workflow",
+    "WORKFLOW_XID_45": "Follow the Xid 45 workflow",
+    "WORKFLOW_XID_48": "Follow the Xid 48 (double-bit ECC) workflow",
+    "XID_154": "Follow the Xid 154 recovery action",
+}
+
+
+def action_label(action: str | None) -> str:
+    """'RESTART_BM' -> 'Reboot the node'; several actions ('drain, RMA') and unknown text as stored."""
+    if not action:
+        return MISSING
+    return ACTION_LABELS.get(action, action.replace("_", " ").capitalize() if action.isupper() else action)

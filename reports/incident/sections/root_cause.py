@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpusre.reports.kit.labels import action_label
+
 from gpusre.reports.kit.section import SectionSpec
 from gpusre.reports.kit.section import Cell
 from gpusre.reports.kit.section import Column
@@ -69,7 +71,7 @@ def build(inc: Incident) -> Section:
                ("Root cause", str(r.get("root_cause") or MISSING)
                 + (" (operator label)" if r.get("label_source") == "operator" else "")),
                ("Cause class / severity", f"{cause_label(r.get('cause_class'))} / {r.get('severity') or MISSING}"),
-               ("Recommended action", str(r.get("action") or MISSING)),
+               ("Recommended action", action_label(r.get("action"))),
                ("Scope", str(r.get("scope") or MISSING) + (f" (leaf switch {r['leaf_switch']})" if r.get("leaf_switch")
                                                            else "")),
                ("Faulty GPUs (PCI)", ", ".join(r.get("gpus") or []) or MISSING)]

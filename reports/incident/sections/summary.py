@@ -36,8 +36,15 @@ def build(inc: Incident) -> Section:
                     f"{plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours.")
     else:
         jobs, lost = r.get("affected_jobs"), r.get("lost_gpu_hours")
-        rec = (f"; its nodes ran a job to completion again {span_hours(r['hours_to_recovery'])} after it ended"
-               if is_number(r.get("hours_to_recovery")) else "")
+        # One recovery value per report: the repair record's (first evidence to the last node back in
+        # service), as the card and the repair section show; the job-based recovery only without one.
+        rep0 = (inc.safe("repairs", []) or [None])[0]
+        if rep0 and is_number(rep0.get("hours_to_repair")):
+            rec = f"; every node was back in service {span_hours(rep0['hours_to_repair'])} after the first evidence"
+        elif is_number(r.get("hours_to_recovery")):
+            rec = f"; its nodes ran a job to completion again {span_hours(r['hours_to_recovery'])} after it ended"
+        else:
+            rec = ""
         sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, started {when_text(inc.start)} and lasted {fmt_span(dur)} "
                     f"({plural(r.get('n_events'), 'event')}); it killed {plural(jobs or 0, 'job')} and lost "
                     f"{gpuh(lost)} GPU-hours{rec}.")

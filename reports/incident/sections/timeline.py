@@ -225,8 +225,9 @@ def build(inc: Incident) -> Section:
     sec.notes = notes + [f"Not drawn: {name.replace('_', ' ')} could not be read ({err})."
                          for name, err in inc.failed.items()]
     if inc.back_in_service and inc.back_in_service > inc.w1:
-        sec.notes.append(f"The nodes came back in service at {when_text(inc.back_in_service)}, "
-                         f"{fmt_span((inc.back_in_service - inc.w1).total_seconds())} after the right edge of the chart.")
+        # The time, not another duration: the repair section states the one repair duration.
+        sec.notes.append(f"The nodes came back in service at {when_text(inc.back_in_service)}, after the right "
+                         "edge of the chart (see Time to detect and repair).")
     return sec
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import age_text, period_text, ratio_text, utc_hm
+from gpusre.reports.kit.formatting import span_hours, period_text, ratio_text, utc_hm
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
 from gpusre.reports.kit.warehouse import table_status, utc_day_sql
@@ -99,7 +99,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
              Column("Alerts", True), Column(f"Peak {per}", True), Column("Baseline → threshold", True),
              Column("Incidents", True), Column("Alerts per incident", True)],
             [[Cell(str(r["flood_id"]), mono=True), Cell(utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
-              Cell(age_text((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
+              Cell(span_hours((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
                    if r["start_ts"] is not None and r["end_ts"] is not None else MISSING),
               Cell(fmt_int(r["n_alerts"])),
               Cell(f"{fmt_int(r['peak_per_bucket'])} ({fmt_num(r['peak_rate_per_min'])}/min)"),

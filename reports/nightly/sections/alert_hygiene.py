@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from gpusre.reports.kit.formatting import age_text, sentence_case, count_phrase, nodes_text, period_text, utc_date
+from gpusre.reports.kit.formatting import span_hours, sentence_case, count_phrase, nodes_text, period_text, utc_date
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import scalar, table_status, utc_day_sql
@@ -138,7 +138,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
 
     if rules:
         def dur(s: float | None) -> str:
-            return MISSING if s is None else age_text(s / 3600)
+            return MISSING if s is None else span_hours(s / 3600)
 
         sec.add(Table(
             [Column("Alert rule"), Column("Verdict", nowrap=True), Column("Fired", True), Column("Series", True),
@@ -161,7 +161,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
              Column("Nodes", nowrap=True), Column("Scope")],
             [[Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
               Cell(fmt_date(r["start_ts"])),
-              Cell(age_text((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
+              Cell(span_hours((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
                    if r["start_ts"] is not None and r["end_ts"] is not None else MISSING),
               Cell(truncate(nodes_text(r["nodes"]), 30), mono=True, title=nodes_text(r["nodes"])),
               Cell(str(r["scope"] or MISSING))] for r in shown],

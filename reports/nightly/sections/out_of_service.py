@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import age_text
+from gpusre.reports.kit.formatting import span_hours
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import scalar, table_status
 from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
@@ -66,14 +66,14 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     top = out[0]
     sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 else 's'} "
                 f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
-                f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} ({age_text(top['hours'])})"
+                f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} ({span_hours(top['hours'])})"
                 + (f" for \u201c{truncate(top['reason'], 80)}\u201d." if top["reason"] else ", with no reason given."))
     shown = out[:_TOP_N_OUT]
     sec.add(Table(
         [Column("Node"), Column("State", nowrap=True), Column("Since", nowrap=True), Column("Out for", True),
          Column("Reason"), Column("Reason class"), Column("Back in service", nowrap=True)],
         [[Cell(n["node"], mono=True), Cell(" → ".join(n["states"])), Cell(fmt_date(n["start_ts"])),
-          Cell(age_text(n["hours"])), Cell(truncate(n["reason"], 70) if n["reason"] else MISSING, title=n["reason"]),
+          Cell(span_hours(n["hours"])), Cell(truncate(n["reason"], 70) if n["reason"] else MISSING, title=n["reason"]),
           Cell(f"{n['reason_class'] or MISSING} ({(n['availability_class'] or 'unknown').replace('_', ' ')})"),
           Cell(fmt_date(n["back"]) if n["back"] else "not yet")] for n in shown],
         caption=(f"Longest {len(shown)} of {fmt_int(len(out))} nodes" if len(out) > len(shown) else "Nodes")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import age_text, sentence_case
+from gpusre.reports.kit.formatting import span_hours, sentence_case
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import table_status
 from collections.abc import Callable
@@ -27,7 +27,7 @@ def _span(seconds: float | None) -> str:
         return f"{seconds:,.0f} s"
     if seconds < 3600:
         return f"{seconds / 60:,.1f} min"
-    return age_text(seconds / 3600)
+    return span_hours(seconds / 3600)
 
 
 

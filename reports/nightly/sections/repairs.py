@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import age_text, hours_text
+from gpusre.reports.kit.formatting import span_hours
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.kit.warehouse import table_status
@@ -50,10 +50,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             f"{'was' if t['linked_incidents'] == 1 else 'were'} followed by a node drain")
     if t["repaired"] and t["mttr_hours_p50"] is not None:
         lead += (f"; {fmt_int(t['repaired'])} repaired with a median time to repair of "
-                 f"{hours_text(t['mttr_hours_p50'])}"
-                 f" (p90 {hours_text(t['mttr_hours_p90'])}"
+                 f"{span_hours(t['mttr_hours_p50'])}"
+                 f" (p90 {span_hours(t['mttr_hours_p90'])}"
                  + (f", 95 % CI {fmt_num(t['ci_low'])}–{fmt_num(t['ci_high'])} h" if t["ci_low"] is not None else "")
-                 + f") after a median {age_text(t['mttd_hours_p50'])} to detect")
+                 + f") after a median {span_hours(t['mttd_hours_p50'])} to detect")
     else:
         lead += "; none has been repaired yet"
     if t["ongoing"]:
@@ -61,7 +61,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     timed = [r for r in comps if r["mttr_hours_p50"] is not None]
     if len(timed) > 1:
         lead += (f"; slowest to repair: {label(timed[0])} "
-                 f"(median {hours_text(timed[0]['mttr_hours_p50'])})")
+                 f"(median {span_hours(timed[0]['mttr_hours_p50'])})")
     sec.lead = lead + "."
     ordered = [total] + comps
 
@@ -69,7 +69,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.add(svg(charts.repair_time_chart(
             [(label(r), r["mttr_hours_p50"], r["mttr_hours_p90"], int(r["repaired"] or 0), r is total)
              for r in ordered], "Time to repair by component class: median, whisker to p90")))
-    h = lambda v: fmt_num(v)  # noqa: E731
+    h = span_hours  # one duration formatter: '45 min', not '0.8'
 
     def ci(r: dict[str, Any]) -> Cell:
         if r["ci_low"] is not None:
@@ -78,12 +78,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
 
     sec.add(Table(
         [Column("Class"), Column("Incidents", True), Column("Drained", True), Column("Repaired", True),
-         Column("Ongoing", True), Column("TTD p50 / p90", True), Column("TTR p50 (h)", True),
-         Column("TTR p90 (h)", True), Column("TTR mean (h)", True), Column("95 % CI (h)", True)],
+         Column("Ongoing", True), Column("TTD p50 / p90", True), Column("TTR p50", True),
+         Column("TTR p90", True), Column("TTR mean", True), Column("95 % CI (h)", True)],
         [[Cell(label(r)), Cell(fmt_int(r["incidents"])), Cell(fmt_int(r["linked_incidents"])),
           Cell(fmt_int(r["repaired"])), Cell(fmt_int(r["ongoing"])),
-          # detection takes minutes: '1 min / 4 min', not '0.0 / 0.1'
-          Cell(f"{age_text(r['mttd_hours_p50'])} / {age_text(r['mttd_hours_p90'])}"), Cell(h(r["mttr_hours_p50"])),
+          # detection takes minutes: '1 min / 4 min', not '0.0 / 0.1'; repairs likewise
+          Cell(f"{span_hours(r['mttd_hours_p50'])} / {span_hours(r['mttd_hours_p90'])}"), Cell(h(r["mttr_hours_p50"])),
           Cell(h(r["mttr_hours_p90"])), Cell(h(r["mttr_hours_mean"])), ci(r)] for r in ordered],
         caption="All classes first, then slowest to repair first (the component classes MTBF uses). Hardware "
                 "incidents (marts.hw_incidents) linked to the first drain/down of their own nodes from 30 min "
