@@ -292,7 +292,7 @@ def test_failures_section_orders_by_gpu_hours(report: tuple[ReportPaths, str, st
     sec = _section(html, "failures")
     ids = re.findall(r'<td class=" mono">(\d{3})</td>', sec)
     assert ids == ["200", "203", "201"]  # 768, 50.1 and 8 GPU-hours; the COMPLETED job is excluded
-    assert "3 jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
+    assert "3 GPU jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
 
 
 def _section(html: str, key: str) -> str:

@@ -237,10 +237,19 @@ def daily_state_chart(days: Sequence[date], series: dict[str, Sequence[float]], 
     return figure_to_svg(fig)
 
 
+def _date_tick(x: float, _pos: int | None = None, *, span_days: float = 0.0) -> str:
+    """One self-contained label per tick: '29 Sep', or 'Sep 2026' on axes longer than a year.
+    (ConciseDateFormatter wrote the month only on month ticks, so a first tick '29' next to 'Oct'
+    read as 29 Oct when it was 29 Sep.)"""
+    d = mdates.num2date(x)
+    return d.strftime("%b %Y") if span_days > 366 else f"{d.day} {d:%b}"
+
+
 def _date_axis(ax: Axes) -> None:
-    loc = mdates.AutoDateLocator(maxticks=10)
+    loc = mdates.AutoDateLocator(minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(loc)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
+    lo, hi = ax.get_xlim()
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, pos: _date_tick(x, pos, span_days=abs(hi - lo))))
 
 
 @_styled

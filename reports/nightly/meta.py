@@ -1,7 +1,13 @@
-"""TODO gpusre.reports.nightly.meta."""
+"""What every nightly section shares: the report day and period (:class:`NightlyMeta`), which inputs
+the warehouse holds (node states, alerts), and the one GPU job total (marts.job_totals)."""
 
 from __future__ import annotations
 
+from typing import Any
+from gpusre.reports.kit.section import Cell
+from gpusre.reports.kit.formatting import fmt_int
+from gpusre.reports.kit.formatting import fmt_num
+from gpusre.reports.kit.formatting import fmt_pct
 from gpusre.reports.kit.section import NO_DATA
 from gpusre.reports.kit.warehouse import table_status
 from dataclasses import dataclass
@@ -80,3 +86,22 @@ def latest_complete_log_day(con: duckdb.DuckDBPyConnection) -> date | None:
             if rows and rows[0]["d"] is not None:
                 return rows[0]["d"]
     return None
+
+
+def job_totals(con: duckdb.DuckDBPyConnection, day: date | None = None) -> dict[str, Any] | None:
+    """The marts.job_totals row of the whole record (or of one UTC end ``day``): the one GPU job count,
+    GPU-hours and failed share every nightly section quotes; None when the mart is missing or has no row."""
+    if table_status(con, "marts.job_totals") is not None:
+        return None
+    rows = (query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'day' AND day = ?", [day]) if day
+            else query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'all'"))
+    return rows[0] if rows else None
+
+
+def total_cells(con: duckdb.DuckDBPyConnection) -> list[Cell] | None:
+    """The 'All GPU jobs' row of a jobs / share / GPU-hours / share table, from marts.job_totals."""
+    tot = job_totals(con)
+    if tot is None:
+        return None
+    return [Cell("All GPU jobs"), Cell(fmt_int(tot["gpu_jobs"])), Cell(fmt_pct(1.0 if tot["gpu_jobs"] else None)),
+            Cell(fmt_num(tot["gpu_hours"])), Cell(fmt_pct(1.0 if tot["gpu_hours"] else None))]

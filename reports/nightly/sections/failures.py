@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpusre.reports.nightly.meta import job_totals
+from gpusre.reports.kit.formatting import plural
 from gpusre.reports.kit.labels import state_cell
 from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
 from gpusre.reports.nightly.meta import NightlyMeta
@@ -45,10 +47,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = f"No GPU job ended in {', '.join(REPORT_FAILURE_STATES[:-1])} or {REPORT_FAILURE_STATES[-1]} on {d}."
         return sec
     share = agg["share"]
+    whole = job_totals(con)
     top = rows[0]
-    sec.lead = (f"{fmt_int(agg['n'])} jobs ended in a failure state on {d}, using {fmt_num(agg['gpuh'])} GPU-hours "
+    sec.lead = (f"{plural(agg['n'], 'GPU job')} ended in a failure state on {d}, using {fmt_num(agg['gpuh'])} GPU-hours "
                 f"({fmt_pct(share)} of that day's GPU-hours); the largest was job {top['job_id']} "
-                f"({top['state']}, {fmt_num(top['gpu_hours'])} GPU-hours).")
+                f"({top['state']}, {fmt_num(top['gpu_hours'])} GPU-hours)"
+                + (f"; over the whole period failed jobs hold {fmt_pct(whole['failed_share_gpu_hours'])} of GPU-hours."
+                   if whole else "."))
     sec.add(Table(
         [Column("Job ID"), Column("User"), Column("Name"), Column("GPUs", True), Column("Elapsed", True),
          Column("State"), Column("Exit code", True), Column("GPU-hours", True)],

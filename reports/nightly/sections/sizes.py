@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpusre.reports.nightly.meta import total_cells
 from gpusre.reports.nightly.meta import NightlyMeta
 from gpusre.reports.kit.formatting import sentence_case
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
@@ -49,7 +50,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [Column("GPUs per job"), Column("Jobs", True), Column("Share of jobs", True), Column("GPU-hours", True),
          Column("Share of GPU-hours", True)],
         [[bucket_cell(r["size_bucket"]), Cell(fmt_int(r["jobs"])), Cell(fmt_pct(r["share_jobs"])),
-          Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))] for r in rows],
+          Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))] for r in rows]
+        + [c for c in [total_cells(con)] if c],
     ))
     return sec
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpusre.reports.nightly.meta import total_cells
 from gpusre.reports.kit.formatting import period_text
 from gpusre.reports.kit.labels import state_cell, state_name
 from gpusre.reports.kit.render import svg
@@ -70,7 +71,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [Column("State"), Column("Jobs", True), Column("Share of jobs", True), Column("GPU-hours", True),
          Column("Share of GPU-hours", True)],
         [[state_cell(r["state"]), Cell(fmt_int(r["jobs"])), Cell(fmt_pct(r["share_jobs"])),
-          Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))] for r in rows],
+          Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))] for r in rows]
+        + [c for c in [total_cells(con)] if c],
     ))
     return sec
 
