@@ -47,7 +47,7 @@ def _against(value: float | None, published: list[tuple[str, float]], fmt: Calla
 #: (label, column, formatter) rows of the comparison table.
 _COMPARISON_ROWS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("Trace period", "trace_period", lambda v: v or MISSING),
-    ("GPU jobs", "gpu_jobs", fmt_int),
+    ("GPU jobs compared", "gpu_jobs", fmt_int),
     ("Completed, share of GPU time", "completed_share_gpu_time", fmt_pct),
     ("Cancelled, share of GPU time", "cancelled_share_gpu_time", fmt_pct),
     ("Failed, share of GPU time", "failed_share_gpu_time", fmt_pct),
@@ -93,7 +93,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [Column(""), *(Column(("This cluster: " if r["this_cluster"] else "") + r["cluster"], True, nowrap=True)
                        for r in rows)],
         [[Cell(label), *(Cell(fmt(r[column])) for r in rows)] for label, column, fmt in _COMPARISON_ROWS],
-        caption="GPU jobs that finished; failed = FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE",
+        # AcmeTrace's classes, not the report's failure-state set: say so, so no reader compares this
+        # column's count and shares with the sections above as if they were the same quantity.
+        caption="GPU jobs that finished, classed as the published traces class them: completed = COMPLETED, "
+                "cancelled = CANCELLED, failed = FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE; "
+                "other final states are left out, so this cluster's count and shares here are over those jobs "
+                "only (the other sections count every GPU job).",
     ))
     sec.notes.append("Published figures: AcmeTrace `cluster_summary.csv` (Hu et al., NSDI '24; CC-BY-4.0) — "
                 + "; ".join(f"{r['cluster']}: {r['organisation']}, {r['trace_period']}" for r in published)
