@@ -11,11 +11,11 @@ import dagster as dg
 from gpusre.assets.alert_incidents import ALERT_INCIDENTS, ALERT_RULE_QUALITY
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.ingest_alerts import RAW_ALERTS
-from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.job_trends import JOB_USAGE_DAILY
 from gpusre.assets.node_states import RAW_SLURM_EVENTS
+from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report_marts import WINDOW_MACROS, build_report_marts
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL

@@ -17,7 +17,6 @@ import duckdb
 
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import table_exists
-
 from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
 from gpusre.reports.kit.warehouse import query_rows
 

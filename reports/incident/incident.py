@@ -1,18 +1,21 @@
-"""TODO gpusre.reports.incident.incident."""
+"""Finding one incident (alert or hardware) and loading what its retrospective reads: the incident row,
+its linked incidents, alerts, node events, jobs, node states and repair records, each read once and
+cached; a read that fails is recorded so its section says so."""
 
 from __future__ import annotations
 
-from gpusre.reports.incident.terms import as_utc
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.models.warehouse import table_exists
 import json
 import logging
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
+
 import duckdb
-from gpusre.models.warehouse import select_columns
+
+from gpusre.models.warehouse import select_columns, table_exists
+from gpusre.reports.incident.terms import as_utc
 from gpusre.reports.kit.formatting import truncate
+from gpusre.reports.kit.warehouse import query_rows
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +41,8 @@ MARGIN_MIN = timedelta(minutes=10)
 DRAIN_LINK = timedelta(hours=24)
 
 
-
 class UnknownIncidentError(LookupError):
     """The id is neither an alert incident nor a hardware incident; the message names recent ids."""
-
 
 
 def parse_labels(text: str | None) -> dict[str, str]:
@@ -52,9 +53,6 @@ def parse_labels(text: str | None) -> dict[str, str]:
     except (TypeError, ValueError):
         return {}
     return {str(k): "" if v is None else str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
-
 
 
 def recent_incident_ids(con: duckdb.DuckDBPyConnection, n: int = 5) -> dict[str, list[str]]:
@@ -68,7 +66,6 @@ def recent_incident_ids(con: duckdb.DuckDBPyConnection, n: int = 5) -> dict[str,
         except duckdb.Error:
             out[kind] = []
     return out
-
 
 
 def find_incident(con: duckdb.DuckDBPyConnection, incident_id: str) -> tuple[str, dict[str, Any]]:
@@ -85,9 +82,6 @@ def find_incident(con: duckdb.DuckDBPyConnection, incident_id: str) -> tuple[str
         parts.append(f"recent {what}: " + (", ".join(recent[kind]) if recent[kind] else "none"))
     raise UnknownIncidentError(f"unknown incident id {incident_id!r} (not in marts.alert_incidents or "
                                f"marts.hw_incidents); {'; '.join(parts)}")
-
-
-
 
 
 class Incident:

@@ -6,30 +6,26 @@ Adding a section: write ``sections/<name>.py`` with ``build(inc) -> Section`` an
 
 from __future__ import annotations
 
-from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import ReportPaths
-from gpusre.reports.incident.incident import find_incident
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.incident.terms import what_text
-from gpusre.reports.incident.terms import when_text
 import logging
-
-from gpusre.reports.kit.render import write_report
-from gpusre.reports.kit.section import SectionSpec, build_sections
-from gpusre.reports.incident.sections import alerts, blast_radius, repair, root_cause, similar, summary, timeline
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.formatting import MISSING
+
+from gpusre.reports.incident.incident import Incident, find_incident
+from gpusre.reports.incident.sections import alerts, blast_radius, repair, root_cause, similar, summary, timeline
+from gpusre.reports.incident.terms import what_text, when_text
+from gpusre.reports.kit.formatting import MISSING, nodes_text
+from gpusre.reports.kit.render import write_report
+from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
 
 log = logging.getLogger(__name__)
 
 
 def _file_stem(incident_id: str) -> str:
     return "incident-" + (re.sub(r"[^A-Za-z0-9._-]+", "_", incident_id).strip("._") or "unnamed")
-
 
 
 #: The retrospective, in reading order.
@@ -74,7 +70,6 @@ def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, 
         "sections": sections,
         "by_key": {s.key: s for s in sections},
     }
-
 
 
 def render_incident_report(con: duckdb.DuckDBPyConnection, out_dir: Path, incident_id: str, *,

@@ -1,17 +1,17 @@
-"""TODO gpusre.reports.incident.terms."""
+"""How the retrospective writes times, offsets, alert labels and event names, and the colours of its
+timeline lanes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
+from gpusre.reports.kit.labels import component_label
 
 if TYPE_CHECKING:  # the incident module formats with these helpers
     from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.formatting import nodes_text
-from collections.abc import Callable
-from datetime import datetime, timezone
-from typing import Any
-from gpusre.reports.kit.formatting import MISSING, truncate
 
 
 #: An alertname / event kind on more nodes than this gets one lane for all of them.
@@ -35,12 +35,10 @@ KIND_LABELS = {"xid": "Xid", "sxid": "SXid", "ecc_row_remap": "ECC row remap", "
                 "mce": "MCE", "gsp_timeout": "GSP timeout"}
 
 
-
 def as_utc(ts: datetime | None) -> datetime | None:
     if ts is None:
         return None
     return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
-
 
 
 def when_text(ts: datetime | None) -> str:
@@ -49,12 +47,10 @@ def when_text(ts: datetime | None) -> str:
     return MISSING if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-
 def at_text(ts: datetime | None) -> str:
     """A table cell time (the column says UTC): '2026-08-11 16:55:17'."""
     t = as_utc(ts)
     return MISSING if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
-
 
 
 def offset_text(ts: datetime | None, t0: datetime) -> str:
@@ -70,10 +66,8 @@ def offset_text(ts: datetime | None, t0: datetime) -> str:
     return f"{sign}{d} d {h:02d}:{m:02d}:{sec:02d}" if d else f"{sign}{h}:{m:02d}:{sec:02d}"
 
 
-
 def labels_text(labels: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in labels.items() if k != "alertname")
-
 
 
 def event_label(kind: str | None, code: int | None) -> str:
@@ -81,12 +75,8 @@ def event_label(kind: str | None, code: int | None) -> str:
     return f"{base} {code}" if code is not None and kind in ("xid", "sxid", "ecc_row_remap") else base
 
 
-
 def alert_location(alert: dict[str, Any]) -> str:
     return alert.get("node") or alert.get("target") or "(no node)"
-
-
-
 
 
 def root_alert(inc: Incident) -> dict[str, Any] | None:
@@ -98,7 +88,6 @@ def root_alert(inc: Incident) -> dict[str, Any] | None:
         (a for a in alerts if a["is_root"] and a["alert_incident"] == inc.id), None)
 
 
-
 def what_text(inc: Incident) -> str:
     """'GPUFellOffBus on gpu068' / 'PCIe bus failure on gpu068 (xid 79)' — the incident in a few words."""
     r = inc.row
@@ -108,7 +97,6 @@ def what_text(inc: Incident) -> str:
              f" on {truncate(nodes_text(r.get('nodes')), 40)}" if r.get("nodes") else "")
     cause = f" ({r['root_cause']})" if r.get("root_cause") else ""
     return f"{component_label(r.get('component'))} failure{where}{cause}"
-
 
 
 # -- timeline --------------------------------------------------------------------------------

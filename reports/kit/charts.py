@@ -14,10 +14,8 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
-from datetime import date
-
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import date, datetime, timedelta, timezone  # noqa: E402  (kept with the chart that needs them)
 from functools import wraps
 from typing import ParamSpec, TypeVar
 
@@ -25,13 +23,13 @@ import matplotlib
 import matplotlib.dates as mdates
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 __all__ = [
     "STATE_COLOURS",
     "BUCKET_COLOURS",
-    "FAILURE_STATES",
     "state_colour",
     "bucket_colour",
     "safe_label",
@@ -45,10 +43,6 @@ __all__ = [
     "top_consumers_chart",
     "lost_gpu_hours_chart",
 ]
-
-#: States counted as failures in the report (the job did not finish its work through no choice of
-#: the user).
-FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT")
 
 #: One colour per final Slurm state; failure states are warm, user/admin actions neutral/blue.
 STATE_COLOURS: dict[str, str] = {
@@ -982,9 +976,7 @@ __all__ += ["AVAILABILITY_BINS", "availability_colour", "availability_heatmap_ch
 # --------------------------------------------------------------------------------------------
 # incident retrospective chart (gpusre.reports.incident)
 
-from datetime import datetime, timedelta, timezone  # noqa: E402  (kept with the chart that needs them)
 
-from matplotlib.lines import Line2D  # noqa: E402
 
 #: One timeline item: ``(kind, start, end, colour, marker)``. ``kind`` "bar": a period from ``start``
 #: to ``end`` (``end`` None: still open, drawn to the right edge with an arrow); "point": an instant

@@ -7,12 +7,12 @@ are shown as percentages with one decimal ('41.2 %').
 
 from __future__ import annotations
 
-from typing import Any
-from collections.abc import Callable
-from collections.abc import Sequence
-from gpusre.models.ingest.hostlist import compress_hostlist
 import math
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timezone
+from typing import Any
+
+from gpusre.models.ingest.hostlist import compress_hostlist
 
 __all__ = [
     "MISSING",
@@ -119,11 +119,9 @@ def p_phrase(p: float | None) -> str:
     return f"p {txt}" if txt.startswith("<") else f"p = {txt}"
 
 
-
 def sentence_case(text: str) -> str:
     """Capitalise the first character only ('single-GPU' -> 'Single-GPU', not 'Single-gpu')."""
     return text[:1].upper() + text[1:]
-
 
 
 def period_text(first: str | None, last: str | None) -> str:
@@ -132,11 +130,9 @@ def period_text(first: str | None, last: str | None) -> str:
     return first if first == last else f"{first} … {last}"
 
 
-
 def gpuh(x: float | None) -> str:
     """GPU-hours in a sentence: whole hours from 100 up ('2,310'), one decimal below ('7.5')."""
     return fmt_num(x, 0 if x is not None and abs(x) >= 100 else 1)
-
 
 
 def nodes_text(nodes: Sequence[str] | None) -> str:
@@ -148,11 +144,9 @@ def nodes_text(nodes: Sequence[str] | None) -> str:
         return ",".join(nodes)
 
 
-
 def hours_text(h: float | None) -> str:
     """Hours in a sentence: '3.5 h', '1,234 h'."""
     return MISSING if h is None else f"{gpuh(h)} h"
-
 
 
 def utc_date(ts: datetime | None) -> date | None:
@@ -162,10 +156,8 @@ def utc_date(ts: datetime | None) -> date | None:
     return (ts if ts.tzinfo is None else ts.astimezone(timezone.utc)).date()
 
 
-
 def share(num: float, den: float) -> float | None:
     return num / den if den else None
-
 
 
 def utc_hm(ts: datetime | None) -> str:
@@ -173,11 +165,9 @@ def utc_hm(ts: datetime | None) -> str:
     return MISSING if ts is None else (ts if ts.tzinfo is None else ts.astimezone(timezone.utc)).strftime("%H:%M")
 
 
-
 def ratio_text(x: float | None) -> str:
     """An alerts-per-incident ratio: '3.4'."""
     return fmt_num(x, 1)
-
 
 
 def count_phrase(counts: Sequence[tuple[str, int]]) -> str:
@@ -188,7 +178,6 @@ def count_phrase(counts: Sequence[tuple[str, int]]) -> str:
 
 def is_number(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
-
 
 
 def hours_number(x: float | None) -> str:
@@ -203,10 +192,8 @@ def hours_number(x: float | None) -> str:
     return f"{x:.2f}"
 
 
-
 def fmt_hours(x: float | None) -> str:
     return MISSING if not is_number(x) else f"{hours_number(x)} h"
-
 
 
 def fmt_ci(lo: float | None, hi: float | None, unit: str = " h", fmt: Callable[[float | None], str] = hours_number) -> str:
@@ -215,7 +202,6 @@ def fmt_ci(lo: float | None, hi: float | None, unit: str = " h", fmt: Callable[[
     if not is_number(hi):
         return f"≥ {fmt(lo)}{unit}"
     return f"{fmt(lo)}–{fmt(hi)}{unit}"
-
 
 
 def lower_first(label: str) -> str:
@@ -237,7 +223,6 @@ def fmt_span(seconds: float | None) -> str:
     if s < 172800:
         return f"{s / 3600:.1f} h"
     return f"{s / 86400:.1f} days"
-
 
 
 def span_hours(h: float | None) -> str:

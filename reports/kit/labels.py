@@ -1,18 +1,18 @@
-"""TODO gpusre.reports.kit.labels."""
+"""What a reader sees instead of a stored code: Slurm state and size-bucket names and cells, component,
+cause and alert-scope labels, and catalog recovery actions (``RESTART_BM`` -> 'Reboot the node')."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import Cell
 from gpusre.reports.kit.charts import bucket_colour, state_colour
 from gpusre.reports.kit.formatting import (
     MISSING,
 )
+from gpusre.reports.kit.section import Cell
 
 
 def state_name(state: str) -> str:
     """'OUT_OF_MEMORY' -> 'Out of memory' for use in sentences."""
     return state.replace("_", " ").capitalize()
-
 
 
 def bucket_name(bucket: str) -> str:
@@ -22,16 +22,12 @@ def bucket_name(bucket: str) -> str:
     return "single-GPU" if bucket == "1" else f"{bucket} GPU"
 
 
-
 def state_cell(state: str) -> Cell:
     return Cell(state, swatch=state_colour(state))
 
 
-
 def bucket_cell(bucket: str) -> Cell:
     return Cell(bucket, swatch=bucket_colour(bucket) if bucket != "all" else None)
-
-
 
 
 #: Catalog / incident component -> the name an SRE uses. Several components may share a label
@@ -67,7 +63,6 @@ COMPONENT_LABELS: dict[str, str] = {
 CAUSE_LABELS = {"driver_firmware": "driver/firmware"}
 
 
-
 def component_label(component: str | None) -> str:
     """'network_switch' -> 'Interconnect switch'; NULL -> 'Unknown'; other text as stored."""
     if component is None or component == "":
@@ -75,13 +70,11 @@ def component_label(component: str | None) -> str:
     return COMPONENT_LABELS.get(component, component)
 
 
-
 def cause_label(cause: str | None) -> str:
     return MISSING if not cause else CAUSE_LABELS.get(cause, cause.replace("_", " "))
 
 SCOPE_LABELS = {"node": "node", "rack": "rack", "leaf_switch": "leaf switch", "storage": "storage",
                  "cluster": "cluster"}
-
 
 
 def scope_label(scope: str | None) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import NO_DATA
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 import duckdb
+
+from gpusre.reports.kit.section import NO_DATA
 
 __all__ = ["query_rows"]
 
@@ -25,7 +26,6 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Non
     return rows[0][0] if rows else None
 
 
-
 def table_status(con: duckdb.DuckDBPyConnection, qualified: str) -> str | None:
     """None when the table exists and has rows, otherwise the 'No data yet' reason."""
     schema, name = qualified.split(".")
@@ -39,7 +39,6 @@ def table_status(con: duckdb.DuckDBPyConnection, qualified: str) -> str | None:
     if not scalar(con, f"SELECT count(*) > 0 FROM {schema}.{name}"):  # name comes from our own list
         return f"{NO_DATA}: {qualified} is empty."
     return None
-
 
 
 def utc_day_sql(col: str) -> str:

@@ -3,17 +3,15 @@ the warehouse holds (node states, alerts), and the one GPU job total (marts.job_
 
 from __future__ import annotations
 
-from typing import Any
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.formatting import fmt_int
-from gpusre.reports.kit.formatting import fmt_num
-from gpusre.reports.kit.formatting import fmt_pct
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.warehouse import table_status
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
+
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
+from gpusre.reports.kit.formatting import fmt_int, fmt_num, fmt_pct
+from gpusre.reports.kit.section import NO_DATA, Cell
+from gpusre.reports.kit.warehouse import query_rows, table_status
 
 
 @dataclass(frozen=True)
@@ -25,11 +23,8 @@ class NightlyMeta:
     warehouse_label: str
 
 
-
-
 #: Shown by every node-state section when no Slurm node-state history has been ingested.
 NO_NODE_STATES = "No node-state history yet (land `sacctmgr show event -P` dumps in slurm_events/)."
-
 
 
 def node_state_history(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -40,19 +35,15 @@ def node_state_history(con: duckdb.DuckDBPyConnection) -> str | None:
     return NO_NODE_STATES
 
 
-
-
 #: Shown by every alert section when no alert has been ingested.
 NO_ALERTS = "No alerts yet (land Alertmanager webhook payloads in alerts/)."
 
 ALERT_DAYS = 14
 
 
-
 def alert_history(con: duckdb.DuckDBPyConnection) -> str | None:
     """None when alerts have been ingested (``core.alerts`` has rows), otherwise :data:`NO_ALERTS`."""
     return None if table_status(con, "core.alerts") is None else NO_ALERTS
-
 
 
 def reason_text(reason: str) -> str:
@@ -61,10 +52,8 @@ def reason_text(reason: str) -> str:
     return (reason[len(prefix):] if reason.startswith(prefix) else reason).rstrip(".")
 
 
-
 def alert_window(meta: NightlyMeta) -> tuple[date, date]:
     return meta.report_date - timedelta(days=ALERT_DAYS - 1), meta.report_date
-
 
 
 def latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
@@ -75,7 +64,6 @@ def latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
     if not rows or rows[0]["d"] is None:
         return None
     return min(rows[0]["d"], rows[0]["last_end"]) if rows[0]["last_end"] else rows[0]["d"]
-
 
 
 def latest_complete_log_day(con: duckdb.DuckDBPyConnection) -> date | None:

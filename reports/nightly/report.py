@@ -13,7 +13,6 @@ from typing import Any
 import duckdb
 
 from gpusre.models.report_marts import REPORT_FAILURE_STATES
-
 from gpusre.reports.coverage import GAP_WARN_DAYS, coverage_warnings
 from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, truncate
 from gpusre.reports.kit.render import write_report

@@ -6,21 +6,19 @@ Adding a section: write ``sections/<name>.py`` with ``build(con, window) -> Sect
 
 from __future__ import annotations
 
-from gpusre.reports.slo.window import DEFAULT_WINDOW_DAYS
-from gpusre.reports.kit.section import ReportPaths
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.slo.window import default_window
 import logging
-
-from gpusre.reports.kit.render import write_report
-from gpusre.reports.kit.section import SectionSpec, build_sections
-from gpusre.reports.slo.sections import definitions, ettr, failure_rate, goodput, incidents, mtbf, mttf, status, summary
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
 import duckdb
+
 from gpusre.reports.coverage import coverage_warnings
 from gpusre.reports.kit.formatting import fmt_date, truncate
+from gpusre.reports.kit.render import write_report
+from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
+from gpusre.reports.slo.sections import definitions, ettr, failure_rate, goodput, incidents, mtbf, mttf, status, summary
+from gpusre.reports.slo.window import DEFAULT_WINDOW_DAYS, SloWindow, default_window
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +64,6 @@ def build_slo_context(con: duckdb.DuckDBPyConnection, date_from: date, date_to: 
         "sections": sections,
         "by_key": {s.key: s for s in sections},
     }
-
 
 
 def render_slo_report(con: duckdb.DuckDBPyConnection, out_dir: Path, date_from: date | None = None,

@@ -1,12 +1,12 @@
-"""TODO gpusre.reports.slo.terms."""
+"""The SLO review's terms: SLI names and definitions, size buckets, and how objectives, budgets, rates and
+configured intervals are written."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import is_number
 import math
 from collections.abc import Sequence
-from gpusre.reports.kit.formatting import MISSING, fmt_num, fmt_pct
 
+from gpusre.reports.kit.formatting import MISSING, fmt_num, fmt_pct, is_number
 
 #: SLI names of ``marts.slo_daily`` -> what the meeting calls them (unknown SLIs are shown as stored).
 SLI_LABELS: dict[str, str] = {
@@ -31,22 +31,18 @@ SLI_DEFS: dict[str, str] = {
 BUCKETS = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 
-
 def fmt_objective(x: float | None) -> str:
     """An objective as a short percentage: 0.995 -> '99.5 %', 0.7 -> '70 %'."""
     return MISSING if not is_number(x) else f"{float(x) * 100:.4g} %"  # type: ignore[arg-type]
-
 
 
 def fmt_sli(x: float | None) -> str:
     return fmt_pct(x, 2)
 
 
-
 def fmt_budget(x: float | None) -> str:
     """A budget fraction as a whole percentage with a true minus sign: -0.28 -> '−28 %'."""
     return MISSING if not is_number(x) else f"{float(x) * 100:.0f} %".replace("-", "\u2212")  # type: ignore[arg-type]
-
 
 
 def fmt_interval(seconds: float | None) -> str:
@@ -57,20 +53,16 @@ def fmt_interval(seconds: float | None) -> str:
     return f"{s / 60:.0f} min" if s < 3600 else f"{s / 3600:.3g} h"
 
 
-
 def fmt_rate(x: float | None) -> str:
     return fmt_num(x, 2)
-
 
 
 def sli_label(sli: str) -> str:
     return SLI_LABELS.get(sli, sli)
 
 
-
 def bucket_key(b: str | None) -> int:
     return BUCKETS.index(b) if b in BUCKETS else len(BUCKETS)
-
 
 
 def bucket_of(n_gpus: int | None) -> str:
@@ -82,7 +74,6 @@ def bucket_of(n_gpus: int | None) -> str:
     return ">1024" if n > 1024 else "0"
 
 
-
 def quantile(vals: Sequence[float], q: float) -> float | None:
     """Linear-interpolated quantile (as numpy's default and Polars' 'linear')."""
     v = sorted(vals)
@@ -92,7 +83,6 @@ def quantile(vals: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
-
 
 
 def change_phrase(ratio_mtbf: float) -> str:

@@ -1,25 +1,25 @@
-"""TODO gpusre.reports.slo.window."""
+"""The SLO review's window of UTC days (default: 30 days ending on the latest complete day with SLO data)
+and each SLI's good / total events over it, read from marts.slo_daily."""
 
 from __future__ import annotations
 
-from gpusre.reports.slo.terms import SLI_ORDER
-from gpusre.reports.nightly.meta import latest_complete_day
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.warehouse import scalar
-from gpusre.reports.kit.warehouse import table_status
 import logging
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
+
 import duckdb
+
 from gpusre.reports.kit.formatting import fmt_date
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import latest_complete_day
+from gpusre.reports.slo.terms import SLI_ORDER
 
 log = logging.getLogger(__name__)
 
 
 #: Length of the default window (days), ending on the latest complete day with SLO data.
 DEFAULT_WINDOW_DAYS = 30
-
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,6 @@ class SloWindow:
             out.append(f"{y:04d}-{m:02d}")
             y, m = (y + 1, 1) if m == 12 else (y, m + 1)
         return out
-
-
-
 
 
 @dataclass
@@ -85,7 +82,6 @@ class SliWindow:
         return None if v is None or self.objective is None else v >= self.objective
 
 
-
 def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]:
     rows = query_rows(con, """SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
                                 burn_rate_long, status
@@ -110,7 +106,6 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
                 sw.exhausted_on = r["day"]
         out.append(sw)
     return out
-
 
 
 def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DAYS) -> tuple[date, date]:

@@ -1,29 +1,16 @@
-"""TODO gpusre.reports.incident.sections.alerts."""
+"""Incident retrospective section "Alerts" (``#alerts``).
+
+Reads core.alerts, marts.hw_incidents_without_alert; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.incident.terms import ALERT_COLOURS
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Column
-from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.section import Table
-from gpusre.reports.incident.terms import alert_location
-from gpusre.reports.incident.terms import at_text
-from gpusre.reports.kit.formatting import fmt_span
-from gpusre.reports.incident.terms import labels_text
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.incident.terms import root_alert
 from gpusre.models.warehouse import table_exists
-from gpusre.reports.incident.terms import when_text
-from gpusre.reports.kit.formatting import MISSING, fmt_int, truncate
-
+from gpusre.reports.incident.incident import Incident
+from gpusre.reports.incident.terms import ALERT_COLOURS, alert_location, at_text, labels_text, root_alert, when_text
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, nodes_text, plural, truncate
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 
 _MAX_ALERT_ROWS = 40
-
 
 
 # -- alerts ------------------------------------------------------------------------------------

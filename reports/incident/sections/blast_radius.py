@@ -1,25 +1,16 @@
-"""TODO gpusre.reports.incident.sections.blast_radius."""
+"""Incident retrospective section "Blast radius" (``#blast-radius``).
+
+Reads marts.alert_incidents, marts.hw_incidents, marts.job_failure_attribution; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Column
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.section import Table
-from gpusre.reports.incident.terms import alert_location
-from gpusre.reports.incident.terms import at_text
-from gpusre.reports.kit.formatting import gpuh
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.incident.terms import when_text
+from gpusre.reports.incident.terms import alert_location, at_text, when_text
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, truncate
-
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 
 _MAX_JOB_ROWS = 40
-
 
 
 # -- blast radius ------------------------------------------------------------------------------

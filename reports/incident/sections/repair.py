@@ -1,27 +1,19 @@
-"""TODO gpusre.reports.incident.sections.repair."""
+"""Incident retrospective section "Time to detect and repair" (``#repair``).
+
+Reads marts.incident_repairs, marts.repair_times; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Column
-from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.section import Table
-from gpusre.reports.incident.terms import as_utc
-from gpusre.reports.incident.terms import at_text
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.formatting import fmt_span
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.formatting import span_hours
-from gpusre.models.warehouse import table_exists
-from gpusre.reports.incident.terms import when_text
 from typing import Any
-from gpusre.models.component_classes import class_label
-from gpusre.reports.kit.formatting import MISSING, fmt_int, truncate
 
+from gpusre.models.component_classes import class_label
+from gpusre.models.warehouse import table_exists
+from gpusre.reports.incident.incident import Incident
+from gpusre.reports.incident.terms import as_utc, at_text, when_text
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, is_number, span_hours, truncate
+from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows
 
 # -- detection and repair ----------------------------------------------------------------------
 

@@ -1,33 +1,25 @@
-"""TODO gpusre.reports.incident.sections.root_cause."""
+"""Incident retrospective section "Root-cause candidate and evidence" (``#root-cause``).
+
+Reads core.alerts, core.node_events, marts.alert_incident_members, marts.alert_incidents, marts.hw_incident_members, marts.hw_incidents; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.labels import action_label
-
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Column
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.section import Table
-from gpusre.reports.incident.terms import alert_location
-from gpusre.reports.incident.terms import at_text
-from gpusre.reports.kit.labels import cause_label
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.incident.terms import event_label
-from gpusre.reports.incident.terms import labels_text
-from gpusre.reports.incident.terms import lane_keys
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.incident.terms import root_alert
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.incident.terms import what_text
-from gpusre.reports.incident.terms import when_text
-from gpusre.reports.kit.formatting import MISSING, fmt_int, truncate
-
+from gpusre.reports.incident.terms import (
+    alert_location,
+    at_text,
+    event_label,
+    labels_text,
+    lane_keys,
+    root_alert,
+    what_text,
+    when_text,
+)
+from gpusre.reports.kit.formatting import MISSING, fmt_int, nodes_text, plural, sentence_case, truncate
+from gpusre.reports.kit.labels import action_label, cause_label, component_label
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 
 _MAX_EVENT_ROWS = 25
-
 
 
 # -- root cause --------------------------------------------------------------------------------

@@ -1,33 +1,23 @@
-"""TODO gpusre.reports.incident.sections.similar."""
+"""Incident retrospective section "Similar past incidents" (``#similar``).
+
+Reads marts.alert_incidents, marts.hw_incidents; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Column
-from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.section import Table
-from gpusre.reports.incident.terms import as_utc
-from gpusre.reports.incident.terms import at_text
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.formatting import gpuh
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.incident.terms import when_text
 from typing import Any
-from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, truncate
 
+from gpusre.reports.incident.incident import Incident
+from gpusre.reports.incident.terms import as_utc, at_text, when_text
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
+from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows
 
 TOP_SIMILAR = 5
 
 
-
 def _jaccard(a: set[Any], b: set[Any]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
-
 
 
 # -- similar past incidents ----------------------------------------------------------------------

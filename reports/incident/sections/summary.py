@@ -1,23 +1,24 @@
-"""TODO gpusre.reports.incident.sections.summary."""
+"""Incident retrospective section "Summary" (``#summary``).
+
+Reads the loaded incident; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.kit.section import Section
-from gpusre.reports.incident.terms import as_utc
-from gpusre.reports.kit.labels import cause_label
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.formatting import fmt_span
-from gpusre.reports.kit.formatting import gpuh
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.incident.terms import root_alert
-from gpusre.reports.kit.formatting import span_hours
-from gpusre.reports.incident.terms import what_text
-from gpusre.reports.incident.terms import when_text
-from gpusre.reports.kit.formatting import MISSING, fmt_int, truncate
+from gpusre.reports.incident.terms import as_utc, root_alert, what_text, when_text
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_int,
+    fmt_span,
+    gpuh,
+    is_number,
+    nodes_text,
+    plural,
+    span_hours,
+    truncate,
+)
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.section import Section, SectionSpec
 
 
 def build(inc: Incident) -> Section:

@@ -1,39 +1,32 @@
-"""TODO gpusre.reports.incident.sections.timeline."""
+"""Incident retrospective section "Timeline" (``#timeline``).
+
+Reads the loaded incident; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.incident.terms import ALERT_COLOURS
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.incident.terms import EVENT_COLOURS
-from gpusre.reports.incident.incident import Incident
-from gpusre.reports.incident.incident import KILLED_STATES
-from gpusre.reports.incident.incident import MARGIN_MIN
-from gpusre.reports.incident.terms import NODE_STATE_COLOURS
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.section import Table
-from gpusre.reports.incident.terms import WINDOW_COLOUR
-from gpusre.reports.incident.terms import alert_location
-from gpusre.reports.incident.terms import as_utc
-from gpusre.reports.incident.terms import at_text
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.incident.terms import event_label
-from gpusre.reports.kit.formatting import fmt_span
-from gpusre.reports.incident.terms import lane_keys
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.incident.terms import offset_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.render import svg
-from gpusre.reports.incident.terms import what_text
-from gpusre.reports.incident.terms import when_text
 from datetime import datetime, timedelta
 from typing import Any
-from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_int, truncate
 
+from gpusre.reports.incident.incident import KILLED_STATES, MARGIN_MIN, Incident
+from gpusre.reports.incident.terms import (
+    ALERT_COLOURS,
+    EVENT_COLOURS,
+    NODE_STATE_COLOURS,
+    WINDOW_COLOUR,
+    alert_location,
+    as_utc,
+    at_text,
+    event_label,
+    lane_keys,
+    offset_text,
+    what_text,
+    when_text,
+)
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, nodes_text, plural, truncate
+from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 
 #: Incidents longer than this get a second timeline zoomed on their onset.
 ZOOM_AFTER = timedelta(hours=6)
@@ -49,7 +42,6 @@ _MAX_JOB_LANES = 10
 _MAX_STATE_LANES = 8
 
 _MAX_MOMENTS = 24
-
 
 
 def _timeline_lanes(inc: Incident) -> tuple[list[tuple[str, str, list[charts.TimelineItem]]], list[str]]:
@@ -122,7 +114,6 @@ def _timeline_lanes(inc: Incident) -> tuple[list[tuple[str, str, list[charts.Tim
     return lanes, notes
 
 
-
 def _moments(inc: Incident) -> list[tuple[datetime, str]]:
     out: list[tuple[datetime, str]] = []
     first_events = inc.safe("first_events", {})
@@ -168,7 +159,6 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         out.append((inc.back_in_service, "last linked node back in service"))
     out.sort(key=lambda m: m[0])
     return out
-
 
 
 def build(inc: Incident) -> Section:

@@ -1,24 +1,30 @@
-"""TODO gpusre.reports.nightly.sections.alert_flood."""
+"""Nightly report section "Last night's alert flood" (``#alert_flood``).
+
+Reads marts.alert_daily, marts.alert_floods; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import span_hours, period_text, ratio_text, utc_hm
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window, reason_text
 from datetime import timedelta
 from typing import Any
+
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_num,
+    period_text,
+    plural,
+    ratio_text,
+    span_hours,
+    utc_hm,
 )
-from gpusre.reports.kit.formatting import plural as plural
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window, reason_text
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

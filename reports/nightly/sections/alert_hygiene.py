@@ -1,24 +1,32 @@
-"""TODO gpusre.reports.nightly.sections.alert_hygiene."""
+"""Nightly report section "Alert hygiene: noisy rules and missing coverage" (``#alert_hygiene``).
+
+Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.hw_incidents, marts.hw_incidents_without_alert; formats, computes nothing."""
 
 from __future__ import annotations
 
 import logging
-from gpusre.reports.kit.formatting import span_hours, sentence_case, count_phrase, nodes_text, period_text, utc_date
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window, reason_text
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
+    count_phrase,
     fmt_date,
     fmt_int,
     fmt_pct,
+    nodes_text,
+    period_text,
+    plural,
+    sentence_case,
+    span_hours,
     truncate,
+    utc_date,
 )
-from gpusre.reports.kit.formatting import plural as plural
+from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window, reason_text
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +42,9 @@ _FLAPPING = "flapping"
 _VERDICTS = (_NOISE, _FLAPPING, "useful", "too few to judge")
 
 
-
 _VERDICT_WORDS = {_NOISE: ("looks like noise", "look like noise"), _FLAPPING: ("flaps", "flap"),
                   "useful": ("is useful", "are useful"),
                   "too few to judge": ("fired too rarely to judge", "fired too rarely to judge")}
-
 
 
 def _verdict_phrase(verdict: str | None, n: int) -> str:
@@ -48,7 +54,6 @@ def _verdict_phrase(verdict: str | None, n: int) -> str:
     if verdict is None:
         return "have no verdict" if n != 1 else "has no verdict"
     return f"{'is' if n == 1 else 'are'} \u201c{verdict}\u201d"
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,27 +1,32 @@
-"""TODO gpusre.reports.nightly.sections.alert_incidents."""
+"""Nightly report section "Alert incidents by size" (``#alert_incidents``).
+
+Reads marts.alert_incident_scopes, marts.alert_incidents; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import count_phrase, gpuh, nodes_text, ratio_text, utc_hm
-from gpusre.reports.kit.labels import scope_label
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import ALERT_DAYS, NightlyMeta, alert_history, alert_window
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
+    count_phrase,
     fmt_date,
     fmt_int,
     fmt_num,
+    gpuh,
+    nodes_text,
+    plural,
+    ratio_text,
     truncate,
+    utc_hm,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.labels import scope_label
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import ALERT_DAYS, NightlyMeta, alert_history, alert_window
 
 _TOP_N_ALERT_INCIDENTS = 10
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

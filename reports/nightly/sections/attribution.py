@@ -1,35 +1,38 @@
-"""TODO gpusre.reports.nightly.sections.attribution."""
+"""Nightly report section "Why jobs failed" (``#attribution``).
+
+Reads marts.failure_attribution_summary, marts.job_failure_attribution; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import sentence_case, gpuh, period_text
-from gpusre.reports.kit.labels import cause_label, component_label, state_cell
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta
-from typing import Any
-import duckdb
-from gpusre.models.warehouse import select_columns
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
 from datetime import date
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+from typing import Any
+
+import duckdb
+
+from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.warehouse import select_columns
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
+    gpuh,
+    period_text,
+    plural,
+    sentence_case,
     truncate,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.labels import cause_label, component_label, state_cell
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _ATTRIBUTIONS = ("infrastructure", "user", "unknown")
 
 _TOP_N_INFRA_JOBS = 20
 #: The total rows of marts.failure_attribution_summary.
 ALL = "(all)"
-
 
 
 def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
@@ -44,7 +47,6 @@ def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
     return ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
-
 def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None) -> tuple[
         int, dict[str, dict[str, Any]]]:
     """Failed jobs and lost GPU-hours by attribution (marts.failure_attribution_summary), over the
@@ -54,7 +56,6 @@ def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None) 
                       [day] if day else [])
     total = next((r["n"] for r in rows if r["attribution"] == "(all)"), 0)
     return total, {r["attribution"]: r for r in rows if r["attribution"] != "(all)"}
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -120,7 +121,6 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     else:
         sec.notes.append(f"No job failed because of the infrastructure on {d}.")
     return sec
-
 
 
 def _evidence_cell(n_events: int | None, node_state: str | None) -> Cell:

@@ -1,26 +1,30 @@
-"""TODO gpusre.reports.nightly.sections.availability."""
+"""Nightly report section "Node availability" (``#availability``).
+
+Reads marts.node_availability_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import hours_text, period_text, share
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
+
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
+    hours_text,
+    period_text,
+    plural,
+    share,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 
 _HEATMAP_DAYS = 14
 
@@ -31,7 +35,6 @@ _HEATMAP_WORST = 40  # beyond it: the worst nodes, then one summary row for the 
 _TOP_N_WORST_NODES = 15
 
 _DOWN_CAUSES = (("hw", "hardware"), ("mnt", "maintenance"), ("hc", "health checks"), ("oth", "other causes"))
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,27 +1,27 @@
-"""TODO gpusre.reports.nightly.sections.drain_reasons."""
+"""Nightly report section "Top drain reasons by node-hours" (``#drain_reasons``).
+
+Reads marts.drain_reasons; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import gpuh, utc_date
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.nightly.meta import node_state_history
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
+    gpuh,
+    plural,
     truncate,
+    utc_date,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 
 _TOP_N_DRAIN_REASONS = 10
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,16 +1,12 @@
-"""TODO gpusre.reports.nightly.sections.failures."""
+"""Nightly report section "Last night's job failures" (``#failures``).
+
+Reads core.jobs, marts.job_totals; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import job_totals
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.labels import state_cell
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.nightly.meta import NightlyMeta
 import duckdb
+
 from gpusre.models.report_marts import REPORT_FAILURE_STATES
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -18,12 +14,15 @@ from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
+    plural,
     truncate,
 )
-
+from gpusre.reports.kit.labels import state_cell
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, job_totals
 
 _TOP_N_FAILURES = 20
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

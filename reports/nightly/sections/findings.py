@@ -1,17 +1,18 @@
-"""TODO gpusre.reports.nightly.sections.findings."""
+"""Nightly report section "Findings" (``#findings``).
+
+Reads marts.findings; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import Section
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_int,
 )
+from gpusre.reports.kit.section import Section, SectionSpec
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

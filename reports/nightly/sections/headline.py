@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import gpuh, period_text
-from gpusre.reports.kit.section import NO_DATA, Section
-from gpusre.reports.kit.warehouse import scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.nightly.sections.attribution import attribution_counts
+import logging
 import statistics
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+
 import duckdb
-import logging
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
-from gpusre.reports.kit.section import SectionSpec
+
 from gpusre.models.ingest.hostlist import compress_hostlist
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+from gpusre.models.report_marts import REPORT_FAILURE_STATES
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
+    gpuh,
+    period_text,
+    plural,
     truncate,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.section import NO_DATA, Section, SectionSpec
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.reports.nightly.sections.attribution import attribution_counts
 
 #: Last night is compared with the median of this many days before it (those the data covers).
 _BASELINE_DAYS = 7

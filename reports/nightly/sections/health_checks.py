@@ -1,22 +1,24 @@
-"""TODO gpusre.reports.nightly.sections.health_checks."""
+"""Nightly report section "Health checks: precision and missed detections" (``#health_checks``).
+
+Reads marts.health_check_misses, marts.health_check_quality; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import utc_date
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
+
 from gpusre.models.ingest.hostlist import compress_hostlist
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_pct,
     truncate,
+    utc_date,
 )
+from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

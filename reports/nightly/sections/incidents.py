@@ -1,28 +1,30 @@
-"""TODO gpusre.reports.nightly.sections.incidents."""
+"""Nightly report section "Top incidents by lost GPU-hours" (``#incidents``).
+
+Reads marts.hw_incidents; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import gpuh, nodes_text
-from gpusre.reports.kit.labels import cause_label, component_label
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
+    gpuh,
+    nodes_text,
+    plural,
     truncate,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_INCIDENTS = 10
-
 
 
 def _recovery_text(r: dict[str, Any]) -> str:
@@ -30,7 +32,6 @@ def _recovery_text(r: dict[str, Any]) -> str:
         return f"{fmt_num(r['hours_to_recovery'])} h"
     n_nodes = len(r["nodes"] or [])
     return f"not yet ({fmt_int(r['nodes_recovered'] or 0)}/{fmt_int(n_nodes)} nodes)" if n_nodes else MISSING
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

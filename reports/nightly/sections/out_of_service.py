@@ -1,25 +1,26 @@
-"""TODO gpusre.reports.nightly.sections.out_of_service."""
+"""Nightly report section "Nodes out of service now" (``#out_of_service``).
+
+Reads core.node_states, marts.node_availability_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import span_hours
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import scalar, table_status
-from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 from datetime import datetime, time, timedelta, timezone
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
+    span_hours,
     truncate,
 )
-
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 
 _TOP_N_OUT = 25
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,21 +1,25 @@
-"""TODO gpusre.reports.nightly.sections.published."""
+"""Nightly report section "Compared with published GPU clusters" (``#published``).
+
+Reads core.jobs, marts.cluster_comparison; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import span_hours, sentence_case
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 from collections.abc import Callable
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_int,
     fmt_num,
     fmt_pct,
+    sentence_case,
+    span_hours,
 )
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 
 def _span(seconds: float | None) -> str:
@@ -30,7 +34,6 @@ def _span(seconds: float | None) -> str:
     return span_hours(seconds / 3600)
 
 
-
 def _against(value: float | None, published: list[tuple[str, float]], fmt: Callable[[float], str]) -> str:
     """Where ``value`` stands among published (cluster, value) figures, as a phrase."""
     if value is None or not published:
@@ -41,7 +44,6 @@ def _against(value: float | None, published: list[tuple[str, float]], fmt: Calla
     if value > hi[1]:
         return f"above every published cluster (highest {hi[0]}, {fmt(hi[1])})"
     return f"within the published range, {fmt(lo[1])} ({lo[0]}) to {fmt(hi[1])} ({hi[0]})"
-
 
 
 #: (label, column, formatter) rows of the comparison table.
@@ -61,7 +63,6 @@ _COMPARISON_ROWS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("Mean GPUs per job", "avg_gpus", lambda v: fmt_num(v)),
     ("Largest job (GPUs)", "max_gpus", fmt_int),
 )
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,29 +1,28 @@
-"""TODO gpusre.reports.nightly.sections.quality."""
+"""Nightly report section "Data quality" (``#quality``).
+
+Reads marts.data_freshness, marts.ingestion_by_source, raw.ingested_files, raw.rejects; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.kit.section import Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import scalar
-from gpusre.reports.nightly.meta import NightlyMeta
 from datetime import datetime, timezone
 from typing import Any
+
 import duckdb
-from gpusre.reports.kit.section import SectionSpec
+
 from gpusre.reports.coverage import SOURCE_LABELS, ends_early, freshness_rows
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_pct,
+    plural,
     truncate,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_REJECTS = 20
-
 
 
 def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
@@ -49,7 +48,6 @@ def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
         caption="Input freshness (UTC; marts.data_freshness). Dense sources record every few minutes, so a day "
                 "without records is missing input; for alerts and node states it may be a quiet day.",
     )
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

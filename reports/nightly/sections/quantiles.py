@@ -1,20 +1,21 @@
-"""TODO gpusre.reports.nightly.sections.quantiles."""
+"""Nightly report sections "Runtime tail by job size" (``#runtime``); "Queue wait by job size" (``#queue``).
+
+Reads marts.queue_wait_quantiles, marts.runtime_quantiles; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.kit.labels import bucket_cell, bucket_name
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
-from gpusre.reports.kit.section import SectionSpec
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
+    sentence_case,
 )
+from gpusre.reports.kit.labels import bucket_cell, bucket_name
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
 
 
 def quantile_section(con: duckdb.DuckDBPyConnection, *, key: str, title: str, table: str, unit: str,

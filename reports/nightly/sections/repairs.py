@@ -1,25 +1,27 @@
-"""TODO gpusre.reports.nightly.sections.repairs."""
+"""Nightly report section "MTTR by component class" (``#repairs``).
+
+Reads marts.hw_incidents, marts.incident_repairs, marts.repair_times; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import span_hours
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.nightly.meta import node_state_history
 from typing import Any
+
 import duckdb
+
 from gpusre.models.component_classes import class_label
 from gpusre.models.warehouse import select_columns
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_int,
     fmt_num,
+    plural,
+    span_hours,
 )
-from gpusre.reports.kit.formatting import plural as plural
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -97,7 +99,6 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                 "95 % CI: distribution-free interval of the TTR median (needs at least 6 repairs).",
     ))
     return sec
-
 
 
 _REPAIR_COLUMNS = ("component_class", "incidents", "linked_incidents", "repaired", "ongoing", "mttd_hours_p50",

@@ -1,17 +1,14 @@
-"""TODO gpusre.reports.nightly.sections.shift."""
+"""Nightly report section "Monthly shift in job size" (``#shift``).
+
+Reads marts.size_buckets, marts.size_share_trend; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import sentence_case, p_phrase, period_text
-from gpusre.reports.kit.labels import bucket_cell, bucket_name
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 from typing import Any
+
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_int,
@@ -19,12 +16,18 @@ from gpusre.reports.kit.formatting import (
     fmt_p,
     fmt_pct,
     fmt_pp,
+    p_phrase,
+    period_text,
+    sentence_case,
 )
-
+from gpusre.reports.kit.labels import bucket_cell, bucket_name
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 #: Average weeks per month, to express weekly slopes per month (as the findings mart does).
 _WEEKS_PER_MONTH = 365.25 / 12 / 7
-
 
 
 def _per_month(row: dict[str, Any], col: str) -> float | None:
@@ -32,7 +35,6 @@ def _per_month(row: dict[str, Any], col: str) -> float | None:
     if v is None:
         return None
     return v * (_WEEKS_PER_MONTH if row["granularity"] == "week" else 1.0)
-
 
 
 def _trend_sentence(trend: list[dict[str, Any]]) -> str:
@@ -53,7 +55,6 @@ def _trend_sentence(trend: list[dict[str, Any]]) -> str:
                 f"({fmt_pp(_per_month(r, 'slope_per_period'))} per month, {p_phrase(r['p_value'])})"
                 for r in moving))
     return sentence_case("; ".join(parts) + ".")
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,22 +1,23 @@
-"""TODO gpusre.reports.nightly.sections.sizes."""
+"""Nightly report section "Job size: share of jobs vs share of GPU-hours" (``#sizes``).
+
+Reads marts.size_buckets; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import total_cells
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.kit.labels import bucket_cell, bucket_name
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
+    sentence_case,
 )
+from gpusre.reports.kit.labels import bucket_cell, bucket_name
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, total_cells
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,32 +1,31 @@
-"""TODO gpusre.reports.nightly.sections.states."""
+"""Nightly report section "GPU-hours by final job state" (``#states``).
+
+Reads marts.gpu_time_by_state, marts.job_states_daily, marts.job_totals; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import total_cells
-from gpusre.reports.kit.formatting import period_text
-from gpusre.reports.kit.labels import state_cell, state_name
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.nightly.meta import NightlyMeta
 import duckdb
-from gpusre.reports.kit import charts
+
 from gpusre.models.report_marts import REPORT_FAILURE_STATES
-from gpusre.reports.kit.warehouse import scalar
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
+    period_text,
+    plural,
 )
-from gpusre.reports.kit.formatting import plural as plural
+from gpusre.reports.kit.labels import state_cell, state_name
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, total_cells
 
 
 def _state_period_label(con: duckdb.DuckDBPyConnection) -> str:
     months = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.gpu_time_by_state "
                         "WHERE period_type = 'month'")
     return period_text(months[0]["a"], months[0]["b"]) if months and months[0]["a"] else "the whole period"
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,24 +1,24 @@
-"""TODO gpusre.reports.nightly.sections.suspects."""
+"""Nightly report section "Suspect nodes" (``#suspects``).
+
+Reads core.node_events, marts.suspect_nodes; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import scalar, table_status
 import duckdb
+
 from gpusre.models.ingest.hostlist import compress_hostlist
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_int,
     fmt_num,
+    plural,
     truncate,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_SUSPECTS = 20
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,23 +1,27 @@
-"""TODO gpusre.reports.nightly.sections.taxonomy."""
+"""Nightly report section "Failure taxonomy" (``#taxonomy``).
+
+Reads marts.failure_taxonomy; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import gpuh, period_text
-from gpusre.reports.kit.labels import cause_label, component_label
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, NO_DATA, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 from typing import Any
+
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
+    gpuh,
+    period_text,
+    plural,
 )
-from gpusre.reports.kit.formatting import plural as plural
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

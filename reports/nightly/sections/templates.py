@@ -1,23 +1,23 @@
-"""TODO gpusre.reports.nightly.sections.templates."""
+"""Nightly report section "New log templates" (``#templates``).
+
+Reads core.log_templates; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta
 import duckdb
-from gpusre.reports.kit.warehouse import query_rows as query_rows
+
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
+    plural,
     truncate,
 )
-from gpusre.reports.kit.formatting import plural as plural
-
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_TEMPLATES = 15
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,25 +1,25 @@
-"""TODO gpusre.reports.nightly.sections.top_consumers."""
+"""Nightly report section "Top users and accounts" (``#top``).
+
+Reads marts.top_consumers; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.nightly.meta import NightlyMeta
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
+    sentence_case,
     truncate,
 )
-
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_CONSUMERS = 10
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

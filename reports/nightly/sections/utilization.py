@@ -1,24 +1,24 @@
-"""TODO gpusre.reports.nightly.sections.utilization."""
+"""Nightly report section "Utilization" (``#utilization``).
+
+Reads marts.utilization_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.section import SectionSpec, Cell, Column, Section, Table
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.nightly.meta import NightlyMeta
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.warehouse import query_rows as query_rows
 from gpusre.reports.kit.formatting import (
     fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
 )
-
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
 
 _UTIL_TABLE_DAYS = 14
-
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

@@ -1,13 +1,14 @@
-"""TODO gpusre.reports.slo.sections.definitions."""
+"""SLO review section "Definitions" (``#definitions``).
+
+Reads marts.hw_incidents, marts.slo_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
 import duckdb
 
 from gpusre.reports.kit.section import Section, SectionSpec
-from gpusre.reports.slo.window import SloWindow
 from gpusre.reports.slo.terms import SLI_DEFS
-
+from gpusre.reports.slo.window import SloWindow
 
 #: (term, definition) shown at the end of the report.
 DEFINITIONS: tuple[tuple[str, str], ...] = (

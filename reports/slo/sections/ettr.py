@@ -1,36 +1,23 @@
-"""TODO gpusre.reports.slo.sections.ettr."""
+"""SLO review section "ETTR by run size: measured vs expected" (``#ettr``).
+
+Reads core.size_bucket, marts.checkpoint_what_if, marts.ettr_by_size, marts.ettr_runs, marts.ettr_window_by_size, marts.ettr_window_policies; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.warehouse import macro_status
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.kit.labels import bucket_cell
-from gpusre.reports.kit.formatting import fmt_hours
-from gpusre.reports.slo.terms import fmt_interval
-from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.kit.warehouse import utc_day_sql
 from typing import Any
-import duckdb
-from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import fmt_int, fmt_num, fmt_pct, truncate
 
+import duckdb
+
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import fmt_hours, fmt_int, fmt_num, fmt_pct, is_number, plural, truncate
+from gpusre.reports.kit.labels import bucket_cell
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import macro_status, query_rows, table_status, utc_day_sql
+from gpusre.reports.slo.terms import fmt_interval, fmt_rate
+from gpusre.reports.slo.window import SloWindow
 
 _TOP_N_RUNS = 12
-
-
-
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

@@ -1,30 +1,21 @@
-"""TODO gpusre.reports.slo.sections.failure_rate."""
+"""SLO review section "Node failure rate vs published figures" (``#failure-rate``).
+
+Reads marts.mtbf, marts.node_failure_rate, marts.tbf_weibull; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.kit.formatting import fmt_ci
-from gpusre.reports.kit.formatting import fmt_hours
-from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
 from typing import Any
+
 import duckdb
+
 from gpusre.models.component_classes import class_label
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num
-
+from gpusre.reports.kit.formatting import MISSING, fmt_ci, fmt_hours, fmt_int, fmt_num, is_number, plural, sentence_case
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.slo.terms import fmt_rate
+from gpusre.reports.slo.window import SloWindow
 
 #: Published failure rates per 1,000 node-days: (label, value, as published, citation).
 REFERENCE_RF: tuple[tuple[str, float, str, str], ...] = (
@@ -36,7 +27,6 @@ REFERENCE_RF: tuple[tuple[str, float, str, str], ...] = (
 _WEIBULL_SCALE_CAP_H = 1e6  # a fitted scale beyond ~114 years says "the fit is unstable", not a lifetime
 
 
-
 def _exposure_source(con: duckdb.DuckDBPyConnection) -> str:
     """Where marts.mtbf's node-hours came from (node states, or cluster.yaml), for captions."""
     try:
@@ -44,9 +34,6 @@ def _exposure_source(con: duckdb.DuckDBPyConnection) -> str:
     except duckdb.Error:
         return "exposure source unknown"
     return got[0]["exposure_source"] if got else "exposure source unknown"
-
-
-
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

@@ -1,26 +1,18 @@
-"""TODO gpusre.reports.slo.sections.goodput."""
+"""SLO review section "Goodput" (``#goodput``).
+
+Reads marts.goodput_daily, marts.slo_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.slo.terms import fmt_objective
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.warehouse import scalar
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import fmt_date, fmt_int, fmt_num, fmt_pct
+from gpusre.reports.kit.formatting import fmt_date, fmt_int, fmt_num, fmt_pct, is_number, plural, sentence_case
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.slo.terms import fmt_objective
+from gpusre.reports.slo.window import SloWindow
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

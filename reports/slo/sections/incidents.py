@@ -1,35 +1,33 @@
-"""TODO gpusre.reports.slo.sections.incidents."""
+"""SLO review section "Top incidents by lost GPU-hours" (``#incidents``).
+
+Reads marts.hw_incidents, marts.hw_incidents_by_component; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.kit.labels import cause_label
-from gpusre.reports.kit.labels import component_label
-from gpusre.reports.kit.formatting import fmt_hours
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.formatting import nodes_text
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.kit.warehouse import utc_day_sql
 from typing import Any
+
 import duckdb
+
 from gpusre.models.warehouse import table_columns
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import fmt_date, fmt_int, fmt_num, fmt_pct, truncate
-
+from gpusre.reports.kit.formatting import (
+    fmt_date,
+    fmt_hours,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    is_number,
+    nodes_text,
+    plural,
+    truncate,
+)
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.slo.window import SloWindow
 
 _TOP_N_INCIDENTS = 10
-
-
-
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

@@ -1,32 +1,32 @@
-"""TODO gpusre.reports.slo.sections.mtbf."""
+"""SLO review section "MTBF by component class" (``#mtbf``).
+
+Reads marts.hw_incidents, marts.mtbf, marts.mtbf_trend; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.slo.terms import change_phrase
-from gpusre.reports.kit.formatting import fmt_ci
-from gpusre.reports.kit.formatting import fmt_hours
-from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.formatting import lower_first
-from gpusre.reports.kit.formatting import p_phrase
-from gpusre.reports.kit.formatting import plural
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
 from typing import Any
+
 import duckdb
+
 from gpusre.models.component_classes import class_label
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_int, truncate
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_ci,
+    fmt_hours,
+    fmt_int,
+    is_number,
+    lower_first,
+    p_phrase,
+    plural,
+    sentence_case,
+    truncate,
+)
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.slo.terms import change_phrase, fmt_rate
+from gpusre.reports.slo.window import SloWindow
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

@@ -1,28 +1,21 @@
-"""TODO gpusre.reports.slo.sections.mttf."""
+"""SLO review section "Job MTTF by size and projection" (``#mttf``).
+
+Reads marts.job_mttf_by_size, marts.job_mttf_projection, marts.job_survival; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.kit.labels import bucket_cell
-from gpusre.reports.slo.terms import bucket_key
-from gpusre.reports.kit.labels import bucket_name
-from gpusre.reports.kit.formatting import fmt_ci
-from gpusre.reports.kit.formatting import fmt_hours
-from gpusre.reports.kit.formatting import is_number
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
 from typing import Any
-import duckdb
-from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, fmt_pct, truncate
 
+import duckdb
+
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import MISSING, fmt_ci, fmt_hours, fmt_int, fmt_num, fmt_pct, is_number, truncate
+from gpusre.reports.kit.labels import bucket_cell, bucket_name
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.slo.terms import bucket_key
+from gpusre.reports.slo.window import SloWindow
 
 #: Meta RSC-1's published job MTTF by job size (GPUs, hours), Kokolis et al., HPCA 2025.
 META_RSC1_MTTF: tuple[tuple[int, float], ...] = ((1024, 7.9), (16384, 1.8), (131072, 0.23))
@@ -32,9 +25,6 @@ META_RSC1_MTTF: tuple[tuple[int, float], ...] = ((1024, 7.9), (16384, 1.8), (131
 _BUCKET_MID = {"1": 1, "2-8": 4, "9-64": 24, "65-256": 128, "257-1024": 512, ">1024": 2048}
 
 _KM_HORIZON_H = 24.0
-
-
-
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

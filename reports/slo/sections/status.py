@@ -1,28 +1,18 @@
-"""TODO gpusre.reports.slo.sections.status."""
+"""SLO review section "SLO status and error budgets" (``#slo``).
+
+Reads marts.slo_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import SectionSpec
-from gpusre.reports.kit.section import Cell
-from gpusre.reports.kit.section import Chart
-from gpusre.reports.kit.section import Column
-from gpusre.reports.kit.section import NO_DATA
-from gpusre.reports.slo.terms import SLI_DEFS
-from gpusre.reports.kit.section import Section
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.kit.section import Table
-from gpusre.reports.kit.formatting import sentence_case
-from gpusre.reports.slo.terms import fmt_budget
-from gpusre.reports.slo.terms import fmt_objective
-from gpusre.reports.slo.terms import fmt_sli
-from gpusre.reports.kit.formatting import lower_first
-from gpusre.reports.slo.terms import sli_label
-from gpusre.reports.slo.window import sli_windows
-from gpusre.reports.kit.render import svg
-from gpusre.reports.kit.warehouse import table_status
 import duckdb
+
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_date, fmt_int, fmt_num
+from gpusre.reports.kit.formatting import MISSING, fmt_date, fmt_int, fmt_num, lower_first, sentence_case
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import table_status
+from gpusre.reports.slo.terms import SLI_DEFS, fmt_budget, fmt_objective, fmt_sli, sli_label
+from gpusre.reports.slo.window import SloWindow, sli_windows
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

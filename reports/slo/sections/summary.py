@@ -1,23 +1,18 @@
-"""TODO gpusre.reports.slo.sections.summary."""
+"""SLO review section "Summary" (``#summary``).
+
+Reads marts.hw_incidents, marts.mtbf, marts.node_failure_rate, marts.slo_daily; formats, computes nothing."""
 
 from __future__ import annotations
 
-from gpusre.reports.kit.section import Section, SectionSpec
-from gpusre.reports.slo.window import SloWindow
-from gpusre.reports.slo.terms import fmt_budget
-from gpusre.reports.kit.formatting import fmt_ci
-from gpusre.reports.kit.formatting import fmt_hours
-from gpusre.reports.slo.terms import fmt_objective
-from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.slo.terms import fmt_sli
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.slo.terms import sli_label
-from gpusre.reports.slo.window import sli_windows
-from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.kit.warehouse import utc_day_sql
 import logging
+
 import duckdb
-from gpusre.reports.kit.formatting import fmt_int, fmt_num
+
+from gpusre.reports.kit.formatting import fmt_ci, fmt_hours, fmt_int, fmt_num
+from gpusre.reports.kit.section import Section, SectionSpec
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label
+from gpusre.reports.slo.window import SloWindow, sli_windows
 
 log = logging.getLogger(__name__)
 
