@@ -360,7 +360,7 @@ def test_top_incidents(report: tuple[ReportPaths, str, str]) -> None:
     # Compressed hostlists, operator label marked (and escaped), recovery time or how far recovery got.
     assert "ib_link_down gpu[001-032] 300 1 2,048.0 5.5 h" in text
     assert "bad HBM &lt;b&gt;stack&lt;/b&gt; (operator) gpu017 4 1 256.0 not yet (0/1 nodes)" in text
-    assert "Storage lustre_error gpu[001-002,005] 12 0 0.0 1.0 h" in text
+    assert "Storage lustre_error gpu[001-002,005] 12 0 0.0 60 min" in text  # the one duration format
     assert "| 2026-10-12 01:00 UTC | inc-bbb | Interconnect switch | ib_link_down | gpu[001-032] |" in md
 
 

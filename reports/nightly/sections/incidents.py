@@ -17,6 +17,7 @@ from gpusre.reports.kit.formatting import (
     gpuh,
     nodes_text,
     plural,
+    span_hours,
     truncate,
 )
 from gpusre.reports.kit.labels import cause_label, component_label
@@ -29,7 +30,7 @@ _TOP_N_INCIDENTS = 10
 
 def _recovery_text(r: dict[str, Any]) -> str:
     if r["hours_to_recovery"] is not None:
-        return f"{fmt_num(r['hours_to_recovery'])} h"
+        return span_hours(r["hours_to_recovery"])
     n_nodes = len(r["nodes"] or [])
     return f"not yet ({fmt_int(r['nodes_recovered'] or 0)}/{fmt_int(n_nodes)} nodes)" if n_nodes else MISSING
 

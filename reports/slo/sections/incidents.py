@@ -12,13 +12,13 @@ from gpusre.models.warehouse import table_columns
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_date,
-    fmt_hours,
     fmt_int,
     fmt_num,
     fmt_pct,
     is_number,
     nodes_text,
     plural,
+    span_hours,
     truncate,
 )
 from gpusre.reports.kit.labels import cause_label, component_label
@@ -90,7 +90,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(component_label(r["component"])), cause(r),
           Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
-          Cell(fmt_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"]) else "not yet")] for r in rows],
+          Cell(span_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"]) else "not yet")] for r in rows],
         caption=f"Top {len(rows)} of {fmt_int(agg['n'])} incidents that started in the window. Lost GPU-hours: GPUs × "
                 "the work since the last checkpoint of the jobs the incident killed. Recovery: hours from the "
                 "incident's end until each of its nodes ran a job to completion again.",
