@@ -3,9 +3,6 @@ configured intervals are written."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 from gpusre.reports.kit.formatting import MISSING, fmt_num, fmt_pct, is_number
 
 #: SLI names of ``marts.slo_daily`` -> what the meeting calls them (unknown SLIs are shown as stored).
@@ -45,14 +42,6 @@ def fmt_budget(x: float | None) -> str:
     return MISSING if not is_number(x) else f"{float(x) * 100:.0f} %".replace("-", "\u2212")  # type: ignore[arg-type]
 
 
-def fmt_interval(seconds: float | None) -> str:
-    """A configured interval: 300 -> '5 min', 3600 -> '1 h', 52467 -> '14.6 h'."""
-    if not is_number(seconds):
-        return MISSING
-    s = float(seconds)  # type: ignore[arg-type]
-    return f"{s / 60:.0f} min" if s < 3600 else f"{s / 3600:.3g} h"
-
-
 def fmt_rate(x: float | None) -> str:
     return fmt_num(x, 2)
 
@@ -63,26 +52,6 @@ def sli_label(sli: str) -> str:
 
 def bucket_key(b: str | None) -> int:
     return BUCKETS.index(b) if b in BUCKETS else len(BUCKETS)
-
-
-def bucket_of(n_gpus: int | None) -> str:
-    n = int(n_gpus or 0)
-    for label, lo, hi in (("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-256", 65, 256),
-                          ("257-1024", 257, 1024)):
-        if lo <= n <= hi:
-            return label
-    return ">1024" if n > 1024 else "0"
-
-
-def quantile(vals: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated quantile (as numpy's default and Polars' 'linear')."""
-    v = sorted(vals)
-    if not v:
-        return None
-    pos = (len(v) - 1) * q
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 def change_phrase(ratio_mtbf: float) -> str:

@@ -9,12 +9,12 @@ from typing import Any
 import duckdb
 
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import fmt_hours, fmt_int, fmt_num, fmt_pct, is_number, plural, truncate
+from gpusre.reports.kit.formatting import fmt_hours, fmt_int, fmt_num, fmt_pct, fmt_span, is_number, plural, truncate
 from gpusre.reports.kit.labels import bucket_cell
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import macro_status, query_rows, table_status, utc_day_sql
-from gpusre.reports.slo.terms import fmt_interval, fmt_rate
+from gpusre.reports.slo.terms import fmt_rate
 from gpusre.reports.slo.window import SloWindow
 
 _TOP_N_RUNS = 12
@@ -86,8 +86,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec.notes.append(
         "Assumptions, not measurements: the checkpoint interval Δ and restart overhead u0 come from cluster.yaml "
         "(reliability.checkpoint, per-account overrides) — "
-        + "; ".join(f"{plural(p['runs'], 'run')} with Δ = {fmt_interval(p['checkpoint_interval_s'])} and "
-                    f"u0 = {fmt_interval(p['restart_overhead_cfg_s'])} ({p['policy_source'] or 'unknown source'})"
+        + "; ".join(f"{plural(p['runs'], 'run')} with Δ = {fmt_span(p['checkpoint_interval_s'])} and "
+                    f"u0 = {fmt_span(p['restart_overhead_cfg_s'])} ({p['policy_source'] or 'unknown source'})"
                     for p in policies)
         + ". Runs group jobs by explicit run key (job comment / name), requeues of one job id, or resubmission "
           "of the same user, account and job name.")
@@ -101,11 +101,11 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             sec.notes.append(
                 f"Checkpoint what-if (whole record): for a run on {fmt_int(w0['n_nodes'])} nodes (the largest run "
                 + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days, " if is_number(rf) else "size), ")
-                + (f"checkpointing at least every {fmt_interval(best)} keeps the expected ETTR at or above "
+                + (f"checkpointing at least every {fmt_span(best)} keeps the expected ETTR at or above "
                    f"{fmt_num(w0['target'], 2)}." if is_number(best) else
                    f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}."))
             sec.items.append(Table(
-                [Column("Checkpoint interval Δ")] + [Column(fmt_interval(r["interval_s"]), True) for r in wi],
+                [Column("Checkpoint interval Δ")] + [Column(fmt_span(r["interval_s"]), True) for r in wi],
                 [[Cell("Expected ETTR")] + [Cell(fmt_num(r["expected_ettr"], 3)) for r in wi],
                  [Cell(f"Reaches {fmt_num(w0['target'], 2)}")]
                  + [Cell("yes" if r["reaches_target"] else "no", swatch="#2e7d32" if r["reaches_target"] else "#c62828")
@@ -125,7 +125,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(fmt_int(r["n_gpus"])), Cell(fmt_int(r["n_jobs"])), Cell(fmt_int(r["interruptions"])),
           Cell(fmt_hours((r["wallclock_s"] or 0) / 3600)), Cell(fmt_hours((r["queue_s"] or 0) / 3600)),
           Cell(fmt_num(r["ettr"], 2)),
-          Cell(f"{fmt_interval(r['checkpoint_interval_s'])} / {fmt_interval(r['restart_overhead_cfg_s'])}",
+          Cell(f"{fmt_span(r['checkpoint_interval_s'])} / {fmt_span(r['restart_overhead_cfg_s'])}",
                title=r["policy_source"])] for r in worst],
         caption=f"The largest runs that ended in the window, lowest ETTR first (top {len(worst)} of "
                 f"{fmt_int(len(runs))}). Wall-clock: first submit to last end; queue: summed waits of its "
