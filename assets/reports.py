@@ -19,6 +19,7 @@ from gpusre.assets.alert_incidents import (
 )
 from gpusre.assets.node_states import DRAIN_REASONS, NODE_AVAILABILITY_DAILY, NODE_STATES, REPAIR_TIMES
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
+from gpusre.assets.report_marts import REPORT_MART_KEYS
 from gpusre.reports.nightly import render_nightly_report
 from gpusre.reports.slo import render_slo_report
 from gpusre.models.warehouse import connect
@@ -38,7 +39,7 @@ SNAPSHOT_ENV = "GPUSRE_SNAPSHOT"
     deps=[FINDINGS, SIZE_SHARE_TREND, *[a.key for a in ROLLUP_ASSETS], CLUSTER_COMPARISON, DATA_FRESHNESS, LOG_COVERAGE_DAILY,
           HW_INCIDENTS, ATTRIBUTION, TAXONOMY,
           SUSPECT_NODES, NODE_STATES, NODE_AVAILABILITY_DAILY, DRAIN_REASONS, REPAIR_TIMES, ALERT_DAILY, ALERT_FLOODS,
-          ALERT_INCIDENTS, ALERT_RULE_QUALITY, HW_WITHOUT_ALERT],
+          ALERT_INCIDENTS, ALERT_RULE_QUALITY, HW_WITHOUT_ALERT, *REPORT_MART_KEYS.values()],
     group_name="reports",
     kinds={"html"},
     description="Self-contained nightly HTML report (inline SVG charts, opens offline) and a Markdown "
@@ -62,7 +63,7 @@ def nightly_report(
 
 @dg.asset(
     key=SLO_REPORT,
-    deps=[*RELIABILITY_KEYS.values(), HW_INCIDENTS],
+    deps=[*RELIABILITY_KEYS.values(), HW_INCIDENTS, *REPORT_MART_KEYS.values()],
     group_name="reports",
     kinds={"html"},
     description="SLO review report over the last 30 complete days: SLO status and error budgets, MTBF with "

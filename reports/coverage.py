@@ -17,9 +17,8 @@ import duckdb
 
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import table_exists
-
-from .formatting import fmt_date, fmt_int, plural, truncate
-from .queries import query_rows
+from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
+from gpusre.reports.kit.warehouse import query_rows
 
 __all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "coverage_warnings", "ends_early",
            "freshness_rows"]
@@ -78,7 +77,8 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     now): a missing input must not read as a quiet night."""
     if not table_exists(con, "raw.ingested_files"):
         return []
-    loaded = dict(con.sql("SELECT source_kind, sum(rows_loaded) FROM raw.ingested_files GROUP BY ALL").fetchall())
+    loaded = {kind: True for (kind,) in con.sql(
+        "SELECT DISTINCT source_kind FROM raw.ingested_files WHERE rows_loaded > 0").fetchall()}
     warnings = [f"No {SOURCE_LABELS[kind]} records were loaded (landing/{kind}/ is missing, empty or refused): "
                 f"{effect}." for kind, effect in MISSING_SOURCE_EFFECTS.items() if not loaded.get(kind)]
     refused = con.sql("SELECT source_file, error FROM raw.ingested_files WHERE status = 'refused' "

@@ -9,10 +9,18 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpusre.reports.charts import safe_label, top_consumers_chart
-from gpusre.reports.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
-from gpusre.reports.nightly import ReportPaths, render_nightly_report
+from gpusre.reports.kit.charts import safe_label, top_consumers_chart
+from gpusre.reports.kit.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
+from gpusre.models.report_marts import build_report_marts
 from gpusre.models.warehouse import apply_ddl
+from gpusre.reports.nightly import ReportPaths
+from gpusre.reports.nightly import render_nightly_report as _render_nightly
+
+
+def render_nightly_report(con: duckdb.DuckDBPyConnection, out_dir: Path, **kwargs) -> ReportPaths:
+    """What a run does: the report marts are built from the (hand-made) marts, then the report renders."""
+    build_report_marts(con)
+    return _render_nightly(con, out_dir, **kwargs)
 
 XSS = "<script>alert(1)</script>"
 EVIL_USER = "<script>bob</script>"
@@ -84,7 +92,8 @@ def _marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -
     stmts = {
         "job_usage_daily": """CREATE TABLE marts.job_usage_daily AS SELECT * FROM (VALUES
             (DATE '2026-10-30', 'COMPLETED', '2-8', 2, 10, 120.0), (DATE '2026-10-30', 'CANCELLED', '9-64', 3, 2, 300.0),
-            (DATE '2026-10-31', 'FAILED', '257-1024', 5, 1, 768.0), (DATE '2026-10-31', 'COMPLETED', '1', 1, 1, 0.2))
+            (DATE '2026-10-31', 'FAILED', '257-1024', 5, 1, 768.0), (DATE '2026-10-31', 'COMPLETED', '1', 1, 1, 0.2),
+            (DATE '2026-10-31', 'NODE_FAIL', '9-64', 3, 1, 8.0), (DATE '2026-10-31', 'TIMEOUT', '2-8', 2, 1, 50.1))
             t(day, state, size_bucket, bucket_order, jobs, gpu_hours)""",
         "utilization_daily": """CREATE TABLE marts.utilization_daily AS
             SELECT DATE '2026-10-01' + i::INTEGER AS day, 19200.0 AS capacity_gpu_hours,
@@ -256,14 +265,16 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
     # Lead sentence of the state section, computed from the marts rows.
     assert "Completed jobs consumed 55.5 % of GPU time in 2026-08 … 2026-10" in text
     assert "cancelled jobs 41.2 %" in text
-    assert "failed jobs (FAILED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT) 3.3 %" in text
+    # marts.job_totals over job_usage_daily: 826.1 of 1,246.4 GPU-hours ended in a failure state
+    assert "failed jobs (FAILED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT) 66.3 %" in text
     assert "1,234,567.8" in text  # thousands separators in tables
     assert "Rejects, last ingestion" in text and "of 1,500 rows in 1 file" in text
     # Headline: 4 of the 6 jobs ended on the report day, 3 of them in failure states.
-    assert "on 2026-10-31 4 jobs ended and 3 of them failed" in text
+    assert "on 2026-10-31 4 GPU jobs ended and 3 of them failed" in text
     # Compared with the median of the 7 days before (2026-10-24 … 10-30): no job ended on any of
     # them; utilization 0.6 + 0.01 * i for i = 23 … 29, median 0.86.
-    assert "(median of the 7 days before: 0 jobs ended, 0 failed)" in text
+    # the days before that marts.job_totals covers: the hand-made job_usage_daily starts on 2026-10-30
+    assert "(median of the 1 day before: 12 jobs ended, 0 failed)" in text
     assert "allocated / capacity GPU-hours · 7-day median 86.0 %" in text
     assert "FAILED 1, NODE_FAIL 1, OUT_OF_MEMORY 0, TIMEOUT 1" in text
     # Mean utilization is capacity-weighted: (0.6 + 0.01 * mean(0..30)) = 0.75.
@@ -280,7 +291,7 @@ def test_failures_section_orders_by_gpu_hours(report: tuple[ReportPaths, str, st
     sec = _section(html, "failures")
     ids = re.findall(r'<td class=" mono">(\d{3})</td>', sec)
     assert ids == ["200", "203", "201"]  # 768, 50.1 and 8 GPU-hours; the COMPLETED job is excluded
-    assert "3 jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
+    assert "3 GPU jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
 
 
 def _section(html: str, key: str) -> str:
@@ -348,7 +359,7 @@ def test_top_incidents(report: tuple[ReportPaths, str, str]) -> None:
     # Compressed hostlists, operator label marked (and escaped), recovery time or how far recovery got.
     assert "ib_link_down gpu[001-032] 300 1 2,048.0 5.5 h" in text
     assert "bad HBM &lt;b&gt;stack&lt;/b&gt; (operator) gpu017 4 1 256.0 not yet (0/1 nodes)" in text
-    assert "Storage lustre_error gpu[001-002,005] 12 0 0.0 1.0 h" in text
+    assert "Storage lustre_error gpu[001-002,005] 12 0 0.0 60 min" in text  # the one duration format
     assert "| 2026-10-12 01:00 UTC | inc-bbb | Interconnect switch | ib_link_down | gpu[001-032] |" in md
 
 
@@ -407,7 +418,7 @@ def test_missing_and_empty_marts_say_no_data(tmp_path: Path) -> None:
     assert "No data yet: marts.findings has not been built." in html
     assert "No data yet: marts.runtime_quantiles has not been built." in html
     assert "No data yet: marts.top_consumers is empty." in html
-    assert "No jobs ended in FAILED, NODE_FAIL, OUT_OF_MEMORY or TIMEOUT on 2026-10-30." in html
+    assert "No GPU job ended in FAILED, NODE_FAIL, OUT_OF_MEMORY or TIMEOUT on 2026-10-30." in html
     assert "Mean utilization was 75.0 %" in html  # sections with data still render
     assert "No data yet: marts.findings has not been built." in paths.markdown.read_text()
     con.close()
@@ -502,7 +513,7 @@ def test_empty_warehouse_renders(tmp_path: Path) -> None:
     paths = render_nightly_report(con, tmp_path / "out")
     html = paths.html.read_text()
     assert paths.html.name == f"nightly-{datetime.now(timezone.utc).date().isoformat()}.html"
-    assert "No data yet: core.jobs holds no finished jobs." in html
+    assert "No data yet: marts.job_totals has not been built." in html
     assert html.count("No data yet") >= 9
     assert "<svg" not in html
     assert "No data yet" in paths.markdown.read_text()
@@ -688,13 +699,13 @@ def test_mttr_by_component(node_report: tuple[duckdb.DuckDBPyConnection, str, st
             "6.5 h (p90 30.0 h, 95 % CI 2.0–25.0 h) after a median 15 min to detect; 1 is still under repair; "
             "slowest to repair: GPU (median 20.0 h).") in text
     # The pooled row first, then the classes MTBF uses, slowest first.
-    assert "GPU 5 5 4 1 12 min / 24 min 20.0 30.0 20.0 – (too few)" in text
+    assert "GPU 5 5 4 1 12 min / 24 min 20.0 h 30.0 h 20.0 h – (too few)" in text  # one duration format, with units
     assert "NVLink / NVSwitch 3 3 3 0" in text
     assert "Storage 1 0 0 0 – / – – – – –" in text
     assert text.index("All classes 9 8 7 1") < text.index("GPU 5") < text.index("NVLink / NVSwitch 3")
     # 7 repairs, 6 timed by node states: the caption says how the other was timed.
     assert "1 of the repairs had no node-state record" in text
-    assert "| All classes | 9 | 8 | 7 | 1 | 15 min / 30 min | 6.5 | 30.0 | 12.0 | 2.0 … 25.0 |" in md
+    assert "| All classes | 9 | 8 | 7 | 1 | 15 min / 30 min | 6.5 h | 30.0 h | 12.0 h | 2.0 … 25.0 |" in md
 
 
 def test_drain_reasons_and_escaping(node_report: tuple[duckdb.DuckDBPyConnection, str, str]) -> None:
@@ -1012,7 +1023,8 @@ def test_alert_sections_degrade_independently(tmp_path: Path) -> None:
     con.execute("DROP TABLE marts.alert_floods")
     html = render_nightly_report(con, tmp_path / "a", report_date=REPORT_DAY).html.read_text()
     text = {key: _visible_text(_section(html, key)) for key in ALERT_SECTIONS}
-    assert "Could not be computed: BinderException" in text["alert_hygiene"]
+    # the verdict mart could not be built from the malformed rule-quality mart; the section says which
+    assert "Rule quality is not available (marts.alert_rule_verdicts has not been built)" in text["alert_hygiene"]
     assert "On 2026-10-31, 100 notifications carried 50 alerts" in text["alert_flood"]
     assert "Flood episodes cannot be listed: marts.alert_floods has not been built." in text["alert_flood"]
     assert "1 flood episode began." in text["alert_flood"]  # the count still comes from marts.alert_daily
@@ -1036,7 +1048,7 @@ def test_alert_sections_degrade_independently(tmp_path: Path) -> None:
 
 
 def test_markdown_escape_stops_links_but_keeps_hostlists() -> None:
-    from gpusre.reports.formatting import md_escape
+    from gpusre.reports.kit.formatting import md_escape
 
     assert md_escape("[click](https://evil.example)") == r"[click]\(https://evil.example)"
     assert md_escape("![x](y)") == r"![x]\(y)"
@@ -1068,7 +1080,7 @@ def test_health_check_section_counts_and_precision(tmp_path: Path) -> None:
 
 
 def test_evidence_cell_names_log_events_and_the_slurm_node_state() -> None:
-    from gpusre.reports.nightly import _evidence_cell
+    from gpusre.reports.nightly.sections.attribution import _evidence_cell
     state = 'DOWN "PSU failure - replace PSU2" since 2026-10-31 03:01:00Z'
     assert _evidence_cell(1, None).text == "1 log event"
     assert _evidence_cell(0, state).text == state and _evidence_cell(0, state).title == state
@@ -1083,7 +1095,7 @@ def test_every_catalog_component_has_a_report_label() -> None:
     from importlib import resources
 
     from gpusre.models.logs.event_catalog import COMPONENTS
-    from gpusre.reports.nightly import COMPONENT_LABELS
+    from gpusre.reports.kit.labels import COMPONENT_LABELS
     with resources.files("gpusre.models.catalog").joinpath("component_classes.csv").open() as fh:
         classes = {r["component"] for r in csv.DictReader(fh)}
     assert classes | set(COMPONENTS) <= set(COMPONENT_LABELS), (classes | set(COMPONENTS)) - set(COMPONENT_LABELS)
@@ -1094,7 +1106,7 @@ def test_quantile_chart_with_nothing_to_mark_draws_without_a_legend_warning() ->
     scale: the chart still renders, and matplotlib is not asked for an empty legend (it warned)."""
     import warnings
 
-    from gpusre.reports import charts
+    from gpusre.reports.kit import charts
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

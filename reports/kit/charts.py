@@ -14,10 +14,8 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
-from datetime import date
-
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import date, datetime, timedelta, timezone  # noqa: E402  (kept with the chart that needs them)
 from functools import wraps
 from typing import ParamSpec, TypeVar
 
@@ -25,13 +23,13 @@ import matplotlib
 import matplotlib.dates as mdates
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 __all__ = [
     "STATE_COLOURS",
     "BUCKET_COLOURS",
-    "FAILURE_STATES",
     "state_colour",
     "bucket_colour",
     "safe_label",
@@ -45,10 +43,6 @@ __all__ = [
     "top_consumers_chart",
     "lost_gpu_hours_chart",
 ]
-
-#: States counted as failures in the report (the job did not finish its work through no choice of
-#: the user).
-FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT")
 
 #: One colour per final Slurm state; failure states are warm, user/admin actions neutral/blue.
 STATE_COLOURS: dict[str, str] = {
@@ -237,10 +231,19 @@ def daily_state_chart(days: Sequence[date], series: dict[str, Sequence[float]], 
     return figure_to_svg(fig)
 
 
+def _date_tick(x: float, _pos: int | None = None, *, span_days: float = 0.0) -> str:
+    """One self-contained label per tick: '29 Sep', or 'Sep 2026' on axes longer than a year.
+    (ConciseDateFormatter wrote the month only on month ticks, so a first tick '29' next to 'Oct'
+    read as 29 Oct when it was 29 Sep.)"""
+    d = mdates.num2date(x)
+    return d.strftime("%b %Y") if span_days > 366 else f"{d.day} {d:%b}"
+
+
 def _date_axis(ax: Axes) -> None:
-    loc = mdates.AutoDateLocator(maxticks=10)
+    loc = mdates.AutoDateLocator(minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(loc)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
+    lo, hi = ax.get_xlim()
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, pos: _date_tick(x, pos, span_days=abs(hi - lo))))
 
 
 @_styled
@@ -973,9 +976,7 @@ __all__ += ["AVAILABILITY_BINS", "availability_colour", "availability_heatmap_ch
 # --------------------------------------------------------------------------------------------
 # incident retrospective chart (gpusre.reports.incident)
 
-from datetime import datetime, timedelta, timezone  # noqa: E402  (kept with the chart that needs them)
 
-from matplotlib.lines import Line2D  # noqa: E402
 
 #: One timeline item: ``(kind, start, end, colour, marker)``. ``kind`` "bar": a period from ``start``
 #: to ``end`` (``end`` None: still open, drawn to the right edge with an arrow); "point": an instant

@@ -1,0 +1,57 @@
+"""The marts the reports read instead of computing: headline counts, the failed share of GPU time,
+attribution totals, alert-incident scopes, rule verdicts, ingestion totals, incidents by component.
+
+Each mart is one SQL file in ``sql/marts/`` (its header says what one row means). A mart whose
+input table does not exist is skipped, not created empty, so the report section that reads it says
+which mart has not been built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+
+from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.warehouse import table_exists
+
+__all__ = ["REPORT_FAILURE_STATES", "REPORT_MARTS", "WINDOW_MACROS", "build_report_marts"]
+
+# vocabulary: the failure-state set every report section quotes ("failed jobs hold X % of GPU time",
+# "N jobs ended in a failure state"); one definition, passed to the marts as $failure_states.
+REPORT_FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT")
+
+#: mart name -> the table it is built from (the mart is skipped while that table does not exist).
+REPORT_MARTS: dict[str, str] = {
+    "job_totals": "marts.job_usage_daily",
+    "job_states_daily": "marts.job_usage_daily",
+    "failure_attribution_summary": "marts.job_failure_attribution",
+    "alert_incident_scopes": "marts.alert_incidents",
+    "alert_rule_verdicts": "marts.alert_rule_quality",
+    "ingestion_by_source": "raw.ingested_files",
+    "hw_incidents_by_component": "marts.hw_incidents",
+    "ettr_window_by_size": "marts.ettr_runs",
+    "ettr_window_policies": "marts.ettr_runs",
+}
+#: The marts that are table macros over a report window (date_from, date_to), not tables.
+WINDOW_MACROS: frozenset[str] = frozenset({"hw_incidents_by_component", "ettr_window_by_size", "ettr_window_policies"})
+
+
+def build_report_marts(con: duckdb.DuckDBPyConnection,
+                       failure_states: Sequence[str] = REPORT_FAILURE_STATES) -> dict[str, str | None]:
+    """(Re)build every report mart whose input exists. Returns mart name -> None when built, else
+    why not (input missing, or the one-line DuckDB error of an input with an unexpected shape: that
+    mart is dropped, so its report section says it has not been built, and the other marts still build)."""
+    status: dict[str, str | None] = {}
+    for name, source in REPORT_MARTS.items():
+        if not table_exists(con, source):
+            status[name] = f"{source} does not exist"
+            continue
+        try:
+            run_mart_sql(con, name, {"failure_states": list(failure_states)})
+            status[name] = None
+        except duckdb.Error as exc:
+            kind = "MACRO TABLE" if name in WINDOW_MACROS else "TABLE"
+            con.execute(f"DROP {kind} IF EXISTS marts.{name}")
+            status[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    return status

@@ -1,0 +1,82 @@
+"""The incident retrospective as an ordered list of sections about one incident, and its entry points.
+
+Adding a section: write ``sections/<name>.py`` with ``build(inc) -> Section`` and
+``SECTION = SectionSpec(key, title, lambda con, inc: build(inc))``, then add it to :data:`INCIDENT_SECTIONS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.incident.incident import Incident, find_incident
+from gpusre.reports.incident.sections import alerts, blast_radius, repair, root_cause, similar, summary, timeline
+from gpusre.reports.incident.terms import what_text, when_text
+from gpusre.reports.kit.formatting import MISSING, nodes_text
+from gpusre.reports.kit.render import write_report
+from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
+
+log = logging.getLogger(__name__)
+
+
+def _file_stem(incident_id: str) -> str:
+    return "incident-" + (re.sub(r"[^A-Za-z0-9._-]+", "_", incident_id).strip("._") or "unnamed")
+
+
+#: The retrospective, in reading order.
+INCIDENT_SECTIONS: tuple[SectionSpec[Incident], ...] = (
+    summary.SECTION,
+    timeline.SECTION,
+    root_cause.SECTION,
+    blast_radius.SECTION,
+    repair.SECTION,
+    alerts.SECTION,
+    similar.SECTION,
+)
+
+
+def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, warehouse_label: str = "",
+                           generated_at: datetime | None = None) -> dict[str, Any]:
+    """Everything the incident templates need: ``meta``, ``sections`` (summary first) and ``by_key``.
+
+    Raises :class:`UnknownIncidentError` when ``incident_id`` is neither an alert nor a hardware incident.
+    """
+    kind, row = find_incident(con, incident_id)
+    inc = Incident(con, kind, row)
+    # An unexpected mart shape degrades to a note in that section, like a query error.
+    sections = build_sections(con, inc, INCIDENT_SECTIONS, "incident",
+                              errors=(duckdb.Error, KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError))
+    generated = generated_at or datetime.now(timezone.utc)
+    return {
+        "meta": {
+            "incident_id": inc.id,
+            "kind": "alert incident" if kind == "alert" else "hardware incident",
+            "what": what_text(inc),
+            "start": when_text(inc.start),
+            "end": when_text(inc.end),
+            "window": f"{when_text(inc.w0)} … {when_text(inc.w1)}",
+            "nodes": nodes_text(inc.nodes),
+            "linked": ", ".join(i for i in inc.alert_incident_ids + inc.hw_incident_ids if i != inc.id) or MISSING,
+            "generated_at": generated.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "warehouse": warehouse_label or "(in-memory or unnamed warehouse)",
+            "file_stem": _file_stem(inc.id),
+        },
+        "warnings": [],
+        "sections": sections,
+        "by_key": {s.key: s for s in sections},
+    }
+
+
+def render_incident_report(con: duckdb.DuckDBPyConnection, out_dir: Path, incident_id: str, *,
+                           warehouse_label: str = "") -> ReportPaths:
+    """Render the retrospective of one incident to ``out_dir/incident-<id>.html`` and ``.md``.
+
+    Raises :class:`UnknownIncidentError` (nothing written) when the id is unknown.
+    """
+    ctx = build_incident_context(con, incident_id, warehouse_label=warehouse_label)
+    return write_report(out_dir, _file_stem(ctx["meta"]["incident_id"]), "incident", ctx)

@@ -1,0 +1,1 @@
+"""The incident retrospective's sections, one module each; the report's ordered list names them."""

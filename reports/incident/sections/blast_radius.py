@@ -1,0 +1,109 @@
+"""Incident retrospective section "Blast radius" (``#blast-radius``).
+
+Reads marts.alert_incidents, marts.hw_incidents, marts.job_failure_attribution; formats, computes nothing."""
+
+from __future__ import annotations
+
+from gpusre.reports.incident.incident import Incident
+from gpusre.reports.incident.terms import alert_location, at_text, when_text
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+
+_MAX_JOB_ROWS = 40
+
+
+# -- blast radius ------------------------------------------------------------------------------
+
+
+def build(inc: Incident) -> Section:
+    sec = Section("blast-radius", "Blast radius")
+    r = inc.row
+    jobs = inc.failed_jobs
+    counted = [j for j in jobs if j["counted"]]
+    lost_rows = sum(float(j["lost_gpu_hours"] or 0.0) for j in counted)
+    if inc.kind == "alert":
+        n_mart, lost_mart = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
+        rule = ("jobs that ended FAILED or NODE_FAIL on its nodes from 15 min before its start to 5 min after its "
+                "last alert started, unless attributed to the user (marts.alert_incidents.n_jobs_killed)")
+    else:
+        n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")
+        rule = "jobs marts.job_failure_attribution attributes to this incident (marts.hw_incidents.affected_jobs)"
+    users = sorted({j["user"] for j in counted if j["user"]})
+    gpus = sum(int(j["n_gpus"] or 0) for j in counted)
+    # Faulty GPUs: the PCI addresses of the hardware incident(s), else the gpu label of the incident's alerts.
+    faulty = {f"{n} {g}" for h in inc.hw_incidents for g in (h.get("gpus") or []) for n in (h.get("nodes") or [])[:1]}
+    if not faulty:
+        faulty = {f"{a['node'] or alert_location(a)} GPU {a['labels_map']['gpu']}" for a in inc.safe("alerts", [])
+                  if a["in_incident"] and a["labels_map"].get("gpu") not in (None, "")}
+    faulty_text = f" ({truncate(', '.join(sorted(faulty)), 60)})" if faulty else ""
+    sec.lead = (f"{plural(len(inc.anchor_nodes), 'node')}"
+                + (f" ({truncate(nodes_text(inc.anchor_nodes), 40)})" if inc.anchor_nodes else "")
+                + f", {plural(len(faulty), 'faulty GPU')} named by its evidence{faulty_text}, {plural(n_mart or 0, 'job')} killed "
+                f"({fmt_int(gpus)} GPUs of {plural(len(users), 'user')}) and {gpuh(lost_mart)} lost GPU-hours.")
+    if inc.kind == "alert" and not inc.anchor_nodes and inc.nodes:
+        sec.notes.append(f"The alert incident names no Slurm node; the nodes of its hardware incident "
+                         f"({truncate(nodes_text(inc.nodes), 60)}) are shown on the timeline.")
+    if n_mart is not None and (len(counted) != int(n_mart) or abs(lost_rows - float(lost_mart or 0.0)) > 0.05):
+        sec.notes.append(f"The jobs listed below add up to {len(counted)} jobs and {gpuh(lost_rows)} GPU-hours, the "
+                         f"mart says {fmt_int(n_mart)} and {gpuh(lost_mart)}: the marts were built before the latest "
+                         "accounting or attribution changes; rerun the pipeline.")
+    requeued = [j for j in jobs if j["instance_no"]]
+    if requeued:
+        sec.notes.append(f"{plural(len(requeued), 'earlier job instance')} ({fmt_int(sum(int(j['n_gpus'] or 0) for j in requeued))}"
+                         f" GPUs) {'was' if len(requeued) == 1 else 'were'} interrupted and requeued by Slurm"
+                         + (f", losing {gpuh(sum(float(j['lost_gpu_hours'] or 0.0) for j in requeued))} GPU-hours by "
+                            "instance attribution" if any(j["lost_gpu_hours"] for j in requeued) else "")
+                         + f"; the job went on, so the marts do not count {'it' if len(requeued) == 1 else 'them'} "
+                           "as killed.")
+    for h in (inc.hw_incidents if inc.kind == "alert" else []):
+        sec.notes.append(f"Linked hardware incident {h['incident_id']} killed {plural(h.get('affected_jobs') or 0, 'job')} "
+                         f"and lost {gpuh(h.get('lost_gpu_hours'))} GPU-hours by its own attribution.")
+    if not jobs:
+        sec.items.append(Table([Column("Measure"), Column("Value", True)], [
+            [Cell("Nodes"), Cell(fmt_int(len(inc.anchor_nodes)))], [Cell("Jobs killed"), Cell(fmt_int(n_mart or 0))],
+            [Cell("Lost GPU-hours"), Cell(gpuh(lost_mart))]],
+            caption=f"No job ended FAILED or NODE_FAIL on these nodes in {when_text(inc.job_window[0])} … "
+                    f"{when_text(inc.job_window[1])}. Counted: {rule}."))
+        return sec
+    jobs_sorted = sorted(jobs, key=lambda j: (not j["counted"], -(j["lost_gpu_hours"] or 0.0), j["end_ts"] or inc.t0))
+    sec.items.append(Table(
+        [Column("Job", nowrap=True), Column("Name"), Column("User"), Column("State", nowrap=True),
+         Column("End (UTC)", nowrap=True), Column("GPUs", True), Column("Nodes", nowrap=True), Column("Attribution"),
+         Column("Lost GPU-h", True), Column("Counted")],
+        [[Cell(f"{j['job_id']} #{j['instance_no']}" if j["instance_no"] else str(j["job_id"]), mono=True,
+               title="an earlier instance, requeued by Slurm" if j["instance_no"] else None),
+          Cell(truncate(j["name"], 32), title=j["name"]),
+          Cell(truncate(j["user"], 20), title=j["user"]),
+          Cell(j["state"] or MISSING, swatch=charts.state_colour(j["state"] or "")), Cell(at_text(j["end_ts"])),
+          Cell(fmt_int(j["n_gpus"])),
+          Cell(truncate(nodes_text(j["nodes"]), 18), mono=True, title=nodes_text(j["nodes"])),
+          Cell(truncate(" · ".join(str(x) for x in (j["attribution"], j["attributed_component"], j["attributed_incident"])
+                                  if x) or "not attributed", 48),
+               title=" · ".join(str(x) for x in (j["attribution"], j["rule"], j["attributed_component"],
+                                                 j["attributed_incident"]) if x) or None),
+          Cell(fmt_num(j["lost_gpu_hours"]) if j["lost_gpu_hours"] is not None else MISSING),
+          Cell("yes" if j["counted"] else "no (requeued)" if j["instance_no"] else "no")]
+         for j in jobs_sorted[:_MAX_JOB_ROWS]],
+        caption=f"Jobs that ended FAILED or NODE_FAIL on the affected nodes from {when_text(inc.job_window[0])} to "
+                f"{when_text(inc.job_window[1])}, jobs attributed to a linked hardware incident, and interrupted earlier "
+                f"instances of requeued jobs (job #instance, never counted). Counted: {rule}. "
+                "Lost GPU-hours: GPUs × (work since the last checkpoint + restart overhead)."
+                + (f" First {_MAX_JOB_ROWS} of {len(jobs)}." if len(jobs) > _MAX_JOB_ROWS else ""),
+    ))
+    if users:
+        per_user: dict[str, list[float]] = {}
+        for j in counted:
+            u = per_user.setdefault(j["user"] or MISSING, [0, 0, 0.0])
+            u[0] += 1
+            u[1] += int(j["n_gpus"] or 0)
+            u[2] += float(j["lost_gpu_hours"] or 0.0)
+        sec.items.append(Table(
+            [Column("User"), Column("Jobs killed", True), Column("GPUs", True), Column("Lost GPU-h", True)],
+            [[Cell(truncate(u, 32), title=u), Cell(fmt_int(v[0])), Cell(fmt_int(v[1])), Cell(fmt_num(v[2]))]
+             for u, v in sorted(per_user.items(), key=lambda kv: (-kv[1][2], kv[0]))],
+            caption="Users of the counted jobs."))
+    return sec
+
+
+SECTION: SectionSpec[Incident] = SectionSpec("blast-radius", "Blast radius", lambda con, inc: build(inc))

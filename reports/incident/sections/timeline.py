@@ -1,0 +1,224 @@
+"""Incident retrospective section "Timeline" (``#timeline``).
+
+Reads the loaded incident; formats, computes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from gpusre.reports.incident.incident import KILLED_STATES, MARGIN_MIN, Incident
+from gpusre.reports.incident.terms import (
+    ALERT_COLOURS,
+    EVENT_COLOURS,
+    NODE_STATE_COLOURS,
+    WINDOW_COLOUR,
+    alert_location,
+    as_utc,
+    at_text,
+    event_label,
+    lane_keys,
+    offset_text,
+    what_text,
+    when_text,
+)
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, nodes_text, plural, truncate
+from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+
+#: Incidents longer than this get a second timeline zoomed on their onset.
+ZOOM_AFTER = timedelta(hours=6)
+
+ZOOM_SPAN = timedelta(hours=1)
+
+_MAX_ALERT_LANES = 12
+
+_MAX_EVENT_LANES = 10
+
+_MAX_JOB_LANES = 10
+
+_MAX_STATE_LANES = 8
+
+_MAX_MOMENTS = 24
+
+
+def _timeline_lanes(inc: Incident) -> tuple[list[tuple[str, str, list[charts.TimelineItem]]], list[str]]:
+    lanes: list[tuple[str, str, list[charts.TimelineItem]]] = []
+    notes: list[str] = []
+
+    def cap(group: str, items: list[tuple[str, list[charts.TimelineItem]]], limit: int, what: str) -> None:
+        for label, its in items[:limit]:
+            lanes.append((group, label, its))
+        if len(items) > limit:
+            notes.append(f"{len(items) - limit} more {what} lanes are not drawn.")
+
+    # Alerts: the incident's own first (root on top), then other alerts on the nodes.
+    alerts = inc.safe("alerts", [])
+    if alerts:
+        grouped = lane_keys(alerts, lambda a: a["alertname"] or "(no alertname)", alert_location)
+        order = sorted(grouped.items(), key=lambda kv: (not any(a["is_root"] and a["in_incident"] for a in kv[1]),
+                                                        not any(a["in_incident"] for a in kv[1]),
+                                                        min(a["starts_at"] for a in kv[1])))
+        items = []
+        for label, rows in order:
+            its: list[charts.TimelineItem] = []
+            for a in rows:
+                colour = ALERT_COLOURS["root" if a["is_root"] and a["in_incident"] else
+                                        "member" if a["in_incident"] else "context"]
+                its.append(("bar", a["starts_at"], a["ends_at"], colour, ""))
+                its.append(("point", a["starts_at"], None, colour, "o"))
+            items.append((label, its))
+        cap("Alerts", items, _MAX_ALERT_LANES, "alert")
+    events = inc.safe("events", [])
+    if events:
+        grouped = lane_keys(events, lambda e: event_label(e["kind"], e["code"]), lambda e: e["node"] or "?")
+        order = sorted(grouped.items(), key=lambda kv: (not any(e["member"] for e in kv[1]),
+                                                        min(e["ts"] for e in kv[1])))
+        items = [(label, [("point", e["ts"], None, EVENT_COLOURS.get(e["cause_class"] or "", "#78909c"),
+                           "D" if e["member"] else "o") for e in rows]) for label, rows in order]
+        cap("Node events", items, _MAX_EVENT_LANES, "node-event")
+    jobs = inc.safe("jobs", [])
+    if jobs:
+        counted = {j["job_id"] for j in inc.safe("failed_jobs", []) if j["counted"]}
+        lo, hi = inc.job_window
+
+        def rank(j: dict[str, Any]) -> tuple[Any, ...]:
+            ended_in = j["end_ts"] is not None and lo <= j["end_ts"] <= hi
+            return (j["job_id"] not in counted or not j["is_latest"],
+                    not (j["state"] in KILLED_STATES or j["state"] in ("REQUEUED", "BOOT_FAIL")) or not ended_in,
+                    -(j["n_gpus"] or 0), j["start_ts"] or inc.t0)
+
+        items = []
+        for j in sorted(jobs, key=rank):
+            colour = charts.state_colour(j["state"] or "")
+            its: list[charts.TimelineItem] = [("bar", j["start_ts"], j["end_ts"], colour, "")]
+            if j["start_ts"] and inc.w0 <= j["start_ts"]:
+                its.append(("point", j["start_ts"], None, "#263238", "|"))
+            if j["end_ts"] and j["state"] not in ("COMPLETED", "RUNNING", "PENDING"):
+                its.append(("point", j["end_ts"], None, "#263238" if j["job_id"] in counted else colour, "x"))
+            inst = f"#{j['instance_no']} " if (j["instance_no"] or 1) > 1 or not j["is_latest"] else ""
+            items.append((f"job {j['job_id']} {inst}{(j['state'] or '?')} · {fmt_int(j['n_gpus'])} GPUs", its))
+        cap("Jobs on these nodes", items, _MAX_JOB_LANES, "job")
+    states = inc.safe("node_states", [])
+    if states:
+        by_node: dict[str, list[dict[str, Any]]] = {}
+        for s in states:
+            by_node.setdefault(s["node"], []).append(s)
+        items = [(f"{node} · {', '.join(sorted({s['state'] or '?' for s in rows}))}",
+                  [("bar", s["start_ts"], s["end_ts"], NODE_STATE_COLOURS.get(s["availability_class"] or "unknown",
+                                                                           "#78909c"), "") for s in rows])
+                 for node, rows in sorted(by_node.items(), key=lambda kv: (min(s["start_ts"] for s in kv[1]), kv[0]))]
+        cap("Node drains / downs", items, _MAX_STATE_LANES, "node-state")
+    return lanes, notes
+
+
+def _moments(inc: Incident) -> list[tuple[datetime, str]]:
+    out: list[tuple[datetime, str]] = []
+    first_events = inc.safe("first_events", {})
+    for hid, e in first_events.items():
+        out.append((as_utc(e["ts"]), f"first event of hardware incident {hid}: {event_label(e['kind'], e['code'])} on "
+                                   f"{e['node']} — {truncate(e.get('message'), 120)}"))
+    for h in inc.hw_incidents:
+        if h["incident_id"] not in first_events:
+            out.append((as_utc(h["start_ts"]), f"hardware incident {h['incident_id']} starts "
+                                             f"({component_label(h['component'])})"))
+        if h.get("end_ts") and as_utc(h["end_ts"]) != as_utc(h["start_ts"]):
+            out.append((as_utc(h["end_ts"]), f"last event of hardware incident {h['incident_id']}"))
+    seen_incidents: set[str] = set()
+    alerts = inc.safe("alerts", [])
+    for a in alerts:
+        if not a["in_incident"]:
+            continue
+        if a["alert_incident"] not in seen_incidents:
+            seen_incidents.add(a["alert_incident"])
+            out.append((a["starts_at"], f"first alert of {a['alert_incident']}: {a['alertname']} on {alert_location(a)} — "
+                                        f"{truncate(a['summary'], 100)}"))
+        if a["is_root"] and a["alert_incident"] == inc.id and not out[-1][1].startswith(f"first alert of {inc.id}: "
+                                                                                          f"{a['alertname']} on {alert_location(a)}"):
+            out.append((a["starts_at"], f"root-cause alert {a['alertname']} on {alert_location(a)} fires"))
+    member_alerts = [a for a in alerts if a["in_incident"]]
+    if member_alerts and all(a["ends_at"] for a in member_alerts):
+        last = max(member_alerts, key=lambda a: a["ends_at"])
+        out.append((last["ends_at"], f"last alert resolved ({last['alertname']} on {alert_location(last)})"))
+    elif member_alerts:
+        out.append((max(a["starts_at"] for a in member_alerts),
+                    f"{sum(1 for a in member_alerts if not a['ends_at'])} of the incident's alerts still firing"))
+    for j in inc.safe("failed_jobs", []):
+        if j["counted"] and j["end_ts"]:
+            out.append((j["end_ts"], f"job {j['job_id']} ({truncate(j['name'], 40)}, {j['user'] or MISSING}, "
+                                     f"{fmt_int(j['n_gpus'])} GPUs) ends {j['state']}"))
+        elif j["instance_no"] and j["end_ts"]:
+            out.append((j["end_ts"], f"job {j['job_id']} instance #{j['instance_no']} ({truncate(j['name'], 40)}, "
+                                     f"{fmt_int(j['n_gpus'])} GPUs) interrupted: {j['state']}"))
+    for s in inc.safe("node_states", []):
+        if inc.w0 <= s["start_ts"] <= inc.w1:
+            out.append((s["start_ts"], f"{s['node']} {s['state'] or '?'}: {truncate(s['reason'], 100)}"))
+    if inc.back_in_service:
+        out.append((inc.back_in_service, "last linked node back in service"))
+    out.sort(key=lambda m: m[0])
+    return out
+
+
+def build(inc: Incident) -> Section:
+    sec = Section("timeline", "Timeline")
+    lanes, notes = _timeline_lanes(inc)
+    moments = _moments(inc)
+    if not lanes and not moments:
+        sec.no_data = (f"{NO_DATA}: no alert, node event, job or node state on {nodes_text(inc.nodes)} between "
+                       f"{when_text(inc.w0)} and {when_text(inc.w1)}.")
+        return sec
+    n_alerts = sum(1 for a in inc.safe("alerts", []) if a["in_incident"])
+    n_events = len(inc.safe("events", []))
+    n_jobs = len({j["job_id"] for j in inc.safe("jobs", [])})
+    n_drains = sum(1 for s in inc.safe("node_states", []) if inc.w0 <= s["start_ts"] <= inc.w1)
+    first = moments[0] if moments else None
+    take = (f"Between {when_text(inc.w0)} and {when_text(inc.w1)} ({fmt_span((inc.w1 - inc.w0).total_seconds())}) the "
+            f"{plural(len(inc.nodes), 'affected node')} saw {plural(n_alerts, 'incident alert')}, "
+            f"{plural(n_events, 'node event')}, {plural(n_jobs, 'job')} running and {plural(n_drains, 'drain/down')}"
+            + (f"; it began with the {first[1].split(':', 1)[0]} at {as_utc(first[0]).strftime('%H:%M:%S')}." if first
+               else "."))
+    sec.lead = take
+    spans = [(inc.start, inc.end, WINDOW_COLOUR, "incident window")]
+    marks = []
+    if inc.drain_start and inc.w0 <= inc.drain_start <= inc.w1:
+        marks.append((inc.drain_start, "#6d1b1b", "drained"))
+    if inc.back_in_service and inc.w0 <= inc.back_in_service <= inc.w1:
+        marks.append((inc.back_in_service, "#2e7d32", "back in service"))
+    legend = [("incident alert (root: dark red)", ALERT_COLOURS["member"], "bar"),
+              ("other alert on these nodes", ALERT_COLOURS["context"], "bar"),
+              ("incident event", "#c62828", "D"), ("job failed", "#263238", "x"),
+              ("drain/down (hardware)", NODE_STATE_COLOURS["hardware"], "bar")]
+    if lanes:
+        title = f"Incident {inc.id}: {what_text(inc)} (UTC)"
+        sec.items.append(Chart(svg(charts.incident_timeline_chart(
+            lanes, (inc.w0, inc.w1), title, spans=spans, marks=marks, legend=legend)), take))
+        if inc.w1 - inc.w0 > ZOOM_AFTER or (inc.end - inc.start) < (inc.w1 - inc.w0) * 0.05:
+            z0, z1 = inc.t0 - MARGIN_MIN, inc.t0 + ZOOM_SPAN
+            in_zoom = [m for m in moments if z0 <= m[0] <= z1]
+            ztake = (f"The first hour: {plural(len(in_zoom), 'key moment')} between {as_utc(z0).strftime('%H:%M')} and "
+                     f"{as_utc(z1).strftime('%H:%M')} UTC.")
+            zmarks = [m for m in marks if z0 <= m[0] <= z1]
+            sec.items.append(Chart(svg(charts.incident_timeline_chart(
+                lanes, (z0, z1), f"Onset of {inc.id}, first hour (UTC)", spans=spans, marks=zmarks, legend=legend)),
+                ztake))
+    if moments:
+        shown = moments[:_MAX_MOMENTS]
+        sec.items.append(Table(
+            [Column("Time (UTC)", nowrap=True), Column("From start", True), Column("What happened")],
+            [[Cell(at_text(t)), Cell(offset_text(t, inc.t0), mono=True), Cell(truncate(text, 180), title=text)]
+             for t, text in shown],
+            caption=f"Key moments, offsets from the first sign of the incident ({when_text(inc.t0)})."
+                    + (f" First {_MAX_MOMENTS} of {len(moments)}." if len(moments) > _MAX_MOMENTS else ""),
+        ))
+    sec.notes = notes + [f"Not drawn: {name.replace('_', ' ')} could not be read ({err})."
+                         for name, err in inc.failed.items()]
+    if inc.back_in_service and inc.back_in_service > inc.w1:
+        # The time, not another duration: the repair section states the one repair duration.
+        sec.notes.append(f"The nodes came back in service at {when_text(inc.back_in_service)}, after the right "
+                         "edge of the chart (see Time to detect and repair).")
+    return sec
+
+
+SECTION: SectionSpec[Incident] = SectionSpec("timeline", "Timeline", lambda con, inc: build(inc))

@@ -1,0 +1,116 @@
+"""How the retrospective writes times, offsets, alert labels and event names, and the colours of its
+timeline lanes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
+from gpusre.reports.kit.labels import component_label
+
+if TYPE_CHECKING:  # the incident module formats with these helpers
+    from gpusre.reports.incident.incident import Incident
+
+
+#: An alertname / event kind on more nodes than this gets one lane for all of them.
+GROUP_NODES = 4
+
+
+ALERT_COLOURS = {"root": "#c62828", "member": "#ef6c00", "context": "#90a4ae"}
+
+EVENT_COLOURS = {"hardware": "#c62828", "driver_firmware": "#8e24aa", "system_software": "#1e88e5",
+                  "user_application": "#f9a825", "sympathetic": "#78909c"}
+
+NODE_STATE_COLOURS = {"hardware": "#6d1b1b", "maintenance": "#1e88e5", "health_check": "#8e24aa",
+                  "software": "#ef6c00", "unknown": "#78909c"}
+
+WINDOW_COLOUR = "#c62828"
+
+KIND_LABELS = {"xid": "Xid", "sxid": "SXid", "ecc_row_remap": "ECC row remap", "ib_link_down": "IB link down",
+                "health_check": "NHC health check", "pcie_aer": "PCIe AER", "lustre_error": "Lustre error",
+                "kernel_panic": "kernel panic", "oom_kill": "OOM kill", "slurmd_error": "slurmd error",
+                "nic_link_down": "NIC link down", "edac_ce": "EDAC corrected", "edac_ue": "EDAC uncorrected",
+                "mce": "MCE", "gsp_timeout": "GSP timeout"}
+
+
+def as_utc(ts: datetime | None) -> datetime | None:
+    if ts is None:
+        return None
+    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+
+
+def when_text(ts: datetime | None) -> str:
+    """'2026-08-11 16:55:17 UTC'."""
+    t = as_utc(ts)
+    return MISSING if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def at_text(ts: datetime | None) -> str:
+    """A table cell time (the column says UTC): '2026-08-11 16:55:17'."""
+    t = as_utc(ts)
+    return MISSING if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def offset_text(ts: datetime | None, t0: datetime) -> str:
+    """Signed offset from the incident start: '+0:12:05', '−0:05:00', '+2 d 03:00:00'."""
+    t = as_utc(ts)
+    if t is None:
+        return MISSING
+    s = int(round((t - t0).total_seconds()))
+    sign = "−" if s < 0 else "+"
+    d, rem = divmod(abs(s), 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{sign}{d} d {h:02d}:{m:02d}:{sec:02d}" if d else f"{sign}{h}:{m:02d}:{sec:02d}"
+
+
+def labels_text(labels: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items() if k != "alertname")
+
+
+def event_label(kind: str | None, code: int | None) -> str:
+    base = KIND_LABELS.get(kind or "", (kind or "event").replace("_", " "))
+    return f"{base} {code}" if code is not None and kind in ("xid", "sxid", "ecc_row_remap") else base
+
+
+def alert_location(alert: dict[str, Any]) -> str:
+    return alert.get("node") or alert.get("target") or "(no node)"
+
+
+def root_alert(inc: Incident) -> dict[str, Any] | None:
+    if inc.kind != "alert":
+        return None
+    rid = inc.row.get("root_alert_id")
+    alerts = inc.safe("alerts", [])
+    return next((a for a in alerts if a["alert_id"] == rid), None) or next(
+        (a for a in alerts if a["is_root"] and a["alert_incident"] == inc.id), None)
+
+
+def what_text(inc: Incident) -> str:
+    """'GPUFellOffBus on gpu068' / 'PCIe bus failure on gpu068 (xid 79)' — the incident in a few words."""
+    r = inc.row
+    if inc.kind == "alert":
+        return str(r.get("root_cause_candidate") or "alert incident")
+    where = (f" under {r['leaf_switch']}" if r.get("leaf_switch") else
+             f" on {truncate(nodes_text(r.get('nodes')), 40)}" if r.get("nodes") else "")
+    cause = f" ({r['root_cause']})" if r.get("root_cause") else ""
+    return f"{component_label(r.get('component'))} failure{where}{cause}"
+
+
+# -- timeline --------------------------------------------------------------------------------
+
+
+def lane_keys(rows: list[dict[str, Any]], name: Callable[[dict[str, Any]], str],
+               loc: Callable[[dict[str, Any]], str]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped into lanes 'name · location'; a name on more than a few locations gets one lane."""
+    locs: dict[str, set[str]] = {}
+    for r in rows:
+        locs.setdefault(name(r), set()).add(loc(r))
+    lanes: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        n = name(r)
+        key = f"{n} · {len(locs[n])} nodes" if len(locs[n]) > GROUP_NODES else f"{n} · {loc(r)}"
+        lanes.setdefault(key, []).append(r)
+    return lanes

@@ -1,0 +1,115 @@
+"""What a reader sees instead of a stored code: Slurm state and size-bucket names and cells, component,
+cause and alert-scope labels, and catalog recovery actions (``RESTART_BM`` -> 'Reboot the node')."""
+
+from __future__ import annotations
+
+from gpusre.reports.kit.charts import bucket_colour, state_colour
+from gpusre.reports.kit.formatting import (
+    MISSING,
+)
+from gpusre.reports.kit.section import Cell
+
+
+def state_name(state: str) -> str:
+    """'OUT_OF_MEMORY' -> 'Out of memory' for use in sentences."""
+    return state.replace("_", " ").capitalize()
+
+
+def bucket_name(bucket: str) -> str:
+    """'1' -> '1-GPU', '2-8' -> '2-8 GPU' for use in sentences."""
+    if bucket == "all":
+        return "all jobs"
+    return "single-GPU" if bucket == "1" else f"{bucket} GPU"
+
+
+def state_cell(state: str) -> Cell:
+    return Cell(state, swatch=state_colour(state))
+
+
+def bucket_cell(bucket: str) -> Cell:
+    return Cell(bucket, swatch=bucket_colour(bucket) if bucket != "all" else None)
+
+
+#: Catalog / incident component -> the name an SRE uses. Several components may share a label
+#: (NVLink and NVSwitch are one fabric to the reader); unknown names are shown as stored.
+COMPONENT_LABELS: dict[str, str] = {
+    "gpu": "GPU",
+    "gpu_compute": "GPU",
+    "gpu_memory": "GPU memory",
+    "gsp_firmware": "GPU firmware (GSP)",
+    "driver": "GPU driver",
+    "nvlink": "NVLink/NVSwitch",
+    "nvswitch": "NVLink/NVSwitch",
+    "sxid": "NVLink/NVSwitch",
+    "pcie_bus": "PCIe bus",
+    "network": "Network link / NIC",
+    "nic": "Network link / NIC",
+    "network_switch": "Interconnect switch",
+    "interconnect_switch": "Interconnect switch",
+    "storage": "Storage",
+    "host_memory": "Host memory",
+    "host_cpu": "Host CPU",
+    "host_power": "Node power supply",
+    "power": "Power",
+    "thermal": "Thermal",
+    "os": "Operating system",
+    "slurm": "Slurm",
+    "user_application": "User application",
+    "other": "Other / unclassified",
+    "unknown": "Unknown",
+    "unknown (suspected)": "Unknown (suspected NODE_FAIL)",
+}
+
+CAUSE_LABELS = {"driver_firmware": "driver/firmware"}
+
+
+def component_label(component: str | None) -> str:
+    """'network_switch' -> 'Interconnect switch'; NULL -> 'Unknown'; other text as stored."""
+    if component is None or component == "":
+        return COMPONENT_LABELS["unknown"]
+    return COMPONENT_LABELS.get(component, component)
+
+
+def cause_label(cause: str | None) -> str:
+    return MISSING if not cause else CAUSE_LABELS.get(cause, cause.replace("_", " "))
+
+SCOPE_LABELS = {"node": "node", "rack": "rack", "leaf_switch": "leaf switch", "storage": "storage",
+                 "cluster": "cluster"}
+
+
+def scope_label(scope: str | None) -> str:
+    """'leaf_switch' -> 'leaf switch'; other scopes as stored."""
+    return MISSING if not scope else SCOPE_LABELS.get(scope, scope)
+
+
+#: Catalog recovery actions (NVIDIA's Xid / SXid resolution buckets, cluster log patterns) -> what an
+#: SRE reads in a report. A test checks every action of the catalogs has a label.
+ACTION_LABELS: dict[str, str] = {
+    "CHECK_LINK": "Check the network link",
+    "CHECK_MECHANICALS": "Check fans and mechanicals",
+    "CHECK_STORAGE": "Check the storage",
+    "CHECK_THERMALS": "Check cooling and temperatures",
+    "CHECK_UVM": "Check unified memory (UVM)",
+    "CONTACT_SUPPORT": "Contact the vendor's support",
+    "DRAIN_NODE": "Drain the node",
+    "IGNORE": "No action needed",
+    "MONITOR": "Monitor",
+    "RESET_FABRIC": "Reset the NVLink fabric",
+    "RESET_GPU": "Reset the GPU",
+    "RESTART_APP": "Restart the application",
+    "RESTART_BM": "Reboot the node",
+    "RESTART_VM": "Restart the VM",
+    "UPDATE_SWFW": "Update driver / firmware",
+    "WORKFLOW_NVLINK5_ERR": "Follow the NVLink 5 error workflow",
+    "WORKFLOW_NVLINK_ERR": "Follow the NVLink error workflow",
+    "WORKFLOW_XID_45": "Follow the Xid 45 workflow",
+    "WORKFLOW_XID_48": "Follow the Xid 48 (double-bit ECC) workflow",
+    "XID_154": "Follow the Xid 154 recovery action",
+}
+
+
+def action_label(action: str | None) -> str:
+    """'RESTART_BM' -> 'Reboot the node'; several actions ('drain, RMA') and unknown text as stored."""
+    if not action:
+        return MISSING
+    return ACTION_LABELS.get(action, action.replace("_", " ").capitalize() if action.isupper() else action)

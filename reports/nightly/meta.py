@@ -1,0 +1,95 @@
+"""What every nightly section shares: the report day and period (:class:`NightlyMeta`), which inputs
+the warehouse holds (node states, alerts), and the one GPU job total (marts.job_totals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.kit.formatting import fmt_int, fmt_num, fmt_pct
+from gpusre.reports.kit.section import NO_DATA, Cell
+from gpusre.reports.kit.warehouse import query_rows, table_status
+
+
+@dataclass(frozen=True)
+class NightlyMeta:
+    report_date: date
+    period_first: date | None
+    period_last: date | None
+    generated_at: datetime
+    warehouse_label: str
+
+
+#: Shown by every node-state section when no Slurm node-state history has been ingested.
+NO_NODE_STATES = "No node-state history yet (land `sacctmgr show event -P` dumps in slurm_events/)."
+
+
+def node_state_history(con: duckdb.DuckDBPyConnection) -> str | None:
+    """None when Slurm node-state history has been ingested, otherwise :data:`NO_NODE_STATES`."""
+    for table in ("raw.slurm_events", "core.node_states"):
+        if table_status(con, table) is None:
+            return None
+    return NO_NODE_STATES
+
+
+#: Shown by every alert section when no alert has been ingested.
+NO_ALERTS = "No alerts yet (land Alertmanager webhook payloads in alerts/)."
+
+ALERT_DAYS = 14
+
+
+def alert_history(con: duckdb.DuckDBPyConnection) -> str | None:
+    """None when alerts have been ingested (``core.alerts`` has rows), otherwise :data:`NO_ALERTS`."""
+    return None if table_status(con, "core.alerts") is None else NO_ALERTS
+
+
+def reason_text(reason: str) -> str:
+    """'No data yet: marts.x is empty.' -> 'marts.x is empty' (for use inside a sentence)."""
+    prefix = f"{NO_DATA}: "
+    return (reason[len(prefix):] if reason.startswith(prefix) else reason).rstrip(".")
+
+
+def alert_window(meta: NightlyMeta) -> tuple[date, date]:
+    return meta.report_date - timedelta(days=ALERT_DAYS - 1), meta.report_date
+
+
+def latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
+    """The last UTC day the dumps cover completely: a dump cut at 00:15 shows only a sliver of
+    the new day, and reporting that sliver as "last night" would show near-zero utilization."""
+    rows = query_rows(con, """SELECT (max(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))))::DATE - 1) AS d,
+                                 max(end_day) AS last_end FROM core.jobs""")
+    if not rows or rows[0]["d"] is None:
+        return None
+    return min(rows[0]["d"], rows[0]["last_end"]) if rows[0]["last_end"] else rows[0]["d"]
+
+
+def latest_complete_log_day(con: duckdb.DuckDBPyConnection) -> date | None:
+    """The day before the last node-log line: the report day of a landing without Slurm accounting."""
+    for table, column in (("raw.syslog_lines", "ts"), ("core.node_events", "ts")):
+        if table_status(con, table) is None:
+            rows = query_rows(con, f"SELECT (max({column}) AT TIME ZONE 'UTC')::DATE - 1 AS d FROM {table}")
+            if rows and rows[0]["d"] is not None:
+                return rows[0]["d"]
+    return None
+
+
+def job_totals(con: duckdb.DuckDBPyConnection, day: date | None = None) -> dict[str, Any] | None:
+    """The marts.job_totals row of the whole record (or of one UTC end ``day``): the one GPU job count,
+    GPU-hours and failed share every nightly section quotes; None when the mart is missing or has no row."""
+    if table_status(con, "marts.job_totals") is not None:
+        return None
+    rows = (query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'day' AND day = ?", [day]) if day
+            else query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'all'"))
+    return rows[0] if rows else None
+
+
+def total_cells(con: duckdb.DuckDBPyConnection) -> list[Cell] | None:
+    """The 'All GPU jobs' row of a jobs / share / GPU-hours / share table, from marts.job_totals."""
+    tot = job_totals(con)
+    if tot is None:
+        return None
+    return [Cell("All GPU jobs"), Cell(fmt_int(tot["gpu_jobs"])), Cell(fmt_pct(1.0 if tot["gpu_jobs"] else None)),
+            Cell(fmt_num(tot["gpu_hours"])), Cell(fmt_pct(1.0 if tot["gpu_hours"] else None))]

@@ -1,0 +1,140 @@
+"""The nightly report as an ordered list of sections, and its entry points.
+
+Adding a section: write ``sections/<name>.py`` with ``build(con, meta) -> Section`` and
+``SECTION = SectionSpec(key, title, build)``, then add it to :data:`NIGHTLY_SECTIONS`.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.reports.coverage import GAP_WARN_DAYS, coverage_warnings
+from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, truncate
+from gpusre.reports.kit.render import write_report
+from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
+from gpusre.reports.kit.warehouse import query_rows
+from gpusre.reports.nightly.meta import NightlyMeta, latest_complete_day, latest_complete_log_day
+from gpusre.reports.nightly.sections import (
+    alert_flood,
+    alert_hygiene,
+    alert_incidents,
+    attribution,
+    availability,
+    drain_reasons,
+    failures,
+    findings,
+    headline,
+    health_checks,
+    incidents,
+    out_of_service,
+    published,
+    quality,
+    quantiles,
+    repairs,
+    shift,
+    sizes,
+    states,
+    suspects,
+    taxonomy,
+    templates,
+    top_consumers,
+    utilization,
+)
+
+__all__ = ["NIGHTLY_SECTIONS", "build_nightly_context", "render_nightly_report"]
+
+#: The nightly report, in reading order; the first two are the headline cards and the findings list.
+NIGHTLY_SECTIONS: tuple[SectionSpec[NightlyMeta], ...] = (
+    headline.SECTION,
+    findings.SECTION,
+    states.SECTION,
+    sizes.SECTION,
+    quantiles.RUNTIME,
+    shift.SECTION,
+    utilization.SECTION,
+    quantiles.QUEUE,
+    published.SECTION,
+    top_consumers.SECTION,
+    failures.SECTION,
+    attribution.SECTION,
+    taxonomy.SECTION,
+    incidents.SECTION,
+    suspects.SECTION,
+    availability.SECTION,
+    out_of_service.SECTION,
+    repairs.SECTION,
+    drain_reasons.SECTION,
+    health_checks.SECTION,
+    alert_flood.SECTION,
+    alert_incidents.SECTION,
+    alert_hygiene.SECTION,
+    templates.SECTION,
+    quality.SECTION,
+)
+
+
+def build_nightly_context(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    report_date: date | None = None,
+    warehouse_label: str = "",
+    generated_at: datetime | None = None,
+) -> dict[str, Any]:
+    """Query the warehouse and build everything the nightly templates need.
+
+    Returns a dict with ``meta`` (report date, period, provenance strings), ``warnings``,
+    ``sections`` (list of :class:`~gpusre.reports.kit.section.Section`, in report order) and
+    ``by_key``. Exposed so callers (e.g. an asset) can attach the headline numbers as metadata.
+    """
+    period = query_rows(con, "SELECT min(end_day) AS a, max(end_day) AS b FROM core.jobs")[0]
+    if report_date is None:
+        report_date = (latest_complete_day(con) or period["b"] or latest_complete_log_day(con)
+                       or datetime.now(timezone.utc).date())
+    meta = NightlyMeta(report_date, period["a"], period["b"], generated_at or datetime.now(timezone.utc),
+                       warehouse_label)
+    sections = build_sections(con, meta, NIGHTLY_SECTIONS, "nightly")
+    try:
+        warnings = coverage_warnings(con, meta.report_date, meta.report_date,
+                                     gaps_since=meta.report_date - timedelta(days=GAP_WARN_DAYS - 1))
+    except duckdb.Error as exc:
+        warnings = [f"Input coverage could not be checked: {truncate(exc, 200)}"]
+    by_key = {s.key: s for s in sections}
+    prov = by_key["quality"].facts
+    return {
+        "meta": {
+            "report_date": fmt_date(meta.report_date),
+            "period": period_text(fmt_date(meta.period_first) if meta.period_first else None,
+                                  fmt_date(meta.period_last) if meta.period_last else None),
+            "generated_at": meta.generated_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "warehouse": warehouse_label or "(in-memory or unnamed warehouse)",
+            "files": prov.get("files", MISSING),
+            "rows_read": prov.get("rows_read", MISSING),
+            "rejects": prov.get("rejects", MISSING),
+            "failure_states": ", ".join(REPORT_FAILURE_STATES),
+        },
+        "warnings": warnings,
+        "sections": sections,
+        "by_key": by_key,
+    }
+
+
+def render_nightly_report(
+    con: duckdb.DuckDBPyConnection,
+    out_dir: Path,
+    *,
+    report_date: date | None = None,
+    warehouse_label: str = "",
+) -> ReportPaths:
+    """Render the nightly report to ``out_dir/nightly-YYYY-MM-DD.html`` and ``.md``.
+
+    ``report_date`` is "last night" (default: the last UTC day the dumps cover completely, or today in
+    UTC for an empty warehouse); ``warehouse_label`` names the DuckDB file in the footer. Missing or
+    empty marts yield "No data yet" in their section. Returns the two paths written.
+    """
+    ctx = build_nightly_context(con, report_date=report_date, warehouse_label=warehouse_label)
+    return write_report(out_dir, f"nightly-{ctx['meta']['report_date']}", "nightly", ctx)

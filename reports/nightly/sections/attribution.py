@@ -1,0 +1,133 @@
+"""Nightly report section "Why jobs failed" (``#attribution``).
+
+Reads marts.failure_attribution_summary, marts.job_failure_attribution; formats, computes nothing."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import duckdb
+
+from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.warehouse import select_columns
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_date,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    gpuh,
+    period_text,
+    plural,
+    sentence_case,
+    truncate,
+)
+from gpusre.reports.kit.labels import cause_label, component_label, state_cell
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta
+
+_ATTRIBUTIONS = ("infrastructure", "user", "unknown")
+
+_TOP_N_INFRA_JOBS = 20
+#: The total rows of marts.failure_attribution_summary.
+ALL = "(all)"
+
+
+def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
+    """'6 were infrastructure (2,310 GPU-h lost), 33 user, 2 unknown'."""
+    infra = counts.get("infrastructure", {"n": 0, "lost": 0.0})
+    parts = [f"{fmt_int(infra['n'])} {'was' if infra['n'] == 1 else 'were'} infrastructure"
+             + (f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["n"] else "")]
+    parts += [f"{fmt_int(counts.get(a, {'n': 0})['n'])} {a}" for a in _ATTRIBUTIONS[1:]]
+    other = total - sum(counts.get(a, {"n": 0})["n"] for a in _ATTRIBUTIONS)
+    if other:
+        parts.append(f"{fmt_int(other)} other")
+    return ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None) -> tuple[
+        int, dict[str, dict[str, Any]]]:
+    """Failed jobs and lost GPU-hours by attribution (marts.failure_attribution_summary), over the
+    whole record or one UTC end ``day``: (total, {attribution: {"n", "lost"}})."""
+    rows = query_rows(con, "SELECT attribution, jobs AS n, lost_gpu_hours AS lost FROM marts.failure_attribution_summary "
+                           "WHERE state = '(all)' AND " + ("scope = 'day' AND day = ?" if day else "scope = 'all'"),
+                      [day] if day else [])
+    total = next((r["n"] for r in rows if r["attribution"] == "(all)"), 0)
+    return total, {r["attribution"]: r for r in rows if r["attribution"] != "(all)"}
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("attribution", "Why jobs failed")
+    reason = (table_status(con, "marts.job_failure_attribution")
+              or table_status(con, "marts.failure_attribution_summary"))
+    if reason:
+        sec.no_data = reason
+        return sec
+    total, every = attribution_counts(con)
+    night_total, night = attribution_counts(con, meta.report_date)
+    period = period_text(fmt_date(meta.period_first) if meta.period_first else None,
+                          fmt_date(meta.period_last) if meta.period_last else None)
+    sec.lead = f"Of {plural(total, 'failed job')} in {period}, {_attribution_phrase(every, total)}; " + (
+        f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}."
+        if night_total else f"none failed on {d}.")
+
+    cells = query_rows(con, """SELECT attribution, state, jobs AS n, lost_gpu_hours AS lost
+                               FROM marts.failure_attribution_summary WHERE scope = 'all'""")
+    n = {(r["attribution"], r["state"]): r["n"] for r in cells}
+    lost = {(r["attribution"], r["state"]): r["lost"] for r in cells}
+    seen = {r["state"] for r in cells} - {ALL}
+    states = [s for s in REPORT_FAILURE_STATES if s in seen] + sorted(seen - set(REPORT_FAILURE_STATES), key=str)
+    attrs = [a for a in _ATTRIBUTIONS if a in every] + sorted(set(every) - set(_ATTRIBUTIONS), key=str)
+    rows = []
+    for a in attrs + [ALL]:
+        tot = n.get((a, ALL), 0)
+        rows.append([Cell("Total" if a == ALL else sentence_case(str(a)))]
+                    + [Cell(fmt_int(n[(a, st)]) if n.get((a, st)) else MISSING) for st in states]
+                    + [Cell(fmt_int(tot)), Cell(fmt_pct(tot / total if total else None)),
+                       Cell(fmt_num(lost.get((a, ALL), 0.0)))])
+    sec.add(Table(
+        [Column("Attribution")] + [Column(s, True) for s in states]
+        + [Column("Jobs", True), Column("Share", True), Column("Lost GPU-hours", True)],
+        rows,
+        caption="Failed jobs of the whole period by attribution and final state. Lost GPU-hours count "
+                "infrastructure failures only: the work since the last checkpoint.",
+    ))
+
+    # evidence_node_state: NULL for a warehouse written before attribution read node states.
+    cols = select_columns(con, "marts.job_failure_attribution", ["evidence_node_state"])
+    jobs = query_rows(con, f"""SELECT job_id, state, end_ts, n_gpus, component, cause_class, incident_id,
+                                 len(evidence_event_ids) AS n_evidence, {cols}, rule, lost_gpu_hours
+                          FROM marts.job_failure_attribution
+                          WHERE attribution = 'infrastructure' AND {utc_day_sql('end_ts')} = ?
+                          ORDER BY lost_gpu_hours DESC NULLS LAST, end_ts, job_id""", [meta.report_date])
+    if jobs:
+        shown = jobs[:_TOP_N_INFRA_JOBS]
+        sec.add(Table(
+            [Column("Job ID"), Column("Ended", nowrap=True), Column("State", nowrap=True), Column("GPUs", True),
+             Column("Component"), Column("Cause class"), Column("Incident"), Column("Evidence"),
+             Column("Lost GPU-hours", True)],
+            [[Cell(str(r["job_id"]), mono=True), Cell(fmt_date(r["end_ts"])), state_cell(r["state"]),
+              Cell(fmt_int(r["n_gpus"])), Cell(component_label(r["component"])), Cell(cause_label(r["cause_class"])),
+              Cell(truncate(r["incident_id"], 24) if r["incident_id"] else f"none ({r['rule']})",
+                   mono=bool(r["incident_id"]), title=r["incident_id"]),
+              _evidence_cell(r["n_evidence"], r["evidence_node_state"]), Cell(fmt_num(r["lost_gpu_hours"]))]
+             for r in shown],
+            caption=f"Infrastructure-failed jobs that ended on {d}"
+                    + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
+        ))
+    else:
+        sec.notes.append(f"No job failed because of the infrastructure on {d}.")
+    return sec
+
+
+def _evidence_cell(n_events: int | None, node_state: str | None) -> Cell:
+    """'3 log events' and/or the Slurm node state (drain reason) that attributed the job."""
+    parts = [f"{fmt_int(n_events)} log event{'s' if n_events != 1 else ''}" if n_events else None, node_state]
+    text = "; ".join(p for p in parts if p)
+    return Cell(truncate(text, 60) if text else MISSING, title=text or None)
+
+
+SECTION = SectionSpec("attribution", "Why jobs failed", build)

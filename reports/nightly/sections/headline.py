@@ -1,0 +1,190 @@
+"""Nightly section "Headline": the KPI cards."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import duckdb
+
+from gpusre.models.ingest.hostlist import compress_hostlist
+from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_date,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    gpuh,
+    period_text,
+    plural,
+    truncate,
+)
+from gpusre.reports.kit.section import NO_DATA, Section, SectionSpec
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.reports.nightly.sections.attribution import attribution_counts
+
+#: Last night is compared with the median of this many days before it (those the data covers).
+_BASELINE_DAYS = 7
+
+log = logging.getLogger(__name__)
+
+
+def _baseline(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any]:
+    """Medians of GPU jobs ended, failures and utilization over the (up to) :data:`_BASELINE_DAYS`
+    days before the report day that the data covers (rows of marts.job_totals and
+    marts.utilization_daily); ``{}`` when there are none. A median, not a mean: one big incident
+    night should not move the yardstick."""
+    last = meta.report_date - timedelta(days=1)
+    first = meta.report_date - timedelta(days=_BASELINE_DAYS)
+    rows = query_rows(con, "SELECT gpu_jobs, failed_jobs FROM marts.job_totals "
+                           "WHERE scope = 'day' AND day BETWEEN ? AND ?", [first, last])
+    if not rows:
+        return {}
+    utils = []
+    if table_status(con, "marts.utilization_daily") is None:
+        utils = [r["utilization"] for r in query_rows(con, "SELECT utilization FROM marts.utilization_daily "
+                                                           "WHERE day BETWEEN ? AND ? AND utilization IS NOT NULL",
+                                                      [first, last])]
+    return {
+        "days": len(rows),
+        "jobs": statistics.median(r["gpu_jobs"] for r in rows),
+        "failures": statistics.median(r["failed_jobs"] for r in rows),
+        "util": statistics.median(utils) if utils else None,
+        "util_days": len(utils),
+    }
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    """Headline KPI cards: GPU jobs and GPU-hours (marts.job_totals, the one count every section
+    quotes), utilization, last night's failures by state, rejects, then the failure-mart cards."""
+    sec = Section("headline", "Headline", template="cards")
+    reason = table_status(con, "marts.job_totals")
+    empty = {"gpu_jobs": 0, "gpu_hours": None, "failed_jobs": 0, "failed_gpu_hours": None,
+             "first_day": None, "last_day": None}
+    tot = night = empty
+    if reason is None:
+        tot = query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'all'")[0]
+        night = (query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'day' AND day = ?",
+                            [meta.report_date]) or [empty])[0]
+    util = night_util = None
+    if table_status(con, "marts.utilization_daily") is None:
+        util = scalar(
+            con,
+            "SELECT sum(allocated_gpu_hours) / nullif(sum(capacity_gpu_hours), 0) FROM marts.utilization_daily",
+        )
+        night_util = scalar(con, "SELECT utilization FROM marts.utilization_daily WHERE day = ?",
+                            [meta.report_date])
+    fail_by_state = {}
+    if table_status(con, "marts.job_states_daily") is None:
+        fail_by_state = {r["state"]: r["jobs"] for r in query_rows(
+            con, "SELECT state, jobs FROM marts.job_states_daily WHERE day = ? AND in_failure_set",
+            [meta.report_date])}
+    last_run = {"files": 0, "rows_rejected": 0, "rows_read": 0, "last_ingested_at": None}
+    if table_status(con, "marts.ingestion_by_source") is None:
+        last_run = (query_rows(con, "SELECT * FROM marts.ingestion_by_source WHERE source_kind = '(last day)'")
+                    or [last_run])[0]
+
+    period = period_text(fmt_date(tot["first_day"]) if tot["first_day"] else None,
+                         fmt_date(tot["last_day"]) if tot["last_day"] else None)
+    base = _baseline(con, meta) if tot["gpu_jobs"] else {}
+
+    def vs_base(key: str, fmt: Callable[[Any], str]) -> str:
+        days = base.get("util_days") if key == "util" else base.get("days")
+        return f" · {days}-day median {fmt(base[key])}" if base.get(key) is not None else ""
+
+    if reason:
+        sec.lead = reason
+    elif not tot["gpu_jobs"]:
+        sec.lead = f"{NO_DATA}: no GPU job has finished (marts.job_totals counts none)."
+    else:
+        sec.lead = (
+            f"From {period}, {plural(tot['gpu_jobs'], 'GPU job')} used {fmt_int(tot['gpu_hours'])} GPU-hours"
+            + (f" at a mean utilization of {fmt_pct(util)}" if util is not None else "")
+            + f"; on {fmt_date(meta.report_date)} {plural(night['gpu_jobs'], 'GPU job')} ended"
+            + f" and {fmt_int(night['failed_jobs'])} of them failed"
+            + (f" (median of the {plural(base['days'], 'day')} before: {fmt_num(base['jobs'], 0)} jobs ended, "
+               f"{fmt_num(base['failures'], 0)} failed)." if base else ".")
+        )
+    fail_detail = ", ".join(f"{s} {fmt_int(fail_by_state.get(s, 0))}" for s in REPORT_FAILURE_STATES)
+    sec.cards = [
+        {"label": "Period covered", "value": period, "sub": "job end days, UTC", "tone": ""},
+        {"label": "GPU jobs ended", "value": fmt_int(tot["gpu_jobs"]), "sub": "whole period", "tone": ""},
+        {"label": "GPU-hours", "value": fmt_int(tot["gpu_hours"]), "sub": "whole period", "tone": ""},
+        {"label": "Mean utilization", "value": fmt_pct(util),
+         "sub": "allocated / capacity GPU-hours", "tone": ""},
+        {"label": f"Utilization {fmt_date(meta.report_date)}", "value": fmt_pct(night_util),
+         "sub": "allocated / capacity GPU-hours" + vs_base("util", fmt_pct), "tone": ""},
+        {"label": f"GPU jobs ended {fmt_date(meta.report_date)}", "value": fmt_int(night["gpu_jobs"]),
+         "sub": f"{fmt_num(night['gpu_hours'] or 0.0)} GPU-hours" + vs_base("jobs", lambda v: fmt_num(v, 0)),
+         "tone": ""},
+        {"label": f"Failures {fmt_date(meta.report_date)}", "value": fmt_int(night["failed_jobs"]),
+         "sub": fail_detail + vs_base("failures", lambda v: fmt_num(v, 0)),
+         "tone": "bad" if night["failed_jobs"] else "good"},
+        {"label": "Rejects, last ingestion", "value": fmt_int(last_run["rows_rejected"]),
+         "sub": f"of {plural(last_run['rows_read'], 'row')} in {plural(last_run['files'], 'file')}"
+                + (f", {fmt_date(last_run['last_ingested_at'])}" if last_run["last_ingested_at"] else ""),
+         "tone": "bad" if last_run["rows_rejected"] else "good"},
+    ] + failure_cards(con, meta)
+    return sec
+
+
+def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dict[str, str]]:
+    """KPI cards from the failure marts; '–' with the reason when a mart is missing or broken."""
+    d = fmt_date(meta.report_date)
+    cards: list[dict[str, str]] = []
+    try:
+        reason = (table_status(con, "marts.job_failure_attribution")
+                  or table_status(con, "marts.failure_attribution_summary"))
+        if reason and "has not been built" in reason:
+            raise LookupError(reason)
+        night_total, night = (0, {}) if reason else attribution_counts(con, meta.report_date)
+        all_total, every = (0, {}) if reason else attribution_counts(con)
+        ni = night.get("infrastructure", {"n": 0, "lost": 0.0})
+        ai = every.get("infrastructure", {"n": 0, "lost": 0.0})
+        cards.append({"label": f"Infra failures {d}", "value": fmt_int(ni["n"]),
+                      "sub": f"{gpuh(ni['lost'])} GPU-h lost · of {plural(night_total, 'failed job')}",
+                      "tone": "bad" if ni["n"] else "good"})
+        cards.append({"label": "Infra failures, whole period", "value": fmt_int(ai["n"]),
+                      "sub": f"{gpuh(ai['lost'])} GPU-h lost · of {plural(all_total, 'failed job')}",
+                      "tone": ""})
+    except (duckdb.Error, LookupError) as exc:
+        log.warning("nightly report attribution cards: %s", exc)
+        sub = "marts.job_failure_attribution not available"
+        cards += [{"label": f"Infra failures {d}", "value": MISSING, "sub": sub, "tone": ""},
+                  {"label": "Infra failures, whole period", "value": MISSING, "sub": sub, "tone": ""}]
+    try:
+        status = table_status(con, "marts.hw_incidents")
+        if status and "has not been built" in status:
+            raise LookupError(status)
+        inc = {"n": scalar(con, "SELECT count(*) FROM marts.hw_incidents"),
+               "night": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} = ?",
+                               [meta.report_date])}
+        cards.append({"label": "Hardware incidents", "value": fmt_int(inc["n"]),
+                      "sub": f"whole period · {fmt_int(inc['night'])} began {d}",
+                      "tone": "bad" if inc["night"] else ""})
+    except (duckdb.Error, LookupError) as exc:
+        log.warning("nightly report incident card: %s", exc)
+        cards.append({"label": "Hardware incidents", "value": MISSING, "sub": "marts.hw_incidents not available",
+                      "tone": ""})
+    try:
+        status = table_status(con, "marts.suspect_nodes")
+        if status and "has not been built" in status:
+            raise LookupError(status)
+        nodes = [] if status else [r["node"] for r in query_rows(con, "SELECT node FROM marts.suspect_nodes "
+                                                                 "ORDER BY score DESC, node")]
+        cards.append({"label": "Suspect nodes", "value": fmt_int(len(nodes)),
+                      "sub": truncate(compress_hostlist(nodes), 40) if nodes else "none stands out from the fleet",
+                      "tone": "bad" if nodes else "good"})
+    except (duckdb.Error, LookupError) as exc:
+        log.warning("nightly report suspect-node card: %s", exc)
+        cards.append({"label": "Suspect nodes", "value": MISSING, "sub": "marts.suspect_nodes not available",
+                      "tone": ""})
+    return cards
+
+
+SECTION = SectionSpec("headline", "Headline", build)

@@ -1,0 +1,88 @@
+"""Nightly report section "Top incidents by lost GPU-hours" (``#incidents``).
+
+Reads marts.hw_incidents; formats, computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_date,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    gpuh,
+    nodes_text,
+    plural,
+    span_hours,
+    truncate,
+)
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
+
+_TOP_N_INCIDENTS = 10
+
+
+def _recovery_text(r: dict[str, Any]) -> str:
+    if r["hours_to_recovery"] is not None:
+        return span_hours(r["hours_to_recovery"])
+    n_nodes = len(r["nodes"] or [])
+    return f"not yet ({fmt_int(r['nodes_recovered'] or 0)}/{fmt_int(n_nodes)} nodes)" if n_nodes else MISSING
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    sec = Section("incidents", "Top incidents by lost GPU-hours")
+    reason = table_status(con, "marts.hw_incidents")
+    if reason:
+        sec.no_data = reason
+        return sec
+    agg = query_rows(con, """SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
+                               count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open
+                        FROM marts.hw_incidents""")[0]
+    rows = query_rows(con, f"""SELECT incident_id, component, cause_class, start_ts, nodes, n_events, label_source,
+                                 root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
+                                 hours_to_recovery
+                          FROM marts.hw_incidents
+                          ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST,
+                                   n_events DESC NULLS LAST, start_ts, incident_id
+                          LIMIT {_TOP_N_INCIDENTS}""")
+    top = rows[0]
+    shown_lost = sum(r["lost_gpu_hours"] or 0.0 for r in rows)
+    where = (f" under {top['leaf_switch']}" if top["leaf_switch"] else
+             f" on {truncate(nodes_text(top['nodes']), 40)}" if top["nodes"] else "")
+    sec.lead = (
+        f"The top {len(rows)} of {plural(agg['n'], 'incident')} lost {gpuh(shown_lost)} GPU-hours"
+        + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
+        + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
+        f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
+        + (f"; {plural(agg['open'], 'incident')} {'has' if agg['open'] == 1 else 'have'} not recovered yet."
+           if agg["open"] else "; every incident's nodes have run a job successfully since.")
+    )
+
+    def cause(r: dict[str, Any]) -> Cell:
+        text = r["root_cause"] or cause_label(r["cause_class"])
+        if r["label_source"] == "operator":
+            return Cell(truncate(f"{text} (operator)", 48), title=f"{text} (operator label)")
+        return Cell(truncate(text, 48), title=text)
+
+    sec.add(Table(
+        [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
+         Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
+         Column("Recovery", True)],
+        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
+          cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
+          Cell(fmt_int(r["n_events"])), Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
+          Cell(_recovery_text(r))] for r in rows],
+        caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
+                "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Recovery: "
+                "hours from the incident's end until every one of its nodes ran a job to completion again.",
+    ))
+    return sec
+
+
+SECTION = SectionSpec("incidents", "Top incidents by lost GPU-hours", build)

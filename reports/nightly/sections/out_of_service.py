@@ -1,0 +1,88 @@
+"""Nightly report section "Nodes out of service now" (``#out_of_service``).
+
+Reads core.node_states, marts.node_availability_daily; formats, computes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta, timezone
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_date,
+    fmt_int,
+    span_hours,
+    truncate,
+)
+from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
+
+_TOP_N_OUT = 25
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    d = fmt_date(meta.report_date)
+    sec = Section("out_of_service", "Nodes out of service now")
+    reason = node_state_history(con)
+    if reason:
+        sec.no_data = reason
+        return sec
+    # "Now" is the end of the report day (UTC): open events, and those that ended only afterwards.
+    cutoff = datetime.combine(meta.report_date + timedelta(days=1), time(), tzinfo=timezone.utc)
+    rows = query_rows(con, """SELECT node, state, start_ts, end_ts, reason, reason_class, availability_class
+                         FROM core.node_states
+                         WHERE start_ts < ? AND (end_ts IS NULL OR end_ts > ?)
+                         ORDER BY node, start_ts, state""", [cutoff, cutoff])
+    n_nodes = None
+    if table_status(con, "marts.node_availability_daily") is None:
+        n_nodes = scalar(con, "SELECT count(DISTINCT node) FROM marts.node_availability_daily WHERE day = ?",
+                          [meta.report_date]) or None
+    # One row per node: the earliest still-open event is the original cause (as in the availability mart);
+    # the states of all its open events show how it evolved (DRAIN → DOWN).
+    nodes: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        n = nodes.get(r["node"])
+        if n is None:
+            nodes[r["node"]] = {**r, "states": [r["state"] or MISSING], "back": r["end_ts"]}
+            continue
+        if r["state"] and r["state"] not in n["states"]:
+            n["states"].append(r["state"])
+        n["back"] = None if n["back"] is None or r["end_ts"] is None else max(n["back"], r["end_ts"])
+    for n in nodes.values():
+        n["hours"] = (cutoff - n["start_ts"]).total_seconds() / 3600
+    out = sorted(nodes.values(), key=lambda n: (-n["hours"], n["node"]))
+    of = f" of {fmt_int(n_nodes)}" if n_nodes else ""
+    if not out:
+        sec.lead = (f"All{of} nodes were in service at the end of {d} (UTC): no drain or down event was open."
+                    if of else f"No node was out of service at the end of {d} (UTC): no drain or down event was open.")
+        return sec
+    by_class: dict[str, int] = {}
+    for n in out:
+        key = (n["availability_class"] or "unknown").replace("_", " ")
+        by_class[key] = by_class.get(key, 0) + 1
+    classes = ", ".join(f"{fmt_int(v)} {k}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
+    top = out[0]
+    sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 else 's'} "
+                f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
+                f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} ({span_hours(top['hours'])})"
+                + (f" for \u201c{truncate(top['reason'], 80)}\u201d." if top["reason"] else ", with no reason given."))
+    shown = out[:_TOP_N_OUT]
+    sec.add(Table(
+        [Column("Node"), Column("State", nowrap=True), Column("Since", nowrap=True), Column("Out for", True),
+         Column("Reason"), Column("Reason class"), Column("Back in service", nowrap=True)],
+        [[Cell(n["node"], mono=True), Cell(" → ".join(n["states"])), Cell(fmt_date(n["start_ts"])),
+          Cell(span_hours(n["hours"])), Cell(truncate(n["reason"], 70) if n["reason"] else MISSING, title=n["reason"]),
+          Cell(f"{n['reason_class'] or MISSING} ({(n['availability_class'] or 'unknown').replace('_', ' ')})"),
+          Cell(fmt_date(n["back"]) if n["back"] else "not yet")] for n in shown],
+        caption=(f"Longest {len(shown)} of {fmt_int(len(out))} nodes" if len(out) > len(shown) else "Nodes")
+                + f" with a drain/down event open at the end of {d}, longest first; out for = time up to then. "
+                  "One row per node: state, reason and class of its earliest open event (the original cause); "
+                  "\u201cBack in service\u201d is known when a later dump closed the event.",
+    ))
+    return sec
+
+
+SECTION = SectionSpec("out_of_service", "Nodes out of service now", build)

@@ -1,0 +1,100 @@
+"""Nightly report section "Data quality" (``#quality``).
+
+Reads marts.data_freshness, marts.ingestion_by_source, raw.ingested_files, raw.rejects; formats, computes nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.coverage import SOURCE_LABELS, ends_early, freshness_rows
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_date,
+    fmt_int,
+    fmt_pct,
+    plural,
+    truncate,
+)
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
+
+_TOP_N_REJECTS = 20
+
+
+def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
+    def status(r: dict[str, Any]) -> str:
+        if not r["records"]:
+            return "no records"
+        if not r["dense"]:
+            return "sparse: not judged"
+        return "ends early" if ends_early(r, meta.report_date) else "complete"
+
+    def when(ts: datetime | None) -> str:
+        return MISSING if ts is None else f"{ts.astimezone(timezone.utc):%Y-%m-%d %H:%M}"
+
+    return Table(
+        [Column("Source"), Column("Files", True), Column("Records", True), Column("First record", nowrap=True),
+         Column("Last record", nowrap=True), Column("Days without records", True),
+         Column(f"For {fmt_date(meta.report_date)}")],
+        [[Cell(SOURCE_LABELS.get(r["source_kind"], r["source_kind"])), Cell(fmt_int(r["files"])),
+          Cell(fmt_int(r["records"])), Cell(when(r["first_record_ts"]), mono=True),
+          Cell(when(r["last_record_ts"]), mono=True),
+          Cell(fmt_int(r["n_empty_days"]), title=", ".join(fmt_date(x) for x in (r["empty_days"] or [])[:60]) or None),
+          Cell(status(r))] for r in rows],
+        caption="Input freshness (UTC; marts.data_freshness). Dense sources record every few minutes, so a day "
+                "without records is missing input; for alerts and node states it may be a quiet day.",
+    )
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    sec = Section("quality", "Data quality")
+    reason = table_status(con, "marts.ingestion_by_source")
+    rows = [] if reason else query_rows(con, "SELECT * FROM marts.ingestion_by_source")
+    kinds = [r for r in rows if not r["source_kind"].startswith("(")]
+    tot = next((r for r in rows if r["source_kind"] == "(all)"), None)
+    n_rejects = scalar(con, "SELECT count(*) FROM raw.rejects") or 0
+    prov = {"files": fmt_int(tot["files"] if tot else 0), "rows_read": fmt_int(tot["rows_read"] if tot else 0),
+            "rejects": fmt_int(tot["rows_rejected"] if tot else 0)}
+    sec.facts = prov
+    if tot is None and not n_rejects:
+        sec.no_data = f"{NO_DATA}: no files have been ingested (raw.ingested_files is empty)."
+        return sec
+    if tot is not None:
+        sec.lead = (f"{plural(tot['files'], 'file')} ingested: {fmt_int(tot['rows_read'])} rows read, "
+                    f"{fmt_int(tot['rows_loaded'])} loaded and {fmt_int(tot['rows_rejected'])} rows rejected "
+                    f"({fmt_pct(tot['reject_rate'], 2)})"
+                    + (f"; {plural(tot['files_refused'], 'file')} refused as a whole." if tot["files_refused"] else "."))
+        sec.add(Table(
+            [Column("Source"), Column("Files", True), Column("Rows read", True), Column("Loaded", True),
+             Column("Rows rejected", True), Column("Reject rate", True), Column("Files refused", True),
+             Column("Last ingested")],
+            [[Cell(r["source_kind"]), Cell(fmt_int(r["files"])), Cell(fmt_int(r["rows_read"])),
+              Cell(fmt_int(r["rows_loaded"])), Cell(fmt_int(r["rows_rejected"])), Cell(fmt_pct(r["reject_rate"], 2)),
+              Cell(fmt_int(r["files_refused"])), Cell(fmt_date(r["last_ingested_at"]))] for r in kinds],
+            caption="Ingestion by source kind (marts.ingestion_by_source).",
+        ))
+    else:
+        sec.lead = f"{plural(n_rejects, 'record')} rejected; the ingestion ledger is empty."
+    freshness = freshness_rows(con)
+    if freshness:
+        sec.add(_freshness_table(freshness, meta))
+    rejects = query_rows(con, f"""SELECT source_file, line_no, error, raw, rejected_at FROM raw.rejects
+                             ORDER BY rejected_at DESC, source_file, line_no LIMIT {_TOP_N_REJECTS}""")
+    if rejects:
+        sec.add(Table(
+            [Column("Rejected at"), Column("File:line"), Column("Reason"), Column("Raw record")],
+            [[Cell(fmt_date(r["rejected_at"])),
+              Cell(truncate(f"{r['source_file']}:{r['line_no']}", 60), mono=True,
+                   title=f"{r['source_file']}:{r['line_no']}"),
+              Cell(truncate(r["error"], 90), title=r["error"]),
+              Cell(truncate(r["raw"], 70), mono=True, title=r["raw"])] for r in rejects],
+            caption=f"Latest {len(rejects)} of {fmt_int(n_rejects)} rejected records (line 0 = whole file refused).",
+        ))
+    return sec
+
+
+SECTION = SectionSpec("quality", "Data quality", build)

@@ -1,0 +1,84 @@
+"""Nightly report section "Failure taxonomy" (``#taxonomy``).
+
+Reads marts.failure_taxonomy; formats, computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import (
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    gpuh,
+    period_text,
+    plural,
+)
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.nightly.meta import NightlyMeta
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    sec = Section("taxonomy", "Failure taxonomy")
+    reason = table_status(con, "marts.failure_taxonomy")
+    if reason:
+        sec.no_data = reason
+        return sec
+    raw = query_rows(con, """SELECT component, cause_class, incidents, events, affected_jobs, lost_gpu_hours
+                        FROM marts.failure_taxonomy WHERE period_type = 'all'""")
+    if not raw:
+        sec.no_data = f"{NO_DATA}: marts.failure_taxonomy has no period_type 'all' rows."
+        return sec
+    months = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.failure_taxonomy "
+                        "WHERE period_type = 'month'")[0]
+    period = period_text(months["a"], months["b"]) if months["a"] else "the whole period"
+    groups: dict[str, dict[str, Any]] = {}
+    for r in raw:
+        g = groups.setdefault(component_label(r["component"]), {"incidents": 0, "events": 0, "jobs": 0, "lost": 0.0,
+                                                               "causes": {}})
+        g["incidents"] += r["incidents"] or 0
+        g["events"] += r["events"] or 0
+        g["jobs"] += r["affected_jobs"] or 0
+        g["lost"] += r["lost_gpu_hours"] or 0.0
+        cause = cause_label(r["cause_class"])
+        g["causes"][cause] = g["causes"].get(cause, 0.0) + (r["lost_gpu_hours"] or 0.0) + (r["incidents"] or 0) * 1e-9
+    order = sorted(groups, key=lambda k: (-groups[k]["lost"], -groups[k]["incidents"], k))
+    tot_inc = sum(g["incidents"] for g in groups.values())
+    tot_jobs = sum(g["jobs"] for g in groups.values())
+    tot_lost = sum(g["lost"] for g in groups.values())
+    by_inc = sorted((k for k in groups if groups[k]["incidents"]), key=lambda k: (-groups[k]["incidents"], k))
+    top = order[0]
+    sec.lead = (
+        f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
+        + (" — " + ", ".join(f"{k} {fmt_int(groups[k]['incidents'])}" for k in by_inc) + " —" if by_inc else "")
+        + f" and {plural(tot_jobs, 'infrastructure-failed job')}, costing {gpuh(tot_lost)} GPU-hours"
+        + (f"; the most work was lost to {top} ({gpuh(groups[top]['lost'])} GPU-h, "
+           f"{fmt_pct(groups[top]['lost'] / tot_lost)})." if tot_lost > 0 else ".")
+    )
+    with_loss = [k for k in order if groups[k]["lost"] > 0]
+    if with_loss:
+        sec.add(svg(charts.lost_gpu_hours_chart(
+            [(k, groups[k]["lost"]) for k in with_loss], f"Lost GPU-hours by component, {period}",
+            "Lost GPU-hours (work since the last checkpoint)")))
+    sec.add(Table(
+        [Column("Component"), Column("Cause class"), Column("Incidents", True), Column("Events", True),
+         Column("Affected jobs", True), Column("Lost GPU-hours", True), Column("Share of lost", True)],
+        [[Cell(k), Cell(", ".join(sorted(groups[k]["causes"], key=lambda c: (-groups[k]["causes"][c], c)))),
+          Cell(fmt_int(groups[k]["incidents"])), Cell(fmt_int(groups[k]["events"])), Cell(fmt_int(groups[k]["jobs"])),
+          Cell(fmt_num(groups[k]["lost"])), Cell(fmt_pct(groups[k]["lost"] / tot_lost if tot_lost else None))]
+         for k in order]
+        + [[Cell("Total"), Cell(""), Cell(fmt_int(tot_inc)), Cell(fmt_int(sum(g["events"] for g in groups.values()))),
+            Cell(fmt_int(tot_jobs)), Cell(fmt_num(tot_lost)), Cell(fmt_pct(1.0 if tot_lost else None))]],
+        caption="Whole period. Events are the failure log lines merged into the incidents; jobs without a "
+                "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component.",
+    ))
+    return sec
+
+
+SECTION = SectionSpec("taxonomy", "Failure taxonomy", build)

@@ -1,0 +1,1 @@
+"""The slo review's sections, one module each; the report's ordered list names them."""

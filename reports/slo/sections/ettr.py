@@ -1,0 +1,137 @@
+"""SLO review section "ETTR by run size: measured vs expected" (``#ettr``).
+
+Reads core.size_bucket, marts.checkpoint_what_if, marts.ettr_by_size, marts.ettr_runs, marts.ettr_window_by_size, marts.ettr_window_policies; formats, computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import fmt_hours, fmt_int, fmt_num, fmt_pct, fmt_span, is_number, plural, truncate
+from gpusre.reports.kit.labels import bucket_cell
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import macro_status, query_rows, table_status, utc_day_sql
+from gpusre.reports.slo.terms import fmt_rate
+from gpusre.reports.slo.window import SloWindow
+
+_TOP_N_RUNS = 12
+
+
+def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
+    sec = Section("ettr", "ETTR by run size: measured vs expected",
+                     scope=f"Measured: training runs that ended in the window (marts.ettr_runs, last job end "
+                           f"{w.text}, not ongoing). Expected ETTR and the checkpoint what-if: whole record "
+                           "(marts.ettr_by_size, marts.checkpoint_what_if).")
+    reason = table_status(con, "marts.ettr_runs") or macro_status(con, "marts.ettr_window_by_size")
+    if reason:
+        sec.no_data = reason
+        return sec
+    runs = query_rows(con, f"""SELECT run_id, "user", account, name, run_key_source, n_jobs, n_instances, n_gpus, n_nodes,
+                                 interruptions, last_end_ts, wallclock_s, queue_s, run_s, restart_overhead_s,
+                                 lost_work_s, productive_s, ettr, checkpoint_interval_s, restart_overhead_cfg_s,
+                                 policy_source, core.size_bucket(n_gpus) AS size_bucket
+                          FROM marts.ettr_runs
+                          WHERE NOT coalesce(ongoing, false) AND ettr IS NOT NULL
+                            AND {utc_day_sql('last_end_ts')} BETWEEN ? AND ?""", [w.start, w.end])
+    if not runs:
+        sec.no_data = f"{NO_DATA}: no training run in marts.ettr_runs ended in the window {w.text}."
+        return sec
+    expected: dict[str, dict[str, Any]] = {}
+    if table_status(con, "marts.ettr_by_size") is None:
+        expected = {r["gpus_bucket"]: r for r in query_rows(
+            con, "SELECT gpus_bucket, expected_ettr, r_f_per_1000_node_days, n_nodes_median FROM marts.ettr_by_size")}
+    # Per-bucket quantiles and wall-clock shares come from the mart; the runs are read only for the chart.
+    sizes = query_rows(con, "SELECT * FROM marts.ettr_window_by_size(?, ?)", [w.start, w.end])
+    per_run: dict[str, list[float]] = {}
+    for r in runs:
+        per_run.setdefault(r["size_bucket"], []).append(r["ettr"])
+    buckets = [r["size_bucket"] for r in sizes]
+    big = sizes[-1]
+    exp = expected.get(big["size_bucket"], {}).get("expected_ettr")
+    take = (f"Runs of {big['size_bucket']} GPUs that ended in the window had a median ETTR of "
+            f"{fmt_num(big['ettr_p50'], 2)} ({plural(big['runs'], 'run')})"
+            + (f" against {fmt_num(exp, 2)} expected from failures alone" if is_number(exp) else "")
+            + f"; on average queue wait took {fmt_pct(big['queue_share'])} of their "
+              f"wall-clock, gaps between jobs {fmt_pct(big['gap_share'])}, restarts "
+              f"{fmt_pct(big['restart_share'])} and re-done work {fmt_pct(big['lost_work_share'])}.")
+    sec.lead = take
+    sec.items.append(Chart(svg(charts.ettr_distribution_chart(
+        [(b, per_run.get(b, []), expected.get(b, {}).get("expected_ettr")) for b in buckets],
+        f"ETTR per run by run size, runs that ended {w.text}")), take))
+
+    rf = next((e["r_f_per_1000_node_days"] for e in expected.values() if is_number(e.get("r_f_per_1000_node_days"))), None)
+    sec.items.append(Table(
+        [Column("GPUs per run"), Column("Runs", True), Column("Median nodes", True), Column("ETTR mean", True),
+         Column("p10", True), Column("p50", True), Column("p90", True), Column("Interruptions / run", True),
+         Column("Queue share", True), Column("Expected ETTR", True)],
+        [[bucket_cell(r["size_bucket"]), Cell(fmt_int(r["runs"])), Cell(fmt_num(r["median_nodes"], 0)),
+          Cell(fmt_num(r["ettr_mean"], 2)), Cell(fmt_num(r["ettr_p10"], 2)), Cell(fmt_num(r["ettr_p50"], 2)),
+          Cell(fmt_num(r["ettr_p90"], 2)), Cell(fmt_num(r["interruptions_mean"], 2)), Cell(fmt_pct(r["queue_share"])),
+          Cell(fmt_num(expected.get(r["size_bucket"], {}).get("expected_ettr"), 3))] for r in sizes],
+        caption="ETTR (Kokolis et al., HPCA 2025) = productive time / wall-clock of a run; wall-clock = first submit "
+                "to last end (queue waits and gaps between resubmissions count as unproductive); productive = run "
+                "time − restart overhead u0 after each interruption − re-done work since the last checkpoint (on "
+                "average half a checkpoint interval Δ). Queue share = mean of queue wait / wall-clock. Expected "
+                "ETTR ≈ (1 − N · r_f · (u0 + Δ/2)) / (1 + w_cp/Δ) with the bucket's median nodes N, the measured "
+                + (f"r_f = {fmt_rate(rf)} per 1,000 node-days " if is_number(rf) else "r_f ")
+                + "and the median Δ, u0 of its runs (whole record): it counts failures only, not queue wait, which "
+                  "is why measured ETTR sits far below it when runs wait in the queue.",
+    ))
+
+    # The assumptions behind every ETTR number: which checkpoint policy the window's runs were given.
+    policies = query_rows(con, "SELECT * FROM marts.ettr_window_policies(?, ?)", [w.start, w.end])
+    sec.notes.append(
+        "Assumptions, not measurements: the checkpoint interval Δ and restart overhead u0 come from cluster.yaml "
+        "(reliability.checkpoint, per-account overrides) — "
+        + "; ".join(f"{plural(p['runs'], 'run')} with Δ = {fmt_span(p['checkpoint_interval_s'])} and "
+                    f"u0 = {fmt_span(p['restart_overhead_cfg_s'])} ({p['policy_source'] or 'unknown source'})"
+                    for p in policies)
+        + ". Runs group jobs by explicit run key (job comment / name), requeues of one job id, or resubmission "
+          "of the same user, account and job name.")
+
+    if table_status(con, "marts.checkpoint_what_if") is None:
+        wi = query_rows(con, """SELECT n_nodes, interval_s, expected_ettr, reaches_target, target, max_interval_for_target_s
+                           FROM marts.checkpoint_what_if ORDER BY interval_s""")
+        if wi:
+            w0 = wi[0]
+            best = w0["max_interval_for_target_s"]
+            sec.notes.append(
+                f"Checkpoint what-if (whole record): for a run on {fmt_int(w0['n_nodes'])} nodes (the largest run "
+                + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days, " if is_number(rf) else "size), ")
+                + (f"checkpointing at least every {fmt_span(best)} keeps the expected ETTR at or above "
+                   f"{fmt_num(w0['target'], 2)}." if is_number(best) else
+                   f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}."))
+            sec.items.append(Table(
+                [Column("Checkpoint interval Δ")] + [Column(fmt_span(r["interval_s"]), True) for r in wi],
+                [[Cell("Expected ETTR")] + [Cell(fmt_num(r["expected_ettr"], 3)) for r in wi],
+                 [Cell(f"Reaches {fmt_num(w0['target'], 2)}")]
+                 + [Cell("yes" if r["reaches_target"] else "no", swatch="#2e7d32" if r["reaches_target"] else "#c62828")
+                    for r in wi]],
+                caption=f"Expected ETTR of a {fmt_int(w0['n_nodes'])}-node run by checkpoint interval (Kokolis et al. "
+                        f"closed form, site restart overhead and write time), target {fmt_num(w0['target'], 2)} "
+                        "(the ETTR objective).",
+            ))
+
+    worst = sorted(runs, key=lambda r: (-(r["n_gpus"] or 0), r["ettr"], str(r["run_id"])))[:_TOP_N_RUNS]
+    sec.items.append(Table(
+        [Column("Run"), Column("User"), Column("Account"), Column("Name"), Column("GPUs", True), Column("Jobs", True),
+         Column("Interrupted", True), Column("Wall-clock", True), Column("Queue", True), Column("ETTR", True),
+         Column("Δ / u0", nowrap=True)],
+        [[Cell(truncate(r["run_id"], 20), title=str(r["run_id"])), Cell(truncate(r["user"], 16), title=r["user"]),
+          Cell(truncate(r["account"], 18), title=r["account"]), Cell(truncate(r["name"], 34), title=r["name"]),
+          Cell(fmt_int(r["n_gpus"])), Cell(fmt_int(r["n_jobs"])), Cell(fmt_int(r["interruptions"])),
+          Cell(fmt_hours((r["wallclock_s"] or 0) / 3600)), Cell(fmt_hours((r["queue_s"] or 0) / 3600)),
+          Cell(fmt_num(r["ettr"], 2)),
+          Cell(f"{fmt_span(r['checkpoint_interval_s'])} / {fmt_span(r['restart_overhead_cfg_s'])}",
+               title=r["policy_source"])] for r in worst],
+        caption=f"The largest runs that ended in the window, lowest ETTR first (top {len(worst)} of "
+                f"{fmt_int(len(runs))}). Wall-clock: first submit to last end; queue: summed waits of its "
+                "instances; Δ / u0: assumed checkpoint interval and restart overhead (hover for the source).",
+    ))
+    return sec
+
+
+SECTION = SectionSpec("ettr", "ETTR by run size: measured vs expected", build)

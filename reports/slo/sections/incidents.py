@@ -1,0 +1,101 @@
+"""SLO review section "Top incidents by lost GPU-hours" (``#incidents``).
+
+Reads marts.hw_incidents, marts.hw_incidents_by_component; formats, computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from gpusre.models.warehouse import table_columns
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import (
+    fmt_date,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    is_number,
+    nodes_text,
+    plural,
+    span_hours,
+    truncate,
+)
+from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.slo.window import SloWindow
+
+_TOP_N_INCIDENTS = 10
+
+
+def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
+    sec = Section("incidents", "Top incidents by lost GPU-hours",
+                     scope=f"Hardware incidents that started in the window (UTC days {w.text}), from marts.hw_incidents.")
+    reason = table_status(con, "marts.hw_incidents")
+    if reason:
+        sec.no_data = reason
+        return sec
+    where = f"{utc_day_sql('start_ts')} BETWEEN ? AND ?"
+    agg = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
+                                coalesce(sum(affected_jobs), 0) AS jobs
+                         FROM marts.hw_incidents WHERE {where}""", [w.start, w.end])[0]
+    if not agg["n"]:
+        sec.lead = f"No hardware incident started in the window {w.text}."
+        return sec
+    cols = table_columns(con, "marts.hw_incidents")
+    opt = {c: c if c in cols else f"NULL AS {c}" for c in ("root_cause", "label_source", "leaf_switch",
+                                                            "hours_to_recovery", "severity", "affected_gpus")}
+    rows = query_rows(con, f"""SELECT incident_id, component, cause_class, {opt['severity']}, start_ts, nodes, scope,
+                                 affected_jobs, {opt['affected_gpus']}, lost_gpu_hours, {opt['root_cause']},
+                                 {opt['label_source']}, {opt['leaf_switch']}, {opt['hours_to_recovery']}
+                          FROM marts.hw_incidents WHERE {where}
+                          ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST, start_ts, incident_id
+                          LIMIT {_TOP_N_INCIDENTS}""", [w.start, w.end])
+    comp = query_rows(con, "SELECT component, incidents AS n, lost_gpu_hours AS lost "
+                           "FROM marts.hw_incidents_by_component(?, ?)", [w.start, w.end])
+    groups: dict[str, list[float]] = {}
+    for r in comp:
+        g = groups.setdefault(component_label(r["component"]), [0.0, 0.0])
+        g[0] += r["n"]
+        g[1] += r["lost"]
+    order = sorted(groups, key=lambda k: (-groups[k][1], -groups[k][0], k))
+    top = rows[0]
+    lost = float(agg["lost"])
+    take = (f"{plural(agg['n'], 'hardware incident')} started in the window, hit {plural(agg['jobs'], 'job')} and "
+            f"lost {fmt_num(lost, 1)} GPU-hours"
+            + (f"; {order[0]} cost the most ({fmt_num(groups[order[0]][1], 1)} GPU-h, "
+               f"{fmt_pct(groups[order[0]][1] / lost)}), and the costliest single incident, "
+               f"{component_label(top['component'])} on {fmt_date(top['start_ts'])}, lost "
+               f"{fmt_num(top['lost_gpu_hours'], 1)} GPU-hours." if lost > 0 else
+               "; none of them cost GPU-hours of running jobs."))
+    sec.lead = take
+    with_loss = [k for k in order if groups[k][1] > 0]
+    if with_loss:
+        sec.items.append(Chart(svg(charts.lost_gpu_hours_chart(
+            [(k, groups[k][1]) for k in with_loss], f"Lost GPU-hours by component, incidents started {w.text}",
+            "Lost GPU-hours (work since the last checkpoint)")), take))
+
+    def cause(r: dict[str, Any]) -> Cell:
+        text = r["root_cause"] or cause_label(r["cause_class"])
+        if r["label_source"] == "operator":
+            return Cell(truncate(f"{text} (operator)", 44), title=f"{text} (operator label)")
+        return Cell(truncate(text, 44), title=text)
+
+    sec.items.append(Table(
+        [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
+         Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True), Column("Recovery", True)],
+        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
+          Cell(component_label(r["component"])), cause(r),
+          Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
+          Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
+          Cell(span_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"]) else "not yet")] for r in rows],
+        caption=f"Top {len(rows)} of {fmt_int(agg['n'])} incidents that started in the window. Lost GPU-hours: GPUs × "
+                "the work since the last checkpoint of the jobs the incident killed. Recovery: hours from the "
+                "incident's end until each of its nodes ran a job to completion again.",
+    ))
+    return sec
+
+
+SECTION = SectionSpec("incidents", "Top incidents by lost GPU-hours", build)

@@ -1,0 +1,171 @@
+"""SLO review section "MTBF by component class" (``#mtbf``).
+
+Reads marts.hw_incidents, marts.mtbf, marts.mtbf_trend; formats, computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from gpusre.models.component_classes import class_label
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_ci,
+    fmt_hours,
+    fmt_int,
+    is_number,
+    lower_first,
+    p_phrase,
+    plural,
+    sentence_case,
+    truncate,
+)
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.slo.terms import change_phrase, fmt_rate
+from gpusre.reports.slo.window import SloWindow
+
+
+def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
+    months = w.months
+    sec = Section("mtbf", "MTBF by component class",
+                     scope=f"Calendar months overlapping the window ({', '.join(months)}) and the whole record, "
+                           "from marts.mtbf; month-over-month trend from marts.mtbf_trend.")
+    reason = table_status(con, "marts.mtbf")
+    if reason:
+        sec.no_data = reason
+        return sec
+    ph = ",".join("?" * len(months))
+    rows = query_rows(con, f"""SELECT period_type, period, scope, component, failures, exposure_hours, exposure_gpu_hours,
+                                 mtbf_hours, ci_low, ci_high, mtbf_gpu_hours, rate_per_1000_node_days, sufficient,
+                                 note, exposure_source
+                          FROM marts.mtbf
+                          WHERE scope IN ('cluster', 'component_class')
+                            AND (period_type = 'all' OR (period_type = 'month' AND period IN ({ph})))""", months)
+    if not rows:
+        sec.no_data = f"{NO_DATA}: marts.mtbf has no cluster or component-class rows."
+        return sec
+    span = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.mtbf WHERE period_type = 'month'")[0]
+    record = f"whole record ({span['a']} … {span['b']})" if span["a"] else "whole record"
+
+    def cat(r: dict[str, Any]) -> str:
+        return "all" if r["scope"] == "cluster" else (r["component"] or "other")
+
+    all_rows = {cat(r): r for r in rows if r["period_type"] == "all"}
+    cats = sorted({cat(r) for r in rows}, key=lambda c: (c != "all", -(all_rows.get(c, {}).get("failures") or 0), c))
+    periods = ["all"] + [m for m in months if any(r["period"] == m for r in rows)]
+    ordered = sorted(rows, key=lambda r: (cats.index(cat(r)), periods.index(r["period"]) if r["period"] in periods
+                                          else 99))
+    chart_rows = [(class_label(cat(r)), "whole record" if r["period_type"] == "all" else r["period"],
+                   r["mtbf_hours"] if r["sufficient"] else None, r["ci_low"], r["ci_high"], bool(r["sufficient"]))
+                  for r in ordered]
+
+    # Takeaway: the trend of the cluster and of the GPU class when mtbf_trend covers a window month.
+    trend: list[dict[str, Any]] = []
+    if table_status(con, "marts.mtbf_trend") is None:
+        trend = query_rows(con, """SELECT comparison, scope, component, period, previous_period, failures,
+                                     previous_failures, mtbf_hours, previous_mtbf_hours, rate_ratio, p_value,
+                                     direction
+                              FROM marts.mtbf_trend
+                              ORDER BY comparison <> 'month over month', comparison, scope <> 'cluster',
+                                       component""")
+    month_rows = {(cat(r), r["period"]): r for r in rows if r["period_type"] == "month"}
+
+    def trend_clause(t: dict[str, Any]) -> str:
+        label = "cluster" if t["scope"] == "cluster" else class_label(t["component"])
+        label = f"{label} MTBF per node"
+        now = month_rows.get(("all" if t["scope"] == "cluster" else t["component"], t["period"]))
+        if not now or not now["sufficient"] or not is_number(t["mtbf_hours"]):
+            return (f"{label} in {t['period']}: insufficient data "
+                    f"({plural(t['failures'], 'failure')}; {fmt_int(t['previous_failures'])} in "
+                    f"{t['previous_period']})")
+        text = (f"{label} was {fmt_hours(now['mtbf_hours'])} in {t['period']} "
+                f"(95 % CI {fmt_ci(now['ci_low'], now['ci_high'])})")
+        if is_number(t["previous_mtbf_hours"]) and is_number(t["rate_ratio"]) and t["rate_ratio"]:
+            text += (f", {change_phrase(1.0 / t['rate_ratio'])} than in {t['previous_period']} "
+                     f"({p_phrase(t['p_value'])}, {t['direction']})")
+        else:
+            text += f"; {t['previous_period']} had insufficient data to compare"
+        return text
+
+    c = all_rows.get("all")
+    lead = (f"Over the {record} the cluster's MTBF per node is {fmt_hours(c['mtbf_hours'])} (95 % CI "
+            f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"] else
+            f"Too few failures for a cluster MTBF over the {record}")
+    classes = [r for k, r in all_rows.items() if k != "all" and r["sufficient"] and is_number(r["mtbf_hours"])]
+    if classes:
+        lo = min(classes, key=lambda r: r["mtbf_hours"])
+        lead += (f"; {lower_first(class_label(lo['component']))} fails most often (MTBF {fmt_hours(lo['mtbf_hours'])} per node, "
+                 f"{plural(lo['failures'], 'failure')})")
+    sec.lead = lead + "."
+    in_window = [t for t in trend if t["comparison"] == "month over month" and t["period"] in months]
+    picked = [t for t in in_window if t["scope"] == "cluster"] + [
+        t for t in in_window if t["scope"] == "component_class" and t["component"] == "gpu"]
+    if picked:
+        take = sentence_case("; ".join(trend_clause(t) for t in picked) + ".")
+    else:
+        take = sec.lead
+        if trend:
+            take += (f" marts.mtbf_trend compares {trend[0]['period']} with {trend[0]['previous_period']}, "
+                     "outside this window.")
+    changed = [t for t in trend if t["comparison"] != "month over month" and t["direction"] in ("worse", "better")]
+    if changed:
+        t = min(changed, key=lambda r: r["p_value"])
+        label = "cluster" if t["scope"] == "cluster" else lower_first(class_label(t["component"]))
+        change = (f"is {t['rate_ratio']:.1f}× what it was before" if is_number(t["rate_ratio"]) and t["rate_ratio"]
+                  else f"went from {fmt_int(t['previous_failures'])} to {fmt_int(t['failures'])} failures")
+        take += (f" {sentence_case(t['comparison'])}, the {label} failure rate of the nodes it touched {change} "
+                 f"({p_phrase(t['p_value'])}: {t['direction']}).")
+    sec.items.append(Chart(svg(charts.mtbf_chart(chart_rows, "MTBF per node by component class")), take))
+
+    def mtbf_cells(r: dict[str, Any]) -> list[Cell]:
+        ok = bool(r["sufficient"])
+        return [Cell(class_label(cat(r))), Cell("whole record" if r["period_type"] == "all" else r["period"]),
+                Cell(fmt_int(r["failures"])), Cell(fmt_int(r["exposure_hours"])),
+                Cell(fmt_hours(r["mtbf_hours"]) if ok and is_number(r["mtbf_hours"]) else "insufficient data"),
+                Cell(fmt_ci(r["ci_low"], r["ci_high"])),
+                Cell(fmt_hours(r["mtbf_gpu_hours"]) if ok and is_number(r["mtbf_gpu_hours"]) else MISSING),
+                Cell(fmt_rate(r["rate_per_1000_node_days"]) if ok else MISSING),
+                Cell(truncate(r["note"], 70) if r["note"] else "", title=r["note"] or None)]
+
+    source = next((r["exposure_source"] for r in rows if r.get("exposure_source")), None)
+    sec.items.append(Table(
+        [Column("Component class"), Column("Period", nowrap=True), Column("Failures", True),
+         Column("Node-hours", True), Column("MTBF per node", True), Column("95 % CI", True),
+         Column("MTBF per GPU", True), Column("r_f", True), Column("Note")],
+        [mtbf_cells(r) for r in ordered],
+        caption="Failures: hardware incidents that started in the period (marts.hw_incidents; fabric- and "
+                "storage-wide incidents count once). MTBF per node = node-hours in service / failures"
+                + (f" (exposure: {source})" if source else "")
+                + "; the cluster sees a failure every MTBF / N nodes hours. 95 % CI: exact Poisson (Garwood). "
+                "MTBF per GPU = GPU-hours / failures, GPU components only. r_f = failures per 1,000 node-days. "
+                "Below reliability.min_failures (default 3) failures no point estimate is given.",
+    ))
+    if trend:
+        sec.items.append(Table(
+            [Column("Comparison"), Column("Scope"), Column("Periods", nowrap=True), Column("Failures", True),
+             Column("MTBF now", True),
+             Column("MTBF before", True), Column("MTBF change", True), Column("p-value", True),
+             Column("Direction", nowrap=True)],
+            [[Cell(t["comparison"]), Cell(class_label("all" if t["scope"] == "cluster" else t["component"])),
+              Cell(f"{t['period']} vs {t['previous_period']}"),
+              Cell(f"{fmt_int(t['failures'])} vs {fmt_int(t['previous_failures'])}"),
+              Cell(fmt_hours(t["mtbf_hours"]) if is_number(t["mtbf_hours"]) else "insufficient data"),
+              Cell(fmt_hours(t["previous_mtbf_hours"]) if is_number(t["previous_mtbf_hours"]) else "insufficient data"),
+              Cell(change_phrase(1.0 / t["rate_ratio"]) if is_number(t["mtbf_hours"]) and is_number(t["previous_mtbf_hours"])
+                   and is_number(t["rate_ratio"]) and t["rate_ratio"] else MISSING),
+              Cell(MISSING if not is_number(t["p_value"]) else p_phrase(t["p_value"]).removeprefix("p ").removeprefix("= ")),
+              Cell(t["direction"] or MISSING)] for t in trend],
+            caption="Latest month in the warehouse vs the month before, and the nodes each planned maintenance "
+                    "window touched after it vs before it (marts.mtbf_trend): exact conditional test "
+                    "of equal Poisson rates given the months' node-hours; 'worse' / 'better' only at p < 0.05. "
+                    "MTBF change = previous rate / current rate − 1; not given when either month has "
+                    "insufficient data.",
+        ))
+    return sec
+
+
+SECTION = SectionSpec("mtbf", "MTBF by component class", build)

@@ -1,0 +1,84 @@
+"""SLO review section "SLO status and error budgets" (``#slo``).
+
+Reads marts.slo_daily; formats, computes nothing."""
+
+from __future__ import annotations
+
+import duckdb
+
+from gpusre.reports.kit import charts
+from gpusre.reports.kit.formatting import MISSING, fmt_date, fmt_int, fmt_num, lower_first, sentence_case
+from gpusre.reports.kit.render import svg
+from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import table_status
+from gpusre.reports.slo.terms import SLI_DEFS, fmt_budget, fmt_objective, fmt_sli, sli_label
+from gpusre.reports.slo.window import SloWindow, sli_windows
+
+
+def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
+    sec = Section("slo", "SLO status and error budgets",
+                     scope=f"Window {w.text} ({w.days} days), from marts.slo_daily.")
+    reason = table_status(con, "marts.slo_daily")
+    if reason:
+        sec.no_data = reason
+        return sec
+    slis = sli_windows(con, w)
+    if not slis:
+        sec.no_data = f"{NO_DATA}: marts.slo_daily has no rows between {fmt_date(w.start)} and {fmt_date(w.end)}."
+        return sec
+    measured = [s for s in slis if s.met is not None]
+    met = [s for s in measured if s.met]
+    missed = [s for s in measured if not s.met]
+    parts = [f"{len(met)} of {len(measured)} SLOs met their objective over {w.text}"]
+    if met:
+        parts.append("met: " + ", ".join(f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} "
+                                         f"(objective {fmt_objective(s.objective)})" for s in met))
+    if missed:
+        parts.append("missed: " + ", ".join(
+            f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} (objective {fmt_objective(s.objective)}"
+            + (f", budget gone on {fmt_date(s.exhausted_on)})" if s.exhausted_on else ")") for s in missed))
+    unmeasured = [s for s in slis if s.met is None]
+    if unmeasured:
+        parts.append("no events for " + ", ".join(lower_first(sli_label(s.sli)) for s in unmeasured))
+    sec.lead = sentence_case("; ".join(parts) + ".")
+
+    with_budget = [s for s in slis if s.budget_left is not None]
+    if with_budget:
+        ends = ", ".join(f"{lower_first(sli_label(s.sli))} {fmt_budget(s.budget_left)}" for s in with_budget)
+        first = min((s for s in with_budget if s.exhausted_on), key=lambda s: s.exhausted_on, default=None)  # type: ignore[arg-type,return-value]
+        take = (f"Error budget left at the end of the window: {ends}"
+                + (f"; {lower_first(sli_label(first.sli))} ran out first, on {fmt_date(first.exhausted_on)} "
+                   f"(day {(first.exhausted_on - w.start).days + 1} of {w.days})." if first and first.exhausted_on
+                   else "; no SLO overspent its budget."))
+        panels = [(f"{sli_label(s.sli)} (objective {fmt_objective(s.objective)})", s.days, s.burndown, s.rolling,
+                   "#2e7d32" if (s.budget_left or 0) > 0 else "#c62828") for s in with_budget]
+        sec.items.append(Chart(svg(charts.burndown_chart(panels, f"Error-budget burn-down, {w.text}")), take))
+    to = fmt_date(w.end)
+    sec.items.append(Table(
+        [Column("SLI"), Column("Objective", True), Column("Over window", True), Column("Met", nowrap=True),
+         Column("Budget left", True), Column("Budget gone", nowrap=True), Column("Rolling budget", True),
+         Column("Burn 1 d / 3 d", True), Column("Status", nowrap=True), Column("Days", True)],
+        [[Cell(sli_label(s.sli), title=SLI_DEFS.get(s.sli, s.sli)), Cell(fmt_objective(s.objective)), Cell(fmt_sli(s.value)),
+          Cell(MISSING if s.met is None else ("yes" if s.met else "no"),
+               swatch=None if s.met is None else ("#2e7d32" if s.met else "#c62828")),
+          Cell(fmt_budget(s.budget_left)), Cell(fmt_date(s.exhausted_on) if s.exhausted_on else MISSING),
+          Cell(fmt_budget(s.last["budget_remaining"])),
+          Cell(f"{fmt_num(s.last['burn_rate_short'], 2)} / {fmt_num(s.last['burn_rate_long'], 2)}"),
+          Cell(str(s.last["status"] or MISSING).replace("_", " "), swatch=charts.slo_status_colour(s.last["status"])),
+          Cell(f"{fmt_int(s.days_measured)} / {fmt_int(len(s.days))}")] for s in slis],
+        caption="Over window = Σ good / Σ total of the window's days. Budget left = 1 − bad / ((1 − objective) × "
+                "total) over the window (negative = overspent); budget gone = the first day the window's cumulative "
+                f"bad events exceeded it. Rolling budget, burn rates and status are marts.slo_daily's values on {to}: "
+                "budget over the configured rolling window (slo.window_days, default 30); burn rate = (bad / total) "
+                "/ (1 − objective) over the last 1 and 3 days; status page = both burn rates > 6, ticket = both > 1 "
+                "(Google SRE Workbook), warning = 1-day burn > 1 or < 25 % budget left. Days = days with events / "
+                "days in the window. Hover an SLI for its good / total definition.",
+    ))
+    partial = [s for s in slis if s.days and s.days[-1] < w.end]
+    if partial:
+        sec.notes.append("marts.slo_daily ends before the window does for " + ", ".join(
+            f"{lower_first(sli_label(s.sli))} (last day {fmt_date(s.days[-1])})" for s in partial) + ".")
+    return sec
+
+
+SECTION = SectionSpec("slo", "SLO status and error budgets", build)

@@ -1,0 +1,70 @@
+"""SLO review section "Summary" (``#summary``).
+
+Reads marts.hw_incidents, marts.mtbf, marts.node_failure_rate, marts.slo_daily; formats, computes nothing."""
+
+from __future__ import annotations
+
+import logging
+
+import duckdb
+
+from gpusre.reports.kit.formatting import fmt_ci, fmt_hours, fmt_int, fmt_num
+from gpusre.reports.kit.section import Section, SectionSpec
+from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label
+from gpusre.reports.slo.window import SloWindow, sli_windows
+
+log = logging.getLogger(__name__)
+
+
+def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]:
+    cards: list[dict[str, str]] = []
+    try:
+        if table_status(con, "marts.slo_daily") is None:
+            for s in sli_windows(con, w):
+                cards.append({"label": sli_label(s.sli), "value": fmt_sli(s.value),
+                              "sub": (f"objective {fmt_objective(s.objective)} · budget left {fmt_budget(s.budget_left)}"
+                                      if s.value is not None else f"objective {fmt_objective(s.objective)} · no events"),
+                              "tone": "" if s.met is None else ("good" if s.met else "bad")})
+    except duckdb.Error as exc:
+        log.warning("SLO report cards: %s", exc)
+    try:
+        if table_status(con, "marts.mtbf") is None:
+            c = query_rows(con, """SELECT mtbf_hours, ci_low, ci_high, sufficient, failures FROM marts.mtbf
+                              WHERE period_type = 'all' AND scope = 'cluster' LIMIT 1""")
+            if c:
+                c0 = c[0]
+                cards.append({"label": "MTBF per node", "value": fmt_hours(c0["mtbf_hours"]) if c0["sufficient"]
+                              else "insufficient data",
+                              "sub": f"95 % CI {fmt_ci(c0['ci_low'], c0['ci_high'])} · whole record", "tone": ""})
+        if table_status(con, "marts.node_failure_rate") is None:
+            r = query_rows(con, """SELECT rate_per_1000_node_days AS r, ci_low, ci_high, sufficient FROM marts.node_failure_rate
+                              WHERE period_type = 'all' AND variant = 'hw_incidents' LIMIT 1""")
+            if r:
+                r0 = r[0]
+                cards.append({"label": "Failures / 1,000 node-days",
+                              "value": fmt_rate(r0["r"]) if r0["sufficient"] else "insufficient data",
+                              "sub": f"95 % CI {fmt_ci(r0['ci_low'], r0['ci_high'], '', fmt_rate)} · RSC-1 6.50",
+                              "tone": ""})
+        if table_status(con, "marts.hw_incidents") is None:
+            i = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost FROM marts.hw_incidents
+                               WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?""", [w.start, w.end])[0]
+            cards.append({"label": "Hardware incidents", "value": fmt_int(i["n"]),
+                          "sub": f"{fmt_num(i['lost'], 0)} GPU-h lost · window", "tone": ""})
+    except duckdb.Error as exc:
+        log.warning("SLO report cards: %s", exc)
+    return cards
+
+
+def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
+    """The summary cards: each SLO over the window, MTBF, failure rate, goodput."""
+    sec = Section("summary", "Summary", template="cards",
+                  scope=f"Window {w.text}; SLIs are Σ good / Σ total over the window, reliability figures over "
+                        "the whole record.")
+    sec.cards = _cards(con, w)
+    if not sec.cards:
+        sec.no_data = "No data yet: the warehouse has no SLO or reliability marts."
+    return sec
+
+
+SECTION = SectionSpec("summary", "Summary", build)

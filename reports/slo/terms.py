@@ -1,0 +1,62 @@
+"""The SLO review's terms: SLI names and definitions, size buckets, and how objectives, budgets, rates and
+configured intervals are written."""
+
+from __future__ import annotations
+
+from gpusre.reports.kit.formatting import MISSING, fmt_num, fmt_pct, is_number
+
+#: SLI names of ``marts.slo_daily`` -> what the meeting calls them (unknown SLIs are shown as stored).
+SLI_LABELS: dict[str, str] = {
+    "node_availability": "Node availability",
+    "job_infra_success": "Jobs not killed by the infrastructure",
+    "ettr_large_runs": "ETTR of large runs",
+    "goodput": "Goodput",
+}
+
+SLI_ORDER = tuple(SLI_LABELS)
+
+SLI_DEFS: dict[str, str] = {
+    "node_availability": "scheduled node-hours minus unplanned down node-hours, over node-hours minus planned "
+                         "maintenance (down time estimated from incidents until the node ran a job again)",
+    "job_infra_success": "GPU jobs that ended that day and were not killed by the infrastructure, over all GPU "
+                         "jobs that ended that day",
+    "ettr_large_runs": "productive seconds over wall-clock seconds of runs of at least slo.ettr_min_run_gpus "
+                       "GPUs (default 256) that ended that day",
+    "goodput": "productive GPU-hours over capacity GPU-hours",
+}
+
+BUCKETS = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
+
+
+def fmt_objective(x: float | None) -> str:
+    """An objective as a short percentage: 0.995 -> '99.5 %', 0.7 -> '70 %'."""
+    return MISSING if not is_number(x) else f"{float(x) * 100:.4g} %"  # type: ignore[arg-type]
+
+
+def fmt_sli(x: float | None) -> str:
+    return fmt_pct(x, 2)
+
+
+def fmt_budget(x: float | None) -> str:
+    """A budget fraction as a whole percentage with a true minus sign: -0.28 -> '−28 %'."""
+    return MISSING if not is_number(x) else f"{float(x) * 100:.0f} %".replace("-", "\u2212")  # type: ignore[arg-type]
+
+
+def fmt_rate(x: float | None) -> str:
+    return fmt_num(x, 2)
+
+
+def sli_label(sli: str) -> str:
+    return SLI_LABELS.get(sli, sli)
+
+
+def bucket_key(b: str | None) -> int:
+    return BUCKETS.index(b) if b in BUCKETS else len(BUCKETS)
+
+
+def change_phrase(ratio_mtbf: float) -> str:
+    """MTBF now / before -> '18 % lower' / '20 % higher' / 'unchanged'."""
+    pct = (ratio_mtbf - 1.0) * 100
+    if abs(pct) < 0.5:
+        return "unchanged"
+    return f"{abs(pct):.0f} % {'higher' if pct > 0 else 'lower'}"

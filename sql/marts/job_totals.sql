@@ -1,0 +1,36 @@
+-- marts.job_totals: one row per scope: the whole record (scope 'all', day NULL) or one UTC end day
+-- (scope 'day', every day from the first to the last end day, zero rows included). gpu_jobs and
+-- gpu_hours count terminal GPU jobs (marts.job_usage_daily): the one GPU job count every report
+-- section quotes. failed_* count the jobs whose final state is in $failure_states (one set for the
+-- whole report); failed_share_gpu_hours is their share of the scope's GPU-hours (NULL when zero).
+-- first_day / last_day: the end days the scope covers.
+-- Parameters: $failure_states VARCHAR[].
+CREATE OR REPLACE TABLE marts.job_totals AS
+WITH bounds AS (
+    SELECT min(day) AS first_day, max(day) AS last_day FROM marts.job_usage_daily
+), days AS (
+    SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY))::DATE AS day FROM bounds
+    WHERE first_day IS NOT NULL
+), per_day AS (
+    SELECT d.day,
+           COALESCE(sum(u.jobs), 0)::BIGINT AS gpu_jobs,
+           COALESCE(sum(u.gpu_hours::DECIMAL(38, 9)), 0) AS gpu_hours,
+           COALESCE(sum(u.jobs) FILTER (WHERE list_contains($failure_states::VARCHAR[], u.state)), 0)::BIGINT
+               AS failed_jobs,
+           COALESCE(sum(u.gpu_hours::DECIMAL(38, 9)) FILTER (WHERE list_contains($failure_states::VARCHAR[], u.state)), 0)
+               AS failed_gpu_hours
+    FROM days AS d LEFT JOIN marts.job_usage_daily AS u ON u.day = d.day
+    GROUP BY d.day
+), scoped AS (
+    SELECT 'all' AS scope, NULL::DATE AS day, min(day) AS first_day, max(day) AS last_day,
+           COALESCE(sum(gpu_jobs), 0)::BIGINT AS gpu_jobs, COALESCE(sum(gpu_hours), 0) AS gpu_hours,
+           COALESCE(sum(failed_jobs), 0)::BIGINT AS failed_jobs, COALESCE(sum(failed_gpu_hours), 0) AS failed_gpu_hours
+    FROM per_day
+    UNION ALL
+    SELECT 'day', day, day, day, gpu_jobs, gpu_hours, failed_jobs, failed_gpu_hours FROM per_day
+)
+SELECT scope, day, first_day, last_day, gpu_jobs, gpu_hours::DOUBLE AS gpu_hours, failed_jobs,
+       failed_gpu_hours::DOUBLE AS failed_gpu_hours,
+       (failed_gpu_hours / NULLIF(gpu_hours, 0))::DOUBLE AS failed_share_gpu_hours
+FROM scoped
+ORDER BY scope, day;
