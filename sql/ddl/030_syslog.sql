@@ -1,6 +1,8 @@
 -- raw.syslog_lines: one row per parsed node-log line (syslog, dmesg, journald), with its Drain3
 -- template id and, for lines the event catalog recognizes, the event columns (NULL for noise).
-CREATE TABLE IF NOT EXISTS raw.syslog_lines (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.syslog_lines only declares the columns and
+-- types; the warehouse reads the rows through the view raw.syslog_lines (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.syslog_lines (
     source_file  VARCHAR NOT NULL,
     line_no      BIGINT NOT NULL,
     ts           TIMESTAMPTZ NOT NULL,     -- UTC

@@ -3,7 +3,9 @@
 -- deduplicated: the same alert arrives again with every repeat_interval, its resolved notification,
 -- every receiver and group. Received order = (source_file in name order, seq).
 -- See gpusre.models.sources.alerts.parse.
-CREATE TABLE IF NOT EXISTS raw.alert_notifications (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.alert_notifications only declares the columns and
+-- types; the warehouse reads the rows through the view raw.alert_notifications (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.alert_notifications (
     source_file          VARCHAR NOT NULL,
     line_no              BIGINT NOT NULL,     -- physical line the payload starts on (1 for a .json document)
     payload_no           INTEGER NOT NULL,    -- 1-based index in a top-level JSON array of payloads, else 1

@@ -3,7 +3,9 @@
 -- raw.slurm_events: one row per event line as one file showed it (lossless, not deduplicated: the
 -- same event appears in every overlapping nightly dump). Node events have node_name/nodes; cluster
 -- events (slurmdbd's "Cluster Registered TRES" and controller-down records) have cluster_nodes.
-CREATE TABLE IF NOT EXISTS raw.slurm_events (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.slurm_events only declares the columns and
+-- types; the warehouse reads the rows through the view raw.slurm_events (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.slurm_events (
     source_file     VARCHAR NOT NULL,
     line_no         BIGINT NOT NULL,
     source_format   VARCHAR NOT NULL,     -- 'sacctmgr' | 'sinfo'
