@@ -71,6 +71,9 @@ CREATE TABLE IF NOT EXISTS lake.sacct_records (
     comment         VARCHAR,
     raw_line        VARCHAR
 );
+-- Without a lake (the bare DDL), raw.sacct_records reads the empty lake.sacct_records; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.sacct_records AS SELECT * FROM lake.sacct_records;
 
 -- raw.sacct_dirty_jobs: job ids whose raw records changed since core.jobs last consumed them
 -- (a work queue: the ingest writes it, the core_jobs asset drains it in the same transaction

@@ -24,6 +24,9 @@ CREATE TABLE IF NOT EXISTS lake.syslog_lines (
     action       VARCHAR,
     pattern_id   VARCHAR
 );
+-- Without a lake (the bare DDL), raw.syslog_lines reads the empty lake.syslog_lines; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.syslog_lines AS SELECT * FROM lake.syslog_lines;
 
 -- raw.template_miners: the persisted Drain3 state per miner ('syslog', later 'alerts'), so template
 -- ids are stable across nightly runs. One row per miner; replaced in the ingest transaction.

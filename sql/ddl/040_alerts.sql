@@ -30,6 +30,9 @@ CREATE TABLE IF NOT EXISTS lake.alert_notifications (
                                               -- summary = annotations summary, else title; else the
                                               -- description (annotations description, else message)
 );
+-- Without a lake (the bare DDL), raw.alert_notifications reads the empty lake.alert_notifications; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.alert_notifications AS SELECT * FROM lake.alert_notifications;
 
 -- core.alerts: one row per alert occurrence = (fingerprint, starts_at), from every notification
 -- of it. status 'resolved' when any notification of it was resolved (ends_at = the earliest

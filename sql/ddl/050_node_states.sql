@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS lake.slurm_events (
     observed_ts     TIMESTAMPTZ,          -- sinfo snapshot time; start + Duration of an ongoing sacctmgr event
     raw_line        VARCHAR
 );
+-- Without a lake (the bare DDL), raw.slurm_events reads the empty lake.slurm_events; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.slurm_events AS SELECT * FROM lake.slurm_events;
 
 -- raw.slurm_event_snapshots: one row per sinfo -R snapshot file (also when it listed no node), so
 -- that a node that stops being listed is known to be back in service.
