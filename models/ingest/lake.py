@@ -235,8 +235,8 @@ def _migrate_table(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) 
     versions = dict(con.execute(f"""SELECT DISTINCT r.source_file, f.sha256 FROM raw.{spec.name} AS r
                                     JOIN raw.ingested_files AS f USING (source_file)""").fetchall())
     for source_file, sha in versions.items():
-        rows = con.execute(f"SELECT * FROM raw.{spec.name} WHERE source_file = ? ORDER BY line_no",
-                           [source_file]).pl()
+        rows = con.sql(f"SELECT * FROM raw.{spec.name} WHERE source_file = ? ORDER BY line_no",
+                       params=[source_file]).pl()
         write_file_sets(lake, spec, rows, {source_file: sha})
     con.execute(f"DROP TABLE raw.{spec.name}")
 
