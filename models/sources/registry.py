@@ -65,8 +65,7 @@ class Source:
 
 SOURCES: tuple[Source, ...] = (
     Source(
-        name="sacct", landing="sacct",
-        patterns=tuple(f"*{s}{c}" for s in (".psv", ".txt", ".log", ".json", ".csv") for c in ("", ".gz", ".bz2", ".xz")),
+        name="sacct", landing="sacct", patterns=("*",),
         parser="gpusre.models.sources.sacct.ingest:ingest_sacct_files",
         lake=LakeTable("sacct_records", ("end_ts", "start_ts", "submit_ts")),
         label="sacct records", title="Slurm accounting (sacct)",
