@@ -4,16 +4,18 @@ measured work's own (not the input generator's) and every run starts from an emp
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 
 def fresh_warehouse(workdir: Path) -> Path:
-    """``workdir/bench.duckdb`` with any earlier file (and its WAL) removed."""
+    """``workdir/bench.duckdb`` with any earlier file, its WAL and its lake removed."""
     warehouse = workdir / "bench.duckdb"
     warehouse.unlink(missing_ok=True)
     Path(str(warehouse) + ".wal").unlink(missing_ok=True)
+    shutil.rmtree(workdir / "bench.lake", ignore_errors=True)  # its Parquet lake (raw.* rows)
     return warehouse
 
 
