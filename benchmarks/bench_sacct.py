@@ -26,10 +26,9 @@ import argparse
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from isolated_run import fresh_warehouse, run_child  # sibling module (run as a script)
+from isolated_run import fresh_warehouse, run_child, run_scaling  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -155,16 +154,13 @@ def main() -> int:
               f"{m['allocation_rows'] / parse['seconds']:,.0f} allocation rows/s, "
               f"peak RSS {parse['peak_rss_mb']:,.0f} MB")
     if args.scaling:
-        one = run_child(PARSE_ONLY_CHILD, str(landing), "0", "1")
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(2) as pool:
-            halves = list(pool.map(lambda k: run_child(PARSE_ONLY_CHILD, str(landing), str(k), "2"), (0, 1)))
-        wall = time.perf_counter() - t0
-        if one is None or None in halves:
+        measured = run_scaling(PARSE_ONLY_CHILD, landing)
+        if measured is None:
             return 1
+        one, wall, halves = measured
         print(f"parse alone, 1 process: {one['seconds']:.2f} s; 2 processes: {wall:.2f} s wall (incl. process "
               f"start); speed-up {one['seconds'] / wall:.2f}x (target >= 1.7x); "
-              f"parse work only (slowest half) {one['seconds'] / max(h['seconds'] for h in halves if h):.2f}x")
+              f"parse work only (slowest half) {one['seconds'] / max(h['seconds'] for h in halves):.2f}x")
     return 0
 
 

@@ -36,13 +36,12 @@ import importlib.util
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
 
-from isolated_run import fresh_warehouse, run_child  # sibling module (run as a script)
+from isolated_run import fresh_warehouse, run_child, run_scaling  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -223,19 +222,16 @@ def main() -> int:
 
 def scaling(landing: Path) -> None:
     """Parse step with 1 process over all files vs 2 concurrent processes over half each."""
-    one = run_child(NO_STORE_CHILD, str(landing), "0", "1")
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
-        halves = list(pool.map(lambda k: run_child(NO_STORE_CHILD, str(landing), str(k), "2"), (0, 1)))
-    wall = time.perf_counter() - t0
-    if one is None or None in halves:
+    measured = run_scaling(NO_STORE_CHILD, landing)
+    if measured is None:
         return
-    lines = sum(h["lines"] for h in halves if h)
+    one, wall, halves = measured
+    lines = sum(h["lines"] for h in halves)
     print(f"parse step, 1 process: {one['seconds']:.1f} s = {one['lines'] / one['seconds']:,.0f} lines/s")
     print(f"parse step, 2 processes: {wall:.1f} s wall (incl. process start) = {lines / wall:,.0f} lines/s; "
           f"speed-up {one['seconds'] / wall:.2f}x (target >= 1.7x); per-process peak RSS "
-          f"{max(h['peak_rss_mb'] for h in halves if h):,.0f} MB; parse work only (slowest half) "
-          f"{one['seconds'] / max(h['seconds'] for h in halves if h):.2f}x")
+          f"{max(h['peak_rss_mb'] for h in halves):,.0f} MB; parse work only (slowest half) "
+          f"{one['seconds'] / max(h['seconds'] for h in halves):.2f}x")
 
 
 if __name__ == "__main__":
