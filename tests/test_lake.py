@@ -15,6 +15,7 @@ import pytest
 from gpusre.models.ingest.lake import lake_files, lake_root, landing_file_id, version_stem
 from gpusre.models.sources.registry import lake_tables, record_sources
 from gpusre.models.warehouse import connect
+from gpusre.models.warehouse_snapshot import snapshot_path
 from gpusre.pipelines.runner import run_pipeline
 
 GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
@@ -115,6 +116,8 @@ def test_a_run_writes_one_file_per_landing_file_and_day_and_a_rerun_replaces_exa
     con.close()
     assert len(before) == per_file_day
     assert all(p.suffix == ".parquet" and p.parent.name.startswith("day=") for p in before)
+    # The snapshot (a copy of the DuckDB file) reads the same lake through the same absolute paths.
+    assert _raw_counts(snapshot_path(wh)) == _raw_counts(wh) and all(_raw_counts(wh).values())
 
     changed = sorted((work / "syslog").rglob("*"))[0]
     while not changed.is_file():
@@ -194,6 +197,14 @@ def test_a_run_killed_mid_write_shows_no_partial_file_and_the_rerun_gives_the_sa
     left = [p for t in lake_tables() for p in lake_files(lake, t.name)]
     assert not any(p.name.endswith(".tmp") for p in left)
     assert len(left) == len([p for t in lake_tables() for p in lake_files(lake_root(reference), t.name)])
+
+
+def _raw_counts(warehouse: Path) -> dict[str, int]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return {t.name: con.sql(f"SELECT count(*) FROM raw.{t.name}").fetchall()[0][0] for t in lake_tables()}
+    finally:
+        con.close()
 
 
 def _count_ledger(warehouse: Path) -> int:
