@@ -1,6 +1,7 @@
 """Marts: are the inputs complete? Freshness and gaps per source, and nodes silent in the node logs.
 
-A report over missing data looks like a quiet night. These marts say when a source ends early,
+A report over missing data looks like a quiet night. The sources, their record times and which are
+dense come from the source registry (gpusre.models.sources.registry). These marts say when a source ends early,
 has days without records, or when nodes that ran jobs sent no log lines, so the nightly report can
 warn instead of showing a calm that is not there.
 """
@@ -8,12 +9,10 @@ warn instead of showing a calm that is not there.
 import dagster as dg
 
 from gpusre.assets.core_jobs import CORE_JOBS
-from gpusre.assets.ingest_alerts import RAW_ALERTS
-from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.metadata import markdown_preview
-from gpusre.assets.node_states import RAW_SLURM_EVENTS
 from gpusre.models.day_coverage import build_day_coverage, mark_partial_days
+from gpusre.models.sources.registry import record_sources
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
@@ -26,11 +25,11 @@ DAY_COVERAGE = dg.AssetKey(["marts", "day_coverage"])
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(DATA_FRESHNESS, deps=[RAW_SACCT, RAW_SYSLOG, RAW_SLURM_EVENTS, RAW_ALERTS], group_name="marts",
+        dg.AssetSpec(DATA_FRESHNESS, deps=[dg.AssetKey(list(s.asset)) for s in record_sources()], group_name="marts",
                      kinds={"duckdb"},
                      description="Per input source: files, last ingestion, first / last record time and the UTC "
                      "days without a record (for sacct and node logs: missing dumps or log files)."),
-        dg.AssetSpec(DAY_COVERAGE, deps=[RAW_SACCT, RAW_SYSLOG], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(DAY_COVERAGE, deps=[dg.AssetKey(list(s.asset)) for s in record_sources() if s.dense], group_name="marts", kinds={"duckdb"},
                      description="Per UTC day of the data: the part Slurm accounting and the node logs both cover "
                      "and whether the day is partial (left out of means, minima and trends; every daily mart "
                      "carries the flag as column partial)."),

@@ -17,7 +17,7 @@ ALERT_TEMPLATES = dg.AssetKey(["core", "alert_templates"])
 @dg.asset(
     key=RAW_ALERTS,
     group_name="ingest",
-    kinds={"duckdb", "drain3"},
+    kinds={"parquet", "duckdb", "drain3"},
     pool=WAREHOUSE_POOL,
     description="Every alert notification under landing/alerts (Alertmanager and Grafana webhook payloads, "
     "Prometheus /api/v1/alerts dumps; .json, .jsonl, .log; .gz ok) with labels, annotations, times, "

@@ -15,7 +15,7 @@ RAW_SACCT = dg.AssetKey(["raw", "sacct_records"])
 @dg.asset(
     key=RAW_SACCT,
     group_name="ingest",
-    kinds={"duckdb"},
+    kinds={"parquet", "duckdb"},
     pool=WAREHOUSE_POOL,
     description=(
         "Every sacct record (allocation and step rows) of every dump under landing/sacct, typed, "

@@ -20,7 +20,7 @@ LOG_TEMPLATES = dg.AssetKey(["core", "log_templates"])
 @dg.asset(
     key=RAW_SYSLOG,
     group_name="ingest",
-    kinds={"duckdb", "drain3"},
+    kinds={"parquet", "duckdb", "drain3"},
     pool=WAREHOUSE_POOL,
     # Year inference for RFC 3164 lines uses the jobs' time span when a file name has no date.
     deps=[dg.AssetKey(["core", "jobs"])],

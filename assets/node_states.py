@@ -61,7 +61,7 @@ MAX_HISTORY_DAYS = 400
 @dg.asset(
     key=RAW_SLURM_EVENTS,
     group_name="ingest",
-    kinds={"duckdb"},
+    kinds={"parquet", "duckdb"},
     pool=WAREHOUSE_POOL,
     description=(
         "Every node and cluster event line of landing/slurm_events (sacctmgr show event -P dumps, "

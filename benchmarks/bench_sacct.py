@@ -2,12 +2,16 @@
 
 Simulates a year of a 2,000-node cluster (about 1,000,000 allocation rows across its nightly
 dumps, plus their step rows), then ingests it into a fresh DuckDB warehouse exactly as the
-pipeline does (parse → raw.sacct_records in one transaction, then core.jobs / core.job_steps) in a
-child process, and prints rows/s and the child's peak RSS.
+pipeline does (parse → the Parquet lake behind raw.sacct_records, ledger and rejects in one
+transaction, then core.jobs / core.job_steps) in a child process, and prints rows/s and the
+child's peak RSS.
 
-    python benchmarks/bench_sacct.py [--nodes 2000] [--days 365] [--workdir DIR]
+    python benchmarks/bench_sacct.py [--nodes 2000] [--days 365] [--workdir DIR] [--floor] [--scaling]
 
-Target (issue 2, 2-core machine): >= 250,000 allocation rows/s, peak RSS <= 2 GB.
+Targets (2-core machine): >= 250,000 allocation rows/s, peak RSS <= 2 GB (issue 2); raw + core.jobs
+>= 0.6x the speed of DuckDB's own read_csv into a table (issue 15, printed with ``--floor``).
+``--scaling`` times the parse alone with 1 process over every dump and with 2 concurrent processes
+over half the dumps each (the parse step's scaling with worker processes).
 
 ``--floor`` also measures what DuckDB alone needs for the same bytes, with no gpusre code: (a) every
 line stored as one VARCHAR in a persistent table (no parsing at all), (b) DuckDB's CSV reader
@@ -24,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from isolated_run import fresh_warehouse, run_child  # sibling module (run as a script)
+from isolated_run import fresh_warehouse, run_child, run_scaling  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -44,8 +48,9 @@ alloc, steps = con.sql("SELECT count(*) FILTER (record_type = 'allocation'), cou
 jobs = con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0]
 rejected = sum(r.rows_rejected for r in results)
 con.close()
+lake_mb = sum(p.stat().st_size for p in (warehouse.parent / (warehouse.stem + ".lake")).rglob("*.parquet")) / 2**20
 print(json.dumps({"files": len(results), "allocation_rows": alloc, "step_rows": steps, "jobs": jobs,
-                  "rejected": rejected, "raw_seconds": t1 - t0, "core_seconds": t2 - t1,
+                  "rejected": rejected, "lake_mb": lake_mb, "raw_seconds": t1 - t0, "core_seconds": t2 - t1,
                   "peak_rss_raw_mb": rss_raw,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -77,7 +82,7 @@ import json, resource, sys, time
 from pathlib import Path
 from gpusre.models.sources.sacct.parse import read_sacct_text, type_sacct_dumps
 from gpusre.models.sources.sacct.ingest import TYPE_BATCH_LINES, discover_sacct_files
-landing = Path(sys.argv[1])
+landing, shard, shards = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 records, pending, pending_lines = 0, {}, 0
 def type_pending():
     global records, pending_lines
@@ -86,7 +91,7 @@ def type_pending():
     pending.clear()
     pending_lines = 0
 t0 = time.perf_counter()
-for path in discover_sacct_files(landing):
+for path in discover_sacct_files(landing)[shard::shards]:
     dump = read_sacct_text(path.read_bytes(), path.relative_to(landing).as_posix())
     pending.setdefault(dump.layout, []).append(dump)
     pending_lines += dump.lines.height
@@ -105,6 +110,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workdir", type=Path, help="keep the simulated landing dir here (reused if present)")
     parser.add_argument("--floor", action="store_true", help="also time DuckDB alone loading the same bytes")
+    parser.add_argument("--scaling", action="store_true", help="also time the parse with 1 and 2 processes")
     args = parser.parse_args()
 
     from gpusre.simulate import SimulationConfig, simulate_cluster
@@ -128,7 +134,7 @@ def main() -> int:
     print(f"throughput: {m['allocation_rows'] / total:,.0f} allocation rows/s "
           f"({records / total:,.0f} records/s incl. steps)")
     print(f"peak RSS (ingest process): {m['peak_rss_mb']:,.0f} MB "
-          f"({m['peak_rss_raw_mb']:,.0f} MB by the end of parse+load raw)")
+          f"({m['peak_rss_raw_mb']:,.0f} MB by the end of parse+load raw); lake: {m['lake_mb']:,.1f} MB of Parquet")
     ok = m["allocation_rows"] / total >= 250_000 and m["peak_rss_mb"] <= 2048
     print("target (>= 250,000 allocation rows/s, <= 2 GB):", "met" if ok else "NOT met")
     if args.floor:
@@ -139,12 +145,22 @@ def main() -> int:
                             ("csv_all_varchar", "DuckDB CSV reader, all columns VARCHAR")):
             print(f"DuckDB alone, {label}: {f[name]:.2f} s = "
                   f"{m['allocation_rows'] / f[name]:,.0f} allocation rows/s")
-        parse = run_child(PARSE_ONLY_CHILD, str(landing))
+        print(f"raw + core.jobs / DuckDB read_csv all VARCHAR = {f['csv_all_varchar'] / total:.2f}x "
+              f"(target >= 0.6x)")
+        parse = run_child(PARSE_ONLY_CHILD, str(landing), "0", "1")
         if parse is None:
             return 1
         print(f"gpusre parse alone (read + split + type, nothing stored): {parse['seconds']:.2f} s = "
               f"{m['allocation_rows'] / parse['seconds']:,.0f} allocation rows/s, "
               f"peak RSS {parse['peak_rss_mb']:,.0f} MB")
+    if args.scaling:
+        measured = run_scaling(PARSE_ONLY_CHILD, landing)
+        if measured is None:
+            return 1
+        one, wall, halves = measured
+        print(f"parse alone, 1 process: {one['seconds']:.2f} s; 2 processes: {wall:.2f} s wall (incl. process "
+              f"start); speed-up {one['seconds'] / wall:.2f}x (target >= 1.7x); "
+              f"parse work only (slowest half) {one['seconds'] / max(h['seconds'] for h in halves):.2f}x")
     return 0
 
 

@@ -53,7 +53,19 @@ def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:
         apply_ddl(con)
+        _create_views(con, path)
     return con
+
+
+def _create_views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """The raw views over the Parquet lake next to ``path`` and the source registry's views.
+
+    Imported here, not at the top: the registry names the sources' parsers, which use this module."""
+    from gpusre.models.ingest.lake import create_lake_views, lake_root
+    from gpusre.models.sources.registry import create_registry_views, lake_tables
+
+    create_lake_views(con, lake_root(path), lake_tables())
+    create_registry_views(con)
 
 
 @contextmanager

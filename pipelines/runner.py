@@ -19,6 +19,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from gpusre.models.sources.registry import record_sources
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
 from gpusre.pipelines.config import load_cluster_config
@@ -40,22 +41,9 @@ class PipelineError(RuntimeError):
     """A run failed for a reason the user can act on; the message is one line."""
 
 
-@dataclass(frozen=True)
-class Source:
-    """A landing source: its folder, the raw asset that ingests it, what one of its records is."""
-
-    name: str
-    asset: dg.AssetKey
-    records: str
-
-
-#: The landing sources, each optional: a landing with any subset of them runs.
-SOURCES: tuple[Source, ...] = (
-    Source("sacct", dg.AssetKey(["raw", "sacct_records"]), "sacct records"),
-    Source("syslog", dg.AssetKey(["raw", "syslog_lines"]), "node-log lines"),
-    Source("alerts", dg.AssetKey(["raw", "alert_notifications"]), "alert notifications"),
-    Source("slurm_events", dg.AssetKey(["raw", "slurm_events"]), "node-state events"),
-)
+#: The landing sources with records, each optional: a landing with any subset of them runs
+#: (declared once in gpusre.models.sources.registry).
+SOURCES = record_sources()
 
 
 @dataclass
@@ -165,14 +153,13 @@ def _preflight_warehouse(warehouse: Path) -> None:
 
 def _has_input(landing: Path) -> bool:
     """True when any source folder holds any file (each source is optional, but not all of them)."""
-    return any(p.is_file() or p.is_symlink() for s in SOURCES if (landing / s.name).is_dir()
-               for p in (landing / s.name).rglob("*"))
+    return any(s.landing_files(landing) for s in SOURCES)
 
 
 def _source_summaries(ingest: dg.ExecuteInProcessResult, summary: RunSummary) -> None:
     """Per-source counts and every refused file, from the raw assets' materialization metadata."""
     for source in SOURCES:
-        meta = _materialization_metadata(ingest, source.asset)
+        meta = _materialization_metadata(ingest, dg.AssetKey(list(source.asset)))
         summary.sources[source.name] = SourceSummary(
             files_changed=_count(meta, "files_changed"), files_refused=_count(meta, "files_refused"),
             files_ignored=_count(meta, "files_ignored"), rows_loaded=_count(meta, "rows_loaded"),
@@ -196,7 +183,7 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     load_cluster_config(landing)  # fail fast, before any run, with the key path of a bad setting
     if not _has_input(landing):
         raise PipelineError(f"{landing}: no input files (expected any of "
-                            f"{', '.join(s.name + '/' for s in SOURCES)} with files in it)")
+                            f"{', '.join(s.landing + '/' for s in SOURCES)} with files in it)")
     with warehouse_lock(warehouse, progress):
         remove_stale_snapshot_tmp(warehouse)
         return _run_locked(landing, warehouse, reports, progress, started)
@@ -220,7 +207,7 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callabl
              f"{summary.rows_rejected:,} records rejected; {summary.jobs:,} jobs, {summary.node_events:,} node "
              f"events ({time.monotonic() - t0:.1f} s)")
     for source in SOURCES:
-        progress(f"      {summary.sources[source.name].line(source.name, source.records)}")
+        progress(f"      {summary.sources[source.name].line(source.name, source.label)}")
 
     con = connect(warehouse)
     try:

@@ -9,18 +9,19 @@ from pathlib import Path
 
 import dagster as dg
 
+from gpusre.models.sources.registry import watched_files
 from gpusre.pipelines.jobs import nightly_job
 from gpusre.pipelines.partitions import DAILY_PARTITIONS
 from gpusre.pipelines.resources import LandingResource
 
 _DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
-WATCHED_DIRS = ("sacct", "syslog", "alerts", "slurm_events")
 
 
 def landing_snapshot(root: Path) -> dict[str, str]:
-    """``{relative path: 'mtime_ns:size'}`` of every watched landing file (and cluster.yaml)."""
+    """``{relative path: 'mtime_ns:size'}`` of every landing file of every source in the registry
+    (:mod:`gpusre.models.sources.registry`, incidents.csv included) and of cluster.yaml."""
     snap: dict[str, str] = {}
-    candidates = [root / "cluster.yaml"] + [p for d in WATCHED_DIRS for p in (root / d).rglob("*")]
+    candidates = [root / "cluster.yaml", *watched_files(root)]
     for path in candidates:
         if path.is_file():
             st = path.stat()

@@ -204,11 +204,11 @@ def test_a_failed_write_rolls_back_the_whole_run(landing: Path, tmp_path: Path,
     real_write = sacct_ingest._write_parsed
     calls: list[int] = []
 
-    def failing_write(con, parsed) -> None:  # type: ignore[no-untyped-def]
-        calls.append(parsed.records.height)
+    def failing_write(*args) -> None:  # type: ignore[no-untyped-def]
+        calls.append(args[-1].records.height)  # (con, lake, versions, parsed)
         if len(calls) == 2:
             raise OSError("disk full")
-        real_write(con, parsed)
+        real_write(*args)
 
     monkeypatch.setattr(sacct_ingest, "_write_parsed", failing_write)
     con = connect(warehouse)

@@ -550,7 +550,7 @@ def _node_state_marts(con: duckdb.DuckDBPyConnection, *, n_nodes: int = 4, extra
     maintenance 08:00-12:00 (over before the day ended); gpu040 drained after the report day. With
     ``n_nodes`` > 4, more nodes fully in service; ``extra_down`` of them with 1 h down on 2026-10-20.
     """
-    con.execute("""INSERT INTO raw.slurm_events (source_file, line_no, source_format, event_type, node_name, nodes,
+    con.execute("""INSERT INTO lake.slurm_events (source_file, line_no, source_format, event_type, node_name, nodes,
                        start_ts, state, reason)
                    VALUES ('slurm_events/events_2026-11-01.txt', 2, 'sacctmgr', 'node', 'gpu017', ['gpu017'],
                            TIMESTAMPTZ '2026-10-29 00:00:00+00', 'DRAIN', 'NHC: check_gpu_xid: Xid 79 on GPU 3')""")
@@ -1137,7 +1137,7 @@ def test_without_accounting_the_report_day_follows_the_node_logs(tmp_path: Path)
 
     con = duckdb.connect(str(tmp_path / "wh.duckdb"))
     _ddl(con)
-    con.execute("""INSERT INTO raw.syslog_lines (source_file, line_no, ts, host, node, message)
+    con.execute("""INSERT INTO lake.syslog_lines (source_file, line_no, ts, host, node, message)
                    VALUES ('syslog/a.log', 1, TIMESTAMPTZ '2026-10-30 00:07:00+00', 'gpu001', 'gpu001', 'x'),
                           ('syslog/a.log', 2, TIMESTAMPTZ '2026-10-28 12:00:00+00', 'gpu001', 'gpu001', 'y')""")
     ctx = build_nightly_context(con)

@@ -53,7 +53,7 @@ def _row(r: SacctParseResult, **match: object) -> dict:
 
 def test_schema_matches_ddl_column_order() -> None:
     ddl = (REPO / "sql" / "ddl" / "010_raw.sql").read_text()
-    body = ddl.split("CREATE TABLE IF NOT EXISTS raw.sacct_records (", 1)[1].split(");", 1)[0]
+    body = ddl.split("CREATE TABLE IF NOT EXISTS lake.sacct_records (", 1)[1].split(");", 1)[0]
     cols = [m.group(1) for m in re.finditer(r'^\s+"?([a-z_]+)"?\s+[A-Z]', body, re.M)]
     assert cols == list(SACCT_RECORD_SCHEMA)
     ddl_types = {

@@ -207,24 +207,24 @@ def test_a_failed_write_on_the_writer_thread_rolls_back_the_run(landing: Path, t
     for node in ("gpu018", "gpu019"):
         shutil.copy(FIXTURES / "gpud_dmesg-with-xid-119.log", day / f"{node}.log")
     monkeypatch.setattr(si, "BATCH_LINES", 1)  # one batch per file: several writes queued
-    real_append = si.append_arrow
-    calls: list[str] = []
+    real_write = si.write_file_sets
+    calls: list[int] = []
 
-    def failing_append(con, table, batch, select="*"):  # type: ignore[no-untyped-def]
-        calls.append(table)
-        if table == "raw.syslog_lines" and calls.count(table) == 2:
+    def failing_write(lake, spec, batch, versions):  # type: ignore[no-untyped-def]
+        calls.append(batch.height)
+        if len(calls) == 2:
             raise OSError("disk full")
-        real_append(con, table, batch, select)
+        return real_write(lake, spec, batch, versions)
 
-    monkeypatch.setattr(si, "append_arrow", failing_append)
+    monkeypatch.setattr(si, "write_file_sets", failing_write)
     con = connect(wh)
     try:
         with pytest.raises(OSError, match="disk full"):
             si.ingest_syslog_files(con, landing)
     finally:
         con.close()
-    assert calls.count("raw.syslog_lines") == 2
-    assert _state(wh) == before
-    monkeypatch.setattr(si, "append_arrow", real_append)
+    assert len(calls) == 2
+    assert _state(wh) == before  # the first batch's file set is in the lake, but no ledger row shows it
+    monkeypatch.setattr(si, "write_file_sets", real_write)
     _run(landing, wh)
     assert len(_state(wh)["raw.syslog_lines"]) == 3 * len(before["raw.syslog_lines"])

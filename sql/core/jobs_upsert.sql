@@ -16,12 +16,14 @@ SELECT DISTINCT unnest(generate_series(
 FROM core.job_instances
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
--- Ranking works on narrow rows (keys + raw.sacct_records rowid) and joins back by rowid once:
--- copying the wide records (node lists, comments) into temp tables cost more than the ranking.
+-- Ranking works on narrow rows (keys + a record key) and joins back by that key once: copying the
+-- wide records (node lists, comments) into temp tables cost more than the ranking. The record key
+-- is (file, line, step): raw.sacct_records is a view over the Parquet lake, which has no rowid; a
+-- JSON dump's allocation and steps share the line (index in jobs[]) and differ in step_id.
 CREATE OR REPLACE TEMP TABLE _job_recs AS
 -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
 -- never got nodes has not started (else it would count as a queue wait and a run).
-SELECT r.rowid AS rid, r.job_id,
+SELECT {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} AS rid, r.job_id,
        CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
             THEN NULL ELSE r.start_ts END AS start_ts,
        r.eligible_ts, r.submit_ts, r.end_ts, r.elapsed_s, r.state, r.source_file, r.line_no, r.restart_cnt
@@ -69,7 +71,7 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
        r.comment,
        r.end_ts::DATE AS end_day,
        r.source_file, r.line_no
-FROM raw.sacct_records AS r JOIN _job_winners AS w ON r.rowid = w.winner_rid;
+FROM raw.sacct_records AS r JOIN _job_winners AS w ON {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} = w.winner_rid;
 
 -- Days covered by the new versions (every instance).
 INSERT OR IGNORE INTO core.dirty_days
@@ -97,13 +99,13 @@ SELECT p.job_id,
        row_number() OVER (PARTITION BY p.job_id ORDER BY p.start_ts DESC) = 1 AS is_latest,
        r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
        r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
-FROM raw.sacct_records AS r JOIN picked AS p ON r.rowid = p.rid;
+FROM raw.sacct_records AS r JOIN picked AS p ON {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} = p.rid;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.
 DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 INSERT INTO core.job_steps BY NAME
 WITH picked AS (
-    SELECT arg_max(rowid, (COALESCE(start_ts, '-infinity'::TIMESTAMPTZ),
+    SELECT arg_max({'f': source_file, 'l': line_no, 's': COALESCE(step_id, '')}, (COALESCE(start_ts, '-infinity'::TIMESTAMPTZ),
                            core.is_terminal_state(state),
                            COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
                            source_file, line_no)) AS rid
@@ -114,7 +116,7 @@ WITH picked AS (
 )
 SELECT r.job_id, r.step_id, r.name, r.state, r.exit_code, r.exit_signal, r.start_ts, r.end_ts,
        r.elapsed_s, r.n_nodes, r.n_cpus, r.n_gpus, r.nodelist, r.nodes, r.source_file, r.line_no
-FROM raw.sacct_records AS r JOIN picked AS p ON r.rowid = p.rid;
+FROM raw.sacct_records AS r JOIN picked AS p ON {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} = p.rid;
 
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;

@@ -28,7 +28,9 @@ CREATE TABLE IF NOT EXISTS raw.rejects (
 -- raw.sacct_records: one row per sacct record (allocation or step) exactly as a dump showed it,
 -- typed but not deduplicated: the same job appears once per dump that listed it, and once per
 -- requeued instance (sacct -D). core.jobs / core.job_steps pick the winning record.
-CREATE TABLE IF NOT EXISTS raw.sacct_records (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.sacct_records only declares the columns and
+-- types; the warehouse reads the rows through the view raw.sacct_records (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.sacct_records (
     source_file     VARCHAR NOT NULL,
     line_no         BIGINT NOT NULL,
     record_type     VARCHAR NOT NULL,     -- 'allocation' | 'step'
@@ -69,6 +71,9 @@ CREATE TABLE IF NOT EXISTS raw.sacct_records (
     comment         VARCHAR,
     raw_line        VARCHAR
 );
+-- Without a lake (the bare DDL), raw.sacct_records reads the empty lake.sacct_records; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.sacct_records AS SELECT * FROM lake.sacct_records;
 
 -- raw.sacct_dirty_jobs: job ids whose raw records changed since core.jobs last consumed them
 -- (a work queue: the ingest writes it, the core_jobs asset drains it in the same transaction

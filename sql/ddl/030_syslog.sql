@@ -1,6 +1,8 @@
 -- raw.syslog_lines: one row per parsed node-log line (syslog, dmesg, journald), with its Drain3
 -- template id and, for lines the event catalog recognizes, the event columns (NULL for noise).
-CREATE TABLE IF NOT EXISTS raw.syslog_lines (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.syslog_lines only declares the columns and
+-- types; the warehouse reads the rows through the view raw.syslog_lines (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.syslog_lines (
     source_file  VARCHAR NOT NULL,
     line_no      BIGINT NOT NULL,
     ts           TIMESTAMPTZ NOT NULL,     -- UTC
@@ -22,6 +24,9 @@ CREATE TABLE IF NOT EXISTS raw.syslog_lines (
     action       VARCHAR,
     pattern_id   VARCHAR
 );
+-- Without a lake (the bare DDL), raw.syslog_lines reads the empty lake.syslog_lines; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.syslog_lines AS SELECT * FROM lake.syslog_lines;
 
 -- raw.template_miners: the persisted Drain3 state per miner ('syslog', later 'alerts'), so template
 -- ids are stable across nightly runs. One row per miner; replaced in the ingest transaction.

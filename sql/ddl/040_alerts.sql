@@ -3,7 +3,9 @@
 -- deduplicated: the same alert arrives again with every repeat_interval, its resolved notification,
 -- every receiver and group. Received order = (source_file in name order, seq).
 -- See gpusre.models.sources.alerts.parse.
-CREATE TABLE IF NOT EXISTS raw.alert_notifications (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.alert_notifications only declares the columns and
+-- types; the warehouse reads the rows through the view raw.alert_notifications (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.alert_notifications (
     source_file          VARCHAR NOT NULL,
     line_no              BIGINT NOT NULL,     -- physical line the payload starts on (1 for a .json document)
     payload_no           INTEGER NOT NULL,    -- 1-based index in a top-level JSON array of payloads, else 1
@@ -28,6 +30,9 @@ CREATE TABLE IF NOT EXISTS raw.alert_notifications (
                                               -- summary = annotations summary, else title; else the
                                               -- description (annotations description, else message)
 );
+-- Without a lake (the bare DDL), raw.alert_notifications reads the empty lake.alert_notifications; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.alert_notifications AS SELECT * FROM lake.alert_notifications;
 
 -- core.alerts: one row per alert occurrence = (fingerprint, starts_at), from every notification
 -- of it. status 'resolved' when any notification of it was resolved (ends_at = the earliest

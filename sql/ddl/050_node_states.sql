@@ -3,7 +3,9 @@
 -- raw.slurm_events: one row per event line as one file showed it (lossless, not deduplicated: the
 -- same event appears in every overlapping nightly dump). Node events have node_name/nodes; cluster
 -- events (slurmdbd's "Cluster Registered TRES" and controller-down records) have cluster_nodes.
-CREATE TABLE IF NOT EXISTS raw.slurm_events (
+-- Kept in the Parquet lake (gpusre.models.ingest.lake): lake.slurm_events only declares the columns and
+-- types; the warehouse reads the rows through the view raw.slurm_events (same columns, same order).
+CREATE TABLE IF NOT EXISTS lake.slurm_events (
     source_file     VARCHAR NOT NULL,
     line_no         BIGINT NOT NULL,
     source_format   VARCHAR NOT NULL,     -- 'sacctmgr' | 'sinfo'
@@ -27,6 +29,9 @@ CREATE TABLE IF NOT EXISTS raw.slurm_events (
     observed_ts     TIMESTAMPTZ,          -- sinfo snapshot time; start + Duration of an ongoing sacctmgr event
     raw_line        VARCHAR
 );
+-- Without a lake (the bare DDL), raw.slurm_events reads the empty lake.slurm_events; opening the warehouse with
+-- gpusre.models.warehouse.connect points it at the Parquet files.
+CREATE VIEW IF NOT EXISTS raw.slurm_events AS SELECT * FROM lake.slurm_events;
 
 -- raw.slurm_event_snapshots: one row per sinfo -R snapshot file (also when it listed no node), so
 -- that a node that stops being listed is known to be back in service.

@@ -3,13 +3,11 @@
 -- timestamps, and the UTC days inside that span without a single record. For the dense sources
 -- (sacct: every submit/start/end; syslog: every line) an empty day is a missing dump or log file;
 -- for the sparse ones (alerts, node-state events) it may just be a quiet day.
--- Record time: sacct the latest of submit/start/end, syslog ts, slurm_events start_ts, alerts starts_at.
+-- Record time and which sources are dense come from the source registry
+-- (gpusre.models.sources.registry) through the views raw.record_times and raw.sources.
 CREATE OR REPLACE TABLE marts.data_freshness AS
 WITH records AS (
-    SELECT 'sacct' AS source_kind, greatest(submit_ts, start_ts, end_ts) AS ts FROM raw.sacct_records
-    UNION ALL SELECT 'syslog', ts FROM raw.syslog_lines
-    UNION ALL SELECT 'slurm_events', start_ts FROM raw.slurm_events
-    UNION ALL SELECT 'alerts', starts_at FROM raw.alert_notifications
+    SELECT source_kind, ts FROM raw.record_times
 ), per_day AS (
     SELECT source_kind, ts::DATE AS day, count(*) AS n, min(ts) AS first_ts, max(ts) AS last_ts
     FROM records WHERE ts IS NOT NULL GROUP BY ALL
@@ -29,7 +27,7 @@ WITH records AS (
     FROM raw.ingested_files GROUP BY ALL
 )
 SELECT f.source_kind,
-       f.source_kind IN ('sacct', 'syslog')      AS dense,           -- an empty day means missing data
+       coalesce(src.dense, false)                AS dense,           -- an empty day means missing data
        f.files, f.files_refused, f.last_ingested_at,
        coalesce(s.records, 0)                    AS records,
        s.first_record_ts, s.last_record_ts,
@@ -39,5 +37,5 @@ SELECT f.source_kind,
 FROM files AS f
 LEFT JOIN span AS s USING (source_kind)
 LEFT JOIN empty AS e USING (source_kind)
-WHERE f.source_kind IN ('sacct', 'syslog', 'slurm_events', 'alerts')
+JOIN raw.sources AS src USING (source_kind)
 ORDER BY f.source_kind;

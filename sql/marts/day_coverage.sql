@@ -5,12 +5,12 @@
 -- source covers it. A day is partial when more than $max_gap_minutes of it lie outside that span (a
 -- complete day's last record is seldom exactly at 24:00). Partial days are labelled in every daily
 -- mart (column partial, from this table) and left out of means, minima and trends.
--- Record time as marts.data_freshness: sacct the latest of submit/start/end, syslog ts.
+-- Record time and which sources are dense: the source registry (views raw.record_times, raw.sources),
+-- as marts.data_freshness.
 -- Parameter: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES).
 CREATE OR REPLACE TABLE marts.day_coverage AS
 WITH records AS (
-    SELECT 'sacct' AS source_kind, greatest(submit_ts, start_ts, end_ts) AS ts FROM raw.sacct_records
-    UNION ALL SELECT 'syslog', ts FROM raw.syslog_lines
+    SELECT r.source_kind, r.ts FROM raw.record_times AS r JOIN raw.sources AS s USING (source_kind) WHERE s.dense
 ), spans AS (
     SELECT source_kind, min(ts) AS first_ts, max(ts) AS last_ts FROM records WHERE ts IS NOT NULL GROUP BY ALL
 ), span AS (

@@ -55,6 +55,8 @@ from gpusre.models.logs.masking import mask_messages
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
 from gpusre.models.logs.templates import TemplateMiner
 from gpusre.models.warehouse import transaction
+from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
+from gpusre.models.sources.registry import lake_table
 
 __all__ = [
     "ALERT_MINER",
@@ -69,6 +71,8 @@ __all__ = [
 ALERT_MINER = "alerts"
 #: ``raw.ingested_files.source_kind`` / ``raw.rejects.source_kind`` of alert files.
 SOURCE_KIND = "alerts"
+#: The lake table of alert notifications (raw.alert_notifications).
+ALERT_LAKE = lake_table("alerts")
 #: Record text flattened per DuckDB batch: per-call overheads dominate for many small payload
 #: files, so files are flattened together.
 BATCH_BYTES = 64 << 20
@@ -212,6 +216,7 @@ def ingest_alert_files(
     ``ignored`` (with the reason) in the ledger.
     """
     known = known_files(con, SOURCE_KIND)
+    lake = lake_of(con)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
     scan = scan_alert_files(landing)
     paths = scan.files
@@ -262,18 +267,17 @@ def ingest_alert_files(
                                               n_loaded + n_rejected, n_loaded, n_rejected, refused.get(source_file))
         con.register("_alert_template_ids", template_ids.to_arrow())
         con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_seq AS {SEQ_SQL.replace('__STAGE__', _STAGE)}")
+        notifications = con.sql(
+            f"""SELECT s.* EXCLUDE (seq, template_key, error, reject_raw), q.seq, t.template_id
+                FROM {_STAGE} AS s
+                JOIN _alert_seq AS q ON q.stage_row = s.rowid
+                LEFT JOIN _alert_template_ids AS t USING (template_key)
+                WHERE s.error IS NULL""").pl()
         with transaction(con):
             if replaced:
-                con.execute("DELETE FROM raw.alert_notifications WHERE source_file IN (SELECT unnest(?))", [replaced])
                 con.execute("DELETE FROM raw.rejects WHERE source_file IN (SELECT unnest(?))", [replaced])
-            with unordered_inserts(con):
-                con.execute(
-                    f"""INSERT INTO raw.alert_notifications BY NAME
-                        SELECT s.* EXCLUDE (seq, template_key, error, reject_raw), q.seq, t.template_id
-                        FROM {_STAGE} AS s
-                        JOIN _alert_seq AS q ON q.stage_row = s.rowid
-                        LEFT JOIN _alert_template_ids AS t USING (template_key)"""
-                )
+            # The file sets become visible with the ledger rows below (models/ingest/lake.py).
+            write_file_sets(lake, ALERT_LAKE, notifications, {f: sha for f, sha, _ in changed})
             con.execute(
                 f"""INSERT INTO raw.rejects
                     SELECT source_file, '{SOURCE_KIND}', line_no, reject_raw, error, now()
@@ -291,6 +295,7 @@ def ingest_alert_files(
             con.unregister("_alert_template_ids")
         except duckdb.Error:
             pass
+    remove_unlisted_files(con, lake, ALERT_LAKE.name)
     return [r for r, _, _ in ignored] + [results[p.relative_to(landing).as_posix()] for p in paths]
 
 

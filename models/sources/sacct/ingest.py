@@ -24,6 +24,7 @@ import polars as pl
 
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
+from gpusre.models.ingest.lake import file_set, lake_of, remove_unlisted_files, write_file_sets
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source, strip_compression
 from gpusre.models.sources.sacct.parse import (
     REJECT_SCHEMA,
@@ -37,6 +38,7 @@ from gpusre.models.sources.sacct.parse import (
     type_sacct_dumps,
 )
 from gpusre.models.ingest.slurm_values import check_timezone
+from gpusre.models.sources.registry import lake_table
 from gpusre.models.warehouse import append_arrow, transaction
 
 __all__ = ["SACCT_SUFFIXES", "TYPE_BATCH_LINES", "discover_sacct_files", "ingest_sacct_files", "load_sacct_files",
@@ -47,6 +49,8 @@ SACCT_SUFFIXES: tuple[str, ...] = (".psv", ".txt", ".log", ".json", ".csv")
 #: Text dumps are typed together in batches of about this many lines (bounded memory; most of a
 #: small nightly dump's parse cost is per Polars pass, not per line).
 TYPE_BATCH_LINES = 250_000
+#: The lake table of sacct records (raw.sacct_records).
+SACCT_LAKE = lake_table("sacct")
 
 
 def _sacct_name(name: str) -> str | None:
@@ -67,26 +71,24 @@ def discover_sacct_files(landing: Path) -> list[Path]:
     return scan_sacct_files(landing).files
 
 
-def _queue_dirty_jobs_of(con: duckdb.DuckDBPyConnection, source_file: str) -> None:
-    con.execute(
-        """INSERT INTO raw.sacct_dirty_jobs
-           SELECT DISTINCT job_id FROM raw.sacct_records WHERE source_file = ?""",
-        [source_file],
-    )
-
-
-def _replace_file_rows(con: duckdb.DuckDBPyConnection, source_file: str) -> None:
-    # Jobs that only the old version of this file mentioned must be recomputed too.
-    _queue_dirty_jobs_of(con, source_file)
-    con.execute("DELETE FROM raw.sacct_records WHERE source_file = ?", [source_file])
+def _replace_file_rows(con: duckdb.DuckDBPyConnection, lake: Path, source_file: str, old_sha: str) -> None:
+    """Before a changed dump's new rows: queue every job its old version mentioned (those only it
+    mentioned must be recomputed too) and drop its rejects; its old lake files stay visible until
+    the ledger commits the new version, and are deleted after that."""
+    old_files = file_set(lake, SACCT_LAKE.name, source_file, old_sha)
+    if old_files:
+        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)",
+                    [[p.as_posix() for p in old_files]])
     con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
 
 
-def _write_parsed(con: duckdb.DuckDBPyConnection, parsed: SacctParseResult) -> None:
-    """Append one parsed batch: records, their job ids to the dirty queue, rejects."""
+def _write_parsed(con: duckdb.DuckDBPyConnection, lake: Path, versions: dict[str, str],
+                  parsed: SacctParseResult) -> None:
+    """Write one parsed batch (whole dumps): each dump's records as its lake file set, their job
+    ids to the dirty queue, rejects."""
     arrow = pl.CompatLevel.oldest()  # Arrow's classic string layout converts faster than views
     if parsed.records.height:
-        append_arrow(con, "raw.sacct_records", parsed.records.to_arrow(compat_level=arrow))
+        write_file_sets(lake, SACCT_LAKE, parsed.records, versions)
         append_arrow(con, "raw.sacct_dirty_jobs", parsed.records.select(pl.col("job_id").unique()).to_arrow())
     if parsed.rejects.height:
         append_arrow(con, "raw.rejects", parsed.rejects.to_arrow(compat_level=arrow),
@@ -108,7 +110,9 @@ def load_sacct_files(
     ids and ledger rows written. Returns one :class:`FileIngest` per file found.
     """
     check_timezone(timezone)
+    lake = lake_of(con)
     known = known_files(con, "sacct")
+    versions: dict[str, str] = {}  # source_file -> sha256 of the dumps read in this run
     scan = scan_sacct_files(landing)
     paths = scan.files
     results: list[FileIngest] = []
@@ -126,7 +130,7 @@ def load_sacct_files(
 
         def submit(parsed: SacctParseResult) -> None:
             writer.drain()  # at most one batch being written while the next one is parsed
-            writer.submit(_write_parsed, con, parsed)
+            writer.submit(_write_parsed, con, lake, versions, parsed)
 
         def finish(source_file: str, result: FileIngest, sha: str, size: int, index: int) -> None:
             ledger.append((result, sha, size))
@@ -201,9 +205,10 @@ def load_sacct_files(
             if sha and known.get(source_file) == sha:
                 results.append(FileIngest(source_file, "unchanged"))
                 continue
+            versions[source_file] = sha
             if source_file in known:
                 # Queued before any of the file's new rows (those are still pending here).
-                writer.submit(_replace_file_rows, con, source_file)
+                writer.submit(_replace_file_rows, con, lake, source_file, known[source_file])
             if read.fault and not read.data.strip():
                 refuse(source_file, read.fault, sha, size, index)
                 continue
@@ -255,5 +260,7 @@ def ingest_sacct_files(
     warehouse is the archive, and landing directories are often pruned after ingestion.
     """
     with transaction(con):
-        return load_sacct_files(con, landing, timezone=timezone, fields=fields, delimiter=delimiter,
-                                cluster=cluster, progress=progress)
+        results = load_sacct_files(con, landing, timezone=timezone, fields=fields, delimiter=delimiter,
+                                   cluster=cluster, progress=progress)
+    remove_unlisted_files(con, lake_of(con), SACCT_LAKE.name)
+    return results

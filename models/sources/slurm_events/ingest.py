@@ -35,6 +35,8 @@ from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source
 from gpusre.models.sources.slurm_events.parse import SlurmEventsFormatError, parse_slurm_events_file
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
+from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
+from gpusre.models.sources.registry import lake_table
 from gpusre.models.warehouse import transaction
 
 __all__ = [
@@ -57,6 +59,8 @@ __all__ = [
 SLURM_EVENTS_DIR = "slurm_events"
 #: ``raw.ingested_files.source_kind`` / ``raw.rejects.source_kind`` of these files.
 SLURM_EVENTS_KIND = "slurm_events"
+#: The lake table of node-state event lines (raw.slurm_events).
+SLURM_EVENTS_LAKE = lake_table("slurm_events")
 SLURM_EVENTS_SUFFIXES: tuple[str, ...] = (".txt", ".psv")
 #: Drain3 miner of drain/down reasons (``raw.template_miners.miner``).
 REASON_MINER = "slurm_reasons"
@@ -165,9 +169,11 @@ def publish_staged_slurm_events(con: duckdb.DuckDBPyConnection, staged: StagedSl
     """Replace re-ingested files' rows, move the staged rows into raw.*, write the ledger — inside
     the caller's transaction."""
     for source_file in staged.replaced:
-        for table in ("raw.slurm_events", "raw.rejects", "raw.slurm_event_snapshots"):
+        for table in ("raw.rejects", "raw.slurm_event_snapshots"):
             con.execute(f"DELETE FROM {table} WHERE source_file = ?", [source_file])
-    con.execute(f"INSERT INTO raw.slurm_events SELECT * FROM {_STAGE_EVENTS}")
+    # The new file sets become visible with the ledger rows below (models/ingest/lake.py).
+    write_file_sets(lake_of(con), SLURM_EVENTS_LAKE, con.sql(f"SELECT * FROM {_STAGE_EVENTS}").pl(),
+                    {result.source_file: sha for result, sha, _ in staged.ledger})
     con.execute(f"INSERT INTO raw.rejects SELECT * FROM {_STAGE_REJECTS}")
     con.execute(f"INSERT INTO raw.slurm_event_snapshots SELECT * FROM {_STAGE_SNAPSHOTS}")
     for result, sha, size in staged.ledger:
@@ -197,6 +203,7 @@ def ingest_slurm_event_files(
             publish_staged_slurm_events(con, staged)
     finally:
         drop_staging(con)
+    remove_unlisted_files(con, lake_of(con), SLURM_EVENTS_LAKE.name)
     return staged.results
 
 

@@ -3,16 +3,13 @@
 Per new or changed file (SHA-256, like sacct dumps): parse the lines (:mod:`gpusre.models.sources.syslog.parse`),
 recognize events (:mod:`gpusre.models.logs.event_catalog`), give every line a Drain3 template id
 (:mod:`gpusre.models.logs.templates`, miner state kept in ``raw.template_miners`` so ids are stable
-across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``. Everything is
-written in one transaction (a crash leaves the warehouse as it was).
+across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``.
 
-Rows are appended straight to ``raw.syslog_lines`` inside that transaction, in batches of about
-:data:`BATCH_LINES`, rather than staged in TEMP tables and copied at the end: the copy wrote every
-line twice and the second write (into the compressed table) was the most expensive step of the
-ingest. DuckDB writes a large transaction's appended row groups to the database file as it goes
-(freed again on rollback), so memory stays bounded: 30 M lines in one transaction peaked at
-1.5 GB RSS under the default 1 GB ``memory_limit`` (measured 2026-11-30, DuckDB 2.0.1), against
-2x the time and a similar peak with TEMP staging.
+Rows go to the Parquet lake (:mod:`gpusre.models.ingest.lake`), one file set per landing file
+version, written on a writer thread in batches of about :data:`BATCH_LINES` while this thread
+parses and templates the next batch; ``raw.syslog_lines`` is the view over it. The rejects, the
+ledger rows and the miner state are written in one DuckDB transaction, and the ledger is what makes
+a file set visible: a crash or error leaves the views exactly as they were.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 
 from gpusre.models.alerts.nodes import HostMapping, node_names
 from gpusre.models.ingest.background_writer import BackgroundWriter
@@ -34,10 +30,14 @@ from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, sc
 from gpusre.models.sources.syslog.parse import LINE_SCHEMA, REJECT_SCHEMA, SyslogParseResult, host_from_filename, parse_syslog_bytes
 from gpusre.models.logs.templates import TemplateMiner
 from gpusre.models.warehouse import append_arrow, transaction
+from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
+from gpusre.models.sources.registry import lake_table
 
 __all__ = ["SYSLOG_MINER", "discover_syslog_files", "scan_syslog_files", "ingest_syslog_files", "load_miner", "save_miner"]
 
 SYSLOG_MINER = "syslog"
+#: The lake table of node-log lines (raw.syslog_lines).
+SYSLOG_LAKE = lake_table("syslog")
 _DATE_IN_PATH = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -109,15 +109,9 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner, hosts: HostMapping) 
 BATCH_LINES = 1_000_000
 
 
-def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner, hosts: HostMapping) -> pa.Table:
-    """Classify and template the pending lines: the Arrow batch for ``raw.syslog_lines``.
-
-    Strings are exported as Arrow string views, Polars' own layout, so the export shares the
-    frame's buffers: the oldest (offsets) layout copied every string column, 0.2 s per million
-    lines on this thread, and DuckDB reads both layouts equally fast.
-    """
-    batch = _lines_frame(pl.concat(pending, how="vertical"), miner, hosts).to_arrow(
-        compat_level=pl.CompatLevel.newest())
+def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner, hosts: HostMapping) -> pl.DataFrame:
+    """Classify and template the pending lines (whole files): the rows for the lake's ``syslog_lines``."""
+    batch = _lines_frame(pl.concat(pending, how="vertical"), miner, hosts)
     pending.clear()
     return batch
 
@@ -140,7 +134,9 @@ def ingest_syslog_files(
     leaves the warehouse as it was.
     """
     hosts = hosts or HostMapping()
+    lake = lake_of(con)
     known = known_files(con, "syslog")
+    versions: dict[str, str] = {}  # source_file -> sha256 of the files read in this run
     scan = scan_syslog_files(landing)
     paths = scan.files
     jobs_span = _jobs_span(con)
@@ -163,9 +159,10 @@ def ingest_syslog_files(
                 writer.drain()
                 miner = load_miner(con)
             if source_file in known:
-                # Queued before any of the file's new rows (they are still pending here).
-                writer.submit(con.execute, "DELETE FROM raw.syslog_lines WHERE source_file = ?", [source_file])
+                # Queued before any of the file's new rejects; its old lake files stay visible until
+                # the ledger commits the new version (models/ingest/lake.py).
                 writer.submit(con.execute, "DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
+            versions[source_file] = sha
             fault = read.fault
             try:
                 parsed = parse_syslog_bytes(read.data, source_file, timezone=timezone,
@@ -193,7 +190,7 @@ def ingest_syslog_files(
             if pending_rows >= BATCH_LINES:
                 batch = _lines_batch(pending, miner, hosts)
                 writer.drain()  # at most one batch being written while the next one is built
-                writer.submit(append_arrow, con, "raw.syslog_lines", batch)
+                writer.submit(write_file_sets, lake, SYSLOG_LAKE, batch, versions)
                 del batch
                 pending_rows = 0
             if progress:
@@ -201,11 +198,12 @@ def ingest_syslog_files(
                          f"{result.rows_rejected} rejected")
         if pending:
             batch = _lines_batch(pending, miner, hosts)  # type: ignore[arg-type]  # pending implies a miner
-            writer.submit(append_arrow, con, "raw.syslog_lines", batch)
+            writer.submit(write_file_sets, lake, SYSLOG_LAKE, batch, versions)
             del batch
         writer.drain()
         for result, sha, size in ledger:
             record_file(con, "syslog", result, sha, size)
         if miner is not None:
             save_miner(con, miner)
+    remove_unlisted_files(con, lake, SYSLOG_LAKE.name)
     return results

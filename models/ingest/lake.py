@@ -1,0 +1,247 @@
+"""The raw layer as a Parquet lake: ``<lake>/<table>/day=YYYY-MM-DD/<landing-file-id>.parquet``.
+
+Why: typed raw rows stored inside the DuckDB file cost most of an ingest's CPU (the compressed
+insert runs on about one core), and a single database file should not hold years of node logs.
+Raw record tables are written as Hive-partitioned Parquet (zstd) under a lake folder next to the
+warehouse; the warehouse exposes each as a view of the same name and columns (``raw.syslog_lines``
+…), so queries, the snapshot and the tests read one contract. ``raw.rejects``,
+``raw.ingested_files`` and every core/mart table stay DuckDB tables.
+
+**One atomic file set per landing file version.** A landing file's rows become one Parquet file
+per day its rows fall on, named ``<landing-file-id>-<sha256[:16]>`` (a stable id of its landing path
+and its content hash, :func:`version_stem`). Each file is written under a temporary name the views'
+glob does not match (``.<name>.<pid>.parquet.tmp``), fsynced, then renamed in place (atomic on POSIX).
+The views show a version only once ``raw.ingested_files`` records that SHA-256 for the landing file,
+so the DuckDB commit that writes the ledger (with rejects and core) is the one atomic switch: a kill
+before it leaves the old version visible and the new files invisible, and the rerun parses the file
+again into the same names. After the commit, :func:`remove_unlisted_files` deletes superseded
+versions, the files of killed runs and temporary files: a rerun over a changed landing file thus
+replaces exactly that file's Parquet files.
+
+**Views.** Each view reads ``read_parquet('<lake>/<table>/*/*.parquet')`` with absolute paths,
+keeps the files of ledger versions and casts every column to the type declared in ``sql/ddl`` (schema ``lake``: empty tables that only
+carry the column list and types). A zero-row ``_schema.parquet`` per table keeps the glob
+non-empty, so an empty lake gives an empty, typed view. A copy of the DuckDB file (the snapshot)
+keeps those absolute paths and its own ledger, so its ``raw.*`` views read the lake's files of the
+versions it knows (a landing file re-ingested after the snapshot drops out of the snapshot's raw
+views until the next snapshot, as its old files are deleted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = ["LakeTable", "SCHEMA_FILE", "create_lake_views", "ensure_view", "file_set", "lake_files", "lake_of",
+           "lake_root", "landing_file_id", "read_schema", "remove_unlisted_files", "version_stem", "write_file_sets"]
+
+#: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema).
+SCHEMA_FILE = "day=1970-01-01/_schema.parquet"
+#: Rows without any timestamp still need a day folder.
+_NO_DAY = date(1970, 1, 1)
+_TMP_SUFFIX = ".parquet.tmp"
+#: Parquet codec: zstd compresses node logs about as well as DuckDB's own storage at a fraction of the CPU.
+COMPRESSION = "zstd"
+#: Rows per Parquet row group: DuckDB parallelizes a scan per row group.
+ROW_GROUP_ROWS = 122_880
+
+
+@dataclass(frozen=True)
+class LakeTable:
+    """A raw record table kept in the lake: its name (``raw.<name>`` view, ``lake.<name>`` types)
+    and the timestamp columns whose first non-NULL value gives a row's day folder."""
+
+    name: str
+    day_columns: tuple[str, ...]
+
+
+def lake_root(warehouse: Path | str) -> Path:
+    """The lake of a warehouse file: ``GPUSRE_LAKE`` when set, else ``<dir>/<stem>.lake`` next to it
+    (per warehouse file, so two warehouses in one folder never share raw rows)."""
+    override = os.environ.get("GPUSRE_LAKE")
+    if override:
+        return Path(override).absolute()
+    warehouse = Path(warehouse).absolute()
+    return warehouse.with_name(f"{warehouse.stem}.lake")
+
+
+def landing_file_id(source_file: str) -> str:
+    """The stable file name stem of one landing file's Parquet files: a hash of its landing path
+    (paths may hold characters a file name cannot, and a rerun must hit the same names)."""
+    return hashlib.sha256(source_file.encode("utf-8")).hexdigest()[:24]
+
+
+def read_schema(lake: Path, table: str) -> pa.Schema:
+    """The Arrow schema rows of ``table`` are written with (from its ``_schema.parquet``;
+    extension types such as JSON are written as their storage type, the view casts back)."""
+    schema = pq.read_schema(lake / table / SCHEMA_FILE)
+    fields = [pa.field(f.name, f.type.storage_type if isinstance(f.type, pa.ExtensionType) else f.type)
+              for f in schema]
+    return pa.schema(fields)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(table: pa.Table, target: Path) -> None:
+    """Write ``table`` to ``target`` via a temporary name in the same folder: write, fsync, rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.{os.getpid()}{_TMP_SUFFIX}")
+    try:
+        with tmp.open("wb") as fh:
+            pq.write_table(table, fh, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def version_stem(source_file: str, sha256: str) -> str:
+    """File name stem of one version of a landing file: ``<landing-file-id>-<sha256[:16]>``.
+
+    The content hash in the name makes a file set immutable: a changed landing file gets new
+    names, and the ledger (``raw.ingested_files``) says which version the views show."""
+    return f"{landing_file_id(source_file)}-{sha256[:16]}"
+
+
+#: The same stem in SQL over ``raw.ingested_files`` (DuckDB's sha256() is hex of the UTF-8 bytes, as hashlib's).
+_LEDGER_STEMS_SQL = "SELECT left(sha256(source_file), 24) || '-' || left(sha256, 16) FROM raw.ingested_files"
+
+
+def lake_files(lake: Path, table: str) -> list[Path]:
+    """Every file under the day folders of ``table`` (data, schema and temporary files)."""
+    root = lake / table
+    if not root.is_dir():
+        return []
+    return [Path(entry.path) for day_dir in os.scandir(root) if day_dir.is_dir()
+            for entry in os.scandir(day_dir.path)]
+
+
+def file_set(lake: Path, table: str, source_file: str, sha256: str) -> list[Path]:
+    """The Parquet files of one version of a landing file in ``table``."""
+    name = f"{version_stem(source_file, sha256)}.parquet"
+    return [p for p in lake_files(lake, table) if p.name == name]
+
+
+def _day_frame(rows: pl.DataFrame, spec: LakeTable) -> pl.Series:
+    cols = [pl.col(c).dt.convert_time_zone("UTC") if isinstance(rows.schema[c], pl.Datetime)
+            and rows.schema[c].time_zone else pl.col(c) for c in spec.day_columns]
+    return rows.select(pl.coalesce(cols).dt.date().fill_null(_NO_DAY).alias("day")).to_series()
+
+
+def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, versions: Mapping[str, str]) -> int:
+    """Write the rows of each landing file as its file set; return how many files were written.
+
+    ``versions`` maps every landing file in ``rows`` to the SHA-256 the ledger will record for it.
+    One Parquet file per landing file and day, each atomic (temporary name, fsync, rename). The
+    views show a file set once the ledger records that version (the caller's transaction
+    commits); :func:`remove_unlisted_files` deletes the superseded versions after that."""
+    frame = rows if isinstance(rows, pl.DataFrame) else pl.from_arrow(rows)
+    assert isinstance(frame, pl.DataFrame)
+    if not frame.height:
+        return 0
+    schema = read_schema(lake, spec.name)
+    keyed = frame.with_columns(_day_frame(frame, spec).alias("__day"))
+    written: set[Path] = set()
+    for (source_file, day), part in keyed.partition_by(["source_file", "__day"], as_dict=True,
+                                                       maintain_order=True).items():
+        stem = version_stem(str(source_file), versions[str(source_file)])
+        target = lake / spec.name / f"day={day.isoformat()}" / f"{stem}.parquet"
+        _write_atomic(part.drop("__day").to_arrow().select(schema.names).cast(schema), target)
+        written.add(target)
+    for folder in {p.parent for p in written}:
+        _fsync_dir(folder)
+    return len(written)
+
+
+def remove_unlisted_files(con: duckdb.DuckDBPyConnection, lake: Path, table: str) -> int:
+    """Delete the files of ``table`` that no ledger row names: superseded versions of changed
+    landing files, file sets of a run killed before its commit, temporary files. Call it after the
+    ingest's transaction committed, holding the warehouse's run lock (no other writer)."""
+    keep = {f"{stem}.parquet" for (stem,) in con.sql(_LEDGER_STEMS_SQL).fetchall()}
+    keep.add(Path(SCHEMA_FILE).name)
+    stale = [p for p in lake_files(lake, table) if p.name not in keep]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    for folder in {p.parent for p in stale}:
+        _fsync_dir(folder)
+    return len(stale)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _lake_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = 'lake' AND table_name = ? ORDER BY ordinal_position", [table]).fetchall()]
+
+
+def _view_sql(lake: Path, table: str, columns: list[tuple[str, str]]) -> str:
+    select = ", ".join(f'CAST("{name}" AS {dtype}) AS "{name}"' for name, dtype in columns)
+    glob = _quote((lake / table).as_posix() + "/*/*.parquet")
+    # Only the versions the ledger records: files of a landing file not yet committed (a run killed
+    # between its Parquet writes and its commit) and superseded versions stay invisible.
+    return (f"CREATE OR REPLACE VIEW raw.{table} AS SELECT {select} "
+            f"FROM read_parquet({glob}, hive_partitioning = false, filename = '__lake_file') "
+            f"WHERE parse_filename(__lake_file, true) IN ({_LEDGER_STEMS_SQL})")
+
+
+def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequence[LakeTable]) -> None:
+    """Write each table's ``_schema.parquet`` (once) and (re)create its ``raw.<table>`` view over
+    ``lake``; a warehouse from before the lake has its ``raw.<table>`` rows moved into the lake
+    first (per landing file, like an ingest) and the table dropped."""
+    for spec in tables:
+        schema_file = lake / spec.name / SCHEMA_FILE
+        if not schema_file.exists():
+            empty = con.sql(f"SELECT * FROM lake.{spec.name} LIMIT 0").arrow()
+            if not isinstance(empty, pa.Table):  # DuckDB 2.0 may return a reader
+                empty = empty.read_all()
+            _write_atomic(empty, schema_file)
+        kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = 'raw' "
+                           "AND table_name = ?", [spec.name]).fetchall()
+        if kind and kind[0][0] == "BASE TABLE":
+            _migrate_table(con, lake, spec)
+        ensure_view(con, "raw", spec.name, _view_sql(lake, spec.name, _lake_columns(con, spec.name)))
+
+
+def ensure_view(con: duckdb.DuckDBPyConnection, schema: str, name: str, create_sql: str) -> None:
+    """Run ``create_sql`` (a ``CREATE OR REPLACE VIEW``) unless the view already has that definition:
+    every writable open calls this, and an unchanged view should cost no catalog write."""
+    current = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = ? AND view_name = ?",
+                          [schema, name]).fetchall()
+    if not current or current[0][0].rstrip(";") != create_sql.replace("CREATE OR REPLACE VIEW", "CREATE VIEW", 1):
+        con.execute(create_sql)
+
+
+def _migrate_table(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> None:
+    """Move a pre-lake ``raw.<table>`` (a DuckDB table) into the lake, then drop it."""
+    versions = dict(con.execute(f"""SELECT DISTINCT r.source_file, f.sha256 FROM raw.{spec.name} AS r
+                                    JOIN raw.ingested_files AS f USING (source_file)""").fetchall())
+    for source_file, sha in versions.items():
+        rows = con.sql(f"SELECT * FROM raw.{spec.name} WHERE source_file = ? ORDER BY line_no",
+                       params=[source_file]).pl()
+        write_file_sets(lake, spec, rows, {source_file: sha})
+    con.execute(f"DROP TABLE raw.{spec.name}")
+
+
+def lake_of(con: duckdb.DuckDBPyConnection) -> Path:
+    """The lake of the warehouse file ``con`` is connected to (see :func:`lake_root`)."""
+    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()[0][0]
+    return lake_root(Path(path))

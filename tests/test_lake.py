@@ -1,0 +1,239 @@
+"""The raw layer as a Parquet lake: typed views over an empty lake, file sets per landing file
+version, and a real kill of a run between its Parquet writes and its commit."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from gpusre.models.ingest.lake import lake_files, lake_root, landing_file_id, version_stem
+from gpusre.models.sources.registry import lake_tables, record_sources
+from gpusre.models.warehouse import connect
+from gpusre.models.warehouse_snapshot import snapshot_path
+from gpusre.pipelines.runner import run_pipeline
+
+GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
+#: Columns whose value is the time of ingestion, not data.
+_WALL_CLOCK = {"ingested_at", "rejected_at", "updated_at", "first_ingested_at"}
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small simulated landing with every source (a run over it takes seconds)."""
+    out = tmp_path_factory.mktemp("lake") / "landing"
+    proc = subprocess.run([*GPUSRE, "simulate", "--out", str(out), "--nodes", "4", "--days", "3",
+                           "--start", "2026-09-01"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _contents(warehouse: Path) -> dict[str, list[tuple]]:
+    """Every raw view and core table, rows sorted, wall-clock columns left out."""
+    con = connect(warehouse, read_only=True)
+    try:
+        names = con.sql("SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                        "WHERE table_schema IN ('raw', 'core') ORDER BY 1").fetchall()
+        out: dict[str, list[tuple]] = {}
+        for (name,) in names:
+            schema, _, table = name.partition(".")
+            cols = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE "
+                                              "table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                                              [schema, table]).fetchall() if c not in _WALL_CLOCK]
+            select = ", ".join(f'"{c}"' for c in cols)
+            out[name] = con.sql(f"SELECT {select} FROM {name} ORDER BY ALL").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+def test_an_empty_lake_gives_empty_views_with_the_declared_columns_and_types(tmp_path: Path) -> None:
+    con = connect(tmp_path / "w.duckdb")
+    try:
+        for spec in lake_tables():
+            declared = con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE "
+                                   "table_schema = 'lake' AND table_name = ? ORDER BY ordinal_position",
+                                   [spec.name]).fetchall()
+            view = con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE "
+                               "table_schema = 'raw' AND table_name = ? ORDER BY ordinal_position",
+                               [spec.name]).fetchall()
+            assert view == declared and declared
+            assert con.sql(f"SELECT count(*) FROM raw.{spec.name}").fetchall() == [(0,)]
+    finally:
+        con.close()
+    assert (lake_root(tmp_path / "w.duckdb")) == tmp_path / "w.lake"
+
+
+def test_a_pre_lake_warehouse_moves_its_raw_rows_into_the_lake(tmp_path: Path) -> None:
+    """A warehouse written before the lake (raw.syslog_lines a table) keeps its rows, now as Parquet."""
+    wh = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(wh))
+    con.execute("CREATE SCHEMA raw")
+    con.execute("CREATE TABLE raw.syslog_lines (source_file VARCHAR, line_no BIGINT, ts TIMESTAMPTZ, host VARCHAR, "
+                "node VARCHAR, program VARCHAR, pid BIGINT, message VARCHAR, format VARCHAR, template_id BIGINT, "
+                "kind VARCHAR, code INTEGER, gpu_pci VARCHAR, device_pci VARCHAR, port VARCHAR, component VARCHAR, "
+                "cause_class VARCHAR, severity VARCHAR, action VARCHAR, pattern_id VARCHAR)")
+    con.execute("INSERT INTO raw.syslog_lines (source_file, line_no, ts, host, node, message) VALUES "
+                "('syslog/a.log', 1, '2026-09-01 10:00:00+00', 'gpu001', 'gpu001', 'hello'), "
+                "('syslog/a.log', 2, '2026-09-02 10:00:00+00', 'gpu001', 'gpu001', 'world')")
+    con.execute("CREATE TABLE raw.ingested_files (source_file VARCHAR PRIMARY KEY, source_kind VARCHAR NOT NULL, "
+                "sha256 VARCHAR NOT NULL, size_bytes BIGINT NOT NULL, rows_read BIGINT NOT NULL, rows_loaded BIGINT "
+                "NOT NULL, rows_rejected BIGINT NOT NULL, status VARCHAR NOT NULL, error VARCHAR, "
+                "ingested_at TIMESTAMPTZ NOT NULL)")
+    con.execute("INSERT INTO raw.ingested_files VALUES ('syslog/a.log', 'syslog', 'ab12', 10, 2, 2, 0, 'loaded', "
+                "NULL, now())")
+    con.close()
+    con = connect(wh)
+    try:
+        assert con.sql("SELECT line_no, message FROM raw.syslog_lines ORDER BY 1").fetchall() == [(1, "hello"),
+                                                                                                 (2, "world")]
+        kind = con.sql("SELECT table_type FROM information_schema.tables WHERE table_schema = 'raw' "
+                       "AND table_name = 'syslog_lines'").fetchall()
+        assert kind == [("VIEW",)]
+    finally:
+        con.close()
+    names = sorted(p.relative_to(tmp_path / "old.lake" / "syslog_lines").as_posix()
+                   for p in lake_files(tmp_path / "old.lake", "syslog_lines") if not p.name.startswith("_"))
+    stem = version_stem("syslog/a.log", "ab12")
+    assert names == [f"day=2026-09-01/{stem}.parquet", f"day=2026-09-02/{stem}.parquet"]
+
+
+def test_a_run_writes_one_file_per_landing_file_and_day_and_a_rerun_replaces_exactly_a_changed_file(
+        landing: Path, tmp_path: Path) -> None:
+    work = tmp_path / "landing"
+    subprocess.run(["cp", "-r", str(landing), str(work)], check=True)
+    wh = tmp_path / "w.duckdb"
+    run_pipeline(work, wh, tmp_path / "reports")
+    lake = lake_root(wh)
+    before = {p for p in lake_files(lake, "syslog_lines") if not p.name.startswith("_")}
+    con = connect(wh, read_only=True)
+    per_file_day = con.sql("SELECT count(DISTINCT (source_file, ts::DATE)) FROM raw.syslog_lines").fetchall()[0][0]
+    con.close()
+    assert len(before) == per_file_day
+    assert all(p.suffix == ".parquet" and p.parent.name.startswith("day=") for p in before)
+    # The snapshot (a copy of the DuckDB file) reads the same lake through the same absolute paths.
+    assert _raw_counts(snapshot_path(wh)) == _raw_counts(wh) and all(_raw_counts(wh).values())
+
+    changed = sorted((work / "syslog").rglob("*"))[0]
+    while not changed.is_file():
+        changed = sorted(changed.rglob("*"))[0]
+    lines = changed.read_bytes().splitlines(keepends=True)
+    changed.write_bytes(b"".join(lines[: len(lines) // 2]))
+    run_pipeline(work, wh, tmp_path / "reports")
+    after = {p for p in lake_files(lake, "syslog_lines") if not p.name.startswith("_")}
+    source_file = changed.relative_to(work).as_posix()
+    ident = landing_file_id(source_file)
+    assert {p for p in before if not p.name.startswith(ident)} == {p for p in after if not p.name.startswith(ident)}
+    assert {p for p in before if p.name.startswith(ident)} != {p for p in after if p.name.startswith(ident)}
+    con = connect(wh, read_only=True)
+    n = con.execute("SELECT count(*) FROM raw.syslog_lines WHERE source_file = ?", [source_file]).fetchall()[0][0]
+    loaded = con.execute("SELECT rows_loaded FROM raw.ingested_files WHERE source_file = ?", [source_file]).fetchall()
+    con.close()
+    assert [(n,)] == loaded and n < len(lines)
+
+
+#: A `gpusre run` whose process is killed (SIGKILL, no cleanup) while writing its Nth Parquet file,
+#: after the earlier files of the same run were renamed in place, before any commit of theirs.
+KILLED_RUN = """
+import os, signal, sys
+from pathlib import Path
+import gpusre.models.ingest.lake as lake
+real, calls = lake._write_atomic, [0]
+def dying(table, target):
+    if not target.name.startswith("_"):
+        calls[0] += 1
+        if calls[0] == int(sys.argv[4]):
+            tmp = target.with_name(f".{target.stem}.{os.getpid()}.parquet.tmp")
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(b"PAR1 half a file")
+            os.kill(os.getpid(), signal.SIGKILL)
+    real(table, target)
+lake._write_atomic = dying
+from gpusre.pipelines.runner import run_pipeline
+run_pipeline(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("when", ["early", "late"])
+def test_a_run_killed_mid_write_shows_no_partial_file_and_the_rerun_gives_the_same_results(
+        landing: Path, tmp_path: Path, when: str) -> None:
+    """Killed while writing the 3rd Parquet file (sacct committed nothing yet), or the last but one
+    (the earlier sources committed, the last one not)."""
+    reference = tmp_path / "reference.duckdb"
+    run_pipeline(landing, reference, tmp_path / "ref-reports")
+    n_files = sum(not p.name.startswith("_") for t in lake_tables() for p in lake_files(lake_root(reference), t.name))
+    kill_at = 3 if when == "early" else n_files - 1
+
+    wh = tmp_path / "w.duckdb"
+    proc = subprocess.run([sys.executable, "-c", KILLED_RUN, str(landing), str(wh), str(tmp_path / "reports"),
+                           str(kill_at)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    lake = lake_root(wh)
+    written = [p for t in lake_tables() for p in lake_files(lake, t.name)]
+    assert any(p.name.endswith(".parquet.tmp") for p in written)  # the half-written file
+    assert sum(p.suffix == ".parquet" and not p.name.startswith("_") for p in written) >= kill_at - 1
+    # The views read whole files of committed landing files only: the killed run's files are not
+    # in the ledger, the half-written one does not match the glob.
+    con = connect(wh, read_only=True)
+    try:
+        ledger = con.sql("SELECT count(*) FROM raw.ingested_files").fetchall()[0][0]
+        for source in record_sources():
+            assert source.lake is not None
+            shown = con.sql(f"SELECT count(*) FROM raw.{source.lake.name}").fetchall()[0][0]
+            committed = con.execute("SELECT coalesce(sum(rows_loaded), 0) FROM raw.ingested_files "
+                                    "WHERE source_kind = ?", [source.name]).fetchall()[0][0]
+            assert shown == committed
+    finally:
+        con.close()
+    assert ledger < _count_ledger(reference)
+
+    run_pipeline(landing, wh, tmp_path / "reports")
+    assert _contents(wh) == _contents(reference)
+    left = [p for t in lake_tables() for p in lake_files(lake, t.name)]
+    assert not any(p.name.endswith(".tmp") for p in left)
+    assert len(left) == len([p for t in lake_tables() for p in lake_files(lake_root(reference), t.name)])
+
+
+def _raw_counts(warehouse: Path) -> dict[str, int]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return {t.name: con.sql(f"SELECT count(*) FROM raw.{t.name}").fetchall()[0][0] for t in lake_tables()}
+    finally:
+        con.close()
+
+
+def _count_ledger(warehouse: Path) -> int:
+    con = connect(warehouse, read_only=True)
+    try:
+        return int(con.sql("SELECT count(*) FROM raw.ingested_files").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def test_views_cast_the_lake_to_the_declared_types(tmp_path: Path) -> None:
+    """A file set written from a frame with looser types still reads back with the declared ones."""
+    from gpusre.models.ingest.lake import write_file_sets
+    from gpusre.models.sources.registry import lake_table
+
+    wh = tmp_path / "w.duckdb"
+    con = connect(wh)
+    try:
+        rows = pl.DataFrame({"source_file": ["slurm_events/e.txt"], "line_no": [1], "source_format": ["sacctmgr"],
+                             "event_type": ["node"], "nodes": [["gpu001"]], "state_raw": [3]}).with_columns(
+            start_ts=pl.lit("2026-09-01 10:00:00").str.to_datetime(time_zone="UTC"))
+        schema = con.sql("SELECT * FROM lake.slurm_events LIMIT 0").pl().schema
+        full = rows.select([pl.col(c) if c in rows.columns else pl.lit(None).alias(c) for c in schema])
+        write_file_sets(lake_root(wh), lake_table("slurm_events"), full, {"slurm_events/e.txt": "00ff"})
+        con.execute("INSERT INTO raw.ingested_files VALUES ('slurm_events/e.txt', 'slurm_events', '00ff', 1, 1, 1, 0, "
+                    "'loaded', NULL, now())")
+        got = con.sql("SELECT nodes, start_ts::VARCHAR, state_raw FROM raw.slurm_events").fetchall()
+        assert got == [(["gpu001"], "2026-09-01 10:00:00+00", 3)]
+        assert (lake_root(wh) / "slurm_events" / "day=2026-09-01" / f"{version_stem('slurm_events/e.txt', '00ff')}"
+                ".parquet").is_file()
+    finally:
+        con.close()
