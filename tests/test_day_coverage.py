@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 from gpusre.models.day_coverage import build_day_coverage, complete_days, mark_partial_days
-from gpusre.models.warehouse import connect
+from gpusre.models.sources.registry import create_registry_views
+from gpusre.models.warehouse import apply_ddl
 
 UTC = timezone.utc
 
@@ -20,20 +21,24 @@ def _ts(day: int, hour: int, minute: int = 0) -> datetime:
 
 @pytest.fixture
 def con(tmp_path: Path):  # noqa: ANN201 - DuckDB connection
-    c = connect(tmp_path / "w.duckdb")
+    # Bare DDL: raw.* are views over the typed lake.* tables, which the tests fill by hand.
+    c = duckdb.connect(str(tmp_path / "w.duckdb"))
+    c.execute("SET TimeZone = 'UTC'")
+    apply_ddl(c)
+    create_registry_views(c)
     yield c
     c.close()
 
 
 def _sacct(con: duckdb.DuckDBPyConnection, *record_times: datetime) -> None:
     for i, t in enumerate(record_times):
-        con.execute("INSERT INTO raw.sacct_records (source_file, line_no, record_type, job_id, end_ts) "
+        con.execute("INSERT INTO lake.sacct_records (source_file, line_no, record_type, job_id, end_ts) "
                     "VALUES ('s.psv', ?, 'allocation', ?, ?)", [i + 2, str(i), t])
 
 
 def _syslog(con: duckdb.DuckDBPyConnection, *times: datetime) -> None:
     for i, t in enumerate(times):
-        con.execute("INSERT INTO raw.syslog_lines (source_file, line_no, ts) VALUES ('l.log', ?, ?)", [i + 1, t])
+        con.execute("INSERT INTO lake.syslog_lines (source_file, line_no, ts) VALUES ('l.log', ?, ?)", [i + 1, t])
 
 
 def _coverage(con: duckdb.DuckDBPyConnection) -> list[tuple]:
