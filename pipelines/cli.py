@@ -74,6 +74,9 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
         print(f"SLO report: {summary.slo_report_html}")
     if summary.snapshot:
         print(f"snapshot for ad hoc queries (readable while a run writes): {summary.snapshot}")
+    if summary.dagster_home:
+        print(f"Dagster UI (runs, materializations, checks): DAGSTER_HOME={summary.dagster_home} "
+              f"dagster dev -w workspace.yaml")
     # A refused file is a failed input even though everything else loaded: make cron notice.
     return EXIT_FAILED if summary.files_refused else 0
 
