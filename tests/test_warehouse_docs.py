@@ -15,7 +15,6 @@ import pytest
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import snapshot_path
 from gpusre.pipelines.cli import main
-from gpusre.pipelines.runner import run_pipeline
 from gpusre.pipelines.warehouse_docs import (
     README_BEGIN,
     load_contract,
@@ -24,23 +23,17 @@ from gpusre.pipelines.warehouse_docs import (
     undocumented,
     unknown_entries,
 )
-from gpusre.simulate import SimulationConfig, simulate_cluster
+from sim_warehouse import build_warehouse
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 QUERIES = REPO / "examples" / "queries.sql"
-# Fault rates raised (as in test_report_slo) so that every mart the example queries read has rows:
-# hardware incidents that kill jobs, alert incidents, repairs, suspect nodes, large training runs.
-CONFIG = SimulationConfig(nodes=40, days=45, seed=11, node_failures_per_1000_node_days=40,
-                          fabric_faults_kill_jobs=True, syslog_layout="central", log_lines_per_node_day=20)
 
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("docs")
-    simulate_cluster(root / "landing", CONFIG)
-    run_pipeline(root / "landing", root / "w.duckdb", root / "reports")
-    return root / "w.duckdb"
+    # Every mart the example queries read has rows in it.
+    return build_warehouse(tmp_path_factory.mktemp("docs"))[0]
 
 
 @pytest.fixture
