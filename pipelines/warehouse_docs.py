@@ -139,14 +139,21 @@ def apply_comments(con: duckdb.DuckDBPyConnection, contract: list[TableDoc] | No
 
 
 def undocumented(con: duckdb.DuckDBPyConnection, schemas: tuple[str, ...] = SCHEMAS) -> list[str]:
-    """``schema.table`` and ``schema.table.column`` of ``schemas`` whose comment is missing or empty."""
+    """``schema.table`` (tables and views) and ``schema.table.column`` of ``schemas`` whose comment is
+    missing or empty: exactly the entries to add to the contract."""
+    in_schemas = ", ".join(map(_literal, schemas))
     tables = con.sql(
-        f"""SELECT schema_name || '.' || table_name FROM duckdb_tables()
-            WHERE database_name = current_database() AND schema_name IN ({", ".join(map(_literal, schemas))})
-              AND coalesce(trim(comment), '') = '' ORDER BY 1""").fetchall()
+        f"""SELECT schema_name || '.' || table_name AS name FROM duckdb_tables()
+            WHERE database_name = current_database() AND schema_name IN ({in_schemas})
+              AND coalesce(trim(comment), '') = ''
+            UNION ALL
+            SELECT schema_name || '.' || view_name FROM duckdb_views()
+            WHERE database_name = current_database() AND schema_name IN ({in_schemas}) AND NOT internal
+              AND coalesce(trim(comment), '') = ''
+            ORDER BY name""").fetchall()
     columns = con.sql(
         f"""SELECT schema_name || '.' || table_name || '.' || column_name FROM duckdb_columns()
-            WHERE database_name = current_database() AND schema_name IN ({", ".join(map(_literal, schemas))})
+            WHERE database_name = current_database() AND schema_name IN ({in_schemas})
               AND coalesce(trim(comment), '') = '' ORDER BY schema_name, table_name, column_index""").fetchall()
     return [r[0] for r in tables + columns]
 
