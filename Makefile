@@ -18,15 +18,16 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/gpusre demo --out demo
 
-## Install and run the test suite.
+## Install and run the test suite (installs headless Chromium for the browser test when apt is available).
 test: $(STAMP)
+	sh tests/install_browser.sh
 	$(BIN)/python -m pytest -q
 
 ## Benchmarks (on demand; not part of the tests).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sacct.py
 
-## Dagster UI over the demo warehouse (after `make demo`).
+## Dagster UI over the demo warehouse (after `make demo`): its runs, materializations and checks are in demo/dagster_home.
 dev: $(STAMP)
 	$(BIN)/python -m pip install --quiet 'dagster-webserver>=1.13,<1.14'
 	DAGSTER_HOME=$$(pwd)/demo/dagster_home; mkdir -p $$DAGSTER_HOME; DAGSTER_HOME=$$DAGSTER_HOME $(BIN)/dagster dev -w workspace.yaml

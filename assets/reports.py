@@ -87,8 +87,9 @@ def slo_report(
 
 @dg.asset(
     key=WAREHOUSE_SNAPSHOT,
-    # After both reports, whose inputs cover every mart: the last step of a run that builds them.
-    deps=[NIGHTLY_REPORT, SLO_REPORT],
+    # After both reports, whose inputs cover every mart: the last step of a run that builds them;
+    # after the table comments (reports/warehouse_comments), so the copy carries them.
+    deps=[NIGHTLY_REPORT, SLO_REPORT, dg.AssetKey(["reports", "warehouse_comments"])],
     group_name="reports",
     kinds={"duckdb"},
     pool=WAREHOUSE_POOL,

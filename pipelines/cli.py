@@ -1,4 +1,4 @@
-"""The ``gpusre`` command line: simulate, run, demo, report.
+"""The ``gpusre`` command line: simulate, run, demo, report, templates, docs.
 
 User errors (bad arguments, unreadable input, invalid cluster.yaml, a warehouse locked by another
 process) print one line ``gpusre: error: …`` and exit non-zero; no tracebacks.
@@ -74,6 +74,9 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
         print(f"SLO report: {summary.slo_report_html}")
     if summary.snapshot:
         print(f"snapshot for ad hoc queries (readable while a run writes): {summary.snapshot}")
+    if summary.dagster_home:
+        print(f"Dagster UI (runs, materializations, checks): DAGSTER_HOME={summary.dagster_home} "
+              f"dagster dev -w workspace.yaml")
     # A refused file is a failed input even though everything else loaded: make cron notice.
     return EXIT_FAILED if summary.files_refused else 0
 
@@ -224,6 +227,41 @@ def _cmd_templates(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_docs(args: argparse.Namespace) -> int:
+    from gpusre.pipelines.warehouse_docs import apply_comments, sync_readme, undocumented
+
+    if not args.readme and not args.warehouse:
+        print("gpusre: error: docs: give --readme [PATH] and/or --warehouse PATH", file=sys.stderr)
+        return EXIT_USAGE
+    status = 0
+    if args.readme:
+        readme = Path(args.readme)
+        if not readme.is_file():
+            raise FileNotFoundError(f"{readme}: no such file")
+        try:
+            current = sync_readme(readme, check=args.check)
+        except ValueError as exc:
+            print(f"gpusre: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if current:
+            print(f"{readme}: table reference up to date")
+        elif args.check:
+            print(f"{readme}: table reference out of date; run: gpusre docs --readme {readme}", file=sys.stderr)
+            status = EXIT_FAILED
+        else:
+            print(f"{readme}: table reference regenerated from sql/contract/*.yaml")
+    if args.warehouse:
+        _, con = _open_warehouse(args.warehouse, read_only=False)
+        try:
+            tables, columns = apply_comments(con)
+            missing = undocumented(con)
+        finally:
+            con.close()
+        print(f"{args.warehouse}: comments on {tables} tables and {columns} columns; "
+              f"{len(missing)} without a contract entry{': ' + ', '.join(missing) if missing else ''}")
+    return status
+
+
 def _iso_date(text: str) -> date:
     try:
         return date.fromisoformat(text)
@@ -298,6 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
     incident.add_argument("--warehouse", required=True)
     incident.add_argument("--out", required=True)
     incident.set_defaults(func=_cmd_report_incident)
+    docs = sub.add_parser("docs", help="the table contract sql/contract/*.yaml: regenerate the README's table "
+                                       "reference, or apply COMMENT ON to a warehouse")
+    docs.add_argument("--readme", nargs="?", const="README.md", metavar="PATH",
+                      help="rewrite the generated table reference of this README (default: ./README.md)")
+    docs.add_argument("--check", action="store_true", help="with --readme: only check, exit 1 when out of date")
+    docs.add_argument("--warehouse", metavar="PATH", help="apply the table and column comments to this warehouse "
+                                                          "(every run does it at its end)")
+    docs.set_defaults(func=_cmd_docs)
     return parser
 
 

@@ -31,6 +31,7 @@ from gpusre.assets.node_states import (
 )
 from gpusre.assets.report_marts import report_marts
 from gpusre.assets.reports import nightly_report, slo_report, warehouse_snapshot
+from gpusre.assets.warehouse_docs import warehouse_comments
 from gpusre.pipelines.jobs import daily_marts_job, ingest_job, nightly_job, rollup_job
 from gpusre.pipelines.resources import default_resources
 from gpusre.pipelines.schedules import nightly_schedule
@@ -39,7 +40,8 @@ from gpusre.pipelines.sensors import landing_sensor
 ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events,
           core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
           alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings,
-          cluster_comparison, data_coverage_marts, report_marts, nightly_report, slo_report, warehouse_snapshot]
+          cluster_comparison, data_coverage_marts, report_marts, nightly_report, slo_report, warehouse_comments,
+          warehouse_snapshot]
 CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS,
           dense_sources_have_no_empty_days, no_silent_nodes]
 

@@ -1,9 +1,11 @@
 """Run the pipeline in process through Dagster: what ``gpusre run`` and ``gpusre demo`` do.
 
 Three job runs, in order: ``ingest_job`` (raw + core), ``daily_marts_job`` over the range of days
-that changed (one single-run backfill), ``rollup_job`` (roll-up marts and the report). Runs are
-recorded in the Dagster instance of ``$DAGSTER_HOME`` when it is set (so ``dagster dev`` shows them),
-else in a throwaway in-memory instance.
+that changed (one single-run backfill), ``rollup_job`` (roll-up marts and the report). Runs, asset
+materializations and check results are recorded in a persistent Dagster instance: ``$DAGSTER_HOME``
+when it is set, else ``<warehouse folder>/dagster_home`` (created with a ``dagster.yaml`` on the first
+run), so ``DAGSTER_HOME=<that folder> dagster dev -w workspace.yaml`` (``make dev`` for the demo) shows
+what ran.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from gpusre.pipelines.definitions import build_definitions
 from gpusre.pipelines.partitions import DAILY_PARTITIONS
 from gpusre.pipelines.run_lock import warehouse_lock
 
-__all__ = ["SOURCES", "PipelineError", "RunSummary", "SourceSummary", "run_pipeline"]
+__all__ = ["SOURCES", "PipelineError", "RunSummary", "SourceSummary", "dagster_home", "run_pipeline"]
 
 #: Dagster's own console logging is switched off below CRITICAL: the CLI prints its own progress and
 #: one line per problem; a failing step's ERROR events (with their traceback) go to the run's log
@@ -79,12 +81,35 @@ class RunSummary:
     slo_report_html: Path | None = None
     snapshot: Path | None = None  # the warehouse copy for ad hoc queries (reports/warehouse_snapshot)
     report_markdown: Path | None = None
+    dagster_home: Path | None = None  # the Dagster instance the runs were recorded in
     seconds: float = 0.0
     sources: dict[str, SourceSummary] = field(default_factory=dict)
 
 
-def _instance() -> dg.DagsterInstance:
-    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+#: Written on the first run into a new instance folder. Telemetry off: a batch job on a cluster
+#: head node should not phone home; everything else is Dagster's default (SQLite storage in the folder).
+_DAGSTER_YAML = """\
+# Dagster instance of the gpusre runs on the warehouse in the folder above (written by gpusre run).
+# Open the UI on it: DAGSTER_HOME=<this folder> dagster dev -w workspace.yaml  (make dev for the demo)
+telemetry:
+  enabled: false
+"""
+
+
+def dagster_home(warehouse: Path) -> Path:
+    """The Dagster instance folder runs over ``warehouse`` record into: ``$DAGSTER_HOME`` when set,
+    else ``dagster_home`` next to the warehouse file."""
+    env = os.environ.get("DAGSTER_HOME")
+    return Path(env) if env else Path(warehouse).resolve().parent / "dagster_home"
+
+
+def _instance(home: Path) -> dg.DagsterInstance:
+    """The persistent instance in ``home``, its folder and ``dagster.yaml`` created when missing."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(_DAGSTER_YAML)
+    return dg.DagsterInstance.from_config(str(home))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -193,9 +218,13 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callabl
                 started: float) -> RunSummary:
     _preflight_warehouse(warehouse)
     defs = build_definitions(str(warehouse), str(landing), str(reports))
-    instance = _instance()
-    summary = RunSummary()
+    home = dagster_home(warehouse)
+    with _instance(home) as instance:
+        return _run_jobs(defs, instance, warehouse, progress, started, RunSummary(dagster_home=home))
 
+
+def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Path,
+              progress: Callable[[str], None], started: float, summary: RunSummary) -> RunSummary:
     progress("[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*")
     t0 = time.monotonic()
     ingest = _execute(defs, "ingest_job", instance, warehouse)
