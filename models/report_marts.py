@@ -13,13 +13,10 @@ from collections.abc import Sequence
 import duckdb
 
 from gpusre.models.marts_runner import run_mart_sql
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.models.warehouse import table_exists
 
-__all__ = ["REPORT_FAILURE_STATES", "REPORT_MARTS", "WINDOW_MACROS", "build_report_marts"]
-
-# vocabulary: the failure-state set every report section quotes ("failed jobs hold X % of GPU time",
-# "N jobs ended in a failure state"); one definition, passed to the marts as $failure_states.
-REPORT_FAILURE_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT")
+__all__ = ["REPORT_MARTS", "WINDOW_MACROS", "build_report_marts"]
 
 #: mart name -> the table it is built from (the mart is skipped while that table does not exist).
 REPORT_MARTS: dict[str, str] = {
@@ -32,13 +29,15 @@ REPORT_MARTS: dict[str, str] = {
     "hw_incidents_by_component": "marts.hw_incidents",
     "ettr_window_by_size": "marts.ettr_runs",
     "ettr_window_policies": "marts.ettr_runs",
+    "utilization_summary": "marts.utilization_daily",
 }
 #: The marts that are table macros over a report window (date_from, date_to), not tables.
-WINDOW_MACROS: frozenset[str] = frozenset({"hw_incidents_by_component", "ettr_window_by_size", "ettr_window_policies"})
+WINDOW_MACROS: frozenset[str] = frozenset({"hw_incidents_by_component", "ettr_window_by_size", "ettr_window_policies",
+                                           "utilization_summary"})
 
 
 def build_report_marts(con: duckdb.DuckDBPyConnection,
-                       failure_states: Sequence[str] = REPORT_FAILURE_STATES) -> dict[str, str | None]:
+                       failure_states: Sequence[str] = FAILED_STATES) -> dict[str, str | None]:
     """(Re)build every report mart whose input exists. Returns mart name -> None when built, else
     why not (input missing, or the one-line DuckDB error of an input with an unexpected shape: that
     mart is dropped, so its report section says it has not been built, and the other marts still build)."""

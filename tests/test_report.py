@@ -12,6 +12,7 @@ import pytest
 from gpusre.reports.kit.charts import safe_label, top_consumers_chart
 from gpusre.reports.kit.formatting import fmt_date, fmt_duration, fmt_int, fmt_pct, md_escape
 from gpusre.models.report_marts import build_report_marts
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.models.warehouse import apply_ddl
 from gpusre.reports.nightly import ReportPaths
 from gpusre.reports.nightly import render_nightly_report as _render_nightly
@@ -98,7 +99,7 @@ def _marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -
         "utilization_daily": """CREATE TABLE marts.utilization_daily AS
             SELECT DATE '2026-10-01' + i::INTEGER AS day, 19200.0 AS capacity_gpu_hours,
                    19200.0 * (0.6 + 0.01 * i) AS allocated_gpu_hours, 0.6 + 0.01 * i AS utilization,
-                   100 + i AS jobs_running
+                   100 + i AS jobs_running, false AS partial
             FROM range(31) r(i)""",
         "gpu_time_by_state": """CREATE TABLE marts.gpu_time_by_state AS SELECT * FROM (VALUES
             ('all', 'all', 'COMPLETED', 900, 5580.0, 0.75, 0.555),
@@ -266,7 +267,7 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
     assert "Completed jobs consumed 55.5 % of GPU time in 2026-08 … 2026-10" in text
     assert "cancelled jobs 41.2 %" in text
     # marts.job_totals over job_usage_daily: 826.1 of 1,246.4 GPU-hours ended in a failure state
-    assert "failed jobs (FAILED, NODE_FAIL, OUT_OF_MEMORY, TIMEOUT) 66.3 %" in text
+    assert f"failed jobs ({', '.join(FAILED_STATES)}) 66.3 %" in text
     assert "1,234,567.8" in text  # thousands separators in tables
     assert "Rejects, last ingestion" in text and "of 1,500 rows in 1 file" in text
     # Headline: 4 of the 6 jobs ended on the report day, 3 of them in failure states.
@@ -276,7 +277,7 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
     # the days before that marts.job_totals covers: the hand-made job_usage_daily starts on 2026-10-30
     assert "(median of the 1 day before: 12 jobs ended, 0 failed)" in text
     assert "allocated / capacity GPU-hours · 7-day median 86.0 %" in text
-    assert "FAILED 1, NODE_FAIL 1, OUT_OF_MEMORY 0, TIMEOUT 1" in text
+    assert "FAILED 1, NODE_FAIL 1, TIMEOUT 1 ·" in text
     # Mean utilization is capacity-weighted: (0.6 + 0.01 * mean(0..30)) = 0.75.
     assert "mean utilization of 75.0 %" in text
     # Trend table in percentage points; last night's failure table with Slurm-style elapsed time.
@@ -306,7 +307,7 @@ def test_why_jobs_failed(report: tuple[ReportPaths, str, str]) -> None:
     assert ("Of 8 failed jobs in 2026-08-03 … 2026-10-31, 3 were infrastructure (2,312 GPU-h lost), 4 user and "
             "1 unknown; on 2026-10-31, of 3, 2 were infrastructure (264 GPU-h lost), 1 user and 0 unknown.") in text
     # Attribution × state cross-tab: failure states first, then the others; Total row.
-    assert "Attribution FAILED NODE_FAIL OUT_OF_MEMORY TIMEOUT CANCELLED Jobs Share Lost GPU-hours" in text
+    assert "Attribution FAILED NODE_FAIL TIMEOUT OUT_OF_MEMORY CANCELLED Jobs Share Lost GPU-hours" in text
     assert "Infrastructure 1 2 – – – 3 37.5 % 2,312.0" in text
     assert "User 2 – 1 1 – 4 50.0 % 0.0" in text and "Unknown – – – – 1 1 12.5 % 0.0" in text
     assert "Total 3 2 1 1 1 8 100.0 % 2,312.0" in text
@@ -418,7 +419,7 @@ def test_missing_and_empty_marts_say_no_data(tmp_path: Path) -> None:
     assert "No data yet: marts.findings has not been built." in html
     assert "No data yet: marts.runtime_quantiles has not been built." in html
     assert "No data yet: marts.top_consumers is empty." in html
-    assert "No GPU job ended in FAILED, NODE_FAIL, OUT_OF_MEMORY or TIMEOUT on 2026-10-30." in html
+    assert f"No GPU job ended in {', '.join(FAILED_STATES[:-1])} or {FAILED_STATES[-1]} on 2026-10-30." in html
     assert "Mean utilization was 75.0 %" in html  # sections with data still render
     assert "No data yet: marts.findings has not been built." in paths.markdown.read_text()
     con.close()

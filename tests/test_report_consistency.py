@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from report_html import section, visible_text
 
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.runner import run_pipeline
 from gpusre.reports.incident import render_incident_report
@@ -68,7 +68,7 @@ def test_failed_share_is_one_number(pages: dict[str, object]) -> None:
     page = str(pages["nightly"])
     share = fmt_pct(pages["totals"][1])  # type: ignore[index]
     states = visible_text(section(page, "states"))
-    assert f"failed jobs ({', '.join(REPORT_FAILURE_STATES)}) {share}." in states
+    assert f"failed jobs ({', '.join(FAILED_STATES)}) {share}." in states
     failures = visible_text(section(page, "failures"))
     quoted = re.findall(r"failed jobs hold ([\d.]+ %) of GPU-hours", failures)
     assert quoted in ([share], [])  # stated when last night had failures, then with the same value

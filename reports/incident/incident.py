@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
 from gpusre.models.warehouse import select_columns, table_exists
 from gpusre.reports.incident.terms import as_utc
 from gpusre.reports.kit.formatting import truncate
@@ -20,11 +21,8 @@ from gpusre.reports.kit.warehouse import query_rows
 log = logging.getLogger(__name__)
 
 
-#: Job states that count as killed by an incident (``AlertClusteringSettings.killed_states``).
-KILLED_STATES = ("FAILED", "NODE_FAIL")
-
-#: States of an earlier (requeued) instance that mean it was interrupted.
-INTERRUPTED_STATES = ("NODE_FAIL", "REQUEUED", "FAILED", "BOOT_FAIL")
+#: States of an earlier (requeued) instance that mean it was interrupted: killed, or restarted.
+INTERRUPTED_STATES = (*KILLED_STATES, *RESTART_STATES)
 
 #: Blast-radius window of an alert incident: [start − 15 min, last alert start + 5 min]
 #: (``AlertClusteringSettings.job_before_minutes`` / ``job_after_minutes``).

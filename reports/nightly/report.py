@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.reports.coverage import GAP_WARN_DAYS, coverage_warnings
 from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, truncate
 from gpusre.reports.kit.render import write_report
@@ -115,7 +115,7 @@ def build_nightly_context(
             "files": prov.get("files", MISSING),
             "rows_read": prov.get("rows_read", MISSING),
             "rejects": prov.get("rejects", MISSING),
-            "failure_states": ", ".join(REPORT_FAILURE_STATES),
+            "failure_states": ", ".join(FAILED_STATES),
         },
         "warnings": warnings,
         "sections": sections,

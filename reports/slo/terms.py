@@ -4,6 +4,7 @@ configured intervals are written."""
 from __future__ import annotations
 
 from gpusre.reports.kit.formatting import MISSING, fmt_num, fmt_pct, is_number
+from gpusre.models.vocabulary import SIZE_BUCKET_LABELS
 
 #: SLI names of ``marts.slo_daily`` -> what the meeting calls them (unknown SLIs are shown as stored).
 SLI_LABELS: dict[str, str] = {
@@ -25,7 +26,8 @@ SLI_DEFS: dict[str, str] = {
     "goodput": "productive GPU-hours over capacity GPU-hours",
 }
 
-BUCKETS = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
+#: The GPU size buckets in order (the CPU-only bucket left out).
+BUCKETS = SIZE_BUCKET_LABELS[1:]
 
 
 def fmt_objective(x: float | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusre.models.component_classes import class_label
+from gpusre.models.vocabulary import class_label
 from gpusre.models.warehouse import table_exists
 from gpusre.reports.incident.incident import Incident
 from gpusre.reports.incident.terms import as_utc, at_text, when_text

@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from gpusre.reports.incident.incident import KILLED_STATES, MARGIN_MIN, Incident
+from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
+from gpusre.reports.incident.incident import MARGIN_MIN, Incident
 from gpusre.reports.incident.terms import (
     ALERT_COLOURS,
     EVENT_COLOURS,
@@ -87,7 +88,7 @@ def _timeline_lanes(inc: Incident) -> tuple[list[tuple[str, str, list[charts.Tim
         def rank(j: dict[str, Any]) -> tuple[Any, ...]:
             ended_in = j["end_ts"] is not None and lo <= j["end_ts"] <= hi
             return (j["job_id"] not in counted or not j["is_latest"],
-                    not (j["state"] in KILLED_STATES or j["state"] in ("REQUEUED", "BOOT_FAIL")) or not ended_in,
+                    not (j["state"] in KILLED_STATES or j["state"] in RESTART_STATES) or not ended_in,
                     -(j["n_gpus"] or 0), j["start_ts"] or inc.t0)
 
         items = []

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.models.warehouse import select_columns
 from gpusre.reports.kit.formatting import (
     MISSING,
@@ -79,7 +79,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     n = {(r["attribution"], r["state"]): r["n"] for r in cells}
     lost = {(r["attribution"], r["state"]): r["lost"] for r in cells}
     seen = {r["state"] for r in cells} - {ALL}
-    states = [s for s in REPORT_FAILURE_STATES if s in seen] + sorted(seen - set(REPORT_FAILURE_STATES), key=str)
+    states = [s for s in FAILED_STATES if s in seen] + sorted(seen - set(FAILED_STATES), key=str)
     attrs = [a for a in _ATTRIBUTIONS if a in every] + sorted(set(every) - set(_ATTRIBUTIONS), key=str)
     rows = []
     for a in attrs + [ALL]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import duckdb
 
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -38,12 +38,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                FROM core.jobs
                                WHERE end_day = ? AND list_contains(?, state) AND n_gpus > 0 AND end_ts IS NOT NULL
                                ORDER BY gpu_hours DESC NULLS LAST, job_id LIMIT {_TOP_N_FAILURES}""",
-                      [meta.report_date, list(REPORT_FAILURE_STATES)])
+                      [meta.report_date, list(FAILED_STATES)])
     night = query_rows(con, "SELECT failed_jobs AS n, failed_gpu_hours AS gpuh, failed_share_gpu_hours AS share "
                             "FROM marts.job_totals WHERE scope = 'day' AND day = ?", [meta.report_date])
     agg = night[0] if night else {"n": 0, "gpuh": 0.0, "share": None}
     if not rows:
-        sec.lead = f"No GPU job ended in {', '.join(REPORT_FAILURE_STATES[:-1])} or {REPORT_FAILURE_STATES[-1]} on {d}."
+        sec.lead = f"No GPU job ended in {', '.join(FAILED_STATES[:-1])} or {FAILED_STATES[-1]} on {d}."
         return sec
     share = agg["share"]
     whole = job_totals(con)

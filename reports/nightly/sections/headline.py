@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.ingest.hostlist import compress_hostlist
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -48,7 +48,8 @@ def _baseline(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, An
     utils = []
     if table_status(con, "marts.utilization_daily") is None:
         utils = [r["utilization"] for r in query_rows(con, "SELECT utilization FROM marts.utilization_daily "
-                                                           "WHERE day BETWEEN ? AND ? AND utilization IS NOT NULL",
+                                                           "WHERE day BETWEEN ? AND ? AND utilization IS NOT NULL "
+                                                           "AND NOT coalesce(partial, false)",
                                                       [first, last])]
     return {
         "days": len(rows),
@@ -73,10 +74,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                             [meta.report_date]) or [empty])[0]
     util = night_util = None
     if table_status(con, "marts.utilization_daily") is None:
-        util = scalar(
-            con,
-            "SELECT sum(allocated_gpu_hours) / nullif(sum(capacity_gpu_hours), 0) FROM marts.utilization_daily",
-        )
+        # The mean the Utilization section quotes: complete days up to the report day.
+        util = scalar(con, "SELECT utilization FROM marts.utilization_summary(?, 1) WHERE scope = 'all'",
+                      [meta.report_date])
         night_util = scalar(con, "SELECT utilization FROM marts.utilization_daily WHERE day = ?",
                             [meta.report_date])
     fail_by_state = {}
@@ -110,7 +110,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             + (f" (median of the {plural(base['days'], 'day')} before: {fmt_num(base['jobs'], 0)} jobs ended, "
                f"{fmt_num(base['failures'], 0)} failed)." if base else ".")
         )
-    fail_detail = ", ".join(f"{s} {fmt_int(fail_by_state.get(s, 0))}" for s in REPORT_FAILURE_STATES)
+    # States with no failure that night are left out: six zeros would bury the one that matters.
+    fail_detail = ", ".join(f"{s} {fmt_int(fail_by_state[s])}" for s in FAILED_STATES if fail_by_state.get(s)) or "none"
     sec.cards = [
         {"label": "Period covered", "value": period, "sub": "job end days, UTC", "tone": ""},
         {"label": "GPU jobs ended", "value": fmt_int(tot["gpu_jobs"]), "sub": "whole period", "tone": ""},

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import duckdb
 
-from gpusre.models.report_marts import REPORT_FAILURE_STATES
+from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_int,
@@ -42,9 +42,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         return sec
     period = _state_period_label(con)
     top = rows[0]
-    # The one failed share every section quotes: marts.job_totals over REPORT_FAILURE_STATES.
+    # The one failed share every section quotes: marts.job_totals over FAILED_STATES.
     failed = scalar(con, "SELECT failed_share_gpu_hours FROM marts.job_totals WHERE scope = 'all'")
-    others = [r for r in rows[1:3] if r["state"] not in REPORT_FAILURE_STATES]
+    others = [r for r in rows[1:3] if r["state"] not in FAILED_STATES]
     if top["share_gpu_hours"] is None:  # GPU jobs that ran 0 s, or no GPU counts in the dumps
         sec.lead = (f"No GPU-hours were recorded in {period}: {plural(sum(r['jobs'] or 0 for r in rows), 'GPU job')} "
                     "ended, none with a positive runtime × GPU count.")
@@ -52,7 +52,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = (
             f"{state_name(top['state'])} jobs consumed {fmt_pct(top['share_gpu_hours'])} of GPU time in {period}"
             + "".join(f"; {state_name(r['state']).lower()} jobs {fmt_pct(r['share_gpu_hours'])}" for r in others)
-            + f"; failed jobs ({', '.join(REPORT_FAILURE_STATES)}) {fmt_pct(failed)}."
+            + f"; failed jobs ({', '.join(FAILED_STATES)}) {fmt_pct(failed)}."
         )
     sec.add(svg(charts.state_share_chart(
         [(r["state"], r["share_jobs"], r["share_gpu_hours"]) for r in rows],

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from gpusre.models.component_classes import class_label
+from gpusre.models.vocabulary import class_label
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import MISSING, fmt_ci, fmt_hours, fmt_int, fmt_num, is_number, plural, sentence_case
 from gpusre.reports.kit.render import svg

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from gpusre.models.component_classes import class_label
+from gpusre.models.vocabulary import class_label
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     MISSING,

@@ -4,6 +4,8 @@ Reads marts.job_mttf_by_size, marts.job_mttf_projection, marts.job_survival; for
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import duckdb
@@ -16,13 +18,14 @@ from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import bucket_key
 from gpusre.reports.slo.window import SloWindow
+from gpusre.models.vocabulary import SIZE_BUCKETS
 
 #: Meta RSC-1's published job MTTF by job size (GPUs, hours), Kokolis et al., HPCA 2025.
 META_RSC1_MTTF: tuple[tuple[int, float], ...] = ((1024, 7.9), (16384, 1.8), (131072, 0.23))
 
 
 #: A typical GPU count per size bucket, used only when the projection mart has no bucket median.
-_BUCKET_MID = {"1": 1, "2-8": 4, "9-64": 24, "65-256": 128, "257-1024": 512, ">1024": 2048}
+_BUCKET_MID = {label: round(math.sqrt(lo * hi)) if hi else 2 * lo for label, lo, hi in SIZE_BUCKETS}
 
 _KM_HORIZON_H = 24.0
 
