@@ -72,7 +72,7 @@ def test_state_sets_relate_as_documented() -> None:
 
 
 #: A quoted Slurm failure state in code (a docstring or comment may name one; a list of them may not).
-_STATE_LIST = re.compile(r"""\(\s*['"](?:FAILED|NODE_FAIL|BOOT_FAIL|TIMEOUT)['"]\s*,|IN\s*\(\s*'(?:COMPLETED|FAILED|NODE_FAIL)'""")
+_STATE_LIST = re.compile(r"""\(\s*['"](?:FAILED|NODE_FAIL|BOOT_FAIL|TIMEOUT)['"]\s*,\s*['"]|IN\s*\(\s*'(?:COMPLETED|FAILED|NODE_FAIL)'""")
 
 
 def test_no_second_copy_of_a_state_set() -> None:
