@@ -246,16 +246,18 @@ def test_ettr_goodput_and_incident_takeaways_match_the_marts(report: tuple[Repor
                                                              window: tuple[date, date],
                                                              mart: duckdb.DuckDBPyConnection) -> None:
     _, page, _ = report
-    runs = mart.execute("""SELECT n_gpus, ettr FROM marts.ettr_runs WHERE NOT ongoing AND ettr IS NOT NULL
+    runs = mart.execute("""SELECT n_gpus, ettr, ettr_excl_queue FROM marts.ettr_runs WHERE NOT ongoing AND ettr IS NOT NULL
                            AND CAST(timezone('UTC', last_end_ts) AS DATE) BETWEEN ? AND ?""", list(window)).fetchall()
     bounds = [(1, 1, "1"), (2, 8, "2-8"), (9, 64, "9-64"), (65, 256, "65-256"), (257, 1024, "257-1024")]
-    bucket = max((next(i for i, (a, b, _) in enumerate(bounds) if a <= n <= b) for n, _ in runs))
-    vals = sorted(e for n, e in runs if bounds[bucket][0] <= n <= bounds[bucket][1])
+    bucket = max((next(i for i, (a, b, _) in enumerate(bounds) if a <= n <= b) for n, _, _ in runs))
+    vals = sorted(e for n, e, _ in runs if bounds[bucket][0] <= n <= bounds[bucket][1])
+    excl = [x for n, _, x in runs if bounds[bucket][0] <= n <= bounds[bucket][1]]
     median = mart.execute("SELECT median(v) FROM unnest(?::DOUBLE[]) t(v)", [vals]).fetchone()[0]
+    median_excl = mart.execute("SELECT median(v) FROM unnest(?::DOUBLE[]) t(v)", [excl]).fetchone()[0]
     sec = section(page, "ettr")
     take = _takeaways(sec)[0]
     assert f"Runs of {bounds[bucket][2]} GPUs that ended in the window had a median ETTR of {median:.2f} " \
-           f"({len(vals)} runs)" in take
+           f"with queue wait and {median_excl:.2f} without ({len(vals)} runs)" in take
     expected = mart.execute("SELECT expected_ettr FROM marts.ettr_by_size WHERE gpus_bucket = ?",
                             [bounds[bucket][2]]).fetchone()[0]
     assert f"against {expected:.2f} expected from failures alone" in take
@@ -312,7 +314,7 @@ def test_hostile_run_name_and_user_are_escaped(warehouse: Path, window: tuple[da
     row = next(r for r in _rows(section(page, "ettr")) if r[0] == "evil-run")
     assert row[1] == EVIL_USER and row[3] == XSS  # shown as text
     assert XSS not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
-    assert "Runs of >1024 GPUs that ended in the window had a median ETTR of 0.42 (1 run)" in visible_text(page)
+    assert "Runs of >1024 GPUs that ended in the window had a median ETTR of 0.42 with queue wait and" in visible_text(page)
 
 
 def test_broken_mart_only_breaks_its_section(warehouse: Path, window: tuple[date, date], tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import duckdb
 
 from gpusre.reports.kit.formatting import fmt_int, fmt_num, fmt_pct
 from gpusre.reports.kit.section import NO_DATA, Cell
-from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,13 @@ def alert_window(meta: NightlyMeta) -> tuple[date, date]:
 
 def latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
     """The last UTC day the dumps cover completely: a dump cut at 00:15 shows only a sliver of
-    the new day, and reporting that sliver as "last night" would show near-zero utilization."""
+    the new day, and reporting that sliver as "last night" would show near-zero utilization.
+    marts.day_coverage decides (the last day it does not label partial); before that mart exists, the
+    day before the dumps' last record."""
+    if table_status(con, "marts.day_coverage") is None:
+        day = scalar(con, "SELECT max(day) FROM marts.day_coverage WHERE NOT partial")
+        if day is not None:
+            return day
     rows = query_rows(con, """SELECT (max(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))))::DATE - 1) AS d,
                                  max(end_day) AS last_end FROM core.jobs""")
     if not rows or rows[0]["d"] is None:

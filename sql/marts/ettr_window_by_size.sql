@@ -1,6 +1,7 @@
 -- marts.ettr_window_by_size(date_from, date_to): a table macro, one row per GPU size bucket of the
 -- training runs of marts.ettr_runs that ended (last job end, UTC day) in [date_from, date_to] and are
--- not ongoing: runs, median nodes, ETTR mean and p10 / p50 / p90 (linear interpolation), mean
+-- not ongoing: runs, median nodes, ETTR mean and p10 / p50 / p90 (linear interpolation), the median
+-- ETTR without queue wait (ettr_excl_queue_p50, beside the ETTR with it), mean
 -- interruptions per run, and the mean share of a run's wall-clock spent in queue wait, in gaps between
 -- its jobs, in restart overhead and in re-done work. A macro because the SLO review's window is chosen
 -- per report; the per-bucket ETTR quantiles every section quotes come from here.
@@ -15,7 +16,8 @@ WITH r AS (
 SELECT size_bucket, bucket_order, count(*)::BIGINT AS runs,
        quantile_cont(COALESCE(n_nodes, 0), 0.5) AS median_nodes,
        avg(ettr) AS ettr_mean, quantile_cont(ettr, 0.1) AS ettr_p10, quantile_cont(ettr, 0.5) AS ettr_p50,
-       quantile_cont(ettr, 0.9) AS ettr_p90, avg(COALESCE(interruptions, 0)) AS interruptions_mean,
+       quantile_cont(ettr, 0.9) AS ettr_p90, quantile_cont(ettr_excl_queue, 0.5) AS ettr_excl_queue_p50,
+       avg(COALESCE(interruptions, 0)) AS interruptions_mean,
        avg(COALESCE(queue_s, 0) / wallclock_s) FILTER (WHERE wallclock_s > 0) AS queue_share,
        avg(gap_s / wallclock_s) FILTER (WHERE wallclock_s > 0) AS gap_share,
        avg(COALESCE(restart_overhead_s, 0) / wallclock_s) FILTER (WHERE wallclock_s > 0) AS restart_share,

@@ -13,7 +13,7 @@ from gpusre.reports.kit.formatting import fmt_hours, fmt_int, fmt_num, fmt_pct, 
 from gpusre.reports.kit.labels import bucket_cell
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import macro_status, query_rows, table_status, utc_day_sql
+from gpusre.reports.kit.warehouse import macro_status, query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_rate
 from gpusre.reports.slo.window import SloWindow
 
@@ -31,7 +31,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return sec
     runs = query_rows(con, f"""SELECT run_id, "user", account, name, run_key_source, n_jobs, n_instances, n_gpus, n_nodes,
                                  interruptions, last_end_ts, wallclock_s, queue_s, run_s, restart_overhead_s,
-                                 lost_work_s, productive_s, ettr, checkpoint_interval_s, restart_overhead_cfg_s,
+                                 lost_work_s, productive_s, ettr, ettr_excl_queue, checkpoint_interval_s, restart_overhead_cfg_s,
                                  policy_source, core.size_bucket(n_gpus) AS size_bucket
                           FROM marts.ettr_runs
                           WHERE NOT coalesce(ongoing, false) AND ettr IS NOT NULL
@@ -52,12 +52,18 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     big = sizes[-1]
     exp = expected.get(big["size_bucket"], {}).get("expected_ettr")
     take = (f"Runs of {big['size_bucket']} GPUs that ended in the window had a median ETTR of "
-            f"{fmt_num(big['ettr_p50'], 2)} ({plural(big['runs'], 'run')})"
+            f"{fmt_num(big['ettr_p50'], 2)} with queue wait and {fmt_num(big['ettr_excl_queue_p50'], 2)} without "
+            f"({plural(big['runs'], 'run')})"
             + (f" against {fmt_num(exp, 2)} expected from failures alone" if is_number(exp) else "")
             + f"; on average queue wait took {fmt_pct(big['queue_share'])} of their "
               f"wall-clock, gaps between jobs {fmt_pct(big['gap_share'])}, restarts "
               f"{fmt_pct(big['restart_share'])} and re-done work {fmt_pct(big['lost_work_share'])}.")
     sec.lead = take
+    definition = scalar(con, "SELECT definition FROM marts.slo_daily WHERE sli = 'ettr_large_runs' "
+                             "AND definition IS NOT NULL ORDER BY day DESC LIMIT 1") \
+        if table_status(con, "marts.slo_daily") is None else None
+    if definition:
+        sec.notes.append(f"The ETTR SLO: {definition}")
     sec.items.append(Chart(svg(charts.ettr_distribution_chart(
         [(b, per_run.get(b, []), expected.get(b, {}).get("expected_ettr")) for b in buckets],
         f"ETTR per run by run size, runs that ended {w.text}")), take))
@@ -93,7 +99,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           "of the same user, account and job name.")
 
     if table_status(con, "marts.checkpoint_what_if") is None:
-        wi = query_rows(con, """SELECT n_nodes, interval_s, expected_ettr, reaches_target, target, max_interval_for_target_s
+        wi = query_rows(con, """SELECT n_nodes, interval_s, expected_ettr, reaches_target, target, max_interval_for_target_s,
+                                  includes_queue_wait, queue_share, measured_ettr
                            FROM marts.checkpoint_what_if ORDER BY interval_s""")
         if wi:
             w0 = wi[0]
@@ -103,7 +110,12 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                 + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days, " if is_number(rf) else "size), ")
                 + (f"checkpointing at least every {fmt_span(best)} keeps the expected ETTR at or above "
                    f"{fmt_num(w0['target'], 2)}." if is_number(best) else
-                   f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}."))
+                   f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}.")
+                + (f" Same definition as the SLO: queue wait counts as lost time, so the expected ETTR is the closed "
+                   f"form × (1 − the runs' queue share {fmt_pct(w0['queue_share'])}); measured ETTR over the same "
+                   f"runs {fmt_num(w0['measured_ettr'], 2)}." if w0["includes_queue_wait"] else
+                   f" Same definition as the SLO: queue wait left out; measured ETTR over the same runs "
+                   f"{fmt_num(w0['measured_ettr'], 2)}."))
             sec.items.append(Table(
                 [Column("Checkpoint interval Δ")] + [Column(fmt_span(r["interval_s"]), True) for r in wi],
                 [[Cell("Expected ETTR")] + [Cell(fmt_num(r["expected_ettr"], 3)) for r in wi],
@@ -118,18 +130,18 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     worst = sorted(runs, key=lambda r: (-(r["n_gpus"] or 0), r["ettr"], str(r["run_id"])))[:_TOP_N_RUNS]
     sec.items.append(Table(
         [Column("Run"), Column("User"), Column("Account"), Column("Name"), Column("GPUs", True), Column("Jobs", True),
-         Column("Interrupted", True), Column("Wall-clock", True), Column("Queue", True), Column("ETTR", True),
+         Column("Interrupted", True), Column("Wall-clock", True), Column("Queue", True), Column("ETTR", True), Column("excl. queue", True),
          Column("Δ / u0", nowrap=True)],
         [[Cell(truncate(r["run_id"], 20), title=str(r["run_id"])), Cell(truncate(r["user"], 16), title=r["user"]),
           Cell(truncate(r["account"], 18), title=r["account"]), Cell(truncate(r["name"], 34), title=r["name"]),
           Cell(fmt_int(r["n_gpus"])), Cell(fmt_int(r["n_jobs"])), Cell(fmt_int(r["interruptions"])),
           Cell(fmt_hours((r["wallclock_s"] or 0) / 3600)), Cell(fmt_hours((r["queue_s"] or 0) / 3600)),
-          Cell(fmt_num(r["ettr"], 2)),
+          Cell(fmt_num(r["ettr"], 2)), Cell(fmt_num(r["ettr_excl_queue"], 2)),
           Cell(f"{fmt_span(r['checkpoint_interval_s'])} / {fmt_span(r['restart_overhead_cfg_s'])}",
                title=r["policy_source"])] for r in worst],
         caption=f"The largest runs that ended in the window, lowest ETTR first (top {len(worst)} of "
                 f"{fmt_int(len(runs))}). Wall-clock: first submit to last end; queue: summed waits of its "
-                "instances; Δ / u0: assumed checkpoint interval and restart overhead (hover for the source).",
+                "instances; ETTR with queue wait, and without it (excl. queue); Δ / u0: assumed checkpoint interval and restart overhead (hover for the source).",
     ))
     return sec
 
