@@ -224,10 +224,27 @@ def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequen
 def ensure_view(con: duckdb.DuckDBPyConnection, schema: str, name: str, create_sql: str) -> None:
     """Run ``create_sql`` (a ``CREATE OR REPLACE VIEW``) unless the view already has that definition:
     every writable open calls this, and an unchanged view should cost no catalog write."""
-    current = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = ? AND view_name = ?",
+    current = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = ? AND view_name = ? AND NOT temporary",
                           [schema, name]).fetchall()
-    if not current or current[0][0].rstrip(";") != create_sql.replace("CREATE OR REPLACE VIEW", "CREATE VIEW", 1):
+    if not current or _view_body(current[0][0]) != _normalized_body(con, create_sql):
+        # Replacing a view drops its comments (the warehouse contract): only when it really changed.
         con.execute(create_sql)
+
+
+def _view_body(sql: str) -> str:
+    """The query of a stored ``CREATE VIEW x AS <query>`` statement."""
+    return sql.split(" AS ", 1)[1].strip().rstrip(";")
+
+
+def _normalized_body(con: duckdb.DuckDBPyConnection, create_sql: str) -> str:
+    """The query of ``create_sql`` as DuckDB stores it (it drops quotes and reformats), from a temporary
+    view: comparing our text with the stored one would see a change on every open."""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW __gpusre_view_probe AS {_view_body(create_sql)}")
+    try:
+        return _view_body(con.execute("SELECT sql FROM duckdb_views() WHERE view_name = '__gpusre_view_probe' "
+                                      "AND temporary").fetchall()[0][0])
+    finally:
+        con.execute("DROP VIEW __gpusre_view_probe")
 
 
 def _migrate_table(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> None:
