@@ -117,7 +117,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         {"label": "GPU jobs ended", "value": fmt_int(tot["gpu_jobs"]), "sub": "whole period", "tone": ""},
         {"label": "GPU-hours", "value": fmt_int(tot["gpu_hours"]), "sub": "whole period", "tone": ""},
         {"label": "Mean utilization", "value": fmt_pct(util),
-         "sub": "allocated / capacity GPU-hours", "tone": ""},
+         "sub": "allocated / capacity GPU-hours, complete days", "tone": ""},
         {"label": f"Utilization {fmt_date(meta.report_date)}", "value": fmt_pct(night_util),
          "sub": "allocated / capacity GPU-hours" + vs_base("util", fmt_pct), "tone": ""},
         {"label": f"GPU jobs ended {fmt_date(meta.report_date)}", "value": fmt_int(night["gpu_jobs"]),
