@@ -17,7 +17,6 @@ from gpusre.assets.job_trends import JOB_USAGE_DAILY
 from gpusre.assets.node_states import RAW_SLURM_EVENTS
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report_marts import WINDOW_MACROS, build_report_marts
-from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import WarehouseResource
 
@@ -60,11 +59,10 @@ REPORT_MART_KEYS: dict[str, dg.AssetKey] = {name: dg.AssetKey(["marts", name]) f
     pool=WAREHOUSE_POOL,
 )
 def report_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-    """Rebuild the report marts in one transaction; a mart whose input is missing or malformed is
+    """Rebuild the report marts, each in its own transaction; a mart whose input is missing or malformed is
     reported as not built (its report section says so) instead of stopping the night."""
     with warehouse.connect() as con:
-        with transaction(con):
-            status = build_report_marts(con)
+        status = build_report_marts(con)  # one transaction per mart
         for name, key in REPORT_MART_KEYS.items():
             meta: dict[str, object] = {"built": status[name] is None}
             if status[name] is not None:

@@ -14,7 +14,7 @@ import duckdb
 
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.vocabulary import FAILED_STATES
-from gpusre.models.warehouse import table_exists
+from gpusre.models.warehouse import table_exists, transaction
 
 __all__ = ["REPORT_MARTS", "WINDOW_MACROS", "build_report_marts"]
 
@@ -46,11 +46,15 @@ def build_report_marts(con: duckdb.DuckDBPyConnection,
         if not table_exists(con, source):
             status[name] = f"{source} does not exist"
             continue
+        # One transaction per mart: a failed statement aborts its transaction, and the other marts must
+        # still build (DuckDB has no savepoints).
         try:
-            run_mart_sql(con, name, {"failure_states": list(failure_states)})
+            with transaction(con):
+                run_mart_sql(con, name, {"failure_states": list(failure_states)})
             status[name] = None
         except duckdb.Error as exc:
             kind = "MACRO TABLE" if name in WINDOW_MACROS else "TABLE"
-            con.execute(f"DROP {kind} IF EXISTS marts.{name}")
+            with transaction(con):
+                con.execute(f"DROP {kind} IF EXISTS marts.{name}")
             status[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
     return status

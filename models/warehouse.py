@@ -29,12 +29,18 @@ def read_sql(relative: str) -> str:
 
 def apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
     """Create schemas, tables and macros (idempotent): the vocabulary macros
-    (:func:`gpusre.models.vocabulary.sql_macros`) first, then ``sql/ddl/*.sql`` in name order."""
+    (:func:`gpusre.models.vocabulary.sql_macros`) first, then ``sql/ddl/*.sql`` in name order, then the
+    source registry's views. Imported here: the registry names the sources' parsers, which use this module."""
     con.execute(sql_macros())
     ddl_dir = resources.files("gpusre.sql").joinpath("ddl")
     for entry in sorted(ddl_dir.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".sql"):
             con.execute(entry.read_text(encoding="utf-8"))
+    # The source registry's views (raw.sources, raw.record_times) over the raw views the DDL just made:
+    # marts read them whether the raw views point at the lake (connect) or at the bare lake.* tables.
+    from gpusre.models.sources.registry import create_registry_views
+
+    create_registry_views(con)
 
 
 #: DuckDB's buffer pool defaults to 80 % of RAM; a nightly batch job shares the host, so cap it

@@ -9,7 +9,6 @@ import duckdb
 import pytest
 
 from gpusre.models.day_coverage import build_day_coverage, complete_days, mark_partial_days
-from gpusre.models.sources.registry import create_registry_views
 from gpusre.models.warehouse import apply_ddl
 
 UTC = timezone.utc
@@ -25,7 +24,6 @@ def con(tmp_path: Path):  # noqa: ANN201 - DuckDB connection
     c = duckdb.connect(str(tmp_path / "w.duckdb"))
     c.execute("SET TimeZone = 'UTC'")
     apply_ddl(c)
-    create_registry_views(c)
     yield c
     c.close()
 

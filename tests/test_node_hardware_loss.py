@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from gpusre.models.failures.node_loss import write_node_hardware_loss
-from gpusre.models.warehouse import connect
+from gpusre.models.warehouse import apply_ddl, connect
 
 UTC = timezone.utc
 AS_OF = datetime(2026, 10, 5, 12, tzinfo=UTC)
@@ -21,9 +21,12 @@ def t(month: int, day: int, hour: float = 0) -> datetime:
 
 @pytest.fixture
 def con(tmp_path: Path):  # noqa: ANN201 - DuckDB connection
-    c = connect(tmp_path / "w.duckdb")
+    # Bare DDL: raw.* are views over the typed lake.* tables, which the test fills by hand.
+    c = duckdb.connect(str(tmp_path / "w.duckdb"))
+    c.execute("SET TimeZone = 'UTC'")
+    apply_ddl(c)
     # accounting from 09-01 00:00 to 10-05 12:00: September complete, October not
-    c.execute("INSERT INTO raw.sacct_records (source_file, line_no, record_type, job_id, end_ts) VALUES "
+    c.execute("INSERT INTO lake.sacct_records (source_file, line_no, record_type, job_id, end_ts) VALUES "
               "('s', 2, 'allocation', '1', ?), ('s', 3, 'allocation', '2', ?)", [t(9, 1), AS_OF])
     c.execute("CREATE TABLE marts.hw_incidents (incident_id VARCHAR, nodes VARCHAR[], start_ts TIMESTAMPTZ, "
               "recovered_ts TIMESTAMPTZ, scope VARCHAR)")
