@@ -201,16 +201,16 @@ def test_a_failed_write_rolls_back_the_whole_run(landing: Path, tmp_path: Path,
     (tmp_path / "later.psv").rename(landing / "sacct" / "sacct_2026-09-02.psv")
     (landing / "sacct" / "sacct_2026-09-03.psv").write_text(DAY2.replace("|103|", "|104|").replace("103|", "104|"))
     monkeypatch.setattr(sacct_ingest, "TYPE_BATCH_LINES", 1)  # one batch per dump: several writes
-    real_write = sacct_ingest._write_parsed
+    real_write = sacct_ingest.write_file_sets
     calls: list[int] = []
 
-    def failing_write(*args) -> None:  # type: ignore[no-untyped-def]
-        calls.append(args[-1].records.height)  # (con, lake, versions, parsed)
+    def failing_write(*args) -> int:  # type: ignore[no-untyped-def]
+        calls.append(args[2].height)  # (lake, spec, records, versions)
         if len(calls) == 2:
             raise OSError("disk full")
-        real_write(*args)
+        return real_write(*args)
 
-    monkeypatch.setattr(sacct_ingest, "_write_parsed", failing_write)
+    monkeypatch.setattr(sacct_ingest, "write_file_sets", failing_write)
     con = connect(warehouse)
     try:
         with pytest.raises(OSError, match="disk full"):
@@ -219,6 +219,6 @@ def test_a_failed_write_rolls_back_the_whole_run(landing: Path, tmp_path: Path,
         con.close()
     assert len(calls) == 2  # the first new dump was written, then the second write failed
     assert _snapshot(warehouse) == before
-    monkeypatch.setattr(sacct_ingest, "_write_parsed", real_write)
+    monkeypatch.setattr(sacct_ingest, "write_file_sets", real_write)
     _materialize(landing, warehouse)  # and the next run loads both dumps
     assert _snapshot(warehouse)["files"][-1][0] == "sacct/sacct_2026-09-03.psv"

@@ -112,9 +112,11 @@ from pathlib import Path
 import gpusre.models.sources.syslog.ingest as si
 from gpusre.models.warehouse import connect
 con = connect(Path(sys.argv[1]))
+real = si.publish_files
 def die(*args, **kwargs):
+    real(*args, **kwargs)  # rejects and ledger rows written, not committed
     os._exit(3)  # the process dies while publishing, before COMMIT (kill -9, OOM kill, power loss)
-si.save_miner = die
+si.publish_files = die
 si.ingest_syslog_files(con, Path(sys.argv[2]))
 """
 

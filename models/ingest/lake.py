@@ -42,7 +42,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 __all__ = ["LakeTable", "SCHEMA_FILE", "create_lake_views", "ensure_view", "file_set", "lake_files", "lake_of",
-           "lake_root", "landing_file_id", "read_schema", "remove_unlisted_files", "version_stem", "write_file_sets"]
+           "lake_root", "landing_file_id", "read_schema", "remove_unlisted_files", "version_stem", "write_atomic",
+           "write_file_sets"]
 
 #: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema).
 SCHEMA_FILE = "day=1970-01-01/_schema.parquet"
@@ -62,6 +63,12 @@ class LakeTable:
 
     name: str
     day_columns: tuple[str, ...]
+    #: Columns kept in the files but not shown by the view (keys its ``join`` uses).
+    hidden: tuple[str, ...] = ()
+    #: SQL joined to the files (aliased ``l``) in the view, e.g. a lookup table of template ids.
+    join: str = ""
+    #: ``(column, SQL expression)`` pairs replacing ``l."column"`` in the view.
+    expressions: tuple[tuple[str, str], ...] = ()
 
 
 def lake_root(warehouse: Path | str) -> Path:
@@ -106,6 +113,22 @@ def _write_atomic(table: pa.Table, target: Path) -> None:
             pq.write_table(table, fh, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
             fh.flush()
             os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(table: pa.Table, target: Path, *, sync: bool = True) -> None:
+    """Write ``table`` to ``target`` under a temporary name, then rename; with ``sync`` the file is
+    fsynced first (lake files: the ledger commit that shows them must not outlive them). Staged
+    files (:mod:`gpusre.models.ingest.staging`) live only for one run and skip the fsync."""
+    if sync:
+        _write_atomic(table, target)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.stem}.{os.getpid()}{_TMP_SUFFIX}")
+    try:
+        pq.write_table(table, tmp, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -156,6 +179,8 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
     if not frame.height:
         return 0
     schema = read_schema(lake, spec.name)
+    # Columns a writer does not produce (a lookup key, or the looked-up column itself) are NULL.
+    frame = frame.with_columns(pl.lit(None).alias(name) for name in schema.names if name not in frame.columns)
     keyed = frame.with_columns(_day_frame(frame, spec).alias("__day"))
     written: set[Path] = set()
     for (source_file, day), part in keyed.partition_by(["source_file", "__day"], as_dict=True,
@@ -193,14 +218,42 @@ def _lake_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str,
         "WHERE table_schema = 'lake' AND table_name = ? ORDER BY ordinal_position", [table]).fetchall()]
 
 
-def _view_sql(lake: Path, table: str, columns: list[tuple[str, str]]) -> str:
-    select = ", ".join(f'CAST("{name}" AS {dtype}) AS "{name}"' for name, dtype in columns)
-    glob = _quote((lake / table).as_posix() + "/*/*.parquet")
+def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> str:
+    expressions = dict(spec.expressions)
+    select = ", ".join(f'CAST({expressions.get(name, f"l.{chr(34)}{name}{chr(34)}")} AS {dtype}) AS "{name}"'
+                       for name, dtype in columns if name not in spec.hidden)
+    glob = _quote((lake / spec.name).as_posix() + "/*/*.parquet")
     # Only the versions the ledger records: files of a landing file not yet committed (a run killed
     # between its Parquet writes and its commit) and superseded versions stay invisible.
-    return (f"CREATE OR REPLACE VIEW raw.{table} AS SELECT {select} "
-            f"FROM read_parquet({glob}, hive_partitioning = false, filename = '__lake_file') "
-            f"WHERE parse_filename(__lake_file, true) IN ({_LEDGER_STEMS_SQL})")
+    return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS SELECT {select} "
+            f"FROM read_parquet({glob}, hive_partitioning = false, filename = '__lake_file') AS l {spec.join} "
+            f"WHERE parse_filename(l.__lake_file, true) IN ({_LEDGER_STEMS_SQL})")
+
+
+def _empty_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
+    """``lake.<table>`` with no rows, as Arrow (its column names and types)."""
+    empty = con.sql(f"SELECT * FROM lake.{table} LIMIT 0").arrow()
+    return empty if isinstance(empty, pa.Table) else empty.read_all()  # DuckDB 2.0 may return a reader
+
+
+def _upgrade_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> None:
+    """Files written before ``lake.<table>`` gained a column get it (NULL), so one schema reads them
+    all: a lake written by an older gpusre is rewritten once, file by file (each atomic)."""
+    declared = [name for name, _ in _lake_columns(con, spec.name)]
+    have = set(pq.read_schema(lake / spec.name / SCHEMA_FILE).names)
+    if set(declared) <= have:
+        return
+    empty = _empty_table(con, spec.name)
+    schema = pa.schema([pa.field(f.name, f.type.storage_type if isinstance(f.type, pa.ExtensionType) else f.type)
+                        for f in empty.schema])
+    for path in lake_files(lake, spec.name):
+        if path.name.endswith(".parquet") and path.name != Path(SCHEMA_FILE).name:
+            table = pq.read_table(path)
+            for name in schema.names:
+                if name not in table.column_names:
+                    table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
+            write_atomic(table.select(schema.names).cast(schema), path)
+    write_atomic(empty, lake / spec.name / SCHEMA_FILE)
 
 
 def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequence[LakeTable]) -> None:
@@ -210,15 +263,14 @@ def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequen
     for spec in tables:
         schema_file = lake / spec.name / SCHEMA_FILE
         if not schema_file.exists():
-            empty = con.sql(f"SELECT * FROM lake.{spec.name} LIMIT 0").arrow()
-            if not isinstance(empty, pa.Table):  # DuckDB 2.0 may return a reader
-                empty = empty.read_all()
-            _write_atomic(empty, schema_file)
+            _write_atomic(_empty_table(con, spec.name), schema_file)
+        else:
+            _upgrade_files(con, lake, spec)
         kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = 'raw' "
                            "AND table_name = ?", [spec.name]).fetchall()
         if kind and kind[0][0] == "BASE TABLE":
             _migrate_table(con, lake, spec)
-        ensure_view(con, "raw", spec.name, _view_sql(lake, spec.name, _lake_columns(con, spec.name)))
+        ensure_view(con, "raw", spec.name, _view_sql(lake, spec, _lake_columns(con, spec.name)))
 
 
 def ensure_view(con: duckdb.DuckDBPyConnection, schema: str, name: str, create_sql: str) -> None:

@@ -34,6 +34,7 @@ nights. A :class:`TemplateMiner` is not thread-safe (neither is Drain3): use one
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -52,6 +53,7 @@ __all__ = [
     "TemplateConfig",
     "TemplateMiner",
     "distinct_first_seen",
+    "message_key",
     "grouping_accuracy",
     "mine_lines",
     "normalize_template",
@@ -437,6 +439,29 @@ class TemplateMiner:
         self._mask_cache = current.head(MASK_CACHE_FORMS)
         return masked.alias(keys.name)
 
+    def key_messages(self, messages: pl.Series) -> tuple[pl.Series, pl.DataFrame]:
+        """Mask raw messages without mining: per row its ``message_key`` (Int64, :func:`message_key`
+        of the masked text), and the distinct ``(message_key, masked)`` in order of first appearance.
+
+        Why: template ids depend on the order Drain3 sees messages, so parallel parse steps cannot
+        assign them; they key each line by its masked text instead, and one serial step mines the
+        new keys in landing order (:meth:`mine_keys`). Only the miner's config and mask cache are
+        used: the Drain3 state is untouched."""
+        keys = canonical_digits(messages.cast(pl.String).fill_null(""))
+        distinct_keys, inverse = distinct_first_seen(keys)
+        masked, masked_inverse = distinct_first_seen(self._mask_distinct(distinct_keys))
+        hashed = pl.Series("message_key", [message_key(m) for m in masked.to_list()], dtype=pl.Int64)
+        per_row = hashed.gather(masked_inverse).gather(inverse)
+        return per_row, pl.DataFrame({"message_key": hashed, "masked": masked.alias("masked")})
+
+    def mine_keys(self, keyed: pl.DataFrame) -> pl.DataFrame:
+        """Mine distinct masked messages (columns ``message_key``, ``masked``, in the order to mine
+        them); return ``message_key``, ``template_id`` for each. Same Drain3 calls as
+        :meth:`assign` on those messages."""
+        ids = self.add_distinct(keyed["masked"].to_list())
+        return pl.DataFrame({"message_key": keyed["message_key"], "template_id": ids},
+                            schema={"message_key": pl.Int64, "template_id": pl.Int64})
+
     def templates(self) -> pl.DataFrame:
         """Every cluster known to the miner: ``template_id``, ``template``, ``size`` (by id)."""
         clusters = sorted(self._miner.drain.id_to_cluster.values(), key=lambda c: c.cluster_id)
@@ -448,6 +473,12 @@ class TemplateMiner:
             },
             schema={"template_id": pl.Int64, "template": pl.String, "size": pl.Int64},
         )
+
+
+def message_key(masked: str) -> int:
+    """A stable signed 64-bit key of a masked message (BLAKE2b): the same text gives the same key in
+    every process, run and version (Polars' and DuckDB's hashes promise neither)."""
+    return int.from_bytes(hashlib.blake2b(masked.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
 
 
 def mine_lines(

@@ -75,7 +75,11 @@ SOURCES: tuple[Source, ...] = (
     Source(
         name="syslog", landing="syslog", patterns=("*",),
         parser="gpusre.models.sources.syslog.ingest:ingest_syslog_files",
-        lake=LakeTable("syslog_lines", ("ts",)),
+        # Lines carry the key of their masked message; the view looks its template id up (the
+        # template_id column itself is filled only in files written before parallel parsing).
+        lake=LakeTable("syslog_lines", ("ts",), hidden=("message_key",),
+                       join="LEFT JOIN raw.syslog_message_templates AS m ON m.message_key = l.message_key",
+                       expressions=(("template_id", "COALESCE(l.template_id, m.template_id)"),)),
         label="node-log lines", title="Node logs", record_ts="ts", dense=True,
         asset=("raw", "syslog_lines"),
     ),

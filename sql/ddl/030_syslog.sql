@@ -22,11 +22,23 @@ CREATE TABLE IF NOT EXISTS lake.syslog_lines (
     cause_class  VARCHAR,
     severity     VARCHAR,
     action       VARCHAR,
-    pattern_id   VARCHAR
+    pattern_id   VARCHAR,
+    message_key  BIGINT                    -- lake only (not in the view): key of the masked message, see below
 );
+ALTER TABLE lake.syslog_lines ADD COLUMN IF NOT EXISTS message_key BIGINT;
 -- Without a lake (the bare DDL), raw.syslog_lines reads the empty lake.syslog_lines; opening the warehouse with
 -- gpusre.models.warehouse.connect points it at the Parquet files.
-CREATE VIEW IF NOT EXISTS raw.syslog_lines AS SELECT * FROM lake.syslog_lines;
+CREATE VIEW IF NOT EXISTS raw.syslog_lines AS SELECT * EXCLUDE (message_key) FROM lake.syslog_lines;
+
+-- raw.syslog_message_templates: one row per distinct masked node-log message ever seen: its Drain3
+-- template id. Parse steps run in parallel and cannot mine (ids depend on mining order), so lake rows
+-- carry message_key (a stable 64-bit BLAKE2b of the masked text) and the publish step mines the new
+-- keys in landing order; raw.syslog_lines shows template_id through this table. A key's id never
+-- changes once written.
+CREATE TABLE IF NOT EXISTS raw.syslog_message_templates (
+    message_key  BIGINT NOT NULL,
+    template_id  BIGINT NOT NULL
+);
 
 -- raw.template_miners: the persisted Drain3 state per miner ('syslog', later 'alerts'), so template
 -- ids are stable across nightly runs. One row per miner; replaced in the ingest transaction.

@@ -6,12 +6,14 @@ of its earlier rows. Every record that cannot be parsed goes to ``raw.rejects`` 
 reason; a file that is unusable as a whole (e.g. fixed-width ``sacct`` output) is recorded as
 ``refused``. Job ids whose records changed are queued in ``raw.sacct_dirty_jobs`` for core.jobs.
 
-:func:`load_sacct_files` writes inside the caller's transaction (so a crash leaves the warehouse as
-it was); :func:`ingest_sacct_files` wraps it in one. Rows are appended straight to
-``raw.sacct_records`` in batches, on a writer thread while the next batch is parsed: DuckDB writes a
-large transaction's appended row groups to the database file as it goes, so memory stays bounded
-(a simulated year, 4.5 M records in one transaction: see README, Benchmarks), and there is no
-staging copy (a staged year cost a second full write of every record).
+Three steps (:mod:`gpusre.models.ingest.staging`), so that parsing runs in several processes:
+:func:`plan_sacct` (reads the ledger, splits the dumps into shards), :func:`parse_sacct_shard` (no
+warehouse: writes each dump's records to the Parquet lake, invisible until published, and stages
+its rejects) and :func:`publish_sacct` (one DuckDB transaction: rejects, ledger rows and the job ids
+of new and replaced records queued in ``raw.sacct_dirty_jobs``). :func:`load_sacct_files` runs the
+three inside the caller's transaction (so a crash leaves the warehouse as it was);
+:func:`ingest_sacct_files` in one of its own. In a parse step, lake files are written on a writer
+thread while the next batch is parsed.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import duckdb
 import polars as pl
 
 from gpusre.models.ingest.background_writer import BackgroundWriter
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
-from gpusre.models.ingest.lake import file_set, lake_of, remove_unlisted_files, write_file_sets
+from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
+from gpusre.models.ingest.lake import file_set, remove_unlisted_files, write_file_sets
+from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
+                                          write_staged)
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source, strip_compression
 from gpusre.models.sources.sacct.parse import (
     REJECT_SCHEMA,
@@ -39,10 +43,10 @@ from gpusre.models.sources.sacct.parse import (
 )
 from gpusre.models.ingest.slurm_values import check_timezone
 from gpusre.models.sources.registry import lake_table
-from gpusre.models.warehouse import append_arrow, transaction
+from gpusre.models.warehouse import transaction
 
 __all__ = ["SACCT_SUFFIXES", "TYPE_BATCH_LINES", "discover_sacct_files", "ingest_sacct_files", "load_sacct_files",
-           "scan_sacct_files"]
+           "parse_sacct_shard", "plan_sacct", "publish_sacct", "publish_sacct_rows", "scan_sacct_files"]
 
 #: File name endings accepted under ``landing/sacct/``.
 SACCT_SUFFIXES: tuple[str, ...] = (".psv", ".txt", ".log", ".json", ".csv")
@@ -71,72 +75,64 @@ def discover_sacct_files(landing: Path) -> list[Path]:
     return scan_sacct_files(landing).files
 
 
-def _replace_file_rows(con: duckdb.DuckDBPyConnection, lake: Path, source_file: str, old_sha: str) -> None:
-    """Before a changed dump's new rows: queue every job its old version mentioned (those only it
-    mentioned must be recomputed too) and drop its rejects; its old lake files stay visible until
-    the ledger commits the new version, and are deleted after that."""
-    old_files = file_set(lake, SACCT_LAKE.name, source_file, old_sha)
-    if old_files:
-        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)",
-                    [[p.as_posix() for p in old_files]])
-    con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
+def _queue_replaced_jobs(con: duckdb.DuckDBPyConnection, lake: Path, plan: IngestPlan,
+                         staged: list[StagedFile]) -> None:
+    """Queue every job a re-read dump's old version mentioned (those only it mentioned must be
+    recomputed too); its old lake files stay visible until the ledger commits the new version."""
+    old = [p.as_posix() for s in staged if s.result.status != "unchanged" and s.result.source_file in plan.known
+           for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, plan.known[s.result.source_file])]
+    if old:
+        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [old])
 
 
-def _write_parsed(con: duckdb.DuckDBPyConnection, lake: Path, versions: dict[str, str],
-                  parsed: SacctParseResult) -> None:
-    """Write one parsed batch (whole dumps): each dump's records as its lake file set, their job
-    ids to the dirty queue, rejects."""
-    arrow = pl.CompatLevel.oldest()  # Arrow's classic string layout converts faster than views
-    if parsed.records.height:
-        write_file_sets(lake, SACCT_LAKE, parsed.records, versions)
-        append_arrow(con, "raw.sacct_dirty_jobs", parsed.records.select(pl.col("job_id").unique()).to_arrow())
-    if parsed.rejects.height:
-        append_arrow(con, "raw.rejects", parsed.rejects.to_arrow(compat_level=arrow),
-                     "source_file, 'sacct' AS source_kind, line_no, raw, error, now() AS rejected_at")
+def _queue_new_jobs(con: duckdb.DuckDBPyConnection, lake: Path, staged: list[StagedFile]) -> None:
+    """Queue the job ids of every record the parse steps wrote (read back from their lake files)."""
+    new = [p.as_posix() for s in staged if s.result.rows_loaded
+           for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, s.sha256)]
+    if new:
+        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [new])
 
 
-def load_sacct_files(
-    con: duckdb.DuckDBPyConnection,
-    landing: Path,
-    *,
-    timezone: str = "UTC",
-    fields: Sequence[str] | None = None,
-    delimiter: str | None = None,
-    cluster: str | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> list[FileIngest]:
-    """Load every new or changed dump under ``landing/sacct`` into raw.*, inside the caller's
-    transaction: replaced files' old rows deleted (their jobs queued), records, rejects, dirty job
-    ids and ledger rows written. Returns one :class:`FileIngest` per file found.
-    """
+def plan_sacct(con: duckdb.DuckDBPyConnection, landing: Path, *, shards: int = 1, timezone: str = "UTC",
+               fields: Sequence[str] | None = None, delimiter: str | None = None,
+               cluster: str | None = None) -> IngestPlan:
+    """The plan of a sacct ingest (reads the ledger): dumps split into ``shards`` parse steps."""
     check_timezone(timezone)
-    lake = lake_of(con)
-    known = known_files(con, "sacct")
+    return plan_ingest(con, landing, "sacct", scan_sacct_files(landing), shards, {
+        "timezone": timezone, "fields": tuple(fields) if fields else None, "delimiter": delimiter,
+        "cluster": cluster})
+
+
+def parse_sacct_shard(plan: IngestPlan, shard: int, progress: Callable[[str], None] | None = None) -> list[StagedFile]:
+    """Parse the new or changed dumps of one shard into the lake (invisible until published) and
+    stage their rejects; no warehouse connection. Safe in any process."""
+    landing, lake = Path(plan.landing), Path(plan.lake)
+    timezone, cluster = plan.settings["timezone"], plan.settings["cluster"]
+    fields, delimiter = plan.settings["fields"], plan.settings["delimiter"]
+    files = plan.shards[shard]
     versions: dict[str, str] = {}  # source_file -> sha256 of the dumps read in this run
-    scan = scan_sacct_files(landing)
-    paths = scan.files
-    results: list[FileIngest] = []
-    ledger: list[tuple[FileIngest, str, int]] = ignored_results(scan.ignored)
-    results.extend(result for result, _, _ in ledger)
+    out: list[StagedFile] = []
     # Text dumps read but not yet split and typed, grouped by layout; (file, sha, size, fault) in order.
     pending: dict[SplitLayout, list[SacctTextDump]] = {}
     pending_files: list[tuple[str, str, int, str | None]] = []
     pending_lines = 0
     crashed: dict[str, str] = {}  # text dumps whose typing failed: the reason
+    batch_no = 0
 
-    # Inserts run on a writer thread while this thread parses the next batch (see
-    # models/ingest/background_writer.py); leaving it waits for them, before the caller's rollback.
     with BackgroundWriter("sacct-writer") as writer:
 
         def submit(parsed: SacctParseResult) -> None:
+            nonlocal batch_no
             writer.drain()  # at most one batch being written while the next one is parsed
-            writer.submit(_write_parsed, con, lake, versions, parsed)
+            if parsed.records.height:
+                writer.submit(write_file_sets, lake, SACCT_LAKE, parsed.records, dict(versions))
+            write_staged(lake, "sacct", shard, batch_no, "rejects", parsed.rejects)
+            batch_no += 1
 
         def finish(source_file: str, result: FileIngest, sha: str, size: int, index: int) -> None:
-            ledger.append((result, sha, size))
-            results.append(result)
+            out.append(StagedFile(result, sha, size))
             if progress:
-                progress(f"sacct {index}/{len(paths)} {source_file}: {result.status}, "
+                progress(f"sacct {index}/{len(files)} {source_file}: {result.status}, "
                          f"{result.rows_loaded} loaded, {result.rows_rejected} rejected")
 
         def refuse(source_file: str, reason: str, sha: str, size: int, index: int) -> None:
@@ -160,15 +156,15 @@ def load_sacct_files(
             except Exception:  # noqa: BLE001 - a parser bug on one file must not cost the others
                 if len(group) == 1:
                     raise
-            out: list[SacctParseResult] = []
+            results: list[SacctParseResult] = []
             for dump in group:
                 try:
-                    out.append(type_sacct_dumps([dump], timezone=timezone, cluster=cluster))
+                    results.append(type_sacct_dumps([dump], timezone=timezone, cluster=cluster))
                 except Exception as exc:  # noqa: BLE001
                     reason = log_parse_crash(dump.source_file, exc)
-                    out.append(SacctParseResult(pl.DataFrame(), _file_reject(dump.source_file, reason), 0))
+                    results.append(SacctParseResult(pl.DataFrame(), _file_reject(dump.source_file, reason), 0))
                     crashed[dump.source_file] = reason
-            return out
+            return results
 
         def type_pending(index: int) -> None:
             nonlocal pending_lines
@@ -198,17 +194,14 @@ def load_sacct_files(
             pending_files.clear()
             pending_lines = 0
 
-        for index, path in enumerate(paths, start=1):
-            source_file = path.relative_to(landing).as_posix()
+        for index, source_file in enumerate(files, start=1):
+            path = landing / source_file
             read = read_landing_file(path)
             sha, size = read.sha256, read.size
-            if sha and known.get(source_file) == sha:
-                results.append(FileIngest(source_file, "unchanged"))
+            if sha and plan.known.get(source_file) == sha:
+                out.append(StagedFile(FileIngest(source_file, "unchanged"), sha, size))
                 continue
             versions[source_file] = sha
-            if source_file in known:
-                # Queued before any of the file's new rows (those are still pending here).
-                writer.submit(_replace_file_rows, con, lake, source_file, known[source_file])
             if read.fault and not read.data.strip():
                 refuse(source_file, read.fault, sha, size, index)
                 continue
@@ -231,11 +224,47 @@ def load_sacct_files(
             pending_lines += dump.lines.height
             if pending_lines >= TYPE_BATCH_LINES:
                 type_pending(index)
-        type_pending(len(paths))
+        type_pending(len(files))
         writer.drain()
-    for result, sha, size in ledger:
-        record_file(con, "sacct", result, sha, size)
+    return out
+
+
+def publish_sacct_rows(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:
+    """Inside the caller's transaction: queue the jobs of replaced and new records, write the
+    staged rejects and the ledger rows (the switch that shows the new lake files)."""
+    lake = Path(plan.lake)
+    _queue_replaced_jobs(con, lake, plan, staged)
+    results = publish_files(con, plan, staged)
+    _queue_new_jobs(con, lake, staged)
     return results
+
+
+def publish_sacct(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:
+    """:func:`publish_sacct_rows` in one transaction, then superseded lake files and the staged
+    files deleted. Call it outside a transaction."""
+    with transaction(con):
+        results = publish_sacct_rows(con, plan, staged)
+    remove_unlisted_files(con, Path(plan.lake), SACCT_LAKE.name)
+    clear_staged(Path(plan.lake), "sacct")
+    return results
+
+
+def load_sacct_files(
+    con: duckdb.DuckDBPyConnection,
+    landing: Path,
+    *,
+    timezone: str = "UTC",
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    cluster: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[FileIngest]:
+    """Load every new or changed dump under ``landing/sacct`` into raw.*, inside the caller's
+    transaction, in this process (plan, one parse step, publish): replaced files' jobs queued,
+    records, rejects, dirty job ids and ledger rows written. Returns one :class:`FileIngest` per file found.
+    """
+    plan = plan_sacct(con, landing, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster)
+    return publish_sacct_rows(con, plan, parse_sacct_shard(plan, 0, progress))
 
 
 def _file_reject(source_file: str, reason: str) -> pl.DataFrame:
@@ -259,8 +288,5 @@ def ingest_sacct_files(
     Call it outside a transaction. A dump removed from the landing directory keeps its rows: the
     warehouse is the archive, and landing directories are often pruned after ingestion.
     """
-    with transaction(con):
-        results = load_sacct_files(con, landing, timezone=timezone, fields=fields, delimiter=delimiter,
-                                   cluster=cluster, progress=progress)
-    remove_unlisted_files(con, lake_of(con), SACCT_LAKE.name)
-    return results
+    plan = plan_sacct(con, landing, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster)
+    return publish_sacct(con, plan, parse_sacct_shard(plan, 0, progress))

@@ -1,15 +1,19 @@
 """Load node logs from ``landing/syslog`` into ``raw.syslog_lines`` — incrementally and losslessly.
 
 Per new or changed file (SHA-256, like sacct dumps): parse the lines (:mod:`gpusre.models.sources.syslog.parse`),
-recognize events (:mod:`gpusre.models.logs.event_catalog`), give every line a Drain3 template id
-(:mod:`gpusre.models.logs.templates`, miner state kept in ``raw.template_miners`` so ids are stable
-across nights), and replace the file's rows. Unparseable lines go to ``raw.rejects``.
+recognize events (:mod:`gpusre.models.logs.event_catalog`), key every line by its masked message, and
+replace the file's rows. Unparseable lines go to ``raw.rejects``.
 
-Rows go to the Parquet lake (:mod:`gpusre.models.ingest.lake`), one file set per landing file
-version, written on a writer thread in batches of about :data:`BATCH_LINES` while this thread
-parses and templates the next batch; ``raw.syslog_lines`` is the view over it. The rejects, the
-ledger rows and the miner state are written in one DuckDB transaction, and the ledger is what makes
-a file set visible: a crash or error leaves the views exactly as they were.
+Three steps (:mod:`gpusre.models.ingest.staging`), so that parsing runs in several processes:
+:func:`plan_syslog` (reads the ledger, the miner's config and the jobs' time span; splits the files
+into shards), :func:`parse_syslog_shard` (no warehouse: writes each file's rows to the Parquet lake
+(:mod:`gpusre.models.ingest.lake`), invisible until published, and stages its rejects and the
+distinct masked messages it saw) and :func:`publish_syslog` (one DuckDB transaction: rejects,
+ledger rows, the new masked messages mined by Drain3 in landing order into
+``raw.syslog_message_templates``, the miner state). Template ids depend on the order Drain3 sees
+messages, so they are assigned only in the publish, in landing order: the result is the same with
+one parse step or many. :func:`ingest_syslog_files` runs the three in this process. A crash or
+error anywhere leaves the views exactly as they were.
 """
 
 from __future__ import annotations
@@ -25,15 +29,18 @@ import polars as pl
 from gpusre.models.alerts.nodes import HostMapping, node_names
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.logs.event_catalog import classify_messages
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
+from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source
+from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
+                                          read_staged, write_staged)
 from gpusre.models.sources.syslog.parse import LINE_SCHEMA, REJECT_SCHEMA, SyslogParseResult, host_from_filename, parse_syslog_bytes
-from gpusre.models.logs.templates import TemplateMiner
+from gpusre.models.logs.templates import TemplateConfig, TemplateMiner
 from gpusre.models.warehouse import append_arrow, transaction
-from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
+from gpusre.models.ingest.lake import remove_unlisted_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
 
-__all__ = ["SYSLOG_MINER", "discover_syslog_files", "scan_syslog_files", "ingest_syslog_files", "load_miner", "save_miner"]
+__all__ = ["SYSLOG_MINER", "discover_syslog_files", "ingest_syslog_files", "load_miner", "parse_syslog_shard",
+           "plan_syslog", "publish_syslog", "save_miner", "scan_syslog_files"]
 
 SYSLOG_MINER = "syslog"
 #: The lake table of node-log lines (raw.syslog_lines).
@@ -82,7 +89,9 @@ def _year_hint(source_file: str, jobs_span: tuple[datetime, datetime] | None) ->
     return jobs_span
 
 
-def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner, hosts: HostMapping) -> pl.DataFrame:
+def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The lake rows of parsed lines (events recognized, node named, ``message_key``) and the
+    distinct ``(source_file, message_key, masked)`` in order of first appearance per file."""
     # Patterns such as 'slurmd: error:' include the program tag, so classify 'program: message'.
     tagged = (
         lines.select(
@@ -93,80 +102,73 @@ def _lines_frame(lines: pl.DataFrame, miner: TemplateMiner, hosts: HostMapping) 
         ).to_series()
     )
     events = classify_messages(tagged).drop("gpu_index")
-    template_id = miner.assign_message_ids(lines["message"].fill_null(""))
+    keys, distinct = masker.key_messages(lines["message"].fill_null(""))
     # The same host -> node rule as alerts, with cluster.yaml's alerts.nodes settings (lower case,
     # no DNS suffix or port, rewrites such as gpu001-bmc -> gpu001, the node list's spelling); a
     # host it will not call a node (an address, a server outside the node list) keeps its first label.
     node = node_names(lines["host"], hosts.mapping, hosts.known_nodes or None).fill_null(
         lines["host"].str.to_lowercase().str.split(".").list.first())
-    return pl.concat(
-        [lines.with_columns(node=node, template_id=template_id), events], how="horizontal"
-    )
+    rows = pl.concat([lines.with_columns(node=node, message_key=keys), events], how="horizontal")
+    seen = (rows.select("source_file", "message_key").with_row_index("seq")
+            .unique(["source_file", "message_key"], keep="first", maintain_order=True)
+            .join(distinct, on="message_key", how="left", maintain_order="left"))
+    return rows, seen.select("source_file", "seq", "message_key", "masked")
 
 
-#: Lines classified and templated per batch: per-call overheads dominate for the thousands of small
+#: Lines classified and keyed per batch: per-call overheads dominate for the thousands of small
 #: per-node daily files a cluster produces, so files are processed together.
 BATCH_LINES = 1_000_000
 
 
-def _lines_batch(pending: list[pl.DataFrame], miner: TemplateMiner, hosts: HostMapping) -> pl.DataFrame:
-    """Classify and template the pending lines (whole files): the rows for the lake's ``syslog_lines``."""
-    batch = _lines_frame(pl.concat(pending, how="vertical"), miner, hosts)
-    pending.clear()
-    return batch
+def plan_syslog(con: duckdb.DuckDBPyConnection, landing: Path, *, shards: int = 1, timezone: str = "UTC",
+                hosts: HostMapping | None = None) -> IngestPlan:
+    """The plan of a node-log ingest (reads the warehouse): files split into ``shards``, and what
+    the parse steps need from the warehouse (the miner's config, the jobs' span for the year of
+    RFC 3164 lines)."""
+    rows = con.execute("SELECT state FROM raw.template_miners WHERE miner = ?", [SYSLOG_MINER]).fetchall()
+    config = (TemplateMiner.from_state(bytes(rows[0][0])) if rows else TemplateMiner.new()).config
+    return plan_ingest(con, landing, "syslog", scan_syslog_files(landing), shards, {
+        "timezone": timezone, "hosts": hosts or HostMapping(), "jobs_span": _jobs_span(con),
+        "template_config": config.to_json_dict()})
 
 
-def ingest_syslog_files(
-    con: duckdb.DuckDBPyConnection,
-    landing: Path,
-    *,
-    timezone: str = "UTC",
-    hosts: HostMapping | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> list[FileIngest]:
-    """Ingest every new or changed node log under ``landing/syslog``; call it outside a transaction.
-
-    ``hosts``: how log host names become Slurm node names (cluster.yaml's ``alerts.nodes`` and node
-    list); applied when a file is ingested, so a changed mapping reaches files ingested later.
-
-    One transaction covers the whole run: a changed file's old rows are deleted, the new lines
-    appended in batches, then the ledger rows and the miner state written; a crash or error
-    leaves the warehouse as it was.
-    """
-    hosts = hosts or HostMapping()
-    lake = lake_of(con)
-    known = known_files(con, "syslog")
-    versions: dict[str, str] = {}  # source_file -> sha256 of the files read in this run
-    scan = scan_syslog_files(landing)
-    paths = scan.files
-    jobs_span = _jobs_span(con)
-    ledger: list[tuple[FileIngest, str, int]] = ignored_results(scan.ignored)
-    results: list[FileIngest] = [result for result, _, _ in ledger]
-    miner: TemplateMiner | None = None
+def parse_syslog_shard(plan: IngestPlan, shard: int, progress: Callable[[str], None] | None = None) -> list[StagedFile]:
+    """Parse the new or changed files of one shard into the lake (invisible until published) and
+    stage their rejects and masked messages; no warehouse connection. Safe in any process."""
+    landing, lake = Path(plan.landing), Path(plan.lake)
+    settings = plan.settings
+    hosts: HostMapping = settings["hosts"]
+    masker = TemplateMiner.new(TemplateConfig.from_json_dict(settings["template_config"]))
+    files = plan.shards[shard]
+    out: list[StagedFile] = []
+    versions: dict[str, str] = {}
     pending: list[pl.DataFrame] = []
     pending_rows = 0
-    # Inserts run on a writer thread while this thread parses and templates the next batch (see
-    # models/ingest/background_writer.py); leaving it waits for them, before the transaction's rollback.
-    with transaction(con), BackgroundWriter("syslog-writer") as writer:
-        for index, path in enumerate(paths, start=1):
-            source_file = path.relative_to(landing).as_posix()
-            read = read_landing_file(path)
+    batch_no = 0
+
+    def flush(writer: BackgroundWriter) -> None:
+        nonlocal pending_rows, batch_no
+        rows, seen = _lines_frame(pl.concat(pending, how="vertical"), masker, hosts)
+        pending.clear()
+        pending_rows = 0
+        writer.drain()  # at most one batch being written while the next one is built
+        writer.submit(write_file_sets, lake, SYSLOG_LAKE, rows, dict(versions))
+        write_staged(lake, "syslog", shard, batch_no, "messages", seen)
+        batch_no += 1
+
+    # Lake files are written on a writer thread while this thread parses and keys the next batch.
+    with BackgroundWriter("syslog-writer") as writer:
+        for index, source_file in enumerate(files, start=1):
+            read = read_landing_file(landing / source_file)
             sha = read.sha256
-            if sha and known.get(source_file) == sha:
-                results.append(FileIngest(source_file, "unchanged"))
+            if sha and plan.known.get(source_file) == sha:
+                out.append(StagedFile(FileIngest(source_file, "unchanged"), sha, read.size))
                 continue
-            if miner is None:
-                writer.drain()
-                miner = load_miner(con)
-            if source_file in known:
-                # Queued before any of the file's new rejects; its old lake files stay visible until
-                # the ledger commits the new version (models/ingest/lake.py).
-                writer.submit(con.execute, "DELETE FROM raw.rejects WHERE source_file = ?", [source_file])
             versions[source_file] = sha
             fault = read.fault
             try:
-                parsed = parse_syslog_bytes(read.data, source_file, timezone=timezone,
-                                            year_hint=_year_hint(source_file, jobs_span),
+                parsed = parse_syslog_bytes(read.data, source_file, timezone=settings["timezone"],
+                                            year_hint=_year_hint(source_file, settings["jobs_span"]),
                                             host_from_name=host_from_filename(source_file))
             except Exception as exc:  # noqa: BLE001 - a parser failure refuses this file only
                 fault = log_parse_crash(source_file, exc)
@@ -179,31 +181,58 @@ def ingest_syslog_files(
                 rejects = pl.concat([rejects, pl.DataFrame(
                     {"source_file": [source_file], "line_no": [0], "raw": [None], "error": [fault]},
                     schema=rejects.schema)])
-            if rejects.height:
-                writer.submit(
-                    append_arrow, con, "raw.rejects", rejects.to_arrow(compat_level=pl.CompatLevel.oldest()),
-                    "source_file, 'syslog' AS source_kind, line_no, raw, error, now() AS rejected_at")
-            result = FileIngest(source_file, "refused" if fault else "loaded", parsed.rows_read,
-                                parsed.lines.height, parsed.rejects.height, fault)
-            ledger.append((result, sha, read.size))
-            results.append(result)
+            write_staged(lake, "syslog", shard, index, "rejects", rejects)
+            out.append(StagedFile(FileIngest(source_file, "refused" if fault else "loaded", parsed.rows_read,
+                                             parsed.lines.height, parsed.rejects.height, fault), sha, read.size))
             if pending_rows >= BATCH_LINES:
-                batch = _lines_batch(pending, miner, hosts)
-                writer.drain()  # at most one batch being written while the next one is built
-                writer.submit(write_file_sets, lake, SYSLOG_LAKE, batch, versions)
-                del batch
-                pending_rows = 0
+                flush(writer)
             if progress:
-                progress(f"syslog {index}/{len(paths)} {source_file}: {result.rows_loaded} lines, "
+                result = out[-1].result
+                progress(f"syslog {index}/{len(files)} {source_file}: {result.rows_loaded} lines, "
                          f"{result.rows_rejected} rejected")
         if pending:
-            batch = _lines_batch(pending, miner, hosts)  # type: ignore[arg-type]  # pending implies a miner
-            writer.submit(write_file_sets, lake, SYSLOG_LAKE, batch, versions)
-            del batch
+            flush(writer)
         writer.drain()
-        for result, sha, size in ledger:
-            record_file(con, "syslog", result, sha, size)
-        if miner is not None:
-            save_miner(con, miner)
+    return out
+
+
+def publish_syslog(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:
+    """Make the parsed files visible in one transaction (call it outside one): rejects, ledger rows,
+    and the masked messages never seen before mined in landing order into
+    ``raw.syslog_message_templates``, with the miner state. Then delete superseded lake files."""
+    lake = Path(plan.lake)
+    order = pl.DataFrame({"source_file": list(plan.files), "file_order": range(len(plan.files))},
+                         schema={"source_file": pl.String, "file_order": pl.Int64})
+    with transaction(con):
+        results = publish_files(con, plan, staged)
+        messages = [p.as_posix() for p in read_staged(lake, "syslog", "messages")]
+        if messages:
+            seen = pl.read_parquet(messages).join(order, on="source_file").sort("file_order", "seq")
+            known = con.sql("SELECT message_key FROM raw.syslog_message_templates").pl()
+            new = (seen.unique("message_key", keep="first", maintain_order=True)
+                   .join(known, on="message_key", how="anti", maintain_order="left"))
+            if new.height:
+                miner = load_miner(con)
+                append_arrow(con, "raw.syslog_message_templates", miner.mine_keys(new.select("message_key", "masked")).to_arrow())
+                save_miner(con, miner)
     remove_unlisted_files(con, lake, SYSLOG_LAKE.name)
+    clear_staged(lake, "syslog")
     return results
+
+
+def ingest_syslog_files(
+    con: duckdb.DuckDBPyConnection,
+    landing: Path,
+    *,
+    timezone: str = "UTC",
+    hosts: HostMapping | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[FileIngest]:
+    """Ingest every new or changed node log under ``landing/syslog`` in this process: plan, one
+    parse step, publish. Call it outside a transaction.
+
+    ``hosts``: how log host names become Slurm node names (cluster.yaml's ``alerts.nodes`` and node
+    list); applied when a file is ingested, so a changed mapping reaches files ingested later.
+    """
+    plan = plan_syslog(con, landing, timezone=timezone, hosts=hosts)
+    return publish_syslog(con, plan, parse_syslog_shard(plan, 0, progress))
