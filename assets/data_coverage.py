@@ -59,7 +59,7 @@ def data_coverage_marts(warehouse: WarehouseResource):
         "dagster/row_count": days, "days_with_silent_nodes": silent_days})
 
 
-@dg.asset_check(asset=DATA_FRESHNESS, description="Warns when Slurm accounting or the node logs have UTC days "
+@dg.asset_check(asset=DATA_FRESHNESS, pool=WAREHOUSE_POOL, description="Warns when Slurm accounting or the node logs have UTC days "
                 "without a single record inside their span: a dump or log file is missing (re-land it; the "
                 "ingest picks it up and the daily marts recompute those days).")
 def dense_sources_have_no_empty_days(warehouse: WarehouseResource) -> dg.AssetCheckResult:
@@ -71,7 +71,7 @@ def dense_sources_have_no_empty_days(warehouse: WarehouseResource) -> dg.AssetCh
         metadata={kind: f"{n} day(s): " + ", ".join(d.isoformat() for d in days[:20]) for kind, n, days in rows})
 
 
-@dg.asset_check(asset=LOG_COVERAGE_DAILY, description="Warns when nodes ran jobs but sent no log line on the "
+@dg.asset_check(asset=LOG_COVERAGE_DAILY, pool=WAREHOUSE_POOL, description="Warns when nodes ran jobs but sent no log line on the "
                 "last complete day of the data (marts.day_coverage; the newest day may still be arriving): broken log shipping "
                 "hides hardware faults from attribution.")
 def no_silent_nodes(warehouse: WarehouseResource) -> dg.AssetCheckResult:

@@ -40,7 +40,7 @@ def raw_alert_notifications(
     return dg.MaterializeResult(metadata=metadata)
 
 
-@dg.asset_check(asset=RAW_ALERTS, blocking=True,
+@dg.asset_check(asset=RAW_ALERTS, pool=WAREHOUSE_POOL, blocking=True,
                 description="For every ingested alert file: notifications read = loaded + rejected.")
 def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:

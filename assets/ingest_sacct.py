@@ -3,46 +3,36 @@
 
 import dagster as dg
 
-from gpusre.assets.metadata import file_ingest_metadata, latest_rejects
-from gpusre.assets.progress import progress_reporter
-from gpusre.models.sources.sacct.ingest import ingest_sacct_files
+import duckdb
+
+from gpusre.assets.parallel_parse import ParsedSource, parsed_source_asset
+from gpusre.models.ingest.staging import IngestPlan
+from gpusre.models.sources.sacct.ingest import parse_sacct_shard, plan_sacct, publish_sacct
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 RAW_SACCT = dg.AssetKey(["raw", "sacct_records"])
 
 
-@dg.asset(
+def _plan(con: duckdb.DuckDBPyConnection, landing: LandingResource, shards: int) -> IngestPlan:
+    config = landing.cluster_config()
+    return plan_sacct(con, landing.root, shards=shards, timezone=config.timezone, fields=config.sacct.fields,
+                      delimiter=config.sacct.delimiter, cluster=config.cluster)
+
+
+raw_sacct = parsed_source_asset(
+    ParsedSource("sacct", _plan, parse_sacct_shard, publish_sacct, "raw.sacct_records"),
     key=RAW_SACCT,
-    group_name="ingest",
     kinds={"parquet", "duckdb"},
-    pool=WAREHOUSE_POOL,
     description=(
         "Every sacct record (allocation and step rows) of every dump under landing/sacct, typed, "
-        "with source file and line. New or changed files only (SHA-256); bad records go to raw.rejects."
+        "with source file and line. New or changed files only (SHA-256), parsed in parallel shards; "
+        "bad records go to raw.rejects."
     ),
 )
-def raw_sacct(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
-) -> dg.MaterializeResult:
-    config = landing.cluster_config()
-    with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/sources/sacct/ingest.py).
-        results = ingest_sacct_files(
-            con,
-            landing.root,
-            timezone=config.timezone,
-            fields=config.sacct.fields,
-            delimiter=config.sacct.delimiter,
-            cluster=config.cluster,
-            progress=progress_reporter(context),
-        )
-        total_rows = con.sql("SELECT count(*) FROM raw.sacct_records").fetchall()[0][0]
-        rejects = latest_rejects(con, "sacct")
-    return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total_rows, rejects))
 
 
-@dg.asset_check(asset=RAW_SACCT, blocking=True, description="For every ingested file: rows read = loaded + rejected.")
+@dg.asset_check(asset=RAW_SACCT, pool=WAREHOUSE_POOL, blocking=True, description="For every ingested file: rows read = loaded + rejected.")
 def sacct_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         bad = con.sql(

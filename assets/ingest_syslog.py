@@ -3,11 +3,14 @@ core: core.node_events (recognized events) and core.log_templates."""
 
 import dagster as dg
 
-from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
-from gpusre.assets.progress import progress_reporter
-from gpusre.models.sources.alerts.ingest import alert_settings
+import duckdb
+
+from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.parallel_parse import ParsedSource, parsed_source_asset
 from gpusre.models.alerts.nodes import HostMapping
-from gpusre.models.sources.syslog.ingest import load_miner, ingest_syslog_files
+from gpusre.models.ingest.staging import IngestPlan
+from gpusre.models.sources.alerts.ingest import alert_settings
+from gpusre.models.sources.syslog.ingest import load_miner, parse_syslog_shard, plan_syslog, publish_syslog
 from gpusre.models.warehouse import read_sql, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -17,29 +20,22 @@ NODE_EVENTS = dg.AssetKey(["core", "node_events"])
 LOG_TEMPLATES = dg.AssetKey(["core", "log_templates"])
 
 
-@dg.asset(
+def _plan(con: duckdb.DuckDBPyConnection, landing: LandingResource, shards: int) -> IngestPlan:
+    config = landing.cluster_config()
+    return plan_syslog(con, landing.root, shards=shards, timezone=config.timezone,
+                       hosts=HostMapping(alert_settings(config).nodes, tuple(config.node_names)))
+
+
+raw_syslog = parsed_source_asset(
+    ParsedSource("syslog", _plan, parse_syslog_shard, publish_syslog, "raw.syslog_lines"),
     key=RAW_SYSLOG,
-    group_name="ingest",
     kinds={"parquet", "duckdb", "drain3"},
-    pool=WAREHOUSE_POOL,
     # Year inference for RFC 3164 lines uses the jobs' time span when a file name has no date.
-    deps=[dg.AssetKey(["core", "jobs"])],
+    after=dg.AssetKey(["core", "jobs"]),
     description="Every node-log line under landing/syslog (syslog, dmesg, journald; .gz ok) with UTC time, "
     "node, a stable Drain3 template id and, for recognized lines, the event catalog's kind/code/component. "
-    "New or changed files only; unparseable lines go to raw.rejects.",
+    "New or changed files only, parsed in parallel shards; unparseable lines go to raw.rejects.",
 )
-def raw_syslog(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
-) -> dg.MaterializeResult:
-    config = landing.cluster_config()
-    with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/sources/syslog/ingest.py).
-        results = ingest_syslog_files(con, landing.root, timezone=config.timezone,
-                                      hosts=HostMapping(alert_settings(config).nodes, tuple(config.node_names)),
-                                      progress=progress_reporter(context))
-        total = con.sql("SELECT count(*) FROM raw.syslog_lines").fetchall()[0][0]
-        rejects = latest_rejects(con, "syslog")
-    return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
 
 
 @dg.multi_asset(

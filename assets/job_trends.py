@@ -159,7 +159,7 @@ def cluster_comparison(warehouse: WarehouseResource, landing: LandingResource) -
 
 
 def _shares_check(table: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=dg.AssetKey(["marts", table]), name="shares_sum_to_one", blocking=True,
+    @dg.asset_check(asset=dg.AssetKey(["marts", table]), pool=WAREHOUSE_POOL, name="shares_sum_to_one", blocking=True,
                     description=f"In marts.{table}, job and GPU-hour shares sum to 1 within every period.")
     def _check(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         with warehouse.connect(read_only=False) as con:
@@ -178,7 +178,7 @@ def _shares_check(table: str) -> dg.AssetChecksDefinition:
 MART_CHECKS = [_shares_check("gpu_time_by_state"), _shares_check("size_buckets")]
 
 
-@dg.asset_check(asset=dg.AssetKey(["marts", "gpu_time_by_state"]),
+@dg.asset_check(asset=dg.AssetKey(["marts", "gpu_time_by_state"]), pool=WAREHOUSE_POOL,
                 description="Warns when days changed in core.jobs have not been recomputed by a daily "
                 "partition run yet, so roll-ups miss them (backfill those partitions).")
 def no_unprocessed_days(warehouse: WarehouseResource) -> dg.AssetCheckResult:

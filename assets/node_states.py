@@ -82,7 +82,7 @@ def raw_slurm_events(
     return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
 
 
-@dg.asset_check(asset=RAW_SLURM_EVENTS, blocking=True,
+@dg.asset_check(asset=RAW_SLURM_EVENTS, pool=WAREHOUSE_POOL, blocking=True,
                 description="For every ingested slurm_events file: rows read = loaded + rejected, and both match the tables.")
 def slurm_events_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
@@ -127,7 +127,7 @@ def core_node_states(warehouse: WarehouseResource):
     yield dg.MaterializeResult(asset_key=CLUSTER_EVENTS, metadata={"dagster/row_count": summary.cluster_events})
 
 
-@dg.asset_check(asset=NODE_STATES, blocking=True, description="No duplicate (node, start_ts) in core.node_states.")
+@dg.asset_check(asset=NODE_STATES, pool=WAREHOUSE_POOL, blocking=True, description="No duplicate (node, start_ts) in core.node_states.")
 def node_states_unique(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         dup = con.sql("SELECT node, start_ts, count(*) FROM core.node_states GROUP BY ALL HAVING count(*) > 1").fetchall()

@@ -7,6 +7,7 @@ process) print one line ``gpusre: error: …`` and exit non-zero; no tracebacks.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import date
 from pathlib import Path
@@ -38,15 +39,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(landing: Path, warehouse: Path, reports: Path) -> int:
+def _run(landing: Path, warehouse: Path, reports: Path, workers: int | None = None) -> int:
     from gpusre.pipelines.run_lock import warehouse_lock
 
     # The run lock first, before Dagster is imported (seconds): a second run is refused at once.
     with warehouse_lock(warehouse, _progress):
-        return _run_locked(landing, warehouse, reports)
+        return _run_locked(landing, warehouse, reports, workers)
 
 
-def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
+def _run_locked(landing: Path, warehouse: Path, reports: Path, workers: int | None) -> int:
     import logging
 
     from gpusre.pipelines.runner import run_pipeline
@@ -61,7 +62,7 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path) -> int:
     progress_logger.propagate = False
 
     _start_run_log(warehouse.parent / "logs")
-    summary = run_pipeline(landing, warehouse, reports, progress=_progress)
+    summary = run_pipeline(landing, warehouse, reports, progress=_progress, workers=workers)
     for refused in summary.files_refused:  # "<file>: <reason>", one line per problem
         print(f"gpusre: error: {refused}", file=sys.stderr)
     if summary.files_refused:
@@ -114,9 +115,16 @@ def _log_hint() -> None:
         print(f"gpusre: details (tracebacks, warnings) in {_RUN_LOG[0]}", file=sys.stderr)
 
 
+def _default_workers() -> int | None:
+    """``$GPUSRE_WORKERS``, else None: as many as cores when there is enough new input (see
+    gpusre.pipelines.runner.AUTO_PARALLEL_BYTES), else 1."""
+    env = os.environ.get("GPUSRE_WORKERS")
+    return max(1, int(env)) if env and env.isdigit() else None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     reports = Path(args.reports) if args.reports else Path(args.warehouse).parent / "reports"
-    return _run(Path(args.landing), Path(args.warehouse), reports)
+    return _run(Path(args.landing), Path(args.warehouse), reports, args.workers)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -297,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--landing", required=True)
     run.add_argument("--warehouse", required=True, help="DuckDB file (created if missing)")
     run.add_argument("--reports", help="report directory (default: next to the warehouse)")
+    run.add_argument("--workers", type=_positive, default=_default_workers(),
+                     help="parse steps per source, run side by side on Dagster's multiprocess executor "
+                          "(default: $GPUSRE_WORKERS, else the number of cores when >= 256 MB of sacct dumps "
+                          "and node logs are new, else 1 = every step in this process)")
     run.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", help="simulate the built-in 100-node cluster, run, write the report")

@@ -32,7 +32,7 @@ from gpusre.assets.node_states import (
 from gpusre.assets.report_marts import report_marts
 from gpusre.assets.reports import nightly_report, slo_report, warehouse_snapshot
 from gpusre.assets.warehouse_docs import warehouse_comments
-from gpusre.pipelines.jobs import daily_marts_job, ingest_job, nightly_job, rollup_job
+from gpusre.pipelines.jobs import build_ingest_job, daily_marts_job, ingest_job, nightly_job, rollup_job
 from gpusre.pipelines.resources import default_resources
 from gpusre.pipelines.schedules import nightly_schedule
 from gpusre.pipelines.sensors import landing_sensor
@@ -47,20 +47,22 @@ CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcil
 
 
 def build_definitions(
-    warehouse: str | None = None, landing: str | None = None, reports: str | None = None
+    warehouse: str | None = None, landing: str | None = None, reports: str | None = None, workers: int = 1
 ) -> dg.Definitions:
     """Definitions bound to a warehouse file, landing and reports directory.
 
-    The in-process executor is the default because DuckDB allows one writing process per file;
-    with the multiprocess executor, size the ``duckdb_warehouse`` pool to 1 in dagster.yaml.
+    The in-process executor is the default because DuckDB allows one writing process per file.
+    With ``workers`` > 1 the ingest job runs on the multiprocess executor with that many parse
+    shards per source; the ``duckdb_warehouse`` pool must then be limited to 1 in dagster.yaml
+    (``gpusre run`` writes that instance config).
     """
     return dg.Definitions(
         assets=ASSETS,
         asset_checks=CHECKS,
-        jobs=[ingest_job, daily_marts_job, rollup_job, nightly_job],
+        jobs=[build_ingest_job(workers) if workers > 1 else ingest_job, daily_marts_job, rollup_job, nightly_job],
         schedules=[nightly_schedule],
         sensors=[landing_sensor],
-        resources=default_resources(warehouse, landing, reports),
+        resources=default_resources(warehouse, landing, reports, workers if workers > 1 else None),
         executor=dg.in_process_executor,
     )
 

@@ -20,7 +20,7 @@ from gpusre.models.warehouse import connect
 from gpusre.pipelines.config import ClusterConfig, load_cluster_config
 from gpusre.pipelines.run_lock import warehouse_lock
 
-__all__ = ["WarehouseResource", "LandingResource", "ReportsResource", "default_resources"]
+__all__ = ["WarehouseResource", "LandingResource", "ParseResource", "ReportsResource", "default_resources"]
 
 #: Where `dagster dev` looks when no environment variable says otherwise: the `gpusre demo` output.
 DEFAULT_LANDING = "demo/landing"
@@ -71,6 +71,13 @@ class LandingResource(dg.ConfigurableResource):
         return load_cluster_config(self.root)
 
 
+class ParseResource(dg.ConfigurableResource):
+    """How many parse steps (shards) each parallel-parsed source is split into: ``gpusre run
+    --workers``; with Dagster's multiprocess executor they run side by side."""
+
+    shards: int = 1
+
+
 class ReportsResource(dg.ConfigurableResource):
     """Directory the HTML and Markdown reports are written to."""
 
@@ -82,10 +89,12 @@ class ReportsResource(dg.ConfigurableResource):
 
 
 def default_resources(
-    warehouse: str | None = None, landing: str | None = None, reports: str | None = None
+    warehouse: str | None = None, landing: str | None = None, reports: str | None = None, workers: int | None = None
 ) -> dict[str, dg.ConfigurableResource]:
-    """Resources from arguments, else GPUSRE_WAREHOUSE / GPUSRE_LANDING / GPUSRE_REPORTS, else demo/."""
+    """Resources from arguments, else GPUSRE_WAREHOUSE / GPUSRE_LANDING / GPUSRE_REPORTS /
+    GPUSRE_WORKERS, else demo/ and one parse shard."""
     return {
+        "parse_settings": ParseResource(shards=max(1, workers or int(os.environ.get("GPUSRE_WORKERS", "1")))),
         "warehouse": WarehouseResource(path=warehouse or os.environ.get("GPUSRE_WAREHOUSE", DEFAULT_WAREHOUSE)),
         "landing": LandingResource(path=landing or os.environ.get("GPUSRE_LANDING", DEFAULT_LANDING)),
         "reports": ReportsResource(path=reports or os.environ.get("GPUSRE_REPORTS", DEFAULT_REPORTS)),

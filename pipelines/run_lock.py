@@ -10,6 +10,10 @@ The kernel releases a ``flock`` when its process dies, however it dies: a lock l
 is never an obstacle. A run that exits normally empties the file, so text still in it when the lock
 is taken is the trace of a dead run: it is reported (stale) and taken over. ``flock`` is not
 reliable on every network file system: keep the warehouse on a local disk.
+
+Steps on Dagster's multiprocess executor run in child processes of the run that holds the lock;
+the holder passes it down in the environment (:data:`INHERITED_LOCK`, set by
+:func:`inherit_lock`), and a child whose lock file names that holder treats the lock as its own.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["WarehouseBusy", "lock_path", "warehouse_lock"]
+__all__ = ["INHERITED_LOCK", "WarehouseBusy", "inherit_lock", "lock_path", "warehouse_lock"]
+
+#: Environment variable ``<lock file>:<pid>`` through which a run passes its lock to its step processes.
+INHERITED_LOCK = "GPUSRE_RUN_LOCK"
 
 
 #: Lock files this process holds: taking one again (nested) is a no-op, not a self-deadlock.
@@ -64,6 +71,9 @@ def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _ms
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
+            if _inherited(key, fd):  # a step process of the run that holds it
+                yield path
+                return
             raise WarehouseBusy(f"{warehouse}: warehouse busy: {_holder(fd)} (lock {path})") from None
         previous = _holder(fd)
         if previous != "another run (starting)":
@@ -80,3 +90,28 @@ def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _ms
             os.ftruncate(fd, 0)  # released cleanly: no stale text for the next run
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def _inherited(key: str, fd: int) -> bool:
+    """True when this process's environment names the lock's current holder (see :func:`inherit_lock`)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    holder = os.read(fd, 256).decode("utf-8", errors="replace").split()
+    return bool(holder) and os.environ.get(INHERITED_LOCK) == f"{key}:{holder[0]}"
+
+
+@contextmanager
+def inherit_lock(warehouse: Path) -> Iterator[None]:
+    """While held by this process, let child processes (Dagster step processes) use the lock of
+    ``warehouse`` as their own."""
+    key = str(lock_path(warehouse).resolve())
+    if key not in _HELD:
+        raise RuntimeError(f"{warehouse}: the run lock is not held by this process")
+    previous = os.environ.get(INHERITED_LOCK)
+    os.environ[INHERITED_LOCK] = f"{key}:{os.getpid()}"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(INHERITED_LOCK, None)
+        else:
+            os.environ[INHERITED_LOCK] = previous

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -27,7 +29,7 @@ from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot
 from gpusre.pipelines.config import load_cluster_config
 from gpusre.pipelines.definitions import build_definitions
 from gpusre.pipelines.partitions import DAILY_PARTITIONS
-from gpusre.pipelines.run_lock import warehouse_lock
+from gpusre.pipelines.run_lock import inherit_lock, warehouse_lock
 
 __all__ = ["SOURCES", "PipelineError", "RunSummary", "SourceSummary", "dagster_home", "run_pipeline"]
 
@@ -46,6 +48,8 @@ class PipelineError(RuntimeError):
 #: The landing sources with records, each optional: a landing with any subset of them runs
 #: (declared once in gpusre.models.sources.registry).
 SOURCES = record_sources()
+#: Sources whose ingest is plan → parse per shard → publish (gpusre.assets.parallel_parse).
+PARALLEL_SOURCES = ("sacct", "syslog")
 
 
 @dataclass
@@ -93,7 +97,18 @@ _DAGSTER_YAML = """\
 # Open the UI on it: DAGSTER_HOME=<this folder> dagster dev -w workspace.yaml  (make dev for the demo)
 telemetry:
   enabled: false
+# One writer of the DuckDB file: the warehouse steps (pool duckdb_warehouse) run one at a time,
+# also when parse steps run side by side (gpusre run --workers N, the multiprocess executor).
+concurrency:
+  pools:
+    default_limit: 1
+# Steps print nothing worth keeping (their logs are events); capturing stdout costs two processes per step.
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
 """
+#: What earlier versions wrote; replaced by the current text (it lacked the pool limit).
+_OLD_DAGSTER_YAML = _DAGSTER_YAML.split("# One writer")[0]
 
 
 def dagster_home(warehouse: Path) -> Path:
@@ -107,7 +122,7 @@ def _instance(home: Path) -> dg.DagsterInstance:
     """The persistent instance in ``home``, its folder and ``dagster.yaml`` created when missing."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
+    if not config.exists() or config.read_text() == _OLD_DAGSTER_YAML:
         config.write_text(_DAGSTER_YAML)
     return dg.DagsterInstance.from_config(str(home))
 
@@ -154,7 +169,54 @@ def _execute(defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, 
     return result
 
 
-def _materialization_metadata(result: dg.ExecuteInProcessResult, key: dg.AssetKey) -> dict[str, object]:
+def ingest_job_for(warehouse: str, landing: str, reports: str, workers: int) -> dg.JobDefinition:
+    """The ingest job with ``workers`` parse shards on the multiprocess executor: what each step
+    process rebuilds (:func:`dagster.build_reconstructable_job` names this function)."""
+    return build_definitions(warehouse, landing, reports, workers).resolve_job_def("ingest_job")
+
+
+@contextmanager
+def _step_output_to_run_log() -> Iterator[None]:
+    """Point file descriptor 2 at the run's log file (else /dev/null) while step processes start:
+    Dagster's step processes log their start-up events at DEBUG to the stderr they inherit, whatever
+    the run config says, and the CLI prints one line per problem, not those."""
+    handlers = [h for h in logging.getLogger("gpusre").handlers if isinstance(h, logging.FileHandler)]
+    target = handlers[0].baseFilename if handlers else os.devnull
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def _execute_parallel(job_args: dict[str, object], instance: dg.DagsterInstance,
+                      warehouse: Path) -> dg.ExecutionResult:
+    """Run the ingest job on the multiprocess executor (steps in child processes, which inherit
+    the run lock); any failure is one :class:`PipelineError` line, its traceback logged."""
+    recon = dg.build_reconstructable_job("gpusre.pipelines.runner", "ingest_job_for", reconstructable_kwargs=job_args)
+    with inherit_lock(warehouse), _step_output_to_run_log(), \
+            dg.execute_job(recon, instance=instance, run_config=QUIET_RUN_CONFIG) as result:
+        if result.success:
+            return result
+        for event in result.get_step_failure_events():
+            error = event.step_failure_data.error
+            _log.error("ingest_job failed in step %s:\n%s", event.step_key, error.to_string() if error else "")
+            cause = error.cause if error and error.cause else error
+            message = cause.message.strip().splitlines()[0] if cause and cause.message.strip() else "failed"
+            raise PipelineError(f"ingest_job failed in step {event.step_key}: {message}")
+        raise PipelineError("ingest_job failed")
+
+
+def _materialization_metadata(result: dg.ExecutionResult, key: dg.AssetKey) -> dict[str, object]:
     for event in result.get_asset_materialization_events():
         mat = event.materialization
         if mat.asset_key == key:
@@ -167,13 +229,36 @@ def _count(metadata: dict[str, object], key: str) -> int:
     return int(metadata.get(key) or 0)  # type: ignore[call-overload]
 
 
-def _preflight_warehouse(warehouse: Path) -> None:
-    """Open (and create) the warehouse once up front so a lock or permission problem is one clear line."""
+#: New bytes of parallel-parsed sources below which ``workers=None`` parses in this process: each
+#: step process of the multiprocess executor costs seconds to start (measured: 3-6 s per step on a
+#: 2-core machine), about what parsing 50 MB of node logs costs.
+AUTO_PARALLEL_BYTES = 256 << 20
+
+
+def _preflight_warehouse(warehouse: Path, landing: Path) -> int:
+    """Open (and create) the warehouse once up front so a lock or permission problem is one clear
+    line; return the bytes of sacct and node-log files whose path and size the ledger does not know
+    (new or probably changed: what the parse steps will have to read)."""
+    parallel = [s for s in SOURCES if s.name in PARALLEL_SOURCES]
     try:
-        connect(warehouse).close()
+        con = connect(warehouse)
+        try:
+            known = set(con.execute("SELECT source_file, size_bytes FROM raw.ingested_files").fetchall())
+        finally:
+            con.close()
     except duckdb.IOException as exc:
         raise PipelineError(_lock_conflict(warehouse, exc)
                             or f"{warehouse}: cannot open the warehouse for writing: {_first_line(exc)}") from exc
+    new = 0
+    for source in parallel:
+        for path in source.landing_files(landing):
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if (path.relative_to(landing).as_posix(), size) not in known:
+                new += size
+    return new
 
 
 def _has_input(landing: Path) -> bool:
@@ -181,7 +266,7 @@ def _has_input(landing: Path) -> bool:
     return any(s.landing_files(landing) for s in SOURCES)
 
 
-def _source_summaries(ingest: dg.ExecuteInProcessResult, summary: RunSummary) -> None:
+def _source_summaries(ingest: dg.ExecutionResult, summary: RunSummary) -> None:
     """Per-source counts and every refused file, from the raw assets' materialization metadata."""
     for source in SOURCES:
         meta = _materialization_metadata(ingest, dg.AssetKey(list(source.asset)))
@@ -197,9 +282,13 @@ def _source_summaries(ingest: dg.ExecuteInProcessResult, summary: RunSummary) ->
 
 
 def run_pipeline(landing: Path, warehouse: Path, reports: Path,
-                 progress: Callable[[str], None] = lambda _msg: None) -> RunSummary:
+                 progress: Callable[[str], None] = lambda _msg: None, workers: int | None = 1) -> RunSummary:
     """Materialize every asset over ``landing`` into ``warehouse``; safe to run again.
 
+    ``workers`` > 1: the ingest runs on Dagster's multiprocess executor with that many parse steps
+    per parallel-parsed source (sacct, node logs) side by side; the result is the same as with 1.
+    ``None``: as many as cores when at least :data:`AUTO_PARALLEL_BYTES` of those sources are new,
+    else 1 (step processes cost seconds each to start).
     Holds the warehouse's run lock from the first step to the last (snapshot included): a second
     run raises :class:`~gpusre.pipelines.run_lock.WarehouseBusy` at once."""
     started = time.monotonic()
@@ -211,23 +300,30 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
                             f"{', '.join(s.landing + '/' for s in SOURCES)} with files in it)")
     with warehouse_lock(warehouse, progress):
         remove_stale_snapshot_tmp(warehouse)
-        return _run_locked(landing, warehouse, reports, progress, started)
+        return _run_locked(landing, warehouse, reports, progress, started, workers)
 
 
 def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callable[[str], None],
-                started: float) -> RunSummary:
-    _preflight_warehouse(warehouse)
+                started: float, workers: int | None) -> RunSummary:
+    new_bytes = _preflight_warehouse(warehouse, landing)
+    if workers is None:  # auto: parallel parse only when there is enough to parse
+        workers = len(os.sched_getaffinity(0)) if new_bytes >= AUTO_PARALLEL_BYTES else 1
     defs = build_definitions(str(warehouse), str(landing), str(reports))
     home = dagster_home(warehouse)
+    job_args = {"warehouse": str(warehouse), "landing": str(landing), "reports": str(reports), "workers": workers}
     with _instance(home) as instance:
-        return _run_jobs(defs, instance, warehouse, progress, started, RunSummary(dagster_home=home))
+        return _run_jobs(defs, instance, warehouse, progress, started, RunSummary(dagster_home=home),
+                         job_args if workers > 1 else None)
 
 
 def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Path,
-              progress: Callable[[str], None], started: float, summary: RunSummary) -> RunSummary:
-    progress("[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*")
+              progress: Callable[[str], None], started: float, summary: RunSummary,
+              parallel: dict[str, object] | None) -> RunSummary:
+    workers = f", {parallel['workers']} parse workers" if parallel else ""
+    progress(f"[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*{workers}")
     t0 = time.monotonic()
-    ingest = _execute(defs, "ingest_job", instance, warehouse)
+    ingest = (_execute_parallel(parallel, instance, warehouse) if parallel
+              else _execute(defs, "ingest_job", instance, warehouse))
     _source_summaries(ingest, summary)
     summary.jobs = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "jobs"])), "dagster/row_count")
     summary.node_events = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "node_events"])),
