@@ -124,8 +124,10 @@ def _link_tree(sim: Path, landing: Path, skip: set[Path]) -> None:
         os.link(path, landing / rel)
 
 
-def write_bulk_logs(path: Path, day: str, lines: int, nodes: list[str], seed: int) -> None:
-    """``lines`` RFC 3164 background lines of ``day`` spread over ``nodes`` (no hardware signal lines)."""
+def write_bulk_logs(folder: Path, day: str, lines: int, nodes: list[str], seed: int) -> None:
+    """``lines`` RFC 3164 background lines of ``day`` spread over ``nodes`` (no hardware signal lines),
+    one file per node in ``folder`` (rsyslog's per-host layout: one 10 M-line central file ran the
+    node-log ingest out of DuckDB's default 1 GB memory limit, see docs/scale-out.md)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_templates", Path(__file__).with_name("bench_templates.py"))
@@ -136,11 +138,17 @@ def write_bulk_logs(path: Path, day: str, lines: int, nodes: list[str], seed: in
     start = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
     frame = pl.DataFrame({"message": pl.Series(messages, dtype=pl.String)}).with_columns(
         ts=pl.datetime_range(start, start + timedelta(days=1), interval="1s", closed="left", eager=True,
-                             time_zone="UTC").sample(lines, with_replacement=True, seed=seed).sort(),
+                             time_zone="UTC").sample(lines, with_replacement=True, seed=seed),
         node=pl.Series(nodes).gather(pl.int_range(lines, eager=True) * 7919 % len(nodes)),
-    )
-    text = frame.select(pl.format("{} {} kernel: {}", pl.col("ts").dt.strftime("%b %e %H:%M:%S"), "node", "message"))
-    path.write_text("\n".join(text.to_series().to_list()) + "\n", encoding="utf-8")
+    ).sort("node", "ts")
+    text = frame.select("node", line=pl.format("{} {} kernel: {}", pl.col("ts").dt.strftime("%b %e %H:%M:%S"),
+                                               "node", "message"))
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for (node,), part in text.group_by("node"):
+        (tmp / f"{node}.log").write_text("\n".join(part["line"].to_list()) + "\n", encoding="utf-8")
+    tmp.rename(folder)
 
 
 def _copy_warehouse(src: Path, dst: Path) -> Path:
@@ -169,7 +177,7 @@ def main() -> int:
     new_day = _simulate(sim, args.nodes, args.days + 1, args.seed, args.history_log_rate)
     day_files = _day_files(sim, new_day)
     landing = workdir / f"landing-{tag}"
-    bulk = workdir / f"bulk-{tag}-{args.new_day_log_lines}.log"
+    bulk = workdir / f"bulk-{args.nodes}-{new_day}-{args.new_day_log_lines}-s{args.seed}"  # any history length
     if not bulk.exists():
         from gpusre.simulate import SimulationConfig
         from gpusre.simulate.topology import node_names
@@ -179,7 +187,8 @@ def main() -> int:
                         args.seed)
         print(f"generated {args.new_day_log_lines:,} node-log lines for {new_day} in "
               f"{time.perf_counter() - t0:.0f} s (setup, not timed)")
-    new_files = [*day_files, Path("syslog") / new_day / "bulk.log"]
+    bulk_files = {Path("syslog") / new_day / p.name: p for p in sorted(bulk.iterdir())}
+    new_files = [*day_files, *bulk_files]
     year = workdir / f"year-{tag}"
     if not (year / "built.ok").exists():
         shutil.rmtree(landing, ignore_errors=True)
@@ -196,9 +205,9 @@ def main() -> int:
     for rel in new_files:  # the night's landing: the year plus the new day's files
         (landing / rel).parent.mkdir(parents=True, exist_ok=True)
         (landing / rel).unlink(missing_ok=True)
-        os.link(bulk if rel.name == "bulk.log" else sim / rel, landing / rel)
+        os.link(bulk_files.get(rel, sim / rel), landing / rel)
     try:
-        night = _copy_warehouse(year, workdir / "night")
+        night = _copy_warehouse(year, workdir / f"night-{tag}")
         m = run_child(RUN_CHILD, str(landing), str(night), str(night.parent / "reports"))
     finally:
         for rel in new_files:  # back to the year, so the next run measures the same night
