@@ -133,10 +133,11 @@ CRASHING_INGEST = """
 import os, sys
 from pathlib import Path
 from gpusre.models.warehouse import connect, read_sql
-from gpusre.models.sources.sacct.ingest import load_sacct_files
+from gpusre.models.sources.sacct.ingest import parse_sacct_shard, plan_sacct, publish_sacct_rows
 con = connect(Path(sys.argv[1]))
 con.execute("BEGIN TRANSACTION")
-load_sacct_files(con, Path(sys.argv[2]))
+plan = plan_sacct(con, Path(sys.argv[2]))
+publish_sacct_rows(con, plan, parse_sacct_shard(plan, 0))
 con.execute(read_sql("core/jobs_upsert.sql"))
 os._exit(3)  # the process dies before COMMIT: power loss, OOM kill, kill -9
 """

@@ -10,9 +10,8 @@ Three steps (:mod:`gpusre.models.ingest.staging`), so that parsing runs in sever
 :func:`plan_sacct` (reads the ledger, splits the dumps into shards), :func:`parse_sacct_shard` (no
 warehouse: writes each dump's records to the Parquet lake, invisible until published, and stages
 its rejects) and :func:`publish_sacct` (one DuckDB transaction: rejects, ledger rows and the job ids
-of new and replaced records queued in ``raw.sacct_dirty_jobs``). :func:`load_sacct_files` runs the
-three inside the caller's transaction (so a crash leaves the warehouse as it was);
-:func:`ingest_sacct_files` in one of its own. In a parse step, lake files are written on a writer
+of new and replaced records queued in ``raw.sacct_dirty_jobs``); :func:`publish_sacct_rows` is the
+publish inside a caller's transaction. :func:`ingest_sacct_files` runs the three in this process. In a parse step, lake files are written on a writer
 thread while the next batch is parsed.
 """
 
@@ -45,7 +44,7 @@ from gpusre.models.ingest.slurm_values import check_timezone
 from gpusre.models.sources.registry import lake_table
 from gpusre.models.warehouse import transaction
 
-__all__ = ["SACCT_SUFFIXES", "TYPE_BATCH_LINES", "discover_sacct_files", "ingest_sacct_files", "load_sacct_files",
+__all__ = ["SACCT_SUFFIXES", "TYPE_BATCH_LINES", "discover_sacct_files", "ingest_sacct_files",
            "parse_sacct_shard", "plan_sacct", "publish_sacct", "publish_sacct_rows", "scan_sacct_files"]
 
 #: File name endings accepted under ``landing/sacct/``.
@@ -249,24 +248,6 @@ def publish_sacct(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list
     return results
 
 
-def load_sacct_files(
-    con: duckdb.DuckDBPyConnection,
-    landing: Path,
-    *,
-    timezone: str = "UTC",
-    fields: Sequence[str] | None = None,
-    delimiter: str | None = None,
-    cluster: str | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> list[FileIngest]:
-    """Load every new or changed dump under ``landing/sacct`` into raw.*, inside the caller's
-    transaction, in this process (plan, one parse step, publish): replaced files' jobs queued,
-    records, rejects, dirty job ids and ledger rows written. Returns one :class:`FileIngest` per file found.
-    """
-    plan = plan_sacct(con, landing, timezone=timezone, fields=fields, delimiter=delimiter, cluster=cluster)
-    return publish_sacct_rows(con, plan, parse_sacct_shard(plan, 0, progress))
-
-
 def _file_reject(source_file: str, reason: str) -> pl.DataFrame:
     """The line-0 reject of a file refused (whole, or past a fault)."""
     return pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None], "error": [reason]},
@@ -283,7 +264,8 @@ def ingest_sacct_files(
     cluster: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[FileIngest]:
-    """:func:`load_sacct_files` in one transaction: a crash or error leaves the warehouse as it was.
+    """Ingest every new or changed dump under ``landing/sacct`` in this process (plan, one parse
+    step, publish in one transaction): a crash or error leaves the warehouse as it was.
 
     Call it outside a transaction. A dump removed from the landing directory keeps its rows: the
     warehouse is the archive, and landing directories are often pruned after ingestion.
