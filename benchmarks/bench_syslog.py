@@ -18,10 +18,11 @@ line stored as one VARCHAR, (timestamp, host, message) split and typed in SQL, a
 written as zstd Parquet (the lake's own storage cost) — so the share of the time that storing the
 lines costs on this machine is on record.
 
-``--scaling`` measures how the parse step (parse + events + templates, nothing stored) scales with
-worker processes: the files split into 2 shards parsed by 2 concurrent processes, against 1 process
-parsing all of them, on the same files in the same run. Each process mines its own templates here
-(the pipeline keeps one miner), so this is the parse work's scaling, not a pipeline run.
+``--scaling`` measures how the pipeline's parse step (``parse_syslog_shard``: read, parse, events,
+masked-message keys, lake Parquet files written and fsynced, rejects and messages staged — what
+each ``syslog_parse`` step of ``gpusre run --workers N`` does) scales with worker processes: the
+files split into 2 shards by the pipeline's own shard plan, parsed by 2 concurrent processes,
+against 1 process parsing all of them, on the same files in the same run.
 
     python benchmarks/bench_syslog.py [--lines 10000000] [--files 10] [--workdir DIR]
                                       [--baseline-lines 200000] [--floor] [--scaling]
@@ -220,9 +221,35 @@ def main() -> int:
     return 0
 
 
+# The pipeline's parse step over one shard of the plan (args: landing, shard, shards); the lake is
+# next to the landing (made by scaling()).
+PARSE_STEP_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from gpusre.models.alerts.nodes import HostMapping
+from gpusre.models.ingest.staging import IngestPlan, shard_files
+from gpusre.models.logs.templates import TemplateConfig
+from gpusre.models.sources.syslog.ingest import parse_syslog_shard, scan_syslog_files
+landing, shard, shards = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+files = [p.relative_to(landing).as_posix() for p in scan_syslog_files(landing).files]
+sizes = [(f, (landing / f).stat().st_size) for f in files]
+plan = IngestPlan("syslog", str(landing), str(landing.parent / "scaling.lake"), tuple(files),
+                  tuple(tuple(s) for s in shard_files(sizes, shards)), {}, (),
+                  {"timezone": "UTC", "hosts": HostMapping(), "jobs_span": None,
+                   "template_config": TemplateConfig().to_json_dict()})
+t0 = time.perf_counter()
+staged = parse_syslog_shard(plan, shard)
+print(json.dumps({"lines": sum(s.result.rows_loaded for s in staged), "seconds": time.perf_counter() - t0,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
 def scaling(landing: Path) -> None:
     """Parse step with 1 process over all files vs 2 concurrent processes over half each."""
-    measured = run_scaling(NO_STORE_CHILD, landing)
+    from gpusre.models.warehouse import connect
+
+    connect(landing.parent / "scaling.duckdb").close()  # creates scaling.lake with its table schemas
+    measured = run_scaling(PARSE_STEP_CHILD, landing)
     if measured is None:
         return
     one, wall, halves = measured
