@@ -8,7 +8,8 @@ warehouse; the warehouse exposes each as a view of the same name and columns (``
 ``raw.ingested_files`` and every core/mart table stay DuckDB tables.
 
 **One atomic file set per landing file version.** A landing file's rows become one Parquet file
-per day its rows fall on, named ``<landing-file-id>-<sha256[:16]>`` (a stable id of its landing path
+per day its rows fall on (or one file, for a table with ``LakeTable.day_of_landing_file``),
+named ``<landing-file-id>-<sha256[:16]>`` (a stable id of its landing path
 and its content hash, :func:`version_stem`). Each file is written under a temporary name the views'
 glob does not match (``.<name>.<pid>.parquet.tmp``), fsynced, then renamed in place (atomic on POSIX).
 The views show a version only once ``raw.ingested_files`` records that SHA-256 for the landing file,
