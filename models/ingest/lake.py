@@ -8,7 +8,8 @@ warehouse; the warehouse exposes each as a view of the same name and columns (``
 ``raw.ingested_files`` and every core/mart table stay DuckDB tables.
 
 **One atomic file set per landing file version.** A landing file's rows become one Parquet file
-per day its rows fall on, named ``<landing-file-id>-<sha256[:16]>`` (a stable id of its landing path
+per day its rows fall on (or one file, for a table with ``LakeTable.day_of_landing_file``),
+named ``<landing-file-id>-<sha256[:16]>`` (a stable id of its landing path
 and its content hash, :func:`version_stem`). Each file is written under a temporary name the views'
 glob does not match (``.<name>.<pid>.parquet.tmp``), fsynced, then renamed in place (atomic on POSIX).
 The views show a version only once ``raw.ingested_files`` records that SHA-256 for the landing file,
@@ -59,7 +60,12 @@ ROW_GROUP_ROWS = 122_880
 @dataclass(frozen=True)
 class LakeTable:
     """A raw record table kept in the lake: its name (``raw.<name>`` view, ``lake.<name>`` types)
-    and the timestamp columns whose first non-NULL value gives a row's day folder."""
+    and the timestamp columns whose first non-NULL value gives a row's day folder.
+
+    ``day_of_landing_file``: one file per landing file version, in the day folder of its latest row,
+    instead of one per row day. For sources whose files are snapshots over a window (a nightly sacct
+    dump also lists the still running and pending jobs, whose rows fall on ~10 earlier days): per
+    row day, most of their files held a few dozen rows and writing them cost more than the parse."""
 
     name: str
     day_columns: tuple[str, ...]
@@ -69,6 +75,7 @@ class LakeTable:
     join: str = ""
     #: ``(column, SQL expression)`` pairs replacing ``l."column"`` in the view.
     expressions: tuple[tuple[str, str], ...] = ()
+    day_of_landing_file: bool = False
 
 
 def lake_root(warehouse: Path | str) -> Path:
@@ -171,7 +178,8 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
     """Write the rows of each landing file as its file set; return how many files were written.
 
     ``versions`` maps every landing file in ``rows`` to the SHA-256 the ledger will record for it.
-    One Parquet file per landing file and day, each atomic (temporary name, fsync, rename). The
+    One Parquet file per landing file and day (per landing file for a table with
+    ``day_of_landing_file``), each atomic (temporary name, fsync, rename). The
     views show a file set once the ledger records that version (the caller's transaction
     commits); :func:`remove_unlisted_files` deletes the superseded versions after that."""
     frame = rows if isinstance(rows, pl.DataFrame) else pl.from_arrow(rows)
@@ -182,6 +190,8 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
     # Columns a writer does not produce (a lookup key, or the looked-up column itself) are NULL.
     frame = frame.with_columns(pl.lit(None).alias(name) for name in schema.names if name not in frame.columns)
     keyed = frame.with_columns(_day_frame(frame, spec).alias("__day"))
+    if spec.day_of_landing_file:
+        keyed = keyed.with_columns(pl.col("__day").max().over("source_file"))
     written: set[Path] = set()
     for (source_file, day), part in keyed.partition_by(["source_file", "__day"], as_dict=True,
                                                        maintain_order=True).items():

@@ -67,7 +67,7 @@ SOURCES: tuple[Source, ...] = (
     Source(
         name="sacct", landing="sacct", patterns=("*",),
         parser="gpusre.models.sources.sacct.ingest:ingest_sacct_files",
-        lake=LakeTable("sacct_records", ("end_ts", "start_ts", "submit_ts")),
+        lake=LakeTable("sacct_records", ("end_ts", "start_ts", "submit_ts"), day_of_landing_file=True),
         label="sacct records", title="Slurm accounting (sacct)",
         record_ts="greatest(submit_ts, start_ts, end_ts)", dense=True,
         asset=("raw", "sacct_records"),

@@ -16,17 +16,16 @@ SELECT DISTINCT unnest(generate_series(
 FROM core.job_instances
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
--- Ranking works on narrow rows (keys + a record key) and joins back by that key once: copying the
--- wide records (node lists, comments) into temp tables cost more than the ranking. The record key
--- is (file, line, step): raw.sacct_records is a view over the Parquet lake, which has no rowid; a
--- JSON dump's allocation and steps share the line (index in jobs[]) and differ in step_id.
+-- The allocation records of the dirty jobs, read from the lake once: raw.sacct_records is a view
+-- over Parquet (each scan decodes the files and checks the ledger again), and joining the winners
+-- back to it cost a full scan per target table. Within allocations (file, line) is the record key
+-- (a JSON dump's steps share their allocation's line, but are not allocations).
 CREATE OR REPLACE TEMP TABLE _job_recs AS
 -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
 -- never got nodes has not started (else it would count as a queue wait and a run).
-SELECT {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} AS rid, r.job_id,
+SELECT r.* EXCLUDE (record_type, step_id, state_raw, raw_line, start_ts),
        CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
-            THEN NULL ELSE r.start_ts END AS start_ts,
-       r.eligible_ts, r.submit_ts, r.end_ts, r.elapsed_s, r.state, r.source_file, r.line_no, r.restart_cnt
+            THEN NULL ELSE r.start_ts END AS start_ts
 FROM raw.sacct_records AS r
 WHERE r.record_type = 'allocation'
   AND r.job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
@@ -36,7 +35,7 @@ WHERE r.record_type = 'allocation'
 CREATE OR REPLACE TEMP TABLE _job_winners AS
 WITH ranked AS (
     SELECT job_id,
-           arg_max_null({'rid': rid, 'start_ts': start_ts},
+           arg_max_null({'f': source_file, 'l': line_no, 'start_ts': start_ts},
                         (COALESCE(start_ts, eligible_ts, submit_ts, '-infinity'::TIMESTAMPTZ),
                          core.is_terminal_state(state),
                          COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
@@ -48,7 +47,7 @@ WITH ranked AS (
     FROM _job_recs
     GROUP BY job_id
 )
-SELECT job_id, winner.rid AS winner_rid, winner.start_ts AS winner_start_ts,
+SELECT job_id, winner.f AS winner_file, winner.l AS winner_line, winner.start_ts AS winner_start_ts,
        n_started_instances, max_restart_cnt
 FROM ranked;
 
@@ -71,7 +70,7 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
        r.comment,
        r.end_ts::DATE AS end_day,
        r.source_file, r.line_no
-FROM raw.sacct_records AS r JOIN _job_winners AS w ON {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} = w.winner_rid;
+FROM _job_recs AS r JOIN _job_winners AS w ON r.source_file = w.winner_file AND r.line_no = w.winner_line;
 
 -- Days covered by the new versions (every instance).
 INSERT OR IGNORE INTO core.dirty_days
@@ -89,7 +88,7 @@ DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dir
 INSERT INTO core.job_instances BY NAME
 WITH picked AS (
     SELECT job_id, start_ts,
-           arg_max(rid, (core.is_terminal_state(state), COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
+           arg_max({'f': source_file, 'l': line_no}, (core.is_terminal_state(state), COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
                          COALESCE(elapsed_s, -1), source_file, line_no)) AS rid
     FROM _job_recs WHERE start_ts IS NOT NULL
     GROUP BY job_id, start_ts
@@ -99,7 +98,7 @@ SELECT p.job_id,
        row_number() OVER (PARTITION BY p.job_id ORDER BY p.start_ts DESC) = 1 AS is_latest,
        r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
        r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
-FROM raw.sacct_records AS r JOIN picked AS p ON {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} = p.rid;
+FROM _job_recs AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.
 DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
@@ -116,7 +115,8 @@ WITH picked AS (
 )
 SELECT r.job_id, r.step_id, r.name, r.state, r.exit_code, r.exit_signal, r.start_ts, r.end_ts,
        r.elapsed_s, r.n_nodes, r.n_cpus, r.n_gpus, r.nodelist, r.nodes, r.source_file, r.line_no
-FROM raw.sacct_records AS r JOIN picked AS p ON {'f': r.source_file, 'l': r.line_no, 's': COALESCE(r.step_id, '')} = p.rid;
+FROM raw.sacct_records AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l AND COALESCE(r.step_id, '') = p.rid.s
+WHERE r.record_type = 'step';
 
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
