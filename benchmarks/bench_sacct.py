@@ -75,7 +75,7 @@ print(json.dumps(out))
 """
 
 
-# The ingest's parse (load_sacct_files without the writer): read, split and type every text dump
+# The ingest's parse (parse_sacct_shard without the lake writes): read, split and type every text dump
 # in the same batches, keep nothing.
 PARSE_ONLY_CHILD = r"""
 import json, resource, sys, time
