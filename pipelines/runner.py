@@ -119,12 +119,30 @@ def dagster_home(warehouse: Path) -> Path:
 
 
 def _instance(home: Path) -> dg.DagsterInstance:
-    """The persistent instance in ``home``, its folder and ``dagster.yaml`` created when missing."""
+    """The persistent instance in ``home``, its folder and ``dagster.yaml`` created when missing;
+    runs a killed process left unfinished are closed (see :func:`_close_dead_runs`)."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists() or config.read_text() == _OLD_DAGSTER_YAML:
         config.write_text(_DAGSTER_YAML)
-    return dg.DagsterInstance.from_config(str(home))
+    instance = dg.DagsterInstance.from_config(str(home))
+    _close_dead_runs(instance)
+    return instance
+
+
+def _close_dead_runs(instance: dg.DagsterInstance) -> None:
+    """Mark runs still 'started' as failed and free the pool slots they claimed. Called with the
+    warehouse's run lock held, so no other run on this warehouse is alive: those runs' process was
+    killed (SIGKILL, OOM, power loss). Without this, the ``duckdb_warehouse`` slot a killed step held
+    stays claimed in the instance and every later run waits for it forever."""
+    unfinished = instance.get_runs(filters=dg.RunsFilter(statuses=[
+        dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.CANCELING]))
+    for run in unfinished:
+        instance.report_run_failed(run)
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        for run_id in storage.get_concurrency_run_ids():
+            storage.free_concurrency_slots_for_run(run_id)
 
 
 def _first_line(exc: BaseException) -> str:
