@@ -42,8 +42,8 @@ DAY_COVERAGE = dg.AssetKey(["marts", "day_coverage"])
 def data_coverage_marts(warehouse: WarehouseResource):
     with warehouse.connect() as con:
         with transaction(con):
+            n_days = build_day_coverage(con)  # refreshes raw.record_days, which data_freshness reads too
             run_mart_sql(con, "data_freshness")
-            n_days = build_day_coverage(con)
             run_mart_sql(con, "log_coverage_daily")
             mark_partial_days(con, "marts.log_coverage_daily")
         partial = con.sql("SELECT day FROM marts.day_coverage WHERE partial ORDER BY day").fetchall()

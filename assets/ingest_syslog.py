@@ -9,9 +9,10 @@ from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.parallel_parse import ParsedSource, parsed_source_asset
 from gpusre.models.alerts.nodes import HostMapping
 from gpusre.models.ingest.staging import IngestPlan
+from gpusre.models.logs.node_event_tables import refresh_node_event_tables
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.syslog.ingest import load_miner, parse_syslog_shard, plan_syslog, publish_syslog
-from gpusre.models.warehouse import read_sql, transaction
+from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
@@ -52,9 +53,7 @@ def core_node_events(warehouse: WarehouseResource):
     with warehouse.connect() as con:
         templates = load_miner(con).templates().select("template_id", "template")
         with transaction(con):
-            con.register("_miner_templates", templates.to_arrow())
-            con.execute(read_sql("core/node_events.sql"))
-            con.unregister("_miner_templates")
+            refresh_node_event_tables(con, templates)
         events = con.sql("SELECT count(*) FROM core.node_events").fetchall()[0][0]
         n_templates = con.sql("SELECT count(*) FROM core.log_templates").fetchall()[0][0]
         by_kind = con.sql(

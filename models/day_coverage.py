@@ -19,6 +19,7 @@ from datetime import date
 
 import duckdb
 
+from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import table_exists
 
@@ -31,7 +32,8 @@ MAX_GAP_MINUTES = 60.0
 
 
 def build_day_coverage(con: duckdb.DuckDBPyConnection, max_gap_minutes: float = MAX_GAP_MINUTES) -> int:
-    """(Re)build ``marts.day_coverage`` from the raw tables; return its row count."""
+    """(Re)build ``marts.day_coverage`` from ``raw.record_days`` (refreshed first); return its row count."""
+    refresh_record_days(con)
     run_mart_sql(con, "day_coverage", {"max_gap_minutes": max_gap_minutes})
     return con.sql("SELECT count(*) FROM marts.day_coverage").fetchall()[0][0]
 

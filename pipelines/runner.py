@@ -253,20 +253,24 @@ def _count(metadata: dict[str, object], key: str) -> int:
 AUTO_PARALLEL_BYTES = 256 << 20
 
 
-def _preflight_warehouse(warehouse: Path, landing: Path) -> int:
+def _preflight_warehouse(warehouse: Path, landing: Path, *, count_new: bool) -> int:
     """Open (and create) the warehouse once up front so a lock or permission problem is one clear
-    line; return the bytes of sacct and node-log files whose path and size the ledger does not know
-    (new or probably changed: what the parse steps will have to read)."""
+    line; with ``count_new``, return the bytes of sacct and node-log files whose path and size the
+    ledger does not know (new or probably changed: what the parse steps will have to read), else 0
+    (stat-ing every landing file costs seconds on a year of history)."""
     parallel = [s for s in SOURCES if s.name in PARALLEL_SOURCES]
     try:
         con = connect(warehouse)
         try:
-            known = set(con.execute("SELECT source_file, size_bytes FROM raw.ingested_files").fetchall())
+            known = set(con.execute("SELECT source_file, size_bytes FROM raw.ingested_files").fetchall()) \
+                if count_new else set()
         finally:
             con.close()
     except duckdb.IOException as exc:
         raise PipelineError(_lock_conflict(warehouse, exc)
                             or f"{warehouse}: cannot open the warehouse for writing: {_first_line(exc)}") from exc
+    if not count_new:
+        return 0
     new = 0
     for source in parallel:
         for path in source.landing_files(landing):
@@ -323,7 +327,7 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
 
 def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callable[[str], None],
                 started: float, workers: int | None) -> RunSummary:
-    new_bytes = _preflight_warehouse(warehouse, landing)
+    new_bytes = _preflight_warehouse(warehouse, landing, count_new=workers is None)
     if workers is None:  # auto: parallel parse only when there is enough to parse
         workers = len(os.sched_getaffinity(0)) if new_bytes >= AUTO_PARALLEL_BYTES else 1
     defs = build_definitions(str(warehouse), str(landing), str(reports))

@@ -144,17 +144,17 @@ KILLED_RUN = """
 import os, signal, sys
 from pathlib import Path
 import gpusre.models.ingest.lake as lake
-real, calls = lake._write_atomic, [0]
-def dying(table, target):
-    if not target.name.startswith("_"):
+real, calls = lake.write_atomic, [0]
+def dying(table, target, **kwargs):
+    if not target.name.startswith("_") and "_staged" not in target.parts:  # lake files only
         calls[0] += 1
         if calls[0] == int(sys.argv[4]):
             tmp = target.with_name(f".{target.stem}.{os.getpid()}.parquet.tmp")
             tmp.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_bytes(b"PAR1 half a file")
             os.kill(os.getpid(), signal.SIGKILL)
-    real(table, target)
-lake._write_atomic = dying
+    real(table, target, **kwargs)
+lake.write_atomic = dying
 from gpusre.pipelines.runner import run_pipeline
 run_pipeline(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
 """

@@ -206,7 +206,7 @@ def _failure_marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozen
              TIMESTAMPTZ '2026-10-31 04:00:00+00', TIMESTAMPTZ '2026-10-30 05:00:00+00', false, NULL))
             t(template_id, template, example, lines, nodes, first_seen_ts, last_seen_ts, first_ingested_at,
               has_event, kind)""",
-        "node_events": """CREATE TABLE core.node_events AS SELECT 11::BIGINT AS event_id,
+        "node_events": """CREATE OR REPLACE TABLE core.node_events AS SELECT 11::BIGINT AS event_id,
             TIMESTAMPTZ '2026-10-31 02:55:00+00' AS ts, 'gpu017' AS node, 'xid' AS kind, 48 AS code,
             'gpu_memory' AS component, 'hardware' AS cause_class, 'critical' AS severity, 'CONTACT_SUPPORT' AS action,
             'NVRM: Xid (PCI:0000:10:00): 48' AS message""",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -94,13 +94,16 @@ def landing_file_id(source_file: str) -> str:
     return hashlib.sha256(source_file.encode("utf-8")).hexdigest()[:24]
 
 
+def storage_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with extension types (such as JSON) replaced by their storage type: how rows are
+    written to the lake (the view casts back)."""
+    return pa.schema([pa.field(f.name, f.type.storage_type if isinstance(f.type, pa.ExtensionType) else f.type)
+                      for f in schema])
+
+
 def read_schema(lake: Path, table: str) -> pa.Schema:
-    """The Arrow schema rows of ``table`` are written with (from its ``_schema.parquet``;
-    extension types such as JSON are written as their storage type, the view casts back)."""
-    schema = pq.read_schema(lake / table / SCHEMA_FILE)
-    fields = [pa.field(f.name, f.type.storage_type if isinstance(f.type, pa.ExtensionType) else f.type)
-              for f in schema]
-    return pa.schema(fields)
+    """The Arrow schema rows of ``table`` are written with (its ``_schema.parquet``, as storage types)."""
+    return storage_schema(pq.read_schema(lake / table / SCHEMA_FILE))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -111,31 +114,19 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(table: pa.Table, target: Path) -> None:
-    """Write ``table`` to ``target`` via a temporary name in the same folder: write, fsync, rename."""
+def write_atomic(table: pa.Table, target: Path, *, sync: bool = True) -> None:
+    """Write ``table`` to ``target`` under a temporary name in the same folder, then rename; with
+    ``sync`` the file is fsynced first (lake files: the ledger commit that shows them must not
+    outlive them). Staged files (:mod:`gpusre.models.ingest.staging`) live only for one run and
+    skip the fsync."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.stem}.{os.getpid()}{_TMP_SUFFIX}")
     try:
         with tmp.open("wb") as fh:
             pq.write_table(table, fh, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_atomic(table: pa.Table, target: Path, *, sync: bool = True) -> None:
-    """Write ``table`` to ``target`` under a temporary name, then rename; with ``sync`` the file is
-    fsynced first (lake files: the ledger commit that shows them must not outlive them). Staged
-    files (:mod:`gpusre.models.ingest.staging`) live only for one run and skip the fsync."""
-    if sync:
-        _write_atomic(table, target)
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.stem}.{os.getpid()}{_TMP_SUFFIX}")
-    try:
-        pq.write_table(table, tmp, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -164,8 +155,7 @@ def lake_files(lake: Path, table: str) -> list[Path]:
 
 def file_set(lake: Path, table: str, source_file: str, sha256: str) -> list[Path]:
     """The Parquet files of one version of a landing file in ``table``."""
-    name = f"{version_stem(source_file, sha256)}.parquet"
-    return [p for p in lake_files(lake, table) if p.name == name]
+    return version_files(lake, table, [(source_file, sha256)])
 
 
 def _day_frame(rows: pl.DataFrame, spec: LakeTable) -> pl.Series:
@@ -197,7 +187,7 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
                                                        maintain_order=True).items():
         stem = version_stem(str(source_file), versions[str(source_file)])
         target = lake / spec.name / f"day={day.isoformat()}" / f"{stem}.parquet"
-        _write_atomic(part.drop("__day").to_arrow().select(schema.names).cast(schema), target)
+        write_atomic(part.drop("__day").to_arrow().select(schema.names).cast(schema), target)
         written.add(target)
     for folder in {p.parent for p in written}:
         _fsync_dir(folder)
@@ -228,16 +218,43 @@ def _lake_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str,
         "WHERE table_schema = 'lake' AND table_name = ? ORDER BY ordinal_position", [table]).fetchall()]
 
 
-def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> str:
+def _select_sql(spec: LakeTable, columns: list[tuple[str, str]], files_sql: str) -> str:
+    """``SELECT <the view's columns> FROM read_parquet(<files_sql>) AS l <join>`` (no ledger filter)."""
     expressions = dict(spec.expressions)
     select = ", ".join(f'CAST({expressions.get(name, f"l.{chr(34)}{name}{chr(34)}")} AS {dtype}) AS "{name}"'
                        for name, dtype in columns if name not in spec.hidden)
+    return (f"SELECT {select} FROM read_parquet({files_sql}, hive_partitioning = false, "
+            f"filename = '__lake_file') AS l {spec.join}")
+
+
+def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> str:
     glob = _quote((lake / spec.name).as_posix() + "/*/*.parquet")
     # Only the versions the ledger records: files of a landing file not yet committed (a run killed
     # between its Parquet writes and its commit) and superseded versions stay invisible.
-    return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS SELECT {select} "
-            f"FROM read_parquet({glob}, hive_partitioning = false, filename = '__lake_file') AS l {spec.join} "
+    return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
             f"WHERE parse_filename(l.__lake_file, true) IN ({_LEDGER_STEMS_SQL})")
+
+
+def files_relation_sql(con: duckdb.DuckDBPyConnection, spec: LakeTable, parameter: str) -> str:
+    """A query with the columns of the ``raw.<table>`` view over the lake files listed in the SQL
+    list parameter ``parameter`` (e.g. ``$files``) only: how a step reads just the file sets it
+    has not seen yet, without listing the whole table."""
+    return _select_sql(spec, _lake_columns(con, spec.name), parameter)
+
+
+def reads_lake(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """True when ``raw.<table>`` is the view over the lake's files (a warehouse opened with
+    :func:`gpusre.models.warehouse.connect`), False when it reads the bare ``lake.<table>`` of the DDL."""
+    rows = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'raw' AND view_name = ? AND NOT temporary",
+                       [table]).fetchall()
+    return bool(rows) and "read_parquet" in rows[0][0]
+
+
+def version_files(lake: Path, table: str, versions: Iterable[tuple[str, str]]) -> list[Path]:
+    """The Parquet files of the landing-file ``versions`` (``(source_file, sha256)`` pairs) in ``table``
+    (one listing of the table's day folders)."""
+    wanted = {f"{version_stem(source_file, sha)}.parquet" for source_file, sha in versions}
+    return sorted(p for p in lake_files(lake, table) if p.name in wanted)
 
 
 def _empty_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
@@ -254,8 +271,7 @@ def _upgrade_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) 
     if set(declared) <= have:
         return
     empty = _empty_table(con, spec.name)
-    schema = pa.schema([pa.field(f.name, f.type.storage_type if isinstance(f.type, pa.ExtensionType) else f.type)
-                        for f in empty.schema])
+    schema = storage_schema(empty.schema)
     for path in lake_files(lake, spec.name):
         if path.name.endswith(".parquet") and path.name != Path(SCHEMA_FILE).name:
             table = pq.read_table(path)
@@ -273,7 +289,7 @@ def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequen
     for spec in tables:
         schema_file = lake / spec.name / SCHEMA_FILE
         if not schema_file.exists():
-            _write_atomic(_empty_table(con, spec.name), schema_file)
+            write_atomic(_empty_table(con, spec.name), schema_file)
         else:
             _upgrade_files(con, lake, spec)
         kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = 'raw' "

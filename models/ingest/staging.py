@@ -101,6 +101,11 @@ class IngestPlan:
         """Landing order of every file to read (the order a single process would read them in)."""
         return {name: i for i, name in enumerate(self.files)}
 
+    def order_frame(self) -> pl.DataFrame:
+        """:attr:`order` as a frame (``source_file``, ``file_order``), to sort staged rows by."""
+        return pl.DataFrame({"source_file": list(self.files), "file_order": range(len(self.files))},
+                            schema={"source_file": pl.String, "file_order": pl.Int64})
+
 
 def plan_ingest(con: duckdb.DuckDBPyConnection, landing: Path, source: str, scan: SourceScan, shards: int,
                 settings: dict[str, Any] | None = None) -> IngestPlan:
@@ -136,8 +141,7 @@ def publish_files(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list
         con.execute(f"""INSERT INTO raw.rejects (source_file, source_kind, line_no, raw, error, rejected_at)
                         SELECT source_file, '{plan.source}', line_no, raw, error, now() FROM read_parquet(?)""",
                     [files])
-    ledger = ignored_results(list(plan.ignored))
-    ledger += [(s.result, s.sha256, s.size) for s in staged if s.result.status != "unchanged"]
-    for result, sha, size in ledger:
+    ignored = ignored_results(list(plan.ignored))
+    for result, sha, size in ignored + [(s.result, s.sha256, s.size) for s in staged if s.result.status != "unchanged"]:
         record_file(con, plan.source, result, sha, size)
-    return [result for result, _, _ in ignored_results(list(plan.ignored))] + [s.result for s in staged]
+    return [result for result, _, _ in ignored] + [s.result for s in staged]

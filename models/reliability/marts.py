@@ -140,8 +140,9 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
     t0 = span[0].astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) if span[0] else None
     as_of = span[1].astimezone(timezone.utc) if span[1] else None
     log_span: tuple[datetime | None, datetime | None] = (None, None)
-    if _table_exists(con, "raw", "syslog_lines"):
-        lo, hi = con.sql("SELECT min(ts), max(ts) FROM raw.syslog_lines").fetchall()[0]
+    if _table_exists(con, "raw", "record_days"):  # refreshed by marts.day_coverage, which these marts follow
+        lo, hi = con.sql("SELECT min(first_ts), max(last_ts) FROM raw.record_days "
+                         "WHERE source_kind = 'syslog'").fetchall()[0]
         log_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
     return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,
                              t0, as_of, log_span)

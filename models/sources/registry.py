@@ -31,7 +31,9 @@ class Source:
     source read directly, such as ``incidents.csv``); ``label`` what one record is (run summary);
     ``title`` the source's name in reports; ``record_ts`` the SQL expression of a record's own time
     over ``raw.<lake table>`` (data freshness); ``dense`` True when every UTC day has records, so an
-    empty day is missing data; ``asset`` the key of the asset that ingests (or reads) it.
+    empty day is missing data; ``asset`` the key of the asset that ingests (or reads) it;
+    ``record_node`` the SQL expression of the node a record comes from, where the coverage marts
+    need it (node logs: which nodes logged each day), else None.
     """
 
     name: str
@@ -44,6 +46,7 @@ class Source:
     record_ts: str | None
     dense: bool
     asset: tuple[str, ...]
+    record_node: str | None = None
 
     def landing_files(self, root: Path) -> list[Path]:
         """The files of this source under the landing directory ``root`` that match its patterns."""
@@ -81,7 +84,7 @@ SOURCES: tuple[Source, ...] = (
                        join="LEFT JOIN raw.syslog_message_templates AS m ON m.message_key = l.message_key",
                        expressions=(("template_id", "COALESCE(l.template_id, m.template_id)"),)),
         label="node-log lines", title="Node logs", record_ts="ts", dense=True,
-        asset=("raw", "syslog_lines"),
+        asset=("raw", "syslog_lines"), record_node="node",
     ),
     Source(
         name="alerts", landing="alerts", patterns=("*",),

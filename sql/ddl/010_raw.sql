@@ -82,3 +82,27 @@ CREATE VIEW IF NOT EXISTS raw.sacct_records AS SELECT * FROM lake.sacct_records;
 CREATE TABLE IF NOT EXISTS raw.sacct_dirty_jobs (
     job_id VARCHAR NOT NULL
 );
+
+-- raw.summarized_versions: which landing-file version each per-version table was built from
+-- (gpusre.models.ingest.version_summaries): one row per table, source and landing file. A ledger
+-- version missing here is read (its own lake files only) and added; a row whose version the ledger
+-- no longer holds has its table rows deleted. Bookkeeping, written in the same transaction as the table.
+CREATE TABLE IF NOT EXISTS raw.summarized_versions (
+    summary     VARCHAR NOT NULL,          -- '<table>:<source_kind>', e.g. 'raw.record_days:syslog'
+    source_file VARCHAR NOT NULL,
+    sha256      VARCHAR NOT NULL
+);
+
+-- raw.record_days: one row per landing file (the version the ledger holds) and UTC day of its records'
+-- own time (registry: record_ts): how many records, the first and last record time and, for node
+-- logs, the nodes that logged. What the coverage marts read instead of every raw record; kept per
+-- landing-file version (gpusre.models.ingest.version_summaries), so a night reads only its new files.
+CREATE TABLE IF NOT EXISTS raw.record_days (
+    source_kind VARCHAR NOT NULL,
+    source_file VARCHAR NOT NULL,
+    day         DATE NOT NULL,             -- UTC
+    records     BIGINT NOT NULL,
+    first_ts    TIMESTAMPTZ NOT NULL,
+    last_ts     TIMESTAMPTZ NOT NULL,
+    nodes       VARCHAR[]                  -- distinct nodes of the day's records (node logs), else NULL
+);

@@ -48,3 +48,40 @@ CREATE TABLE IF NOT EXISTS raw.template_miners (
     templates   BIGINT NOT NULL,
     updated_at  TIMESTAMPTZ NOT NULL
 );
+
+-- core.node_events: one row per recognized node event (see sql/core/node_events.sql), kept per
+-- node-log file version (gpusre.models.ingest.version_summaries).
+CREATE TABLE IF NOT EXISTS core.node_events (
+    event_id     BIGINT NOT NULL,
+    ts           TIMESTAMPTZ NOT NULL,
+    node         VARCHAR,
+    kind         VARCHAR NOT NULL,
+    code         INTEGER,
+    gpu_pci      VARCHAR,
+    device_pci   VARCHAR,
+    port         VARCHAR,
+    component    VARCHAR,
+    cause_class  VARCHAR,
+    severity     VARCHAR,
+    action       VARCHAR,
+    template_id  BIGINT,
+    message      VARCHAR,
+    program      VARCHAR,
+    source_file  VARCHAR NOT NULL,
+    line_no      BIGINT NOT NULL
+);
+
+-- core.log_template_files: one row per node-log file (the version the ledger holds) and Drain3 template
+-- of its lines: lines, nodes, first/last time, the first line's message and the first recognized
+-- event's kind. core.log_templates sums these; kept per file version so a night reads only new files.
+CREATE TABLE IF NOT EXISTS core.log_template_files (
+    source_file    VARCHAR NOT NULL,
+    template_id    BIGINT,
+    lines          BIGINT NOT NULL,
+    nodes          VARCHAR[] NOT NULL,
+    first_seen_ts  TIMESTAMPTZ NOT NULL,
+    last_seen_ts   TIMESTAMPTZ NOT NULL,
+    example        VARCHAR,
+    first_event_ts TIMESTAMPTZ,
+    kind           VARCHAR
+);

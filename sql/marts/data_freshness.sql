@@ -4,13 +4,12 @@
 -- (sacct: every submit/start/end; syslog: every line) an empty day is a missing dump or log file;
 -- for the sparse ones (alerts, node-state events) it may just be a quiet day.
 -- Record time and which sources are dense come from the source registry
--- (gpusre.models.sources.registry) through the views raw.record_times and raw.sources.
+-- (gpusre.models.sources.registry); records per day from raw.record_days (its per-file summary of
+-- raw.record_times), which sources are dense from raw.sources.
 CREATE OR REPLACE TABLE marts.data_freshness AS
-WITH records AS (
-    SELECT source_kind, ts FROM raw.record_times
-), per_day AS (
-    SELECT source_kind, ts::DATE AS day, count(*) AS n, min(ts) AS first_ts, max(ts) AS last_ts
-    FROM records WHERE ts IS NOT NULL GROUP BY ALL
+WITH per_day AS (
+    SELECT source_kind, day, sum(records) AS n, min(first_ts) AS first_ts, max(last_ts) AS last_ts
+    FROM raw.record_days GROUP BY ALL
 ), span AS (
     SELECT source_kind, sum(n)::BIGINT AS records, min(first_ts) AS first_record_ts, max(last_ts) AS last_record_ts,
            count(*) AS days_with_records, min(day) AS first_day, max(day) AS last_day

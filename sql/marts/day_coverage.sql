@@ -5,14 +5,13 @@
 -- source covers it. A day is partial when more than $max_gap_minutes of it lie outside that span (a
 -- complete day's last record is seldom exactly at 24:00). Partial days are labelled in every daily
 -- mart (column partial, from this table) and left out of means, minima and trends.
--- Record time and which sources are dense: the source registry (views raw.record_times, raw.sources),
--- as marts.data_freshness.
+-- Record time and which sources are dense: the source registry (raw.record_days, its per-file
+-- summary of raw.record_times, and raw.sources), as marts.data_freshness.
 -- Parameter: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES).
 CREATE OR REPLACE TABLE marts.day_coverage AS
-WITH records AS (
-    SELECT r.source_kind, r.ts FROM raw.record_times AS r JOIN raw.sources AS s USING (source_kind) WHERE s.dense
-), spans AS (
-    SELECT source_kind, min(ts) AS first_ts, max(ts) AS last_ts FROM records WHERE ts IS NOT NULL GROUP BY ALL
+WITH spans AS (
+    SELECT r.source_kind, min(r.first_ts) AS first_ts, max(r.last_ts) AS last_ts
+    FROM raw.record_days AS r JOIN raw.sources AS s USING (source_kind) WHERE s.dense GROUP BY ALL
 ), span AS (
     SELECT max(first_ts) AS covered_from, min(last_ts) AS covered_to,
            min(first_ts) AS any_from, max(last_ts) AS any_to,

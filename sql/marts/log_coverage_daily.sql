@@ -2,10 +2,13 @@
 -- job that day, how many of them logged at least one line, and which did not. A silent node's log
 -- shipping is broken (or the node is dead): a hardware fault there leaves no event, so a job it
 -- kills is attributed 'unknown' or to the user. Nodes from core.jobs (the nodes a job held for any
--- part of the day; a running job up to its latest elapsed time), log nodes from raw.syslog_lines.
+-- part of the day; a running job up to its latest elapsed time), log nodes from raw.record_days
+-- (per node-log file and day: the nodes that logged; a summary of raw.syslog_lines).
 CREATE OR REPLACE TABLE marts.log_coverage_daily AS
-WITH span AS (
-    SELECT min(ts)::DATE AS first_day, max(ts)::DATE AS last_day FROM raw.syslog_lines
+WITH log_days AS (
+    SELECT day, nodes FROM raw.record_days WHERE source_kind = 'syslog'
+), span AS (
+    SELECT min(day) AS first_day, max(day) AS last_day FROM log_days
 ), days AS (
     SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY))::DATE AS day
     FROM span WHERE first_day IS NOT NULL
@@ -19,7 +22,7 @@ WITH span AS (
     FROM held AS h JOIN days AS d
       ON h.start_ts < (d.day + INTERVAL 1 DAY)::TIMESTAMPTZ AND h.until_ts >= d.day::TIMESTAMPTZ
 ), logging AS (
-    SELECT DISTINCT ts::DATE AS day, node FROM raw.syslog_lines WHERE node IS NOT NULL
+    SELECT DISTINCT day, unnest(nodes) AS node FROM log_days
 ), joined AS (
     SELECT b.day, b.node, l.node IS NOT NULL AS logged FROM busy AS b LEFT JOIN logging AS l USING (day, node)
 )

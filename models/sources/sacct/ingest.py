@@ -74,22 +74,16 @@ def discover_sacct_files(landing: Path) -> list[Path]:
     return scan_sacct_files(landing).files
 
 
-def _queue_replaced_jobs(con: duckdb.DuckDBPyConnection, lake: Path, plan: IngestPlan,
-                         staged: list[StagedFile]) -> None:
-    """Queue every job a re-read dump's old version mentioned (those only it mentioned must be
-    recomputed too); its old lake files stay visible until the ledger commits the new version."""
-    old = [p.as_posix() for s in staged if s.result.status != "unchanged" and s.result.source_file in plan.known
-           for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, plan.known[s.result.source_file])]
-    if old:
-        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [old])
-
-
-def _queue_new_jobs(con: duckdb.DuckDBPyConnection, lake: Path, staged: list[StagedFile]) -> None:
-    """Queue the job ids of every record the parse steps wrote (read back from their lake files)."""
-    new = [p.as_posix() for s in staged if s.result.rows_loaded
-           for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, s.sha256)]
-    if new:
-        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [new])
+def _queue_jobs(con: duckdb.DuckDBPyConnection, lake: Path, plan: IngestPlan, staged: list[StagedFile]) -> None:
+    """Queue the job ids of every record the parse steps wrote (read back from their lake files)
+    and of every record a re-read dump's old version held (jobs only it mentioned must be
+    recomputed too); the old lake files stay until the ledger commits the new version."""
+    files = [p.as_posix() for s in staged if s.result.rows_loaded
+             for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, s.sha256)]
+    files += [p.as_posix() for s in staged if s.result.status != "unchanged" and s.result.source_file in plan.known
+              for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, plan.known[s.result.source_file])]
+    if files:
+        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [files])
 
 
 def plan_sacct(con: duckdb.DuckDBPyConnection, landing: Path, *, shards: int = 1, timezone: str = "UTC",
@@ -231,11 +225,8 @@ def parse_sacct_shard(plan: IngestPlan, shard: int, progress: Callable[[str], No
 def publish_sacct_rows(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:
     """Inside the caller's transaction: queue the jobs of replaced and new records, write the
     staged rejects and the ledger rows (the switch that shows the new lake files)."""
-    lake = Path(plan.lake)
-    _queue_replaced_jobs(con, lake, plan, staged)
-    results = publish_files(con, plan, staged)
-    _queue_new_jobs(con, lake, staged)
-    return results
+    _queue_jobs(con, Path(plan.lake), plan, staged)
+    return publish_files(con, plan, staged)
 
 
 def publish_sacct(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:

@@ -201,8 +201,7 @@ def publish_syslog(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: lis
     and the masked messages never seen before mined in landing order into
     ``raw.syslog_message_templates``, with the miner state. Then delete superseded lake files."""
     lake = Path(plan.lake)
-    order = pl.DataFrame({"source_file": list(plan.files), "file_order": range(len(plan.files))},
-                         schema={"source_file": pl.String, "file_order": pl.Int64})
+    order = plan.order_frame()
     with transaction(con):
         results = publish_files(con, plan, staged)
         messages = [p.as_posix() for p in read_staged(lake, "syslog", "messages")]

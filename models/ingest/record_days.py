@@ -1,0 +1,36 @@
+"""``raw.record_days``: per landing file and UTC day, the records of every record source (registry:
+``record_ts``, ``record_node``), kept per landing-file version
+(:mod:`gpusre.models.ingest.version_summaries`). The coverage marts (data freshness, day coverage,
+nodes silent in the logs) read it instead of every raw record, so their nightly cost does not grow
+with the history."""
+
+from __future__ import annotations
+
+import duckdb
+
+from gpusre.models.ingest.version_summaries import VersionSummary, refresh_version_summary
+from gpusre.models.sources.registry import Source, record_sources
+
+__all__ = ["record_day_summaries", "refresh_record_days"]
+
+
+def _summary(source: Source) -> VersionSummary:
+    assert source.lake is not None and source.record_ts is not None
+    nodes = ("list_sort(coalesce(list(DISTINCT node) FILTER (WHERE node IS NOT NULL), []))" if source.record_node
+             else "NULL::VARCHAR[]")
+    node = source.record_node or "NULL"
+    select = (f"SELECT '{source.name}', source_file, CAST(ts AS DATE), count(*), min(ts), max(ts), {nodes} "
+              f"FROM (SELECT source_file, {source.record_ts} AS ts, {node} AS node FROM rows) "
+              "WHERE ts IS NOT NULL GROUP BY ALL")
+    return VersionSummary("raw.record_days", source.name, source.lake, select, scope=f"source_kind = '{source.name}'")
+
+
+def record_day_summaries() -> tuple[VersionSummary, ...]:
+    """One per record source with a record time."""
+    return tuple(_summary(s) for s in record_sources() if s.record_ts is not None)
+
+
+def refresh_record_days(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring ``raw.record_days`` in step with the ledger (inside the caller's transaction)."""
+    for summary in record_day_summaries():
+        refresh_version_summary(con, summary)

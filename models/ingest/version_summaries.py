@@ -1,0 +1,87 @@
+"""Tables kept per landing-file version, so a nightly step reads the new files, not the history.
+
+Why: a table rebuilt from every raw record each night (node events, template statistics, the
+per-day record counts of the coverage marts) costs time in proportion to the history — a year of
+node logs is billions of lines. Each such table is instead a union of per-version parts: the rows
+one version of one landing file contributes. A refresh (inside the caller's transaction) compares
+the versions the ledger (``raw.ingested_files``) holds with those the table was built from
+(``raw.summarized_versions``): the parts of versions no longer in the ledger are deleted (a
+re-ingested or removed landing file), and the parts of versions not yet summarized are inserted,
+read from their own lake files only (:func:`~gpusre.models.ingest.lake.version_files`). A table with
+no bookkeeping yet (a warehouse from before) is emptied and rebuilt once. The result equals a full
+rebuild over the ``raw.*`` views (``tests/test_version_summaries.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from gpusre.models.ingest.lake import LakeTable, files_relation_sql, lake_of, reads_lake, version_files
+
+__all__ = ["VersionSummary", "refresh_version_summary"]
+
+#: Landing files read per INSERT: bounds the memory of the first build over a long history.
+FILES_PER_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    """A table maintained per landing-file version of one source.
+
+    ``table``: the target table (it has a ``source_file`` column; created by the DDL);
+    ``source``: the ``source_kind`` whose ledger versions feed it; ``lake``: that source's lake
+    table; ``select``: a query producing the target's columns, in order, from the relation
+    ``rows`` (the columns of the ``raw.<lake table>`` view, restricted to the new versions' files);
+    ``scope``: the SQL condition on the target's rows that came from this source (a table fed by
+    several sources tells them apart)."""
+
+    table: str
+    source: str
+    lake: LakeTable
+    select: str
+    scope: str = "TRUE"
+
+    @property
+    def key(self) -> str:
+        """Its name in ``raw.summarized_versions``: ``<table>:<source>`` (one table may hold several sources)."""
+        return f"{self.table}:{self.source}"
+
+
+def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> tuple[int, int]:
+    """Bring ``summary.table`` in step with the ledger; return (versions removed, versions added).
+    Call it inside a transaction (a kill leaves the table and its bookkeeping as they were)."""
+    key = summary.key
+    if not reads_lake(con, summary.lake.name):
+        # Bare DDL (rows inserted into lake.<table> by hand, no ledger): nothing to go by but a full rebuild.
+        con.execute(f"DELETE FROM {summary.table} WHERE {summary.scope}")
+        con.execute(f"INSERT INTO {summary.table} WITH rows AS (SELECT * FROM raw.{summary.lake.name}) {summary.select}")
+        return 0, 0
+    if not con.execute("SELECT count(*) FROM raw.summarized_versions WHERE summary = ?", [key]).fetchall()[0][0]:
+        # Built before the bookkeeping existed (or never): this source's rows are rebuilt once.
+        con.execute(f"DELETE FROM {summary.table} WHERE {summary.scope}")
+    stale = [r[0] for r in con.execute(
+        """SELECT s.source_file FROM raw.summarized_versions AS s
+           WHERE s.summary = ? AND NOT EXISTS (SELECT 1 FROM raw.ingested_files AS f
+                 WHERE f.source_file = s.source_file AND f.sha256 = s.sha256 AND f.source_kind = ?)""",
+        [key, summary.source]).fetchall()]
+    if stale:
+        con.execute(f"DELETE FROM {summary.table} WHERE source_file IN (SELECT unnest(?))", [stale])
+        con.execute("DELETE FROM raw.summarized_versions WHERE summary = ? AND source_file IN (SELECT unnest(?))",
+                    [key, stale])
+    pending = con.execute(
+        """SELECT f.source_file, f.sha256 FROM raw.ingested_files AS f
+           WHERE f.source_kind = ? AND NOT EXISTS (SELECT 1 FROM raw.summarized_versions AS s
+                 WHERE s.summary = ? AND s.source_file = f.source_file)
+           ORDER BY f.source_file""", [summary.source, key]).fetchall()
+    if not pending:
+        return len(stale), 0
+    files = [p.as_posix() for p in version_files(lake_of(con), summary.lake.name, pending)]
+    rows = files_relation_sql(con, summary.lake, "$files")
+    for start in range(0, len(files), FILES_PER_BATCH):
+        con.execute(f"INSERT INTO {summary.table} WITH rows AS ({rows}) {summary.select}",
+                    {"files": files[start:start + FILES_PER_BATCH]})
+    con.execute("INSERT INTO raw.summarized_versions SELECT ?, unnest(?), unnest(?)",
+                [key, [f for f, _ in pending], [sha for _, sha in pending]])
+    return len(stale), len(pending)
