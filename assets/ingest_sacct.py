@@ -21,7 +21,7 @@ def _plan(con: duckdb.DuckDBPyConnection, landing: LandingResource, shards: int)
 
 
 raw_sacct = parsed_source_asset(
-    ParsedSource("sacct", _plan, parse_sacct_shard, publish_sacct, "raw.sacct_records"),
+    ParsedSource("sacct", _plan, parse_sacct_shard, publish_sacct),
     key=RAW_SACCT,
     kinds={"parquet", "duckdb"},
     description=(

@@ -28,7 +28,7 @@ def _plan(con: duckdb.DuckDBPyConnection, landing: LandingResource, shards: int)
 
 
 raw_syslog = parsed_source_asset(
-    ParsedSource("syslog", _plan, parse_syslog_shard, publish_syslog, "raw.syslog_lines"),
+    ParsedSource("syslog", _plan, parse_syslog_shard, publish_syslog),
     key=RAW_SYSLOG,
     kinds={"parquet", "duckdb", "drain3"},
     # Year inference for RFC 3164 lines uses the jobs' time span when a file name has no date.

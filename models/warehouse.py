@@ -6,9 +6,13 @@ warehouse exactly as it was: DuckDB rolls back the open transaction when the pro
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -58,9 +62,62 @@ def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     # TIMESTAMPTZ values print and truncate to days in UTC, whatever the machine's zone is.
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:
-        apply_ddl(con)
-        _create_views(con, path)
+        fingerprint = _schema_fingerprint(path)
+        if fingerprint is None or _applied_fingerprint(con) != fingerprint or not _declared_objects_exist(con):
+            apply_ddl(con)
+            _create_views(con, path)
+            if fingerprint is not None:
+                con.execute("CREATE OR REPLACE TABLE raw.warehouse_schema AS SELECT ? AS fingerprint, now() AS applied_at",
+                            [fingerprint])
     return con
+
+
+def _schema_fingerprint(path: Path) -> str | None:
+    """A hash of everything a writable open creates: the macros, the DDL files, the code that makes
+    the lake and registry views, and the lake's path; None when a lake table's schema file is missing
+    (the views must be made). Equal to the warehouse's ``raw.warehouse_schema``: the open skips the
+    DDL (some 40 steps open the warehouse each night, each paying it otherwise)."""
+    from gpusre.models.ingest import lake
+    from gpusre.models.sources import registry
+
+    root = lake.lake_root(path)
+    if not all((root / t.name / lake.SCHEMA_FILE).is_file() for t in registry.lake_tables()):
+        return None
+    digest = hashlib.sha256(sql_macros().encode())
+    ddl_dir = resources.files("gpusre.sql").joinpath("ddl")
+    for entry in sorted(ddl_dir.iterdir(), key=lambda p: p.name):
+        digest.update(entry.name.encode() + entry.read_bytes())
+    for module in (lake, registry, sys.modules[__name__]):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    digest.update(str(root).encode())
+    return digest.hexdigest()
+
+
+@cache
+def _declared_objects() -> tuple[str, ...]:
+    """``schema.name`` of every table and view the DDL files and the registry create."""
+    names = {f"{m[0]}.{m[1]}" for entry in resources.files("gpusre.sql").joinpath("ddl").iterdir()
+             if entry.name.endswith(".sql")
+             for m in re.findall(r"CREATE\s+(?:TABLE|VIEW)\s+IF\s+NOT\s+EXISTS\s+(\w+)\.(\w+)",
+                                 entry.read_text(encoding="utf-8"), flags=re.IGNORECASE)}
+    return tuple(sorted(names | {"raw.sources", "raw.record_times"}))
+
+
+def _declared_objects_exist(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when no table or view the DDL declares is missing (one dropped by hand is made again)."""
+    names = list(_declared_objects())
+    found = con.execute("""SELECT count(*) FROM (SELECT schema_name || '.' || table_name AS n FROM duckdb_tables()
+                           UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT temporary)
+                           WHERE n IN (SELECT unnest(?))""", [names]).fetchall()[0][0]
+    return found == len(names)
+
+
+def _applied_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'raw' "
+                       "AND table_name = 'warehouse_schema'").fetchall()[0][0]:
+        return None
+    rows = con.execute("SELECT fingerprint FROM raw.warehouse_schema").fetchall()
+    return rows[0][0] if rows else None
 
 
 def _create_views(con: duckdb.DuckDBPyConnection, path: Path) -> None:
