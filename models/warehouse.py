@@ -31,7 +31,7 @@ def read_sql(relative: str) -> str:
     return resources.files("gpusre.sql").joinpath(relative).read_text(encoding="utf-8")
 
 
-def apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
+def apply_ddl(con: duckdb.DuckDBPyConnection, *, registry_views: bool = True) -> None:
     """Create schemas, tables and macros (idempotent): the vocabulary macros
     (:func:`gpusre.models.vocabulary.sql_macros`) first, then ``sql/ddl/*.sql`` in name order, then the
     source registry's views. Imported here: the registry names the sources' parsers, which use this module."""
@@ -42,9 +42,11 @@ def apply_ddl(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(entry.read_text(encoding="utf-8"))
     # The source registry's views (raw.sources, raw.record_times) over the raw views the DDL just made:
     # marts read them whether the raw views point at the lake (connect) or at the bare lake.* tables.
-    from gpusre.models.sources.registry import create_registry_views
+    # connect() makes them itself, after the lake views (a view over a lake folder that is gone fails).
+    if registry_views:
+        from gpusre.models.sources.registry import create_registry_views
 
-    create_registry_views(con)
+        create_registry_views(con)
 
 
 #: DuckDB's buffer pool defaults to 80 % of RAM; a nightly batch job shares the host, so cap it
@@ -64,8 +66,9 @@ def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     if not read_only:
         fingerprint = _schema_fingerprint(path)
         if fingerprint is None or _applied_fingerprint(con) != fingerprint or not _declared_objects_exist(con):
-            apply_ddl(con)
+            apply_ddl(con, registry_views=False)
             _create_views(con, path)
+            fingerprint = fingerprint or _schema_fingerprint(path)  # the lake's schema files exist now
             if fingerprint is not None:
                 con.execute("CREATE OR REPLACE TABLE raw.warehouse_schema AS SELECT ? AS fingerprint, now() AS applied_at",
                             [fingerprint])
