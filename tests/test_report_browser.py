@@ -19,7 +19,7 @@ import pytest
 
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.cli import main
-from sim_warehouse import build_warehouse
+from gpusre.pipelines.runner import RunSummary
 
 WIDTHS = (1280, 800)
 CHECKS = ("overflow", "clipped", "charts", "text", "anchors")
@@ -167,11 +167,11 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def reports(rich_warehouse: tuple[Path, RunSummary]) -> dict[str, Path]:
     """The three reports of a small simulated warehouse: nightly and SLO from the run, and the
     retrospectives of the alert incident and the hardware incident that killed the most jobs."""
-    root = tmp_path_factory.mktemp("browser")
-    _, summary = build_warehouse(root)  # every section has rows; alert incidents linked to killing faults
+    warehouse, summary = rich_warehouse  # every section has rows; alert incidents linked to killing faults
+    root = warehouse.parent
     assert summary.report_html and summary.slo_report_html
     con = connect(root / "w.duckdb", read_only=True)
     try:

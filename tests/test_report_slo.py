@@ -15,16 +15,14 @@ from report_html import section, visible_text
 
 from gpusre.reports.nightly import ReportPaths
 from gpusre.reports.slo import render_slo_report
-from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.cli import main
-from gpusre.pipelines.runner import run_pipeline
+from gpusre.pipelines.runner import RunSummary
 
-# Small and fast (~20 s), but with fault rates raised so that every mart has rows: 45 days cross a month
-# boundary (mtbf_trend), some component classes fall below min_failures in September (insufficient data),
-# and 1-GPU jobs see no infrastructure failure at all.
-CONFIG = SimulationConfig(nodes=40, days=45, seed=11, node_failures_per_1000_node_days=40,
-                          fabric_faults_kill_jobs=True, syslog_layout="central", log_lines_per_node_day=20)
+# The warehouse: sim_warehouse.RICH_CONFIG, built once per session (conftest.rich_warehouse). Fault
+# rates raised so that every mart has rows: 45 days cross a month boundary (mtbf_trend), some
+# component classes fall below min_failures in September (insufficient data), and 1-GPU jobs see no
+# infrastructure failure at all.
 XSS = "<script>alert(1)</script>"
 EVIL_USER = "<img src=x>eve"
 SECTIONS = {
@@ -45,11 +43,8 @@ SLI_LABELS = {"node_availability": "Node availability", "job_infra_success": "Jo
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("slo")
-    simulate_cluster(root / "landing", CONFIG)
-    run_pipeline(root / "landing", root / "w.duckdb", root / "reports")
-    return root / "w.duckdb"
+def warehouse(rich_warehouse: tuple[Path, RunSummary]) -> Path:
+    return rich_warehouse[0]
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ def test_stale_snapshot_tmp_is_removed(tmp_path: Path) -> None:
     assert not remove_stale_snapshot_tmp(wh)
 
 
-@pytest.mark.parametrize("delay_s", [0.0, 4.0, 10.0])
+@pytest.mark.parametrize("delay_s", [0.0, 10.0])  # at the lock itself; mid-run
 def test_two_runs_one_completes_one_is_refused(landing: Path, tmp_path: Path, delay_s: float) -> None:
     """Two runs started ``delay_s`` apart: whichever takes the lock first completes, the other exits 1
     at once (while the winner still runs) with one line and no traceback. With no delay either may win."""

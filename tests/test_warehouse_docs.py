@@ -23,7 +23,7 @@ from gpusre.pipelines.warehouse_docs import (
     undocumented,
     unknown_entries,
 )
-from sim_warehouse import build_warehouse
+from gpusre.pipelines.runner import RunSummary
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -31,9 +31,9 @@ QUERIES = REPO / "examples" / "queries.sql"
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def warehouse(rich_warehouse: tuple[Path, RunSummary]) -> Path:
     # Every mart the example queries read has rows in it.
-    return build_warehouse(tmp_path_factory.mktemp("docs"))[0]
+    return rich_warehouse[0]
 
 
 @pytest.fixture
