@@ -42,9 +42,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["LakeTable", "SCHEMA_FILE", "create_lake_views", "ensure_view", "file_set", "lake_files", "lake_of",
-           "lake_root", "landing_file_id", "read_schema", "remove_unlisted_files", "version_stem", "write_atomic",
-           "write_file_sets"]
+__all__ = ["LakeTable", "SCHEMA_FILE", "create_lake_views", "ensure_view", "files_relation_sql", "lake_files",
+           "lake_of", "lake_root", "landing_file_id", "read_schema", "reads_lake", "remove_unlisted_files",
+           "storage_schema", "version_files", "version_stem", "write_atomic", "write_file_sets"]
 
 #: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema).
 SCHEMA_FILE = "day=1970-01-01/_schema.parquet"
@@ -151,11 +151,6 @@ def lake_files(lake: Path, table: str) -> list[Path]:
         return []
     return [Path(entry.path) for day_dir in os.scandir(root) if day_dir.is_dir()
             for entry in os.scandir(day_dir.path)]
-
-
-def file_set(lake: Path, table: str, source_file: str, sha256: str) -> list[Path]:
-    """The Parquet files of one version of a landing file in ``table``."""
-    return version_files(lake, table, [(source_file, sha256)])
 
 
 def _day_frame(rows: pl.DataFrame, spec: LakeTable) -> pl.Series:

@@ -25,7 +25,7 @@ import polars as pl
 
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
-from gpusre.models.ingest.lake import file_set, remove_unlisted_files, write_file_sets
+from gpusre.models.ingest.lake import remove_unlisted_files, version_files, write_file_sets
 from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
                                           write_staged)
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source, strip_compression
@@ -78,10 +78,11 @@ def _queue_jobs(con: duckdb.DuckDBPyConnection, lake: Path, plan: IngestPlan, st
     """Queue the job ids of every record the parse steps wrote (read back from their lake files)
     and of every record a re-read dump's old version held (jobs only it mentioned must be
     recomputed too); the old lake files stay until the ledger commits the new version."""
-    files = [p.as_posix() for s in staged if s.result.rows_loaded
-             for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, s.sha256)]
-    files += [p.as_posix() for s in staged if s.result.status != "unchanged" and s.result.source_file in plan.known
-              for p in file_set(lake, SACCT_LAKE.name, s.result.source_file, plan.known[s.result.source_file])]
+    versions = [(s.result.source_file, s.sha256) for s in staged if s.result.rows_loaded]
+    versions += [(s.result.source_file, plan.known[s.result.source_file]) for s in staged
+                 if s.result.status != "unchanged" and s.result.source_file in plan.known]
+    # One listing of the lake table for all versions (a listing per file cost one per dump).
+    files = [p.as_posix() for p in version_files(lake, SACCT_LAKE.name, versions)] if versions else []
     if files:
         con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [files])
 
