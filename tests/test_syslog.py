@@ -484,7 +484,7 @@ def test_fast_path_identical_on_generated_lines(zone: str, monkeypatch: pytest.M
 @pytest.mark.parametrize("fmt", ["rfc3164", "iso8601"])
 def test_fast_header_groups_identical_to_regex(fmt: str) -> None:
     lines = pl.DataFrame({"line": _generated_fast_path_lines()}).with_row_index("line_no")
-    sub = lines.filter(pl.col("line").str.contains(syslog.FORMATS[fmt]))
+    sub = lines.filter(pl.col("line").str.contains(syslog.FORMATS[fmt])).with_columns(pl.lit(0, dtype=pl.UInt32).alias("_file"))
     fast = syslog._header_groups(sub, fmt, fast=True)
     slow = syslog._header_groups_regex(sub, fmt)
     assert fast.height == slow.height == sub.height
@@ -511,3 +511,71 @@ def test_split_lines_matches_python_text_split(data: bytes) -> None:
     got = syslog._split_lines(data)
     assert got.schema == {"line_no": pl.Int64, "line": pl.String}
     assert got.rows() == expected_rows
+
+
+# --- a batch of files parses exactly like each file on its own ---------------------------------
+
+# Files whose per-file state could leak into a neighbour in a batch: a New Year wrap, a DST
+# fall-back hour, continuations at the start and end, another year hint, invalid UTF-8, NUL bytes,
+# CRLF, a BOM, nothing at all.
+_BATCH_POOL: list[tuple[str, bytes, tuple[datetime, datetime] | None, str | None]] = [
+    ("wrap.log", b"Dec 31 23:59:58 h k: a\nJan  1 00:00:01 h k: b\nDec 31 23:59:59 h k: late\n",
+     (datetime(2024, 12, 1), datetime(2025, 1, 31)), None),
+    ("march.log", b"Mar  1 00:00:00 h k: a\nMar  2 00:00:00 h k: b\n", (datetime(2023, 2, 1), datetime(2023, 4, 1)), None),
+    ("leap.log", b"Feb 29 12:00:00 h k: x\n", (datetime(2024, 1, 1), datetime(2024, 12, 31)), None),
+    ("fallback.log", b"Nov  2 01:30:00 h k: one\nNov  2 01:59:00 h k: two\nNov  2 01:10:00 h k: three\n"
+     b"Nov  2 02:00:00 h k: four\n", HINT_2025, "gpu001"),
+    ("fallback2.log", b"Nov  2 01:20:00 h k: fresh file, first pass\nMar  9 02:30:00 h k: gap\n", HINT_2025, None),
+    ("cont.log", b"   orphan continuation\nJan 15 03:04:05 k: no host\n\tcontinued\nFeb 30 03:04:05 h k: bad\n"
+     b"  continues a reject\n", None, "gpu002"),
+    ("fm.log", b"[Feb 25 2025 13:59:45] [INFO] [tid 1803] start\nsecond line of it\n", None, "gpu003"),
+    ("utf8.log", b"Jan 15 03:04:05 h k: caf\xc3\xa9 \xff\xfe\r\nJan 15 03:04:06 h k: b\r\n", HINT_2025, None),
+    ("nul.log", b"\x00\x00Jan 15 03:04:05 h k: after NULs\n\x00", HINT_2025, None),
+    ("bom.log", b"\xef\xbb\xbf2025-01-15T03:04:05Z h k: bom\n", None, None),
+    ("empty.log", b"", None, "gpu004"),
+    ("blank.log", b"\n  \n\t\n", None, None),
+    ("journal.json", b'{"__REALTIME_TIMESTAMP": "1737430904283575", "MESSAGE": [99, 255]}\n{"MESSAGE": "x"}\n',
+     None, "gpu005"),
+]
+
+
+def _batch_pool() -> list[syslog.SyslogInput]:
+    fixtures = [
+        syslog.SyslogInput(syslog._decompress(p.read_bytes()), f"fixtures/{p.name}", host_from_filename(p.name), HINT_2025)
+        for p in sorted(FIXTURES.iterdir()) if p.suffix not in (".csv", ".md")
+    ]
+    return fixtures + [syslog.SyslogInput(data, name, host, hint) for name, data, hint, host in _BATCH_POOL]
+
+
+def _assert_batch_equals_single_files(files: list[syslog.SyslogInput], zone: str) -> None:
+    batch = syslog.parse_syslog_batch(files, timezone=zone, boot_time=BOOT)
+    singles = [
+        _check(parse_syslog_bytes(f.data, f.source_file, timezone=zone, year_hint=f.year_hint,
+                                  host_from_name=f.host_from_name, boot_time=BOOT))
+        for f in files
+    ]
+    assert batch.lines.equals(pl.concat([s.lines for s in singles]))
+    assert batch.rejects.equals(pl.concat([s.rejects for s in singles]))
+    assert batch.files.rows() == [
+        (f.source_file, s.rows_read, s.lines.height, s.rejects.height) for f, s in zip(files, singles, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Chicago"])
+def test_batch_parses_like_each_file_alone(zone: str) -> None:
+    files = _batch_pool()
+    _assert_batch_equals_single_files(files, zone)
+    # The pool really exercises the per-file state: years, continuations, rejects and decoding.
+    batch = syslog.parse_syslog_batch(files, timezone=zone, boot_time=BOOT)
+    years = batch.lines.group_by("source_file").agg(pl.col("ts").dt.year().min()).rows()
+    assert ("march.log", 2023) in years and ("leap.log", 2024) in years
+    assert zone != "UTC" or ("wrap.log", 2024) in years
+    assert {"continuation"} <= set(batch.lines["format"])
+    assert batch.files.filter(pl.col("source_file") == "empty.log").row(0)[1:] == (0, 0, 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.lists(st.integers(0, len(_BATCH_POOL) - 1), min_size=1, max_size=8))
+def test_batch_of_any_files_in_any_order_parses_like_each_alone(order: list[int]) -> None:
+    pool = [syslog.SyslogInput(data, name, host, hint) for name, data, hint, host in _BATCH_POOL]
+    _assert_batch_equals_single_files([pool[i] for i in order], "America/Chicago")

@@ -209,6 +209,7 @@ def test_a_failed_write_on_the_writer_thread_rolls_back_the_run(landing: Path, t
     for node in ("gpu018", "gpu019"):
         shutil.copy(FIXTURES / "gpud_dmesg-with-xid-119.log", day / f"{node}.log")
     monkeypatch.setattr(si, "BATCH_LINES", 1)  # one batch per file: several writes queued
+    monkeypatch.setattr(si, "PARSE_BATCH_BYTES", 1)
     real_write = si.write_file_sets
     calls: list[int] = []
 
@@ -230,3 +231,38 @@ def test_a_failed_write_on_the_writer_thread_rolls_back_the_run(landing: Path, t
     monkeypatch.setattr(si, "write_file_sets", real_write)
     _run(landing, wh)
     assert len(_state(wh)["raw.syslog_lines"]) == 3 * len(before["raw.syslog_lines"])
+
+
+def test_a_parser_failure_in_a_batch_refuses_only_its_file(landing: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files are parsed many at a time; a parser that raises on one file must refuse that file
+    alone (line-0 reject, ``refused``), and every other file of the batch loads as it would alone."""
+    import gpusre.models.sources.syslog.ingest as si
+
+    day = landing / "syslog" / "2025-02-23"
+    for node in ("gpu018", "gpu019", "gpu020", "gpu021"):
+        shutil.copy(FIXTURES / "gpud_dmesg-with-xid-119.log", day / f"{node}.log")
+    real_parse = si.parse_syslog_batch
+    batch_sizes: list[int] = []
+
+    def parse_failing_on_gpu020(inputs, **kw):  # type: ignore[no-untyped-def]
+        batch_sizes.append(len(inputs))
+        if any(i.source_file.endswith("gpu020.log") for i in inputs):
+            raise RuntimeError("parser bug\nsecond line of the message")
+        return real_parse(inputs, **kw)
+
+    monkeypatch.setattr(si, "parse_syslog_batch", parse_failing_on_gpu020)
+    con = connect(tmp_path / "w.duckdb")
+    try:
+        results = {r.source_file: r for r in si.ingest_syslog_files(con, landing)}
+        per_file = dict(con.sql("SELECT source_file, count(*) FROM raw.syslog_lines GROUP BY ALL").fetchall())
+        rejects = con.sql("SELECT source_file, line_no, error FROM raw.rejects").fetchall()
+    finally:
+        con.close()
+    assert batch_sizes[0] == 5  # one batch, split in halves until the failing file is alone
+    bad = "syslog/2025-02-23/gpu020.log"
+    assert results[bad].status == "refused" and results[bad].rows_loaded == 0
+    assert rejects == [(bad, 0, "cannot parse the file: RuntimeError: parser bug")]
+    good = [name for name in results if name != bad]
+    assert len(good) == 4 and all(results[n].status == "loaded" for n in good)
+    assert len({per_file[n] for n in good}) == 1 and per_file[good[0]] == results[good[0]].rows_loaded > 0

@@ -72,9 +72,12 @@ __all__ = [
     "REJECT_SCHEMA",
     "FORMATS",
     "UPTIME_WITHOUT_BOOT",
+    "SyslogBatchResult",
+    "SyslogInput",
     "SyslogParseResult",
     "YearHint",
     "host_from_filename",
+    "parse_syslog_batch",
     "parse_syslog_bytes",
     "parse_syslog_file",
 ]
@@ -327,9 +330,9 @@ def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
     df = df.with_columns(early.alias("_early"), late.alias("_late"))
     ambiguous = pl.col("_early") != pl.col("_late")
     df = df.with_columns(pl.when(ambiguous).then(naive.dt.date()).alias("_amb_day"))
-    prev_max = naive.cum_max().shift(1).over("_amb_day")
+    prev_max = naive.cum_max().shift(1).over("_file", "_amb_day")
     went_back = (ambiguous & ((prev_max - naive) > _FALL_BACK_MIN_DROP)).fill_null(False)
-    df = df.with_columns(went_back.cast(pl.Int32).cum_sum().over("_amb_day").alias("_after_back"))
+    df = df.with_columns(went_back.cast(pl.Int32).cum_sum().over("_file", "_amb_day").alias("_after_back"))
     return df.with_columns(
         pl.when(ambiguous & (pl.col("_after_back") > 0))
         .then(pl.col("_late"))
@@ -340,54 +343,78 @@ def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
     ).drop("_early", "_late", "_amb_day", "_after_back")
 
 
-def _infer_years(df: pl.DataFrame, hint: YearHint) -> pl.DataFrame:
-    """Add ``_year`` to year-less rows (columns ``_mon``, ``d``, H, M, S in file order).
+def _year_hints(hints: list[YearHint]) -> pl.DataFrame:
+    """One row per file of a batch: ``_file``, the hint's bounds widened by 3 days (epoch seconds
+    ``_lo``, ``_hi``) and the candidate years ``_y0`` .. ``_y1`` (the hint's years and one either side)."""
+    bounds = [tuple(_to_utc_boundary(v) for v in hint) for hint in hints]
+    return pl.DataFrame(
+        {
+            "_file": pl.Series(range(len(hints)), dtype=pl.UInt32),
+            "_lo": [start.timestamp() - 3 * _KEY_DAY for start, _ in bounds],
+            "_hi": [end.timestamp() + 3 * _KEY_DAY for _, end in bounds],
+            "_y0": [start.year - 1 for start, _ in bounds],
+            "_y1": [end.year + 1 for _, end in bounds],
+        },
+        schema={"_file": pl.UInt32, "_lo": pl.Float64, "_hi": pl.Float64, "_y0": pl.Int64, "_y1": pl.Int64},
+    )
 
-    The in-file offset counts New Year crossings (month-day-time going back more than half a year);
-    the base year is the candidate putting most rows inside ``hint`` (ties: the last row closest
-    to it).
+
+def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
+    """Add ``_year`` to year-less rows (columns ``_file``, ``_mon``, ``d``, H, M, S in file order).
+
+    Per file: the in-file offset counts New Year crossings (month-day-time going back more than
+    half a year); the base year is the candidate putting most rows inside the file's hint (see
+    :func:`_year_hints`; ties: the last row closest to it, then the earlier year).
     """
-    start, end = (_to_utc_boundary(v) for v in hint)
     seconds_of_day = _int("H") * 3600 + _int("M") * 60 + _int("S")
     key = (pl.col("_mon") * 32 + _int("d")) * _KEY_DAY + seconds_of_day
     # Approximate instants (±2 days) are enough to choose among a handful of candidate years.
     approx_in_year = ((pl.col("_mon") - 1) * 30.44 + _int("d") - 1) * _KEY_DAY + seconds_of_day
     # Both are materialized once: the candidate years below would otherwise re-parse the strings.
     df = df.with_columns(key.alias("_key"), approx_in_year.alias("_approx"))
-    delta = pl.col("_key") - pl.col("_key").shift(1)
+    delta = pl.col("_key") - pl.col("_key").shift(1).over("_file")
     wrap = (
         pl.when(delta < -_HALF_YEAR)
         .then(1)
-        .when((delta > _HALF_YEAR) & (pl.col("_mon") == 12) & (pl.col("_mon").shift(1) == 1))
+        .when((delta > _HALF_YEAR) & (pl.col("_mon") == 12) & (pl.col("_mon").shift(1).over("_file") == 1))
         .then(-1)
         .otherwise(0)
     )
-    df = df.with_columns(wrap.cum_sum().alias("_yoff"))
-    lo, hi = start.timestamp() - 3 * _KEY_DAY, end.timestamp() + 3 * _KEY_DAY
-    years = list(range(start.year - 1, end.year + 2))
-    # One pass for all candidate years: count inside the hint and the last row's instant.
+    df = df.with_columns(wrap.alias("_wrap")).with_columns(pl.col("_wrap").cum_sum().over("_file").alias("_yoff"))
+    rows = df.select("_file", "_yoff", "_approx").join(hints, on="_file", how="left", maintain_order="left")
+    # One pass for every candidate year k of every file (year _y0 + k): rows inside the hint and
+    # the last row's instant; a file has few candidates, so k runs over the batch's widest range.
+    width = int(hints.select((pl.col("_y1") - pl.col("_y0")).max()).item() or 0) + 1
     exprs: list[pl.Expr] = []
-    for i, year in enumerate(years):
-        approx = (year + pl.col("_yoff") - 1970) * 31_556_952 + pl.col("_approx")
-        exprs += [approx.is_between(lo, hi).sum().alias(f"n{i}"), approx.last().alias(f"last{i}")]
-    stats = df.select(exprs).row(0)
-    best: tuple[int, float, int] | None = None
-    for i, year in enumerate(years):
-        n, last = stats[2 * i], stats[2 * i + 1]
-        last = last if last is not None else 0.0
-        distance = max(lo - last, last - hi, 0.0)
-        score = (n, -distance, year)
-        if best is None or score[:2] > best[:2]:
-            best = score
-    base = best[2] if best is not None else end.year
-    return df.with_columns((base + pl.col("_yoff")).alias("_year")).drop("_key", "_approx", "_yoff")
+    for k in range(width):
+        approx = (pl.col("_y0") + k + pl.col("_yoff") - 1970) * 31_556_952 + pl.col("_approx")
+        exprs += [approx.is_between(pl.col("_lo"), pl.col("_hi")).sum().alias(f"n{k}"),
+                  approx.last().alias(f"last{k}")]
+    stats = rows.group_by("_file").agg(*exprs).join(hints, on="_file")
+    candidates = pl.concat(
+        stats.select("_file", "_lo", "_hi", (pl.col("_y0") + k).alias("_base"), pl.col("_y1"),
+                     pl.col(f"n{k}").alias("_n"), pl.col(f"last{k}").cast(pl.Float64).fill_null(0.0).alias("_last"))
+        for k in range(width)
+    ).filter(pl.col("_base") <= pl.col("_y1"))
+    distance = pl.max_horizontal(pl.col("_lo") - pl.col("_last"), pl.col("_last") - pl.col("_hi"), pl.lit(0.0))
+    best = (
+        candidates.with_columns(distance.alias("_distance"))
+        .sort("_file", "_n", "_distance", "_base", descending=[False, True, False, False])
+        .unique("_file", keep="first")
+        .select("_file", "_base")
+    )
+    return (
+        df.join(best, on="_file", how="left", maintain_order="left")
+        .with_columns((pl.col("_base") + pl.col("_yoff")).alias("_year"))
+        .drop("_key", "_approx", "_wrap", "_yoff", "_base")
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Per-format parsing
 
 
-_OUT_COLS = ["line_no", "line", "ts", "host", "program", "pid", "message", "format", "error"]
+_OUT_COLS = ["_file", "line_no", "line", "ts", "host", "program", "pid", "message", "format", "error"]
 
 
 # Fast path for the dominant header shapes "Mmm dd HH:MM:SS host prog[pid]: msg" (RFC 3164) and
@@ -406,11 +433,11 @@ _FAST_ISO_SUFFIX = r"^(?:\.(?P<frac>\d{1,9}))?(?P<off>Z|[+-]\d{2}:?\d{2})?$"
 
 
 def _header_groups_regex(sub: pl.DataFrame, fmt: str) -> pl.DataFrame:
-    """``line_no``, ``line``, the header regex's named groups and ``_msg`` (rest of the line)."""
+    """``_file``, ``line_no``, ``line``, the header regex's named groups and ``_msg`` (rest of the line)."""
     pattern = FORMATS[fmt]
     # The outer group gives the header length; the message is sliced off without regex work.
     groups = sub.select(
-        "line_no", "line", pl.col("line").str.extract_groups(f"(?P<_hdr>{pattern[1:]})").alias("g")
+        "_file", "line_no", "line", pl.col("line").str.extract_groups(f"(?P<_hdr>{pattern[1:]})").alias("g")
     ).unnest("g")
     return groups.with_columns(
         pl.col("line").str.slice(pl.col("_hdr").str.len_chars()).alias("_msg")
@@ -470,6 +497,7 @@ def _header_groups(sub: pl.DataFrame, fmt: str, *, fast: bool) -> pl.DataFrame:
         extra = [pl.lit(None, dtype=pl.String).alias("frac")]
     cand = cand.with_columns(ok.fill_null(False).alias("_ok"))
     fast_rows = cand.filter("_ok").select(
+        "_file",
         "line_no",
         "line",
         pl.lit(None, dtype=pl.String).alias("pri"),
@@ -483,11 +511,11 @@ def _header_groups(sub: pl.DataFrame, fmt: str, *, fast: bool) -> pl.DataFrame:
         "pid",
         line.str.slice(msg_start).alias("_msg"),
     )
-    rest = cand.filter(~pl.col("_ok")).select("line_no", "line")
+    rest = cand.filter(~pl.col("_ok")).select("_file", "line_no", "line")
     if rest.is_empty():
         return fast_rows
     slow = _header_groups_regex(rest, fmt)
-    return pl.concat([fast_rows, slow.select(fast_rows.columns)]).sort("line_no")
+    return pl.concat([fast_rows, slow.select(fast_rows.columns)]).sort("_file", "line_no")
 
 
 def _parse_header_format(
@@ -495,10 +523,11 @@ def _parse_header_format(
     fmt: str,
     *,
     timezone: str,
-    year_hint: YearHint,
+    hints: pl.DataFrame,
     boot_time: datetime | None,
 ) -> pl.DataFrame:
-    """Rows of one header-regex format -> :data:`_OUT_COLS` (``error`` set when rejected)."""
+    """Rows of one header-regex format (any files of a batch, in file and line order) ->
+    :data:`_OUT_COLS` (``error`` set when rejected); ``hints``: :func:`_year_hints`."""
     groups = _header_groups(sub, fmt, fast=_FAST_PATH)
     names = set(groups.columns)
 
@@ -540,8 +569,9 @@ def _parse_header_format(
         if fmt == "rfc3164":
             missing = df.filter(pl.col("Y").is_null())
             if len(missing):
-                years = _infer_years(missing.select("line_no", "_mon", "d", "H", "M", "S"), year_hint)
-                df = df.join(years.select("line_no", "_year"), on="line_no", how="left")
+                years = _infer_years(missing.select("_file", "line_no", "_mon", "d", "H", "M", "S"), hints)
+                df = df.join(years.select("_file", "line_no", "_year"), on=["_file", "line_no"], how="left",
+                             maintain_order="left")
             else:
                 df = df.with_columns(pl.lit(None, dtype=pl.Int64).alias("_year"))
             year = pl.coalesce(_int("Y"), pl.col("_year"))
@@ -582,6 +612,7 @@ def _parse_header_format(
     else:
         program = col("prog")
     return df.select(
+        "_file",
         "line_no",
         "line",
         "ts",
@@ -623,15 +654,17 @@ def _parse_journald(sub: pl.DataFrame) -> pl.DataFrame:
     if df["_bytes"].any():
         # Rare (binary or non-UTF-8 messages): decode only those rows in Python.
         decoded = df.filter("_bytes").select(
+            "_file",
             "line_no",
             pl.col("message")
             .map_elements(_decode_byte_array, return_dtype=pl.String)
             .alias("_decoded"),
         )
-        df = df.join(decoded, on="line_no", how="left").with_columns(
+        df = df.join(decoded, on=["_file", "line_no"], how="left", maintain_order="left").with_columns(
             pl.when("_bytes").then(pl.col("_decoded")).otherwise(pl.col("message")).alias("message")
         )
     return df.select(
+        "_file",
         "line_no",
         "line",
         pl.from_epoch(pl.col("_us"), time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
@@ -651,10 +684,12 @@ def _parse_journald(sub: pl.DataFrame) -> pl.DataFrame:
 
 
 def _format_order(lines: pl.DataFrame) -> list[str]:
-    """Formats sorted by how often they match the first lines: most files hold one format, so
-    the first regex usually claims everything and later ones run on (almost) nothing."""
-    # One select for every format: a file costs one Polars query here, not one per format.
-    hits = lines.head(200).select(
+    """Formats sorted by how often they match a sample of the lines: most files hold one format,
+    so the first regex usually claims everything and later ones run on (almost) nothing. The
+    formats are mutually exclusive, so the order changes the speed, never the result."""
+    sample = lines.gather_every(max(1, lines.height // 1000)).head(1000)
+    # One select for every format: a batch costs one Polars query here, not one per format.
+    hits = sample.select(
         pl.col("line").str.contains(pattern).sum().alias(fmt) for fmt, pattern in FORMATS.items()
     ).row(0, named=True)
     return sorted(FORMATS, key=lambda f: -int(hits[f] or 0))
@@ -677,31 +712,165 @@ def _split_text(data: bytes) -> pl.Series:
     return pl.Series(text.split("\n"), dtype=pl.String)
 
 
-def _split_lines(data: bytes) -> pl.DataFrame:
-    """Bytes -> non-blank physical lines ``(line_no, line)``; decoding and splitting in C/Rust.
+def _as_string(raw: bytes) -> pl.Series | None:
+    """``raw`` as a one-row String Series, or None when it is not valid UTF-8."""
+    try:
+        return pl.Series([raw], dtype=pl.Binary).cast(pl.String)
+    except pl.exceptions.ComputeError:
+        return None
 
-    Common case (valid UTF-8, no NUL byte): Polars validates the bytes as one string and splits
-    it (2x faster than ``bytes.decode`` + ``str.split`` + building a Series from a million Python
-    strings). On valid UTF-8, removing the BOM and turning CRLF into LF on bytes is the same as on
-    text. Other input takes :func:`_split_text`: there, dropping NULs before decoding could join
-    the bytes around them into a different character, so the text-level order is kept.
+
+def _split_batch(datas: list[bytes]) -> pl.DataFrame:
+    """The contents of a batch of files -> their non-blank physical lines ``(_file, line_no, line)``
+    (``_file``: the index in ``datas``), in file and line order; decoding and splitting in Rust.
+
+    Common case (valid UTF-8, no NUL byte): Polars validates the bytes as strings and splits them,
+    every file of the batch in one query (2x faster than ``bytes.decode`` + ``str.split`` + building
+    a Series from a million Python strings). On valid UTF-8, removing the BOM and turning CRLF into
+    LF on bytes is the same as on text. Other input takes :func:`_split_text`: there, dropping NULs
+    before decoding could join the bytes around them into a different character, so the text-level
+    order is kept.
     """
-    lines: pl.Series | None = None
-    if len(data) < _MAX_SINGLE_STRING and b"\x00" not in data:
-        raw = data.removeprefix(_BOM)
-        if b"\r" in raw:
-            raw = raw.replace(b"\r\n", b"\n")
+    fast: list[int] = []
+    raws: list[bytes] = []
+    slow: list[int] = []
+    for index, data in enumerate(datas):
+        if len(data) < _MAX_SINGLE_STRING and b"\x00" not in data:
+            raw = data.removeprefix(_BOM)
+            fast.append(index)
+            raws.append(raw.replace(b"\r\n", b"\n") if b"\r" in raw else raw)
+        else:
+            slow.append(index)
+    texts: list[pl.DataFrame] = []
+    if raws:
         try:
-            lines = pl.Series([raw], dtype=pl.Binary).cast(pl.String).str.split("\n").explode()
-        except pl.exceptions.ComputeError:  # invalid UTF-8
-            lines = None
-    if lines is None:
-        lines = _split_text(data)
-    frame = pl.DataFrame(
-        {"line_no": pl.int_range(1, len(lines) + 1, eager=True, dtype=pl.Int64), "line": lines.alias("line")}
+            strings = pl.Series(raws, dtype=pl.Binary).cast(pl.String)
+            texts.append(pl.DataFrame({"_file": pl.Series(fast, dtype=pl.UInt32), "text": strings}))
+        except pl.exceptions.ComputeError:  # some file is not valid UTF-8: find which, one by one
+            for index, raw in zip(fast, raws, strict=True):
+                string = _as_string(raw)
+                if string is None:
+                    slow.append(index)
+                else:
+                    texts.append(pl.DataFrame({"_file": pl.Series([index], dtype=pl.UInt32), "text": string}))
+    parts = [
+        frame.select("_file", pl.col("text").str.split("\n").alias("line")).explode("line") for frame in texts
+    ]
+    parts += [
+        _split_text(datas[index]).alias("line").to_frame().select(pl.lit(index, dtype=pl.UInt32).alias("_file"), "line")
+        for index in slow
+    ]
+    if not parts:
+        return pl.DataFrame(schema={"_file": pl.UInt32, "line_no": pl.Int64, "line": pl.String})
+    lines = pl.concat(parts).sort("_file", maintain_order=True)
+    lines = lines.select(
+        "_file", (pl.int_range(pl.len(), dtype=pl.Int64) + 1).over("_file").alias("line_no"), "line"
     )
     # Anchored, so the regex stops at the first non-blank character of ordinary lines.
-    return frame.filter(~pl.col("line").str.contains(r"^\s*$"))
+    return lines.filter(~pl.col("line").str.contains(r"^\s*$"))
+
+
+def _split_lines(data: bytes) -> pl.DataFrame:
+    """One file's non-blank physical lines ``(line_no, line)`` (see :func:`_split_batch`)."""
+    return _split_batch([data]).drop("_file")
+
+
+@dataclass(frozen=True)
+class SyslogInput:
+    """One node log file of a batch (see :func:`parse_syslog_batch`).
+
+    ``data`` is the uncompressed content, ``source_file`` the landing-relative name recorded with
+    each row, ``host_from_name`` the host of lines that do not name one, ``year_hint`` the time
+    range RFC 3164 lines (no year) fall in (default: the last 12 months).
+    """
+
+    data: bytes
+    source_file: str
+    host_from_name: str | None = None
+    year_hint: YearHint | None = None
+
+
+@dataclass(frozen=True)
+class SyslogBatchResult:
+    """Outcome of parsing a batch of node log files.
+
+    ``lines`` follows :data:`LINE_SCHEMA` and ``rejects`` :data:`REJECT_SCHEMA`, both in input-file
+    order, then line order. ``files`` has one row per input, in input order: ``source_file``,
+    ``rows_read`` (non-blank lines), ``rows_loaded``, ``rows_rejected``.
+    """
+
+    lines: pl.DataFrame
+    rejects: pl.DataFrame
+    files: pl.DataFrame
+
+
+def parse_syslog_batch(
+    files: list[SyslogInput], *, timezone: str = "UTC", boot_time: datetime | None = None
+) -> SyslogBatchResult:
+    """Parse many node log files as one frame; formats may be mixed per line.
+
+    Each file is parsed exactly as on its own (years, DST fall-back, continuations and the host
+    fall back per file), but a batch costs one set of Polars queries rather than one per file: a
+    cluster writes thousands of small per-node files a day, and per-file query overheads would
+    dominate. ``timezone`` is the IANA zone of local-time formats, ``boot_time`` the boot instant
+    uptime stamps count from (naive = UTC); both hold for the whole batch. Raises ``ValueError``
+    for an unknown timezone.
+    """
+    check_timezone(timezone)
+    now = datetime.now(UTC)
+    hints = _year_hints([f.year_hint or (now - timedelta(days=365), now) for f in files])
+    meta = pl.DataFrame(
+        {
+            "_file": pl.Series(range(len(files)), dtype=pl.UInt32),
+            "source_file": pl.Series([f.source_file for f in files], dtype=pl.String),
+            "_host_from_name": pl.Series([f.host_from_name for f in files], dtype=pl.String),
+        }
+    )
+    lines = _split_batch([f.data for f in files])
+
+    parsed: list[pl.DataFrame] = []
+    remaining = lines
+    for fmt in _format_order(lines):
+        if remaining.is_empty():
+            break
+        mask = pl.col("line").str.contains(FORMATS[fmt])
+        sub = remaining.filter(mask)
+        if sub.is_empty():
+            continue
+        remaining = remaining.filter(~mask)
+        if fmt == "journald_json":
+            parsed.append(_parse_journald(sub))
+        else:
+            parsed.append(_parse_header_format(sub, fmt, timezone=timezone, hints=hints, boot_time=boot_time))
+    out_schema = {
+        "_file": pl.UInt32(), "line_no": pl.Int64(), "line": pl.String(),
+        **{k: LINE_SCHEMA[k] for k in LINE_SCHEMA if k not in ("source_file", "line_no")},
+        "error": pl.String(),
+    }
+    matched = pl.concat(
+        [p.select(_OUT_COLS).cast(out_schema) for p in parsed]
+        or [pl.DataFrame(schema=out_schema)]
+    )
+    result = _resolve_continuations(matched, remaining, out_schema).join(
+        meta, on="_file", how="left", maintain_order="left"
+    )
+    result = result.with_columns(pl.coalesce(pl.col("host"), pl.col("_host_from_name")).alias("host"))
+    ok = result.filter(pl.col("error").is_null())
+    bad = result.filter(pl.col("error").is_not_null())
+    counts = (
+        lines.group_by("_file").agg(pl.len().alias("rows_read"))
+        .join(bad.group_by("_file").agg(pl.len().alias("rows_rejected")), on="_file", how="left")
+    )
+    return SyslogBatchResult(
+        lines=ok.select(list(LINE_SCHEMA)),
+        rejects=bad.select("source_file", "line_no", pl.col("line").alias("raw"), "error"),
+        files=meta.join(counts, on="_file", how="left", maintain_order="left").select(
+            "source_file",
+            pl.col("rows_read").fill_null(0).cast(pl.Int64),
+            (pl.col("rows_read").fill_null(0) - pl.col("rows_rejected").fill_null(0)).cast(pl.Int64).alias("rows_loaded"),
+            pl.col("rows_rejected").fill_null(0).cast(pl.Int64),
+        ),
+    )
 
 
 def parse_syslog_bytes(
@@ -718,93 +887,47 @@ def parse_syslog_bytes(
     ``timezone`` is the IANA zone of local-time formats; ``year_hint`` the time range used to
     place RFC 3164 lines in a year (default: the last 12 months); ``host_from_name`` the host of
     lines that do not name one; ``boot_time`` the boot instant that uptime stamps count from
-    (naive = UTC). Raises ``ValueError`` for an unknown timezone.
+    (naive = UTC). Raises ``ValueError`` for an unknown timezone. A batch of one
+    :func:`parse_syslog_batch`.
     """
-    check_timezone(timezone)
-    if year_hint is None:
-        now = datetime.now(UTC)
-        year_hint = (now - timedelta(days=365), now)
-    lines = _split_lines(data)
-    rows_read = len(lines)
-
-    parsed: list[pl.DataFrame] = []
-    remaining = lines
-    for fmt in _format_order(lines):
-        if remaining.is_empty():
-            break
-        mask = pl.col("line").str.contains(FORMATS[fmt])
-        sub = remaining.filter(mask)
-        if sub.is_empty():
-            continue
-        remaining = remaining.filter(~mask)
-        if fmt == "journald_json":
-            parsed.append(_parse_journald(sub))
-        else:
-            parsed.append(
-                _parse_header_format(
-                    sub, fmt, timezone=timezone, year_hint=year_hint, boot_time=boot_time
-                )
-            )
-    out_schema = {
-        "line_no": pl.Int64(), "line": pl.String(), **{k: LINE_SCHEMA[k] for k in LINE_SCHEMA if k not in ("source_file", "line_no")},
-        "error": pl.String(),
-    }
-    matched = pl.concat(
-        [p.select(_OUT_COLS).cast(out_schema) for p in parsed]
-        or [pl.DataFrame(schema=out_schema)]
+    batch = parse_syslog_batch(
+        [SyslogInput(data, source_file, host_from_name, year_hint)], timezone=timezone, boot_time=boot_time
     )
-    result = _resolve_continuations(matched, remaining, out_schema)
-    result = result.with_columns(
-        pl.coalesce(pl.col("host"), pl.lit(host_from_name, dtype=pl.String)).alias("host")
-    )
-    ok = result.filter(pl.col("error").is_null())
-    bad = result.filter(pl.col("error").is_not_null())
-    return SyslogParseResult(
-        lines=ok.select(
-            pl.lit(source_file, dtype=pl.String).alias("source_file"),
-            *[c for c in LINE_SCHEMA if c != "source_file"],
-        ),
-        rejects=bad.select(
-            pl.lit(source_file, dtype=pl.String).alias("source_file"),
-            "line_no",
-            pl.col("line").alias("raw"),
-            "error",
-        ),
-        rows_read=rows_read,
-    )
+    return SyslogParseResult(batch.lines, batch.rejects, int(batch.files["rows_read"][0]))
 
 
 def _resolve_continuations(
     matched: pl.DataFrame, unmatched: pl.DataFrame, schema: dict[str, pl.DataType]
 ) -> pl.DataFrame:
-    """Turn unmatched lines into continuations of the line above, or rejects.
+    """Turn unmatched lines into continuations of the line above, or rejects (per file).
 
     A line continues the one above when it is indented (multi-line kernel messages) or follows a
     Fabric Manager line (whose messages span lines). It inherits ts/host/program/pid from the
     nearest line above that is not itself a continuation, and is rejected when that line was.
     """
     if unmatched.is_empty():
-        return matched.sort("line_no")
+        return matched.sort("_file", "line_no")
     allrows = pl.concat(
         [
             matched.with_columns(pl.lit(True).alias("_matched")),
             unmatched.with_columns(
-                *[pl.lit(None, dtype=schema[c]).alias(c) for c in _OUT_COLS[2:]],
+                *[pl.lit(None, dtype=schema[c]).alias(c) for c in _OUT_COLS[3:]],
                 pl.lit(False).alias("_matched"),
             ).select(*_OUT_COLS, "_matched"),
         ]
-    ).sort("line_no")
-    last_fmt = pl.when("_matched").then(pl.col("format")).forward_fill()
+    ).sort("_file", "line_no")
+    last_fmt = pl.when("_matched").then(pl.col("format")).forward_fill().over("_file")
+    allrows = allrows.with_columns(last_fmt.alias("_last_fmt"))
     cont = (
         ~pl.col("_matched")
-        & last_fmt.is_not_null()
-        & (pl.col("line").str.contains(r"^\s") | (last_fmt == "fabricmanager"))
+        & pl.col("_last_fmt").is_not_null()
+        & (pl.col("line").str.contains(r"^\s") | (pl.col("_last_fmt") == "fabricmanager"))
     )
-    allrows = allrows.with_columns(
-        cont.alias("_cont"),
-        pl.when(~cont).then(pl.col("line_no")).forward_fill().alias("_anchor"),
+    allrows = allrows.with_columns(cont.alias("_cont")).with_columns(
+        pl.when(~pl.col("_cont")).then(pl.col("line_no")).forward_fill().over("_file").alias("_anchor"),
     )
     anchors = allrows.select(
+        "_file",
         pl.col("line_no").alias("_anchor"),
         pl.col("ts").alias("_a_ts"),
         pl.col("host").alias("_a_host"),
@@ -812,9 +935,10 @@ def _resolve_continuations(
         pl.col("pid").alias("_a_pid"),
         (pl.col("_matched") & pl.col("error").is_null()).alias("_a_ok"),
     )
-    allrows = allrows.join(anchors, on="_anchor", how="left")
+    allrows = allrows.join(anchors, on=["_file", "_anchor"], how="left", maintain_order="left")
     c = pl.col("_cont")
     return allrows.select(
+        "_file",
         "line_no",
         "line",
         pl.when(c).then(pl.col("_a_ts")).otherwise(pl.col("ts")).alias("ts"),
