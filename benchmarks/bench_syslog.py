@@ -62,30 +62,46 @@ print(json.dumps({"files": len(results), "lines": lines, "events": events, "temp
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
-# The ingest's own steps (ingest_syslog_files without the writer): parse each file, classify and
+# The ingest's own steps (ingest_syslog_files without the writer): parse files in batches, classify and
 # template in batches, keep nothing.
 NO_STORE_CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from gpusre.models.sources.syslog.parse import parse_syslog_file
+import polars as pl
 from gpusre.models.alerts.nodes import HostMapping
-from gpusre.models.sources.syslog.ingest import BATCH_LINES, _lines_batch, discover_syslog_files
+from gpusre.models.ingest.landing_files import read_landing_file
+from gpusre.models.sources.syslog.parse import SyslogInput, host_from_filename, parse_syslog_batch
+from gpusre.models.sources.syslog.ingest import BATCH_LINES, PARSE_BATCH_BYTES, _lines_frame, discover_syslog_files
 from gpusre.models.logs.templates import TemplateMiner
 landing, shard, shards = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 miner = TemplateMiner.new()
 lines = 0
-pending, pending_rows = [], 0
+inputs, input_bytes, pending, pending_rows = [], 0, [], 0
 t0 = time.perf_counter()
-for path in discover_syslog_files(landing)[shard::shards]:
-    parsed = parse_syslog_file(path, path.relative_to(landing).as_posix())
+
+def parse():
+    global inputs, input_bytes, pending_rows, lines
+    parsed = parse_syslog_batch(inputs)
     pending.append(parsed.lines)
     pending_rows += parsed.lines.height
     lines += parsed.lines.height
+    inputs, input_bytes = [], 0
+
+for path in discover_syslog_files(landing)[shard::shards]:
+    name = path.relative_to(landing).as_posix()
+    data = read_landing_file(path).data
+    inputs.append(SyslogInput(data, name, host_from_filename(name)))
+    input_bytes += len(data)
+    if input_bytes >= PARSE_BATCH_BYTES:
+        parse()
     if pending_rows >= BATCH_LINES:
-        _lines_batch(pending, miner, HostMapping())
+        _lines_frame(pl.concat(pending), miner, HostMapping())
+        pending.clear()
         pending_rows = 0
+if inputs:
+    parse()
 if pending:
-    _lines_batch(pending, miner, HostMapping())
+    _lines_frame(pl.concat(pending), miner, HostMapping())
 print(json.dumps({"lines": lines, "seconds": time.perf_counter() - t0,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
