@@ -1116,6 +1116,28 @@ def test_quantile_chart_with_nothing_to_mark_draws_without_a_legend_warning() ->
     assert svg.lstrip().startswith("<svg") and "Queue wait" in svg
 
 
+def test_ettr_dots_are_thinned_to_evenly_spaced_ranks_and_the_axis_says_so() -> None:
+    """Thousands of runs drew thousands of SVG dots (2.9 MB of report, seconds of rendering): a bucket
+    shows at most MAX_DOTS dots, the order statistics at evenly spaced ranks (min and max kept), while
+    its box and median still come from every run."""
+    import numpy as np
+
+    from gpusre.reports.kit import charts
+
+    values = np.random.default_rng(3).beta(5, 2, 5000)
+    dots = charts._thinned(values)
+    assert dots.size == charts.MAX_DOTS and dots[0] == values.min() and dots[-1] == values.max()
+    assert abs(float(np.median(dots)) - float(np.median(values))) < 0.01
+    small = values[:50]
+    assert charts._thinned(small) is small
+    many = charts.ettr_distribution_chart([("2-8", values.tolist(), None), ("9-64", small.tolist(), 0.9)], "ETTR")
+    few = charts.ettr_distribution_chart([("9-64", small.tolist(), 0.9)], "ETTR")
+    assert "dots at evenly spaced ranks" in many and "dots at evenly spaced ranks" not in few
+    assert "5,000 runs" in many  # the tick still counts every run
+    # One <use> per drawn dot (matplotlib's SVG markers), plus a handful for the legend and the diamond.
+    assert charts.MAX_DOTS + 50 <= many.count("<use ") <= charts.MAX_DOTS + 50 + 10
+
+
 def test_no_gpu_hours_is_said_in_words_not_dashes(tmp_path: Path) -> None:
     """GPU jobs that all ran 0 s (seen in the XDMoD sample): the state and size leads say there were no
     GPU-hours instead of 'consumed – of GPU time'."""
