@@ -24,7 +24,7 @@ import polars as pl
 
 from gpusre.models.ingest.lake import lake_of, write_atomic
 from gpusre.models.ingest.landing_files import IgnoredFile, SourceScan
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, record_file
+from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, record_files
 
 __all__ = ["IngestPlan", "StagedFile", "clear_staged", "plan_ingest", "publish_files", "read_staged",
            "shard_files", "staged_dir", "write_staged"]
@@ -142,6 +142,6 @@ def publish_files(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list
                         SELECT source_file, '{plan.source}', line_no, raw, error, now() FROM read_parquet(?)""",
                     [files])
     ignored = ignored_results(list(plan.ignored))
-    for result, sha, size in ignored + [(s.result, s.sha256, s.size) for s in staged if s.result.status != "unchanged"]:
-        record_file(con, plan.source, result, sha, size)
+    record_files(con, plan.source,
+                 ignored + [(s.result, s.sha256, s.size) for s in staged if s.result.status != "unchanged"])
     return [result for result, _, _ in ignored] + [s.result for s in staged]

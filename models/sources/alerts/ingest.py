@@ -30,7 +30,6 @@ from typing import Any
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpusre.models.alerts.clustering import AlertClusteringSettings
@@ -49,7 +48,7 @@ from gpusre.models.sources.alerts.parse import (
     stage_records,
     unordered_inserts,
 )
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash
+from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_files
 from gpusre.models.ingest.landing_files import LandingFileFault, file_identity
 from gpusre.models.logs.masking import mask_messages
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
@@ -148,33 +147,6 @@ class _Batcher:
         self._writer.close()
 
 
-def _record_files(con: duckdb.DuckDBPyConnection, rows: list[tuple[FileIngest, str, int]]) -> None:
-    """:func:`~gpusre.models.ingest.ledger.record_file` for many files in two statements (inside
-    the caller's transaction): one statement per file cost ~1.5 ms each, which dominated the
-    ingest of a directory of one-payload files."""
-    ledger = pa.table({
-        "source_file": [r.source_file for r, _, _ in rows], "sha256": [sha for _, sha, _ in rows],
-        "size_bytes": pa.array([size for _, _, size in rows], pa.int64()),
-        "rows_read": pa.array([r.rows_read for r, _, _ in rows], pa.int64()),
-        "rows_loaded": pa.array([r.rows_loaded for r, _, _ in rows], pa.int64()),
-        "rows_rejected": pa.array([r.rows_rejected for r, _, _ in rows], pa.int64()),
-        "status": [r.status for r, _, _ in rows], "error": pa.array([r.error for r, _, _ in rows], pa.string()),
-    })
-    con.register("_alert_ledger", ledger)
-    try:
-        con.execute("DELETE FROM raw.ingested_files WHERE source_file IN (SELECT source_file FROM _alert_ledger)")
-        con.execute(
-            f"""INSERT INTO raw.ingested_files
-                (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected,
-                 status, error, ingested_at)
-                SELECT source_file, '{SOURCE_KIND}', sha256, size_bytes, rows_read, rows_loaded,
-                       rows_rejected, status, error, now()
-                FROM _alert_ledger"""
-        )
-    finally:
-        con.unregister("_alert_ledger")
-
-
 def _mine_templates(con: duckdb.DuckDBPyConnection, miner: TemplateMiner) -> pl.DataFrame:
     """``template_key -> template_id`` for every distinct staged text, mined in received order.
 
@@ -250,7 +222,7 @@ def ingest_alert_files(
         if not changed:
             if ignored:
                 with transaction(con):
-                    _record_files(con, ignored)
+                    record_files(con, SOURCE_KIND, ignored)
             return [r for r, _, _ in ignored] + [results[p.relative_to(landing).as_posix()] for p in paths]
         batcher.flush()
         fill_fingerprints(con, _STAGE)
@@ -286,7 +258,7 @@ def ingest_alert_files(
             for source_file, error in refused.items():
                 con.execute(f"INSERT INTO raw.rejects VALUES (?, '{SOURCE_KIND}', 0, NULL, ?, now())",
                             [source_file, error])
-            _record_files(con, ignored + [(results[source_file], sha, size) for source_file, sha, size in changed])
+            record_files(con, SOURCE_KIND, ignored + [(results[source_file], sha, size) for source_file, sha, size in changed])
             save_miner(con, miner, ALERT_MINER)
     finally:
         batcher.close()

@@ -31,7 +31,7 @@ import duckdb
 import polars as pl
 
 from gpusre.models.failures.drain_reasons import classify_reasons
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_file
+from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_files
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source
 from gpusre.models.sources.slurm_events.parse import SlurmEventsFormatError, parse_slurm_events_file
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
@@ -176,8 +176,7 @@ def publish_staged_slurm_events(con: duckdb.DuckDBPyConnection, staged: StagedSl
                     {result.source_file: sha for result, sha, _ in staged.ledger})
     con.execute(f"INSERT INTO raw.rejects SELECT * FROM {_STAGE_REJECTS}")
     con.execute(f"INSERT INTO raw.slurm_event_snapshots SELECT * FROM {_STAGE_SNAPSHOTS}")
-    for result, sha, size in staged.ledger:
-        record_file(con, SLURM_EVENTS_KIND, result, sha, size)
+    record_files(con, SLURM_EVENTS_KIND, list(staged.ledger))
 
 
 def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
