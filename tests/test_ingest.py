@@ -223,3 +223,39 @@ def test_a_failed_write_rolls_back_the_whole_run(landing: Path, tmp_path: Path,
     monkeypatch.setattr(sacct_ingest, "write_file_sets", real_write)
     _materialize(landing, warehouse)  # and the next run loads both dumps
     assert _snapshot(warehouse)["files"][-1][0] == "sacct/sacct_2026-09-03.psv"
+
+
+def test_a_job_listed_again_unchanged_queues_no_old_days(tmp_path: Path) -> None:
+    """A daily dump lists a job pending (or requeued) for months again and again. Only the days of
+    instances and job rows that changed go to core.dirty_days: one such job queued the days of all
+    its old instances, and the daily marts recomputed most of a year every night (bench_nightly)."""
+    requeued = ("200|200|long|dave|ml|batch|{state}|0:0|2026-08-01T08:00:00|2026-08-01T08:00:00|{start}|{end}|"
+                "{elapsed}|2-00:00:00|1|8|cpu=8,gres/gpu=8,node=1|{nodes}")
+    first = requeued.format(state="PREEMPTED", start="2026-08-01T09:00:00", end="2026-08-01T10:00:00",
+                            elapsed="01:00:00", nodes="gpu001")
+    pending = requeued.format(state="PENDING", start="Unknown", end="Unknown", elapsed="00:00:00", nodes="None assigned")
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-08-01.psv").write_text("\n".join([HEADER, first, pending]) + "\n")
+    wh = tmp_path / "w.duckdb"
+    assert _materialize(landing, wh).success
+
+    def dirty_after(name: str, lines: list[str]) -> list[str]:
+        con = connect(wh)
+        con.execute("DELETE FROM core.dirty_days")  # as the daily marts leave it
+        con.close()
+        (landing / "sacct" / name).write_text("\n".join([HEADER, *lines]) + "\n")
+        assert _materialize(landing, wh).success
+        con = connect(wh, read_only=True)
+        try:
+            return [d.isoformat() for (d,) in con.sql("SELECT day FROM core.dirty_days ORDER BY day").fetchall()]
+        finally:
+            con.close()
+
+    other = "201|201|x|erin|ml|batch|COMPLETED|0:0|2026-09-03T01:00:00|2026-09-03T01:00:00|2026-09-03T02:00:00|2026-09-03T03:00:00|01:00:00|1:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu002"
+    # Listed again, unchanged, beside a new job: only the new job's day.
+    assert dirty_after("sacct_2026-09-03.psv", [pending, other]) == ["2026-09-03"]
+    # It runs again: its new instance's days; the first instance changes only in being the latest.
+    again = requeued.format(state="COMPLETED", start="2026-09-04T09:00:00", end="2026-09-05T01:00:00",
+                            elapsed="16:00:00", nodes="gpu001")
+    assert dirty_after("sacct_2026-09-05.psv", [again]) == ["2026-08-01", "2026-09-04", "2026-09-05"]

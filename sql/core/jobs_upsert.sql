@@ -1,19 +1,21 @@
 -- Rebuild the core.jobs (one row = one Slurm job allocation, its latest instance) and
 -- core.job_steps rows of every job id queued in raw.sacct_dirty_jobs, from ALL raw records of
--- those jobs, then drain the queue. Days touched by the old and new versions of those jobs are
--- queued in core.dirty_days for the daily marts. Runs inside the caller's transaction.
+-- those jobs, then drain the queue. Days touched by the old and new versions of the instances and
+-- jobs that changed are queued in core.dirty_days for the daily marts. Runs inside the caller's transaction.
 --
 -- Winner per job_id: the latest instance (a requeued job reappears under the same id with a new
 -- start; ordered by start, else eligible, else submit), and within it the most final record:
 -- terminal state first, then latest end, longest elapsed, latest dump file and line.
 
--- Days covered by the current (old) instances of the dirty jobs.
-INSERT OR IGNORE INTO core.dirty_days
-SELECT DISTINCT unnest(generate_series(
-           start_ts::DATE,
-           COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
-           INTERVAL 1 DAY))::DATE
-FROM core.job_instances
+-- The current (old) rows of the dirty jobs without their provenance (dump file and line): a job
+-- that a new dump lists again unchanged (a job pending or requeued for months is in every daily
+-- dump) must not queue the days of its old instances, or one such job makes the daily marts
+-- recompute most of a year.
+CREATE OR REPLACE TEMP TABLE _old_instances AS
+SELECT * EXCLUDE (source_file, line_no) FROM core.job_instances
+WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+CREATE OR REPLACE TEMP TABLE _old_jobs AS
+SELECT * EXCLUDE (source_file, line_no) FROM core.jobs
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 -- The allocation records of the dirty jobs, read from the lake once: raw.sacct_records is a view
@@ -72,16 +74,6 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
        r.source_file, r.line_no
 FROM _job_recs AS r JOIN _job_winners AS w ON r.source_file = w.winner_file AND r.line_no = w.winner_line;
 
--- Days covered by the new versions (every instance).
-INSERT OR IGNORE INTO core.dirty_days
-SELECT DISTINCT unnest(generate_series(
-           start_ts::DATE,
-           COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
-           INTERVAL 1 DAY))::DATE
-FROM _job_recs WHERE start_ts IS NOT NULL;
-INSERT OR IGNORE INTO core.dirty_days
-SELECT DISTINCT end_day FROM core.jobs
-WHERE end_day IS NOT NULL AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 -- Every started instance of the dirty jobs: per (job, start) the most final record.
 DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
@@ -99,6 +91,25 @@ SELECT p.job_id,
        r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
        r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
 FROM _job_recs AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l;
+
+-- Days the daily marts must recompute: those of the instances and job rows that changed (old rows
+-- gone or altered, new rows added or altered) — the marts read core.job_instances (utilization)
+-- and core.jobs by end day (usage).
+CREATE OR REPLACE TEMP TABLE _new_instances AS
+SELECT * EXCLUDE (source_file, line_no) FROM core.job_instances
+WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+INSERT OR IGNORE INTO core.dirty_days
+SELECT DISTINCT unnest(generate_series(
+           start_ts::DATE,
+           COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
+           INTERVAL 1 DAY))::DATE
+FROM ((FROM _old_instances EXCEPT FROM _new_instances) UNION ALL (FROM _new_instances EXCEPT FROM _old_instances));
+INSERT OR IGNORE INTO core.dirty_days
+WITH new_jobs AS (SELECT * EXCLUDE (source_file, line_no) FROM core.jobs
+                  WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs))
+SELECT DISTINCT end_day
+FROM ((FROM _old_jobs EXCEPT FROM new_jobs) UNION ALL (FROM new_jobs EXCEPT FROM _old_jobs))
+WHERE end_day IS NOT NULL;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.
 DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
@@ -121,3 +132,6 @@ WHERE r.record_type = 'step';
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
 DROP TABLE _job_recs;
+DROP TABLE _old_instances;
+DROP TABLE _new_instances;
+DROP TABLE _old_jobs;
