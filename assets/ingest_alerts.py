@@ -5,6 +5,8 @@ import dagster as dg
 
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
+from gpusre.models.ingest.reconcile import mismatched_files
+from gpusre.models.sources.registry import lake_table
 from gpusre.models.sources.alerts.ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -44,22 +46,7 @@ def raw_alert_notifications(
                 description="For every ingested alert file: notifications read = loaded + rejected.")
 def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        bad = con.sql(
-            f"""
-            WITH loaded AS (SELECT source_file, count(*) AS n FROM raw.alert_notifications GROUP BY ALL),
-                 rejected AS (SELECT source_file, count(*) AS n FROM raw.rejects
-                              WHERE source_kind = '{SOURCE_KIND}' AND line_no > 0 GROUP BY ALL)
-            SELECT f.source_file, f.rows_read, f.rows_loaded, f.rows_rejected,
-                   coalesce(l.n, 0) AS in_raw, coalesce(r.n, 0) AS in_rejects
-            FROM raw.ingested_files AS f
-            LEFT JOIN loaded AS l USING (source_file)
-            LEFT JOIN rejected AS r USING (source_file)
-            WHERE f.source_kind = '{SOURCE_KIND}'
-              AND (f.rows_read <> f.rows_loaded + f.rows_rejected
-                   OR f.rows_loaded <> coalesce(l.n, 0) OR f.rows_rejected <> coalesce(r.n, 0))
-            ORDER BY f.source_file
-            """
-        ).fetchall()
+        bad = mismatched_files(con, SOURCE_KIND, lake_table(SOURCE_KIND).name)
     return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
 
 

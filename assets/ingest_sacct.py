@@ -7,6 +7,8 @@ import duckdb
 
 from gpusre.assets.parallel_parse import ParsedSource, parsed_source_asset
 from gpusre.models.ingest.staging import IngestPlan
+from gpusre.models.ingest.reconcile import mismatched_files
+from gpusre.models.sources.registry import lake_table
 from gpusre.models.sources.sacct.ingest import parse_sacct_shard, plan_sacct, publish_sacct
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -35,16 +37,5 @@ raw_sacct = parsed_source_asset(
 @dg.asset_check(asset=RAW_SACCT, pool=WAREHOUSE_POOL, blocking=True, description="For every ingested file: rows read = loaded + rejected.")
 def sacct_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        bad = con.sql(
-            """
-            SELECT f.source_file, f.rows_read, f.rows_loaded, f.rows_rejected,
-                   (SELECT count(*) FROM raw.sacct_records r WHERE r.source_file = f.source_file) AS in_raw,
-                   (SELECT count(*) FROM raw.rejects j WHERE j.source_file = f.source_file AND j.line_no > 0) AS in_rejects
-            FROM raw.ingested_files f
-            WHERE f.source_kind = 'sacct'
-              AND (f.rows_read <> f.rows_loaded + f.rows_rejected
-                   OR f.rows_loaded <> (SELECT count(*) FROM raw.sacct_records r WHERE r.source_file = f.source_file)
-                   OR f.rows_rejected <> (SELECT count(*) FROM raw.rejects j WHERE j.source_file = f.source_file AND j.line_no > 0))
-            """
-        ).fetchall()
+        bad = mismatched_files(con, "sacct", lake_table("sacct").name)
     return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})

@@ -15,6 +15,8 @@ from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.day_coverage import mark_partial_days
+from gpusre.models.ingest.reconcile import mismatched_files
+from gpusre.models.sources.registry import lake_table
 from gpusre.models.failures.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
 from gpusre.models.reliability.node_availability import (
     AVAILABILITY_BY_COMPONENT_SCHEMA,
@@ -86,16 +88,7 @@ def raw_slurm_events(
                 description="For every ingested slurm_events file: rows read = loaded + rejected, and both match the tables.")
 def slurm_events_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
-        bad = con.execute(
-            """
-            WITH counts AS (
-                SELECT f.source_file, f.rows_read, f.rows_loaded, f.rows_rejected,
-                       (SELECT count(*) FROM raw.slurm_events r WHERE r.source_file = f.source_file) AS in_raw,
-                       (SELECT count(*) FROM raw.rejects j WHERE j.source_file = f.source_file AND j.line_no > 0) AS in_rejects
-                FROM raw.ingested_files f WHERE f.source_kind = ?)
-            SELECT * FROM counts
-            WHERE rows_read <> rows_loaded + rows_rejected OR rows_loaded <> in_raw OR rows_rejected <> in_rejects
-            """, [SLURM_EVENTS_KIND]).fetchall()
+        bad = mismatched_files(con, SLURM_EVENTS_KIND, lake_table(SLURM_EVENTS_KIND).name)
     return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
 
 
