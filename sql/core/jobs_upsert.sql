@@ -18,22 +18,19 @@ CREATE OR REPLACE TEMP TABLE _old_jobs AS
 SELECT * EXCLUDE (source_file, line_no) FROM core.jobs
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
--- Every record (allocations and steps) of the dirty jobs, read from the lake once: raw.sacct_records
--- is a view over Parquet (each scan decodes a year of files and checks the ledger again), and a
--- scan per target table cost seconds each.
-CREATE OR REPLACE TEMP TABLE _dirty_recs AS
-SELECT * FROM raw.sacct_records WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
-
--- The allocation records. Within allocations (file, line) is the record key (a JSON dump's steps
--- share their allocation's line, but are not allocations).
+-- The allocation records of the dirty jobs, read from the lake once: raw.sacct_records is a view
+-- over Parquet (each scan decodes the files and checks the ledger again), and joining the winners
+-- back to it cost a full scan per target table. Within allocations (file, line) is the record key
+-- (a JSON dump's steps share their allocation's line, but are not allocations).
 CREATE OR REPLACE TEMP TABLE _job_recs AS
 -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
 -- never got nodes has not started (else it would count as a queue wait and a run).
 SELECT r.* EXCLUDE (record_type, step_id, state_raw, raw_line, start_ts),
        CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
             THEN NULL ELSE r.start_ts END AS start_ts
-FROM _dirty_recs AS r
-WHERE r.record_type = 'allocation';
+FROM raw.sacct_records AS r
+WHERE r.record_type = 'allocation'
+  AND r.job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -122,19 +119,19 @@ WITH picked AS (
                            core.is_terminal_state(state),
                            COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
                            source_file, line_no)) AS rid
-    FROM _dirty_recs
+    FROM raw.sacct_records
     WHERE record_type = 'step'
+      AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs)
     GROUP BY job_id, step_id
 )
 SELECT r.job_id, r.step_id, r.name, r.state, r.exit_code, r.exit_signal, r.start_ts, r.end_ts,
        r.elapsed_s, r.n_nodes, r.n_cpus, r.n_gpus, r.nodelist, r.nodes, r.source_file, r.line_no
-FROM _dirty_recs AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l AND COALESCE(r.step_id, '') = p.rid.s
+FROM raw.sacct_records AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l AND COALESCE(r.step_id, '') = p.rid.s
 WHERE r.record_type = 'step';
 
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
 DROP TABLE _job_recs;
-DROP TABLE _dirty_recs;
 DROP TABLE _old_instances;
 DROP TABLE _new_instances;
 DROP TABLE _old_jobs;
