@@ -142,7 +142,12 @@ def version_stem(source_file: str, sha256: str) -> str:
 
 
 #: The same stem in SQL over ``raw.ingested_files`` (DuckDB's sha256() is hex of the UTF-8 bytes, as hashlib's).
-_LEDGER_STEMS_SQL = "SELECT left(sha256(source_file), 24) || '-' || left(sha256, 16) FROM raw.ingested_files"
+def _stem_sql(ledger: str) -> str:
+    """:func:`version_stem` of the ledger row aliased ``ledger``, in SQL."""
+    return f"left(sha256({ledger}.source_file), 24) || '-' || left({ledger}.sha256, 16)"
+
+
+_LEDGER_STEMS_SQL = f"SELECT {_stem_sql('f')} FROM raw.ingested_files AS f"
 
 
 def lake_files(lake: Path, table: str) -> list[Path]:
@@ -270,8 +275,7 @@ def ledger_file_rows_sql(con: duckdb.DuckDBPyConnection, table: str, source_kind
                 f"LEFT JOIN raw.{table} AS r USING (source_file) WHERE f.source_kind = '{source_kind}' GROUP BY ALL")
     glob = _quote((lake_of(con) / table).as_posix() + "/*/*.parquet")
     return (f"SELECT f.source_file, coalesce(sum(m.num_rows), 0)::BIGINT AS rows FROM raw.ingested_files AS f "
-            f"LEFT JOIN parquet_file_metadata({glob}) AS m ON parse_filename(m.file_name, true) = "
-            f"left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16) "
+            f"LEFT JOIN parquet_file_metadata({glob}) AS m ON parse_filename(m.file_name, true) = {_stem_sql('f')} "
             f"WHERE f.source_kind = '{source_kind}' GROUP BY ALL")
 
 

@@ -730,8 +730,6 @@ MAX_DOTS = 400
 def _thinned(values: np.ndarray) -> np.ndarray:
     """At most :data:`MAX_DOTS` of ``values``: the order statistics at evenly spaced ranks (minimum
     and maximum included), so the dots keep the distribution's shape."""
-    import numpy as np
-
     if values.size <= MAX_DOTS:
         return values
     ranks = np.round(np.linspace(0, values.size - 1, MAX_DOTS)).astype(int)
@@ -746,7 +744,6 @@ def ettr_distribution_chart(rows: Sequence[tuple[str, Sequence[float], float | N
     ``rows`` are ``(bucket, ettr values of the runs, expected_ettr)`` in bucket order; the expectation
     is a hollow diamond. ``target`` draws the ETTR objective as a dashed line.
     """
-    import numpy as np
     from matplotlib.patches import Rectangle
 
     fig, ax = _new(10, 3.8)

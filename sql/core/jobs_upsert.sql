@@ -74,7 +74,6 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
        r.source_file, r.line_no
 FROM _job_recs AS r JOIN _job_winners AS w ON r.source_file = w.winner_file AND r.line_no = w.winner_line;
 
-
 -- Every started instance of the dirty jobs: per (job, start) the most final record.
 DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 INSERT INTO core.job_instances BY NAME

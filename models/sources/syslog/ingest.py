@@ -33,7 +33,7 @@ from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
 from gpusre.models.ingest.landing_files import LandingRead, SourceScan, read_landing_file, scan_source
 from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
                                           read_staged, write_staged)
-from gpusre.models.sources.syslog.parse import (LINE_SCHEMA, REJECT_SCHEMA, SyslogBatchResult, SyslogInput, host_from_filename,
+from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA, REJECT_SCHEMA, SyslogBatchResult, SyslogInput, host_from_filename,
                                                parse_syslog_batch)
 from gpusre.models.logs.templates import TemplateConfig, TemplateMiner
 from gpusre.models.warehouse import append_arrow, transaction
@@ -146,8 +146,7 @@ def _parse_batch(inputs: list[SyslogInput], timezone: str) -> tuple[SyslogBatchR
         if len(inputs) == 1:
             name = inputs[0].source_file
             files = pl.DataFrame({"source_file": [name], "rows_read": [0], "rows_loaded": [0], "rows_rejected": [0]},
-                                 schema={"source_file": pl.String, **dict.fromkeys(
-                                     ("rows_read", "rows_loaded", "rows_rejected"), pl.Int64)})
+                                 schema=FILE_COUNTS_SCHEMA)
             empty = SyslogBatchResult(pl.DataFrame(schema=LINE_SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), files)
             return empty, {name: log_parse_crash(name, exc)}
     middle = len(inputs) // 2

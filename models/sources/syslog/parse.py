@@ -70,6 +70,7 @@ from gpusre.models.ingest.slurm_values import check_timezone
 __all__ = [
     "LINE_SCHEMA",
     "REJECT_SCHEMA",
+    "FILE_COUNTS_SCHEMA",
     "FORMATS",
     "UPTIME_WITHOUT_BOOT",
     "SyslogBatchResult",
@@ -790,6 +791,12 @@ class SyslogInput:
     year_hint: YearHint | None = None
 
 
+#: Polars schema of :attr:`SyslogBatchResult.files`: one row per input file.
+FILE_COUNTS_SCHEMA: dict[str, pl.DataType] = {
+    "source_file": pl.String(), "rows_read": pl.Int64(), "rows_loaded": pl.Int64(), "rows_rejected": pl.Int64(),
+}
+
+
 @dataclass(frozen=True)
 class SyslogBatchResult:
     """Outcome of parsing a batch of node log files.
@@ -866,10 +873,10 @@ def parse_syslog_batch(
         rejects=bad.select("source_file", "line_no", pl.col("line").alias("raw"), "error"),
         files=meta.join(counts, on="_file", how="left", maintain_order="left").select(
             "source_file",
-            pl.col("rows_read").fill_null(0).cast(pl.Int64),
-            (pl.col("rows_read").fill_null(0) - pl.col("rows_rejected").fill_null(0)).cast(pl.Int64).alias("rows_loaded"),
-            pl.col("rows_rejected").fill_null(0).cast(pl.Int64),
-        ),
+            pl.col("rows_read").fill_null(0),
+            (pl.col("rows_read").fill_null(0) - pl.col("rows_rejected").fill_null(0)).alias("rows_loaded"),
+            pl.col("rows_rejected").fill_null(0),
+        ).cast(FILE_COUNTS_SCHEMA),
     )
 
 
