@@ -226,13 +226,6 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
 
-def _pairs_of(job_nodes: pl.DataFrame, j: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
-    """(``_j``, ``node``, ``_class``, ``end_ts``) for every job node inside an incident's nodes."""
-    return (job_nodes.select("_j", "node").join(
-        inc.select(pl.col("nodes").alias("node"), class_of(pl.col("component")).alias("_class")).explode("node"),
-        on="node").join(j.select("_j", "end_ts"), on="_j").unique())
-
-
 def attribute_failures(
     jobs: pl.DataFrame,
     events: pl.DataFrame,
@@ -296,8 +289,12 @@ def attribute_failures(
         | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids)))
     )
     j = j.with_columns(candidate.alias("_candidate"))
+    # Only candidates can be anything but "none": the evidence joins and the rule chain run over them,
+    # the rest (most of a year's jobs: completed) take the "not a failure" row at the end.
+    not_candidates = j.filter(~pl.col("_candidate"))
+    j = j.filter("_candidate")
     job_nodes = (
-        j.filter("_candidate").select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
+        j.select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
         .filter(pl.col("node").is_not_null())
         .unique(["_j", "node"])
     )
@@ -340,9 +337,7 @@ def attribute_failures(
         severity_rank(pl.col("severity")).alias("_rank"),
         (pl.col("label_source") == "operator").alias("_op"),
     )
-    inc_cleared = _cleared(_pairs_of(job_nodes, j, inc), failure_times, recoveries, after).with_columns(
-        pl.lit(True).alias("_clr"))
-    covering = (
+    meeting = (
         job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
         .join(
             inc.explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
@@ -362,7 +357,12 @@ def attribute_failures(
             ).alias("_dist")
         )
         .with_columns(class_of(pl.col("component")).alias("_class"))
-        .join(inc_cleared, on=["_j", "node", "_class"], how="left")
+    )
+    # Recovery only matters for the (job, node, class) of incidents that meet the job's window.
+    inc_cleared = _cleared(meeting.select("_j", "node", "_class", "end_ts").unique(), failure_times, recoveries,
+                           after).with_columns(pl.lit(True).alias("_clr"))
+    covering = (
+        meeting.join(inc_cleared, on=["_j", "node", "_class"], how="left")
         # an incident every one of whose nodes under the job recovered before the job ended is over
         .filter(~pl.col("_clr").fill_null(False).all().over("_j", "incident_id"))
         .with_columns(pl.col("node").unique().over("_j", "incident_id", mapping_strategy="join").alias("_inc_nodes"))
@@ -457,7 +457,8 @@ def attribute_failures(
         .otherwise(None)
         .fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
     )
-    out = j.sort("_j").select(
+    out = j.select(
+        "_j",
         *keys,
         pl.col("state"),
         pl.col("end_ts"),
@@ -471,4 +472,13 @@ def attribute_failures(
         pl.when(infra_rows).then(pl.col("_state_evidence")).alias("evidence_node_state"),
         pl.when(infra_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
     )
+    none_rows = not_candidates.select(
+        "_j", *keys, "state", "end_ts", "n_gpus",
+        *(pl.lit(v, dtype=pl.String).alias(n) for n, v in zip(names, ("none", "not a failure", None, None))),
+        pl.lit(None, dtype=pl.String).alias("incident_id"),
+        pl.lit([], dtype=pl.List(pl.Int64)).alias("evidence_event_ids"),
+        pl.lit(None, dtype=pl.String).alias("evidence_node_state"),
+        pl.lit(0.0).alias("lost_gpu_hours"),
+    )
+    out = pl.concat([out.cast(none_rows.schema), none_rows], how="vertical").sort("_j").drop("_j")
     return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())

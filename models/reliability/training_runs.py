@@ -178,11 +178,15 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
             .cast(pl.Int64).alias("elapsed_eff_s"),
         )
         .sort("run_id", "start_ts", "job_id", "instance_no")
+        # Sorted by run: a run is a block of rows, numbered by an integer (windows over a string key
+        # hash a year of run ids four times), and the previous row is the previous instance of its run.
+        .with_columns(pl.col("run_id").rle_id().alias("_run"))
         .with_columns(
-            pl.int_range(1, pl.len() + 1).over("run_id").alias("run_pos"),
-            pl.len().over("run_id").alias("_run_len"),
-            pl.col("job_id").shift(1).over("run_id").alias("prev_job_id"),
-            pl.col("instance_no").shift(1).over("run_id").alias("prev_instance_no"),
+            pl.int_range(1, pl.len() + 1).over("_run").alias("run_pos"),
+            pl.len().over("_run").alias("_run_len"),
+            pl.when(pl.col("_run") == pl.col("_run").shift(1)).then(pl.col("job_id").shift(1)).alias("prev_job_id"),
+            pl.when(pl.col("_run") == pl.col("_run").shift(1)).then(pl.col("instance_no").shift(1))
+            .alias("prev_instance_no"),
         )
         .join(pending_after, on="run_id", how="left")
         .with_columns(
@@ -202,7 +206,7 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
                                           pl.col("interval_s").cast(pl.Float64)))
             .otherwise(0.0).alias("lost_work_s"),
         )
-        .drop("_run_len", "_pending_submit")
+        .drop("_run", "_run_len", "_pending_submit")
     )
     return inst
 
@@ -211,8 +215,12 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
               min_gpus: int = 8) -> pl.DataFrame:
     """One row per run with at least ``min_gpus`` GPUs (:data:`ETTR_RUNS_SCHEMA`), from :func:`run_instances`."""
     as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
+    # The runs big enough to count, chosen before the per-run sorts (a year holds ~1 M small jobs).
+    run_jobs = jobs.join(runs, on="job_id")
+    counted = (run_jobs.group_by("run_id").agg(pl.col("n_gpus").max().cast(pl.Int64))
+               .filter(pl.col("n_gpus") >= min_gpus).select("run_id"))
     job_side = (
-        jobs.join(runs, on="job_id")
+        run_jobs.join(counted, on="run_id", how="semi")
         .group_by("run_id")
         .agg(
             pl.col("user").sort_by("submit_ts").first(),
@@ -228,10 +236,10 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
             pl.col("end_ts").is_null().any().alias("ongoing"),
             pl.col("end_ts").max().alias("_last_end"),
         )
-        .filter(pl.col("n_gpus") >= min_gpus)
     )
     inst_side = (
-        inst.sort("run_id", "start_ts", "job_id", "instance_no")  # fixed order for the float sums
+        inst.join(counted, on="run_id", how="semi")
+        .sort("run_id", "start_ts", "job_id", "instance_no")  # fixed order for the float sums
         .group_by("run_id")
         .agg(
             pl.len().alias("n_instances"),
