@@ -18,19 +18,23 @@ CREATE OR REPLACE TEMP TABLE _old_jobs AS
 SELECT * EXCLUDE (source_file, line_no) FROM core.jobs
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
--- The allocation records of the dirty jobs, read from the lake once: raw.sacct_records is a view
--- over Parquet (each scan decodes the files and checks the ledger again), and joining the winners
--- back to it cost a full scan per target table. Within allocations (file, line) is the record key
--- (a JSON dump's steps share their allocation's line, but are not allocations).
-CREATE OR REPLACE TEMP TABLE _job_recs AS
--- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
--- never got nodes has not started (else it would count as a queue wait and a run).
-SELECT r.* EXCLUDE (record_type, step_id, state_raw, raw_line, start_ts),
-       CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
-            THEN NULL ELSE r.start_ts END AS start_ts
-FROM raw.sacct_records AS r
-WHERE r.record_type = 'allocation'
-  AND r.job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+-- The allocation records of the dirty jobs are read from the lake in two passes. A year of daily
+-- dumps lists a long-pending job in every dump (one night's 16 k dirty jobs had ~1 M records), and
+-- decoding every column of all of them cost most of the step: first only the columns that rank the
+-- records and make core.job_instances, then every column of each job's winning record alone, from
+-- the dump files that hold them (a job's winner is nearly always in the newest dump).
+-- Within allocations (file, line) is the record key (a JSON dump's steps share their allocation's
+-- line, but are not allocations).
+CREATE OR REPLACE TEMP TABLE _job_keys AS
+SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, restart_cnt,
+       n_gpus, nodes, exit_code, exit_signal,
+       -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
+       -- never got nodes has not started (else it would count as a queue wait and a run).
+       CASE WHEN nodes IS NOT NULL AND len(nodes) = 0 AND COALESCE(elapsed_s, 0) = 0
+            THEN NULL ELSE start_ts END AS start_ts
+FROM raw.sacct_records
+WHERE record_type = 'allocation'
+  AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -46,12 +50,33 @@ WITH ranked AS (
                          line_no)) AS winner,
            count(DISTINCT start_ts) AS n_started_instances,
            max(restart_cnt) AS max_restart_cnt
-    FROM _job_recs
+    FROM _job_keys
     GROUP BY job_id
 )
 SELECT job_id, winner.f AS winner_file, winner.l AS winner_line, winner.start_ts AS winner_start_ts,
        n_started_instances, max_restart_cnt
 FROM ranked;
+
+-- Every started instance of the dirty jobs: per (job, start) the most final record.
+CREATE OR REPLACE TEMP TABLE _instance_picks AS
+SELECT job_id, start_ts, rid.f AS pick_file, rid.l AS pick_line
+FROM (SELECT job_id, start_ts,
+             arg_max({'f': source_file, 'l': line_no}, (core.is_terminal_state(state), COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
+                           COALESCE(elapsed_s, -1), source_file, line_no)) AS rid
+      FROM _job_keys WHERE start_ts IS NOT NULL
+      GROUP BY job_id, start_ts);
+
+-- The dump files of the winners, as a constant list the scan tests file by file (a join on
+-- (file, line) alone reads every file of the lake).
+SET VARIABLE gpusre_upsert_files = (SELECT COALESCE(list(DISTINCT winner_file), []) FROM _job_winners);
+CREATE OR REPLACE TEMP TABLE _job_recs AS
+SELECT r.* EXCLUDE (record_type, step_id, state_raw, raw_line, start_ts),
+       CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
+            THEN NULL ELSE r.start_ts END AS start_ts
+FROM raw.sacct_records AS r
+WHERE r.record_type = 'allocation'
+  AND list_contains(getvariable('gpusre_upsert_files'), r.source_file)
+  AND (r.source_file, r.line_no) IN (SELECT winner_file, winner_line FROM _job_winners);
 
 DELETE FROM core.jobs WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
@@ -74,22 +99,14 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
        r.source_file, r.line_no
 FROM _job_recs AS r JOIN _job_winners AS w ON r.source_file = w.winner_file AND r.line_no = w.winner_line;
 
--- Every started instance of the dirty jobs: per (job, start) the most final record.
 DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 INSERT INTO core.job_instances BY NAME
-WITH picked AS (
-    SELECT job_id, start_ts,
-           arg_max({'f': source_file, 'l': line_no}, (core.is_terminal_state(state), COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
-                         COALESCE(elapsed_s, -1), source_file, line_no)) AS rid
-    FROM _job_recs WHERE start_ts IS NOT NULL
-    GROUP BY job_id, start_ts
-)
 SELECT p.job_id,
        row_number() OVER (PARTITION BY p.job_id ORDER BY p.start_ts)::INTEGER AS instance_no,
        row_number() OVER (PARTITION BY p.job_id ORDER BY p.start_ts DESC) = 1 AS is_latest,
        r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
        r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
-FROM _job_recs AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l;
+FROM _job_keys AS r JOIN _instance_picks AS p ON r.source_file = p.pick_file AND r.line_no = p.pick_line;
 
 -- Days the daily marts must recompute: those of the instances and job rows that changed (old rows
 -- gone or altered, new rows added or altered) — the marts read core.job_instances (utilization)
@@ -131,6 +148,9 @@ WHERE r.record_type = 'step';
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
 DROP TABLE _job_recs;
+DROP TABLE _job_keys;
+DROP TABLE _instance_picks;
+RESET VARIABLE gpusre_upsert_files;
 DROP TABLE _old_instances;
 DROP TABLE _new_instances;
 DROP TABLE _old_jobs;
