@@ -259,3 +259,47 @@ def test_a_job_listed_again_unchanged_queues_no_old_days(tmp_path: Path) -> None
     again = requeued.format(state="COMPLETED", start="2026-09-04T09:00:00", end="2026-09-05T01:00:00",
                             elapsed="16:00:00", nodes="gpu001")
     assert dirty_after("sacct_2026-09-05.psv", [again]) == ["2026-08-01", "2026-09-04", "2026-09-05"]
+
+
+def test_dumps_one_night_at_a_time_build_the_same_core_as_all_at_once(tmp_path: Path) -> None:
+    """core_jobs reads a dirty job's records in two passes (the ranking columns of all of them, then
+    every column of the winner only, from the dump files holding the winners). Fed one nightly dump
+    per run, the winners of old instances and jobs re-listed for days sit in older dumps than the
+    newest; the core tables must equal those of one run over every dump."""
+    from gpusre.simulate import SimulationConfig, simulate_cluster
+
+    sim = tmp_path / "sim"
+    simulate_cluster(sim, SimulationConfig(nodes=16, days=6, seed=7, jobs_per_day=60))
+    dumps = sorted((sim / "sacct").iterdir())
+    assert len(dumps) >= 6
+
+    def landing(name: str) -> Path:
+        root = tmp_path / name
+        (root / "sacct").mkdir(parents=True)
+        (root / "cluster.yaml").write_text((sim / "cluster.yaml").read_text())
+        return root
+
+    once, nightly = landing("once"), landing("nightly")
+    for dump in dumps:
+        (once / "sacct" / dump.name).write_bytes(dump.read_bytes())
+    assert _materialize(once, tmp_path / "once.duckdb").success
+    for dump in dumps:
+        (nightly / "sacct" / dump.name).write_bytes(dump.read_bytes())
+        assert _materialize(nightly, tmp_path / "nightly.duckdb").success
+
+    def tables(wh: Path) -> dict[str, list[tuple]]:
+        con = connect(wh, read_only=True)
+        try:
+            return {t: con.sql(f"SELECT * FROM core.{t} ORDER BY ALL").fetchall()
+                    for t in ("jobs", "job_instances", "job_steps")}
+        finally:
+            con.close()
+
+    con = connect(tmp_path / "once.duckdb", read_only=True)
+    relisted, requeued = con.sql(
+        "SELECT (SELECT count(*) FROM (SELECT job_id FROM raw.sacct_records WHERE record_type = 'allocation' "
+        "        GROUP BY job_id HAVING count(DISTINCT source_file) > 1)),"
+        "       (SELECT count(*) FROM core.job_instances WHERE instance_no > 1)").fetchall()[0]
+    con.close()
+    assert relisted > 0 and requeued > 0, "the trace must hold jobs in several dumps and requeued jobs"
+    assert tables(tmp_path / "nightly.duckdb") == tables(tmp_path / "once.duckdb")
