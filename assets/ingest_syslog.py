@@ -31,8 +31,8 @@ raw_syslog = parsed_source_asset(
     ParsedSource("syslog", _plan, parse_syslog_shard, publish_syslog),
     key=RAW_SYSLOG,
     kinds={"parquet", "duckdb", "drain3"},
-    # Year inference for RFC 3164 lines uses the jobs' time span when a file name has no date.
-    after=dg.AssetKey(["core", "jobs"]),
+    # Year inference for RFC 3164 lines uses the accounting's time span when a file name has no date.
+    after=dg.AssetKey(["raw", "sacct_records"]),
     description="Every node-log line under landing/syslog (syslog, dmesg, journald; .gz ok) with UTC time, "
     "node, a stable Drain3 template id and, for recognized lines, the event catalog's kind/code/component. "
     "New or changed files only, parsed in parallel shards; unparseable lines go to raw.rejects.",

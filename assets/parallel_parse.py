@@ -23,6 +23,9 @@ from gpusre.pipelines.resources import LandingResource, ParseResource, Warehouse
 
 __all__ = ["ParsedSource", "parsed_source_asset"]
 
+#: Dagster's step priority (higher runs first among ready steps; the default is 0).
+_FIRST = {"dagster/priority": "10"}
+
 
 @dataclass(frozen=True)
 class ParsedSource:
@@ -40,7 +43,10 @@ def parsed_source_asset(source: ParsedSource, *, key: dg.AssetKey, description: 
     → ``<name>_publish`` (pool), whose output carries the ingest's metadata. ``after``: an asset the
     plan must wait for (it reads it, e.g. core.jobs for the year of RFC 3164 lines)."""
 
+    # Plans and parses go first among the steps that are ready: a plan holds the warehouse for a
+    # moment, and its parse steps then run beside the warehouse steps (core upserts, other sources).
     @dg.op(name=f"{source.name}_plan", pool=WAREHOUSE_POOL, ins={"after": dg.In(dg.Nothing)} if after else {},
+           tags=_FIRST,
            out={"plan": dg.Out(), "shard": dg.DynamicOut(int)},
            description=f"Read the ledger; split the new or changed {source.name} files into parse shards.")
     def plan_op(context: dg.OpExecutionContext, warehouse: WarehouseResource, landing: LandingResource,
@@ -52,7 +58,7 @@ def parsed_source_asset(source: ParsedSource, *, key: dg.AssetKey, description: 
         for shard in range(len(plan.shards)):
             yield dg.DynamicOutput(shard, output_name="shard", mapping_key=f"shard_{shard}")
 
-    @dg.op(name=f"{source.name}_parse",
+    @dg.op(name=f"{source.name}_parse", tags=_FIRST,
            description=f"Parse one shard of {source.name} files into the lake (invisible until published).")
     def parse_op(context: dg.OpExecutionContext, plan: IngestPlan, shard: int) -> list[StagedFile]:
         return source.parse(plan, shard, progress_reporter(context))
