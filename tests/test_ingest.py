@@ -262,10 +262,11 @@ def test_a_job_listed_again_unchanged_queues_no_old_days(tmp_path: Path) -> None
 
 
 def test_dumps_one_night_at_a_time_build_the_same_core_as_all_at_once(tmp_path: Path) -> None:
-    """core_jobs reads a dirty job's records in two passes (the ranking columns of all of them, then
-    every column of the winner only, from the dump files holding the winners). Fed one nightly dump
-    per run, the winners of old instances and jobs re-listed for days sit in older dumps than the
-    newest; the core tables must equal those of one run over every dump."""
+    """core_jobs merges a job's new records with its old picks (winner, instances, steps) and reads
+    every column of the winner only, from the dumps holding the winners. Fed one nightly dump per
+    run (old picks of jobs re-listed for days and of requeued jobs sit in older dumps), and after a
+    dump is re-cut (its old records' jobs are rebuilt), the core tables must equal those of one run
+    over the same dumps."""
     from gpusre.simulate import SimulationConfig, simulate_cluster
 
     sim = tmp_path / "sim"
@@ -303,3 +304,41 @@ def test_dumps_one_night_at_a_time_build_the_same_core_as_all_at_once(tmp_path: 
     con.close()
     assert relisted > 0 and requeued > 0, "the trace must hold jobs in several dumps and requeued jobs"
     assert tables(tmp_path / "nightly.duckdb") == tables(tmp_path / "once.duckdb")
+
+    # An operator re-cuts an older dump without every third record: jobs lose records that were
+    # picks (rebuilt from what is left), while the other jobs are untouched.
+    recut = dumps[-3].name
+    lines = (nightly / "sacct" / recut).read_text().splitlines()
+    kept = "\n".join([lines[0], *(line for i, line in enumerate(lines[1:]) if i % 3 != 1)]) + "\n"
+    (nightly / "sacct" / recut).write_text(kept)
+    assert _materialize(nightly, tmp_path / "nightly.duckdb").success
+    (once / "sacct" / recut).write_text(kept)
+    assert _materialize(once, tmp_path / "fresh.duckdb").success
+    assert tables(tmp_path / "nightly.duckdb") == tables(tmp_path / "fresh.duckdb")
+    assert tables(tmp_path / "fresh.duckdb") != tables(tmp_path / "once.duckdb")
+
+
+def test_restarts_seen_in_an_older_dump_survive_a_merge(tmp_path: Path) -> None:
+    """core.jobs.restarts is the largest Slurm Restarts count over every record (or the starts seen,
+    less one). A dump cut without the Restarts field must not lower it when the next night merges
+    the job's new record with its old pick, nor when the job is rebuilt from all records."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "cluster.yaml").write_text("cluster: t\ntimezone: UTC\nnodes: 'gpu[001-004]'\ngpus_per_node: 8\n")
+    job = ("300|300|train|alice|ml|batch|{state}|0:0|2026-09-01T08:00:00|2026-09-01T08:00:00|"
+           "2026-09-01T09:00:00|{end}|{elapsed}|2-00:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu001")
+    (landing / "sacct" / "sacct_2026-09-01.psv").write_text(
+        HEADER + "|Restarts\n" + job.format(state="RUNNING", end="Unknown", elapsed="15:00:00") + "|2\n")
+    wh = tmp_path / "w.duckdb"
+    assert _materialize(landing, wh).success
+    (landing / "sacct" / "sacct_2026-09-02.psv").write_text(
+        HEADER + "\n" + job.format(state="COMPLETED", end="2026-09-02T09:00:00", elapsed="1-00:00:00") + "\n")
+    assert _materialize(landing, wh).success
+    fresh = tmp_path / "fresh.duckdb"
+    assert _materialize(landing, fresh).success
+    for warehouse in (wh, fresh):
+        con = connect(warehouse, read_only=True)
+        try:
+            assert con.sql("SELECT state, restarts FROM core.jobs WHERE job_id = '300'").fetchall() == [("COMPLETED", 2)]
+        finally:
+            con.close()

@@ -1,11 +1,18 @@
--- Rebuild the core.jobs (one row = one Slurm job allocation, its latest instance) and
--- core.job_steps rows of every job id queued in raw.sacct_dirty_jobs, from ALL raw records of
--- those jobs, then drain the queue. Days touched by the old and new versions of the instances and
--- jobs that changed are queued in core.dirty_days for the daily marts. Runs inside the caller's transaction.
+-- Rebuild the core.jobs (one row = one Slurm job allocation, its latest instance),
+-- core.job_instances and core.job_steps rows of every job id queued in raw.sacct_dirty_jobs, then
+-- drain the queue. Days touched by the old and new versions of the instances and jobs that changed
+-- are queued in core.dirty_days for the daily marts. Runs inside the caller's transaction.
 --
 -- Winner per job_id: the latest instance (a requeued job reappears under the same id with a new
 -- start; ordered by start, else eligible, else submit), and within it the most final record:
 -- terminal state first, then latest end, longest elapsed, latest dump file and line.
+--
+-- Every pick here (the job's winner, an instance's record, a step's record) is the maximum of a
+-- key over the job's records, so it can be taken over the old picks and the new records alone. A
+-- job queued with a dump file (source_file set) only gained records, in that newly published
+-- dump: it is merged, reading only the new dumps (a year re-lists long-pending jobs in every daily
+-- dump; one night's 16 k jobs had ~1 M records in the lake). A job queued without one (a re-read
+-- dump's old version held it: records may be gone or changed) is rebuilt from all its records.
 
 -- The current (old) rows of the dirty jobs without their provenance (dump file and line): a job
 -- that a new dump lists again unchanged (a job pending or requeued for months is in every daily
@@ -18,23 +25,51 @@ CREATE OR REPLACE TEMP TABLE _old_jobs AS
 SELECT * EXCLUDE (source_file, line_no) FROM core.jobs
 WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 
--- The allocation records of the dirty jobs are read from the lake in two passes. A year of daily
--- dumps lists a long-pending job in every dump (one night's 16 k dirty jobs had ~1 M records), and
--- decoding every column of all of them cost most of the step: first only the columns that rank the
--- records and make core.job_instances, then every column of each job's winning record alone, from
--- the dump files that hold them (a job's winner is nearly always in the newest dump).
--- Within allocations (file, line) is the record key (a JSON dump's steps share their allocation's
--- line, but are not allocations).
+CREATE OR REPLACE TEMP TABLE _rebuild AS
+SELECT DISTINCT job_id FROM raw.sacct_dirty_jobs WHERE source_file IS NULL;
+CREATE OR REPLACE TEMP TABLE _merge AS
+SELECT DISTINCT job_id FROM raw.sacct_dirty_jobs WHERE job_id NOT IN (SELECT job_id FROM _rebuild);
+-- Constants the lake scans test per file: the new dumps, and whether any job is rebuilt (a scan
+-- for an empty set of jobs would still read the whole lake).
+SET VARIABLE gpusre_new_dumps = (SELECT COALESCE(list(DISTINCT source_file), []) FROM raw.sacct_dirty_jobs
+                                 WHERE source_file IS NOT NULL);
+SET VARIABLE gpusre_rebuild = (SELECT count(*) > 0 FROM _rebuild);
+
+-- The ranking and instance columns of the records to pick from (the wide record of each job's
+-- winner is read afterwards, from the dumps holding the winners). Within allocations (file, line)
+-- is the record key (a JSON dump's steps share their allocation's line, but are not allocations).
 CREATE OR REPLACE TEMP TABLE _job_keys AS
-SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, restart_cnt,
-       n_gpus, nodes, exit_code, exit_signal,
-       -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
-       -- never got nodes has not started (else it would count as a queue wait and a run).
-       CASE WHEN nodes IS NOT NULL AND len(nodes) = 0 AND COALESCE(elapsed_s, 0) = 0
-            THEN NULL ELSE start_ts END AS start_ts
-FROM raw.sacct_records
-WHERE record_type = 'allocation'
-  AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+WITH lake_keys AS (
+    SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, restart_cnt,
+           n_gpus, nodes, exit_code, exit_signal,
+           -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
+           -- never got nodes has not started (else it would count as a queue wait and a run).
+           CASE WHEN nodes IS NOT NULL AND len(nodes) = 0 AND COALESCE(elapsed_s, 0) = 0
+                THEN NULL ELSE start_ts END AS start_ts
+    FROM raw.sacct_records
+    WHERE record_type = 'allocation'
+), candidates AS (
+    -- rebuilt jobs: every record
+    SELECT * FROM lake_keys
+    WHERE getvariable('gpusre_rebuild') AND job_id IN (SELECT job_id FROM _rebuild)
+    -- merged jobs: the records of the new dumps ...
+    UNION ALL
+    SELECT * FROM lake_keys
+    WHERE list_contains(getvariable('gpusre_new_dumps'), source_file) AND job_id IN (SELECT job_id FROM _merge)
+    -- ... and the old picks: every instance, and the job's winner when it never started (a started
+    -- winner is the pick of its instance). The old restarts count is merged in _job_winners.
+    UNION ALL
+    SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL AS restart_cnt,
+           n_gpus, nodes, exit_code, exit_signal, start_ts
+    FROM core.job_instances WHERE job_id IN (SELECT job_id FROM _merge)
+    UNION ALL
+    SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL AS restart_cnt,
+           n_gpus, nodes, exit_code, exit_signal, start_ts
+    FROM core.jobs WHERE start_ts IS NULL AND job_id IN (SELECT job_id FROM _merge)
+)
+-- A record both picked before and in a queued dump (merged twice) counts once.
+SELECT * FROM candidates
+QUALIFY row_number() OVER (PARTITION BY job_id, source_file, line_no ORDER BY restart_cnt DESC NULLS LAST) = 1;
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -48,14 +83,21 @@ WITH ranked AS (
                          COALESCE(elapsed_s, -1),
                          source_file,
                          line_no)) AS winner,
+           -- the old instances are among the keys, so this counts every start
            count(DISTINCT start_ts) AS n_started_instances,
            max(restart_cnt) AS max_restart_cnt
     FROM _job_keys
     GROUP BY job_id
 )
-SELECT job_id, winner.f AS winner_file, winner.l AS winner_line, winner.start_ts AS winner_start_ts,
-       n_started_instances, max_restart_cnt
-FROM ranked;
+SELECT r.job_id, r.winner.f AS winner_file, r.winner.l AS winner_line, r.winner.start_ts AS winner_start_ts,
+       r.n_started_instances,
+       -- a merged job's old restarts count is at least its old records' largest RestartCnt and
+       -- at most the new count, so folding it in gives the count over every record
+       CASE WHEN m.job_id IS NULL THEN r.max_restart_cnt
+            ELSE greatest(r.max_restart_cnt, o.restarts) END AS max_restart_cnt
+FROM ranked AS r
+LEFT JOIN _merge AS m USING (job_id)
+LEFT JOIN (SELECT job_id, restarts FROM core.jobs WHERE job_id IN (SELECT job_id FROM _merge)) AS o USING (job_id);
 
 -- Every started instance of the dirty jobs: per (job, start) the most final record.
 CREATE OR REPLACE TEMP TABLE _instance_picks AS
@@ -127,30 +169,44 @@ SELECT DISTINCT end_day
 FROM ((FROM _old_jobs EXCEPT FROM new_jobs) UNION ALL (FROM new_jobs EXCEPT FROM _old_jobs))
 WHERE end_day IS NOT NULL;
 
--- Steps of the dirty jobs: per (job, step) the most final record of the latest instance.
-DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
-INSERT INTO core.job_steps BY NAME
-WITH picked AS (
-    SELECT arg_max({'f': source_file, 'l': line_no, 's': COALESCE(step_id, '')}, (COALESCE(start_ts, '-infinity'::TIMESTAMPTZ),
-                           core.is_terminal_state(state),
-                           COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
-                           source_file, line_no)) AS rid
+-- Steps of the dirty jobs: per (job, step) the most final record of the latest instance, over
+-- the old steps and the new dumps' step records of merged jobs, and every step record of rebuilt ones.
+CREATE OR REPLACE TEMP TABLE _step_candidates AS
+WITH lake_steps AS (
+    SELECT job_id, step_id, name, state, exit_code, exit_signal, start_ts, end_ts, elapsed_s, n_nodes, n_cpus,
+           n_gpus, nodelist, nodes, source_file, line_no
     FROM raw.sacct_records
     WHERE record_type = 'step'
-      AND job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs)
-    GROUP BY job_id, step_id
 )
-SELECT r.job_id, r.step_id, r.name, r.state, r.exit_code, r.exit_signal, r.start_ts, r.end_ts,
-       r.elapsed_s, r.n_nodes, r.n_cpus, r.n_gpus, r.nodelist, r.nodes, r.source_file, r.line_no
-FROM raw.sacct_records AS r JOIN picked AS p ON r.source_file = p.rid.f AND r.line_no = p.rid.l AND COALESCE(r.step_id, '') = p.rid.s
-WHERE r.record_type = 'step';
+SELECT * FROM lake_steps
+WHERE getvariable('gpusre_rebuild') AND job_id IN (SELECT job_id FROM _rebuild)
+UNION ALL
+SELECT * FROM lake_steps
+WHERE list_contains(getvariable('gpusre_new_dumps'), source_file) AND job_id IN (SELECT job_id FROM _merge)
+UNION ALL
+SELECT job_id, step_id, name, state, exit_code, exit_signal, start_ts, end_ts, elapsed_s, n_nodes, n_cpus,
+       n_gpus, nodelist, nodes, source_file, line_no
+FROM core.job_steps WHERE job_id IN (SELECT job_id FROM _merge);
+DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+INSERT INTO core.job_steps BY NAME
+SELECT unnest(arg_max(c, (COALESCE(c.start_ts, '-infinity'::TIMESTAMPTZ),
+                          core.is_terminal_state(c.state),
+                          COALESCE(c.end_ts, '-infinity'::TIMESTAMPTZ),
+                          c.source_file, c.line_no)))
+FROM _step_candidates AS c
+GROUP BY c.job_id, c.step_id;
 
 DELETE FROM raw.sacct_dirty_jobs;
 DROP TABLE _job_winners;
 DROP TABLE _job_recs;
 DROP TABLE _job_keys;
 DROP TABLE _instance_picks;
+DROP TABLE _step_candidates;
+DROP TABLE _rebuild;
+DROP TABLE _merge;
 RESET VARIABLE gpusre_upsert_files;
+RESET VARIABLE gpusre_new_dumps;
+RESET VARIABLE gpusre_rebuild;
 DROP TABLE _old_instances;
 DROP TABLE _new_instances;
 DROP TABLE _old_jobs;

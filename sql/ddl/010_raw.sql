@@ -78,10 +78,15 @@ CREATE VIEW IF NOT EXISTS raw.sacct_records AS SELECT * FROM lake.sacct_records;
 -- raw.sacct_dirty_jobs: job ids whose raw records changed since core.jobs last consumed them
 -- (a work queue: the ingest writes it, the core_jobs asset drains it in the same transaction
 -- as its upsert, so a failed core step is simply retried by the next run). A job id may be
--- queued more than once; consumers use set semantics (IN / DISTINCT).
+-- queued more than once; consumers use set semantics (IN / DISTINCT). source_file: the newly
+-- published dump that holds new records of the job (core.jobs merges them with its old picks);
+-- NULL when records of the job may be gone or changed (a re-read dump's old version held it):
+-- core.jobs rebuilds the job from all its records.
 CREATE TABLE IF NOT EXISTS raw.sacct_dirty_jobs (
-    job_id VARCHAR NOT NULL
+    job_id      VARCHAR NOT NULL,
+    source_file VARCHAR
 );
+ALTER TABLE raw.sacct_dirty_jobs ADD COLUMN IF NOT EXISTS source_file VARCHAR;
 
 -- raw.summarized_versions: which landing-file version each per-version table was built from
 -- (gpusre.models.ingest.version_summaries): one row per table, source and landing file. A ledger

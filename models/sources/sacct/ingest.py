@@ -75,16 +75,18 @@ def discover_sacct_files(landing: Path) -> list[Path]:
 
 
 def _queue_jobs(con: duckdb.DuckDBPyConnection, lake: Path, plan: IngestPlan, staged: list[StagedFile]) -> None:
-    """Queue the job ids of every record the parse steps wrote (read back from their lake files)
-    and of every record a re-read dump's old version held (jobs only it mentioned must be
-    recomputed too); the old lake files stay until the ledger commits the new version."""
-    versions = [(s.result.source_file, s.sha256) for s in staged if s.result.rows_loaded]
-    versions += [(s.result.source_file, plan.known[s.result.source_file]) for s in staged
-                 if s.result.status != "unchanged" and s.result.source_file in plan.known]
-    # One listing of the lake table for all versions (a listing per file cost one per dump).
-    files = [p.as_posix() for p in version_files(lake, SACCT_LAKE.name, versions)] if versions else []
-    if files:
-        con.execute("INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT job_id FROM read_parquet(?)", [files])
+    """Queue the job ids of every record the parse steps wrote (read back from their lake files),
+    with their dump: core.jobs merges these new records; and of every record a re-read dump's old
+    version held, without a dump: those jobs may have lost or changed records, and are rebuilt
+    from all of them. The old lake files stay until the ledger commits the new version."""
+    new = [(s.result.source_file, s.sha256) for s in staged if s.result.rows_loaded]
+    old = [(s.result.source_file, plan.known[s.result.source_file]) for s in staged
+           if s.result.status != "unchanged" and s.result.source_file in plan.known]
+    # One listing of the lake table per kind (a listing per file cost one per dump).
+    for versions, columns in ((new, "job_id, source_file"), (old, "job_id, NULL")):
+        paths = [p.as_posix() for p in version_files(lake, SACCT_LAKE.name, versions)] if versions else []
+        if paths:
+            con.execute(f"INSERT INTO raw.sacct_dirty_jobs SELECT DISTINCT {columns} FROM read_parquet(?)", [paths])
 
 
 def plan_sacct(con: duckdb.DuckDBPyConnection, landing: Path, *, shards: int = 1, timezone: str = "UTC",
