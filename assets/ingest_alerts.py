@@ -5,6 +5,7 @@ import dagster as dg
 
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
+from gpusre.models.ingest.ledger import loaded_rows
 from gpusre.models.ingest.reconcile import mismatched_files
 from gpusre.models.sources.registry import lake_table
 from gpusre.models.sources.alerts.ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
@@ -32,7 +33,7 @@ def raw_alert_notifications(
     with warehouse.connect() as con:
         # Stages outside, then publishes inside one transaction (see models/sources/alerts/ingest.py).
         results = ingest_alert_files(con, landing.root, progress=progress_reporter(context))
-        total = con.sql("SELECT count(*) FROM raw.alert_notifications").fetchall()[0][0]
+        total = loaded_rows(con, SOURCE_KIND)
         by_format = con.sql(
             "SELECT format, status, count(*) AS notifications FROM raw.alert_notifications "
             "GROUP BY ALL ORDER BY notifications DESC").pl()

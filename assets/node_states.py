@@ -15,6 +15,7 @@ from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.day_coverage import mark_partial_days
+from gpusre.models.ingest.ledger import loaded_rows
 from gpusre.models.ingest.reconcile import mismatched_files
 from gpusre.models.sources.registry import lake_table
 from gpusre.models.failures.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
@@ -79,7 +80,7 @@ def raw_slurm_events(
         # Stages outside, then publishes inside one transaction (see models/sources/slurm_events/ingest.py).
         results = ingest_slurm_event_files(con, landing.root, timezone=config.timezone, cluster=config.cluster,
                                            progress=progress_reporter(context))
-        total = con.sql("SELECT count(*) FROM raw.slurm_events").fetchall()[0][0]
+        total = loaded_rows(con, SLURM_EVENTS_KIND)
         rejects = latest_rejects(con, SLURM_EVENTS_KIND)
     return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
 

@@ -16,7 +16,7 @@ import duckdb
 
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.ingest.ledger import FileIngest
+from gpusre.models.ingest.ledger import FileIngest, loaded_rows
 from gpusre.models.ingest.staging import IngestPlan, StagedFile
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, ParseResource, WarehouseResource
@@ -70,9 +70,7 @@ def parsed_source_asset(source: ParsedSource, *, key: dg.AssetKey, description: 
         files = [file for shard in staged for file in shard]
         with warehouse.connect() as con:
             results = source.publish(con, plan, files)
-            # The ledger's sum of loaded rows: counting the raw view would read every lake file.
-            total = con.execute("SELECT coalesce(sum(rows_loaded), 0) FROM raw.ingested_files WHERE source_kind = ?",
-                                [source.name]).fetchall()[0][0]
+            total = loaded_rows(con, source.name)
             rejects = latest_rejects(con, source.name)
         return dg.Output(None, metadata=file_ingest_metadata(context, results, total, rejects))
 

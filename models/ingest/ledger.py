@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from gpusre.models.ingest.landing_files import IgnoredFile
 
-__all__ = ["FileIngest", "file_sha256", "ignored_results", "known_files", "log_parse_crash", "record_files"]
+__all__ = ["FileIngest", "file_sha256", "ignored_results", "known_files", "loaded_rows", "log_parse_crash",
+           "record_files"]
 
 _log = logging.getLogger("gpusre.ingest")
 
@@ -46,6 +47,13 @@ def known_files(con: duckdb.DuckDBPyConnection, source_kind: str) -> dict[str, s
         "SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = ?", [source_kind]
     ).fetchall()
     return dict(rows)
+
+
+def loaded_rows(con: duckdb.DuckDBPyConnection, source_kind: str) -> int:
+    """Rows loaded from every file of this kind, by the ledger (what the raw view holds: the sources'
+    rows-reconcile checks hold it to that; counting the view opens every lake file)."""
+    return con.execute("SELECT coalesce(sum(rows_loaded), 0) FROM raw.ingested_files WHERE source_kind = ?",
+                       [source_kind]).fetchall()[0][0]
 
 
 def record_files(con: duckdb.DuckDBPyConnection, source_kind: str, rows: list[tuple[FileIngest, str, int]]) -> None:

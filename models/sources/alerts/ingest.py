@@ -278,16 +278,23 @@ def ingest_alert_files(
 # first notification of an alert (its labels, texts, template) and the one that decided its status
 # (the first resolved one, else the last) are found with min/max of it and joined back: far cheaper
 # than one arg_min per field over a million rows.
+# The lake view is read once (each scan opens every file: ~0.6 s on a year); the files are ranked
+# from the ledger (a file without rows only leaves a gap in the ranks).
 _DEDUP_SQL = """
 CREATE OR REPLACE TEMP TABLE _alert_files AS
 SELECT source_file, row_number() OVER (ORDER BY source_file) AS file_rank
-FROM (SELECT DISTINCT source_file FROM raw.alert_notifications);
+FROM raw.ingested_files WHERE source_kind = 'alerts';
+
+CREATE OR REPLACE TEMP TABLE _alert_rows AS
+SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at, r.status, r.ends_at,
+       r.alertname, r.labels, r.annotations, r.template_id
+FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file);
 
 CREATE OR REPLACE TEMP TABLE _alerts_dedup AS
 WITH n AS (
-    SELECT r.fingerprint, r.starts_at, r.status, r.ends_at, (f.file_rank << 32) + r.seq AS ord
-    FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file)
-    WHERE r.status IN ('firing', 'resolved')
+    SELECT fingerprint, starts_at, status, ends_at, ord
+    FROM _alert_rows
+    WHERE status IN ('firing', 'resolved')
 ), g AS (
     SELECT fingerprint, starts_at,
            count(*) AS n_notifications,
@@ -298,8 +305,7 @@ WITH n AS (
     FROM n
     GROUP BY fingerprint, starts_at
 ), first AS (
-    SELECT (f.file_rank << 32) + r.seq AS ord, r.alertname, r.labels, r.annotations, r.template_id
-    FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file)
+    SELECT ord, alertname, labels, annotations, template_id FROM _alert_rows
 )
 SELECT ('0x' || left(md5(g.fingerprint || '|' || epoch_us(g.starts_at)::VARCHAR), 15))::BIGINT AS alert_id,
        g.fingerprint, g.starts_at, first.alertname,
@@ -374,7 +380,7 @@ def build_core_alerts(
             except duckdb.Error:
                 pass
         con.execute("DROP TABLE IF EXISTS _alerts_dedup; DROP TABLE IF EXISTS _alert_files; "
-                    "DROP TABLE IF EXISTS _alert_label_values")
+                    "DROP TABLE IF EXISTS _alert_rows; DROP TABLE IF EXISTS _alert_label_values")
     n_alerts = con.sql("SELECT count(*) FROM core.alerts").fetchall()[0][0]
     n_templates = con.sql("SELECT count(*) FROM core.alert_templates").fetchall()[0][0]
     return n_alerts, n_templates
