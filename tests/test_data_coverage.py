@@ -3,11 +3,13 @@ and syslog files, real Dagster materializations), and the nightly report's data 
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from gpusre.assets.core_jobs import core_jobs
 from gpusre.assets.data_coverage import data_coverage_marts, dense_sources_have_no_empty_days, no_silent_nodes
@@ -144,3 +146,51 @@ def test_day_coverage_and_partial_flags(warehouse: Path) -> None:
                    (date(2026, 3, 3), 20.0, True, "sacct, syslog"),   # node logs end at 20:00: 4 h > 1 h
                    (date(2026, 3, 4), 0.0, True, "sacct, syslog")]    # only accounting reaches past midnight
     assert log_partial == [(date(2026, 3, 1), True), (date(2026, 3, 2), False), (date(2026, 3, 3), True)]
+
+
+#: The definition of "busy" before it was generated per job: a range join of jobs and days. Kept as
+#: the reference the mart must agree with.
+_BUSY_REFERENCE = """
+WITH span AS (SELECT min(day) AS first_day, max(day) AS last_day FROM raw.record_days WHERE source_kind = 'syslog'),
+days AS (SELECT unnest(generate_series(first_day, last_day, INTERVAL 1 DAY))::DATE AS day FROM span),
+held AS (SELECT nodes, start_ts, coalesce(end_ts, start_ts + to_seconds(coalesce(elapsed_s, 0))) AS until_ts
+         FROM core.jobs WHERE start_ts IS NOT NULL AND len(nodes) > 0)
+SELECT d.day, count(DISTINCT n) AS nodes_with_jobs
+FROM held AS h JOIN days AS d
+  ON h.start_ts < (d.day + INTERVAL 1 DAY)::TIMESTAMPTZ AND h.until_ts >= d.day::TIMESTAMPTZ,
+  unnest(h.nodes) AS u(n)
+GROUP BY d.day
+"""
+
+
+@settings(max_examples=40, deadline=None)
+# the edges by name: an end before the start on the same day, an end at midnight, a running job
+@example(jobs=[(4 * 24 + 40, -2, False, ["gpu001"])])
+@example(jobs=[(4 * 24 + 92, 4, False, ["gpu002"]), (4 * 48 + 8, 0, True, ["gpu003"])])
+@given(jobs=st.lists(st.tuples(st.integers(0, 5 * 96), st.integers(-8, 3 * 96), st.booleans(),
+                               st.lists(st.sampled_from(["gpu001", "gpu002", "gpu003"]), min_size=1, max_size=3)),
+                     min_size=1, max_size=12))
+def test_busy_nodes_per_day_match_the_range_join_definition(jobs: list, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Jobs on 15-minute marks over five days, ending at midnight, running (no end), or with an end
+    before their start (bad clocks): the mart's per-job day expansion counts the nodes with jobs of
+    each day exactly as the range join of jobs and days did."""
+    from gpusre.models.marts_runner import run_mart_sql
+
+    con = connect(tmp_path_factory.mktemp("busy") / "w.duckdb")
+    try:
+        t0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        con.execute("INSERT INTO raw.record_days (source_kind, source_file, day, records, first_ts, last_ts, nodes) "
+                    "VALUES ('syslog', 'a', DATE '2026-03-02', 1, ?, ?, ['gpu001']), "
+                    "       ('syslog', 'b', DATE '2026-03-04', 1, ?, ?, ['gpu002'])", [t0, t0, t0, t0])
+        for i, (start, length, running, nodes) in enumerate(jobs):
+            start_ts = t0 + timedelta(minutes=15 * start)
+            end_ts = None if running else start_ts + timedelta(minutes=15 * length)
+            con.execute("INSERT INTO core.jobs BY NAME SELECT ? AS job_id, 'RUNNING' AS state, 0 AS restarts, "
+                        "'f' AS source_file, ? AS line_no, ? AS start_ts, ? AS end_ts, ? AS elapsed_s, ? AS nodes",
+                        [str(i), i, start_ts, end_ts, max(length, 0) * 900, nodes])
+        run_mart_sql(con, "log_coverage_daily")
+        got = {d: n for d, n in con.sql("SELECT day, nodes_with_jobs FROM marts.log_coverage_daily").fetchall() if n}
+        want = dict(con.sql(_BUSY_REFERENCE).fetchall())
+        assert got == want
+    finally:
+        con.close()
