@@ -35,6 +35,17 @@ SET VARIABLE gpusre_new_dumps = (SELECT COALESCE(list(DISTINCT source_file), [])
                                  WHERE source_file IS NOT NULL);
 SET VARIABLE gpusre_rebuild = (SELECT count(*) > 0 FROM _rebuild);
 
+-- The old picks of the merged jobs: every instance, and the job's winner when it never started (a
+-- started winner is the pick of its instance). Their old restarts count is merged in _job_winners.
+CREATE OR REPLACE TEMP TABLE _old_picks AS
+SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL::INTEGER AS restart_cnt,
+       n_gpus, nodes, exit_code, exit_signal, start_ts
+FROM core.job_instances WHERE job_id IN (SELECT job_id FROM _merge)
+UNION ALL
+SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL::INTEGER AS restart_cnt,
+       n_gpus, nodes, exit_code, exit_signal, start_ts
+FROM core.jobs WHERE start_ts IS NULL AND job_id IN (SELECT job_id FROM _merge);
+
 -- The ranking and instance columns of the records to pick from (the wide record of each job's
 -- winner is read afterwards, from the dumps holding the winners). Within allocations (file, line)
 -- is the record key (a JSON dump's steps share their allocation's line, but are not allocations).
@@ -52,24 +63,17 @@ WITH lake_keys AS (
     -- rebuilt jobs: every record
     SELECT * FROM lake_keys
     WHERE getvariable('gpusre_rebuild') AND job_id IN (SELECT job_id FROM _rebuild)
-    -- merged jobs: the records of the new dumps ...
+    -- merged jobs: the records of the new dumps (but an old pick: a queue merged twice) ...
     UNION ALL
-    SELECT * FROM lake_keys
-    WHERE list_contains(getvariable('gpusre_new_dumps'), source_file) AND job_id IN (SELECT job_id FROM _merge)
-    -- ... and the old picks: every instance, and the job's winner when it never started (a started
-    -- winner is the pick of its instance). The old restarts count is merged in _job_winners.
+    SELECT * FROM lake_keys AS k
+    WHERE list_contains(getvariable('gpusre_new_dumps'), k.source_file) AND k.job_id IN (SELECT job_id FROM _merge)
+      AND NOT EXISTS (SELECT 1 FROM _old_picks AS o
+                      WHERE o.job_id = k.job_id AND o.source_file = k.source_file AND o.line_no = k.line_no)
+    -- ... and the old picks
     UNION ALL
-    SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL AS restart_cnt,
-           n_gpus, nodes, exit_code, exit_signal, start_ts
-    FROM core.job_instances WHERE job_id IN (SELECT job_id FROM _merge)
-    UNION ALL
-    SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL AS restart_cnt,
-           n_gpus, nodes, exit_code, exit_signal, start_ts
-    FROM core.jobs WHERE start_ts IS NULL AND job_id IN (SELECT job_id FROM _merge)
+    SELECT * FROM _old_picks
 )
--- A record both picked before and in a queued dump (merged twice) counts once.
-SELECT * FROM candidates
-QUALIFY row_number() OVER (PARTITION BY job_id, source_file, line_no ORDER BY restart_cnt DESC NULLS LAST) = 1;
+SELECT * FROM candidates;
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -202,6 +206,7 @@ DROP TABLE _job_recs;
 DROP TABLE _job_keys;
 DROP TABLE _instance_picks;
 DROP TABLE _step_candidates;
+DROP TABLE _old_picks;
 DROP TABLE _rebuild;
 DROP TABLE _merge;
 RESET VARIABLE gpusre_upsert_files;
