@@ -41,7 +41,7 @@ def parsed_source_asset(source: ParsedSource, *, key: dg.AssetKey, description: 
                         after: dg.AssetKey | None = None) -> dg.AssetsDefinition:
     """The graph-backed asset ``key``: ``<name>_plan`` (pool) → ``<name>_parse`` per shard (no pool)
     → ``<name>_publish`` (pool), whose output carries the ingest's metadata. ``after``: an asset the
-    plan must wait for (it reads it, e.g. core.jobs for the year of RFC 3164 lines)."""
+    plan must wait for (it reads it, e.g. raw.sacct_records for the year of RFC 3164 lines)."""
 
     # Plans and parses go first among the steps that are ready: a plan holds the warehouse for a
     # moment, and its parse steps then run beside the warehouse steps (core upserts, other sources).

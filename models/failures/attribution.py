@@ -288,11 +288,10 @@ def attribute_failures(
         state.is_in(INTERRUPTED_STATES)
         | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids)))
     )
-    j = j.with_columns(candidate.alias("_candidate"))
     # Only candidates can be anything but "none": the evidence joins and the rule chain run over them,
     # the rest (most of a year's jobs: completed) take the "not a failure" row at the end.
-    not_candidates = j.filter(~pl.col("_candidate"))
-    j = j.filter("_candidate")
+    not_candidates = j.filter(~candidate)
+    j = j.filter(candidate)
     job_nodes = (
         j.select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
         .filter(pl.col("node").is_not_null())
@@ -418,7 +417,6 @@ def attribute_failures(
         return [pl.lit(attribution), lit(rule), lit(component), lit(cause)]
 
     rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
-        (~pl.col("_candidate"), decide("none", "not a failure", None, None)),
         (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
         (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)) & user_beside_infra,
          decide("user", "user-application event; the storage/network fault beside it cannot cause it",
@@ -474,7 +472,7 @@ def attribute_failures(
     )
     none_rows = not_candidates.select(
         "_j", *keys, "state", "end_ts", "n_gpus",
-        *(pl.lit(v, dtype=pl.String).alias(n) for n, v in zip(names, ("none", "not a failure", None, None))),
+        *(e.alias(n) for e, n in zip(decide("none", "not a failure", None, None), names)),
         pl.lit(None, dtype=pl.String).alias("incident_id"),
         pl.lit([], dtype=pl.List(pl.Int64)).alias("evidence_event_ids"),
         pl.lit(None, dtype=pl.String).alias("evidence_node_state"),

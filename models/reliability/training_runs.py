@@ -161,6 +161,7 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
         .join(runs, on="job_id").group_by("run_id").agg(pl.col("submit_ts").max().alias("_pending_submit"))
     )
     as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
+    same_run = pl.col("_run") == pl.col("_run").shift(1)
     inst = (
         instances.join(runs, on="job_id", how="left")
         .join(jobs.select("job_id", "account"), on="job_id", how="left")
@@ -184,9 +185,7 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
         .with_columns(
             pl.int_range(1, pl.len() + 1).over("_run").alias("run_pos"),
             pl.len().over("_run").alias("_run_len"),
-            pl.when(pl.col("_run") == pl.col("_run").shift(1)).then(pl.col("job_id").shift(1)).alias("prev_job_id"),
-            pl.when(pl.col("_run") == pl.col("_run").shift(1)).then(pl.col("instance_no").shift(1))
-            .alias("prev_instance_no"),
+            *(pl.when(same_run).then(pl.col(c).shift(1)).alias(f"prev_{c}") for c in ("job_id", "instance_no")),
         )
         .join(pending_after, on="run_id", how="left")
         .with_columns(

@@ -59,21 +59,19 @@ WITH lake_keys AS (
                 THEN NULL ELSE start_ts END AS start_ts
     FROM raw.sacct_records
     WHERE record_type = 'allocation'
-), candidates AS (
-    -- rebuilt jobs: every record
-    SELECT * FROM lake_keys
-    WHERE getvariable('gpusre_rebuild') AND job_id IN (SELECT job_id FROM _rebuild)
-    -- merged jobs: the records of the new dumps (but an old pick: a queue merged twice) ...
-    UNION ALL
-    SELECT * FROM lake_keys AS k
-    WHERE list_contains(getvariable('gpusre_new_dumps'), k.source_file) AND k.job_id IN (SELECT job_id FROM _merge)
-      AND NOT EXISTS (SELECT 1 FROM _old_picks AS o
-                      WHERE o.job_id = k.job_id AND o.source_file = k.source_file AND o.line_no = k.line_no)
-    -- ... and the old picks
-    UNION ALL
-    SELECT * FROM _old_picks
 )
-SELECT * FROM candidates;
+-- rebuilt jobs: every record
+SELECT * FROM lake_keys
+WHERE getvariable('gpusre_rebuild') AND job_id IN (SELECT job_id FROM _rebuild)
+-- merged jobs: the records of the new dumps (but an old pick: a queue merged twice) ...
+UNION ALL
+SELECT * FROM lake_keys AS k
+WHERE list_contains(getvariable('gpusre_new_dumps'), k.source_file) AND k.job_id IN (SELECT job_id FROM _merge)
+  AND NOT EXISTS (SELECT 1 FROM _old_picks AS o
+                  WHERE o.job_id = k.job_id AND o.source_file = k.source_file AND o.line_no = k.line_no)
+-- ... and the old picks
+UNION ALL
+SELECT * FROM _old_picks;
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -96,11 +94,10 @@ WITH ranked AS (
 SELECT r.job_id, r.winner.f AS winner_file, r.winner.l AS winner_line, r.winner.start_ts AS winner_start_ts,
        r.n_started_instances,
        -- a merged job's old restarts count is at least its old records' largest RestartCnt and
-       -- at most the new count, so folding it in gives the count over every record
-       CASE WHEN m.job_id IS NULL THEN r.max_restart_cnt
-            ELSE greatest(r.max_restart_cnt, o.restarts) END AS max_restart_cnt
+       -- at most the new count, so folding it in gives the count over every record (greatest
+       -- skips the NULL of a rebuilt job)
+       greatest(r.max_restart_cnt, o.restarts) AS max_restart_cnt
 FROM ranked AS r
-LEFT JOIN _merge AS m USING (job_id)
 LEFT JOIN (SELECT job_id, restarts FROM core.jobs WHERE job_id IN (SELECT job_id FROM _merge)) AS o USING (job_id);
 
 -- Every started instance of the dirty jobs: per (job, start) the most final record.
@@ -115,10 +112,9 @@ FROM (SELECT job_id, start_ts,
 -- The dump files of the winners, as a constant list the scan tests file by file (a join on
 -- (file, line) alone reads every file of the lake).
 SET VARIABLE gpusre_upsert_files = (SELECT COALESCE(list(DISTINCT winner_file), []) FROM _job_winners);
+-- (start_ts is the winner's, as _job_keys adjusted it.)
 CREATE OR REPLACE TEMP TABLE _job_recs AS
-SELECT r.* EXCLUDE (record_type, step_id, state_raw, raw_line, start_ts),
-       CASE WHEN r.nodes IS NOT NULL AND len(r.nodes) = 0 AND COALESCE(r.elapsed_s, 0) = 0
-            THEN NULL ELSE r.start_ts END AS start_ts
+SELECT r.* EXCLUDE (record_type, step_id, state_raw, raw_line, start_ts)
 FROM raw.sacct_records AS r
 WHERE r.record_type = 'allocation'
   AND list_contains(getvariable('gpusre_upsert_files'), r.source_file)

@@ -280,10 +280,10 @@ def ingest_alert_files(
 # than one arg_min per field over a million rows.
 # The lake view is read once (each scan opens every file: ~0.6 s on a year); the files are ranked
 # from the ledger (a file without rows only leaves a gap in the ranks).
-_DEDUP_SQL = """
+_DEDUP_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _alert_files AS
 SELECT source_file, row_number() OVER (ORDER BY source_file) AS file_rank
-FROM raw.ingested_files WHERE source_kind = 'alerts';
+FROM raw.ingested_files WHERE source_kind = '{SOURCE_KIND}';
 
 CREATE OR REPLACE TEMP TABLE _alert_rows AS
 SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at, r.status, r.ends_at,
