@@ -342,3 +342,35 @@ def test_restarts_seen_in_an_older_dump_survive_a_merge(tmp_path: Path) -> None:
             assert con.sql("SELECT state, restarts FROM core.jobs WHERE job_id = '300'").fetchall() == [("COMPLETED", 2)]
         finally:
             con.close()
+
+
+def test_a_first_load_upserts_within_a_small_memory_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first load queues every job. The lake views' row estimate is ~0, so DuckDB built the upsert's
+    hash joins on the lake scan (every wide record): a simulated year ran out of the 1 GB default. Here
+    100 k jobs in ten dumps, through the real assets, under 128 MB (the flipped plan needs ~200 MB,
+    the written one ~100 MB, measured on 2026-12-02)."""
+    import polars as pl
+
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    per_day = 10_000
+    for d in range(10):
+        day = f"2026-03-{d + 1:02d}"
+        i = pl.int_range(d * per_day, (d + 1) * per_day, eager=True)
+        first = (i % 100 * 8 + 1).cast(pl.String).str.zfill(4)
+        last = (i % 100 * 8 + 8).cast(pl.String).str.zfill(4)
+        lines = pl.select(pl.format(
+            "{}|{}|train|alice|ml|gpu|COMPLETED|0:0|{}T00:00:00|{}T00:00:00|{}T01:00:00|{}T05:00:00|04:00:00|"
+            "1-00:00:00|8|64|billing=64,cpu=64,gres/gpu=64,node=8|gpu[{}-{}]",
+            i + 1000, i + 1000, pl.lit(day), pl.lit(day), pl.lit(day), pl.lit(day), first, last)).to_series()
+        (landing / "sacct" / f"sacct_{day}.psv").write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    monkeypatch.setenv("GPUSRE_DUCKDB_MEMORY_LIMIT", "128MB")
+    wh = tmp_path / "w.duckdb"
+    assert _materialize(landing, wh).success
+    con = connect(wh, read_only=True)
+    try:
+        assert con.sql("SELECT count(*), sum(gpu_hours), count(*) FILTER (len(nodes) = 8) FROM core.jobs").fetchall() == [
+            (100_000, 100_000 * 64 * 4.0, 100_000)]
+        assert con.sql("SELECT count(*) FROM raw.sacct_dirty_jobs").fetchall() == [(0,)]
+    finally:
+        con.close()

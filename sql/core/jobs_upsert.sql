@@ -14,6 +14,12 @@
 -- dump; one night's 16 k jobs had ~1 M records in the lake). A job queued without one (a re-read
 -- dump's old version held it: records may be gone or changed) is rebuilt from all its records.
 
+-- Hash joins build on the side written on the right. The lake views' row estimate is ~0 (their
+-- semi-join with the ledger), so the optimizer would build on the lake scan: on a first load of a
+-- year that is every wide record, which ran out of the 1 GB default memory (the planner's choice
+-- for the queues' small tables is the same either way). Reset at the end.
+SET disabled_optimizers = 'build_side_probe_side';
+
 -- The current (old) rows of the dirty jobs without their provenance (dump file and line): a job
 -- that a new dump lists again unchanged (a job pending or requeued for months is in every daily
 -- dump) must not queue the days of its old instances, or one such job makes the daily marts
@@ -197,6 +203,7 @@ FROM _step_candidates AS c
 GROUP BY c.job_id, c.step_id;
 
 DELETE FROM raw.sacct_dirty_jobs;
+RESET disabled_optimizers;
 DROP TABLE _job_winners;
 DROP TABLE _job_recs;
 DROP TABLE _job_keys;
