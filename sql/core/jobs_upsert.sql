@@ -168,11 +168,16 @@ SELECT DISTINCT unnest(generate_series(
            COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
            INTERVAL 1 DAY))::DATE
 FROM ((FROM _old_instances EXCEPT FROM _new_instances) UNION ALL (FROM _new_instances EXCEPT FROM _old_instances));
+-- (Only rows of jobs that had one are compared whole: a first load's million new rows would
+-- spill in the set difference, and a job new to core.jobs changed its end day by definition.)
 INSERT OR IGNORE INTO core.dirty_days
 WITH new_jobs AS (SELECT * EXCLUDE (source_file, line_no) FROM core.jobs
-                  WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs))
+                  WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs)),
+     known_new AS (FROM new_jobs WHERE job_id IN (SELECT job_id FROM _old_jobs))
 SELECT DISTINCT end_day
-FROM ((FROM _old_jobs EXCEPT FROM new_jobs) UNION ALL (FROM new_jobs EXCEPT FROM _old_jobs))
+FROM ((FROM _old_jobs EXCEPT FROM known_new)
+      UNION ALL (FROM known_new EXCEPT FROM _old_jobs)
+      UNION ALL (FROM new_jobs WHERE job_id NOT IN (SELECT job_id FROM _old_jobs)))
 WHERE end_day IS NOT NULL;
 
 -- Steps of the dirty jobs: per (job, step) the most final record of the latest instance, over
@@ -194,13 +199,15 @@ SELECT job_id, step_id, name, state, exit_code, exit_signal, start_ts, end_ts, e
        n_gpus, nodelist, nodes, source_file, line_no
 FROM core.job_steps WHERE job_id IN (SELECT job_id FROM _merge);
 DELETE FROM core.job_steps WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
+-- The pick is a row id of the temp table, and its record is read back: an arg_max carrying whole
+-- records spilled on a first load (2.3 M step records of a year under the 1 GB default).
 INSERT INTO core.job_steps BY NAME
-SELECT unnest(arg_max(c, (COALESCE(c.start_ts, '-infinity'::TIMESTAMPTZ),
-                          core.is_terminal_state(c.state),
-                          COALESCE(c.end_ts, '-infinity'::TIMESTAMPTZ),
-                          c.source_file, c.line_no)))
-FROM _step_candidates AS c
-GROUP BY c.job_id, c.step_id;
+SELECT * FROM _step_candidates
+WHERE rowid IN (SELECT arg_max(rowid, (COALESCE(start_ts, '-infinity'::TIMESTAMPTZ),
+                                       core.is_terminal_state(state),
+                                       COALESCE(end_ts, '-infinity'::TIMESTAMPTZ),
+                                       source_file, line_no))
+                FROM _step_candidates GROUP BY job_id, step_id);
 
 DELETE FROM raw.sacct_dirty_jobs;
 RESET disabled_optimizers;
