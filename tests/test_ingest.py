@@ -374,3 +374,14 @@ def test_a_first_load_upserts_within_a_small_memory_limit(tmp_path: Path, monkey
         assert con.sql("SELECT count(*) FROM raw.sacct_dirty_jobs").fetchall() == [(0,)]
     finally:
         con.close()
+
+
+def test_the_upsert_keeps_the_written_build_side_and_resets_it() -> None:
+    """jobs_upsert.sql sets lake.LAKE_JOIN_BUILD_SIDE (the first-load memory fix above) and resets it,
+    so the asset's later queries on the same connection plan as usual."""
+    from gpusre.models.ingest.lake import LAKE_JOIN_BUILD_SIDE
+    from gpusre.models.warehouse import read_sql
+
+    sql = read_sql("core/jobs_upsert.sql")
+    assert sql.count(LAKE_JOIN_BUILD_SIDE + ";") == 1
+    assert sql.index(LAKE_JOIN_BUILD_SIDE) < sql.index("raw.sacct_records") < sql.index("RESET disabled_optimizers;")

@@ -17,7 +17,7 @@
 -- Hash joins build on the side written on the right. The lake views' row estimate is ~0 (their
 -- semi-join with the ledger), so the optimizer would build on the lake scan: on a first load of a
 -- year that is every wide record, which ran out of the 1 GB default memory (the planner's choice
--- for the queues' small tables is the same either way). Reset at the end.
+-- for the queues' small tables is the same either way). Reset at the end. (lake.LAKE_JOIN_BUILD_SIDE)
 SET disabled_optimizers = 'build_side_probe_side';
 
 -- The current (old) rows of the dirty jobs without their provenance (dump file and line): a job

@@ -54,7 +54,7 @@ from gpusre.models.logs.masking import mask_messages
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
 from gpusre.models.logs.templates import TemplateMiner
 from gpusre.models.warehouse import transaction
-from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
+from gpusre.models.ingest.lake import LAKE_JOIN_BUILD_SIDE, lake_of, remove_unlisted_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
 
 __all__ = [
@@ -285,10 +285,14 @@ CREATE OR REPLACE TEMP TABLE _alert_files AS
 SELECT source_file, row_number() OVER (ORDER BY source_file) AS file_rank
 FROM raw.ingested_files WHERE source_kind = '{SOURCE_KIND}';
 
+-- (The hash join builds on the ledger's files as written: the lake view's row estimate is ~0, so
+-- the optimizer would build on every notification.)
+{LAKE_JOIN_BUILD_SIDE};
 CREATE OR REPLACE TEMP TABLE _alert_rows AS
 SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at, r.status, r.ends_at,
        r.alertname, r.labels, r.annotations, r.template_id
 FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file);
+RESET disabled_optimizers;
 
 CREATE OR REPLACE TEMP TABLE _alerts_dedup AS
 WITH n AS (
