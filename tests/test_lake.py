@@ -89,7 +89,7 @@ def test_a_pre_lake_warehouse_moves_its_raw_rows_into_the_lake(tmp_path: Path) -
                 "sha256 VARCHAR NOT NULL, size_bytes BIGINT NOT NULL, rows_read BIGINT NOT NULL, rows_loaded BIGINT "
                 "NOT NULL, rows_rejected BIGINT NOT NULL, status VARCHAR NOT NULL, error VARCHAR, "
                 "ingested_at TIMESTAMPTZ NOT NULL)")
-    con.execute("INSERT INTO raw.ingested_files VALUES ('syslog/a.log', 'syslog', 'ab12', 10, 2, 2, 0, 'loaded', "
+    con.execute("INSERT INTO raw.ingested_files (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected, status, error, ingested_at) VALUES ('syslog/a.log', 'syslog', 'ab12', 10, 2, 2, 0, 'loaded', "
                 "NULL, now())")
     con.close()
     con = connect(wh)
@@ -241,7 +241,7 @@ def test_views_cast_the_lake_to_the_declared_types(tmp_path: Path) -> None:
         schema = con.sql("SELECT * FROM lake.slurm_events LIMIT 0").pl().schema
         full = rows.select([pl.col(c) if c in rows.columns else pl.lit(None).alias(c) for c in schema])
         write_file_sets(lake_root(wh), lake_table("slurm_events"), full, {"slurm_events/e.txt": "00ff"})
-        con.execute("INSERT INTO raw.ingested_files VALUES ('slurm_events/e.txt', 'slurm_events', '00ff', 1, 1, 1, 0, "
+        con.execute("INSERT INTO raw.ingested_files (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected, status, error, ingested_at) VALUES ('slurm_events/e.txt', 'slurm_events', '00ff', 1, 1, 1, 0, "
                     "'loaded', NULL, now())")
         got = con.sql("SELECT nodes, start_ts::VARCHAR, state_raw FROM raw.slurm_events").fetchall()
         assert got == [(["gpu001"], "2026-09-01 10:00:00+00", 3)]

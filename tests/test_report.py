@@ -77,7 +77,7 @@ def _core_and_raw(con: duckdb.DuckDBPyConnection) -> None:
     )
     ts = datetime(2026, 10, 31, 5, 0, tzinfo=timezone.utc)
     con.executemany(
-        "INSERT INTO raw.ingested_files VALUES (?, 'sacct', 'abc', 100, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO raw.ingested_files (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected, status, error, ingested_at) VALUES (?, 'sacct', 'abc', 100, ?, ?, ?, ?, ?, ?)",
         [("sacct/sacct_2026-10-30.psv", 1200, 1198, 2, "loaded", None, ts - timedelta(days=1)),
          ("sacct/<evil>.psv", 0, 0, 0, "refused", "fixed-width output", ts - timedelta(days=1)),
          ("sacct/sacct_2026-10-31.psv", 1500, 1497, 3, "loaded", None, ts)],

@@ -1,12 +1,15 @@
 """The ingestion ledger ``raw.ingested_files``: which landing file was loaded, from which bytes,
-with what counts. It is what makes ingestion incremental (skip a file whose SHA-256 is unchanged)
-and auditable (rows read = loaded + rejected, per file)."""
+with what counts. It is what makes ingestion incremental (skip a file whose size and modification
+time, else whose SHA-256, is unchanged) and auditable (rows read = loaded + rejected, per file)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -14,8 +17,8 @@ import pyarrow as pa
 
 from gpusre.models.ingest.landing_files import IgnoredFile
 
-__all__ = ["FileIngest", "file_sha256", "ignored_results", "known_files", "loaded_rows", "log_parse_crash",
-           "record_files"]
+__all__ = ["FileIngest", "LandingStats", "file_sha256", "ignored_results", "known_files", "loaded_rows",
+           "log_parse_crash", "record_files", "record_mtimes", "stat_landing", "unchanged_by_stat"]
 
 _log = logging.getLogger("gpusre.ingest")
 
@@ -47,6 +50,59 @@ def known_files(con: duckdb.DuckDBPyConnection, source_kind: str) -> dict[str, s
         "SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = ?", [source_kind]
     ).fetchall()
     return dict(rows)
+
+
+#: A file modified this close to the moment its stat was taken is not trusted by its mtime (the
+#: file system may not tick between two writes; git's "racy" files): it is hashed again next time.
+RACY_NS = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class LandingStats:
+    """``(size, mtime_ns)`` of landing files, taken before any of them is read, and when."""
+
+    taken_ns: int
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)  # source_file -> (size, mtime_ns)
+
+
+def stat_landing(landing: Path, paths: Sequence[Path]) -> LandingStats:
+    """Stat every landing file (a file that cannot be stat'ed is left out: its reader says why)."""
+    taken = time.time_ns()
+    files: dict[str, tuple[int, int]] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        files[path.relative_to(landing).as_posix()] = (st.st_size, st.st_mtime_ns)
+    return LandingStats(taken, files)
+
+
+def unchanged_by_stat(con: duckdb.DuckDBPyConnection, source_kind: str, stats: LandingStats) -> frozenset[str]:
+    """The files whose size and modification time equal what the ledger recorded when they were
+    read: they are skipped unread, as rsync's quick check does (reading and hashing a year of
+    landing files every night cost more than the night's new files). Touch a file to have it read."""
+    rows = con.execute("SELECT source_file, size_bytes, mtime_ns FROM raw.ingested_files "
+                       "WHERE source_kind = ? AND mtime_ns IS NOT NULL", [source_kind]).fetchall()
+    return frozenset(name for name, size, mtime in rows if stats.files.get(name) == (size, mtime))
+
+
+def record_mtimes(con: duckdb.DuckDBPyConnection, stats: LandingStats, names: Iterable[str]) -> None:
+    """Set the ledger's ``mtime_ns`` of ``names`` (files read, or hashed and found unchanged, in this
+    run, after :func:`record_files`) from ``stats``, taken before they were read. A file modified
+    within :data:`RACY_NS` of the stat keeps NULL, and so does a file not stat'ed or unreadable."""
+    rows = [(name, stats.files[name][1]) for name in names
+            if name in stats.files and stats.files[name][1] < stats.taken_ns - RACY_NS]
+    if not rows:
+        return
+    table = pa.table({"source_file": pa.array([n for n, _ in rows], pa.string()),
+                      "mtime_ns": pa.array([m for _, m in rows], pa.int64())})
+    con.register("_ledger_mtimes", table)
+    try:
+        con.execute("""UPDATE raw.ingested_files AS f SET mtime_ns = m.mtime_ns FROM _ledger_mtimes AS m
+                       WHERE f.source_file = m.source_file AND f.sha256 <> ''""")
+    finally:
+        con.unregister("_ledger_mtimes")
 
 
 def loaded_rows(con: duckdb.DuckDBPyConnection, source_kind: str) -> int:

@@ -24,7 +24,8 @@ import polars as pl
 
 from gpusre.models.ingest.lake import lake_of, write_atomic
 from gpusre.models.ingest.landing_files import IgnoredFile, SourceScan
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, record_files
+from gpusre.models.ingest.ledger import (FileIngest, LandingStats, ignored_results, known_files, record_files,
+                                        record_mtimes, stat_landing, unchanged_by_stat)
 
 __all__ = ["IngestPlan", "StagedFile", "clear_staged", "plan_ingest", "publish_files", "read_staged",
            "shard_files", "staged_dir", "write_staged"]
@@ -90,11 +91,13 @@ class IngestPlan:
     source: str
     landing: str
     lake: str
-    files: tuple[str, ...]  # landing-relative paths of the files to read, in landing order
-    shards: tuple[tuple[str, ...], ...]  # the same paths split into one tuple per parse step
+    files: tuple[str, ...]  # landing-relative paths of the source's files, in landing order
+    shards: tuple[tuple[str, ...], ...]  # those to read (not ``unchanged``) split into one tuple per parse step
     known: dict[str, str]  # source_file -> SHA-256 the ledger holds
     ignored: tuple[IgnoredFile, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)  # the source's own (time zone, year hint …)
+    stats: LandingStats = field(default_factory=lambda: LandingStats(0))  # taken before any read
+    unchanged: frozenset[str] = frozenset()  # size and mtime as the ledger recorded: not read
 
     @property
     def order(self) -> dict[str, int]:
@@ -113,16 +116,14 @@ def plan_ingest(con: duckdb.DuckDBPyConnection, landing: Path, source: str, scan
     staged; reads the ledger (hence the warehouse connection)."""
     lake = lake_of(con)
     clear_staged(lake, source)
-    sizes = []
-    for path in scan.files:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0  # unreadable: its parse step says why
-        sizes.append((path.relative_to(landing).as_posix(), size))
-    return IngestPlan(source, str(landing), str(lake), tuple(name for name, _ in sizes),
+    stats = stat_landing(landing, scan.files)
+    unchanged = unchanged_by_stat(con, source, stats)
+    names = [path.relative_to(landing).as_posix() for path in scan.files]
+    # A file that cannot be stat'ed weighs 0: its parse step says why.
+    sizes = [(name, stats.files.get(name, (0, 0))[0]) for name in names if name not in unchanged]
+    return IngestPlan(source, str(landing), str(lake), tuple(names),
                       tuple(tuple(s) for s in shard_files(sizes, shards)),
-                      known_files(con, source), tuple(scan.ignored), settings or {})
+                      known_files(con, source), tuple(scan.ignored), settings or {}, stats, unchanged)
 
 
 def publish_files(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:
@@ -131,7 +132,9 @@ def publish_files(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list
     results in landing order, ignored files first."""
     lake = Path(plan.lake)
     order = plan.order
-    staged = sorted(staged, key=lambda s: order.get(s.result.source_file, -1))
+    skipped = [StagedFile(FileIngest(name, "unchanged"), plan.known.get(name, ""), plan.stats.files[name][0])
+               for name in plan.unchanged]
+    staged = sorted([*staged, *skipped], key=lambda s: order.get(s.result.source_file, -1))
     replaced = [s.result.source_file for s in staged if s.result.status != "unchanged"
                 and s.result.source_file in plan.known]
     if replaced:
@@ -144,4 +147,6 @@ def publish_files(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list
     ignored = ignored_results(list(plan.ignored))
     record_files(con, plan.source,
                  ignored + [(s.result, s.sha256, s.size) for s in staged if s.result.status != "unchanged"])
+    # Files read (or hashed and found unchanged) in this run get the mtime the plan saw.
+    record_mtimes(con, plan.stats, [s.result.source_file for s in staged if s.result.source_file not in plan.unchanged])
     return [result for result, _, _ in ignored] + [s.result for s in staged]

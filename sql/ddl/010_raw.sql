@@ -12,6 +12,9 @@ CREATE TABLE IF NOT EXISTS raw.ingested_files (
     error         VARCHAR,               -- why a file was refused or ignored
     ingested_at   TIMESTAMPTZ NOT NULL
 );
+-- The file's modification time (ns since the epoch) when it was read; NULL = unknown. A file whose
+-- size and mtime_ns still match is skipped unread (rsync's quick check): a night reads only new bytes.
+ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS mtime_ns BIGINT;
 
 -- raw.rejects: one row per input record that could not be loaded, with the reason.
 -- line_no is the 1-based physical line (text files) or 1-based index in jobs[] (sacct --json);

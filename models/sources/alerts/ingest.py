@@ -48,7 +48,8 @@ from gpusre.models.sources.alerts.parse import (
     stage_records,
     unordered_inserts,
 )
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_files
+from gpusre.models.ingest.ledger import (FileIngest, ignored_results, known_files, log_parse_crash, record_files,
+                                        record_mtimes, stat_landing, unchanged_by_stat)
 from gpusre.models.ingest.landing_files import LandingFileFault, file_identity
 from gpusre.models.logs.masking import mask_messages
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
@@ -192,6 +193,9 @@ def ingest_alert_files(
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
     scan = scan_alert_files(landing)
     paths = scan.files
+    stats = stat_landing(landing, paths)
+    skip = unchanged_by_stat(con, SOURCE_KIND, stats)
+    same: list[str] = []  # hashed and found unchanged: their mtime is recorded
     changed: list[tuple[str, str, int]] = []  # (source_file, sha256, size)
     refused: dict[str, str] = {}
     replaced: list[str] = []
@@ -201,9 +205,13 @@ def ingest_alert_files(
     try:
         for index, path in enumerate(paths, start=1):
             source_file = path.relative_to(landing).as_posix()
+            if source_file in skip:
+                results[source_file] = FileIngest(source_file, "unchanged")
+                continue
             sha, size = file_identity(path)
             if sha and known.get(source_file) == sha:
                 results[source_file] = FileIngest(source_file, "unchanged")
+                same.append(source_file)
                 continue
             if source_file in known:
                 replaced.append(source_file)
@@ -220,9 +228,10 @@ def ingest_alert_files(
                 progress(f"alerts {index}/{len(paths)} {source_file}: "
                          f"{'refused' if source_file in refused else 'read'}")
         if not changed:
-            if ignored:
+            if ignored or same:
                 with transaction(con):
                     record_files(con, SOURCE_KIND, ignored)
+                    record_mtimes(con, stats, same)
             return [r for r, _, _ in ignored] + [results[p.relative_to(landing).as_posix()] for p in paths]
         batcher.flush()
         fill_fingerprints(con, _STAGE)
@@ -259,6 +268,7 @@ def ingest_alert_files(
                 con.execute(f"INSERT INTO raw.rejects VALUES (?, '{SOURCE_KIND}', 0, NULL, ?, now())",
                             [source_file, error])
             record_files(con, SOURCE_KIND, ignored + [(results[source_file], sha, size) for source_file, sha, size in changed])
+            record_mtimes(con, stats, [*same, *(source_file for source_file, _, _ in changed)])
             save_miner(con, miner, ALERT_MINER)
     finally:
         batcher.close()

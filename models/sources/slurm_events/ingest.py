@@ -31,7 +31,8 @@ import duckdb
 import polars as pl
 
 from gpusre.models.failures.drain_reasons import classify_reasons
-from gpusre.models.ingest.ledger import FileIngest, ignored_results, known_files, log_parse_crash, record_files
+from gpusre.models.ingest.ledger import (FileIngest, LandingStats, ignored_results, known_files, log_parse_crash,
+                                        record_files, record_mtimes, stat_landing, unchanged_by_stat)
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source
 from gpusre.models.sources.slurm_events.parse import SlurmEventsFormatError, parse_slurm_events_file
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
@@ -94,6 +95,8 @@ class StagedSlurmEvents:
     results: list[FileIngest] = field(default_factory=list)
     ledger: list[tuple[FileIngest, str, int]] = field(default_factory=list)  # (result, sha256, size)
     replaced: list[str] = field(default_factory=list)
+    stats: LandingStats = field(default_factory=lambda: LandingStats(0))  # taken before any read
+    same: list[str] = field(default_factory=list)  # hashed and found unchanged: their mtime is recorded
 
 
 def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, select: str = "*") -> None:
@@ -122,14 +125,20 @@ def stage_slurm_event_files(
     staged = StagedSlurmEvents()
     scan = scan_slurm_event_files(landing)
     paths = scan.files
+    staged.stats = stat_landing(landing, paths)
+    skip = unchanged_by_stat(con, SLURM_EVENTS_KIND, staged.stats)
     staged.ledger.extend(ignored_results(scan.ignored))
     staged.results.extend(result for result, _, _ in staged.ledger)
     for index, path in enumerate(paths, start=1):
         source_file = path.relative_to(landing).as_posix()
+        if source_file in skip:
+            staged.results.append(FileIngest(source_file, "unchanged"))
+            continue
         read = read_landing_file(path)
         sha = read.sha256
         if sha and known.get(source_file) == sha:
             staged.results.append(FileIngest(source_file, "unchanged"))
+            staged.same.append(source_file)
             continue
         if source_file in known:
             staged.replaced.append(source_file)
@@ -177,6 +186,7 @@ def publish_staged_slurm_events(con: duckdb.DuckDBPyConnection, staged: StagedSl
     con.execute(f"INSERT INTO raw.rejects SELECT * FROM {_STAGE_REJECTS}")
     con.execute(f"INSERT INTO raw.slurm_event_snapshots SELECT * FROM {_STAGE_SNAPSHOTS}")
     record_files(con, SLURM_EVENTS_KIND, list(staged.ledger))
+    record_mtimes(con, staged.stats, [*staged.same, *(result.source_file for result, _, _ in staged.ledger)])
 
 
 def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
