@@ -73,22 +73,27 @@ def test_an_empty_lake_gives_empty_views_with_the_declared_columns_and_types(tmp
     assert (lake_root(tmp_path / "w.duckdb")) == tmp_path / "w.lake"
 
 
+def _pre_lake_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """raw.syslog_lines and raw.ingested_files as tables, as gpusre wrote them before the lake."""
+    con.execute("CREATE TABLE raw.syslog_lines (source_file VARCHAR, line_no BIGINT, ts TIMESTAMPTZ, host VARCHAR, "
+                "node VARCHAR, program VARCHAR, pid BIGINT, message VARCHAR, format VARCHAR, template_id BIGINT, "
+                "kind VARCHAR, code INTEGER, gpu_pci VARCHAR, device_pci VARCHAR, port VARCHAR, component VARCHAR, "
+                "cause_class VARCHAR, severity VARCHAR, action VARCHAR, pattern_id VARCHAR)")
+    con.execute("CREATE TABLE raw.ingested_files (source_file VARCHAR PRIMARY KEY, source_kind VARCHAR NOT NULL, "
+                "sha256 VARCHAR NOT NULL, size_bytes BIGINT NOT NULL, rows_read BIGINT NOT NULL, rows_loaded BIGINT "
+                "NOT NULL, rows_rejected BIGINT NOT NULL, status VARCHAR NOT NULL, error VARCHAR, "
+                "ingested_at TIMESTAMPTZ NOT NULL)")
+
+
 def test_a_pre_lake_warehouse_moves_its_raw_rows_into_the_lake(tmp_path: Path) -> None:
     """A warehouse written before the lake (raw.syslog_lines a table) keeps its rows, now as Parquet."""
     wh = tmp_path / "old.duckdb"
     con = duckdb.connect(str(wh))
     con.execute("CREATE SCHEMA raw")
-    con.execute("CREATE TABLE raw.syslog_lines (source_file VARCHAR, line_no BIGINT, ts TIMESTAMPTZ, host VARCHAR, "
-                "node VARCHAR, program VARCHAR, pid BIGINT, message VARCHAR, format VARCHAR, template_id BIGINT, "
-                "kind VARCHAR, code INTEGER, gpu_pci VARCHAR, device_pci VARCHAR, port VARCHAR, component VARCHAR, "
-                "cause_class VARCHAR, severity VARCHAR, action VARCHAR, pattern_id VARCHAR)")
+    _pre_lake_tables(con)
     con.execute("INSERT INTO raw.syslog_lines (source_file, line_no, ts, host, node, message) VALUES "
                 "('syslog/a.log', 1, '2026-09-01 10:00:00+00', 'gpu001', 'gpu001', 'hello'), "
                 "('syslog/a.log', 2, '2026-09-02 10:00:00+00', 'gpu001', 'gpu001', 'world')")
-    con.execute("CREATE TABLE raw.ingested_files (source_file VARCHAR PRIMARY KEY, source_kind VARCHAR NOT NULL, "
-                "sha256 VARCHAR NOT NULL, size_bytes BIGINT NOT NULL, rows_read BIGINT NOT NULL, rows_loaded BIGINT "
-                "NOT NULL, rows_rejected BIGINT NOT NULL, status VARCHAR NOT NULL, error VARCHAR, "
-                "ingested_at TIMESTAMPTZ NOT NULL)")
     con.execute("INSERT INTO raw.ingested_files (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected, status, error, ingested_at) VALUES ('syslog/a.log', 'syslog', 'ab12', 10, 2, 2, 0, 'loaded', "
                 "NULL, now())")
     con.close()
@@ -105,6 +110,67 @@ def test_a_pre_lake_warehouse_moves_its_raw_rows_into_the_lake(tmp_path: Path) -
                    for p in lake_files(tmp_path / "old.lake", "syslog_lines") if not p.name.startswith("_"))
     stem = version_stem("syslog/a.log", "ab12")
     assert names == [f"day=2026-09-01/{stem}.parquet", f"day=2026-09-02/{stem}.parquet"]
+
+
+def _pre_lake_syslog(wh: Path, rows: int, message_bytes: int) -> None:
+    """A pre-lake warehouse file whose raw.syslog_lines table holds ``rows`` lines over three days of one
+    landing file (the open moves them into the lake)."""
+    con = duckdb.connect(str(wh))
+    con.execute("CREATE SCHEMA raw")
+    _pre_lake_tables(con)
+    con.execute("INSERT INTO raw.syslog_lines (source_file, line_no, ts, host, node, program, message) "
+                "SELECT 'syslog/a.log', i, TIMESTAMPTZ '2026-09-01 00:00:00+00' + to_seconds(i * 259200 // ?), "
+                "'gpu001', 'gpu001', 'kernel', md5(i::VARCHAR) || repeat('x', ?) FROM range(?) AS t(i)",
+                [rows, message_bytes, rows])
+    con.execute("INSERT INTO raw.ingested_files (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, "
+                "rows_rejected, status, error, ingested_at) VALUES ('syslog/a.log', 'syslog', 'ab12', 10, ?, ?, 0, "
+                "'loaded', NULL, now())", [rows, rows])
+    con.close()
+
+
+def test_a_full_scan_of_a_raw_view_fits_a_small_memory_limit(tmp_path: Path) -> None:
+    """DuckDB estimates a glob's rows from its first file. With the zero-row schema file first, every
+    lake scan looked empty and the view's ledger filter built its hash table on the lake, i.e. on every
+    column of every row: reading a year's node logs ran out of the 1 GB default (2026-12-03). Here
+    200 k lines of ~300 bytes read in full under 64 MB (the lake-side build needs more)."""
+    wh = tmp_path / "w.duckdb"
+    _pre_lake_syslog(wh, 200_000, 300)
+    con = connect(wh)
+    try:
+        con.execute("SET memory_limit = '64MB'")
+        con.execute("SET threads = 2")
+        assert con.sql("SELECT count(*), count(COLUMNS(*)) FROM raw.syslog_lines").fetchall()[0][:3] == (
+            200_000, 200_000, 200_000)
+        assert con.sql("SELECT count(DISTINCT message), sum(length(message)) FROM raw.syslog_lines").fetchall() == [
+            (200_000, 200_000 * 332)]
+        first = con.sql(f"SELECT file FROM glob('{(tmp_path / 'w.lake' / 'syslog_lines').as_posix()}/*/*.parquet') "
+                        "LIMIT 1").fetchall()[0][0]
+        assert not first.endswith("_schema.parquet")
+    finally:
+        con.close()
+
+
+def test_a_schema_file_in_its_old_first_folder_moves_last(tmp_path: Path) -> None:
+    """A lake written before 2026-12-03 has its schema files in day=1970-01-01 (first in the glob):
+    the next open moves them, and the views read the same rows."""
+    wh = tmp_path / "w.duckdb"
+    _pre_lake_syslog(wh, 10, 10)
+    connect(wh).close()
+    lake = tmp_path / "w.lake"
+    for spec in lake_tables():
+        new = lake / spec.name / gpusre_lake.SCHEMA_FILE
+        old = lake / spec.name / "day=1970-01-01" / "_schema.parquet"
+        old.parent.mkdir(exist_ok=True)
+        new.rename(old)
+    # The fingerprint names the schema files, so the open redoes the views (and moves them).
+    con = connect(wh)
+    try:
+        assert con.sql("SELECT count(*), count(DISTINCT line_no) FROM raw.syslog_lines").fetchall() == [(10, 10)]
+    finally:
+        con.close()
+    for spec in lake_tables():
+        assert (lake / spec.name / gpusre_lake.SCHEMA_FILE).is_file()
+        assert not (lake / spec.name / "day=1970-01-01").exists()
 
 
 def test_a_run_writes_one_file_per_landing_file_and_day_and_a_rerun_replaces_exactly_a_changed_file(

@@ -22,7 +22,10 @@ replaces exactly that file's Parquet files.
 **Views.** Each view reads ``read_parquet('<lake>/<table>/*/*.parquet')`` with absolute paths,
 keeps the files of ledger versions and casts every column to the type declared in ``sql/ddl`` (schema ``lake``: empty tables that only
 carry the column list and types). A zero-row ``_schema.parquet`` per table keeps the glob
-non-empty, so an empty lake gives an empty, typed view. A copy of the DuckDB file (the snapshot)
+non-empty, so an empty lake gives an empty, typed view. It lies in the last day folder
+(``day=9999-12-31``): DuckDB estimates a glob's rows from its first file times the number of files,
+so a zero-row first file made every lake scan look empty, and its hash joins (the ledger filter of
+each view among them) built on the lake: a full scan of a year's node logs ran out of 1 GB. A copy of the DuckDB file (the snapshot)
 keeps those absolute paths and its own ledger, so its ``raw.*`` views read the lake's files of the
 versions it knows (a landing file re-ingested after the snapshot drops out of the snapshot's raw
 views until the next snapshot, as its old files are deleted).
@@ -47,8 +50,11 @@ __all__ = ["LakeTable", "SCHEMA_FILE", "create_lake_views", "ensure_view", "file
            "lake_of", "lake_root", "landing_file_id", "read_schema", "reads_lake", "remove_unlisted_files",
            "storage_schema", "version_files", "version_stem", "write_atomic", "write_file_sets"]
 
-#: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema).
-SCHEMA_FILE = "day=1970-01-01/_schema.parquet"
+#: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema); last
+#: in the glob's order, so DuckDB's row estimate (first file x files) comes from a data file.
+SCHEMA_FILE = "day=9999-12-31/_schema.parquet"
+#: Where gpusre before 2026-12-03 kept it (first in the glob): moved on open.
+_LEGACY_SCHEMA_FILE = "day=1970-01-01/_schema.parquet"
 #: Rows without any timestamp still need a day folder.
 _NO_DAY = date(1970, 1, 1)
 _TMP_SUFFIX = ".parquet.tmp"
@@ -319,12 +325,28 @@ def _upgrade_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) 
     write_atomic(empty, lake / spec.name / SCHEMA_FILE)
 
 
+def _move_legacy_schema_file(legacy: Path, schema_file: Path) -> None:
+    """Move a schema file from its pre-2026-12-03 place (first in the glob) to the last day folder."""
+    if not legacy.exists():
+        return
+    if schema_file.exists():
+        legacy.unlink()
+    else:
+        schema_file.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(legacy, schema_file)
+        _fsync_dir(schema_file.parent)
+    _fsync_dir(legacy.parent)
+    if not any(legacy.parent.iterdir()):  # rows without a timestamp may share the folder
+        legacy.parent.rmdir()
+
+
 def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequence[LakeTable]) -> None:
     """Write each table's ``_schema.parquet`` (once) and (re)create its ``raw.<table>`` view over
     ``lake``; a warehouse from before the lake has its ``raw.<table>`` rows moved into the lake
     first (per landing file, like an ingest) and the table dropped."""
     for spec in tables:
         schema_file = lake / spec.name / SCHEMA_FILE
+        _move_legacy_schema_file(lake / spec.name / _LEGACY_SCHEMA_FILE, schema_file)
         if not schema_file.exists():
             write_atomic(_empty_table(con, spec.name), schema_file)
         else:
