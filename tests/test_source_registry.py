@@ -59,6 +59,21 @@ def test_names_and_lake_tables_are_unique_and_views_list_the_record_sources(tmp_
         source("no_such_source")
 
 
+def test_each_lake_table_shows_the_ledger_rows_of_its_own_source(tmp_path: Path) -> None:
+    """A lake view reads only its source's ledger rows, which keeps DuckDB's estimate of the ledger
+    side of its filter below the lake scan's (the hash table is built on the ledger)."""
+    for entry in record_sources():
+        assert entry.lake is not None and entry.lake.source_kind == entry.name
+    con = connect(tmp_path / "w.duckdb")
+    try:
+        for entry in record_sources():
+            view = con.execute("SELECT sql FROM duckdb_views() WHERE schema_name = 'raw' AND view_name = ?",
+                               [entry.lake.name]).fetchall()[0][0]
+            assert f"source_kind = '{entry.name}'" in view
+    finally:
+        con.close()
+
+
 def test_landing_files_follow_the_patterns(tmp_path: Path) -> None:
     (tmp_path / "sacct" / "sub").mkdir(parents=True)
     (tmp_path / "sacct" / "sub" / "a.psv").write_text("x")

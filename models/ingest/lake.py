@@ -83,6 +83,10 @@ class LakeTable:
     #: ``(column, SQL expression)`` pairs replacing ``l."column"`` in the view.
     expressions: tuple[tuple[str, str], ...] = ()
     day_of_landing_file: bool = False
+    #: The ``raw.ingested_files.source_kind`` of the landing files it holds ('' = any): the view's
+    #: ledger filter reads only those rows, which also keeps DuckDB's estimate of that side below
+    #: the lake scan's, so the filter's hash table is built on the ledger.
+    source_kind: str = ""
 
 
 def lake_root(warehouse: Path | str) -> Path:
@@ -261,8 +265,9 @@ def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> st
     glob = _quote((lake / spec.name).as_posix() + "/*/*.parquet")
     # Only the versions the ledger records: files of a landing file not yet committed (a run killed
     # between its Parquet writes and its commit) and superseded versions stay invisible.
+    ledger = _LEDGER_STEMS_SQL + (f" WHERE f.source_kind = {_quote(spec.source_kind)}" if spec.source_kind else "")
     return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
-            f"WHERE parse_filename(l.__lake_file, true) IN ({_LEDGER_STEMS_SQL})")
+            f"WHERE parse_filename(l.__lake_file, true) IN ({ledger})")
 
 
 def files_relation_sql(con: duckdb.DuckDBPyConnection, spec: LakeTable, parameter: str) -> str:
