@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_positive, default=_default_workers(),
                      help="parse steps per source, run side by side on Dagster's multiprocess executor "
                           "(default: $GPUSRE_WORKERS, else the number of cores when >= 256 MB of sacct dumps "
-                          "and node logs are new, else 1 = every step in this process)")
+                          "and node logs are new on >= 4 cores, else 1 = every step in this process)")
     run.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", help="simulate the built-in 100-node cluster, run, write the report")

@@ -251,6 +251,17 @@ def _count(metadata: dict[str, object], key: str) -> int:
 #: step process of the multiprocess executor costs seconds to start (measured: 3-6 s per step on a
 #: 2-core machine), about what parsing 50 MB of node logs costs.
 AUTO_PARALLEL_BYTES = 256 << 20
+#: Cores below which ``workers=None`` always parses in this process: one parse process already keeps
+#: ~1.2 cores busy (Polars' threads, the lake writer thread), so on 2 cores 2 processes parsed 10 M
+#: node-log lines only 1.04-1.08x faster, and the year's night with 10 M new lines took 95.2 s with 2
+#: workers against 83.0 s with 1 (each of ~18 step processes starting in seconds; 2026-12-03).
+AUTO_PARALLEL_MIN_CORES = 4
+
+
+def auto_workers(new_bytes: int, cores: int) -> int:
+    """Parse workers when ``gpusre run`` is given none: every core once ``new_bytes`` of sacct dumps
+    and node logs are new on a machine of at least :data:`AUTO_PARALLEL_MIN_CORES`, else 1 (in process)."""
+    return cores if new_bytes >= AUTO_PARALLEL_BYTES and cores >= AUTO_PARALLEL_MIN_CORES else 1
 
 
 def _preflight_warehouse(warehouse: Path, landing: Path, *, count_new: bool) -> int:
@@ -329,7 +340,7 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callabl
                 started: float, workers: int | None) -> RunSummary:
     new_bytes = _preflight_warehouse(warehouse, landing, count_new=workers is None)
     if workers is None:  # auto: parallel parse only when there is enough to parse
-        workers = len(os.sched_getaffinity(0)) if new_bytes >= AUTO_PARALLEL_BYTES else 1
+        workers = auto_workers(new_bytes, len(os.sched_getaffinity(0)))
     defs = build_definitions(str(warehouse), str(landing), str(reports))
     home = dagster_home(warehouse)
     job_args = {"warehouse": str(warehouse), "landing": str(landing), "reports": str(reports), "workers": workers}

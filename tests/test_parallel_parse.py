@@ -126,3 +126,18 @@ def test_a_killed_parse_worker_leaves_nothing_visible_and_the_rerun_gives_what_o
     finally:
         con.close()
     assert rejects == [(1,)] and templates == [(0,)]
+
+
+@pytest.mark.parametrize(("new_bytes", "cores", "expected"), [
+    (0, 16, 1),                 # nothing new: in process
+    ((256 << 20) - 1, 16, 1),   # just below the size where step start-up pays
+    (256 << 20, 16, 16),        # enough input, enough cores: every core
+    (1 << 30, 4, 4),
+    (1 << 30, 3, 1),            # fewer than 4 cores: one parse process keeps ~1.2 busy already
+    (1 << 30, 2, 1),            # measured: 2 workers 95.2 s vs 1 worker 83.0 s on a year's night
+])
+def test_auto_workers_parse_in_process_unless_the_input_and_the_machine_are_large(
+        new_bytes: int, cores: int, expected: int) -> None:
+    from gpusre.pipelines.runner import auto_workers
+
+    assert auto_workers(new_bytes, cores) == expected
