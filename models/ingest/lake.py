@@ -254,9 +254,10 @@ def _select_sql(spec: LakeTable, columns: list[tuple[str, str]], files_sql: str)
 
 
 #: Set before a statement that hash-joins a ``raw.*`` lake view with a table, and ``RESET
-#: disabled_optimizers`` after it. DuckDB estimates a view's rows at ~0 (its semi-join with the ledger),
-#: so it would build the hash table on the lake scan — every wide record: a first load of a year of
-#: sacct ran out of the 1 GB default. With it, the join builds on the side written on the right.
+#: disabled_optimizers`` after it. DuckDB estimates a lake scan as its first file's rows times the
+#: files (it was 0 while the schema file came first), which can fall below the table's, so it would
+#: build the hash table on the lake scan — every wide record: a first load of a year of sacct ran
+#: out of the 1 GB default. With it, the join builds on the side written on the right.
 #: (``sql/core/jobs_upsert.sql`` spells it out; a test holds it to this.)
 LAKE_JOIN_BUILD_SIDE = "SET disabled_optimizers = 'build_side_probe_side'"
 

@@ -295,8 +295,8 @@ CREATE OR REPLACE TEMP TABLE _alert_files AS
 SELECT source_file, row_number() OVER (ORDER BY source_file) AS file_rank
 FROM raw.ingested_files WHERE source_kind = '{SOURCE_KIND}';
 
--- (The hash join builds on the ledger's files as written: the lake view's row estimate is ~0, so
--- the optimizer would build on every notification.)
+-- (The hash join builds on the ledger's files as written: the lake view's row estimate, first file
+-- x files, can fall below theirs, and the optimizer would then build on every notification.)
 {LAKE_JOIN_BUILD_SIDE};
 CREATE OR REPLACE TEMP TABLE _alert_rows AS
 SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at, r.status, r.ends_at,
