@@ -10,7 +10,7 @@ lake tables from it without import cycles; ``tests/test_source_registry.py`` res
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,11 @@ class Source:
     asset: tuple[str, ...]
     record_node: str | None = None
 
+    def __post_init__(self) -> None:
+        # The lake table's ledger kind is the source's name, stated once here.
+        if self.lake is not None and self.lake.source_kind != self.name:
+            object.__setattr__(self, "lake", replace(self.lake, source_kind=self.name))
+
     def landing_files(self, root: Path) -> list[Path]:
         """The files of this source under the landing directory ``root`` that match its patterns."""
         base = root / self.landing
@@ -70,8 +75,7 @@ SOURCES: tuple[Source, ...] = (
     Source(
         name="sacct", landing="sacct", patterns=("*",),
         parser="gpusre.models.sources.sacct.ingest:ingest_sacct_files",
-        lake=LakeTable("sacct_records", ("end_ts", "start_ts", "submit_ts"), day_of_landing_file=True,
-                       source_kind="sacct"),
+        lake=LakeTable("sacct_records", ("end_ts", "start_ts", "submit_ts"), day_of_landing_file=True),
         label="sacct records", title="Slurm accounting (sacct)",
         record_ts="greatest(submit_ts, start_ts, end_ts)", dense=True,
         asset=("raw", "sacct_records"),
@@ -83,22 +87,21 @@ SOURCES: tuple[Source, ...] = (
         # template_id column itself is filled only in files written before parallel parsing).
         lake=LakeTable("syslog_lines", ("ts",), hidden=("message_key",),
                        join="LEFT JOIN raw.syslog_message_templates AS m ON m.message_key = l.message_key",
-                       expressions=(("template_id", "COALESCE(l.template_id, m.template_id)"),),
-                       source_kind="syslog"),
+                       expressions=(("template_id", "COALESCE(l.template_id, m.template_id)"),)),
         label="node-log lines", title="Node logs", record_ts="ts", dense=True,
         asset=("raw", "syslog_lines"), record_node="node",
     ),
     Source(
         name="alerts", landing="alerts", patterns=("*",),
         parser="gpusre.models.sources.alerts.ingest:ingest_alert_files",
-        lake=LakeTable("alert_notifications", ("starts_at",), source_kind="alerts"),
+        lake=LakeTable("alert_notifications", ("starts_at",)),
         label="alert notifications", title="Alerts", record_ts="starts_at", dense=False,
         asset=("raw", "alert_notifications"),
     ),
     Source(
         name="slurm_events", landing="slurm_events", patterns=("*",),
         parser="gpusre.models.sources.slurm_events.ingest:ingest_slurm_event_files",
-        lake=LakeTable("slurm_events", ("start_ts",), source_kind="slurm_events"),
+        lake=LakeTable("slurm_events", ("start_ts",)),
         label="node-state events", title="Node states (Slurm)", record_ts="start_ts", dense=False,
         asset=("raw", "slurm_events"),
     ),
