@@ -48,6 +48,10 @@ alerts, second waves, label and naming conventions, thermal/power faults, quiet 
 
 from __future__ import annotations
 
+from gpusre.models.polars_allocator import keep_freed_memory
+
+keep_freed_memory()  # before anything below loads Polars (see polars_allocator)
+
 import random
 import time
 from collections.abc import Callable

@@ -513,6 +513,24 @@ def test_split_lines_matches_python_text_split(data: bytes) -> None:
     assert got.rows() == expected_rows
 
 
+@settings(max_examples=200, deadline=None)
+@given(datas=st.lists(_LINE_BYTES, max_size=6))
+def test_split_batch_splits_each_file_as_on_its_own(datas: list[bytes]) -> None:
+    # Files of a batch share one buffer: a file's last line must not run into the next file, and a
+    # file that is valid only joined to its neighbour (b"\xe2\x82" then b"\xac...") is still
+    # invalid on its own and decoded with replacement.
+    expected = [(index, line_no, line) for index, data in enumerate(datas)
+                for line_no, line in enumerate(syslog._split_text(data).to_list(), start=1) if line.strip() != ""]
+    got = syslog._split_batch(datas)
+    assert got.schema == {"_file": pl.UInt32, "line_no": pl.Int64, "line": pl.String}
+    assert got.rows() == expected
+
+
+def test_split_batch_keeps_a_file_valid_only_joined_to_its_neighbour_apart() -> None:
+    got = syslog._split_batch([b"ok\n", b"a\xe2\x82", b"\xacb\n", b"\n\nlast"])
+    assert got.rows() == [(0, 1, "ok"), (1, 1, "a\ufffd"), (2, 1, "\ufffdb"), (3, 3, "last")]
+
+
 # --- a batch of files parses exactly like each file on its own ---------------------------------
 
 # Files whose per-file state could leak into a neighbour in a batch: a New Year wrap, a DST

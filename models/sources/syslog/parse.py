@@ -62,7 +62,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePath
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from gpusre.models.sources.sacct.parse import REJECT_SCHEMA
 from gpusre.models.ingest.slurm_values import check_timezone
@@ -571,8 +573,13 @@ def _parse_header_format(
             missing = df.filter(pl.col("Y").is_null())
             if len(missing):
                 years = _infer_years(missing.select("_file", "line_no", "_mon", "d", "H", "M", "S"), hints)
-                df = df.join(years.select("_file", "line_no", "_year"), on=["_file", "line_no"], how="left",
-                             maintain_order="left")
+                if len(missing) == len(df):
+                    # Every row (the usual RFC 3164 file): _infer_years keeps the row order, so
+                    # the column attaches as is; the join costs ~0.2 s per million lines.
+                    df = df.with_columns(years["_year"])
+                else:
+                    df = df.join(years.select("_file", "line_no", "_year"), on=["_file", "line_no"], how="left",
+                                 maintain_order="left")
             else:
                 df = df.with_columns(pl.lit(None, dtype=pl.Int64).alias("_year"))
             year = pl.coalesce(_int("Y"), pl.col("_year"))
@@ -696,10 +703,11 @@ def _format_order(lines: pl.DataFrame) -> list[str]:
     return sorted(FORMATS, key=lambda f: -int(hits[f] or 0))
 
 
-#: Larger inputs take the Python path: a Polars string holds at most 4 GiB, and the fast path
-#: below keeps the whole file in one string before splitting it.
+#: Larger inputs take the Python path: a Polars string column addresses its text in buffers of
+#: at most 4 GiB, and the fast path below keeps each file's lines in one buffer.
 _MAX_SINGLE_STRING = 1 << 30
 _BOM = "\ufeff".encode()
+_NEWLINE = np.uint8(ord("\n"))
 
 
 def _split_text(data: bytes) -> pl.Series:
@@ -713,60 +721,96 @@ def _split_text(data: bytes) -> pl.Series:
     return pl.Series(text.split("\n"), dtype=pl.String)
 
 
-def _as_string(raw: bytes) -> pl.Series | None:
-    """``raw`` as a one-row String Series, or None when it is not valid UTF-8."""
-    try:
-        return pl.Series([raw], dtype=pl.Binary).cast(pl.String)
-    except pl.exceptions.ComputeError:
-        return None
+def _valid_utf8(raws: list[bytes]) -> list[bool]:
+    """Per input, whether it is valid UTF-8 (one Arrow validation of them all, each on its own)."""
+    def validate(chunk: list[bytes]) -> bool:
+        offsets = np.concatenate([[0], np.cumsum([len(r) for r in chunk])]).astype(np.int64)
+        array = pa.LargeStringArray.from_buffers(len(chunk), pa.py_buffer(offsets), pa.py_buffer(b"".join(chunk)))
+        try:
+            array.validate(full=True)
+        except pa.ArrowInvalid:
+            return False
+        return True
+
+    if validate(raws):
+        return [True] * len(raws)
+    return [validate([raw]) for raw in raws]  # rare: find the invalid ones
+
+
+def _split_utf8(raws: list[bytes]) -> pl.DataFrame:
+    """Files of valid UTF-8 split at LF: ``(_file, line_no, line)``, ``_file`` the index in ``raws``.
+
+    Each line is a slice of the files' bytes themselves: the offsets of one Arrow string array are
+    the file starts and the positions just past each LF, so no byte is copied before Polars takes
+    the array, and the LF that ends each line is then cut (3-4x faster than ``str.split`` +
+    ``explode``, which copies the text twice). LF never occurs inside a multi-byte UTF-8
+    sequence, and each file is valid on its own, so every line is valid UTF-8.
+    """
+    data = raws[0] if len(raws) == 1 else b"".join(raws)
+    bounds = np.cumsum([0] + [len(r) for r in raws], dtype=np.int64)
+    line_starts = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE).astype(np.int64) + 1
+    # A file start goes after a line start at the same position: that one begins the (empty) last
+    # line of the file before, whose text ended with LF.
+    at = np.searchsorted(line_starts, bounds[:-1], side="right")
+    starts = np.insert(line_starts, at, bounds[:-1])
+    is_file_start = np.zeros(len(starts), dtype=bool)
+    is_file_start[at + np.arange(len(at))] = True
+    index = np.arange(len(starts), dtype=np.int64)
+    first_line = np.maximum.accumulate(np.where(is_file_start, index, 0))
+    lines = pa.LargeStringArray.from_buffers(
+        len(starts), pa.py_buffer(np.append(starts, len(data))), pa.py_buffer(data))
+    return pl.DataFrame({
+        "_file": pl.Series(np.cumsum(is_file_start) - 1, dtype=pl.UInt32),
+        "line_no": pl.Series(index - first_line + 1, dtype=pl.Int64),
+        "line": pl.Series(lines, dtype=pl.String).str.strip_suffix("\n"),
+    })
 
 
 def _split_batch(datas: list[bytes]) -> pl.DataFrame:
     """The contents of a batch of files -> their non-blank physical lines ``(_file, line_no, line)``
-    (``_file``: the index in ``datas``), in file and line order; decoding and splitting in Rust.
+    (``_file``: the index in ``datas``), in file and line order; decoding and splitting vectorized.
 
-    Common case (valid UTF-8, no NUL byte): Polars validates the bytes as strings and splits them,
-    every file of the batch in one query (2x faster than ``bytes.decode`` + ``str.split`` + building
-    a Series from a million Python strings). On valid UTF-8, removing the BOM and turning CRLF into
-    LF on bytes is the same as on text. Other input takes :func:`_split_text`: there, dropping NULs
-    before decoding could join the bytes around them into a different character, so the text-level
-    order is kept.
+    Common case (valid UTF-8, no NUL byte): Arrow validates the bytes and :func:`_split_utf8`
+    splits every file of the batch at once, without copying the text (2x faster than
+    ``bytes.decode`` + ``str.split`` + building a Series from a million Python strings, on top of
+    its own gain; one query for a batch of small per-node files rather than one each). On valid
+    UTF-8, removing the BOM and turning CRLF into LF on bytes is the same as on text. Other input
+    takes :func:`_split_text`: there, dropping NULs before decoding could join the bytes around
+    them into a different character, so the text-level order is kept.
     """
     fast: list[int] = []
     raws: list[bytes] = []
-    slow: list[int] = []
     for index, data in enumerate(datas):
         if len(data) < _MAX_SINGLE_STRING and b"\x00" not in data:
             raw = data.removeprefix(_BOM)
             fast.append(index)
             raws.append(raw.replace(b"\r\n", b"\n") if b"\r" in raw else raw)
-        else:
-            slow.append(index)
-    texts: list[pl.DataFrame] = []
-    if raws:
-        try:
-            strings = pl.Series(raws, dtype=pl.Binary).cast(pl.String)
-            texts.append(pl.DataFrame({"_file": pl.Series(fast, dtype=pl.UInt32), "text": strings}))
-        except pl.exceptions.ComputeError:  # some file is not valid UTF-8: find which, one by one
-            for index, raw in zip(fast, raws, strict=True):
-                string = _as_string(raw)
-                if string is None:
-                    slow.append(index)
-                else:
-                    texts.append(pl.DataFrame({"_file": pl.Series([index], dtype=pl.UInt32), "text": string}))
-    parts = [
-        frame.select("_file", pl.col("text").str.split("\n").alias("line")).explode("line") for frame in texts
-    ]
+    valid = _valid_utf8(raws) if raws else []
+    parts: list[pl.DataFrame] = []
+    # Batches stay under _MAX_SINGLE_STRING together, so that their lines share one buffer.
+    group: list[int] = []
+    size = 0
+    for position, ok in enumerate([*valid, False]):
+        if group and (not ok or size + len(raws[position]) >= _MAX_SINGLE_STRING):
+            part = _split_utf8([raws[p] for p in group])
+            files = pl.Series([fast[p] for p in group], dtype=pl.UInt32)
+            parts.append(part.with_columns(files.gather(part["_file"]).alias("_file")))
+            group, size = [], 0
+        if ok:
+            group.append(position)
+            size += len(raws[position])
+    slow = sorted(set(range(len(datas))) - {fast[p] for p, ok in enumerate(valid) if ok})
     parts += [
-        _split_text(datas[index]).alias("line").to_frame().select(pl.lit(index, dtype=pl.UInt32).alias("_file"), "line")
+        _split_text(datas[index]).alias("line").to_frame().select(
+            pl.lit(index, dtype=pl.UInt32).alias("_file"),
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("line_no"),
+            "line",
+        )
         for index in slow
     ]
     if not parts:
         return pl.DataFrame(schema={"_file": pl.UInt32, "line_no": pl.Int64, "line": pl.String})
-    lines = pl.concat(parts).sort("_file", maintain_order=True)
-    lines = lines.select(
-        "_file", (pl.int_range(pl.len(), dtype=pl.Int64) + 1).over("_file").alias("line_no"), "line"
-    )
+    lines = pl.concat(parts).sort("_file", maintain_order=True) if slow else pl.concat(parts)
     # Anchored, so the regex stops at the first non-blank character of ordinary lines.
     return lines.filter(~pl.col("line").str.contains(r"^\s*$"))
 
