@@ -5,9 +5,9 @@ after 0.5 s (``dirty_decay_ms:500`` in ``polars/__init__.py``, so that idle proc
 pola-rs/polars#18088); the next large frame then page-faults them in again, zero-filled. The
 ingest builds and frees frames of a million lines over and over, so on the node-log benchmark
 (10 M lines, 2-core VM, 2026-12-03) 12.4 of its 43 CPU-seconds were the kernel's. Keeping freed
-pages for 3 s took the kernel's share to ~5 s and the ingest from 36.8 to 31.1 s, for 2.7
-instead of 2.4 GB peak RSS (never returning them was faster still, 30.4 s, but peaked at 3.4 GB,
-over the ingest's 3 GB budget). Memory is still returned when the process idles, so a
+pages for 10 s took the kernel's share to 5-6 s and the ingest from 36.8 to 25.5-30.0 s (this
+VM is noisy), for 2.4-2.5 instead of 2.4 GB peak RSS; 3 s kept 10 s of kernel time, and never
+returning them peaked at 3.4 GB, over the ingest's 3 GB budget. Memory is still returned when the process idles, so a
 long-lived process (a Dagster daemon, a notebook) does not keep its peak.
 
 The setting is jemalloc's ``_RJEM_MALLOC_CONF`` environment variable, which Polars appends to
@@ -23,8 +23,8 @@ import os
 
 __all__ = ["POLARS_MALLOC_CONF", "keep_freed_memory"]
 
-#: jemalloc options: freed pages stay reusable for 3 s, then go back to the kernel at once.
-POLARS_MALLOC_CONF = "dirty_decay_ms:3000,muzzy_decay_ms:0"
+#: jemalloc options: freed pages stay reusable for 10 s, then go back to the kernel at once.
+POLARS_MALLOC_CONF = "dirty_decay_ms:10000,muzzy_decay_ms:0"
 
 
 def keep_freed_memory() -> None:
