@@ -383,3 +383,15 @@ def test_throughput_on_a_realistic_mix() -> None:
     assert out["kind"].is_not_null().sum() == 4000
     # Generous floor for a loaded 2-core CI box; the benchmark measures the real rate.
     assert messages.len() / elapsed > 100_000
+
+
+def test_a_code_too_large_for_its_column_is_no_code_not_a_failed_batch() -> None:
+    # A corrupt line's 11-digit Xid used to fail the strict cast to Int32, and with it the
+    # classification of the whole batch of lines.
+    out = classify_messages(pl.Series([
+        "NVRM: Xid (PCI:0000:10:1c): 99999999999, pid=1896, Row Remapper: New row marked for remapping, "
+        "reset gpu to activate.",
+        "NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+    ]))
+    assert out["pattern_id"].to_list() == ["xid_row_remap", "xid"]
+    assert out["code"].to_list() == [None, 79]

@@ -266,3 +266,39 @@ def test_a_parser_failure_in_a_batch_refuses_only_its_file(landing: Path, tmp_pa
     good = [name for name in results if name != bad]
     assert len(good) == 4 and all(results[n].status == "loaded" for n in good)
     assert len({per_file[n] for n in good}) == 1 and per_file[good[0]] == results[good[0]].rows_loaded > 0
+
+
+def test_events_read_only_lines_whose_form_may_match_yet_find_every_event() -> None:
+    # _events scans the catalog's literals on distinct (program, canonical form) pairs, then
+    # classifies only the lines of pairs that may match: it must find exactly what classifying
+    # every line finds, for every pattern's example (with and without its program split off,
+    # with other digits), beside lines that match nothing.
+    import polars as pl
+
+    from gpusre.models.logs.event_catalog import classify_messages, load_log_patterns
+    from gpusre.models.logs.templates import canonical_forms
+    from gpusre.models.sources.syslog.ingest import _events
+
+    examples = load_log_patterns()["example"].to_list()
+    programs: list[str | None] = []
+    messages: list[str] = []
+    for i, example in enumerate(examples):
+        renumbered = example.replace("0", str(i % 10)).replace("1", "123456789")
+        for text in (example, renumbered):
+            programs.append(None)
+            messages.append(text)
+            head, sep, rest = text.partition(": ")
+            if sep and " " not in head:
+                programs.append(head)
+                messages.append(rest)
+    programs += ["kernel", "sshd", None, "kernel"]
+    messages += ["eth0: link up 100000 Mbps", "Accepted publickey for root port 50022", "", "NVRM: nothing here 12"]
+    lines = pl.DataFrame({"program": programs, "message": messages}, schema={"program": pl.String, "message": pl.String})
+    forms, form_of_row = canonical_forms(lines["message"])
+    tagged = lines.select(pl.when(pl.col("program").is_not_null())
+                          .then(pl.concat_str([pl.col("program"), pl.lit(": "), pl.col("message")]))
+                          .otherwise(pl.col("message"))).to_series()
+    expected = classify_messages(tagged).drop("gpu_index")
+    got = _events(lines, forms, form_of_row)
+    assert got.equals(expected)
+    assert expected["kind"].drop_nulls().len() >= len(examples)  # the examples do match

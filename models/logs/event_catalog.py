@@ -39,6 +39,8 @@ from pathlib import Path
 
 import polars as pl
 
+from gpusre.models.logs.masking import canonical_digits
+
 __all__ = [
     "ACTIONS",
     "AWS_TIERS",
@@ -51,6 +53,7 @@ __all__ = [
     "SEVERITY_RANK",
     "CatalogError",
     "classify_messages",
+    "may_match_canonical",
     "load_log_patterns",
     "load_sxid_catalog",
     "load_xid_catalog",
@@ -351,7 +354,23 @@ def _group(row: dict[str, object], name: str, dtype: pl.DataType) -> pl.Expr:
     groups: dict[str, int] = row["groups"]  # type: ignore[assignment]
     if name not in groups:
         return pl.lit(None, dtype)
-    return pl.col("message").str.extract(row["regex"], groups[name]).cast(dtype)  # type: ignore[arg-type]
+    # Not strict: a code too large for its type (a corrupt line) is no code, not a failed batch.
+    return pl.col("message").str.extract(row["regex"], groups[name]).cast(dtype, strict=False)  # type: ignore[arg-type]
+
+
+def may_match_canonical(texts: pl.Series) -> pl.Series:
+    """For texts in :func:`~gpusre.models.logs.masking.canonical_digits` form: whether each may
+    match a pattern, i.e. holds the canonical form of one of the patterns' literals.
+
+    True for the canonical form of every text that holds a literal (so filtering on it loses no
+    match): canonicalizing is per character (digit -> 0) except that digit runs are cut to 4, and
+    a literal's digit run lies within the text's run, which is at least as long. Why: the ingest
+    canonicalizes every line anyway and deduplicates the forms, so the literal scan runs on a few
+    thousand forms instead of millions of lines; :func:`classify_messages` then reads only the
+    lines whose form may match.
+    """
+    literals = canonical_digits(pl.Series(_plan().literals, dtype=pl.String)).unique().to_list()
+    return texts.cast(pl.String).str.contains_any(literals).fill_null(False).alias("may_match")
 
 
 def classify_messages(messages: pl.Series) -> pl.DataFrame:

@@ -52,6 +52,7 @@ __all__ = [
     "STATE_FORMAT",
     "TemplateConfig",
     "TemplateMiner",
+    "canonical_forms",
     "distinct_first_seen",
     "message_key",
     "grouping_accuracy",
@@ -273,6 +274,13 @@ def distinct_first_seen(values: pl.Series) -> tuple[pl.Series, pl.Series]:
     return distinct, inverse.cast(pl.UInt32).alias(values.name)
 
 
+def canonical_forms(messages: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The distinct :func:`~gpusre.models.logs.masking.canonical_digits` forms of ``messages``
+    (nulls as empty) in order of first appearance, and per row the index of its form
+    (:func:`distinct_first_seen`)."""
+    return distinct_first_seen(canonical_digits(messages.cast(pl.String).fill_null("")))
+
+
 @dataclass
 class TemplateMiner:
     """Drain3 with an explicit config, batch assignment and JSON state. Not thread-safe."""
@@ -411,8 +419,7 @@ class TemplateMiner:
     def _assign_canonical(self, messages: pl.Series) -> tuple[pl.Series, pl.DataFrame]:
         """Per row, the index of its distinct canonical form; and :meth:`assign` of those forms
         masked (one row per distinct canonical form)."""
-        keys = canonical_digits(messages.cast(pl.String).fill_null(""))
-        distinct_keys, inverse = distinct_first_seen(keys)
+        distinct_keys, inverse = canonical_forms(messages)
         return inverse, self.assign(self._mask_distinct(distinct_keys))
 
     def _mask_distinct(self, keys: pl.Series) -> pl.Series:
@@ -439,16 +446,17 @@ class TemplateMiner:
         self._mask_cache = current.head(MASK_CACHE_FORMS)
         return masked.alias(keys.name)
 
-    def key_messages(self, messages: pl.Series) -> tuple[pl.Series, pl.DataFrame]:
+    def key_messages(self, messages: pl.Series, forms: tuple[pl.Series, pl.Series] | None = None
+                     ) -> tuple[pl.Series, pl.DataFrame]:
         """Mask raw messages without mining: per row its ``message_key`` (Int64, :func:`message_key`
         of the masked text), and the distinct ``(message_key, masked)`` in order of first appearance.
 
         Why: template ids depend on the order Drain3 sees messages, so parallel parse steps cannot
         assign them; they key each line by its masked text instead, and one serial step mines the
         new keys in landing order (:meth:`mine_keys`). Only the miner's config and mask cache are
-        used: the Drain3 state is untouched."""
-        keys = canonical_digits(messages.cast(pl.String).fill_null(""))
-        distinct_keys, inverse = distinct_first_seen(keys)
+        used: the Drain3 state is untouched. ``forms``: :func:`canonical_forms` of ``messages``,
+        when the caller has them already."""
+        distinct_keys, inverse = forms if forms is not None else canonical_forms(messages)
         masked, masked_inverse = distinct_first_seen(self._mask_distinct(distinct_keys))
         hashed = pl.Series("message_key", [message_key(m) for m in masked.to_list()], dtype=pl.Int64)
         per_row = hashed.gather(masked_inverse).gather(inverse)

@@ -28,14 +28,15 @@ import polars as pl
 
 from gpusre.models.alerts.nodes import HostMapping, node_names
 from gpusre.models.ingest.background_writer import BackgroundWriter
-from gpusre.models.logs.event_catalog import classify_messages
+from gpusre.models.logs.event_catalog import classify_messages, may_match_canonical
+from gpusre.models.logs.masking import canonical_digits
 from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
 from gpusre.models.ingest.landing_files import LandingRead, SourceScan, read_landing_file, scan_source
 from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
                                           read_staged, write_staged)
 from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA, REJECT_SCHEMA, SyslogBatchResult, SyslogInput, host_from_filename,
                                                parse_syslog_batch)
-from gpusre.models.logs.templates import TemplateConfig, TemplateMiner
+from gpusre.models.logs.templates import TemplateConfig, TemplateMiner, canonical_forms, distinct_first_seen
 from gpusre.models.warehouse import append_arrow, transaction
 from gpusre.models.ingest.lake import remove_unlisted_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
@@ -94,20 +95,45 @@ def _year_hint(source_file: str, jobs_span: tuple[datetime, datetime] | None) ->
     return jobs_span
 
 
-def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The lake rows of parsed lines (events recognized, node named, ``message_key``) and the
-    distinct ``(source_file, message_key, masked)`` in order of first appearance per file."""
-    # Patterns such as 'slurmd: error:' include the program tag, so classify 'program: message'.
+def _events(lines: pl.DataFrame, forms: pl.Series, form_of_row: pl.Series) -> pl.DataFrame:
+    """:func:`classify_messages` of each line's ``program: message`` (one row per line, without
+    ``gpu_index``), reading only the lines whose canonical form may match a pattern.
+
+    Lines sharing a program and a message form share the verdict of the literal scan, so it runs
+    once per distinct pair (a few thousand a night, against millions of lines)."""
+    programs, program_of_row = distinct_first_seen(lines["program"])
+    pair = program_of_row.cast(pl.UInt64) * len(forms) + form_of_row.cast(pl.UInt64)
+    pairs, pair_of_row = distinct_first_seen(pair)
+    program = programs.gather(pairs // len(forms))
+    form = forms.gather(pairs % len(forms))
+    # Patterns such as 'slurmd: error:' include the program tag, so classify 'program: message';
+    # canonical_digits of it is the program's form, ': ' and the message's form.
+    tagged_forms = pl.select(
+        pl.when(pl.lit(program).is_not_null())
+        .then(pl.concat_str([canonical_digits(program.fill_null("")), pl.lit(": "), form]))
+        .otherwise(form)
+    ).to_series()
+    rows = may_match_canonical(tagged_forms).gather(pair_of_row).arg_true()
+    candidates = lines[rows]
     tagged = (
-        lines.select(
+        candidates.select(
             pl.when(pl.col("program").is_not_null())
             .then(pl.concat_str([pl.col("program"), pl.lit(": "), pl.col("message")]))
             .otherwise(pl.col("message"))
             .alias("text")
         ).to_series()
     )
-    events = classify_messages(tagged).drop("gpu_index")
-    keys, distinct = masker.key_messages(lines["message"].fill_null(""))
+    found = classify_messages(tagged).drop("gpu_index").with_columns(rows.alias("_row"))
+    return (pl.int_range(lines.height, dtype=rows.dtype, eager=True).alias("_row").to_frame()
+            .join(found, on="_row", how="left", maintain_order="left").drop("_row"))
+
+
+def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The lake rows of parsed lines (events recognized, node named, ``message_key``) and the
+    distinct ``(source_file, message_key, masked)`` in order of first appearance per file."""
+    forms, form_of_row = canonical_forms(lines["message"])
+    events = _events(lines, forms, form_of_row)
+    keys, distinct = masker.key_messages(lines["message"], (forms, form_of_row))
     # The same host -> node rule as alerts, with cluster.yaml's alerts.nodes settings (lower case,
     # no DNS suffix or port, rewrites such as gpu001-bmc -> gpu001, the node list's spelling); a
     # host it will not call a node (an address, a server outside the node list) keeps its first label.
