@@ -317,6 +317,41 @@ def test_views_cast_the_lake_to_the_declared_types(tmp_path: Path) -> None:
         con.close()
 
 
+def test_file_sets_of_interleaved_rows_get_exactly_their_rows(tmp_path: Path) -> None:
+    """Rows of one landing file that alternate between days (lines out of time order), and of two
+    landing files in one batch: each (file, day) file set gets exactly its rows, in input order,
+    whether or not the batch needed sorting."""
+    from gpusre.models.ingest.lake import write_file_sets
+    from gpusre.models.sources.registry import lake_table
+
+    wh = tmp_path / "w.duckdb"
+    con = connect(wh)
+    try:
+        schema = con.sql("SELECT * FROM lake.slurm_events LIMIT 0").pl().schema
+        files = ["slurm_events/a.txt", "slurm_events/a.txt", "slurm_events/b.txt", "slurm_events/a.txt",
+                 "slurm_events/b.txt"]
+        stamps = ["2026-09-01 23:59:00", "2026-09-02 00:01:00", "2026-09-01 12:00:00", "2026-09-01 23:59:30",
+                  "2026-09-01 13:00:00"]
+        rows = pl.DataFrame({"source_file": files, "line_no": [1, 2, 1, 3, 2], "event_type": ["node"] * 5}).with_columns(
+            start_ts=pl.Series(stamps).str.to_datetime(time_zone="UTC"))
+        full = rows.select([pl.col(c) if c in rows.columns else pl.lit(None).alias(c) for c in schema])
+        versions = {"slurm_events/a.txt": "00aa", "slurm_events/b.txt": "00bb"}
+        for batch in (full, full.filter(pl.col("source_file") == "slurm_events/b.txt")):
+            for path in lake_files(lake_root(wh), "slurm_events"):
+                if path.name != "_schema.parquet":
+                    path.unlink()
+            assert write_file_sets(lake_root(wh), lake_table("slurm_events"), batch, versions) == (
+                batch.select("source_file", pl.col("start_ts").dt.date()).n_unique())
+            got = {(p.parent.name, p.stem): pl.read_parquet(p)["line_no"].to_list()
+                   for p in lake_files(lake_root(wh), "slurm_events") if p.name != "_schema.parquet"}
+            expected = {(f"day={day}", version_stem(f, versions[f])): part["line_no"].to_list()
+                        for (f, day), part in batch.group_by("source_file", pl.col("start_ts").dt.date(),
+                                                             maintain_order=True)}
+            assert got == expected
+    finally:
+        con.close()
+
+
 def test_rows_reconcile_reads_the_footers_and_finds_a_lost_file(reference: Path, tmp_path: Path) -> None:
     """The per-file row counts of the reconcile checks come from the Parquet footers of each ledger
     version's files: they equal counting the raw views, and a file lost from the lake is named."""
