@@ -4,11 +4,11 @@ Polars allocates with its own jemalloc, which it sets up to give freed pages bac
 after 0.5 s (``dirty_decay_ms:500`` in ``polars/__init__.py``, so that idle processes shrink;
 pola-rs/polars#18088); the next large frame then page-faults them in again, zero-filled. The
 ingest builds and frees frames of a million lines over and over, so on the node-log benchmark
-(10 M lines, 2-core VM, 2026-12-03) 12.4 of its 43 CPU-seconds were the kernel's. Keeping freed
-pages for 10 s took the kernel's share to 5-6 s and the ingest from 36.8 to 25.5-30.0 s (this
-VM is noisy), for 2.4-2.5 instead of 2.4 GB peak RSS; 3 s kept 10 s of kernel time, and never
-returning them peaked at 3.4 GB, over the ingest's 3 GB budget. Memory is still returned when the process idles, so a
-long-lived process (a Dagster daemon, a notebook) does not keep its peak.
+(10 M lines, 2-core VM, 2026-12-03) 12.4 of its 43 CPU-seconds were the kernel's. Measured there:
+the default 0.5 s, 36.8 s and 2.4 GB peak RSS; 3 s, 31.1 s and 2.7 GB; 20 s, 29.8 s and 3.1 GB;
+never, 30.4 s and 3.4 GB (over the ingest's 3 GB budget). With 10 s the kernel's share is 5-6 s;
+on today's code the ingest peaks at 1.9-2.0 GB. Memory is still returned when the process idles,
+so a long-lived process (a Dagster daemon, a notebook) does not keep its peak.
 
 The setting is jemalloc's ``_RJEM_MALLOC_CONF`` environment variable, which Polars appends to
 its own options when it is imported (later options win). :func:`keep_freed_memory` runs first
