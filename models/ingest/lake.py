@@ -209,16 +209,16 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
     keyed = frame.with_columns(_day_frame(frame, spec).alias("__day"))
     if spec.day_of_landing_file:
         keyed = keyed.with_columns(pl.col("__day").max().over("source_file"))
-    # One conversion to the storage schema, then zero-copy slices: per-part conversions cost more
-    # than the Parquet encoding for thousands of small per-node files.
     # Each file set's rows must be contiguous; they usually are (a batch is files in order, a
     # file's lines mostly in time order), and then a sort would only move every column.
     runs = keyed.select(pl.struct("source_file", "__day").rle_id().max() + 1).item()
     if runs != keyed.select(pl.struct("source_file", "__day").n_unique()).item():
         keyed = keyed.sort("source_file", "__day", maintain_order=True)
     groups = keyed.group_by("source_file", "__day", maintain_order=True).len()
-    # Polars writes the file itself: converting its strings to Arrow's layout first cost as much
-    # CPU as the encoding (0.25 s per million node-log lines), and its writer uses every core.
+    # One cast to the storage types, then zero-copy slices: per-part conversions cost more than the
+    # Parquet encoding for thousands of small per-node files. Polars writes the files itself:
+    # converting its strings to Arrow's layout first cost as much CPU as the encoding (0.25 s per
+    # million node-log lines), and its writer uses every core.
     table = keyed.select(schema.names).cast(_polars_schema(schema))
     offsets = [0, *groups["len"].cum_sum().to_list()]
     targets = [lake / spec.name / f"day={day.isoformat()}" / f"{version_stem(source_file, versions[source_file])}.parquet"
