@@ -369,8 +369,13 @@ def may_match_canonical(texts: pl.Series) -> pl.Series:
     thousand forms instead of millions of lines; :func:`classify_messages` then reads only the
     lines whose form may match.
     """
-    literals = canonical_digits(pl.Series(_plan().literals, dtype=pl.String)).unique().to_list()
-    return texts.cast(pl.String).str.contains_any(literals).fill_null(False).alias("may_match")
+    return texts.cast(pl.String).str.contains_any(_canonical_literals()).fill_null(False).alias("may_match")
+
+
+@lru_cache(maxsize=1)
+def _canonical_literals() -> list[str]:
+    """The patterns' literals in canonical_digits form (once per process, not per batch)."""
+    return canonical_digits(pl.Series(_plan().literals, dtype=pl.String)).unique().to_list()
 
 
 def classify_messages(messages: pl.Series) -> pl.DataFrame:

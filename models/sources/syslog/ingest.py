@@ -95,6 +95,12 @@ def _year_hint(source_file: str, jobs_span: tuple[datetime, datetime] | None) ->
     return jobs_span
 
 
+def _tagged(program: pl.Expr, program_text: pl.Expr, message: pl.Expr) -> pl.Expr:
+    """``program_text: message`` where ``program`` is set, else ``message``: patterns such as
+    'slurmd: error:' include the program tag, so lines are classified with it."""
+    return pl.when(program.is_not_null()).then(pl.concat_str([program_text, pl.lit(": "), message])).otherwise(message)
+
+
 def _events(lines: pl.DataFrame, forms: pl.Series, form_of_row: pl.Series) -> pl.DataFrame:
     """:func:`classify_messages` of each line's ``program: message`` (one row per line, without
     ``gpu_index``), reading only the lines whose canonical form may match a pattern.
@@ -105,24 +111,11 @@ def _events(lines: pl.DataFrame, forms: pl.Series, form_of_row: pl.Series) -> pl
     pair = program_of_row.cast(pl.UInt64) * len(forms) + form_of_row.cast(pl.UInt64)
     pairs, pair_of_row = distinct_first_seen(pair)
     program = programs.gather(pairs // len(forms))
-    form = forms.gather(pairs % len(forms))
-    # Patterns such as 'slurmd: error:' include the program tag, so classify 'program: message';
-    # canonical_digits of it is the program's form, ': ' and the message's form.
-    tagged_forms = pl.select(
-        pl.when(pl.lit(program).is_not_null())
-        .then(pl.concat_str([canonical_digits(program.fill_null("")), pl.lit(": "), form]))
-        .otherwise(form)
-    ).to_series()
+    # canonical_digits of 'program: message' is the program's form, ': ' and the message's form.
+    tagged_forms = pl.select(_tagged(pl.lit(program), pl.lit(canonical_digits(program.fill_null(""))),
+                                     pl.lit(forms.gather(pairs % len(forms))))).to_series()
     rows = may_match_canonical(tagged_forms).gather(pair_of_row).arg_true()
-    candidates = lines[rows]
-    tagged = (
-        candidates.select(
-            pl.when(pl.col("program").is_not_null())
-            .then(pl.concat_str([pl.col("program"), pl.lit(": "), pl.col("message")]))
-            .otherwise(pl.col("message"))
-            .alias("text")
-        ).to_series()
-    )
+    tagged = lines[rows].select(_tagged(pl.col("program"), pl.col("program"), pl.col("message"))).to_series()
     found = classify_messages(tagged).drop("gpu_index").with_columns(rows.alias("_row"))
     return (pl.int_range(lines.height, dtype=rows.dtype, eager=True).alias("_row").to_frame()
             .join(found, on="_row", how="left", maintain_order="left").drop("_row"))
