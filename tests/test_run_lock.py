@@ -4,6 +4,7 @@ and an ad hoc reader holding the warehouse file."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -72,20 +73,11 @@ def test_stale_snapshot_tmp_is_removed(tmp_path: Path) -> None:
     assert not remove_stale_snapshot_tmp(wh)
 
 
-@pytest.mark.parametrize("delay_s", [0.0, 10.0])  # at the lock itself; mid-run
-def test_two_runs_one_completes_one_is_refused(landing: Path, tmp_path: Path, delay_s: float) -> None:
-    """Two runs started ``delay_s`` apart: whichever takes the lock first completes, the other exits 1
-    at once (while the winner still runs) with one line and no traceback. With no delay either may win."""
-    wh = tmp_path / "w.duckdb"
-    runs = [_start_run(landing, wh)]
-    time.sleep(delay_s)
-    if runs[0].poll() is not None:  # the first run was over before the second started: nothing to race
-        assert runs[0].returncode == 0, runs[0].communicate()[1]
-        pytest.skip(f"the first run finished within {delay_s} s on this machine")
-    runs.append(_start_run(landing, wh))
+def _collect_in_finishing_order(runs: list[subprocess.Popen[str]]) -> list[tuple[subprocess.Popen[str], str, str, bool]]:
+    """(process, stdout, stderr, another run still running when it ended) in the order they ended."""
     finished: list[tuple[subprocess.Popen[str], str, str, bool]] = []
     pending = list(runs)
-    while pending:  # collect in finishing order
+    while pending:
         for proc in pending:
             if proc.poll() is not None:
                 out, err = proc.communicate()
@@ -94,6 +86,10 @@ def test_two_runs_one_completes_one_is_refused(landing: Path, tmp_path: Path, de
                 break
         else:
             time.sleep(0.1)
+    return finished
+
+
+def _assert_one_completed_one_refused(finished: list[tuple[subprocess.Popen[str], str, str, bool]]) -> None:
     (loser, out_l, err_l, other_running), (winner, out_w, err_w, _) = finished
     assert winner.returncode == 0, err_w
     assert "report:" in out_w and "Traceback" not in err_w
@@ -101,8 +97,38 @@ def test_two_runs_one_completes_one_is_refused(landing: Path, tmp_path: Path, de
     assert other_running  # refused at once, not after waiting for the winner
     assert err_l.strip().count("\n") == 0 and "Traceback" not in err_l
     assert f"warehouse busy: run {winner.pid} since" in err_l or "warehouse busy: another run (starting)" in err_l
-    if delay_s >= 4:
-        assert winner is runs[0]
+
+
+def test_two_runs_started_together_one_completes_one_is_refused(landing: Path, tmp_path: Path) -> None:
+    """Two runs started at the same moment race for the lock: either may win; the other exits 1 at
+    once (while the winner still runs) with one line and no traceback."""
+    wh = tmp_path / "w.duckdb"
+    _assert_one_completed_one_refused(_collect_in_finishing_order([_start_run(landing, wh), _start_run(landing, wh)]))
+
+
+def test_run_started_while_another_is_mid_run_is_refused(landing: Path, tmp_path: Path) -> None:
+    """A second run started while the first holds the lock mid-run is refused at once, and the first
+    completes. The first run is frozen (SIGSTOP) once it holds the lock, so that it cannot finish
+    before the second run has even started up (a fixed delay raced with it on a fast machine)."""
+    wh = tmp_path / "w.duckdb"
+    first = _start_run(landing, wh)
+    deadline = time.monotonic() + 300
+    while not (lock_path(wh).exists() and lock_path(wh).read_text().startswith(f"{first.pid} ")):
+        assert first.poll() is None and time.monotonic() < deadline, "the first run never took the lock"
+        time.sleep(0.05)
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = _start_run(landing, wh)
+        _, err = second.communicate(timeout=300)
+        assert second.returncode == 1, err
+        assert f"warehouse busy: run {first.pid} since" in err
+        assert err.strip().count("\n") == 0 and "Traceback" not in err
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert "report:" in out and "Traceback" not in err
+    assert lock_path(wh).read_text() == ""  # released cleanly
 
 
 def test_reader_holding_the_file_is_pointed_at_the_snapshot(landing: Path, tmp_path: Path) -> None:
