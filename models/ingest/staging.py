@@ -57,7 +57,7 @@ def write_staged(lake: Path, source: str, shard: int, batch: int, kind: str, fra
     if not frame.height:
         return None
     target = staged_dir(lake, source) / f"{shard:04d}-{batch:06d}.{kind}.parquet"
-    write_atomic(frame.to_arrow(compat_level=pl.CompatLevel.oldest()), target, sync=False)
+    write_atomic(frame, target, sync=False)  # Polars' own writer: no copy into Arrow's layout
     return target
 
 

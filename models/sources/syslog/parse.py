@@ -721,20 +721,22 @@ def _split_text(data: bytes) -> pl.Series:
     return pl.Series(text.split("\n"), dtype=pl.String)
 
 
-def _valid_utf8(raws: list[bytes]) -> list[bool]:
-    """Per input, whether it is valid UTF-8 (one Arrow validation of them all, each on its own)."""
-    def validate(chunk: list[bytes]) -> bool:
-        offsets = np.concatenate([[0], np.cumsum([len(r) for r in chunk])]).astype(np.int64)
-        array = pa.LargeStringArray.from_buffers(len(chunk), pa.py_buffer(offsets), pa.py_buffer(b"".join(chunk)))
+def _valid_utf8(data: bytes, bounds: np.ndarray) -> list[bool]:
+    """Per file, whether it is valid UTF-8: ``data`` holds the files back to back, file ``i`` being
+    ``data[bounds[i]:bounds[i + 1]]``. One Arrow validation of them all, each file an element."""
+    def validate(lo: int, hi: int) -> bool:
+        offsets = bounds[lo:hi + 1] - bounds[lo]
+        view = memoryview(data)[bounds[lo]:bounds[hi]]
         try:
-            array.validate(full=True)
+            pa.LargeStringArray.from_buffers(hi - lo, pa.py_buffer(offsets), pa.py_buffer(view)).validate(full=True)
         except pa.ArrowInvalid:
             return False
         return True
 
-    if validate(raws):
-        return [True] * len(raws)
-    return [validate([raw]) for raw in raws]  # rare: find the invalid ones
+    files = len(bounds) - 1
+    if validate(0, files):
+        return [True] * files
+    return [validate(i, i + 1) for i in range(files)]  # rare: find the invalid ones
 
 
 #: Bytes scanned for LF at a time (see :func:`_after_newlines`).
@@ -757,8 +759,9 @@ def _after_newlines(data: bytes) -> np.ndarray:
     return np.concatenate(found)
 
 
-def _split_utf8(raws: list[bytes]) -> pl.DataFrame:
-    """Files of valid UTF-8 split at LF: ``(_file, line_no, line)``, ``_file`` the index in ``raws``.
+def _split_utf8(data: bytes | memoryview, bounds: np.ndarray) -> pl.DataFrame:
+    """Files of valid UTF-8 split at LF: ``(_file, line_no, line)``. ``data`` holds the files back to
+    back, file ``i`` being ``data[bounds[i]:bounds[i + 1]]`` (``bounds[0] == 0``); ``_file`` is ``i``.
 
     Each line is a slice of the files' bytes themselves: the offsets of one Arrow string array are
     the file starts and the positions just past each LF, so no byte is copied before Polars takes
@@ -766,8 +769,6 @@ def _split_utf8(raws: list[bytes]) -> pl.DataFrame:
     ``explode``, which copies the text twice). LF never occurs inside a multi-byte UTF-8
     sequence, and each file is valid on its own, so every line is valid UTF-8.
     """
-    data = raws[0] if len(raws) == 1 else b"".join(raws)
-    bounds = np.cumsum([0] + [len(r) for r in raws], dtype=np.int64)
     line_starts = _after_newlines(data)
     # A file start goes after a line start at the same position: that one begins the (empty) last
     # line of the file before, whose text ended with LF.
@@ -805,14 +806,19 @@ def _split_batch(datas: list[bytes]) -> pl.DataFrame:
             raw = data.removeprefix(_BOM)
             fast.append(index)
             raws.append(raw.replace(b"\r\n", b"\n") if b"\r" in raw else raw)
-    valid = _valid_utf8(raws) if raws else []
+    # The files back to back, joined once for the validation and the split (one file: not copied).
+    data = raws[0] if len(raws) == 1 else b"".join(raws)
+    bounds = np.cumsum([0] + [len(r) for r in raws], dtype=np.int64)
+    valid = _valid_utf8(data, bounds) if raws else []
     parts: list[pl.DataFrame] = []
-    # Batches stay under _MAX_SINGLE_STRING together, so that their lines share one buffer.
+    # Groups of consecutive valid files stay under _MAX_SINGLE_STRING together, so that their lines
+    # share one buffer.
     group: list[int] = []
     size = 0
     for position, ok in enumerate([*valid, False]):
         if group and (not ok or size + len(raws[position]) >= _MAX_SINGLE_STRING):
-            part = _split_utf8([raws[p] for p in group])
+            first, last = group[0], group[-1] + 1
+            part = _split_utf8(memoryview(data)[bounds[first]:bounds[last]], bounds[first:last + 1] - bounds[first])
             files = pl.Series([fast[p] for p in group], dtype=pl.UInt32)
             parts.append(part.with_columns(files.gather(part["_file"]).alias("_file")))
             group, size = [], 0
