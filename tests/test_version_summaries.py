@@ -105,3 +105,41 @@ def test_kept_per_version_equals_a_full_rebuild_across_changed_files_and_a_lost_
         _assert_equal_to_full_rebuild(con)
     finally:
         con.close()
+
+
+#: core.log_template_files as one GROUP BY (its definition before the two-level query).
+LOG_TEMPLATE_FILES_ONE_LEVEL = """
+SELECT source_file, template_id, count(*) AS lines,
+       list_sort(coalesce(list(DISTINCT node) FILTER (WHERE node IS NOT NULL), [])) AS nodes,
+       min(ts) AS first_seen_ts, max(ts) AS last_seen_ts, arg_min(message, (ts, line_no)) AS example,
+       min(ts) FILTER (WHERE kind IS NOT NULL) AS first_event_ts,
+       arg_min(kind, (ts, line_no)) FILTER (WHERE kind IS NOT NULL) AS kind
+FROM rows GROUP BY source_file, template_id"""
+
+
+def test_log_template_files_two_levels_equal_one_group_by() -> None:
+    """Hand-made lines of a central file (several nodes, a line without a node, the earliest line
+    without a message, equal times on two nodes, events on some lines) and a per-node file: the
+    two-level query gives the one-level definition's rows."""
+    from gpusre.models.warehouse import read_sql
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("""CREATE TABLE lines AS SELECT * FROM (VALUES
+        ('c.log', 1, TIMESTAMPTZ '2026-09-01 00:00:05+00', 'n2', 7, NULL,              NULL),
+        ('c.log', 2, TIMESTAMPTZ '2026-09-01 00:00:05+00', 'n1', 7, 'second n1',       NULL),
+        ('c.log', 3, TIMESTAMPTZ '2026-09-01 00:00:06+00', 'n2', 7, 'later n2',        'xid'),
+        ('c.log', 4, TIMESTAMPTZ '2026-09-01 00:00:01+00', NULL, 7, 'earliest, no node', NULL),
+        ('c.log', 5, TIMESTAMPTZ '2026-09-01 00:00:06+00', 'n1', 7, 'tie with line 3', 'ecc'),
+        ('c.log', 6, TIMESTAMPTZ '2026-09-01 00:00:09+00', 'n3', 8, 'other template',  NULL),
+        ('c.log', 7, NULL,                                 'n3', 8, 'no time',         'link'),
+        ('n1.log', 1, TIMESTAMPTZ '2026-09-01 00:00:02+00', 'n1', 7, 'per-node',       NULL),
+        ('n1.log', 2, TIMESTAMPTZ '2026-09-01 00:00:02+00', 'n1', 7, 'per-node tie',   'xid')
+    ) AS t(source_file, line_no, ts, node, template_id, message, kind)""")
+    two_levels = read_sql("core/log_template_files.sql")
+    got = con.sql(f"WITH rows AS (SELECT * FROM lines) SELECT * FROM ({two_levels}) ORDER BY ALL").fetchall()
+    expected = con.sql(f"WITH rows AS (SELECT * FROM lines) SELECT * FROM ({LOG_TEMPLATE_FILES_ONE_LEVEL}) "
+                       "ORDER BY ALL").fetchall()
+    assert got == expected
+    c7 = next(row for row in got if row[:2] == ("c.log", 7))
+    assert c7[2:4] == (5, ["n1", "n2"]) and c7[6] == "earliest, no node" and c7[8] == "xid"
