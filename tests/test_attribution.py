@@ -356,31 +356,3 @@ def test_an_earlier_recovery_does_not_clear_the_fault_logged_just_after_the_end(
     rows = [ev(1, -9, "n1", lustre), ev(2, -6, "n1", restored), ev(3, 0.5, "n1", lustre)]
     got = attribute([job("a", "FAILED", ["n1"])], rows)
     assert (got["a"]["attribution"], got["a"]["component"]) == ("infrastructure", "storage")
-
-
-def test_jobs_and_instances_attributed_together_as_each_alone(rich_warehouse) -> None:
-    """One pass over jobs and earlier instances gives what a call for each gives, on a simulated
-    warehouse with requeued jobs, and the marts hold that result."""
-    from gpusre.models.failures.attribution import attribute_jobs_and_instances
-    from gpusre.models.warehouse import connect, read_sql
-
-    con = connect(rich_warehouse[0], read_only=True)
-    try:
-        jobs_ = con.sql("SELECT job_id, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, cancelled_by, exit_code, "
-                        "exit_signal FROM core.jobs").pl()
-        earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl()
-        ev = con.sql("SELECT * FROM core.node_events").pl()
-        incidents = con.sql("SELECT * FROM marts.hw_incidents").pl()
-        outages = node_state_evidence(con.sql("SELECT * FROM core.node_states").pl())
-        mart_instances = con.sql("SELECT count(*) FROM marts.instance_failure_attribution").fetchall()[0][0]
-    finally:
-        con.close()
-    together = attribute_jobs_and_instances(jobs_, earlier, ev, incidents, outages)
-    alone = (attribute_failures(jobs_, ev, incidents, outages), attribute_failures(earlier, ev, incidents, outages))
-    for got, expected in zip(together, alone, strict=True):
-        assert got.schema == expected.schema
-        assert got.equals(expected)
-    # The scenario exercises both halves: failed jobs and failed earlier instances with evidence.
-    assert together[0].filter(pl.col("attribution") == "infrastructure").height > 0
-    failed_instances = together[1].filter(pl.col("attribution") != "none")
-    assert failed_instances.height == mart_instances > 0

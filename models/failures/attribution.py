@@ -79,7 +79,6 @@ __all__ = [
     "NODE_STATE_EVIDENCE_SCHEMA",
     "SUSPECTED_COMPONENT",
     "attribute_failures",
-    "attribute_jobs_and_instances",
     "node_state_evidence",
 ]
 
@@ -481,30 +480,3 @@ def attribute_failures(
     )
     out = pl.concat([out.cast(none_rows.schema), none_rows], how="vertical").sort("_j").drop("_j")
     return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())
-
-
-def attribute_jobs_and_instances(
-    jobs: pl.DataFrame,
-    instances: pl.DataFrame,
-    events: pl.DataFrame,
-    incidents: pl.DataFrame,
-    node_states: pl.DataFrame | None = None,
-    **options: object,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """:func:`attribute_failures` of ``jobs`` (``core.jobs``) and of ``instances`` (instances keyed
-    by ``(job_id, instance_no)``, e.g. the earlier instances of requeued jobs) in one pass.
-
-    Each row's attribution depends on its own columns and the evidence only, so attributing both
-    together gives what two calls give; the evidence side (failure events, recoveries, the
-    as-of indexes), most of the cost on a year of node events, is then prepared once.
-
-    Returns:
-        (jobs' attribution, instances' attribution), each in its input's order and with the schema
-        :func:`attribute_failures` gives it (``instance_no`` only in the second).
-    """
-    if "instance_no" not in instances.columns:
-        raise ValueError("instances need an instance_no column")
-    both = pl.concat([jobs.with_columns(pl.lit(None, dtype=instances.schema["instance_no"]).alias("instance_no")),
-                      instances], how="diagonal_relaxed")
-    attributed = attribute_failures(both, events, incidents, node_states, **options)  # type: ignore[arg-type]
-    return attributed.head(jobs.height).drop("instance_no"), attributed.slice(jobs.height)
