@@ -526,6 +526,21 @@ def test_split_batch_splits_each_file_as_on_its_own(datas: list[bytes]) -> None:
     assert got.rows() == expected
 
 
+@settings(max_examples=100, deadline=None)
+@given(datas=st.lists(_LINE_BYTES, max_size=6), cap=st.integers(min_value=1, max_value=64))
+def test_split_batch_with_a_small_buffer_cap_splits_each_file_as_on_its_own(datas: list[bytes], cap: int) -> None:
+    # Runs of valid files are cut where their bytes together would reach _MAX_SINGLE_STRING (1 GiB:
+    # lowered here so the cut happens); the lines must not depend on where the cuts fall.
+    expected = syslog._split_batch(datas).rows()
+    original = syslog._MAX_SINGLE_STRING
+    syslog._MAX_SINGLE_STRING = cap
+    try:
+        got = syslog._split_batch(datas)
+    finally:
+        syslog._MAX_SINGLE_STRING = original
+    assert got.rows() == expected
+
+
 def test_split_batch_keeps_a_file_valid_only_joined_to_its_neighbour_apart() -> None:
     got = syslog._split_batch([b"ok\n", b"a\xe2\x82", b"\xacb\n", b"\n\nlast"])
     assert got.rows() == [(0, 1, "ok"), (1, 1, "a\ufffd"), (2, 1, "\ufffdb"), (3, 3, "last")]

@@ -213,8 +213,9 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
         keyed = keyed.with_columns(pl.col("__day").max().over("source_file"))
     # Each file set's rows must be contiguous; they usually are (a batch is files in order, a
     # file's lines mostly in time order), and then a sort would only move every column.
-    runs = keyed.select(pl.struct("source_file", "__day").rle_id().max() + 1).item()
-    if runs != keyed.select(pl.struct("source_file", "__day").n_unique()).item():
+    file_set = pl.struct("source_file", "__day")
+    runs, sets = keyed.select(file_set.rle_id().max() + 1, file_set.n_unique().alias("sets")).row(0)
+    if runs != sets:
         keyed = keyed.sort("source_file", "__day", maintain_order=True)
     groups = keyed.group_by("source_file", "__day", maintain_order=True).len()
     # One cast to the storage types, then zero-copy slices: per-part conversions cost more than the

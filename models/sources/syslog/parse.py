@@ -811,20 +811,18 @@ def _split_batch(datas: list[bytes]) -> pl.DataFrame:
     bounds = np.cumsum([0] + [len(r) for r in raws], dtype=np.int64)
     valid = _valid_utf8(data, bounds) if raws else []
     parts: list[pl.DataFrame] = []
-    # Groups of consecutive valid files stay under _MAX_SINGLE_STRING together, so that their lines
-    # share one buffer.
-    group: list[int] = []
-    size = 0
+    # Runs of consecutive valid files, raws[first:position], stay under _MAX_SINGLE_STRING
+    # together, so that their lines share one buffer.
+    first: int | None = None
     for position, ok in enumerate([*valid, False]):
-        if group and (not ok or size + len(raws[position]) >= _MAX_SINGLE_STRING):
-            first, last = group[0], group[-1] + 1
-            part = _split_utf8(memoryview(data)[bounds[first]:bounds[last]], bounds[first:last + 1] - bounds[first])
-            files = pl.Series([fast[p] for p in group], dtype=pl.UInt32)
+        if first is not None and (not ok or bounds[position + 1] - bounds[first] >= _MAX_SINGLE_STRING):
+            part = _split_utf8(memoryview(data)[bounds[first]:bounds[position]],
+                               bounds[first:position + 1] - bounds[first])
+            files = pl.Series(fast[first:position], dtype=pl.UInt32)
             parts.append(part.with_columns(files.gather(part["_file"]).alias("_file")))
-            group, size = [], 0
-        if ok:
-            group.append(position)
-            size += len(raws[position])
+            first = None
+        if ok and first is None:
+            first = position
     slow = sorted(set(range(len(datas))) - {fast[p] for p, ok in enumerate(valid) if ok})
     parts += [
         _split_text(datas[index]).alias("line").to_frame().select(
