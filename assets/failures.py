@@ -12,7 +12,7 @@ import polars as pl
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.failures.attribution import attribute_failures, node_state_evidence
+from gpusre.models.failures.attribution import attribute_failures_with, node_state_evidence, prepare_evidence
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.failures.hw_incidents import merge_incidents
@@ -104,12 +104,14 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
 
         jobs = with_policy(jobs)
         hw_outages = node_state_evidence(states) if states is not None else None
-        attribution = attribute_failures(jobs, events, incidents, hw_outages)
+        # The latest instances and the earlier ones are weighed against the same evidence, prepared once.
+        evidence = prepare_evidence(events, incidents, hw_outages)
+        attribution = attribute_failures_with(jobs, evidence)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
         earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl()
         earlier = with_policy(earlier)
-        instance_attr = attribute_failures(earlier, events, incidents, hw_outages).filter(pl.col("attribution") != "none")
+        instance_attr = attribute_failures_with(earlier, evidence).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
         impact = incident_impact(incidents, attribution, jobs)
         all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],

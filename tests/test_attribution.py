@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from gpusre.models.failures.attribution import ATTRIBUTION_SCHEMA, attribute_failures, node_state_evidence
+from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, attribute_failures, attribute_failures_with,
+                                                node_state_evidence, prepare_evidence)
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents
 
@@ -273,6 +274,19 @@ def _scenario() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]
     incidents, _ = merge_incidents(ev_frame)
     attribution = attribute_failures(job_frame, ev_frame, incidents)
     return ev_frame, job_frame, incidents, attribution
+
+
+def test_evidence_prepared_once_serves_every_job_frame() -> None:
+    """The asset prepares the evidence once for the latest and the earlier instances: each frame's
+    result must equal its own attribute_failures call, in either order, reusing the same evidence."""
+    ev_frame, job_frame, incidents, _ = _scenario()
+    earlier = job_frame.head(3).with_columns(pl.Series("instance_no", [1, 1, 2]),
+                                              pl.lit("REQUEUED").alias("state"))
+    evidence = prepare_evidence(ev_frame, incidents)
+    for frame in (earlier, job_frame, earlier):
+        assert attribute_failures_with(frame, evidence).equals(attribute_failures(frame, ev_frame, incidents))
+    got = attribute_failures_with(earlier, evidence)
+    assert got["attribution"].to_list() == ["infrastructure", "infrastructure", "infrastructure"]
 
 
 def test_failure_taxonomy_all_and_month() -> None:

@@ -64,7 +64,9 @@ follow Meta (hourly checkpoints: 30 min lost on average, about min(runtime, 30 m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import polars as pl
 
@@ -78,8 +80,11 @@ __all__ = [
     "DETECTION_KINDS",
     "NODE_STATE_EVIDENCE_SCHEMA",
     "SUSPECTED_COMPONENT",
+    "AttributionEvidence",
     "attribute_failures",
+    "attribute_failures_with",
     "node_state_evidence",
+    "prepare_evidence",
 ]
 
 #: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
@@ -165,15 +170,21 @@ def _optional(jobs: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:
     return pl.col(name).cast(dtype) if name in jobs.columns else pl.lit(None, dtype=dtype)
 
 
-def _events_near(job_nodes: pl.DataFrame, events: pl.DataFrame, before: timedelta, after: timedelta) -> pl.DataFrame:
+def _indexed(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` (:data:`EVENT_SCHEMA` columns) sorted by (node, ts, event_id) with their position
+    ``_i``: each node's events are a contiguous index range (for :func:`_events_near`)."""
+    return events.select(*EVENT_SCHEMA).sort("node", "ts", "event_id").with_row_index("_i")
+
+
+def _events_near(job_nodes: pl.DataFrame, ev: pl.DataFrame, before: timedelta, after: timedelta) -> pl.DataFrame:
     """Every (job row, event) pair with the event on the job's node within [end - before, end + after].
+    ``ev``: events as :func:`_indexed` returns them.
 
     A join on node followed by a time filter materializes jobs × events per node; instead the events
     are sorted by (node, ts) so each node's events are a contiguous index range, two as-of joins find
     each job-node's first and last index inside its window, and only those ranges are expanded —
     work proportional to the output, no Python loop.
     """
-    ev = events.sort("node", "ts", "event_id").with_row_index("_i")
     idx = ev.select("_i", "node", "ts")
     jn = job_nodes.with_columns(
         (pl.col("end_ts") - before).alias("_lo_ts"),
@@ -226,11 +237,78 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
 
+@dataclass(frozen=True)
+class AttributionEvidence:
+    """What :func:`attribute_failures_with` weighs against any set of jobs, prepared once by
+    :func:`prepare_evidence`: a year's node events are a million rows, and the latest instances and
+    the earlier ones of the same night are attributed against the same evidence."""
+
+    #: Failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`), :func:`_indexed`.
+    failures: pl.DataFrame
+    #: User-application events, :func:`_indexed`.
+    user: pl.DataFrame
+    #: :func:`_recoveries` of the events.
+    recoveries: pl.DataFrame
+    #: :func:`_failure_times` of the failure events.
+    failure_times: pl.DataFrame
+    #: One row per (incident, node): the incidents' ranking columns.
+    incident_nodes: pl.DataFrame
+    #: :func:`node_state_evidence` rows (empty without node states).
+    outages: pl.DataFrame
+
+
+def prepare_evidence(
+    events: pl.DataFrame,
+    incidents: pl.DataFrame,
+    node_states: pl.DataFrame | None = None,
+    *,
+    failures: pl.DataFrame | None = None,
+) -> AttributionEvidence:
+    """The evidence of :func:`attribute_failures_with` (arguments as :func:`attribute_failures`'s);
+    ``failures``: ``failure_events(events)`` when the caller already has it."""
+    infra = failure_events(events) if failures is None else failures
+    return AttributionEvidence(
+        failures=_indexed(infra),
+        user=_indexed(events.select(*EVENT_SCHEMA).filter(pl.col("cause_class") == "user_application")),
+        recoveries=_recoveries(events),
+        failure_times=_failure_times(infra),
+        incident_nodes=incidents.select(
+            "incident_id", "component", "cause_class", "start_ts", "end_ts", "nodes",
+            severity_rank(pl.col("severity")).alias("_rank"),
+            (pl.col("label_source") == "operator").alias("_op"),
+        ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
+        outages=node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA),
+    )
+
+
 def attribute_failures(
     jobs: pl.DataFrame,
     events: pl.DataFrame,
     incidents: pl.DataFrame,
     node_states: pl.DataFrame | None = None,
+    **rules: Any,
+) -> pl.DataFrame:
+    """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
+
+    Args:
+        jobs: as :func:`attribute_failures_with`.
+        events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
+        incidents: first output of :func:`~gpusre.models.failures.hw_incidents.merge_incidents`
+            (``incident_id``, ``component``, ``cause_class``, ``severity``, ``start_ts``, ``end_ts``,
+            ``nodes``, ``label_source``).
+        node_states: optional output of :func:`node_state_evidence` (rule 2b); ``None`` when the
+            site ingests no Slurm node-state history.
+        rules: the keyword arguments of :func:`attribute_failures_with`.
+
+    Returns:
+        As :func:`attribute_failures_with`.
+    """
+    return attribute_failures_with(jobs, prepare_evidence(events, incidents, node_states), **rules)
+
+
+def attribute_failures_with(
+    jobs: pl.DataFrame,
+    evidence: AttributionEvidence,
     *,
     before: timedelta = timedelta(minutes=10),
     after: timedelta = timedelta(minutes=5),
@@ -239,19 +317,14 @@ def attribute_failures(
     restart_overhead: timedelta = timedelta(0),
     clock_skew: timedelta = timedelta(seconds=60),
 ) -> pl.DataFrame:
-    """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
+    """:func:`attribute_failures` against evidence prepared once (:func:`prepare_evidence`).
 
     Args:
         jobs: ``core.jobs`` (``job_id``, ``state``, ``nodes`` List[String], ``end_ts``, ``start_ts``,
             ``elapsed_s``, ``n_gpus``; optional ``cancelled_by``, ``exit_code``, ``exit_signal``,
             ``instance_no``) — or ``core.job_instances``, whose rows are keyed by
             ``(job_id, instance_no)``.
-        events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
-        incidents: first output of :func:`~gpusre.models.failures.hw_incidents.merge_incidents`
-            (``incident_id``, ``component``, ``cause_class``, ``severity``, ``start_ts``, ``end_ts``,
-            ``nodes``, ``label_source``).
-        node_states: optional output of :func:`node_state_evidence` (rule 2b); ``None`` when the
-            site ingests no Slurm node-state history.
+        evidence: :func:`prepare_evidence` of the node events, incidents and node states.
         before, after: the evidence window around the job's end.
         slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
         checkpoint_interval: Δ, when the input has no ``checkpoint_interval_s`` column.
@@ -299,10 +372,8 @@ def attribute_failures(
     )
 
     # Infrastructure evidence: failure events in the window.
-    infra = failure_events(events)
-    near_infra = _events_near(job_nodes, infra.select(*EVENT_SCHEMA), before, after)
-    recoveries = _recoveries(events)
-    failure_times = _failure_times(infra)
+    near_infra = _events_near(job_nodes, evidence.failures, before, after)
+    recoveries, failure_times = evidence.recoveries, evidence.failure_times
     # Evidence its node recovered from before the job ended (a port back ACTIVE, a Lustre client
     # reconnected) did not kill it: the fault was over on that node when the job died.
     cleared = _cleared(near_infra.join(j.select("_j", "end_ts"), on="_j").select(
@@ -331,17 +402,9 @@ def attribute_failures(
 
     # Incidents whose span meets the job's window on one of its nodes (covers operator incidents and
     # long incidents with no event inside the window). Operator labels first, then severity.
-    inc = incidents.select(
-        "incident_id", "component", "cause_class", "start_ts", "end_ts", "nodes",
-        severity_rank(pl.col("severity")).alias("_rank"),
-        (pl.col("label_source") == "operator").alias("_op"),
-    )
     meeting = (
         job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
-        .join(
-            inc.explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
-            on="node",
-        )
+        .join(evidence.incident_nodes, on="node")
         .filter(
             # An event incident must have started by the end (plus clock skew) to have caused it, and
             # still be going when the job started; an operator's incident is taken at its word over the
@@ -377,8 +440,7 @@ def attribute_failures(
     )
 
     # User evidence: user-application events (Xid 13/31/43, OOM killer) in the same window.
-    user_events = events.select(*EVENT_SCHEMA).filter(pl.col("cause_class") == "user_application")
-    near_user = _events_near(job_nodes, user_events, before, after)
+    near_user = _events_near(job_nodes, evidence.user, before, after)
     user_by_job = near_user.group_by("_j").agg(
         pl.col("event_id").unique().sort().alias("_user_ids"),
         pl.col("component").sort_by("ts", "event_id").first().alias("_user_component"),
@@ -387,9 +449,8 @@ def attribute_failures(
 
     # Node-state evidence: a hardware outage of one of the job's nodes starting in the window; the
     # one starting nearest the end names the component.
-    outages = node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA)
     outage_by_job = (
-        job_nodes.join(outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence"),
+        job_nodes.join(evidence.outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence"),
                        on="node")
         .filter(pl.col("_out_start").is_between(pl.col("end_ts") - before, pl.col("end_ts") + after))
         .sort("_j", (pl.col("_out_start") - pl.col("end_ts")).abs(), "node")
