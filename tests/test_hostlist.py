@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import re
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -87,3 +88,31 @@ def test_range_expression_round_trip(lo: int, span: int, width: int) -> None:
     names = [f"gpu{str(n).zfill(width)}" for n in range(lo, lo + span + 1)]
     expr = compress_hostlist(names)
     assert expand_hostlist(expr) == names
+
+
+def _expected(expr: str) -> tuple[list[str] | None, str | None]:
+    try:
+        return expand_hostlist(expr), None
+    except HostlistError as exc:
+        return None, str(exc)
+
+
+# Hostlists as Slurm prints them, and text near them: spaces, empty items, stray or doubled
+# brackets, descending and oversized ranges, several groups, numbers wider than an Int64.
+_hostlist_like = (
+    st.lists(_node, max_size=30).map(compress_hostlist)
+    | st.text(alphabet="gpu0139[]-, ", max_size=24)
+    | st.sampled_from(["None assigned", "(null)", "Unknown", "n[3-1]", "n[0-99999999]", "n[1-2,]",
+                       "n[00000000000000000001-00000000000000000002]", "rack[1-2]-n[01-02]", "a[1],b[2-3]"])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_hostlist_like, max_size=20))
+def test_expand_hostlists_equals_expand_hostlist_on_each_value(exprs: list[str]) -> None:
+    """The vectorized expansion (sacct's parse) gives each value's expand_hostlist, error included."""
+    out = hostlist.expand_hostlists(pl.Series("nodelist", [*exprs, None]), out="_nodes")
+    assert out.columns == ["nodelist", "_nodes", "_nodes_err"]
+    assert sorted(out["nodelist"].to_list()) == sorted(set(exprs))
+    for expr, names, error in out.iter_rows():
+        assert (names, error) == _expected(expr), expr

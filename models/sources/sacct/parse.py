@@ -3,7 +3,8 @@
 
 Text dumps are parsed column-wise with Polars: lines are split once, the field count is checked, and
 each field is typed by one vectorised expression (see :mod:`gpusre.models.ingest.slurm_values`). Only
-hostlists and pending array ranges go through Python, once per *distinct* value.
+pending array ranges and unusual hostlists go through Python, once per *distinct* value (the common
+hostlist forms are expanded by Polars: :func:`~gpusre.models.ingest.hostlist.expand_hostlists`).
 
 Conventions (lossless but typed):
 
@@ -34,7 +35,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist, expand_hostlists
 from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
     SLURM_BASE_STATES,
@@ -372,11 +373,9 @@ def _typed_text_records(
     lookups: list[tuple[list[str], pl.DataFrame]] = [
         (keys, table) for (keys, _), table in zip(distinct_specs, tables, strict=True)
     ]
-    # Python work happens once per distinct value only: hostlists and pending array ranges.
+    # Once per distinct value only: hostlists (Polars, unusual forms in Python) and pending array ranges.
     if "nodelist" in present:
-        lookups.append((["nodelist"], _distinct_lookup(
-            df.get_column("nodelist"), "nodelist", expand_hostlist, pl.List(pl.String), "_nodes"
-        )))
+        lookups.append((["nodelist"], expand_hostlists(df.get_column("nodelist"), out="_nodes")))
     # Joins on the key columns only, then hstack: joining the wide frame (raw_line included)
     # would gather every column once per lookup.
     queries = [
