@@ -131,6 +131,14 @@ _NO_BRACKETS = r"^[^\[\]]*$"
 _ONE_BRACKET = r"^([^\[\],]*)\[((?:\d{1,18}(?:-\d{1,18})?,)*\d{1,18}(?:-\d{1,18})?)\]$"
 
 
+def _expand_or_error(expr: str) -> tuple[list[str] | None, str | None]:
+    """(names, None), or (None, why) when ``expr`` is malformed."""
+    try:
+        return expand_hostlist(expr), None
+    except HostlistError as exc:
+        return None, str(exc)
+
+
 def expand_hostlists(values: pl.Series, *, out: str = "nodes") -> pl.DataFrame:
     """:func:`expand_hostlist` of every distinct non-null value of ``values``, as a frame of
     ``values.name`` (the value), ``out`` (its node names, null when malformed) and ``out + '_err'``
@@ -166,17 +174,9 @@ def expand_hostlists(values: pl.Series, *, out: str = "nodes") -> pl.DataFrame:
     names = pl.concat([plain, ranged]).group_by("_k", maintain_order=True).agg(pl.col("_name"))
     done = pl.concat([frame.filter(empty).select("_k"), plain.select("_k"), parts.select("_k")]).unique()
     rest = frame.join(done, on="_k", how="anti")
-    fallback_names: list[list[str] | None] = []
-    fallback_errors: list[str | None] = []
-    for value in rest.get_column(key).to_list():
-        try:
-            fallback_names.append(expand_hostlist(value))
-            fallback_errors.append(None)
-        except HostlistError as exc:
-            fallback_names.append(None)
-            fallback_errors.append(str(exc))
-    fallback = rest.select("_k", pl.Series("_fb", fallback_names, dtype=pl.List(pl.String)),
-                           pl.Series("_err", fallback_errors, dtype=pl.String))
+    expanded = [_expand_or_error(value) for value in rest.get_column(key).to_list()]
+    fallback = rest.select("_k", pl.Series("_fb", [names for names, _ in expanded], dtype=pl.List(pl.String)),
+                           pl.Series("_err", [error for _, error in expanded], dtype=pl.String))
     return (frame.join(names, on="_k", how="left").join(fallback, on="_k", how="left")
             .select(key,
                     pl.when(empty).then(pl.lit([], dtype=pl.List(pl.String)))
