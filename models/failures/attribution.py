@@ -261,12 +261,9 @@ def prepare_evidence(
     events: pl.DataFrame,
     incidents: pl.DataFrame,
     node_states: pl.DataFrame | None = None,
-    *,
-    failures: pl.DataFrame | None = None,
 ) -> AttributionEvidence:
-    """The evidence of :func:`attribute_failures_with` (arguments as :func:`attribute_failures`'s);
-    ``failures``: ``failure_events(events)`` when the caller already has it."""
-    infra = failure_events(events) if failures is None else failures
+    """The evidence of :func:`attribute_failures_with` (arguments as :func:`attribute_failures`'s)."""
+    infra = failure_events(events)
     return AttributionEvidence(
         failures=_indexed(infra),
         user=_indexed(events.select(*EVENT_SCHEMA).filter(pl.col("cause_class") == "user_application")),
