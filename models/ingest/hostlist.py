@@ -156,10 +156,11 @@ def expand_hostlists(values: pl.Series, *, out: str = "nodes") -> pl.DataFrame:
              .select("_k", pl.col("_text").str.split(",").alias("_name")).explode("_name")
              .with_columns(pl.col("_name").str.strip_chars()).filter(pl.col("_name") != "")
              .select("_k", "_name"))
-    bracket = pl.col("_text").str.extract_groups(_ONE_BRACKET)
-    parts = (frame.filter(~empty & pl.col("_text").str.contains(_ONE_BRACKET))
-             .select("_k", bracket.struct.field("1").alias("_prefix"),
-                     bracket.struct.field("2").str.split(",").alias("_part"))
+    # One regex pass: a value that does not match has a null body.
+    parts = (frame.filter(~empty)
+             .select("_k", pl.col("_text").str.extract_groups(_ONE_BRACKET).alias("_g")).unnest("_g")
+             .filter(pl.col("2").is_not_null())
+             .select("_k", pl.col("1").alias("_prefix"), pl.col("2").str.split(",").alias("_part"))
              .explode("_part")
              .with_columns(pl.col("_part").str.split_exact("-", 1).struct.rename_fields(["_lo", "_hi"]))
              .unnest("_part")
