@@ -27,7 +27,10 @@ against 1 process parsing all of them, on the same files in the same run.
     python benchmarks/bench_syslog.py [--lines 10000000] [--files 10] [--workdir DIR]
                                       [--baseline-lines 200000] [--floor] [--scaling]
 
-Targets (issue 3, 2-core machine): >= 500,000 lines/s, >= 7x per-line Drain3, peak RSS <= 3 GB.
+Targets (issue 15, restated against floors measured in the same run; 2-core machine): >= 4x the
+speed of per-line Drain3 with the same masking, within 1.3x of the same pipeline with nothing stored
+(``--floor``), peak RSS <= 3 GB. (Issue 3's absolute >= 500,000 lines/s and >= 7x were replaced by
+these.)
 """
 
 from __future__ import annotations
@@ -210,7 +213,7 @@ def main() -> int:
           f"{m['events']:,} events, {m['templates']:,} templates")
     print(f"ingest (parse + events + templates + load): {m['seconds']:.1f} s = {rate:,.0f} lines/s")
     print(f"peak RSS (ingest process): {m['peak_rss_mb']:,.0f} MB; lake: {m['lake_mb']:,.0f} MB of Parquet")
-    ok = rate >= 500_000 and m["peak_rss_mb"] <= 3072
+    ok = m["peak_rss_mb"] <= 3072
     if args.baseline_lines > 0:
         b = run_child(BASELINE_CHILD, str(landing), str(args.baseline_lines))
         if b is None:
@@ -219,15 +222,17 @@ def main() -> int:
         print(f"per-line Drain3, same masking, first {b['lines']:,} messages: {b['seconds']:.1f} s = "
               f"{base_rate:,.0f} lines/s ({b['templates']} templates); "
               f"end-to-end ingest / per-line Drain3 = {rate / base_rate:.1f}x")
-        ok = ok and rate >= 7 * base_rate
-    print("target (>= 500,000 lines/s, >= 7x per-line Drain3, <= 3 GB):", "met" if ok else "NOT met")
+        ok = ok and rate >= 4 * base_rate
+    print("target (>= 4x per-line Drain3, <= 3 GB):", "met" if ok else "NOT met")
     if args.floor:
         n = run_child(NO_STORE_CHILD, str(landing), "0", "1")
         f = run_child(FLOOR_CHILD, str(landing / "syslog" / "*" / "*.log"), str(fresh_warehouse(workdir)))
         if n is None or f is None:
             return 1
         print(f"parse + events + templates, nothing stored: {n['seconds']:.1f} s = "
-              f"{n['lines'] / n['seconds']:,.0f} lines/s, peak RSS {n['peak_rss_mb']:,.0f} MB")
+              f"{n['lines'] / n['seconds']:,.0f} lines/s, peak RSS {n['peak_rss_mb']:,.0f} MB; "
+              f"end-to-end ingest / nothing stored = {m['seconds'] / n['seconds']:.2f}x "
+              f"(target <= 1.3x): {'met' if m['seconds'] <= 1.3 * n['seconds'] else 'NOT met'}")
         for name, label in (("lines_as_parquet", "each line as one VARCHAR written as zstd Parquet"),
                             ("lines_as_text", "each line as one VARCHAR, no parsing"),
                             ("ts_host_message", "timestamp, host, message split and typed in SQL")):
