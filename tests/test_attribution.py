@@ -10,6 +10,8 @@ from datetime import datetime, timedelta, timezone
 
 import polars as pl
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, attribute_failures, attribute_failures_with,
                                                 node_state_evidence, prepare_evidence)
@@ -370,3 +372,33 @@ def test_an_earlier_recovery_does_not_clear_the_fault_logged_just_after_the_end(
     rows = [ev(1, -9, "n1", lustre), ev(2, -6, "n1", restored), ev(3, 0.5, "n1", lustre)]
     got = attribute([job("a", "FAILED", ["n1"])], rows)
     assert (got["a"]["attribution"], got["a"]["component"]) == ("infrastructure", "storage")
+
+
+MIDNIGHT = datetime(2025, 4, 1, tzinfo=timezone.utc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(inc_start=st.integers(-3 * 24 * 60, 24 * 60), inc_minutes=st.integers(0, 3 * 24 * 60),
+       end=st.integers(-2 * 24 * 60, 2 * 24 * 60), run_minutes=st.integers(1, 4 * 24 * 60),
+       operator=st.booleans())
+@example(inc_start=-30, inc_minutes=25, end=4, run_minutes=60, operator=False)  # ended 9 min after, next day
+@example(inc_start=3, inc_minutes=60, end=-2, run_minutes=60, operator=True)  # began 5 min after, next day
+@example(inc_start=-2 * 24 * 60, inc_minutes=3 * 24 * 60, end=-24 * 60 + 7, run_minutes=600, operator=False)
+def test_an_incident_meets_a_job_by_its_window_whatever_days_both_span(
+        inc_start: int, inc_minutes: int, end: int, run_minutes: int, operator: bool) -> None:
+    """The incidents are joined with the job's nodes by the days the job's window can fall on: a job
+    meets an incident by the window rule alone (10 min before the end, 5 min after for an operator's
+    incident, 60 s of clock skew for the others), also across midnights and multi-day incidents."""
+    start_ts, end_ts = MIDNIGHT + inc_start * M, MIDNIGHT + (inc_start + inc_minutes) * M
+    job_end = MIDNIGHT + end * M
+    incidents = pl.DataFrame(
+        {"incident_id": ["I1"], "component": ["pcie_bus"], "cause_class": ["hardware"], "severity": ["critical"],
+         "start_ts": [start_ts], "end_ts": [end_ts], "nodes": [["n1"]],
+         "label_source": ["operator" if operator else "events"]},
+        schema_overrides={"start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC")})
+    got = attribute_failures_with(jobs([job("j", "FAILED", ["n1"], end=job_end, elapsed=run_minutes * M)]),
+                                  prepare_evidence(events([]), incidents))
+    skew = timedelta(seconds=60)
+    meets = (start_ts <= job_end + (5 * M if operator else skew) and end_ts >= job_end - 10 * M
+             and (operator or end_ts >= job_end - run_minutes * M - skew))
+    assert got["incident_id"].to_list() == (["I1"] if meets else [None])

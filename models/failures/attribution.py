@@ -237,6 +237,19 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
 
+def _by_day(incident_nodes: pl.DataFrame, lead: timedelta, lag: timedelta) -> pl.DataFrame:
+    """``incident_nodes`` once per UTC day (``_day``) of [start - ``lead``, end + ``lag``]: the days on
+    which a job can end and still have its window meet the incident.
+
+    Joined with the job-nodes on (node, day of the job's end) instead of node alone, the rows before
+    the window filter are the job-nodes near an incident, not every job-node times every incident
+    of its node, which grows with the square of the history.
+    """
+    return incident_nodes.with_columns(
+        pl.date_ranges((pl.col("_inc_start") - lead).dt.date(), (pl.col("_inc_end") + lag).dt.date()).alias("_day")
+    ).explode("_day")
+
+
 @dataclass(frozen=True)
 class AttributionEvidence:
     """What :func:`attribute_failures_with` weighs against any set of jobs, prepared once by
@@ -401,7 +414,9 @@ def attribute_failures_with(
     # long incidents with no event inside the window). Operator labels first, then severity.
     meeting = (
         job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
-        .join(evidence.incident_nodes, on="node")
+        .with_columns(pl.col("end_ts").dt.date().alias("_day"))
+        .join(_by_day(evidence.incident_nodes, lead=max(after, clock_skew), lag=before), on=["node", "_day"])
+        .drop("_day")
         .filter(
             # An event incident must have started by the end (plus clock skew) to have caused it, and
             # still be going when the job started; an operator's incident is taken at its word over the
