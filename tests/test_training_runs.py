@@ -6,6 +6,8 @@ from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
 from gpusre.models.reliability.training_runs import CheckpointAssumption, RunRules, assign_runs, ettr_runs, run_instances
@@ -215,3 +217,34 @@ def test_goodput_splits_unavailable_capacity_from_node_states() -> None:
     assert d1["goodput_in_service"] == pytest.approx(d1["productive_gpu_hours"] / (9 * 24 * 8))
     assert d1["capacity_source"].startswith("node states")
     assert d2["in_service_gpu_hours"] == 2400 and d2["capacity_source"].startswith("cluster.yaml")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(0, 6)), min_size=1, max_size=12))
+def test_run_positions_follow_start_order_within_each_run(specs: list[tuple[int, int, int]]) -> None:
+    """Each instance's place in its run (``run_pos``), the instance before it and whether it was
+    interrupted, against a plain sort of each run's instances by (start, job id, instance number).
+    ``specs``: per job, its explicit run key, its number of instances and its first start hour
+    (ties between jobs included)."""
+    job_rows, inst_rows = [], []
+    for n, (key, count, start) in enumerate(specs):
+        job_id = str(100 + n)
+        job_rows.append((job_id, "u", "acct", f"job{n}", f"run=r{key}", "COMPLETED", 8, 1, h(start), h(start),
+                         h(start + count)))
+        inst_rows += [(job_id, i + 1, "REQUEUED" if i + 1 < count else "COMPLETED", h(start), h(start),
+                       h(start + i), h(start + i + 1), 3600, 8) for i in range(count)]
+    jobs = pl.DataFrame(job_rows, schema=JOB_COLS, orient="row")
+    inst = pl.DataFrame(inst_rows, schema=INST_COLS, orient="row")
+    runs = assign_runs(jobs, RULES)
+    got = {(r["job_id"], r["instance_no"]): r for r in run_instances(inst, jobs, runs, RULES, h(40)).iter_rows(named=True)}
+    run_of = dict(runs.select("job_id", "run_id").iter_rows())
+    by_run: dict[str, list[tuple]] = {}
+    for job_id, no, *_ in inst_rows:
+        by_run.setdefault(run_of[job_id], []).append((got[(job_id, no)]["start_ts"], job_id, no))
+    for members in by_run.values():
+        members.sort()
+        for pos, (_, job_id, no) in enumerate(members, start=1):
+            row = got[(job_id, no)]
+            prev = members[pos - 2][1:] if pos > 1 else (None, None)
+            assert (row["run_pos"], row["is_restart"], row["interrupted"]) == (pos, pos > 1, pos < len(members))
+            assert (row["prev_job_id"], row["prev_instance_no"]) == prev

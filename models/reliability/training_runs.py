@@ -162,6 +162,8 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
     )
     as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
     same_run = pl.col("_run") == pl.col("_run").shift(1)
+    run_first = pl.col("_run").search_sorted(pl.col("_run"), side="left").cast(pl.Int64)
+    run_end = pl.col("_run").search_sorted(pl.col("_run"), side="right").cast(pl.Int64)
     inst = (
         instances.join(runs, on="job_id", how="left")
         .join(jobs.select("job_id", "account"), on="job_id", how="left")
@@ -179,12 +181,13 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
             .cast(pl.Int64).alias("elapsed_eff_s"),
         )
         .sort("run_id", "start_ts", "job_id", "instance_no")
-        # Sorted by run: a run is a block of rows, numbered by an integer (windows over a string key
-        # hash a year of run ids four times), and the previous row is the previous instance of its run.
+        # Sorted by run: a run is a block of rows, numbered by an integer, and the previous row is the
+        # previous instance of its run. The block's bounds come from a binary search of the sorted
+        # numbers: windows over them hashed a year's million runs (0.65 s, against 0.1 s).
         .with_columns(pl.col("run_id").rle_id().alias("_run"))
         .with_columns(
-            pl.int_range(1, pl.len() + 1).over("_run").alias("run_pos"),
-            pl.len().over("_run").alias("_run_len"),
+            (pl.int_range(pl.len(), dtype=pl.Int64) - run_first + 1).alias("run_pos"),
+            (run_end - run_first).alias("_run_len"),
             *(pl.when(same_run).then(pl.col(c).shift(1)).alias(f"prev_{c}") for c in ("job_id", "instance_no")),
         )
         .join(pending_after, on="run_id", how="left")
