@@ -402,3 +402,22 @@ def test_an_incident_meets_a_job_by_its_window_whatever_days_both_span(
     meets = (start_ts <= job_end + (5 * M if operator else skew) and end_ts >= job_end - 10 * M
              and (operator or end_ts >= job_end - run_minutes * M - skew))
     assert got["incident_id"].to_list() == (["I1"] if meets else [None])
+
+
+def test_an_incident_with_a_far_end_adds_only_the_days_jobs_end_on() -> None:
+    """An operator's incident ending in 2999 (a typo) still covers the job whose window it meets, and
+    is listed only on the days between the first and the last job end, not for ten centuries."""
+    from gpusre.models.failures.attribution import _by_day
+
+    incident_nodes = pl.DataFrame(
+        {"incident_id": ["OPS-1"], "node": ["n1"], "_inc_start": [T_END - H],
+         "_inc_end": [datetime(2999, 1, 1, tzinfo=timezone.utc)]},
+        schema_overrides={"_inc_start": pl.Datetime("us", "UTC"), "_inc_end": pl.Datetime("us", "UTC")})
+    days = _by_day(incident_nodes, lead=5 * M, lag=10 * M, ends=(T_END, T_END + 49 * H))
+    assert days["_day"].to_list() == [T_END.date() + timedelta(days=d) for d in range(4)]  # Mar 31 ... Apr 3
+    assert _by_day(incident_nodes, lead=5 * M, lag=10 * M, ends=(None, None)).height == 0
+    operator = pl.DataFrame({"id": ["OPS-1"], "start": [T_END - H], "end": [datetime(2999, 1, 1, tzinfo=timezone.utc)],
+                             "component": ["ip_configuration"], "root_cause": ["typo"], "nodes": ["n1"],
+                             "notes": [None]})
+    out = attribute([job("j", "FAILED", ["n1"]), job("k", "FAILED", ["n1"], end=T_END + 49 * H)], [], operator=operator)
+    assert out["j"]["incident_id"] == out["k"]["incident_id"] is not None

@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -237,16 +237,23 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
 
-def _by_day(incident_nodes: pl.DataFrame, lead: timedelta, lag: timedelta) -> pl.DataFrame:
-    """``incident_nodes`` once per UTC day (``_day``) of [start - ``lead``, end + ``lag``]: the days on
-    which a job can end and still have its window meet the incident.
+def _by_day(incident_nodes: pl.DataFrame, lead: timedelta, lag: timedelta,
+            ends: tuple[datetime | None, datetime | None]) -> pl.DataFrame:
+    """``incident_nodes`` once per UTC day (``_day``) of [start - ``lead``, end + ``lag``] that a job
+    end of ``ends`` (first, last) can fall on: the days on which a job can end and still have its
+    window meet the incident.
 
     Joined with the job-nodes on (node, day of the job's end) instead of node alone, the rows before
     the window filter are the job-nodes near an incident, not every job-node times every incident
-    of its node, which grows with the square of the history.
+    of its node, which grows with the square of the history. Cut to the jobs' span, an incident
+    with a far end (an operator's typo, a year-long drain) adds no more days than the jobs have.
     """
+    if ends[0] is None:  # no job ends: no day to meet
+        return incident_nodes.clear().with_columns(pl.lit(None, dtype=pl.Date).alias("_day"))
+    first, last = (pl.lit(t, dtype=pl.Datetime("us", "UTC")) for t in ends)
     return incident_nodes.with_columns(
-        pl.date_ranges((pl.col("_inc_start") - lead).dt.date(), (pl.col("_inc_end") + lag).dt.date()).alias("_day")
+        pl.date_ranges(pl.max_horizontal(pl.col("_inc_start") - lead, first).dt.date(),
+                       pl.min_horizontal(pl.col("_inc_end") + lag, last).dt.date()).alias("_day")
     ).explode("_day")
 
 
@@ -410,12 +417,13 @@ def attribute_failures_with(
         )
     )
 
+    ends = j.select(pl.col("end_ts").min().alias("_first"), pl.col("end_ts").max().alias("_last")).row(0)
     # Incidents whose span meets the job's window on one of its nodes (covers operator incidents and
     # long incidents with no event inside the window). Operator labels first, then severity.
     meeting = (
         job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
         .with_columns(pl.col("end_ts").dt.date().alias("_day"))
-        .join(_by_day(evidence.incident_nodes, lead=max(after, clock_skew), lag=before), on=["node", "_day"])
+        .join(_by_day(evidence.incident_nodes, lead=max(after, clock_skew), lag=before, ends=ends), on=["node", "_day"])
         .drop("_day")
         .filter(
             # An event incident must have started by the end (plus clock skew) to have caused it, and
