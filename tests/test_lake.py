@@ -3,6 +3,7 @@ version, and a real kill of a run between its Parquet writes and its commit."""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -336,11 +337,13 @@ def test_file_sets_of_interleaved_rows_get_exactly_their_rows(tmp_path: Path) ->
             start_ts=pl.Series(stamps).str.to_datetime(time_zone="UTC"))
         full = rows.select([pl.col(c) if c in rows.columns else pl.lit(None).alias(c) for c in schema])
         versions = {"slurm_events/a.txt": "00aa", "slurm_events/b.txt": "00bb"}
+        # The node-state table keeps one file per dump; the per-day split is what node logs use.
+        per_day = dataclasses.replace(lake_table("slurm_events"), day_of_landing_file=False)
         for batch in (full, full.filter(pl.col("source_file") == "slurm_events/b.txt")):
             for path in lake_files(lake_root(wh), "slurm_events"):
                 if path.name != "_schema.parquet":
                     path.unlink()
-            assert write_file_sets(lake_root(wh), lake_table("slurm_events"), batch, versions) == (
+            assert write_file_sets(lake_root(wh), per_day, batch, versions) == (
                 batch.select("source_file", pl.col("start_ts").dt.date()).n_unique())
             got = {(p.parent.name, p.stem): pl.read_parquet(p)["line_no"].to_list()
                    for p in lake_files(lake_root(wh), "slurm_events") if p.name != "_schema.parquet"}
@@ -348,6 +351,16 @@ def test_file_sets_of_interleaved_rows_get_exactly_their_rows(tmp_path: Path) ->
                         for (f, day), part in batch.group_by("source_file", pl.col("start_ts").dt.date(),
                                                              maintain_order=True)}
             assert got == expected
+        # As registered (one file per dump, in the folder of its latest row), and for the alerts.
+        for path in lake_files(lake_root(wh), "slurm_events"):
+            if path.name != "_schema.parquet":
+                path.unlink()
+        assert lake_table("slurm_events").day_of_landing_file and lake_table("alerts").day_of_landing_file
+        assert write_file_sets(lake_root(wh), lake_table("slurm_events"), full, versions) == 2
+        got = {(p.parent.name, p.stem): sorted(pl.read_parquet(p)["line_no"].to_list())
+               for p in lake_files(lake_root(wh), "slurm_events") if p.name != "_schema.parquet"}
+        assert got == {("day=2026-09-02", version_stem("slurm_events/a.txt", "00aa")): [1, 2, 3],
+                       ("day=2026-09-01", version_stem("slurm_events/b.txt", "00bb")): [1, 2]}
     finally:
         con.close()
 

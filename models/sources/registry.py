@@ -94,14 +94,18 @@ SOURCES: tuple[Source, ...] = (
     Source(
         name="alerts", landing="alerts", patterns=("*",),
         parser="gpusre.models.sources.alerts.ingest:ingest_alert_files",
-        lake=LakeTable("alert_notifications", ("starts_at",)),
+        # One file per payload file: a day's payloads repeat alerts that started days before, and
+        # per start day a year made 1,437 files of ~200 notifications (opening them was most of a scan).
+        lake=LakeTable("alert_notifications", ("starts_at",), day_of_landing_file=True),
         label="alert notifications", title="Alerts", record_ts="starts_at", dense=False,
         asset=("raw", "alert_notifications"),
     ),
     Source(
         name="slurm_events", landing="slurm_events", patterns=("*",),
         parser="gpusre.models.sources.slurm_events.ingest:ingest_slurm_event_files",
-        lake=LakeTable("slurm_events", ("start_ts",)),
+        # One file per dump: `sacctmgr show event` lists every event of a window of days, and per
+        # start day a year made 3,938 files of ~30 rows (0.4 of the 0.9 s a scan took was opening them).
+        lake=LakeTable("slurm_events", ("start_ts",), day_of_landing_file=True),
         label="node-state events", title="Node states (Slurm)", record_ts="start_ts", dense=False,
         asset=("raw", "slurm_events"),
     ),
