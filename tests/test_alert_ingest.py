@@ -136,6 +136,29 @@ def test_all_samples_ingest_together(tmp_path: Path) -> None:
         assert (r.status, r.rows_read, r.rows_loaded, r.rows_rejected) == ("loaded", n_alerts + n_rejects, n_alerts, n_rejects)
 
 
+def test_lake_written_a_few_files_at_a_time_holds_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notifications go to the lake a few landing files at a time (bounded memory): with groups
+    of one file each, the raw view and the ledger are what one group gives."""
+    import gpusre.models.sources.alerts.ingest as alert_ingest
+
+    assert alert_ingest._file_groups([("a", 50), ("b", 60), ("c", 90), ("d", 10), ("e", 500)], 200) == [
+        ["a", "b", "c"], ["d"], ["e"]]
+    landing = tmp_path / "landing"
+    (landing / "alerts").mkdir(parents=True)
+    for name in SAMPLES:
+        shutil.copy(FIXTURES / name, landing / "alerts" / name)
+    tables = []
+    for limit in (alert_ingest._WRITE_ROWS, 1):
+        monkeypatch.setattr(alert_ingest, "_WRITE_ROWS", limit)
+        con = connect(tmp_path / f"w{limit}.duckdb")
+        ingest_alert_files(con, landing)
+        tables.append((con.sql("SELECT * FROM raw.alert_notifications ORDER BY ALL").fetchall(),
+                       con.sql("SELECT source_file, rows_loaded, rows_rejected FROM raw.ingested_files "
+                               "ORDER BY ALL").fetchall()))
+        con.close()
+    assert tables[0] == tables[1] and len(tables[0][0]) == 26 and len(tables[0][1]) == len(SAMPLES)
+
+
 # -- formats -------------------------------------------------------------------------------------
 
 
