@@ -413,11 +413,28 @@ def test_an_incident_with_a_far_end_adds_only_the_days_jobs_end_on() -> None:
         {"incident_id": ["OPS-1"], "node": ["n1"], "_inc_start": [T_END - H],
          "_inc_end": [datetime(2999, 1, 1, tzinfo=timezone.utc)]},
         schema_overrides={"_inc_start": pl.Datetime("us", "UTC"), "_inc_end": pl.Datetime("us", "UTC")})
-    days = _by_day(incident_nodes, lead=5 * M, lag=10 * M, ends=(T_END, T_END + 49 * H))
+    days = _by_day(incident_nodes, "_inc_start", "_inc_end", lead=5 * M, lag=10 * M, ends=(T_END, T_END + 49 * H))
     assert days["_day"].to_list() == [T_END.date() + timedelta(days=d) for d in range(4)]  # Mar 31 ... Apr 3
-    assert _by_day(incident_nodes, lead=5 * M, lag=10 * M, ends=(None, None)).height == 0
+    assert _by_day(incident_nodes, "_inc_start", "_inc_end", lead=5 * M, lag=10 * M, ends=(None, None)).height == 0
     operator = pl.DataFrame({"id": ["OPS-1"], "start": [T_END - H], "end": [datetime(2999, 1, 1, tzinfo=timezone.utc)],
                              "component": ["ip_configuration"], "root_cause": ["typo"], "nodes": ["n1"],
                              "notes": [None]})
     out = attribute([job("j", "FAILED", ["n1"]), job("k", "FAILED", ["n1"], end=T_END + 49 * H)], [], operator=operator)
     assert out["j"]["incident_id"] == out["k"]["incident_id"] is not None
+
+
+def test_a_node_state_just_past_midnight_is_in_the_window_of_a_job_ending_before_it() -> None:
+    """Outages meet job-nodes by the day the job ended: an outage starting 4 min after a job that
+    ended at 23:58 (the next UTC day) is in its window; one starting 6 min after is not, nor one
+    starting 11 min before."""
+    end = MIDNIGHT - 2 * M
+    minutes = lambda m: (end + m * M - T_END).total_seconds() / 60  # noqa: E731 - state() counts from T_END
+    outages = node_state_evidence(pl.DataFrame([
+        state("n1", minutes(4), None, "PSU failure", "host_power", "hardware", "DOWN"),
+        state("n2", minutes(6), None, "PSU failure", "host_power", "hardware", "DOWN"),
+        state("n3", minutes(-11), None, "PSU failure", "host_power", "hardware", "DOWN"),
+    ], schema=STATE_SCHEMA))
+    out = attribute([job(n, "NODE_FAIL", [n], exit_code=0, end=end) for n in ("n1", "n2", "n3")], [],
+                    node_states=outages)
+    assert [out[n]["component"] for n in ("n1", "n2", "n3")] == ["host_power", "unknown (suspected)",
+                                                                  "unknown (suspected)"]

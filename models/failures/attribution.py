@@ -237,23 +237,23 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
 
-def _by_day(incident_nodes: pl.DataFrame, lead: timedelta, lag: timedelta,
+def _by_day(frame: pl.DataFrame, start: str, end: str, lead: timedelta, lag: timedelta,
             ends: tuple[datetime | None, datetime | None]) -> pl.DataFrame:
-    """``incident_nodes`` once per UTC day (``_day``) of [start - ``lead``, end + ``lag``] that a job
+    """``frame`` once per UTC day (``_day``) of [``start`` - ``lead``, ``end`` + ``lag``] that a job
     end of ``ends`` (first, last) can fall on: the days on which a job can end and still have its
-    window meet the incident.
+    window meet the row (an incident's span, an outage's start).
 
     Joined with the job-nodes on (node, day of the job's end) instead of node alone, the rows before
-    the window filter are the job-nodes near an incident, not every job-node times every incident
+    the window filter are the job-nodes near the evidence, not every job-node times all the evidence
     of its node, which grows with the square of the history. Cut to the jobs' span, an incident
     with a far end (an operator's typo, a year-long drain) adds no more days than the jobs have.
     """
     if ends[0] is None:  # no job ends: no day to meet
-        return incident_nodes.clear().with_columns(pl.lit(None, dtype=pl.Date).alias("_day"))
+        return frame.clear().with_columns(pl.lit(None, dtype=pl.Date).alias("_day"))
     first, last = (pl.lit(t, dtype=pl.Datetime("us", "UTC")) for t in ends)
-    return incident_nodes.with_columns(
-        pl.date_ranges(pl.max_horizontal(pl.col("_inc_start") - lead, first).dt.date(),
-                       pl.min_horizontal(pl.col("_inc_end") + lag, last).dt.date()).alias("_day")
+    return frame.with_columns(
+        pl.date_ranges(pl.max_horizontal(pl.col(start) - lead, first).dt.date(),
+                       pl.min_horizontal(pl.col(end) + lag, last).dt.date()).alias("_day")
     ).explode("_day")
 
 
@@ -418,12 +418,13 @@ def attribute_failures_with(
     )
 
     ends = j.select(pl.col("end_ts").min().alias("_first"), pl.col("end_ts").max().alias("_last")).row(0)
+    job_days = job_nodes.with_columns(pl.col("end_ts").dt.date().alias("_day"))
     # Incidents whose span meets the job's window on one of its nodes (covers operator incidents and
     # long incidents with no event inside the window). Operator labels first, then severity.
     meeting = (
-        job_nodes.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
-        .with_columns(pl.col("end_ts").dt.date().alias("_day"))
-        .join(_by_day(evidence.incident_nodes, lead=max(after, clock_skew), lag=before, ends=ends), on=["node", "_day"])
+        job_days.join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
+        .join(_by_day(evidence.incident_nodes, "_inc_start", "_inc_end", lead=max(after, clock_skew), lag=before,
+                      ends=ends), on=["node", "_day"])
         .drop("_day")
         .filter(
             # An event incident must have started by the end (plus clock skew) to have caused it, and
@@ -469,9 +470,10 @@ def attribute_failures_with(
 
     # Node-state evidence: a hardware outage of one of the job's nodes starting in the window; the
     # one starting nearest the end names the component.
+    outages = evidence.outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence")
     outage_by_job = (
-        job_nodes.join(evidence.outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence"),
-                       on="node")
+        job_days.join(_by_day(outages, "_out_start", "_out_start", lead=after, lag=before, ends=ends), on=["node", "_day"])
+        .drop("_day")
         .filter(pl.col("_out_start").is_between(pl.col("end_ts") - before, pl.col("end_ts") + after))
         .sort("_j", (pl.col("_out_start") - pl.col("end_ts")).abs(), "node")
         .unique("_j", keep="first", maintain_order=True)
