@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist, expand_hostlists
+from gpusre.models.ingest.hostlist import expand_hostlist, expand_hostlists
 from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
     SLURM_BASE_STATES,
@@ -291,7 +291,7 @@ def _distinct_lookup(
     """Apply a Python ``fn`` once per distinct non-null value.
 
     Returns a frame (``key``, ``out``, ``out + '_err'``) to left-join on ``key``; ``fn`` raising
-    ``ValueError`` (HostlistError included) gives a null result and its message.
+    ``ValueError`` gives a null result and its message.
     """
     keys = values.drop_nulls().unique()
     results: list[Any] = []
