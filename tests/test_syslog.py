@@ -612,3 +612,62 @@ def test_batch_parses_like_each_file_alone(zone: str) -> None:
 def test_batch_of_any_files_in_any_order_parses_like_each_alone(order: list[int]) -> None:
     pool = [syslog.SyslogInput(data, name, host, hint) for name, data, hint, host in _BATCH_POOL]
     _assert_batch_equals_single_files([pool[i] for i in order], "America/Chicago")
+
+
+# ---------------------------------------------------------------------------------------------
+# Timestamps computed once per run of equal stamps (a central server's file): same as per line.
+
+_RUN_STAMPS = [
+    "Dec 31 23:59:59", "Jan  1 00:00:00", "Jan  1 00:00:01", "Jun 15 12:00:00", "Nov  2 01:10:00",
+    "Nov  2 01:30:00", "Nov  2 01:59:59", "Mar  9 02:30:00", "Feb 30 12:00:00", "Feb 29 12:00:00",
+    "Jan 15 2025 03:04:05", "Jan 15 03:04:05.5", "2025-11-02T01:30:00", "2025-01-15T03:04:05+09:00",
+    "2025-01-15T03:04:05+99:00", "2025-03-09T02:30:00.25",
+]
+_RUN_FILES = st.lists(
+    st.lists(st.tuples(st.sampled_from(_RUN_STAMPS), st.integers(1, 5), st.booleans()), min_size=1, max_size=12),
+    min_size=1, max_size=3,
+)
+
+
+def _run_file(runs: list[tuple[str, int, bool]]) -> bytes:
+    """Each (stamp, repeat, continued): the stamp on ``repeat`` consecutive lines, from two hosts,
+    and an indented continuation line after the run when ``continued``."""
+    out = []
+    for stamp, repeat, continued in runs:
+        out += [f"{stamp} gpu{k % 2:03d} kernel: line {k}" for k in range(repeat)]
+        out += ["    continued"] if continued else []
+    return "\n".join(out).encode()
+
+
+@settings(max_examples=40, deadline=None)
+@given(files=_RUN_FILES, zone=st.sampled_from(["UTC", "America/Chicago"]))
+def test_timestamps_per_run_of_equal_stamps_equal_per_line(files: list[list[tuple[str, int, bool]]], zone: str,
+                                                           ) -> None:
+    inputs = [syslog.SyslogInput(_run_file(runs), f"f{i}.log", None, HINT_2025) for i, runs in enumerate(files)]
+    results = []
+    for mean_run in (0, 10**9):  # always collapse runs, never
+        syslog._MIN_MEAN_RUN = mean_run
+        try:
+            results.append(syslog.parse_syslog_batch(inputs, timezone=zone))
+        finally:
+            syslog._MIN_MEAN_RUN = 2
+    per_run, per_line = results
+    assert per_run.lines.equals(per_line.lines)
+    assert per_run.rejects.equals(per_line.rejects)
+    assert per_run.files.equals(per_line.files)
+
+
+def test_stamp_runs_collapse_a_central_servers_lines_and_leave_per_node_lines() -> None:
+    central = "\n".join(f"Jan 15 03:04:{s // 10:02d} gpu{s % 10:03d} kernel: x" for s in range(500)).encode()
+    per_node = "\n".join(f"Jan 15 03:{s // 60:02d}:{s % 60:02d} gpu001 kernel: x" for s in range(500)).encode()
+
+    def stamps(data: bytes) -> pl.DataFrame:
+        groups = syslog._header_groups(syslog._split_batch([data]), "rfc3164", fast=True)
+        return groups.select("_file", "line_no", "b", "d", "Y", "H", "M", "S", "frac")
+
+    runs = syslog._stamp_runs(stamps(central))
+    assert runs is not None
+    first_rows, run_of_row = runs
+    assert first_rows.height == 50 and first_rows["_w"].to_list() == [10] * 50
+    assert run_of_row.to_list() == [s // 10 for s in range(500)]
+    assert syslog._stamp_runs(stamps(per_node)) is None
