@@ -16,12 +16,16 @@ __all__ = ["record_day_summaries", "refresh_record_days"]
 
 def _summary(source: Source) -> VersionSummary:
     assert source.lake is not None and source.record_ts is not None
-    nodes = ("list_sort(coalesce(list(DISTINCT node) FILTER (WHERE node IS NOT NULL), []))" if source.record_node
-             else "NULL::VARCHAR[]")
     node = source.record_node or "NULL"
-    select = (f"SELECT '{source.name}', source_file, CAST(ts AS DATE), count(*), min(ts), max(ts), {nodes} "
-              f"FROM (SELECT source_file, {source.record_ts} AS ts, {node} AS node FROM rows) "
-              "WHERE ts IS NOT NULL GROUP BY ALL")
+    records = (f"SELECT source_file, CAST(ts AS DATE) AS day, node, count(*) AS records, min(ts) AS first_ts, "
+               f"max(ts) AS last_ts FROM (SELECT source_file, {source.record_ts} AS ts, {node} AS node FROM rows) "
+               "WHERE ts IS NOT NULL GROUP BY ALL")
+    # Per node first, then per file and day: a plain list of the first level's nodes instead of a
+    # list(DISTINCT) per group (10 M node-log lines: 1.3 -> 0.8 s).
+    nodes = ("list_sort(coalesce(list(node) FILTER (WHERE node IS NOT NULL), []))" if source.record_node
+             else "NULL::VARCHAR[]")
+    select = (f"SELECT '{source.name}', source_file, day, sum(records)::BIGINT, min(first_ts), max(last_ts), {nodes} "
+              f"FROM ({records}) GROUP BY source_file, day")
     return VersionSummary("raw.record_days", source.name, source.lake, select, scope=f"source_kind = '{source.name}'")
 
 
