@@ -10,13 +10,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpusre.models.ingest.record_days import record_day_summaries, refresh_record_days
 from gpusre.models.logs.node_event_tables import NODE_EVENT_SUMMARIES, refresh_node_event_tables
 from gpusre.models.sources.syslog.ingest import load_miner
-from gpusre.models.warehouse import connect, read_sql, transaction
+from gpusre.models.warehouse import connect, transaction
 from gpusre.pipelines.runner import run_pipeline
 
 GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
@@ -107,34 +105,3 @@ def test_kept_per_version_equals_a_full_rebuild_across_changed_files_and_a_lost_
         _assert_equal_to_full_rebuild(con)
     finally:
         con.close()
-
-
-#: core.log_template_files by its definition, in one GROUP BY (the SQL file groups per node first).
-LOG_TEMPLATE_FILES_ONE_LEVEL = """
-SELECT source_file, template_id, count(*) AS lines,
-       list_sort(coalesce(list(DISTINCT node) FILTER (WHERE node IS NOT NULL), [])) AS nodes,
-       min(ts) AS first_seen_ts, max(ts) AS last_seen_ts, arg_min(message, (ts, line_no)) AS example,
-       min(ts) FILTER (WHERE kind IS NOT NULL) AS first_event_ts,
-       arg_min(kind, (ts, line_no)) FILTER (WHERE kind IS NOT NULL) AS kind
-FROM rows GROUP BY source_file, template_id"""
-
-_LINE = st.tuples(
-    st.sampled_from(["a.log", "b.log"]), st.sampled_from([1, 2, None]), st.sampled_from(["n1", "n2", "n3", None]),
-    st.sampled_from([None, "2026-09-01 00:00:00+00", "2026-09-01 00:00:01+00", "2026-09-02 00:00:00+00"]),
-    st.sampled_from(["m1", "m2", "", None]), st.sampled_from([None, None, "xid", "ecc"]),
-)
-
-
-@settings(max_examples=60, deadline=None)
-@given(lines=st.lists(_LINE, max_size=40))
-def test_log_template_files_sql_equals_its_one_level_definition(lines: list[tuple]) -> None:  # type: ignore[type-arg]
-    """Ties in time, lines without a time, node, message or kind: the per-node first level changes
-    nothing (line numbers are unique per file, as in the lake)."""
-    con = duckdb.connect()
-    con.execute("CREATE TABLE rows (source_file VARCHAR, template_id BIGINT, node VARCHAR, ts TIMESTAMPTZ, "
-                "message VARCHAR, kind VARCHAR, line_no BIGINT)")
-    if lines:
-        con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?::TIMESTAMPTZ, ?, ?, ?)",
-                        [(*line, number) for number, line in enumerate(lines, 1)])
-    two_level = con.sql(f"SELECT * FROM ({read_sql('core/log_template_files.sql')}) ORDER BY ALL").fetchall()
-    assert two_level == con.sql(f"{LOG_TEMPLATE_FILES_ONE_LEVEL} ORDER BY ALL").fetchall()
