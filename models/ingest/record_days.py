@@ -21,7 +21,7 @@ def _summary(source: Source) -> VersionSummary:
                f"max(ts) AS last_ts FROM (SELECT source_file, {source.record_ts} AS ts, {node} AS node FROM rows) "
                "WHERE ts IS NOT NULL GROUP BY ALL")
     # Per node first, then per file and day: a plain list of the first level's nodes instead of a
-    # list(DISTINCT) per group (10 M node-log lines: 1.3 -> 0.8 s).
+    # list(DISTINCT) per group (10 M node-log lines: 1.13-1.16 -> 0.82-0.83 s).
     nodes = ("list_sort(coalesce(list(node) FILTER (WHERE node IS NOT NULL), []))" if source.record_node
              else "NULL::VARCHAR[]")
     select = (f"SELECT '{source.name}', source_file, day, sum(records)::BIGINT, min(first_ts), max(last_ts), {nodes} "
