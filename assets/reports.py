@@ -89,7 +89,9 @@ def slo_report(
     key=WAREHOUSE_SNAPSHOT,
     # After both reports, whose inputs cover every mart: the last step of a run that builds them;
     # after the table comments (reports/warehouse_comments), so the copy carries them.
-    deps=[NIGHTLY_REPORT, SLO_REPORT, dg.AssetKey(["reports", "warehouse_comments"])],
+    # After a lake compaction (its job runs both): the copy's raw views must know the merged files.
+    deps=[NIGHTLY_REPORT, SLO_REPORT, dg.AssetKey(["reports", "warehouse_comments"]),
+          dg.AssetKey(["maintenance", "lake_compaction"])],
     group_name="reports",
     kinds={"duckdb"},
     pool=WAREHOUSE_POOL,

@@ -1,4 +1,4 @@
-"""The ``gpusre`` command line: simulate, run, demo, report, templates, docs.
+"""The ``gpusre`` command line: simulate, run, compact, demo, report, templates, docs.
 
 User errors (bad arguments, unreadable input, invalid cluster.yaml, a warehouse locked by another
 process) print one line ``gpusre: error: …`` and exit non-zero; no tracebacks.
@@ -13,6 +13,8 @@ from datetime import date
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from gpusre.models.ingest.compaction_policy import KEEP_DAYS, MIN_FILES
 
 if TYPE_CHECKING:  # duckdb is imported lazily: `gpusre --help` stays fast
     import duckdb
@@ -125,6 +127,23 @@ def _default_workers() -> int | None:
 def _cmd_run(args: argparse.Namespace) -> int:
     reports = Path(args.reports) if args.reports else Path(args.warehouse).parent / "reports"
     return _run(Path(args.landing), Path(args.warehouse), reports, args.workers)
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from gpusre.pipelines.run_lock import warehouse_lock
+
+    warehouse = Path(args.warehouse)
+    with warehouse_lock(warehouse, _progress):  # before Dagster is imported, as for a run
+        from gpusre.pipelines.runner import compact_lake
+
+        _start_run_log(warehouse.parent / "logs")
+        done = compact_lake(warehouse, keep_days=args.keep_days, min_files=args.min_files, progress=_progress)
+    print(f"lake: {done.days_compacted} day(s) compacted, {done.versions_merged:,} landing-file versions and "
+          f"{done.files_merged:,} files merged into them ({done.rows_written:,} rows written), "
+          f"{done.files_deleted:,} files deleted, in {done.seconds:.1f} s")
+    if done.snapshot:
+        print(f"snapshot for ad hoc queries (readable while a run writes): {done.snapshot}")
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -277,6 +296,13 @@ def _iso_date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from exc
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -310,6 +336,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: $GPUSRE_WORKERS, else the number of cores when >= 256 MB of sacct dumps "
                           "and node logs are new on >= 4 cores, else 1 = every step in this process)")
     run.set_defaults(func=_cmd_run)
+
+    compact = sub.add_parser("compact", help="merge old days' small node-log lake files into one file per day "
+                                             "(safe to rerun; the rows the views show do not change)")
+    compact.add_argument("--warehouse", required=True, help="DuckDB file a gpusre run wrote")
+    compact.add_argument("--keep-days", type=_non_negative, default=KEEP_DAYS,
+                         help="days before the lake's newest day (or today) left as written, for late files "
+                              f"(default {KEEP_DAYS})")
+    compact.add_argument("--min-files", type=_positive, default=MIN_FILES,
+                         help=f"merge a day once it holds this many files (default {MIN_FILES})")
+    compact.set_defaults(func=_cmd_compact)
 
     demo = sub.add_parser("demo", help="simulate the built-in 100-node cluster, run, write the report")
     demo.add_argument("--out", default="demo", help="output directory (default: ./demo)")

@@ -12,6 +12,7 @@ from gpusre.assets.failures import failure_marts
 from gpusre.assets.reliability import reliability_marts
 from gpusre.assets.ingest_alerts import alert_rows_reconcile, core_alerts, raw_alert_notifications
 from gpusre.assets.ingest_syslog import core_node_events, raw_syslog
+from gpusre.assets.lake_compaction import lake_compaction
 from gpusre.assets.job_trends import (
     MART_CHECKS,
     ROLLUP_ASSETS,
@@ -32,16 +33,23 @@ from gpusre.assets.node_states import (
 from gpusre.assets.report_marts import report_marts
 from gpusre.assets.reports import nightly_report, slo_report, warehouse_snapshot
 from gpusre.assets.warehouse_docs import warehouse_comments
-from gpusre.pipelines.jobs import build_ingest_job, daily_marts_job, ingest_job, nightly_job, rollup_job
+from gpusre.pipelines.jobs import (
+    build_ingest_job,
+    daily_marts_job,
+    ingest_job,
+    lake_compaction_job,
+    nightly_job,
+    rollup_job,
+)
 from gpusre.pipelines.resources import default_resources
-from gpusre.pipelines.schedules import nightly_schedule
+from gpusre.pipelines.schedules import lake_compaction_schedule, nightly_schedule
 from gpusre.pipelines.sensors import landing_sensor
 
 ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events,
           core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
           alert_incident_marts, daily_job_marts, *ROLLUP_ASSETS, size_share_trend, findings,
           cluster_comparison, data_coverage_marts, report_marts, nightly_report, slo_report, warehouse_comments,
-          warehouse_snapshot]
+          warehouse_snapshot, lake_compaction]
 CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS,
           dense_sources_have_no_empty_days, no_silent_nodes]
 
@@ -59,8 +67,9 @@ def build_definitions(
     return dg.Definitions(
         assets=ASSETS,
         asset_checks=CHECKS,
-        jobs=[build_ingest_job(workers) if workers > 1 else ingest_job, daily_marts_job, rollup_job, nightly_job],
-        schedules=[nightly_schedule],
+        jobs=[build_ingest_job(workers) if workers > 1 else ingest_job, daily_marts_job, rollup_job, nightly_job,
+              lake_compaction_job],
+        schedules=[nightly_schedule, lake_compaction_schedule],
         sensors=[landing_sensor],
         resources=default_resources(warehouse, landing, reports, workers if workers > 1 else None),
         executor=dg.in_process_executor,

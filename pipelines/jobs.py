@@ -46,9 +46,17 @@ rollup_job = dg.define_asset_job(
     description="Recompute roll-up marts, trend tests, findings and the nightly report.",
 )
 
-#: Everything, for one day: what the nightly schedule and the landing sensor launch.
+#: Everything but maintenance, for one day: what the nightly schedule and the landing sensor launch.
 nightly_job = dg.define_asset_job(
     "nightly_job",
-    selection=dg.AssetSelection.all(),
+    selection=dg.AssetSelection.all() - dg.AssetSelection.groups("maintenance"),
     description="Ingest, core, the day's daily marts, roll-ups and the nightly report.",
+)
+
+#: Lake compaction, then a fresh snapshot (whose raw views must know the merged files): off the
+#: nightly run, on its own schedule or ``gpusre compact``.
+lake_compaction_job = dg.define_asset_job(
+    "lake_compaction_job",
+    selection=dg.AssetSelection.assets(["maintenance", "lake_compaction"], ["reports", "warehouse_snapshot"]),
+    description="Merge old days' small node-log lake files into one file per day; refresh the snapshot.",
 )

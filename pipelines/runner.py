@@ -164,14 +164,15 @@ def _lock_conflict(warehouse: Path, exc: BaseException) -> str | None:
 
 
 def _execute(defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, warehouse: Path,
-             tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
+             tags: dict[str, str] | None = None, ops: dict[str, object] | None = None) -> dg.ExecuteInProcessResult:
     """Run one job in process; any failure is one :class:`PipelineError` line, its traceback logged.
 
     Dagster 1.13's ``execute_in_process`` re-raises the step's own exception (not a
     ``DagsterExecutionStepExecutionError``), so every exception is caught here."""
     job = defs.resolve_job_def(job_name)
     try:
-        result = job.execute_in_process(instance=instance, run_config=QUIET_RUN_CONFIG, tags=tags,
+        run_config = {**QUIET_RUN_CONFIG, "ops": ops} if ops else QUIET_RUN_CONFIG
+        result = job.execute_in_process(instance=instance, run_config=run_config, tags=tags,
                                         raise_on_error=True)
     except PipelineError:
         raise
@@ -413,3 +414,38 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
     progress(f"      done ({time.monotonic() - t0:.1f} s)")
     summary.seconds = time.monotonic() - started
     return summary
+
+
+@dataclass
+class CompactionSummary:
+    """What ``gpusre compact`` did (the lake_compaction asset's metadata)."""
+
+    days_compacted: int = 0
+    versions_merged: int = 0
+    files_merged: int = 0
+    rows_written: int = 0
+    files_deleted: int = 0
+    snapshot: Path | None = None
+    seconds: float = 0.0
+
+
+def compact_lake(warehouse: Path, *, keep_days: int, min_files: int,
+                 progress: Callable[[str], None] = lambda _msg: None) -> CompactionSummary:
+    """Run the ``lake_compaction_job`` on ``warehouse`` (merge old days' small lake files, then
+    refresh the snapshot) under the warehouse's run lock; safe to run again."""
+    started = time.monotonic()
+    if not warehouse.is_file():
+        raise PipelineError(f"{warehouse}: warehouse file does not exist (run gpusre run first)")
+    with warehouse_lock(warehouse, progress):
+        remove_stale_snapshot_tmp(warehouse)
+        defs = build_definitions(str(warehouse))
+        with _instance(dagster_home(warehouse)) as instance:
+            progress("lake compaction: old days' small node-log files -> one file per day; snapshot")
+            result = _execute(defs, "lake_compaction_job", instance, warehouse, ops={
+                "maintenance__lake_compaction": {"config": {"keep_days": keep_days, "min_files": min_files}}})
+    metadata = _materialization_metadata(result, dg.AssetKey(["maintenance", "lake_compaction"]))
+    snapshot = _materialization_metadata(result, dg.AssetKey(["reports", "warehouse_snapshot"])).get("path")
+    return CompactionSummary(
+        **{name: _count(metadata, name) for name in
+           ("days_compacted", "versions_merged", "files_merged", "rows_written", "files_deleted")},
+        snapshot=Path(str(snapshot)) if snapshot else None, seconds=time.monotonic() - started)

@@ -19,10 +19,9 @@ from gpusre.models.sources.registry import lake_tables, record_sources
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import snapshot_path
 from gpusre.pipelines.runner import run_pipeline
+from warehouse_contents import warehouse_contents
 
 GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
-#: Columns whose value is the time of ingestion, not data.
-_WALL_CLOCK = {"ingested_at", "rejected_at", "updated_at", "first_ingested_at"}
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +36,7 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _contents(warehouse: Path) -> dict[str, list[tuple]]:
     """Every raw view and core table, rows sorted, wall-clock columns left out."""
-    con = connect(warehouse, read_only=True)
-    try:
-        # raw.warehouse_schema: the DDL fingerprint, which names the warehouse's own lake path.
-        names = con.sql("SELECT table_schema || '.' || table_name FROM information_schema.tables "
-                        "WHERE table_schema IN ('raw', 'core') AND table_name <> 'warehouse_schema' "
-                        "ORDER BY 1").fetchall()
-        out: dict[str, list[tuple]] = {}
-        for (name,) in names:
-            schema, _, table = name.partition(".")
-            cols = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE "
-                                              "table_schema = ? AND table_name = ? ORDER BY ordinal_position",
-                                              [schema, table]).fetchall() if c not in _WALL_CLOCK]
-            select = ", ".join(f'"{c}"' for c in cols)
-            out[name] = con.sql(f"SELECT {select} FROM {name} ORDER BY ALL").fetchall()
-        return out
-    finally:
-        con.close()
+    return warehouse_contents(warehouse)
 
 
 def test_an_empty_lake_gives_empty_views_with_the_declared_columns_and_types(tmp_path: Path) -> None:

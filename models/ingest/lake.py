@@ -46,7 +46,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["LakeTable", "SCHEMA_FILE", "create_lake_views", "ensure_view", "files_relation_sql", "lake_files",
+__all__ = ["COMPACTED_DIR", "LakeTable", "MANIFEST", "SCHEMA_FILE", "VERSION_COLUMN", "compacted_files", "compacted_relation_sql",
+           "compacted_root", "compacted_version_files",
+           "create_lake_views", "ensure_view", "files_relation_sql", "lake_files",
            "lake_of", "lake_root", "landing_file_id", "read_schema", "reads_lake", "remove_unlisted_files",
            "storage_schema", "version_files", "version_stem", "write_atomic", "write_file_sets"]
 
@@ -64,6 +66,14 @@ COMPRESSION = "zstd"
 ROW_GROUP_ROWS = 122_880
 #: zstd's fastest level (Arrow's default; Polars' default is 3).
 COMPRESSION_LEVEL = 1
+#: Compacted files of a table live in their own tree, ``<lake>/_compacted/<table>/day=…/``: their
+#: rows carry the version they came from (:data:`VERSION_COLUMN`), which the table's own files
+#: need not (a new column there would rewrite every file of an existing lake).
+COMPACTED_DIR = "_compacted"
+#: In compacted files: the :func:`version_stem` of the landing-file version each row came from.
+VERSION_COLUMN = "lake_version"
+#: The manifest: which landing-file versions (and rows) each compacted file holds.
+MANIFEST = "raw.lake_compacted_versions"
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,11 @@ class LakeTable:
     #: ledger filter reads only those rows, which also keeps DuckDB's estimate of that side below
     #: the lake scan's, so the filter's hash table is built on the ledger.
     source_kind: str = ""
+    #: Old days' files may be merged into one compacted file per day (:mod:`gpusre.models.ingest.lake_compaction`):
+    #: for tables with a file per landing file *and day* (node logs shipped per node: 2,000 files a
+    #: day). The view then also reads the compacted files. Tables read by version elsewhere (sacct's
+    #: re-read dumps) are not compacted.
+    compactable: bool = False
 
 
 def lake_root(warehouse: Path | str) -> Path:
@@ -168,8 +183,22 @@ _LEDGER_STEMS_SQL = f"SELECT {_stem_sql('f')} FROM raw.ingested_files AS f"
 
 
 def lake_files(lake: Path, table: str) -> list[Path]:
-    """Every file under the day folders of ``table`` (data, schema and temporary files)."""
-    root = lake / table
+    """Every file under the day folders of ``table`` (data, schema and temporary files); not its
+    compacted files (:func:`compacted_files`)."""
+    return _day_folder_files(lake / table)
+
+
+def compacted_root(lake: Path, table: str) -> Path:
+    """The folder of ``table``'s compacted files (``<lake>/_compacted/<table>``)."""
+    return lake / COMPACTED_DIR / table
+
+
+def compacted_files(lake: Path, table: str) -> list[Path]:
+    """Every file under the day folders of ``table``'s compacted tree (data, schema and temporary files)."""
+    return _day_folder_files(compacted_root(lake, table))
+
+
+def _day_folder_files(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     return [Path(entry.path) for day_dir in os.scandir(root) if day_dir.is_dir()
@@ -243,11 +272,19 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
 
 def remove_unlisted_files(con: duckdb.DuckDBPyConnection, lake: Path, table: str) -> int:
     """Delete the files of ``table`` that no ledger row names: superseded versions of changed
-    landing files, file sets of a run killed before its commit, temporary files. Call it after the
-    ingest's transaction committed, holding the warehouse's run lock (no other writer)."""
+    landing files, file sets of a run killed before its commit, temporary files; and the files a
+    compaction superseded (versions the manifest lists as compacted, compacted files it no longer
+    lists). Call it after the transaction committed, holding the warehouse's run lock (no other writer)."""
     keep = {f"{stem}.parquet" for (stem,) in con.sql(_LEDGER_STEMS_SQL).fetchall()}
+    # A compacted version's own files are superseded by the compacted file holding its rows;
+    # compacted files no manifest row names were replaced, or written by a killed compaction.
+    compacted = con.execute(f"SELECT version_stem, compacted_file FROM {MANIFEST} WHERE lake_table = ?",
+                            [table]).fetchall()
+    keep -= {f"{stem}.parquet" for stem, _ in compacted}
+    keep_compacted = {f"{name}.parquet" for _, name in compacted} | {Path(SCHEMA_FILE).name}
     keep.add(Path(SCHEMA_FILE).name)
-    stale = [p for p in lake_files(lake, table) if p.name not in keep]
+    stale = ([p for p in lake_files(lake, table) if p.name not in keep]
+             + [p for p in compacted_files(lake, table) if p.name not in keep_compacted])
     for path in stale:
         path.unlink(missing_ok=True)
     for folder in {p.parent for p in stale}:
@@ -288,8 +325,21 @@ def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> st
     # Only the versions the ledger records: files of a landing file not yet committed (a run killed
     # between its Parquet writes and its commit) and superseded versions stay invisible.
     ledger = _LEDGER_STEMS_SQL + (f" WHERE f.source_kind = {_quote(spec.source_kind)}" if spec.source_kind else "")
+    if not spec.compactable:
+        return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
+                f"WHERE parse_filename(l.__lake_file, true) IN ({ledger})")
+    # A compacted version is read from its compacted file only (its own files are deleted once the
+    # compaction commits, and until then must not count twice); a compacted file shows once its
+    # manifest rows commit, and of its rows those of versions the ledger still holds.
+    manifest = f"{MANIFEST} WHERE lake_table = {_quote(spec.name)}"
+    where = "WHERE" if spec.source_kind else "WHERE TRUE"
+    own = f"{ledger} {'AND' if spec.source_kind else where} {_stem_sql('f')} NOT IN (SELECT version_stem FROM {manifest})"
+    compacted_glob = _quote(compacted_root(lake, spec.name).as_posix() + "/*/*.parquet")
     return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
-            f"WHERE parse_filename(l.__lake_file, true) IN ({ledger})")
+            f"WHERE parse_filename(l.__lake_file, true) IN ({own}) "
+            f"UNION ALL {_select_sql(spec, columns, compacted_glob)} "
+            f"WHERE parse_filename(l.__lake_file, true) IN (SELECT compacted_file FROM {manifest}) "
+            f"AND l.{VERSION_COLUMN} IN ({ledger})")
 
 
 def files_relation_sql(con: duckdb.DuckDBPyConnection, spec: LakeTable, parameter: str) -> str:
@@ -315,16 +365,41 @@ def ledger_file_rows_sql(con: duckdb.DuckDBPyConnection, table: str, source_kind
         return (f"SELECT f.source_file, count(r.source_file) AS rows FROM raw.ingested_files AS f "
                 f"LEFT JOIN raw.{table} AS r USING (source_file) WHERE f.source_kind = '{source_kind}' GROUP BY ALL")
     glob = _quote((lake_of(con) / table).as_posix() + "/*/*.parquet")
-    return (f"SELECT f.source_file, coalesce(sum(m.num_rows), 0)::BIGINT AS rows FROM raw.ingested_files AS f "
-            f"LEFT JOIN parquet_file_metadata({glob}) AS m ON parse_filename(m.file_name, true) = {_stem_sql('f')} "
-            f"WHERE f.source_kind = '{source_kind}' GROUP BY ALL")
+    # A compacted version's rows: what the manifest recorded when its compacted file was written.
+    return (f"WITH compacted AS (SELECT version_stem, sum(rows) AS rows FROM {MANIFEST} "
+            f"WHERE lake_table = {_quote(table)} GROUP BY ALL) "
+            f"SELECT f.source_file, coalesce(any_value(c.rows), sum(m.num_rows), 0)::BIGINT AS rows "
+            f"FROM raw.ingested_files AS f LEFT JOIN compacted AS c ON c.version_stem = {_stem_sql('f')} "
+            f"LEFT JOIN parquet_file_metadata({glob}) AS m ON c.version_stem IS NULL "
+            f"AND parse_filename(m.file_name, true) = {_stem_sql('f')} "
+            f"WHERE f.source_kind = '{source_kind}' GROUP BY f.source_file")
 
 
 def version_files(lake: Path, table: str, versions: Iterable[tuple[str, str]]) -> list[Path]:
     """The Parquet files of the landing-file ``versions`` (``(source_file, sha256)`` pairs) in ``table``
-    (one listing of the table's day folders)."""
+    (one listing of the table's day folders; a compacted version's rows are in
+    :func:`compacted_version_files`)."""
     wanted = {f"{version_stem(source_file, sha)}.parquet" for source_file, sha in versions}
     return sorted(p for p in lake_files(lake, table) if p.name in wanted)
+
+
+def compacted_version_files(con: duckdb.DuckDBPyConnection, table: str,
+                            versions: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Of the landing-file ``versions``, those a compaction merged: (the compacted files holding
+    their rows, their version stems). Read them with :func:`compacted_relation_sql`."""
+    stems = [version_stem(source_file, sha) for source_file, sha in versions]
+    rows = con.execute(f"SELECT day, compacted_file, version_stem FROM {MANIFEST} "
+                       "WHERE lake_table = ? AND version_stem IN (SELECT unnest(?))", [table, stems]).fetchall()
+    root = compacted_root(lake_of(con), table)
+    files = sorted({(root / f"day={day.isoformat()}" / f"{name}.parquet").as_posix() for day, name, _ in rows})
+    return files, sorted({stem for _, _, stem in rows})
+
+
+def compacted_relation_sql(con: duckdb.DuckDBPyConnection, spec: LakeTable, files: str, stems: str) -> str:
+    """:func:`files_relation_sql` over compacted files (the SQL list parameter ``files``), keeping
+    the rows of the version stems in the SQL list parameter ``stems`` only."""
+    return (f"{_select_sql(spec, _lake_columns(con, spec.name), files)} "
+            f"WHERE l.{VERSION_COLUMN} IN (SELECT unnest({stems}))")
 
 
 def _empty_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
@@ -333,23 +408,28 @@ def _empty_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
     return empty if isinstance(empty, pa.Table) else empty.read_all()  # DuckDB 2.0 may return a reader
 
 
-def _upgrade_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> None:
+def _compacted_empty_table(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
+    """The schema of ``table``'s compacted files: its columns and :data:`VERSION_COLUMN`."""
+    empty = _empty_table(con, table)
+    return empty.append_column(pa.field(VERSION_COLUMN, pa.string()), pa.array([], pa.string()))
+
+
+def _upgrade_files(empty: pa.Table, root: Path) -> None:
     """Files written before ``lake.<table>`` gained a column get it (NULL), so one schema reads them
-    all: a lake written by an older gpusre is rewritten once, file by file (each atomic)."""
-    declared = [name for name, _ in _lake_columns(con, spec.name)]
-    have = set(pq.read_schema(lake / spec.name / SCHEMA_FILE).names)
-    if set(declared) <= have:
+    all: a lake written by an older gpusre is rewritten once, file by file (each atomic). ``empty``
+    is the current schema, ``root`` the table's folder (or its compacted tree)."""
+    schema_file = root / SCHEMA_FILE
+    if set(empty.column_names) <= set(pq.read_schema(schema_file).names):
         return
-    empty = _empty_table(con, spec.name)
     schema = storage_schema(empty.schema)
-    for path in lake_files(lake, spec.name):
+    for path in _day_folder_files(root):
         if path.name.endswith(".parquet") and path.name != Path(SCHEMA_FILE).name:
             table = pq.read_table(path)
             for name in schema.names:
                 if name not in table.column_names:
                     table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
             write_atomic(table.select(schema.names).cast(schema), path)
-    write_atomic(empty, lake / spec.name / SCHEMA_FILE)
+    write_atomic(empty, schema_file)
 
 
 def _move_legacy_schema_file(legacy: Path, schema_file: Path) -> None:
@@ -377,7 +457,13 @@ def create_lake_views(con: duckdb.DuckDBPyConnection, lake: Path, tables: Sequen
         if not schema_file.exists():
             write_atomic(_empty_table(con, spec.name), schema_file)
         else:
-            _upgrade_files(con, lake, spec)
+            _upgrade_files(_empty_table(con, spec.name), lake / spec.name)
+        if spec.compactable:
+            compacted_schema = compacted_root(lake, spec.name) / SCHEMA_FILE
+            if not compacted_schema.exists():
+                write_atomic(_compacted_empty_table(con, spec.name), compacted_schema)
+            else:
+                _upgrade_files(_compacted_empty_table(con, spec.name), compacted_root(lake, spec.name))
         kind = con.execute("SELECT table_type FROM information_schema.tables WHERE table_schema = 'raw' "
                            "AND table_name = ?", [spec.name]).fetchall()
         if kind and kind[0][0] == "BASE TABLE":

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 
 import duckdb
 
-from gpusre.models.ingest.lake import LakeTable, files_relation_sql, lake_of, reads_lake, version_files
+from gpusre.models.ingest.lake import (
+    LakeTable,
+    compacted_relation_sql,
+    compacted_version_files,
+    files_relation_sql,
+    lake_of,
+    reads_lake,
+    version_files,
+    version_stem,
+)
 
 __all__ = ["VersionSummary", "refresh_version_summary"]
 
@@ -77,11 +86,21 @@ def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSumm
            ORDER BY f.source_file""", [summary.source, key]).fetchall()
     if not pending:
         return len(stale), 0
-    files = [p.as_posix() for p in version_files(lake_of(con), summary.lake.name, pending)]
+    # A version a compaction merged is read from its compacted files (a summary built anew
+    # after the compaction: a new table, or one emptied above).
+    compacted, stems = compacted_version_files(con, summary.lake.name, pending)
+    merged = set(stems)
+    own = [v for v in pending if version_stem(*v) not in merged]
+    files = [p.as_posix() for p in version_files(lake_of(con), summary.lake.name, own)]
     rows = files_relation_sql(con, summary.lake, "$files")
     for start in range(0, len(files), FILES_PER_BATCH):
         con.execute(f"INSERT INTO {summary.table} WITH rows AS ({rows}) {summary.select}",
                     {"files": files[start:start + FILES_PER_BATCH]})
+    if compacted:
+        rows = compacted_relation_sql(con, summary.lake, "$files", "$stems")
+        for start in range(0, len(compacted), FILES_PER_BATCH):
+            con.execute(f"INSERT INTO {summary.table} WITH rows AS ({rows}) {summary.select}",
+                        {"files": compacted[start:start + FILES_PER_BATCH], "stems": stems})
     con.execute("INSERT INTO raw.summarized_versions SELECT ?, unnest(?), unnest(?)",
                 [key, [f for f, _ in pending], [sha for _, sha in pending]])
     return len(stale), len(pending)

@@ -87,7 +87,9 @@ SOURCES: tuple[Source, ...] = (
         # template_id column itself is filled only in files written before parallel parsing).
         lake=LakeTable("syslog_lines", ("ts",), hidden=("message_key",),
                        join="LEFT JOIN raw.syslog_message_templates AS m ON m.message_key = l.message_key",
-                       expressions=(("template_id", "COALESCE(l.template_id, m.template_id)"),)),
+                       expressions=(("template_id", "COALESCE(l.template_id, m.template_id)"),),
+                       # Shipped per node, a day is thousands of small files (gpusre compact).
+                       compactable=True),
         label="node-log lines", title="Node logs", record_ts="ts", dense=True,
         asset=("raw", "syslog_lines"), record_node="node",
     ),

@@ -114,3 +114,17 @@ CREATE TABLE IF NOT EXISTS raw.record_days (
     last_ts     TIMESTAMPTZ NOT NULL,
     nodes       VARCHAR[]                  -- distinct nodes of the day's records (node logs), else NULL
 );
+
+-- raw.lake_compacted_versions: the manifest of the lake's compacted files
+-- (gpusre.models.ingest.lake_compaction): one row per compacted file and landing-file version
+-- whose rows of that day it holds. A version listed here is read from its compacted file only;
+-- a compacted file is visible once its rows here commit. Written in the compaction's transaction.
+CREATE TABLE IF NOT EXISTS raw.lake_compacted_versions (
+    lake_table     VARCHAR NOT NULL,       -- the raw table, e.g. 'syslog_lines'
+    day            DATE NOT NULL,          -- the day folder of the compacted file (UTC day of the rows)
+    compacted_file VARCHAR NOT NULL,       -- file name stem under <lake>/_compacted/<table>/day=<day>/
+    source_file    VARCHAR NOT NULL,       -- the landing file
+    version_stem   VARCHAR NOT NULL,       -- <landing-file-id>-<sha256[:16]> of the version
+    rows           BIGINT NOT NULL,        -- rows of that version in the compacted file
+    compacted_at   TIMESTAMPTZ NOT NULL
+);
