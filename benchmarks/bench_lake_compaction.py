@@ -82,7 +82,7 @@ FLOOR = r"""
 import json, sys, time
 from pathlib import Path
 import duckdb
-days = json.loads(sys.argv[1]); out = Path(sys.argv[2]); out.mkdir(parents=True, exist_ok=True)
+days = json.loads(Path(sys.argv[1]).read_text()); out = Path(sys.argv[2]); out.mkdir(parents=True, exist_ok=True)
 con = duckdb.connect()
 t0 = time.perf_counter()
 for day, files in days.items():
@@ -144,7 +144,9 @@ def main() -> int:
     # What compaction will merge: every day but the newest KEEP_DAYS (each holds --nodes files).
     old_days = [d for d in sorted(by_day) if date.fromisoformat(d) <= last_day - timedelta(days=KEEP_DAYS)]
     before = run_child(QUERIES, str(warehouse))
-    floor = run_child(FLOOR, json.dumps({d: by_day[d] for d in old_days}), str(workdir / "floor"))
+    listing = workdir / "floor-files.json"  # 16,000 paths do not fit on a command line
+    listing.write_text(json.dumps({d: by_day[d] for d in old_days}))
+    floor = run_child(FLOOR, str(listing), str(workdir / "floor"))
     compact = run_child(COMPACT, str(warehouse), last_day.isoformat())
     after = run_child(QUERIES, str(warehouse))
     if before is None or compact is None or after is None or floor is None:
