@@ -170,15 +170,13 @@ def test_a_landing_file_changed_after_its_day_was_merged_replaces_exactly_its_ro
     assert _contents(wh) == _contents(reference)
     held, loaded = _loaded_rows(wh)
     assert held == loaded
-    # Merged again: the old version's rows leave the day's compacted file, the new version joins it.
+    # Merged again (a sixth of the day's compacted rows are dead: more than DEAD_SHARE): the old
+    # version's rows leave the day's compacted file, the new version joins it.
+    assert _dead_rows(wh) > 0
     _compact(wh)
     assert _contents(wh) == _contents(reference)
-    con = connect(wh, read_only=True)
     source_file = changed.relative_to(work).as_posix()
-    in_manifest = con.execute(f"SELECT count(DISTINCT version_stem) FROM {MANIFEST} WHERE source_file = ?",
-                              [source_file]).fetchall()[0][0]
-    con.close()
-    assert in_manifest == 1
+    assert _dead_rows(wh) == 0 and _manifest_versions(wh, source_file) == {"live": 1}
 
     # Back to the original content: the version merged first is live again, once.
     shutil.copy2(landing / changed.relative_to(work), changed)
@@ -190,6 +188,33 @@ def test_a_landing_file_changed_after_its_day_was_merged_replaces_exactly_its_ro
     shown = con.execute("SELECT count(*) FROM raw.syslog_lines WHERE source_file = ?", [source_file]).fetchall()
     con.close()
     assert shown == [(len((landing / changed.relative_to(work)).read_bytes().splitlines()),)]
+
+
+def _dead_rows(warehouse: Path) -> int:
+    """Rows in compacted files of versions the ledger no longer holds (invisible, taking space)."""
+    con = connect(warehouse, read_only=True)
+    try:
+        files = [p.as_posix() for p in compacted_files(lake_root(warehouse), SYSLOG.name)]
+        return con.execute(
+            "SELECT count(*) FROM read_parquet(?) WHERE lake_version IS NOT NULL AND lake_version NOT IN "
+            "(SELECT left(sha256(source_file), 24) || '-' || left(sha256, 16) FROM raw.ingested_files)",
+            [files]).fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def _manifest_versions(warehouse: Path, source_file: str) -> dict[str, int]:
+    """How many of the manifest's versions of ``source_file`` the ledger holds ('live') or not ('dead')."""
+    con = connect(warehouse, read_only=True)
+    try:
+        rows = con.execute(
+            f"""SELECT CASE WHEN m.version_stem = left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16)
+                            THEN 'live' ELSE 'dead' END, count(DISTINCT m.version_stem)
+                FROM {MANIFEST} AS m JOIN raw.ingested_files AS f USING (source_file)
+                WHERE m.source_file = ? GROUP BY ALL""", [source_file]).fetchall()
+        return dict(rows)
+    finally:
+        con.close()
 
 
 def test_a_compaction_failing_before_its_manifest_commit_leaves_the_views_as_they_were(
@@ -296,19 +321,32 @@ def _listings(draw: st.DrawFn) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-@given(own=_listings(), through_day=st.integers(0, 8), min_files=st.integers(1, 6))
+@given(own=_listings(), through_day=st.integers(0, 8), min_files=st.integers(1, 6),
+       also=st.sets(st.integers(0, 8), max_size=3))
 @settings(max_examples=200, deadline=None)
 def test_versions_are_merged_whole_from_old_busy_days_only(own: pl.DataFrame, through_day: int,
-                                                           min_files: int) -> None:
+                                                           min_files: int, also: set[int]) -> None:
+    """``also``: days merged again for their dead rows, whatever their file count."""
     through = date(2026, 9, 1) + timedelta(days=through_day)
-    ready = compaction._ready(own, through=through, min_files=min_files)
+    extra = {date(2026, 9, 1) + timedelta(days=d) for d in also}
+    ready = compaction._ready(own, through=through, min_files=min_files, also=sorted(extra))
     for stem in ready.get_column("stem").unique().to_list():
         assert ready.filter(pl.col("stem") == stem).height == own.filter(pl.col("stem") == stem).height
     assert all(d <= through for d in ready.get_column("day").to_list())
     old = own.filter(pl.col("day").max().over("stem") <= through)
     per_day = dict(old.group_by("day").len().iter_rows())
-    assert all(per_day[d] >= min_files for d in ready.get_column("day").to_list())
-    # Maximal: a version left out has a day that is too new or holds too few old files.
+    assert all(per_day[d] >= min_files or d in extra for d in ready.get_column("day").to_list())
+    # Maximal: a version left out has a day that is too new, or holds too few old files and is
+    # not merged again anyway.
     for stem in set(own.get_column("stem").to_list()) - set(ready.get_column("stem").to_list()):
         days = own.filter(pl.col("stem") == stem).get_column("day").to_list()
-        assert any(d > through or per_day.get(d, 0) < min_files for d in days)
+        assert any(d > through or (per_day.get(d, 0) < min_files and d not in extra) for d in days)
+
+
+def test_days_are_merged_again_from_a_tenth_of_dead_rows() -> None:
+    """Hand-computed: day 1 holds 100 rows of which 10 dead (= DEAD_SHARE), day 2 9 of 100, day 3
+    is all dead but newer than ``through``."""
+    d1, d2, d3 = date(2026, 9, 1), date(2026, 9, 2), date(2026, 9, 3)
+    compacted = pl.DataFrame({"day": [d1, d1, d2, d2, d3], "rows": [90, 10, 91, 9, 50],
+                              "live": [True, False, True, False, False]})
+    assert compaction._dead_days(compacted, through=d2) == [d1]

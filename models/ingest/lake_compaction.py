@@ -14,7 +14,9 @@ How, keeping the lake's rules (one atomic switch, reruns change nothing):
   ``min_files`` such files lie in it; a version is merged whole (every day it touches) or not at all.
 * Each merged day gets one new file under ``<lake>/_compacted/<table>/day=…/`` holding the merged
   versions' rows, the rows of the day's earlier compacted file whose version the ledger still holds,
-  and per row the version it came from (``lake_version``). It is written under a temporary name,
+  and per row the version it came from (``lake_version``). A merged day whose compacted rows are
+  :data:`DEAD_SHARE` or more of versions the ledger no longer holds (landing files changed since)
+  is merged again, which drops them. It is written under a temporary name,
   fsynced and renamed; the views ignore it until its manifest rows commit.
 * One transaction then replaces the day's manifest rows (``raw.lake_compacted_versions``): from its
   commit the views read those versions from the compacted file only. After it, the versions' own
@@ -37,7 +39,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from gpusre.models.ingest.compaction_policy import KEEP_DAYS, MIN_FILES
+from gpusre.models.ingest.compaction_policy import DEAD_SHARE, KEEP_DAYS, MIN_FILES
 from gpusre.models.ingest.lake import (
     COMPRESSION,
     COMPRESSION_LEVEL,
@@ -86,13 +88,31 @@ def _own_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> p
     return versions.join(listed, on="stem", how="inner")
 
 
-def _ready(own: pl.DataFrame, *, through: date, min_files: int) -> pl.DataFrame:
+def _ready(own: pl.DataFrame, *, through: date, min_files: int, also: list[date] | None = None) -> pl.DataFrame:
     """The rows of ``own`` to merge: whole versions, all of whose days are on or before ``through``
-    and hold at least ``min_files`` merge-ready files."""
+    and hold at least ``min_files`` merge-ready files or are among the days ``also`` (merged again
+    anyway)."""
     candidates = own.filter(pl.col("day").max().over("stem") <= through)
-    busy_days = candidates.group_by("day").len().filter(pl.col("len") >= min_files).select("day")
-    in_busy_day = pl.col("day").is_in(busy_days.get_column("day").implode())
-    return candidates.filter(in_busy_day.all().over("stem"))
+    busy_days = candidates.group_by("day").len().filter(pl.col("len") >= min_files).get_column("day").to_list()
+    merged_days = sorted(set(busy_days) | {d for d in also or () if d <= through})
+    in_merged_day = pl.col("day").is_in(pl.Series(merged_days, dtype=pl.Date).implode())
+    return candidates.filter(in_merged_day.all().over("stem"))
+
+
+def _compacted_versions(con: duckdb.DuckDBPyConnection, spec: LakeTable) -> pl.DataFrame:
+    """The manifest rows of ``spec``, each with ``live``: whether the ledger still holds its version."""
+    return con.sql(
+        f"""SELECT m.day, m.compacted_file, m.source_file, m.version_stem, m.rows,
+                   m.version_stem IN (SELECT left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16)
+                                      FROM raw.ingested_files AS f WHERE f.source_kind = ?) AS live
+            FROM {MANIFEST} AS m WHERE m.lake_table = ?""", params=[spec.source_kind, spec.name]).pl()
+
+
+def _dead_days(compacted: pl.DataFrame, *, through: date) -> list[date]:
+    """Days on or before ``through`` whose compacted rows are at least :data:`DEAD_SHARE` dead."""
+    shares = compacted.group_by("day").agg(
+        (pl.col("rows").filter(~pl.col("live")).sum() / pl.col("rows").sum()).alias("dead"))
+    return shares.filter((pl.col("dead") >= DEAD_SHARE) & (pl.col("day") <= through)).get_column("day").to_list()
 
 
 def _compacted_name(day: date, stems: list[str]) -> str:
@@ -109,13 +129,14 @@ def _write_day(con: duckdb.DuckDBPyConnection, spec: LakeTable, columns: list[st
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.stem}.{os.getpid()}.parquet.tmp")
     select = ", ".join(f'"{c}"' for c in columns)
-    parts = [f"SELECT {select}, parse_filename(__f, true) AS {VERSION_COLUMN} "
-             "FROM read_parquet($own, filename = '__f')"]
-    if earlier:
+    parts, params = [], {}
+    if own:
+        parts.append(f"SELECT {select}, parse_filename(__f, true) AS {VERSION_COLUMN} "
+                     "FROM read_parquet($own, filename = '__f')")
+        params["own"] = own
+    if earlier and live:
         parts.append(f"SELECT {select}, {VERSION_COLUMN} FROM read_parquet($earlier) "
                      f"WHERE {VERSION_COLUMN} IN (SELECT unnest($live))")
-    params: dict[str, object] = {"own": own}
-    if earlier:
         params |= {"earlier": earlier, "live": live}
     try:
         # Rows keep the order of the files (sorted by landing file): per-node files keep each
@@ -151,21 +172,19 @@ def compact_lake_table(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, keep_
     # Files a killed compaction or ingest left first, so the listing below sees only live files.
     deleted = remove_unlisted_files(con, lake, spec.name)
     own = _own_files(con, lake, spec)
-    if not own.height:
+    compacted = _compacted_versions(con, spec)
+    if not own.height and not compacted.height:
         return CompactionResult(spec.name, files_deleted=deleted)
     today = today or datetime.now(timezone.utc).date()
-    through = min(own.get_column("day").max(), today) - timedelta(days=keep_days)  # type: ignore[operator]
-    ready = _ready(own, through=through, min_files=min_files).sort("day", "source_file", "path")
-    if not ready.height:
+    newest = max(frame.get_column("day").max() for frame in (own, compacted) if frame.height)
+    through = min(newest, today) - timedelta(days=keep_days)  # type: ignore[operator]
+    dead_days = _dead_days(compacted, through=through)
+    ready = _ready(own, through=through, min_files=min_files, also=dead_days).sort("day", "source_file", "path")
+    days = sorted(set(ready.get_column("day").to_list()) | set(dead_days))
+    if not days:
         return CompactionResult(spec.name, files_deleted=deleted)
     columns = read_schema(lake, spec.name).names
-    days = ready.get_column("day").unique().sort().to_list()
-    earlier = con.sql(
-        f"""SELECT m.day, m.compacted_file, m.source_file, m.version_stem,
-                   m.version_stem IN (SELECT left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16)
-                                      FROM raw.ingested_files AS f WHERE f.source_kind = ?) AS live
-            FROM {MANIFEST} AS m WHERE m.lake_table = ? AND m.day IN (SELECT unnest(?))""",
-        params=[spec.source_kind, spec.name, days]).pl()
+    earlier = compacted.filter(pl.col("day").is_in(pl.Series(days, dtype=pl.Date).implode()))
     root = compacted_root(lake, spec.name)
     manifest: list[pl.DataFrame] = []
     files_merged = 0
@@ -175,16 +194,20 @@ def compact_lake_table(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, keep_
         kept = before.filter(pl.col("live"))
         members = pl.concat([mine.select("source_file", pl.col("stem").alias("version_stem")),
                              kept.select("source_file", "version_stem")]).unique()
-        name = _compacted_name(day, members.get_column("version_stem").to_list())
         earlier_files = sorted({(root / f"day={day.isoformat()}" / f"{f}.parquet").as_posix()
                                 for f in before.get_column("compacted_file").to_list()})
+        files_merged += mine.height + len(earlier_files)
+        if not members.height:  # every compacted row of the day is dead: its manifest rows go
+            continue
+        name = _compacted_name(day, members.get_column("version_stem").to_list())
         counts = _write_day(con, spec, columns, root / f"day={day.isoformat()}" / f"{name}.parquet",
                             mine.get_column("path").to_list(), earlier_files,
                             kept.get_column("version_stem").to_list())
-        files_merged += mine.height + len(earlier_files)
         manifest.append(members.join(counts, on="version_stem", how="inner").with_columns(
             pl.lit(day).alias("day"), pl.lit(name).alias("compacted_file")))
-    rows = pl.concat(manifest).with_columns(pl.lit(spec.name).alias("lake_table"))
+    rows = (pl.concat(manifest) if manifest else pl.DataFrame(
+        schema={"source_file": pl.String, "version_stem": pl.String, "rows": pl.Int64, "day": pl.Date,
+                "compacted_file": pl.String})).with_columns(pl.lit(spec.name).alias("lake_table"))
     with transaction(con):
         con.execute(f"DELETE FROM {MANIFEST} WHERE lake_table = ? AND day IN (SELECT unnest(?))", [spec.name, days])
         con.register("_compacted_manifest", rows.to_arrow())
