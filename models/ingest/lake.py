@@ -29,6 +29,11 @@ each view among them) built on the lake: a full scan of a year's node logs ran o
 keeps those absolute paths and its own ledger, so its ``raw.*`` views read the lake's files of the
 versions it knows (a landing file re-ingested after the snapshot drops out of the snapshot's raw
 views until the next snapshot, as its old files are deleted).
+
+**Compaction.** A ``compactable`` table's old days may be merged into one file per day under
+``<lake>/_compacted/<table>/`` (:mod:`gpusre.models.ingest.lake_compaction`); the manifest
+``raw.lake_compacted_versions`` says which versions each holds. Its view then reads a merged
+version from the compacted file only, and of a compacted file the rows of versions the ledger holds.
 """
 
 from __future__ import annotations
@@ -46,11 +51,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["COMPACTED_DIR", "LakeTable", "MANIFEST", "SCHEMA_FILE", "VERSION_COLUMN", "compacted_files", "compacted_relation_sql",
-           "compacted_root", "compacted_version_files",
-           "create_lake_views", "ensure_view", "files_relation_sql", "lake_files",
-           "lake_of", "lake_root", "landing_file_id", "read_schema", "reads_lake", "remove_unlisted_files",
-           "storage_schema", "version_files", "version_stem", "write_atomic", "write_file_sets"]
+__all__ = ["COMPACTED_DIR", "LakeTable", "MANIFEST", "SCHEMA_FILE", "VERSION_COLUMN", "compacted_files",
+           "compacted_relation_sql", "compacted_root", "compacted_version_files", "create_lake_views",
+           "ensure_view", "files_relation_sql", "lake_files", "lake_of", "lake_root", "landing_file_id",
+           "read_schema", "reads_lake", "remove_unlisted_files", "storage_schema", "version_files", "version_stem",
+           "write_atomic", "write_file_sets"]
 
 #: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema); last
 #: in the glob's order, so DuckDB's row estimate (first file x files) comes from a data file.
@@ -332,8 +337,7 @@ def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> st
     # compaction commits, and until then must not count twice); a compacted file shows once its
     # manifest rows commit, and of its rows those of versions the ledger still holds.
     manifest = f"{MANIFEST} WHERE lake_table = {_quote(spec.name)}"
-    where = "WHERE" if spec.source_kind else "WHERE TRUE"
-    own = f"{ledger} {'AND' if spec.source_kind else where} {_stem_sql('f')} NOT IN (SELECT version_stem FROM {manifest})"
+    own = f"{ledger} {'AND' if spec.source_kind else 'WHERE'} {_stem_sql('f')} NOT IN (SELECT version_stem FROM {manifest})"
     compacted_glob = _quote(compacted_root(lake, spec.name).as_posix() + "/*/*.parquet")
     return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
             f"WHERE parse_filename(l.__lake_file, true) IN ({own}) "
