@@ -77,6 +77,9 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, workers: int | No
         print(f"SLO report: {summary.slo_report_html}")
     if summary.snapshot:
         print(f"snapshot for ad hoc queries (readable while a run writes): {summary.snapshot}")
+    if summary.mergeable_log_files:
+        print(f"node-log lake: {summary.mergeable_log_files:,} small files on {summary.mergeable_log_days} old day(s) "
+              f"can be merged into one per day (faster ad hoc queries): gpusre compact --warehouse {warehouse}")
     if summary.dagster_home:
         print(f"Dagster UI (runs, materializations, checks): DAGSTER_HOME={summary.dagster_home} "
               f"dagster dev -w workspace.yaml")

@@ -23,7 +23,8 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from gpusre.models.sources.registry import record_sources
+from gpusre.models.ingest.lake_compaction import compaction_backlog
+from gpusre.models.sources.registry import lake_table, record_sources
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
 from gpusre.pipelines.config import load_cluster_config
@@ -84,6 +85,9 @@ class RunSummary:
     report_html: Path | None = None
     slo_report_html: Path | None = None
     snapshot: Path | None = None  # the warehouse copy for ad hoc queries (reports/warehouse_snapshot)
+    #: Node-log lake files (and days) ``gpusre compact`` would merge now.
+    mergeable_log_files: int = 0
+    mergeable_log_days: int = 0
     report_markdown: Path | None = None
     dagster_home: Path | None = None  # the Dagster instance the runs were recorded in
     seconds: float = 0.0
@@ -411,6 +415,12 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
     snapshot_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "warehouse_snapshot"]))
     if snapshot_meta.get("path"):
         summary.snapshot = Path(str(snapshot_meta["path"]))
+    con = connect(warehouse, read_only=True)
+    try:
+        backlog = compaction_backlog(con, lake_table("syslog"))
+    finally:
+        con.close()
+    summary.mergeable_log_files, summary.mergeable_log_days = backlog.files, backlog.days
     progress(f"      done ({time.monotonic() - t0:.1f} s)")
     summary.seconds = time.monotonic() - started
     return summary

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 
 import gpusre.models.ingest.lake_compaction as compaction
+from gpusre.models.ingest import compaction_policy
 from gpusre.models.ingest.lake import (
     MANIFEST,
     compacted_files,
@@ -243,6 +244,7 @@ KILLED_COMPACTION = """
 import os, signal, sys
 from contextlib import contextmanager
 import gpusre.models.ingest.lake_compaction as compaction
+from gpusre.models.ingest import compaction_policy
 from gpusre.models.sources.registry import lake_table
 from gpusre.models.warehouse import connect
 real = compaction.transaction
@@ -299,6 +301,29 @@ def test_gpusre_compact_runs_the_dagster_job_and_refreshes_the_snapshot(
     # A second run has nothing left to merge.
     assert main(["compact", "--warehouse", str(wh), "--min-files", str(MIN_FILES), "--keep-days", "1"]) == 0
     assert "lake: 0 day(s) compacted" in capsys.readouterr().out
+
+
+def test_a_run_reports_what_a_compaction_would_merge_and_the_estimate_is_what_it_merges(
+        built: Path, landing: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The run's hint is estimated from raw.record_days, without listing the lake; here it must
+    equal what the compaction then merges."""
+    wh = _copy(built, tmp_path / "c")
+    monkeypatch.setattr(compaction_policy, "MIN_FILES", MIN_FILES)
+    monkeypatch.setattr(compaction_policy, "KEEP_DAYS", 1)
+    assert main(["run", "--landing", str(landing), "--warehouse", str(wh)]) == 0
+    out = capsys.readouterr().out
+    summary = run_pipeline(landing, wh, tmp_path / "reports")
+    assert summary.mergeable_log_files > 0 and summary.mergeable_log_days > 0
+    assert (f"node-log lake: {summary.mergeable_log_files:,} small files on {summary.mergeable_log_days} old day(s)"
+            in out) and f"gpusre compact --warehouse {wh}" in out
+    result = _compact(wh)
+    assert (result.files_merged, result.days) == (summary.mergeable_log_files, summary.mergeable_log_days)
+    assert run_pipeline(landing, wh, tmp_path / "reports").mergeable_log_files == 0
+    # With the defaults (32 files a day), six nodes leave nothing worth merging: no hint.
+    monkeypatch.undo()
+    fresh = _copy(built, tmp_path / "d")
+    assert run_pipeline(landing, fresh, tmp_path / "reports").mergeable_log_files == 0
 
 
 def test_gpusre_compact_on_a_missing_warehouse_is_one_line(tmp_path: Path,

@@ -39,6 +39,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from gpusre.models.ingest import compaction_policy
 from gpusre.models.ingest.compaction_policy import DEAD_SHARE, KEEP_DAYS, MIN_FILES
 from gpusre.models.ingest.lake import (
     COMPRESSION,
@@ -56,7 +57,8 @@ from gpusre.models.ingest.lake import (
 )
 from gpusre.models.warehouse import transaction
 
-__all__ = ["KEEP_DAYS", "MIN_FILES", "CompactionResult", "compact_lake_table"]
+__all__ = ["KEEP_DAYS", "MIN_FILES", "CompactionBacklog", "CompactionResult", "compact_lake_table",
+           "compaction_backlog"]
 
 
 
@@ -220,3 +222,33 @@ def compact_lake_table(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, keep_
                             files_merged=files_merged, rows=int(rows.get_column("rows").sum()),
                             files_deleted=deleted)
 
+
+
+@dataclass(frozen=True)
+class CompactionBacklog:
+    """What a compaction with the default policy would merge now."""
+
+    files: int = 0
+    days: int = 0
+
+
+def compaction_backlog(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, today: date | None = None) -> CompactionBacklog:
+    """The files and days a compaction of ``spec`` with :mod:`~gpusre.models.ingest.compaction_policy`'s
+    settings would merge now, without listing the lake: ``raw.record_days`` holds one row per
+    landing-file version and day, as the lake holds one file (rows without a time aside). What
+    ``gpusre run`` reports, so that a site running it from cron learns of ``gpusre compact``."""
+    if not spec.compactable:
+        return CompactionBacklog()
+    own = con.sql(
+        f"""SELECT source_file, stem, day FROM (
+                SELECT r.source_file, left(sha256(r.source_file), 24) || '-' || left(f.sha256, 16) AS stem, r.day
+                FROM raw.record_days AS r JOIN raw.ingested_files AS f USING (source_file)
+                WHERE r.source_kind = ? AND f.source_kind = ?)
+            WHERE stem NOT IN (SELECT version_stem FROM {MANIFEST} WHERE lake_table = ?)""",
+        params=[spec.source_kind, spec.source_kind, spec.name]).pl()
+    if not own.height:
+        return CompactionBacklog()
+    today = today or datetime.now(timezone.utc).date()
+    through = min(own.get_column("day").max(), today) - timedelta(days=compaction_policy.KEEP_DAYS)  # type: ignore[operator]
+    ready = _ready(own, through=through, min_files=compaction_policy.MIN_FILES)
+    return CompactionBacklog(files=ready.height, days=ready.get_column("day").n_unique())
