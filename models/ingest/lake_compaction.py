@@ -61,7 +61,6 @@ __all__ = ["KEEP_DAYS", "MIN_FILES", "CompactionBacklog", "CompactionResult", "c
            "compaction_backlog"]
 
 
-
 @dataclass(frozen=True)
 class CompactionResult:
     """What one compaction of one table did."""
