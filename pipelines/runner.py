@@ -24,7 +24,7 @@ import dagster as dg
 import duckdb
 
 from gpusre.models.ingest.lake_compaction import compaction_backlog
-from gpusre.models.sources.registry import lake_table, record_sources
+from gpusre.models.sources.registry import lake_tables, record_sources
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
 from gpusre.pipelines.config import load_cluster_config
@@ -417,10 +417,11 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
         summary.snapshot = Path(str(snapshot_meta["path"]))
     con = connect(warehouse, read_only=True)
     try:
-        backlog = compaction_backlog(con, lake_table("syslog"))
+        backlogs = [compaction_backlog(con, spec) for spec in lake_tables() if spec.compactable]
     finally:
         con.close()
-    summary.mergeable_log_files, summary.mergeable_log_days = backlog.files, backlog.days
+    summary.mergeable_log_files = sum(b.files for b in backlogs)
+    summary.mergeable_log_days = sum(b.days for b in backlogs)
     progress(f"      done ({time.monotonic() - t0:.1f} s)")
     summary.seconds = time.monotonic() - started
     return summary

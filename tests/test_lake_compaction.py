@@ -25,6 +25,8 @@ from gpusre.models.ingest.lake import (
     lake_files,
     lake_root,
     ledger_file_rows_sql,
+    ledger_stems_sql,
+    version_stem_sql,
 )
 from gpusre.models.ingest.lake_compaction import compact_lake_table
 from gpusre.models.sources.registry import lake_table
@@ -197,8 +199,8 @@ def _dead_rows(warehouse: Path) -> int:
     try:
         files = [p.as_posix() for p in compacted_files(lake_root(warehouse), SYSLOG.name)]
         return con.execute(
-            "SELECT count(*) FROM read_parquet(?) WHERE lake_version IS NOT NULL AND lake_version NOT IN "
-            "(SELECT left(sha256(source_file), 24) || '-' || left(sha256, 16) FROM raw.ingested_files)",
+            f"SELECT count(*) FROM read_parquet(?) WHERE lake_version IS NOT NULL AND lake_version NOT IN "
+            f"({ledger_stems_sql()})",
             [files]).fetchall()[0][0]
     finally:
         con.close()
@@ -209,8 +211,8 @@ def _manifest_versions(warehouse: Path, source_file: str) -> dict[str, int]:
     con = connect(warehouse, read_only=True)
     try:
         rows = con.execute(
-            f"""SELECT CASE WHEN m.version_stem = left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16)
-                            THEN 'live' ELSE 'dead' END, count(DISTINCT m.version_stem)
+            f"""SELECT CASE WHEN m.version_stem = {version_stem_sql('f')} THEN 'live' ELSE 'dead' END,
+                       count(DISTINCT m.version_stem)
                 FROM {MANIFEST} AS m JOIN raw.ingested_files AS f USING (source_file)
                 WHERE m.source_file = ? GROUP BY ALL""", [source_file]).fetchall()
         return dict(rows)

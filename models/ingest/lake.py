@@ -54,8 +54,8 @@ import pyarrow.parquet as pq
 __all__ = ["COMPACTED_DIR", "LakeTable", "MANIFEST", "SCHEMA_FILE", "VERSION_COLUMN", "compacted_files",
            "compacted_relation_sql", "compacted_root", "compacted_version_files", "create_lake_views",
            "ensure_view", "files_relation_sql", "lake_files", "lake_of", "lake_root", "landing_file_id",
-           "read_schema", "reads_lake", "remove_unlisted_files", "storage_schema", "version_files", "version_stem",
-           "write_atomic", "write_file_sets"]
+           "ledger_stems_sql", "read_schema", "reads_lake", "remove_unlisted_files", "storage_schema",
+           "version_files", "version_stem", "version_stem_sql", "write_atomic", "write_file_sets"]
 
 #: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema); last
 #: in the glob's order, so DuckDB's row estimate (first file x files) comes from a data file.
@@ -179,12 +179,17 @@ def version_stem(source_file: str, sha256: str) -> str:
 
 
 #: The same stem in SQL over ``raw.ingested_files`` (DuckDB's sha256() is hex of the UTF-8 bytes, as hashlib's).
-def _stem_sql(ledger: str) -> str:
+def version_stem_sql(ledger: str) -> str:
     """:func:`version_stem` of the ledger row aliased ``ledger``, in SQL."""
     return f"left(sha256({ledger}.source_file), 24) || '-' || left({ledger}.sha256, 16)"
 
 
-_LEDGER_STEMS_SQL = f"SELECT {_stem_sql('f')} FROM raw.ingested_files AS f"
+_LEDGER_STEMS_SQL = f"SELECT {version_stem_sql('f')} FROM raw.ingested_files AS f"
+
+
+def ledger_stems_sql(source_kind: str = "") -> str:
+    """A query of the version stems the ledger holds (of ``source_kind``'s files; '' = every file)."""
+    return _LEDGER_STEMS_SQL + (f" WHERE f.source_kind = {_quote(source_kind)}" if source_kind else "")
 
 
 def lake_files(lake: Path, table: str) -> list[Path]:
@@ -329,7 +334,7 @@ def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> st
     glob = _quote((lake / spec.name).as_posix() + "/*/*.parquet")
     # Only the versions the ledger records: files of a landing file not yet committed (a run killed
     # between its Parquet writes and its commit) and superseded versions stay invisible.
-    ledger = _LEDGER_STEMS_SQL + (f" WHERE f.source_kind = {_quote(spec.source_kind)}" if spec.source_kind else "")
+    ledger = ledger_stems_sql(spec.source_kind)
     if not spec.compactable:
         return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
                 f"WHERE parse_filename(l.__lake_file, true) IN ({ledger})")
@@ -337,7 +342,7 @@ def _view_sql(lake: Path, spec: LakeTable, columns: list[tuple[str, str]]) -> st
     # compaction commits, and until then must not count twice); a compacted file shows once its
     # manifest rows commit, and of its rows those of versions the ledger still holds.
     manifest = f"{MANIFEST} WHERE lake_table = {_quote(spec.name)}"
-    own = f"{ledger} {'AND' if spec.source_kind else 'WHERE'} {_stem_sql('f')} NOT IN (SELECT version_stem FROM {manifest})"
+    own = f"{ledger} {'AND' if spec.source_kind else 'WHERE'} {version_stem_sql('f')} NOT IN (SELECT version_stem FROM {manifest})"
     compacted_glob = _quote(compacted_root(lake, spec.name).as_posix() + "/*/*.parquet")
     return (f"CREATE OR REPLACE VIEW raw.{spec.name} AS {_select_sql(spec, columns, glob)} "
             f"WHERE parse_filename(l.__lake_file, true) IN ({own}) "
@@ -373,9 +378,9 @@ def ledger_file_rows_sql(con: duckdb.DuckDBPyConnection, table: str, source_kind
     return (f"WITH compacted AS (SELECT version_stem, sum(rows) AS rows FROM {MANIFEST} "
             f"WHERE lake_table = {_quote(table)} GROUP BY ALL) "
             f"SELECT f.source_file, coalesce(any_value(c.rows), sum(m.num_rows), 0)::BIGINT AS rows "
-            f"FROM raw.ingested_files AS f LEFT JOIN compacted AS c ON c.version_stem = {_stem_sql('f')} "
+            f"FROM raw.ingested_files AS f LEFT JOIN compacted AS c ON c.version_stem = {version_stem_sql('f')} "
             f"LEFT JOIN parquet_file_metadata({glob}) AS m ON c.version_stem IS NULL "
-            f"AND parse_filename(m.file_name, true) = {_stem_sql('f')} "
+            f"AND parse_filename(m.file_name, true) = {version_stem_sql('f')} "
             f"WHERE f.source_kind = '{source_kind}' GROUP BY f.source_file")
 
 

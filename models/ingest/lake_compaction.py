@@ -51,9 +51,11 @@ from gpusre.models.ingest.lake import (
     compacted_root,
     lake_files,
     lake_of,
+    ledger_stems_sql,
     read_schema,
     reads_lake,
     remove_unlisted_files,
+    version_stem_sql,
 )
 from gpusre.models.warehouse import transaction
 
@@ -81,12 +83,16 @@ def _own_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> p
         return pl.DataFrame(schema={"source_file": pl.String, "stem": pl.String, "day": pl.Date, "path": pl.String})
     listed = pl.DataFrame({"stem": [p.stem for p in files], "day": [p.parent.name[4:] for p in files],
                            "path": [p.as_posix() for p in files]}).with_columns(pl.col("day").str.to_date())
-    versions = con.sql(
-        f"""SELECT f.source_file, left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16) AS stem
-            FROM raw.ingested_files AS f WHERE f.source_kind = ?
-            EXCEPT SELECT source_file, version_stem FROM {MANIFEST} WHERE lake_table = ?""",
-        params=[spec.source_kind, spec.name]).pl()
+    versions = con.sql(_unmerged_versions_sql(spec)).pl()
     return versions.join(listed, on="stem", how="inner")
+
+
+def _unmerged_versions_sql(spec: LakeTable) -> str:
+    """A query of (source_file, stem): the ledger's versions of ``spec``'s files no compaction merged."""
+    stem = version_stem_sql("f")
+    return (f"SELECT f.source_file, {stem} AS stem FROM raw.ingested_files AS f "
+            f"WHERE f.source_kind = '{spec.source_kind}' AND {stem} NOT IN "
+            f"(SELECT version_stem FROM {MANIFEST} WHERE lake_table = '{spec.name}')")
 
 
 def _ready(own: pl.DataFrame, *, through: date, min_files: int, also: list[date] | None = None) -> pl.DataFrame:
@@ -104,9 +110,8 @@ def _compacted_versions(con: duckdb.DuckDBPyConnection, spec: LakeTable) -> pl.D
     """The manifest rows of ``spec``, each with ``live``: whether the ledger still holds its version."""
     return con.sql(
         f"""SELECT m.day, m.compacted_file, m.source_file, m.version_stem, m.rows,
-                   m.version_stem IN (SELECT left(sha256(f.source_file), 24) || '-' || left(f.sha256, 16)
-                                      FROM raw.ingested_files AS f WHERE f.source_kind = ?) AS live
-            FROM {MANIFEST} AS m WHERE m.lake_table = ?""", params=[spec.source_kind, spec.name]).pl()
+                   m.version_stem IN ({ledger_stems_sql(spec.source_kind)}) AS live
+            FROM {MANIFEST} AS m WHERE m.lake_table = ?""", params=[spec.name]).pl()
 
 
 def _dead_days(compacted: pl.DataFrame, *, through: date) -> list[date]:
@@ -238,13 +243,9 @@ def compaction_backlog(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, today
     ``gpusre run`` reports, so that a site running it from cron learns of ``gpusre compact``."""
     if not spec.compactable:
         return CompactionBacklog()
-    own = con.sql(
-        f"""SELECT source_file, stem, day FROM (
-                SELECT r.source_file, left(sha256(r.source_file), 24) || '-' || left(f.sha256, 16) AS stem, r.day
-                FROM raw.record_days AS r JOIN raw.ingested_files AS f USING (source_file)
-                WHERE r.source_kind = ? AND f.source_kind = ?)
-            WHERE stem NOT IN (SELECT version_stem FROM {MANIFEST} WHERE lake_table = ?)""",
-        params=[spec.source_kind, spec.source_kind, spec.name]).pl()
+    own = con.sql(f"""SELECT v.source_file, v.stem, r.day FROM ({_unmerged_versions_sql(spec)}) AS v
+                      JOIN raw.record_days AS r ON r.source_file = v.source_file AND r.source_kind = ?""",
+                  params=[spec.source_kind]).pl()
     if not own.height:
         return CompactionBacklog()
     today = today or datetime.now(timezone.utc).date()
