@@ -14,7 +14,12 @@ The setting is jemalloc's ``_RJEM_MALLOC_CONF`` environment variable, which Pola
 its own options when it is imported (later options win). :func:`keep_freed_memory` runs first
 thing in each of gpusre's packages, so it takes effect in any process that imports gpusre before
 Polars, and in every child process (Dagster's multiprocess executor, the benchmarks' children)
-through the environment. A value the user set is left alone.
+through the environment. A decay the user set is left alone.
+
+A process whose parent imported Polars first inherits Polars' own options in that variable
+(Polars writes them back into ``os.environ``). They are not the user's: left alone, they kept
+the 0.5 s decay in every child of such a parent (the benchmarks' children ran 1.4-1.6 s slower on
+10 M node-log lines, 2026-12-03), so options that are only Polars' own defaults are extended.
 """
 
 from __future__ import annotations
@@ -25,8 +30,17 @@ __all__ = ["POLARS_MALLOC_CONF", "keep_freed_memory"]
 
 #: jemalloc options: freed pages stay reusable for 10 s, then go back to the kernel at once.
 POLARS_MALLOC_CONF = "dirty_decay_ms:10000,muzzy_decay_ms:0"
+#: The options Polars itself writes in front of any inherited value when it is imported
+#: (``polars/__init__.py``; with ``POLARS_THP=1`` also the THP ones).
+_POLARS_OWN = frozenset({"dirty_decay_ms:500", "muzzy_decay_ms:1000", "thp:always", "metadata_thp:always"})
+_DECAY_KEYS = ("dirty_decay_ms:", "muzzy_decay_ms:")
 
 
 def keep_freed_memory() -> None:
-    """Set Polars' allocator options unless the environment already has some."""
-    os.environ.setdefault("_RJEM_MALLOC_CONF", POLARS_MALLOC_CONF)
+    """Set Polars' allocator options unless the environment already sets a decay of its own
+    (options that are only Polars' defaults, inherited from a parent, are not the user's)."""
+    current = os.environ.get("_RJEM_MALLOC_CONF", "")
+    users = [opt for opt in current.split(",") if opt and opt not in _POLARS_OWN]
+    if any(opt.startswith(_DECAY_KEYS) for opt in users):
+        return
+    os.environ["_RJEM_MALLOC_CONF"] = f"{current},{POLARS_MALLOC_CONF}" if current else POLARS_MALLOC_CONF

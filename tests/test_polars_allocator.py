@@ -31,3 +31,23 @@ def test_a_users_own_setting_is_left_alone() -> None:
     env = {**os.environ, "_RJEM_MALLOC_CONF": "dirty_decay_ms:0"}
     conf = _conf_after_import("gpusre.pipelines.definitions", env)
     assert conf.endswith(",dirty_decay_ms:0") and POLARS_MALLOC_CONF not in conf, conf
+
+
+def test_options_inherited_from_a_parent_that_imported_polars_first_are_not_a_users_setting() -> None:
+    # What a child of such a parent (a benchmark, a notebook's subprocess) inherits: Polars' own
+    # defaults, possibly with the THP ones and another option the user set.
+    for inherited in ("dirty_decay_ms:500,muzzy_decay_ms:1000",
+                      "dirty_decay_ms:500,muzzy_decay_ms:1000,thp:always,metadata_thp:always,background_thread:true"):
+        env = {**os.environ, "_RJEM_MALLOC_CONF": inherited}
+        conf = _conf_after_import("gpusre.models", env)
+        assert conf.endswith("," + POLARS_MALLOC_CONF), conf
+        assert inherited in conf, conf  # the user's other options are kept
+
+
+def test_a_parent_that_imported_polars_first_passes_the_setting_on_to_its_children() -> None:
+    code = ("import polars, subprocess, sys; "
+            "print(subprocess.run([sys.executable, '-c', 'import gpusre.models, os; "
+            "print(os.environ[\"_RJEM_MALLOC_CONF\"])'], capture_output=True, text=True, check=True).stdout)")
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().endswith("," + POLARS_MALLOC_CONF), out.stdout
