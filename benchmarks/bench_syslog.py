@@ -25,7 +25,10 @@ files split into 2 shards by the pipeline's own shard plan, parsed by 2 concurre
 against 1 process parsing all of them, on the same files in the same run.
 
     python benchmarks/bench_syslog.py [--lines 10000000] [--files 10] [--workdir DIR]
-                                      [--baseline-lines 200000] [--floor] [--scaling]
+                                      [--baseline-lines 200000] [--repeat 1] [--floor] [--scaling]
+
+``--repeat N`` runs the ingest and the per-line baseline N times, alternating, and judges the
+target on the median ratio: on a shared VM one pair of runs moves by more than the target's margin.
 
 Targets (issue 15, restated against floors measured in the same run; 2-core machine): >= 4x the
 speed of per-line Drain3 with the same masking, within 1.3x of the same pipeline with nothing stored
@@ -36,6 +39,7 @@ these.)
 from __future__ import annotations
 
 import argparse
+import statistics
 import importlib.util
 import sys
 import tempfile
@@ -194,6 +198,8 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--baseline-lines", type=int, default=200_000,
                         help="messages for the per-line Drain3 comparison (0 = skip it)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="ingest and per-line baseline runs, alternating; the target is judged on the median")
     parser.add_argument("--floor", action="store_true",
                         help="also time the ingest with nothing stored, and DuckDB alone storing the same files")
     parser.add_argument("--scaling", action="store_true",
@@ -205,25 +211,39 @@ def main() -> int:
         t0 = time.perf_counter()
         write_landing(landing, args.lines, args.files, args.seed)
         print(f"generated {args.lines:,} lines in {time.perf_counter() - t0:.1f} s")
-    m = run_child(CHILD, str(landing), str(fresh_warehouse(workdir)))
-    if m is None:
-        return 1
-    rate = m["lines"] / m["seconds"]
-    print(f"input: {m['files']} files, {m['lines']:,} lines loaded ({m['rejected']} rejected), "
-          f"{m['events']:,} events, {m['templates']:,} templates")
-    print(f"ingest (parse + events + templates + load): {m['seconds']:.1f} s = {rate:,.0f} lines/s")
-    print(f"peak RSS (ingest process): {m['peak_rss_mb']:,.0f} MB; lake: {m['lake_mb']:,.0f} MB of Parquet")
-    ok = m["peak_rss_mb"] <= 3072
-    if args.baseline_lines > 0:
-        b = run_child(BASELINE_CHILD, str(landing), str(args.baseline_lines))
-        if b is None:
+    ratios: list[float] = []
+    ingest_seconds: list[float] = []
+    ok = True
+    for attempt in range(1, args.repeat + 1):
+        label = f"[{attempt}/{args.repeat}] " if args.repeat > 1 else ""
+        m = run_child(CHILD, str(landing), str(fresh_warehouse(workdir)))
+        if m is None:
             return 1
-        base_rate = b["lines"] / b["seconds"]
-        print(f"per-line Drain3, same masking, first {b['lines']:,} messages: {b['seconds']:.1f} s = "
-              f"{base_rate:,.0f} lines/s ({b['templates']} templates); "
-              f"end-to-end ingest / per-line Drain3 = {rate / base_rate:.1f}x")
-        ok = ok and rate >= 4 * base_rate
-    print("target (>= 4x per-line Drain3, <= 3 GB):", "met" if ok else "NOT met")
+        rate = m["lines"] / m["seconds"]
+        ingest_seconds.append(m["seconds"])
+        if attempt == 1:
+            print(f"input: {m['files']} files, {m['lines']:,} lines loaded ({m['rejected']} rejected), "
+                  f"{m['events']:,} events, {m['templates']:,} templates")
+        print(f"{label}ingest (parse + events + templates + load): {m['seconds']:.1f} s = {rate:,.0f} lines/s")
+        print(f"{label}peak RSS (ingest process): {m['peak_rss_mb']:,.0f} MB; lake: {m['lake_mb']:,.0f} MB of Parquet")
+        ok = ok and m["peak_rss_mb"] <= 3072
+        if args.baseline_lines > 0:
+            b = run_child(BASELINE_CHILD, str(landing), str(args.baseline_lines))
+            if b is None:
+                return 1
+            base_rate = b["lines"] / b["seconds"]
+            ratios.append(rate / base_rate)
+            print(f"{label}per-line Drain3, same masking, first {b['lines']:,} messages: {b['seconds']:.1f} s = "
+                  f"{base_rate:,.0f} lines/s ({b['templates']} templates); "
+                  f"end-to-end ingest / per-line Drain3 = {ratios[-1]:.1f}x")
+    if ratios:
+        ratio = statistics.median(ratios)
+        if len(ratios) > 1:
+            print(f"ratios: {', '.join(f'{r:.2f}x' for r in ratios)}; median {ratio:.2f}x")
+        ok = ok and ratio >= 4
+    print("target (>= 4x per-line Drain3" + (" in the median" if len(ratios) > 1 else "") + ", <= 3 GB):",
+          "met" if ok else "NOT met")
+    seconds = statistics.median(ingest_seconds)  # the ingest the floors are compared with
     if args.floor:
         n = run_child(NO_STORE_CHILD, str(landing), "0", "1")
         f = run_child(FLOOR_CHILD, str(landing / "syslog" / "*" / "*.log"), str(fresh_warehouse(workdir)))
@@ -231,8 +251,8 @@ def main() -> int:
             return 1
         print(f"parse + events + templates, nothing stored: {n['seconds']:.1f} s = "
               f"{n['lines'] / n['seconds']:,.0f} lines/s, peak RSS {n['peak_rss_mb']:,.0f} MB; "
-              f"end-to-end ingest / nothing stored = {m['seconds'] / n['seconds']:.2f}x "
-              f"(target <= 1.3x): {'met' if m['seconds'] <= 1.3 * n['seconds'] else 'NOT met'}")
+              f"end-to-end ingest / nothing stored = {seconds / n['seconds']:.2f}x "
+              f"(target <= 1.3x): {'met' if seconds <= 1.3 * n['seconds'] else 'NOT met'}")
         for name, label in (("lines_as_parquet", "each line as one VARCHAR written as zstd Parquet"),
                             ("lines_as_text", "each line as one VARCHAR, no parsing"),
                             ("ts_host_message", "timestamp, host, message split and typed in SQL")):
