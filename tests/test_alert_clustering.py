@@ -13,6 +13,8 @@ import dagster as dg
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
 from gpusre.models.alerts.clustering import (
@@ -24,6 +26,7 @@ from gpusre.models.alerts.clustering import (
     alert_levels,
     alert_marts,
     cluster_alerts,
+    load_alert_levels,
     template_cooccurrence,
 )
 
@@ -557,3 +560,32 @@ def test_docstring_examples() -> None:
     import gpusre.models.alerts.clustering as module
 
     assert doctest.testmod(module).failed == 0
+
+
+_LABEL_VALUES = st.one_of(
+    st.sampled_from(["lustre", "nfs4", "ext4", "dcgm-exporter", "node-exporter", "my-gpu-job", "", "fuse.sshfs"]),
+    st.text(max_size=12))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(
+    st.sampled_from(["HostHighCpuLoad", "LustreOstDown", "GpuXidError", "IBLinkDown", "FilesystemFull"]),
+    st.sampled_from([None, "instance", "fstype", "switch", "mountpoint"]),
+    st.booleans(),
+    st.one_of(st.none(), st.dictionaries(st.sampled_from(["fstype", "job", "mountpoint", "fs", "device", "a-b"]),
+                                         _LABEL_VALUES, max_size=4))), min_size=1, max_size=30))
+def test_alert_levels_read_the_labels_json_like_a_json_parser(rows: list[tuple]) -> None:
+    # Oracle: each row's labels parsed by Python's json and the catalog's rules applied one by one;
+    # repeated label texts are common (an alert's labels are its fingerprint's), so rows are doubled.
+    rows = rows + rows
+    frame = pl.DataFrame({
+        "alertname": [r[0] for r in rows], "target_label": [r[1] for r in rows],
+        "node": ["gpu0001" if r[2] else None for r in rows],
+        "labels": [None if r[3] is None else json.dumps(r[3]) for r in rows]},
+        schema={"alertname": pl.String, "target_label": pl.String, "node": pl.String, "labels": pl.String})
+    rules = load_alert_levels()
+    expected = []
+    for alertname, target_label, has_node, labels in rows:
+        values = {k: v for k, v in (labels or {}).items()}
+        expected.append(next((r.level for r in rules if r.matches(alertname, target_label, has_node, values)), "other"))
+    assert alert_levels(frame, rules).to_list() == expected
