@@ -39,8 +39,8 @@ these.)
 from __future__ import annotations
 
 import argparse
-import statistics
 import importlib.util
+import statistics
 import sys
 import tempfile
 import time
@@ -205,6 +205,8 @@ def main() -> int:
     parser.add_argument("--scaling", action="store_true",
                         help="also time the parse step with 1 and with 2 worker processes")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gpusre-bench-syslog-"))
     landing = workdir / f"landing-{args.lines}-{args.files}-s{args.seed}"
     if not (landing / "syslog").is_dir():
