@@ -136,27 +136,60 @@ def test_all_samples_ingest_together(tmp_path: Path) -> None:
         assert (r.status, r.rows_read, r.rows_loaded, r.rows_rejected) == ("loaded", n_alerts + n_rejects, n_alerts, n_rejects)
 
 
-def test_lake_written_a_few_files_at_a_time_holds_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The notifications go to the lake a few landing files at a time (bounded memory): with groups
-    of one file each, the raw view and the ledger are what one group gives."""
+def test_files_staged_and_written_a_few_at_a_time_give_what_one_round_gives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notifications are staged, fingerprinted, mined and written to the lake a few landing files
+    at a time (bounded memory). With one file per round and per lake write, every table, the
+    ledger, the rejects and the template miner's state are what one round gives: templates are
+    mined once per text, in received (file name) order, also when a text recurs in later files
+    and when nested folders sort differently as paths ("a/x" before "a-b/x") than as names."""
     import gpusre.models.sources.alerts.ingest as alert_ingest
 
     assert alert_ingest._file_groups([("a", 50), ("b", 60), ("c", 90), ("d", 10), ("e", 500)], 200) == [
         ["a", "b", "c"], ["d"], ["e"]]
-    landing = tmp_path / "landing"
-    (landing / "alerts").mkdir(parents=True)
+    t0, t1 = "2026-09-01T10:00:00Z", "2026-09-01T11:00:00Z"
+    landing = _landing_with(tmp_path, {
+        "a/x.jsonl": [webhook(alert("GpuXid", "gpu001", t0, summary="Xid 79 on GPU 0000:1b:00"))],
+        "a-b/x.jsonl": [webhook(alert("IbLinkDown", "gpu002", t0, summary="port mlx5_0/1 down"),
+                                alert("GpuXid", "gpu002", t0, summary="Xid 79 on GPU 0000:2c:00")), "{broken"],
+        "b.jsonl": [webhook(alert("GpuXid", "gpu003", t1, summary="Xid 48 on GPU 0000:1b:00")), "",
+                    webhook(alert("IbLinkDown", "gpu004", t1, summary="port mlx5_3/1 down", fingerprint="f00d"))],
+        "c.jsonl": [webhook(alert("GpuXid", "gpu001", t0, status="resolved", ends=t1,
+                                  summary="Xid 79 on GPU 0000:1b:00"), status="resolved")],
+    })
     for name in SAMPLES:
         shutil.copy(FIXTURES / name, landing / "alerts" / name)
-    tables = []
-    for limit in (alert_ingest._WRITE_ROWS, 1):
-        monkeypatch.setattr(alert_ingest, "_WRITE_ROWS", limit)
-        con = connect(tmp_path / f"w{limit}.duckdb")
+    (landing / "alerts" / "d.jsonl.gz").write_bytes(gzip.compress(
+        (json.dumps(webhook(alert("NodeDown", "gpu009", t1))) + "\n").encode())[:-12])  # cut: refused
+
+    def snapshot(con) -> list:
+        queries = ["SELECT * FROM raw.alert_notifications ORDER BY source_file, seq",
+                   "SELECT source_file, status, rows_read, rows_loaded, rows_rejected, error FROM raw.ingested_files "
+                   "ORDER BY ALL",
+                   "SELECT source_file, line_no, raw, error FROM raw.rejects ORDER BY ALL",
+                   "SELECT state FROM raw.template_miners WHERE miner = 'alerts'",
+                   "SELECT * FROM core.alerts ORDER BY ALL", "SELECT * FROM core.alert_templates ORDER BY ALL"]
+        return [con.sql(q).fetchall() for q in queries]
+
+    snapshots = []
+    for round_bytes, write_rows in ((alert_ingest.ROUND_BYTES, alert_ingest._WRITE_ROWS), (1, 1)):
+        monkeypatch.setattr(alert_ingest, "ROUND_BYTES", round_bytes)
+        monkeypatch.setattr(alert_ingest, "_WRITE_ROWS", write_rows)
+        con = connect(tmp_path / f"w{round_bytes}.duckdb")
         ingest_alert_files(con, landing)
-        tables.append((con.sql("SELECT * FROM raw.alert_notifications ORDER BY ALL").fetchall(),
-                       con.sql("SELECT source_file, rows_loaded, rows_rejected FROM raw.ingested_files "
-                               "ORDER BY ALL").fetchall()))
+        build_core_alerts(con)
+        snapshots.append(snapshot(con))
         con.close()
-    assert tables[0] == tables[1] and len(tables[0][0]) == 26 and len(tables[0][1]) == len(SAMPLES)
+    whole, rounds = snapshots
+    assert rounds == whole
+    notifications, ledger, rejects, miner_state, alerts, templates = whole
+    assert len(notifications) == 26 + 6 and len(ledger) == len(SAMPLES) + 5
+    assert [r[:2] for r in ledger if r[0] == "alerts/d.jsonl.gz"] == [("alerts/d.jsonl.gz", "refused")]
+    assert {r[:2] for r in rejects} >= {("alerts/a-b/x.jsonl", 2), ("alerts/d.jsonl.gz", 0)}
+    # Four distinct texts of the synthetic files -> three templates (the two Xid 79 texts are one
+    # text; Xid 48 differs only in masked numbers; the two link texts differ only in masked parts).
+    synthetic = {r for r in templates if any(k in str(r) for k in ("GpuXid", "IbLinkDown"))}
+    assert len(synthetic) == 2 and miner_state
 
 
 # -- formats -------------------------------------------------------------------------------------

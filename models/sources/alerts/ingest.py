@@ -110,13 +110,17 @@ class _Batcher:
         self._con, self._max_bytes = con, max_bytes or BATCH_BYTES
         self._frames: list[pl.DataFrame] = []
         self._bytes = 0
+        #: Record text added since the caller last reset it (the ingest's rounds).
+        self.added_bytes = 0
         self._writer = BackgroundWriter("alert-stage")
 
     def add(self, records: pl.DataFrame) -> None:
         if records.height == 0:
             return
         self._frames.append(records)
-        self._bytes += int(records["body"].str.len_bytes().sum() or 0)
+        n = int(records["body"].str.len_bytes().sum() or 0)
+        self._bytes += n
+        self.added_bytes += n
         if self._bytes >= self._max_bytes:
             self._submit()
 
@@ -148,11 +152,18 @@ class _Batcher:
         self._writer.close()
 
 
-def _mine_templates(con: duckdb.DuckDBPyConnection, miner: TemplateMiner) -> pl.DataFrame:
-    """``template_key -> template_id`` for every distinct staged text, mined in received order.
+#: The templates mined by the earlier rounds of one ingest (:func:`_mine_templates`).
+_MINED_SCHEMA = {"template_key": pl.UInt64, "masked": pl.String, "template_id": pl.Int64}
 
-    The alert name stays verbatim (it names the rule: ``GpuXid79`` must not become ``<NODE>``);
-    only the summary/description after it is masked.
+
+def _mine_templates(con: duckdb.DuckDBPyConnection, miner: TemplateMiner, mined: pl.DataFrame) -> pl.DataFrame:
+    """``(template_key, masked, template_id)`` for every distinct staged text that the earlier
+    rounds of this ingest (``mined``, same columns) did not mine, in received order.
+
+    Drain3 sees each distinct masked text once per ingest, in order of first appearance, whatever
+    the rounds: a text masked as one an earlier round mined gets that template without reaching
+    Drain3 again (which would count it twice). The alert name stays verbatim (it names the rule:
+    ``GpuXid79`` must not become ``<NODE>``); only the summary/description after it is masked.
     """
     texts = con.sql(
         f"""SELECT template_key, alertname, coalesce({SUMMARY_SQL}, {DESCRIPTION_SQL}) AS body
@@ -161,21 +172,32 @@ def _mine_templates(con: duckdb.DuckDBPyConnection, miner: TemplateMiner) -> pl.
                          min((source_file, line_no, payload_no, alert_no)) AS first_seen
                   FROM {_STAGE} WHERE error IS NULL GROUP BY template_key)
             ORDER BY first_seen"""
-    ).pl()
+    ).pl().filter(~pl.col("template_key").is_in(mined["template_key"].implode()))
     if texts.height == 0:
-        return pl.DataFrame(schema={"template_key": pl.UInt64, "template_id": pl.Int64})
+        return pl.DataFrame(schema=_MINED_SCHEMA)
     masked = texts.select(
         pl.when(pl.col("body").is_not_null())
         .then(pl.concat_str([pl.col("alertname"), pl.lit(": "),
                              mask_messages(texts["body"], node_pattern=miner.config.node_pattern)]))
         .otherwise(pl.col("alertname"))
-    ).to_series()
-    assigned = miner.assign(masked)
-    return pl.DataFrame({"template_key": texts["template_key"], "template_id": assigned["template_id"]})
+        .alias("masked")
+    ).with_columns(texts["template_key"]).join(
+        mined.select("masked", pl.col("template_id").alias("_known")).unique("masked"),
+        on="masked", how="left", maintain_order="left")
+    new = masked.filter(pl.col("_known").is_null())
+    assigned = miner.assign(new["masked"]) if new.height else pl.DataFrame(schema={"template_id": pl.Int64})
+    ids = new.select("masked").with_columns(assigned["template_id"]).unique("masked")
+    return (masked.join(ids, on="masked", how="left", maintain_order="left")
+            .select("template_key", "masked", pl.coalesce("_known", "template_id").alias("template_id"))
+            .cast(_MINED_SCHEMA))  # type: ignore[arg-type]
 
 
 #: Notifications read from the stage and written to the lake at a time (whole landing files).
 _WRITE_ROWS = 200_000
+#: Record text staged per round (whole landing files): each round is flattened, fingerprinted,
+#: mined and written to the lake, then its staging table is dropped. Staging a month of 1.1 M
+#: notifications at once held ~1.1 GB in DuckDB beside the lake writes.
+ROUND_BYTES = 128 << 20
 
 
 def _file_groups(sizes: Sequence[tuple[str, int]], limit: int) -> list[list[str]]:
@@ -214,7 +236,6 @@ def ingest_alert_files(
     """
     known = known_files(con, SOURCE_KIND)
     lake = lake_of(con)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
     scan = scan_alert_files(landing)
     paths = scan.files
     stats = stat_landing(landing, paths)
@@ -225,9 +246,54 @@ def ingest_alert_files(
     replaced: list[str] = []
     results: dict[str, FileIngest] = {}
     ignored = ignored_results(scan.ignored)
+    loaded: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    versions: dict[str, str] = {}
+    round_files: list[str] = []
+    miner: TemplateMiner | None = None
+    template_ids = pl.DataFrame(schema=_MINED_SCHEMA)
+
+    def stage_round() -> None:
+        """The files staged since the last round: fingerprints, templates (in received order: rounds
+        follow the files' name order), per-file counts, the lake files (invisible until the ledger
+        commit below) and the rejects kept aside; then an empty staging table."""
+        nonlocal miner, template_ids
+        batcher.flush()
+        if not round_files:
+            return
+        fill_fingerprints(con, _STAGE)
+        miner = miner or load_miner(con, ALERT_MINER)
+        template_ids = pl.concat([template_ids, _mine_templates(con, miner, template_ids)])
+        for source_file, n_loaded, n_rejected in con.sql(
+                f"""SELECT source_file, count(*) FILTER (WHERE error IS NULL), count(*) FILTER (WHERE error IS NOT NULL)
+                    FROM {_STAGE} GROUP BY ALL""").fetchall():
+            loaded[source_file], rejected[source_file] = n_loaded, n_rejected
+        con.register("_alert_template_ids", template_ids.select("template_key", "template_id").to_arrow())
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_seq AS {SEQ_SQL.replace('__STAGE__', _STAGE)}")
+        # A few files' notifications at a time: all of them as one frame, beside the staged
+        # table, took a month of 1.1 M notifications to 2.8 GB.
+        for group in _file_groups([(f, loaded.get(f, 0)) for f in round_files], _WRITE_ROWS):
+            notifications = con.sql(
+                f"""SELECT s.* EXCLUDE (seq, template_key, error, reject_raw), q.seq, t.template_id
+                    FROM {_STAGE} AS s
+                    JOIN _alert_seq AS q ON q.stage_row = s.rowid
+                    LEFT JOIN _alert_template_ids AS t USING (template_key)
+                    WHERE s.error IS NULL AND s.source_file IN (SELECT unnest(?))""", params=[group]).pl()
+            write_file_sets(lake, ALERT_LAKE, notifications, versions)
+            del notifications
+        con.execute(f"INSERT INTO _alert_stage_rejects SELECT source_file, line_no, reject_raw, error "
+                    f"FROM {_STAGE} WHERE error IS NOT NULL")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
+        round_files.clear()
+        batcher.added_bytes = 0
+
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
+    con.execute("CREATE OR REPLACE TEMP TABLE _alert_stage_rejects "
+                "(source_file VARCHAR, line_no BIGINT, reject_raw VARCHAR, error VARCHAR)")
     batcher = _Batcher(con)
     try:
-        for index, path in enumerate(paths, start=1):
+        # In name order, the received order templates are mined in (see stage_round).
+        for index, path in enumerate(sorted(paths, key=lambda p: p.relative_to(landing).as_posix()), start=1):
             source_file = path.relative_to(landing).as_posix()
             if source_file in skip:
                 results[source_file] = FileIngest(source_file, "unchanged")
@@ -240,6 +306,8 @@ def ingest_alert_files(
             if source_file in known:
                 replaced.append(source_file)
             changed.append((source_file, sha, size))
+            versions[source_file] = sha
+            round_files.append(source_file)
             try:
                 for records in iter_alert_records(path, source_file):
                     batcher.add(records)
@@ -251,57 +319,40 @@ def ingest_alert_files(
             if progress:
                 progress(f"alerts {index}/{len(paths)} {source_file}: "
                          f"{'refused' if source_file in refused else 'read'}")
+            if batcher.added_bytes >= ROUND_BYTES:
+                stage_round()
         if not changed:
             if ignored or same:
                 with transaction(con):
                     record_files(con, SOURCE_KIND, ignored)
                     record_mtimes(con, stats, same)
             return [r for r, _, _ in ignored] + [results[p.relative_to(landing).as_posix()] for p in paths]
-        batcher.flush()
-        fill_fingerprints(con, _STAGE)
-        miner = load_miner(con, ALERT_MINER)
-        template_ids = _mine_templates(con, miner)
-        counts = con.sql(f"""SELECT source_file, count(*) FILTER (WHERE error IS NULL),
-                                    count(*) FILTER (WHERE error IS NOT NULL)
-                             FROM {_STAGE} GROUP BY ALL""").fetchall()
-        loaded = {f: n for f, n, _ in counts}
-        rejected = {f: n for f, _, n in counts}
+        stage_round()
         for source_file, _, _ in changed:
             n_loaded, n_rejected = loaded.get(source_file, 0), rejected.get(source_file, 0)
             results[source_file] = FileIngest(source_file, "refused" if source_file in refused else "loaded",
                                               n_loaded + n_rejected, n_loaded, n_rejected, refused.get(source_file))
-        con.register("_alert_template_ids", template_ids.to_arrow())
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_seq AS {SEQ_SQL.replace('__STAGE__', _STAGE)}")
         with transaction(con):
             if replaced:
                 con.execute("DELETE FROM raw.rejects WHERE source_file IN (SELECT unnest(?))", [replaced])
-            # The file sets become visible with the ledger rows below (models/ingest/lake.py). A
-            # few files' notifications at a time: all of them as one frame, beside the staged
-            # table, took a month of 1.1 M notifications to 2.8 GB.
-            versions = {f: sha for f, sha, _ in changed}
-            for group in _file_groups([(f, loaded.get(f, 0)) for f, _, _ in changed], _WRITE_ROWS):
-                notifications = con.sql(
-                    f"""SELECT s.* EXCLUDE (seq, template_key, error, reject_raw), q.seq, t.template_id
-                        FROM {_STAGE} AS s
-                        JOIN _alert_seq AS q ON q.stage_row = s.rowid
-                        LEFT JOIN _alert_template_ids AS t USING (template_key)
-                        WHERE s.error IS NULL AND s.source_file IN (SELECT unnest(?))""", params=[group]).pl()
-                write_file_sets(lake, ALERT_LAKE, notifications, versions)
-                del notifications
+            # The lake file sets written by the rounds become visible with the ledger rows below
+            # (models/ingest/lake.py).
             con.execute(
                 f"""INSERT INTO raw.rejects
                     SELECT source_file, '{SOURCE_KIND}', line_no, reject_raw, error, now()
-                    FROM {_STAGE} WHERE error IS NOT NULL"""
+                    FROM _alert_stage_rejects"""
             )
             for source_file, error in refused.items():
                 con.execute(f"INSERT INTO raw.rejects VALUES (?, '{SOURCE_KIND}', 0, NULL, ?, now())",
                             [source_file, error])
             record_files(con, SOURCE_KIND, ignored + [(results[source_file], sha, size) for source_file, sha, size in changed])
             record_mtimes(con, stats, [*same, *(source_file for source_file, _, _ in changed)])
-            save_miner(con, miner, ALERT_MINER)
+            if miner is not None:
+                save_miner(con, miner, ALERT_MINER)
     finally:
         batcher.close()
-        con.execute(f"DROP TABLE IF EXISTS {_STAGE}; DROP TABLE IF EXISTS _alert_seq")
+        con.execute(f"DROP TABLE IF EXISTS {_STAGE}; DROP TABLE IF EXISTS _alert_seq; "
+                    "DROP TABLE IF EXISTS _alert_stage_rejects")
         try:
             con.unregister("_alert_template_ids")
         except duckdb.Error:
