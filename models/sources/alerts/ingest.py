@@ -2,13 +2,15 @@
 deduplicate them into ``core.alerts`` — incrementally, losslessly, crash-safe.
 
 Ingest (:func:`ingest_alert_files`), like the node-log ingest: a file whose SHA-256 is unchanged is
-skipped; a changed file replaces its own rows. New files are flattened
-(:mod:`gpusre.models.sources.alerts.parse`) into a TEMP staging table (buffer-managed, so memory stays
-bounded); notifications without a fingerprint get Alertmanager's hash of their labels; every
-distinct alert text ``alertname: summary`` (else the description) is given a Drain3 template id
-by the ``alerts`` miner (its state kept in ``raw.template_miners``, separate from the node-log
-miner). Then one transaction publishes the rows, the rejects, the ledger and the miner state: a
-crash leaves the warehouse as it was; a rerun over the same files changes nothing.
+skipped; a changed file replaces its own rows. New files are read in name order, in rounds of
+whole files (:data:`ROUND_BYTES` of record text, so memory stays bounded whatever a night holds): a
+round is flattened (:mod:`gpusre.models.sources.alerts.parse`) into a TEMP staging table;
+notifications without a fingerprint get Alertmanager's hash of their labels; every distinct alert
+text ``alertname: summary`` (else the description) is given a Drain3 template id by the ``alerts``
+miner (its state kept in ``raw.template_miners``, separate from the node-log miner), each masked
+text once per ingest, so the ids are the same whatever the rounds; the round's rows go to the
+lake, invisible until published. Then one transaction publishes the rejects, the ledger and the
+miner state: a crash leaves the warehouse as it was; a rerun over the same files changes nothing.
 
 Dedupe (:func:`build_core_alerts`): one ``core.alerts`` row per ``(fingerprint, starts_at)`` — an
 alert that fires, resolves and fires again is two alerts, Alertmanager gives the second a new
