@@ -26,6 +26,7 @@ from gpusre.models.ingest.lake import (
     lake_root,
     ledger_file_rows_sql,
     ledger_stems_sql,
+    unlisted_files,
     version_stem_sql,
 )
 from gpusre.models.ingest.lake_compaction import compact_lake_table
@@ -83,6 +84,16 @@ def _data_files(warehouse: Path) -> tuple[list[Path], list[Path]]:
             [p for p in compacted_files(lake, SYSLOG.name) if not p.name.startswith("_")])
 
 
+def _stale(warehouse: Path) -> list[Path]:
+    """Files of raw.syslog_lines, in any day, that no ledger or manifest row names: a compaction
+    deletes what it superseded listing only the days it merged, so nothing may be left elsewhere."""
+    con = connect(warehouse, read_only=True)
+    try:
+        return unlisted_files(con, lake_root(warehouse), SYSLOG.name)[0]
+    finally:
+        con.close()
+
+
 def _compact(warehouse: Path, **kwargs: object) -> compaction.CompactionResult:
     con = connect(warehouse)
     try:
@@ -121,6 +132,7 @@ def test_compaction_merges_old_days_and_every_view_and_core_table_keeps_its_rows
     assert result.days == len(merged) == len({p.parent for p in merged}) > 0
     assert {date.fromisoformat(p.parent.name[4:]) for p in merged} <= expected_days
     assert result.files_merged + len(own) == len(own_before) and result.files_deleted == result.files_merged
+    assert _stale(wh) == []
     assert result.rows > 0 and len(days) > 1
     assert _contents(wh) == before
     held, loaded = _loaded_rows(wh)
@@ -180,6 +192,7 @@ def test_a_landing_file_changed_after_its_day_was_merged_replaces_exactly_its_ro
     assert _contents(wh) == _contents(reference)
     source_file = changed.relative_to(work).as_posix()
     assert _dead_rows(wh) == 0 and _manifest_versions(wh, source_file) == {"live": 1}
+    assert _stale(wh) == []  # the day's replaced compacted file and the merged version's own files
 
     # Back to the original content: the version merged first is live again, once.
     shutil.copy2(landing / changed.relative_to(work), changed)

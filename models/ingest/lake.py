@@ -53,9 +53,9 @@ import pyarrow.parquet as pq
 
 __all__ = ["COMPACTED_DIR", "LakeTable", "MANIFEST", "SCHEMA_FILE", "VERSION_COLUMN", "compacted_files",
            "compacted_relation_sql", "compacted_root", "compacted_version_files", "create_lake_views",
-           "ensure_view", "files_relation_sql", "lake_files", "lake_of", "lake_root", "landing_file_id",
+           "delete_lake_files", "ensure_view", "files_relation_sql", "lake_files", "lake_of", "lake_root", "landing_file_id",
            "ledger_stems_sql", "read_schema", "reads_lake", "remove_unlisted_files", "storage_schema",
-           "version_files", "version_stem", "version_stem_sql", "write_atomic", "write_file_sets"]
+           "unlisted_files", "version_files", "version_stem", "version_stem_sql", "write_atomic", "write_file_sets"]
 
 #: Zero-row file per table that keeps the view's glob non-empty (and carries the Arrow schema); last
 #: in the glob's order, so DuckDB's row estimate (first file x files) comes from a data file.
@@ -192,10 +192,10 @@ def ledger_stems_sql(source_kind: str = "") -> str:
     return _LEDGER_STEMS_SQL + (f" WHERE f.source_kind = {_quote(source_kind)}" if source_kind else "")
 
 
-def lake_files(lake: Path, table: str) -> list[Path]:
-    """Every file under the day folders of ``table`` (data, schema and temporary files); not its
-    compacted files (:func:`compacted_files`)."""
-    return _day_folder_files(lake / table)
+def lake_files(lake: Path, table: str, days: Iterable[date] | None = None) -> list[Path]:
+    """Every file under the day folders of ``table`` (data, schema and temporary files), or of
+    ``days`` only; not its compacted files (:func:`compacted_files`)."""
+    return _day_folder_files(lake / table, days)
 
 
 def compacted_root(lake: Path, table: str) -> Path:
@@ -203,16 +203,20 @@ def compacted_root(lake: Path, table: str) -> Path:
     return lake / COMPACTED_DIR / table
 
 
-def compacted_files(lake: Path, table: str) -> list[Path]:
-    """Every file under the day folders of ``table``'s compacted tree (data, schema and temporary files)."""
-    return _day_folder_files(compacted_root(lake, table))
+def compacted_files(lake: Path, table: str, days: Iterable[date] | None = None) -> list[Path]:
+    """Every file under the day folders of ``table``'s compacted tree (data, schema and temporary
+    files), or of ``days`` only."""
+    return _day_folder_files(compacted_root(lake, table), days)
 
 
-def _day_folder_files(root: Path) -> list[Path]:
+def _day_folder_files(root: Path, days: Iterable[date] | None = None) -> list[Path]:
     if not root.is_dir():
         return []
-    return [Path(entry.path) for day_dir in os.scandir(root) if day_dir.is_dir()
-            for entry in os.scandir(day_dir.path)]
+    if days is None:
+        folders = [entry.path for entry in os.scandir(root) if entry.is_dir()]
+    else:
+        folders = [path for path in {root / f"day={day.isoformat()}" for day in days} if path.is_dir()]
+    return [Path(entry.path) for folder in folders for entry in os.scandir(folder)]
 
 
 def _day_frame(rows: pl.DataFrame, spec: LakeTable) -> pl.Series:
@@ -280,11 +284,12 @@ def write_file_sets(lake: Path, spec: LakeTable, rows: pa.Table | pl.DataFrame, 
     return len(targets)
 
 
-def remove_unlisted_files(con: duckdb.DuckDBPyConnection, lake: Path, table: str) -> int:
-    """Delete the files of ``table`` that no ledger row names: superseded versions of changed
-    landing files, file sets of a run killed before its commit, temporary files; and the files a
-    compaction superseded (versions the manifest lists as compacted, compacted files it no longer
-    lists). Call it after the transaction committed, holding the warehouse's run lock (no other writer)."""
+def unlisted_files(con: duckdb.DuckDBPyConnection, lake: Path, table: str,
+                   days: Iterable[date] | None = None) -> tuple[list[Path], list[Path]]:
+    """``(stale, live)``: the files of ``table`` (of ``days`` only, if given) that no ledger row
+    names — superseded versions of changed landing files, file sets of a run killed before its
+    commit, temporary files, and the files a compaction superseded (versions the manifest lists as
+    compacted, compacted files it no longer lists) — and its own (not compacted) files that remain."""
     keep = {f"{stem}.parquet" for (stem,) in con.sql(_LEDGER_STEMS_SQL).fetchall()}
     # A compacted version's own files are superseded by the compacted file holding its rows;
     # compacted files no manifest row names were replaced, or written by a killed compaction.
@@ -293,13 +298,28 @@ def remove_unlisted_files(con: duckdb.DuckDBPyConnection, lake: Path, table: str
     keep -= {f"{stem}.parquet" for stem, _ in compacted}
     keep_compacted = {f"{name}.parquet" for _, name in compacted} | {Path(SCHEMA_FILE).name}
     keep.add(Path(SCHEMA_FILE).name)
-    stale = ([p for p in lake_files(lake, table) if p.name not in keep]
-             + [p for p in compacted_files(lake, table) if p.name not in keep_compacted])
-    for path in stale:
+    stale, live = [], []
+    for path in lake_files(lake, table, days):
+        (live if path.name in keep else stale).append(path)
+    stale += [p for p in compacted_files(lake, table, days) if p.name not in keep_compacted]
+    return stale, live
+
+
+def delete_lake_files(paths: Sequence[Path]) -> int:
+    """Delete ``paths`` (those of :func:`unlisted_files`) and sync their folders; how many there were."""
+    for path in paths:
         path.unlink(missing_ok=True)
-    for folder in {p.parent for p in stale}:
+    for folder in {p.parent for p in paths}:
         _fsync_dir(folder)
-    return len(stale)
+    return len(paths)
+
+
+def remove_unlisted_files(con: duckdb.DuckDBPyConnection, lake: Path, table: str,
+                          days: Iterable[date] | None = None) -> int:
+    """Delete the files of ``table`` (of ``days`` only, if given) that no ledger row names
+    (:func:`unlisted_files`). Call it after the transaction committed, holding the warehouse's run
+    lock (no other writer)."""
+    return delete_lake_files(unlisted_files(con, lake, table, days)[0])
 
 
 def _quote(text: str) -> str:

@@ -49,12 +49,13 @@ from gpusre.models.ingest.lake import (
     VERSION_COLUMN,
     LakeTable,
     compacted_root,
-    lake_files,
+    delete_lake_files,
     lake_of,
     ledger_stems_sql,
     read_schema,
     reads_lake,
     remove_unlisted_files,
+    unlisted_files,
     version_stem_sql,
 )
 from gpusre.models.warehouse import transaction
@@ -75,9 +76,10 @@ class CompactionResult:
     files_deleted: int = 0  # files removed after the commit (merged, replaced, left by killed runs)
 
 
-def _own_files(con: duckdb.DuckDBPyConnection, lake: Path, spec: LakeTable) -> pl.DataFrame:
-    """(source_file, stem, day, path) of every own file of a version the ledger holds that is not merged yet."""
-    files = [p for p in lake_files(lake, spec.name)
+def _own_files(con: duckdb.DuckDBPyConnection, listed: list[Path], spec: LakeTable) -> pl.DataFrame:
+    """(source_file, stem, day, path) of every own file of a version the ledger holds that is not
+    merged yet, out of ``listed`` (the table's live own files)."""
+    files = [p for p in listed
              if p.suffix == ".parquet" and not p.name.startswith((".", "_")) and p.parent.name.startswith("day=")]
     if not files:
         return pl.DataFrame(schema={"source_file": pl.String, "stem": pl.String, "day": pl.Date, "path": pl.String})
@@ -175,9 +177,10 @@ def compact_lake_table(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, keep_
     if not spec.compactable or not reads_lake(con, spec.name):
         return CompactionResult(spec.name)
     lake = lake_of(con)
-    # Files a killed compaction or ingest left first, so the listing below sees only live files.
-    deleted = remove_unlisted_files(con, lake, spec.name)
-    own = _own_files(con, lake, spec)
+    # Files a killed compaction or ingest left first; the same listing gives the live files.
+    stale, live = unlisted_files(con, lake, spec.name)
+    deleted = delete_lake_files(stale)
+    own = _own_files(con, live, spec)
     compacted = _compacted_versions(con, spec)
     if not own.height and not compacted.height:
         return CompactionResult(spec.name, files_deleted=deleted)
@@ -221,7 +224,9 @@ def compact_lake_table(con: duckdb.DuckDBPyConnection, spec: LakeTable, *, keep_
                         SELECT lake_table, day, compacted_file, source_file, version_stem, rows, now() AS compacted_at
                         FROM _compacted_manifest""")
         con.unregister("_compacted_manifest")
-    deleted += remove_unlisted_files(con, lake, spec.name)
+    # What the commit superseded lies in the merged days only: the merged versions' own files (a
+    # version is merged whole, every day it touches) and the days' replaced compacted files.
+    deleted += remove_unlisted_files(con, lake, spec.name, days)
     return CompactionResult(spec.name, days=len(days), versions=ready.get_column("stem").n_unique(),
                             files_merged=files_merged, rows=int(rows.get_column("rows").sum()),
                             files_deleted=deleted)
