@@ -3,6 +3,7 @@ median ratio (the numbers themselves are measured on demand, not here)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -28,3 +29,37 @@ def test_repeated_runs_print_each_ratio_and_judge_the_median(tmp_path: Path) -> 
     assert verdict == ("met" if median >= 4 else "NOT met")
     # Every run loaded the same lines into a fresh warehouse.
     assert "input: 2 files, 6,000 lines loaded (0 rejected)" in out
+
+
+def test_projection_is_the_slowest_shard_on_a_core_each() -> None:
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import doctest
+
+        import parse_projection
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    assert doctest.testmod(parse_projection).failed == 0
+    cost = parse_projection.ShardCost(fixed_s=1.5, per_byte_s=2e-9)
+    # Hand-computed: shards of 4 GB and 1 GB -> the 4 GB one, 1.5 + 8.0 s.
+    assert parse_projection.project_parse(cost, [4_000_000_000, 1_000_000_000]) == 9.5
+
+
+def test_scaling_prints_the_per_core_runs_and_a_projection_that_starts_at_the_measured_run(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--lines", "6000", "--files", "4", "--baseline-lines", "0", "--scaling",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, check=True, timeout=300,
+    ).stdout
+    assert "not judged (no per-line baseline" in out
+    pinned = re.search(r"parse step pinned to 1 core: ([0-9.]+) s wall \(([0-9.]+) s parsing, ([0-9.]+) s process", out)
+    assert pinned, out
+    assert float(pinned.group(2)) > 0 and float(pinned.group(3)) > 0
+    rows = re.findall(r"^\s+(\d+) workers:\s+([0-9.]+) s =\s+([0-9,]+) lines/s =\s+([0-9.]+)x$", out, re.M)
+    assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 16, 32], out
+    seconds = [float(r[1]) for r in rows]
+    assert float(rows[0][3]) == 1.0 and abs(seconds[0] - float(pinned.group(1))) <= 0.05
+    # More workers never take longer; 4 files cannot use more than 4 of them.
+    assert seconds == sorted(seconds, reverse=True) and seconds[2:] == [seconds[2]] * 4
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert re.search(r"2 processes on a core each: [0-9.]+ s wall = [0-9.]+x the 1-core process \(projected", out)
