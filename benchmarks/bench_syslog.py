@@ -338,7 +338,8 @@ def per_core(landing: Path) -> None:
     cost = ShardCost(fixed_s=one_wall - one["seconds"], per_byte_s=one["seconds"] / sum(b for _, b in sizes))
     print(f"parse step pinned to 1 core: {one_wall:.1f} s wall ({one['seconds']:.1f} s parsing, "
           f"{cost.fixed_s:.1f} s process start, imports and plan) = {one['lines'] / one_wall:,.0f} lines/s")
-    projected = {n: project_parse(cost, [sum(dict(sizes)[f] for f in shard) for shard in shard_files(sizes, n)])
+    size_of = dict(sizes)
+    projected = {n: project_parse(cost, [sum(size_of[f] for f in shard) for shard in shard_files(sizes, n)])
                  for n in (1, 2, 4, 8, 16, 32)}
     if len(cores) >= 2:
         t0 = time.perf_counter()

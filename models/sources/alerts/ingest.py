@@ -250,7 +250,6 @@ def ingest_alert_files(
     ignored = ignored_results(scan.ignored)
     loaded: dict[str, int] = {}
     rejected: dict[str, int] = {}
-    versions: dict[str, str] = {}
     round_files: list[str] = []
     miner: TemplateMiner | None = None
     template_ids = pl.DataFrame(schema=_MINED_SCHEMA)
@@ -281,7 +280,7 @@ def ingest_alert_files(
                     JOIN _alert_seq AS q ON q.stage_row = s.rowid
                     LEFT JOIN _alert_template_ids AS t USING (template_key)
                     WHERE s.error IS NULL AND s.source_file IN (SELECT unnest(?))""", params=[group]).pl()
-            write_file_sets(lake, ALERT_LAKE, notifications, versions)
+            write_file_sets(lake, ALERT_LAKE, notifications, {f: sha for f, sha, _ in changed})
             del notifications
         con.execute(f"INSERT INTO _alert_stage_rejects SELECT source_file, line_no, reject_raw, error "
                     f"FROM {_STAGE} WHERE error IS NOT NULL")
@@ -308,7 +307,6 @@ def ingest_alert_files(
             if source_file in known:
                 replaced.append(source_file)
             changed.append((source_file, sha, size))
-            versions[source_file] = sha
             round_files.append(source_file)
             try:
                 for records in iter_alert_records(path, source_file):
