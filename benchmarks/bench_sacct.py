@@ -10,8 +10,12 @@ child's peak RSS.
 
 Targets (2-core machine): >= 250,000 allocation rows/s, peak RSS <= 2 GB (issue 2); raw + core.jobs
 >= 0.6x the speed of DuckDB's own read_csv into a table (issue 15, printed with ``--floor``).
-``--scaling`` times the parse alone with 1 process over every dump and with 2 concurrent processes
-over half the dumps each (the parse step's scaling with worker processes).
+``--scaling`` times the pipeline's parse step (``parse_sacct_shard``: read, split, type, lake Parquet
+files written and fsynced, rejects staged — what each ``sacct_parse`` step of ``gpusre run --workers
+N`` does) with 1 process over every dump and with 2 concurrent processes over the pipeline's 2 shards;
+then the same with one core per process (1 process pinned to a core, 2 processes pinned to a core
+each), and from the 1-core run's cost a projection to N workers with a core each over the pipeline's
+shard plan of the same dumps (``parse_projection.py``), stated as a projection beyond 2.
 
 ``--floor`` also measures what DuckDB alone needs for the same bytes, with no gpusre code: (a) every
 line stored as one VARCHAR in a persistent table (no parsing at all), (b) DuckDB's CSV reader
@@ -28,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from isolated_run import fresh_warehouse, run_child, run_scaling  # sibling module (run as a script)
+from isolated_run import fresh_warehouse, run_child, run_per_core, run_scaling  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -103,6 +107,50 @@ print(json.dumps({"records": records, "seconds": time.perf_counter() - t0,
 """
 
 
+# The pipeline's parse step over one shard of the plan (args: landing, shard, shards[, core]); the lake
+# is next to the landing (made by scaling()).
+PARSE_STEP_CHILD = r"""
+import os, sys
+if len(sys.argv) > 4:  # pinned to one core before Polars starts its threads (it sizes its pool by the affinity)
+    os.sched_setaffinity(0, {int(sys.argv[4])})
+import json, resource, time
+from pathlib import Path
+from gpusre.models.ingest.staging import IngestPlan, shard_files
+from gpusre.models.sources.sacct.ingest import parse_sacct_shard, scan_sacct_files
+landing, shard, shards = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+files = [p.relative_to(landing).as_posix() for p in scan_sacct_files(landing).files]
+sizes = [(f, (landing / f).stat().st_size) for f in files]
+plan = IngestPlan("sacct", str(landing), str(landing.parent / "scaling.lake"), tuple(files),
+                  tuple(tuple(s) for s in shard_files(sizes, shards)), {}, (),
+                  {"timezone": "UTC", "fields": None, "delimiter": None, "cluster": None})
+t0 = time.perf_counter()
+staged = parse_sacct_shard(plan, shard)
+print(json.dumps({"records": sum(s.result.rows_loaded for s in staged), "seconds": time.perf_counter() - t0,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def scaling(landing: Path) -> int:
+    """The parse step with 1 process against 2 (unpinned), then with a core per process and the
+    projection to N workers."""
+    from gpusre.models.sources.sacct.ingest import scan_sacct_files
+    from gpusre.models.warehouse import connect
+
+    connect(landing.parent / "scaling.duckdb").close()  # creates scaling.lake with its table schemas
+    measured = run_scaling(PARSE_STEP_CHILD, landing)
+    if measured is None:
+        return 1
+    one, wall, halves = measured
+    records = sum(h["records"] for h in halves)
+    print(f"parse step, 1 process: {one['records']:,} records in {one['seconds']:.2f} s = {one['records'] / one['seconds']:,.0f} records/s")
+    print(f"parse step, 2 processes: {wall:.2f} s wall (incl. process start) = {records / wall:,.0f} records/s; "
+          f"speed-up {one['seconds'] / wall:.2f}x (target >= 1.7x); parse work only (slowest half) "
+          f"{one['seconds'] / max(h['seconds'] for h in halves):.2f}x")
+    files = [p.relative_to(landing).as_posix() for p in scan_sacct_files(landing).files]
+    run_per_core(PARSE_STEP_CHILD, landing, [(f, (landing / f).stat().st_size) for f in files], "records")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2000)
@@ -110,7 +158,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--workdir", type=Path, help="keep the simulated landing dir here (reused if present)")
     parser.add_argument("--floor", action="store_true", help="also time DuckDB alone loading the same bytes")
-    parser.add_argument("--scaling", action="store_true", help="also time the parse with 1 and 2 processes")
+    parser.add_argument("--scaling", action="store_true", help="also time the parse step with 1 and 2 processes, unpinned and a core each, and project it to N")
     args = parser.parse_args()
 
     from gpusre.simulate import SimulationConfig, simulate_cluster
@@ -154,13 +202,7 @@ def main() -> int:
               f"{m['allocation_rows'] / parse['seconds']:,.0f} allocation rows/s, "
               f"peak RSS {parse['peak_rss_mb']:,.0f} MB")
     if args.scaling:
-        measured = run_scaling(PARSE_ONLY_CHILD, landing)
-        if measured is None:
-            return 1
-        one, wall, halves = measured
-        print(f"parse alone, 1 process: {one['seconds']:.2f} s; 2 processes: {wall:.2f} s wall (incl. process "
-              f"start); speed-up {one['seconds'] / wall:.2f}x (target >= 1.7x); "
-              f"parse work only (slowest half) {one['seconds'] / max(h['seconds'] for h in halves):.2f}x")
+        return scaling(landing)
     return 0
 
 

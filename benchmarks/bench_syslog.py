@@ -44,18 +44,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
 
-from isolated_run import fresh_warehouse, run_child, run_scaling  # sibling module (run as a script)
+from isolated_run import fresh_warehouse, run_child, run_per_core, run_scaling  # sibling module (run as a script)
 
 CHILD = r"""
 import json, resource, sys, time
@@ -320,46 +318,11 @@ def report_scaling(one: dict[str, float], wall: float, halves: list[dict[str, fl
 
 
 def per_core(landing: Path) -> None:
-    """The parse step with one core per worker process — 1 process on 1 core, then 2 processes on a
-    core each — and, from the 1-core run's cost, a projection to N workers with a core each."""
-    from gpusre.models.ingest.staging import shard_files
+    """The parse step with one core per worker process and the projection to N workers (``run_per_core``)."""
     from gpusre.models.sources.syslog.ingest import scan_syslog_files
 
-    from parse_projection import ShardCost, project_parse
-
-    cores = sorted(os.sched_getaffinity(0))
-    t0 = time.perf_counter()
-    one = run_child(PARSE_STEP_CHILD, str(landing), "0", "1", str(cores[0]))
-    one_wall = time.perf_counter() - t0
-    if one is None:
-        return
     files = [p.relative_to(landing).as_posix() for p in scan_syslog_files(landing).files]
-    sizes = [(f, (landing / f).stat().st_size) for f in files]
-    cost = ShardCost(fixed_s=one_wall - one["seconds"], per_byte_s=one["seconds"] / sum(b for _, b in sizes))
-    print(f"parse step pinned to 1 core: {one_wall:.1f} s wall ({one['seconds']:.1f} s parsing, "
-          f"{cost.fixed_s:.1f} s process start, imports and plan) = {one['lines'] / one_wall:,.0f} lines/s")
-    size_of = dict(sizes)
-    projected = {n: project_parse(cost, [sum(size_of[f] for f in shard) for shard in shard_files(sizes, n)])
-                 for n in (1, 2, 4, 8, 16, 32)}
-    if len(cores) >= 2:
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(2) as pool:
-            halves = list(pool.map(lambda k: run_child(PARSE_STEP_CHILD, str(landing), str(k), "2", str(cores[k])),
-                                   (0, 1)))
-        wall = time.perf_counter() - t0
-        if all(h is not None for h in halves):
-            slowest = max(h["seconds"] for h in halves if h is not None)
-            print(f"parse step, 2 processes on a core each: {wall:.1f} s wall = {one_wall / wall:.2f}x the "
-                  f"1-core process (projected {projected[2]:.1f} s = {one_wall / projected[2]:.2f}x); slowest "
-                  f"process parsing {slowest:.1f} s against {one['seconds'] / 2:.1f} s, half the 1-core parse")
-    else:
-        print("parse step, 2 processes on a core each: not measured (this process may use 1 core)")
-    print("projection, N worker processes with a core each (not measured beyond 2: the 1-core cost, the "
-          "pipeline's own shard plan over these files, no contention for disk or memory bandwidth; "
-          "Dagster starts each step process in 3-6 s more, see docs/scale-out.md):")
-    for n, seconds in projected.items():
-        print(f"  {n:>2} workers: {seconds:6.1f} s = {one['lines'] / seconds:>12,.0f} lines/s "
-              f"= {one_wall / seconds:5.2f}x")
+    run_per_core(PARSE_STEP_CHILD, landing, [(f, (landing / f).stat().st_size) for f in files], "lines")
 
 
 if __name__ == "__main__":
