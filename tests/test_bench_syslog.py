@@ -3,11 +3,12 @@ median ratio (the numbers themselves are measured on demand, not here)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from bench_projection_output import check_projection
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_syslog.py"
 
@@ -52,14 +53,4 @@ def test_scaling_prints_the_per_core_runs_and_a_projection_that_starts_at_the_me
         capture_output=True, text=True, check=True, timeout=300,
     ).stdout
     assert "not judged (no per-line baseline" in out
-    pinned = re.search(r"parse step pinned to 1 core: ([0-9.]+) s wall \(([0-9.]+) s parsing, ([0-9.]+) s process", out)
-    assert pinned, out
-    assert float(pinned.group(2)) > 0 and float(pinned.group(3)) > 0
-    rows = re.findall(r"^\s+(\d+) workers:\s+([0-9.]+) s =\s+([0-9,]+) lines/s =\s+([0-9.]+)x$", out, re.M)
-    assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 16, 32], out
-    seconds = [float(r[1]) for r in rows]
-    assert float(rows[0][3]) == 1.0 and abs(seconds[0] - float(pinned.group(1))) <= 0.05
-    # More workers never take longer; 4 files cannot use more than 4 of them.
-    assert seconds == sorted(seconds, reverse=True) and seconds[2:] == [seconds[2]] * 4
-    if len(os.sched_getaffinity(0)) >= 2:
-        assert re.search(r"2 processes on a core each: [0-9.]+ s wall = [0-9.]+x the 1-core process \(projected", out)
+    check_projection(out, "lines", useful_workers=4)  # 4 files cannot use more than 4 workers
