@@ -31,6 +31,7 @@ from gpusre.pipelines.config import load_cluster_config
 from gpusre.pipelines.definitions import build_definitions
 from gpusre.pipelines.partitions import DAILY_PARTITIONS
 from gpusre.pipelines.run_lock import inherit_lock, warehouse_lock
+from gpusre.pipelines.step_threads import step_process_threads
 
 __all__ = ["SOURCES", "PipelineError", "RunSummary", "SourceSummary", "dagster_home", "run_pipeline"]
 
@@ -357,11 +358,16 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callabl
 def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Path,
               progress: Callable[[str], None], started: float, summary: RunSummary,
               parallel: dict[str, object] | None) -> RunSummary:
-    workers = f", {parallel['workers']} parse workers" if parallel else ""
-    progress(f"[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*{workers}")
     t0 = time.monotonic()
-    ingest = (_execute_parallel(parallel, instance, warehouse) if parallel
-              else _execute(defs, "ingest_job", instance, warehouse))
+    if parallel:
+        workers = int(parallel["workers"])  # type: ignore[call-overload]
+        with step_process_threads(workers, len(os.sched_getaffinity(0))) as threads:
+            progress("[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*, "
+                     f"{workers} parse workers ({threads} Polars thread(s) each)")
+            ingest = _execute_parallel(parallel, instance, warehouse)
+    else:
+        progress("[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*")
+        ingest = _execute(defs, "ingest_job", instance, warehouse)
     _source_summaries(ingest, summary)
     summary.jobs = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "jobs"])), "dagster/row_count")
     summary.node_events = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "node_events"])),

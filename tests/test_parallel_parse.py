@@ -17,6 +17,7 @@ import pytest
 from gpusre.models.ingest.lake import lake_root
 from gpusre.models.ingest.staging import shard_files
 from gpusre.models.warehouse import connect
+from gpusre.pipelines.step_threads import step_process_threads, threads_per_worker
 from test_lake import GPUSRE, _contents  # the same comparison as the lake's kill test
 
 
@@ -90,16 +91,25 @@ def test_a_killed_parse_worker_leaves_nothing_visible_and_the_rerun_gives_what_o
     warehouse = tmp_path / "w.duckdb"
     proc = subprocess.Popen([*GPUSRE, "run", "--landing", str(landing), "--warehouse", str(warehouse),
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    killed = None
+    killed, environ = None, None
     deadline = time.monotonic() + 900
     while proc.poll() is None and killed is None and time.monotonic() < deadline:
         steps = _step_processes(proc.pid)
         if len(steps) >= 2:  # only the parse shards run beside another step (pool: one writer)
             killed = steps[-1]
+            try:  # what the step process was started with (its fork server's environment)
+                environ = dict(v.split("=", 1) for v in Path(f"/proc/{killed}/environ").read_text().split("\0") if "=" in v)
+            except OSError:
+                environ = None  # already gone: look at the next one
+                killed = None
+                continue
             os.kill(killed, signal.SIGKILL)
         time.sleep(0.01)
     _out, err = proc.communicate(timeout=900)
     assert killed is not None, err
+    threads = threads_per_worker(len(os.sched_getaffinity(0)), 2)
+    assert environ is not None and environ.get("POLARS_MAX_THREADS") == str(threads)
+    assert f"2 parse workers ({threads} Polars thread(s) each)" in err
     assert proc.returncode == 1, err
     errors = [line for line in err.splitlines() if line.startswith("gpusre: error:")]
     assert errors and "ingest_job failed" in errors[0] and "Traceback" not in err
