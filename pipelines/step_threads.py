@@ -2,11 +2,15 @@
 
 Why: Polars sizes its thread pool to every core the process may use. N parse processes on a
 K-core machine would run N x K threads, and the more processes, the more they get in each other's
-way (context switches, caches, one jemalloc arena per thread). Measured on 2 cores (2026-12-03/04):
-2 parse processes over half the files each, with their own pool of 2 threads against 1 thread
-each, three interleaved pairs — sacct's year (4.3 M records) 9.9-12.2 s against 9.0-9.6 s, 10 M
-node-log lines 15.1-18.8 s against 14.9-15.8 s. With a core's worth of threads per worker the step
-is the shape ``benchmarks/parse_projection.py`` projects: one worker per core.
+way (context switches, caches, one jemalloc arena per thread). joblib's process workers cap the
+OpenMP/BLAS pools the same way (cores // workers; joblib/joblib#1548 asks it for Polars too). With
+a core's worth of threads per worker the step has the shape ``benchmarks/parse_projection.py``
+projects: one worker per core. Measured on 2 cores (2026-12-03/04), 2 parse processes over half
+the files each, a pool of 2 threads each against 1, three interleaved pairs: sacct's year (4.3 M
+records) 9.9-12.2 s against 9.0-9.6 s; 10 M node-log lines in ten central files 15.1-18.8 s against
+14.9-15.8 s, in 2,000 per-node files 14.4-14.6 s against 14.1-14.5 s. The steps that run alone in
+the ingest job (upserts, publishes) took the same time either way: their work is DuckDB's, whose
+threads this does not limit.
 
 How: Polars reads ``POLARS_MAX_THREADS`` when it is imported, and the multiprocess executor forks its
 step processes from a fork server that imports Polars when it starts (``PRELOADED_MODULES``), with
