@@ -2,7 +2,7 @@
 
 Why: Polars sizes its thread pool to every core the process may use. N parse processes on a
 K-core machine would run N x K threads, and the more processes, the more they get in each other's
-way (context switches, caches, one jemalloc arena per thread). joblib's process workers cap the
+way (context switches, evicted caches). joblib's process workers cap the
 OpenMP/BLAS pools the same way (cores // workers; joblib/joblib#1548 asks it for Polars too). With
 a core's worth of threads per worker the step has the shape ``benchmarks/parse_projection.py``
 projects: one worker per core. Measured on 2 cores (2026-12-03/04), 2 parse processes over half
