@@ -35,6 +35,7 @@ from isolated_run import fresh_warehouse, run_child  # sibling module (run as a 
 
 CHILD = r"""
 import json, resource, sys, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 from gpusre.models.warehouse import connect
 from gpusre.models.sources.alerts.ingest import build_core_alerts, ingest_alert_files
@@ -45,12 +46,10 @@ def cpu():
 nodes = [f"gpu{i:04d}" for i in range(1, 2001)]
 con = connect(warehouse)
 t0, c0 = time.perf_counter(), cpu()
-def peak():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 results = ingest_alert_files(con, landing)  # stages, then publishes in one transaction
-t1, rss_ingest = time.perf_counter(), peak()
+t1, rss_ingest = time.perf_counter(), peak_rss_mb()
 alerts, templates = build_core_alerts(con, known_nodes=nodes)
-t2, rss_core = time.perf_counter(), peak()
+t2, rss_core = time.perf_counter(), peak_rss_mb()
 import polars as pl
 from gpusre.assets.alert_incidents import _ALERT_SQL
 from gpusre.models.alerts.clustering import Topology, alert_marts
@@ -64,7 +63,7 @@ print(json.dumps({"files": len(results), "notifications": n, "computed_fingerpri
                   "rejected": sum(r.rows_rejected for r in results), "alerts": alerts, "resolved": resolved,
                   "with_node": with_node, "templates": templates, "ingest_s": t1 - t0, "core_s": t2 - t1, "cpu_s": c2 - c0,
                   "incidents_s": t3 - t2, "incidents": marts.incidents.height,
-                  "peak_rss_ingest_mb": rss_ingest, "peak_rss_core_mb": rss_core, "peak_rss_mb": peak()}))
+                  "peak_rss_ingest_mb": rss_ingest, "peak_rss_core_mb": rss_core, "peak_rss_mb": peak_rss_mb()}))
 """
 
 NODES = [f"gpu{i:04d}" for i in range(1, 2001)]

@@ -65,7 +65,8 @@ print(json.dumps(out, default=str))
 """
 
 COMPACT = r"""
-import json, resource, sys, time
+import json, sys, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 from gpusre.models.warehouse import connect
 from gpusre.models.ingest.lake_compaction import compact_lake_table
@@ -75,7 +76,7 @@ t0 = time.perf_counter()
 r = compact_lake_table(con, lake_table("syslog"), today=__import__("datetime").date.fromisoformat(sys.argv[2]))
 print(json.dumps({"seconds": time.perf_counter() - t0, "days": r.days, "files_merged": r.files_merged,
                   "rows": r.rows, "files_deleted": r.files_deleted,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": peak_rss_mb()}))
 """
 
 FLOOR = r"""

@@ -27,13 +27,13 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
-import resource
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
+from peak_memory import peak_rss_mb  # sibling module (run as a script)
 
 from gpusre.models.logs.headers import DEFAULT_MIN_SUPPORT, detect_header, split_header
 from gpusre.models.logs.masking import canonical_digits, mask_messages
@@ -145,7 +145,7 @@ def main() -> int:
           "(2,000 mostly distinct lines each: little to deduplicate; see bench_templates.py for a night's logs)")
     if args.whole_lines:
         print(f"header layouts learned (min support {args.min_support}):", *layouts, sep="\n  ")
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
+    print(f"peak RSS {peak_rss_mb():,.0f} MB")
     means = {k: sums[k] / n for k in METRICS}
     ok = not failures and means["GA"] >= 0.90 and means["FGA"] >= sums["Drain FGA"] / n
     print("target (GA >= Drain on every dataset, mean GA >= 0.90, mean FGA >= Drain's):",

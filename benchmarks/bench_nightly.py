@@ -53,6 +53,7 @@ RUN_CHILD = r"""
 import json, os, resource, sys, time
 from pathlib import Path
 import dagster as dg
+from peak_memory import peak_rss_mb
 from gpusre.pipelines.runner import dagster_home, run_pipeline
 landing, warehouse, reports = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 workers = None if sys.argv[4] == "auto" else int(sys.argv[4])  # None: what `gpusre run` does by default
@@ -77,8 +78,9 @@ print(json.dumps({"wall": wall, "jobs": jobs, "sacct_records": summary.rows_load
                   "sources": {k: s.rows_loaded for k, s in summary.sources.items()},
                   "days_recomputed": summary.days_recomputed, "jobs_total": summary.jobs,
                   # step processes of the multiprocess executor are children: the largest one counts
-                  "peak_rss_mb": max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                                     resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024}))
+                  # (a child's ru_maxrss is at least this process's peak when it started: a bound
+                  # from a real process of the run, see peak_memory)
+                  "peak_rss_mb": max(peak_rss_mb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)}))
 """
 
 #: Every column of every raw table read once (count(COLUMNS(*)) cannot skip a column), and core.jobs.

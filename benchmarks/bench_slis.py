@@ -25,7 +25,8 @@ from pathlib import Path
 from isolated_run import run_child  # sibling module (run as a script)
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 from gpusre.models.warehouse import connect, replace_table, transaction
 from gpusre.models.reliability.marts import compute_reliability_marts, read_reliability_inputs
@@ -47,7 +48,7 @@ con.close()
 print(json.dumps({"read_s": t1 - t0, "compute_s": t2 - t1, "write_s": t3 - t2,
                   "jobs": inputs.jobs.height, "instances": inputs.instances.height,
                   "rows": {k: v.height for k, v in marts.items()},
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss_mb()}))
 """
 
 

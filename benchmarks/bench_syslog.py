@@ -56,7 +56,8 @@ import polars as pl
 from isolated_run import fresh_warehouse, run_child, run_per_core, run_scaling  # sibling module (run as a script)
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 from gpusre.models.warehouse import connect
 from gpusre.models.sources.syslog.ingest import ingest_syslog_files
@@ -70,13 +71,14 @@ con.close()
 lake_mb = sum(p.stat().st_size for p in (warehouse.parent / (warehouse.stem + ".lake")).rglob("*.parquet")) / 2**20
 print(json.dumps({"files": len(results), "lines": lines, "events": events, "templates": templates, "lake_mb": lake_mb,
                   "rejected": sum(r.rows_rejected for r in results), "seconds": seconds,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss_mb()}))
 """
 
 # The ingest's own steps (ingest_syslog_files without the writer): parse files in batches, classify and
 # template in batches, keep nothing.
 NO_STORE_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 import polars as pl
 from gpusre.models.alerts.nodes import HostMapping
@@ -114,7 +116,7 @@ if inputs:
 if pending:
     _lines_frame(pl.concat(pending), miner, HostMapping())
 print(json.dumps({"lines": lines, "seconds": time.perf_counter() - t0,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss_mb()}))
 """
 
 # Per-line Drain3 with the pipeline's masking, on the messages of the first lines of the landing.
@@ -274,7 +276,8 @@ PARSE_STEP_CHILD = r"""
 import os, sys
 if len(sys.argv) > 4:  # pinned to one core before Polars starts its threads (it sizes its pool by the affinity)
     os.sched_setaffinity(0, {int(sys.argv[4])})
-import json, resource, time
+import json, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 from gpusre.models.alerts.nodes import HostMapping
 from gpusre.models.ingest.staging import IngestPlan, shard_files
@@ -290,7 +293,7 @@ plan = IngestPlan("syslog", str(landing), str(landing.parent / "scaling.lake"), 
 t0 = time.perf_counter()
 staged = parse_syslog_shard(plan, shard)
 print(json.dumps({"lines": sum(s.result.rows_loaded for s in staged), "seconds": time.perf_counter() - t0,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss_mb()}))
 """
 
 

@@ -16,7 +16,7 @@ with (b)'s on them (grouping accuracy of (a) taking (b) as truth).
 
     python benchmarks/bench_templates.py [--lines 1000000] [--baseline-lines 100000] [--seed 7]
 
-Targets (issue 3, 2-core machine): >= 500,000 lines/s and >= 7x per-line Drain3.
+Targets (2-core machine): >= 500,000 lines/s (issue 3) and >= 7x per-line Drain3 (issues 3 and 16).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from isolated_run import child_env  # sibling module (run as a script)
 
 # ---------------------------------------------------------------------------------------------
 # Message generator
@@ -185,7 +187,8 @@ def generate_messages(n: int, seed: int, signal_share: float = 0.02) -> tuple[li
 # Child processes (so each reports its own peak RSS)
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+from peak_memory import peak_rss_mb
 from pathlib import Path
 import polars as pl
 from gpusre.models.logs.masking import mask_messages
@@ -196,7 +199,7 @@ if limit:
     lines = lines[:limit]
 series = pl.Series("message", lines, dtype=pl.String)
 del lines
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss0 = peak_rss_mb()
 out = {"lines": len(series), "rss_before_mb": rss0}
 if mode == "fast":
     from gpusre.models.logs.masking import canonical_digits, mask_canonical
@@ -235,7 +238,7 @@ else:
     out.update(mask_s=t1 - t0, mine_join_s=t2 - t1, seconds=t2 - t0, templates=len(drain.id_to_cluster))
     fast = json.loads(Path(sys.argv[4]).read_text())
     out["agreement"] = grouping_accuracy(ids, fast)
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+out["peak_rss_mb"] = peak_rss_mb()
 print(json.dumps(out))
 """
 
@@ -244,7 +247,7 @@ def _child(mode: str, path: Path, limit: int, ids_path: Path, subset: int) -> di
     """Run one measurement in a fresh interpreter and return its JSON report."""
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, mode, str(path), str(limit), str(ids_path), str(subset)],
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, check=False, env=child_env(),
     )
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import resource
 import shutil
 import sys
 import tempfile
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 import duckdb
+from peak_memory import peak_rss_mb  # sibling module (run as a script)
 
 from gpusre.simulate import simulate_cluster
 from gpusre.simulate.incident_scoring import IncidentScore, score_scenario
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         root = args.keep or Path(tmp)
         for name in names:
             score, seconds = run_scenario(name, args.seed, root, args.rescore)
-            peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            peak_mb = peak_rss_mb()
             print(f"{name}: {seconds:.1f} s, peak RSS so far {peak_mb:.0f} MB", file=sys.stderr)
             rows.append(table_row(name, score))
             classes = sorted(set(score.true_faults_by_class) | set(score.hw_incidents_by_class))

@@ -22,12 +22,21 @@ def fresh_warehouse(workdir: Path) -> Path:
     return warehouse
 
 
+def child_env() -> dict[str, str]:
+    """The environment of a benchmark child: this one, with ``benchmarks/`` on ``PYTHONPATH`` so
+    that the child's code can import the sibling modules (``peak_memory``)."""
+    here = str(Path(__file__).resolve().parent)
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": f"{here}{os.pathsep}{path}" if path else here}
+
+
 def run_child(code: str, *args: str) -> dict[str, float] | None:
     """Run ``python -c code args``; its last stdout line is a JSON object of measurements.
 
     Returns None (after printing the child's stderr) when the child failed.
     """
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
+                          env=child_env())
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
         return None
