@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from gpusre.models.vocabulary import sql_macros
 
-__all__ = ["append_arrow", "connect", "apply_ddl", "transaction", "read_sql", "select_columns", "table_columns",
-           "table_exists", "replace_table"]
+__all__ = ["append_arrow", "connect", "apply_ddl", "catalog_clash", "transaction", "read_sql", "select_columns",
+           "table_columns", "table_exists", "replace_table"]
 
 
 def read_sql(relative: str) -> str:
@@ -54,9 +54,39 @@ def apply_ddl(con: duckdb.DuckDBPyConnection, *, registry_views: bool = True) ->
 DEFAULT_MEMORY_LIMIT = "1GB"
 
 
+@cache
+def warehouse_schemas() -> frozenset[str]:
+    """The schemas the DDL creates (``sql/ddl/001_schemas.sql``), lower case."""
+    text = resources.files("gpusre.sql").joinpath("ddl/001_schemas.sql").read_text(encoding="utf-8")
+    return frozenset(m.lower() for m in re.findall(r"CREATE SCHEMA IF NOT EXISTS (\w+)", text, flags=re.IGNORECASE))
+
+
+def catalog_clash(path: Path | str) -> str | None:
+    """The schema that a warehouse file at ``path`` cannot hold, or None.
+
+    Why: DuckDB names the database after the file name up to its first dot (``raw.duckdb`` and
+    ``raw.snapshot.duckdb`` are the catalog ``raw``), and a catalog named like one of its schemas
+    makes every ``raw.table`` ambiguous — the DDL fails, and so would an analyst's query in the DuckDB
+    shell. Identifiers are case-insensitive."""
+    if str(path) == ":memory:":
+        return None
+    catalog = Path(path).name.split(".")[0].lower()
+    return catalog if catalog in warehouse_schemas() | {"information_schema"} else None
+
+
 def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse with UTC session time zone; a writable open also applies the DDL."""
+    """Open the warehouse with UTC session time zone; a writable open also applies the DDL.
+
+    Raises:
+        ValueError: the file's name would make its DuckDB catalog clash with a schema
+            (:func:`catalog_clash`), e.g. ``raw.duckdb``.
+    """
     path = Path(path)
+    clash = catalog_clash(path)
+    if clash is not None:
+        raise ValueError(f"warehouse file {path.name!r}: DuckDB names the database after the file, and "
+                         f"{clash!r} is also one of its schemas ({clash}.*), so every query on it would be "
+                         f"ambiguous; choose another name, e.g. gpusre.duckdb")
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     config = {"memory_limit": os.environ.get("GPUSRE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)}

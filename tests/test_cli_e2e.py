@@ -138,6 +138,26 @@ def test_bad_cluster_yaml_names_the_key(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("name", ["raw.duckdb", "Core.duckdb", "marts.2026.duckdb", "lake"])
+def test_a_warehouse_named_like_a_schema_is_refused_before_anything_is_written(simulated: Path, tmp_path: Path,
+                                                                               name: str) -> None:
+    # DuckDB names the database after the file up to its first dot: raw.duckdb would be the catalog
+    # raw, and every raw.* query ambiguous (before the check, the DDL failed with a Binder Error).
+    proc = _gpusre("run", "--landing", str(simulated), "--warehouse", str(tmp_path / name))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    schema = name.split(".")[0].lower()
+    assert f"DuckDB would name this database '{schema}', like its schema {schema}.*" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_connect_refuses_a_catalog_that_clashes_with_a_schema(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"'raw' is also one of its schemas"):
+        connect(tmp_path / "raw.snapshot.duckdb")
+    assert list(tmp_path.iterdir()) == []
+    connect(tmp_path / "raw_2026.duckdb").close()  # only the name up to the first dot counts
+
+
 def test_bad_usage_exits_2(tmp_path: Path) -> None:
     proc = _gpusre("simulate", "--out", str(tmp_path), "--nodes", "zero")
     assert proc.returncode == 2
