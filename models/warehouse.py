@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from gpusre.models.vocabulary import sql_macros
 
-__all__ = ["append_arrow", "connect", "apply_ddl", "catalog_clash", "transaction", "read_sql", "select_columns",
+__all__ = ["append_arrow", "connect", "apply_ddl", "catalog_clash", "catalog_clash_error", "transaction", "read_sql", "select_columns",
            "table_columns", "table_exists", "replace_table"]
 
 
@@ -74,6 +74,17 @@ def catalog_clash(path: Path | str) -> str | None:
     return catalog if catalog in warehouse_schemas() | {"information_schema"} else None
 
 
+def catalog_clash_error(path: Path | str) -> str | None:
+    """One line saying why a warehouse file at ``path`` is refused (:func:`catalog_clash`), or None.
+    The CLI prints it and :func:`connect` raises it, so the refusal reads the same everywhere."""
+    clash = catalog_clash(path)
+    if clash is None:
+        return None
+    return (f"warehouse file {Path(path).name!r}: DuckDB names the database after the file, and {clash!r} is "
+            f"also one of its schemas ({clash}.*), so every query on it would be ambiguous; "
+            f"choose another name, e.g. gpusre.duckdb")
+
+
 def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the warehouse with UTC session time zone; a writable open also applies the DDL.
 
@@ -82,11 +93,8 @@ def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConn
             (:func:`catalog_clash`), e.g. ``raw.duckdb``.
     """
     path = Path(path)
-    clash = catalog_clash(path)
-    if clash is not None:
-        raise ValueError(f"warehouse file {path.name!r}: DuckDB names the database after the file, and "
-                         f"{clash!r} is also one of its schemas ({clash}.*), so every query on it would be "
-                         f"ambiguous; choose another name, e.g. gpusre.duckdb")
+    if (refusal := catalog_clash_error(path)) is not None:
+        raise ValueError(refusal)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     config = {"memory_limit": os.environ.get("GPUSRE_DUCKDB_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)}

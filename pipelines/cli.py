@@ -42,13 +42,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _run(landing: Path, warehouse: Path, reports: Path, workers: int | None = None) -> int:
-    from gpusre.models.warehouse import catalog_clash
+    from gpusre.models.warehouse import catalog_clash_error
     from gpusre.pipelines.run_lock import warehouse_lock
 
-    if (clash := catalog_clash(warehouse)) is not None:  # before any file is made next to it
-        print(f"gpusre: error: --warehouse {warehouse}: DuckDB would name this database {clash!r}, like its "
-              f"schema {clash}.*, and every query would be ambiguous; choose another name, e.g. gpusre.duckdb",
-              file=sys.stderr)
+    if (refusal := catalog_clash_error(warehouse)) is not None:  # before any file is made next to it
+        print(f"gpusre: error: {refusal}", file=sys.stderr)
         return EXIT_USAGE
     # The run lock first, before Dagster is imported (seconds): a second run is refused at once.
     with warehouse_lock(warehouse, _progress):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusre.models.warehouse import connect
+from gpusre.models.warehouse import catalog_clash_error, connect
 
 GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
 
@@ -147,7 +147,8 @@ def test_a_warehouse_named_like_a_schema_is_refused_before_anything_is_written(s
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
     schema = name.split(".")[0].lower()
-    assert f"DuckDB would name this database '{schema}', like its schema {schema}.*" in proc.stderr
+    assert f"'{schema}' is also one of its schemas ({schema}.*)" in proc.stderr
+    assert proc.stderr.strip() == f"gpusre: error: {catalog_clash_error(tmp_path / name)}"
     assert list(tmp_path.iterdir()) == []
 
 
