@@ -22,15 +22,13 @@ Targets (2-core machine): >= 500,000 lines/s (issue 3) and >= 7x per-line Drain3
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from isolated_run import child_env  # sibling module (run as a script)
+from isolated_run import run_child  # sibling module (run as a script)
 
 # ---------------------------------------------------------------------------------------------
 # Message generator
@@ -244,14 +242,11 @@ print(json.dumps(out))
 
 
 def _child(mode: str, path: Path, limit: int, ids_path: Path, subset: int) -> dict[str, float]:
-    """Run one measurement in a fresh interpreter and return its JSON report."""
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(path), str(limit), str(ids_path), str(subset)],
-        capture_output=True, text=True, check=False, env=child_env(),
-    )
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """Run one measurement in a fresh interpreter and return its JSON report (exit if it failed)."""
+    report = run_child(CHILD, mode, str(path), str(limit), str(ids_path), str(subset))
+    if report is None:  # run_child printed the child's stderr
+        raise SystemExit(1)
+    return report
 
 
 def main() -> int:

@@ -25,3 +25,5 @@ def test_scaling_parses_every_record_and_projects_from_the_measured_1_core_run(t
     # The parse step alone reads what the ingest loaded: the same dumps, the same records.
     assert re.search(rf"parse step, 1 process: {records:,} records in [0-9.]+ s", out), out
     check_projection(out, "records", useful_workers=4)  # 4 files cannot use more than 4 workers
+    verdict = next(line for line in out.splitlines() if line.startswith("issue 2's target"))
+    assert verdict.endswith("(issue 15's, >= 0.6x DuckDB's read_csv, is printed with --floor)"), verdict
