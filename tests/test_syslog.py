@@ -317,6 +317,29 @@ def test_year_hint_chooses_the_year_with_most_rows_inside() -> None:
     assert leap.lines["ts"].to_list() == [_utc(2024, 2, 29, 12)]
 
 
+@pytest.mark.parametrize("days_ago", [0, 1, 2])
+def test_without_a_hint_recent_lines_are_this_year_not_a_year_back(days_ago: int) -> None:
+    # The default hint is the year before now: a line of the last days also fits its tolerance a year
+    # earlier, and a nightly run's files are the newest days (the earlier year used to win the tie).
+    when = (datetime.now(UTC) - timedelta(days=days_ago, hours=1)).replace(microsecond=0)
+    line = f"{when:%b} {when.day:2d} {when:%H:%M:%S} gpu017 kernel: NVRM: Xid 79\n"
+    assert _parse(line).lines["ts"].to_list() == [when]
+
+
+@settings(max_examples=60, deadline=None)
+@given(offset=st.integers(min_value=-2 * 86_400, max_value=2 * 86_400))
+def test_a_year_long_hint_puts_lines_near_both_of_its_ends_in_the_nearer_years(offset: int) -> None:
+    # A year of accounting as the hint (2025-03-10 .. 2026-03-10): lines within two days of its end
+    # are 2026 (the tie goes to the later year), lines a week inside its start are 2025.
+    hint = (datetime(2025, 3, 10, tzinfo=UTC), datetime(2026, 3, 10, tzinfo=UTC))
+    near_end = hint[1] + timedelta(seconds=offset)
+    near_start = hint[0] + timedelta(days=7, seconds=offset)
+    text = "".join(f"{t:%b} {t.day:2d} {t:%H:%M:%S} h k: x\n" for t in (near_end,))
+    assert _parse(text, year_hint=hint).lines["ts"].to_list() == [near_end]
+    text = f"{near_start:%b} {near_start.day:2d} {near_start:%H:%M:%S} h k: x\n"
+    assert _parse(text, year_hint=hint).lines["ts"].to_list() == [near_start]
+
+
 # --- time zones -----------------------------------------------------------------------------
 
 

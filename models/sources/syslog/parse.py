@@ -33,7 +33,7 @@ Conventions:
   A local time in the spring-forward gap does not exist and the line is rejected.
 * RFC 3164 has no year: the year comes from ``year_hint`` (the time range the data is expected to
   cover, e.g. the cluster's sacct range or ``(mtime - 1 year, mtime)``; default: the year before
-  now). Within one file a month going backwards by more than half a year (Dec -> Jan) starts the
+  now); the year putting most lines inside it wins, the later one on a tie. Within one file a month going backwards by more than half a year (Dec -> Jan) starts the
   next year; ``Jan -> Dec`` (jitter on a central server at New Year) goes back one.
 * Uptime stamps (``dmesg``, pstore, /dev/kmsg) are placed at ``boot_time + uptime`` when
   ``boot_time`` is given, else rejected: without it they cannot be put on the wall clock.
@@ -362,20 +362,41 @@ def _year_hints(hints: list[YearHint]) -> pl.DataFrame:
     )
 
 
+_DAYS_BEFORE_MONTH = {m: d for m, d in zip(range(1, 13), (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334))}
+
+
+def _is_leap(year: pl.Expr) -> pl.Expr:
+    return (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+
+
+def _days_before_year(year: pl.Expr) -> pl.Expr:
+    """Days from 1970-01-01 to January 1 of ``year`` (proleptic Gregorian, any year)."""
+    p = year - 1
+    return 365 * (year - 1970) + (p // 4 - 1969 // 4) - (p // 100 - 1969 // 100) + (p // 400 - 1969 // 400)
+
+
 def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
     """Add ``_year`` to year-less rows (columns ``_file``, ``_mon``, ``d``, H, M, S in file order;
     ``_w``: how many lines each row stands for).
 
     Per file: the in-file offset counts New Year crossings (month-day-time going back more than
     half a year); the base year is the candidate putting most rows inside the file's hint (see
-    :func:`_year_hints`; ties: the last row closest to it, then the earlier year).
+    :func:`_year_hints`; ties: the last row closest to it, then the later year).
+
+    Why the later year on a tie: a hint a year long (the default, the year before now; a year of
+    accounting) admits both years for rows within its tolerance of the hint's end and start, and the
+    new files of a nightly run are the newest days — the default hint's earlier year would put
+    yesterday's lines a year back.
     """
     seconds_of_day = _int("H") * 3600 + _int("M") * 60 + _int("S")
     key = (pl.col("_mon") * 32 + _int("d")) * _KEY_DAY + seconds_of_day
-    # Approximate instants (±2 days) are enough to choose among a handful of candidate years.
-    approx_in_year = ((pl.col("_mon") - 1) * 30.44 + _int("d") - 1) * _KEY_DAY + seconds_of_day
+    # Seconds since January 1 in a common year; a candidate leap year adds a day after February.
+    # Exact, not approximate: a tie between the years at both ends of a year-long hint is decided
+    # within the hint's 3-day tolerance (the average month length used before was off by up to ~2 days).
+    in_year = (pl.col("_mon").replace_strict(_DAYS_BEFORE_MONTH, return_dtype=pl.Int64) + _int("d") - 1) \
+        * _KEY_DAY + seconds_of_day
     # Both are materialized once: the candidate years below would otherwise re-parse the strings.
-    df = df.with_columns(key.alias("_key"), approx_in_year.alias("_approx"))
+    df = df.with_columns(key.alias("_key"), in_year.alias("_in_year"), (pl.col("_mon") > 2).alias("_after_feb"))
     delta = pl.col("_key") - pl.col("_key").shift(1).over("_file")
     wrap = (
         pl.when(delta < -_HALF_YEAR)
@@ -385,15 +406,18 @@ def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
         .otherwise(0)
     )
     df = df.with_columns(wrap.alias("_wrap")).with_columns(pl.col("_wrap").cum_sum().over("_file").alias("_yoff"))
-    rows = df.select("_file", "_yoff", "_approx", "_w").join(hints, on="_file", how="left", maintain_order="left")
+    rows = df.select("_file", "_yoff", "_in_year", "_after_feb", "_w").join(hints, on="_file", how="left",
+                                                                           maintain_order="left")
     # One pass for every candidate year k of every file (year _y0 + k): rows inside the hint and
     # the last row's instant; a file has few candidates, so k runs over the batch's widest range.
     width = int(hints.select((pl.col("_y1") - pl.col("_y0")).max()).item() or 0) + 1
     exprs: list[pl.Expr] = []
     for k in range(width):
-        approx = (pl.col("_y0") + k + pl.col("_yoff") - 1970) * 31_556_952 + pl.col("_approx")
-        exprs += [(approx.is_between(pl.col("_lo"), pl.col("_hi")) * pl.col("_w")).sum().alias(f"n{k}"),
-                  approx.last().alias(f"last{k}")]
+        year = pl.col("_y0") + k + pl.col("_yoff")
+        instant = _days_before_year(year) * _KEY_DAY + pl.col("_in_year") \
+            + pl.when(_is_leap(year) & pl.col("_after_feb")).then(_KEY_DAY).otherwise(0)
+        exprs += [(instant.is_between(pl.col("_lo"), pl.col("_hi")) * pl.col("_w")).sum().alias(f"n{k}"),
+                  instant.last().alias(f"last{k}")]
     stats = rows.group_by("_file").agg(*exprs).join(hints, on="_file")
     candidates = pl.concat(
         stats.select("_file", "_lo", "_hi", (pl.col("_y0") + k).alias("_base"), pl.col("_y1"),
@@ -403,14 +427,14 @@ def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
     distance = pl.max_horizontal(pl.col("_lo") - pl.col("_last"), pl.col("_last") - pl.col("_hi"), pl.lit(0.0))
     best = (
         candidates.with_columns(distance.alias("_distance"))
-        .sort("_file", "_n", "_distance", "_base", descending=[False, True, False, False])
+        .sort("_file", "_n", "_distance", "_base", descending=[False, True, False, True])
         .unique("_file", keep="first")
         .select("_file", "_base")
     )
     return (
         df.join(best, on="_file", how="left", maintain_order="left")
         .with_columns((pl.col("_base") + pl.col("_yoff")).alias("_year"))
-        .drop("_key", "_approx", "_wrap", "_yoff", "_base", "_w")
+        .drop("_key", "_in_year", "_after_feb", "_wrap", "_yoff", "_base", "_w")
     )
 
 
