@@ -248,6 +248,24 @@ def test_iso8601_rsyslog_and_dmesg() -> None:
     assert rows[4]["program"] is None
 
 
+def test_iso8601_with_a_space_for_the_t_parses_like_the_t() -> None:
+    # Custom rsyslog/syslog-ng templates and exports print "YYYY-MM-DD HH:MM:SS"; Python logging's
+    # comma decimal ("..., 747 - INFO") is not a syslog header and stays a reject.
+    spaced = ("2026-12-03 10:00:01 gpu-a002 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+              "2026-12-03 10:00:02.250+01:00 gpu-a002 nhc[77]: ERROR:  nhc:  Health check failed\n")
+    r = _parse(spaced, timezone="Europe/Berlin")
+    t = _parse(spaced.replace("2026-12-03 ", "2026-12-03T"), timezone="Europe/Berlin")
+    assert r.rejects.height == 0
+    assert r.lines.drop("source_file").equals(t.lines.drop("source_file"))
+    assert r.lines.select("ts", "host", "program", "pid", "format").rows() == [
+        (_utc(2026, 12, 3, 9, 0, 1), "gpu-a002", "kernel", None, "iso8601"),  # local time, CET
+        (_utc(2026, 12, 3, 9, 0, 2, 250000), "gpu-a002", "nhc", 77, "iso8601"),
+    ]
+    python_logging = _parse("2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:"
+                            "FastLeaderElection@774] - Notification time out: 3200\n")
+    assert python_logging.lines.height == 0 and python_logging.rejects.height == 1
+
+
 def test_dmesg_uptime_decode_and_local_ctime() -> None:
     text = (
         "kern  :err   : [  123.456789] NVRM: Xid 79\n"

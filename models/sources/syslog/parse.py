@@ -13,7 +13,8 @@ format         example                                                          
 rfc3164        ``[<pri>]Jan 15 03:04:05[.123456] host prog[pid]: msg`` (also ``Jan 15 2025``)  local
 rfc5424        ``<34>1 2025-01-15T03:04:05.123Z host app procid msgid [sd] msg``           offset
 iso8601        ``2025-01-15T03:04:05.123456+09:00 host prog[pid]: msg`` (rsyslog precise,   offset
-               ``journalctl -o short-iso``); without an offset it is local time            or local
+               ``journalctl -o short-iso``; a space for the ``T`` too); without an offset  or local
+               it is local time
 dmesg_iso      ``[kern  :warn  : ]2025-01-21T04:41:44,283575+00:00 msg`` (comma decimal)      offset
 dmesg_ctime    ``[kern  :warn  : ][Sun Feb 23 16:24:18 2025] msg`` (``dmesg -T``)             local
 dmesg_uptime   ``[kern  :warn  : ][<6>][  123.456789] msg`` (dmesg, dmesg -r, pstore)         boot
@@ -112,6 +113,8 @@ _DECODE = r"(?:(?P<fac>[a-z]+) *:(?P<lvl>[a-z]+) *: )?"  # dmesg --decode "kern 
 _MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _HMS = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})"
 _ISO = r"(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})T" + _HMS
+# Syslog-like ISO stamps also come with a space for the T (custom rsyslog/syslog-ng templates, exports).
+_ISO_T_OR_SPACE = r"(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})[T ]" + _HMS
 _FRAC = r"(?:\.(?P<frac>\d{1,9}))?"
 _OFF = r"(?P<off>Z|[+-]\d{2}:?\d{2})"
 # Optional host: never contains ':' or '[' so that "Jan 15 03:04:05 sshd[1]: x" has no host.
@@ -127,7 +130,7 @@ FORMATS: dict[str, str] = {
         r"^" + _PRI + _MON + r" {1,2}(?P<d>\d{1,2}) (?:(?P<Y>\d{4}) )?" + _HMS + _FRAC + " "
         + _HOST + _TAG
     ),
-    "iso8601": r"^" + _PRI + _ISO + _FRAC + _OFF + "? " + _HOST + _TAG,
+    "iso8601": r"^" + _PRI + _ISO_T_OR_SPACE + _FRAC + _OFF + "? " + _HOST + _TAG,
     "dmesg_iso": r"^" + _DECODE + _ISO + r",(?P<frac>\d{1,9})" + _OFF + r"(?: |$)",
     "rfc5424": (
         r"^<(?P<pri>\d{1,3})>\d{1,2} (?:-|" + _ISO + _FRAC + _OFF + r"?) (?P<host>\S+) "
