@@ -509,6 +509,27 @@ def test_default_report_date_is_the_last_complete_day(tmp_path: Path) -> None:
     con.close()
 
 
+@pytest.mark.parametrize(("rows", "expected"), [
+    # (day, covered hours, partial): the last complete day, even with a partial sliver after it
+    ([(date(2026, 11, 29), 24.0, False), (date(2026, 11, 30), 0.25, True)], date(2026, 11, 29)),
+    # a trace shorter than a day: its own day, not the empty day before it
+    ([(date(2026, 11, 30), 0.6, True)], date(2026, 11, 30)),
+    # a first dump from 08:00 to 00:15 the next day: the day it mostly covers, not the sliver
+    ([(date(2026, 11, 30), 16.0, True), (date(2026, 12, 1), 0.25, True)], date(2026, 11, 30)),
+    ([(date(2026, 11, 30), 6.0, True), (date(2026, 12, 1), 6.0, True)], date(2026, 12, 1)),
+])
+def test_default_report_date_without_a_complete_day_is_the_best_covered_one(
+        tmp_path: Path, rows: list[tuple[date, float, bool]], expected: date) -> None:
+    from gpusre.reports.nightly.meta import latest_complete_day
+
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    _ddl(con)
+    con.execute("CREATE OR REPLACE TABLE marts.day_coverage (day DATE, covered_hours DOUBLE, partial BOOLEAN)")
+    con.executemany("INSERT INTO marts.day_coverage VALUES (?, ?, ?)", rows)
+    assert latest_complete_day(con) == expected
+    con.close()
+
+
 def test_empty_warehouse_renders(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "empty.duckdb"))
     _ddl(con)

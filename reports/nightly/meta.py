@@ -59,10 +59,13 @@ def alert_window(meta: NightlyMeta) -> tuple[date, date]:
 def latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:
     """The last UTC day the dumps cover completely: a dump cut at 00:15 shows only a sliver of
     the new day, and reporting that sliver as "last night" would show near-zero utilization.
-    marts.day_coverage decides (the last day it does not label partial); before that mart exists, the
-    day before the dumps' last record."""
+    marts.day_coverage decides (the last day it does not label partial); when no day is complete (a
+    trace shorter than a day, a first dump), its best-covered day, the later on a tie — the report's
+    data warnings say it is partial, where the day before would be an empty report. Before that mart
+    exists, the day before the dumps' last record."""
     if table_status(con, "marts.day_coverage") is None:
-        day = scalar(con, "SELECT max(day) FROM marts.day_coverage WHERE NOT partial")
+        day = scalar(con, "SELECT COALESCE(max(day) FILTER (WHERE NOT partial), "
+                          "arg_max(day, (covered_hours, day))) FROM marts.day_coverage")
         if day is not None:
             return day
     rows = query_rows(con, """SELECT (max(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))))::DATE - 1) AS d,
