@@ -366,6 +366,22 @@ def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
     assert [(f, n) for f, n, *_ in together.rejects.rows()] == [("a.psv", 3), ("a.psv", 4), ("b.psv", 4)]
 
 
+def test_stamps_with_a_space_for_the_t_load_like_the_t(tmp_path: Path) -> None:
+    # A site's SLURM_TIME_FORMAT="%F %T" (and traces converted with pandas) print "2024-03-01 00:00:00".
+    text = (FIX / "derived" / "xdmod_accounting-logs_all_with_header.psv").read_text()
+    spaced = re.sub(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)", r"\1 \2", text)
+    assert spaced != text
+    t, s = (parse_sacct_text(x, "m.psv", timezone="America/New_York") for x in (text, spaced))
+    _check_result(s)
+    assert s.rejects.is_empty() and s.records["start_ts"].null_count() == t.records["start_ts"].null_count()
+    assert s.records.drop("raw_line").equals(t.records.drop("raw_line"))
+    # Typed in one batch with a dump printed the default way, both load (the batch reads either form).
+    together = type_sacct_dumps([read_sacct_text(text.encode(), "a.psv"), read_sacct_text(spaced.encode(), "b.psv")],
+                                timezone="America/New_York")
+    assert together.rejects.is_empty() and together.records.height == 2 * t.records.height
+    assert together.records.filter(pl.col("source_file") == "b.psv")["start_ts"].equals(t.records["start_ts"])
+
+
 def test_dumps_with_different_layouts_are_not_typed_together() -> None:
     one = read_sacct_text(b"JobID|State\n1|COMPLETED\n", "a.psv")
     two = read_sacct_text(b"JobID|State|\n1|COMPLETED|\n", "b.psv")  # same fields, --parsable

@@ -72,6 +72,18 @@ def test_node_and_cluster_events_ongoing_and_reasons_with_spaces() -> None:
     assert cluster["reason"] == "Cluster Registered TRES" and cluster["end_ts"] is None
 
 
+def test_stamps_with_a_space_for_the_t_parse_like_the_t() -> None:
+    # SLURM_TIME_FORMAT="%F %T" at the site: sacctmgr prints "2026-10-31 22:00:00".
+    import re
+
+    text = (FIXTURES / "events_2026-11-01.txt").read_text()
+    spaced = re.sub(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)", r"\1 \2", text)
+    assert spaced != text
+    t, s = (parse_slurm_events_text(x, "e.txt", timezone=TZ, cluster="fallback") for x in (text, spaced))
+    assert s.rejects["line_no"].to_list() == t.rejects["line_no"].to_list()  # the fixture's own bad rows
+    assert s.records.drop("raw_line").equals(t.records.drop("raw_line"))
+
+
 def test_dst_ambiguous_local_times_are_resolved() -> None:
     by_node = {row["node_name"]: row for row in _night1().records.iter_rows(named=True)}
     # gpu002: 01:30 -> 01:10 on the fall-back night: the end is the second 01:10 (CST), 40 minutes later.

@@ -33,6 +33,7 @@ __all__ = [
     "parse_int",
     "parse_duration_s",
     "parse_naive_timestamp",
+    "has_space_for_t",
     "localize_to_utc",
     "parse_state",
     "parse_exit_code",
@@ -118,9 +119,22 @@ def parse_duration_s(raw: pl.Expr) -> pl.Expr:
     return pl.when(shape_ok).then(days * 86_400 + clock_s).cast(pl.Int64)
 
 
-def parse_naive_timestamp(raw: pl.Expr) -> pl.Expr:
-    """``YYYY-MM-DDTHH:MM:SS`` -> naive ``Datetime('us')``; null for ``Unknown`` or malformed text."""
+def parse_naive_timestamp(raw: pl.Expr, *, space_for_t: bool = True) -> pl.Expr:
+    """``YYYY-MM-DDTHH:MM:SS`` -> naive ``Datetime('us')``; null for ``Unknown`` or malformed text.
+
+    With ``space_for_t`` (the default) ``YYYY-MM-DD HH:MM:SS`` is read too: Slurm prints it under a
+    site's ``SLURM_TIME_FORMAT="%F %T"``, and so do traces converted with pandas. It costs a string
+    copy per value, so the sacct parse asks for it only when a sample of each dump in its batch has
+    such a stamp (:func:`has_space_for_t`)."""
+    if space_for_t:
+        raw = raw.str.replace(" ", "T", literal=True, n=1)
     return raw.str.strptime(pl.Datetime("us"), _TIMESTAMP_FORMAT, strict=False, exact=True)
+
+
+def has_space_for_t(values: pl.Series) -> bool:
+    """Whether any value of ``values`` is a stamp with a space for the ``T`` (``YYYY-MM-DD HH:...``);
+    pass a sample: a dump prints every stamp one way."""
+    return bool(values.str.contains(r"^\d{4}-\d{2}-\d{2} \d").any())
 
 
 def check_timezone(timezone: str) -> str:

@@ -44,6 +44,7 @@ from gpusre.models.ingest.slurm_values import (
     TIMESTAMP_NULL_TOKENS,
     check_timezone,
     gres_gpus,
+    has_space_for_t,
     invalid_value,
     localize_to_utc,
     parse_duration_s,
@@ -418,8 +419,12 @@ def _typed_text_records(
     lf = df.hstack(columns).lazy().with_columns(
         pl.lit(None, dtype).alias(name) for name, dtype in missing.items() if name not in have
     )
+    # A site's SLURM_TIME_FORMAT="%F %T" (or a converted trace) prints "2026-11-30 01:00:00": read
+    # it when a sample of any dump in the batch has it (each dump prints its stamps one way).
+    sample = df.filter(pl.col("line_no") <= 100)  # the first lines of every dump
+    space_for_t = any(has_space_for_t(sample.get_column(k)) for k in _TS_KEYS if k in present)
     lf = lf.with_columns(
-        *(parse_naive_timestamp(c(k)).alias(f"_{k}") for k in _TS_KEYS),
+        *(parse_naive_timestamp(c(k), space_for_t=space_for_t).alias(f"_{k}") for k in _TS_KEYS),
         *(
             parse_int(c(k), dtype).alias(f"_{k}")
             for k, dtype in (
