@@ -16,11 +16,12 @@ from gpusre.models.sources.registry import record_sources
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
-from gpusre.pipelines.resources import WarehouseResource
+from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 DATA_FRESHNESS = dg.AssetKey(["marts", "data_freshness"])
 LOG_COVERAGE_DAILY = dg.AssetKey(["marts", "log_coverage_daily"])
 DAY_COVERAGE = dg.AssetKey(["marts", "day_coverage"])
+FLEET_COVERAGE = dg.AssetKey(["marts", "fleet_coverage"])
 
 
 @dg.multi_asset(
@@ -36,27 +37,38 @@ DAY_COVERAGE = dg.AssetKey(["marts", "day_coverage"])
         dg.AssetSpec(LOG_COVERAGE_DAILY, deps=[RAW_SYSLOG, CORE_JOBS], group_name="marts", kinds={"duckdb"},
                      description="Per UTC day of the node logs: nodes that ran jobs, how many of them logged, and "
                      "the silent ones (broken log shipping: hardware faults there leave no event)."),
+        dg.AssetSpec(FLEET_COVERAGE, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
+                     description="One row: the fleet capacity, utilization, goodput and MTBF assume (cluster.yaml "
+                     "nodes and gpus_per_node, or their defaults) against the nodes and GPUs per node the "
+                     "accounting shows; the reports warn when the accounting shows more."),
     ],
     pool=WAREHOUSE_POOL,
 )
-def data_coverage_marts(warehouse: WarehouseResource):
+def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
+    config = landing.cluster_config()
     with warehouse.connect() as con:
         with transaction(con):
             n_days = build_day_coverage(con)  # refreshes raw.record_days, which data_freshness reads too
             run_mart_sql(con, "data_freshness")
             run_mart_sql(con, "log_coverage_daily")
             mark_partial_days(con, "marts.log_coverage_daily")
+            run_mart_sql(con, "fleet_coverage", {
+                "fleet_source": config.fleet_source, "configured_nodes": config.node_count,
+                "fleet": config.node_names, "gpus_per_node": config.gpus_per_node})
         partial = con.sql("SELECT day FROM marts.day_coverage WHERE partial ORDER BY day").fetchall()
         freshness = con.sql("SELECT source_kind, files, records, last_record_ts, n_empty_days "
                             "FROM marts.data_freshness").pl()
         days, silent_days = con.sql("SELECT count(*), count(*) FILTER (WHERE n_silent_nodes > 0) "
                                     "FROM marts.log_coverage_daily").fetchall()[0]
+        fleet = con.sql("SELECT * EXCLUDE (outside_examples) FROM marts.fleet_coverage").pl()
     yield dg.MaterializeResult(asset_key=DATA_FRESHNESS, metadata={
         "dagster/row_count": freshness.height, "preview": markdown_preview(freshness, 4)})
     yield dg.MaterializeResult(asset_key=DAY_COVERAGE, metadata={
         "dagster/row_count": n_days, "partial_days": ", ".join(str(d) for (d,) in partial)})
     yield dg.MaterializeResult(asset_key=LOG_COVERAGE_DAILY, metadata={
         "dagster/row_count": days, "days_with_silent_nodes": silent_days})
+    yield dg.MaterializeResult(asset_key=FLEET_COVERAGE, metadata={
+        "dagster/row_count": fleet.height, "preview": markdown_preview(fleet, 1)})
 
 
 @dg.asset_check(asset=DATA_FRESHNESS, pool=WAREHOUSE_POOL, description="Warns when Slurm accounting or the node logs have UTC days "

@@ -251,6 +251,11 @@ class ClusterConfig(BaseModel):
         """Total GPUs in the cluster (the capacity behind utilization)."""
         return self.node_count * self.gpus_per_node
 
+    @property
+    def fleet_source(self) -> str:
+        """'cluster.yaml' when it sets ``nodes``, else 'default' (the default node count is a guess)."""
+        return "cluster.yaml" if "nodes" in self.model_fields_set else "default"
+
 
 def _key_path(loc: tuple[Any, ...]) -> str:
     path = ""

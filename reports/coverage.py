@@ -91,12 +91,35 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     return warnings
 
 
+def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The accounting shows more nodes or GPUs per node than the fleet behind every capacity figure
+    (``marts.fleet_coverage``): utilization and goodput would read too high, MTBF too short."""
+    if not table_exists(con, "marts.fleet_coverage"):
+        return []
+    rows = query_rows(con, "SELECT * FROM marts.fleet_coverage WHERE fleet_understated")
+    if not rows:
+        return []
+    r = rows[0]
+    origin = "cluster.yaml" if r["fleet_source"] == "cluster.yaml" else "the default: cluster.yaml sets no nodes"
+    warnings = []
+    if r["nodes_outside_fleet"]:
+        examples = f", e.g. {truncate(compress_hostlist(r['outside_examples']), 60)}" if r["outside_examples"] else ""
+        warnings.append(f"Slurm accounting shows jobs on {plural(r['nodes_with_jobs'], 'node')}, "
+                        f"{fmt_int(r['nodes_outside_fleet'])} beyond the {fmt_int(r['configured_nodes'])}-node fleet "
+                        f"that capacity, utilization, goodput and MTBF assume ({origin}{examples}): set `nodes` in "
+                        "cluster.yaml (marts.fleet_coverage).")
+    if r["max_gpus_per_node_seen"] is not None and r["max_gpus_per_node_seen"] > r["gpus_per_node"]:
+        warnings.append(f"Jobs used up to {fmt_int(r['max_gpus_per_node_seen'])} GPUs per node, but capacity assumes "
+                        f"{fmt_int(r['gpus_per_node'])}: set `gpus_per_node` in cluster.yaml (marts.fleet_coverage).")
+    return warnings
+
+
 def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
                       gaps_since: date | None = None) -> list[str]:
     """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
     incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
     since = gaps_since or first
-    warnings: list[str] = _input_file_warnings(con)
+    warnings: list[str] = _input_file_warnings(con) + _fleet_warnings(con)
     for r in freshness_rows(con):
         if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
             continue

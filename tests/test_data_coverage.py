@@ -194,3 +194,40 @@ def test_busy_nodes_per_day_match_the_range_join_definition(jobs: list, tmp_path
         assert got == want
     finally:
         con.close()
+
+
+@pytest.mark.parametrize(("cluster_yaml", "expected", "warnings"), [
+    # (fleet_source, configured_nodes, nodes_outside_fleet, outside_examples, max_gpus_per_node_seen, understated)
+    ("nodes: gpu[001-003]\n", ("cluster.yaml", 3, 0, [], 8, False), []),
+    ("", ("default", 100, 0, [], 8, False), []),
+    ("nodes: gpu[001-002]\n", ("cluster.yaml", 2, 1, ["gpu003"], 8, True),
+     ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization, goodput and "
+      "MTBF assume (cluster.yaml, e.g. gpu003): set `nodes` in cluster.yaml (marts.fleet_coverage)."]),
+    ("nodes: 2\ngpus_per_node: 4\n", ("cluster.yaml", 2, 1, [], 8, True),
+     ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization, goodput and "
+      "MTBF assume (cluster.yaml): set `nodes` in cluster.yaml (marts.fleet_coverage).",
+      "Jobs used up to 8 GPUs per node, but capacity assumes 4: set `gpus_per_node` in cluster.yaml "
+      "(marts.fleet_coverage)."]),
+])
+def test_fleet_coverage_warns_when_the_accounting_shows_more_than_the_fleet(
+        tmp_path: Path, cluster_yaml: str, expected: tuple, warnings: list[str]) -> None:
+    # DUMP: jobs on gpu001, gpu[001-002], gpu[001-003], gpu002, each with 8 GPUs per node.
+    from gpusre.reports.coverage import coverage_warnings
+
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-03-03.psv").write_text(DUMP)
+    (landing / "cluster.yaml").write_text(cluster_yaml)
+    wh = tmp_path / "w.duckdb"
+    result = dg.materialize([raw_sacct, core_jobs, data_coverage_marts],
+                            resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
+    assert result.success
+    con = connect(wh, read_only=True)
+    try:
+        row = con.sql("SELECT fleet_source, configured_nodes, nodes_outside_fleet, outside_examples, "
+                      "max_gpus_per_node_seen, fleet_understated FROM marts.fleet_coverage").fetchall()
+        assert row == [expected]
+        fleet = [w for w in coverage_warnings(con, date(2026, 3, 3), date(2026, 3, 3)) if "fleet_coverage" in w]
+        assert fleet == warnings
+    finally:
+        con.close()

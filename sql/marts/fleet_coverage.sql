@@ -1,0 +1,36 @@
+-- marts.fleet_coverage: one row: the fleet that capacity, utilization, goodput and MTBF exposure
+-- assume (cluster.yaml `nodes` and `gpus_per_node`, or their defaults when cluster.yaml does not set
+-- them) against the nodes and GPUs per node that Slurm accounting shows. A trace from a 2,000-node
+-- cluster read with the default 100 nodes overstates utilization 20-fold and understates MTBF:
+-- the reports warn when the accounting shows more than the fleet.
+-- Parameters: $fleet_source VARCHAR ('cluster.yaml' or 'default'), $configured_nodes INTEGER,
+-- $fleet VARCHAR[] (the node names; empty when only a count is configured), $gpus_per_node INTEGER.
+CREATE OR REPLACE TABLE marts.fleet_coverage AS
+WITH job_nodes AS (
+    SELECT DISTINCT unnest(nodes) AS node FROM core.jobs WHERE len(nodes) > 0
+), per_node_gpus AS (
+    -- a whole-node job shows the node's GPUs; jobs on part of a node show fewer
+    SELECT max(ceil(n_gpus / COALESCE(NULLIF(n_nodes, 0), NULLIF(len(nodes), 0)))::INTEGER) AS max_gpus_per_node
+    FROM core.jobs
+    WHERE n_gpus > 0 AND COALESCE(NULLIF(n_nodes, 0), NULLIF(len(nodes), 0)) IS NOT NULL
+), outside AS (
+    SELECT node FROM job_nodes
+    WHERE len($fleet::VARCHAR[]) > 0 AND NOT list_contains($fleet::VARCHAR[], node)
+), counts AS (
+    SELECT (SELECT count(*) FROM job_nodes)                         AS nodes_with_jobs,
+           CASE WHEN len($fleet::VARCHAR[]) > 0 THEN (SELECT count(*) FROM outside)
+                ELSE greatest(0, (SELECT count(*) FROM job_nodes) - $configured_nodes::INTEGER) END
+                                                                    AS nodes_outside_fleet,
+           COALESCE((SELECT list(node ORDER BY node)[1:20] FROM outside), [])::VARCHAR[]
+                                                                    AS outside_examples,
+           (SELECT max_gpus_per_node FROM per_node_gpus)            AS max_gpus_per_node_seen
+)
+SELECT $fleet_source::VARCHAR       AS fleet_source,
+       $configured_nodes::INTEGER   AS configured_nodes,
+       $gpus_per_node::INTEGER      AS gpus_per_node,
+       nodes_with_jobs,
+       nodes_outside_fleet,
+       outside_examples,
+       max_gpus_per_node_seen,
+       nodes_outside_fleet > 0 OR COALESCE(max_gpus_per_node_seen > $gpus_per_node::INTEGER, false) AS fleet_understated
+FROM counts;
