@@ -93,7 +93,8 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The accounting shows more nodes or GPUs per node than the fleet behind every capacity figure
-    (``marts.fleet_coverage``): utilization and goodput would read too high, MTBF too short."""
+    (``marts.fleet_coverage``): utilization and goodput would read too high (and MTBF too short
+    when the fleet is a node list)."""
     if not table_exists(con, "marts.fleet_coverage"):
         return []
     rows = query_rows(con, "SELECT * FROM marts.fleet_coverage WHERE fleet_understated")
@@ -104,10 +105,12 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     warnings = []
     if r["nodes_outside_fleet"]:
         examples = f", e.g. {truncate(compress_hostlist(r['outside_examples']), 60)}" if r["outside_examples"] else ""
+        # A node list is also the set MTBF exposes; a count is only a floor for it (models/reliability/marts.py).
+        assumed = "capacity, utilization, goodput and MTBF assume" if r["outside_examples"] else \
+            "capacity, utilization and goodput assume"
         warnings.append(f"Slurm accounting shows jobs on {plural(r['nodes_with_jobs'], 'node')}, "
                         f"{fmt_int(r['nodes_outside_fleet'])} beyond the {fmt_int(r['configured_nodes'])}-node fleet "
-                        f"that capacity, utilization, goodput and MTBF assume ({origin}{examples}): set `nodes` in "
-                        "cluster.yaml (marts.fleet_coverage).")
+                        f"that {assumed} ({origin}{examples}): set `nodes` in cluster.yaml (marts.fleet_coverage).")
     if r["max_gpus_per_node_seen"] is not None and r["max_gpus_per_node_seen"] > r["gpus_per_node"]:
         warnings.append(f"Jobs used up to {fmt_int(r['max_gpus_per_node_seen'])} GPUs per node, but capacity assumes "
                         f"{fmt_int(r['gpus_per_node'])}: set `gpus_per_node` in cluster.yaml (marts.fleet_coverage).")

@@ -204,8 +204,8 @@ def test_busy_nodes_per_day_match_the_range_join_definition(jobs: list, tmp_path
      ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization, goodput and "
       "MTBF assume (cluster.yaml, e.g. gpu003): set `nodes` in cluster.yaml (marts.fleet_coverage)."]),
     ("nodes: 2\ngpus_per_node: 4\n", ("cluster.yaml", 2, 1, [], 8, True),
-     ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization, goodput and "
-      "MTBF assume (cluster.yaml): set `nodes` in cluster.yaml (marts.fleet_coverage).",
+     ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization and goodput "
+      "assume (cluster.yaml): set `nodes` in cluster.yaml (marts.fleet_coverage).",
       "Jobs used up to 8 GPUs per node, but capacity assumes 4: set `gpus_per_node` in cluster.yaml "
       "(marts.fleet_coverage)."]),
 ])

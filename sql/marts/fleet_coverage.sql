@@ -1,8 +1,8 @@
 -- marts.fleet_coverage: one row: the fleet that capacity, utilization, goodput and MTBF exposure
 -- assume (cluster.yaml `nodes` and `gpus_per_node`, or their defaults when cluster.yaml does not set
 -- them) against the nodes and GPUs per node that Slurm accounting shows. A trace from a 2,000-node
--- cluster read with the default 100 nodes overstates utilization 20-fold and understates MTBF:
--- the reports warn when the accounting shows more than the fleet.
+-- cluster read with the default 100 nodes overstates utilization and goodput 20-fold: the reports
+-- warn when the accounting shows more than the fleet.
 -- Parameters: $fleet_source VARCHAR ('cluster.yaml' or 'default'), $configured_nodes INTEGER,
 -- $fleet VARCHAR[] (the node names; empty when only a count is configured), $gpus_per_node INTEGER.
 CREATE OR REPLACE TABLE marts.fleet_coverage AS
