@@ -270,6 +270,19 @@ def test_xid_74_is_nvlink_and_unknown_code_falls_back() -> None:
     ]
 
 
+def test_older_drivers_xid_and_sxid_without_the_pci_prefix() -> None:
+    # Drivers before the "PCI:" prefix print "Xid (0000:03:00): 79, ..."; the same fault, the same row.
+    new, old = (classify_messages(pl.Series([
+        f"NVRM: Xid ({p}0000:b7:00): 79, pid=1234, name=python, GPU has fallen off the bus.",
+        f"NVRM: Xid ({p}0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.",
+        f"nvidia-nvswitch1: SXid ({p}0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up",
+    ])) for p in ("PCI:", ""))
+    assert old.equals(new)
+    assert old.select("kind", "code", "gpu_pci", "device_pci").rows() == [
+        ("xid", 79, "0000:b7:00.0", "0000:b7:00.0"), ("ecc_row_remap", 63, "0000:10:1c.0", "0000:10:1c.0"),
+        ("sxid", 20034, None, "0000:06:00.0")]
+
+
 def test_gsp_sample_file() -> None:
     lines = _lines("raw_sources/gpud_dmesg-with-xid-119.log")
     out = classify_messages(pl.Series(lines))
