@@ -266,6 +266,29 @@ def test_iso8601_with_a_space_for_the_t_parses_like_the_t() -> None:
     assert python_logging.lines.height == 0 and python_logging.rejects.height == 1
 
 
+def test_journalctl_short_full_and_short_unix() -> None:
+    # journalctl -o short-full prints its own zone: UTC/GMT and numeric zones are offsets, another
+    # abbreviation is the cluster's local time. -o short-unix prints seconds since the epoch.
+    epoch = int(datetime(2026, 12, 3, 10, 0, 4, tzinfo=UTC).timestamp())
+    text = ("Thu 2026-12-03 10:00:04 UTC gpu-a005 kernel: NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception\n"
+            "Thu 2026-12-03 11:00:04.250 CET gpu-a005 systemd[1]: Started x\n"
+            "Thu 2026-12-03 19:00:04 +0900 gpu-a005 sshd[22]: Accepted\n"
+            f"{epoch}.123456 gpu-a006 kernel: [   12.500000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+            f"{epoch}.5 nhc[9]: ERROR:  nhc:  Health check failed\n")
+    r = _parse(text, timezone="Europe/Berlin", host_from_name="gpu-a007")
+    assert r.rejects.height == 0
+    assert r.lines.select("ts", "host", "program", "pid", "message", "format").rows() == [
+        (_utc(2026, 12, 3, 10, 0, 4), "gpu-a005", "kernel", None, "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception",
+         "journal_full"),
+        (_utc(2026, 12, 3, 10, 0, 4, 250000), "gpu-a005", "systemd", 1, "Started x", "journal_full"),
+        (_utc(2026, 12, 3, 10, 0, 4), "gpu-a005", "sshd", 22, "Accepted", "journal_full"),
+        (_utc(2026, 12, 3, 10, 0, 4, 123456), "gpu-a006", "kernel", None,
+         "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", "journal_unix"),
+        (_utc(2026, 12, 3, 10, 0, 4, 500000), "gpu-a007", "nhc", 9, "ERROR:  nhc:  Health check failed",
+         "journal_unix"),
+    ]
+
+
 def test_dmesg_uptime_decode_and_local_ctime() -> None:
     text = (
         "kern  :err   : [  123.456789] NVRM: Xid 79\n"

@@ -22,6 +22,9 @@ kmsg           ``6,1234,5678901,-;msg`` (/dev/kmsg: priority,seq,µs since boot,
 fabricmanager  ``[Feb 25 2025 13:59:45] [INFO] [tid 1803] msg`` (nv-fabricmanager.log)       local
 slurm          ``[2026-04-29T23:36:37.809] error: msg`` (slurmd/slurmctld log)               local
 journald_json  ``journalctl -o json``: one JSON object per line                             epoch
+journal_full   ``Thu 2025-01-15 03:04:05 UTC host prog[pid]: msg`` (``journalctl -o          zone or
+               short-full``; UTC/GMT or ``+0900`` are offsets, other zone names local time)  local
+journal_unix   ``1736910245.123456 host prog[pid]: msg`` (``journalctl -o short-unix``)      epoch
 continuation   an indented line (or any line after a Fabric Manager line) that continues the
                line above: ts, host, program and pid are copied from it
 ============== ============================================================================ ========
@@ -145,10 +148,17 @@ FORMATS: dict[str, str] = {
     "fabricmanager": r"^\[" + _MON + r" (?P<d>\d{1,2}) (?P<Y>\d{4}) " + _HMS + r"\] ",
     "slurm": r"^\[" + _ISO + _FRAC + _OFF + r"?\] ",
     "journald_json": r"^\{",
+    # journalctl -o short-full: the zone is journalctl's own (an abbreviation, or a numeric offset)
+    "journal_full": (
+        r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _ISO_T_OR_SPACE + _FRAC
+        + r" (?P<zone>[A-Za-z][A-Za-z0-9+\-]{1,9}|[+-]\d{4}) " + _HOST + _TAG
+    ),
+    # journalctl -o short-unix: seconds since the epoch
+    "journal_unix": r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{1,9}) " + _HOST + _TAG,
 }
 
 # Formats whose messages may carry the kernel's "[123.456] " uptime prefix (forwarded kernel lines).
-_SYSLOG_LIKE = {"rfc3164", "iso8601", "rfc5424", "journald_json"}
+_SYSLOG_LIKE = {"rfc3164", "iso8601", "rfc5424", "journald_json", "journal_full", "journal_unix"}
 # Formats read from the kernel ring buffer: the program is the kernel unless the facility says not.
 _KERNEL_RING = {"dmesg_iso", "dmesg_ctime", "dmesg_uptime", "kmsg"}
 _MONTHS = {m: i for i, m in enumerate(
@@ -657,8 +667,17 @@ def _parse_header_format(
             pl.when(col(c) != "-").then(col(c)).alias(c) for c in ("host", "prog", "pid")
         ).with_columns(pl.col("message").str.strip_prefix("\ufeff"))
 
+    if fmt == "journal_full":
+        # UTC/GMT and numeric zones are offsets; another abbreviation (CET, EST) is read as the
+        # cluster's local time, as journalctl printed it in its own zone.
+        zone = pl.col("zone")
+        df = df.with_columns(pl.when(zone.is_in(["UTC", "GMT", "Z"])).then(pl.lit("Z"))
+                             .when(zone.str.contains(r"^[+-]\d{4}$")).then(zone).alias("off"))
     error = pl.lit(None, dtype=pl.String)
-    if fmt in ("dmesg_uptime", "kmsg"):
+    if fmt == "journal_unix":
+        epoch_us = _int("epoch") * 1_000_000 + _micros(pl.col("frac"))
+        df = df.with_columns(pl.from_epoch(epoch_us, time_unit="us").dt.replace_time_zone("UTC").alias("ts"))
+    elif fmt in ("dmesg_uptime", "kmsg"):
         uptime_us = (
             _int("up") * 1_000_000 + _micros(pl.col("upf"))
             if fmt == "dmesg_uptime"
