@@ -163,7 +163,7 @@ def test_log_patterns_are_valid_and_unique() -> None:
         "xid", "sxid", "ecc_row_remap", "page_retirement", "gpu_fallen_off_bus", "gsp_timeout",
         "ib_link_down", "ib_link_up", "mlx5_port_state", "pcie_aer", "pciehp_link_down", "edac_ce",
         "edac_ue", "lustre_error", "nfs_timeout", "gpfs_error", "storage_timeout", "oom_kill",
-        "hung_task", "kernel_panic", "slurmd_error", "slurmstepd_oom", "thermal_throttle", "clock_throttle",
+        "hung_task", "soft_lockup", "hard_lockup", "kernel_panic", "slurmd_error", "slurmstepd_oom", "thermal_throttle", "clock_throttle",
     }
     assert required <= kinds, required - kinds
     # Exactly one generic extractor per catalog, each with a code group.
