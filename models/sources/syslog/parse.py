@@ -37,8 +37,9 @@ Conventions:
   A local time in the spring-forward gap does not exist and the line is rejected.
 * RFC 3164 has no year: the year comes from ``year_hint`` (the time range the data is expected to
   cover, e.g. the cluster's sacct range or ``(mtime - 1 year, mtime)``; default: the year before
-  now); the year putting most lines inside it wins, the later one on a tie. Within one file a month going backwards by more than half a year (Dec -> Jan) starts the
-  next year; ``Jan -> Dec`` (jitter on a central server at New Year) goes back one.
+  now); the year putting most lines inside it wins, the later one on a tie. Within one file a month
+  going backwards by more than half a year (Dec -> Jan) starts the next year; ``Jan -> Dec``
+  (jitter on a central server at New Year) goes back one.
 * Uptime stamps (``dmesg``, pstore, /dev/kmsg) are placed at ``boot_time + uptime`` when
   ``boot_time`` is given, else rejected: without it they cannot be put on the wall clock.
 * ``host`` comes from the line when it has one, else ``host_from_name``. ``program`` is the syslog
@@ -375,7 +376,8 @@ def _year_hints(hints: list[YearHint]) -> pl.DataFrame:
     )
 
 
-_DAYS_BEFORE_MONTH = {m: d for m, d in zip(range(1, 13), (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334))}
+#: Days before the first of each month in a common year.
+_DAYS_BEFORE_MONTH = dict(zip(range(1, 13), (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334), strict=True))
 
 
 def _is_leap(year: pl.Expr) -> pl.Expr:
