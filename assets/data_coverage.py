@@ -38,8 +38,8 @@ FLEET_COVERAGE = dg.AssetKey(["marts", "fleet_coverage"])
                      description="Per UTC day of the node logs: nodes that ran jobs, how many of them logged, and "
                      "the silent ones (broken log shipping: hardware faults there leave no event)."),
         dg.AssetSpec(FLEET_COVERAGE, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
-                     description="One row: the fleet capacity, utilization, goodput and MTBF assume (cluster.yaml "
-                     "nodes and gpus_per_node, or their defaults) against the nodes and GPUs per node the "
+                     description="One row: the fleet behind capacity, utilization and goodput (cluster.yaml nodes "
+                     "and gpus_per_node, or their 100 x 8 default) against the nodes and GPUs per node the "
                      "accounting shows; the reports warn when the accounting shows more."),
     ],
     pool=WAREHOUSE_POOL,
