@@ -541,6 +541,8 @@ def test_header_case_aliases_and_unknown_fields() -> None:
         ("1|COMPLETED\n", {}, "no sacct header"),
         ("JobID|ExitCode\n1|0:0\n", {}, "State"),
         ("JobID|State\n", {"delimiter": ","}, "delimiter ','"),
+        ("JobID,State\n1,COMPLETED\n", {}, r"no delimiter '\|' \(it is ','-separated: export with sacct -P"),
+        ("JobID;State\n1;COMPLETED\n", {}, r"it is ';'-separated"),
         ("1|COMPLETED\n", {"fields": ["JobName", "State"]}, "JobID"),
     ],
 )

@@ -234,7 +234,12 @@ def _detect_layout(
     if delimiter not in first and re.match(r"jobid(?:raw)?\b", first_field):
         if re.match(r"jobid(?:raw)?\s+\w", first_field):
             raise SacctFormatError(f"{source_file}: {_FIXED_WIDTH_MSG}")
-        raise SacctFormatError(f"{source_file}: header line has no delimiter {delimiter!r}: {first!r}")
+        # Name the separator the header does use: a CSV export is the usual case, and quoted
+        # AllocTRES lists ("cpu=8,gres/gpu=8") cannot be split on a plain comma.
+        seen = next((c for c in (",", ";", "\t", "^") if c in first), None)
+        hint = (f" (it is {seen!r}-separated: export with sacct -P, or set sacct.delimiter in cluster.yaml "
+                "when no field contains it)") if seen else ""
+        raise SacctFormatError(f"{source_file}: header line has no delimiter {delimiter!r}{hint}: {first!r}")
     if first_field in _HEADER_FIRST_FIELDS:
         trailing = first.endswith(delimiter)
         names = first.split(delimiter)
