@@ -13,6 +13,7 @@ from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
     TIMELIMIT_NULL_TOKENS,
     gres_gpus,
+    has_space_for_t,
     invalid_value,
     parse_duration_s,
     parse_exit_code,
@@ -69,9 +70,17 @@ def test_duration_examples_and_invalid() -> None:
 
 
 def test_timestamps() -> None:
-    got = _apply(parse_naive_timestamp, ["2015-06-26T13:57:00", "Unknown", "", "2015-02-30T00:00:00", "2015-06-26 13:57:00"])
-    assert got[0].isoformat() == "2015-06-26T13:57:00"
-    assert got[1:] == [None, None, None, None]
+    values = ["2015-06-26T13:57:00", "Unknown", "", "2015-02-30T00:00:00", "2015-06-26 13:57:00",
+              "2015-06-26 13:57:00 x"]
+    got = _apply(parse_naive_timestamp, values)
+    # SLURM_TIME_FORMAT="%F %T" prints a space for the T: read by default; trailing text still fails.
+    assert [g.isoformat() if g else None for g in got] == [
+        "2015-06-26T13:57:00", None, None, None, "2015-06-26T13:57:00", None]
+    # The sacct parse reads the T form alone unless a dump shows the space (has_space_for_t).
+    strict = _apply(lambda e: parse_naive_timestamp(e, space_for_t=False), values)
+    assert [g.isoformat() if g else None for g in strict] == ["2015-06-26T13:57:00"] + [None] * 5
+    assert has_space_for_t(pl.Series(["Unknown", "2015-06-26 13:57:00"]))
+    assert not has_space_for_t(pl.Series(["Unknown", "2015-06-26T13:57:00", "None"]))
 
 
 def test_state_parser() -> None:
