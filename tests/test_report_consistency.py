@@ -123,6 +123,27 @@ def test_date_ticks_name_their_own_month() -> None:
     assert _date_tick(x, span_days=400) == "Sep 2026"
 
 
+@pytest.mark.parametrize("n_days", [1, 2, 3, 9, 12, 40])
+def test_daily_charts_never_repeat_a_day_label(n_days: int) -> None:
+    # A one-day trace drew '29 Nov, 29 Nov, 30 Nov, 30 Nov' (hourly ticks labelled by day).
+    import re
+    from datetime import date, timedelta
+
+    from gpusre.reports.kit.charts import daily_state_chart, goodput_daily_chart
+
+    days = [date(2026, 11, 30) - timedelta(days=n_days - 1 - i) for i in range(n_days)]
+    for svg in (daily_state_chart(days, {"COMPLETED": [1.0] * n_days, "FAILED": [0.5] * n_days}, "t"),
+                goodput_daily_chart(days, [0.8] * n_days, 0.7, "t")):
+        labels = re.findall(r">(\d{1,2} [A-Z][a-z]{2})<", svg)
+        assert labels and len(labels) == len(set(labels)), labels
+        if n_days <= 3:
+            assert set(labels) == {f"{d.day} {d:%b}" for d in days}
+    # A day of 1.5 GPU-hours labelled its 0.2-steps '0, 0, 0, 1, 1, 1'.
+    ticks = re.findall(r">(\d[\d,]*)<", daily_state_chart(days, {"COMPLETED": [1.0] * n_days,
+                                                                "FAILED": [0.5] * n_days}, "t"))
+    assert ticks and len(ticks) == len(set(ticks)), ticks
+
+
 def test_every_catalog_action_has_a_label() -> None:
     import csv
     from importlib.resources import files

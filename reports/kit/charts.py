@@ -24,10 +24,11 @@ import matplotlib.dates as mdates
 import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 __all__ = [
     "STATE_COLOURS",
@@ -234,7 +235,7 @@ def daily_state_chart(days: Sequence[date], series: dict[str, Sequence[float]], 
     ax.xaxis_date()
     ax.autoscale_view()
     ax.set_ylim(bottom=0)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    _whole_number_axis(ax.yaxis)
     ax.set_ylabel("GPU-hours per day")
     ax.set_xlabel("Job end day (UTC)")
     _date_axis(ax)
@@ -251,11 +252,29 @@ def _date_tick(x: float, _pos: int | None = None, *, span_days: float = 0.0) -> 
     return d.strftime("%b %Y") if span_days > 366 else f"{d.day} {d:%b}"
 
 
+#: Axes shorter than this tick every day: the automatic locator ticks hours there, and the day
+#: labels repeat ('29 Nov, 29 Nov, 30 Nov' under a one-day trace).
+_DAY_TICKS_MAX_SPAN = 10.0
+
+
+def _whole_number_axis(axis: Axis) -> None:
+    """Ticks at whole numbers, labelled '12,000': with small values (a day of a few GPU-hours) a
+    '{:,.0f}' label on 0.2-steps read '0, 0, 0, 1, 1, 1'."""
+    axis.set_major_locator(MaxNLocator(nbins="auto", integer=True))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+
+
 def _date_axis(ax: Axes) -> None:
-    loc = mdates.AutoDateLocator(minticks=3, maxticks=8)
-    ax.xaxis.set_major_locator(loc)
+    x0, x1 = ax.dataLim.intervalx
     lo, hi = ax.get_xlim()
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, pos: _date_tick(x, pos, span_days=abs(hi - lo))))
+    if np.isfinite(x0) and np.isfinite(x1) and abs(hi - lo) > (x1 - x0) + 30:
+        # A single day's point: matplotlib widens a one-value date axis to years around it.
+        ax.set_xlim(x0 - 0.6, x1 + 0.6)
+        lo, hi = ax.get_xlim()
+    span = abs(hi - lo)
+    loc = mdates.DayLocator() if span <= _DAY_TICKS_MAX_SPAN else mdates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, pos: _date_tick(x, pos, span_days=span)))
 
 
 @_styled
@@ -359,7 +378,7 @@ def utilization_chart(days: Sequence[date], capacity: Sequence[float], allocated
         mean_alloc = sum(a or 0.0 for a in allocated) / len(allocated)
         ax.axhline(mean_alloc, color="#e65100", linestyle="--", linewidth=1.4,
                    label=f"mean allocated (utilization {mean_utilization * 100:.1f} %)")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    _whole_number_axis(ax.yaxis)
     finite = [v for v in list(capacity) + list(allocated) if v is not None and not math.isnan(v)]
     ax.set_ylim(0, max(finite + [1.0]) * 1.1)
     ax.set_ylabel("GPU-hours per day")
@@ -416,7 +435,7 @@ def lost_gpu_hours_chart(rows: Sequence[tuple[str, float]], title: str, xlabel: 
         ax.text(v + top * 0.01, y, f"{v:,.1f}{share}", va="center", fontsize=9)
     ax.set_yticks(ys, [safe_label(r[0], 34) for r in rows])
     ax.set_xlim(0, top * 1.18)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    _whole_number_axis(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     return figure_to_svg(fig)
@@ -808,7 +827,7 @@ def waterfall_chart(steps: Sequence[tuple[str, float, str]], title: str, ylabel:
         ax.text(x, bottom + v + base * 0.015, txt, ha="center", va="bottom", fontsize=9.5)
     ax.set_xticks(range(len(steps)), [safe_label(s[0], 30) for s in steps])
     ax.set_ylim(0, base * 1.22 if base else 1.0)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    _whole_number_axis(ax.yaxis)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     return figure_to_svg(fig)
@@ -997,7 +1016,7 @@ def repair_time_chart(rows: Sequence[tuple[str, float | None, float | None, int,
             lbl.set_fontweight("bold")
     ax.set_xlim(0, top * 1.45)
     ax.set_ylim(-0.6, len(rows) - 0.4)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    _whole_number_axis(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     return figure_to_svg(fig)
@@ -1155,7 +1174,7 @@ def alert_daily_chart(days: Sequence[date], alerts: Sequence[int | None], incide
         ax.grid(axis="y", color=_GRID, linewidth=0.8)
         ax.set_axisbelow(True)
         ax.set_ylim(0, vmax * (1.32 if ax is top else 1.6))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        _whole_number_axis(ax.yaxis)
         ax.yaxis.get_major_locator().set_params(integer=True, nbins=4)
         for j in hi:
             ax.axvspan(j - 0.5, j + 0.5, color="#fff3e0" if ax is top else "#eef1f4", zorder=0, linewidth=0)
