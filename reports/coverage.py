@@ -97,10 +97,18 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     when the fleet is a node list)."""
     if not table_exists(con, "marts.fleet_coverage"):
         return []
-    rows = query_rows(con, "SELECT * FROM marts.fleet_coverage WHERE fleet_understated")
-    if not rows:
+    rows = query_rows(con, "SELECT * FROM marts.fleet_coverage")
+    if not rows or not rows[0]["nodes_with_jobs"]:
         return []
     r = rows[0]
+    if not r["fleet_understated"]:
+        if r["fleet_source"] != "default":
+            return []
+        # The default may be far too large as well (a 4-node trace read 0.2 % utilization).
+        return [f"cluster.yaml sets no `nodes`: capacity, utilization and goodput assume the default fleet of "
+                f"{fmt_int(r['configured_nodes'])} nodes × {fmt_int(r['gpus_per_node'])} GPUs, and the accounting "
+                f"shows jobs on {plural(r['nodes_with_jobs'], 'node')}: set `nodes` and `gpus_per_node` in "
+                "cluster.yaml (marts.fleet_coverage)."]
     origin = "cluster.yaml" if r["fleet_source"] == "cluster.yaml" else "the default: cluster.yaml sets no nodes"
     warnings = []
     if r["nodes_outside_fleet"]:
