@@ -105,9 +105,9 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
         if r["fleet_source"] != "default":
             return []
         # The default may be far too large as well (a 4-node trace read 0.2 % utilization).
-        return [f"cluster.yaml sets no `nodes`: capacity, utilization and goodput assume the default fleet of "
+        return [f"cluster.yaml does not set nodes: capacity, utilization and goodput assume the default fleet of "
                 f"{fmt_int(r['configured_nodes'])} nodes × {fmt_int(r['gpus_per_node'])} GPUs, and the accounting "
-                f"shows jobs on {plural(r['nodes_with_jobs'], 'node')}: set `nodes` and `gpus_per_node` in "
+                f"shows jobs on {plural(r['nodes_with_jobs'], 'node')}: set nodes and gpus_per_node in "
                 "cluster.yaml (marts.fleet_coverage)."]
     origin = "cluster.yaml" if r["fleet_source"] == "cluster.yaml" else "the default: cluster.yaml sets no nodes"
     warnings = []
@@ -118,10 +118,10 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
             "capacity, utilization and goodput assume"
         warnings.append(f"Slurm accounting shows jobs on {plural(r['nodes_with_jobs'], 'node')}, "
                         f"{fmt_int(r['nodes_outside_fleet'])} beyond the {fmt_int(r['configured_nodes'])}-node fleet "
-                        f"that {assumed} ({origin}{examples}): set `nodes` in cluster.yaml (marts.fleet_coverage).")
+                        f"that {assumed} ({origin}{examples}): set nodes in cluster.yaml (marts.fleet_coverage).")
     if r["max_gpus_per_node_seen"] is not None and r["max_gpus_per_node_seen"] > r["gpus_per_node"]:
         warnings.append(f"Jobs used up to {fmt_int(r['max_gpus_per_node_seen'])} GPUs per node, but capacity assumes "
-                        f"{fmt_int(r['gpus_per_node'])}: set `gpus_per_node` in cluster.yaml (marts.fleet_coverage).")
+                        f"{fmt_int(r['gpus_per_node'])}: set gpus_per_node in cluster.yaml (marts.fleet_coverage).")
     return warnings
 
 

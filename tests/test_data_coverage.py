@@ -200,16 +200,16 @@ def test_busy_nodes_per_day_match_the_range_join_definition(jobs: list, tmp_path
     # (fleet_source, configured_nodes, nodes_outside_fleet, outside_examples, max_gpus_per_node_seen, understated)
     ("nodes: gpu[001-003]\n", ("cluster.yaml", 3, 0, [], 8, False), []),
     ("", ("default", 100, 0, [], 8, False),
-     ["cluster.yaml sets no `nodes`: capacity, utilization and goodput assume the default fleet of 100 nodes × "
-      "8 GPUs, and the accounting shows jobs on 3 nodes: set `nodes` and `gpus_per_node` in cluster.yaml "
+     ["cluster.yaml does not set nodes: capacity, utilization and goodput assume the default fleet of 100 nodes × "
+      "8 GPUs, and the accounting shows jobs on 3 nodes: set nodes and gpus_per_node in cluster.yaml "
       "(marts.fleet_coverage)."]),
     ("nodes: gpu[001-002]\n", ("cluster.yaml", 2, 1, ["gpu003"], 8, True),
      ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization, goodput and "
-      "MTBF assume (cluster.yaml, e.g. gpu003): set `nodes` in cluster.yaml (marts.fleet_coverage)."]),
+      "MTBF assume (cluster.yaml, e.g. gpu003): set nodes in cluster.yaml (marts.fleet_coverage)."]),
     ("nodes: 2\ngpus_per_node: 4\n", ("cluster.yaml", 2, 1, [], 8, True),
      ["Slurm accounting shows jobs on 3 nodes, 1 beyond the 2-node fleet that capacity, utilization and goodput "
-      "assume (cluster.yaml): set `nodes` in cluster.yaml (marts.fleet_coverage).",
-      "Jobs used up to 8 GPUs per node, but capacity assumes 4: set `gpus_per_node` in cluster.yaml "
+      "assume (cluster.yaml): set nodes in cluster.yaml (marts.fleet_coverage).",
+      "Jobs used up to 8 GPUs per node, but capacity assumes 4: set gpus_per_node in cluster.yaml "
       "(marts.fleet_coverage)."]),
 ])
 def test_fleet_coverage_warns_when_the_accounting_shows_more_than_the_fleet(
