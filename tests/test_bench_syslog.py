@@ -24,7 +24,9 @@ def test_repeated_runs_print_each_ratio_and_judge_the_median(tmp_path: Path) -> 
     assert all(f"[{i}/3] ingest" in out for i in (1, 2, 3)), out
     listed = [float(x) for x in re.search(r"ratios: (.*); median", out).group(1).replace("x", "").split(", ")]
     median = float(re.search(r"median ([0-9.]+)x", out).group(1))
-    assert [round(r, 1) for r in listed] == per_run
+    # The same runs: each run prints its ratio to 0.1, the list to 0.01 (both rounded from the same
+    # value, so they differ by at most 0.05 + 0.005; re-rounding 0.35 gave 0.3 against a printed 0.4).
+    assert all(abs(r - p) <= 0.0551 for r, p in zip(listed, per_run, strict=True)), (listed, per_run)
     assert median == sorted(listed)[1]
     verdict = re.search(r"target \(>= 4x per-line Drain3 in the median, <= 3 GB\): (met|NOT met)", out).group(1)
     assert verdict == ("met" if median >= 4 else "NOT met")
