@@ -116,9 +116,10 @@ _PRI = r"(?:<(?P<pri>\d{1,3})>)?"
 _DECODE = r"(?:(?P<fac>[a-z]+) *:(?P<lvl>[a-z]+) *: )?"  # dmesg --decode "kern  :warn  : "
 _MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _HMS = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})"
-_ISO = r"(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})T" + _HMS
+_DATE = r"(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})"
+_ISO = _DATE + "T" + _HMS
 # Syslog-like ISO stamps also come with a space for the T (custom rsyslog/syslog-ng templates, exports).
-_ISO_T_OR_SPACE = r"(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})[T ]" + _HMS
+_ISO_T_OR_SPACE = _DATE + "[T ]" + _HMS
 _FRAC = r"(?:\.(?P<frac>\d{1,9}))?"
 _OFF = r"(?P<off>Z|[+-]\d{2}:?\d{2})"
 # Optional host: never contains ':' or '[' so that "Jan 15 03:04:05 sshd[1]: x" has no host.
