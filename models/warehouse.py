@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from gpusre.models.vocabulary import sql_macros
 
-__all__ = ["append_arrow", "connect", "apply_ddl", "catalog_clash", "catalog_clash_error", "transaction", "read_sql", "select_columns",
-           "table_columns", "table_exists", "replace_table"]
+__all__ = ["append_arrow", "connect", "apply_ddl", "catalog_clash", "catalog_clash_error", "transaction", "read_sql",
+           "select_columns", "table_columns", "table_exists", "replace_table"]
 
 
 def read_sql(relative: str) -> str:
