@@ -8,11 +8,14 @@
 CREATE OR REPLACE TABLE marts.fleet_coverage AS
 WITH job_nodes AS (
     SELECT DISTINCT unnest(nodes) AS node FROM core.jobs WHERE len(nodes) > 0
+), gpu_jobs AS (
+    -- the node count Slurm printed, else the node list's length; NULL when neither is known
+    SELECT n_gpus, COALESCE(NULLIF(n_nodes, 0), NULLIF(len(nodes), 0)) AS job_nodes
+    FROM core.jobs WHERE n_gpus > 0
 ), per_node_gpus AS (
     -- a whole-node job shows the node's GPUs; jobs on part of a node show fewer
-    SELECT max(ceil(n_gpus / COALESCE(NULLIF(n_nodes, 0), NULLIF(len(nodes), 0)))::INTEGER) AS max_gpus_per_node
-    FROM core.jobs
-    WHERE n_gpus > 0 AND COALESCE(NULLIF(n_nodes, 0), NULLIF(len(nodes), 0)) IS NOT NULL
+    SELECT max(ceil(n_gpus / job_nodes)::INTEGER) AS max_gpus_per_node
+    FROM gpu_jobs WHERE job_nodes IS NOT NULL
 ), outside AS (
     SELECT node FROM job_nodes
     WHERE len($fleet::VARCHAR[]) > 0 AND NOT list_contains($fleet::VARCHAR[], node)
