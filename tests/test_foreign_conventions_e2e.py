@@ -3,10 +3,12 @@
 Every input is hand-written in a form real sites produce: sacct under SLURM_TIME_FORMAT="%F %T",
 node logs from ``journalctl -o short-full`` / ``-o short-unix``, a space-separated ISO syslog, an
 older driver's Xid line without "PCI:", Alertmanager payloads labelled
-``Hostname`` / ``instance``, ``sacctmgr show event`` with spaced stamps, and no cluster.yaml.
+``Hostname`` / ``instance``, ``sacctmgr show event`` with spaced stamps, an incidents.csv saved
+from a spreadsheet (BOM, CRLF, capitalised headers, padded cells, ``InfiniBand`` for the
+component), and no cluster.yaml.
 The trace covers part of one day. What an SRE must get: every record loads, the GPU that fell off
-the bus is the cause of job 1001's NODE_FAIL and one hardware incident, the user's Xid 13 is the
-user's, the two alerts are one incident, the reports show that day (not the empty day before it),
+the bus is the cause of job 1001's NODE_FAIL and one hardware incident, the operator's incident is
+a network one, the user's Xid 13 is the user's, the two alerts are one incident, the reports show that day (not the empty day before it),
 and the fleet row says the default fleet (100 nodes of 8 GPUs) covers the accounting's 4 nodes.
 """
 
@@ -46,6 +48,8 @@ ALERTS = ('{"receiver":"sre","status":"firing","alerts":[{"status":"firing","lab
           '{"status":"firing","labels":{"alertname":"NodeDown","instance":"gpu001:9100","severity":"critical"},'
           '"annotations":{},"startsAt":"2026-11-30T10:03:00Z","endsAt":"0001-01-01T00:00:00Z","fingerprint":"b2"}],'
           '"version":"4","groupKey":"{}:{}"}\n')
+INCIDENTS = ("\ufeffID,Start,End,Component,Root cause,Nodes,Notes\r\n"
+             "OPS-1 , 2026-11-30 10:20 , 2026-11-30 10:40 , InfiniBand , cable reseated , gpu004 , \r\n")
 EVENTS = """Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User
 c1|gpu001|2026-11-30 10:02:00|2026-11-30 16:00:00|DOWN|Not responding|slurm(64030)
 """
@@ -60,6 +64,7 @@ def test_a_trace_in_other_conventions_loads_and_is_analysed(tmp_path: Path) -> N
         (landing / "syslog" / name).write_text(text)
     (landing / "alerts" / "webhook.jsonl").write_text(ALERTS)
     (landing / "slurm_events" / "events.txt").write_text(EVENTS)
+    (landing / "incidents.csv").write_bytes(INCIDENTS.encode("utf-8"))
     wh = tmp_path / "wh" / "gpusre.duckdb"
     run_pipeline(landing, wh, tmp_path / "reports")
 
@@ -70,8 +75,10 @@ def test_a_trace_in_other_conventions_loads_and_is_analysed(tmp_path: Path) -> N
         attribution = dict(con.sql("SELECT job_id, attribution || '/' || component "
                                    "FROM marts.job_failure_attribution").fetchall())
         assert attribution == {"1001": "infrastructure/pcie_bus", "1002": "user/user_application"}
-        incidents = con.sql("SELECT component, nodes FROM marts.hw_incidents").fetchall()
-        assert incidents == [("pcie_bus", ["gpu001"])]
+        incidents = con.sql("SELECT label_source, operator_id, component, component_class, nodes, root_cause "
+                            "FROM marts.hw_incidents ORDER BY start_ts").fetchall()
+        assert incidents == [("events", None, "pcie_bus", "gpu", ["gpu001"], "xid 79"),
+                             ("operator", "OPS-1", "network", "network", ["gpu004"], "cable reseated")]
         # 16 GPUs x 1 h 57 min held; lost work per the default checkpoint policy is part of it
         lost = con.sql("SELECT lost_gpu_hours FROM marts.job_failure_attribution WHERE job_id = '1001'").fetchall()
         assert 0 < lost[0][0] <= 16 * (117 / 60)

@@ -3,6 +3,14 @@
 Columns: ``id, start, end, component, root_cause, nodes, notes`` (``nodes`` a Slurm hostlist,
 empty = whole cluster; times ISO-8601, naive = UTC). Bad rows are returned as rejects with their
 line number; good rows take precedence over log-derived labels in incident merging.
+
+The file is kept by hand, often in a spreadsheet, so the header is read case-insensitively with
+spaces or hyphens for underscores (``ID,Start,End,Component,Root cause,Nodes``), values are
+stripped, and ``component`` is put into the catalog's vocabulary: a catalog component in any case
+(``GPU`` -> ``gpu``), else the component the drain-reason rules give its words (``InfiniBand`` ->
+``network``, ``Lustre`` -> ``storage``, ``PSU`` -> ``host_power``), else kept as written (class
+``other``, e.g. ``ip_configuration``). Otherwise an operator's ``GPU`` incident would count under
+``other`` in MTBF per class.
 """
 
 from __future__ import annotations
@@ -11,8 +19,10 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.component_classes import load_component_classes
+from gpusre.models.failures.drain_reasons import classify_reasons
 from gpusre.models.failures.hw_incidents import OPERATOR_SCHEMA
+from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
 from gpusre.models.ingest.landing_files import read_landing_file
 
 __all__ = ["INCIDENTS_FILE", "read_operator_incidents"]
@@ -28,6 +38,28 @@ def _ts(col: str) -> pl.Expr:
     return pl.coalesce(aware, naive).dt.cast_time_unit("us")
 
 
+def _header_name(name: str) -> str:
+    """``' Root cause'`` -> ``'root_cause'``: how a spreadsheet may spell a column."""
+    return "_".join(name.strip().lower().replace("-", " ").split())
+
+
+def catalog_component(component: pl.Series) -> pl.Series:
+    """Operator component text in the catalog's vocabulary (see the module docstring); null stays null.
+
+    >>> catalog_component(pl.Series(["GPU", " InfiniBand", "ip_configuration"])).to_list()
+    ['gpu', 'network', 'ip_configuration']
+    """
+    text = component.str.strip_chars()
+    known = load_component_classes()["component"]
+    lowered = text.str.to_lowercase()
+    by_rules = classify_reasons(text)["reason_component"]
+    return (pl.select(
+        pl.when(lowered.is_in(known.implode())).then(lowered)
+        .when(by_rules.ne("other") & by_rules.is_not_null()).then(by_rules)
+        .otherwise(text)
+    ).to_series().alias(component.name))
+
+
 def read_operator_incidents(path: Path, source_file: str = INCIDENTS_FILE) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(incidents, rejects)``: incidents in :data:`OPERATOR_SCHEMA`, rejects as in raw.rejects."""
     def refused(reason: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -40,6 +72,7 @@ def read_operator_incidents(path: Path, source_file: str = INCIDENTS_FILE) -> tu
         return refused(read.fault)
     try:
         raw = pl.read_csv(read.data, infer_schema=False).with_columns(pl.all().fill_null(""))
+        raw = raw.rename(_header_name).with_columns(pl.all().str.strip_chars())
     except (pl.exceptions.PolarsError, ValueError) as exc:  # empty, ragged rows, bad quoting
         return refused(f"not a readable CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     missing = [c for c in _REQUIRED if c not in raw.columns]
@@ -75,6 +108,6 @@ def read_operator_incidents(path: Path, source_file: str = INCIDENTS_FILE) -> tu
     good = frame.filter(pl.col("error").is_null())
     incidents = good.select(
         pl.col("id"), pl.col("start_ts").alias("start"), pl.col("end_ts").alias("end"),
-        "component", "root_cause", pl.col("nodes").replace("", None), "notes",
+        catalog_component(good["component"]), "root_cause", pl.col("nodes").replace("", None), "notes",
     )
     return incidents.cast(OPERATOR_SCHEMA), rejects  # type: ignore[arg-type]
