@@ -17,6 +17,7 @@ from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, attribute_fa
                                                 node_state_evidence, prepare_evidence)
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents
+from gpusre.models.logs.event_catalog import classify_messages
 
 T_END = datetime(2025, 3, 31, 23, 50, tzinfo=timezone.utc)
 M = timedelta(minutes=1)
@@ -438,3 +439,16 @@ def test_a_node_state_just_past_midnight_is_in_the_window_of_a_job_ending_before
                     node_states=outages)
     assert [out[n]["component"] for n in ("n1", "n2", "n3")] == ["host_power", "unknown (suspected)",
                                                                   "unknown (suspected)"]
+
+
+def test_an_nfs_server_answering_again_clears_its_timeout() -> None:
+    # The catalog's own verdicts for the two kernel lines: n1 logged the server OK 2 min before the
+    # job ended, n2 did not.
+    classes = classify_messages(pl.Series(["nfs: server fs01 not responding, still trying", "nfs: server fs01 OK"]))
+    timeout, answered = (tuple(r[c] for c in ("kind", "code", "component", "cause_class", "severity", "action"))
+                         for r in classes.iter_rows(named=True))
+    assert answered[0] == "nfs_recovered"
+    rows = [ev(1, -6, "n1", timeout), ev(2, -2, "n1", answered), ev(3, -6, "n2", timeout)]
+    got = attribute([job("a", "FAILED", ["n1"]), job("b", "FAILED", ["n2"])], rows)
+    assert got["a"]["attribution"] == "user"
+    assert (got["b"]["attribution"], got["b"]["component"]) == ("infrastructure", "storage")

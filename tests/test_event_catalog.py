@@ -408,3 +408,41 @@ def test_a_code_too_large_for_its_column_is_no_code_not_a_failed_batch() -> None
     ]))
     assert out["pattern_id"].to_list() == ["xid_row_remap", "xid"]
     assert out["code"].to_list() == [None, 79]
+
+
+@pytest.mark.parametrize(("line", "kind", "severity", "component", "device_pci"), [
+    # node-local disks: the block layer's error is the evidence, what follows it is shown only
+    ("blk_update_request: I/O error, dev sda, sector 2048 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0",
+     "disk_io_error", "high", "storage", None),
+    ("critical medium error, dev nvme1n1, sector 77 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 2",
+     "disk_io_error", "high", "storage", None),
+    ("Buffer I/O error on dev sdb1, logical block 12, lost async page write", "disk_io_error", "medium", "storage", None),
+    ("EXT4-fs error (device md0): ext4_journal_check_start:83: comm kworker: Detected aborted journal",
+     "local_fs_error", "medium", "storage", None),
+    # Ethernet drivers other than mlx5 (Intel, Broadcom), with and without an address
+    ("bnxt_en 0000:41:00.0 eno1np0: NIC Link is Down", "nic_link_down", "high", "network", "0000:41:00.0"),
+    ("e1000e: eth0 NIC Link is Down", "nic_link_down", "high", "network", None),
+    ("igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Up 1000 Mbps Full Duplex, Flow Control: RX",
+     "nic_link_up", "info", "network", "0000:01:00.0"),
+    ("NVRM: RmInitAdapter failed! (0x26:0x65:1519)", "gpu_init_failure", "high", "pcie_bus", None),
+])
+def test_node_local_disk_ethernet_and_gpu_init_lines(line: str, kind: str, severity: str, component: str,
+                                                     device_pci: str | None) -> None:
+    row = _one(line)
+    assert (row["kind"], row["severity"], row["component"], row["device_pci"]) == (kind, severity, component, device_pci)
+
+
+@pytest.mark.parametrize("line", [
+    "I/O error, dev sr0, sector 0 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",   # a BMC's virtual CD drive
+    "I/O error, dev loop3, sector 8 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 2",
+    "Buffer I/O error on dev sr0, logical block 0, async page read",
+    "EXT4-fs (md127p3): re-mounted 5b1c-77. Quota mode: none.",
+    "XFS (sda1): Mounting V5 Filesystem",
+    "nfs: server fs01 not responding, timed out" + " then OK",   # still the timeout, not a recovery
+])
+def test_lines_near_the_new_rules_that_are_not_node_faults(line: str) -> None:
+    row = _one(line)
+    if line.startswith("nfs:"):
+        assert row["kind"] == "nfs_timeout"
+    else:
+        assert row["kind"] is None
