@@ -12,6 +12,7 @@ import polars as pl
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.failures.attribution import attribute_failures_with, node_state_evidence, prepare_evidence
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
@@ -84,8 +85,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         # The accounting's last moment, else the node logs' (a landing without sacct still has
         # suspect nodes by their events).
-        as_of = con.sql("SELECT coalesce((SELECT max(COALESCE(end_ts, start_ts)) FROM core.jobs), "
-                        "(SELECT max(ts) FROM core.node_events))").fetchall()[0][0]
+        as_of = accounting_span(con)[1] or con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
         states = con.sql("SELECT * FROM core.node_states").pl() if table_exists(con, "core.node_states") else None
         outages = node_outages(states.select("node", "start_ts", "end_ts")) if states is not None else None
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator,

@@ -17,6 +17,7 @@ from gpusre.assets.metadata import markdown_preview
 from gpusre.models.job_mix import findings as findings_model
 from gpusre.models.job_mix.cluster_comparison import write_cluster_comparison
 from gpusre.models.job_mix import trends as trends_model
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.marts_runner import ROLLUP_MARTS, create_daily_mart_tables, run_daily_marts, run_mart_sql
 from gpusre.models.warehouse import transaction
@@ -73,9 +74,7 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         with transaction(con):
             # "Now" for running jobs is the dump time the data shows, not the wall clock: a rerun
             # over the same dumps must give the same numbers.
-            as_of = con.sql(
-                "SELECT max(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))) FROM core.jobs"
-            ).fetchall()[0][0]
+            as_of = accounting_span(con)[1]
             for day in days:
                 run_daily_marts(con, day, capacity, as_of)
             con.execute("DELETE FROM core.dirty_days WHERE day >= ? AND day <= ?", [days[0], days[-1]])

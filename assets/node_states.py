@@ -11,9 +11,11 @@ from datetime import datetime, time, timedelta, timezone
 import dagster as dg
 import polars as pl
 
+from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.ingest.ledger import loaded_rows
 from gpusre.models.ingest.reconcile import mismatched_files
@@ -139,11 +141,12 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
 @dg.multi_asset(
     specs=[
         # marts.day_coverage by key: assets.data_coverage imports this module, so importing its key here would cycle.
-        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES, dg.AssetKey(["marts", "day_coverage"])],
+        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES, CORE_JOBS, dg.AssetKey(["marts", "day_coverage"])],
                      group_name="marts", kinds={"duckdb"},
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
-                     "earliest open event), ongoing events end at the last observation, cluster.yaml maintenance "
+                     "earliest open event), from the first event's day to the data's end (the accounting's last moment, or the last observation when later; an ongoing "
+                     "event is down until then), cluster.yaml maintenance "
                      "windows count as maintenance; partial = the data covers the day only in part. Full rebuild "
                      "(not partitioned)."),
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
@@ -159,7 +162,11 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
     maintenance = maintenance_spans(config)
     with warehouse.connect() as con:
-        as_of = events_as_of(con)
+        # The history ends where the accounting does when that is later: no event after the last
+        # one means in service (an open event: down) until the data's end, not until that event.
+        accounting_as_of = accounting_span(con)[1]
+        events_end = events_as_of(con)
+        as_of = max(events_end, accounting_as_of) if events_end and accounting_as_of else events_end
         states = con.sql("SELECT * FROM core.node_states").pl()
         if as_of is None:
             daily = pl.DataFrame(schema=DAILY_SCHEMA)

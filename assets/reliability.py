@@ -15,7 +15,7 @@ from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
-from gpusre.assets.node_states import NODE_AVAILABILITY_DAILY
+from gpusre.assets.node_states import INCIDENT_REPAIRS, NODE_AVAILABILITY_DAILY
 from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.failures.node_loss import write_node_hardware_loss
@@ -50,7 +50,7 @@ _DESCRIPTIONS: dict[str, str] = {
 
 KEYS = {name: dg.AssetKey(["marts", name]) for name in RELIABILITY_MARTS}
 NODE_HARDWARE_LOSS = dg.AssetKey(["marts", "node_hardware_loss"])
-_DEPS = [CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABILITY_DAILY, DAY_COVERAGE]
+_DEPS = [CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABILITY_DAILY, INCIDENT_REPAIRS, DAY_COVERAGE]
 
 
 @dg.multi_asset(

@@ -92,3 +92,23 @@ def test_ettr_slo_follows_the_queue_wait_setting_and_shows_both(includes: bool, 
     # the definition says which ETTR and why
     assert ("including queue wait" if includes else "excluding queue wait") in day["definition"]
     assert ">= 256 GPUs" in day["definition"]
+
+
+def test_fallback_downtime_ends_at_the_repair_and_counts_overlaps_once() -> None:
+    # Hand-computed (no node-state history): n2 lost a GPU at 19:58 on day 1 and ran a completed job
+    # at 12:00 on day 2; a storage incident on n2 09:58-12:00 on day 2 lies inside that outage, so day 2
+    # has 12 h down, not 14.03. n4's link flapped at 15:00 and was back (a logged recovery: MTTR's
+    # repaired_ts) at 15:02: two minutes down, not until a job completed at 23:00.
+    from gpusre.models.reliability.marts import _down_node_hours_daily
+    d = lambda day, h, m=0: datetime(2026, 12, day, h, m, tzinfo=timezone.utc)  # noqa: E731
+    incidents = pl.DataFrame({
+        "scope": ["node", "node", "node", "leaf_switch"],
+        "nodes": [["n2"], ["n2"], ["n4"], ["n1", "n3"]],
+        "start_ts": [d(1, 19, 58), d(2, 9, 58), d(1, 15), d(1, 1)],
+        "recovered_ts": [d(2, 12), d(2, 12), d(1, 23), d(1, 2)],
+        "repaired_ts": [None, d(2, 12), d(1, 15, 2), None],
+    }, schema_overrides={"start_ts": pl.Datetime("us", "UTC"), "recovered_ts": pl.Datetime("us", "UTC"),
+                         "repaired_ts": pl.Datetime("us", "UTC")})
+    down = _down_node_hours_daily(incidents, d(3, 0))
+    assert down["day"].to_list() == [date(2026, 12, 1), date(2026, 12, 2)]
+    assert down["down_node_hours"].to_list() == pytest.approx([4 + 2 / 60 + 2 / 60, 12.0])

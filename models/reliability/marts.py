@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 import duckdb
 import polars as pl
 
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
 from gpusre.models.reliability.job_reliability import (
     ettr_by_size,
@@ -118,12 +119,16 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
                       "SELECT job_id, instance_no, attribution FROM marts.instance_failure_attribution "
                       "ORDER BY job_id, instance_no",
                       {"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
+    # repaired_ts: when MTTR says the incident was repaired (node states, a logged recovery, the end
+    # of its health checks, or the first completed job), so the availability estimate agrees with it.
+    repaired = ("(SELECT repaired_ts FROM marts.incident_repairs AS r WHERE r.incident_id = i.incident_id)"
+                if _table_exists(con, "marts", "incident_repairs") else "NULL::TIMESTAMPTZ")
     incidents = _read(con, "marts", "hw_incidents",
-                      "SELECT incident_id, component, severity, start_ts, end_ts, nodes, scope, recovered_ts "
-                      "FROM marts.hw_incidents ORDER BY incident_id",
+                      "SELECT incident_id, component, severity, start_ts, end_ts, nodes, scope, recovered_ts, "
+                      f"{repaired} AS repaired_ts FROM marts.hw_incidents AS i ORDER BY incident_id",
                       {"incident_id": pl.String, "component": pl.String, "severity": pl.String, "start_ts": pl.Datetime("us", "UTC"),
                        "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String), "scope": pl.String,
-                       "recovered_ts": pl.Datetime("us", "UTC")})
+                       "recovered_ts": pl.Datetime("us", "UTC"), "repaired_ts": pl.Datetime("us", "UTC")})
     utilization = _read(con, "marts", "utilization_daily",
                         "SELECT day, capacity_gpu_hours, allocated_gpu_hours FROM marts.utilization_daily ORDER BY day",
                         {"day": pl.Date, "capacity_gpu_hours": pl.Float64, "allocated_gpu_hours": pl.Float64})
@@ -135,10 +140,8 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
     observed = [r[0] for r in con.sql(
         "SELECT DISTINCT unnest(nodes) AS n FROM core.job_instances ORDER BY n").fetchall() if r[0] is not None]
     # "Now" is the latest time the dumps show (a running job's start + elapsed), as for utilization.
-    span = con.sql("SELECT min(start_ts), max(greatest(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))), "
-                   "submit_ts)) FROM core.jobs").fetchall()[0]
-    t0 = span[0].astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) if span[0] else None
-    as_of = span[1].astimezone(timezone.utc) if span[1] else None
+    first, as_of = accounting_span(con)
+    t0 = first.replace(hour=0, minute=0, second=0, microsecond=0) if first else None
     log_span: tuple[datetime | None, datetime | None] = (None, None)
     if _table_exists(con, "raw", "record_days"):  # refreshed by marts.day_coverage, which these marts follow
         lo, hi = con.sql("SELECT min(first_ts), max(last_ts) FROM raw.record_days "
@@ -275,17 +278,29 @@ def _maintenance_daily(nodes: Sequence[str], maintenance: Sequence[MaintenanceSp
 
 
 def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime) -> pl.DataFrame:
-    """Unplanned down node-hours per UTC day, estimated from node incidents: from the incident's start
-    until the node ran a job that completed again (``recovered_ts``), or ``t1`` while it has not."""
-    node_inc = incidents.filter(pl.col("scope") == "node").select(
-        "start_ts", pl.coalesce("recovered_ts", pl.lit(t1).cast(pl.Datetime("us", "UTC"))).alias("up_ts"),
-        pl.col("nodes").list.len().alias("n"))
+    """Unplanned down node-hours per UTC day, estimated from node incidents: each node of an incident is
+    down from its start until it was repaired as MTTR sees it (``repaired_ts`` of marts.incident_repairs:
+    a link back up two minutes later is two minutes down), else until it ran a job that completed again
+    (``recovered_ts``), or ``t1`` while neither. A node's overlapping incidents count once (their union)."""
+    utc = pl.Datetime("us", "UTC")
+    repaired = pl.col("repaired_ts") if "repaired_ts" in incidents.columns else pl.lit(None, utc)
+    node_inc = (incidents.filter(pl.col("scope") == "node")
+                .select(pl.col("nodes").alias("node"), "start_ts",
+                        pl.min_horizontal(pl.coalesce(repaired, "recovered_ts", pl.lit(t1).cast(utc)),
+                                          pl.lit(t1).cast(utc)).alias("up_ts"))
+                .explode("node").drop_nulls("node").filter(pl.col("up_ts") > pl.col("start_ts")))
     if not node_inc.height:
         return pl.DataFrame(schema={"day": pl.Date, "down_node_hours": pl.Float64})
-    spans = (node_inc.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), pl.col("up_ts").dt.date()).alias("day"))
+    # union per node: a new down span begins where a start lies after every earlier end
+    merged = (node_inc.sort("node", "start_ts", "up_ts")
+              .with_columns(pl.col("up_ts").cum_max().shift(1).over("node").alias("_prev_end"))
+              .with_columns((pl.col("_prev_end").is_null() | (pl.col("start_ts") > pl.col("_prev_end")))
+                            .cum_sum().over("node").alias("_span"))
+              .group_by("node", "_span").agg(pl.col("start_ts").min(), pl.col("up_ts").max()))
+    spans = (merged.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), pl.col("up_ts").dt.date()).alias("day"))
              .explode("day")
              .with_columns(pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
              .with_columns((pl.col("_d0") + pl.duration(days=1)).alias("_d1"))
              .with_columns(((pl.min_horizontal("up_ts", "_d1") - pl.max_horizontal("start_ts", "_d0"))
-                            .dt.total_seconds().clip(lower_bound=0) / 3600 * pl.col("n")).alias("h")))
-    return spans.group_by("day").agg(pl.col("h").sum().alias("down_node_hours")).sort("day")
+                            .dt.total_seconds().clip(lower_bound=0) / 3600).alias("h")))
+    return spans.sort("day", "node", "_span").group_by("day").agg(pl.col("h").sum().alias("down_node_hours")).sort("day")
