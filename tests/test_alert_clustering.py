@@ -589,3 +589,23 @@ def test_alert_levels_read_the_labels_json_like_a_json_parser(rows: list[tuple])
         values = {k: v for k, v in (labels or {}).items()}
         expected.append(next((r.level for r in rules if r.matches(alertname, target_label, has_node, values)), "other"))
     assert alert_levels(frame, rules).to_list() == expected
+
+
+def test_an_alert_joins_the_incident_nearest_its_start_not_the_earliest_in_its_window() -> None:
+    # gpu001: a Lustre blip at 09:35 (recovered in seconds), then the GPU falls off the bus at 10:00 and
+    # the Xid alert fires at 10:00:15. Both incidents lie in the alert's window [start - 10 min, end + 30 min];
+    # the alert is about the Xid. The blip had no alert of its own: it is missing alert coverage.
+    t = datetime(2026, 11, 30, 9, 35, tzinfo=timezone.utc)
+    a = Alerts()
+    a.add("HostHighCpuLoad", t - timedelta(hours=1), node="gpu009", labels=NODE_EXPORTER)  # opens the alert span
+    a.add("GPUXid79", t + timedelta(minutes=25, seconds=15), node="gpu001", labels=DCGM)
+    hw = hw_frame([
+        {"incident_id": "inc-lustre", "component": "storage", "cause_class": "system_software", "severity": "high",
+         "start_ts": t, "end_ts": t + timedelta(seconds=5), "nodes": ["gpu001"], "scope": "node", "leaf_switch": None},
+        {"incident_id": "inc-xid79", "component": "pcie_bus", "cause_class": "hardware", "severity": "critical",
+         "start_ts": t + timedelta(minutes=25), "end_ts": t + timedelta(minutes=25), "nodes": ["gpu001"],
+         "scope": "node", "leaf_switch": None},
+    ])
+    marts = alert_marts(a.frame(), topology=TOPO, hw_incidents=hw)
+    assert marts.incidents.sort("start_ts")["hw_incident_id"].to_list() == [None, "inc-xid79"]
+    assert marts.hw_without_alert["incident_id"].to_list() == ["inc-lustre"]

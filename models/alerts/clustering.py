@@ -37,7 +37,8 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
 
        **Hardware incidents** (``marts.hw_incidents``): an alert on one of an incident's nodes that
        starts within [start − ``hw_before_minutes`` (10), end + ``hw_after_minutes`` (30)] gets that
-       incident (several match: the earliest); so does an alert whose target is the incident's
+       incident (several match: the one whose evidence is nearest its start, 0 inside it; then the
+       earliest); so does an alert whose target is the incident's
        ``leaf_switch``.
 
        **Template co-occurrence** (:func:`template_cooccurrence`), from the alert history itself:
@@ -561,7 +562,7 @@ def _template_groups(tkeys: pl.Series, related: pl.DataFrame) -> pl.Series:
 def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSettings) -> pl.DataFrame:
     """Every (alert ``_i``, hardware incident) match: alert on an incident node within its window, or
     alert targeting the incident's leaf switch. Columns ``_i``, ``hw_incident_id``, ``_hw_start``,
-    ``_hw_component``, ``_hw_scope``."""
+    ``_hw_component``, ``_hw_scope``; per alert the nearest incident first (the alert's own)."""
     schema = {"_i": pl.Int64, "hw_incident_id": pl.String, "_hw_start": _TS, "_hw_component": pl.String,
               "_hw_scope": pl.String}
     if hw.is_empty() or al.is_empty():
@@ -583,8 +584,17 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
     matches = pl.concat(parts).unique()
     matches = matches.join(inc.select("_h", pl.col("incident_id").alias("hw_incident_id"),
                                       pl.col("start_ts").alias("_hw_start"), pl.col("component").alias("_hw_component"),
-                                      pl.col("scope").alias("_hw_scope")), on="_h")
-    return matches.select(list(schema)).sort("_i", "_hw_start", "hw_incident_id")
+                                      pl.col("scope").alias("_hw_scope"),
+                                      pl.col("start_ts").dt.epoch("us").alias("_s_us"),
+                                      pl.col("end_ts").fill_null(pl.col("start_ts")).dt.epoch("us").alias("_e_us")),
+                           on="_h")
+    # Best first: the incident whose evidence is nearest the alert's start (0 inside it). A Lustre
+    # blip 25 min before on the same node also lies in the window, but the Xid 79 at the alert's
+    # minute is what the alert is about.
+    nearest = (pl.max_horizontal(pl.col("_s_us") - pl.col("_ts"), pl.col("_ts") - pl.col("_e_us"), pl.lit(0))
+               .alias("_dist"))
+    matches = matches.join(al.select("_i", "_ts"), on="_i").with_columns(nearest)
+    return matches.sort("_i", "_dist", "_hw_start", "hw_incident_id").select(list(schema))
 
 
 def _id_of(key: str) -> str:
@@ -981,7 +991,8 @@ def hw_incidents_without_alert(alerts: pl.DataFrame, hw_incidents: pl.DataFrame 
                                settings: AlertClusteringSettings | None = None) -> pl.DataFrame:
     """``marts.hw_incidents_without_alert``: hardware incidents inside the span of the alert data
     (first to last alert start) that no alert matched (no alert on their nodes in [start − 10 min,
-    end + 30 min], none targeting their leaf switch) — missing alert coverage."""
+    end + 30 min] that is nearer to them than to another incident, none targeting their leaf switch)
+    — missing alert coverage."""
     settings = settings or AlertClusteringSettings()
     if hw_incidents is None or hw_incidents.is_empty() or alerts.is_empty():
         return pl.DataFrame(schema=UNCOVERED_SCHEMA)
@@ -990,7 +1001,8 @@ def hw_incidents_without_alert(alerts: pl.DataFrame, hw_incidents: pl.DataFrame 
         pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
     leaves = sorted((topology or Topology()).leaves)
     al = al.with_columns(pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"))
-    covered = _match_hw(al, hw, settings).select("hw_incident_id").unique()
+    # An alert covers the incident it is about (its nearest), not every incident of its node's window.
+    covered = _match_hw(al, hw, settings).unique("_i", keep="first").select("hw_incident_id").unique()
     lo, hi = al["starts_at"].min(), al["starts_at"].max()
     out = hw.filter((pl.col("start_ts") >= lo) & (pl.col("start_ts") <= hi)).join(
         covered, left_on="incident_id", right_on="hw_incident_id", how="anti")
