@@ -113,7 +113,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         earlier = with_policy(earlier)
         instance_attr = attribute_failures_with(earlier, evidence).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")
-        impact = incident_impact(incidents, attribution, jobs)
+        # An incident's kills include the instances Slurm requeued (the job itself may later complete).
+        kills = [a.select("job_id", "attribution", "incident_id", "n_gpus", "lost_gpu_hours")
+                 for a in (attribution, instance_attr)]
+        impact = incident_impact(incidents, pl.concat(kills, how="vertical_relaxed"), jobs)
         all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],
                                   how="vertical_relaxed")
         check_quality = health_check_quality(

@@ -452,3 +452,16 @@ def test_an_nfs_server_answering_again_clears_its_timeout() -> None:
     got = attribute([job("a", "FAILED", ["n1"]), job("b", "FAILED", ["n2"])], rows)
     assert got["a"]["attribution"] == "user"
     assert (got["b"]["attribution"], got["b"]["component"]) == ("infrastructure", "storage")
+
+
+def test_incident_impact_counts_the_instances_it_killed() -> None:
+    # Incident X killed job r's first instance (8 GPUs, 4.667 GPU-h; Slurm requeued it and it later
+    # completed) and, in another requeue, job s twice (instance 1: 2.0, the job itself: 3.0).
+    incidents = pl.DataFrame({"incident_id": ["X"], "end_ts": [T_END], "nodes": [["n1"]]},
+                             schema_overrides={"end_ts": pl.Datetime("us", "UTC")})
+    kills = pl.DataFrame({"job_id": ["r", "s", "s", "t"], "attribution": ["infrastructure"] * 3 + ["user"],
+                          "incident_id": ["X", "X", "X", None], "n_gpus": [8, 16, 16, 8],
+                          "lost_gpu_hours": [14 / 3, 2.0, 3.0, 1.0]})
+    row = incident_impact(incidents, kills, jobs([])).row(0, named=True)
+    assert (row["affected_jobs"], row["affected_gpus"]) == (2, 24)
+    assert row["lost_gpu_hours"] == pytest.approx(14 / 3 + 5.0)
