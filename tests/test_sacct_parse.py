@@ -563,3 +563,32 @@ def test_file_with_invalid_utf8_keeps_record(tmp_path: Path) -> None:
     r = parse_sacct_file(p, "latin1.psv")
     _check_result(r)
     assert r.records["name"].to_list() == ["caf\ufffd"]
+
+
+@pytest.mark.parametrize(("header", "row"), [
+    # the default order
+    ("JobID|User|State|Start|End|Elapsed|AllocTRES|NodeList",
+     "1700|alice|COMPLETED|2026-11-10T01:00:00|2026-11-10T03:00:00|02:00:00|cpu=8,gres/gpu=8,node=1|r1n01"),
+    # a --format that does not begin with JobID
+    ("User|JobID|State|Start|End|Elapsed|AllocTRES|NodeList",
+     "alice|1700|COMPLETED|2026-11-10T01:00:00|2026-11-10T03:00:00|02:00:00|cpu=8,gres/gpu=8,node=1|r1n01"),
+    # without Elapsed: End - Start
+    ("State|User|JobID|Start|End|AllocTRES|NodeList",
+     "COMPLETED|alice|1700|2026-11-10T01:00:00|2026-11-10T03:00:00|cpu=8,gres/gpu=8,node=1|r1n01"),
+    # without Start: End - Elapsed
+    ("JobID|State|User|End|Elapsed|AllocTRES|NodeList",
+     "1700|COMPLETED|alice|2026-11-10T03:00:00|02:00:00|cpu=8,gres/gpu=8,node=1|r1n01"),
+])
+def test_any_field_order_or_subset_with_jobid_and_state_gives_the_same_job(header: str, row: str) -> None:
+    # Hand-computed: 01:00-03:00 America/Chicago (CST) = 07:00-09:00 UTC, 7200 s, 8 GPUs.
+    parsed = parse_sacct_text(f"{header}\n{row}\n", "x.psv", timezone="America/Chicago")
+    assert parsed.rejects.height == 0
+    got = parsed.records.select("job_id", "user", "start_ts", "end_ts", "elapsed_s", "n_gpus").row(0)
+    utc = dt.timezone.utc
+    assert got == ("1700", "alice", dt.datetime(2026, 11, 10, 7, tzinfo=utc), dt.datetime(2026, 11, 10, 9, tzinfo=utc),
+                   7200, 8)
+
+
+def test_a_running_job_without_elapsed_has_no_elapsed_yet() -> None:
+    parsed = parse_sacct_text("JobID|State|Start|End\n1|RUNNING|2026-11-10T01:00:00|Unknown\n", "x.psv")
+    assert parsed.records.select("elapsed_s", "end_ts").row(0) == (None, None)

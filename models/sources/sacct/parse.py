@@ -240,13 +240,15 @@ def _detect_layout(
         hint = (f" (it is {seen!r}-separated: export with sacct -P, or set sacct.delimiter in cluster.yaml "
                 "when no field contains it)") if seen else ""
         raise SacctFormatError(f"{source_file}: header line has no delimiter {delimiter!r}{hint}: {first!r}")
-    if first_field in _HEADER_FIRST_FIELDS:
+    # A header names JobID/JobIDRaw; any field order is valid (`--format=User,JobID,...`), and no
+    # record's fields are the literal names.
+    if any(name.strip().lower() in _HEADER_FIRST_FIELDS for name in first.split(delimiter)):
         trailing = first.endswith(delimiter)
         names = first.split(delimiter)
         return _Layout(tuple(names[:-1] if trailing else names), first_no, trailing)
     if fields is None:
         raise SacctFormatError(
-            f"{source_file}: no sacct header line (first field JobID/JobIDRaw) and no field list "
+            f"{source_file}: no sacct header line (naming JobID or JobIDRaw) and no field list "
             "given; pass fields= (cluster.yaml sacct.fields) for headerless dumps"
         )
     # Headerless --parsable: most lines carry one extra, empty field after the last delimiter.
@@ -489,6 +491,15 @@ def _typed_text_records(
     base = c("_base").cast(pl.Int64, strict=False)
     is_array = task.is_not_null() | c("_tasks").is_not_null()
     task_id = task.cast(pl.Int64, strict=False)
+    # A --format without Elapsed (or without Start) still has the span: End - Start (or End - Elapsed),
+    # else such a job held its GPUs for 0 GPU-hours while utilization counted its span.
+    # (Only then: the default path localizes each stamp once.)
+    ts = {k: localize_to_utc(c(f"_{k}"), timezone) for k in _TS_KEYS}
+    elapsed = pl.coalesce(c("_elapsedraw"), c("_elapsed"))
+    if not present & {"elapsed", "elapsedraw"}:
+        elapsed = (ts["end"] - ts["start"]).dt.total_seconds().clip(lower_bound=0)
+    if "start" not in present:
+        ts["start"] = ts["end"] - pl.duration(seconds=elapsed)
     record_exprs = [
         c("source_file"),
         c("line_no"),
@@ -517,8 +528,8 @@ def _typed_text_records(
         c("_cancelled_by").alias("cancelled_by"),
         c("_exit_code").alias("exit_code"),
         c("_exit_signal").alias("exit_signal"),
-        *(localize_to_utc(c(f"_{k}"), timezone).alias(f"{k}_ts") for k in _TS_KEYS),
-        pl.coalesce(c("_elapsedraw"), c("_elapsed")).alias("elapsed_s"),
+        *(ts[k].alias(f"{k}_ts") for k in _TS_KEYS),
+        elapsed.alias("elapsed_s"),
         pl.coalesce(c("_timelimitraw") * 60, c("_timelimit")).alias("timelimit_s"),
         pl.coalesce(c("_nnodes"), c("_tres_node")).alias("n_nodes"),
         pl.coalesce(c("_ncpus"), c("_tres_cpu")).alias("n_cpus"),
@@ -739,7 +750,7 @@ def parse_sacct_text(
     """Parse ``sacct -P``/``--parsable2`` or ``--parsable`` text into typed records and rejects.
 
     Args:
-        text: the whole dump. A header line (first field JobID/JobIDRaw, any case) defines the
+        text: the whole dump. A header line (naming JobID or JobIDRaw, any case, in any column) defines the
             fields; otherwise ``fields`` must name them in order. CRLF line ends are accepted.
         source_file: stored in every row (path relative to the landing directory).
         timezone: IANA zone the dump's timestamps are in (the cluster's local time).
