@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
@@ -385,3 +386,65 @@ def test_the_upsert_keeps_the_written_build_side_and_resets_it() -> None:
     sql = read_sql("core/jobs_upsert.sql")
     assert sql.count(LAKE_JOIN_BUILD_SIDE + ";") == 1
     assert sql.index(LAKE_JOIN_BUILD_SIDE) < sql.index("raw.sacct_records") < sql.index("RESET disabled_optimizers;")
+
+
+def test_an_instance_no_dump_saw_end_ends_at_the_requeue(tmp_path: Path) -> None:
+    """Dumps cut without -D list only a job's latest run: night 1 shows job 1700 RUNNING since 10:00,
+    night 2 shows it COMPLETED after a requeue (submit 01:00, start 02:00). The first run ended when
+    Slurm requeued it (the next run's submit time), not at the end of the data: hand-computed rows,
+    the same whether the dumps arrive one night at a time or together."""
+    rows = {
+        "sacct_2026-11-10.psv": "1700|1700|llm|alice|ml|batch|RUNNING|0:0|2026-11-10T09:00:00|2026-11-10T09:00:00|"
+                                "2026-11-10T10:00:00|Unknown|14:15:00|2-00:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu001",
+        "sacct_2026-11-11.psv": "1700|1700|llm|alice|ml|batch|COMPLETED|0:0|2026-11-11T01:00:00|2026-11-11T01:02:00|"
+                                "2026-11-11T02:00:00|2026-11-11T05:00:00|03:00:00|2-00:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu002",
+    }
+    utc = timezone.utc
+    want = [(1, "REQUEUED", datetime(2026, 11, 10, 10, tzinfo=utc), datetime(2026, 11, 11, 1, tzinfo=utc), 15 * 3600),
+            (2, "COMPLETED", datetime(2026, 11, 11, 2, tzinfo=utc), datetime(2026, 11, 11, 5, tzinfo=utc), 3 * 3600)]
+    for mode in ("nightly", "once"):
+        landing = tmp_path / mode
+        (landing / "sacct").mkdir(parents=True)
+        (landing / "cluster.yaml").write_text("cluster: t\ntimezone: UTC\nnodes: 'gpu[001-004]'\ngpus_per_node: 8\n")
+        for name, line in rows.items():
+            (landing / "sacct" / name).write_text(HEADER + "\n" + line + "\n")
+            if mode == "nightly":
+                assert _materialize(landing, tmp_path / f"{mode}.duckdb").success
+        if mode == "once":
+            assert _materialize(landing, tmp_path / f"{mode}.duckdb").success
+        con = connect(tmp_path / f"{mode}.duckdb", read_only=True)
+        try:
+            got = con.sql("SELECT instance_no, state, start_ts, end_ts, elapsed_s FROM core.job_instances "
+                          "WHERE job_id = '1700' ORDER BY instance_no").fetchall()
+            assert got == want, mode
+        finally:
+            con.close()
+
+
+def test_a_pending_array_range_gives_way_to_its_tasks(tmp_path: Path) -> None:
+    """Night 1 lists task 1 running and the range 1800_[2-3%1] pending; night 2 lists task 2 done and
+    the range shrunk to 1800_[3%1]; night 3 lists task 3 done. A range stays a pending job while a task
+    of it has no record of its own, and is gone once every one has."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "cluster.yaml").write_text("cluster: t\ntimezone: UTC\nnodes: 'gpu[001-004]'\ngpus_per_node: 8\n")
+    done = ("1800_{t}|180{t}|llm|alice|ml|batch|COMPLETED|0:0|2026-11-10T09:00:00|2026-11-10T09:00:00|"
+            "2026-11-1{t}T01:00:00|2026-11-1{t}T05:00:00|04:00:00|1-00:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu001")
+    pending = ("1800_[{tasks}%1]|1800|llm|alice|ml|batch|PENDING|0:0|2026-11-10T09:00:00|2026-11-10T09:00:00|"
+               "Unknown|Unknown|00:00:00|1-00:00:00|1|8||None assigned")
+    nights = {"sacct_2026-11-11.psv": [done.format(t=1), pending.format(tasks="2-3")],
+              "sacct_2026-11-12.psv": [done.format(t=2), pending.format(tasks="3")],
+              "sacct_2026-11-13.psv": [done.format(t=3)]}
+    wh = tmp_path / "w.duckdb"
+    seen = []
+    for name, lines in nights.items():
+        (landing / "sacct" / name).write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+        assert _materialize(landing, wh).success
+        con = connect(wh, read_only=True)
+        try:
+            seen.append([r[0] for r in con.sql("SELECT job_id FROM core.jobs ORDER BY job_id").fetchall()])
+        finally:
+            con.close()
+    assert seen == [["1800_1", "1800_[2-3%1]"],
+                    ["1800_1", "1800_2", "1800_[3%1]"],   # [2-3] is stale: 2 has a record, 3 the newer range
+                    ["1800_1", "1800_2", "1800_3"]]

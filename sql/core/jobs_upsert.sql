@@ -162,14 +162,27 @@ WHERE r.record_type = 'allocation' AND list_contains(getvariable('gpusre_upsert_
 DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 -- A job's picks have distinct starts (one per (job, start)), so its latest instance is the one no
 -- later start follows: one window order for both columns (two orders sorted the rows twice).
+-- An earlier instance no dump saw end (dumps without -D list only a job's latest run; a dump missing
+-- for a night) ended when Slurm requeued it: at the next instance's submit (the requeue time), else
+-- its eligible time, else its start. Left open it would run on to the end of the data (ETTR 3.2).
 INSERT INTO core.job_instances BY NAME
-SELECT p.job_id,
-       (row_number() OVER w)::INTEGER AS instance_no,
-       lead(p.start_ts) OVER w IS NULL AS is_latest,
-       r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
-       r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
-FROM _job_keys AS r JOIN _instance_picks AS p ON r.source_file = p.pick_file AND r.line_no = p.pick_line
-WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts);
+SELECT job_id, instance_no, is_latest,
+       CASE WHEN closed_ts IS NULL OR core.is_terminal_state(state) THEN state ELSE 'REQUEUED' END AS state,
+       start_ts, COALESCE(end_ts, closed_ts) AS end_ts,
+       -- (the record's Elapsed is the time run by its dump, not to the requeue)
+       CASE WHEN closed_ts IS NOT NULL THEN (epoch(closed_ts) - epoch(start_ts))::BIGINT ELSE elapsed_s END AS elapsed_s,
+       n_gpus, nodes, source_file, line_no, submit_ts, eligible_ts, exit_code, exit_signal
+FROM (SELECT p.job_id,
+             (row_number() OVER w)::INTEGER AS instance_no,
+             lead(p.start_ts) OVER w IS NULL AS is_latest,
+             CASE WHEN r.end_ts IS NULL AND lead(p.start_ts) OVER w IS NOT NULL THEN
+                  COALESCE(CASE WHEN lead(r.submit_ts) OVER w > p.start_ts THEN lead(r.submit_ts) OVER w END,
+                           CASE WHEN lead(r.eligible_ts) OVER w > p.start_ts THEN lead(r.eligible_ts) OVER w END,
+                           lead(p.start_ts) OVER w) END AS closed_ts,
+             r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
+             r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
+      FROM _job_keys AS r JOIN _instance_picks AS p ON r.source_file = p.pick_file AND r.line_no = p.pick_line
+      WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts));
 
 -- Days the daily marts must recompute: those of the instances and job rows that changed (old rows
 -- gone or altered, new rows added or altered) — the marts read core.job_instances (utilization)
@@ -238,6 +251,25 @@ WHERE rowid IN (SELECT first_row FROM _step_groups WHERE n = 1
                 SEMI JOIN (SELECT job_id, step_id FROM _step_groups WHERE n > 1) AS g
                      ON c.job_id = g.job_id AND c.step_id = g.step_id
                 GROUP BY c.job_id, c.step_id);
+
+-- A pending array range (`1800_[2-3%1]`) is listed under its own id until its tasks start, then
+-- under theirs (`1800_2`, ...) and a shrunk range (`1800_[3%1]`): once every task of a range has a
+-- record of its own or is in a range a later dump listed, the range's last record is stale, not a
+-- job still waiting (it kept training runs "ongoing" for ever).
+CREATE OR REPLACE TEMP TABLE _pending_ranges AS
+SELECT job_id, array_job_id, array_task_ids, source_file, line_no FROM core.jobs
+WHERE start_ts IS NULL AND end_ts IS NULL AND array_task_id IS NULL AND len(array_task_ids) > 0;
+DELETE FROM core.jobs WHERE job_id IN (
+    SELECT r.job_id
+    FROM (SELECT job_id, array_job_id, source_file, line_no, unnest(array_task_ids) AS task FROM _pending_ranges) AS r
+    WHERE EXISTS (SELECT 1 FROM core.jobs AS t
+                  WHERE t.array_job_id = r.array_job_id AND t.array_task_id = r.task)
+       OR EXISTS (SELECT 1 FROM _pending_ranges AS n
+                  WHERE n.array_job_id = r.array_job_id AND list_contains(n.array_task_ids, r.task)
+                    AND (n.source_file, n.line_no) > (r.source_file, r.line_no))
+    GROUP BY r.job_id
+    HAVING count(*) = (SELECT len(array_task_ids) FROM _pending_ranges AS p WHERE p.job_id = r.job_id));
+DROP TABLE _pending_ranges;
 
 DELETE FROM raw.sacct_dirty_jobs;
 RESET disabled_optimizers;
