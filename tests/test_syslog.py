@@ -735,3 +735,16 @@ def test_stamp_runs_collapse_a_central_servers_lines_and_leave_per_node_lines() 
     assert first_rows.height == 50 and first_rows["_w"].to_list() == [10] * 50
     assert run_of_row.to_list() == [s // 10 for s in range(500)]
     assert syslog._stamp_runs(stamps(per_node)) is None
+
+
+@pytest.mark.parametrize(("line_host", "file_name", "host"), [
+    ("10.0.0.11", "syslog/2026-11-30/gpu001.log", "gpu001"),   # a central server that could not resolve the sender
+    ("localhost", "syslog/2026-11-30/gpu001/messages", "gpu001"),
+    ("localhost.localdomain", "syslog/gpu001.log", "gpu001"),
+    ("gpu009", "syslog/2026-11-30/gpu001.log", "gpu009"),     # a real name in the line wins
+    ("10.0.0.11", "syslog/messages", "10.0.0.11"),            # the name gives no node: the line's host stays
+])
+def test_an_address_or_localhost_yields_to_the_file_name(line_host: str, file_name: str, host: str) -> None:
+    data = f"Nov 30 10:00:00 {line_host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+    parsed = parse_syslog_bytes(data.encode(), file_name, host_from_name=host_from_filename(file_name))
+    assert parsed.lines["host"].to_list() == [host]
