@@ -1,0 +1,87 @@
+"""Small hand-written landings whose numbers were worked out on paper, through the whole pipeline.
+
+Each landing is in ``tests/fixtures/hand_computed/`` (written by hand, not by our simulator); the
+expected values below are derived from the README's definitions, step by step in the comments.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpusre.pipelines.runner import run_pipeline
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hand_computed"
+
+
+def _run(name: str, tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    landing = tmp_path / "landing"
+    shutil.copytree(FIXTURES / name, landing)
+    wh = tmp_path / "wh" / "gpusre.duckdb"
+    run_pipeline(landing, wh, tmp_path / "reports")
+    return duckdb.connect(str(wh.with_name("gpusre.snapshot.duckdb")), read_only=True)
+
+
+def test_node_states_over_two_days(tmp_path: Path) -> None:
+    """4 nodes x 8 GPUs, 2026-11-29..30 UTC; the accounting's last moment is job 110's end, 11-30 23:30.
+
+    Node availability (in service / (observed - planned maintenance)):
+    - 11-29 has no node-state event, so it is estimated from incidents: gpu004's IB link was down
+      15:00-15:02 and logged ACTIVE again (MTTR's repair): 96 - 2/60 of 96 node-hours.
+    - 11-30 is observed up to 23:30 on each node (4 x 23.5 = 94, not up to the last event at 18:00):
+      gpu002 drained 02:05-10:05 (8 h), gpu003 03:00-07:00 (4 h), gpu004 in maintenance 14:00-18:00
+      (4 h, out of the total): good 90 - 12 = 78 of 90.
+    Hardware incidents: the Xid 79 on gpu002 at 01:58 killed job 106 (16 GPUs, 14 h run): lost work
+    16 x (3600/2 + 300) / 3600 = 9.333 GPU-h; the Xid 48 on gpu003 at 02:59 killed the first instance
+    of job 107 (8 GPUs, 3 h; Slurm requeued it and it completed): 8 x 2100 / 3600 = 4.667 GPU-h.
+    """
+    con = _run("node_states_2d", tmp_path)
+    try:
+        avail = con.sql("SELECT day, good, total FROM marts.slo_daily WHERE sli = 'node_availability' "
+                        "ORDER BY day").fetchall()
+        assert [(d, pytest.approx(g), t) for d, g, t in avail] == [
+            (date(2026, 11, 29), pytest.approx(96 - 2 / 60), 96.0), (date(2026, 11, 30), pytest.approx(78.0), 90.0)]
+        observed = con.sql("SELECT sum(observed_hours), sum(in_service_hours) FROM marts.node_availability_daily "
+                           "WHERE day = '2026-11-30'").fetchall()
+        assert observed == [(94.0, 78.0)]
+        incidents = con.sql("SELECT component, affected_jobs, affected_gpus, round(lost_gpu_hours, 3) "
+                            "FROM marts.hw_incidents WHERE affected_jobs > 0 ORDER BY component").fetchall()
+        assert incidents == [("gpu_memory", 1, 8, 4.667), ("pcie_bus", 1, 16, 9.333)]
+    finally:
+        con.close()
+
+
+def test_availability_estimated_from_incidents_counts_overlaps_once(tmp_path: Path) -> None:
+    """4 nodes, America/New_York, no node-state history; data ends 12-02 18:30 EST = 23:30 UTC.
+
+    n2's GPU fell off the bus 12-01 19:58 UTC; the first job to complete on n2 after it started 12-02
+    07:00 EST = 12:00 UTC. A Lustre error on n2 at 09:58 UTC (repaired by the same job) lies inside
+    that outage, so n2 is down 4.033 h on 12-01 and 12 h on 12-02 (the union), not 14.03 h.
+    """
+    con = _run("no_node_states_ny", tmp_path)
+    try:
+        avail = con.sql("SELECT day, good, total FROM marts.slo_daily WHERE sli = 'node_availability' "
+                        "ORDER BY day").fetchall()
+        assert [(d, round(g, 4), t) for d, g, t in avail] == [
+            (date(2026, 12, 1), round(96 - (4 + 2 / 60), 4), 96.0), (date(2026, 12, 2), 82.0, 94.0)]
+    finally:
+        con.close()
+
+
+def test_kernel_lines_delivered_in_two_files_are_one_event_each(tmp_path: Path) -> None:
+    """Stock rsyslog writes kernel messages to both ``syslog`` and ``kern.log``: the same five Xid 63
+    row-remap lines on gpu003 (11:55-11:59) are in both. Five is below Xid 63's repeat threshold (8),
+    so they stay informational, and job 6001 (FAILED 1:0 at 12:00:10) is the user's exit, not a GPU
+    memory fault (counted twice, ten lines crossed the threshold)."""
+    con = _run("kernel_lines_twice", tmp_path)
+    try:
+        assert con.sql("SELECT count(*) FROM core.node_events").fetchall() == [(10,)]   # as delivered
+        assert con.sql("SELECT attribution, component FROM marts.job_failure_attribution "
+                       "WHERE job_id = '6001'").fetchall() == [("user", "user_application")]
+        assert con.sql("SELECT count(*) FROM marts.hw_incidents").fetchall() == [(0,)]
+    finally:
+        con.close()
