@@ -232,8 +232,9 @@ def test_every_pattern_example_classifies_to_its_own_row() -> None:
         (0, "xid", 79, "pcie_bus", "hardware", "0000:91:00.0"),
         (1, "gpu_fallen_off_bus", None, "pcie_bus", "hardware", "0000:91:00.0"),
         (2, "sxid", 20034, "nvswitch", "hardware", None),
-        (3, "sxid", 20034, "nvswitch", "hardware", None),
-        (4, "sxid", 20034, "nvswitch", "hardware", None),
+        # an SXid's continuation lines (Severity/Engine, Data) are detail of the error its first line counts
+        (3, "sxid_detail", 20034, "nvswitch", "informational", None),
+        (4, "sxid_detail", 20034, "nvswitch", "informational", None),
         (5, "xid", 79, "pcie_bus", "hardware", "0000:2b:00.0"),
         (6, "xid", 119, "gsp_firmware", "driver_firmware", "0000:9b:00.0"),
         (7, "xid", 13, "user_application", "user_application", "0000:38:00.0"),
@@ -446,3 +447,29 @@ def test_lines_near_the_new_rules_that_are_not_node_faults(line: str) -> None:
         assert row["kind"] == "nfs_timeout"
     else:
         assert row["kind"] is None
+
+
+@pytest.mark.parametrize(("line", "kind", "severity", "component"), [
+    # the OOM kill inside a job's memory cgroup (how Slurm jobs die of memory): the user's
+    ("kernel: Memory cgroup out of memory: Killed process 4242 (python3) total-vm:123456kB, anon-rss:1234kB",
+     "oom_kill", "medium", "host_memory"),
+    ("kernel: pcieport 0000:00:01.0: AER: Multiple Uncorrected (Fatal) error received: 0000:18:00.0",
+     "pcie_aer", "critical", "pcie_bus"),
+    ("kernel: mlx5_core 0000:ab:00.0: mlx5_fw_fatal_reporter_err_work:726:(pid 123): Driver is in error state. Unloading",
+     "nic_firmware_error", "critical", "network"),
+    # one SXid is three lines: the first counts, its continuation lines are detail
+    ("kernel: nvidia-nvswitch4: SXid (PCI:0000:89:00.0): 12028, Non-fatal, Link 34 egress non-posted PRIV error (First)",
+     "sxid", "high", "nvswitch"),
+    ("kernel: nvidia-nvswitch4: SXid (PCI:0000:89:00.0): 12028, Severity 0 Engine instance 34 Sub-engine instance 00",
+     "sxid_detail", "info", "nvswitch"),
+    ("kernel: nvidia-nvswitch4: SXid (PCI:0000:89:00.0): 12028, Data {0x00000000, 0x00000000, 0x00000000}",
+     "sxid_detail", "info", "nvswitch"),
+    # NHC's verdict relayed by slurmd (HealthCheckProgram=nhc) is the health check's
+    ("slurmd: error: health_check failed: rc:1 output:ERROR:  nhc:  Health check failed:  check_fs_mount:  /lustre not mounted",
+     "health_check", "high", "storage"),
+    ("slurmd: error: Node configuration differs from hardware: CPUs=128:128(hw) Boards=1:1(hw)",
+     "slurmd_error", "medium", "slurm"),
+])
+def test_lines_found_by_probing_real_shapes(line: str, kind: str, severity: str, component: str) -> None:
+    row = _one(line)
+    assert (row["kind"], row["severity"], row["component"]) == (kind, severity, component)

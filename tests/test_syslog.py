@@ -748,3 +748,19 @@ def test_an_address_or_localhost_yields_to_the_file_name(line_host: str, file_na
     data = f"Nov 30 10:00:00 {line_host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
     parsed = parse_syslog_bytes(data.encode(), file_name, host_from_name=host_from_filename(file_name))
     assert parsed.lines["host"].to_list() == [host]
+
+
+def test_journalctl_marker_lines_are_not_records() -> None:
+    data = (b"-- Journal begins at Mon 2026-11-30 00:00:01 UTC, ends at Mon 2026-11-30 23:59:59 UTC. --\n"
+            b"Nov 30 10:00:00 gpu001 kernel: hello\n-- Boot 3f2c0a1b2c3d4e5f --\n-- Reboot --\n"
+            b"Nov 30 10:00:01 gpu001 kernel: again\n-- No entries --\n-- anything else --\n")
+    parsed = parse_syslog_bytes(data, "gpu001.journal")
+    assert parsed.lines["line_no"].to_list() == [2, 5]
+    assert parsed.rejects["line_no"].to_list() == [7]   # not a marker journalctl prints: still a reject
+
+
+def test_a_slurmd_log_is_slurmd_s() -> None:
+    data = (b"[2026-11-30T10:00:28.123] error: health_check failed: rc:1 output:ERROR:  nhc:  Health check failed:  "
+            b"check_fs_mount:  /lustre not mounted\n")
+    parsed = parse_syslog_bytes(data, "syslog/2026-11-30/gpu002/slurmd.log", host_from_name="gpu002")
+    assert parsed.lines.select("host", "program", "format").row(0) == ("gpu002", "slurmd", "slurm")

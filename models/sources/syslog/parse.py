@@ -719,6 +719,10 @@ def _parse_header_format(
         program = pl.when(not_kernel.fill_null(False)).then(None).otherwise(pl.lit("kernel"))
     elif fmt == "fabricmanager":
         program = pl.lit("nv-fabricmanager")
+    elif fmt == "slurm":
+        # A node's Slurm daemon log (slurmd.log) names no program: its lines are slurmd's, so the
+        # catalog's `slurmd: error:` rows (and NHC output slurmd relays) classify them as in syslog.
+        program = pl.lit("slurmd")
     else:
         program = col("prog")
     return df.select(
@@ -937,8 +941,14 @@ def _split_batch(datas: list[bytes]) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema={"_file": pl.UInt32, "line_no": pl.Int64, "line": pl.String})
     lines = pl.concat(parts).sort("_file", maintain_order=True) if slow else pl.concat(parts)
-    # Anchored, so the regex stops at the first non-blank character of ordinary lines.
-    return lines.filter(~pl.col("line").str.contains(r"^\s*$"))
+    # Anchored, so the regex stops at the first non-blank character of ordinary lines. journalctl's
+    # own marker lines (`-- Boot 3f2c… --`, `-- Journal begins at … --`, `-- No entries --`) are not
+    # records either: as rejects they inflated every journal export's reject count.
+    return lines.filter(~pl.col("line").str.contains(_NOT_A_RECORD))
+
+
+#: Lines that are no log record: blank, or a journalctl marker.
+_NOT_A_RECORD = r"^(?:\s*$|-- (?:Journal begins at |Logs begin at |Boot [0-9a-f]+ --|Reboot --|No entries --))"
 
 
 def _split_lines(data: bytes) -> pl.DataFrame:
