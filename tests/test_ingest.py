@@ -448,3 +448,28 @@ def test_a_pending_array_range_gives_way_to_its_tasks(tmp_path: Path) -> None:
     assert seen == [["1800_1", "1800_[2-3%1]"],
                     ["1800_1", "1800_2", "1800_[3%1]"],   # [2-3] is stale: 2 has a record, 3 the newer range
                     ["1800_1", "1800_2", "1800_3"]]
+
+
+def test_a_record_without_alloctres_keeps_the_gpu_count_another_record_gave(tmp_path: Path) -> None:
+    """Night 1's dump has AllocTRES (8 GPUs, job 950 running since 21:00); night 2's --format left it out
+    (COMPLETED at 05:00, 8 h): the job still held 8 GPUs, 64 GPU-hours, merged or rebuilt alike."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "cluster.yaml").write_text("cluster: t\ntimezone: UTC\nnodes: 'r1n[01-04]'\ngpus_per_node: 8\n")
+    (landing / "sacct" / "sacct_2026-11-10.psv").write_text(
+        "JobID|State|ExitCode|Submit|Start|End|Elapsed|NNodes|AllocTRES|NodeList\n"
+        "950|RUNNING|0:0|2026-11-10T20:00:00|2026-11-10T21:00:00|Unknown|03:15:00|1|cpu=8,gres/gpu=8,node=1|r1n01\n")
+    wh = tmp_path / "w.duckdb"
+    assert _materialize(landing, wh).success
+    (landing / "sacct" / "sacct_2026-11-11.psv").write_text(
+        "JobID|State|ExitCode|Submit|Start|End|Elapsed|NNodes|NodeList\n"
+        "950|COMPLETED|0:0|2026-11-10T20:00:00|2026-11-10T21:00:00|2026-11-11T05:00:00|08:00:00|1|r1n01\n")
+    assert _materialize(landing, wh).success
+    assert _materialize(landing, tmp_path / "fresh.duckdb").success
+    for warehouse in (wh, tmp_path / "fresh.duckdb"):
+        con = connect(warehouse, read_only=True)
+        try:
+            assert con.sql("SELECT state, n_gpus, gpu_hours FROM core.jobs").fetchall() == [("COMPLETED", 8, 64.0)]
+            assert con.sql("SELECT n_gpus FROM core.job_instances").fetchall() == [(8,)]
+        finally:
+            con.close()

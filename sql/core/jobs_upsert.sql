@@ -90,10 +90,11 @@ SELECT job_id, count(*) = 1 AS single FROM _job_keys GROUP BY job_id;
 CREATE OR REPLACE TEMP TABLE _job_winners AS
 WITH ranked AS (
     SELECT k.job_id, k.source_file AS winner_file, k.line_no AS winner_line, k.start_ts AS winner_start_ts,
-           (k.start_ts IS NOT NULL)::BIGINT AS n_started_instances, k.restart_cnt AS max_restart_cnt
+           (k.start_ts IS NOT NULL)::BIGINT AS n_started_instances, k.restart_cnt AS max_restart_cnt,
+           k.n_gpus AS any_n_gpus
     FROM _job_keys AS k SEMI JOIN (SELECT job_id FROM _job_key_rows WHERE single) AS s ON k.job_id = s.job_id
     UNION ALL
-    SELECT job_id, winner.f, winner.l, winner.start_ts, n_started_instances, max_restart_cnt
+    SELECT job_id, winner.f, winner.l, winner.start_ts, n_started_instances, max_restart_cnt, any_n_gpus
     FROM (SELECT k.job_id,
                  arg_max_null({'f': k.source_file, 'l': k.line_no, 'start_ts': k.start_ts},
                               (COALESCE(k.start_ts, k.eligible_ts, k.submit_ts, '-infinity'::TIMESTAMPTZ),
@@ -104,11 +105,13 @@ WITH ranked AS (
                                k.line_no)) AS winner,
                  -- the old instances are among the keys, so this counts every start
                  count(DISTINCT k.start_ts) AS n_started_instances,
-                 max(k.restart_cnt) AS max_restart_cnt
+                 max(k.restart_cnt) AS max_restart_cnt,
+                 -- the GPU count of a record that has one, for a winner whose dump left AllocTRES out
+                 max(k.n_gpus) AS any_n_gpus
           FROM _job_keys AS k SEMI JOIN (SELECT job_id FROM _job_key_rows WHERE NOT single) AS s ON k.job_id = s.job_id
           GROUP BY k.job_id)
 )
-SELECT r.job_id, r.winner_file, r.winner_line, r.winner_start_ts, r.n_started_instances,
+SELECT r.job_id, r.winner_file, r.winner_line, r.winner_start_ts, r.n_started_instances, r.any_n_gpus,
        -- a merged job's old restarts count is at least its old records' largest RestartCnt and
        -- at most the new count, so folding it in gives the count over every record (greatest
        -- skips the NULL of a rebuilt job)
@@ -148,10 +151,10 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
             THEN greatest(0, epoch(w.winner_start_ts)
                              - epoch(COALESCE(r.eligible_ts, r.submit_ts, w.winner_start_ts)))::BIGINT
        END AS queue_wait_s,
-       r.n_nodes, r.n_cpus, r.n_gpus, r.gpu_type,
-       core.size_bucket(r.n_gpus) AS size_bucket,
+       r.n_nodes, r.n_cpus, COALESCE(r.n_gpus, w.any_n_gpus) AS n_gpus, r.gpu_type,
+       core.size_bucket(COALESCE(r.n_gpus, w.any_n_gpus)) AS size_bucket,
        r.nodelist, r.nodes,
-       COALESCE(r.n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
+       COALESCE(r.n_gpus, w.any_n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
        greatest(w.n_started_instances - 1, COALESCE(w.max_restart_cnt, 0), 0)::INTEGER AS restarts,
        r.comment,
        r.end_ts::DATE AS end_day,
@@ -165,13 +168,15 @@ DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dir
 -- An earlier instance no dump saw end (dumps without -D list only a job's latest run; a dump missing
 -- for a night) ended when Slurm requeued it: at the next instance's submit (the requeue time), else
 -- its eligible time, else its start. Left open it would run on to the end of the data (ETTR 3.2).
+-- A GPU count its dump left out (a --format without AllocTRES that night) is the job's from another record.
 INSERT INTO core.job_instances BY NAME
 SELECT job_id, instance_no, is_latest,
        CASE WHEN closed_ts IS NULL OR core.is_terminal_state(state) THEN state ELSE 'REQUEUED' END AS state,
        start_ts, COALESCE(end_ts, closed_ts) AS end_ts,
        -- (the record's Elapsed is the time run by its dump, not to the requeue)
        CASE WHEN closed_ts IS NOT NULL THEN (epoch(closed_ts) - epoch(start_ts))::BIGINT ELSE elapsed_s END AS elapsed_s,
-       n_gpus, nodes, source_file, line_no, submit_ts, eligible_ts, exit_code, exit_signal
+       COALESCE(n_gpus, any_n_gpus) AS n_gpus,
+       nodes, source_file, line_no, submit_ts, eligible_ts, exit_code, exit_signal
 FROM (SELECT p.job_id,
              (row_number() OVER w)::INTEGER AS instance_no,
              lead(p.start_ts) OVER w IS NULL AS is_latest,
@@ -182,7 +187,8 @@ FROM (SELECT p.job_id,
              r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
              r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
       FROM _job_keys AS r JOIN _instance_picks AS p ON r.source_file = p.pick_file AND r.line_no = p.pick_line
-      WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts));
+      WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts)) AS i
+LEFT JOIN (SELECT job_id, any_n_gpus FROM _job_winners) AS g USING (job_id);
 
 -- Days the daily marts must recompute: those of the instances and job rows that changed (old rows
 -- gone or altered, new rows added or altered) — the marts read core.job_instances (utilization)
