@@ -737,19 +737,6 @@ def test_stamp_runs_collapse_a_central_servers_lines_and_leave_per_node_lines() 
     assert syslog._stamp_runs(stamps(per_node)) is None
 
 
-@pytest.mark.parametrize(("line_host", "file_name", "host"), [
-    ("10.0.0.11", "syslog/2026-11-30/gpu001.log", "gpu001"),   # a central server that could not resolve the sender
-    ("localhost", "syslog/2026-11-30/gpu001/messages", "gpu001"),
-    ("localhost.localdomain", "syslog/gpu001.log", "gpu001"),
-    ("gpu009", "syslog/2026-11-30/gpu001.log", "gpu009"),     # a real name in the line wins
-    ("10.0.0.11", "syslog/messages", "10.0.0.11"),            # the name gives no node: the line's host stays
-])
-def test_an_address_or_localhost_yields_to_the_file_name(line_host: str, file_name: str, host: str) -> None:
-    data = f"Nov 30 10:00:00 {line_host} kernel: NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
-    parsed = parse_syslog_bytes(data.encode(), file_name, host_from_name=host_from_filename(file_name))
-    assert parsed.lines["host"].to_list() == [host]
-
-
 def test_journalctl_marker_lines_are_not_records() -> None:
     data = (b"-- Journal begins at Mon 2026-11-30 00:00:01 UTC, ends at Mon 2026-11-30 23:59:59 UTC. --\n"
             b"Nov 30 10:00:00 gpu001 kernel: hello\n-- Boot 3f2c0a1b2c3d4e5f --\n-- Reboot --\n"

@@ -155,13 +155,21 @@ def test_host_names_map_to_slurm_nodes_by_the_cluster_yaml_rules(landing: Path, 
         "Feb 23 10:00:02 OSS01.lustre.local kernel: LustreError: 11-0: lustre-OST0001: operation failed\n"
         "Feb 23 10:00:03 10.1.2.3 kernel: eth0: link up\n"
     )
+    # A per-node file whose lines name only an address or localhost (the central server could not
+    # resolve the sender): the file's node.
+    (landing / "syslog" / "2025-02-23" / "gpu007.log").write_text(
+        f"Feb 23 10:00:04 10.1.2.7 kernel: {xid}\nFeb 23 10:00:05 localhost kernel: {xid}\n")
     wh = tmp_path / "w.duckdb"
     assert _run(landing, wh).success
     con = connect(wh, read_only=True)
     nodes = dict(con.sql("SELECT host, node FROM raw.syslog_lines WHERE source_file LIKE '%central.log'").fetchall())
+    per_node = con.sql("SELECT host, node FROM raw.syslog_lines WHERE source_file LIKE '%gpu007.log' "
+                       "ORDER BY line_no").fetchall()
+    events = con.sql("SELECT count(*) FROM core.node_events WHERE node = 'gpu007'").fetchall()
     con.close()
     assert nodes == {"mgmt-GPU003.cluster.local": "gpu003", "gpu004-bmc": "gpu004-bmc",
-                     "OSS01.lustre.local": "oss01", "10.1.2.3": "10"}
+                     "OSS01.lustre.local": "oss01", "10.1.2.3": "10.1.2.3"}   # no node in the name: the address
+    assert per_node == [("10.1.2.7", "gpu007"), ("localhost", "gpu007")] and events == [(2,)]
 
 
 def test_changed_file_with_rejects_is_replaced_in_one_transaction(landing: Path, tmp_path: Path) -> None:

@@ -34,7 +34,8 @@ from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
 from gpusre.models.ingest.landing_files import LandingRead, SourceScan, read_landing_file, scan_source
 from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
                                           read_staged, write_staged)
-from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA, REJECT_SCHEMA, SyslogBatchResult, SyslogInput, host_from_filename,
+from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA, PLACEHOLDER_HOST, REJECT_SCHEMA, SyslogBatchResult,
+                                               SyslogInput, host_from_filename,
                                                parse_syslog_batch)
 from gpusre.models.logs.templates import TemplateConfig, TemplateMiner, canonical_forms, distinct_first_seen
 from gpusre.models.warehouse import append_arrow, transaction
@@ -132,9 +133,21 @@ def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping)
     # host it will not call a node (an address, a server outside the node list) keeps its first label.
     # Per distinct host (a night has millions of lines from a few thousand hosts).
     host_names = lines["host"].drop_nulls().unique()
-    named = node_names(host_names, hosts.mapping, hosts.known_nodes or None).fill_null(
-        host_names.str.to_lowercase().str.split(".").list.first())
+    placeholder = host_names.str.contains(PLACEHOLDER_HOST)
+    named = node_names(host_names, hosts.mapping, hosts.known_nodes or None).fill_null(pl.select(
+        pl.when(placeholder).then(host_names.str.to_lowercase())   # an address is not cut at its first dot
+        .otherwise(host_names.str.to_lowercase().str.split(".").list.first())).to_series())
     node = lines["host"].replace_strict(host_names, named, default=None, return_dtype=pl.String)
+    # A line whose host is only an address or localhost (a central server that could not resolve the
+    # sender, a local logger) belongs to the node its file is named after, when the name gives one.
+    placeholders = host_names.filter(placeholder)
+    if placeholders.len():
+        files = lines["source_file"].unique()
+        file_nodes = node_names(pl.Series([host_from_filename(f) for f in files.to_list()], dtype=pl.String),
+                                hosts.mapping, hosts.known_nodes or None)
+        by_file = lines["source_file"].replace_strict(files, file_nodes, default=None, return_dtype=pl.String)
+        node = pl.select(pl.when(lines["host"].is_in(placeholders.implode()) & by_file.is_not_null())
+                         .then(by_file).otherwise(node)).to_series().alias("node")
     rows = pl.concat([lines.with_columns(node=node, message_key=keys), events], how="horizontal")
     seen = (rows.select("source_file", "message_key").with_row_index("seq")
             .unique(["source_file", "message_key"], keep="first", maintain_order=True)

@@ -42,8 +42,7 @@ Conventions:
   (jitter on a central server at New Year) goes back one.
 * Uptime stamps (``dmesg``, pstore, /dev/kmsg) are placed at ``boot_time + uptime`` when
   ``boot_time`` is given, else rejected: without it they cannot be put on the wall clock.
-* ``host`` comes from the line when it has one (and it is not just ``localhost`` or an IP address),
-  else ``host_from_name``. ``program`` is the syslog
+* ``host`` comes from the line when it has one, else ``host_from_name``. ``program`` is the syslog
   tag (``kernel`` for kernel-ring-buffer formats, ``nv-fabricmanager`` for Fabric Manager).
 * The kernel's own ``[123.456]`` uptime prefix at the start of a syslog/journald message is
   removed, so that it does not leak into templates; the rest of the message is kept verbatim
@@ -229,8 +228,9 @@ def _host_from_part(part: str, *, is_file: bool) -> str | None:
     return name if _HOSTNAME_RE.match(name) else None
 
 
-#: Hosts that name no node: localhost, an IPv4 or IPv6 address (Rust regex, case-insensitive).
-_PLACEHOLDER_HOST = r"(?i)^(?:localhost(?:\.localdomain)?|\(none\)|\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]*:[0-9a-f:.]*)$"
+#: Hosts that name no node: localhost, an IPv4 or IPv6 address (Rust regex, case-insensitive). A line
+#: from such a host belongs to the node its file is named after (see the syslog ingest's node naming).
+PLACEHOLDER_HOST = r"(?i)^(?:localhost(?:\.localdomain)?|\(none\)|\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]*:[0-9a-f:.]*)$"
 
 
 def host_from_filename(name: str) -> str | None:
@@ -1041,12 +1041,7 @@ def parse_syslog_batch(
     result = _resolve_continuations(matched, remaining, out_schema).join(
         meta, on="_file", how="left", maintain_order="left"
     )
-    # A line whose host is only an address or localhost (a central server that could not resolve the
-    # sender, a local logger) belongs to the node its file is named after, when the name gives one.
-    placeholder = pl.col("host").str.contains(_PLACEHOLDER_HOST).fill_null(True)
-    result = result.with_columns(
-        pl.when(placeholder & pl.col("_host_from_name").is_not_null()).then(pl.col("_host_from_name"))
-        .otherwise(pl.col("host")).alias("host"))
+    result = result.with_columns(pl.coalesce(pl.col("host"), pl.col("_host_from_name")).alias("host"))
     ok = result.filter(pl.col("error").is_null())
     bad = result.filter(pl.col("error").is_not_null())
     counts = (
