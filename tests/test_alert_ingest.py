@@ -572,3 +572,18 @@ def test_cluster_yaml_alerts_section() -> None:
     assert alert_settings(parse_cluster_config("")) == AlertSettings()
     with pytest.raises(ClusterConfigError, match=r"alerts\.nodes\.rewrites\[0\]\.pattern: not a valid regular"):
         parse_cluster_config("alerts: {nodes: {rewrites: [{pattern: '(unclosed'}]}}")
+
+
+def test_pretty_printed_payloads_appended_to_one_json_file_all_load(tmp_path: Path) -> None:
+    # A receiver that appends each webhook body, pretty-printed, to one .json file (`>>`): two documents
+    # back to back are not one JSON value, but each is an alert payload.
+    path = tmp_path / "appended.json"
+    first = webhook(alert("GPUXid79", "gpu001", "2026-11-30T10:00:15Z"))
+    second = webhook(alert("GPUXid79", "gpu001", "2026-11-30T10:00:15Z", status="resolved",
+                           ends="2026-11-30T10:30:00Z"), status="resolved")
+    text = json.dumps(first, indent=2) + "\n" + json.dumps(second, indent=2) + "\n"
+    path.write_text(text)
+    parsed = parse_alert_file(path)
+    assert parsed.rejects.height == 0
+    assert parsed.notifications["status"].to_list() == ["firing", "resolved"]
+    assert parsed.notifications["line_no"].to_list() == [1, text[: text.index("\n{") + 1].count("\n") + 1]

@@ -339,6 +339,10 @@ def _document_records(text: str, source_file: str) -> pl.DataFrame | None:
         lines = [line.strip() for line in body.splitlines() if line.strip()]
         if len(lines) > 1 and _json_error(lines[0]) is None:
             return None
+        # Several pretty-printed payloads one after another (a receiver appending with >>): read as
+        # lines, which stitches each value back together, instead of refusing all of them.
+        if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data":
+            return None
         lead = text[: len(text) - len(text.lstrip())].count("\n")
         line_no = lead + (exc.lineno if isinstance(exc, json.JSONDecodeError) else 1)
         reason = _json_error(body) or f"not valid JSON: {exc}"
