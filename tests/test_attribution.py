@@ -200,7 +200,8 @@ def test_limits_cancellations_and_non_failures() -> None:
          job("to_hw", "TIMEOUT", ["n3"], exit_code=0),
          job("root", "CANCELLED", ["n4"], cancelled_by=0), job("usr", "CANCELLED", ["n5"], cancelled_by=1234),
          job("ok", "COMPLETED", ["n6"], exit_code=0), job("rq", "REQUEUED", ["n7"], exit_code=0),
-         job("rq_hw", "REQUEUED", ["n8"], exit_code=0)],
+         job("rq_hw", "REQUEUED", ["n8"], exit_code=0),
+         {**job("root_pending", "CANCELLED", [], cancelled_by=0), "start_ts": None, "elapsed_s": 0}],
         [ev(1, 0, "n3", XID79), ev(2, 1, "n6", XID79), ev(3, -1, "n8", XID79)],
     )
     got = {k: (v["attribution"], v["component"]) for k, v in out.items()}
@@ -213,6 +214,7 @@ def test_limits_cancellations_and_non_failures() -> None:
         "ok": ("none", None),  # a completed job is 'none' even with an Xid 79 beside it
         "rq": ("none", None),
         "rq_hw": ("infrastructure", "pcie_bus"),
+        "root_pending": ("none", None),  # root cancelled it before it started: nothing was killed
     }
 
 

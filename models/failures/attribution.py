@@ -374,9 +374,11 @@ def attribute_failures_with(
     )
     state = pl.col("state")
     candidate = pl.col("end_ts").is_not_null() & (
-        # the vocabulary's interrupted states; CANCELLED only when root/SlurmUser cancelled
+        # the vocabulary's interrupted states; CANCELLED only when root/SlurmUser cancelled a job
+        # that ran (cancelling a pending job killed nothing, as a DEADLINE before the start)
         state.is_in(INTERRUPTED_STATES)
-        | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids)))
+        | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids))
+           & pl.col("start_ts").is_not_null())
     )
     # Only candidates can be anything but "none": the evidence joins and the rule chain run over them,
     # the rest (most of a year's jobs: completed) take the "not a failure" row at the end.
