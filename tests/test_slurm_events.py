@@ -356,3 +356,20 @@ def test_dagster_materializes_the_node_state_assets(tmp_path: Path) -> None:
     # A second run changes nothing.
     assert run().success
     assert marts() == first
+
+
+@pytest.mark.parametrize(("name", "observed"), [
+    ("sinfo-2026-11-10T12.txt", _utc(2026, 11, 10, 18)),             # 12:00 in the cluster's zone (CST)
+    ("sinfo-2026-11-10_1205.txt", _utc(2026, 11, 10, 18, 5)),
+    ("sinfo_2026-11-10T12:05:30.txt", _utc(2026, 11, 10, 18, 5, 30)),
+    ("sinfo-2026-11-10.txt", _utc(2026, 11, 11, 6)),                # a date alone: the mtime
+    ("sinfo-latest.txt", _utc(2026, 11, 11, 6)),
+])
+def test_a_snapshot_is_observed_at_the_time_its_name_gives_else_its_mtime(tmp_path: Path, name: str,
+                                                                         observed: datetime) -> None:
+    # A landing copied without -p: every mtime is the copy's (here 11-11 06:00 UTC).
+    path = tmp_path / name
+    path.write_text("gpu003|Xid 79|root|2026-11-10T09:00:00|DRAIN\n")
+    os.utime(path, (_utc(2026, 11, 11, 6).timestamp(), _utc(2026, 11, 11, 6).timestamp()))
+    parsed = parse_slurm_events_file(path, f"slurm_events/{name}", timezone=TZ)
+    assert parsed.records["observed_ts"].to_list() == [observed]

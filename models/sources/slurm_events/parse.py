@@ -26,7 +26,8 @@ slurmctld is disconnected. They are kept (``event_type = 'cluster'``) for the no
 controller outages, and never expanded into per-node down time.
 
 ``sinfo -R -h -o "%n|%E|%u|%H|%T"`` snapshots (node, reason, user, since, state) become open node
-events starting at the reason time, observed at the snapshot time (the file's mtime).
+events starting at the reason time, observed at the snapshot time (the time in the file's name, else
+its mtime).
 
 Conventions match :mod:`gpusre.models.sources.sacct.parse`: timestamps are read in the cluster's IANA zone and
 stored in UTC; ``rows_read`` excludes blank and ``#`` lines; unknown states are rejected, never
@@ -47,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 from typing import Any
 
 import polars as pl
@@ -269,6 +271,29 @@ _USER_RE = r"^(?P<name>.*?)\((?P<uid>\d+)\)$"
 def is_sinfo_snapshot(path: Path | str) -> bool:
     """True for ``sinfo-*`` files (``sinfo -R`` snapshots); every other file is a sacctmgr dump."""
     return Path(path).name.lower().startswith("sinfo")
+
+
+_NAMED_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T_ ](\d{2})(?:[:-]?(\d{2}))?(?:[:-]?(\d{2}))?")
+
+
+def snapshot_time(path: Path | str, timezone: str = "UTC") -> datetime:
+    """When an ``sinfo`` snapshot was taken: the date and time its name gives
+    (``sinfo-2026-11-10T12.txt``, ``sinfo-2026-11-10_1205.txt``; cluster time zone), else the file's
+    mtime. The name survives a copy of the landing; the mtime does not (``cp`` without ``-p`` made an
+    old drain look open until the copy).
+
+    >>> snapshot_time("slurm_events/sinfo-2026-11-10T12.txt", "America/Chicago").isoformat()
+    '2026-11-10T18:00:00+00:00'
+    """
+    found = _NAMED_TIME.search(Path(path).name)
+    if found:
+        y, mo, d, h, mi, se = (int(g) if g else 0 for g in found.groups())
+        try:
+            local = datetime(y, mo, d, h, mi, se, tzinfo=ZoneInfo(check_timezone(timezone)))
+            return local.astimezone(dt_timezone.utc)
+        except ValueError:  # not a date (2026-13-40): the mtime
+            pass
+    return datetime.fromtimestamp(Path(path).stat().st_mtime, tz=dt_timezone.utc).replace(microsecond=0)
 
 
 def _record_lines(text: str) -> pl.DataFrame:
@@ -575,12 +600,12 @@ def parse_sinfo_reasons_text(
 def parse_slurm_events_file(
     path: Path, source_file: str, *, timezone: str = "UTC", cluster: str | None = None, data: bytes | None = None
 ) -> SlurmEventsParseResult:
-    """Parse a file of ``landing/slurm_events``: an ``sinfo-*`` snapshot (observed at the file's
-    mtime) or a sacctmgr dump. Bytes (``data``, else the file's) are decoded as UTF-8, invalid
+    """Parse a file of ``landing/slurm_events``: an ``sinfo-*`` snapshot (observed at the time its name
+    gives, else the file's mtime: :func:`snapshot_time`) or a sacctmgr dump. Bytes (``data``, else the file's) are decoded as UTF-8, invalid
     sequences replaced (U+FFFD)."""
     path = Path(path)
     text = (path.read_bytes() if data is None else data).decode("utf-8", errors="replace")
     if is_sinfo_snapshot(path):
-        observed = datetime.fromtimestamp(path.stat().st_mtime, tz=dt_timezone.utc).replace(microsecond=0)
+        observed = snapshot_time(path, timezone)
         return parse_sinfo_reasons_text(text, source_file, observed_ts=observed, timezone=timezone, cluster=cluster)
     return parse_slurm_events_text(text, source_file, timezone=timezone, cluster=cluster)
