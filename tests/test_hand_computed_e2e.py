@@ -53,6 +53,10 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
         assert incidents == [("gpu_memory", 1, 8, 4.667), ("pcie_bus", 1, 16, 9.333)]
     finally:
         con.close()
+    # Two days hold no two months: the SLO report says so (it once called a before/after-maintenance
+    # comparison of these very days "outside this window").
+    slo = next((tmp_path / "reports").glob("slo-*.md")).read_text()
+    assert "outside this window" not in slo and "does not hold two months to compare" in slo
 
 
 def test_availability_estimated_from_incidents_counts_overlaps_once(tmp_path: Path) -> None:

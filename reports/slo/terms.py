@@ -18,7 +18,8 @@ SLI_ORDER = tuple(SLI_LABELS)
 
 SLI_DEFS: dict[str, str] = {
     "node_availability": "scheduled node-hours minus unplanned down node-hours, over node-hours minus planned "
-                         "maintenance (down time estimated from incidents until the node ran a job again)",
+                         "maintenance; down time from Slurm node states, and on days without them estimated from "
+                         "node incidents (from the incident until its repair, as time to repair measures it)",
     "job_infra_success": "GPU jobs that ended that day and were not killed by the infrastructure, over all GPU "
                          "jobs that ended that day",
     "ettr_large_runs": "productive seconds over wall-clock seconds of runs of at least slo.ettr_min_run_gpus "

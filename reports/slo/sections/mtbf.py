@@ -108,9 +108,12 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         take = sentence_case("; ".join(trend_clause(t) for t in picked) + ".")
     else:
         take = sec.lead
-        if trend:
-            take += (f" marts.mtbf_trend compares {trend[0]['period']} with {trend[0]['previous_period']}, "
+        monthly = [t for t in trend if t["comparison"] == "month over month"]
+        if monthly:
+            take += (f" marts.mtbf_trend compares {monthly[0]['period']} with {monthly[0]['previous_period']}, "
                      "outside this window.")
+        elif trend:  # only before/after-maintenance rows: the record has no two months to compare
+            take += " The record does not hold two months to compare month over month."
     changed = [t for t in trend if t["comparison"] != "month over month" and t["direction"] in ("worse", "better")]
     if changed:
         t = min(changed, key=lambda r: r["p_value"])
