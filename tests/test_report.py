@@ -678,10 +678,12 @@ def test_node_availability_lead_matches_mart(node_report: tuple[duckdb.DuckDBPyC
     n_down = con.execute("SELECT count(DISTINCT node) FROM marts.node_availability_daily WHERE down_hours > 0"
                          ).fetchone()[0]
     assert (worst, n_down) == ("gpu017", 4)
-    lead = (f"Cluster availability (in-service share of node-hours) was {fmt_pct(window, 2)} over the 14 days "
+    lead = (f"In-service share of node-hours (planned maintenance counts as out of service here; the "
+            f"node-availability SLO leaves it out) was {fmt_pct(window, 2)} over the 14 days "
             f"2026-10-18 … 2026-10-31 and {fmt_pct(night, 2)} on 2026-10-31; {n_down} of 4 nodes had down time, "
             f"the worst, gpu017, was in service {fmt_pct(w_avail)} of the time ({w_down:.1f} h down, mostly hardware).")
-    assert lead == ("Cluster availability (in-service share of node-hours) was 93.94 % over the 14 days 2026-10-18 … "
+    assert lead == ("In-service share of node-hours (planned maintenance counts as out of service here; the "
+                    "node-availability SLO leaves it out) was 93.94 % over the 14 days 2026-10-18 … "
                     "2026-10-31 and 66.67 % on 2026-10-31; 4 of 4 nodes had down time, the worst, gpu017, was in "
                     "service 78.6 % of the time (72.0 h down, mostly hardware).")
     assert lead in _visible_text(_section(html, "availability"))
@@ -776,7 +778,8 @@ def test_node_state_sections_degrade_independently(tmp_path: Path) -> None:
     html = _visible_text(render_nightly_report(con, tmp_path / "a", report_date=REPORT_DAY).html.read_text())
     assert "MTTR by component class Could not be computed: ConversionException" in html
     assert "No data yet: marts.drain_reasons is empty." in html
-    assert "Cluster availability (in-service share of node-hours) was 93.94 %" in html
+    assert ("In-service share of node-hours (planned maintenance counts as out of service here; the "
+            "node-availability SLO leaves it out) was 93.94 %") in html
     assert "At the end of 2026-10-31 (UTC) 2 of 4 nodes were out of service" in html
     # A report day past the availability history, and one when every node was in service.
     html = _visible_text(render_nightly_report(con, tmp_path / "b", report_date=date(2026, 12, 31)).html.read_text())

@@ -82,7 +82,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     order = sorted(per_node, key=lambda k: (-per_node[k]["down"], k))
     down_nodes = [k for k in order if per_node[k]["down"] > 0]
     window = period_text(fmt_date(days[0]), fmt_date(days[-1]))
-    lead = (f"Cluster availability (in-service share of node-hours) was {fmt_pct(avail, 2)} over the "
+    # Not the node-availability SLI (which leaves planned maintenance out of both sides): named apart.
+    lead = (f"In-service share of node-hours (planned maintenance counts as out of service here; the "
+            f"node-availability SLO leaves it out) was {fmt_pct(avail, 2)} over the "
             f"{plural(len(days), 'day')} {window} and "
             + (f"{fmt_pct(night_avail, 2)} on {d}" if night_avail is not None else f"unknown on {d} (no data)"))
     if down_nodes:
