@@ -21,7 +21,7 @@ WITH bounds AS (
     SELECT timezone('UTC', $day::DATE::TIMESTAMP)       AS d0,
            timezone('UTC', ($day::DATE + 1)::TIMESTAMP) AS d1
 ), overlap AS (
-    SELECT j.n_gpus,
+    SELECT j.job_id, j.n_gpus,
            greatest(j.start_ts, b.d0)                                   AS s,
            least(COALESCE(j.end_ts, $as_of::TIMESTAMPTZ), b.d1)         AS e
     FROM core.job_instances AS j, bounds AS b
@@ -31,7 +31,7 @@ WITH bounds AS (
       AND COALESCE(j.end_ts, $as_of::TIMESTAMPTZ) > b.d0
 ), agg AS (
     SELECT COALESCE(sum(n_gpus::HUGEINT * (epoch_us(e) - epoch_us(s))) / 3.6e9, 0.0) AS allocated_gpu_hours,
-           count(*) AS jobs_running
+           count(DISTINCT job_id) AS jobs_running  -- a job requeued within the day is one job
     FROM overlap
     WHERE e > s
 )
