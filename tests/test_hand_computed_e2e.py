@@ -48,6 +48,8 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
         observed = con.sql("SELECT sum(observed_hours), sum(in_service_hours) FROM marts.node_availability_daily "
                            "WHERE day = '2026-11-30'").fetchall()
         assert observed == [(94.0, 78.0)]
+        # Jobs on 11-30: 106 (to 02:00), 107 (its NODE_FAIL run and its requeued run: one job), 109, 110.
+        assert con.sql("SELECT jobs_running FROM marts.utilization_daily WHERE day = '2026-11-30'").fetchall() == [(4,)]
         incidents = con.sql("SELECT component, affected_jobs, affected_gpus, round(lost_gpu_hours, 3) "
                             "FROM marts.hw_incidents WHERE affected_jobs > 0 ORDER BY component").fetchall()
         assert incidents == [("gpu_memory", 1, 8, 4.667), ("pcie_bus", 1, 16, 9.333)]
