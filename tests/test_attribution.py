@@ -467,3 +467,16 @@ def test_incident_impact_counts_the_instances_it_killed() -> None:
     row = incident_impact(incidents, kills, jobs([])).row(0, named=True)
     assert (row["affected_jobs"], row["affected_gpus"]) == (2, 24)
     assert row["lost_gpu_hours"] == pytest.approx(14 / 3 + 5.0)
+
+
+def test_a_gpu_stopped_processing_xid_does_not_outweigh_the_link_fault_beside_it() -> None:
+    # n1's IB port went down 2 min before the end and Xid 43 ("GPU stopped processing", low: NVIDIA
+    # says ignore; a process killed by an NCCL timeout leaves it) 30 s before: the network's. On n2 a
+    # user's Xid 13 (an illegal instruction: medium) beside a storage fault stays the user's.
+    link = ("ib_link_down", None, "network", "hardware", "high", "CHECK_LINK")
+    xid43 = ("xid", 43, "user_application", "user_application", "low", "IGNORE")
+    lustre = ("lustre_error", None, "storage", "system_software", "high", "CHECK_STORAGE")
+    got = attribute([job("a", "FAILED", ["n1"]), job("b", "FAILED", ["n2"])],
+                    [ev(1, -2, "n1", link), ev(2, -0.5, "n1", xid43), ev(3, -3, "n2", lustre), ev(4, -1, "n2", XID13)])
+    assert (got["a"]["attribution"], got["a"]["component"]) == ("infrastructure", "network")
+    assert (got["b"]["attribution"], got["b"]["component"]) == ("user", "user_application")

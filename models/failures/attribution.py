@@ -73,6 +73,7 @@ import polars as pl
 from gpusre.models.vocabulary import INTERRUPTED_STATES, NODE_FAILURE_STATES, class_of
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+from gpusre.models.logs.event_catalog import SEVERITY_RANK
 from gpusre.models.reliability.repair_times import load_recovery_kinds
 
 __all__ = [
@@ -286,7 +287,12 @@ def prepare_evidence(
     infra = failure_events(events)
     return AttributionEvidence(
         failures=_indexed(infra),
-        user=_indexed(events.select(*EVENT_SCHEMA).filter(pl.col("cause_class") == "user_application")),
+        # The application's own faults (Xid 13/31, OOM kills: severity medium); not Xid 43 "GPU stopped
+        # processing" and the like (low: NVIDIA says ignore; a process killed for a network or node
+        # fault leaves it behind), which must not outweigh the fault beside it.
+        user=_indexed(events.select(*EVENT_SCHEMA).filter(
+            (pl.col("cause_class") == "user_application")
+            & (severity_rank(pl.col("severity")) <= SEVERITY_RANK["medium"]))),
         recoveries=_recoveries(events),
         failure_times=_failure_times(infra),
         incident_nodes=incidents.select(
