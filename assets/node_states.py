@@ -145,10 +145,10 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
                      group_name="marts", kinds={"duckdb"},
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
-                     "earliest open event), from the first event's day to the data's end (the accounting's last moment, or the last observation when later; an ongoing "
-                     "event is down until then), cluster.yaml maintenance "
-                     "windows count as maintenance; partial = the data covers the day only in part. Full rebuild "
-                     "(not partitioned)."),
+                     "earliest open event), from the first event's day to the data's end (the accounting's last "
+                     "moment, or the last observation when later; an ongoing event is down until then), "
+                     "cluster.yaml maintenance windows count as maintenance; partial = the data covers the day "
+                     "only in part. Full rebuild (not partitioned)."),
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="Drain/down reasons ranked by node-hours lost: reason class x Drain3 template, "
                      "events, nodes, node-hours (counted once where events overlap)."),
