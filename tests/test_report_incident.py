@@ -419,13 +419,16 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
     if not linked:
         assert evidence["Alert incident"].startswith("none")
 
-    # Blast radius: exactly the jobs attribution gives to the incident.
-    expected = dict(mart.execute("""SELECT job_id, lost_gpu_hours FROM marts.job_failure_attribution
-                                    WHERE incident_id = ? AND attribution = 'infrastructure'""", [iid]).fetchall())
+    # Blast radius: exactly the jobs and requeued instances attribution gives to the incident.
+    expected = {r[0] for r in mart.execute(
+        """SELECT job_id FROM marts.job_failure_attribution WHERE incident_id = ? AND attribution = 'infrastructure'
+           UNION ALL
+           SELECT job_id || ' #' || instance_no FROM marts.instance_failure_attribution
+           WHERE incident_id = ? AND attribution = 'infrastructure'""", [iid, iid]).fetchall()}
     sec = section(page, "blast-radius")
     rows = _table(sec, "Job")
-    assert {r["Job"] for r in rows if r["Counted"] == "yes"} == set(expected)
-    assert len(expected) == h["affected_jobs"]
+    assert {r["Job"] for r in rows if r["Counted"] == "yes"} == expected
+    assert len({label.split(" #")[0] for label in expected}) == h["affected_jobs"]
     gpus = h["affected_gpus"]
     assert f"{_jobs(h['affected_jobs'])} killed ({gpus:,} GPUs of " in _lead(sec)
     assert f"and {_gpuh(h['lost_gpu_hours'])} lost GPU-hours" in _lead(sec)
@@ -451,7 +454,9 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
     first_event = next(m for m in moments if m["What happened"].startswith(f"first event of hardware incident {iid}"))
     assert first_event["From start"] == "+0:00:00" and first_event["Time (UTC)"] == _at(h["start_ts"])
     for job in expected:
-        assert any(m["What happened"].startswith(f"job {job} (") for m in moments)
+        jid, _, instance = job.partition(" #")
+        start = f"job {jid} instance #{instance} (" if instance else f"job {job} ("
+        assert any(m["What happened"].startswith(start) for m in moments)
     assert f"## Blast radius" in md
 
 
@@ -487,7 +492,7 @@ def test_hw_incident_report_without_any_alerts(warehouse: Path, hw_incident: dic
     assert "No data yet: core.alerts has not been built" in visible_text(section(page, "alerts"))
     assert "<svg" in section(page, "timeline")
     rows = _table(section(page, "blast-radius"), "Job")
-    assert sum(r["Counted"] == "yes" for r in rows) == hw_incident["affected_jobs"]
+    assert len({r["Job"].split(" #")[0] for r in rows if r["Counted"] == "yes"}) == hw_incident["affected_jobs"]
     assert "No data yet: core.alerts has not been built" in md
     # The DDL's empty alert tables (a warehouse whose landing never had alerts) read the same way.
     con = duckdb.connect(str(copy))

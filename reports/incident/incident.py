@@ -331,8 +331,9 @@ class Incident:
 
     def _interrupted_instances(self, lo: datetime, hi: datetime) -> list[dict[str, Any]]:
         """Earlier instances of requeued jobs that ended in a failure state on the nodes in the window, or that
-        ``marts.instance_failure_attribution`` gives to a linked hardware incident. No mart counts them as
-        killed jobs (Slurm requeued the job), so they are listed, never counted."""
+        ``marts.instance_failure_attribution`` gives to a linked hardware incident. A hardware incident's
+        ``affected_jobs`` counts the ones attributed to it (Slurm requeued the job, but the run was killed);
+        an alert incident's ``n_jobs_killed`` counts jobs only, so there they are listed, not counted."""
         if not table_exists(self.con, "core.job_instances"):
             return []
         has_attr = table_exists(self.con, "marts.instance_failure_attribution")
@@ -355,5 +356,6 @@ class Incident:
                                    ORDER BY i.end_ts, i.job_id, i.instance_no""",
                      [list(INTERRUPTED_STATES), lo, hi, self.nodes, self.hw_incident_ids])
         for r in rows:
-            r["counted"] = False
+            r["counted"] = (self.kind != "alert" and r["attribution"] == "infrastructure"
+                            and r["attributed_incident"] == self.id)
         return rows

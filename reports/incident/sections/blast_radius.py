@@ -22,15 +22,20 @@ def build(inc: Incident) -> Section:
     jobs = inc.failed_jobs
     counted = [j for j in jobs if j["counted"]]
     lost_rows = sum(float(j["lost_gpu_hours"] or 0.0) for j in counted)
+    # A job killed twice (a requeued instance, then the job) is one killed job of its GPUs, as in the mart.
+    job_gpus: dict[str, int] = {}
+    for j in counted:
+        job_gpus[j["job_id"]] = max(job_gpus.get(j["job_id"], 0), int(j["n_gpus"] or 0))
     if inc.kind == "alert":
         n_mart, lost_mart = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
         rule = ("jobs that ended FAILED or NODE_FAIL on its nodes from 15 min before its start to 5 min after its "
                 "last alert started, unless attributed to the user (marts.alert_incidents.n_jobs_killed)")
     else:
         n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")
-        rule = "jobs marts.job_failure_attribution attributes to this incident (marts.hw_incidents.affected_jobs)"
+        rule = ("jobs, and earlier instances of requeued jobs, that attribution gives to this incident "
+                "(marts.hw_incidents.affected_jobs; a job killed twice counts once)")
     users = sorted({j["user"] for j in counted if j["user"]})
-    gpus = sum(int(j["n_gpus"] or 0) for j in counted)
+    gpus = sum(job_gpus.values())
     # Faulty GPUs: the PCI addresses of the hardware incident(s), else the gpu label of the incident's alerts.
     faulty = {f"{n} {g}" for h in inc.hw_incidents for g in (h.get("gpus") or []) for n in (h.get("nodes") or [])[:1]}
     if not faulty:
@@ -44,11 +49,11 @@ def build(inc: Incident) -> Section:
     if inc.kind == "alert" and not inc.anchor_nodes and inc.nodes:
         sec.notes.append(f"The alert incident names no Slurm node; the nodes of its hardware incident "
                          f"({truncate(nodes_text(inc.nodes), 60)}) are shown on the timeline.")
-    if n_mart is not None and (len(counted) != int(n_mart) or abs(lost_rows - float(lost_mart or 0.0)) > 0.05):
-        sec.notes.append(f"The jobs listed below add up to {len(counted)} jobs and {gpuh(lost_rows)} GPU-hours, the "
+    if n_mart is not None and (len(job_gpus) != int(n_mart) or abs(lost_rows - float(lost_mart or 0.0)) > 0.05):
+        sec.notes.append(f"The jobs listed below add up to {len(job_gpus)} jobs and {gpuh(lost_rows)} GPU-hours, the "
                          f"mart says {fmt_int(n_mart)} and {gpuh(lost_mart)}: the marts were built before the latest "
                          "accounting or attribution changes; rerun the pipeline.")
-    requeued = [j for j in jobs if j["instance_no"]]
+    requeued = [j for j in jobs if j["instance_no"] and not j["counted"]]
     if requeued:
         sec.notes.append(f"{plural(len(requeued), 'earlier job instance')} ({fmt_int(sum(int(j['n_gpus'] or 0) for j in requeued))}"
                          f" GPUs) {'was' if len(requeued) == 1 else 'were'} interrupted and requeued by Slurm"
@@ -87,7 +92,7 @@ def build(inc: Incident) -> Section:
          for j in jobs_sorted[:_MAX_JOB_ROWS]],
         caption=f"Jobs that ended FAILED or NODE_FAIL on the affected nodes from {when_text(inc.job_window[0])} to "
                 f"{when_text(inc.job_window[1])}, jobs attributed to a linked hardware incident, and interrupted earlier "
-                f"instances of requeued jobs (job #instance, never counted). Counted: {rule}. "
+                f"instances of requeued jobs (job #instance). Counted: {rule}. "
                 "Lost GPU-hours: GPUs × (work since the last checkpoint + restart overhead)."
                 + (f" First {_MAX_JOB_ROWS} of {len(jobs)}." if len(jobs) > _MAX_JOB_ROWS else ""),
     ))

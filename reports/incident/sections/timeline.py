@@ -147,12 +147,12 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         out.append((max(a["starts_at"] for a in member_alerts),
                     f"{sum(1 for a in member_alerts if not a['ends_at'])} of the incident's alerts still firing"))
     for j in inc.safe("failed_jobs", []):
-        if j["counted"] and j["end_ts"]:
-            out.append((j["end_ts"], f"job {j['job_id']} ({truncate(j['name'], 40)}, {j['user'] or MISSING}, "
-                                     f"{fmt_int(j['n_gpus'])} GPUs) ends {j['state']}"))
-        elif j["instance_no"] and j["end_ts"]:
+        if j["instance_no"] and j["end_ts"]:
             out.append((j["end_ts"], f"job {j['job_id']} instance #{j['instance_no']} ({truncate(j['name'], 40)}, "
                                      f"{fmt_int(j['n_gpus'])} GPUs) interrupted: {j['state']}"))
+        elif j["counted"] and j["end_ts"]:
+            out.append((j["end_ts"], f"job {j['job_id']} ({truncate(j['name'], 40)}, {j['user'] or MISSING}, "
+                                     f"{fmt_int(j['n_gpus'])} GPUs) ends {j['state']}"))
     for s in inc.safe("node_states", []):
         if inc.w0 <= s["start_ts"] <= inc.w1:
             out.append((s["start_ts"], f"{s['node']} {s['state'] or '?'}: {truncate(s['reason'], 100)}"))
