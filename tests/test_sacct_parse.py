@@ -592,3 +592,17 @@ def test_any_field_order_or_subset_with_jobid_and_state_gives_the_same_job(heade
 def test_a_running_job_without_elapsed_has_no_elapsed_yet() -> None:
     parsed = parse_sacct_text("JobID|State|Start|End\n1|RUNNING|2026-11-10T01:00:00|Unknown\n", "x.psv")
     assert parsed.records.select("elapsed_s", "end_ts").row(0) == (None, None)
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    # a dump made with 2>&1: sacct's error before the header, then the records it could give
+    ("sacct: error: Problem talking to the database: Connection refused\n"
+     "JobID|State|Start|End\n1|COMPLETED|2026-11-10T01:00:00|2026-11-10T03:00:00\n", 1),
+    ("JobID|State|Start|End\n1|COMPLETED|2026-11-10T01:00:00|2026-11-10T03:00:00\n"
+     "sacct: error: slurmdbd: Getting response to message type: DBD_GET_JOBS_COND\n", 3),
+])
+def test_sacct_s_own_message_is_a_reject_that_says_the_dump_may_be_incomplete(text: str, line: int) -> None:
+    parsed = parse_sacct_text(text, "x.psv")
+    assert parsed.records.select("job_id", "state").rows() == [("1", "COMPLETED")]
+    assert parsed.rejects.select("line_no", "error").rows() == [
+        (line, "sacct's own message, not a record: the dump may be incomplete")]

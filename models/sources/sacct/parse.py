@@ -214,8 +214,13 @@ def _head_lines(text: str, limit: int) -> Iterator[tuple[int, str]]:
         start = end + 1
 
 
+#: How sacct begins its own messages (`sacct: error: Problem talking to the database: …`), which a
+#: dump made with `2>&1` holds among the records.
+_SACCT_MESSAGE = "sacct: "
+
+
 def _is_record_line(line: str) -> bool:
-    return bool(line.strip()) and not line.startswith("#")
+    return bool(line.strip()) and not line.startswith("#") and not line.startswith(_SACCT_MESSAGE)
 
 
 def _detect_layout(
@@ -638,9 +643,14 @@ def read_sacct_text(
     head = data[: 1 << 16].decode("utf-8", errors="replace")
     layout = _detect_layout(head, source_file, delim, fields)
     index = _field_index(layout, source_file)
-    # Lines after the header (line_no is 1-based and consecutive, so a slice drops the header).
-    lines = _read_lines(data).slice(layout.header_line_no).with_columns(
-        pl.lit(source_file, pl.String).alias("source_file"))
+    # Lines after the header (line_no is 1-based and consecutive, so a slice drops the header), and
+    # sacct's own messages before it: they become rejects that say the dump may be incomplete.
+    every = _read_lines(data)
+    lines = every.slice(layout.header_line_no)
+    if layout.header_line_no > 1:
+        before = every.head(layout.header_line_no - 1).filter(pl.col("raw_line").str.starts_with(_SACCT_MESSAGE))
+        lines = pl.concat([before, lines]) if before.height else lines
+    lines = lines.with_columns(pl.lit(source_file, pl.String).alias("source_file"))
     split = SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
     return SacctTextDump(source_file, lines, split)
 
@@ -671,7 +681,9 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
                 "source_file",
                 "line_no",
                 pl.col("raw_line").alias("raw"),
-                pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n")).alias("error"),
+                pl.when(pl.col("raw_line").str.starts_with(_SACCT_MESSAGE))
+                .then(pl.lit("sacct's own message, not a record: the dump may be incomplete"))
+                .otherwise(pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n"))).alias("error"),
             )
         )
         lines = lines.filter(good)
