@@ -473,3 +473,9 @@ def test_lines_near_the_new_rules_that_are_not_node_faults(line: str) -> None:
 def test_lines_found_by_probing_real_shapes(line: str, kind: str, severity: str, component: str) -> None:
     row = _one(line)
     assert (row["kind"], row["severity"], row["component"]) == (kind, severity, component)
+
+
+def test_gpfs_daemon_log_errors_are_storage_events() -> None:
+    # as the syslog ingest tags a gpfs-format line: "mmfs: <message>"
+    assert (_one("mmfs: [E] Unable to mount file system gpfs01")["kind"],
+            _one("mmfs: [I] Command: mount gpfs01")["kind"]) == ("gpfs_error", None)

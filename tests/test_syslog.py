@@ -751,3 +751,14 @@ def test_a_slurmd_log_is_slurmd_s() -> None:
             b"check_fs_mount:  /lustre not mounted\n")
     parsed = parse_syslog_bytes(data, "syslog/2026-11-30/gpu002/slurmd.log", host_from_name="gpu002")
     assert parsed.lines.select("host", "program", "format").row(0) == ("gpu002", "slurmd", "slurm")
+
+
+def test_gpfs_daemon_log_lines() -> None:
+    # IBM Storage Scale's mmfs.log (5.x): ISO date, '_', time, fraction, numeric offset; no host or tag.
+    data = (b"2026-11-30_13:59:00.123+0000: [E] Unable to mount file system gpfs01\n"
+            b"2026-11-30_14:00:00.000-0500: [X] The disk is down\n")
+    parsed = parse_syslog_bytes(data, "syslog/2026-11-30/gpu001/mmfs.log.latest", host_from_name="gpu001")
+    assert parsed.rejects.height == 0
+    assert parsed.lines.select("ts", "host", "program", "format").rows() == [
+        (datetime(2026, 11, 30, 13, 59, 0, 123000, tzinfo=UTC), "gpu001", "mmfs", "gpfs"),
+        (datetime(2026, 11, 30, 19, 0, tzinfo=UTC), "gpu001", "mmfs", "gpfs")]

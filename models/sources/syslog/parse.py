@@ -157,6 +157,9 @@ FORMATS: dict[str, str] = {
     ),
     # journalctl -o short-unix: seconds since the epoch
     "journal_unix": r"^(?P<epoch>\d{9,11})\.(?P<frac>\d{1,9}) " + _HOST + _TAG,
+    # IBM Storage Scale (GPFS) daemon log, mmfs.log: "2026-11-30_13:59:00.123+0000: [E] ..."; the node
+    # is the file's (its name or folder), the program mmfs
+    "gpfs": r"^" + _DATE + "_" + _HMS + _FRAC + _OFF + ": ",
 }
 
 # Formats whose messages may carry the kernel's "[123.456] " uptime prefix (forwarded kernel lines).
@@ -719,6 +722,8 @@ def _parse_header_format(
         program = pl.when(not_kernel.fill_null(False)).then(None).otherwise(pl.lit("kernel"))
     elif fmt == "fabricmanager":
         program = pl.lit("nv-fabricmanager")
+    elif fmt == "gpfs":
+        program = pl.lit("mmfs")
     elif fmt == "slurm":
         # A node's Slurm daemon log (slurmd.log) names no program: its lines are slurmd's, so the
         # catalog's `slurmd: error:` rows (and NHC output slurmd relays) classify them as in syslog.
