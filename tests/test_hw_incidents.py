@@ -330,3 +330,16 @@ def test_evidence_of_one_class_inside_one_drain_is_one_fault() -> None:
     without, _ = merge_incidents(events_from_lines(lines))
     assert sorted(without.select("component_class", "scope").rows()) == [
         ("nvlink", "node"), ("nvlink", "node"), ("storage", "cluster")]
+
+
+def test_rsyslog_repeated_message_counts_as_its_lines() -> None:
+    # Ubuntu's rsyslog folds identical lines: one Xid 63 line, then "message repeated 9 times: [ ... ]"
+    # stands for 9 more (10 in all, above the threshold of 8): the folded line is the 9th and 10th.
+    xid = "NVRM: Xid (PCI:0000:3b:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked for remapping"
+    rows = [ev(1, timedelta(hours=1), "n1", XID63, gpu="0000:3b:00.0"),
+            ev(2, timedelta(hours=2), "n1", XID63, gpu="0000:3b:00.0")]
+    folded = frame(rows).with_columns(pl.Series("message", [xid, f"message repeated 9 times: [ {xid}]"]))
+    out = failure_events(folded)
+    assert out["event_id"].to_list() == [2] and out["escalated"].to_list() == [True]
+    # The same two lines without the fold are two lines: below the threshold.
+    assert failure_events(frame(rows)).is_empty()

@@ -179,6 +179,11 @@ def operator_incident_id(operator_id: str) -> str:
     return _short_hash("operator", operator_id)
 
 
+#: rsyslog's repeated-message line and its count (at most this many copies are counted).
+_REPEATED = r"^message repeated (\d+) times: \["
+_MAX_REPEATED = 10_000
+
+
 @lru_cache(maxsize=1)
 def _repeat_thresholds() -> tuple[pl.DataFrame, tuple[str, ...]]:
     """(code -> repeat_threshold) for Xids informational unless repeated, and the Xid event kinds."""
@@ -216,10 +221,21 @@ def failure_events(
     ev = _conform(events)
     thresholds, xid_kinds = _repeat_thresholds()
     keys = ["node", "gpu_pci", "code"]
+    candidates = ev.filter(pl.col("kind").is_in(xid_kinds)).join(thresholds, on="code", how="inner")
+    # rsyslog's "message repeated 9 times: [ NVRM: Xid ... ]" (Ubuntu's default $RepeatedMsgReduction)
+    # stands for that many lines: counted as many times.
+    times = pl.lit(1, pl.Int64)
+    if "message" in events.columns:
+        counts = (events.join(candidates.select("event_id"), on="event_id", how="semi")
+                  .select("event_id", pl.col("message").cast(pl.String).str.extract(_REPEATED, 1)
+                          .cast(pl.Int64, strict=False).alias("_times")))
+        candidates = candidates.join(counts, on="event_id", how="left")
+        times = pl.col("_times").fill_null(1).clip(1, _MAX_REPEATED)
     repeats = (
-        ev.filter(pl.col("kind").is_in(xid_kinds))
-        .join(thresholds, on="code", how="inner")
-        .sort([*keys, "ts", "event_id"], nulls_last=True)
+        candidates
+        .with_columns(pl.int_ranges(0, times).alias("_copy"))
+        .explode("_copy")
+        .sort([*keys, "ts", "event_id", "_copy"], nulls_last=True)
         .with_columns(
             # Events of the same node/GPU/code in (ts - window, ts]: position minus the first
             # position inside the window, on the group's sorted timestamps.
@@ -230,7 +246,7 @@ def failure_events(
             ).alias("_repeats")
         )
         .filter(pl.col("_repeats") > pl.col("repeat_threshold"))
-        .select("event_id")
+        .select("event_id").unique(maintain_order=True)
         .with_columns(pl.lit(True).alias("escalated"))
     )
     ev = ev.join(repeats, on="event_id", how="left").with_columns(pl.col("escalated").fill_null(False))
