@@ -606,3 +606,9 @@ def test_sacct_s_own_message_is_a_reject_that_says_the_dump_may_be_incomplete(te
     assert parsed.records.select("job_id", "state").rows() == [("1", "COMPLETED")]
     assert parsed.rejects.select("line_no", "error").rows() == [
         (line, "sacct's own message, not a record: the dump may be incomplete")]
+
+
+def test_dumps_appended_to_one_file_repeat_their_header_which_is_not_a_record() -> None:
+    one = "JobID|State|Start|End\n{}|COMPLETED|2026-11-10T01:00:00|2026-11-10T03:00:00\n"
+    parsed = parse_sacct_text(one.format(1) + one.format(2), "x.psv")
+    assert parsed.records["job_id"].to_list() == ["1", "2"] and parsed.rejects.height == 0

@@ -647,6 +647,10 @@ def read_sacct_text(
     # sacct's own messages before it: they become rejects that say the dump may be incomplete.
     every = _read_lines(data)
     lines = every.slice(layout.header_line_no)
+    if layout.header_line_no:
+        # Dumps appended to one file (`cat a.psv b.psv`) repeat the header: not a record either.
+        header = every.item(layout.header_line_no - 1, "raw_line")
+        lines = lines.filter(pl.col("raw_line") != header)
     if layout.header_line_no > 1:
         before = every.head(layout.header_line_no - 1).filter(pl.col("raw_line").str.starts_with(_SACCT_MESSAGE))
         lines = pl.concat([before, lines]) if before.height else lines
