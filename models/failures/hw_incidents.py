@@ -71,6 +71,7 @@ __all__ = [
     "merge_incidents",
     "operator_incident_id",
     "severity_rank",
+    "span_islands",
 ]
 
 #: Cause classes whose high-severity events are infrastructure failures (``system_software`` covers
@@ -270,11 +271,12 @@ def _leaf_of(topology: Mapping[str, Sequence[str] | str] | None) -> pl.DataFrame
     return pl.DataFrame({"node": list(rows), "_leaf": list(rows.values())}, schema={"node": pl.String, "_leaf": pl.String})
 
 
-def _islands(keys: list[str], window: timedelta, end: str = "end") -> pl.Expr:
+def span_islands(keys: list[str], window: timedelta, end: str = "end", start: str = "start") -> pl.Expr:
     """Island number per ``keys`` over time spans: a span starting more than ``window`` after every
-    earlier span of its key ended starts a new island. The frame must be sorted by ``keys``, ``start``."""
+    earlier span of its key ended starts a new island (``window`` 0: the union of overlapping spans).
+    The frame must be sorted by ``keys``, ``start``."""
     reach = pl.col(end).cum_max().shift(1).over(keys) + window
-    return (reach.is_null() | (pl.col("start") > reach)).cast(pl.Int64).cum_sum().over(keys)
+    return (reach.is_null() | (pl.col(start) > reach)).cast(pl.Int64).cum_sum().over(keys)
 
 
 def _matches(name: str) -> pl.Expr:
@@ -342,7 +344,7 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
         return empty
     window = timedelta(seconds=sig.window_s)
     cand = (cand.with_columns(pl.min_horizontal("end", pl.col("start") + WIDE_SPAN_CAP).alias("_cap"))
-            .sort(key, "start", "_item").with_columns(_islands([key], window, end="_cap").alias("_isl")))
+            .sort(key, "start", "_item").with_columns(span_islands([key], window, end="_cap").alias("_isl")))
     wide = cand.filter(pl.col("_nkey").n_unique().over(key, "_isl") >= (min_nodes or sig.min_nodes))
     # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
     # the same failure (a switch or file server that came back briefly and failed again before repair).
@@ -365,7 +367,7 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
     for it (a reset attempt that fails again, a health check that pauses while the node reboots).
     """
     it = items.sort("_nkey", "component", "start", "_item").with_columns(
-        _islands(["_nkey", "component"], window).alias("_blk"))
+        span_islands(["_nkey", "component"], window).alias("_blk"))
     it = it.with_columns(pl.col("_item").min().over("_nkey", "component", "_blk").alias("_root"))
     edges = [it.select(pl.col("_item").alias("_a"), pl.col("_root").alias("_b"))]
     blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
@@ -375,7 +377,7 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
         w = timedelta(seconds=sig.window_s)
         side_a = blocks.filter(_matches(sig.cause))
         if sig.cause == sig.effect:
-            isl = side_a.sort("_nkey", "start", "_root").with_columns(_islands(["_nkey"], w).alias("_isl"))
+            isl = side_a.sort("_nkey", "start", "_root").with_columns(span_islands(["_nkey"], w).alias("_isl"))
             edges.append(isl.select(pl.col("_root").alias("_a"), pl.col("_root").min().over("_nkey", "_isl").alias("_b")))
             continue
         side_b = blocks.filter(_matches(sig.effect))

@@ -15,6 +15,7 @@ import duckdb
 import polars as pl
 
 from gpusre.models.accounting_span import accounting_span
+from gpusre.models.failures.hw_incidents import span_islands
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
 from gpusre.models.reliability.job_reliability import (
     ettr_by_size,
@@ -293,9 +294,7 @@ def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime) -> pl.DataFram
         return pl.DataFrame(schema={"day": pl.Date, "down_node_hours": pl.Float64})
     # union per node: a new down span begins where a start lies after every earlier end
     merged = (node_inc.sort("node", "start_ts", "up_ts")
-              .with_columns(pl.col("up_ts").cum_max().shift(1).over("node").alias("_prev_end"))
-              .with_columns((pl.col("_prev_end").is_null() | (pl.col("start_ts") > pl.col("_prev_end")))
-                            .cum_sum().over("node").alias("_span"))
+              .with_columns(span_islands(["node"], timedelta(0), end="up_ts", start="start_ts").alias("_span"))
               .group_by("node", "_span").agg(pl.col("start_ts").min(), pl.col("up_ts").max()))
     spans = (merged.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), pl.col("up_ts").dt.date()).alias("day"))
              .explode("day")
