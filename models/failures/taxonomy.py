@@ -115,16 +115,14 @@ def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl
 
     Args:
         incidents: ``incident_id``, ``end_ts``, ``nodes``.
-        attribution: ``attribution``, ``incident_id``, ``n_gpus``, ``lost_gpu_hours`` (and ``job_id``: rows of
-            jobs and of their requeued instances, one affected job each).
+        attribution: ``job_id``, ``attribution``, ``incident_id``, ``n_gpus``, ``lost_gpu_hours``: rows of jobs
+            and of their requeued instances (a job's rows are one affected job).
         jobs: ``core.jobs`` (``state``, ``start_ts``, ``nodes``).
 
     Returns:
         :data:`IMPACT_SCHEMA`, one row per incident, sorted by lost GPU-hours descending.
     """
     kills = attribution.filter((pl.col("attribution") == "infrastructure") & pl.col("incident_id").is_not_null())
-    if "job_id" not in kills.columns:
-        kills = kills.with_row_index("job_id")
     # A job killed twice by one incident (a requeued instance, then the job) is one affected job of
     # its GPUs; both losses count.
     per_job = kills.group_by("incident_id", "job_id").agg(pl.col("n_gpus").max(), pl.col("lost_gpu_hours").sum())
