@@ -13,8 +13,11 @@ sacct plus the cluster.yaml checkpoint policy; only the checkpoint phases are hi
   *restart* is every instance of a run but its first (a requeue or the next segment) and every requeued
   instance (index > 0) of a job outside runs; its overhead is ``o_i = min(u0, e_i)``, else ``o_i = 0``;
 * lost work ``lost_i`` follows checkpointing.lost_work_s with the instance's phase and interval;
-* ETTR: an instance is interrupted iff it is not the last instance of its run; per run
-  ``productive = run_s - restart_overhead_s - lost_work_s`` and ``ettr = productive / wallclock``,
+* ETTR: an instance of a run is interrupted iff infrastructure or preemption ended it (cause in
+  :data:`INTERRUPT_CAUSES`, the run's last instance included); it loses ``lost_i``, and the next instance
+  of its run pays its overhead ``o_next`` (a user's own failure or cancellation costs nothing, as in
+  goodput); per run ``productive = run_s - restart_overhead_s - lost_work_s`` and
+  ``ettr = productive / wallclock``,
   ``wallclock = last end (or the last dump while a job of the run is pending/running) - first submit``;
 * goodput: only instances ended by infrastructure or preemption (cause in :data:`INTERRUPT_CAUSES`:
   ``node_fail`` = NODE_FAIL / FAILED by a fault / REQUEUED by the health check, ``preempted`` = PREEMPTED
@@ -156,11 +159,14 @@ class ReliabilityRecorder:
         elapsed = t1 - t0
         overhead = np.where(has_prev, np.minimum(u0, elapsed), 0)
         lost = lost_work_s(elapsed - overhead, phase, interval)
-        ettr_lost = np.where(in_run & (nxt >= 0), lost, 0)
+        hit = cause > 0
+        ettr_lost = np.where(in_run & hit, lost, 0)
+        after_hit = np.zeros(n, dtype=bool)
+        after_hit[nxt[hit & (nxt >= 0)]] = True
+        ettr_overhead = np.where(after_hit, overhead, 0)
 
         # Goodput losses per UTC day.
         n_days = len(gpu_s_by_utc_day)
-        hit = cause > 0
         fail_day = t1[hit] // 86400 - utc_day0
         fail_w = (lost * gpus)[hit]
         follow = nxt[hit & (nxt >= 0)]
@@ -172,7 +178,7 @@ class ReliabilityRecorder:
                                       lost_restart)
 
         # Runs.
-        ettr = self._write_runs(out_dir / "runs.csv", at, a, in_run, elapsed, overhead, ettr_lost)
+        ettr = self._write_runs(out_dir / "runs.csv", at, a, in_run, elapsed, ettr_overhead, ettr_lost, hit)
         return {"goodput": goodput, "ettr_runs": ettr}
 
     def _write_goodput(self, path: Path, at: int, alloc: list[int], utc_day0: int, lost_fail: np.ndarray,
@@ -198,13 +204,13 @@ class ReliabilityRecorder:
                 "productive_gpu_hours": round(prod / 3600, 6), "goodput": round(prod / cap, 6) if cap else None}
 
     def _write_runs(self, path: Path, at: int, a: np.ndarray, in_run: np.ndarray, elapsed: np.ndarray,
-                    overhead: np.ndarray, ettr_lost: np.ndarray) -> dict[str, Any]:
+                    overhead: np.ndarray, ettr_lost: np.ndarray, hit: np.ndarray) -> dict[str, Any]:
         m = len(self._runs)
         r = a[in_run, _RUN]
         sums = {}
         for key, col in (("n", np.ones(len(r), dtype=np.int64)), ("run_s", elapsed[in_run]),
                          ("queue_s", (a[:, _T0] - a[:, _ELIG])[in_run]), ("overhead", overhead[in_run]),
-                         ("lost", ettr_lost[in_run])):
+                         ("lost", ettr_lost[in_run]), ("interruptions", hit[in_run].astype(np.int64))):
             sums[key] = np.bincount(r, weights=col, minlength=m).astype(np.int64)
         first0 = np.full(m, np.iinfo(np.int64).max, dtype=np.int64)
         is0 = a[in_run, _IDX] == 0
@@ -226,7 +232,7 @@ class ReliabilityRecorder:
             policy = policy_for(run.account)
             jobs = sorted(set(run.jobs))
             rows.append((run.run_id, run.user, run.account, run.name, ";".join(j for _, j in jobs), len(jobs), n_inst,
-                         run.n_gpus, n_inst - 1, clock.utc(first), "" if run.live else clock.utc(end), wall,
+                         run.n_gpus, int(sums["interruptions"][i]), clock.utc(first), "" if run.live else clock.utc(end), wall,
                          int(sums["queue_s"][i]), run_s, overhead_s, lost_s, productive, f"{ettr:.6f}",
                          policy.interval_s, policy.restart_overhead_s))
         rows.sort(key=lambda row: row[0])

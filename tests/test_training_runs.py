@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
-from gpusre.models.reliability.training_runs import CheckpointAssumption, RunRules, assign_runs, ettr_runs, run_instances
+from gpusre.models.reliability.training_runs import (CheckpointAssumption, RunRules, assign_runs, charge_interruptions,
+                                                     ettr_runs, run_instances)
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 UTC = pl.Datetime("us", "UTC")
@@ -65,6 +66,22 @@ RULES = RunRules(checkpoint=CheckpointAssumption(3600, 300, 0),
                  overrides={"vision": CheckpointAssumption(1800, 600, 0)})
 
 
+def charged(ri: pl.DataFrame, infra: tuple[tuple[str, int], ...] = (), user: tuple[tuple[str, int], ...] = ()
+            ) -> pl.DataFrame:
+    """``ri`` with the interruption losses, the instances ``infra`` attributed to the infrastructure
+    and ``user`` to the user (the rest: by their state alone, as the pipeline does)."""
+    rows = [(j, n, "infrastructure") for j, n in infra] + [(j, n, "user") for j, n in user]
+    attribution = pl.DataFrame(rows, schema={"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String},
+                               orient="row")
+    return charge_interruptions(ri.with_columns(infra_interrupted(ri, attribution)))
+
+
+def ettr(inst: pl.DataFrame, jobs: pl.DataFrame, as_of: datetime, rules: RunRules = RULES,
+         infra: tuple[tuple[str, int], ...] = ()) -> pl.DataFrame:
+    runs = assign_runs(jobs, rules)
+    return ettr_runs(charged(run_instances(inst, jobs, runs, rules, as_of), infra), jobs, runs, as_of, min_gpus=8)
+
+
 def test_assign_runs_groups_resubmissions_keys_and_requeues() -> None:
     jobs, _ = frames()
     runs = dict(assign_runs(jobs, RULES).select("job_id", "run_id").iter_rows())
@@ -88,9 +105,8 @@ def test_resubmission_gap_and_end_state_are_configurable() -> None:
 
 def test_ettr_two_jobs_hand_computed() -> None:
     jobs, inst = frames()
-    runs = assign_runs(jobs, RULES)
-    ri = run_instances(inst, jobs, runs, RULES, h(30))
-    out = ettr_runs(ri, jobs, runs, h(30), min_gpus=8)
+    # job 1's failure attributed to the infrastructure (a GPU fell off the bus on its node)
+    out = ettr(inst, jobs, h(30), infra=(("1", 1),))
     a = out.filter(pl.col("run_id") == "1").row(0, named=True)
     # wall-clock 0 h -> 10 h = 36,000 s; queue 1 h + 0.5 h = 5,400 s; run 8 h = 28,800 s.
     # job 1 interrupted after t = 4 h >= Δ = 1 h: expected lost work Δ/2 = 1,800 s.
@@ -105,10 +121,33 @@ def test_ettr_two_jobs_hand_computed() -> None:
     assert a["policy_source"] == "site default"
 
 
+def test_ettr_a_users_own_failure_is_no_interruption() -> None:
+    """The same run with job 1's failure the user's (no infrastructure evidence): Kokolis et al. leave
+    user-space failures out of ETTR, and goodput counts their time as delivered — no lost work, no
+    restart overhead, no interruption; the resubmission gap still counts in the wall-clock."""
+    jobs, inst = frames()
+    a = ettr(inst, jobs, h(30)).filter(pl.col("run_id") == "1").row(0, named=True)
+    assert (a["interruptions"], a["restart_overhead_s"], a["lost_work_s"]) == (0, 0, 0.0)
+    assert a["productive_s"] == pytest.approx(28800)
+    assert a["ettr"] == pytest.approx(28800 / 36000)
+
+
+def test_ettr_a_run_the_infrastructure_ended_lost_its_last_work() -> None:
+    """A run whose only job a node failure killed, never resubmitted: the work since its last
+    checkpoint is lost (goodput charges it too), with no restart to pay for."""
+    jobs = pl.DataFrame([("30", "gil", "llm", "solo", "", "NODE_FAIL", 8, 1, h(0), h(0), h(4))],
+                        schema=JOB_COLS, orient="row")
+    inst = pl.DataFrame([("30", 1, "NODE_FAIL", h(0), h(0), h(0), h(4), 14400, 8)], schema=INST_COLS, orient="row")
+    r = ettr(inst, jobs, h(12)).row(0, named=True)
+    # run 4 h = 14,400 s, t = 4 h >= Δ: lost Δ/2 = 1,800 s; productive 12,600 of 14,400 wall-clock.
+    assert (r["interruptions"], r["restart_overhead_s"]) == (1, 0)
+    assert r["lost_work_s"] == pytest.approx(1800)
+    assert r["ettr"] == pytest.approx(12600 / 14400)
+
+
 def test_ettr_requeue_short_instance_and_account_override() -> None:
     jobs, inst = frames()
-    runs = assign_runs(jobs, RULES)
-    out = ettr_runs(run_instances(inst, jobs, runs, RULES, h(30)), jobs, runs, h(30), min_gpus=8)
+    out = ettr(inst, jobs, h(30))  # job 9's first instance: NODE_FAIL, the infrastructure's by its state
     r = out.filter(pl.col("run_id") == "9").row(0, named=True)
     # account 'vision': Δ = 1,800 s, u0 = 600 s. Instance 1 ran t = 1,800 s = Δ: lost Δ/2 = 900
     # (t − t²/2Δ = 1800 − 900 = 900 at t = Δ: both branches agree). Instance 2: overhead 600.
@@ -121,11 +160,13 @@ def test_ettr_requeue_short_instance_and_account_override() -> None:
 
 def test_ettr_explicit_key_counts_gap_between_jobs() -> None:
     jobs, inst = frames()
-    runs = assign_runs(jobs, RULES)
-    out = ettr_runs(run_instances(inst, jobs, runs, RULES, h(30)), jobs, runs, h(30), min_gpus=8)
+    out = ettr(inst, jobs, h(30))
     r = out.filter(pl.col("run_id") == "big-01").row(0, named=True)
-    # 0 -> 21 h wall-clock; 3 h run; lost 1,800 (t = 2 h); overhead 300.
+    # 0 -> 21 h wall-clock; 3 h run; job 7 hit its time limit (the user's): nothing lost, no overhead.
     assert r["wallclock_s"] == 21 * 3600
+    assert r["productive_s"] == pytest.approx(3 * 3600)
+    # a TIMEOUT the infrastructure caused (a hung node): lost 1,800 (t = 2 h); overhead 300.
+    r = ettr(inst, jobs, h(30), infra=(("7", 1),)).filter(pl.col("run_id") == "big-01").row(0, named=True)
     assert r["productive_s"] == pytest.approx(3 * 3600 - 300 - 1800)
     # small jobs are not runs in the mart
     assert "5" not in out.get_column("run_id").to_list()
@@ -136,7 +177,7 @@ def test_short_interruption_uses_the_uniform_phase_expectation() -> None:
     inst = inst.with_columns(pl.when(pl.col("job_id") == "1").then(1200).otherwise(pl.col("elapsed_s"))
                              .alias("elapsed_s"))
     runs = assign_runs(jobs, RULES)
-    ri = run_instances(inst, jobs, runs, RULES, h(30))
+    ri = charged(run_instances(inst, jobs, runs, RULES, h(30)), infra=(("1", 1),))
     lost = ri.filter(pl.col("job_id") == "1").item(0, "lost_work_s")
     assert lost == pytest.approx(1200 - 1200**2 / (2 * 3600))  # 1,000 s
 
@@ -145,8 +186,7 @@ def test_ongoing_run_ends_at_as_of() -> None:
     jobs, inst = frames()
     jobs = jobs.with_columns(pl.when(pl.col("job_id") == "2").then(None).otherwise(pl.col("end_ts")).alias("end_ts"))
     inst = inst.with_columns(pl.when(pl.col("job_id") == "2").then(None).otherwise(pl.col("end_ts")).alias("end_ts"))
-    runs = assign_runs(jobs, RULES)
-    out = ettr_runs(run_instances(inst, jobs, runs, RULES, h(8)), jobs, runs, h(8), min_gpus=8)
+    out = ettr(inst, jobs, h(8))
     r = out.filter(pl.col("run_id") == "1").row(0, named=True)
     assert r["ongoing"] and r["wallclock_s"] == 8 * 3600 and r["run_s"] == 4 * 3600 + 2 * 3600
 
@@ -154,10 +194,7 @@ def test_ongoing_run_ends_at_as_of() -> None:
 def test_goodput_charges_only_infrastructure_interruptions() -> None:
     jobs, inst = frames()
     runs = assign_runs(jobs, RULES)
-    ri = run_instances(inst, jobs, runs, RULES, h(30))
-    attribution = pl.DataFrame({"job_id": ["1"], "instance_no": [1], "attribution": ["user"]},
-                               schema={"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
-    ri = ri.with_columns(infra_interrupted(ri, attribution))
+    ri = charged(run_instances(inst, jobs, runs, RULES, h(30)), user=(("1", 1),))
     util = pl.DataFrame({"day": [date(2026, 3, 1), date(2026, 3, 2)], "capacity_gpu_hours": [2400.0, 2400.0],
                          "allocated_gpu_hours": [600.0, 100.0]})
     out = goodput_daily(ri, util)
@@ -175,8 +212,9 @@ def test_goodput_charges_only_infrastructure_interruptions() -> None:
 
 
 def test_ettr_with_two_interruptions_hand_computed() -> None:
-    """A run of two jobs and three instances: job 20 fails after 3 h (interruption 1), job 21 is
-    requeued by a node failure after 40 min (interruption 2), its second instance completes."""
+    """A run of two jobs and three instances: job 20 fails after 3 h with a fault on its node
+    (attributed to the infrastructure: interruption 1), job 21 is requeued by a node failure after
+    40 min (interruption 2), its second instance completes."""
     jobs = pl.DataFrame([
         ("20", "fay", "llm", "llm-70b", "", "FAILED", 64, 8, h(0), h(0.5), h(3.5)),
         ("21", "fay", "llm", "llm-70b", "", "COMPLETED", 64, 8, h(4), h(4.25), h(9)),
@@ -187,8 +225,7 @@ def test_ettr_with_two_interruptions_hand_computed() -> None:
         ("21", 2, "COMPLETED", h(4 + 55 / 60), h(5), h(5.5), h(9), 12600, 64),
     ], schema=INST_COLS, orient="row")
     rules = RunRules(checkpoint=CheckpointAssumption(3600, 300, 0))
-    runs = assign_runs(jobs, rules)
-    r = ettr_runs(run_instances(inst, jobs, runs, rules, h(12)), jobs, runs, h(12), min_gpus=8).row(0, named=True)
+    r = ettr(inst, jobs, h(12), rules, infra=(("20", 1),)).row(0, named=True)
     # wall-clock 0 -> 9 h = 32,400 s; queue 0.5 h + 0.25 h + 0.5 h = 4,500 s; run 3 h + 40 min + 3.5 h = 25,800 s.
     # Interruption 1: t = 10,800 s >= Δ -> lost 1,800. Interruption 2: a restart, overhead 300, work t = 2,100 s
     # < Δ -> lost 2,100 − 2,100²/7,200 = 1,487.5. Instance 3: overhead 300. Productive = 25,800 − 600 − 3,287.5.
@@ -203,9 +240,7 @@ def test_ettr_with_two_interruptions_hand_computed() -> None:
 def test_goodput_splits_unavailable_capacity_from_node_states() -> None:
     jobs, inst = frames()
     runs = assign_runs(jobs, RULES)
-    ri = run_instances(inst, jobs, runs, RULES, h(30))
-    ri = ri.with_columns(infra_interrupted(ri, pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int32,
-                                                                    "attribution": pl.String})))
+    ri = charged(run_instances(inst, jobs, runs, RULES, h(30)))
     util = pl.DataFrame({"day": [date(2026, 3, 1), date(2026, 3, 2)], "capacity_gpu_hours": [2400.0, 2400.0],
                          "allocated_gpu_hours": [600.0, 100.0]})
     # node states for day 1 only: of 10 nodes x 8 GPUs, node n9 was out of service all day
@@ -223,7 +258,7 @@ def test_goodput_splits_unavailable_capacity_from_node_states() -> None:
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.integers(0, 6)), min_size=1, max_size=12))
 def test_run_positions_follow_start_order_within_each_run(specs: list[tuple[int, int, int]]) -> None:
     """Each instance's place in its run (``run_pos``), the instance before it and whether it was
-    interrupted, against a plain sort of each run's instances by (start, job id, instance number).
+    followed, against a plain sort of each run's instances by (start, job id, instance number).
     ``specs``: per job, its explicit run key, its number of instances and its first start hour
     (ties between jobs included)."""
     job_rows, inst_rows = [], []
@@ -246,5 +281,5 @@ def test_run_positions_follow_start_order_within_each_run(specs: list[tuple[int,
         for pos, (_, job_id, no) in enumerate(members, start=1):
             row = got[(job_id, no)]
             prev = members[pos - 2][1:] if pos > 1 else (None, None)
-            assert (row["run_pos"], row["is_restart"], row["interrupted"]) == (pos, pos > 1, pos < len(members))
+            assert (row["run_pos"], row["is_restart"], row["followed"]) == (pos, pos > 1, pos < len(members))
             assert (row["prev_job_id"], row["prev_instance_no"]) == prev

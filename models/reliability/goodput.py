@@ -24,7 +24,6 @@ from datetime import datetime, timezone
 
 import polars as pl
 
-from gpusre.models.reliability.ettr_model import expected_lost_work_expr
 from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES
 
 __all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
@@ -57,8 +56,10 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
 
     Args:
-        inst: :func:`~gpusre.models.reliability.training_runs.run_instances` output plus an ``infra_interrupted``
-            column (:func:`infra_interrupted`).
+        inst: :func:`~gpusre.models.reliability.training_runs.run_instances` output with the losses of
+            :func:`~gpusre.models.reliability.training_runs.charge_interruptions` (lost work of each
+            infra-interrupted instance, even the last of its run: the work was lost whether or not
+            the user resubmitted; restart overhead of the instance after it).
         utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
         as_of: end of the observed data; the capacity of its (partial) day counts only up to it, so
             the latest day's goodput is not diluted by hours that have not happened yet.
@@ -68,24 +69,15 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
             Without it in-service = capacity and ``capacity_source`` says so.
     """
     gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
-    # Lost work of infra-interrupted instances: the checkpoint-phase expectation, even when the
-    # instance is the last of its run (the work was lost whether or not the user resubmitted).
     # Sorted before every float sum: a sum's last bits depend on the order of its terms, and reruns
     # must give bit-identical marts.
     inst = inst.sort("job_id", "instance_no")
-    failed = inst.filter(pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()).select(
-        pl.col("end_ts").dt.date().alias("day"),
-        (gpus * expected_lost_work_expr(
-            (pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
-            pl.col("interval_s").cast(pl.Float64)) / 3600.0).alias("lost"),
+    failed = inst.filter("interrupted").select(
+        pl.col("end_ts").dt.date().alias("day"), (gpus * pl.col("lost_work_s") / 3600.0).alias("lost"),
     ).group_by("day").agg(pl.col("lost").sum().alias("lost_failure_gpu_hours"), pl.len().alias("infra_interruptions"))
-    prev = inst.filter("infra_interrupted").select(
-        pl.col("job_id").alias("prev_job_id"), pl.col("instance_no").alias("prev_instance_no"),
-        pl.lit(True).alias("_after_infra"))
     restarts = (
-        inst.filter(pl.col("is_restart"))
-        .join(prev, on=["prev_job_id", "prev_instance_no"], how="inner")
-        .select(pl.col("start_ts").dt.date().alias("day"), (gpus * pl.col("overhead_s") / 3600.0).alias("lost"))
+        inst.filter(pl.col("charged_overhead_s") > 0)
+        .select(pl.col("start_ts").dt.date().alias("day"), (gpus * pl.col("charged_overhead_s") / 3600.0).alias("lost"))
         .group_by("day").agg(pl.col("lost").sum().alias("lost_restart_gpu_hours"))
     )
     util = utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours").with_columns(pl.col("day").cast(pl.Date))

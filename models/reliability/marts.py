@@ -35,7 +35,7 @@ from gpusre.models.reliability.mtbf import (
     tbf_weibull,
 )
 from gpusre.models.reliability.slo import SloTarget, slo_daily
-from gpusre.models.reliability.training_runs import RunRules, assign_runs, ettr_runs, run_instances
+from gpusre.models.reliability.training_runs import RunRules, assign_runs, charge_interruptions, ettr_runs, run_instances
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
 from gpusre.models.vocabulary import NODE_FAILURE_STATES
 
@@ -202,7 +202,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
     attr = _instance_attribution(inputs)
     inst = inst.with_columns(pl.col("instance_no").cast(pl.Int32))
-    inst = inst.with_columns(infra_interrupted(inst, attr))
+    inst = charge_interruptions(inst.with_columns(infra_interrupted(inst, attr)))
     infra_fail = (inst.join(attr.filter(pl.col("attribution") == "infrastructure").select(
         "job_id", "instance_no", pl.lit(True).alias("_a")), on=["job_id", "instance_no"], how="left")
         .select((pl.col("state").is_in(NODE_FAILURE_STATES) | pl.col("_a").fill_null(False))

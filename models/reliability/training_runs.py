@@ -17,12 +17,20 @@ Per run (all times in seconds; the checkpoint policy is an assumption from ``clu
   end and its resubmission count as unproductive, as in the issue's definition (Meta counts only
   time while a job of the run is eligible, so ours is the stricter figure);
 * ``queue_s`` = Σ over started instances of start − eligible (submit when eligible is unknown);
-* an instance is *interrupted* when another instance or job of the run follows it;
-* ``restart_overhead_s`` = Σ over every instance but the run's first of min(u0, elapsed);
+* an instance is *interrupted* when the infrastructure or preemption ended it (``infra_interrupted``:
+  NODE_FAIL, PREEMPTED, or attributed to the infrastructure from node logs) — the run's last instance
+  too (its work since the last checkpoint was lost whether or not anyone resubmitted). A user's own
+  failure or cancellation is no interruption (Kokolis et al. leave user-space failures out of ETTR, and
+  the ``ettr_large_runs`` SLO is the infrastructure's): its time counts as productive, as in goodput;
+* ``restart_overhead_s`` = Σ over instances that restart an interrupted one of min(u0, elapsed);
 * ``lost_work_s`` = Σ over interrupted instances of the expected work since the last checkpoint,
   :func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr` (checkpoint phase unknown: about half an
-  interval);
+  interval), with the instance's work time its elapsed time less its own start-up (min(u0, elapsed) when
+  it is not the run's first);
 * ``productive_s`` = Σ elapsed − restart overhead − lost work; ``ettr`` = productive / wall-clock.
+
+Goodput (:mod:`~gpusre.models.reliability.goodput`) charges the same losses per day: both read the
+columns :func:`charge_interruptions` adds.
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ import polars as pl
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
 from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
-__all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances", "ettr_runs"]
+__all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances",
+           "charge_interruptions", "ettr_runs"]
 
 
 
@@ -149,10 +158,11 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
     """Every started instance with its run, position in the run, restart overhead and expected lost work.
 
     Adds ``run_id``, ``account``, ``run_pos`` (1 = the run's first start), ``is_restart``,
-    ``interrupted``, ``elapsed_eff_s`` (running instances up to ``as_of``), ``overhead_s``,
-    ``lost_work_s`` (0 unless interrupted), ``interval_s``, ``restart_overhead_cfg_s``, ``policy_source``
-    and ``prev_instance_key`` pointers (``prev_job_id``, ``prev_instance_no``) to the instance before it
-    in the run. Goodput and ETTR both start from this frame.
+    ``followed`` (another instance of the run comes after it), ``elapsed_eff_s`` (running instances up
+    to ``as_of``), ``overhead_s`` (the start-up of a restart: min(u0, elapsed)), ``interval_s``,
+    ``restart_overhead_cfg_s``, ``policy_source`` and pointers (``prev_job_id``, ``prev_instance_no``)
+    to the instance before it in the run. Goodput and ETTR both start from this frame, with the
+    losses :func:`charge_interruptions` adds.
     """
     accounts = jobs.get_column("account").unique().to_list()
     policy = rules.policy_frame([a for a in accounts if a is not None])
@@ -195,27 +205,50 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
             (pl.col("run_pos") > 1).alias("is_restart"),
             ((pl.col("run_pos") < pl.col("_run_len"))
              | (pl.col("_pending_submit").is_not_null() & pl.col("end_ts").is_not_null()
-                & (pl.col("_pending_submit") >= pl.col("end_ts")))).alias("interrupted"),
+                & (pl.col("_pending_submit") >= pl.col("end_ts")))).alias("followed"),
         )
         .with_columns(
             pl.when(pl.col("is_restart"))
             .then(pl.min_horizontal("restart_overhead_cfg_s", "elapsed_eff_s"))
             .otherwise(0).cast(pl.Int64).alias("overhead_s"),
         )
-        .with_columns(
-            pl.when(pl.col("interrupted"))
-            .then(expected_lost_work_expr((pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
-                                          pl.col("interval_s").cast(pl.Float64)))
-            .otherwise(0.0).alias("lost_work_s"),
-        )
         .drop("_run", "_run_len", "_pending_submit")
     )
     return inst
 
 
+def charge_interruptions(inst: pl.DataFrame) -> pl.DataFrame:
+    """The losses of infrastructure interruptions, per instance of :func:`run_instances` output that has
+    an ``infra_interrupted`` column (:func:`~gpusre.models.reliability.goodput.infra_interrupted`).
+
+    Adds ``interrupted`` (infra-interrupted and ended), ``lost_work_s`` (its expected work since the
+    last checkpoint, else 0) and ``charged_overhead_s`` (``overhead_s`` of an instance restarting an
+    interrupted one, else 0). ETTR sums them per run, goodput per day: one definition of what an
+    interruption costs.
+    """
+    interrupted = pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()
+    prev = inst.filter(interrupted).select(
+        pl.col("job_id").alias("prev_job_id"), pl.col("instance_no").alias("prev_instance_no"),
+        pl.lit(True).alias("_after_interruption"))
+    return (
+        inst.join(prev, on=["prev_job_id", "prev_instance_no"], how="left", maintain_order="left")
+        .with_columns(
+            interrupted.alias("interrupted"),
+            pl.when(interrupted)
+            .then(expected_lost_work_expr((pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
+                                          pl.col("interval_s").cast(pl.Float64)))
+            .otherwise(0.0).alias("lost_work_s"),
+            pl.when(pl.col("_after_interruption").fill_null(False)).then(pl.col("overhead_s"))
+            .otherwise(0).cast(pl.Int64).alias("charged_overhead_s"),
+        )
+        .drop("_after_interruption")
+    )
+
+
 def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of: datetime,
               min_gpus: int = 8) -> pl.DataFrame:
-    """One row per run with at least ``min_gpus`` GPUs (:data:`ETTR_RUNS_SCHEMA`), from :func:`run_instances`."""
+    """One row per run with at least ``min_gpus`` GPUs (:data:`ETTR_RUNS_SCHEMA`), from :func:`run_instances`
+    output with :func:`charge_interruptions`' columns."""
     as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
     # The runs big enough to count, chosen before the per-run sorts (a year holds ~1 M small jobs).
     run_jobs = jobs.join(runs, on="job_id")
@@ -249,7 +282,7 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
             (pl.col("start_ts") - pl.coalesce("eligible_ts", "submit_ts", "start_ts")).dt.total_seconds()
             .clip(lower_bound=0).sum().cast(pl.Int64).alias("queue_s"),
             pl.col("elapsed_eff_s").sum().cast(pl.Int64).alias("run_s"),
-            pl.col("overhead_s").sum().cast(pl.Int64).alias("restart_overhead_s"),
+            pl.col("charged_overhead_s").sum().cast(pl.Int64).alias("restart_overhead_s"),
             pl.col("lost_work_s").sum(),
             pl.col("interval_s").first().alias("checkpoint_interval_s"),
             pl.col("restart_overhead_cfg_s").first(),

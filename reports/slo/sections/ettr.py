@@ -80,7 +80,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         caption="ETTR (Kokolis et al., HPCA 2025) = productive time / wall-clock of a run; wall-clock = first submit "
                 "to last end (queue waits and gaps between resubmissions count as unproductive); productive = run "
                 "time − restart overhead u0 after each interruption − re-done work since the last checkpoint (on "
-                "average half a checkpoint interval Δ). Queue share = mean of queue wait / wall-clock. Expected "
+                "average half a checkpoint interval Δ); interruptions are the infrastructure's or preemption's, as "
+                "in goodput (a user's own failure costs nothing here). Queue share = mean of queue wait / wall-clock. Expected "
                 "ETTR ≈ (1 − N · r_f · (u0 + Δ/2)) / (1 + w_cp/Δ) with the bucket's median nodes N, the measured "
                 + (f"r_f = {fmt_rate(rf)} per 1,000 node-days " if is_number(rf) else "r_f ")
                 + "and the median Δ, u0 of its runs (whole record): it counts failures only, not queue wait, which "
