@@ -127,7 +127,9 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         check_quality = health_check_quality(
             events, all_instances, killed_states=alert_settings(config).clustering.killed_states)
         check_misses = missed_detections(failed, jobs, events)
-        taxonomy = pl.concat([failure_taxonomy(incidents, attribution, p) for p in ("all", "month")], how="vertical")
+        # The taxonomy counts the same kills as the incidents' impact: requeued instances too.
+        killed = pl.concat([attribution, instance_attr], how="diagonal_relaxed")
+        taxonomy = pl.concat([failure_taxonomy(incidents, killed, p) for p in ("all", "month")], how="vertical")
         suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)
                     if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))
         with transaction(con):

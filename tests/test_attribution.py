@@ -480,3 +480,25 @@ def test_a_gpu_stopped_processing_xid_does_not_outweigh_the_link_fault_beside_it
                     [ev(1, -2, "n1", link), ev(2, -0.5, "n1", xid43), ev(3, -3, "n2", lustre), ev(4, -1, "n2", XID13)])
     assert (got["a"]["attribution"], got["a"]["component"]) == ("infrastructure", "network")
     assert (got["b"]["attribution"], got["b"]["component"]) == ("user", "user_application")
+
+
+def test_failure_taxonomy_counts_the_instances_incidents_killed() -> None:
+    # Incident X (pcie_bus) killed job r's first instance (Slurm requeued it; it later completed:
+    # 4.667 GPU-h) and job s twice (2.0 + 3.0); a NODE_FAIL without evidence killed job u's first
+    # instance and then job u (0.5 + 1.5). The taxonomy counts what hw_incidents counts: X 2 jobs,
+    # 9.667 GPU-h; unknown (suspected) 1 job, 2.0 GPU-h. A user failure counts nowhere.
+    incidents = pl.DataFrame({"incident_id": ["X"], "component": ["pcie_bus"], "cause_class": ["hardware"],
+                              "start_ts": [T_END - timedelta(hours=1)], "n_events": [3]},
+                             schema_overrides={"start_ts": pl.Datetime("us", "UTC")})
+    kills = pl.DataFrame({
+        "job_id": ["r", "s", "s", "u", "u", "t"],
+        "attribution": ["infrastructure"] * 5 + ["user"],
+        "incident_id": ["X", "X", "X", None, None, None],
+        "component": ["pcie_bus"] * 3 + ["unknown (suspected)"] * 2 + [None],
+        "cause_class": ["hardware"] * 3 + [None, None, None],
+        "end_ts": [T_END] * 6,
+        "lost_gpu_hours": [14 / 3, 2.0, 3.0, 0.5, 1.5, 1.0]},
+        schema_overrides={"end_ts": pl.Datetime("us", "UTC")})
+    got = {r["component"]: (r["incidents"], r["affected_jobs"], r["lost_gpu_hours"])
+           for r in failure_taxonomy(incidents, kills).iter_rows(named=True)}
+    assert got == {"pcie_bus": (1, 2, pytest.approx(14 / 3 + 5.0)), "unknown (suspected)": (0, 1, pytest.approx(2.0))}

@@ -62,8 +62,10 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
     Args:
         incidents: from :func:`~gpusre.models.failures.hw_incidents.merge_incidents` (``incident_id``,
             ``component``, ``cause_class``, ``start_ts``, ``n_events``).
-        attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``attribution``,
-            ``incident_id``, ``component``, ``cause_class``, ``end_ts``, ``lost_gpu_hours``).
+        attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``job_id``,
+            ``attribution``, ``incident_id``, ``component``, ``cause_class``, ``end_ts``, ``lost_gpu_hours``):
+            rows of jobs and of their requeued instances — a job killed twice is one affected job, both
+            losses count (as in :func:`incident_impact`).
         period: ``all``, ``month`` or ``week``.
 
     Returns:
@@ -82,18 +84,19 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
         pl.len().cast(pl.Int64).alias("incidents"), pl.col("n_events").sum().alias("events")
     )
     infra = attribution.filter(pl.col("attribution") == "infrastructure")
-    with_incident = infra.filter(pl.col("incident_id").is_not_null()).select("incident_id", "lost_gpu_hours").join(
-        inc.select("incident_id", *keys), on="incident_id", how="inner"
-    )
+    with_incident = infra.filter(pl.col("incident_id").is_not_null()).select(
+        "job_id", "incident_id", "lost_gpu_hours").join(inc.select("incident_id", *keys), on="incident_id", how="inner")
     without_incident = infra.filter(pl.col("incident_id").is_null()).select(
+        "job_id",
         _period(pl.col("end_ts"), period).alias("period"),
         pl.col("component").fill_null("unknown"),
         pl.col("cause_class").fill_null("unknown"),
         "lost_gpu_hours",
     )
-    jobs = pl.concat([with_incident.select(*keys, "lost_gpu_hours"), without_incident]).group_by(keys).agg(
-        pl.len().cast(pl.Int64).alias("affected_jobs"), pl.col("lost_gpu_hours").sum()
-    )
+    jobs = (pl.concat([with_incident.select("job_id", *keys, "lost_gpu_hours"), without_incident])
+            .sort("job_id", *keys, "lost_gpu_hours")  # a fixed order for the float sums: reruns are bit-identical
+            .group_by(keys).agg(pl.col("job_id").n_unique().cast(pl.Int64).alias("affected_jobs"),
+                                pl.col("lost_gpu_hours").sum()))
     out = per_incident.join(jobs, on=keys, how="full", coalesce=True).with_columns(
         pl.lit(period).alias("period_type"),
         pl.col("incidents", "events", "affected_jobs").fill_null(0),
