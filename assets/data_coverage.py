@@ -11,7 +11,7 @@ import dagster as dg
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.day_coverage import build_day_coverage, mark_partial_days
+from gpusre.models.day_coverage import build_day_coverage, mark_partial_days, refresh_partial_flags
 from gpusre.models.sources.registry import record_sources
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import transaction
@@ -30,7 +30,8 @@ FLEET_COVERAGE = dg.AssetKey(["marts", "fleet_coverage"])
                      kinds={"duckdb"},
                      description="Per input source: files, last ingestion, first / last record time and the UTC "
                      "days without a record (for sacct and node logs: missing dumps or log files)."),
-        dg.AssetSpec(DAY_COVERAGE, deps=[dg.AssetKey(list(s.asset)) for s in record_sources() if s.dense], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(DAY_COVERAGE, deps=[*(dg.AssetKey(list(s.asset)) for s in record_sources() if s.dense), CORE_JOBS],
+                     group_name="marts", kinds={"duckdb"},
                      description="Per UTC day of the data: the part Slurm accounting and the node logs both cover "
                      "and whether the day is partial (left out of means, minima and trends; every daily mart "
                      "carries the flag as column partial)."),
@@ -49,6 +50,7 @@ def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
     with warehouse.connect() as con:
         with transaction(con):
             n_days = build_day_coverage(con)  # refreshes raw.record_days, which data_freshness reads too
+            refresh_partial_flags(con)  # the daily marts written before it this run (or on earlier nights)
             run_mart_sql(con, "data_freshness")
             run_mart_sql(con, "log_coverage_daily")
             mark_partial_days(con, "marts.log_coverage_daily")

@@ -4,7 +4,7 @@ A day at either end of the data (the first dump starting mid-day, the last one e
 *partial*: its counts are real but cover only part of the day, so a mean, a minimum or a trend over
 days that includes it is wrong (the demo's last day showed as "lowest utilization 0.8 %"). Coverage is
 defined once, in ``sql/marts/day_coverage.sql``: the intersection of the spans (first .. last record) of
-the dense sources, Slurm accounting and node logs; a day is complete when at most
+the dense sources, Slurm accounting (its span: :mod:`gpusre.models.accounting_span`) and node logs; a day is complete when at most
 :data:`MAX_GAP_MINUTES` of it lie outside that span.
 
 Every daily mart carries ``partial`` (:func:`mark_partial_days`, refreshed for all rows each time the
@@ -19,11 +19,12 @@ from datetime import date
 
 import duckdb
 
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import table_exists
 
-__all__ = ["MAX_GAP_MINUTES", "build_day_coverage", "mark_partial_days", "complete_days"]
+__all__ = ["MAX_GAP_MINUTES", "build_day_coverage", "mark_partial_days", "refresh_partial_flags", "complete_days"]
 
 #: A day with more than this much of it outside the data span is partial. An hour absorbs the quiet
 #: minutes before a complete day's first record and after its last one (a dump cut at 23:55) while a
@@ -34,7 +35,8 @@ MAX_GAP_MINUTES = 60.0
 def build_day_coverage(con: duckdb.DuckDBPyConnection, max_gap_minutes: float = MAX_GAP_MINUTES) -> int:
     """(Re)build ``marts.day_coverage`` from ``raw.record_days`` (refreshed first); return its row count."""
     refresh_record_days(con)
-    run_mart_sql(con, "day_coverage", {"max_gap_minutes": max_gap_minutes})
+    acct_from, acct_to = accounting_span(con)
+    run_mart_sql(con, "day_coverage", {"max_gap_minutes": max_gap_minutes, "acct_from": acct_from, "acct_to": acct_to})
     return con.sql("SELECT count(*) FROM marts.day_coverage").fetchall()[0][0]
 
 
@@ -49,6 +51,23 @@ def mark_partial_days(con: duckdb.DuckDBPyConnection, table: str, day_column: st
     con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS partial BOOLEAN")
     con.execute(f"""UPDATE {table} AS t SET partial = coalesce(
                         (SELECT c.partial FROM marts.day_coverage AS c WHERE c.day = t.{day_column}), TRUE)""")
+
+
+def refresh_partial_flags(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Set ``partial`` of every daily mart that has the column from ``marts.day_coverage``; return their names.
+
+    The daily marts are written per dirty day before the roll-up rebuilds the coverage, and a night
+    with no changed day writes none of them: without this, yesterday's partial last day stayed
+    partial in them after today's dump completed it (an incremental run's means differed from a
+    one-shot run's).
+    """
+    tables = [f"marts.{t}" for (t,) in con.sql(
+        "SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema = 'marts' AND column_name = 'partial' "
+        "AND table_name <> 'day_coverage' AND table_name IN (SELECT table_name FROM information_schema.columns "
+        "WHERE table_schema = 'marts' AND column_name = 'day') ORDER BY table_name").fetchall()]
+    for table in tables:
+        mark_partial_days(con, table)
+    return tables
 
 
 def complete_days(con: duckdb.DuckDBPyConnection) -> tuple[date | None, date | None]:

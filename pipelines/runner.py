@@ -313,7 +313,9 @@ def _source_summaries(ingest: dg.ExecutionResult, summary: RunSummary) -> None:
             files_changed=_count(meta, "files_changed"), files_refused=_count(meta, "files_refused"),
             files_ignored=_count(meta, "files_ignored"), rows_loaded=_count(meta, "rows_loaded"),
             rows_rejected=_count(meta, "rows_rejected"))
-        summary.files_refused += [f"{d['file']}: {d['error']}" for d in (meta.get("refused_files") or [])]
+        # Parsers' reasons often name the file already: say it once.
+        summary.files_refused += [f"{d['file']}: {str(d['error']).removeprefix(d['file'] + ': ')}"
+                                  for d in (meta.get("refused_files") or [])]
     summary.files_changed = sum(s.files_changed for s in summary.sources.values())
     summary.rows_rejected = sum(s.rows_rejected for s in summary.sources.values())
     summary.rows_loaded = summary.sources["sacct"].rows_loaded

@@ -113,6 +113,7 @@ def test_every_bad_file_is_refused_alone(clean: tuple[Path, dict], tmp_path: Pat
     for line in errors:
         source_file = line.split(": ")[2]
         assert line.split(": ", 3)[3].startswith(expected[source_file]), line
+        assert line.count(f"{source_file}: ") == 1, line  # the file named once, not again by the parser's reason
     assert list((tmp_path / "reports").glob("nightly-*.html")) and list((tmp_path / "reports").glob("slo-*.html"))
 
     ledger = _ledger(wh)

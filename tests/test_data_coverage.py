@@ -72,7 +72,8 @@ def test_freshness_per_source(warehouse: Path) -> None:
     assert sy["first_record_ts"] == datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
     assert sy["last_record_ts"] == datetime(2026, 3, 3, 20, tzinfo=timezone.utc)
     assert (sy["days_with_records"], sy["n_empty_days"], sy["empty_days"]) == (2, 1, [date(2026, 3, 2)])
-    # sacct: latest of submit/start/end per record; every day from 03-01 to 03-04 has one.
+    # sacct: per record the latest moment it speaks for (end, or start + elapsed; submit when later);
+    # every day from 03-01 to 03-04 has one.
     assert (sa["records"], sa["n_empty_days"]) == (4, 0)
     assert sa["last_record_ts"] == datetime(2026, 3, 4, 0, 30, tzinfo=timezone.utc)
 
@@ -133,15 +134,16 @@ def test_missing_days_are_shown_as_runs() -> None:
 
 
 def test_day_coverage_and_partial_flags(warehouse: Path) -> None:
-    """Hand-computed: sacct records 03-01 12:00 (job 1's end, the earliest record time) .. 03-04 00:30, node logs
-    03-01 10:00 .. 03-03 20:00; covered = their intersection 03-01 12:00 .. 03-03 20:00."""
+    """Hand-computed: the accounting's span 03-01 10:00 (job 1's start: the earliest start on the day of
+    the first record, job 1's end at 12:00) .. 03-04 00:30, node logs 03-01 10:00 .. 03-03 20:00;
+    covered = their intersection 03-01 10:00 .. 03-03 20:00."""
     con = connect(warehouse, read_only=True)
     try:
         cov = con.sql("SELECT day, covered_hours, partial, sources FROM marts.day_coverage ORDER BY day").fetchall()
         log_partial = con.sql("SELECT day, partial FROM marts.log_coverage_daily ORDER BY day").fetchall()
     finally:
         con.close()
-    assert cov == [(date(2026, 3, 1), 12.0, True, "sacct, syslog"),   # from noon: 12 h uncovered
+    assert cov == [(date(2026, 3, 1), 14.0, True, "sacct, syslog"),   # from 10:00: 10 h uncovered
                    (date(2026, 3, 2), 24.0, False, "sacct, syslog"),
                    (date(2026, 3, 3), 20.0, True, "sacct, syslog"),   # node logs end at 20:00: 4 h > 1 h
                    (date(2026, 3, 4), 0.0, True, "sacct, syslog")]    # only accounting reaches past midnight

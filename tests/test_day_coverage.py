@@ -82,3 +82,27 @@ def test_mark_partial_days_sets_every_row_and_days_outside_the_data(con: duckdb.
 def test_no_raw_data_no_complete_day(con: duckdb.DuckDBPyConnection) -> None:
     assert build_day_coverage(con) == 0
     assert complete_days(con) == (None, None)
+
+
+def test_accounting_span_not_its_first_record_time(con: duckdb.DuckDBPyConnection) -> None:
+    """The accounting's coverage is its span (models/accounting_span.py), the one every analytic uses.
+    Job a started two days before the dumps (listed because it ran inside them) and ended 10-01 06:00,
+    the first record time; job b started 10-01 00:00; job c started 10-02 20:00 and has run 4 h at the
+    last dump. Span: 10-01 00:00 (the earliest start on the first record's day) .. 10-03 00:00 (c's
+    start + elapsed) — both days complete, where the records' own times (06:00 .. 20:00) made both partial."""
+    rows = [("a", "COMPLETED", datetime(2026, 9, 29, 0, tzinfo=UTC), _ts(1, 6), 54 * 3600),
+            ("b", "COMPLETED", _ts(1, 0), _ts(1, 8), 8 * 3600),
+            ("c", "RUNNING", _ts(2, 20), None, 4 * 3600)]
+    for i, (job, state, start, end, elapsed) in enumerate(rows):
+        con.execute("INSERT INTO core.jobs (job_id, state, submit_ts, start_ts, end_ts, elapsed_s, restarts, source_file, "
+                    "line_no) VALUES (?, ?, ?, ?, ?, ?, 0, 's.psv', ?)", [job, state, start, start, end, elapsed, i + 2])
+        con.execute("INSERT INTO lake.sacct_records (source_file, line_no, record_type, job_id, submit_ts, start_ts, "
+                    "end_ts, elapsed_s) VALUES ('s.psv', ?, 'allocation', ?, ?, ?, ?, ?)",
+                    [i + 2, job, start, start, end, elapsed])
+    _syslog(con, _ts(1, 0, 1), _ts(2, 23, 58))
+    build_day_coverage(con)
+    assert _coverage(con) == [(date(2026, 10, 1), round(24 - 1 / 60, 4), False),
+                              (date(2026, 10, 2), round(24 - 2 / 60, 4), False),
+                              (date(2026, 10, 3), 0.0, True)]
+    freshness_last = con.sql("SELECT max(last_ts) FROM raw.record_days WHERE source_kind = 'sacct'").fetchall()[0][0]
+    assert freshness_last == _ts(3, 0)  # the running job's record speaks up to start + elapsed

@@ -149,3 +149,27 @@ def test_availability_by_component_class_hand_computed() -> None:
     assert got[("all", "all")] == (9.0, 46.0)
     assert out.filter((pl.col("period") == "2026-01") & (pl.col("component_class") == "all")).item(0, "availability") \
         == pytest.approx(1 - 9 / 46)
+
+
+def test_availability_by_component_splits_outages_at_month_ends() -> None:
+    """gpu001 drained 10-31 12:00 .. 11-01 12:00 (GPU), gpu002 never: each month of 2 nodes x 24 h
+    observed has 12 h down -> 0.75 in both (the outage once all went to October, and November had no row)."""
+    from datetime import date as _date
+
+    from gpusre.models.reliability.node_availability import availability_by_component
+
+    utc = timezone.utc
+    states = pl.DataFrame({
+        "node": ["gpu001"], "start_ts": [datetime(2026, 10, 31, 12, tzinfo=utc)],
+        "end_ts": [datetime(2026, 11, 1, 12, tzinfo=utc)], "availability_class": ["hardware"],
+        "reason_class": ["gpu"], "reason_component": ["gpu_memory"]})
+    as_of = datetime(2026, 11, 2, tzinfo=utc)
+    segments = down_segments(states, as_of)
+    daily = node_availability_daily(states, ["gpu001", "gpu002"], _date(2026, 10, 31), _date(2026, 11, 1), as_of=as_of)
+    out = availability_by_component(daily, segments, states)
+    got = {(r["period"], r["component_class"]): (r["down_node_hours"], r["scheduled_node_hours"], r["availability"])
+           for r in out.iter_rows(named=True)}
+    assert got[("2026-10", "all")] == (12.0, 48.0, 0.75)
+    assert got[("2026-11", "all")] == (12.0, 48.0, 0.75)
+    assert got[("2026-10", "gpu")][0] == got[("2026-11", "gpu")][0] == 12.0
+    assert got[("all", "all")] == (24.0, 96.0, 0.75)

@@ -373,3 +373,28 @@ def test_a_snapshot_is_observed_at_the_time_its_name_gives_else_its_mtime(tmp_pa
     os.utime(path, (_utc(2026, 11, 11, 6).timestamp(), _utc(2026, 11, 11, 6).timestamp()))
     parsed = parse_slurm_events_file(path, f"slurm_events/{name}", timezone=TZ)
     assert parsed.records["observed_ts"].to_list() == [observed]
+
+
+def test_sinfo_default_output_is_refused_and_a_snapshot_with_unreadable_lines_ends_nothing(tmp_path: Path) -> None:
+    """`sinfo -R` without -o (padded columns) is refused with the command to use; a snapshot whose
+    line was rejected cannot say that a node is no longer drained: gpu003 and gpu004 stay open
+    (in the empty-snapshot test above, a readable empty snapshot ends both)."""
+    landing = _landing(tmp_path, ("sinfo-2026-11-02.txt",))
+    default = landing / "slurm_events" / "sinfo-2026-11-03T12.txt"
+    default.write_text("REASON               USER      TIMESTAMP           NODELIST\n"
+                       "Xid 79               root      2026-11-02T05:00:00 gpu004\n")
+    bad = landing / "slurm_events" / "sinfo-2026-11-04.txt"
+    bad.write_text("gpu003|IB link down|root|not a time|drained\n")
+    os.utime(bad, (_utc(2026, 11, 4).timestamp(), _utc(2026, 11, 4).timestamp()))
+    wh = tmp_path / "w.duckdb"
+    _ingest_and_build(landing, wh)
+    assert [(r[0], r[3]) for r in _states(wh)] == [("gpu003", None), ("gpu004", None)]
+    con = connect(wh, read_only=True)
+    try:
+        rejects = dict(con.sql("SELECT source_file, error FROM raw.rejects WHERE line_no = 0").fetchall())
+        snapshots = con.sql("SELECT source_file FROM raw.slurm_event_snapshots ORDER BY 1").fetchall()
+    finally:
+        con.close()
+    assert rejects["slurm_events/sinfo-2026-11-03T12.txt"].endswith(
+        "fixed-width sinfo output; re-run 'sinfo -R -h -o \"%n|%E|%u|%H|%T\"'")
+    assert snapshots == [("slurm_events/sinfo-2026-11-02.txt",)]

@@ -302,20 +302,30 @@ def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, state
     seg = (segments.filter(pl.col("availability_class") != "maintenance")
            .join(comp, on=["node", "event_start_ts"], how="left")
            .join(classes, on="reason_component", how="left")
-           .with_columns(pl.col("component_class").fill_null("unknown"),
-                         pl.col("start_ts").dt.strftime("%Y-%m").alias("month"))
+           .with_columns(pl.col("component_class").fill_null("unknown"))
            .sort("node", "start_ts"))
+    # A segment across a month's end is down time of both months (as the daily rows count it).
+    month_start = pl.col("_m")
+    by_month = (seg.with_columns(pl.datetime_ranges(pl.col("start_ts").dt.truncate("1mo"), pl.col("end_ts"), "1mo",
+                                                    time_unit="us", time_zone="UTC").alias("_m"))
+                .explode("_m")
+                .with_columns(((pl.min_horizontal("end_ts", month_start.dt.offset_by("1mo"))
+                                - pl.max_horizontal("start_ts", month_start)).dt.total_microseconds() / 3.6e9)
+                              .alias("hours"), pl.col("_m").dt.strftime("%Y-%m").alias("month"))
+                .filter(pl.col("hours") > 0))
     down = pl.concat([
         seg.group_by("component_class").agg(pl.col("hours").sum()).with_columns(
             pl.lit("all").alias("period_type"), pl.lit("all").alias("period")),
-        seg.group_by("month", "component_class").agg(pl.col("hours").sum()).rename({"month": "period"}).with_columns(
-            pl.lit("month").alias("period_type")),
-        seg.group_by(pl.lit("all").alias("period")).agg(pl.col("hours").sum()).with_columns(
-            pl.lit("all").alias("period_type"), pl.lit("all").alias("component_class")),
-        seg.group_by(pl.col("month").alias("period")).agg(pl.col("hours").sum()).with_columns(
-            pl.lit("month").alias("period_type"), pl.lit("all").alias("component_class")),
+        by_month.group_by("month", "component_class").agg(pl.col("hours").sum()).rename({"month": "period"})
+        .with_columns(pl.lit("month").alias("period_type")),
     ], how="diagonal")
-    out = (down.join(totals, on=["period_type", "period"], how="inner")
+    # The class 'all' row of every period, with 0 h down in a month without an outage.
+    cluster = (totals.join(pl.concat([
+        seg.select(pl.lit("all").alias("period_type"), pl.lit("all").alias("period"), "hours"),
+        by_month.select(pl.lit("month").alias("period_type"), pl.col("month").alias("period"), "hours"),
+    ]).group_by("period_type", "period").agg(pl.col("hours").sum()), on=["period_type", "period"], how="left")
+        .with_columns(pl.col("hours").fill_null(0.0), pl.lit("all").alias("component_class")).drop("_s"))
+    out = (pl.concat([down, cluster], how="diagonal").join(totals, on=["period_type", "period"], how="inner")
            .with_columns(pl.col("hours").alias("down_node_hours"), pl.col("_s").alias("scheduled_node_hours"))
            .with_columns(pl.when(pl.col("scheduled_node_hours") > 0)
                          .then(1 - pl.col("down_node_hours") / pl.col("scheduled_node_hours")).alias("availability")))

@@ -15,6 +15,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from gpusre.models.accounting_span import ACCOUNTING_RECORD_TS_SQL
 from gpusre.models.ingest.lake import LakeTable, ensure_view
 
 __all__ = ["SOURCES", "Source", "create_registry_views", "lake_table", "lake_tables", "record_sources", "resolve", "source", "watched_files"]
@@ -77,7 +78,7 @@ SOURCES: tuple[Source, ...] = (
         parser="gpusre.models.sources.sacct.ingest:ingest_sacct_files",
         lake=LakeTable("sacct_records", ("end_ts", "start_ts", "submit_ts"), day_of_landing_file=True),
         label="sacct records", title="Slurm accounting (sacct)",
-        record_ts="greatest(submit_ts, start_ts, end_ts)", dense=True,
+        record_ts=ACCOUNTING_RECORD_TS_SQL, dense=True,
         asset=("raw", "sacct_records"),
     ),
     Source(

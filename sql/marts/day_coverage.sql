@@ -7,11 +7,20 @@
 -- mart (column partial, from this table) and left out of means, minima and trends.
 -- Record time and which sources are dense: the source registry (raw.record_days, its per-file
 -- summary of raw.record_times, and raw.sources), as marts.data_freshness.
--- Parameter: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES).
+-- Slurm accounting's span is the one every analytic uses (models/accounting_span.py: from the earliest
+-- job start on its first record's day — a dump's first record is a job end, hours after jobs started
+-- at midnight — to the latest moment the dumps show), passed in as $acct_from / $acct_to.
+-- Parameters: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES), $acct_from / $acct_to
+-- TIMESTAMPTZ (NULL without jobs: the records' own span).
 CREATE OR REPLACE TABLE marts.day_coverage AS
-WITH spans AS (
+WITH record_spans AS (
     SELECT r.source_kind, min(r.first_ts) AS first_ts, max(r.last_ts) AS last_ts
     FROM raw.record_days AS r JOIN raw.sources AS s USING (source_kind) WHERE s.dense GROUP BY ALL
+), spans AS (
+    SELECT source_kind,
+           CASE WHEN source_kind = 'sacct' THEN COALESCE($acct_from::TIMESTAMPTZ, first_ts) ELSE first_ts END AS first_ts,
+           CASE WHEN source_kind = 'sacct' THEN COALESCE($acct_to::TIMESTAMPTZ, last_ts) ELSE last_ts END AS last_ts
+    FROM record_spans
 ), span AS (
     SELECT max(first_ts) AS covered_from, min(last_ts) AS covered_to,
            min(first_ts) AS any_from, max(last_ts) AS any_to,

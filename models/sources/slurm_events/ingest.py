@@ -15,6 +15,7 @@ year — so a full rebuild is cheaper than bookkeeping):
   the latest file and line.
 * **sinfo snapshots** contribute open events; one that a later snapshot no longer lists ended, at
   the latest, at that snapshot (``end_source = 'sinfo_absent'``), unless a sacctmgr dump knows more.
+  A snapshot with a rejected line ends nothing (the node on that line would look absent).
 * **Reasons** get a Drain3 template (miner ``slurm_reasons`` in ``raw.template_miners``, separate
   from the node-log miner, so ids are stable across nights) and a class from
   ``catalog/drain_reasons.csv``.
@@ -156,7 +157,9 @@ def stage_slurm_event_files(
             _insert_frame(con, _STAGE_EVENTS, parsed.records)
             _insert_frame(con, _STAGE_REJECTS, parsed.rejects,
                           f"source_file, '{SLURM_EVENTS_KIND}' AS source_kind, line_no, raw, error, now() AS rejected_at")
-            if parsed.source_format == "sinfo" and parsed.observed_ts is not None:
+            # A snapshot says which nodes are *not* drained only when every line was read: a node on
+            # an unreadable line would look absent, and its open drain would end.
+            if parsed.source_format == "sinfo" and parsed.observed_ts is not None and not parsed.rejects.height:
                 con.execute(f"INSERT INTO {_STAGE_SNAPSHOTS} VALUES (?, ?, ?)",
                             [source_file, parsed.observed_ts, parsed.records.height])
             result = FileIngest(source_file, "refused" if fault else "loaded", parsed.rows_read,

@@ -265,6 +265,9 @@ _DISPLAY = {"start": "TimeStart", "end": "TimeEnd", "duration": "Duration", "sta
 #: ``sinfo -R -h -o "%n|%E|%u|%H|%T"``: node, reason, user, since, state.
 SINFO_FIELDS: tuple[str, ...] = ("nodename", "reason", "user", "start", "state")
 _SINFO_HEADER_FIRST = frozenset({"hostnames", "hostname", "nodelist", "node", "nodes"})
+#: First header word of sinfo's default (fixed-width) output: `sinfo -R` (REASON USER TIMESTAMP NODELIST)
+#: and `sinfo -N`/`sinfo` (NODELIST / PARTITION ...).
+_SINFO_FIXED_WIDTH_FIRST = frozenset({"reason", "partition", *_SINFO_HEADER_FIRST})
 _USER_RE = r"^(?P<name>.*?)\((?P<uid>\d+)\)$"
 
 
@@ -583,12 +586,21 @@ def parse_sinfo_reasons_text(
     observed at ``observed_ts`` (the snapshot time). A header line (``HOSTNAMES|REASON|...``, from
     running without ``-h``) is skipped. A reason time of ``Unknown`` is rejected: without a start
     the event cannot be placed in time.
+
+    Raises:
+        SlurmEventsFormatError: sinfo's default fixed-width output (no ``-o``).
     """
     check_timezone(timezone)
     if observed_ts.tzinfo is None:
         raise ValueError("observed_ts must be timezone-aware")
     lines = _record_lines(text.lstrip("\ufeff"))
-    if lines.height and lines.item(0, "raw_line").split("|", 1)[0].strip().lower() in _SINFO_HEADER_FIRST:
+    first = lines.item(0, "raw_line") if lines.height else ""
+    if "|" not in first and first.split()[:1] and first.split()[0].lower() in _SINFO_FIXED_WIDTH_FIRST:
+        # `sinfo -R` without -o: padded columns, reasons cut at 20 characters. Read as a snapshot of
+        # unreadable lines it listed no node, which ended every open drain.
+        raise SlurmEventsFormatError(
+            f"{source_file}: fixed-width sinfo output; re-run 'sinfo -R -h -o \"%n|%E|%u|%H|%T\"'")
+    if lines.height and first.split("|", 1)[0].strip().lower() in _SINFO_HEADER_FIRST:
         lines = lines.slice(1)
     keys = list(SINFO_FIELDS)
     fields, count_rejects = _split_fields(lines, keys, False, source_file)
