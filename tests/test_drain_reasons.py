@@ -22,7 +22,9 @@ from gpusre.models.failures.drain_reasons import (
 from gpusre.models.reliability.node_availability import down_segments
 
 UTC = timezone.utc
-HEADER = "rule_id,regex,reason_class,component,availability_class,example,note\n"
+HEADER = "rule_id,regex,unless,reason_class,component,availability_class,example,note\n"
+#: Rule files written before the ``unless`` column still load.
+LEGACY_HEADER = "rule_id,regex,reason_class,component,availability_class,example,note\n"
 
 
 def test_doctests() -> None:
@@ -83,17 +85,23 @@ def _write(tmp_path: Path, body: str) -> Path:
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ("bad,\\b(gpu,gpu,gpu,hardware,gpu,x\n", r"rules\.csv: line 2: column 'regex': invalid regex"),
-    ("look,gpu(?=s),gpu,gpu,hardware,gpus,x\n", r"line 2: column 'regex': (invalid regex|regex not supported by Polars)"),
-    ("a,\\bgpu\\b,gpu,warp_drive,hardware,gpu,x\n", r"line 2: column 'component': 'warp_drive' is not one of"),
-    ("a,\\bgpu\\b,gpu,gpu,broken,gpu,x\n", r"line 2: column 'availability_class': 'broken'"),
-    ("a,\\bgpu\\b,GPU,gpu,hardware,gpu,x\n", r"line 2: column 'reason_class': 'GPU' is not snake_case"),
-    ("a,\\bgpu\\b,gpu,gpu,hardware,network down,x\n", r"line 2: column 'regex': does not match its example"),
-    ("a,\\bgpu\\b,gpu,gpu,hardware,gpu,x\na,\\bib\\b,network,network,hardware,ib,x\n", r"line 3: column 'rule_id': duplicate"),
-    ("a,\\bgpu\\b,gpu,gpu,hardware,gpu,x\nb,\\bgpu ecc\\b,gpu_ecc,gpu_memory,hardware,gpu ecc,x\n",
+    ("bad,\\b(gpu,,gpu,gpu,hardware,gpu,x\n", r"rules\.csv: line 2: column 'regex': invalid regex"),
+    ("look,gpu(?=s),,gpu,gpu,hardware,gpus,x\n", r"line 2: column 'regex': (invalid regex|regex not supported by Polars)"),
+    ("a,\\bgpu\\b,,gpu,warp_drive,hardware,gpu,x\n", r"line 2: column 'component': 'warp_drive' is not one of"),
+    ("a,\\bgpu\\b,,gpu,gpu,broken,gpu,x\n", r"line 2: column 'availability_class': 'broken'"),
+    ("a,\\bgpu\\b,,GPU,gpu,hardware,gpu,x\n", r"line 2: column 'reason_class': 'GPU' is not snake_case"),
+    ("a,\\bgpu\\b,,gpu,gpu,hardware,network down,x\n", r"line 2: column 'regex': does not match its example"),
+    ("a,\\bgpu\\b,,gpu,gpu,hardware,gpu,x\na,\\bib\\b,,network,network,hardware,ib,x\n", r"line 3: column 'rule_id': duplicate"),
+    ("a,\\bgpu\\b,,gpu,gpu,hardware,gpu,x\nb,\\bgpu ecc\\b,,gpu_ecc,gpu_memory,hardware,gpu ecc,x\n",
      r"line 3: column 'example': 'gpu ecc' is classified by the earlier rule 'a' \(line 2\)"),
-    ("a,\\bgpu\\b,gpu,gpu,hardware,gpu\n", r"line 2: 6 fields, expected 7"),
-    ("a,,gpu,gpu,hardware,gpu,x\n", r"line 2: column 'regex': value is required"),
+    # an earlier rule shadows the next one when its unless does not pass over the next one's example
+    ("a,\\bgpu\\b,\\becc\\b,gpu,gpu,hardware,gpu,x\nb,\\bgpu\\b,,gpu_any,gpu,hardware,gpu dead,x\n",
+     r"line 3: column 'example': 'gpu dead' is classified by the earlier rule 'a' \(line 2\)"),
+    ("a,\\bgpu\\b,\\b(ecc,gpu,gpu,hardware,gpu,x\n", r"line 2: column 'unless': invalid regex"),
+    ("a,\\bgpu\\b,(?<!x)ecc,gpu,gpu,hardware,gpu,x\n", r"line 2: column 'unless': (invalid regex|regex not supported by Polars)"),
+    ("a,\\bgpu\\b,\\bgpu\\b,gpu,gpu,hardware,gpu,x\n", r"line 2: column 'unless': matches the rule's own example 'gpu'"),
+    ("a,\\bgpu\\b,,gpu,gpu,hardware,gpu\n", r"line 2: 7 fields, expected 8"),
+    ("a,,,gpu,gpu,hardware,gpu,x\n", r"line 2: column 'regex': value is required"),
 ])
 def test_bad_rule_files_name_file_line_and_column(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(CatalogError, match=message):
@@ -108,9 +116,28 @@ def test_bad_header_is_refused(tmp_path: Path) -> None:
 
 
 def test_custom_rules_file_is_used(tmp_path: Path) -> None:
-    rules = load_drain_reason_rules(_write(tmp_path, "site_psu,\\bpsu\\b,psu,other,hardware,psu 2 dead,x\n"))
+    rules = load_drain_reason_rules(_write(tmp_path, "site_psu,\\bpsu\\b,,psu,other,hardware,psu 2 dead,x\n"))
     assert classify_reasons(pl.Series(["PSU 1 dead", "Kill task failed"]), rules=rules)["reason_class"].to_list() == [
         "psu", "unknown"]
+
+
+def test_legacy_rule_file_without_unless_loads(tmp_path: Path) -> None:
+    path = tmp_path / "rules.csv"
+    path.write_text(LEGACY_HEADER + "site_psu,\\bpsu\\b,psu,other,hardware,psu 2 dead,x\n")
+    rules = load_drain_reason_rules(path)
+    assert rules["unless"].to_list() == [""]
+    assert classify_reasons(pl.Series(["PSU 1 dead"]), rules=rules)["reason_class"].to_list() == ["psu"]
+    path.write_text(LEGACY_HEADER + "a,\\bgpu\\b,gpu,gpu,hardware,gpu\n")
+    with pytest.raises(CatalogError, match=r"line 2: 6 fields, expected 7"):
+        load_drain_reason_rules(path)
+
+
+def test_unless_passes_a_rule_over_to_the_next(tmp_path: Path) -> None:
+    rules = load_drain_reason_rules(_write(tmp_path, (
+        "work,\\b(upgrade|patch)\\b,\\b(ecc|errors?)\\b,planned_maintenance,other,maintenance,driver upgrade,x\n"
+        "ecc,\\becc\\b,,gpu_ecc,gpu_memory,hardware,ecc,x\n")))
+    out = classify_reasons(pl.Series(["driver upgrade", "ECC errors, waiting for patch", "patch errors"]), rules=rules)
+    assert out["rule_id"].to_list() == ["work", "ecc", None]
 
 
 def test_top_drain_reasons_counts_overlapping_hours_once() -> None:

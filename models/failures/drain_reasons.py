@@ -7,15 +7,22 @@ health checks (``NHC: check_gpu_xid: Xid 79 on GPU 3``) and Slurm itself (``Not 
 * a **template** (Drain3, miner ``slurm_reasons``; see ``node_states_ingest``) that groups reasons
   differing only in numbers, paths and node names;
 * a **class** from ``catalog/drain_reasons.csv``: priority-ordered rules (first match wins, matched
-  case-insensitively) giving ``reason_class`` (fine: ``gpu_xid``, ``network``, ``not_responding``…),
-  ``component`` (the vocabulary of ``catalog/component_classes.csv``, so node-state history joins
-  hardware incidents by component) and ``availability_class``, the coarse bucket availability
+  case-insensitively; a rule whose ``unless`` regex also matches the reason is passed over) giving
+  ``reason_class`` (fine: ``gpu_xid``, ``network``, ``not_responding``…), ``component`` (the
+  vocabulary of ``catalog/component_classes.csv``, so node-state history joins hardware incidents
+  by component) and ``availability_class``, the coarse bucket availability
   reports use: ``hardware``, ``maintenance``, ``health_check``, ``software``, ``unknown``.
+
+``unless`` is how a rule says "not when the reason also names a fault" without look-around (Polars'
+Rust regex has none): the planned-work rule matches ``upgrade``/``firmware``/``patch``… unless the
+reason names a fault (``GPU ECC errors, waiting for driver patch`` is a GPU ECC fault, the patch only
+its remedy), and the rules after it classify the fault.
 
 A reason no rule matches is ``unknown``; an empty reason is ``no_reason``. Either way, an event in
 state ``MAINT`` or ``REBOOT`` counts as ``maintenance`` (Slurm put it there on request).
 
-The rule file is checked when loaded: exact header, every regex compiles in Python *and* Polars
+The rule file is checked when loaded: exact header (a file without the ``unless`` column, as before it
+existed, loads with no ``unless``), every regex compiles in Python *and* Polars
 (Rust regex: no look-around), classes are snake_case, component and availability class come from
 their vocabularies, rule ids are unique, and every rule's ``example`` is classified *by that rule*
 — so a rule shadowed by an earlier, broader one is an error naming its line, not a silent miss.
@@ -61,7 +68,9 @@ NO_REASON_CLASS = "no_reason"
 UNKNOWN_CLASS = "unknown"
 _FALLBACK_COMPONENT = "other"
 
-_COLUMNS = ("rule_id", "regex", "reason_class", "component", "availability_class", "example", "note")
+_COLUMNS = ("rule_id", "regex", "unless", "reason_class", "component", "availability_class", "example", "note")
+#: The header of rule files written before the ``unless`` column (still accepted: no rule has an ``unless``).
+_LEGACY_COLUMNS = tuple(c for c in _COLUMNS if c != "unless")
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 #: Output of :func:`classify_reasons`, one row per input reason.
@@ -99,20 +108,26 @@ def _case_insensitive(regex: str) -> str:
     return regex if regex.startswith("(?i)") else f"(?i){regex}"
 
 
-def _rule_index(text: pl.Expr, regexes: list[str]) -> pl.Expr:
-    """Index of the first rule whose regex matches ``text`` (null when none does)."""
-    if not regexes:
+def _rule_index(text: pl.Expr, rules: pl.DataFrame) -> pl.Expr:
+    """Index of the first rule whose regex matches ``text`` and whose ``unless`` (if any) does not
+    (null when none does)."""
+    if rules.height == 0:
         return pl.lit(None, pl.Int32)
-    return pl.coalesce(
-        [pl.when(text.str.contains(_case_insensitive(rx))).then(pl.lit(i, pl.Int32)) for i, rx in enumerate(regexes)]
-    )
+    unless = rules["unless"].to_list() if "unless" in rules.columns else [""] * rules.height
+
+    def hit(rx: str, veto: str | None) -> pl.Expr:
+        matched = text.str.contains(_case_insensitive(rx))
+        return matched & ~text.str.contains(_case_insensitive(veto)) if veto else matched
+
+    return pl.coalesce([pl.when(hit(rx, veto)).then(pl.lit(i, pl.Int32))
+                        for i, (rx, veto) in enumerate(zip(rules["regex"].to_list(), unless, strict=True))])
 
 
 def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
     """Load and check ``catalog/drain_reasons.csv`` (or ``source``): the rules in priority order.
 
-    Columns: ``rule_id``, ``regex``, ``reason_class``, ``component``, ``availability_class``,
-    ``example``, ``note`` (all String).
+    Columns: ``rule_id``, ``regex``, ``unless`` (empty: none), ``reason_class``, ``component``,
+    ``availability_class``, ``example``, ``note`` (all String).
 
     Raises:
         CatalogError: the message names the file, the line and the column.
@@ -124,8 +139,9 @@ def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
         label, text = str(source), Path(source).read_text(encoding="utf-8")
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
-    if header is None or tuple(header) != _COLUMNS:
+    if header is None or tuple(header) not in (_COLUMNS, _LEGACY_COLUMNS):
         raise CatalogError(f"{label}: line 1: header {header} does not match expected columns {list(_COLUMNS)}")
+    columns = tuple(header)
     components = _components()
     rows: list[dict[str, str]] = []
     line_of: list[int] = []
@@ -133,9 +149,9 @@ def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
     for line_no, row in enumerate(reader, start=2):
         if not row or not any(cell.strip() for cell in row):
             continue
-        if len(row) != len(_COLUMNS):
-            raise CatalogError(f"{label}: line {line_no}: {len(row)} fields, expected {len(_COLUMNS)}")
-        rec = dict(zip(_COLUMNS, row, strict=True))
+        if len(row) != len(columns):
+            raise CatalogError(f"{label}: line {line_no}: {len(row)} fields, expected {len(columns)}")
+        rec = {"unless": "", **dict(zip(columns, row, strict=True))}
 
         def fail(column: str, problem: str, line_no: int = line_no) -> CatalogError:
             return CatalogError(f"{label}: line {line_no}: column {column!r}: {problem}")
@@ -154,21 +170,26 @@ def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
             raise fail("component", f"{rec['component']!r} is not one of {sorted(components)}")
         if rec["availability_class"] not in AVAILABILITY_CLASSES:
             raise fail("availability_class", f"{rec['availability_class']!r} is not one of {list(AVAILABILITY_CLASSES)}")
-        try:
-            compiled = re.compile(_case_insensitive(rec["regex"]))
-        except re.error as exc:
-            raise fail("regex", f"invalid regex: {exc}") from None
-        try:
-            pl.Series([""], dtype=pl.String).str.contains(_case_insensitive(rec["regex"]))
-        except pl.exceptions.PolarsError as exc:
-            raise fail("regex", f"regex not supported by Polars: {exc}") from None
-        if not compiled.search(rec["example"]):
+        rec["unless"] = rec["unless"].strip()
+        compiled: dict[str, re.Pattern[str]] = {}
+        for column in ("regex", "unless") if rec["unless"] else ("regex",):
+            try:
+                compiled[column] = re.compile(_case_insensitive(rec[column]))
+            except re.error as exc:
+                raise fail(column, f"invalid regex: {exc}") from None
+            try:
+                pl.Series([""], dtype=pl.String).str.contains(_case_insensitive(rec[column]))
+            except pl.exceptions.PolarsError as exc:
+                raise fail(column, f"regex not supported by Polars: {exc}") from None
+        if not compiled["regex"].search(rec["example"]):
             raise fail("regex", f"does not match its example {rec['example']!r}")
+        if "unless" in compiled and compiled["unless"].search(rec["example"]):
+            raise fail("unless", f"matches the rule's own example {rec['example']!r}")
         rows.append(rec)
         line_of.append(line_no)
     frame = pl.DataFrame(rows, schema={c: pl.String for c in _COLUMNS})
     # Priority check: each example must be classified by its own rule, not an earlier one.
-    hits = frame.select(_rule_index(pl.col("example"), frame["regex"].to_list()).alias("hit"))["hit"].to_list()
+    hits = frame.select(_rule_index(pl.col("example"), frame).alias("hit"))["hit"].to_list()
     for i, hit in enumerate(hits):
         if hit != i:
             raise CatalogError(
@@ -203,7 +224,7 @@ def classify_reasons(
         pl.col("availability_class").alias("_avail"),
         "rule_id",
     )
-    lookup = distinct.with_columns(_rule_index(pl.col("reason"), rules["regex"].to_list()).alias("_rule")).join(
+    lookup = distinct.with_columns(_rule_index(pl.col("reason"), rules).alias("_rule")).join(
         attrs, on="_rule", how="left")
     out = frame.join(lookup, on="reason", how="left", maintain_order="left", nulls_equal=False)
     state = pl.Series("_state", states, dtype=pl.String) if states is not None else pl.Series(
