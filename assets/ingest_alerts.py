@@ -54,7 +54,7 @@ def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(CORE_ALERTS, deps=[RAW_ALERTS], group_name="core", kinds={"duckdb"},
-                     description="One row per alert (fingerprint + startsAt) from all its notifications: status "
+                     description="One row per alert (fingerprint + startsAt to the millisecond) from all its notifications: status "
                      "(resolved if any notification resolved it), ends_at, Slurm node and target from the labels, "
                      "summary, template, n_notifications."),
         dg.AssetSpec(ALERT_TEMPLATES, deps=[RAW_ALERTS], group_name="core", kinds={"duckdb"},

@@ -141,7 +141,7 @@ def test_hand_built_incidents() -> None:
     lustre = incidents.filter(pl.col("alertnames").list.contains("NodeFilesystemReadOnly")).row(0, named=True)
     assert lustre["n_alerts"] == 30 and lustre["n_nodes"] == 30
     assert lustre["root_level"] == "storage" and lustre["scope"] == "storage"
-    assert lustre["root_cause_reason"] == "earliest alert at the most upstream level (storage: /lustre)"
+    assert lustre["root_cause_reason"] == "earliest alert at the most upstream level (storage: lustre1)"
     assert lustre["start_ts"] == T0 + timedelta(hours=3)
     assert members.filter(pl.col("is_root")).height == 4
     assert all(i.startswith("ainc-") for i in incidents["incident_id"])
@@ -609,3 +609,87 @@ def test_an_alert_joins_the_incident_nearest_its_start_not_the_earliest_in_its_w
     marts = alert_marts(a.frame(), topology=TOPO, hw_incidents=hw)
     assert marts.incidents.sort("start_ts")["hw_incident_id"].to_list() == [None, "inc-xid79"]
     assert marts.hw_without_alert["incident_id"].to_list() == ["inc-lustre"]
+
+
+def test_an_alert_between_two_hardware_incidents_links_only_its_nearest() -> None:
+    # gpu004: Xid 79 at 10:00, PSU lost at 10:35 (two faults, two hardware incidents). Alerts: the Xid
+    # at 10:00:20, a temperature alert at 10:26, the PSU at 10:37 — three sessions (gaps > 10 min).
+    # The 10:26 alert lies in both windows ([09:50, 10:30] and [10:25, 11:05]); its nearest evidence
+    # is the PSU (9 min vs 26 min): it joins the PSU alert and does not chain the Xid in.
+    t = datetime(2026, 11, 10, 10, tzinfo=timezone.utc)
+    a = Alerts()
+    xid = a.add("GpuXidError", t + timedelta(seconds=20), node="gpu004", labels=DCGM, minutes=None)
+    temp = a.add("NodeHighTemperature", t + timedelta(minutes=26), node="gpu004", labels=NODE_EXPORTER, minutes=None)
+    psu = a.add("IPMIPowerSupplyFailed", t + timedelta(minutes=37), node="gpu004", labels={"job": "ipmi"}, minutes=None)
+    hw = hw_frame([
+        {"incident_id": "inc-xid", "component": "pcie_bus", "cause_class": "hardware", "severity": "critical",
+         "start_ts": t, "end_ts": t, "nodes": ["gpu004"], "scope": "node", "leaf_switch": None},
+        {"incident_id": "inc-psu", "component": "host_power", "cause_class": "hardware", "severity": "critical",
+         "start_ts": t + timedelta(minutes=35), "end_ts": t + timedelta(minutes=35), "nodes": ["gpu004"],
+         "scope": "node", "leaf_switch": None},
+    ])
+    incidents, members = cluster_alerts(a.frame(), TOPO, hw)
+    by_alert = _by_alert(incidents, members)
+    assert by_alert[xid]["n_alerts"] == 1 and by_alert[xid]["hw_incident_id"] == "inc-xid"
+    assert by_alert[temp]["incident_id"] == by_alert[psu]["incident_id"]
+    assert by_alert[psu]["n_alerts"] == 2 and by_alert[psu]["hw_incident_id"] == "inc-psu"
+
+
+@pytest.mark.parametrize("client_labels", [
+    # node_exporter's filesystem alerts: no file-system label, the NID and fsname in `device`.
+    {"device": "10.0.9.1@o2ib:/scratch", "fstype": "lustre", "mountpoint": "/lustre/scratch"},
+    # ... a failover pair of NIDs, or only the mountpoint.
+    {"device": "10.0.9.1@o2ib:10.0.9.2@o2ib:/scratch", "fstype": "lustre", "mountpoint": "/lustre/scratch"},
+    {"fstype": "lustre", "mountpoint": "/lustre/scratch/"},
+])
+@pytest.mark.parametrize(("server", "server_labels"), [
+    ("LustreOSTDown", {"ost": "scratch-OST0003"}), ("LustreMDTUnhealthy", {"fsname": "scratch"})])
+def test_lustre_server_alert_and_node_exporter_client_alerts_share_the_file_system(
+        client_labels: dict, server: str, server_labels: dict) -> None:
+    # oss01 (no Slurm node) at 14:00; gpu009-011 see /lustre/scratch fail 1-3 min later. All four name
+    # file system `scratch` -> one incident, the server side its root.
+    t = datetime(2026, 11, 10, 14, tzinfo=timezone.utc)
+    a = Alerts()
+    label = next(iter(server_labels))
+    root = a.add(server, t, target=server_labels[label] if label == "ost" else None,
+                 target_label="ost" if label == "ost" else None,
+                 labels={"instance": "oss01:9169", **({} if label == "ost" else server_labels)})
+    for k in (1, 2, 3):
+        device = client_labels.get("device")
+        a.add("NodeFilesystemDeviceError", t + timedelta(minutes=k), node=f"gpu{8 + k:03d}",
+              target=device, target_label="device" if device else None, labels={**NODE_EXPORTER, **client_labels})
+    incidents, _ = cluster_alerts(a.frame(), TOPO, None)
+    row = incidents.row(0, named=True)
+    assert incidents.height == 1 and row["n_alerts"] == 4 and row["root_alert_id"] == root
+    assert row["root_level"] == "storage" and row["scope"] == "storage"
+
+
+def test_storage_alerts_of_different_file_systems_stay_apart() -> None:
+    # /lustre/scratch and /lustre/home fail a minute apart on clients in different racks and leaves:
+    # two file systems, nothing else shared.
+    t = datetime(2026, 11, 10, 14, tzinfo=timezone.utc)
+    a = Alerts()
+    a.add("NodeFilesystemReadOnly", t, node="gpu009",
+          labels={**NODE_EXPORTER, "fstype": "lustre", "device": "10.0.9.1@o2ib:/scratch", "mountpoint": "/lustre/scratch"})
+    a.add("NodeFilesystemReadOnly", t + timedelta(minutes=1), node="gpu100",
+          labels={**NODE_EXPORTER, "fstype": "lustre", "device": "10.0.9.1@o2ib:/home", "mountpoint": "/lustre/home"})
+    assert cluster_alerts(a.frame(), TOPO, None)[0].height == 2
+
+
+def test_an_incident_is_in_a_flood_when_one_of_its_alerts_started_inside_it() -> None:
+    # The switch alert fires at 11:52, 8 min before its 32 link-downs flood the 12:00 bucket: the
+    # incident starts before the episode, yet its alerts are the flood -> in_flood, and the episode
+    # counts it (32 alerts inside / 1 incident).
+    a = Alerts()
+    for k in range(36):
+        a.add("HostHighCpuLoad", T0 + timedelta(hours=2 * k + 1), node=NODES[(37 * k) % N_NODES], labels=NODE_EXPORTER)
+    flood_at = T0 + timedelta(days=2)
+    switch = a.add("InfinibandSwitchDown", flood_at - timedelta(minutes=8), target="leaf03", target_label="switch")
+    for k in range(32):
+        a.add("NodeInfinibandLinkDown", flood_at + timedelta(seconds=5 * k), node=NODES[64 + k], labels=NODE_EXPORTER)
+    marts = alert_marts(a.frame(), topology=TOPO)
+    flood = marts.floods.row(0, named=True)
+    assert marts.floods.height == 1 and flood["start_ts"] == flood_at
+    assert (flood["n_alerts"], flood["incidents"], flood["compression_ratio"]) == (32, 1, 32.0)
+    leaf = marts.incidents.filter(pl.col("root_alert_id") == switch).row(0, named=True)
+    assert leaf["start_ts"] == flood_at - timedelta(minutes=8) and leaf["n_alerts"] == 33 and leaf["in_flood"]

@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 
 from gpusre.assets.ingest_alerts import alert_rows_reconcile, core_alerts, raw_alert_notifications
-from gpusre.models.sources.alerts.ingest import ALERT_MINER, build_core_alerts, ingest_alert_files
+from gpusre.models.sources.alerts.ingest import ALERT_MINER, AlertSettings, build_core_alerts, ingest_alert_files
 from gpusre.models.sources.alerts.parse import alertmanager_fingerprint, discover_alert_files, parse_alert_file
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
@@ -587,3 +587,122 @@ def test_pretty_printed_payloads_appended_to_one_json_file_all_load(tmp_path: Pa
     assert parsed.rejects.height == 0
     assert parsed.notifications["status"].to_list() == ["firing", "resolved"]
     assert parsed.notifications["line_no"].to_list() == [1, text[: text.index("\n{") + 1].count("\n") + 1]
+
+
+def _prometheus_dump(*alerts: tuple[dict, str]) -> dict:
+    """A Prometheus /api/v1/alerts response of firing alerts ``(labels, activeAt)``."""
+    return {"status": "success", "data": {"alerts": [
+        {"labels": labels, "annotations": {}, "state": "firing", "activeAt": active, "value": "1e+00"}
+        for labels, active in alerts]}}
+
+
+def test_one_alert_in_two_formats_and_precisions_is_one_occurrence(tmp_path: Path) -> None:
+    # The webhook prints startsAt to the nanosecond, Alertmanager's /api/v2/alerts to the
+    # millisecond (DuckDB keeps microseconds: .123456789 -> .123456, .123 -> .123000).
+    xid = alert("GpuXidError", "gpu003", "2026-11-10T02:00:30.123456789Z")
+    fp = alertmanager_fingerprint(xid["labels"])
+    api_v2 = {"labels": xid["labels"], "annotations": {}, "fingerprint": fp,
+              "startsAt": "2026-11-10T02:00:30.123Z", "endsAt": "2026-11-10T02:14:30.123Z",
+              "status": {"state": "active", "silencedBy": [], "inhibitedBy": []}}
+    landing = _landing_with(tmp_path, {
+        "a-webhook.jsonl": [webhook(dict(xid, fingerprint=fp)),
+                            webhook(dict(xid, fingerprint=fp), receiver="pagerduty"),
+                            webhook(dict(xid, fingerprint=fp, status="resolved", endsAt="2026-11-10T02:40:00.5Z"))],
+        "b-amapi.jsonl": [json.dumps([api_v2])],
+    })
+    con = connect(tmp_path / "w.duckdb")
+    ingest_alert_files(con, landing)
+    assert build_core_alerts(con, known_nodes=["gpu003"])[0] == 1
+    row = con.sql("SELECT status, starts_at, ends_at, n_notifications FROM core.alerts").fetchall()
+    con.close()
+    # 3 webhook notifications + 1 API entry; the most precise start; resolved by the webhook.
+    assert row == [("resolved", datetime(2026, 11, 10, 2, 0, 30, 123456, tzinfo=UTC),
+                    datetime(2026, 11, 10, 2, 40, 0, 500000, tzinfo=UTC), 4)]
+
+
+def test_a_prometheus_activation_joins_the_alertmanager_firing_after_its_for(tmp_path: Path) -> None:
+    labels = {"alertname": "NodeDown", "instance": "gpu001:9100"}
+    other = {"alertname": "NodeDown", "instance": "gpu002:9100"}
+    am = {"labels": labels, "annotations": {}, "startsAt": "2026-11-10T10:05:00.25Z", "endsAt": ZERO,
+          "status": "firing"}
+    landing = _landing_with(tmp_path, {
+        # Activations: gpu001 pending from 10:00:00.5, firing (Alertmanager) at 10:05:00.25 -> one alert;
+        # gpu001 again at 12:00 with no Alertmanager firing -> its own alert; gpu002 active at 13:00,
+        # Alertmanager fires at 14:30 (90 min > max_for_minutes 60: not this activation) -> two alerts;
+        # gpu002 active at 15:00 and shown again active from 15:20 (re-activated): the firing at
+        # 15:25 belongs to the second activation only -> 15:00 alone, 15:20 + 15:25 one alert.
+        "prom.jsonl": [json.dumps(_prometheus_dump((labels, "2026-11-10T10:00:00.5Z"),
+                                                   (labels, "2026-11-10T12:00:00Z"),
+                                                   (other, "2026-11-10T13:00:00Z"),
+                                                   (other, "2026-11-10T15:00:00Z"),
+                                                   (other, "2026-11-10T15:20:00Z")))],
+        "webhook.jsonl": [webhook(am), webhook(dict(am, labels=other, startsAt="2026-11-10T14:30:00Z")),
+                          webhook(dict(am, labels=other, startsAt="2026-11-10T15:25:00Z"))],
+    })
+    con = connect(tmp_path / "w.duckdb")
+    ingest_alert_files(con, landing)
+    query = ("SELECT node, strftime(starts_at, '%H:%M:%S.%f'), n_notifications FROM core.alerts "
+             "ORDER BY node, starts_at")
+    build_core_alerts(con, known_nodes=["gpu001", "gpu002"])
+    rows = con.sql(query).fetchall()
+    # With rules whose `for:` reaches 2 h (cluster.yaml alerts.max_for_minutes), 13:00 fired at 14:30.
+    build_core_alerts(con, AlertSettings(max_for_minutes=120), known_nodes=["gpu001", "gpu002"])
+    rows_2h = con.sql(query).fetchall()
+    con.close()
+    assert rows == [("gpu001", "10:05:00.250000", 2), ("gpu001", "12:00:00.000000", 1),
+                    ("gpu002", "13:00:00.000000", 1), ("gpu002", "14:30:00.000000", 1),
+                    ("gpu002", "15:00:00.000000", 1), ("gpu002", "15:25:00.000000", 2)]
+    assert rows_2h == [*rows[:2], ("gpu002", "14:30:00.000000", 2), *rows[4:]]
+
+
+def test_a_utf8_bom_before_the_json_is_dropped(tmp_path: Path) -> None:
+    payload = webhook(alert("BomTest", "gpu001", "2026-11-10T05:00:00Z"))
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(payload).encode())
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + (json.dumps(payload) + "\n").encode() * 2)
+    for name, n in (("bom.json", 1), ("bom.jsonl", 2)):
+        parsed = parse_alert_file(tmp_path / name)
+        assert parsed.rejects.height == 0, parsed.rejects
+        assert parsed.notifications["alertname"].to_list() == ["BomTest"] * n
+        assert parsed.notifications["received_at"].null_count() == n  # the BOM is no logger prefix
+
+
+def test_alerts_alertmanager_truncated_are_a_reject_and_the_payload_loads(tmp_path: Path) -> None:
+    from gpusre.models.ingest.reconcile import mismatched_files
+
+    sent = webhook(alert("NodeMemoryHigh", "gpu006", "2026-11-10T15:03:00Z"),
+                   alert("NodeMemoryHigh", "gpu007", "2026-11-10T15:03:00Z"))
+    landing = _landing_with(tmp_path, {"a.jsonl": [webhook(alert("A", "gpu001", "2026-11-10T15:00:00Z")),
+                                                    dict(sent, truncatedAlerts=4),
+                                                    dict(sent, truncatedAlerts=1)]})
+    con = connect(tmp_path / "w.duckdb")
+    (result,) = ingest_alert_files(con, landing)
+    rejects = con.sql("SELECT line_no, error FROM raw.rejects ORDER BY line_no").fetchall()
+    loaded = con.sql("SELECT count(*) FROM raw.alert_notifications").fetchall()[0][0]
+    assert mismatched_files(con, "alerts", "alert_notifications") == []
+    con.close()
+    # 1 + 2 + 2 notifications load; lines 2 and 3 each add one reject naming what was dropped.
+    assert loaded == 5 and (result.rows_read, result.rows_loaded, result.rows_rejected) == (7, 5, 2)
+    assert rejects == [
+        (2, "Alertmanager truncated 4 alerts from this notification (max_alerts); the alerts it sent are loaded"),
+        (3, "Alertmanager truncated 1 alert from this notification (max_alerts); the alerts it sent are loaded")]
+
+
+def test_devices_of_two_hosts_outside_the_node_list_are_two_targets_and_two_incidents(tmp_path: Path) -> None:
+    from gpusre.models.alerts.clustering import cluster_alerts
+
+    def host_alert(name: str, instance: str, starts: str) -> dict:
+        return {"status": "firing", "labels": {"alertname": name, "instance": instance, "device": "eth0"},
+                "annotations": {}, "startsAt": starts, "endsAt": ZERO}
+
+    landing = _landing_with(tmp_path, {"a.jsonl": [
+        webhook(host_alert("NodeNetworkReceiveErrs", "10.0.0.21:9100", "2026-11-10T12:00:00Z")),
+        webhook(host_alert("NodeNetworkTransmitErrs", "10.0.0.35:9100", "2026-11-10T12:04:00Z"))]})
+    con = connect(tmp_path / "w.duckdb")
+    ingest_alert_files(con, landing)
+    build_core_alerts(con, known_nodes=["gpu001"])
+    alerts = con.sql("SELECT * FROM core.alerts ORDER BY starts_at").pl()
+    con.close()
+    assert alerts.select("node", "target", "target_label").rows() == [
+        (None, "10.0.0.21/eth0", "device"), (None, "10.0.0.35/eth0", "device")]
+    # 4 min apart, nothing shared: two incidents (one target key `eth0` made them one before).
+    assert cluster_alerts(alerts)[0].height == 2

@@ -14,6 +14,7 @@ from gpusre.models.alerts.nodes import (
     AlertLocation,
     NodeMapping,
     NodeRewrite,
+    host_names,
     label_values_sql,
     locate,
     location_sql,
@@ -78,6 +79,24 @@ def test_switch_storage_and_unknown_hosts_keep_a_target() -> None:
     assert locate({"alertname": "Watchdog"}, known_nodes=NODES) == AlertLocation(None, None, None)
 
 
+def test_a_device_of_a_host_that_is_no_node_is_qualified_by_the_host() -> None:
+    # Two hosts outside the node list, both with an eth0: two targets, not one.
+    assert locate({"instance": "10.0.0.21:9100", "device": "eth0"}, known_nodes=NODES) == \
+        AlertLocation(None, "10.0.0.21/eth0", "device")
+    assert locate({"instance": "10.0.0.35:9100", "device": "eth0"}, known_nodes=NODES) == \
+        AlertLocation(None, "10.0.0.35/eth0", "device")
+    assert locate({"instance": "login01.cluster.local:9100", "mountpoint": "/scratch"}, known_nodes=NODES) == \
+        AlertLocation(None, "login01/scratch", "mountpoint")
+    # A network file system's device names the file system all clients share: kept as it is.
+    assert locate({"instance": "10.0.0.22:9100", "device": "10.0.9.1@o2ib:/scratch"}, known_nodes=NODES) == \
+        AlertLocation(None, "10.0.9.1@o2ib:/scratch", "device")
+    # On a node the node says where; a fabric-wide label is never qualified.
+    assert locate({"instance": "gpu004:9100", "device": "eth0"}, known_nodes=NODES).target == "eth0"
+    assert locate({"instance": "ufm01:9001", "switch": "leaf01"}, known_nodes=NODES).target == "leaf01"
+    assert locate({"instance": "10.0.0.21:9100", "device": "eth0"}, NodeMapping(host_local_labels=[]),
+                  known_nodes=NODES).target == "eth0"
+
+
 def test_settings_are_configurable_and_validated() -> None:
     mapping = NodeMapping(node_labels=["host"], target_labels=[], strip_domain=False,
                           rewrites=[NodeRewrite(pattern=r"^(node\d+)-ib\d$", replacement=r"\1")])
@@ -106,6 +125,9 @@ LABEL_SETS = [
     {"alertname": "A", "host": "gpu099", "hostname": "gpu009.cluster.local"},
     {"alertname": "A", "instance": "gpu016-ipmi:9290", "filesystem": "lustre1", "device": "sda"},
     {"alertname": "A", "instance": "", "node": "gpu005", "switch": ""},   # empty values are absent
+    {"alertname": "A", "instance": "10.0.0.21:9100", "device": "eth0"},
+    {"alertname": "A", "instance": "login01.cluster.local:9100", "mountpoint": "/scratch"},
+    {"alertname": "A", "instance": "10.0.0.22:9100", "device": "10.0.9.1@o2ib:/scratch"},
 ]
 
 
@@ -119,7 +141,8 @@ def test_sql_form_agrees_with_the_rule(known: list[str]) -> None:
     con.execute(f"CREATE TABLE label_values AS {label_values_sql(mapping, alerts='alerts')}")
     values = con.sql("SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM label_values) "
                      "WHERE value IS NOT NULL AND value <> ''").pl()["value"]
-    names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known)}).to_arrow()
+    names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known),
+                          "host": host_names(values, mapping)}).to_arrow()
     con.register("names", names)
     got = {r[0]: AlertLocation(*r[1:])
            for r in con.sql(location_sql(mapping, values="label_values", names="names")).fetchall()}

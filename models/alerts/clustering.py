@@ -22,10 +22,13 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        storage         storage-level alerts (see levels) about the same file system:   ``gap``
                        ``filesystem``/``fs``/``fsname`` label or target, Lustre
                        ``<fs>-OSTxxxx``/``-MDTxxxx`` reduced to ``<fs>``, else the
-                       ``mountpoint``, else the rule name
+                       name after ``:/`` in a network ``device`` (Lustre
+                       ``nid@o2ib:/<fs>``, NFS ``server:/export/<fs>``), else the
+                       ``mountpoint``'s last component, else the rule name
        rack / leaf     nodes of one rack (one leaf switch) of cluster.yaml with the    ``peer_gap``
        peers           same alertname or co-occurring templates (below)                (5 min)
-       hw incident     alerts matched to the same hardware incident (below)            none
+       hw incident     alerts matched to the same hardware incident (below; each       none
+                       alert through its nearest one only)
        ==============  ==============================================================  ============
 
        and two nearest-neighbour links (as-of joins, one per alert):
@@ -367,14 +370,22 @@ def load_alert_levels(file_name: str = LEVELS_FILE) -> tuple[AlertLevelRule, ...
     return tuple(rules)
 
 
-#: Labels that name a (shared) file system; ``mountpoint`` only counts for storage-level alerts.
+#: Labels that name a (shared) file system; ``device`` and ``mountpoint`` only count for
+#: storage-level alerts.
 _FS_LABELS = ("filesystem", "fs", "fsname")
 _FS_TARGET_LABELS = frozenset({*_FS_LABELS, "ost", "mdt"})
+#: A Lustre target ``scratch-OST0003`` / ``scratch-MDT0000`` belongs to file system ``scratch``.
 _LUSTRE_TARGET = r"^(.+)-(?:OST|MDT)[0-9a-fA-F]+$"
+#: A network file system's ``device`` as node_exporter reports it — Lustre ``<nid>[:<nid>]:/<fsname>``,
+#: NFS ``<server>:/<export path>`` — names the file system after ``:/`` (its last component), the
+#: name the server side's alerts use; a local device (``/dev/sda1``) does not match.
+_REMOTE_DEVICE = r":/(?:[^:]*/)?([^/:]+)/*$"
+#: Else a mountpoint's last component: ``/lustre/scratch`` is ``scratch`` (``/`` stays itself).
+_MOUNT_NAME = r"([^/]+)/*$"
 
 
 def _label_columns(rules: Sequence[AlertLevelRule]) -> list[str]:
-    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | {"mountpoint"})
+    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | {"device", "mountpoint"})
 
 
 def alert_levels(alerts: pl.DataFrame, rules: Sequence[AlertLevelRule] | None = None) -> pl.Series:
@@ -632,7 +643,9 @@ def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLeve
     fs = pl.coalesce(fs_target, *[pl.col(f"_lb_{n}") for n in _FS_LABELS]).str.replace(_LUSTRE_TARGET, "$1")
     return al.with_columns(
         pl.when(pl.col("level") == "storage")
-        .then(pl.coalesce(fs, pl.col("_lb_mountpoint"), pl.lit("rule:") + pl.coalesce("alertname", pl.lit(""))))
+        .then(pl.coalesce(fs, pl.col("_lb_device").str.extract(_REMOTE_DEVICE, 1),
+                          pl.col("_lb_mountpoint").str.extract(_MOUNT_NAME, 1), pl.col("_lb_mountpoint"),
+                          pl.lit("rule:") + pl.coalesce("alertname", pl.lit(""))))
         .alias("_storage"))
 
 
@@ -682,14 +695,16 @@ def cluster_alerts(
     hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")) if hw_incidents is not None else None
     matches = _match_hw(al, hw, settings) if hw is not None else _match_hw(al, pl.DataFrame(schema=_HW_SCHEMA), settings)
 
-    links = _links(al, matches, related, settings)
+    # Each alert's own hardware incident (the nearest its start): an alert between two faults of
+    # one node links only the one it is about, never the two together.
+    primary = matches.unique("_i", keep="first", maintain_order=True)
+    links = _links(al, primary, related, settings)
     u = np.concatenate([e[0] for e in links.values()])
     v = np.concatenate([e[1] for e in links.values()])
     graph = coo_matrix((np.ones(len(u), dtype=np.int8), (u, v)), shape=(n, n))
     _, labels = connected_components(graph, directed=False)
     al = al.with_columns(pl.Series("_c", labels.astype(np.int64)))
 
-    primary = matches.unique("_i", keep="first", maintain_order=True)
     al = al.join(primary, on="_i", how="left", maintain_order="left")
     incidents, members = _incidents(al, settings)
     incidents = _flag_floods(incidents, al, floods)
@@ -701,6 +716,7 @@ def cluster_alerts(
 def _links(al: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
            settings: AlertClusteringSettings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The links of the method, by kind: ``kind -> (u, v)`` arrays of alert row numbers ``_i``.
+    ``matches``: at most one hardware incident per alert (its nearest, :func:`_match_hw`).
 
     Keys are compared by 64-bit hash (sorting integers, not strings); a collision between two
     different keys of alerts minutes apart is a 2^-64 event.

@@ -16,7 +16,11 @@ The rule (:func:`locate`, and the same rule set-based over a table in :func:`loc
    with ``Hostname="gpu007"`` (dcgm-exporter behind a Kubernetes service) is ``gpu007``.
 4. **Target** = the first present of ``target_labels`` (switches, file systems, devices), and
    ``target_label`` names it; when there is none and no node was found, the first candidate's
-   value as printed — an alert about a host that is not a node keeps that host.
+   value as printed — an alert about a host that is not a node keeps that host. A
+   ``host_local_labels`` value (default ``device``, ``mountpoint``: a NIC, a disk, a mount) on a
+   host that is no node is qualified by that host, ``10.0.0.21/eth0``: ``eth0`` of two hosts are
+   two things. A network file system's device (``10.0.9.1@o2ib:/scratch``, ``nfs01:/home``) names
+   the file system every client shares and stays as it is.
 
 >>> locate({"alertname": "NodeDown", "instance": "gpu001.cluster.local:9100"}, NodeMapping())
 AlertLocation(node='gpu001', target=None, target_label=None)
@@ -24,13 +28,15 @@ AlertLocation(node='gpu001', target=None, target_label=None)
 AlertLocation(node='gpu001', target=None, target_label=None)
 >>> locate({"instance": "leaf07:161", "switch": "leaf07"}, NodeMapping(), known_nodes=["gpu001"])
 AlertLocation(node=None, target='leaf07', target_label='switch')
+>>> locate({"instance": "10.0.0.21:9100", "device": "eth0"}, NodeMapping(), known_nodes=["gpu001"])
+AlertLocation(node=None, target='10.0.0.21/eth0', target_label='device')
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 import polars as pl
@@ -39,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "AlertLocation",
     "HostMapping",
+    "DEFAULT_HOST_LOCAL_LABELS",
     "DEFAULT_NODE_LABELS",
     "DEFAULT_TARGET_LABELS",
     "NodeMapping",
@@ -47,6 +54,7 @@ __all__ = [
     "label_values_sql",
     "location_sql",
     "node_name",
+    "host_names",
     "node_names",
     "normalize_host",
 ]
@@ -58,6 +66,10 @@ DEFAULT_TARGET_LABELS: tuple[str, ...] = (
     "switch", "leaf", "leaf_switch", "spine", "ib_switch", "fabric",
     "filesystem", "fs", "ost", "mdt", "device", "mountpoint",
 )
+#: Target labels whose value names a thing on one host (a NIC, a disk, a mount), not fabric-wide.
+DEFAULT_HOST_LOCAL_LABELS: tuple[str, ...] = ("device", "mountpoint")
+#: In a host-local label, a network file system's device (``<nid>@o2ib:/<fs>``, ``<server>:/<export>``).
+_REMOTE_DEVICE_MARK = ":/"
 
 
 class NodeRewrite(BaseModel):
@@ -93,6 +105,7 @@ class NodeMapping(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     node_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_NODE_LABELS), min_length=1)
     target_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGET_LABELS))
+    host_local_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_HOST_LOCAL_LABELS))
     strip_domain: bool = True
     rewrites: list[NodeRewrite] = Field(default_factory=lambda: list(DEFAULT_REWRITES))
 
@@ -172,13 +185,30 @@ def node_name(value: str, mapping: NodeMapping | None = None,
     return host
 
 
+def _map_distinct(values: pl.Series, fn: Callable[[str], str | None]) -> pl.Series:
+    """``fn`` of every value (nulls stay null), called once per distinct value."""
+    distinct = values.cast(pl.String).drop_nulls().unique(maintain_order=True)
+    mapped = pl.Series([fn(v) for v in distinct.to_list()], dtype=pl.String)
+    return values.cast(pl.String).replace_strict(distinct, mapped, default=None, return_dtype=pl.String)
+
+
 def node_names(values: pl.Series, mapping: NodeMapping | None = None,
                known_nodes: Iterable[str] | None = None) -> pl.Series:
     """:func:`node_name` of every value (nulls stay null); each distinct value is mapped once."""
     known = _known_index(known_nodes)
-    distinct = values.cast(pl.String).drop_nulls().unique(maintain_order=True)
-    mapped = pl.Series([node_name(v, mapping, known) for v in distinct.to_list()], dtype=pl.String)
-    return values.cast(pl.String).replace_strict(distinct, mapped, default=None, return_dtype=pl.String)
+    return _map_distinct(values, lambda v: node_name(v, mapping, known))
+
+
+def host_names(values: pl.Series, mapping: NodeMapping | None = None) -> pl.Series:
+    """:func:`normalize_host` of every value (nulls stay null); each distinct value is mapped once."""
+    return _map_distinct(values, lambda v: normalize_host(v, mapping))
+
+
+def _qualified(value: str, label: str, host: str | None, mapping: NodeMapping) -> str:
+    """A host-local target value qualified by its host (``10.0.0.21/eth0``); others unchanged."""
+    if host is None or label not in mapping.host_local_labels or _REMOTE_DEVICE_MARK in value:
+        return value
+    return f"{host}/{value.lstrip('/')}"
 
 
 def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
@@ -190,7 +220,8 @@ def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
     node = next((n for _, v in candidates if (n := node_name(v, mapping, known)) is not None), None)
     for label in mapping.target_labels:
         if labels.get(label):
-            return AlertLocation(node, labels[label], label)
+            host = normalize_host(candidates[0][1], mapping) if node is None and candidates else None
+            return AlertLocation(node, _qualified(labels[label], label, host, mapping), label)
     if node is None and candidates:
         return AlertLocation(None, candidates[0][1], candidates[0][0])
     return AlertLocation(node, None, None)
@@ -222,12 +253,13 @@ def location_sql(mapping: NodeMapping, *, values: str, names: str) -> str:
     """SQL for the rule over a table: one row ``(alert_id, node, target, target_label)`` per row
     of ``values`` (the relation :func:`label_values_sql` selects).
 
-    ``names(value, node)`` must map every distinct candidate value (every non-empty element of
-    ``node_values``) to :func:`node_name` of it; a value missing from it is no node. An empty
-    label value counts as absent, as in Prometheus.
+    ``names(value, node, host)`` must map every distinct candidate value (every non-empty element
+    of ``node_values``) to :func:`node_name` and :func:`normalize_host` of it; a value missing from
+    it is no node. An empty label value counts as absent, as in Prometheus.
     """
     node_label_list = "([" + ", ".join(_literal(k) for k in mapping.node_labels) + "])"
     target_label_list = "([" + ", ".join(_literal(k) for k in mapping.target_labels) + "]::VARCHAR[])"
+    host_local_list = "([" + ", ".join(_literal(k) for k in mapping.host_local_labels) + "]::VARCHAR[])"
     return f"""
 WITH candidates AS (
     SELECT * FROM (
@@ -238,6 +270,7 @@ WITH candidates AS (
     SELECT c.alert_id,
            arg_min(m.node, c.rank) FILTER (WHERE m.node IS NOT NULL) AS node,
            arg_min(c.value, c.rank) AS first_value,
+           arg_min(m.host, c.rank) AS first_host,
            min(c.rank) AS first_rank
     FROM candidates AS c LEFT JOIN {names} AS m ON m.value = c.value
     GROUP BY c.alert_id
@@ -247,7 +280,11 @@ WITH candidates AS (
     FROM {values}
 )
 SELECT v.alert_id, p.node,
-       CASE WHEN t.t IS NOT NULL THEN v.target_values[t.t]
+       CASE WHEN t.t IS NOT NULL AND p.node IS NULL AND p.first_host IS NOT NULL
+                 AND list_contains({host_local_list}, {target_label_list}[t.t])
+                 AND NOT contains(v.target_values[t.t], {_literal(_REMOTE_DEVICE_MARK)})
+                 THEN p.first_host || '/' || ltrim(v.target_values[t.t], '/')
+            WHEN t.t IS NOT NULL THEN v.target_values[t.t]
             WHEN p.node IS NULL THEN p.first_value END AS target,
        CASE WHEN t.t IS NOT NULL THEN {target_label_list}[t.t]
             WHEN p.node IS NULL THEN {node_label_list}[p.first_rank] END AS target_label

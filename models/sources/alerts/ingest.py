@@ -12,9 +12,14 @@ text once per ingest, so the ids are the same whatever the rounds; the round's r
 lake, invisible until published. Then one transaction publishes the rejects, the ledger and the
 miner state: a crash leaves the warehouse as it was; a rerun over the same files changes nothing.
 
-Dedupe (:func:`build_core_alerts`): one ``core.alerts`` row per ``(fingerprint, starts_at)`` — an
-alert that fires, resolves and fires again is two alerts, Alertmanager gives the second a new
-``startsAt``. **Status rule**: the payloads do not say when a notification was sent, and a firing
+Dedupe (:func:`build_core_alerts`): one ``core.alerts`` row per occurrence, ``(fingerprint,
+starts_at to the millisecond)`` — an alert that fires, resolves and fires again is two alerts,
+Alertmanager gives the second a new ``startsAt``. The millisecond: a webhook prints ``startsAt`` to
+the nanosecond (Go's RFC 3339 nano), Alertmanager's ``/api/v2/alerts`` to the millisecond; the row
+keeps the most precise start. A Prometheus ``/api/v1/alerts`` ``activeAt`` is when the rule became
+pending, not when it fired (``for:`` later): a firing activation joins the first Alertmanager-side
+occurrence of its fingerprint that starts at or after it, before the next activation Prometheus
+showed and at most ``alerts.max_for_minutes`` (60) later; else it is an occurrence of its own. **Status rule**: the payloads do not say when a notification was sent, and a firing
 notification's ``endsAt`` is only Alertmanager's resolve-timeout guess, so an alert is
 ``resolved`` when *any* notification of it was resolved (``ends_at`` = the earliest ``endsAt`` of
 its resolved notifications), else ``firing`` with ``ends_at`` NULL. A zero-time endsAt
@@ -36,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpusre.models.alerts.clustering import AlertClusteringSettings
 from gpusre.models.alerts.floods import FloodSettings
-from gpusre.models.alerts.nodes import NodeMapping, label_values_sql, location_sql, node_names
+from gpusre.models.alerts.nodes import NodeMapping, host_names, label_values_sql, location_sql, node_names
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.sources.alerts.parse import (
     DESCRIPTION_SQL,
@@ -89,6 +94,14 @@ class AlertSettings(BaseModel):
     nodes: NodeMapping = Field(default_factory=NodeMapping)
     floods: FloodSettings = Field(default_factory=FloodSettings)
     clustering: AlertClusteringSettings = Field(default_factory=AlertClusteringSettings)
+    #: The longest ``for:`` of the Prometheus alert rules: a Prometheus ``/api/v1/alerts`` activation
+    #: (``activeAt``, the start of pending) joins the Alertmanager occurrence that fired at most
+    #: this long after it (see :func:`build_core_alerts`).
+    max_for_minutes: float = Field(default=60.0, ge=0)
+
+    @property
+    def max_for_us(self) -> int:
+        return int(round(self.max_for_minutes * 60_000_000))
 
 
 def alert_settings(config: Any) -> AlertSettings:
@@ -379,29 +392,57 @@ FROM raw.ingested_files WHERE source_kind = '{SOURCE_KIND}';
 -- x files, can fall below theirs, and the optimizer would then build on every notification.)
 {LAKE_JOIN_BUILD_SIDE};
 CREATE OR REPLACE TEMP TABLE _alert_rows AS
-SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at, r.status, r.ends_at,
-       r.alertname, r.labels, r.annotations, r.template_id
+SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at,
+       date_trunc('millisecond', r.starts_at) AS start_ms, r.format = 'prometheus_api' AS from_prometheus,
+       r.status, r.ends_at, r.alertname, r.labels, r.annotations, r.template_id
 FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file);
 RESET disabled_optimizers;
 
+-- A Prometheus /api/v1/alerts activeAt is when the rule became pending; Alertmanager's startsAt is
+-- when it fired, `for:` later. The rule stays active in between, so no other occurrence of the
+-- fingerprint can start there: the activation is the first Alertmanager-side occurrence starting
+-- at or after it — unless that one starts at or after the next activation Prometheus showed, or
+-- more than the longest `for:` (max_for_us) later (then Alertmanager missed the firing).
+CREATE OR REPLACE TEMP TABLE _alert_activations AS
+WITH prom AS (
+    SELECT fingerprint, start_ms, lead(start_ms) OVER (PARTITION BY fingerprint ORDER BY start_ms) AS next_ms
+    FROM (SELECT DISTINCT fingerprint, start_ms FROM _alert_rows WHERE from_prometheus AND status = 'firing')
+), fired AS (
+    SELECT DISTINCT fingerprint, start_ms AS fired_ms FROM _alert_rows
+    WHERE NOT from_prometheus AND status IN ('firing', 'resolved')
+)
+SELECT p.fingerprint, p.start_ms, f.fired_ms
+FROM prom AS p ASOF JOIN fired AS f ON f.fingerprint = p.fingerprint AND f.fired_ms >= p.start_ms
+WHERE f.fired_ms <= p.start_ms + to_microseconds(__MAX_FOR_US__)
+  AND (p.next_ms IS NULL OR f.fired_ms < p.next_ms);
+
 CREATE OR REPLACE TEMP TABLE _alerts_dedup AS
 WITH n AS (
-    SELECT fingerprint, starts_at, status, ends_at, ord
-    FROM _alert_rows
-    WHERE status IN ('firing', 'resolved')
+    -- The occurrence: fingerprint and start to the millisecond. Webhooks print startsAt to the
+    -- nanosecond, Alertmanager's /api/v2/alerts to the millisecond: one alert, two precisions.
+    SELECT r.fingerprint, r.starts_at, r.start_ms, coalesce(a.fired_ms, r.start_ms) AS occurrence_ms,
+           r.from_prometheus, r.status, r.ends_at, r.ord
+    FROM _alert_rows AS r
+    LEFT JOIN _alert_activations AS a
+           ON r.from_prometheus AND a.fingerprint = r.fingerprint AND a.start_ms = r.start_ms
+    WHERE r.status IN ('firing', 'resolved')
 ), g AS (
-    SELECT fingerprint, starts_at,
+    SELECT fingerprint, occurrence_ms,
+           -- The most precise start of the firing (a truncated one is never later); an activeAt
+           -- is the start only of an activation Alertmanager did not report.
+           coalesce(max(starts_at) FILTER (WHERE start_ms = occurrence_ms AND NOT from_prometheus),
+                    max(starts_at) FILTER (WHERE start_ms = occurrence_ms)) AS starts_at,
            count(*) AS n_notifications,
            bool_or(status = 'resolved') AS resolved,
            min(ends_at) FILTER (WHERE status = 'resolved') AS resolved_ends_at,
            min(ord) AS first_ord,
            coalesce(min(ord) FILTER (WHERE status = 'resolved'), max(ord)) AS deciding_ord
     FROM n
-    GROUP BY fingerprint, starts_at
+    GROUP BY fingerprint, occurrence_ms
 ), first AS (
     SELECT ord, alertname, labels, annotations, template_id FROM _alert_rows
 )
-SELECT ('0x' || left(md5(g.fingerprint || '|' || epoch_us(g.starts_at)::VARCHAR), 15))::BIGINT AS alert_id,
+SELECT ('0x' || left(md5(g.fingerprint || '|' || epoch_us(g.occurrence_ms)::VARCHAR), 15))::BIGINT AS alert_id,
        g.fingerprint, g.starts_at, first.alertname,
        CASE WHEN g.resolved THEN 'resolved' ELSE 'firing' END AS status,
        CASE WHEN g.resolved THEN g.resolved_ends_at END AS ends_at,
@@ -431,14 +472,15 @@ def build_core_alerts(
     try:
         # TEMP tables first (the warehouse is untouched), then one transaction replaces the tables.
         with unordered_inserts(con):  # TEMP tables: their row order does not matter
-            con.execute(_DEDUP_SQL)
+            con.execute(_DEDUP_SQL.replace("__MAX_FOR_US__", str(settings.max_for_us)))
             con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_label_values AS "
                         f"{label_values_sql(mapping, alerts='_alerts_dedup')}")
         values = con.sql(
             """SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM _alert_label_values)
                WHERE value IS NOT NULL AND value <> '' ORDER BY value"""
         ).pl()["value"]
-        names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known_nodes)})
+        names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known_nodes),
+                              "host": host_names(values, mapping)})
         con.register("_alert_node_names", names.to_arrow())
         con.register("_miner_templates", templates.to_arrow())
         with transaction(con):
@@ -474,7 +516,8 @@ def build_core_alerts(
             except duckdb.Error:
                 pass
         con.execute("DROP TABLE IF EXISTS _alerts_dedup; DROP TABLE IF EXISTS _alert_files; "
-                    "DROP TABLE IF EXISTS _alert_rows; DROP TABLE IF EXISTS _alert_label_values")
+                    "DROP TABLE IF EXISTS _alert_rows; DROP TABLE IF EXISTS _alert_label_values; "
+                    "DROP TABLE IF EXISTS _alert_activations")
     n_alerts = con.sql("SELECT count(*) FROM core.alerts").fetchall()[0][0]
     n_templates = con.sql("SELECT count(*) FROM core.alert_templates").fetchall()[0][0]
     return n_alerts, n_templates

@@ -10,7 +10,9 @@ Formats, detected per payload (a file may mix them):
 ``alertmanager``
     Alertmanager webhook (``version`` ``"4"``): ``receiver``, ``status``, ``groupKey``,
     ``alerts[]`` of ``status``, ``labels``, ``annotations``, ``startsAt``, ``endsAt``,
-    ``generatorURL``, ``fingerprint``. An alert without ``status`` takes the payload's.
+    ``generatorURL``, ``fingerprint``. An alert without ``status`` takes the payload's. A
+    ``truncatedAlerts`` above 0 (the receiver's ``max_alerts`` cut the list) loads the alerts sent
+    and adds one reject naming how many Alertmanager dropped.
 ``grafana``
     Grafana-managed alerting webhook: the same envelope plus ``orgId``/``version`` ``"1"``; alerts
     also carry ``valueString``/``values`` (kept as ``value``).
@@ -23,7 +25,7 @@ Formats, detected per payload (a file may mix them):
     ``status`` is an object with ``state`` — ``active``/``suppressed``/``unprocessed`` count as
     firing — or a line of a webhook logger that writes one alert per line).
 
-Files (``.gz``/``.bz2``/``.xz`` compressed versions too):
+Files (``.gz``/``.bz2``/``.xz`` compressed versions too; a leading UTF-8 BOM is dropped):
 
 ``*.json``
     One JSON document: an object is one payload, an array is a list of payloads (or of bare
@@ -103,6 +105,8 @@ LINE_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson", ".log", ".txt")
 #: File name endings accepted under ``landing/alerts`` (each also with a compression suffix).
 ALERT_SUFFIXES: tuple[str, ...] = DOCUMENT_SUFFIXES + LINE_SUFFIXES
 
+#: The UTF-8 byte order mark some editors write first; dropped from a file's start.
+_BOM = "\ufeff".encode()
 #: Line-oriented files are read in pieces of about this many bytes (cut at a newline), so a large
 #: file never sits in memory whole.
 CHUNK_BYTES = 32 << 20
@@ -367,7 +371,8 @@ def iter_alert_records(path: Path, source_file: str, *, chunk_bytes: int | None 
     with open_landing_file(path) as (fh, codec):
         try:
             if layout == "document":
-                text = fh.read().decode("utf-8", errors="replace")
+                # A BOM (an editor's or PowerShell's UTF-8) is not JSON: dropped, as other sources do.
+                text = fh.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
                 frame = _document_records(text, source_file)
                 if frame is not None:
                     yield frame
@@ -375,7 +380,7 @@ def iter_alert_records(path: Path, source_file: str, *, chunk_bytes: int | None 
                 yield _line_records(text.encode("utf-8"), 1, source_file)  # JSON lines under a .json name
                 return
             for first, piece in _line_chunks(fh, chunk_bytes or CHUNK_BYTES):
-                yield _line_records(piece, first, source_file)
+                yield _line_records(piece.removeprefix(_BOM) if first == 1 else piece, first, source_file)
                 lines_done = first - 1 + piece.count(b"\n")
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
             raise LandingFileFault(describe_fault(exc, codec, lines_done)) from exc
@@ -395,7 +400,7 @@ _ALERT_FIELDS: dict[str, str] = {
 #: bare alert (same names as in the list, so one struct type serves all formats).
 _PAYLOAD_STRUCT: dict[str, object] = {
     "version": "VARCHAR", "orgId": "VARCHAR", "receiver": "VARCHAR", "groupKey": "VARCHAR",
-    "error": "VARCHAR", "errorType": "VARCHAR", **_ALERT_FIELDS,
+    "error": "VARCHAR", "errorType": "VARCHAR", "truncatedAlerts": "BIGINT", **_ALERT_FIELDS,
     "alerts": [_ALERT_FIELDS], "data": {"alerts": [_ALERT_FIELDS]},
 }
 _PAYLOAD_JSON = json.dumps(_PAYLOAD_STRUCT)
@@ -456,6 +461,7 @@ WITH payloads AS (
     -- Only scalars travel with each alert: unnest copies every carried column once per alert.
     SELECT source_file, line_no, prefix, raw, in_array, payload_no::INTEGER AS payload_no, payload, format,
            p.receiver AS receiver, p.groupKey AS group_key, p.status AS payload_status,
+           CASE WHEN format = 'alertmanager' THEN p.truncatedAlerts END AS truncated_alerts,
            CASE WHEN record_error IS NOT NULL THEN record_error
                 WHEN NOT is_object THEN 'not an alert payload: a JSON ' || CASE json_type(payload)
                      WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
@@ -545,6 +551,16 @@ WITH payloads AS (
     FROM checked
 )
 SELECT * FROM flat
+UNION ALL BY NAME
+-- Alertmanager dropped alerts from this notification (its receiver's max_alerts): the alerts it
+-- sent load; the ones it dropped are a reject of their own, so the loss shows.
+SELECT source_file, line_no, payload_no, format,
+       CASE WHEN in_array THEN 'payload ' || payload_no || ': ' ELSE '' END || 'Alertmanager truncated '
+       || truncated_alerts || ' alert' || CASE WHEN truncated_alerts = 1 THEN '' ELSE 's' END
+       || ' from this notification (max_alerts); the alerts it sent are loaded' AS error,
+       left(rtrim(coalesce(raw, payload), chr(13) || chr(10)), {MAX_RAW_CHARS}) AS reject_raw
+FROM listed
+WHERE truncated_alerts > 0 AND payload_error IS NULL
 """
 
 #: Columns the flattening writes (see ``sql/ddl/040_alerts.sql``): a notification when ``error``
