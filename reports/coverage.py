@@ -24,9 +24,9 @@ __all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "co
            "freshness_rows"]
 
 #: Dense sources: (subject, its verb 'end(s)', what depends on it).
-DENSE_SOURCES: dict[str, tuple[str, str, str]] = {
-    "sacct": ("Slurm accounting", "ends", "job figures"),
-    "syslog": ("Node logs", "end", "node events, hardware incidents and failure attribution"),
+DENSE_SOURCES: dict[str, tuple[str, str, str, str]] = {
+    "sacct": ("Slurm accounting", "begins", "ends", "job figures"),
+    "syslog": ("Node logs", "begin", "end", "node events, hardware incidents and failure attribution"),
 }
 SOURCE_LABELS = {"sacct": "Slurm accounting (sacct)", "syslog": "Node logs", "slurm_events": "Node states (Slurm)",
                  "alerts": "Alerts"}
@@ -134,7 +134,12 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
     for r in freshness_rows(con):
         if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
             continue
-        label, ends, depends = DENSE_SOURCES[r["source_kind"]]
+        label, begins, ends, depends = DENSE_SOURCES[r["source_kind"]]
+        # A window reaching before the data (a 30-day SLO window over a week of dumps, a nightly for a
+        # day before the first dump) must not read as quiet days.
+        if r["first_record_ts"] is not None and r["first_record_ts"].astimezone(timezone.utc).date() > first:
+            warnings.append(f"{label} {begins} on {fmt_date(r['first_record_ts'].astimezone(timezone.utc).date())}, "
+                            f"after the start of {fmt_date(first)}: there are no {depends} for the days before.")
         if ends_early(r, last):
             warnings.append(f"{label} {ends} at {r['last_record_ts'].astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, "
                             f"before the end of {fmt_date(last)}: {depends} after that are incomplete.")

@@ -3,6 +3,7 @@ and syslog files, real Dagster materializations), and the nightly report's data 
 
 from __future__ import annotations
 
+import shutil
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from gpusre.reports.nightly import render_nightly_report
 from gpusre.reports.slo import render_slo_report
 from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
+from gpusre.pipelines.runner import run_pipeline
 from report_html import visible_text
 
 # Job 3 holds gpu[001-003] on 2026-03-03; job 4 ends after midnight, so accounting covers that day.
@@ -95,6 +97,7 @@ def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path:
     try:
         paths = render_nightly_report(con, tmp_path / "out", report_date=date(2026, 3, 3))
         quiet = render_nightly_report(con, tmp_path / "quiet", report_date=date(2026, 3, 1))
+        before = render_nightly_report(con, tmp_path / "before", report_date=date(2026, 2, 27))
     finally:
         con.close()
     text = visible_text(paths.html.read_text())
@@ -106,6 +109,11 @@ def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path:
     assert "> **Data warning:** 1 node of 3 that ran jobs on 2026-03-03 logged nothing" in paths.markdown.read_text()
     # 2026-03-01: complete inputs, no warning (the 03-02 gap is after it).
     assert "Data warning" not in quiet.html.read_text()
+    # A day before the data is no quiet night.
+    early = visible_text(before.html.read_text())
+    assert ("Data warning: Slurm accounting begins on 2026-03-01, after the start of 2026-02-27: there are no job "
+            "figures for the days before.") in early
+    assert "Data warning: Node logs begin on 2026-03-01" in early
 
 
 def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Path) -> None:
@@ -234,5 +242,28 @@ def test_fleet_coverage_warns_when_the_accounting_shows_more_than_the_fleet(
         assert row == [expected]
         fleet = [w for w in coverage_warnings(con, date(2026, 3, 3), date(2026, 3, 3)) if "fleet_coverage" in w]
         assert fleet == warnings
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(("folder", "fixture", "day"), [
+    ("alerts", "alerts/prometheus-msteams_prom_post_request_12_alerts.json", date(2018, 3, 7)),
+    ("slurm_events", "slurm_events/events_2026-11-02.txt", date(2026, 11, 2)),
+])
+def test_a_landing_without_accounting_or_logs_reports_its_own_last_day(folder: str, fixture: str, day: date,
+                                                                        tmp_path: Path) -> None:
+    """Alerts only, node states only: the nightly and the SLO window end on the data's last day (the
+    last record's day), not on today — which read as 'nothing happened' months after the data."""
+    from gpusre.reports.slo.window import default_window
+
+    landing = tmp_path / "landing"
+    (landing / folder).mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "fixtures" / fixture, landing / folder)
+    wh = tmp_path / "w.duckdb"
+    run_pipeline(landing, wh, tmp_path / "reports")
+    assert [p.name for p in (tmp_path / "reports").glob("nightly-*.md")] == [f"nightly-{day}.md"]
+    con = connect(wh, read_only=True)
+    try:
+        assert default_window(con)[1] == day
     finally:
         con.close()

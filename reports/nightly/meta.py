@@ -85,6 +85,14 @@ def latest_complete_log_day(con: duckdb.DuckDBPyConnection) -> date | None:
     return None
 
 
+def latest_record_day(con: duckdb.DuckDBPyConnection) -> date | None:
+    """The last UTC day any source has a record on (``raw.record_days``): the report day of a landing
+    with neither accounting nor node logs (alerts or node states only), instead of today."""
+    if table_status(con, "raw.record_days") is not None:
+        return None
+    return scalar(con, "SELECT max(day) FROM raw.record_days")
+
+
 def job_totals(con: duckdb.DuckDBPyConnection, day: date | None = None) -> dict[str, Any] | None:
     """The marts.job_totals row of the whole record (or of one UTC end ``day``): the one GPU job count,
     GPU-hours and failed share every nightly section quotes; None when the mart is missing or has no row."""

@@ -18,7 +18,7 @@ from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, trunca
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
 from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.nightly.meta import NightlyMeta, latest_complete_day, latest_complete_log_day
+from gpusre.reports.nightly.meta import NightlyMeta, latest_complete_day, latest_complete_log_day, latest_record_day
 from gpusre.reports.nightly.sections import (
     alert_flood,
     alert_hygiene,
@@ -94,7 +94,7 @@ def build_nightly_context(
     period = query_rows(con, "SELECT min(end_day) AS a, max(end_day) AS b FROM core.jobs")[0]
     if report_date is None:
         report_date = (latest_complete_day(con) or period["b"] or latest_complete_log_day(con)
-                       or datetime.now(timezone.utc).date())
+                       or latest_record_day(con) or datetime.now(timezone.utc).date())
     meta = NightlyMeta(report_date, period["a"], period["b"], generated_at or datetime.now(timezone.utc),
                        warehouse_label)
     sections = build_sections(con, meta, NIGHTLY_SECTIONS, "nightly")

@@ -12,7 +12,7 @@ import duckdb
 
 from gpusre.reports.kit.formatting import fmt_date
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
-from gpusre.reports.nightly.meta import latest_complete_day
+from gpusre.reports.nightly.meta import latest_complete_day, latest_record_day
 from gpusre.reports.slo.terms import SLI_ORDER
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,8 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
 def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DAYS) -> tuple[date, date]:
     """The last ``days`` days ending on the latest day with data in ``marts.slo_daily``, but never after the
     last UTC day the job dumps cover completely (the dumps' final day is a sliver: its capacity is whole but
-    its jobs are not, which would show as a goodput collapse). Today (UTC) when there is no data."""
+    its jobs are not, which would show as a goodput collapse); without SLO days, the last day any source
+    has a record on. Today (UTC) when there is no data."""
     end: date | None = None
     try:
         if table_status(con, "marts.slo_daily") is None:
@@ -120,6 +121,8 @@ def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DA
             complete = latest_complete_day(con)
             if complete is not None and (end is None or complete < end):
                 end = complete
+        if end is None:  # no SLO day (no accounting): the data's last day, not today
+            end = latest_record_day(con)
     except duckdb.Error as exc:
         log.warning("SLO report default window: %s", exc)
     if isinstance(end, datetime):

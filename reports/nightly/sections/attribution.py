@@ -70,7 +70,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     night_total, night = attribution_counts(con, meta.report_date)
     period = period_text(fmt_date(meta.period_first) if meta.period_first else None,
                           fmt_date(meta.period_last) if meta.period_last else None)
-    sec.lead = f"Of {plural(total, 'failed job')} in {period}, {_attribution_phrase(every, total)}; " + (
+    # Attribution weighs every interrupted job (the vocabulary's INTERRUPTED_STATES, and jobs an
+    # administrator cancelled): more than the failure states the headline counts, so named apart.
+    sec.lead = (f"Of {plural(total, 'interrupted job')} in {period} (failed, timed out, out of memory, node failure, "
+                f"requeued, or cancelled by an administrator), {_attribution_phrase(every, total)}; ") + (
         f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}."
         if night_total else f"none failed on {d}.")
 

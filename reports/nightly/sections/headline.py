@@ -148,10 +148,10 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dic
         ni = night.get("infrastructure", {"n": 0, "lost": 0.0})
         ai = every.get("infrastructure", {"n": 0, "lost": 0.0})
         cards.append({"label": f"Infra failures {d}", "value": fmt_int(ni["n"]),
-                      "sub": f"{gpuh(ni['lost'])} GPU-h lost · of {plural(night_total, 'failed job')}",
+                      "sub": f"{gpuh(ni['lost'])} GPU-h lost · of {plural(night_total, 'interrupted job')}",
                       "tone": "bad" if ni["n"] else "good"})
         cards.append({"label": "Infra failures, whole period", "value": fmt_int(ai["n"]),
-                      "sub": f"{gpuh(ai['lost'])} GPU-h lost · of {plural(all_total, 'failed job')}",
+                      "sub": f"{gpuh(ai['lost'])} GPU-h lost · of {plural(all_total, 'interrupted job')}",
                       "tone": ""})
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report attribution cards: %s", exc)

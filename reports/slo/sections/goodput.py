@@ -23,7 +23,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return sec
     rows = query_rows(con, """SELECT day, capacity_gpu_hours AS cap, allocated_gpu_hours AS alloc,
                                 productive_gpu_hours AS prod, lost_failure_gpu_hours AS lf,
-                                lost_restart_gpu_hours AS lr, idle_gpu_hours AS idle, goodput, infra_interruptions
+                                lost_restart_gpu_hours AS lr, idle_gpu_hours AS idle, goodput, infra_interruptions,
+                                COALESCE(partial, FALSE) AS partial
                          FROM marts.goodput_daily WHERE day BETWEEN ? AND ? ORDER BY day""", [w.start, w.end])
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.goodput_daily has no days in the window {w.text}."
@@ -46,7 +47,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
          ("Lost to failures", tot["lf"], "loss"), ("Lost to restarts", tot["lr"], "loss"),
          ("Productive", tot["prod"], "total")],
         f"Where the GPU-hours went, {w.text}")), take))
-    with_gp = [r for r in rows if is_number(r["goodput"])]
+    # Partial days (the data covers part of them) are left out of minima, as everywhere.
+    with_gp = [r for r in rows if is_number(r["goodput"]) and not r["partial"]]
     if with_gp:
         worst = min(with_gp, key=lambda r: r["goodput"])
         below = [r for r in with_gp if is_number(objective) and r["goodput"] < objective]
