@@ -168,6 +168,10 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
         events_end = events_as_of(con)
         as_of = max(events_end, accounting_as_of) if events_end and accounting_as_of else events_end
         states = con.sql("SELECT * FROM core.node_states").pl()
+        if config.node_names:
+            # sacctmgr lists every node Slurm runs (login, CPU, service nodes): the availability of the
+            # fleet cluster.yaml lists — the one MTBF exposes and capacity counts — leaves them out.
+            states = states.filter(pl.col("node").is_in(list(config.node_names)))
         if as_of is None:
             daily = pl.DataFrame(schema=DAILY_SCHEMA)
             reasons = pl.DataFrame(schema=DRAIN_REASONS_MART_SCHEMA)

@@ -34,7 +34,8 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
       15:00-15:02 and logged ACTIVE again (MTTR's repair): 96 - 2/60 of 96 node-hours.
     - 11-30 is observed up to 23:30 on each node (4 x 23.5 = 94, not up to the last event at 18:00):
       gpu002 drained 02:05-10:05 (8 h), gpu003 03:00-07:00 (4 h), gpu004 in maintenance 14:00-18:00
-      (4 h, out of the total): good 90 - 12 = 78 of 90.
+      (4 h, out of the total): good 90 - 12 = 78 of 90. login01 (down 00:00-12:00 in the same sacctmgr
+      dump, as sacctmgr lists every node Slurm runs) is not in cluster.yaml's fleet: not counted.
     Hardware incidents: the Xid 79 on gpu002 at 01:58 killed job 106 (16 GPUs, 14 h run): lost work
     16 x (3600/2 + 300) / 3600 = 9.333 GPU-h; the Xid 48 on gpu003 at 02:59 killed the first instance
     of job 107 (8 GPUs, 3 h; Slurm requeued it and it completed): 8 x 2100 / 3600 = 4.667 GPU-h.
@@ -48,6 +49,7 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
         observed = con.sql("SELECT sum(observed_hours), sum(in_service_hours) FROM marts.node_availability_daily "
                            "WHERE day = '2026-11-30'").fetchall()
         assert observed == [(94.0, 78.0)]
+        assert con.sql("SELECT count(*) FROM marts.drain_reasons WHERE reason_class = 'not_responding'").fetchall() == [(0,)]
         # Jobs on 11-30: 106 (to 02:00), 107 (its NODE_FAIL run and its requeued run: one job), 109, 110.
         assert con.sql("SELECT jobs_running FROM marts.utilization_daily WHERE day = '2026-11-30'").fetchall() == [(4,)]
         incidents = con.sql("SELECT component, affected_jobs, affected_gpus, round(lost_gpu_hours, 3) "
