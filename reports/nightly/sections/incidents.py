@@ -60,7 +60,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
         + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
         f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
-        + (f"; {plural(agg['open'], 'incident')} {'has' if agg['open'] == 1 else 'have'} not recovered yet."
+        # "Recovered" here is "ran a job to completion again", not MTTR's "back in service": named apart.
+        + (f"; the nodes of {plural(agg['open'], 'incident')} have not completed a job since."
            if agg["open"] else "; every incident's nodes have run a job successfully since.")
     )
 
@@ -73,14 +74,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec.add(Table(
         [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
          Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
-         Column("Recovery", True)],
+         Column("Jobs again", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
           cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])), Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
           Cell(_recovery_text(r))] for r in rows],
         caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
-                "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Recovery: "
-                "hours from the incident's end until every one of its nodes ran a job to completion again.",
+                "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Jobs again: "
+                "hours from the incident's end until every one of its nodes ran a job to completion again (back in "
+                "service, as the repair-time table times it, may be earlier).",
     ))
     return sec
 

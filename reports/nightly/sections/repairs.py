@@ -92,8 +92,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                 "before to 24 h after. TTD (time to detect): first evidence to drain; TTR (time to repair): first "
                 "evidence to the last node back in service"
                 + (f"; {fmt_int(int(total['repaired'] or 0) - int(total.get('from_node_states') or 0))} of the "
-                   f"repairs had no node-state record and were timed by the end of their health-check evidence "
-                   f"or the first job that completed on their nodes (marts.incident_repairs.repair_source)"
+                   f"repairs had no node-state record and were timed by a logged recovery (a link back ACTIVE), "
+                   f"the end of their health-check evidence or the first job that completed on their node "
+                   f"(marts.incident_repairs.repair_source)"
                    if int(total['repaired'] or 0) > int(total.get('from_node_states') or 0) else "")
                 + ". Ongoing repairs are counted but left out of the quantiles. "
                 "95 % CI: distribution-free interval of the TTR median (needs at least 6 repairs).",
