@@ -6,6 +6,7 @@ import dagster as dg
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
 from gpusre.models.ingest.ledger import loaded_rows
+from gpusre.models.alerts.nodes import slurm_node_names
 from gpusre.models.ingest.reconcile import mismatched_files
 from gpusre.models.sources.registry import lake_table
 from gpusre.models.sources.alerts.ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
@@ -51,9 +52,13 @@ def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
 
 
+CORE_JOBS = dg.AssetKey(["core", "jobs"])
+NODE_STATES = dg.AssetKey(["core", "node_states"])
+
+
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(CORE_ALERTS, deps=[RAW_ALERTS], group_name="core", kinds={"duckdb"},
+        dg.AssetSpec(CORE_ALERTS, deps=[RAW_ALERTS, CORE_JOBS, NODE_STATES], group_name="core", kinds={"duckdb"},
                      description="One row per alert (fingerprint + startsAt to the millisecond) from all its notifications: status "
                      "(resolved if any notification resolved it), ends_at, Slurm node and target from the labels, "
                      "summary, template, n_notifications."),
@@ -65,7 +70,7 @@ def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
 def core_alerts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
     with warehouse.connect() as con:
-        n_alerts, n_templates = build_core_alerts(con, alert_settings(config), config.node_names)
+        n_alerts, n_templates = build_core_alerts(con, alert_settings(config), config.node_names or slurm_node_names(con))
         summary = con.sql(
             "SELECT status, count(*) AS alerts, count(node) AS with_node, count(target) AS with_target, "
             "sum(n_notifications) AS notifications FROM core.alerts GROUP BY ALL ORDER BY status").pl()

@@ -39,10 +39,14 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
+import duckdb
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gpusre.models.warehouse import table_exists
+
 __all__ = [
+    "slurm_node_names",
     "AlertLocation",
     "HostMapping",
     "DEFAULT_HOST_LOCAL_LABELS",
@@ -295,3 +299,16 @@ LEFT JOIN picked AS p USING (alert_id)
 
 
 _DEFAULT_MAPPING = NodeMapping()
+
+
+def slurm_node_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The nodes Slurm's own records name (jobs' node lists, node-state history): without a node list in
+    cluster.yaml, an alert's host is a Slurm node only when Slurm knows it — else an exporter pod, a UFM
+    or Lustre server and the controller all became "nodes", and a switch flood split around them.
+    Empty without either (an alerts-only landing: any host name counts, as before)."""
+    parts = [q for table, q in (("core.jobs", "SELECT DISTINCT unnest(nodes) AS node FROM core.jobs"),
+                                ("core.node_states", "SELECT DISTINCT node FROM core.node_states"))
+             if table_exists(con, table)]
+    if not parts:
+        return []
+    return [n for (n,) in con.sql(" UNION ".join(parts) + " ORDER BY 1").fetchall() if n]
