@@ -693,3 +693,15 @@ def test_an_incident_is_in_a_flood_when_one_of_its_alerts_started_inside_it() ->
     assert (flood["n_alerts"], flood["incidents"], flood["compression_ratio"]) == (32, 1, 32.0)
     leaf = marts.incidents.filter(pl.col("root_alert_id") == switch).row(0, named=True)
     assert leaf["start_ts"] == flood_at - timedelta(minutes=8) and leaf["n_alerts"] == 33 and leaf["in_flood"]
+
+
+def test_a_short_session_gap_alone_is_a_valid_setting() -> None:
+    """Only ``gap_minutes: 3`` in cluster.yaml: the peer gap (default 5 min) follows it down; a peer gap
+    set above the session gap is still an error."""
+    from pydantic import ValidationError
+
+    assert AlertClusteringSettings(gap_minutes=3).peer_gap_us == 3 * 60_000_000
+    assert AlertClusteringSettings().peer_gap_us == 5 * 60_000_000
+    assert AlertClusteringSettings(gap_minutes=3, peer_gap_minutes=2).peer_gap_us == 2 * 60_000_000
+    with pytest.raises(ValidationError, match="peer_gap_minutes must not exceed gap_minutes"):
+        AlertClusteringSettings(gap_minutes=3, peer_gap_minutes=4)

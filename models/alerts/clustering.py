@@ -161,8 +161,9 @@ class AlertClusteringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     #: Session gap, and the chaining gap of the node / target / storage keys.
     gap_minutes: float = Field(default=10.0, gt=0)
-    #: Chaining gap of rack / leaf peers (different nodes that share only a rack or a leaf).
-    peer_gap_minutes: float = Field(default=5.0, gt=0)
+    #: Chaining gap of rack / leaf peers (different nodes that share only a rack or a leaf); unset:
+    #: 5 min, or ``gap_minutes`` when that is shorter (setting only a 3-min session gap is valid).
+    peer_gap_minutes: float | None = Field(default=None, gt=0)
     #: A flapping rule: an alert of the same fingerprint firing again within this long after the
     #: previous one resolved (or started, while it fires) is the same incident, whatever the sessions.
     flap_minutes: float = Field(default=120.0, ge=0)
@@ -197,7 +198,7 @@ class AlertClusteringSettings(BaseModel):
 
     @model_validator(mode="after")
     def _peer_within_session(self) -> AlertClusteringSettings:
-        if self.peer_gap_minutes > self.gap_minutes:
+        if self.peer_gap_minutes is not None and self.peer_gap_minutes > self.gap_minutes:
             raise ValueError("peer_gap_minutes must not exceed gap_minutes")
         return self
 
@@ -211,7 +212,7 @@ class AlertClusteringSettings(BaseModel):
 
     @property
     def peer_gap_us(self) -> int:
-        return self._us(self.peer_gap_minutes)
+        return self._us(self.peer_gap_minutes if self.peer_gap_minutes is not None else min(5.0, self.gap_minutes))
 
     @property
     def flap_us(self) -> int:
