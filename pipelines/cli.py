@@ -425,8 +425,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpusre: error: {exc}", file=sys.stderr)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
-        print(f"gpusre: error: cannot open the warehouse (held open by another process? ad hoc readers should "
-              f"open the snapshot <warehouse>.snapshot.duckdb): {first}", file=sys.stderr)
+        # Only a lock conflict is another process's doing; a file that is no DuckDB database is not.
+        hint = (" (held open by another process? ad hoc readers should open the snapshot "
+                "<warehouse>.snapshot.duckdb)" if "lock" in first.lower() else "")
+        print(f"gpusre: error: cannot open the warehouse{hint}: {first}", file=sys.stderr)
     except KeyboardInterrupt:
         print("gpusre: interrupted; the warehouse keeps its last committed state", file=sys.stderr)
         return 130

@@ -178,3 +178,13 @@ def test_locked_warehouse_is_a_one_line_error(simulated: Path, tmp_path: Path) -
         holder.wait()
     assert proc.returncode == 1
     assert "another" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_report_on_a_file_that_is_no_warehouse_says_so(tmp_path: Path) -> None:
+    """Not "held open by another process?": nothing holds it, it is no DuckDB file."""
+    bogus = tmp_path / "notes.duckdb"
+    bogus.write_text("this is not a database\n" * 100)
+    proc = _gpusre("report", "nightly", "--warehouse", str(bogus), "--out", str(tmp_path / "r"))
+    err = proc.stderr.strip()
+    assert proc.returncode != 0 and err.count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("gpusre: error: cannot open the warehouse: ") and "another process" not in err, err
