@@ -334,7 +334,8 @@ def run_pipeline(landing: Path, warehouse: Path, reports: Path,
     run raises :class:`~gpusre.pipelines.run_lock.WarehouseBusy` at once."""
     started = time.monotonic()
     if not landing.is_dir():
-        raise PipelineError(f"{landing}: landing directory does not exist")
+        raise PipelineError(f"{landing}: " + ("is a file, not a landing directory" if landing.exists()
+                                              else "landing directory does not exist"))
     load_cluster_config(landing)  # fail fast, before any run, with the key path of a bad setting
     if not _has_input(landing):
         raise PipelineError(f"{landing}: no input files (expected any of "

@@ -125,6 +125,9 @@ def test_missing_landing_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0
     assert "nope" in proc.stderr and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "cluster.yaml").write_text("nodes: 4\n")
+    proc = _gpusre("run", "--landing", str(tmp_path / "cluster.yaml"), "--warehouse", str(tmp_path / "w.duckdb"))
+    assert proc.returncode == 1 and "cluster.yaml: is a file, not a landing directory" in proc.stderr
 
 
 def test_bad_cluster_yaml_names_the_key(tmp_path: Path) -> None:
