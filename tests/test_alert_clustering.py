@@ -705,3 +705,20 @@ def test_a_short_session_gap_alone_is_a_valid_setting() -> None:
     assert AlertClusteringSettings(gap_minutes=3, peer_gap_minutes=2).peer_gap_us == 2 * 60_000_000
     with pytest.raises(ValidationError, match="peer_gap_minutes must not exceed gap_minutes"):
         AlertClusteringSettings(gap_minutes=3, peer_gap_minutes=4)
+
+
+def test_the_first_alert_about_a_hardware_incident_is_its_root() -> None:
+    # gpu003: Xid 79 at 02:00:05 (evidence until 02:30). The DCGM Xid alert fires 25 s later, the node
+    # exporter goes quiet at 02:03: both about the same incident, one alert incident. The root is the
+    # first alarm about the fault (the Xid alert), not the node-level one for being more upstream.
+    t = datetime(2026, 11, 10, 2, 0, 5, tzinfo=timezone.utc)
+    a = Alerts()
+    xid = a.add("GpuXidError", t + timedelta(seconds=25), node="gpu003", labels=DCGM, minutes=None)
+    a.add("NodeExporterDown", t + timedelta(minutes=3), node="gpu003", labels=NODE_EXPORTER, minutes=None)
+    hw = hw_frame([{"incident_id": "inc-xid", "component": "pcie_bus", "cause_class": "hardware",
+                    "severity": "critical", "start_ts": t, "end_ts": t + timedelta(minutes=30), "nodes": ["gpu003"],
+                    "scope": "node", "leaf_switch": None}])
+    incidents, _ = cluster_alerts(a.frame(), TOPO, hw)
+    assert incidents.height == 1
+    row = incidents.row(0, named=True)
+    assert (row["root_alert_id"], row["hw_incident_id"], row["n_alerts"]) == (xid, "inc-xid", 2)

@@ -774,7 +774,12 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
         # the client symptoms that fire within minutes of it, even when those match a hardware incident.
         ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & pl.col("node").is_null()).alias("_client"),
         pl.col("hw_incident_id").is_null().alias("_no_hw"),
-        pl.col("level").replace_strict(LEVEL_RANK, default=len(LEVEL_RANK), return_dtype=pl.Int32).alias("_rank"),
+        # Alerts about a hardware incident: the first one is the alarm about the fault (a Xid alert 25 s
+        # after the Xid line, before the node exporter went quiet 3 min later); the others: the most
+        # upstream level first.
+        pl.when(pl.col("hw_incident_id").is_null())
+        .then(pl.col("level").replace_strict(LEVEL_RANK, default=len(LEVEL_RANK), return_dtype=pl.Int32))
+        .otherwise(0).alias("_rank"),
     ).sort("_c", "_client", "_no_hw", "_rank", "_ts", "alert_id")
     roots = pl.concat([single, ranked.unique("_c", keep="first", maintain_order=True).select(single.columns)])
 
