@@ -196,3 +196,20 @@ def test_every_recovery_kind_example_is_recognized() -> None:
     got = classify_messages(catalog["example"]).select("kind", "component")
     assert got["kind"].to_list() == catalog["kind"].to_list()
     assert set(catalog["component_class"]) <= {"gpu", "nvlink", "network", "storage", "host", "thermal", "power"}
+
+
+def test_an_outage_of_two_overlapping_drains_repairs_the_incident_either_names() -> None:
+    # gpu002: IB link down logged at 10:00 (a network incident, evidence to 10:00). Drained 10:02 for
+    # "GPU 3 ECC DBE" (to 11:00) and, overlapping, 10:30 for "IB link down mlx5_0" (to 14:00): one
+    # outage 10:02-14:00 whose first reason names the GPU, but whose drains name the network too —
+    # the network incident's repair (4.0 h), not "not drained". A storage incident the drains do not
+    # name stays unlinked.
+    incidents = pl.DataFrame({"incident_id": ["net", "sto"], "component": ["network", "storage"],
+                              "start_ts": [_t(1, 10), _t(1, 10)], "end_ts": [_t(1, 10), _t(1, 10)],
+                              "nodes": [["gpu002"], ["gpu002"]]}, schema_overrides={"end_ts": DT})
+    states = pl.DataFrame({"node": ["gpu002", "gpu002"], "start_ts": [_t(1, 10 + 2 / 60), _t(1, 10.5)],
+                           "end_ts": [_t(1, 11), _t(1, 14)], "reason": ["GPU 3 ECC DBE", "IB link down mlx5_0"],
+                           "reason_class": ["gpu_ecc", "network"]})
+    rows = {r["incident_id"]: r for r in link_incidents(incidents, states).iter_rows(named=True)}
+    assert (rows["net"]["repair_state"], rows["net"]["hours_to_repair"]) == ("repaired", 4.0)
+    assert rows["sto"]["repair_state"] == "not_drained"

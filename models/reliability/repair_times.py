@@ -62,6 +62,7 @@ _UTC = pl.Datetime("us", "UTC")
 OUTAGE_SCHEMA: dict[str, pl.DataType] = {
     "node": pl.String(), "outage_start_ts": _UTC, "outage_end_ts": _UTC, "first_reason_class": pl.String(),
     "first_reason": pl.String(), "events": pl.Int64(),
+    "reason_classes": pl.List(pl.String()),  # every merged state's reason class, in start order
 }
 
 #: ``marts.incident_repairs``: one row per hardware incident.
@@ -119,8 +120,9 @@ def node_outages(states: pl.DataFrame) -> pl.DataFrame:
             if last[2] is not None:
                 last[2] = None if end is None else max(last[2], end)
             last[5] += 1  # type: ignore[operator]
+            last[6].append(rclass)  # type: ignore[union-attr]
         else:
-            out.append([node, start, end, rclass, reason, 1])
+            out.append([node, start, end, rclass, reason, 1, [rclass]])
     return pl.DataFrame(out, schema=OUTAGE_SCHEMA, orient="row")
 
 
@@ -137,8 +139,8 @@ def link_incidents(
 
     An outage is the incident's only on one of its own nodes, starting from ``before`` its first
     evidence to ``after_end`` after its last (at most ``window`` after its start), and not drained
-    for another class of fault: a drain whose reason names a different component class (a GPU Xid
-    drain during a storage outage) belongs to another incident.
+    for another class of fault only: a drain whose reasons name only a different component class (a
+    GPU Xid drain during a storage outage) belongs to another incident.
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node);
@@ -150,7 +152,9 @@ def link_incidents(
     def optional(name: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
 
-    outages = node_outages(states).with_columns(_reason_class_of().alias("_reason_cc"))
+    outages = node_outages(states).with_columns(
+        _reason_class_of(pl.col("first_reason_class")).alias("_reason_cc"),
+        pl.col("reason_classes").list.eval(_reason_class_of(pl.element())).alias("_reason_ccs"))
     if recoveries is None:
         recoveries = pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
     inc = incidents.join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up")),
@@ -171,7 +175,10 @@ def link_incidents(
                 & (pl.col("outage_start_ts") <= pl.min_horizontal(
                     pl.col("incident_start_ts") + window,
                     pl.max_horizontal("_evidence_end", "incident_start_ts") + after_end))
-                & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))))
+                # Another class's drain is another incident's, unless the outage's drains (merged when
+                # they overlap: a GPU ECC drain, then the IB link's) name this incident's class too.
+                & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))
+                   | pl.col("_reason_ccs").list.contains(pl.col("component_class"))))
         .sort("incident_id", "node", "outage_start_ts")
         .unique(["incident_id", "node"], keep="first", maintain_order=True)  # the node's first outage
     )
@@ -217,14 +224,14 @@ def link_incidents(
 _GENERIC_REASON_COMPONENTS = frozenset({"os", "slurm", "other"})
 
 
-def _reason_class_of() -> pl.Expr:
-    """Component class an outage's first drain reason names (drain-reason catalog); null when the reason
-    names none or only a symptom any fault has (Not responding, a reboot, a Slurm error)."""
+def _reason_class_of(reason_class: pl.Expr) -> pl.Expr:
+    """Component class a drain reason class names (drain-reason catalog); null when the reason names
+    none or only a symptom any fault has (Not responding, a reboot, a Slurm error)."""
     rules = load_drain_reason_rules().select("reason_class", "component").unique("reason_class", keep="first")
     mapping = dict(zip(rules["reason_class"].to_list(),
                        [None if c in _GENERIC_REASON_COMPONENTS else c for c in rules["component"].to_list()],
                        strict=True))
-    component = pl.col("first_reason_class").replace_strict(mapping, default=None, return_dtype=pl.String)
+    component = reason_class.replace_strict(mapping, default=None, return_dtype=pl.String)
     return pl.when(component.is_not_null()).then(class_of(component))
 
 
