@@ -374,3 +374,25 @@ def test_cli_missing_warehouse_is_a_one_line_error(tmp_path: Path, capsys: pytes
     assert rc == 1
     assert err.count("\n") == 1 and "nope.duckdb" in err and "does not exist" in err and "Traceback" not in err
     assert not (tmp_path / "nope.duckdb").exists()  # a typo must not create an empty warehouse
+
+
+def test_the_checkpoint_what_if_says_when_its_failure_rate_is_thin(warehouse: Path, tmp_path: Path) -> None:
+    """The failure-rate section calls a whole-record rate from few failures insufficient; the what-if that
+    uses the same rate says so instead of quoting it as a firm figure."""
+    import shutil
+
+    copy = tmp_path / "w.duckdb"
+    shutil.copy(warehouse, copy)
+    con = connect(copy)
+    try:
+        firm = visible_text(render_slo_report(con, tmp_path / "firm").html.read_text(encoding="utf-8"))
+        con.execute("UPDATE marts.node_failure_rate SET sufficient = FALSE WHERE period = 'all' "
+                    "AND variant = 'hw_incidents'")
+        failures = con.execute("SELECT failures FROM marts.node_failure_rate WHERE period = 'all' "
+                               "AND variant = 'hw_incidents'").fetchone()[0]
+        thin = visible_text(render_slo_report(con, tmp_path / "thin").html.read_text(encoding="utf-8"))
+    finally:
+        con.close()
+    caveat = f"from only {failures} failures, too few for a point estimate: indicative only"
+    assert "Checkpoint what-if" in firm and "too few for a point estimate" not in firm
+    assert caveat in thin

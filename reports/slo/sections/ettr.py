@@ -106,9 +106,15 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         if wi:
             w0 = wi[0]
             best = w0["max_interval_for_target_s"]
+            # The failure-rate section calls a rate from few failures insufficient: say the what-if rests on it.
+            thin = (query_rows(con, """SELECT failures FROM marts.node_failure_rate WHERE period = 'all'
+                                       AND variant = 'hw_incidents' AND NOT sufficient""")
+                    if table_status(con, "marts.node_failure_rate") is None else [])
+            caveat = (f" — from only {plural(thin[0]['failures'], 'failure')}, too few for a point estimate: "
+                      "indicative only" if thin else "")
             sec.notes.append(
                 f"Checkpoint what-if (whole record): for a run on {fmt_int(w0['n_nodes'])} nodes (the largest run "
-                + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days, " if is_number(rf) else "size), ")
+                + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days{caveat}, " if is_number(rf) else "size), ")
                 + (f"checkpointing at least every {fmt_span(best)} keeps the expected ETTR at or above "
                    f"{fmt_num(w0['target'], 2)}." if is_number(best) else
                    f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}.")
