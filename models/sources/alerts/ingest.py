@@ -19,9 +19,9 @@ the nanosecond (Go's RFC 3339 nano), Alertmanager's ``/api/v2/alerts`` to the mi
 keeps the most precise start. A Prometheus ``/api/v1/alerts`` ``activeAt`` is when the rule became
 pending, not when it fired (``for:`` later): a firing activation joins the first Alertmanager-side
 occurrence of its fingerprint that starts at or after it, before the next activation Prometheus
-showed and at most ``alerts.max_for_minutes`` (60) later; else it is an occurrence of its own. **Status rule**: the payloads do not say when a notification was sent, and a firing
-notification's ``endsAt`` is only Alertmanager's resolve-timeout guess, so an alert is
-``resolved`` when *any* notification of it was resolved (``ends_at`` = the earliest ``endsAt`` of
+showed and at most ``alerts.max_for_minutes`` (60) later; else it is an occurrence of its own.
+**Status rule**: the payloads do not say when a notification was sent, and a firing notification's
+``endsAt`` is only Alertmanager's resolve-timeout guess, so an alert is ``resolved`` when *any* notification of it was resolved (``ends_at`` = the earliest ``endsAt`` of
 its resolved notifications), else ``firing`` with ``ends_at`` NULL. A zero-time endsAt
 (``0001-01-01T00:00:00Z``) is "not ended". Fields that can vary between notifications (labels
 order, summary, description, template) come from the first notification received, in received
