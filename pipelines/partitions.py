@@ -10,8 +10,13 @@ import dagster as dg
 #: (set GPUSRE_PARTITIONS_START=YYYY-MM-DD before loading the definitions).
 PARTITIONS_START = os.environ.get("GPUSRE_PARTITIONS_START", "2020-01-01")
 
-#: end_offset=1 makes today's (still filling) day a valid partition too.
-DAILY_PARTITIONS = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, end_offset=1)
+#: Days after today are partitions too, up to about three years ahead: data is dated by the clusters
+#: that wrote it, not by this machine's clock (a trace from another site's 2027, a machine whose clock
+#: is behind), and its daily marts must still be built. Override with GPUSRE_PARTITIONS_AHEAD_DAYS.
+PARTITIONS_AHEAD_DAYS = int(os.environ.get("GPUSRE_PARTITIONS_AHEAD_DAYS", "1100"))
+
+#: end_offset counts the days after today (and today, still filling) that are valid partitions.
+DAILY_PARTITIONS = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, end_offset=1 + PARTITIONS_AHEAD_DAYS)
 
 #: All warehouse writers run in this pool; size it 1 in dagster.yaml (one DuckDB writer).
 WAREHOUSE_POOL = "duckdb_warehouse"

@@ -386,20 +386,24 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
         lo, hi, n = con.sql("SELECT min(day), max(day), count(*) FROM core.dirty_days").fetchall()[0]
         first_partition = date.fromisoformat(DAILY_PARTITIONS.get_first_partition_key())
         too_early = con.execute("SELECT count(*) FROM core.dirty_days WHERE day < ?", [first_partition]).fetchall()[0][0]
-        if too_early:
+        last_partition = date.fromisoformat(DAILY_PARTITIONS.get_last_partition_key())
+        too_late = con.execute("SELECT count(*) FROM core.dirty_days WHERE day > ?", [last_partition]).fetchall()[0][0]
+        if too_early or too_late:
             # Those days cannot be partitions; drop them from the queue so the warning is given once.
-            con.execute("DELETE FROM core.dirty_days WHERE day < ?", [first_partition])
+            con.execute("DELETE FROM core.dirty_days WHERE day < ? OR day > ?", [first_partition, last_partition])
     finally:
         con.close()
     summary.skipped_days_before_partitions = int(too_early)
     if too_early:
         progress(f"      warning: {too_early} day(s) before {first_partition} have no daily partition; "
                  "set GPUSRE_PARTITIONS_START earlier to include them in daily marts")
+    if too_late:
+        progress(f"      warning: {too_late} day(s) after {last_partition} have no daily partition (this machine's "
+                 "clock is far behind the data?); set GPUSRE_PARTITIONS_AHEAD_DAYS to include them in daily marts")
 
-    if n and n > too_early:
-        last_key = DAILY_PARTITIONS.get_last_partition_key()
+    if n and n > too_early + too_late:
         start = max(lo, first_partition).isoformat()
-        end = min(hi.isoformat(), last_key) if last_key else hi.isoformat()
+        end = min(hi, last_partition).isoformat()
         progress(f"[2/3] daily marts: {start} .. {end}")
         t0 = time.monotonic()
         _execute(defs, "daily_marts_job", instance, warehouse, tags={

@@ -79,3 +79,22 @@ def test_a_warehouse_grown_night_by_night_equals_one_run(landing: Path, tmp_path
     finally:
         con.close()
     assert flags == []
+
+
+def test_data_dated_after_this_machines_clock_gets_daily_marts(tmp_path: Path) -> None:
+    """Data is dated by the cluster that wrote it: a trace from 2028 (or a machine whose clock is
+    behind) once ended the run with an IndexError (daily marts "2028-03-01 .. <today>")."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2028-03-01.psv").write_text(
+        "JobID|State|Submit|Start|End|Elapsed|AllocTRES|NNodes|NodeList\n"
+        "1|COMPLETED|2028-03-01T00:00:00|2028-03-01T01:00:00|2028-03-01T03:00:00|02:00:00|gres/gpu=8|1|gpu001\n")
+    (landing / "cluster.yaml").write_text("nodes: gpu[001-002]\ngpus_per_node: 8\n")
+    summary = run_pipeline(landing, tmp_path / "w.duckdb", tmp_path / "reports")
+    assert summary.days_recomputed == 1
+    con = connect(tmp_path / "w.duckdb", read_only=True)
+    try:
+        assert con.sql("SELECT day, allocated_gpu_hours FROM marts.utilization_daily").fetchall() == [
+            (date(2028, 3, 1), 16.0)]
+    finally:
+        con.close()
