@@ -106,3 +106,22 @@ def test_accounting_span_not_its_first_record_time(con: duckdb.DuckDBPyConnectio
                               (date(2026, 10, 3), 0.0, True)]
     freshness_last = con.sql("SELECT max(last_ts) FROM raw.record_days WHERE source_kind = 'sacct'").fetchall()[0][0]
     assert freshness_last == _ts(3, 0)  # the running job's record speaks up to start + elapsed
+
+
+def test_a_job_running_all_of_the_first_dumps_day(con: duckdb.DuckDBPyConnection) -> None:
+    """Two nightly dumps; job 900 is RUNNING in the first (started 10-27 00:00:01, 23:59:59 so far: the
+    dump was cut at midnight) and COMPLETED at 10-28 23:50 in the second. core.jobs keeps only the
+    completed row, whose latest moment is 10-28: the dumps' own records (raw.record_days) still say the
+    accounting speaks from 10-27 00:00:01 (MTBF once lost the first day's exposure)."""
+    start = datetime(2026, 10, 27, 0, 0, 1, tzinfo=UTC)
+    con.execute("INSERT INTO core.jobs (job_id, state, submit_ts, start_ts, end_ts, elapsed_s, restarts, source_file, "
+                "line_no) VALUES ('900', 'COMPLETED', ?, ?, ?, ?, 0, 'b.psv', 2)",
+                [start, start, _ts(28, 23, 50), 2 * 86400 - 11 * 60 - 1])
+    for name, end, elapsed in (("a.psv", None, 86399), ("b.psv", _ts(28, 23, 50), 2 * 86400 - 11 * 60 - 1)):
+        con.execute("INSERT INTO lake.sacct_records (source_file, line_no, record_type, job_id, submit_ts, start_ts, "
+                    "end_ts, elapsed_s) VALUES (?, 2, 'allocation', '900', ?, ?, ?, ?)", [name, start, start, end, elapsed])
+    _syslog(con, _ts(27, 0, 1), _ts(28, 23, 58))
+    build_day_coverage(con)
+    from gpusre.models.accounting_span import accounting_span
+    assert accounting_span(con) == (start, _ts(28, 23, 50))
+    assert [r[2] for r in _coverage(con)] == [False, False]
