@@ -63,7 +63,7 @@ def build(inc: Incident) -> Section:
          "tone": ""},
         {"label": "Jobs killed", "value": fmt_int(jobs or 0),
          "sub": f"{plural(len(users), 'user')} · {fmt_int(gpus)} GPUs", "tone": "bad" if jobs else ""},
-        {"label": "Lost GPU-hours", "value": gpuh(lost), "sub": "work since the last checkpoint",
+        {"label": "Lost GPU-hours", "value": gpuh(lost), "sub": "work since the last checkpoint + restart",
          "tone": "bad" if (lost or 0) > 0 else ""},
         {"label": "Time to repair", "value": span_hours(rep["hours_to_repair"]) if rep and is_number(rep.get("hours_to_repair"))
          else (str(rep["repair_state"]).replace("_", " ") if rep and rep.get("repair_state") else MISSING),

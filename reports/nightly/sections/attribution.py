@@ -96,7 +96,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         + [Column("Jobs", True), Column("Share", True), Column("Lost GPU-hours", True)],
         rows,
         caption="Failed jobs of the whole period by attribution and final state. Lost GPU-hours count "
-                "infrastructure failures only: the work since the last checkpoint.",
+                "infrastructure failures only: the work since the last checkpoint + the restart overhead.",
     ))
 
     # evidence_node_state: NULL for a warehouse written before attribution read node states.

@@ -65,7 +65,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if with_loss:
         sec.add(svg(charts.lost_gpu_hours_chart(
             [(k, groups[k]["lost"]) for k in with_loss], f"Lost GPU-hours by component, {period}",
-            "Lost GPU-hours (work since the last checkpoint)")))
+            "Lost GPU-hours (work since the last checkpoint + restart)")))
     sec.add(Table(
         [Column("Component"), Column("Cause class"), Column("Incidents", True), Column("Events", True),
          Column("Affected jobs", True), Column("Lost GPU-hours", True), Column("Share of lost", True)],

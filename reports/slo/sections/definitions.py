@@ -42,12 +42,12 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
              "checkpoint interval Δ, restart overhead u0 and blocking checkpoint write w_cp (all cluster.yaml "
              "assumptions)."),
     ("Goodput", "Productive GPU-hours / capacity GPU-hours: capacity − idle = allocated; allocated − lost to failures "
-                "− lost to restarts = productive. Only infrastructure interruptions are charged as losses."),
+                "− lost to restarts = productive. Only interruptions by the infrastructure or preemption are charged as losses."),
     ("Weibull shape", "k of a Weibull fit to the time between failures of the same node (censored): k < 1 failures "
                       "cluster on a few nodes (lemons), k ≈ 1 constant rate, k > 1 wear-out."),
     ("Incident", "Hardware / system failure events merged per node and component (fabric- and storage-wide "
-                 "incidents once), marts.hw_incidents; lost GPU-hours = GPUs × work since the last checkpoint of "
-                 "the jobs it killed."),
+                 "incidents once), marts.hw_incidents; lost GPU-hours = GPUs × (work since the last checkpoint + restart "
+                 "overhead) of the jobs and requeued runs it killed; goodput charges the two apart."),
 )
 
 

@@ -39,7 +39,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                                  "ORDER BY day DESC LIMIT 1", [w.end])
     take = (f"Of {fmt_int(cap)} GPU-hours of capacity in the window, {fmt_pct(tot['idle'] / cap if cap else None)} "
             f"sat idle, {fmt_pct(tot['lf'] / cap if cap else None, 2)} were lost to failures and "
-            f"{fmt_pct(tot['lr'] / cap if cap else None, 2)} to restarts ({plural(interruptions, 'infrastructure interruption')}): "
+            f"{fmt_pct(tot['lr'] / cap if cap else None, 2)} to restarts ({plural(interruptions, 'interruption')} by the infrastructure or preemption): "
             f"goodput was {fmt_pct(gp)}" + (f" against an objective of {fmt_objective(objective)}." if is_number(objective) else "."))
     sec.lead = take
     sec.items.append(Chart(svg(charts.waterfall_chart(

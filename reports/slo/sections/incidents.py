@@ -75,7 +75,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if with_loss:
         sec.items.append(Chart(svg(charts.lost_gpu_hours_chart(
             [(k, groups[k][1]) for k in with_loss], f"Lost GPU-hours by component, incidents started {w.text}",
-            "Lost GPU-hours (work since the last checkpoint)")), take))
+            "Lost GPU-hours (work since the last checkpoint + restart)")), take))
 
     def cause(r: dict[str, Any]) -> Cell:
         text = r["root_cause"] or cause_label(r["cause_class"])
@@ -85,15 +85,16 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
 
     sec.items.append(Table(
         [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
-         Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True), Column("Recovery", True)],
+         Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True), Column("Jobs again", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
           Cell(component_label(r["component"])), cause(r),
           Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
           Cell(span_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"]) else "not yet")] for r in rows],
         caption=f"Top {len(rows)} of {fmt_int(agg['n'])} incidents that started in the window. Lost GPU-hours: GPUs × "
-                "the work since the last checkpoint of the jobs the incident killed. Recovery: hours from the "
-                "incident's end until each of its nodes ran a job to completion again.",
+                "(the work since the last checkpoint + the restart overhead) of the jobs and requeued runs the incident "
+                "killed. Jobs again: hours from the incident's end until each of its nodes ran a job to completion "
+                "again (back in service, as the incident report's time to repair measures it, may be earlier).",
     ))
     return sec
 
