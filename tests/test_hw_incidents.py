@@ -343,3 +343,39 @@ def test_rsyslog_repeated_message_counts_as_its_lines() -> None:
     assert out["event_id"].to_list() == [2] and out["escalated"].to_list() == [True]
     # The same two lines without the fold are two lines: below the threshold.
     assert failure_events(frame(rows)).is_empty()
+
+
+XID48_LINE = "NVRM: Xid (PCI:0000:86:00): 48, pid=2211, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0."
+
+
+def test_a_long_health_check_episode_does_not_bridge_two_gpu_faults() -> None:
+    # GPU 91 falls off the bus at 0; NHC finds it lost every 5 min for 4 h; GPU 86 reports a DBE at
+    # 40 min — outside the 30-min GPU signature window of the Xid 79. Two faults: the episode stays
+    # with the bus drop it follows (it once bridged both into one incident named after the DBE).
+    lines = [(0 * M, "n1", XID79_LINE), *runs(NHC_GPU_LOST, "n1", 1 * M, 48), (40 * M, "n1", XID48_LINE)]
+    incidents, _ = merge_incidents(events_from_lines(lines))
+    got = sorted(incidents.select("component", "n_events", "n_health_check_episodes").rows())
+    assert got == [("gpu_memory", 1, 0), ("pcie_bus", 49, 1)]
+
+
+def test_the_signature_cause_names_the_fault_only_when_logged_first() -> None:
+    # Xid 79 at 0, a DBE on the same node 10 min later: one GPU fault (within the signature window),
+    # named by the bus drop that came first; a DBE first names it (test above: the Xid 48 a minute
+    # after the Xid 79 is within a minute's logging slack).
+    lines = [(0 * M, "n1", XID79_LINE), (10 * M, "n1", XID48_LINE)]
+    incidents, _ = merge_incidents(events_from_lines(lines))
+    assert incidents.select("component", "root_cause", "n_events").rows() == [("pcie_bus", "xid 79", 2)]
+    reversed_, _ = merge_incidents(events_from_lines([(0 * M, "n1", XID48_LINE), (10 * M, "n1", XID79_LINE)]))
+    assert reversed_.select("component", "root_cause").rows() == [("gpu_memory", "xid 48")]
+
+
+def test_slow_escalated_repeats_of_one_gpu_are_one_fault() -> None:
+    # Xid 63 on one GPU every 90 min, 20 times: from the 9th (16 lines in a day allow it) each line is
+    # escalated; 90-min gaps exceed the 30-min incident gap, yet a failing HBM is one fault (it once
+    # made 12 incidents and a GPU-class MTBF of 15 h).
+    slow = [ev(i, timedelta(minutes=90 * i), "n1", XID63, gpu="0000:3b:00.0") for i in range(1, 21)]
+    incidents, members = merge_incidents(frame(slow))
+    assert incidents.select("component", "n_events").rows() == [("gpu_memory", 12)]
+    assert sorted(members["event_id"].to_list()) == list(range(9, 21))
+    # The first 8 (at most the threshold in a day) are no fault at all.
+    assert merge_incidents(frame(slow[:8]))[0].is_empty()

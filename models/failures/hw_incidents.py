@@ -23,7 +23,11 @@ Merging (:func:`merge_incidents`), in this order:
        — a Lustre/NFS server outage, not N client faults.
     3. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
        consecutive events of the same node and component continues the incident, a longer gap
-       starts a new one. GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
+       starts a new one; an informational Xid escalated by its repeat threshold chains with the
+       escalated repeats of its GPU across the repeat window (a failing HBM is one fault). A
+       health-check episode attaches to the fault it follows and takes no part in the co-occurrence
+       signatures (a check failing for hours would bridge faults far apart); a signature's cause
+       names the incident only when logged before its effect (a minute's slack). GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
        address, not the GPU's, and several GPUs of one node failing together are one node event
        for the SRE; the incident lists every GPU address seen (``gpus``).
     4. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
@@ -297,7 +301,10 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
         "cause_class", "severity", "action",
         pl.concat_list(pl.col("gpu_pci")).list.drop_nulls().alias("gpus"),
         pl.lit(1, pl.Int64).alias("n_events"), pl.concat_list(pl.col("event_id")).alias("event_ids"),
-        pl.lit(False).alias("is_hc"))
+        pl.lit(False).alias("is_hc"),
+        # an informational Xid repeated past its threshold: keyed by its GPU to chain the repeats
+        pl.when(pl.col("escalated")).then(pl.concat_str(pl.col("code").cast(pl.String), pl.col("gpu_pci"),
+                                                        separator="|", ignore_nulls=True)).alias("_repeat_key"))
     if messages is not None and hc.height:
         hc = hc.join(messages, on="event_id", how="left")
         check = check_name(pl.col("message"))
@@ -315,7 +322,7 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
              pl.col("severity").first(), pl.col("action").first(),
              pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
              pl.len().cast(pl.Int64).alias("n_events"), pl.col("event_id").sort().alias("event_ids"))
-        .with_columns(pl.lit(True).alias("is_hc"))
+        .with_columns(pl.lit(True).alias("is_hc"), pl.lit(None, pl.String).alias("_repeat_key"))
         .select(logs.columns)
     )
     items = pl.concat([logs, episodes], how="vertical_relaxed")
@@ -373,18 +380,33 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
     blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
                                        pl.col("component_class").first(), pl.col("start").min(),
                                        pl.col("end").max(), pl.col("is_hc").all()))
+    # Health-check episodes take no part in the signatures, not even inside a block of their component:
+    # an episode failing for hours would bridge faults far apart (a GPU lost at 02:00, its check failing
+    # until 06:00, a DBE on another GPU at 02:40); each attaches to its nearest fault below.
+    logged = (it.filter(~pl.col("is_hc")).group_by("_root")
+              .agg(pl.col("_nkey").first(), pl.col("component").first(), pl.col("component_class").first(),
+                   pl.col("start").min(), pl.col("end").max()))
     for sig in node_signatures():
         w = timedelta(seconds=sig.window_s)
-        side_a = blocks.filter(_matches(sig.cause))
+        side_a = logged.filter(_matches(sig.cause))
         if sig.cause == sig.effect:
             isl = side_a.sort("_nkey", "start", "_root").with_columns(span_islands(["_nkey"], w).alias("_isl"))
             edges.append(isl.select(pl.col("_root").alias("_a"), pl.col("_root").min().over("_nkey", "_isl").alias("_b")))
             continue
-        side_b = blocks.filter(_matches(sig.effect))
+        side_b = logged.filter(_matches(sig.effect))
         pairs = side_a.join(side_b, on="_nkey", suffix="_e").filter(
             (pl.col("_root") != pl.col("_root_e"))
             & (pl.max_horizontal("start", "start_e") - pl.min_horizontal("end", "end_e") <= w))
         edges.append(pairs.select(pl.col("_root").alias("_a"), pl.col("_root_e").alias("_b")))
+    # Escalated repeats of one informational Xid on one GPU (Xid 63 row remappings every 90 min: a
+    # failing HBM) are one fault while they keep escalating: chained across the repeat window, not
+    # the 30-min incident gap (they once made one incident per line).
+    rep = items.filter(pl.col("_repeat_key").is_not_null())
+    if rep.height:
+        rep = rep.sort("_nkey", "_repeat_key", "start", "_item").with_columns(
+            span_islands(["_nkey", "_repeat_key"], REPEAT_WINDOW).alias("_risl"))
+        edges.append(rep.select(pl.col("_item").alias("_a"),
+                                pl.col("_item").min().over("_nkey", "_repeat_key", "_risl").alias("_b")))
     if outages is not None and not outages.is_empty():
         out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_start_ts").cast(_UTC).alias("_os"),
                              pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
@@ -422,16 +444,27 @@ def _components(n: int, edges: list[pl.DataFrame]) -> np.ndarray:
     return connected_components(graph, directed=False)[1]
 
 
+#: A cause logged this long after its effect still names the fault (kernel and daemon lines of one
+#: fault reach the log in either order within seconds).
+CAUSE_ORDER_SLACK = timedelta(minutes=1)
+
+
 def _effects(items: pl.DataFrame) -> pl.Expr:
-    """True for evidence that a cross signature names as the effect of a cause present in its group."""
-    present = pl.concat([items.select("_group", pl.col("component").alias("_name")),
-                         items.select("_group", pl.col("component_class").alias("_name"))]).unique()
+    """True for evidence that a cross signature names as the effect of a cause present in its group,
+    logged before it: a DBE and then the GPU falling off the bus is a memory fault; the bus drop first
+    and a DBE ten minutes later is the bus drop's."""
+    present = pl.concat([items.select("_group", pl.col("component").alias("_name"), "start"),
+                         items.select("_group", pl.col("component_class").alias("_name"), "start")])
     effect = pl.lit(False)
     for sig in node_signatures():
         if sig.cause == sig.effect:
             continue
-        groups = present.filter(pl.col("_name") == sig.cause)["_group"].unique()
-        effect = effect | (pl.col("_group").is_in(groups.implode()) & _matches(sig.effect) & ~_matches(sig.cause))
+        first_cause = (present.filter(pl.col("_name") == sig.cause).group_by("_group")
+                       .agg(pl.col("start").min().alias("_cause_start")))
+        cause_start = pl.col("_group").replace_strict(first_cause["_group"], first_cause["_cause_start"],
+                                                      default=None, return_dtype=_UTC)
+        effect = effect | (_matches(sig.effect) & ~_matches(sig.cause)
+                           & (cause_start.is_not_null() & (cause_start <= pl.col("start") + CAUSE_ORDER_SLACK)))
     return effect
 
 
