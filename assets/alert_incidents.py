@@ -93,7 +93,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
                         params={"killed": list(settings.killed_states)}).pl()
                 if table_exists(con, "core.jobs") else None)
         attribution = _read(con, "marts.job_failure_attribution",
-                            "SELECT job_id, attribution, lost_gpu_hours FROM marts.job_failure_attribution")
+                            "SELECT job_id, attribution, lost_gpu_hours, incident_id FROM marts.job_failure_attribution")
         marts = alert_marts(
             alerts if alerts is not None else pl.DataFrame(),
             topology=Topology.from_config(config), hw_incidents=hw, jobs=jobs, attribution=attribution,

@@ -722,3 +722,25 @@ def test_the_first_alert_about_a_hardware_incident_is_its_root() -> None:
     assert incidents.height == 1
     row = incidents.row(0, named=True)
     assert (row["root_alert_id"], row["hw_incident_id"], row["n_alerts"]) == (xid, "inc-xid", 2)
+
+
+def test_a_job_another_hardware_incident_killed_is_not_this_alert_incidents() -> None:
+    # gpu011: a /var/log filling alert (no hardware incident) at 12:00; job 7 ran on gpu011 and gpu030
+    # and failed at 12:01, attributed to a GPU fault on gpu030 (inc-gpu). The disk alert does not claim
+    # it (it once did: the job counted in two alert incidents); the GPU alert about inc-gpu does.
+    t = datetime(2026, 8, 17, 12, tzinfo=timezone.utc)
+    a = Alerts()
+    disk = a.add("NodeFilesystemSpaceFillingUp", t, node="gpu011", labels=NODE_EXPORTER, minutes=None)
+    gpu = a.add("GpuXidError", t + timedelta(seconds=30), node="gpu030", labels=DCGM, minutes=None)
+    hw = hw_frame([{"incident_id": "inc-gpu", "component": "pcie_bus", "cause_class": "hardware",
+                    "severity": "critical", "start_ts": t, "end_ts": t, "nodes": ["gpu030"], "scope": "node",
+                    "leaf_switch": None}])
+    jobs = pl.DataFrame({"job_id": ["7"], "state": ["FAILED"], "end_ts": [t + timedelta(minutes=1)],
+                         "nodes": [["gpu011", "gpu030"]]})
+    attribution = pl.DataFrame({"job_id": ["7"], "attribution": ["infrastructure"], "lost_gpu_hours": [74.67],
+                                "incident_id": ["inc-gpu"]})
+    incidents, members = cluster_alerts(a.frame(), TOPO, hw, jobs=jobs, attribution=attribution)
+    of = _by_alert(incidents, members)
+    assert of[disk]["incident_id"] != of[gpu]["incident_id"]
+    assert (of[disk]["n_jobs_killed"], of[disk]["lost_gpu_hours"]) == (0, 0.0)
+    assert (of[gpu]["n_jobs_killed"], of[gpu]["lost_gpu_hours"]) == (1, 74.67)

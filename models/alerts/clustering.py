@@ -82,7 +82,8 @@ Root-cause candidate, per incident
 Blast radius
     Jobs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
     end in [start − ``job_before_minutes`` (15), last alert start + ``job_after_minutes`` (5)],
-    except those job-failure attribution gives to the user: ``n_jobs_killed``, and the sum of their
+    except those job-failure attribution gives to the user or to a hardware incident the alert
+    incident is not about: ``n_jobs_killed``, and the sum of their
     attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
     onset, and an alert left firing for days is no reason to claim every later failure.)
 
@@ -896,12 +897,14 @@ def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, 
                   ("job_id", "state", "end_ts", "nodes"))
     jb = jb.filter(pl.col("state").is_in(list(settings.killed_states)) & pl.col("end_ts").is_not_null())
     if attribution is not None and not attribution.is_empty():
-        attr = _conform(attribution, {"job_id": pl.String(), "attribution": pl.String(), "lost_gpu_hours": pl.Float64()},
-                        ("job_id",)).unique("job_id", keep="first")
+        attr = _conform(attribution, {"job_id": pl.String(), "attribution": pl.String(), "lost_gpu_hours": pl.Float64(),
+                                      "incident_id": pl.String()},
+                        ("job_id",)).unique("job_id", keep="first").rename({"incident_id": "_job_hw"})
         jb = jb.join(attr, on="job_id", how="left")
     else:
         jb = jb.with_columns(pl.lit(None, dtype=pl.String).alias("attribution"),
-                             pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"))
+                             pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"),
+                             pl.lit(None, dtype=pl.String).alias("_job_hw"))
     jb = jb.filter(pl.col("attribution").is_null() | (pl.col("attribution") != "user")).unique("job_id")
     if jb.is_empty():
         return zero
@@ -914,9 +917,15 @@ def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, 
     windows = windows.rename({"nodes": "node"}).with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
     pairs = _window_pairs(windows.select("_w", "node", "_lo", "_hi"),
                           job_nodes.select("_p", pl.col("nodes").alias("node"), "_ts"), "node")
+    # A job attribution puts on a hardware incident is that incident's: an alert incident claims it only
+    # when it is about that incident (a /var/log alert on one node of a job a GPU fault killed elsewhere
+    # once counted it too — the same job in two alert incidents).
+    about = inc.select("_c", pl.col("hw_incident_id").alias("_inc_hw"))
     hit = (pairs.join(windows.select("_w", "_c"), on="_w").join(job_nodes.select("_p", "job_id"), on="_p")
            .select("_c", "job_id").unique()
-           .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0)), on="job_id")
+           .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0), "_job_hw"), on="job_id")
+           .join(about, on="_c", how="left")
+           .filter(pl.col("_job_hw").is_null() | (pl.col("_job_hw") == pl.col("_inc_hw")))
            .group_by("_c").agg(pl.len().cast(pl.Int64).alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
     return inc.join(hit, on="_c", how="left").with_columns(
         pl.col("n_jobs_killed").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
