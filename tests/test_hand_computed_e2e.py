@@ -59,6 +59,11 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
         con.close()
     # Two days hold no two months: the SLO report says so (it once called a before/after-maintenance
     # comparison of these very days "outside this window").
+    # The nightly's infrastructure-failure card reconciles with the incidents: job 106 (9.333) and the
+    # requeued run of job 107 (4.667) — 14.0 GPU-h, as hw_incidents sums them.
+    nightly = next((tmp_path / "reports").glob("nightly-*.md")).read_text()
+    assert "**Infra failures, whole period:** 1 (9.3 GPU-h lost · of 4 interrupted jobs · + 1 requeued run (4.7 GPU-h))" \
+        in nightly
     slo = next((tmp_path / "reports").glob("slo-*.md")).read_text()
     assert "outside this window" not in slo and "does not hold two months to compare" in slo
 

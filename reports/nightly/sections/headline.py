@@ -134,6 +134,19 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     return sec
 
 
+def _requeued_runs(con: duckdb.DuckDBPyConnection, day: Any = None) -> str:
+    """' · + 3 requeued runs (160 GPU-h)': the runs the infrastructure killed that Slurm requeued
+    (marts.instance_failure_attribution), which the incidents and the taxonomy count with the jobs —
+    so the card's job count and theirs reconcile on screen."""
+    if table_status(con, "marts.instance_failure_attribution") is not None:
+        return ""
+    where = f" AND {utc_day_sql('end_ts')} = ?" if day is not None else ""
+    row = query_rows(con, "SELECT count(*) AS n, COALESCE(sum(lost_gpu_hours), 0) AS lost "
+                          "FROM marts.instance_failure_attribution WHERE attribution = 'infrastructure'" + where,
+                     [day] if day is not None else [])[0]
+    return f" · + {plural(row['n'], 'requeued run')} ({gpuh(row['lost'])} GPU-h)" if row["n"] else ""
+
+
 def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dict[str, str]]:
     """KPI cards from the failure marts; '–' with the reason when a mart is missing or broken."""
     d = fmt_date(meta.report_date)
@@ -148,10 +161,12 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dic
         ni = night.get("infrastructure", {"n": 0, "lost": 0.0})
         ai = every.get("infrastructure", {"n": 0, "lost": 0.0})
         cards.append({"label": f"Infra failures {d}", "value": fmt_int(ni["n"]),
-                      "sub": f"{gpuh(ni['lost'])} GPU-h lost · of {plural(night_total, 'interrupted job')}",
+                      "sub": f"{gpuh(ni['lost'])} GPU-h lost · of {plural(night_total, 'interrupted job')}"
+                             + _requeued_runs(con, meta.report_date),
                       "tone": "bad" if ni["n"] else "good"})
         cards.append({"label": "Infra failures, whole period", "value": fmt_int(ai["n"]),
-                      "sub": f"{gpuh(ai['lost'])} GPU-h lost · of {plural(all_total, 'interrupted job')}",
+                      "sub": f"{gpuh(ai['lost'])} GPU-h lost · of {plural(all_total, 'interrupted job')}"
+                             + _requeued_runs(con),
                       "tone": ""})
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report attribution cards: %s", exc)
