@@ -65,6 +65,8 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
     assert "**Infra failures, whole period:** 1 (9.3 GPU-h lost · of 4 interrupted jobs · + 1 requeued run (4.7 GPU-h))" \
         in nightly
     slo = next((tmp_path / "reports").glob("slo-*.md")).read_text()
+    # The default 30-day window holds 2 days of data: "Days" says 2 of 30, not 2 of 2.
+    assert "| Node availability | 98 % | 93.53 % | no |" in slo and "| exhausted | 2 / 30 |" in slo
     assert "outside this window" not in slo and "does not hold two months to compare" in slo
 
 

@@ -57,7 +57,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                       + f"the worst day was {fmt_date(worst['day'])} at {fmt_pct(worst['goodput'])} "
                         f"({fmt_pct((worst['idle'] or 0) / worst['cap'] if worst['cap'] else None)} of capacity idle).")
         sec.items.append(Chart(svg(charts.goodput_daily_chart(
-            [r["day"] for r in rows], [r["goodput"] for r in rows], objective if is_number(objective) else None,
+            # a partial day's goodput is not drawn (its capacity is cut at the data's end): the chart shows
+            # the days the sentence counts
+            [r["day"] for r in rows], [None if r["partial"] else r["goodput"] for r in rows],
+            objective if is_number(objective) else None,
             "Daily goodput", [r["alloc"] / r["cap"] if r["cap"] else None for r in rows])), sentence_case(daily_take)))
     resid = cap - tot["idle"] - tot["alloc"]
     resid2 = tot["alloc"] - tot["lf"] - tot["lr"] - tot["prod"]

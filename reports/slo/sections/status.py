@@ -65,14 +65,14 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(fmt_budget(s.last["budget_remaining"])),
           Cell(f"{fmt_num(s.last['burn_rate_short'], 2)} / {fmt_num(s.last['burn_rate_long'], 2)}"),
           Cell(str(s.last["status"] or MISSING).replace("_", " "), swatch=charts.slo_status_colour(s.last["status"])),
-          Cell(f"{fmt_int(s.days_measured)} / {fmt_int(len(s.days))}")] for s in slis],
+          Cell(f"{fmt_int(s.days_measured)} / {fmt_int(w.days)}")] for s in slis],
         caption="Over window = Σ good / Σ total of the window's days. Budget left = 1 − bad / ((1 − objective) × "
                 "total) over the window (negative = overspent); budget gone = the first day the window's cumulative "
                 f"bad events exceeded it. Rolling budget, burn rates and status are marts.slo_daily's values on {to}: "
                 "budget over the configured rolling window (slo.window_days, default 30); burn rate = (bad / total) "
                 "/ (1 − objective) over the last 1 and 3 days; status page = both burn rates > 6, ticket = both > 1 "
                 "(Google SRE Workbook), warning = 1-day burn > 1 or < 25 % budget left. Days = days with events / "
-                "days in the window. Hover an SLI for its good / total definition.",
+                "days in the window (days before or after the data have none). Hover an SLI for its good / total definition.",
     ))
     partial = [s for s in slis if s.days and s.days[-1] < w.end]
     if partial:
