@@ -59,7 +59,7 @@ def test_gpu_job_count_is_one_number(pages: dict[str, object]) -> None:
     jobs = fmt_int(pages["totals"][0])  # type: ignore[index]
     headline = visible_text(section(page, "headline"))
     assert f"GPU jobs ended {jobs} whole period" in headline
-    assert f"{jobs} GPU jobs used" in headline
+    assert f"{jobs} GPU jobs ended, having used" in headline
     assert _row(section(page, "states"), "All GPU jobs")[1] == jobs
     assert _row(section(page, "sizes"), "All GPU jobs")[1] == jobs
 

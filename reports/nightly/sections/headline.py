@@ -103,8 +103,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = f"{NO_DATA}: no GPU job has finished (marts.job_totals counts none)."
     else:
         sec.lead = (
-            f"From {period}, {plural(tot['gpu_jobs'], 'GPU job')} used {fmt_int(tot['gpu_hours'])} GPU-hours"
-            + (f" at a mean utilization of {fmt_pct(util)}" if util is not None else "")
+            # Two measures: the ended jobs' GPU-hours (by end day) and the cluster's allocation per day.
+            f"From {period}, {plural(tot['gpu_jobs'], 'GPU job')} ended, having used {fmt_int(tot['gpu_hours'])} GPU-hours"
+            + (f"; the cluster's mean utilization was {fmt_pct(util)} (complete days)" if util is not None else "")
             + f"; on {fmt_date(meta.report_date)} {plural(night['gpu_jobs'], 'GPU job')} ended"
             + f" and {fmt_int(night['failed_jobs'])} of them failed"
             + (f" (median of the {plural(base['days'], 'day')} before: {fmt_num(base['jobs'], 0)} jobs ended, "
