@@ -379,3 +379,23 @@ def test_slow_escalated_repeats_of_one_gpu_are_one_fault() -> None:
     assert sorted(members["event_id"].to_list()) == list(range(9, 21))
     # The first 8 (at most the threshold in a day) are no fault at all.
     assert merge_incidents(frame(slow[:8]))[0].is_empty()
+
+
+LINK_UP_LINE = "mlx5_core 0000:08:00.0 mlx5_0: Port: 1 Link ACTIVE"
+
+
+def test_a_second_wave_after_every_link_came_back_is_another_failure() -> None:
+    # Ports of 4 nodes under leaf01 go down at 16:00 and are ACTIVE again at 16:05; they go down again
+    # at 17:00 (ACTIVE 17:05): the first failure had cleared, so two switch incidents — where, with no
+    # recovery logged in between (test above), the second wave within 2 h joins the first.
+    nodes = ["gpu01", "gpu02", "gpu03", "gpu04"]
+    lines = []
+    for wave in (0, 60):
+        lines += [((wave + 0) * M + i * 10 * S, n, LINK_DOWN_LINE) for i, n in enumerate(nodes)]
+        lines += [((wave + 5) * M + i * 10 * S, n, LINK_UP_LINE) for i, n in enumerate(nodes)]
+    incidents, _ = merge_incidents(events_from_lines(lines), topology=LEAVES)
+    assert incidents.select("component", "leaf_switch", "n_events").rows() == [
+        ("network_switch", "leaf01", 4), ("network_switch", "leaf01", 4)]
+    # One node that never logged its recovery keeps the first failure open: one incident.
+    partly = [x for x in lines if not (x[1] == "gpu04" and x[2] == LINK_UP_LINE and x[0] < 60 * M)]
+    assert merge_incidents(events_from_lines(partly), topology=LEAVES)[0].height == 1

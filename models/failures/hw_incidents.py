@@ -62,6 +62,7 @@ from gpusre.models.logs.event_catalog import (
 from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
 from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.reliability.repair_times import load_recovery_kinds
 
 __all__ = [
     "EVENT_SCHEMA",
@@ -265,6 +266,11 @@ def failure_events(
     return ev.filter(relevant).sort("ts", "event_id")
 
 
+def sig_class(scope: str) -> str:
+    """The component class whose recoveries clear a wide incident of ``scope``."""
+    return "network" if scope == "leaf_switch" else "storage"
+
+
 def _leaf_of(topology: Mapping[str, Sequence[str] | str] | None) -> pl.DataFrame:
     """node -> leaf switch, from leaf -> nodes (a list of names or a Slurm hostlist string)."""
     rows: dict[str, str] = {}
@@ -333,8 +339,20 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
             .with_row_index("_item"))
 
 
+def _cleared(prev: pl.DataFrame, recoveries: pl.DataFrame | None) -> pl.DataFrame:
+    """``key``-island pairs whose first island had cleared before the next began: every node of it
+    logged a recovery (``catalog/recovery_events.csv``) after its own last evidence there and before
+    the next island's start. ``prev``: ``_pair``, ``node``, ``_last``, ``_next_start``."""
+    if recoveries is None or recoveries.is_empty() or prev.is_empty():
+        return pl.DataFrame(schema={"_pair": pl.Int64})
+    up = prev.join(recoveries, on="node").filter((pl.col("_up") > pl.col("_last")) & (pl.col("_up") < pl.col("_next_start")))
+    need = prev.group_by("_pair").agg(pl.col("node").n_unique().alias("_n"))
+    got = up.group_by("_pair").agg(pl.col("node").n_unique().alias("_k"))
+    return need.join(got, on="_pair").filter(pl.col("_k") >= pl.col("_n")).select("_pair")
+
+
 def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
-                min_nodes: int | None = None) -> pl.DataFrame:
+                min_nodes: int | None = None, recoveries: pl.DataFrame | None = None) -> pl.DataFrame:
     """(``_item``, ``_root``, ``_scope``, ``_leaf``) for evidence in multi-node islands of one wide signature.
 
     Spans enter the chain capped at ``WIDE_SPAN_CAP`` after their start: a health check failing for days
@@ -354,10 +372,21 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
             .sort(key, "start", "_item").with_columns(span_islands([key], window, end="_cap").alias("_isl")))
     wide = cand.filter(pl.col("_nkey").n_unique().over(key, "_isl") >= (min_nodes or sig.min_nodes))
     # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
-    # the same failure (a switch or file server that came back briefly and failed again before repair).
-    waves = (wide.group_by(key, "_isl").agg(pl.col("start").min().alias("_s")).sort(key, "_s")
-             .with_columns(((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
-                           .cast(pl.Int64).cum_sum().over(key).alias("_wave")))
+    # the same failure (a switch or file server that came back briefly and failed again before repair)
+    # — unless every node of the previous one had logged its recovery in between (links back ACTIVE:
+    # the first failure was over, the second is another).
+    isl = (wide.group_by(key, "_isl").agg(pl.col("start").min().alias("_s")).sort(key, "_s")
+           .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
+                         pl.col("_s").shift(-1).over(key).alias("_next_start")))
+    prev = (wide.group_by(key, "_isl", "node").agg(pl.col("end").max().alias("_last"))
+            .join(isl.filter(pl.col("_next_start").is_not_null()).select(key, "_isl", "_pair", "_next_start"),
+                  on=[key, "_isl"]))
+    cleared = _cleared(prev.select("_pair", "node", "_last", "_next_start"),
+                       None if recoveries is None else recoveries.filter(pl.col("component_class") == sig_class(scope)))
+    waves = (isl.with_columns(pl.col("_pair").is_in(cleared["_pair"].implode()).shift(1).over(key).fill_null(False)
+                              .alias("_after_clear"))
+             .with_columns((((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
+                            | pl.col("_after_clear")).cast(pl.Int64).cum_sum().over(key).alias("_wave")))
     wide = wide.join(waves.select(key, "_isl", "_wave"), on=[key, "_isl"])
     return wide.select("_item", pl.col("_item").min().over(key, "_wave").alias("_root"),
                        pl.lit("cluster" if scope == "storage" else scope).alias("_scope"),
@@ -551,6 +580,15 @@ def _match_operator(groups: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _recoveries(events: pl.DataFrame) -> pl.DataFrame | None:
+    """``node``, ``component_class``, ``_up``: the recovery lines (a port back ``ACTIVE``, a Lustre
+    client reconnected) among ``events``; None when the events carry no ``kind``."""
+    if "kind" not in events.columns:
+        return None
+    return (events.select("node", pl.col("ts").cast(_UTC).alias("_up"), "kind").join(load_recovery_kinds(), on="kind")
+            .select("node", "component_class", "_up"))
+
+
 def merge_incidents(
     events: pl.DataFrame,
     *,
@@ -593,9 +631,11 @@ def merge_incidents(
                                                pl.lit(None, pl.String).alias("_leaf")))
         members = pl.DataFrame(schema={"_group": pl.String, "event_id": pl.Int64})
     else:
-        fabric = _wide_edges(items, "leaf_switch", "_leaf", items.clear().select("_item"), fabric_min_nodes)
+        recoveries = _recoveries(events)
+        fabric = _wide_edges(items, "leaf_switch", "_leaf", items.clear().select("_item"), fabric_min_nodes,
+                             recoveries)
         storage = _wide_edges(items.with_columns(pl.lit("all").alias("_all")), "storage", "_all",
-                              fabric.select("_item"), storage_min_nodes)
+                              fabric.select("_item"), storage_min_nodes, recoveries)
         wide = pl.concat([fabric, storage])
         labels = _components(items.height, [wide.select("_item", "_root"), _node_edges(items, window, outages)])
         items = (items.join(wide.select("_item", "_scope", "_leaf"), on="_item", how="left", suffix="_w")
