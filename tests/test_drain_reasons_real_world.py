@@ -77,7 +77,7 @@ CASES = [
     ("disk full /tmp", "disk_full", "storage", "software", "disk_full"),             # was local_disk / hardware
     ("/tmp is full", "disk_full", "storage", "software", "disk_full"),
     ("No space left on device", "disk_full", "storage", "software", "disk_full"),
-    ("nvme0n1 SMART critical warning", "local_disk", "storage", "hardware", "local_disk"),
+    ("nvme0n1 SMART critical warning", "local_disk", "local_disk", "hardware", "local_disk"),
     ("PSU 2 failed", "power", "host_power", "hardware", "power"),
     ("lost power - PDU tripped", "power", "host_power", "hardware", "power"),
     ("no power on both feeds - facilities ticket", "power", "host_power", "hardware", "power"),

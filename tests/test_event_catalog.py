@@ -412,14 +412,15 @@ def test_a_code_too_large_for_its_column_is_no_code_not_a_failed_batch() -> None
 
 
 @pytest.mark.parametrize(("line", "kind", "severity", "component", "device_pci"), [
-    # node-local disks: the block layer's error is the evidence, what follows it is shown only
+    # node-local disks (component local_disk, class host: one node's fault, not a file server's): the
+    # block layer's error is the evidence, what follows it is shown only
     ("blk_update_request: I/O error, dev sda, sector 2048 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0",
-     "disk_io_error", "high", "storage", None),
+     "disk_io_error", "high", "local_disk", None),
     ("critical medium error, dev nvme1n1, sector 77 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 2",
-     "disk_io_error", "high", "storage", None),
-    ("Buffer I/O error on dev sdb1, logical block 12, lost async page write", "disk_io_error", "medium", "storage", None),
+     "disk_io_error", "high", "local_disk", None),
+    ("Buffer I/O error on dev sdb1, logical block 12, lost async page write", "disk_io_error", "medium", "local_disk", None),
     ("EXT4-fs error (device md0): ext4_journal_check_start:83: comm kworker: Detected aborted journal",
-     "local_fs_error", "medium", "storage", None),
+     "local_fs_error", "medium", "local_disk", None),
     # Ethernet drivers other than mlx5 (Intel, Broadcom), with and without an address
     ("bnxt_en 0000:41:00.0 eno1np0: NIC Link is Down", "nic_link_down", "high", "network", "0000:41:00.0"),
     ("e1000e: eth0 NIC Link is Down", "nic_link_down", "high", "network", None),

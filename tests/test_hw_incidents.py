@@ -399,3 +399,15 @@ def test_a_second_wave_after_every_link_came_back_is_another_failure() -> None:
     # One node that never logged its recovery keeps the first failure open: one incident.
     partly = [x for x in lines if not (x[1] == "gpu04" and x[2] == LINK_UP_LINE and x[0] < 60 * M)]
     assert merge_incidents(events_from_lines(partly), topology=LEAVES)[0].height == 1
+
+
+def test_a_local_disk_error_is_no_part_of_a_file_server_outage() -> None:
+    # Lustre clients on n5-n8 lose their server at 08:00; n1's own NVMe times out at 08:10. The server
+    # outage is one storage incident of 4 nodes; the NVMe is n1's fault (class host), not a fifth
+    # client of it (it once joined the Lustre incident and blamed n1's job on the file system).
+    lustre = "LustreError: 11-0: fs-OST0000-osc-X: operation ost_read to node 10.0.1.5@tcp failed: rc = -107"
+    nvme = "nvme nvme0: I/O 161 QID 2 timeout, aborting"
+    lines = [(i * M, f"n{i}", lustre) for i in range(5, 9)] + [(10 * M, "n1", nvme)]
+    incidents, _ = merge_incidents(events_from_lines(lines))
+    got = sorted((r["component"], r["component_class"], r["nodes"]) for r in incidents.iter_rows(named=True))
+    assert got == [("local_disk", "host", ["n1"]), ("storage", "storage", ["n5", "n6", "n7", "n8"])]

@@ -65,7 +65,7 @@ COMPONENTS: frozenset[str] = frozenset(
     {
         "gpu_compute", "gpu_memory", "nvlink", "pcie_bus", "gsp_firmware", "power", "thermal",
         "user_application", "driver", "other",
-        "nvswitch", "network", "host_memory", "host_cpu", "host_power", "storage", "os", "slurm",
+        "nvswitch", "network", "host_memory", "host_cpu", "host_power", "storage", "local_disk", "os", "slurm",
     }
 )
 #: Routing default for "whose fault": ``system_software`` (OS, file systems, Slurm daemons) is
