@@ -471,7 +471,7 @@ def _hand_case_filler(job_state: str):  # noqa: ANN202 - a fill callback
         con.execute("INSERT INTO core.jobs (job_id, state, end_ts, nodes, n_gpus, restarts, source_file, line_no) VALUES "
                     "('7', ?, ?, ['gpu040'], 8, 0, 's.psv', 2)", [job_state, T0 + timedelta(minutes=1)])
         con.execute("CREATE TABLE marts.job_failure_attribution AS SELECT '7' AS job_id, 'infrastructure' AS attribution, "
-                    "4.0::DOUBLE AS lost_gpu_hours")
+                    "4.0::DOUBLE AS lost_gpu_hours, NULL::VARCHAR AS incident_id")
     return fill, ids
 
 
