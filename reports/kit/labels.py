@@ -47,6 +47,7 @@ COMPONENT_LABELS: dict[str, str] = {
     "network_switch": "Interconnect switch",
     "interconnect_switch": "Interconnect switch",
     "storage": "Storage",
+    "local_disk": "Local disk",
     "host_memory": "Host memory",
     "host_cpu": "Host CPU",
     "host_power": "Node power supply",
