@@ -1,6 +1,6 @@
 """Marts: alert incidents (clusters of core.alerts with a root-cause candidate and blast radius),
-their members, daily compression, flood episodes, alert-rule hygiene and hardware incidents no
-alert covered.
+their members, daily compression, flood episodes, alert-rule hygiene, and the hardware incidents
+the alerts can judge with those no alert covered.
 
 Thin: read core.alerts, marts.hw_incidents, core.jobs, marts.job_failure_attribution and the
 cluster.yaml topology, call :func:`gpusre.models.alerts.clustering.alert_marts`, write every mart in
@@ -32,6 +32,7 @@ ALERT_DAILY = dg.AssetKey(["marts", "alert_daily"])
 ALERT_FLOODS = dg.AssetKey(["marts", "alert_floods"])
 ALERT_RULE_QUALITY = dg.AssetKey(["marts", "alert_rule_quality"])
 HW_WITHOUT_ALERT = dg.AssetKey(["marts", "hw_incidents_without_alert"])
+ALERT_COVERAGE = dg.AssetKey(["marts", "alert_coverage"])
 
 _DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
@@ -74,6 +75,9 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
         dg.AssetSpec(ALERT_RULE_QUALITY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alertname: fired, precision (share of its alerts in incidents with a "
                      "hardware incident or killed jobs), median duration, flapping, verdict."),
+        dg.AssetSpec(ALERT_COVERAGE, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row per hardware incident the alert data can judge (started within its span, "
+                     "or matched by an alert): whether an alert covered it and how many alerts were about it."),
         dg.AssetSpec(HW_WITHOUT_ALERT, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="Hardware incidents (within the span of the alert data) with no alert on their "
                      "nodes in their window: missing alert coverage."),
@@ -106,6 +110,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             mark_partial_days(con, "marts.alert_daily")
             replace_table(con, "marts.alert_floods", marts.floods)
             replace_table(con, "marts.alert_rule_quality", marts.rule_quality)
+            replace_table(con, "marts.alert_coverage", marts.coverage)
             replace_table(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)
     inc = marts.incidents
     n_alerts = marts.members.height
@@ -133,6 +138,9 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
     yield dg.MaterializeResult(asset_key=ALERT_RULE_QUALITY, metadata={
         "dagster/row_count": marts.rule_quality.height, "verdicts": markdown_preview(verdicts),
         "preview": _preview(marts.rule_quality.select("alertname", "fired", "precision", "flapping", "verdict"))})
+    yield dg.MaterializeResult(asset_key=ALERT_COVERAGE, metadata={
+        "dagster/row_count": marts.coverage.height,
+        "covered": marts.coverage.filter(pl.col("covered")).height})
     yield dg.MaterializeResult(asset_key=HW_WITHOUT_ALERT, metadata={
         "dagster/row_count": marts.hw_without_alert.height,
         "preview": _preview(marts.hw_without_alert.select("incident_id", "component", "start_ts", "nodes"))})

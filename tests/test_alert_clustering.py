@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
 from gpusre.models.alerts.clustering import (
+    COVERAGE_SCHEMA,
     INCIDENT_SCHEMA,
     MEMBER_SCHEMA,
     RULE_QUALITY_SCHEMA,
@@ -392,6 +393,11 @@ def test_rule_quality_verdicts_and_missing_coverage() -> None:
     assert q["HostNetworkInterfaceFlapping"]["median_duration_s"] == 180.0
     assert q["RaidDegraded"]["verdict"] == "too few to judge"
     assert marts.hw_without_alert["incident_id"].to_list() == ["inc-silent"]
+    # The judged incidents: the six the GPU alerts were about (each started 2 min before the first
+    # alert about it; inc-0 also before the first alert of all) and the silent one; not inc-old.
+    cov = {r["incident_id"]: (r["covered"], r["n_alerts"]) for r in marts.coverage.iter_rows(named=True)}
+    assert marts.coverage.schema == pl.Schema(COVERAGE_SCHEMA)
+    assert cov == {**{f"inc-{k}": (True, 1) for k in range(6)}, "inc-silent": (False, 0)}
     # Alerts without any hardware incident or failed job in their span: precision cannot be judged.
     blind = {r["alertname"]: r for r in alert_marts(a.frame(), topology=TOPO).rule_quality.iter_rows(named=True)}
     assert blind["HostHighCpuLoad"]["precision"] is None and blind["HostHighCpuLoad"]["verdict"] == "too few to judge"

@@ -885,6 +885,7 @@ def _alert_marts(con: duckdb.DuckDBPyConnection) -> None:
     for name, frame in (("alert_incidents", marts.incidents), ("alert_incident_members", marts.members),
                         ("alert_daily", marts.daily), ("alert_floods", marts.floods),
                         ("alert_rule_quality", marts.rule_quality),
+                        ("alert_coverage", marts.coverage),
                         ("hw_incidents_without_alert", marts.hw_without_alert)):
         con.register("_mart", frame.to_arrow())
         con.execute(f"CREATE OR REPLACE TABLE marts.{name} AS SELECT * FROM _mart")

@@ -141,10 +141,12 @@ __all__ = [
     "MEMBER_SCHEMA",
     "RULE_QUALITY_SCHEMA",
     "Topology",
+    "COVERAGE_SCHEMA",
     "UNCOVERED_SCHEMA",
     "alert_daily",
     "alert_floods",
     "alert_incident_id",
+    "alert_coverage",
     "alert_levels",
     "alert_marts",
     "cluster_alerts",
@@ -311,6 +313,7 @@ UNCOVERED_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
     "nodes": pl.List(pl.String()), "scope": pl.String(),
 }
+COVERAGE_SCHEMA: dict[str, pl.DataType] = {**UNCOVERED_SCHEMA, "covered": pl.Boolean(), "n_alerts": pl.Int64()}
 _HW_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
     "nodes": pl.List(pl.String()), "scope": pl.String(), "leaf_switch": pl.String(),
@@ -1018,26 +1021,35 @@ def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.Data
         [pl.col(c).cast(t) for c, t in RULE_QUALITY_SCHEMA.items()]).sort("fired", "alertname", descending=[True, False])
 
 
-def hw_incidents_without_alert(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topology: Topology | None = None,
-                               settings: AlertClusteringSettings | None = None) -> pl.DataFrame:
-    """``marts.hw_incidents_without_alert``: hardware incidents inside the span of the alert data
-    (first to last alert start) that no alert matched (no alert on their nodes in [start − 10 min,
-    end + 30 min] that is nearer to them than to another incident, none targeting their leaf switch)
-    — missing alert coverage."""
+def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topology: Topology | None = None,
+                   settings: AlertClusteringSettings | None = None) -> pl.DataFrame:
+    """``marts.alert_coverage``: the hardware incidents the alert data can judge, each with whether
+    an alert covered it. An incident is judged when it started within the span of the alert data
+    (first to last alert start) or an alert matched it (one that began seconds before the first
+    alert is still covered by it). An alert covers the incident it is about: on its nodes in
+    [start − 10 min, end + 30 min] and nearer to it than to another incident, or targeting its leaf
+    switch. ``n_alerts``: the alerts that are about it."""
     settings = settings or AlertClusteringSettings()
     if hw_incidents is None or hw_incidents.is_empty() or alerts.is_empty():
-        return pl.DataFrame(schema=UNCOVERED_SCHEMA)
+        return pl.DataFrame(schema=COVERAGE_SCHEMA)
     hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes"))
     al = _conform(alerts, ALERT_SCHEMA, _REQUIRED).with_row_index("_i").with_columns(
         pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
     leaves = sorted((topology or Topology()).leaves)
     al = al.with_columns(pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"))
-    # An alert covers the incident it is about (its nearest), not every incident of its node's window.
-    covered = _match_hw(al, hw, settings).unique("_i", keep="first").select("hw_incident_id").unique()
+    about = (_match_hw(al, hw, settings).unique("_i", keep="first")
+             .group_by("hw_incident_id").agg(pl.len().cast(pl.Int64).alias("n_alerts")))
     lo, hi = al["starts_at"].min(), al["starts_at"].max()
-    out = hw.filter((pl.col("start_ts") >= lo) & (pl.col("start_ts") <= hi)).join(
-        covered, left_on="incident_id", right_on="hw_incident_id", how="anti")
-    return out.select([pl.col(c).cast(t) for c, t in UNCOVERED_SCHEMA.items()]).sort("start_ts", "incident_id")
+    out = (hw.join(about, left_on="incident_id", right_on="hw_incident_id", how="left")
+           .with_columns(pl.col("n_alerts").fill_null(0), (pl.col("n_alerts").fill_null(0) > 0).alias("covered"))
+           .filter(pl.col("covered") | pl.col("start_ts").is_between(lo, hi)))
+    return out.select([pl.col(c).cast(t) for c, t in COVERAGE_SCHEMA.items()]).sort("start_ts", "incident_id")
+
+
+def hw_incidents_without_alert(coverage: pl.DataFrame) -> pl.DataFrame:
+    """``marts.hw_incidents_without_alert``: the judged hardware incidents of :func:`alert_coverage`
+    that no alert covered — missing alert coverage."""
+    return coverage.filter(~pl.col("covered")).select(list(UNCOVERED_SCHEMA))
 
 
 def _has_evidence(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, jobs: pl.DataFrame | None,
@@ -1065,6 +1077,7 @@ class AlertMarts(NamedTuple):
     daily: pl.DataFrame
     floods: pl.DataFrame
     rule_quality: pl.DataFrame
+    coverage: pl.DataFrame
     hw_without_alert: pl.DataFrame
 
 
@@ -1084,6 +1097,7 @@ def alert_marts(
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
                                         floods=floods)
+    coverage = alert_coverage(alerts, hw_incidents, topology, settings)
     return AlertMarts(
         incidents=incidents,
         members=members,
@@ -1091,5 +1105,6 @@ def alert_marts(
         floods=alert_floods(alerts, members, floods),
         rule_quality=rule_quality(alerts, members, incidents, settings,
                                   judge_precision=_has_evidence(alerts, hw_incidents, jobs, settings)),
-        hw_without_alert=hw_incidents_without_alert(alerts, hw_incidents, topology, settings),
+        coverage=coverage,
+        hw_without_alert=hw_incidents_without_alert(coverage),
     )

@@ -62,7 +62,7 @@ from gpusre.models.logs.event_catalog import (
 from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
 from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.reliability.repair_times import load_recovery_kinds
+from gpusre.models.reliability.repair_times import recovery_lines
 
 __all__ = [
     "EVENT_SCHEMA",
@@ -266,7 +266,7 @@ def failure_events(
     return ev.filter(relevant).sort("ts", "event_id")
 
 
-def sig_class(scope: str) -> str:
+def _sig_class(scope: str) -> str:
     """The component class whose recoveries clear a wide incident of ``scope``."""
     return "network" if scope == "leaf_switch" else "storage"
 
@@ -382,7 +382,7 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
             .join(isl.filter(pl.col("_next_start").is_not_null()).select(key, "_isl", "_pair", "_next_start"),
                   on=[key, "_isl"]))
     cleared = _cleared(prev.select("_pair", "node", "_last", "_next_start"),
-                       None if recoveries is None else recoveries.filter(pl.col("component_class") == sig_class(scope)))
+                       None if recoveries is None else recoveries.filter(pl.col("component_class") == _sig_class(scope)))
     waves = (isl.with_columns(pl.col("_pair").is_in(cleared["_pair"].implode()).shift(1).over(key).fill_null(False)
                               .alias("_after_clear"))
              .with_columns((((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
@@ -583,10 +583,7 @@ def _match_operator(groups: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
 def _recoveries(events: pl.DataFrame) -> pl.DataFrame | None:
     """``node``, ``component_class``, ``_up``: the recovery lines (a port back ``ACTIVE``, a Lustre
     client reconnected) among ``events``; None when the events carry no ``kind``."""
-    if "kind" not in events.columns:
-        return None
-    return (events.select("node", pl.col("ts").cast(_UTC).alias("_up"), "kind").join(load_recovery_kinds(), on="kind")
-            .select("node", "component_class", "_up"))
+    return recovery_lines(events) if "kind" in events.columns else None
 
 
 def merge_incidents(

@@ -246,6 +246,17 @@ def load_recovery_kinds() -> pl.DataFrame:
     return pl.read_csv(text).select("kind", "component_class")
 
 
+def recovery_lines(events: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``component_class``, ``_up``: the recovery lines among node events (a port back
+    ``ACTIVE``, a Lustre client reconnected: ``catalog/recovery_events.csv``).
+
+    Args:
+        events: node events with ``node``, ``ts``, ``kind`` (other columns are ignored).
+    """
+    return (events.select("node", pl.col("ts").cast(_UTC).alias("_up"), "kind").join(load_recovery_kinds(), on="kind")
+            .select("node", "component_class", "_up"))
+
+
 def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """``incident_id``, ``recovered_ts``: when every node of an incident had logged a recovery of the
     incident's class (``catalog/recovery_events.csv``) after its own last evidence, within
@@ -255,9 +266,7 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         evidence: one row per incident and node: ``incident_id``, ``component_class``, ``node``, ``last_ts``.
         events: node events with ``node``, ``ts``, ``kind`` (others are ignored).
     """
-    kinds = load_recovery_kinds()
-    rec = (events.select("node", pl.col("ts").cast(_UTC), "kind").join(kinds, on="kind")
-           .select("node", "component_class", pl.col("ts").alias("_up")).sort("_up"))
+    rec = recovery_lines(events).sort("_up")
     if evidence.is_empty() or rec.is_empty():
         return pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
     per_node = (evidence.select("incident_id", "component_class", "node", pl.col("last_ts").cast(_UTC))

@@ -1,6 +1,6 @@
 """Nightly report section "Alert hygiene: noisy rules and missing coverage" (``#alert_hygiene``).
 
-Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.hw_incidents, marts.hw_incidents_without_alert; formats, computes nothing."""
+Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.alert_coverage, marts.hw_incidents_without_alert; formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -111,15 +111,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                    ORDER BY start_ts DESC, incident_id""", [first, last])
     if c_built:
         checked = None
-        try:  # hardware incidents the coverage mart could check: in the window and within the span of the alerts
-            if table_status(con, "marts.hw_incidents") is None:
-                checked = scalar(con, f"""SELECT count(*) FROM marts.hw_incidents
-                                           WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?
-                                             AND start_ts BETWEEN (SELECT min(starts_at) FROM core.alerts)
-                                                              AND (SELECT max(starts_at) FROM core.alerts)""",
-                                   [first, last])
-        except duckdb.Error as exc:  # the hardware incident mart has its own section to report a bad shape
-            log.warning("nightly report alert coverage denominator: %s", exc)
+        if table_status(con, "marts.alert_coverage") is None:  # the incidents the alerts could judge
+            checked = scalar(con, f"""SELECT count(*) FROM marts.alert_coverage
+                                       WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?""", [first, last])
         n_checked = max(checked, len(uncovered)) if checked is not None else None
         of = f" of {fmt_int(n_checked)}" if n_checked is not None else ""
         if uncovered:
@@ -173,7 +167,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             caption=(f"Latest {len(shown)} of {fmt_int(len(uncovered))}" if len(uncovered) > len(shown) else "The")
                     + f" hardware incidents (marts.hw_incidents) of {window} with no alert on their nodes from 10 min "
                       "before to 30 min after them (nor on their leaf switch), newest first: the alert rules miss "
-                      "these failures. Only incidents within the span of the alert data are checked.",
+                      "these failures. Only incidents the alert data can judge are checked: those within its span, and any an alert was about.",
         ))
     return sec
 
