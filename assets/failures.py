@@ -81,12 +81,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
     if incidents_path.is_file():
         operator, operator_rejects = read_operator_incidents(incidents_path)
     with warehouse.connect() as con:
-        # A line delivered in two files (stock rsyslog writes kernel messages to both syslog and
-        # kern.log; a central copy beside a per-node one) is one event: without this, five Xid 63
-        # lines counted ten crossed the repeat threshold and blamed the job on the GPU. Repeats
-        # within one file are real and stay.
-        events = con.sql("SELECT * FROM core.node_events "
-                         "QUALIFY source_file = min(source_file) OVER (PARTITION BY node, ts, message)").pl()
+        events = con.sql(read_sql("core/node_events_once.sql")).pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         # The accounting's last moment, else the node logs' (a landing without sacct still has
         # suspect nodes by their events).

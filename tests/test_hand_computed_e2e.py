@@ -26,6 +26,24 @@ def _run(name: str, tmp_path: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(wh.with_name("gpusre.snapshot.duckdb")), read_only=True)
 
 
+def test_a_line_delivered_twice_with_other_precision_or_host_spelling_is_one_event(tmp_path: Path) -> None:
+    """gpu001's five Xid 63 lines (11:55-11:59) are in the central file (whole seconds) and in its own
+    file 0.41 s later (RFC 3339 with microseconds); gpu002's one Xid 92 (13:00:00) reached the central
+    file twice, by two relays, once under its FQDN. Counted once each they stay below the repeat
+    thresholds (Xid 63: 8 in 24 h, Xid 92: 1): no hardware incident, and jobs 7001 (FAILED 12:00:10 on
+    gpu001) and 7002 (FAILED 13:01 on gpu002) are their users' exits. Counted as delivered, ten Xid 63
+    and two Xid 92 crossed the thresholds and blamed both jobs on the GPUs."""
+    con = _run("lines_delivered_twice", tmp_path)
+    try:
+        assert con.sql("SELECT node, count(*) FROM core.node_events GROUP BY 1 ORDER BY 1").fetchall() == [
+            ("gpu001", 10), ("gpu002", 2)]   # as delivered
+        assert con.sql("SELECT count(*) FROM marts.hw_incidents").fetchall() == [(0,)]
+        assert con.sql("SELECT job_id, attribution FROM marts.job_failure_attribution WHERE job_id IN ('7001', '7002') "
+                       "ORDER BY 1").fetchall() == [("7001", "user"), ("7002", "user")]
+    finally:
+        con.close()
+
+
 def test_node_states_over_two_days(tmp_path: Path) -> None:
     """4 nodes x 8 GPUs, 2026-11-29..30 UTC; the accounting's last moment is job 110's end, 11-30 23:30.
 

@@ -411,3 +411,57 @@ def test_a_local_disk_error_is_no_part_of_a_file_server_outage() -> None:
     incidents, _ = merge_incidents(events_from_lines(lines))
     got = sorted((r["component"], r["component_class"], r["nodes"]) for r in incidents.iter_rows(named=True))
     assert got == [("local_disk", "host", ["n1"]), ("storage", "storage", ["n5", "n6", "n7", "n8"])]
+
+
+def _outage(node: str, start: timedelta, end: timedelta | None) -> pl.DataFrame:
+    return pl.DataFrame({"node": [node], "outage_start_ts": [T0_LINES + start],
+                         "outage_end_ts": [None if end is None else T0_LINES + end]},
+                        schema={"node": pl.String, "outage_start_ts": pl.Datetime("us", "UTC"),
+                                "outage_end_ts": pl.Datetime("us", "UTC")})
+
+
+def test_a_flapping_port_is_one_fault_until_repaired() -> None:
+    # gpu05's port goes down and is ACTIVE again a minute later, every 35 min for 6 h (gaps above the
+    # 30-min incident window): one faulty link or cable, not 11 incidents. Hand count: 11 flaps -> 1.
+    lines = []
+    for k in range(11):
+        lines += [(k * 35 * M, "gpu05", LINK_DOWN_LINE), (k * 35 * M + 1 * M, "gpu05", LINK_UP_LINE)]
+    incidents, _ = merge_incidents(events_from_lines(lines), topology=LEAVES)
+    assert incidents.select("component", "nodes", "n_events").rows() == [("network", ["gpu05"], 11)]
+    assert incidents["end_ts"].to_list() == [T0_LINES + 350 * M]
+    # Down lines alone 35 min apart (the port never came back by itself): the window decides, 11 faults.
+    downs = [x for x in lines if x[2] == LINK_DOWN_LINE]
+    assert merge_incidents(events_from_lines(downs), topology=LEAVES)[0].height == 11
+    # A repair in between (the node drained at 01:50 and returned at 02:40): two faults, the flaps up to
+    # the return (00:00 ... 02:20, five) and those after it (02:55 ... 05:50, six).
+    repaired, _ = merge_incidents(events_from_lines(lines), topology=LEAVES, outages=_outage("gpu05", 110 * M, 160 * M))
+    assert [r["n_events"] for r in repaired.sort("start_ts").iter_rows(named=True)] == [5, 6]
+    # More than a day after the last flap: another fault.
+    later = lines[:2] + [(25 * 60 * M, "gpu05", LINK_DOWN_LINE)]
+    assert merge_incidents(events_from_lines(later), topology=LEAVES)[0].height == 2
+
+
+def test_cable_faults_in_turn_on_one_leaf_are_not_a_switch_failure() -> None:
+    # gpu01, gpu02, gpu03 lose their links 22 min apart, each ACTIVE again 3 min later: at most one link
+    # is down at a time — three cable faults, not a leaf-switch failure. Without the recoveries (nothing
+    # says the links came back) they overlap: one switch incident, as before.
+    lines = []
+    for k, node in enumerate(["gpu01", "gpu02", "gpu03"]):
+        lines += [(k * 22 * M, node, LINK_DOWN_LINE), (k * 22 * M + 3 * M, node, LINK_UP_LINE)]
+    incidents, _ = merge_incidents(events_from_lines(lines), topology=LEAVES)
+    assert sorted(incidents.select("component", "nodes").rows()) == [
+        ("network", ["gpu01"]), ("network", ["gpu02"]), ("network", ["gpu03"])]
+    downs = [x for x in lines if x[2] == LINK_DOWN_LINE]
+    assert merge_incidents(events_from_lines(downs), topology=LEAVES)[0].select("component").rows() == [("network_switch",)]
+
+
+def test_evidence_just_before_its_drain_is_the_same_fault() -> None:
+    # Xid 79 at 03:00, Slurm drains the node at 03:03 (the drain follows the evidence), the GPU falls
+    # off again at 03:50 while the node is still drained: one fault. It was two when the first Xid
+    # came before the drain began.
+    xid79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    lines = [(0 * M, "n1", xid79), (50 * M, "n1", xid79)]
+    incidents, _ = merge_incidents(events_from_lines(lines), outages=_outage("n1", 3 * M, 6 * 60 * M))
+    assert incidents.select("component", "n_events").rows() == [("pcie_bus", 2)]
+    # Without node states, 50 min apart with nothing logged in between: two faults.
+    assert merge_incidents(events_from_lines(lines))[0].height == 2

@@ -17,14 +17,18 @@ Failure events (:func:`failure_events`)
 Merging (:func:`merge_incidents`), in this order:
     1. *Fabric*: network failure events (component ``network``) of the nodes under one leaf switch
        are chained in time (a gap of at most ``window`` keeps the chain). A chain touching at least
-       ``fabric_min_nodes`` distinct nodes is one ``network_switch`` incident (scope ``leaf_switch``).
+       ``fabric_min_nodes`` distinct nodes, that many out at one moment (a node is out until the
+       recovery it logs: cable faults in turn are not a switch failure), is one ``network_switch``
+       incident (scope ``leaf_switch``).
     2. *Storage*: storage failure events of the whole cluster are chained the same way; a chain
-       touching at least ``storage_min_nodes`` nodes is one ``storage`` incident (scope ``cluster``)
+       touching at least ``storage_min_nodes`` nodes (as many out at once) is one ``storage`` incident (scope ``cluster``)
        — a Lustre/NFS server outage, not N client faults.
     3. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
        consecutive events of the same node and component continues the incident, a longer gap
        starts a new one; an informational Xid escalated by its repeat threshold chains with the
-       escalated repeats of its GPU across the repeat window (a failing HBM is one fault). A
+       escalated repeats of its GPU across the repeat window (a failing HBM is one fault); a part that
+       came back by itself (a recovery line: port ``ACTIVE``, sensor deasserted) and failed again within
+       a day, with no repair of its node in between, is one flapping fault. A
        health-check episode attaches to the fault it follows and takes no part in the co-occurrence
        signatures (a check failing for hours would bridge faults far apart); a signature's cause
        names the incident only when logged before its effect (a minute's slack). GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
@@ -101,6 +105,9 @@ WIDE_SPAN_CAP = timedelta(hours=2)
 #: Multi-node incidents of one leaf switch (or of the file systems) starting within this of the
 #: previous one are one failure in waves (see :func:`_wide_edges`).
 WIDE_REJOIN = timedelta(hours=2)
+#: A part that came back by itself (a port back ``ACTIVE``, a sensor deasserted) and failed again
+#: within this long, with no repair of its node in between, is one flapping fault (see :func:`_flap_edges`).
+FLAP_WINDOW = timedelta(hours=24)
 
 #: ``core.node_events`` columns the analytics read.
 EVENT_SCHEMA: dict[str, pl.DataType] = {
@@ -351,6 +358,26 @@ def _cleared(prev: pl.DataFrame, recoveries: pl.DataFrame | None) -> pl.DataFram
     return need.join(got, on="_pair").filter(pl.col("_k") >= pl.col("_n")).select("_pair")
 
 
+def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None, need: int) -> pl.DataFrame:
+    """(``key``, ``_isl``) islands in which at least ``need`` nodes were out at one moment. A node is
+    out from its first evidence in the island until the first recovery it logged after its last
+    (``recoveries``: ``node``, ``_up``), or to the island's end when it logged none: cable faults in
+    turn on one leaf, each link back ``ACTIVE`` before the next went down, are not a switch failure."""
+    down = cand.group_by(key, "_isl", "_nkey").agg(pl.col("start").min().alias("_from"), pl.col("end").max().alias("_last"))
+    if recoveries is not None and not recoveries.is_empty():
+        up = recoveries.select(pl.col("node").alias("_nkey"), "_up").sort("_up")
+        down = down.sort("_last").join_asof(up, left_on="_last", right_on="_up", by="_nkey", strategy="forward",
+                                            allow_exact_matches=False, check_sortedness=False)
+    else:
+        down = down.with_columns(pl.lit(None, _UTC).alias("_up"))
+    marks = pl.concat([down.select(key, "_isl", pl.col("_from").alias("_t"), pl.lit(1, pl.Int64).alias("_d")),
+                       down.drop_nulls("_up").select(key, "_isl", pl.col("_up").alias("_t"), pl.lit(-1, pl.Int64).alias("_d"))])
+    # a recovery at the very moment another node goes down is not an overlap: -1 sorts first
+    peak = (marks.sort(key, "_isl", "_t", "_d").with_columns(pl.col("_d").cum_sum().over(key, "_isl").alias("_n"))
+            .group_by(key, "_isl").agg(pl.col("_n").max()))
+    return peak.filter(pl.col("_n") >= need).select(key, "_isl")
+
+
 def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
                 min_nodes: int | None = None, recoveries: pl.DataFrame | None = None) -> pl.DataFrame:
     """(``_item``, ``_root``, ``_scope``, ``_leaf``) for evidence in multi-node islands of one wide signature.
@@ -370,7 +397,8 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
     window = timedelta(seconds=sig.window_s)
     cand = (cand.with_columns(pl.min_horizontal("end", pl.col("start") + WIDE_SPAN_CAP).alias("_cap"))
             .sort(key, "start", "_item").with_columns(span_islands([key], window, end="_cap").alias("_isl")))
-    wide = cand.filter(pl.col("_nkey").n_unique().over(key, "_isl") >= (min_nodes or sig.min_nodes))
+    recoveries = None if recoveries is None else recoveries.filter(pl.col("component_class") == _sig_class(scope))
+    wide = cand.join(_simultaneous(cand, key, recoveries, min_nodes or sig.min_nodes), on=[key, "_isl"], how="semi")
     # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
     # the same failure (a switch or file server that came back briefly and failed again before repair)
     # — unless every node of the previous one had logged its recovery in between (links back ACTIVE:
@@ -381,8 +409,7 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
     prev = (wide.group_by(key, "_isl", "node").agg(pl.col("end").max().alias("_last"))
             .join(isl.filter(pl.col("_next_start").is_not_null()).select(key, "_isl", "_pair", "_next_start"),
                   on=[key, "_isl"]))
-    cleared = _cleared(prev.select("_pair", "node", "_last", "_next_start"),
-                       None if recoveries is None else recoveries.filter(pl.col("component_class") == _sig_class(scope)))
+    cleared = _cleared(prev.select("_pair", "node", "_last", "_next_start"), recoveries)
     waves = (isl.with_columns(pl.col("_pair").is_in(cleared["_pair"].implode()).shift(1).over(key).fill_null(False)
                               .alias("_after_clear"))
              .with_columns((((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
@@ -393,22 +420,58 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
                        (pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String)).alias("_leaf"))
 
 
-def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | None = None) -> pl.DataFrame:
+def _flap_edges(blocks: pl.DataFrame, recoveries: pl.DataFrame | None, outages: pl.DataFrame | None) -> pl.DataFrame:
+    """(``_a``, ``_b``) edges between consecutive blocks of one node and component where the part came
+    back by itself in between (a recovery of its class logged after the first block) and failed again
+    within :data:`FLAP_WINDOW`, with no repair in between (an outage of the node that ended there: drained
+    and returned). A flapping port, or a sensor that asserts and deasserts, is one fault until repaired
+    — not one incident per flap. ``blocks``: ``_root``, ``_nkey``, ``component``, ``component_class``,
+    ``start``, ``end``, ``_chainable`` (log evidence outside any multi-node incident)."""
+    schema = {"_a": pl.UInt32, "_b": pl.UInt32}
+    if recoveries is None or recoveries.is_empty() or blocks.is_empty():
+        return pl.DataFrame(schema=schema)
+    keys = ["_nkey", "component"]
+    pairs = (blocks.sort(*keys, "start", "_root")
+             .with_columns(pl.col("_root").shift(1).over(keys).alias("_prev"), pl.col("end").shift(1).over(keys).alias("_prev_end"),
+                           pl.col("_chainable").shift(1).over(keys).alias("_prev_chainable"))
+             .filter(pl.col("_prev").is_not_null() & pl.col("_chainable") & pl.col("_prev_chainable")
+                     & (pl.col("start") - pl.col("_prev_end") <= FLAP_WINDOW)))
+    rec = recoveries.select(pl.col("node").alias("_nkey"), "component_class", "_up")
+    came_back = (pairs.join(rec, on=["_nkey", "component_class"])
+                 .filter((pl.col("_up") > pl.col("_prev_end")) & (pl.col("_up") < pl.col("start"))).select("_root").unique())
+    pairs = pairs.join(came_back, on="_root", how="semi")
+    if outages is not None and not outages.is_empty() and pairs.height:
+        out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
+        repaired = (pairs.join(out, on="_nkey").filter((pl.col("_oe") > pl.col("_prev_end")) & (pl.col("_oe") < pl.col("start")))
+                    .select("_root").unique())
+        pairs = pairs.join(repaired, on="_root", how="anti")
+    return pairs.select(pl.col("_root").alias("_a"), pl.col("_prev").alias("_b")).cast(schema)
+
+
+def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | None = None,
+                recoveries: pl.DataFrame | None = None, wide_items: pl.DataFrame | None = None) -> pl.DataFrame:
     """(``_a``, ``_b``) edges between evidence items of one node that the node-scope signatures join.
 
     Items first merge into blocks per node and component (gap <= ``window``); the catalog's rules then
     link blocks, so the pairwise joins stay small however chatty a component is. Evidence of one class
     that meets one continuous outage of its node (``outages``: ``node``, ``outage_start_ts``,
     ``outage_end_ts``; null end = still out) is one fault however far apart: the node stayed drained
-    for it (a reset attempt that fails again, a health check that pauses while the node reboots).
+    for it (a reset attempt that fails again, a health check that pauses while the node reboots). The
+    drain usually follows the evidence by minutes, so evidence up to ``window`` before the outage meets it.
+    A part that flaps (fails, recovers by itself, fails again) is one fault (:func:`_flap_edges`);
+    ``recoveries``: the recovery lines; ``wide_items``: ``_item`` of evidence in multi-node incidents,
+    whose waves :func:`_wide_edges` separates and the flap chain must not join again.
     """
     it = items.sort("_nkey", "component", "start", "_item").with_columns(
         span_islands(["_nkey", "component"], window).alias("_blk"))
     it = it.with_columns(pl.col("_item").min().over("_nkey", "component", "_blk").alias("_root"))
     edges = [it.select(pl.col("_item").alias("_a"), pl.col("_root").alias("_b"))]
+    wide = (pl.col("_item").is_in(wide_items["_item"].implode()) if wide_items is not None and wide_items.height
+            else pl.lit(False))
     blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
                                        pl.col("component_class").first(), pl.col("start").min(),
-                                       pl.col("end").max(), pl.col("is_hc").all()))
+                                       pl.col("end").max(), pl.col("is_hc").all(),
+                                       (~pl.col("is_hc") & ~wide).all().alias("_chainable")))
     # Health-check episodes take no part in the signatures, not even inside a block of their component:
     # an episode failing for hours would bridge faults far apart (a GPU lost at 02:00, its check failing
     # until 06:00, a DBE on another GPU at 02:40); each attaches to its nearest fault below.
@@ -441,9 +504,10 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
                              pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
         # (blocks meeting an outage of their node; both are few per node)
         inside = blocks.join(out, on="_nkey").filter(
-            (pl.col("end") >= pl.col("_os")) & (pl.col("_oe").is_null() | (pl.col("start") <= pl.col("_oe"))))
+            (pl.col("end") >= pl.col("_os") - window) & (pl.col("_oe").is_null() | (pl.col("start") <= pl.col("_oe"))))
         edges.append(inside.select(pl.col("_root").alias("_a"),
                                    pl.col("_root").min().over("_nkey", "_os", "component_class").alias("_b")))
+    edges.append(_flap_edges(blocks, recoveries, outages))
     # A health-check episode attaches to the fault it overlaps on its node (the nearest log evidence
     # within the window, whatever its class: checks are symptoms, and their names can mislead); one whose
     # check names no known component may also join other health-check evidence; neither is then a fault
@@ -634,7 +698,8 @@ def merge_incidents(
         storage = _wide_edges(items.with_columns(pl.lit("all").alias("_all")), "storage", "_all",
                               fabric.select("_item"), storage_min_nodes, recoveries)
         wide = pl.concat([fabric, storage])
-        labels = _components(items.height, [wide.select("_item", "_root"), _node_edges(items, window, outages)])
+        labels = _components(items.height, [wide.select("_item", "_root"),
+                                            _node_edges(items, window, outages, recoveries, wide.select("_item"))])
         items = (items.join(wide.select("_item", "_scope", "_leaf"), on="_item", how="left", suffix="_w")
                  .drop("_leaf").rename({"_leaf_w": "_leaf"})
                  .with_columns(pl.Series("_group", labels[items["_item"].to_numpy()]).cast(pl.String)))
