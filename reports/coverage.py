@@ -125,12 +125,30 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     return warnings
 
 
+def _topology_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """cluster.yaml names no leaf switches while network incidents hit several nodes: a leaf switch
+    that failed would read as one link fault per node it cut off (and MTBF as that many failures)."""
+    if not (table_exists(con, "marts.fleet_coverage") and table_exists(con, "marts.hw_incidents")):
+        return []
+    rows = query_rows(con, "SELECT leaf_switches FROM marts.fleet_coverage")
+    if not rows or rows[0].get("leaf_switches") is None or rows[0]["leaf_switches"] > 0:
+        return []
+    n_inc, n_nodes = con.sql("SELECT count(DISTINCT incident_id), count(DISTINCT node) FROM "
+                             "(SELECT incident_id, unnest(nodes) AS node FROM marts.hw_incidents "
+                             "WHERE component_class = 'network' AND scope = 'node')").fetchall()[0]
+    if n_nodes < 2:
+        return []
+    return [f"cluster.yaml names no leaf_switches, so a leaf switch that fails counts as one network incident per "
+            f"node it cut off ({plural(n_inc, 'network incident')} on {plural(n_nodes, 'node')} here): list the "
+            "nodes under each leaf switch in cluster.yaml leaf_switches (marts.fleet_coverage)."]
+
+
 def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,
                       gaps_since: date | None = None) -> list[str]:
     """Sentences for the top of a report on the UTC days ``first`` … ``last`` when its inputs are
     incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
     since = gaps_since or first
-    warnings: list[str] = _input_file_warnings(con) + _fleet_warnings(con)
+    warnings: list[str] = _input_file_warnings(con) + _fleet_warnings(con) + _topology_warnings(con)
     for r in freshness_rows(con):
         if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
             continue

@@ -4,7 +4,9 @@
 -- cluster read with the default 100 nodes overstates utilization and goodput 20-fold: the reports
 -- warn when the accounting shows more than the fleet.
 -- Parameters: $fleet_source VARCHAR ('cluster.yaml' or 'default'), $configured_nodes INTEGER,
--- $fleet VARCHAR[] (the node names; empty when only a count is configured), $gpus_per_node INTEGER.
+-- $fleet VARCHAR[] (the node names; empty when only a count is configured), $gpus_per_node INTEGER,
+-- $leaf_switches INTEGER (leaf switches cluster.yaml names: without them a switch failure cannot be
+-- told from one link fault per node, and counts once per node it cut off).
 CREATE OR REPLACE TABLE marts.fleet_coverage AS
 WITH job_nodes AS (
     SELECT DISTINCT unnest(nodes) AS node FROM core.jobs WHERE len(nodes) > 0
@@ -31,6 +33,7 @@ WITH job_nodes AS (
 SELECT $fleet_source::VARCHAR       AS fleet_source,
        $configured_nodes::INTEGER   AS configured_nodes,
        $gpus_per_node::INTEGER      AS gpus_per_node,
+       $leaf_switches::INTEGER      AS leaf_switches,
        nodes_with_jobs,
        nodes_outside_fleet,
        outside_examples,
