@@ -376,13 +376,31 @@ def test_normalize_pci(raw: str, normalized: str) -> None:
     assert pl.select(normalize_pci(pl.lit(raw))).item() == normalized
 
 
+#: Examples of rows whose lines belong to a multi-line record (a ``(?P<record>...)`` group: GHES
+#: ``{N}[Hardware Error]:`` lines take their record's severity): the one exception to independence,
+#: tested in test_a_record_line_takes_its_records_severity.
+_RECORD_ROWS = load_log_patterns().filter(pl.col("regex").str.contains("(?P<record>", literal=True))
+
+
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.sampled_from(load_log_patterns()["example"].to_list() + [NOISE, "", "Xid", "EDAC MC0"]), min_size=1, max_size=40))
+@given(st.lists(st.sampled_from(load_log_patterns().join(_RECORD_ROWS, on="pattern_id", how="anti")["example"].to_list()
+                                + [NOISE, "", "Xid", "EDAC MC0"]), min_size=1, max_size=40))
 def test_each_row_is_classified_independently_of_its_neighbours(lines: list[str]) -> None:
     together = classify_messages(pl.Series(lines, dtype=pl.String))
     alone = pl.concat([classify_messages(pl.Series([line], dtype=pl.String)) for line in set(lines)])
     expected = dict(zip(set(lines), alone.rows(), strict=True))
     assert together.rows() == [expected[line] for line in lines]
+
+
+def test_a_record_line_takes_its_records_severity() -> None:
+    assert set(_RECORD_ROWS["pattern_id"]) == {"ghes_record_severity", "ghes_memory_error"}
+    fatal, memory = "{1}[Hardware Error]: event severity: fatal", "{1}[Hardware Error]:   section_type: memory error"
+    corrected = "{2}[Hardware Error]: event severity: corrected"
+    out = classify_messages(pl.Series([memory, fatal, NOISE, memory, corrected, memory.replace("{1}", "{2}"), memory]))
+    # before its record's severity line: unknown (capped); then the nearest earlier line of the same record
+    assert out["severity"].to_list() == ["medium", "info", None, "critical", "info", "low", "critical"]
+    assert out["kind"].to_list() == ["ghes_memory_error", "ghes_record", None, "ghes_memory_error", "ghes_record",
+                                     "ghes_memory_error", "ghes_memory_error"]
 
 
 def test_throughput_on_a_realistic_mix() -> None:
@@ -458,8 +476,11 @@ def test_lines_near_the_new_rules_that_are_not_node_faults(line: str) -> None:
      "pcie_aer", "critical", "pcie_bus"),
     ("kernel: mlx5_core 0000:ab:00.0: mlx5_fw_fatal_reporter_err_work:726:(pid 123): Driver is in error state. Unloading",
      "nic_firmware_error", "critical", "network"),
-    # one SXid is three lines: the first counts, its continuation lines are detail
+    # one SXid is three lines: the first counts, its continuation lines are detail; a Non-fatal
+    # SXid is no failure (the line's own word sets the severity: at most medium)
     ("kernel: nvidia-nvswitch4: SXid (PCI:0000:89:00.0): 12028, Non-fatal, Link 34 egress non-posted PRIV error (First)",
+     "sxid", "medium", "nvswitch"),
+    ("kernel: nvidia-nvswitch4: SXid (PCI:0000:89:00.0): 12028, Fatal, Link 34 egress non-posted PRIV error (First)",
      "sxid", "high", "nvswitch"),
     ("kernel: nvidia-nvswitch4: SXid (PCI:0000:89:00.0): 12028, Severity 0 Engine instance 34 Sub-engine instance 00",
      "sxid_detail", "info", "nvswitch"),

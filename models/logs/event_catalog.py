@@ -52,6 +52,8 @@ __all__ = [
     "SEVERITIES",
     "SEVERITY_RANK",
     "CatalogError",
+    "FATALITY_WORDS",
+    "RECORD_UNKNOWN_CAP",
     "classify_messages",
     "may_match_canonical",
     "load_log_patterns",
@@ -112,8 +114,28 @@ CLASSIFIED_SCHEMA: dict[str, pl.DataType] = {
 
 _BOOL = {"true": True, "false": False}
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
-#: Named regex groups the classifier turns into columns; other named groups are documentation.
-_GROUPS = ("code", "pci", "port", "gpu")
+#: Named regex groups the classifier reads; other named groups are documentation. ``fatal`` and
+#: ``record`` are not output columns: they adjust the severity (see :data:`FATALITY_WORDS`).
+_GROUPS = ("code", "pci", "port", "gpu", "fatal", "record")
+#: What a line's own fatality word (a pattern's ``(?P<fatal>...)`` group, lower-cased) does to the
+#: catalog severity: ``("floor", s)`` makes it at least ``s``, ``("cap", s)`` at most ``s``. The
+#: NVSwitch driver prints ``Fatal`` / ``Non-fatal`` on each SXid (NVIDIA's Fabric Manager guide: a
+#: non-fatal SXid is informational; Fabric Manager neither stops jobs nor blocks launches), Fabric
+#: Manager ``detected NVSwitch fatal|non-fatal error``, APEI/GHES ``event severity: fatal|recoverable|
+#: corrected|info``. Words not listed leave the catalog severity; an informational line is never raised.
+FATALITY_WORDS: dict[str, tuple[str, str]] = {
+    "fatal": ("floor", "high"),
+    "non-fatal": ("cap", "medium"),
+    "nonfatal": ("cap", "medium"),
+    "corrected": ("cap", "low"),
+    "info": ("cap", "info"),
+    "informational": ("cap", "info"),
+}
+#: A line that belongs to a multi-line record (a ``(?P<record>...)`` group: the ``{N}`` of a GHES
+#: ``{N}[Hardware Error]:`` record) takes the fatality word of its record's line that carries one (the
+#: nearest earlier line of the same record number); without one it is capped at this severity: a
+#: part named by a record whose severity is not known is evidence, not a failure.
+RECORD_UNKNOWN_CAP = "medium"
 
 
 class CatalogError(ValueError):
@@ -378,6 +400,27 @@ def _canonical_literals() -> list[str]:
     return canonical_digits(pl.Series(_plan().literals, dtype=pl.String)).unique().to_list()
 
 
+def _adjusted_severity(severity: pl.Expr, cause_class: pl.Expr) -> pl.Expr:
+    """The catalog ``severity`` adjusted by the line's fatality word (:data:`FATALITY_WORDS`), or
+    capped at :data:`RECORD_UNKNOWN_CAP` for a record line whose record carries none."""
+    rank = severity.replace_strict(SEVERITY_RANK, default=None, return_dtype=pl.Int32)
+    word = pl.col("_fatal")
+    out = rank
+    for text, (how, level) in FATALITY_WORDS.items():
+        bound = pl.lit(SEVERITY_RANK[level], pl.Int32)
+        if how == "floor":  # at least `level`: a smaller rank; an informational line is not raised
+            adjusted = pl.when(cause_class == "informational").then(rank).otherwise(pl.min_horizontal(rank, bound))
+        else:
+            adjusted = pl.max_horizontal(rank, bound)
+        out = pl.when(word == text).then(adjusted).otherwise(out)
+    unknown = pl.col("_record").is_not_null() & word.is_null()
+    out = pl.when(unknown).then(pl.max_horizontal(rank, pl.lit(SEVERITY_RANK[RECORD_UNKNOWN_CAP], pl.Int32))).otherwise(out)
+    names = pl.Series(SEVERITIES, dtype=pl.String)
+    return (pl.when(rank.is_null()).then(severity)
+            .otherwise(out.replace_strict(list(range(len(SEVERITIES))), names, default=None, return_dtype=pl.String))
+            .alias("severity"))
+
+
 def classify_messages(messages: pl.Series) -> pl.DataFrame:
     """Classify log messages against ``log_patterns.csv``; one output row per input message.
 
@@ -386,7 +429,13 @@ def classify_messages(messages: pl.Series) -> pl.DataFrame:
     address: GPU, NVSwitch, NIC, PCIe port), ``port`` (IB/NVLink port, PCIe slot), ``gpu_index``
     (``GPU6`` in NVRM lines), ``component``, ``cause_class``, ``severity``, ``action``,
     ``pattern_id``. Rows that match no pattern are all null. For Xid/SXid rows the classes come
-    from the catalog by code, falling back to the pattern row for an unknown code.
+    from the catalog by code, falling back to the pattern row for an unknown code. A line's own
+    fatality word (``Non-fatal`` SXid, GHES ``event severity: corrected``) adjusts the severity
+    (:data:`FATALITY_WORDS`).
+
+    Each row is classified on its own text, except the lines of a multi-line record (a pattern
+    with a ``(?P<record>...)`` group: GHES ``{N}[Hardware Error]:`` lines), which take their
+    severity from the record's fatality line, the nearest earlier input row of the same record.
 
     Vectorized: one multi-literal prefilter pass over all messages, then regexes on candidates only.
     """
@@ -416,17 +465,25 @@ def classify_messages(messages: pl.Series) -> pl.DataFrame:
                 normalize_pci(_group(row, "pci", pl.String())).alias("device_pci"),
                 _group(row, "port", pl.String()).alias("port"),
                 _group(row, "gpu", pl.Int32()).alias("gpu_index"),
+                _group(row, "fatal", pl.String()).str.to_lowercase().alias("_fatal"),
+                _group(row, "record", pl.String()).alias("_record"),
             )
         )
 
     empty = pl.DataFrame(
-        schema={"_row": pl.UInt32, "_pattern": pl.Int32, "code": pl.Int32, "device_pci": pl.String, "port": pl.String, "gpu_index": pl.Int32}
+        schema={"_row": pl.UInt32, "_pattern": pl.Int32, "code": pl.Int32, "device_pci": pl.String, "port": pl.String,
+                "gpu_index": pl.Int32, "_fatal": pl.String, "_record": pl.String}
     )
     matched = (
         pl.concat([empty, *parts])
         # First match wins: a line several patterns match keeps the highest-priority one.
         .sort("_row", "_pattern")
         .unique("_row", keep="first", maintain_order=True)
+        # A record's lines take the fatality word of the record's line that carries one (rows are in
+        # input order: the kernel prints a GHES record's lines one after another).
+        .with_columns(pl.when(pl.col("_record").is_not_null())
+                      .then(pl.col("_fatal").forward_fill().over("_record"))
+                      .otherwise(pl.col("_fatal")).alias("_fatal"))
         .join(plan.attributes, on="_pattern", how="left")
         .join(plan.xid, on="code", how="left")
         .join(plan.sxid, on="code", how="left")
@@ -453,7 +510,7 @@ def classify_messages(messages: pl.Series) -> pl.DataFrame:
         "gpu_index",
         cls("component"),
         cls("cause_class"),
-        cls("severity"),
+        _adjusted_severity(cls("severity"), cls("cause_class")),
         cls("action"),
         "pattern_id",
     )
