@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 import zoneinfo
 from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone as dt_timezone
+from functools import lru_cache
 
 import polars as pl
 
@@ -41,7 +43,10 @@ __all__ = [
     "tres_count",
     "tres_gpus",
     "gres_gpus",
+    "tres_gpus_error",
+    "gres_gpus_error",
     "check_timezone",
+    "has_ambiguous_times",
 ]
 
 #: Base job states (``JOB_STATE_BASE`` in slurm.h): every job has exactly one.
@@ -146,16 +151,41 @@ def check_timezone(timezone: str) -> str:
     return timezone
 
 
-def localize_to_utc(naive: pl.Expr, timezone: str) -> pl.Expr:
+@lru_cache(maxsize=64)
+def has_ambiguous_times(timezone: str) -> bool:
+    """Whether ``timezone`` ever turns its clocks back (so some local times occur twice).
+
+    False for ``UTC`` and fixed-offset zones (``Etc/GMT+5``): callers skip the work of resolving
+    ambiguous local times there. Offsets are sampled weekly over 1970-2100 (a few ms per zone,
+    cached), which sees every DST rule and lasting zone change.
+    """
+    if timezone == "UTC":
+        return False
+    zone = zoneinfo.ZoneInfo(check_timezone(timezone))
+    t = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+    end = datetime(2100, 1, 1, tzinfo=dt_timezone.utc)
+    step = timedelta(days=7)
+    prev = t.astimezone(zone).utcoffset()
+    while t < end:
+        t += step
+        offset = t.astimezone(zone).utcoffset()
+        if offset is not None and prev is not None and offset < prev:
+            return True
+        prev = offset
+    return False
+
+
+def localize_to_utc(naive: pl.Expr, timezone: str, *, ambiguous: str = "earliest") -> pl.Expr:
     """Interpret naive wall-clock times in ``timezone`` and convert them to ``Datetime('us','UTC')``.
 
-    DST: an ambiguous local time (the repeated hour in autumn) maps to the earliest instant;
-    a non-existent one (the skipped hour in spring) becomes null, since no instant matches it.
+    DST: an ambiguous local time (the repeated hour in autumn) maps to the earliest instant (the
+    latest with ``ambiguous="latest"``); a non-existent one (the skipped hour in spring) becomes
+    null, since no instant matches it.
     """
     if timezone == "UTC":
         return naive.dt.replace_time_zone("UTC")
     return naive.dt.replace_time_zone(
-        check_timezone(timezone), ambiguous="earliest", non_existent="null"
+        check_timezone(timezone), ambiguous=ambiguous, non_existent="null"
     ).dt.convert_time_zone("UTC")
 
 
@@ -229,3 +259,43 @@ def gres_gpus(raw: pl.Expr) -> pl.Expr:
         pl.when(entries.list.len() > 0).then(total).otherwise(None).alias("n_gpus"),
         raw.str.extract(r"(?:^|,)gpu:([^:,(]+):\d+", 1).alias("gpu_type"),
     )
+
+
+#: A GPU TRES entry: ``gres/gpu=N`` or ``gres/gpu:TYPE=N`` (not ``gres/gpumem=80G``).
+_TRES_GPU_ENTRY_RE = r"^gres/gpu(?:[:=]|$)"
+_TRES_GPU_OK_RE = r"^gres/gpu(?::[^=]+)?=\d+$"
+#: A GPU AllocGRES entry: ``gpu:N``, ``gpu:TYPE:N``, optionally followed by ``(IDX:0-7)`` (not ``gpumem``).
+_GRES_GPU_ENTRY_RE = r"^gpu(?:[:(]|$)"
+_GRES_GPU_OK_RE = r"^gpu(?::[^:(]+)?:\d+(?:\(.*)?$"
+
+
+def _first_bad_entry(raw: pl.Expr, entry_re: str, ok_re: str) -> pl.Expr:
+    entries = raw.str.split(",").list.eval(
+        pl.element().filter(pl.element().str.contains(entry_re) & ~pl.element().str.contains(ok_re))
+    )
+    return entries.list.first()
+
+
+def tres_gpus_error(raw: pl.Expr) -> pl.Expr:
+    """The first GPU entry of a TRES string whose count is not a whole number (``gres/gpu=8x``,
+    ``gres/gpu:h100=abc``, ``gres/gpu=``) -> String; null when every GPU entry is well formed.
+
+    Other TRES (``gres/gpumem=80G``, ``gres/shard=4``, ``mem=512G``) are not GPU counts and are
+    not checked.
+
+    >>> df = pl.DataFrame({"t": ["cpu=8,gres/gpu=8,gres/gpumem=80G", "gres/gpu:h100=abc,node=1", None]})
+    >>> df.select(tres_gpus_error(pl.col("t"))).to_series().to_list()
+    [None, 'gres/gpu:h100=abc', None]
+    """
+    return _first_bad_entry(raw, _TRES_GPU_ENTRY_RE, _TRES_GPU_OK_RE)
+
+
+def gres_gpus_error(raw: pl.Expr) -> pl.Expr:
+    """The first GPU entry of an AllocGRES/ReqGRES string that is not ``gpu[:TYPE]:N[(...)]``
+    (``gpu:8x``, ``gpu:h100:abc``) -> String; null when every GPU entry is well formed.
+
+    >>> df = pl.DataFrame({"g": ["gpu:h100:8(IDX:0-3,5-7)", "gpu:8x", "mps:100"]})
+    >>> df.select(gres_gpus_error(pl.col("g"))).to_series().to_list()
+    [None, 'gpu:8x', None]
+    """
+    return _first_bad_entry(raw, _GRES_GPU_ENTRY_RE, _GRES_GPU_OK_RE)

@@ -13,8 +13,17 @@ Conventions (lossless but typed):
   e.g. ``24221219.batch``), null when the dump has no JobIDRaw column.
 * Empty text in optional string fields (name, user, partition, comment...) becomes null.
 * Timestamps are read in the cluster's IANA ``timezone`` and stored in UTC. An ambiguous local time
-  (DST fall-back) takes the earliest instant; a non-existent one (spring-forward gap) is stored
-  null without rejecting the record.
+  (DST fall-back) takes the earliest instant, except that an ambiguous Start or End takes the
+  reading (earliest or latest) whose End - Start equals the record's Elapsed/ElapsedRaw (first
+  match in the order earliest/earliest, earliest/latest, latest/earliest, latest/latest); a
+  non-existent one (spring-forward gap) is stored null without rejecting the record.
+* GPUs come from AllocTRES/AllocGRES whenever the dump has one of them and the row's value is not
+  empty; else from ReqTRES/ReqGRES. A GPU entry whose count is not a whole number
+  (``gres/gpu=8x``) rejects the record.
+* Given a ``cluster`` (the pipeline passes cluster.yaml's), a dump whose Cluster column names
+  several clusters (``sacct -M all``) keeps only the rows of ``cluster`` (compared
+  case-insensitively); the other clusters' rows are rejects, and all rows are when none of the
+  names is ``cluster``. A dump naming one cluster loads whatever its name.
 * A header line, when present, defines the fields even if ``fields`` is also given.
 * Lines starting with ``#`` and blank lines are not records (``rows_read`` excludes them).
 
@@ -44,6 +53,8 @@ from gpusre.models.ingest.slurm_values import (
     TIMESTAMP_NULL_TOKENS,
     check_timezone,
     gres_gpus,
+    gres_gpus_error,
+    has_ambiguous_times,
     has_space_for_t,
     invalid_value,
     localize_to_utc,
@@ -55,6 +66,7 @@ from gpusre.models.ingest.slurm_values import (
     parse_state,
     tres_count,
     tres_gpus,
+    tres_gpus_error,
 )
 
 __all__ = [
@@ -178,6 +190,8 @@ _FIELD_KEYS: dict[str, str] = {
     "jobname": "name",
     "alloctres": "alloctres",
     "allocgres": "allocgres",
+    "reqtres": "reqtres",
+    "reqgres": "reqgres",
     "comment": "comment",
     "restarts": "restarts",
 }
@@ -334,6 +348,77 @@ _TS_KEYS = ("submit", "eligible", "start", "end")
 # passes cost more than they save, ~10 ms per collect on a plan this size.
 _PLAIN = pl.QueryOptFlags(comm_subplan_elim=False, comm_subexpr_elim=False, cluster_with_columns=False)
 _JOB_ID_PARTS = ("job_id", "base", "task", "tasks", "het", "step")  # fields of parse_job_id
+_GPU_KEYS = ("alloctres", "allocgres", "reqtres", "reqgres")
+_GPU_DISPLAY = {"alloctres": "AllocTRES", "allocgres": "AllocGRES", "reqtres": "ReqTRES", "reqgres": "ReqGRES"}
+
+
+def _gpu_exprs(present: set[str]) -> list[pl.Expr]:
+    """GPU count, type and malformed-entry message (``_gpu_n``, ``_gpu_type``, ``_gpu_err``) from the
+    dump's TRES/GRES columns: AllocTRES/AllocGRES when the row has a non-empty one, else
+    ReqTRES/ReqGRES; 0 GPUs when the source holds no GPU entry."""
+    def col(k: str) -> pl.Expr:
+        return pl.col(k) if k in present else pl.lit(None, pl.String)
+
+    def non_empty(*keys: str) -> pl.Expr:
+        return pl.any_horizontal([(col(k) != "").fill_null(False) for k in keys])
+
+    def source(tres: str, gres: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+        tg, gg = tres_gpus(col(tres)), gres_gpus(col(gres))
+        n = pl.coalesce(tg.struct.field("n_gpus"), gg.struct.field("n_gpus"), pl.lit(0, pl.Int64))
+        gpu_type = pl.coalesce(tg.struct.field("gpu_type"), gg.struct.field("gpu_type"))
+        errors = [
+            pl.format(f"malformed GPU count in {_GPU_DISPLAY[k]} '{{}}'", fn(col(k)))
+            for k, fn in ((tres, tres_gpus_error), (gres, gres_gpus_error)) if k in present
+        ]
+        err = pl.coalesce(errors) if errors else pl.lit(None, pl.String)
+        return n, gpu_type, err
+
+    alloc, req = source("alloctres", "allocgres"), source("reqtres", "reqgres")
+    if not present & {"reqtres", "reqgres"}:
+        picked = alloc
+    elif not present & {"alloctres", "allocgres"}:
+        picked = req
+    else:
+        use_alloc = non_empty("alloctres", "allocgres") | ~non_empty("reqtres", "reqgres")
+        picked = tuple(pl.when(use_alloc).then(a).otherwise(r) for a, r in zip(alloc, req, strict=True))
+    return [e.alias(name) for e, name in zip(picked, ("_gpu_n", "_gpu_type", "_gpu_err"), strict=True)]
+
+
+def _cluster_rejects(pairs: pl.DataFrame, cluster: str | None) -> pl.DataFrame | None:
+    """From the distinct (source_file, cluster) pairs of the rows: (source_file, cluster,
+    ``_cluster_err``) for rows to reject because their dump mixes Slurm clusters (``sacct -M``),
+    or None when no dump does or no ``cluster`` is given (a library call outside a warehouse: the
+    pipeline always passes cluster.yaml's name).
+
+    A dump naming several clusters keeps the rows of ``cluster`` (case-insensitive) and rows with
+    an empty Cluster; the other clusters' rows are rejected. When none of its names is ``cluster``,
+    every row of it is rejected: which one is this warehouse's cannot be told.
+    """
+    if cluster is None:
+        return None
+    wanted = cluster.lower()
+    out: list[tuple[str, str | None, str]] = []
+    for (source_file,), group in pairs.group_by("source_file", maintain_order=True):
+        values = group.get_column("cluster").to_list()
+        names: dict[str, str] = {}  # lower-case name -> name as printed (first seen)
+        for v in sorted(v for v in values if v):
+            names.setdefault(v.lower(), v)
+        if len(names) < 2:
+            continue
+        if wanted in names:
+            out += [(source_file, v, f"record of Slurm cluster '{v}'; this warehouse is cluster "
+                                     f"'{cluster}' (cluster.yaml cluster)")
+                    for v in values if v and v.lower() != wanted]
+        else:
+            seen = ", ".join(f"'{n}'" for n in sorted(names.values()))
+            reason = (f"dump holds records of several Slurm clusters ({seen}) and none is this warehouse's "
+                      f"cluster '{cluster}': set cluster.yaml cluster to the Slurm cluster name this "
+                      "warehouse is for")
+            out += [(source_file, v, reason) for v in values]
+    if not out:
+        return None
+    return pl.DataFrame(out, schema={"source_file": pl.String, "cluster": pl.String, "_cluster_err": pl.String},
+                        orient="row")
 
 
 def _typed_text_records(
@@ -367,25 +452,28 @@ def _typed_text_records(
                 parse_duration_s(c(k)).alias(f"_{k}"),
                 invalid_value(c(k), parse_duration_s(c(k)), tokens).alias(f"_{k}_bad"),
             ]))
-    if "alloctres" in present or "allocgres" in present:
-        tg, gg = tres_gpus(c("alloctres")), gres_gpus(c("allocgres"))
-        distinct_specs.append((["alloctres", "allocgres"], [
-            tg.struct.field("n_gpus").alias("_tg_n"),
-            tg.struct.field("gpu_type").alias("_tg_type"),
-            gg.struct.field("n_gpus").alias("_gg_n"),
-            gg.struct.field("gpu_type").alias("_gg_type"),
-            tres_count(c("alloctres"), "cpu").cast(pl.Int32, strict=False).alias("_tres_cpu"),
-            tres_count(c("alloctres"), "node").cast(pl.Int32, strict=False).alias("_tres_node"),
-        ]))
+    gpu_keys = [k for k in _GPU_KEYS if k in present]
+    if gpu_keys:
+        tres_exprs = [
+            tres_count(c("alloctres"), key).cast(pl.Int32, strict=False).alias(f"_tres_{key}")
+            for key in ("cpu", "node") if "alloctres" in present
+        ]
+        distinct_specs.append((gpu_keys, [*_gpu_exprs(present), *tres_exprs]))
+    # The Slurm clusters each dump names (`sacct -M all` dumps name several).
+    cluster_pairs = [base.select("source_file", "cluster").unique()] if "cluster" in present else []
     # One collect_all per stage: fewer round trips (they dominate small daily files) and the
     # independent queries run in parallel.
     tables = pl.collect_all(
-        [base.select(keys).unique().with_columns(exprs) for keys, exprs in distinct_specs],
+        [base.select(keys).unique().with_columns(exprs) for keys, exprs in distinct_specs] + cluster_pairs,
         optimizations=_PLAIN,
     )
     lookups: list[tuple[list[str], pl.DataFrame]] = [
-        (keys, table) for (keys, _), table in zip(distinct_specs, tables, strict=True)
+        (keys, table) for (keys, _), table in zip(distinct_specs, tables, strict=False)
     ]
+    if cluster_pairs:
+        cluster_table = _cluster_rejects(tables[-1].sort("source_file", "cluster"), cluster)
+        if cluster_table is not None:
+            lookups.append((["source_file", "cluster"], cluster_table))
     # Once per distinct value only: hostlists (Polars, unusual forms in Python) and pending array ranges.
     if "nodelist" in present:
         lookups.append((["nodelist"], expand_hostlists(df.get_column("nodelist"), out="_nodes")))
@@ -423,7 +511,7 @@ def _typed_text_records(
     missing = {
         "_exit_code": pl.Int32, "_exit_signal": pl.Int32, "_exitcode_bad": pl.Boolean,
         "_elapsed": pl.Int64, "_elapsed_bad": pl.Boolean, "_timelimit": pl.Int64, "_timelimit_bad": pl.Boolean,
-        "_tg_n": pl.Int64, "_tg_type": pl.String, "_gg_n": pl.Int64, "_gg_type": pl.String,
+        "_gpu_n": pl.Int64, "_gpu_type": pl.String, "_gpu_err": pl.String, "_cluster_err": pl.String,
         "_tres_cpu": pl.Int32, "_tres_node": pl.Int32, "_nodes": pl.List(pl.String), "_nodes_err": pl.String,
         "_task_ids": pl.List(pl.Int64), "_task_ids_err": pl.String,
     }
@@ -483,15 +571,36 @@ def _typed_text_records(
             c("_task_ids_err").is_not_null(),
             pl.format("malformed JobID '{}': {}", c("jobid"), c("_task_ids_err")),
         ),
+        (c("_gpu_err").is_not_null(), c("_gpu_err")),
+        (c("_cluster_err").is_not_null(), c("_cluster_err")),
     ]
+    # DST fall-back: an ambiguous Start/End takes the reading that agrees with Elapsed. Only in zones
+    # that turn their clocks back (never on the UTC path: two more localizations per stamp).
+    resolve_dst = (
+        has_ambiguous_times(timezone) and {"start", "end"} <= present and bool(present & {"elapsed", "elapsedraw"})
+    )
+    if resolve_dst:
+        lf = lf.with_columns(
+            localize_to_utc(c(f"_{k}"), timezone, ambiguous=amb).alias(f"_{k}_{amb}")
+            for k in ("start", "end") for amb in ("earliest", "latest")
+        )
+        se, sl, ee, el = c("_start_earliest"), c("_start_latest"), c("_end_earliest"), c("_end_latest")
+        secs = pl.coalesce(c("_elapsedraw"), c("_elapsed"))
+
+        def fits(s: pl.Expr, e: pl.Expr) -> pl.Expr:
+            return (e - s).dt.total_seconds() == secs
+
+        lf = lf.with_columns(
+            pl.when(fits(se, ee) | fits(se, el)).then(se)
+            .when(fits(sl, ee) | fits(sl, el)).then(sl).otherwise(se).alias("_start_utc"),
+            pl.when(fits(se, ee)).then(ee).when(fits(se, el)).then(el)
+            .when(fits(sl, ee)).then(ee).when(fits(sl, el)).then(el).otherwise(ee).alias("_end_utc"),
+        )
     full = lf.with_columns(pl.any_horizontal(cond for cond, _ in checks).alias("_bad")).collect(
         optimizations=_PLAIN
     )
 
-    if "alloctres" in present or "allocgres" in present:
-        n_gpus = pl.coalesce(c("_tg_n"), c("_gg_n"), pl.lit(0, pl.Int64))
-    else:
-        n_gpus = pl.lit(None, pl.Int64)
+    n_gpus = c("_gpu_n") if gpu_keys else pl.lit(None, pl.Int64)
     task, het = c("_task"), c("_het")
     base = c("_base").cast(pl.Int64, strict=False)
     is_array = task.is_not_null() | c("_tasks").is_not_null()
@@ -500,6 +609,8 @@ def _typed_text_records(
     # else such a job held its GPUs for 0 GPU-hours while utilization counted its span.
     # (Only then: the default path localizes each stamp once.)
     ts = {k: localize_to_utc(c(f"_{k}"), timezone) for k in _TS_KEYS}
+    if resolve_dst:
+        ts["start"], ts["end"] = c("_start_utc"), c("_end_utc")
     elapsed = pl.coalesce(c("_elapsedraw"), c("_elapsed"))
     if not present & {"elapsed", "elapsedraw"}:
         elapsed = (ts["end"] - ts["start"]).dt.total_seconds().clip(lower_bound=0)
@@ -539,7 +650,7 @@ def _typed_text_records(
         pl.coalesce(c("_nnodes"), c("_tres_node")).alias("n_nodes"),
         pl.coalesce(c("_ncpus"), c("_tres_cpu")).alias("n_cpus"),
         n_gpus.cast(pl.Int32, strict=False).alias("n_gpus"),
-        pl.coalesce(c("_tg_type"), c("_gg_type")).alias("gpu_type"),
+        c("_gpu_type").alias("gpu_type"),
         _empty_to_null(c("nodelist")).alias("nodelist"),
         c("_nodes").alias("nodes"),
         c("_restarts").alias("restart_cnt"),
@@ -772,10 +883,12 @@ def parse_sacct_text(
         timezone: IANA zone the dump's timestamps are in (the cluster's local time).
         fields: field names for headerless dumps (e.g. Open XDMoD's order).
         delimiter: field separator, default ``|``; may be several characters (``^|^``).
-        cluster: cluster name used when the dump has no (non-empty) Cluster column.
+        cluster: cluster name used when the dump has no (non-empty) Cluster column; in a dump whose
+            Cluster column names several clusters, the one whose rows load (the others' are rejects;
+            all rows are when none of the names is ``cluster``); None loads every cluster's rows.
 
-    Records with a wrong field count, malformed JobID/ExitCode/timestamp/duration/integer/hostlist
-    or an unknown state become rejects with ``line_no`` and a reason; the rest load.
+    Records with a wrong field count, malformed JobID/ExitCode/timestamp/duration/integer/hostlist/
+    GPU count, an unknown state or another cluster's name (above) become rejects with ``line_no`` and a reason; the rest load.
 
     Raises:
         SacctFormatError: empty input, fixed-width sacct output, no header and no ``fields``,
@@ -1033,7 +1146,8 @@ def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None)
     Each job gives an allocation record and one record per ``steps[]`` entry; ``line_no`` is the
     job's 1-based index in ``jobs[]`` (shared by its steps). Epoch 0 times are null, time limits
     (minutes) become seconds. A job that cannot be read (unknown state, bad hostlist, missing
-    job_id) is one reject row and its steps are not counted separately.
+    job_id) is one reject row and its steps are not counted separately; so is a job of another
+    Slurm cluster in a document naming several (the rule of :func:`parse_sacct_text`).
 
     Raises:
         SacctFormatError: not JSON, or no ``jobs`` list.
@@ -1047,10 +1161,16 @@ def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None)
         raise SacctFormatError(f"{source_file}: sacct JSON has no 'jobs' list")
     rows: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
+    names = sorted({str(j.get("cluster") or "") for j in jobs if isinstance(j, dict)})
+    table = _cluster_rejects(pl.DataFrame({"source_file": [source_file] * len(names), "cluster": names},
+                                          schema={"source_file": pl.String, "cluster": pl.String}), cluster)
+    other_cluster = dict(zip(table["cluster"], table["_cluster_err"], strict=True)) if table is not None else {}
     for line_no, job in enumerate(jobs, start=1):
         try:
             if not isinstance(job, dict):
                 raise ValueError("job entry is not an object")
+            if other_cluster and str(job.get("cluster") or "") in other_cluster:
+                raise ValueError(other_cluster[str(job.get("cluster") or "")])
             job_rows = _json_records(job, line_no, source_file, cluster)
             for row in job_rows:
                 _check_json_row(row)
