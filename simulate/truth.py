@@ -75,6 +75,9 @@ class TruthRecorder:
         self._utc_day0 = clock.day_start[0] // 86400
         self._gpu_s_by_utc_day: list[int] = [0] * ((clock.dump_time[-1] // 86400) - self._utc_day0 + 1)
         self.instance_gpu_s = 0
+        #: GPU-seconds of every ended run (instance) by the state it ended in: a requeued job's earlier
+        #: runs under NODE_FAIL / PREEMPTED / REQUEUED (what marts.gpu_time_by_state counts).
+        self.gpu_s_by_run_state: Counter[str] = Counter()
         self.reliability = ReliabilityRecorder(config, clock)
 
     def _ts(self, ts: int | None) -> str:
@@ -106,6 +109,8 @@ class TruthRecorder:
         """Add ``inst``'s GPUs held over [t0, t1) to the per-UTC-day totals (called once per started instance)."""
         g = inst.job.n_gpus
         self.instance_gpu_s += g * (t1 - t0)
+        if inst.state is not None:
+            self.gpu_s_by_run_state[inst.state] += g * (t1 - t0)
         self.reliability.record_instance(inst, t0, t1)
         days = self._gpu_s_by_utc_day
         d = t0 // 86400
@@ -159,6 +164,7 @@ class TruthRecorder:
             "gpu_hours_final_jobs": round(sum(self.gpu_s_by_state.values()) / 3600, 6),
             "jobs_by_state": dict(sorted(self.jobs_by_state.items())),
             "gpu_hours_by_state": {k: round(v / 3600, 6) for k, v in sorted(self.gpu_s_by_state.items())},
+            "gpu_hours_by_run_state": {k: round(v / 3600, 6) for k, v in sorted(self.gpu_s_by_run_state.items())},
             "jobs_by_cause": dict(sorted(self.jobs_by_cause.items())),
             "gpu_hours_by_cause": {k: round(v / 3600, 6) for k, v in sorted(self.gpu_s_by_cause.items())},
             "n_faults": len(self.faults),

@@ -73,6 +73,19 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
         incidents = con.sql("SELECT component, affected_jobs, affected_gpus, round(lost_gpu_hours, 3) "
                             "FROM marts.hw_incidents WHERE affected_jobs > 0 ORDER BY component").fetchall()
         assert incidents == [("gpu_memory", 1, 8, 4.667), ("pcie_bus", 1, 16, 9.333)]
+        # GPU-hours by state count every run. 11-29: 101 COMPLETED 8 x 10, 102 FAILED 8 x 2, 103 FAILED
+        # 4 x 4, 104 TIMEOUT 8 x 4, 105 CANCELLED 8 x 2 = 160. 11-30: 106 NODE_FAIL 16 x 14 = 224, 107's
+        # first run NODE_FAIL 8 x 3 = 24 (Slurm requeued it: no job), its final run COMPLETED 8 x 10, 109
+        # 16 x 10, 110 8 x 15.5 = 124: 612. In all 772 — the allocated GPU-hours utilization counts
+        # (11-29: 160 + 106's 12 h x 16 = 352; 11-30: 106's 2 h x 16 + 24 + 80 + 160 + 124 = 420).
+        by_state = con.sql("SELECT state, jobs, runs, gpu_hours FROM marts.gpu_time_by_state "
+                           "WHERE period_type = 'all' ORDER BY state").fetchall()
+        assert by_state == [("CANCELLED", 1, 1, 16.0), ("COMPLETED", 4, 4, 444.0), ("FAILED", 2, 2, 32.0),
+                            ("NODE_FAIL", 1, 2, 248.0), ("TIMEOUT", 1, 1, 32.0)]
+        totals = con.sql("SELECT gpu_jobs, gpu_runs, gpu_hours, failed_jobs, failed_gpu_hours FROM marts.job_totals "
+                         "WHERE scope = 'all'").fetchall()
+        assert totals == [(9, 10, 772.0, 4, 312.0)]
+        assert con.sql("SELECT sum(allocated_gpu_hours) FROM marts.utilization_daily").fetchall() == [(pytest.approx(772.0),)]
     finally:
         con.close()
     # Two days hold no two months: the SLO report says so (it once called a before/after-maintenance
@@ -80,8 +93,10 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
     # The nightly's infrastructure-failure card reconciles with the incidents: job 106 (9.333) and the
     # requeued run of job 107 (4.667) — 14.0 GPU-h, as hw_incidents sums them.
     nightly = next((tmp_path / "reports").glob("nightly-*.md")).read_text()
-    assert "**Infra failures, whole period:** 1 (9.3 GPU-h lost · of 4 interrupted jobs · + 1 requeued run (4.7 GPU-h))" \
+    assert "**Infra failures, whole period:** 2 (14.0 GPU-h lost · 1 of 4 interrupted jobs + 1 requeued run)" \
         in nightly
+    # 11-30's failures: job 106 ended NODE_FAIL; job 107's NODE_FAIL run was requeued (no failed job).
+    assert "**Failures 2026-11-30:** 1 (NODE_FAIL 1 (+ 1 requeued run) · 1-day median 3)" in nightly
     slo = next((tmp_path / "reports").glob("slo-*.md")).read_text()
     # The default 30-day window holds 2 days of data: "Days" says 2 of 30, not 2 of 2.
     assert "| Node availability | 98 % | 93.53 % | no |" in slo and "| exhausted | 2 / 30 |" in slo

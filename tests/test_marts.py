@@ -285,7 +285,7 @@ def test_findings_from_the_main_data_set(jobs):
                                          "FROM marts.findings ORDER BY finding_id")}
     # (1) cancelled 1048 / 1062 = 98.68 %; failed 4 / 1062 = 0.377 %
     _, stmt, metric, value, supported = f[1]
-    assert stmt == "Cancelled jobs hold 98.7 % of GPU time; failed jobs hold 0.4 %."
+    assert stmt == "Cancelled runs hold 98.7 % of GPU time; failed runs hold 0.4 %."
     assert metric == "cancelled_share_gpu_hours" and value == pytest.approx(1048 / TOTAL) and supported
     # (2) <= 8 GPUs: j1, j2, j4 = 3 / 5 jobs, 30 / 1062 = 2.82 %; >= 65: j3 = 1 / 5, 1024 / 1062 = 96.42 %
     _, stmt, _, value, supported = f[2]
@@ -311,9 +311,9 @@ def test_findings_unsupported_state_claim_and_trend_statements(con):
     run_mart_sql(con, "job_usage_daily", {"day": D1})
     run_rollup_marts(con)
     con.execute("""INSERT INTO marts.gpu_time_by_state VALUES
-        ('all', 'all', 'COMPLETED', 6, 60.0, 0.6, 0.6),
-        ('all', 'all', 'CANCELLED', 3, 30.0, 0.3, 0.3),
-        ('all', 'all', 'TIMEOUT', 1, 10.0, 0.1, 0.1)""")
+        ('all', 'all', 'COMPLETED', 6, 6, 60.0, 0.6, 0.6),
+        ('all', 'all', 'CANCELLED', 3, 3, 30.0, 0.3, 0.3),
+        ('all', 'all', 'TIMEOUT', 1, 1, 10.0, 0.1, 0.1)""")
     run_mart_sql(con, "size_share_trend")
     con.execute("""INSERT INTO marts.size_share_trend VALUES
         ('month', '65-256', 4, 3, 0.1, 0.2, 0.05, -0.2, 0.3, 0.30, 0.3, 0.5, 'no significant trend'),
@@ -322,7 +322,7 @@ def test_findings_unsupported_state_claim_and_trend_statements(con):
     f = compute_findings(con)
     one, four = f.row(0, named=True), f.row(3, named=True)
     # failed = the vocabulary's FAILED_STATES: TIMEOUT 10 %; COMPLETED is the largest state
-    assert one["statement"] == ("Cancelled jobs hold 30.0 % of GPU time; failed jobs hold 10.0 %. "
+    assert one["statement"] == ("Cancelled runs hold 30.0 % of GPU time; failed runs hold 10.0 %. "
                                 "The largest state by GPU time is COMPLETED (60.0 %).")
     assert one["supported"] is False
     # most significant: weekly bucket '1', -0.5 pp/week x (365.25 / 12 / 7) weeks/month = -2.17 pp/month

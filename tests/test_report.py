@@ -36,7 +36,7 @@ FINDINGS = [
      "ratio", 47.5, True),
 ]
 SECTION_TITLES = [
-    "Headline", "Findings", "GPU-hours by final job state", "Job size: share of jobs vs share of GPU-hours",
+    "Headline", "Findings", "GPU-hours by job state", "Job size: share of jobs vs share of GPU-hours",
     "Runtime tail by job size", "Monthly shift in job size", "Utilization", "Queue wait by job size",
     "Top users and accounts", "Last night&#39;s job failures", "Why jobs failed", "Failure taxonomy",
     "Top incidents by lost GPU-hours", "Suspect nodes", "New log templates", "Data quality",
@@ -92,23 +92,23 @@ def _core_and_raw(con: duckdb.DuckDBPyConnection) -> None:
 def _marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozenset()) -> None:
     stmts = {
         "job_usage_daily": """CREATE TABLE marts.job_usage_daily AS SELECT * FROM (VALUES
-            (DATE '2026-10-30', 'COMPLETED', '2-8', 2, 10, 120.0), (DATE '2026-10-30', 'CANCELLED', '9-64', 3, 2, 300.0),
-            (DATE '2026-10-31', 'FAILED', '257-1024', 5, 1, 768.0), (DATE '2026-10-31', 'COMPLETED', '1', 1, 1, 0.2),
-            (DATE '2026-10-31', 'NODE_FAIL', '9-64', 3, 1, 8.0), (DATE '2026-10-31', 'TIMEOUT', '2-8', 2, 1, 50.1))
-            t(day, state, size_bucket, bucket_order, jobs, gpu_hours)""",
+            (DATE '2026-10-30', 'COMPLETED', '2-8', 2, 10, 10, 120.0), (DATE '2026-10-30', 'CANCELLED', '9-64', 3, 2, 2, 300.0),
+            (DATE '2026-10-31', 'FAILED', '257-1024', 5, 1, 1, 768.0), (DATE '2026-10-31', 'COMPLETED', '1', 1, 1, 1, 0.2),
+            (DATE '2026-10-31', 'NODE_FAIL', '9-64', 3, 1, 1, 8.0), (DATE '2026-10-31', 'TIMEOUT', '2-8', 2, 1, 1, 50.1))
+            t(day, state, size_bucket, bucket_order, jobs, runs, gpu_hours)""",
         "utilization_daily": """CREATE TABLE marts.utilization_daily AS
             SELECT DATE '2026-10-01' + i::INTEGER AS day, 19200.0 AS capacity_gpu_hours,
                    19200.0 * (0.6 + 0.01 * i) AS allocated_gpu_hours, 0.6 + 0.01 * i AS utilization,
                    100 + i AS jobs_running, false AS partial
             FROM range(31) r(i)""",
         "gpu_time_by_state": """CREATE TABLE marts.gpu_time_by_state AS SELECT * FROM (VALUES
-            ('all', 'all', 'COMPLETED', 900, 5580.0, 0.75, 0.555),
-            ('all', 'all', 'CANCELLED', 280, 4142.3, 0.235, 0.412),
-            ('all', 'all', 'FAILED', 15, 30.2, 0.015, 0.003),
-            ('all', 'all', 'TIMEOUT', 5, 301.5, 0.0042, 0.030),
-            ('month', '2026-08', 'COMPLETED', 300, 2000.0, 0.7, 0.6),
-            ('month', '2026-10', 'COMPLETED', 300, 2000.0, 0.7, 0.6))
-            t(period_type, period, state, jobs, gpu_hours, share_jobs, share_gpu_hours)""",
+            ('all', 'all', 'COMPLETED', 900, 900, 5580.0, 0.75, 0.555),
+            ('all', 'all', 'CANCELLED', 280, 280, 4142.3, 0.235, 0.412),
+            ('all', 'all', 'FAILED', 15, 15, 30.2, 0.015, 0.003),
+            ('all', 'all', 'TIMEOUT', 5, 5, 301.5, 0.0042, 0.030),
+            ('month', '2026-08', 'COMPLETED', 300, 300, 2000.0, 0.7, 0.6),
+            ('month', '2026-10', 'COMPLETED', 300, 300, 2000.0, 0.7, 0.6))
+            t(period_type, period, state, jobs, runs, gpu_hours, share_jobs, share_gpu_hours)""",
         "size_buckets": """CREATE TABLE marts.size_buckets AS SELECT * FROM (VALUES
             ('all', 'all', '1', 1, 700, 100.0, 0.583, 0.01), ('all', 'all', '2-8', 2, 300, 900.0, 0.25, 0.09),
             ('all', 'all', '9-64', 3, 150, 2000.0, 0.125, 0.2), ('all', 'all', '257-1024', 5, 50, 7000.0, 0.042, 0.7),
@@ -264,10 +264,10 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
         assert title in html, title
     text = _visible_text(html)
     # Lead sentence of the state section, computed from the marts rows.
-    assert "Completed jobs consumed 55.5 % of GPU time in 2026-08 … 2026-10" in text
-    assert "cancelled jobs 41.2 %" in text
+    assert "Completed runs consumed 55.5 % of GPU time in 2026-08 … 2026-10" in text
+    assert "cancelled runs 41.2 %" in text
     # marts.job_totals over job_usage_daily: 826.1 of 1,246.4 GPU-hours ended in a failure state
-    assert f"failed jobs ({', '.join(FAILED_STATES)}) 66.3 %" in text
+    assert f"runs that failed ({', '.join(FAILED_STATES)}) 66.3 %" in text
     assert "1,234,567.8" in text  # thousands separators in tables
     assert "Rejects, last ingestion" in text and "of 1,500 rows in 1 file" in text
     # Headline: 4 of the 6 jobs ended on the report day, 3 of them in failure states.
@@ -322,12 +322,12 @@ def test_why_jobs_failed(report: tuple[ReportPaths, str, str]) -> None:
     assert ("Of 8 interrupted jobs in 2026-08-03 … 2026-10-31 (failed, timed out, out of memory, node failure, "
             "requeued, or cancelled by an administrator), 3 were infrastructure (2,312 GPU-h lost)") in md
     assert "| Total | 3 | 2 | 1 | 1 | 1 | 8 | 100.0 % | 2,312.0 |" in md
-    assert "- **Infra failures 2026-10-31:** 2 (264 GPU-h lost · of 3 interrupted jobs)" in md
-    assert "- **Infra failures, whole period:** 3 (2,312 GPU-h lost · of 8 interrupted jobs)" in md
+    assert "- **Infra failures 2026-10-31:** 2 (264 GPU-h lost · 2 of 3 interrupted jobs)" in md
+    assert "- **Infra failures, whole period:** 3 (2,312 GPU-h lost · 3 of 8 interrupted jobs)" in md
     assert "- **Hardware incidents:** 3 (whole period · 1 began 2026-10-31)" in md
     assert "- **Suspect nodes:** 2 (gpu[017,033])" in md
     cards = _visible_text(html[html.index('class="cards"'): html.index('id="findings"')])
-    assert "Infra failures 2026-10-31 2 264 GPU-h lost · of 3 interrupted jobs" in cards
+    assert "Infra failures 2026-10-31 2 264 GPU-h lost · 2 of 3 interrupted jobs" in cards
 
 
 def test_failure_taxonomy(report: tuple[ReportPaths, str, str]) -> None:
@@ -402,8 +402,8 @@ def test_markdown_summary(report: tuple[ReportPaths, str, str]) -> None:
         assert md_escape(statement) in md
         assert title in md
     assert "- ✓ **Cancelled jobs dominate**" in md and "- – **Large jobs are rising**" in md
-    assert "| State | Jobs | Share of jobs | GPU-hours | Share of GPU-hours |" in md
-    assert "| ---: |" in md and "| COMPLETED | 900 | 75.0 % | 5,580.0 | 55.5 % |" in md
+    assert "| State | Jobs | Share of jobs | Runs | GPU-hours | Share of GPU-hours |" in md
+    assert "| ---: |" in md and "| COMPLETED | 900 | 75.0 % | 900 | 5,580.0 | 55.5 % |" in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md  # failures table, escaped for Markdown
     assert "<svg" not in md
 

@@ -68,12 +68,12 @@ def test_failed_share_is_one_number(pages: dict[str, object]) -> None:
     page = str(pages["nightly"])
     share = fmt_pct(pages["totals"][1])  # type: ignore[index]
     states = visible_text(section(page, "states"))
-    assert f"failed jobs ({', '.join(FAILED_STATES)}) {share}." in states
+    assert f"runs that failed ({', '.join(FAILED_STATES)}) {share}." in states
     failures = visible_text(section(page, "failures"))
-    quoted = re.findall(r"failed jobs hold ([\d.]+ %) of GPU-hours", failures)
+    quoted = re.findall(r"failed runs hold ([\d.]+ %) of GPU-hours", failures)
     assert quoted in ([share], [])  # stated when last night had failures, then with the same value
     # the headline's and the sections' statements of the failed share, wherever they appear, agree
-    said = set(re.findall(r"failed jobs \([A-Z_, ]+\) ([\d.]+ %)|failed jobs hold ([\d.]+ %) of GPU-hours",
+    said = set(re.findall(r"runs that failed \([A-Z_, ]+\) ([\d.]+ %)|failed runs hold ([\d.]+ %) of GPU-hours",
                           "".join(visible_text(section(page, k)) for k in ("states", "failures"))))
     assert {v for pair in said for v in pair if v} == {share}
 

@@ -134,9 +134,9 @@ def test_write_size_share_trend_from_warehouse(tmp_path):
     apply_ddl(con)
     run_mart_sql(con, "job_usage_daily", {"day": date(2026, 1, 1)})  # creates the (empty) table
     con.execute("""INSERT INTO marts.job_usage_daily VALUES
-        ('2026-01-01', 'COMPLETED', '1', 1, 9, 90.0), ('2026-01-01', 'COMPLETED', '65-256', 4, 1, 10.0),
-        ('2026-02-15', 'COMPLETED', '1', 1, 7, 70.0), ('2026-02-15', 'COMPLETED', '65-256', 4, 1, 30.0),
-        ('2026-03-31', 'COMPLETED', '1', 1, 6, 65.0), ('2026-03-31', 'COMPLETED', '65-256', 4, 1, 35.0)""")
+        ('2026-01-01', 'COMPLETED', '1', 1, 9, 9, 90.0), ('2026-01-01', 'COMPLETED', '65-256', 4, 1, 1, 10.0),
+        ('2026-02-15', 'COMPLETED', '1', 1, 7, 7, 70.0), ('2026-02-15', 'COMPLETED', '65-256', 4, 1, 1, 30.0),
+        ('2026-03-31', 'COMPLETED', '1', 1, 6, 6, 65.0), ('2026-03-31', 'COMPLETED', '65-256', 4, 1, 1, 35.0)""")
     run_mart_sql(con, "size_buckets")
     assert write_size_share_trend(con) == 4
     got = {(g, b): (n, fs, ls, s, d) for g, b, n, fs, ls, s, d in con.sql(

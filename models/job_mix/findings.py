@@ -106,7 +106,7 @@ def _cancelled_vs_failed(con: duckdb.DuckDBPyConnection) -> dict[str, object]:
     cancelled = shares.get("CANCELLED", 0.0)
     failed = sum(shares.get(s, 0.0) for s in FAILED_STATES)
     top_state, top_share = rows[0]
-    statement = f"Cancelled jobs hold {_pct(cancelled)} of GPU time; failed jobs hold {_pct(failed)}."
+    statement = f"Cancelled runs hold {_pct(cancelled)} of GPU time; failed runs hold {_pct(failed)}."
     if top_state != "CANCELLED":
         statement += f" The largest state by GPU time is {top_state} ({_pct(top_share)})."
     return _row(1, title, statement, metric, cancelled, top_state == "CANCELLED")

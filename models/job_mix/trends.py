@@ -52,6 +52,9 @@ __all__ = [
 
 ALPHA = 0.05
 MIN_PERIODS = 3
+#: Shares that differ by less than this are equal: below it the OLS works on rounding noise (a series
+#: of 1e-293 and 0 once gave a "significant" slope).
+SHARE_RESOLUTION = 1e-9
 GRANULARITIES = ("month", "week")
 
 TREND_SCHEMA: dict[str, pl.DataType] = {
@@ -110,8 +113,8 @@ def _test_series(idx: np.ndarray, share: np.ndarray) -> dict[str, float | str | 
     out: dict[str, float | str | None] = dict.fromkeys(
         ("slope_per_period", "slope_ci_low", "slope_ci_high", "p_value", "kendall_tau", "kendall_p")
     )
-    if np.ptp(share) == 0:
-        # constant series: the slope is exactly 0 but no test statistic is defined
+    if np.ptp(share) < SHARE_RESOLUTION:
+        # constant series: the slope is 0 but no test statistic is defined
         out.update(slope_per_period=0.0, slope_ci_low=0.0, slope_ci_high=0.0)
         out["direction"] = "no significant trend"
         return out

@@ -103,10 +103,11 @@ def job_totals(con: duckdb.DuckDBPyConnection, day: date | None = None) -> dict[
     return rows[0] if rows else None
 
 
-def total_cells(con: duckdb.DuckDBPyConnection) -> list[Cell] | None:
-    """The 'All GPU jobs' row of a jobs / share / GPU-hours / share table, from marts.job_totals."""
+def total_cells(con: duckdb.DuckDBPyConnection, *, runs: bool = False) -> list[Cell] | None:
+    """The 'All GPU jobs' row of a jobs / share / [runs /] GPU-hours / share table, from marts.job_totals."""
     tot = job_totals(con)
     if tot is None:
         return None
     return [Cell("All GPU jobs"), Cell(fmt_int(tot["gpu_jobs"])), Cell(fmt_pct(1.0 if tot["gpu_jobs"] else None)),
+            *([Cell(fmt_int(tot["gpu_runs"]))] if runs else []),
             Cell(fmt_num(tot["gpu_hours"])), Cell(fmt_pct(1.0 if tot["gpu_hours"] else None))]

@@ -39,19 +39,23 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                WHERE end_day = ? AND list_contains(?, state) AND n_gpus > 0 AND end_ts IS NOT NULL
                                ORDER BY gpu_hours DESC NULLS LAST, job_id LIMIT {_TOP_N_FAILURES}""",
                       [meta.report_date, list(FAILED_STATES)])
-    night = query_rows(con, "SELECT failed_jobs AS n, failed_gpu_hours AS gpuh, failed_share_gpu_hours AS share "
-                            "FROM marts.job_totals WHERE scope = 'day' AND day = ?", [meta.report_date])
-    agg = night[0] if night else {"n": 0, "gpuh": 0.0, "share": None}
+    night = query_rows(con, "SELECT failed_jobs AS n, failed_runs AS runs, failed_gpu_hours AS gpuh, "
+                            "failed_share_gpu_hours AS share FROM marts.job_totals WHERE scope = 'day' AND day = ?",
+                       [meta.report_date])
+    agg = night[0] if night else {"n": 0, "runs": 0, "gpuh": 0.0, "share": None}
+    requeued = (agg["runs"] or 0) - (agg["n"] or 0)  # failed runs Slurm requeued: no failed job, same GPU time
     if not rows:
         sec.lead = f"No GPU job ended in {', '.join(FAILED_STATES[:-1])} or {FAILED_STATES[-1]} on {d}."
         return sec
     share = agg["share"]
     whole = job_totals(con)
     top = rows[0]
-    sec.lead = (f"{plural(agg['n'], 'GPU job')} ended in a failure state on {d}, using {fmt_num(agg['gpuh'])} GPU-hours "
-                f"({fmt_pct(share)} of that day's GPU-hours); the largest was job {top['job_id']} "
+    sec.lead = (f"{plural(agg['n'], 'GPU job')} ended in a failure state on {d}"
+                + (f" and {plural(requeued, 'run')} failed that Slurm requeued" if requeued > 0 else "")
+                + f", using {fmt_num(agg['gpuh'])} GPU-hours "
+                f"({fmt_pct(share)} of that day's GPU-hours); the largest job was {top['job_id']} "
                 f"({top['state']}, {fmt_num(top['gpu_hours'])} GPU-hours)"
-                + (f"; over the whole period failed jobs hold {fmt_pct(whole['failed_share_gpu_hours'])} of GPU-hours."
+                + (f"; over the whole period failed runs hold {fmt_pct(whole['failed_share_gpu_hours'])} of GPU-hours."
                    if whole else "."))
     sec.add(Table(
         [Column("Job ID"), Column("User"), Column("Name"), Column("GPUs", True), Column("Elapsed", True),

@@ -81,8 +81,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                             [meta.report_date])
     fail_by_state = {}
     if table_status(con, "marts.job_states_daily") is None:
-        fail_by_state = {r["state"]: r["jobs"] for r in query_rows(
-            con, "SELECT state, jobs FROM marts.job_states_daily WHERE day = ? AND in_failure_set",
+        fail_by_state = {r["state"]: (r["jobs"], r["runs"] - r["jobs"]) for r in query_rows(
+            con, "SELECT state, jobs, runs FROM marts.job_states_daily WHERE day = ? AND in_failure_set",
             [meta.report_date])}
     last_run = {"files": 0, "rows_rejected": 0, "rows_read": 0, "last_ingested_at": None}
     if table_status(con, "marts.ingestion_by_source") is None:
@@ -112,7 +112,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                f"{fmt_num(base['failures'], 0)} failed)." if base else ".")
         )
     # States with no failure that night are left out: six zeros would bury the one that matters.
-    fail_detail = ", ".join(f"{s} {fmt_int(fail_by_state[s])}" for s in FAILED_STATES if fail_by_state.get(s)) or "none"
+    # A failed run Slurm requeued is no failed job, but it failed that night: shown beside the jobs.
+    def fail_part(state: str) -> str:
+        jobs, requeued = fail_by_state.get(state, (0, 0))
+        more = plural(requeued, "requeued run") if requeued else ""
+        return (f"{state} {fmt_int(jobs)}" + (f" (+ {more})" if more else "")) if jobs else (f"{state}: {more}" if more else "")
+    fail_detail = ", ".join(p for p in map(fail_part, FAILED_STATES) if p) or "none"
     sec.cards = [
         {"label": "Period covered", "value": period, "sub": "job end days, UTC", "tone": ""},
         {"label": "GPU jobs ended", "value": fmt_int(tot["gpu_jobs"]), "sub": "whole period", "tone": ""},
@@ -135,17 +140,27 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     return sec
 
 
-def _requeued_runs(con: duckdb.DuckDBPyConnection, day: Any = None) -> str:
-    """' · + 3 requeued runs (160 GPU-h)': the runs the infrastructure killed that Slurm requeued
+def _requeued_runs(con: duckdb.DuckDBPyConnection, day: Any = None) -> tuple[int, float]:
+    """(runs, lost GPU-hours): the runs the infrastructure killed that Slurm requeued
     (marts.instance_failure_attribution), which the incidents and the taxonomy count with the jobs —
-    so the card's job count and theirs reconcile on screen."""
+    so the card's count and theirs reconcile on screen. (0, 0.0) without the mart."""
     if table_status(con, "marts.instance_failure_attribution") is not None:
-        return ""
+        return 0, 0.0
     where = f" AND {utc_day_sql('end_ts')} = ?" if day is not None else ""
     row = query_rows(con, "SELECT count(*) AS n, COALESCE(sum(lost_gpu_hours), 0) AS lost "
                           "FROM marts.instance_failure_attribution WHERE attribution = 'infrastructure'" + where,
                      [day] if day is not None else [])[0]
-    return f" · + {plural(row['n'], 'requeued run')} ({gpuh(row['lost'])} GPU-h)" if row["n"] else ""
+    return int(row["n"]), float(row["lost"])
+
+
+def _infra_card(label: str, jobs: dict[str, Any], total: int, requeued: tuple[int, float], tone: bool) -> dict[str, str]:
+    """An infrastructure-failure card: the jobs it ended and the runs of requeued jobs it killed
+    (a simulator or a site that requeues on NODE_FAIL shows 0 failed jobs and the cost in the runs)."""
+    runs, runs_lost = requeued
+    n = jobs["n"] + runs
+    sub = (f"{gpuh(jobs['lost'] + runs_lost)} GPU-h lost · {fmt_int(jobs['n'])} of {plural(total, 'interrupted job')}"
+           + (f" + {plural(runs, 'requeued run')}" if runs else ""))
+    return {"label": label, "value": fmt_int(n), "sub": sub, "tone": ("bad" if n else "good") if tone else ""}
 
 
 def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dict[str, str]]:
@@ -161,14 +176,8 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dic
         all_total, every = (0, {}) if reason else attribution_counts(con)
         ni = night.get("infrastructure", {"n": 0, "lost": 0.0})
         ai = every.get("infrastructure", {"n": 0, "lost": 0.0})
-        cards.append({"label": f"Infra failures {d}", "value": fmt_int(ni["n"]),
-                      "sub": f"{gpuh(ni['lost'])} GPU-h lost · of {plural(night_total, 'interrupted job')}"
-                             + _requeued_runs(con, meta.report_date),
-                      "tone": "bad" if ni["n"] else "good"})
-        cards.append({"label": "Infra failures, whole period", "value": fmt_int(ai["n"]),
-                      "sub": f"{gpuh(ai['lost'])} GPU-h lost · of {plural(all_total, 'interrupted job')}"
-                             + _requeued_runs(con),
-                      "tone": ""})
+        cards.append(_infra_card(f"Infra failures {d}", ni, night_total, _requeued_runs(con, meta.report_date), True))
+        cards.append(_infra_card("Infra failures, whole period", ai, all_total, _requeued_runs(con), False))
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report attribution cards: %s", exc)
         sub = "marts.job_failure_attribution not available"

@@ -1,4 +1,4 @@
-"""Nightly report section "GPU-hours by final job state" (``#states``).
+"""Nightly report section "GPU-hours by job state" (``#states``).
 
 Reads marts.gpu_time_by_state, marts.job_states_daily, marts.job_totals; formats, computes nothing."""
 
@@ -29,12 +29,12 @@ def _state_period_label(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
-    sec = Section("states", "GPU-hours by final job state")
+    sec = Section("states", "GPU-hours by job state")
     reason = table_status(con, "marts.gpu_time_by_state")
     if reason:
         sec.no_data = reason
         return sec
-    rows = query_rows(con, """SELECT state, jobs, gpu_hours, share_jobs, share_gpu_hours
+    rows = query_rows(con, """SELECT state, jobs, runs, gpu_hours, share_jobs, share_gpu_hours
                          FROM marts.gpu_time_by_state WHERE period_type = 'all'
                          ORDER BY gpu_hours DESC NULLS LAST, state""")
     if not rows:
@@ -50,13 +50,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                     "ended, none with a positive runtime × GPU count.")
     else:
         sec.lead = (
-            f"{state_name(top['state'])} jobs consumed {fmt_pct(top['share_gpu_hours'])} of GPU time in {period}"
-            + "".join(f"; {state_name(r['state']).lower()} jobs {fmt_pct(r['share_gpu_hours'])}" for r in others)
-            + f"; failed jobs ({', '.join(FAILED_STATES)}) {fmt_pct(failed)}."
+            f"{state_name(top['state'])} runs consumed {fmt_pct(top['share_gpu_hours'])} of GPU time in {period}"
+            + "".join(f"; {state_name(r['state']).lower()} runs {fmt_pct(r['share_gpu_hours'])}" for r in others)
+            + f"; runs that failed ({', '.join(FAILED_STATES)}) {fmt_pct(failed)}."
         )
     sec.add(svg(charts.state_share_chart(
         [(r["state"], r["share_jobs"], r["share_gpu_hours"]) for r in rows],
-        f"Share of jobs vs share of GPU-hours by final state, {period}")))
+        f"Share of jobs vs share of GPU-hours by state, {period}")))
     if table_status(con, "marts.job_states_daily") is None:
         daily = query_rows(con, "SELECT day, state, gpu_hours AS gpuh FROM marts.job_states_daily ORDER BY day")
         days = sorted({r["day"] for r in daily})
@@ -65,15 +65,18 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         series: dict[str, list[float]] = {s: [0.0] * len(days) for s in order if any(r["state"] == s for r in daily)}
         for r in daily:
             series[r["state"]][idx[r["day"]]] = r["gpuh"] or 0.0
-        sec.add(svg(charts.daily_state_chart(days, series, "Daily GPU-hours by final state")))
+        sec.add(svg(charts.daily_state_chart(days, series, "Daily GPU-hours by the state each run ended in")))
     sec.add(Table(
-        [Column("State"), Column("Jobs", True), Column("Share of jobs", True), Column("GPU-hours", True),
-         Column("Share of GPU-hours", True)],
-        [[state_cell(r["state"]), Cell(fmt_int(r["jobs"])), Cell(fmt_pct(r["share_jobs"])),
+        [Column("State"), Column("Jobs", True), Column("Share of jobs", True), Column("Runs", True),
+         Column("GPU-hours", True), Column("Share of GPU-hours", True)],
+        [[state_cell(r["state"]), Cell(fmt_int(r["jobs"])), Cell(fmt_pct(r["share_jobs"])), Cell(fmt_int(r["runs"])),
           Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))] for r in rows]
-        + [c for c in [total_cells(con)] if c],
+        + [c for c in [total_cells(con, runs=True)] if c],
+        caption="Jobs count each job once, under its final state; GPU-hours count every run, so a run Slurm "
+                "requeued (NODE_FAIL, PREEMPTED, REQUEUED) counts its GPU time under its own state: the GPU time "
+                "the cluster gave, as utilization counts it.",
     ))
     return sec
 
 
-SECTION = SectionSpec("states", "GPU-hours by final job state", build)
+SECTION = SectionSpec("states", "GPU-hours by job state", build)
