@@ -138,6 +138,14 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
         con.unregister("_mart_frame")
 
 
+def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
+    """The first node-log line's time (raw.record_days), None without node logs."""
+    if not table_exists(con, "raw.record_days"):
+        return None
+    first = con.sql("SELECT min(first_ts) FROM raw.record_days WHERE source_kind = 'syslog'").fetchall()[0][0]
+    return first.astimezone(timezone.utc) if first is not None else None
+
+
 @dg.multi_asset(
     specs=[
         # marts.day_coverage by key: assets.data_coverage imports this module, so importing its key here would cycle.
@@ -164,7 +172,7 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
     with warehouse.connect() as con:
         # The history ends where the accounting does when that is later: no event after the last
         # one means in service (an open event: down) until the data's end, not until that event.
-        accounting_as_of = accounting_span(con)[1]
+        accounting_from, accounting_as_of = accounting_span(con)
         events_end = events_as_of(con)
         as_of = max(events_end, accounting_as_of) if events_end and accounting_as_of else events_end
         states = con.sql("SELECT * FROM core.node_states").pl()
@@ -183,11 +191,15 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
             nodes = config.node_names or sorted(seen.get_column("node").to_list())
             first = states.get_column("start_ts").min() if states.height else as_of
             start_day = max(first.date(), (as_of - timedelta(days=MAX_HISTORY_DAYS)).date())
+            # The first day counts from the first moment any source speaks for (the accounting's first
+            # moment, the first node-log line, the first event), as the last day counts up to as_of: a
+            # history that begins at noon does not make the morning 12 in-service hours.
+            starts = [t for t in (accounting_from, first, _first_log_line(con)) if t is not None]
+            observed_from = max(min(starts), datetime.combine(start_day, time(), tzinfo=timezone.utc))
             daily = node_availability_daily(states, nodes, start_day, as_of.date(), as_of=as_of,
-                                            maintenance=maintenance)
+                                            maintenance=maintenance, observed_from=observed_from)
             # The same clipped, attributed down time as the daily mart, so node-hours add up.
-            since = datetime.combine(start_day, time(), tzinfo=timezone.utc)
-            segments = down_segments(states, as_of, maintenance, since=since)
+            segments = down_segments(states, as_of, maintenance, since=observed_from)
             reasons = top_drain_reasons(states, segments)
             by_component = availability_by_component(daily, segments, states)
         with transaction(con):

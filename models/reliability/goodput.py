@@ -52,7 +52,8 @@ def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Serie
 
 
 def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,
-                  in_service: pl.DataFrame | None = None, gpus_per_node: int = 8) -> pl.DataFrame:
+                  in_service: pl.DataFrame | None = None, gpus_per_node: int = 8,
+                  since: datetime | None = None) -> pl.DataFrame:
     """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
 
     Args:
@@ -63,6 +64,11 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
         as_of: end of the observed data; the capacity of its (partial) day counts only up to it, so
             the latest day's goodput is not diluted by hours that have not happened yet.
+        since: start of the observed data (the accounting's first moment,
+            :func:`~gpusre.models.accounting_span.accounting_span`); the capacity of its (partial) day
+            counts only from it — the same rule as at the end: a day's capacity is GPUs × the hours of
+            the day inside ``[since, as_of]``, so a dump that begins at noon does not count the morning
+            nobody recorded as idle. Days before it are left out.
         in_service: ``marts.node_availability_daily`` (``day``, ``in_service_hours``) from Slurm node
             states: splits idle time into *unavailable* (nodes drained, down or in maintenance) and
             idle in service, and gives ``goodput_in_service`` = productive / in-service GPU-hours.
@@ -81,12 +87,19 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         .group_by("day").agg(pl.col("lost").sum().alias("lost_restart_gpu_hours"))
     )
     util = utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours").with_columns(pl.col("day").cast(pl.Date))
-    if as_of is not None:
-        last = as_of.astimezone(timezone.utc)
-        frac = (last - last.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() / 86400
-        util = util.filter(pl.col("day") <= last.date()).with_columns(
-            pl.when(pl.col("day") == last.date()).then(pl.col("capacity_gpu_hours") * frac)
-            .otherwise(pl.col("capacity_gpu_hours")).alias("capacity_gpu_hours"))
+    if as_of is not None or since is not None:
+        # share of each day inside [since, as_of]: one rule for the first and the last day
+        utc = pl.Datetime("us", "UTC")
+        d0 = pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        hi = pl.min_horizontal(d0 + pl.duration(days=1), pl.lit(as_of.astimezone(timezone.utc), utc)) \
+            if as_of is not None else d0 + pl.duration(days=1)
+        lo = pl.max_horizontal(d0, pl.lit(since.astimezone(timezone.utc), utc)) if since is not None else d0
+        frac = ((hi - lo).dt.total_microseconds() / 8.64e10).clip(lower_bound=0.0)
+        if as_of is not None:
+            util = util.filter(pl.col("day") <= as_of.astimezone(timezone.utc).date())
+        if since is not None:
+            util = util.filter(pl.col("day") >= since.astimezone(timezone.utc).date())
+        util = util.with_columns((pl.col("capacity_gpu_hours") * frac).alias("capacity_gpu_hours"))
     out = (
         util
         .join(failed, on="day", how="left")

@@ -37,7 +37,12 @@ from gpusre.models.reliability.mtbf import (
 from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, charge_interruptions, ettr_runs, run_instances
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
+from gpusre.models.sources.slurm_events.ingest import events_as_of
 from gpusre.models.vocabulary import NODE_FAILURE_STATES
+
+#: No job instances (no accounting): :func:`node_failure_rate` gets its hw_incidents rows only.
+_NO_INSTANCES = pl.DataFrame(schema={"n_gpus": pl.Int64, "infra_failure": pl.Boolean, "elapsed_eff_s": pl.Float64,
+                                     "n_nodes": pl.Int64})
 
 __all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs",
            "compute_reliability_marts"]
@@ -81,6 +86,10 @@ class ReliabilityInputs:
     as_of: datetime | None
     #: First and last node-log line (None without node logs): failures can only be seen inside it.
     log_span: tuple[datetime | None, datetime | None] = (None, None)
+    #: First node-state event and the latest moment the node-state history speaks for (None without it).
+    states_span: tuple[datetime | None, datetime | None] = (None, None)
+    #: The operator's incident log (landing/incidents.csv) was ingested: failure evidence besides node logs.
+    incident_log: bool = False
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
@@ -140,16 +149,37 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
                           "in_service_hours": pl.Float64, "down_maintenance_hours": pl.Float64, "source": pl.String})
     observed = [r[0] for r in con.sql(
         "SELECT DISTINCT unnest(nodes) AS n FROM core.job_instances ORDER BY n").fetchall() if r[0] is not None]
-    # "Now" is the latest time the dumps show (a running job's start + elapsed), as for utilization.
-    first, as_of = accounting_span(con)
-    t0 = first.replace(hour=0, minute=0, second=0, microsecond=0) if first else None
+    # "Now" is the latest time the dumps show (a running job's start + elapsed), as for utilization;
+    # the start is the accounting's first moment, not its day's midnight: a dump that begins at noon
+    # speaks for 12 hours of its first day, as the last dump's day counts only up to "now".
+    t0, as_of = accounting_span(con)
     log_span: tuple[datetime | None, datetime | None] = (None, None)
     if _table_exists(con, "raw", "record_days"):  # refreshed by marts.day_coverage, which these marts follow
         lo, hi = con.sql("SELECT min(first_ts), max(last_ts) FROM raw.record_days "
                          "WHERE source_kind = 'syslog'").fetchall()[0]
         log_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
+    states_span: tuple[datetime | None, datetime | None] = (None, None)
+    if _table_exists(con, "core", "node_states") and _table_exists(con, "raw", "slurm_events"):
+        lo = con.sql("SELECT min(start_ts) FROM core.node_states").fetchall()[0][0]
+        hi = events_as_of(con) if lo is not None else None
+        states_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
+    incident_log = bool(_table_exists(con, "raw", "ingested_files") and con.sql(
+        "SELECT count(*) FROM raw.ingested_files WHERE source_kind = 'incidents'").fetchall()[0][0])
     return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,
-                             t0, as_of, log_span)
+                             t0, as_of, log_span, states_span, incident_log)
+
+
+def observation_span(inputs: ReliabilityInputs) -> tuple[datetime, datetime] | None:
+    """The span the reliability marts speak for: the accounting's (first moment .. latest moment the
+    dumps show) when there is accounting, else the node logs' and node states' together (first line or
+    event .. last); None without any of them."""
+    if inputs.t0 is not None and inputs.as_of is not None:
+        return inputs.t0, inputs.as_of
+    spans = [s for s in (inputs.log_span, inputs.states_span) if s[0] is not None and s[1] is not None]
+    if not spans:
+        return None
+    lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)  # type: ignore[type-var]
+    return (lo, hi) if lo < hi else None
 
 
 def failure_window(t0: datetime, t1: datetime, log_span: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
@@ -179,9 +209,16 @@ def _instance_attribution(inputs: ReliabilityInputs) -> pl.DataFrame:
 
 def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySettings) -> dict[str, pl.DataFrame]:
     """Every mart of :data:`RELIABILITY_MARTS` from the inputs (empty frames when there is no data)."""
-    if inputs.t0 is None or inputs.as_of is None:
+    span = observation_span(inputs)
+    if span is None:
         return {name: pl.DataFrame() for name in RELIABILITY_MARTS}
-    t0, t1 = inputs.t0, inputs.as_of
+    t0, t1 = span
+    # Which sources speak: jobs (accounting) for goodput, ETTR, job MTTF and the job SLIs; failure
+    # evidence (node logs, or the operator's incident log) for MTBF and r_f — without it zero
+    # failures would read as a lower bound on MTBF, when nothing could have been seen.
+    has_jobs = inputs.t0 is not None and inputs.as_of is not None
+    has_logs = inputs.log_span[0] is not None
+    has_evidence = has_logs or inputs.incident_log
     rules = settings.rules
     # Without a node list in cluster.yaml, the fleet is the nodes seen in accounting (at least the
     # configured count: idle nodes never appear in sacct but are exposed all the same).
@@ -191,12 +228,35 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     f0, f1 = failure_window(t0, t1, inputs.log_span)
     if has_states:
         exposure = exposure_from_availability(inputs.availability, nodes, f0, f1, settings.maintenance)
-        source = "node states (sacctmgr events): in-service hours, planned maintenance subtracted"
+        source = "node states (sacctmgr events): in-service hours (planned maintenance out where a node was down in it)"
     else:
         exposure = node_exposure(nodes, f0, f1, settings.maintenance)
         source = "cluster.yaml nodes minus planned maintenance (no node-state history)"
     incidents = inputs.incidents.filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
     mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source)
+    if not has_evidence:
+        mtbf = mtbf.clear()
+    down = _down_node_hours_daily(incidents, t1)
+    slo_args = dict(
+        targets=[t for t in settings.slo_targets if has_jobs or t.sli == "node_availability"],
+        window_days=settings.slo_window_days,
+        maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
+        node_count=len(nodes), ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
+        ettr_includes_queue_wait=settings.ettr_includes_queue_wait,
+        availability=inputs.availability if has_states else None, estimate_availability=has_logs)
+    if not has_jobs:  # node logs / node states only: the failure and availability marts, no job SLIs
+        empty_jobs = {name: pl.DataFrame() for name in RELIABILITY_MARTS}
+        slo = slo_daily(jobs=pl.DataFrame(), job_attribution=pl.DataFrame(), runs=pl.DataFrame(),
+                        goodput=pl.DataFrame(), job_slis=False, **slo_args)
+        rf = node_failure_rate(mtbf, _NO_INSTANCES, settings.rf_min_job_gpus, settings.min_failures).filter(
+            pl.col("variant") == "hw_incidents")
+        return {**empty_jobs, **({
+            "mtbf": mtbf,
+            "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
+                incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical"),
+            "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1),
+            "node_failure_rate": rf} if has_evidence else {}),
+            "slo_daily": slo}
 
     runs = assign_runs(inputs.jobs, rules)
     inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
@@ -212,7 +272,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     runs_mart = ettr_runs(inst, inputs.jobs, runs, t1, rules.min_gpus)
     rf = node_failure_rate(mtbf, inst, settings.rf_min_job_gpus, settings.min_failures)
     goodput = goodput_daily(inst, inputs.utilization, t1, inputs.availability if has_states else None,
-                            settings.gpus_per_node)
+                            settings.gpus_per_node, since=t0)
     r_f = _cluster_rf(rf)
     by_size = ettr_by_size(runs_mart, r_f)
     largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0
@@ -221,19 +281,14 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings),
                                        includes_queue_wait=settings.ettr_includes_queue_wait,
                                        measured=slo_runs if slo_runs.height else runs_mart.filter(~pl.col("ongoing")))
-    down = _down_node_hours_daily(incidents, t1)
-    slo = slo_daily(
-        targets=settings.slo_targets, window_days=settings.slo_window_days,
-        maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
-        node_count=len(nodes), jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart,
-        goodput=goodput, ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
-        ettr_includes_queue_wait=settings.ettr_includes_queue_wait,
-        availability=inputs.availability if has_states else None)
+    slo = slo_daily(jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart, goodput=goodput,
+                    **slo_args)
     return {
         "mtbf": mtbf,
         "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
-            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical"),
-        "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1),
+            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical")
+        if has_evidence else pl.DataFrame(),
+        "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1) if has_evidence else pl.DataFrame(),
         "node_failure_rate": rf,
         "job_mttf_by_size": job_mttf_by_size(inst, settings.min_failures),
         "job_mttf_projection": job_mttf_projection(inst),

@@ -91,13 +91,20 @@ def node_exposure(nodes: Sequence[str], t0: datetime, t1: datetime,
 
 def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
                                maintenance: Sequence[MaintenanceSpan] = ()) -> pl.DataFrame:
-    """Like :func:`node_exposure`, minus the node-hours Slurm node states show a node could not run jobs.
+    """Like :func:`node_exposure`, but with the in-service hours Slurm node states record.
 
-    A node-day's exposure is its scheduled hours (the part of the day inside ``[t0, t1)`` minus planned
-    maintenance windows) minus its unplanned down hours from ``marts.node_availability_daily``
-    (``observed_hours - in_service_hours``, less the down time already inside a planned window). The
-    mart's own span does not matter: a node-day without a row was in service, and partial first or
-    last days subtract only what they recorded as down."""
+    One rule for planned maintenance, shared with the ``node_availability`` SLI's total
+    (:func:`gpusre.models.reliability.slo.daily_sli_counts`): exposure is node-hours *in service*
+    (README "Exposure is node-hours in service"), so a planned window takes out only the time a node
+    was actually down in it when node states cover the node-day (a node that stayed up and ran jobs
+    through the window could fail and is exposed), and the whole window only where there is no
+    node-state row for the node-day (nothing shows it stayed up).
+
+    A node-day's exposure is the part of the day inside ``[t0, t1)`` minus, with a row of
+    ``marts.node_availability_daily``, its down hours (``observed_hours - in_service_hours``: unplanned
+    and planned alike), else minus the planned windows. ``[t0, t1)`` is the observation span (the
+    accounting's first to last moment, cut to the node logs'), so hours before the data began count
+    nothing."""
     base = pl.DataFrame({"node": list(nodes)}, schema={"node": pl.String})
     day0 = t0.replace(hour=0, minute=0, second=0, microsecond=0)
     days = pl.DataFrame({"day": pl.date_range(day0.date(), (t1 - timedelta(microseconds=1)).date(), "1d",
@@ -125,11 +132,12 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
                                 down_maint.alias("_dmaint"))
     grid = (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
             .sort("node", "day")  # fixed order for the float sums
-            .with_columns(pl.col("_maint").fill_null(0.0), pl.col("_down").fill_null(0.0), pl.col("_dmaint").fill_null(0.0))
-            .with_columns((pl.col("_hours") - pl.col("_maint")).clip(lower_bound=0).alias("_sched"),
-                          # down time inside a planned window is already out of the scheduled hours
-                          (pl.col("_down") - pl.min_horizontal("_dmaint", "_maint")).clip(lower_bound=0).alias("_unplanned"))
-            .with_columns((pl.col("_sched") - pl.col("_unplanned")).clip(lower_bound=0).alias("exposure_hours")))
+            .with_columns(pl.col("_down").is_not_null().alias("_has_row"), pl.col("_maint").fill_null(0.0),
+                          pl.col("_down").fill_null(0.0), pl.col("_dmaint").fill_null(0.0))
+            # with a node-state row: every recorded down hour (inside a planned window or not) is out;
+            # without one: the planned windows are
+            .with_columns(pl.when(pl.col("_has_row")).then(pl.col("_hours") - pl.col("_down"))
+                          .otherwise(pl.col("_hours") - pl.col("_maint")).clip(lower_bound=0).alias("exposure_hours")))
     frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
               .group_by("node").agg(pl.col("exposure_hours").sum())
               .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))

@@ -36,7 +36,7 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "sli": pl.String(), "value": pl.Float64(), "objective": pl.Float64(), "good": pl.Float64(),
     "total": pl.Float64(), "budget_remaining": pl.Float64(), "burn_rate_short": pl.Float64(),
     "burn_rate_long": pl.Float64(), "status": pl.String(), "ettr": pl.Float64(), "ettr_excl_queue": pl.Float64(),
-    "definition": pl.String(),
+    "definition": pl.String(), "source": pl.String(),
 }
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {
@@ -69,7 +69,8 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                      jobs: pl.DataFrame, job_attribution: pl.DataFrame, runs: pl.DataFrame,
                      goodput: pl.DataFrame, ettr_min_run_gpus: int, t0: datetime, t1: datetime,
                      availability: pl.DataFrame | None = None,
-                     ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT) -> pl.DataFrame:
+                     ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT,
+                     estimate_availability: bool = True, job_slis: bool = True) -> pl.DataFrame:
     """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI.
 
     ETTR rows also carry ``ettr`` (productive / wall-clock) and ``ettr_excl_queue`` (productive /
@@ -78,7 +79,14 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
 
     With ``availability`` (``marts.node_availability_daily`` from Slurm node states), node
     availability on the days it covers is in-service hours over observed hours less planned
-    maintenance; other days keep the estimate from incidents.
+    maintenance; other days keep the estimate from incidents. ``source`` says which:
+    ``node_states`` or ``incidents`` (estimated from hardware incidents) on node-availability rows,
+    ``sacct`` on the job SLIs. Without node logs (``estimate_availability`` False) there is no
+    incident to estimate from: those days have no node-availability row (unknown, not 100 %).
+    Without accounting (``job_slis`` False) the job SLIs have no rows.
+
+    Every day's hours are the part of it inside ``[t0, t1)`` (the observation span: the accounting's
+    first to last moment), at the first day as at the last.
     """
     days = _day_hours(t0, t1)
     avail = (days.join(maintenance_node_hours, on="day", how="left").join(down, on="day", how="left")
@@ -86,14 +94,20 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                            .clip(lower_bound=0).alias("total"))
              .select("day", pl.lit("node_availability").alias("sli"),
                      (pl.col("total") - pl.col("down_node_hours").fill_null(0)).clip(lower_bound=0).alias("good"),
-                     "total"))
+                     "total", pl.lit("incidents").alias("source")))
     if availability is not None and availability.height:
         measured = (availability.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
                     .agg(pl.col("in_service_hours").sum().alias("good"),
                          (pl.col("observed_hours") - pl.col("down_maintenance_hours")).sum().alias("total")))
         avail = (avail.join(measured, on="day", how="left", suffix="_m")
                  .select("day", "sli", pl.coalesce("good_m", "good").alias("good"),
-                         pl.coalesce("total_m", "total").alias("total")))
+                         pl.coalesce("total_m", "total").alias("total"),
+                         pl.when(pl.col("total_m").is_not_null()).then(pl.lit("node_states"))
+                         .otherwise(pl.col("source")).alias("source")))
+    if not estimate_availability:
+        avail = avail.filter(pl.col("source") != "incidents")
+    if not job_slis:
+        return avail.with_columns(pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
     infra = job_attribution.filter(pl.col("attribution") == "infrastructure").select("job_id", pl.lit(1).alias("_bad"))
     ended = (jobs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
              .join(infra, on="job_id", how="left")
@@ -120,7 +134,8 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
         pl.col("capacity_gpu_hours").fill_null(0).alias("total"))
     # good <= total by construction; the clip only absorbs rounding and runs whose jobs overlapped
     # (a shared run key on concurrent jobs can make productive time exceed wall-clock).
-    return pl.concat([avail, jobs_sli, ettr_sli, gp], how="diagonal_relaxed").with_columns(
+    return pl.concat([avail, *(f.with_columns(pl.lit("sacct").alias("source")) for f in (jobs_sli, ettr_sli, gp))],
+                     how="diagonal_relaxed").with_columns(
         pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
 
 
@@ -151,8 +166,11 @@ def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t
             pl.when(pl.col("total") > 0).then(pl.col("good") / pl.col("total")).alias("value"),
             pl.Series("status", statuses, dtype=pl.String),
             pl.lit(definitions[target.sli]).alias("definition"),
-        ).join(series.select("day", "ettr", "ettr_excl_queue"), on="day", how="left"))
+        ).join(series.select("day", *(c for c in ("ettr", "ettr_excl_queue", "source") if c in series.columns)),
+               on="day", how="left"))
     if not frames:
         return pl.DataFrame(schema=SLO_DAILY_SCHEMA)
+    cols = set().union(*(f.columns for f in frames))
     return (pl.concat(frames, how="diagonal_relaxed")
-            .select([pl.col(c).cast(t) for c, t in SLO_DAILY_SCHEMA.items()]).sort("sli", "day"))
+            .select([(pl.col(c) if c in cols else pl.lit(None)).cast(t).alias(c) for c, t in SLO_DAILY_SCHEMA.items()])
+            .sort("sli", "day"))

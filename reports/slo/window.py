@@ -60,6 +60,10 @@ class SliWindow:
     exhausted_on: date | None
     last: dict[str, Any]
     days_measured: int
+    #: partial days (marts.day_coverage) with events: their events count in the sums, not as days
+    days_partial: int = 0
+    #: node availability only: 'node_states' / 'incidents' (estimated) — the sources of the window's days
+    sources: tuple[str, ...] = ()
 
     @property
     def value(self) -> float | None:
@@ -83,8 +87,12 @@ class SliWindow:
 
 
 def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]:
-    rows = query_rows(con, """SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
-                                burn_rate_long, status
+    cols = {r["column_name"] for r in query_rows(
+        con, "SELECT column_name FROM information_schema.columns WHERE table_schema = 'marts' AND table_name = 'slo_daily'")}
+    partial = "COALESCE(partial, FALSE)" if "partial" in cols else "FALSE"
+    source = "source" if "source" in cols else "NULL"
+    rows = query_rows(con, f"""SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
+                                burn_rate_long, status, {partial} AS partial, {source} AS source
                          FROM marts.slo_daily WHERE day BETWEEN ? AND ? ORDER BY sli, day""", [w.start, w.end])
     by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -95,8 +103,13 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
         objective = next((r["objective"] for r in reversed(rs) if r["objective"] is not None), None)
         good = sum(float(r["good"] or 0.0) for r in rs)
         total = sum(float(r["total"] or 0.0) for r in rs)
+        # Status, rolling budget and burn rates are quoted from the last complete day (README: a partial
+        # day's 15 minutes are no day's status); without one, the last day, which the caption says is partial.
+        last = next((r for r in reversed(rs) if not r["partial"]), rs[-1])
         sw = SliWindow(sli, objective, [r["day"] for r in rs], good, total, [], [r["budget_remaining"] for r in rs],
-                        None, rs[-1], sum(1 for r in rs if (r["total"] or 0) > 0))
+                        None, last, sum(1 for r in rs if (r["total"] or 0) > 0 and not r["partial"]),
+                        sum(1 for r in rs if (r["total"] or 0) > 0 and r["partial"]),
+                        tuple(sorted({r["source"] for r in rs if r["source"] and (r["total"] or 0) > 0})))
         allowed = sw.allowed
         bad = 0.0
         for r in rs:
@@ -121,7 +134,11 @@ def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DA
             complete = latest_complete_day(con)
             if complete is not None and (end is None or complete < end):
                 end = complete
-        if end is None:  # no SLO day (no accounting): the data's last day, not today
+        else:  # no accounting: node states run to their dump's cut, hours past the last record
+            last = latest_record_day(con)
+            if last is not None and (end is None or last < end):
+                end = last
+        if end is None:  # no SLO day: the data's last day, not today
             end = latest_record_day(con)
     except duckdb.Error as exc:
         log.warning("SLO report default window: %s", exc)
@@ -129,3 +146,46 @@ def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DA
         end = end.date()
     end = end or datetime.now(timezone.utc).date()
     return end - timedelta(days=days - 1), end
+
+
+#: The sources each reliability mart needs (any one of them): when none was ingested, the mart is absent or
+#: empty because of that, and the report says which source is missing instead of "not built".
+_MART_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
+    **{m: (("syslog", "incidents"), "no node logs (and no incidents.csv): without failure evidence MTBF and the "
+           "failure rate are unknown — zero failures seen is no lower bound when nothing was watched")
+       for m in ("mtbf", "mtbf_trend", "tbf_weibull", "node_failure_rate", "hw_incidents")},
+    **{m: (("sacct",), "no Slurm accounting (sacct dumps): the job SLIs (goodput, ETTR, jobs not killed by the "
+           "infrastructure) and job MTTF need jobs")
+       for m in ("goodput_daily", "ettr_runs", "ettr_by_size", "checkpoint_what_if", "job_mttf_by_size",
+                 "job_mttf_projection", "job_survival")},
+    "slo_daily": (("sacct", "syslog", "slurm_events"), "no Slurm accounting, node logs or node states"),
+}
+
+
+def ingested_sources(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Source kinds with at least one ingested landing file (raw.ingested_files)."""
+    try:
+        if table_status(con, "raw.ingested_files") is not None:
+            return set()
+        return {r["source_kind"] for r in query_rows(con, "SELECT DISTINCT source_kind FROM raw.ingested_files")}
+    except duckdb.Error:
+        return set()
+
+
+def source_status(con: duckdb.DuckDBPyConnection, mart: str) -> str | None:
+    """Like ``table_status(con, 'marts.<mart>')``, but when the mart is absent or empty because the source it
+    needs was never ingested, says which source is missing ("Unknown: no node logs ...")."""
+    reason = table_status(con, f"marts.{mart}")
+    need = _MART_SOURCES.get(mart)
+    loaded = ingested_sources(con)
+    if not loaded and reason is not None:  # nothing ingested at all: an empty warehouse
+        return f"No data yet: nothing has been loaded ({need[1] if need else 'no input'})."
+    if need is not None and not (loaded & set(need[0])):
+        if reason is not None or mart in ("mtbf", "node_failure_rate", "tbf_weibull", "mtbf_trend"):
+            return f"Unknown: {need[1]}."
+    return reason
+
+
+def failure_evidence(con: duckdb.DuckDBPyConnection) -> bool:
+    """Node logs or the operator's incident log were ingested: MTBF and r_f have something to count."""
+    return bool(ingested_sources(con) & {"syslog", "incidents"})

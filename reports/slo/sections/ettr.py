@@ -15,7 +15,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import macro_status, query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.slo.window import SloWindow
+from gpusre.reports.slo.window import SloWindow, source_status
 
 _TOP_N_RUNS = 12
 
@@ -25,7 +25,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                      scope=f"Measured: training runs that ended in the window (marts.ettr_runs, last job end "
                            f"{w.text}, not ongoing). Expected ETTR and the checkpoint what-if: whole record "
                            "(marts.ettr_by_size, marts.checkpoint_what_if).")
-    reason = table_status(con, "marts.ettr_runs") or macro_status(con, "marts.ettr_window_by_size")
+    reason = source_status(con, "ettr_runs") or macro_status(con, "marts.ettr_window_by_size")
     if reason:
         sec.no_data = reason
         return sec

@@ -15,7 +15,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.slo.window import SloWindow
+from gpusre.reports.slo.window import SloWindow, source_status
 
 #: Published failure rates per 1,000 node-days: (label, value, as published, citation).
 REFERENCE_RF: tuple[tuple[str, float, str, str], ...] = (
@@ -41,7 +41,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("failure-rate", "Node failure rate vs published figures",
                      scope="Whole record and the months overlapping the window, from marts.node_failure_rate; "
                            "time between failures from marts.tbf_weibull (whole record).")
-    reason = table_status(con, "marts.node_failure_rate")
+    reason = source_status(con, "node_failure_rate")
     if reason:
         sec.no_data = reason
         return sec

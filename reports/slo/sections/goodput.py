@@ -12,12 +12,12 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.slo.terms import fmt_objective
-from gpusre.reports.slo.window import SloWindow
+from gpusre.reports.slo.window import SloWindow, source_status
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("goodput", "Goodput", scope=f"Window {w.text}, from marts.goodput_daily.")
-    reason = table_status(con, "marts.goodput_daily")
+    reason = source_status(con, "goodput_daily")
     if reason:
         sec.no_data = reason
         return sec

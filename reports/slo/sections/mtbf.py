@@ -26,7 +26,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import change_phrase, fmt_rate
-from gpusre.reports.slo.window import SloWindow
+from gpusre.reports.slo.window import SloWindow, source_status
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
@@ -34,7 +34,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("mtbf", "MTBF by component class",
                      scope=f"Calendar months overlapping the window ({', '.join(months)}) and the whole record, "
                            "from marts.mtbf; month-over-month trend from marts.mtbf_trend.")
-    reason = table_status(con, "marts.mtbf")
+    reason = source_status(con, "mtbf")
     if reason:
         sec.no_data = reason
         return sec

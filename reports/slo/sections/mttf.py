@@ -17,7 +17,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import bucket_key
-from gpusre.reports.slo.window import SloWindow
+from gpusre.reports.slo.window import SloWindow, source_status
 from gpusre.models.vocabulary import SIZE_BUCKETS
 
 #: Meta RSC-1's published job MTTF by job size (GPUs, hours), Kokolis et al., HPCA 2025.
@@ -34,7 +34,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("mttf", "Job MTTF by size and projection",
                      scope="Whole record (the job MTTF marts have no per-period rows): marts.job_mttf_by_size, "
                            "marts.job_mttf_projection, marts.job_survival.")
-    reason = table_status(con, "marts.job_mttf_by_size")
+    reason = source_status(con, "job_mttf_by_size")
     if reason:
         sec.no_data = reason
         return sec

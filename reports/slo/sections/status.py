@@ -12,13 +12,13 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import table_status
 from gpusre.reports.slo.terms import SLI_DEFS, fmt_budget, fmt_objective, fmt_sli, sli_label
-from gpusre.reports.slo.window import SloWindow, sli_windows
+from gpusre.reports.slo.window import SloWindow, sli_windows, source_status
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("slo", "SLO status and error budgets",
                      scope=f"Window {w.text} ({w.days} days), from marts.slo_daily.")
-    reason = table_status(con, "marts.slo_daily")
+    reason = source_status(con, "slo_daily")
     if reason:
         sec.no_data = reason
         return sec
@@ -52,8 +52,17 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                    else "; no SLO overspent its budget."))
         panels = [(f"{sli_label(s.sli)} (objective {fmt_objective(s.objective)})", s.days, s.burndown, s.rolling,
                    "#2e7d32" if (s.budget_left or 0) > 0 else "#c62828") for s in with_budget]
-        sec.items.append(Chart(svg(charts.burndown_chart(panels, f"Error-budget burn-down, {w.text}")), take))
-    to = fmt_date(w.end)
+        take += (" Solid line: budget left in the report window, counted from its first day (the window's Budget "
+                 "left); dashed: marts.slo_daily's rolling budget over the trailing slo.window_days days ending on "
+                 "each day (the Rolling budget column) — it counts days before the window and forgets older ones, so "
+                 "the two differ.")
+        sec.items.append(Chart(svg(charts.burndown_chart(
+            panels, f"Error-budget burn-down, {w.text}",
+            rolling_label="rolling budget, trailing slo.window_days (marts.slo_daily)")), take))
+    quoted = sorted({s.last["day"] for s in slis})
+    to = " / ".join(fmt_date(d) for d in quoted)
+    last_partial = any(s.last.get("partial") for s in slis)
+    estimated = [s for s in slis if s.sli == "node_availability" and "incidents" in s.sources]
     sec.items.append(Table(
         [Column("SLI"), Column("Objective", True), Column("Over window", True), Column("Met", nowrap=True),
          Column("Budget left", True), Column("Budget gone", nowrap=True), Column("Rolling budget", True),
@@ -65,14 +74,21 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(fmt_budget(s.last["budget_remaining"])),
           Cell(f"{fmt_num(s.last['burn_rate_short'], 2)} / {fmt_num(s.last['burn_rate_long'], 2)}"),
           Cell(str(s.last["status"] or MISSING).replace("_", " "), swatch=charts.slo_status_colour(s.last["status"])),
-          Cell(f"{fmt_int(s.days_measured)} / {fmt_int(w.days)}")] for s in slis],
+          Cell(f"{fmt_int(s.days_measured)} / {fmt_int(w.days)}"
+               + (f" + {fmt_int(s.days_partial)} partial" if s.days_partial else ""))] for s in slis],
         caption="Over window = Σ good / Σ total of the window's days. Budget left = 1 − bad / ((1 − objective) × "
                 "total) over the window (negative = overspent); budget gone = the first day the window's cumulative "
-                f"bad events exceeded it. Rolling budget, burn rates and status are marts.slo_daily's values on {to}: "
+                "bad events exceeded it. Rolling budget, burn rates and status are marts.slo_daily's values on "
+                + (f"{to}, the last day (no complete day: the data covers it only in part): " if last_partial else
+                   f"{to}, the last complete day (marts.day_coverage) — not a partial last day: ")
+                + 
                 "budget over the configured rolling window (slo.window_days, default 30); burn rate = (bad / total) "
                 "/ (1 − objective) over the last 1 and 3 days; status page = both burn rates > 6, ticket = both > 1 "
-                "(Google SRE Workbook), warning = 1-day burn > 1 or < 25 % budget left. Days = days with events / "
-                "days in the window (days before or after the data have none). Hover an SLI for its good / total definition.",
+                "(Google SRE Workbook), warning = 1-day burn > 1 or < 25 % budget left. Days = complete days with events / "
+                "days in the window (days before or after the data have none); + N partial = days the data covers "
+                "only in part (their events count in the sums, not as days). Hover an SLI for its good / total definition."
+                + (" Node availability is estimated from hardware incidents (no node-state history)"
+                   + (" on some days" if "node_states" in estimated[0].sources else "") + "." if estimated else ""),
     ))
     partial = [s for s in slis if s.days and s.days[-1] < w.end]
     if partial:

@@ -12,7 +12,7 @@ from gpusre.reports.kit.formatting import fmt_ci, fmt_hours, fmt_int, fmt_num
 from gpusre.reports.kit.section import Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label
-from gpusre.reports.slo.window import SloWindow, sli_windows
+from gpusre.reports.slo.window import SloWindow, failure_evidence, ingested_sources, sli_windows
 
 log = logging.getLogger(__name__)
 
@@ -21,15 +21,28 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
     cards: list[dict[str, str]] = []
     try:
         if table_status(con, "marts.slo_daily") is None:
-            for s in sli_windows(con, w):
+            slis = sli_windows(con, w)
+            for s in slis:
+                est = ("" if s.sli != "node_availability" or "incidents" not in s.sources else
+                       " · estimated from hardware incidents (no node-state history)" if len(s.sources) == 1 else
+                       " · partly estimated from hardware incidents (days without node-state history)")
                 cards.append({"label": sli_label(s.sli), "value": fmt_sli(s.value),
                               "sub": (f"objective {fmt_objective(s.objective)} · budget left {fmt_budget(s.budget_left)}"
-                                      if s.value is not None else f"objective {fmt_objective(s.objective)} · no events"),
+                                      if s.value is not None else f"objective {fmt_objective(s.objective)} · no events")
+                              + est,
                               "tone": "" if s.met is None else ("good" if s.met else "bad")})
+            loaded = ingested_sources(con)
+            if loaded and not any(s.sli == "node_availability" for s in slis) and not loaded & {"syslog", "slurm_events"}:
+                cards.append({"label": sli_label("node_availability"), "value": "unknown",
+                              "sub": "no node states and no node logs", "tone": ""})
     except duckdb.Error as exc:
         log.warning("SLO report cards: %s", exc)
     try:
-        if table_status(con, "marts.mtbf") is None:
+        if ingested_sources(con) and not failure_evidence(con):  # (an empty warehouse: "No data yet" below)
+            cards.append({"label": "MTBF per node", "value": "unknown", "sub": "no node logs", "tone": ""})
+            cards.append({"label": "Failures / 1,000 node-days", "value": "unknown", "sub": "no node logs · RSC-1 6.50",
+                          "tone": ""})
+        if failure_evidence(con) and table_status(con, "marts.mtbf") is None:
             c = query_rows(con, """SELECT mtbf_hours, ci_low, ci_high, sufficient, failures FROM marts.mtbf
                               WHERE period_type = 'all' AND scope = 'cluster' LIMIT 1""")
             if c:
@@ -37,7 +50,7 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
                 cards.append({"label": "MTBF per node", "value": fmt_hours(c0["mtbf_hours"]) if c0["sufficient"]
                               else "insufficient data",
                               "sub": f"95 % CI {fmt_ci(c0['ci_low'], c0['ci_high'])} · whole record", "tone": ""})
-        if table_status(con, "marts.node_failure_rate") is None:
+        if failure_evidence(con) and table_status(con, "marts.node_failure_rate") is None:
             r = query_rows(con, """SELECT rate_per_1000_node_days AS r, ci_low, ci_high, sufficient FROM marts.node_failure_rate
                               WHERE period_type = 'all' AND variant = 'hw_incidents' LIMIT 1""")
             if r:

@@ -1,0 +1,178 @@
+"""SLIs and MTBF on landings that lack a source or begin mid-day (probe issues 1-5), end to end with
+`gpusre run` on a hand-written 4-node landing (the probe's L_slo3):
+
+* cluster.yaml: gpu[001-004], 8 GPUs each, planned window 11-02 06:00-12:00 on all four nodes;
+* sacct: job 1001 32 GPUs 11-01 12:00 → 11-02 06:00 COMPLETED; 1002 8 GPUs on gpu004 11-02 06:00-12:00;
+  1003 32 GPUs 11-02 12:00 → 11-03 02:00 NODE_FAIL; 1004 24 GPUs 11-03 03:00 → 11-04 12:00 COMPLETED.
+  The accounting speaks for 11-01 12:00 .. 11-04 12:00.
+* node states: gpu001-003 drained 11-02 06-12 (maintenance), gpu001 DIMM 11-02 11-13, gpu002 DOWN
+  11-03 02-08; gpu004 stayed up through the planned window (it ran job 1002).
+* node logs: a harmless line per node every 10 min from 11-01 12:00 to 11-04 11:50.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+
+HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
+          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
+
+
+def _job(jid, name, state, start, end, elapsed, nodes, gpus, nodelist):
+    return (f"{jid}|{jid}|{name}|alice|2001|ml|ml|batch|normal|{state}|0:0|{start}|{start}|{start}|{end}|{elapsed}|"
+            f"2-00:00:00|{nodes}|{nodes * 128}|billing={nodes * 128},cpu={nodes * 128},gres/gpu:h100={gpus},"
+            f"gres/gpu={gpus},mem=8000G,node={nodes}|{nodelist}|")
+
+
+SACCT = {
+    "2026-11-01": [_job(1001, "trainA", "RUNNING", "2026-11-01T12:00:00", "Unknown", "12:00:00", 4, 32, "gpu[001-004]")],
+    "2026-11-02": [_job(1001, "trainA", "COMPLETED", "2026-11-01T12:00:00", "2026-11-02T06:00:00", "18:00:00", 4, 32, "gpu[001-004]"),
+                   _job(1002, "evalB", "COMPLETED", "2026-11-02T06:00:00", "2026-11-02T12:00:00", "06:00:00", 1, 8, "gpu004"),
+                   _job(1003, "trainC", "NODE_FAIL", "2026-11-02T12:00:00", "2026-11-03T02:00:00", "14:00:00", 4, 32, "gpu[001-004]")],
+    "2026-11-03": [_job(1003, "trainC", "NODE_FAIL", "2026-11-02T12:00:00", "2026-11-03T02:00:00", "14:00:00", 4, 32, "gpu[001-004]"),
+                   _job(1004, "trainD", "RUNNING", "2026-11-03T03:00:00", "Unknown", "21:00:00", 3, 24, "gpu[001,003-004]")],
+    "2026-11-04": [_job(1004, "trainD", "COMPLETED", "2026-11-03T03:00:00", "2026-11-04T12:00:00", "1-09:00:00", 3, 24, "gpu[001,003-004]")],
+}
+EVENTS = """Cluster|NodeName|TimeStart|TimeEnd|Duration|State|Reason|User
+tiny|gpu001|2026-11-02T06:00:00|2026-11-02T12:00:00|06:00:00|DRAIN|planned maintenance: kernel upgrade|root(0)
+tiny|gpu002|2026-11-02T06:00:00|2026-11-02T12:00:00|06:00:00|DRAIN|planned maintenance: kernel upgrade|root(0)
+tiny|gpu003|2026-11-02T06:00:00|2026-11-02T12:00:00|06:00:00|DRAIN|planned maintenance: kernel upgrade|root(0)
+tiny|gpu001|2026-11-02T11:00:00|2026-11-02T13:00:00|02:00:00|DRAIN|bad DIMM - replace|root(0)
+tiny|gpu002|2026-11-03T02:00:00|2026-11-03T08:00:00|06:00:00|DOWN|GPU fell off the bus - Xid 79|root(0)
+"""
+CLUSTER = """cluster: tiny
+timezone: UTC
+nodes: "gpu[001-004]"
+gpus_per_node: 8
+gpu_type: h100
+maintenance:
+  - {start: "2026-11-02T06:00:00Z", end: "2026-11-02T12:00:00Z", nodes: "gpu[001-004]", reason: "kernel upgrade"}
+slo:
+  window_days: 30
+  objectives:
+    - {sli: node_availability, objective: 0.99}
+    - {sli: job_infra_success, objective: 0.995}
+    - {sli: ettr_large_runs, objective: 0.90}
+    - {sli: goodput, objective: 0.70}
+"""
+
+
+def _landing(root: Path, *, sacct: bool = True, logs: bool = True, states: bool = True) -> Path:
+    root.mkdir(parents=True)
+    (root / "cluster.yaml").write_text(CLUSTER)
+    if sacct:
+        (root / "sacct").mkdir()
+        for day, rows in SACCT.items():
+            (root / "sacct" / f"sacct_{day}.psv").write_text("\n".join([HEADER, *rows]) + "\n")
+    if states:
+        (root / "slurm_events").mkdir()
+        (root / "slurm_events" / "events_2026-11-04.txt").write_text(EVENTS)
+    if logs:
+        t, end = datetime(2026, 11, 1, 12), datetime(2026, 11, 4, 12)
+        by_day: dict[str, list[str]] = {}
+        while t < end:
+            for n in range(1, 5):
+                by_day.setdefault(t.strftime("%Y-%m-%d"), []).append(
+                    f"{t.strftime('%b %e %H:%M:%S')} gpu00{n} systemd[1]: Started Session {t.minute} of user root.")
+            t += timedelta(minutes=10)
+        for day, lines in by_day.items():
+            (root / "syslog" / day).mkdir(parents=True)
+            (root / "syslog" / day / "central.log").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _run(tmp: Path, **sources: bool) -> tuple[duckdb.DuckDBPyConnection, str]:
+    landing = _landing(tmp / "landing", **sources)
+    wh = tmp / "wh.duckdb"
+    gpusre = shutil.which("gpusre", path=str(Path(sys.executable).parent)) or "gpusre"
+    subprocess.run([gpusre, "run", "--landing", str(landing), "--warehouse", str(wh), "--reports", str(tmp / "r")],
+                   check=True, capture_output=True, text=True, timeout=600)
+    slo_md = "\n".join(p.read_text() for p in sorted((tmp / "r").glob("slo-*.md")))
+    return duckdb.connect(str(wh), read_only=True), slo_md
+
+
+def _sli(con, sli):
+    return {str(d): (g, t, s) for d, g, t, s in con.sql(
+        "SELECT day, good, total, source FROM marts.slo_daily WHERE sli = ? ORDER BY day", params=[sli]).fetchall()}
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("full"))
+
+
+def test_partial_first_day_counts_its_covered_hours(full):
+    con, _ = full
+    gp = _sli(con, "goodput")
+    # 11-01: the data begins at 12:00 → capacity 32 GPUs × 12 h = 384 (not 768); job 1001 ran 12:00-24:00 on
+    # 32 GPUs = 384 productive. The last day 11-04 is cut at 12:00 by the same rule: 384, 24 GPUs × 12 h = 288.
+    assert gp["2026-11-01"][:2] == pytest.approx((384.0, 384.0))
+    assert gp["2026-11-04"][:2] == pytest.approx((288.0, 384.0))
+    # window: capacity 384 + 768 + 768 + 384 = 2304; productive 384 + 624 + 552 + 288 = 1848 (11-03: 568
+    # allocated − 16 GPU-h of work lost at job 1003's NODE_FAIL) → 80.2 %, above the 70 % objective
+    good, total = (sum(v[i] for v in gp.values()) for i in (0, 1))
+    assert (good, total) == pytest.approx((1848.0, 2304.0))
+    cap = dict(con.sql("SELECT day::VARCHAR, capacity_gpu_hours FROM marts.goodput_daily").fetchall())
+    assert cap["2026-11-01"] == pytest.approx(384.0) and cap["2026-11-04"] == pytest.approx(384.0)
+    na = _sli(con, "node_availability")
+    # 11-01: no node-state history yet (first event 11-02) → estimated from incidents (none): 4 nodes × 12 h = 48
+    assert na["2026-11-01"] == pytest.approx((48.0, 48.0, "incidents"))
+    # 11-02 from node states: 96 − 18 h of planned drain (gpu001-003, 06-12) = 78 scheduled; gpu001's DIMM
+    # drain 11-13 is unplanned for 12-13 = 1 h → 77 / 78
+    assert na["2026-11-02"] == pytest.approx((77.0, 78.0, "node_states"))
+    assert na["2026-11-03"] == pytest.approx((90.0, 96.0, "node_states"))  # gpu002 DOWN 02-08: 6 h
+    assert na["2026-11-04"][:2] == pytest.approx((48.0, 48.0))
+
+
+def test_mtbf_exposure_is_the_sli_in_service_hours(full):
+    con, _ = full
+    exposure = con.sql("SELECT exposure_hours FROM marts.mtbf WHERE scope = 'cluster' AND period = 'all'").fetchall()[0][0]
+    # In-service node-hours from 11-01 12:00 (not 00:00) to the last node-log line (11-04 11:50 + the 10 min
+    # the coverage rounds): 48 + 77 + 90 + ~48 = ~263; gpu004 stayed up through the planned window and is
+    # exposed (the old rule subtracted its 6 h too: 257), the same rule as the SLI's good hours (263).
+    good = sum(v[0] for v in _sli(con, "node_availability").values())
+    assert good == pytest.approx(263.0)
+    # failures can be seen only while node logs run: to their last line 11-04 11:50, 4 nodes × 10 min less
+    assert exposure == pytest.approx(263.0 - 4 / 6)
+
+
+def test_status_is_quoted_from_the_last_complete_day(full):
+    _, md = full
+    assert "values on 2026-11-03, the last complete day" in md
+    # the default window ends on the last complete day 11-03: 11-02 and 11-03 are complete days, 11-01 a half
+    # day — its events count in the sums, not as a day of the window
+    assert "| 2 / 30 + 1 partial |" in md
+
+
+def test_accounting_only_leaves_mtbf_and_availability_unknown(tmp_path):
+    con, md = _run(tmp_path, logs=False, states=False)
+    assert con.sql("SELECT count(*) FROM marts.slo_daily WHERE sli = 'node_availability'").fetchall()[0][0] == 0
+    assert con.sql("SELECT count(*) FROM marts.mtbf").fetchall()[0][0] == 0
+    assert con.sql("SELECT count(*) FROM marts.node_failure_rate WHERE variant = 'hw_incidents'").fetchall()[0][0] == 0
+    assert "**MTBF per node:** unknown (no node logs)" in md
+    assert "**Node availability:** unknown (no node states and no node logs)" in md
+    assert "100.00 %" not in md.split("## SLO status")[0].split("Node availability")[1].splitlines()[0]
+
+
+def test_node_logs_without_states_say_estimated(tmp_path):
+    con, md = _run(tmp_path, states=False)
+    assert {s for _, _, s in _sli(con, "node_availability").values()} == {"incidents"}
+    assert "estimated from hardware incidents (no node-state history)" in md
+
+
+def test_without_accounting_the_failure_marts_and_availability_exist(tmp_path):
+    con, md = _run(tmp_path, sacct=False)
+    assert {r[0] for r in con.sql("SELECT DISTINCT sli FROM marts.slo_daily").fetchall()} == {"node_availability"}
+    # exposure over the node logs' span 11-01 12:00 .. 11-04 ~12:00 with the node states' in-service hours
+    exposure = con.sql("SELECT exposure_hours FROM marts.mtbf WHERE scope = 'cluster' AND period = 'all'").fetchall()[0][0]
+    assert exposure == pytest.approx(263.0 - 4 / 6)
+    assert con.sql("SELECT count(*) FROM marts.node_failure_rate WHERE variant = 'hw_incidents'").fetchall()[0][0] > 0
+    assert "no Slurm accounting" in md
