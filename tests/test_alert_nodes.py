@@ -36,6 +36,9 @@ NODES = [f"gpu{i:03d}" for i in range(1, 17)]
     ("gpu001-ipmi:9290", "gpu001"),
     ("gpu001-bmc.mgmt.cluster.local:623", "gpu001"),
     ("bmc-gpu001", "gpu001"),
+    ("gpu010-ib", "gpu010"),        # the node's InfiniBand (IPoIB) name in DNS, as a central syslog prints it
+    ("gpu010-ib0.ib.cluster.example.com", "gpu010"),
+    ("gpu011-eth1", "gpu011"),
     ("http://gpu001:9400/metrics", "gpu001"),     # blackbox / URL-style instance
     ("https://user@gpu001.example.org/health", "gpu001"),
     ("10.1.2.3:9100", "10.1.2.3"),                # addresses stay whole

@@ -8,8 +8,9 @@ The rule (:func:`locate`, and the same rule set-based over a table in :func:`loc
 2. **Normalize** each (:func:`normalize_host`): drop a URL scheme and path
    (``http://gpu001:9100/metrics``), the ``:port`` (``[fe80::1]:9100`` too), lower-case, drop the
    DNS suffix (``gpu001.cluster.local`` → ``gpu001``; IP addresses stay whole), then apply the
-   regex rewrites in order (default: BMC names ``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001`` →
-   ``gpu001``).
+   regex rewrites in order (default: BMC names ``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001`` and
+   the names of a node's other interfaces ``gpu001-ib``, ``gpu001-ib0``, ``gpu001-eth1``,
+   ``gpu001-hsn0`` → ``gpu001``).
 3. **Node** = the first candidate whose normalized name is a node. With a node list (cluster.yaml
    ``nodes`` as a hostlist), only a known node counts, spelled as the list spells it; without
    one, any name that is not an IP address or ``localhost``. So ``instance="10.0.0.7:9400"``
@@ -96,9 +97,11 @@ class NodeRewrite(BaseModel):
         return re.sub(self.pattern, self.replacement, name)
 
 
-#: BMC / out-of-band names of a node: ``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001`` → ``gpu001``.
+#: BMC / out-of-band names of a node (``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001``) and the names
+#: of its other interfaces in DNS (``gpu001-ib``, ``gpu001-ib0``, ``gpu001-eth1``, ``gpu001-hsn0``,
+#: ``gpu001-ipoib``) → ``gpu001``.
 DEFAULT_REWRITES: tuple[NodeRewrite, ...] = (
-    NodeRewrite(pattern=r"^(.+?)-(?:bmc|ipmi|ilo|idrac|oob|mgmt)$", replacement=r"\1"),
+    NodeRewrite(pattern=r"^(.+?)-(?:bmc|ipmi|ilo|idrac|oob|mgmt|ib\d*|ipoib|eth\d*|hsn\d*|opa\d*)$", replacement=r"\1"),
     NodeRewrite(pattern=r"^(?:bmc|ipmi|ilo|idrac)-(.+)$", replacement=r"\1"),
 )
 
@@ -145,8 +148,8 @@ def normalize_host(value: str, mapping: NodeMapping | None = None) -> str | None
     """A label value reduced to a host name (step 2 of the rule); None when nothing is left.
 
     >>> [normalize_host(v) for v in ["gpu001.cluster.local:9100", "GPU002-ipmi", "https://gpu003:443/health",
-    ...                              "[fe80::1]:9100", "10.1.2.3:9100", "bmc-gpu004.oob.example.com"]]
-    ['gpu001', 'gpu002', 'gpu003', 'fe80::1', '10.1.2.3', 'gpu004']
+    ...                              "[fe80::1]:9100", "10.1.2.3:9100", "bmc-gpu004.oob.example.com", "gpu010-ib0"]]
+    ['gpu001', 'gpu002', 'gpu003', 'fe80::1', '10.1.2.3', 'gpu004', 'gpu010']
     """
     mapping = mapping or _DEFAULT_MAPPING
     host = value.strip()
