@@ -79,8 +79,18 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
         return []
     loaded = {kind: True for (kind,) in con.sql(
         "SELECT DISTINCT source_kind FROM raw.ingested_files WHERE rows_loaded > 0").fetchall()}
-    warnings = [f"No {SOURCE_LABELS[kind]} records were loaded (landing/{kind}/ is missing, empty or refused): "
-                f"{effect}." for kind, effect in MISSING_SOURCE_EFFECTS.items() if not loaded.get(kind)]
+    # A source whose files were read but every record rejected (sacct with SLURM_TIME_FORMAT=%s) says
+    # so, with the commonest reason: "missing, empty or refused" sent readers to look for files.
+    all_rejected = {kind: (n, reason) for kind, n, reason in con.sql(
+        "SELECT f.source_kind, sum(f.rows_rejected)::BIGINT, "
+        "(SELECT mode(r.error) FROM raw.rejects AS r WHERE r.source_kind = f.source_kind) "
+        "FROM raw.ingested_files AS f GROUP BY f.source_kind "
+        "HAVING sum(f.rows_loaded) = 0 AND sum(f.rows_rejected) > 0").fetchall()}
+    warnings = [(f"No {SOURCE_LABELS[kind]} records were loaded: all {fmt_int(all_rejected[kind][0])} were rejected "
+                 f"(commonest reason: {truncate(all_rejected[kind][1] or 'see raw.rejects', 120)}): {effect}.")
+                if kind in all_rejected else
+                f"No {SOURCE_LABELS[kind]} records were loaded (landing/{kind}/ is missing, empty or refused): {effect}."
+                for kind, effect in MISSING_SOURCE_EFFECTS.items() if not loaded.get(kind)]
     refused = con.sql("SELECT source_file, error FROM raw.ingested_files WHERE status = 'refused' "
                       "ORDER BY ingested_at DESC, source_file").fetchall()
     if refused:

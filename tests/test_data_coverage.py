@@ -298,3 +298,26 @@ def test_without_leaf_switches_a_switch_failure_is_one_incident_per_node_and_the
             "leaf_switches (marts.fleet_coverage)."] if warned else [])
     finally:
         con.close()
+
+
+def test_a_source_whose_every_record_was_rejected_says_so_with_the_reason(tmp_path: Path) -> None:
+    """sacct printed with SLURM_TIME_FORMAT=%s (epoch seconds): the file is read, every record is a
+    reject. The warning says that, with the commonest reason, not "missing, empty or refused"."""
+    from gpusre.reports.coverage import coverage_warnings
+
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-03-03.psv").write_text(
+        "JobID|State|Start|End|Elapsed|AllocTRES|NodeList\n"
+        "1|COMPLETED|1772524800|1772528400|01:00:00|gres/gpu=8|gpu001\n"
+        "2|FAILED|1772524800|1772526600|00:30:00|gres/gpu=8|gpu002\n")
+    wh = tmp_path / "w.duckdb"
+    assert dg.materialize([raw_sacct], resources=default_resources(str(wh), str(landing), str(tmp_path / "r"))).success
+    con = connect(wh, read_only=True)
+    try:
+        said = [w for w in coverage_warnings(con, date(2026, 3, 3), date(2026, 3, 3)) if "Slurm accounting" in w]
+        reason = con.sql("SELECT mode(error) FROM raw.rejects").fetchall()[0][0]
+    finally:
+        con.close()
+    assert said and said[0].startswith("No Slurm accounting (sacct) records were loaded: all 2 were rejected (commonest reason: ")
+    assert reason[:40] in said[0] and "missing, empty or refused" not in said[0]

@@ -149,12 +149,13 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     ))
     if trend:
         sec.items.append(Table(
-            [Column("Comparison"), Column("Scope"), Column("Periods", nowrap=True), Column("Failures", True),
+            [Column("Comparison"), Column("Scope"), Column("Periods"), Column("Failures", True),
              Column("MTBF now", True),
              Column("MTBF before", True), Column("MTBF change", True), Column("p-value", True),
-             Column("Direction", nowrap=True)],
+             Column("Direction")],
             [[Cell(t["comparison"]), Cell(class_label("all" if t["scope"] == "cluster" else t["component"])),
-              Cell(f"{t['period']} vs {t['previous_period']}"),
+              # two short lines, not one long unbreakable one (it pushed Direction out of view at 1,400 px)
+              Cell(str(t["period"]).replace(" to ", " … "), sub=f"vs {str(t['previous_period']).replace(' to ', ' … ')}"),
               Cell(f"{fmt_int(t['failures'])} vs {fmt_int(t['previous_failures'])}"),
               Cell(fmt_hours(t["mtbf_hours"]) if is_number(t["mtbf_hours"]) else "insufficient data"),
               Cell(fmt_hours(t["previous_mtbf_hours"]) if is_number(t["previous_mtbf_hours"]) else "insufficient data"),
