@@ -11,6 +11,7 @@ import dagster as dg
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.metadata import markdown_preview
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.day_coverage import build_day_coverage, mark_partial_days, refresh_partial_flags
 from gpusre.models.sources.registry import record_sources
 from gpusre.models.marts_runner import run_mart_sql
@@ -51,7 +52,8 @@ def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
         with transaction(con):
             n_days = build_day_coverage(con)  # refreshes raw.record_days, which data_freshness reads too
             refresh_partial_flags(con)  # the daily marts written before it this run (or on earlier nights)
-            run_mart_sql(con, "data_freshness")
+            acct_from, acct_to = accounting_span(con)
+            run_mart_sql(con, "data_freshness", {"acct_from": acct_from, "acct_to": acct_to})
             run_mart_sql(con, "log_coverage_daily")
             mark_partial_days(con, "marts.log_coverage_daily")
             run_mart_sql(con, "fleet_coverage", {

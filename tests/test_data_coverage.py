@@ -321,3 +321,31 @@ def test_a_source_whose_every_record_was_rejected_says_so_with_the_reason(tmp_pa
         con.close()
     assert said and said[0].startswith("No Slurm accounting (sacct) records were loaded: all 2 were rejected (commonest reason: ")
     assert reason[:40] in said[0] and "missing, empty or refused" not in said[0]
+
+
+def test_accounting_that_begins_with_a_running_job_begins_when_it_started(tmp_path: Path) -> None:
+    """The first dump (cut 2026-11-02 00:00) lists one job, RUNNING since 11-01 12:00: the accounting
+    speaks from 12:00 on 11-01 — the data warnings must not say it begins on 11-02 (the record is
+    stamped at the dump's end), as the day coverage and every analytic already agree."""
+    from gpusre.reports.coverage import coverage_warnings
+
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    head = "JobID|State|Submit|Start|End|Elapsed|AllocTRES|NodeList\n"
+    (landing / "sacct" / "sacct_2026-11-01.psv").write_text(
+        head + "1|RUNNING|2026-11-01T11:50:00|2026-11-01T12:00:00|Unknown|12:00:00|gres/gpu=8|gpu001\n")
+    (landing / "sacct" / "sacct_2026-11-02.psv").write_text(
+        head + "1|COMPLETED|2026-11-01T11:50:00|2026-11-01T12:00:00|2026-11-02T06:00:00|18:00:00|gres/gpu=8|gpu001\n"
+        "2|COMPLETED|2026-11-02T07:00:00|2026-11-02T07:00:00|2026-11-02T23:50:00|16:50:00|gres/gpu=8|gpu002\n")
+    (landing / "cluster.yaml").write_text('nodes: "gpu[001-002]"\n')
+    wh = tmp_path / "w.duckdb"
+    assert dg.materialize([raw_sacct, core_jobs, data_coverage_marts],
+                          resources=default_resources(str(wh), str(landing), str(tmp_path / "r"))).success
+    con = connect(wh, read_only=True)
+    try:
+        first = con.sql("SELECT first_record_ts FROM marts.data_freshness WHERE source_kind = 'sacct'").fetchall()[0][0]
+        said = [w for w in coverage_warnings(con, date(2026, 11, 1), date(2026, 11, 2)) if "begins on" in w]
+    finally:
+        con.close()
+    assert first == datetime(2026, 11, 1, 12, tzinfo=timezone.utc)
+    assert said == []

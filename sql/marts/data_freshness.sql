@@ -5,7 +5,11 @@
 -- for the sparse ones (alerts, node-state events) it may just be a quiet day.
 -- Record time and which sources are dense come from the source registry
 -- (gpusre.models.sources.registry); records per day from raw.record_days (its per-file summary of
--- raw.record_times), which sources are dense from raw.sources.
+-- raw.record_times), which sources are dense from raw.sources. Slurm accounting's span is the one every
+-- analytic uses (models/accounting_span.py, passed in as $acct_from / $acct_to, NULL without jobs): a
+-- first dump holding only a job running since noon is stamped at the dump's end, but the accounting
+-- speaks from noon (the data warnings once said it began the next day).
+-- Parameters: $acct_from / $acct_to TIMESTAMPTZ.
 CREATE OR REPLACE TABLE marts.data_freshness AS
 WITH per_day AS (
     SELECT source_kind, day, sum(records) AS n, min(first_ts) AS first_ts, max(last_ts) AS last_ts
@@ -29,7 +33,10 @@ SELECT f.source_kind,
        coalesce(src.dense, false)                AS dense,           -- an empty day means missing data
        f.files, f.files_refused, f.last_ingested_at,
        coalesce(s.records, 0)                    AS records,
-       s.first_record_ts, s.last_record_ts,
+       CASE WHEN f.source_kind = 'sacct' THEN least(s.first_record_ts, $acct_from::TIMESTAMPTZ)
+            ELSE s.first_record_ts END AS first_record_ts,
+       CASE WHEN f.source_kind = 'sacct' THEN greatest(s.last_record_ts, $acct_to::TIMESTAMPTZ)
+            ELSE s.last_record_ts END AS last_record_ts,
        coalesce(s.days_with_records, 0)          AS days_with_records,
        coalesce(len(e.empty_days), 0)            AS n_empty_days,
        coalesce(e.empty_days, []::DATE[])        AS empty_days
