@@ -762,3 +762,19 @@ def test_gpfs_daemon_log_lines() -> None:
     assert parsed.lines.select("ts", "host", "program", "format").rows() == [
         (datetime(2026, 11, 30, 13, 59, 0, 123000, tzinfo=UTC), "gpu001", "mmfs", "gpfs"),
         (datetime(2026, 11, 30, 19, 0, tzinfo=UTC), "gpu001", "mmfs", "gpfs")]
+
+
+def test_sysklogd_last_message_repeated_becomes_rsyslogs_fold_of_the_hosts_previous_line() -> None:
+    # sysklogd / busybox write "last message repeated N times" (no program tag, no text of its own):
+    # it stands for N more copies of the same host's previous line in the file, here interleaved with
+    # another host's lines in a central file.
+    xid = "NVRM: Xid (PCI:0000:3b:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked for remapping"
+    data = (f"Nov 30 09:00:00 gpu006 kernel: {xid}\n"
+            "Nov 30 09:00:10 gpu007 kernel: eth0: link up\n"
+            "Nov 30 09:00:40 gpu006 last message repeated 9 times\n"
+            "Nov 30 09:01:40 gpu007 last message repeated 1 time\n"
+            "Nov 30 09:02:00 gpu008 last message repeated 3 times\n").encode()
+    lines = syslog.parse_syslog_batch([syslog.SyslogInput(data=data, source_file="central.log")]).lines
+    assert lines.sort("line_no")["message"].to_list() == [
+        xid, "eth0: link up", f"message repeated 9 times: [ {xid}]", "message repeated 1 times: [ eth0: link up]",
+        "last message repeated 3 times"]  # gpu008 has no earlier line here: left as it is
