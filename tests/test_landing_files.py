@@ -54,6 +54,23 @@ def test_utf16_is_named(tmp_path: Path) -> None:
     assert read_landing_file(path).fault == "UTF-16 encoded: convert to UTF-8"
 
 
+def test_systemd_journal_formats_that_are_not_lines_are_named(tmp_path: Path) -> None:
+    # A binary journal copied from /var/log/journal, `journalctl -o export` and `-o json-pretty`: refused
+    # whole with what to run; `-o json` (one entry per line) and text logs read as they are.
+    path = tmp_path / "x.journal"
+    cases = {b"LPKSHHRH\x00\x00\x00\x00\x01\x00": "a binary systemd journal file: export it as text (journalctl -o short-iso, or -o json)",
+             b"__CURSOR=s=ab;i=1\n__REALTIME_TIMESTAMP=1764500000000000\nMESSAGE=x\n\n":
+                 "journalctl -o export format: export with -o json (one entry per line) or -o short-iso",
+             b'{\n\t"__CURSOR" : "s=ab;i=1",\n\t"MESSAGE" : "x"\n}\n':
+                 "journalctl -o json-pretty format: export with -o json (one entry per line)",
+             b'{"__CURSOR":"s=ab;i=1","__REALTIME_TIMESTAMP":"1764500000000000","MESSAGE":"x"}\n': None,
+             b"Nov 30 09:00:00 gpu001 kernel: x\n": None}
+    for data, fault in cases.items():
+        path.write_bytes(data)
+        read = read_landing_file(path)
+        assert (read.fault, read.data == b"") == (fault, fault is not None)
+
+
 def test_unfollowable_and_unreadable(tmp_path: Path) -> None:
     (tmp_path / "loop").symlink_to("loop")
     (tmp_path / "dangling").symlink_to("missing")

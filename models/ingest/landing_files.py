@@ -162,11 +162,20 @@ def _codec(head: bytes) -> str | None:
 
 
 def encoding_fault(head: bytes) -> str | None:
-    """"UTF-16 encoded: convert to UTF-8" (or UTF-32) when the first bytes say so, else None.
+    """"UTF-16 encoded: convert to UTF-8" (or UTF-32, or a systemd journal format that is not text
+    lines) when the first bytes say so, else None.
 
     By byte-order mark, or without one by NUL bytes in every other position (ASCII text saved as
     UTF-16, as Windows tools do): read as UTF-8 such a file gives misleading per-line errors.
     """
+    # systemd's own formats, copied from /var/log/journal or exported as other than lines: refused
+    # whole with what to run, rather than read as text (dozens of per-line rejects, "loaded").
+    if head.startswith(b"LPKSHHRH"):
+        return "a binary systemd journal file: export it as text (journalctl -o short-iso, or -o json)"
+    if head.startswith(b"__CURSOR="):
+        return "journalctl -o export format: export with -o json (one entry per line) or -o short-iso"
+    if head.lstrip().split(b"\n", 1)[0].strip() == b"{" and b'"__CURSOR"' in head[:256]:
+        return "journalctl -o json-pretty format: export with -o json (one entry per line)"
     if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
         return "UTF-32 encoded: convert to UTF-8"
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
