@@ -83,6 +83,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
     with warehouse.connect() as con:
         events = con.sql(read_sql("core/node_events_once.sql")).pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
+        # Without Slurm accounting the job impact (jobs killed, lost GPU-hours, nodes running jobs again,
+        # health-check precision) is unknown: NULL in the marts, never 0. Everything from the node logs
+        # alone (incidents, members, firings) is the same as with accounting.
+        accounting = jobs.height > 0
         # The accounting's last moment, else the node logs' (a landing without sacct still has
         # suspect nodes by their events).
         as_of = accounting_span(con)[1] or con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
@@ -116,16 +120,19 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         # An incident's kills include the instances Slurm requeued (the job itself may later complete).
         kills = [a.select("job_id", "attribution", "incident_id", "n_gpus", "lost_gpu_hours")
                  for a in (attribution, instance_attr)]
-        impact = incident_impact(incidents, pl.concat(kills, how="vertical_relaxed"), jobs)
+        impact = incident_impact(incidents, pl.concat(kills, how="vertical_relaxed"), jobs, accounting=accounting)
         all_instances = pl.concat([jobs.select("state", "end_ts", "nodes"), earlier.select("state", "end_ts", "nodes")],
                                   how="vertical_relaxed")
         check_quality = health_check_quality(
-            events, all_instances, killed_states=alert_settings(config).clustering.killed_states)
+            events, all_instances if accounting else None,
+            killed_states=alert_settings(config).clustering.killed_states)
         check_misses = missed_detections(failed, jobs, events)
         # The taxonomy counts the same kills as the incidents' impact: requeued instances too.
         killed = pl.concat([attribution, instance_attr], how="diagonal_relaxed")
-        taxonomy = pl.concat([failure_taxonomy(incidents, killed, p) for p in ("all", "month")], how="vertical")
-        suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None)
+        taxonomy = pl.concat([failure_taxonomy(incidents, killed, p, accounting=accounting) for p in ("all", "month")],
+                             how="vertical")
+        suspects = (suspect_nodes(events, attribution, jobs, as_of=as_of, fleet=config.node_names or None,
+                                  accounting=accounting)
                     if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))
         with transaction(con):
             replace_table(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))

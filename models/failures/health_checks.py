@@ -15,6 +15,9 @@ answers the SRE's next questions:
 * **Which infrastructure failures did no check see?** Jobs attributed to the infrastructure with no
   health-check event on any of their nodes from ``miss_before`` (10 min) before their end to
   ``miss_after`` (30 min) after it — missed detections (or failures no check covers, like a PSU).
+
+Without Slurm accounting there are no job outcomes: firings still count, but whether one preceded a
+failure is unknown, so ``preceded_job_failure`` and ``precision`` are null (not 0).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
             .sort("check_name", "node", "ts"))
 
 
-def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame, *,
+def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
                          episode_gap: timedelta = timedelta(minutes=30),
                          before: timedelta = timedelta(minutes=5),
                          after: timedelta = timedelta(minutes=10),
@@ -69,13 +72,24 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame, *,
 
     Args:
         events: ``core.node_events`` (``node``, ``ts``, ``kind``, ``component``, ``message``).
-        jobs: job instances or jobs with ``state``, ``end_ts``, ``nodes`` (List[String]).
+        jobs: job instances or jobs with ``state``, ``end_ts``, ``nodes`` (List[String]); None without
+            Slurm accounting: whether a firing preceded a job failure is then unknown, so
+            ``preceded_job_failure`` and ``precision`` are null (firings, events and nodes still count).
         killed_states: ends that count as a job failure (cluster.yaml ``alerts.clustering.killed_states``);
             a restart (REQUEUED, BOOT_FAIL: a health-check requeue under the same id) always counts.
     """
     fir = _firings(events, episode_gap)
     if not fir.height:
         return pl.DataFrame(schema=QUALITY_SCHEMA)
+    if jobs is None:
+        out = (fir.sort("check_name", "node", "ts").group_by("check_name")
+               .agg(pl.col("component").mode().sort().first(), pl.len().alias("firings"), pl.col("events").sum(),
+                    pl.col("node").n_unique().alias("nodes"), pl.col("ts").min().alias("first_ts"),
+                    pl.col("ts").max().alias("last_ts"))
+               .with_columns(pl.lit(None, pl.Int64).alias("preceded_job_failure"),
+                             pl.lit(None, pl.Float64).alias("precision")))
+        return (out.select([pl.col(c).cast(t) for c, t in QUALITY_SCHEMA.items()])
+                .sort("firings", "check_name", descending=[True, False]))
     ends = (jobs.filter(pl.col("state").is_in([*killed_states, *RESTART_STATES]) & pl.col("end_ts").is_not_null())
             .select(pl.col("end_ts").cast(pl.Datetime("us", "UTC")), pl.col("nodes"))
             .explode("nodes").rename({"nodes": "node"}).drop_nulls("node").sort("node", "end_ts"))

@@ -93,6 +93,7 @@ def suspect_nodes(
     lookback: timedelta = timedelta(days=28),
     z: float = 3.0,
     fleet: Sequence[str] | None = None,
+    accounting: bool = True,
 ) -> pl.DataFrame:
     """Nodes whose failure signals over the lookback are ``z`` robust deviations above the fleet.
 
@@ -107,6 +108,9 @@ def suspect_nodes(
         z: robust z-score at which a node is suspect.
         fleet: every node of the cluster (e.g. ``cluster.yaml``); default: the nodes seen in
             ``events`` and ``jobs``. Quiet nodes must be in the fleet, or the median is biased up.
+        accounting: false without Slurm accounting (``core.jobs`` empty): the job signals
+            (``infra_failed_jobs``, ``node_fail_jobs``) are then unknown, null rather than 0, and the
+            score rests on the event signals alone (as it does when every node has 0 of them).
 
     Returns:
         Suspect nodes only, :data:`SUSPECT_SCHEMA`, by ``score`` descending then node. ``reason``
@@ -160,6 +164,9 @@ def suspect_nodes(
     )
     if table.is_empty():
         return pl.DataFrame(schema=SUSPECT_SCHEMA)
+    if not accounting:
+        table = table.with_columns(pl.lit(None, pl.Int64).alias("infra_failed_jobs"),
+                                   pl.lit(None, pl.Int64).alias("node_fail_jobs"))
 
     # Robust z per signal against the fleet; the floor of 1 keeps sparse counts from exploding.
     zs = []

@@ -56,7 +56,8 @@ def _period(ts: pl.Expr, period: Period) -> pl.Expr:
     raise ValueError(f"period must be 'all', 'month' or 'week', not {period!r}")
 
 
-def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period: Period = "all") -> pl.DataFrame:
+def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period: Period = "all", *,
+                     accounting: bool = True) -> pl.DataFrame:
     """Incidents, events, affected jobs and lost GPU-hours per period × component × cause class.
 
     Args:
@@ -67,6 +68,8 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
             rows of jobs and of their requeued instances — a job killed twice is one affected job, both
             losses count (as in :func:`incident_impact`).
         period: ``all``, ``month`` or ``week``.
+        accounting: false when there is no Slurm accounting (``core.jobs`` empty): which jobs an
+            incident killed is then unknown, so ``affected_jobs`` and ``lost_gpu_hours`` are null, not 0.
 
     Returns:
         :data:`TAXONOMY_SCHEMA`, sorted by period, then lost GPU-hours and incidents descending.
@@ -102,13 +105,16 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
         pl.col("incidents", "events", "affected_jobs").fill_null(0),
         pl.col("lost_gpu_hours").fill_null(0.0),
     )
+    if not accounting:
+        out = out.with_columns(pl.lit(None, pl.Int64).alias("affected_jobs"), pl.lit(None, pl.Float64).alias("lost_gpu_hours"))
     return out.select(pl.col(c).cast(t) for c, t in TAXONOMY_SCHEMA.items()).sort(
         ["period", "lost_gpu_hours", "incidents", "component", "cause_class"],
-        descending=[False, True, True, False, False],
+        descending=[False, True, True, False, False], nulls_last=True,
     )
 
 
-def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
+def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl.DataFrame, *,
+                    accounting: bool = True) -> pl.DataFrame:
     """Per incident: jobs it killed, their GPUs and lost GPU-hours, and when its nodes ran a job fine again.
 
     Recovery of a node is the start of the first COMPLETED job on it starting at or after the
@@ -121,10 +127,17 @@ def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl
         attribution: ``job_id``, ``attribution``, ``incident_id``, ``n_gpus``, ``lost_gpu_hours``: rows of jobs
             and of their requeued instances (a job's rows are one affected job).
         jobs: ``core.jobs`` (``state``, ``start_ts``, ``nodes``).
+        accounting: false when there is no Slurm accounting (``core.jobs`` empty): the jobs an incident
+            killed and whether its nodes ran a job again are unknown, so every impact column is null
+            (never 0: "no job was killed" would be a claim the data cannot support).
 
     Returns:
         :data:`IMPACT_SCHEMA`, one row per incident, sorted by lost GPU-hours descending.
     """
+    if not accounting:
+        return (incidents.select("incident_id")
+                .with_columns(pl.lit(None, t).alias(c) for c, t in IMPACT_SCHEMA.items() if c != "incident_id")
+                .select(pl.col(c).cast(t) for c, t in IMPACT_SCHEMA.items()).sort("incident_id"))
     kills = attribution.filter((pl.col("attribution") == "infrastructure") & pl.col("incident_id").is_not_null())
     # A job killed twice by one incident (a requeued instance, then the job) is one affected job of
     # its GPUs; both losses count.

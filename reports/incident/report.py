@@ -14,10 +14,18 @@ from typing import Any
 
 import duckdb
 
+from gpusre.reports.coverage import coverage_warnings
 from gpusre.reports.incident.incident import Incident, find_incident
 from gpusre.reports.incident.sections import alerts, blast_radius, repair, root_cause, similar, summary, timeline
-from gpusre.reports.incident.terms import what_text, when_text
-from gpusre.reports.kit.formatting import MISSING, nodes_text
+from gpusre.reports.incident.terms import (
+    REPAIR_SOURCE_TEXT,
+    UNKNOWN_NO_ACCOUNTING,
+    as_utc,
+    incident_missing,
+    what_text,
+    when_text,
+)
+from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
 
@@ -38,6 +46,27 @@ INCIDENT_SECTIONS: tuple[SectionSpec[Incident], ...] = (
     alerts.SECTION,
     similar.SECTION,
 )
+
+
+def _incident_warnings(con: duckdb.DuckDBPyConnection, inc: Incident) -> list[str]:
+    """The data warnings of the nightly report (a source never loaded, refused files, a source ending or
+    missing days inside the incident's window: ``reports/coverage.py``) plus what a missing source means
+    for this incident: unknown job impact, an estimated repair time."""
+    try:
+        warnings = coverage_warnings(con, as_utc(inc.w0).date(), as_utc(inc.w1).date())
+    except duckdb.Error as exc:
+        warnings = [f"Input coverage could not be checked: {truncate(exc, 200)}"]
+    missing = incident_missing(inc)
+    if "sacct" in missing:
+        warnings.append(f"Job impact {UNKNOWN_NO_ACCOUNTING} — which jobs ran on the incident's nodes, which it "
+                        "killed and the GPU-hours they lost are not known (not 0).")
+    if "slurm_events" in missing and inc.hw_incidents:
+        sources = sorted({REPAIR_SOURCE_TEXT.get(str(r.get("repair_source")), "")
+                          for r in inc.safe("repairs", [])} - {""})
+        warnings.append("No node-state history (Slurm sacctmgr events) was loaded: whether and when the incident's "
+                        "nodes were drained is not known, and its repair time is "
+                        + (f"estimated from {' and '.join(sources)}." if sources else "unknown."))
+    return warnings
 
 
 def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, warehouse_label: str = "",
@@ -66,7 +95,7 @@ def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, 
             "warehouse": warehouse_label or "(in-memory or unnamed warehouse)",
             "file_stem": _file_stem(inc.id),
         },
-        "warnings": [],
+        "warnings": _incident_warnings(con, inc),
         "sections": sections,
         "by_key": {s.key: s for s in sections},
     }

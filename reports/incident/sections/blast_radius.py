@@ -5,7 +5,7 @@ Reads marts.alert_incidents, marts.hw_incidents, marts.job_failure_attribution; 
 from __future__ import annotations
 
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.incident.terms import alert_location, at_text, when_text
+from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, alert_location, at_text, incident_missing, when_text
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
@@ -34,6 +34,8 @@ def build(inc: Incident) -> Section:
         n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")
         rule = ("jobs, and earlier instances of requeued jobs, that attribution gives to this incident "
                 "(marts.hw_incidents.affected_jobs; a job killed twice counts once)")
+    # Without accounting the jobs are unknown (the mart's NULL, or no sacct loaded): never "0 jobs killed".
+    no_jobs = "sacct" in incident_missing(inc) or (inc.kind == "hw" and n_mart is None)
     users = sorted({j["user"] for j in counted if j["user"]})
     gpus = sum(job_gpus.values())
     # Faulty GPUs: the PCI addresses of the hardware incident(s), else the gpu label of the incident's alerts.
@@ -44,12 +46,15 @@ def build(inc: Incident) -> Section:
     faulty_text = f" ({truncate(', '.join(sorted(faulty)), 60)})" if faulty else ""
     sec.lead = (f"{plural(len(inc.anchor_nodes), 'node')}"
                 + (f" ({truncate(nodes_text(inc.anchor_nodes), 40)})" if inc.anchor_nodes else "")
-                + f", {plural(len(faulty), 'faulty GPU')} named by its evidence{faulty_text}, {plural(n_mart or 0, 'job')} killed "
-                f"({fmt_int(gpus)} GPUs of {plural(len(users), 'user')}) and {gpuh(lost_mart)} lost GPU-hours.")
+                + f", {plural(len(faulty), 'faulty GPU')} named by its evidence{faulty_text}, "
+                + (f"and its job impact (jobs killed, their GPUs and users, lost GPU-hours) is {UNKNOWN_NO_ACCOUNTING}."
+                   if no_jobs else
+                   f"{plural(n_mart or 0, 'job')} killed ({fmt_int(gpus)} GPUs of {plural(len(users), 'user')}) and "
+                   f"{gpuh(lost_mart)} lost GPU-hours."))
     if inc.kind == "alert" and not inc.anchor_nodes and inc.nodes:
         sec.notes.append(f"The alert incident names no Slurm node; the nodes of its hardware incident "
                          f"({truncate(nodes_text(inc.nodes), 60)}) are shown on the timeline.")
-    if n_mart is not None and (len(job_gpus) != int(n_mart) or abs(lost_rows - float(lost_mart or 0.0)) > 0.05):
+    if not no_jobs and n_mart is not None and (len(job_gpus) != int(n_mart) or abs(lost_rows - float(lost_mart or 0.0)) > 0.05):
         sec.notes.append(f"The jobs listed below add up to {len(job_gpus)} jobs and {gpuh(lost_rows)} GPU-hours, the "
                          f"mart says {fmt_int(n_mart)} and {gpuh(lost_mart)}: the marts were built before the latest "
                          "accounting or attribution changes; rerun the pipeline.")
@@ -61,9 +66,17 @@ def build(inc: Incident) -> Section:
                             "instance attribution" if any(j["lost_gpu_hours"] for j in requeued) else "")
                          + f"; the job went on, so the marts do not count {'it' if len(requeued) == 1 else 'them'} "
                            "as killed.")
-    for h in (inc.hw_incidents if inc.kind == "alert" else []):
+    for h in (inc.hw_incidents if inc.kind == "alert" and not no_jobs else []):
         sec.notes.append(f"Linked hardware incident {h['incident_id']} killed {plural(h.get('affected_jobs') or 0, 'job')} "
                          f"and lost {gpuh(h.get('lost_gpu_hours'))} GPU-hours by its own attribution.")
+    if not jobs and no_jobs:
+        sec.items.append(Table([Column("Measure"), Column("Value", True)], [
+            [Cell("Nodes"), Cell(fmt_int(len(inc.anchor_nodes)))],
+            [Cell("Jobs killed"), Cell(UNKNOWN_NO_ACCOUNTING)], [Cell("Lost GPU-hours"), Cell(UNKNOWN_NO_ACCOUNTING)]],
+            caption="No Slurm accounting was loaded (landing/sacct/): which jobs ran on these nodes "
+                    f"in {when_text(inc.job_window[0])} … {when_text(inc.job_window[1])} and which the incident killed "
+                    "is not known."))
+        return sec
     if not jobs:
         sec.items.append(Table([Column("Measure"), Column("Value", True)], [
             [Cell("Nodes"), Cell(fmt_int(len(inc.anchor_nodes)))], [Cell("Jobs killed"), Cell(fmt_int(n_mart or 0))],

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.incident.terms import as_utc, at_text, when_text
+from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, as_utc, at_text, incident_missing, when_text
 from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
@@ -90,9 +90,12 @@ def build(inc: Incident) -> Section:
             break
     best = picked[0]
     lost = sum(float(c["lost"] or 0.0) for c in picked)
+    # Without Slurm accounting the jobs they killed are unknown (NULL in the marts, or no sacct loaded).
+    no_jobs = "sacct" in incident_missing(inc) or all(c["jobs"] is None for c in picked)
     sec.lead = (f"{plural(len({c['id'] for c in cands}), 'earlier incident')} resemble this one; the closest is "
                 f"{best['id']} on {when_text(best['start'])} (similarity {best['sim']:.2f}, {best['matched']}), and the "
-                f"{plural(len(picked), 'incident')} shown lost {gpuh(lost)} GPU-hours together.")
+                + (f"job impact of the {plural(len(picked), 'incident')} shown is {UNKNOWN_NO_ACCOUNTING}." if no_jobs else
+                   f"{plural(len(picked), 'incident')} shown lost {gpuh(lost)} GPU-hours together."))
     sec.items.append(Table(
         [Column("Incident", nowrap=True), Column("Kind", nowrap=True), Column("Start (UTC)", nowrap=True),
          Column("Similarity", True), Column("Matched on"), Column("Root cause"), Column("Nodes", nowrap=True),
@@ -102,7 +105,8 @@ def build(inc: Incident) -> Section:
           Cell(f"{c['sim']:.2f}"), Cell(truncate(c["matched"], 60), title=c["matched"]),
           Cell(truncate(c["cause"], 50), title=c["cause"]),
           Cell(truncate(nodes_text(c["nodes"]), 16), mono=True, title=nodes_text(c["nodes"])),
-          Cell(fmt_int(c["jobs"])), Cell(fmt_num(c["lost"])), Cell(str(c["linked"] or MISSING), mono=True)]
+          Cell("unknown" if no_jobs else fmt_int(c["jobs"])), Cell("unknown" if no_jobs else fmt_num(c["lost"])),
+          Cell(str(c["linked"] or MISSING), mono=True)]
          for c in picked],
         caption="Earlier alert incidents: similarity = the mean of the Jaccard indices of their alert templates and of "
                 "their alertnames with this incident's (alertnames only when templates are missing). Earlier hardware incidents of the same component: 0.5 + 0.5 × Jaccard of their nodes. "

@@ -5,7 +5,16 @@ Reads the loaded incident; formats, computes nothing."""
 from __future__ import annotations
 
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.incident.terms import as_utc, root_alert, what_text, when_text
+from gpusre.reports.incident.terms import (
+    NOT_LOADED,
+    REPAIR_SOURCE_TEXT,
+    UNKNOWN_NO_ACCOUNTING,
+    as_utc,
+    incident_missing,
+    root_alert,
+    what_text,
+    when_text,
+)
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_int,
@@ -24,6 +33,10 @@ from gpusre.reports.kit.section import Section, SectionSpec
 def build(inc: Incident) -> Section:
     sec = Section("summary", "Summary", template="cards")
     r = inc.row
+    missing = incident_missing(inc)
+    # Job impact is unknown without accounting: the mart's NULL (hardware incidents), or no sacct loaded at all.
+    no_jobs = "sacct" in missing or (inc.kind == "hw" and r.get("affected_jobs") is None)
+    no_states = "slurm_events" in missing
     dur = (inc.end - inc.start).total_seconds()
     where = truncate(nodes_text(inc.anchor_nodes), 60) if inc.anchor_nodes else (
         str(root_alert(inc)["target"]) if inc.kind == "alert" and root_alert(inc) and root_alert(inc)["target"]
@@ -32,23 +45,30 @@ def build(inc: Incident) -> Section:
         jobs, lost = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
         hw = f" (hardware incident {inc.hw_incidents[0]['incident_id']}, {component_label(inc.hw_incidents[0]['component'])})" \
             if inc.hw_incidents else ""
+        impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
+                  f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
         sec.lead = (f"Alert incident {inc.id} started {when_text(inc.start)} on {where} and lasted {fmt_span(dur)}: "
-                    f"{plural(r.get('n_alerts'), 'alert')}, root-cause candidate {what_text(inc)}{hw}; it killed "
-                    f"{plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours.")
+                    f"{plural(r.get('n_alerts'), 'alert')}, root-cause candidate {what_text(inc)}{hw}; {impact}.")
     else:
         jobs, lost = r.get("affected_jobs"), r.get("lost_gpu_hours")
         # One recovery value per report: the repair record's (first evidence to the last node back in
         # service), as the card and the repair section show; the job-based recovery only without one.
         rep0 = (inc.safe("repairs", []) or [None])[0]
-        if rep0 and is_number(rep0.get("hours_to_repair")):
+        if rep0 and is_number(rep0.get("hours_to_repair")) and no_states:
+            # Without node states the repair end is an estimate: say from what, never "back in service".
+            rec = (f"; {NOT_LOADED['slurm_events']}: repair time estimated from "
+                   f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
+                   f"{span_hours(rep0['hours_to_repair'])} after the first evidence")
+        elif rep0 and is_number(rep0.get("hours_to_repair")):
             rec = f"; every node was back in service {span_hours(rep0['hours_to_repair'])} after the first evidence"
         elif is_number(r.get("hours_to_recovery")):
             rec = f"; its nodes ran a job to completion again {span_hours(r['hours_to_recovery'])} after it ended"
         else:
             rec = ""
+        impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
+                  f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
         sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, started {when_text(inc.start)} and lasted {fmt_span(dur)} "
-                    f"({plural(r.get('n_events'), 'event')}); it killed {plural(jobs or 0, 'job')} and lost "
-                    f"{gpuh(lost)} GPU-hours{rec}.")
+                    f"({plural(r.get('n_events'), 'event')}); {impact}{rec}.")
     repairs = inc.safe("repairs", [])
     rep = repairs[0] if repairs else None
     counted = [j for j in inc.safe("failed_jobs", []) if j["counted"]]
@@ -61,17 +81,21 @@ def build(inc: Incident) -> Section:
          "tone": ""},
         {"label": "Nodes", "value": fmt_int(len(inc.anchor_nodes)), "sub": truncate(nodes_text(inc.anchor_nodes), 34),
          "tone": ""},
+        {"label": "Jobs killed", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else
         {"label": "Jobs killed", "value": fmt_int(jobs or 0),
          "sub": f"{plural(len(users), 'user')} · {fmt_int(gpus)} GPUs", "tone": "bad" if jobs else ""},
+        {"label": "Lost GPU-hours", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else
         {"label": "Lost GPU-hours", "value": gpuh(lost), "sub": "work since the last checkpoint + restart",
          "tone": "bad" if (lost or 0) > 0 else ""},
         {"label": "Time to repair", "value": span_hours(rep["hours_to_repair"]) if rep and is_number(rep.get("hours_to_repair"))
          else (str(rep["repair_state"]).replace("_", " ") if rep and rep.get("repair_state") else MISSING),
          "sub": f"detected after {span_hours(rep['hours_to_detect'])}" if rep and is_number(rep.get("hours_to_detect"))
-         else "no drain linked", "tone": ""},
+         else (f"estimated: {NOT_LOADED['slurm_events']}" if no_states and rep and is_number(rep.get("hours_to_repair"))
+               else NOT_LOADED["slurm_events"] if no_states else "no drain linked"), "tone": ""},
         {"label": "Root cause", "value": truncate(what_text(inc), 40), "sub": truncate(
             (r.get("root_cause_reason") if inc.kind == "alert" else cause_label(r.get("cause_class"))) or MISSING, 60),
          "tone": ""},
+        {"label": "Alerts", "value": "unknown", "sub": NOT_LOADED["alerts"], "tone": ""} if "alerts" in missing else
         {"label": "Alerts", "value": fmt_int(sum(1 for a in inc.safe("alerts", []) if a["in_incident"])),
          "sub": f"{plural(len(inc.alert_incidents), 'alert incident')}", "tone": ""},
     ]

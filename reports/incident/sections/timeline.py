@@ -13,11 +13,13 @@ from gpusre.reports.incident.terms import (
     ALERT_COLOURS,
     EVENT_COLOURS,
     NODE_STATE_COLOURS,
+    NOT_LOADED,
     WINDOW_COLOUR,
     alert_location,
     as_utc,
     at_text,
     event_label,
+    incident_missing,
     lane_keys,
     offset_text,
     what_text,
@@ -175,9 +177,17 @@ def build(inc: Incident) -> Section:
     n_jobs = len({j["job_id"] for j in inc.safe("jobs", [])})
     n_drains = sum(1 for s in inc.safe("node_states", []) if inc.w0 <= s["start_ts"] <= inc.w1)
     first = moments[0] if moments else None
+    # A source never loaded is named, not counted: "0 jobs running" would claim the nodes were idle.
+    missing = incident_missing(inc)
+    kinds = (("alerts", "alerts", plural(n_alerts, "incident alert")),
+             ("syslog", "node events", plural(n_events, "node event")),
+             ("sacct", "jobs running", f"{plural(n_jobs, 'job')} running"),
+             ("slurm_events", "drains", plural(n_drains, "drain/down")))
+    seen = [text for k, _, text in kinds if k not in missing]
+    unknown = [f"{what}: unknown, {NOT_LOADED[k]}" for k, what, _ in kinds if k in missing]
+    saw = (", ".join(seen[:-1]) + " and " + seen[-1]) if len(seen) > 1 else (seen[0] if seen else "nothing loaded")
     take = (f"Between {when_text(inc.w0)} and {when_text(inc.w1)} ({fmt_span((inc.w1 - inc.w0).total_seconds())}) the "
-            f"{plural(len(inc.nodes), 'affected node')} saw {plural(n_alerts, 'incident alert')}, "
-            f"{plural(n_events, 'node event')}, {plural(n_jobs, 'job')} running and {plural(n_drains, 'drain/down')}"
+            f"{plural(len(inc.nodes), 'affected node')} saw {saw}" + (f" ({'; '.join(unknown)})" if unknown else "")
             + (f"; it began with the {first[1].split(':', 1)[0]} at {as_utc(first[0]).strftime('%H:%M:%S')}." if first
                else "."))
     sec.lead = take

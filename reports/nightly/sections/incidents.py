@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.reports.incident.terms import NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -29,6 +30,8 @@ _TOP_N_INCIDENTS = 10
 
 
 def _recovery_text(r: dict[str, Any]) -> str:
+    if r["nodes_recovered"] is None:  # no Slurm accounting: nobody knows whether the nodes ran jobs again
+        return "unknown"
     if r["hours_to_recovery"] is not None:
         return span_hours(r["hours_to_recovery"])
     n_nodes = len(r["nodes"] or [])
@@ -39,10 +42,14 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec = Section("incidents", "Top incidents by lost GPU-hours")
     reason = table_status(con, "marts.hw_incidents")
     if reason:
-        sec.no_data = reason
+        # A source never loaded is named, not read as "no incident" (reports/coverage.py warns at the top).
+        sec.no_data = (reason + (f" {NOT_LOADED['syslog'].capitalize()} were loaded (landing/syslog/): hardware "
+                                 "incidents come from the node logs, so whether any happened is unknown."
+                                 if "syslog" in missing_sources(con) else ""))
         return sec
     agg = query_rows(con, """SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
-                               count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open
+                               count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open,
+                               count(*) FILTER (WHERE affected_jobs IS NULL) AS unknown
                         FROM marts.hw_incidents""")[0]
     rows = query_rows(con, f"""SELECT incident_id, component, cause_class, start_ts, nodes, n_events, label_source,
                                  root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
@@ -55,15 +62,21 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     shown_lost = sum(r["lost_gpu_hours"] or 0.0 for r in rows)
     where = (f" under {top['leaf_switch']}" if top["leaf_switch"] else
              f" on {truncate(nodes_text(top['nodes']), 40)}" if top["nodes"] else "")
-    sec.lead = (
-        f"The top {len(rows)} of {plural(agg['n'], 'incident')} lost {gpuh(shown_lost)} GPU-hours"
-        + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
-        + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
-        f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
-        # "Recovered" here is "ran a job to completion again", not MTTR's "back in service": named apart.
-        + (f"; the nodes of {plural(agg['open'], 'incident')} have not completed a job since."
-           if agg["open"] else "; every incident's nodes have run a job successfully since.")
-    )
+    if agg["unknown"] == agg["n"]:
+        # No Slurm accounting: the marts' job impact is NULL, and so is whether the nodes ran jobs again.
+        sec.lead = (f"{plural(agg['n'], 'hardware incident')} (the {len(rows)} with the most events below); their job "
+                    "impact (jobs hit, lost GPU-hours) and whether their nodes have completed a job since are "
+                    f"{UNKNOWN_NO_ACCOUNTING}.")
+    else:
+        sec.lead = (
+            f"The top {len(rows)} of {plural(agg['n'], 'incident')} lost {gpuh(shown_lost)} GPU-hours"
+            + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
+            + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
+            f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
+            # "Recovered" here is "ran a job to completion again", not MTTR's "back in service": named apart.
+            + (f"; the nodes of {plural(agg['open'], 'incident')} have not completed a job since."
+               if agg["open"] else "; every incident's nodes have run a job successfully since.")
+        )
 
     def cause(r: dict[str, Any]) -> Cell:
         text = r["root_cause"] or cause_label(r["cause_class"])
@@ -77,12 +90,16 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          Column("Jobs again", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
           cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
-          Cell(fmt_int(r["n_events"])), Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
+          Cell(fmt_int(r["n_events"])),
+          Cell("unknown" if r["affected_jobs"] is None else fmt_int(r["affected_jobs"])),
+          Cell("unknown" if r["lost_gpu_hours"] is None else fmt_num(r["lost_gpu_hours"])),
           Cell(_recovery_text(r))] for r in rows],
         caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
                 "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Jobs again: "
                 "hours from the incident's end until every one of its nodes ran a job to completion again (back in "
-                "service, as the repair-time table times it, may be earlier).",
+                "service, as the repair-time table times it, may be earlier)."
+                + (f" Jobs hit, lost GPU-hours and jobs again are {UNKNOWN_NO_ACCOUNTING} (not 0)." if agg["unknown"]
+                   else ""),
     ))
     return sec
 

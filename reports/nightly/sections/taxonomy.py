@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_int,
@@ -28,7 +29,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec = Section("taxonomy", "Failure taxonomy")
     reason = table_status(con, "marts.failure_taxonomy")
     if reason:
-        sec.no_data = reason
+        sec.no_data = (reason + (" No node logs were loaded (landing/syslog/): incidents come from the node logs, "
+                                 "so the failure taxonomy is unknown." if "syslog" in missing_sources(con) else ""))
         return sec
     raw = query_rows(con, """SELECT component, cause_class, incidents, events, affected_jobs, lost_gpu_hours
                         FROM marts.failure_taxonomy WHERE period_type = 'all'""")
@@ -54,13 +56,27 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     tot_lost = sum(g["lost"] for g in groups.values())
     by_inc = sorted((k for k in groups if groups[k]["incidents"]), key=lambda k: (-groups[k]["incidents"], k))
     top = order[0]
-    sec.lead = (
-        f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
-        + (" — " + ", ".join(f"{k} {fmt_int(groups[k]['incidents'])}" for k in by_inc) + " —" if by_inc else "")
-        + f" and {plural(tot_jobs, 'infrastructure-failed job')}, costing {gpuh(tot_lost)} GPU-hours"
-        + (f"; the most work was lost to {top} ({gpuh(groups[top]['lost'])} GPU-h, "
-           f"{fmt_pct(groups[top]['lost'] / tot_lost)})." if tot_lost > 0 else ".")
-    )
+    # Without Slurm accounting the mart's job columns are NULL: the incidents' cost is unknown, not 0.
+    unknown = all(r["affected_jobs"] is None for r in raw)
+    by_component = ", ".join(f"{k} {fmt_int(groups[k]['incidents'])}" for k in by_inc)
+    if unknown:
+        sec.lead = (f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
+                    + (f" ({by_component})" if by_inc else "")
+                    + f"; the jobs they failed and the GPU-hours lost are {UNKNOWN_NO_ACCOUNTING}.")
+    else:
+        sec.lead = (
+            f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
+            + (f" — {by_component} —" if by_inc else "")
+            + f" and {plural(tot_jobs, 'infrastructure-failed job')}, costing {gpuh(tot_lost)} GPU-hours"
+            + (f"; the most work was lost to {top} ({gpuh(groups[top]['lost'])} GPU-h, "
+               f"{fmt_pct(groups[top]['lost'] / tot_lost)})." if tot_lost > 0 else ".")
+        )
+
+    def job_cells(jobs: int, lost: float, share: float | None) -> list[Cell]:
+        if unknown:
+            return [Cell("unknown"), Cell("unknown"), Cell("unknown")]
+        return [Cell(fmt_int(jobs)), Cell(fmt_num(lost)), Cell(fmt_pct(share))]
+
     with_loss = [k for k in order if groups[k]["lost"] > 0]
     if with_loss:
         sec.add(svg(charts.lost_gpu_hours_chart(
@@ -70,13 +86,14 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [Column("Component"), Column("Cause class"), Column("Incidents", True), Column("Events", True),
          Column("Affected jobs", True), Column("Lost GPU-hours", True), Column("Share of lost", True)],
         [[Cell(k), Cell(", ".join(sorted(groups[k]["causes"], key=lambda c: (-groups[k]["causes"][c], c)))),
-          Cell(fmt_int(groups[k]["incidents"])), Cell(fmt_int(groups[k]["events"])), Cell(fmt_int(groups[k]["jobs"])),
-          Cell(fmt_num(groups[k]["lost"])), Cell(fmt_pct(groups[k]["lost"] / tot_lost if tot_lost else None))]
+          Cell(fmt_int(groups[k]["incidents"])), Cell(fmt_int(groups[k]["events"])),
+          *job_cells(groups[k]["jobs"], groups[k]["lost"], groups[k]["lost"] / tot_lost if tot_lost else None)]
          for k in order]
         + [[Cell("Total"), Cell(""), Cell(fmt_int(tot_inc)), Cell(fmt_int(sum(g["events"] for g in groups.values()))),
-            Cell(fmt_int(tot_jobs)), Cell(fmt_num(tot_lost)), Cell(fmt_pct(1.0 if tot_lost else None))]],
+            *job_cells(tot_jobs, tot_lost, 1.0 if tot_lost else None)]],
         caption="Whole period. Events are the failure log lines merged into the incidents; jobs without a "
-                "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component.",
+                "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component."
+                + (f" Affected jobs and lost GPU-hours: {UNKNOWN_NO_ACCOUNTING}." if unknown else ""),
     ))
     return sec
 
