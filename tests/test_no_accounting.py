@@ -213,3 +213,7 @@ def test_alerts_only_names_the_sources_never_loaded(runs: dict[str, Path], tmp_p
     nightly = _nightly(runs["alerts"])
     assert "No node logs were loaded" in _section(nightly, "Top incidents by lost GPU-hours")
     assert "No node logs were loaded" in _section(nightly, "Health checks: precision and missed detections")
+    # No node logs: no hardware incident could be seen, so alert coverage is unknown, not "every incident had an alert".
+    hygiene = _section(nightly, "Alert hygiene: noisy rules and missing coverage")
+    assert "alert coverage is unknown: no node logs were loaded" in hygiene
+    assert "had an alert on" not in hygiene

@@ -23,6 +23,7 @@ from gpusre.reports.kit.formatting import (
     truncate,
     utc_date,
 )
+from gpusre.reports.incident.terms import missing_sources
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
@@ -109,7 +110,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                    FROM marts.hw_incidents_without_alert
                                    WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?
                                    ORDER BY start_ts DESC, incident_id""", [first, last])
-    if c_built:
+    if c_built and "syslog" in missing_sources(con) and not (
+            table_status(con, "marts.hw_incidents") is None and scalar(con, "SELECT count(*) FROM marts.hw_incidents")):
+        # no node logs: no hardware incident could be seen, so "every incident had an alert" would be empty praise
+        parts.append("alert coverage is unknown: no node logs were loaded, so there are no hardware incidents to "
+                     "check the alerts against")
+    elif c_built:
         checked = None
         if table_status(con, "marts.alert_coverage") is None:  # the incidents the alerts could judge
             checked = scalar(con, f"""SELECT count(*) FROM marts.alert_coverage

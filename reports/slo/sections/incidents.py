@@ -39,7 +39,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return sec
     where = f"{utc_day_sql('start_ts')} BETWEEN ? AND ?"
     agg = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
-                                coalesce(sum(affected_jobs), 0) AS jobs
+                                coalesce(sum(affected_jobs), 0) AS jobs, count(affected_jobs) AS known
                          FROM marts.hw_incidents WHERE {where}""", [w.start, w.end])[0]
     if not agg["n"]:
         sec.lead = f"No hardware incident started in the window {w.text}."
@@ -63,7 +63,11 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     order = sorted(groups, key=lambda k: (-groups[k][1], -groups[k][0], k))
     top = rows[0]
     lost = float(agg["lost"])
-    take = (f"{plural(agg['n'], 'hardware incident')} started in the window, hit {plural(agg['jobs'], 'job')} and "
+    # NULL job impact: no Slurm accounting was loaded (marts.hw_incidents), unknown rather than none
+    unknown = not agg["known"]
+    take = (f"{plural(agg['n'], 'hardware incident')} started in the window; which jobs they hit and the GPU-hours "
+            "they cost are unknown: no Slurm accounting was loaded." if unknown else
+            f"{plural(agg['n'], 'hardware incident')} started in the window, hit {plural(agg['jobs'], 'job')} and "
             f"lost {fmt_num(lost, 1)} GPU-hours"
             + (f"; {order[0]} cost the most ({fmt_num(groups[order[0]][1], 1)} GPU-h, "
                f"{fmt_pct(groups[order[0]][1] / lost)}), and the costliest single incident, "
@@ -89,8 +93,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
           Cell(component_label(r["component"])), cause(r),
           Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
-          Cell(fmt_int(r["affected_jobs"])), Cell(fmt_num(r["lost_gpu_hours"])),
-          Cell(span_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"]) else "not yet")] for r in rows],
+          Cell("unknown" if unknown else fmt_int(r["affected_jobs"])),
+          Cell("unknown" if unknown else fmt_num(r["lost_gpu_hours"])),
+          Cell("unknown" if unknown else span_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"])
+               else "not yet")] for r in rows],
         caption=f"Top {len(rows)} of {fmt_int(agg['n'])} incidents that started in the window. Lost GPU-hours: GPUs × "
                 "(the work since the last checkpoint + the restart overhead) of the jobs and requeued runs the incident "
                 "killed. Jobs again: hours from the incident's end until each of its nodes ran a job to completion "

@@ -60,10 +60,12 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
                               "sub": f"95 % CI {fmt_ci(r0['ci_low'], r0['ci_high'], '', fmt_rate)} · RSC-1 6.50",
                               "tone": ""})
         if table_status(con, "marts.hw_incidents") is None:
-            i = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost FROM marts.hw_incidents
+            i = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
+                                      count(*) > 0 AND count(lost_gpu_hours) = 0 AS unknown FROM marts.hw_incidents
                                WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?""", [w.start, w.end])[0]
             cards.append({"label": "Hardware incidents", "value": fmt_int(i["n"]),
-                          "sub": f"{fmt_num(i['lost'], 0)} GPU-h lost · window", "tone": ""})
+                          "sub": ("GPU-h lost unknown: no Slurm accounting · window" if i["unknown"]
+                                  else f"{fmt_num(i['lost'], 0)} GPU-h lost · window"), "tone": ""})
     except duckdb.Error as exc:
         log.warning("SLO report cards: %s", exc)
     return cards
