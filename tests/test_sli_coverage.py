@@ -176,3 +176,27 @@ def test_without_accounting_the_failure_marts_and_availability_exist(tmp_path):
     assert exposure == pytest.approx(263.0 - 4 / 6)
     assert con.sql("SELECT count(*) FROM marts.node_failure_rate WHERE variant = 'hw_incidents'").fetchall()[0][0] > 0
     assert "no Slurm accounting" in md
+
+
+def test_an_incident_only_on_hosts_outside_the_fleet_is_no_fleet_failure(tmp_path: Path) -> None:
+    """cluster.yaml lists gpu[001-004]. A GPU falls off the bus on gpu001, and the same kind of line comes
+    from login01 (a login node outside the fleet) and from 10.1.0.12 (an address a central syslog could
+    not resolve): MTBF's exposure is the four fleet nodes, so it counts gpu001's failure only."""
+    from gpusre.pipelines.runner import run_pipeline
+
+    xid = "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    landing = tmp_path / "landing"
+    (landing / "syslog" / "2026-11-30").mkdir(parents=True)
+    (landing / "cluster.yaml").write_text('cluster: t\ntimezone: UTC\nnodes: "gpu[001-004]"\nreliability:\n  min_failures: 1\n')
+    lines = [f"Nov 30 {h:02d}:00:00 gpu00{n} systemd[1]: Started Session {h} of user root." for h in (0, 23) for n in range(1, 5)]
+    lines += [f"Nov 30 06:00:00 gpu001 {xid}", f"Nov 30 08:00:00 login01 {xid}", f"Nov 30 10:00:00 10.1.0.12 {xid}"]
+    (landing / "syslog" / "2026-11-30" / "messages").write_text("\n".join(sorted(lines)) + "\n")
+    wh = tmp_path / "wh" / "gpusre.duckdb"
+    run_pipeline(landing, wh, tmp_path / "reports")
+    con = duckdb.connect(str(wh.with_name("gpusre.snapshot.duckdb")), read_only=True)
+    try:
+        assert sorted(n for (n,) in con.sql("SELECT nodes[1] FROM marts.hw_incidents").fetchall()) == [
+            "10.1.0.12", "gpu001", "login01"]
+        assert con.sql("SELECT failures FROM marts.mtbf WHERE period_type = 'all' AND scope = 'cluster'").fetchall() == [(1,)]
+    finally:
+        con.close()

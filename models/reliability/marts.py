@@ -233,6 +233,13 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         exposure = node_exposure(nodes, f0, f1, settings.maintenance)
         source = "cluster.yaml nodes minus planned maintenance (no node-state history)"
     incidents = inputs.incidents.filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
+    if settings.node_names and "nodes" in incidents.columns:
+        # Exposure is the listed fleet's: an incident only on hosts outside it (a login node, a file
+        # server, an address a central syslog could not resolve) is no failure of the fleet. One with
+        # no node at all (an operator's cluster-wide row) stays.
+        fleet = pl.lit(list(settings.node_names), dtype=pl.List(pl.String))
+        incidents = incidents.filter(pl.col("nodes").list.len().fill_null(0).eq(0)
+                                     | pl.col("nodes").list.set_intersection(fleet).list.len().gt(0))
     mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source)
     if not has_evidence:
         mtbf = mtbf.clear()
