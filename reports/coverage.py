@@ -82,10 +82,8 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     # A source whose files were read but every record rejected (sacct with SLURM_TIME_FORMAT=%s) says
     # so, with the commonest reason: "missing, empty or refused" sent readers to look for files.
     all_rejected = {kind: (n, reason) for kind, n, reason in con.sql(
-        "SELECT f.source_kind, sum(f.rows_rejected)::BIGINT, "
-        "(SELECT mode(r.error) FROM raw.rejects AS r WHERE r.source_kind = f.source_kind) "
-        "FROM raw.ingested_files AS f GROUP BY f.source_kind "
-        "HAVING sum(f.rows_loaded) = 0 AND sum(f.rows_rejected) > 0").fetchall()}
+        "SELECT source_kind, rows_rejected, top_reject_reason FROM marts.ingestion_by_source "
+        "WHERE rows_loaded = 0 AND rows_rejected > 0").fetchall()} if table_exists(con, "marts.ingestion_by_source") else {}
     warnings = [(f"No {SOURCE_LABELS[kind]} records were loaded: all {fmt_int(all_rejected[kind][0])} were rejected "
                  f"(commonest reason: {truncate(all_rejected[kind][1] or 'see raw.rejects', 120)}): {effect}.")
                 if kind in all_rejected else

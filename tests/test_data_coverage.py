@@ -18,6 +18,7 @@ from gpusre.assets.ingest_alerts import raw_alert_notifications
 from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.ingest_syslog import raw_syslog
 from gpusre.assets.node_states import raw_slurm_events
+from gpusre.assets.report_marts import report_marts
 from gpusre.reports.nightly import render_nightly_report
 from gpusre.reports.slo import render_slo_report
 from gpusre.models.warehouse import connect
@@ -312,7 +313,8 @@ def test_a_source_whose_every_record_was_rejected_says_so_with_the_reason(tmp_pa
         "1|COMPLETED|1772524800|1772528400|01:00:00|gres/gpu=8|gpu001\n"
         "2|FAILED|1772524800|1772526600|00:30:00|gres/gpu=8|gpu002\n")
     wh = tmp_path / "w.duckdb"
-    assert dg.materialize([raw_sacct], resources=default_resources(str(wh), str(landing), str(tmp_path / "r"))).success
+    assert dg.materialize([raw_sacct, report_marts],
+                          resources=default_resources(str(wh), str(landing), str(tmp_path / "r"))).success
     con = connect(wh, read_only=True)
     try:
         said = [w for w in coverage_warnings(con, date(2026, 3, 3), date(2026, 3, 3)) if "Slurm accounting" in w]

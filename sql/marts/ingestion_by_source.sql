@@ -2,7 +2,8 @@
 -- plus a '(all)' row over every file and a '(last day)' row over the files ingested on the latest UTC
 -- ingestion day (a run is not recorded explicitly; that day stands for it): files ingested, rows
 -- read / loaded / rejected, files refused as a whole, reject_rate (rows rejected / rows read, NULL
--- when none were read) and the last ingestion time.
+-- when none were read), the last ingestion time, and the commonest reason in raw.rejects of the source
+-- kind's rows (a source whose every record was rejected: the reports quote it).
 CREATE OR REPLACE TABLE marts.ingestion_by_source AS
 WITH f AS (
     SELECT *, CAST(timezone('UTC', ingested_at) AS DATE) AS ingest_day FROM raw.ingested_files
@@ -18,7 +19,8 @@ SELECT source_kind, count(*)::BIGINT AS files,
        COALESCE(sum(rows_rejected), 0)::BIGINT AS rows_rejected,
        count(*) FILTER (WHERE status = 'refused')::BIGINT AS files_refused,
        COALESCE(sum(rows_rejected), 0) / NULLIF(sum(rows_read), 0) AS reject_rate,
-       max(ingested_at) AS last_ingested_at
+       max(ingested_at) AS last_ingested_at,
+       (SELECT mode(r.error) FROM raw.rejects AS r WHERE r.source_kind = tagged.source_kind) AS top_reject_reason
 FROM tagged
 GROUP BY source_kind
 ORDER BY source_kind LIKE '(%', source_kind;
