@@ -18,10 +18,10 @@ import duckdb
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import table_exists
 from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
-from gpusre.reports.kit.warehouse import query_rows
+from gpusre.reports.kit.warehouse import query_rows, scalar
 
-__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCE_LABELS", "coverage_warnings", "ends_early",
-           "freshness_rows"]
+__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCES", "SOURCE_LABELS", "coverage_warnings",
+           "ends_early", "freshness_rows", "loaded_sources"]
 
 #: Dense sources: (subject, its verb 'end(s)', what depends on it).
 DENSE_SOURCES: dict[str, tuple[str, str, str, str]] = {
@@ -30,10 +30,29 @@ DENSE_SOURCES: dict[str, tuple[str, str, str, str]] = {
 }
 SOURCE_LABELS = {"sacct": "Slurm accounting (sacct)", "syslog": "Node logs", "slurm_events": "Node states (Slurm)",
                  "alerts": "Alerts"}
+#: Every source a report figure can come from.
+SOURCES = tuple(SOURCE_LABELS)
 #: How far before the period's end a dense source may stop (a dump cut a little early).
 FRESH_SLACK = timedelta(hours=1)
 #: The nightly report warns about empty days this close to the report day.
 GAP_WARN_DAYS = 7
+
+
+def _sources_with_records(con: duckdb.DuckDBPyConnection) -> frozenset[str] | None:
+    """Source kinds (``incidents`` too) that loaded at least one record (``raw.ingested_files``); None
+    when the ledger is missing or empty."""
+    if not table_exists(con, "raw.ingested_files") or not scalar(con, "SELECT count(*) FROM raw.ingested_files"):
+        return None
+    return frozenset(k for (k,) in con.sql(
+        "SELECT DISTINCT source_kind FROM raw.ingested_files WHERE rows_loaded > 0").fetchall())
+
+
+def loaded_sources(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The sources that loaded at least one record: what the reports may count (a source never loaded
+    makes its figures unknown, not 0). A warehouse without the ledger, or with an empty one (marts built
+    by other means: tests, imports), counts every source of :data:`SOURCES` as loaded."""
+    found = _sources_with_records(con)
+    return frozenset(SOURCES) if found is None else found
 
 
 def freshness_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -77,8 +96,7 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     now): a missing input must not read as a quiet night."""
     if not table_exists(con, "raw.ingested_files"):
         return []
-    loaded = {kind: True for (kind,) in con.sql(
-        "SELECT DISTINCT source_kind FROM raw.ingested_files WHERE rows_loaded > 0").fetchall()}
+    loaded = _sources_with_records(con) or frozenset()  # an empty ledger: nothing was loaded
     # A source whose files were read but every record rejected (sacct with SLURM_TIME_FORMAT=%s) says
     # so, with the commonest reason: "missing, empty or refused" sent readers to look for files.
     all_rejected = {kind: (n, reason) for kind, n, reason in con.sql(
@@ -88,7 +106,7 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
                  f"(commonest reason: {truncate(all_rejected[kind][1] or 'see raw.rejects', 120)}): {effect}.")
                 if kind in all_rejected else
                 f"No {SOURCE_LABELS[kind]} records were loaded (landing/{kind}/ is missing, empty or refused): {effect}."
-                for kind, effect in MISSING_SOURCE_EFFECTS.items() if not loaded.get(kind)]
+                for kind, effect in MISSING_SOURCE_EFFECTS.items() if kind not in loaded]
     refused = con.sql("SELECT source_file, error FROM raw.ingested_files WHERE status = 'refused' "
                       "ORDER BY ingested_at DESC, source_file").fetchall()
     if refused:

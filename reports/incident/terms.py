@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from gpusre.models.warehouse import table_exists
+from gpusre.reports.coverage import SOURCES, loaded_sources
 from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
 from gpusre.reports.kit.labels import component_label
 
@@ -104,9 +104,6 @@ def what_text(inc: Incident) -> str:
 
 # -- sources that were never loaded -----------------------------------------------------------
 
-#: Every source a report count can come from.
-SOURCES = ("sacct", "syslog", "slurm_events", "alerts")
-
 #: What a report writes instead of a count whose source was never loaded: "0 jobs" without Slurm
 #: accounting would claim that no job ran, when nobody can know.
 NOT_LOADED = {"sacct": "no Slurm accounting", "syslog": "no node logs", "slurm_events": "no node-state history",
@@ -119,18 +116,6 @@ UNKNOWN_NO_ACCOUNTING = "unknown: no Slurm accounting"
 REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back ACTIVE)",
                       "health_checks": "the end of its failing health checks",
                       "job_completed": "the node running a job again"}
-
-
-def loaded_sources(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
-    """The sources that loaded at least one record (``raw.ingested_files``, as the data warnings of
-    ``reports/coverage.py`` read it). A warehouse without the ledger, or with an empty one (marts
-    built by other means), counts every source as loaded, so its reports read as before."""
-    if not table_exists(con, "raw.ingested_files"):
-        return frozenset(SOURCES)
-    if not con.execute("SELECT count(*) FROM raw.ingested_files").fetchone()[0]:
-        return frozenset(SOURCES)  # no landing file was ever ingested: marts written by other means (tests, imports)
-    return frozenset(k for (k,) in con.execute(
-        "SELECT DISTINCT source_kind FROM raw.ingested_files WHERE rows_loaded > 0").fetchall())
 
 
 def missing_sources(con: duckdb.DuckDBPyConnection) -> frozenset[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.reports.coverage import loaded_sources
 from gpusre.reports.kit.formatting import fmt_date
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import latest_complete_day, latest_record_day
@@ -162,23 +163,13 @@ _MART_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-def ingested_sources(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Source kinds with at least one ingested landing file (raw.ingested_files)."""
-    try:
-        if table_status(con, "raw.ingested_files") is not None:
-            return set()
-        return {r["source_kind"] for r in query_rows(con, "SELECT DISTINCT source_kind FROM raw.ingested_files")}
-    except duckdb.Error:
-        return set()
-
-
 def source_status(con: duckdb.DuckDBPyConnection, mart: str) -> str | None:
     """Like ``table_status(con, 'marts.<mart>')``, but when the mart is absent or empty because the source it
     needs was never ingested, says which source is missing ("Unknown: no node logs ...")."""
     reason = table_status(con, f"marts.{mart}")
     need = _MART_SOURCES.get(mart)
-    loaded = ingested_sources(con)
-    if not loaded and reason is not None:  # nothing ingested at all: an empty warehouse
+    loaded = loaded_sources(con)
+    if not loaded and reason is not None:  # files were ingested, but none loaded a record
         return f"No data yet: nothing has been loaded ({need[1] if need else 'no input'})."
     if need is not None and not (loaded & set(need[0])):
         if reason is not None or mart in ("mtbf", "node_failure_rate", "tbf_weibull", "mtbf_trend"):
@@ -188,4 +179,4 @@ def source_status(con: duckdb.DuckDBPyConnection, mart: str) -> str | None:
 
 def failure_evidence(con: duckdb.DuckDBPyConnection) -> bool:
     """Node logs or the operator's incident log were ingested: MTBF and r_f have something to count."""
-    return bool(ingested_sources(con) & {"syslog", "incidents"})
+    return bool(loaded_sources(con) & {"syslog", "incidents"})

@@ -8,11 +8,12 @@ import logging
 
 import duckdb
 
+from gpusre.reports.coverage import loaded_sources
 from gpusre.reports.kit.formatting import fmt_ci, fmt_hours, fmt_int, fmt_num
 from gpusre.reports.kit.section import Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label
-from gpusre.reports.slo.window import SloWindow, failure_evidence, ingested_sources, sli_windows
+from gpusre.reports.slo.window import SloWindow, failure_evidence, sli_windows
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +32,14 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
                                       if s.value is not None else f"objective {fmt_objective(s.objective)} · no events")
                               + est,
                               "tone": "" if s.met is None else ("good" if s.met else "bad")})
-            loaded = ingested_sources(con)
+            loaded = loaded_sources(con)
             if loaded and not any(s.sli == "node_availability" for s in slis) and not loaded & {"syslog", "slurm_events"}:
                 cards.append({"label": sli_label("node_availability"), "value": "unknown",
                               "sub": "no node states and no node logs", "tone": ""})
     except duckdb.Error as exc:
         log.warning("SLO report cards: %s", exc)
     try:
-        if ingested_sources(con) and not failure_evidence(con):  # (an empty warehouse: "No data yet" below)
+        if loaded_sources(con) and not failure_evidence(con):  # (an empty warehouse: "No data yet" below)
             cards.append({"label": "MTBF per node", "value": "unknown", "sub": "no node logs", "tone": ""})
             cards.append({"label": "Failures / 1,000 node-days", "value": "unknown", "sub": "no node logs · RSC-1 6.50",
                           "tone": ""})
