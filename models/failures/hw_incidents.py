@@ -346,16 +346,27 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
             .with_row_index("_item"))
 
 
+def _first_recovery(frame: pl.DataFrame, at: str, recoveries: pl.DataFrame, node: str,
+                    by_class: bool = False) -> pl.DataFrame:
+    """``frame`` with ``_up``: the first recovery line (``recoveries``: ``node``, ``component_class``,
+    ``_up``) its row's node (column ``node``) logged strictly after ``at`` — of the row's
+    ``component_class`` when ``by_class`` — or null. The one question the wide-incident waves, the
+    switch simultaneity and the flap chain ask of the recovery lines."""
+    by = [node, "component_class"] if by_class else [node]
+    rec = recoveries.select(pl.col("node").alias(node), *(["component_class"] if by_class else []), "_up").sort("_up")
+    return frame.sort(at).join_asof(rec, left_on=at, right_on="_up", by=by, strategy="forward",
+                                    allow_exact_matches=False, check_sortedness=False)
+
+
 def _cleared(prev: pl.DataFrame, recoveries: pl.DataFrame | None) -> pl.DataFrame:
     """``key``-island pairs whose first island had cleared before the next began: every node of it
     logged a recovery (``catalog/recovery_events.csv``) after its own last evidence there and before
     the next island's start. ``prev``: ``_pair``, ``node``, ``_last``, ``_next_start``."""
     if recoveries is None or recoveries.is_empty() or prev.is_empty():
         return pl.DataFrame(schema={"_pair": pl.Int64})
-    up = prev.join(recoveries, on="node").filter((pl.col("_up") > pl.col("_last")) & (pl.col("_up") < pl.col("_next_start")))
-    need = prev.group_by("_pair").agg(pl.col("node").n_unique().alias("_n"))
-    got = up.group_by("_pair").agg(pl.col("node").n_unique().alias("_k"))
-    return need.join(got, on="_pair").filter(pl.col("_k") >= pl.col("_n")).select("_pair")
+    up = _first_recovery(prev, "_last", recoveries, "node")  # prev: one row per pair and node
+    return (up.group_by("_pair").agg((pl.col("_up") < pl.col("_next_start")).fill_null(False).all().alias("_all"))
+            .filter("_all").select("_pair"))
 
 
 def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None, need: int) -> pl.DataFrame:
@@ -365,9 +376,7 @@ def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None,
     turn on one leaf, each link back ``ACTIVE`` before the next went down, are not a switch failure."""
     down = cand.group_by(key, "_isl", "_nkey").agg(pl.col("start").min().alias("_from"), pl.col("end").max().alias("_last"))
     if recoveries is not None and not recoveries.is_empty():
-        up = recoveries.select(pl.col("node").alias("_nkey"), "_up").sort("_up")
-        down = down.sort("_last").join_asof(up, left_on="_last", right_on="_up", by="_nkey", strategy="forward",
-                                            allow_exact_matches=False, check_sortedness=False)
+        down = _first_recovery(down, "_last", recoveries, "_nkey")
     else:
         down = down.with_columns(pl.lit(None, _UTC).alias("_up"))
     marks = pl.concat([down.select(key, "_isl", pl.col("_from").alias("_t"), pl.lit(1, pl.Int64).alias("_d")),
@@ -436,10 +445,8 @@ def _flap_edges(blocks: pl.DataFrame, recoveries: pl.DataFrame | None, outages: 
                            pl.col("_chainable").shift(1).over(keys).alias("_prev_chainable"))
              .filter(pl.col("_prev").is_not_null() & pl.col("_chainable") & pl.col("_prev_chainable")
                      & (pl.col("start") - pl.col("_prev_end") <= FLAP_WINDOW)))
-    rec = recoveries.select(pl.col("node").alias("_nkey"), "component_class", "_up")
-    came_back = (pairs.join(rec, on=["_nkey", "component_class"])
-                 .filter((pl.col("_up") > pl.col("_prev_end")) & (pl.col("_up") < pl.col("start"))).select("_root").unique())
-    pairs = pairs.join(came_back, on="_root", how="semi")
+    pairs = (_first_recovery(pairs, "_prev_end", recoveries, "_nkey", by_class=True)
+             .filter(pl.col("_up") < pl.col("start")).drop("_up"))
     if outages is not None and not outages.is_empty() and pairs.height:
         out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
         repaired = (pairs.join(out, on="_nkey").filter((pl.col("_oe") > pl.col("_prev_end")) & (pl.col("_oe") < pl.col("start")))
