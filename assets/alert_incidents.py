@@ -92,10 +92,12 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
         hw = _read(con, "marts.hw_incidents", "SELECT * FROM marts.hw_incidents")
         # Pre-filter on the configured killed_states (cluster.yaml alerts.clustering.killed_states), the
         # same set the model counts, so a site that adds TIMEOUT gets its TIMEOUT jobs counted.
+        # Without Slurm accounting (no job at all) the jobs an incident killed are unknown: None.
+        accounting = table_exists(con, "core.jobs") and con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 0
         jobs = (con.sql("SELECT job_id, state, end_ts, nodes FROM core.jobs "
                         "WHERE list_contains($killed, state) AND end_ts IS NOT NULL",
                         params={"killed": list(settings.killed_states)}).pl()
-                if table_exists(con, "core.jobs") else None)
+                if accounting else None)
         attribution = _read(con, "marts.job_failure_attribution",
                             "SELECT job_id, attribution, lost_gpu_hours, incident_id FROM marts.job_failure_attribution")
         marts = alert_marts(
@@ -125,8 +127,8 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
         "compression_ratio": dg.MetadataValue.float(float(ratio)) if ratio is not None else dg.MetadataValue.null(),
         "with_hw_incident": inc.filter(pl.col("hw_incident_id").is_not_null()).height,
         "in_flood": inc.filter(pl.col("in_flood")).height,
-        "jobs_killed": int(inc["n_jobs_killed"].sum() or 0),
-        "lost_gpu_hours": float(inc["lost_gpu_hours"].sum() or 0.0),
+        "jobs_killed": (int(inc["n_jobs_killed"].sum() or 0) if accounting else dg.MetadataValue.null()),
+        "lost_gpu_hours": (float(inc["lost_gpu_hours"].sum() or 0.0) if accounting else dg.MetadataValue.null()),
         "top_incidents": _preview(top),
     })
     yield dg.MaterializeResult(asset_key=ALERT_INCIDENT_MEMBERS, metadata={"dagster/row_count": n_alerts})

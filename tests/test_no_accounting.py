@@ -180,6 +180,40 @@ def test_nightly_without_accounting_says_unknown(runs: dict[str, Path]) -> None:
     assert "unknown: no Slurm accounting" not in full
 
 
+def test_alert_incident_job_impact_is_null_without_accounting(runs: dict[str, Path]) -> None:
+    """Alert incidents are the full run's, alert for alert; the jobs they killed are unknown (NULL), not 0."""
+    q = "SELECT incident_id, n_alerts, nodes, root_cause_candidate, hw_incident_id FROM marts.alert_incidents ORDER BY 1"
+    assert _rows(runs["nosacct"], q) == _rows(runs["full"], q)
+    assert _rows(runs["full"], "SELECT count(*) FROM marts.alert_incidents WHERE n_jobs_killed > 0")[0][0] >= 1
+    for run in ("nosacct", "alerts"):
+        impact = _rows(runs[run], "SELECT n_jobs_killed, lost_gpu_hours FROM marts.alert_incidents")
+        assert impact and all(v is None for row in impact for v in row), run
+        scopes = _rows(runs[run], "SELECT jobs_killed, lost_gpu_hours FROM marts.alert_incident_scopes")
+        assert scopes and all(v is None for row in scopes for v in row), run
+    # the full run counts 0 for an incident that killed nothing: accounting says so
+    assert _rows(runs["full"], "SELECT count(*) FROM marts.alert_incidents WHERE n_jobs_killed IS NULL")[0][0] == 0
+    contract = yaml.safe_load(_CONTRACT.read_text())
+    for table, col in (("marts.alert_incidents", "n_jobs_killed"), ("marts.alert_incidents", "lost_gpu_hours"),
+                       ("marts.alert_incident_scopes", "jobs_killed")):
+        assert "without Slurm accounting" in contract[table]["columns"][col], (table, col)
+
+
+def test_nightly_alert_incidents_without_accounting_say_unknown(runs: dict[str, Path]) -> None:
+    checked = 0
+    for run in ("nosacct", "alerts"):
+        md = _nightly(runs[run])
+        title = re.search(r"## (Alert incidents of [^\n]*)", md).group(1)
+        sec = _section(md, title)
+        if "No alert incident started" in sec:
+            continue
+        checked += 1
+        assert "jobs killed: unknown: no Slurm accounting" in sec, run
+        assert "none killed a job" not in sec and "| unknown | unknown |" in sec, run
+    assert checked, "no alert incident on either report's day: the check above ran on nothing"
+    full = _section(_nightly(runs["full"]), re.search(r"## (Alert incidents of [^\n]*)", _nightly(runs["full"])).group(1))
+    assert "unknown" not in full
+
+
 def test_logs_only_repair_time_is_an_estimate(runs: dict[str, Path], tmp_path: Path) -> None:
     (inc,) = _rows(runs["logs"], "SELECT incident_id FROM marts.incident_repairs WHERE hours_to_repair IS NOT NULL "
                                  "ORDER BY incident_id LIMIT 1")[0]

@@ -674,7 +674,8 @@ def cluster_alerts(
         hw_incidents: ``marts.hw_incidents`` (``incident_id``, ``component``, ``start_ts``,
             ``end_ts``, ``nodes``, ``scope``, ``leaf_switch``), or None.
         jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``) for the blast radius;
-            None: ``n_jobs_killed`` 0.
+            None: no Slurm accounting, ``n_jobs_killed`` and ``lost_gpu_hours`` NULL (unknown, not 0);
+            an empty frame: accounting without a killed job, 0.
         attribution: ``marts.job_failure_attribution`` (``job_id``, ``attribution``,
             ``lost_gpu_hours``); jobs it gives to the user do not count.
         floods: flood episodes (``start_ts``, ``end_ts``) from
@@ -893,8 +894,11 @@ def _alerts_in_floods(alerts: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFram
 
 def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, attribution: pl.DataFrame | None,
                 settings: AlertClusteringSettings) -> pl.DataFrame:
+    if jobs is None:  # no accounting: which jobs died is unknown
+        return inc.with_columns(pl.lit(None, dtype=pl.Int64).alias("n_jobs_killed"),
+                                pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"))
     zero = inc.with_columns(pl.lit(0, dtype=pl.Int64).alias("n_jobs_killed"), pl.lit(0.0).alias("lost_gpu_hours"))
-    if jobs is None or jobs.is_empty():
+    if jobs.is_empty():
         return zero
     jb = _conform(jobs, {"job_id": pl.String(), "state": pl.String(), "end_ts": _TS, "nodes": pl.List(pl.String())},
                   ("job_id", "state", "end_ts", "nodes"))

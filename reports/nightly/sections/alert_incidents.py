@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING
 from gpusre.reports.kit.formatting import (
     MISSING,
     count_phrase,
@@ -40,7 +41,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     agg = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(n_alerts), 0) AS alerts,
                                 count(*) FILTER (WHERE hw_incident_id IS NOT NULL) AS hw,
                                 count(*) FILTER (WHERE n_jobs_killed > 0) AS killing,
-                                coalesce(sum(n_jobs_killed), 0) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost
+                                coalesce(sum(n_jobs_killed), 0) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost,
+                                count(*) FILTER (WHERE n_jobs_killed IS NULL) AS unknown
                          FROM marts.alert_incidents WHERE {on_day}""", params)[0]
     if not agg["n"]:
         first, last = alert_window(meta)
@@ -68,12 +70,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
               f"{plural(top['n_alerts'], 'alert')} on {plural(top['n_nodes'] or 0, 'node')}"
             + (f" and killed {plural(top['n_jobs_killed'], 'job')} ({gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h lost)"
                if top["n_jobs_killed"] else ""))
+    # Without Slurm accounting the jobs they killed are unknown (the mart's NULL), never "none killed a job".
+    no_jobs = agg["unknown"] == n
     if n > 1:
-        lead += (f"; {fmt_int(agg['hw'])} of the {fmt_int(n)} had a hardware incident behind them and "
-                 + (f"{fmt_int(agg['killing'])} killed {plural(agg['jobs'], 'job')} "
-                    f"({gpuh(agg['lost'])} GPU-h lost)." if agg["killing"] else "none killed a job."))
+        lead += (f"; {fmt_int(agg['hw'])} of the {fmt_int(n)} had a hardware incident behind them"
+                 + (f"; jobs killed: {UNKNOWN_NO_ACCOUNTING}." if no_jobs else
+                    f" and {fmt_int(agg['killing'])} killed {plural(agg['jobs'], 'job')} "
+                    f"({gpuh(agg['lost'])} GPU-h lost)." if agg["killing"] else " and none killed a job."))
     else:
-        lead += "."
+        lead += f"; jobs killed: {UNKNOWN_NO_ACCOUNTING}." if no_jobs else "."
     sec.lead = lead
 
     def cand(r: dict[str, Any]) -> Cell:
@@ -94,12 +99,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(fmt_int(r["n_alerts"])), nodes(r),
           Cell(scope_label(r["scope"]) + (", flood" if r["in_flood"] else "")), cand(r),
           Cell(str(r["hw_incident_id"]) if r["hw_incident_id"] else MISSING, mono=bool(r["hw_incident_id"])),
-          Cell(fmt_int(r["n_jobs_killed"])), Cell(fmt_num(r["lost_gpu_hours"]))] for r in rows],
+          _impact(r["n_jobs_killed"], fmt_int), _impact(r["lost_gpu_hours"], fmt_num)] for r in rows],
         caption=(f"Top {len(rows)} of {fmt_int(n)}" if n > len(rows) else f"All {fmt_int(n)}")
                 + f" alert incidents that started on {d}, most alerts first (hover over a node count for the nodes). "
                   "Root-cause candidate: the alert matched to a hardware incident, else the earliest at the most "
                   "upstream level (fabric > storage > node > GPU). Jobs killed: FAILED / NODE_FAIL on its nodes from "
-                  "15 min before its start to 5 min after its last alert, unless attributed to the user. "
+                  "15 min before its start to 5 min after its last alert, unless attributed to the user"
+                + (f" ({UNKNOWN_NO_ACCOUNTING})" if no_jobs else "") + ". "
                   "\u201cflood\u201d: an alert began inside a flood episode.",
     ))
     sec.add(Table(
@@ -108,7 +114,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          Column("Lost GPU-h", True)],
         [[Cell(scope_label(r["scope"])), Cell(fmt_int(r["n"])), Cell(fmt_int(r["alerts"])),
           Cell(ratio_text(r["alerts_per_incident"])), Cell(fmt_int(r["flood"])), Cell(fmt_int(r["hw"])),
-          Cell(fmt_int(r["jobs"])), Cell(fmt_num(r["lost"]))] for r in scopes],
+          _impact(r["jobs"], fmt_int), _impact(r["lost"], fmt_num)] for r in scopes],
         caption=f"Alert incidents of {d} by scope: node (one node), rack / leaf switch (nodes of one rack / under one "
                 "leaf switch, or a switch alert), storage (a file-system alert), cluster (several racks, or no node).",
     ))
@@ -116,6 +122,11 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec.notes.append(f"A retrospective (timeline, evidence, blast radius, similar incidents) of any of them: "
                 f"`gpusre report incident {top['incident_id']} --warehouse {warehouse} --out DIR`.")
     return sec
+
+
+def _impact(value: Any, fmt: Any) -> Cell:
+    """A job-impact cell: "unknown" for the marts' NULL (no Slurm accounting), never 0."""
+    return Cell("unknown" if value is None else fmt(value))
 
 
 SECTION = SectionSpec("alert_incidents", "Alert incidents by size", build)
