@@ -113,7 +113,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         attribution = attribute_failures_with(jobs, evidence)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
-        earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl()
+        earlier = con.sql("SELECT * FROM core.instances_outside_jobs").pl()
         earlier = with_policy(earlier)
         instance_attr = attribute_failures_with(earlier, evidence).filter(pl.col("attribution") != "none")
         failed = attribution.filter(pl.col("attribution") != "none")

@@ -21,7 +21,7 @@ from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.failures.hw_incidents import merge_incidents
 from gpusre.models.reliability.node_availability import MaintenanceSpan, down_segments
 from gpusre.simulate import SimulationConfig, simulate_cluster
-from gpusre.models.warehouse import connect, read_sql
+from gpusre.models.warehouse import connect
 from gpusre.pipelines.runner import run_pipeline
 
 # Node faults at 60 per 1,000 node-days (about 10x a real cluster) so a 40-node month has ~70 outages
@@ -60,7 +60,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     jobs = con.sql("SELECT job_id, state, nodes, start_ts, end_ts, elapsed_s, n_gpus, cancelled_by, exit_code, "
                    "exit_signal FROM core.jobs").pl()
     # The instances the failure_marts asset attributes beside core.jobs (the same query).
-    earlier = con.sql(read_sql("core/instances_outside_jobs.sql")).pl().drop("account")
+    earlier = con.sql("SELECT * FROM core.instances_outside_jobs").pl().drop("account")
     con.close()
     truth = landing / "truth"
     doc = yaml.safe_load((landing / "cluster.yaml").read_text())

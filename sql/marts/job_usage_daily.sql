@@ -29,13 +29,11 @@ WITH final_runs AS (
       AND j.end_ts IS NOT NULL
       AND j.end_day = $day::DATE
 ), earlier_runs AS (
-    -- the instances core.jobs does not describe (as core/instances_outside_jobs.sql): earlier ones,
-    -- and the last started one of a job requeued and pending again
+    -- the instances core.jobs does not describe: earlier ones, and the last started one of a job
+    -- requeued and pending again
     SELECT i.state, i.n_gpus, 0 AS is_final, i.n_gpus * i.elapsed_s / 3600.0 AS gpu_hours
-    FROM core.job_instances AS i
-    JOIN core.jobs AS j USING (job_id)
-    WHERE (NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts)
-      AND i.n_gpus > 0
+    FROM core.instances_outside_jobs AS i
+    WHERE i.n_gpus > 0
       AND i.end_ts IS NOT NULL
       AND timezone('UTC', i.end_ts)::DATE = $day::DATE
 ), runs AS (
