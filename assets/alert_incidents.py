@@ -14,7 +14,7 @@ import polars as pl
 
 from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.alerts.clustering import AlertClusteringSettings, Topology, alert_marts
+from gpusre.models.alerts.clustering import RUN_KEY_SEP, AlertClusteringSettings, Topology, alert_marts
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.warehouse import replace_table, table_exists, transaction
@@ -94,12 +94,21 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
         # same set the model counts, so a site that adds TIMEOUT gets its TIMEOUT jobs counted.
         # Without Slurm accounting (no job at all) the jobs an incident killed are unknown: None.
         accounting = table_exists(con, "core.jobs") and con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 0
+        # Every killed run counts: a job's final run and the earlier runs Slurm requeued (a NODE_FAIL that
+        # killed a 64-GPU run of a job that later completed is a killed run), each under its own key
+        # `job_id#instance_no` (RUN_KEY_SEP); the model counts a job killed twice once.
         jobs = (con.sql("SELECT job_id, state, end_ts, nodes FROM core.jobs "
-                        "WHERE list_contains($killed, state) AND end_ts IS NOT NULL",
-                        params={"killed": list(settings.killed_states)}).pl()
+                        "WHERE list_contains($killed, state) AND end_ts IS NOT NULL "
+                        "UNION ALL SELECT job_id || $sep || instance_no::VARCHAR, state, end_ts, nodes "
+                        "FROM core.instances_outside_jobs WHERE list_contains($killed, state) AND end_ts IS NOT NULL",
+                        params={"killed": list(settings.killed_states), "sep": RUN_KEY_SEP}).pl()
                 if accounting else None)
         attribution = _read(con, "marts.job_failure_attribution",
                             "SELECT job_id, attribution, lost_gpu_hours, incident_id FROM marts.job_failure_attribution")
+        if attribution is not None and table_exists(con, "marts.instance_failure_attribution"):
+            attribution = pl.concat([attribution, con.sql(
+                "SELECT job_id || $sep || instance_no::VARCHAR AS job_id, attribution, lost_gpu_hours, incident_id "
+                "FROM marts.instance_failure_attribution", params={"sep": RUN_KEY_SEP}).pl()], how="vertical_relaxed")
         marts = alert_marts(
             alerts if alerts is not None else pl.DataFrame(),
             topology=Topology.from_config(config), hw_incidents=hw, jobs=jobs, attribution=attribution,

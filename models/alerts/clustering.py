@@ -80,10 +80,11 @@ Root-cause candidate, per incident
     rack / under one leaf), cluster (nodes in several, or none: a service alert).
 
 Blast radius
-    Jobs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
-    end in [start − ``job_before_minutes`` (15), last alert start + ``job_after_minutes`` (5)],
-    except those job-failure attribution gives to the user or to a hardware incident the alert
-    incident is not about: ``n_jobs_killed``, and the sum of their
+    Job runs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
+    end in [start − ``job_before_minutes`` (15), last alert start + ``job_after_minutes`` (5)] — a
+    job's final run, or an earlier run Slurm requeued —, except those job-failure attribution gives
+    to the user or to a hardware incident the alert incident is not about: ``n_jobs_killed`` (the
+    jobs; a job killed twice counts once, as ``hw_incidents.affected_jobs``), and the sum of their
     attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
     onset, and an alert left firing for days is no reason to claim every later failure.)
 
@@ -130,6 +131,7 @@ from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES
 
 __all__ = [
+    "RUN_KEY_SEP",
     "ALERT_SCHEMA",
     "AlertClusteringSettings",
     "AlertMarts",
@@ -673,7 +675,8 @@ def cluster_alerts(
         topology: racks and leaf switches; None: no rack/leaf links.
         hw_incidents: ``marts.hw_incidents`` (``incident_id``, ``component``, ``start_ts``,
             ``end_ts``, ``nodes``, ``scope``, ``leaf_switch``), or None.
-        jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``) for the blast radius;
+        jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``) for the blast radius, and
+            the earlier runs of requeued jobs keyed ``<job_id>#<instance_no>`` (:data:`RUN_KEY_SEP`);
             None: no Slurm accounting, ``n_jobs_killed`` and ``lost_gpu_hours`` NULL (unknown, not 0);
             an empty frame: accounting without a killed job, 0.
         attribution: ``marts.job_failure_attribution`` (``job_id``, ``attribution``,
@@ -892,6 +895,11 @@ def _alerts_in_floods(alerts: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFram
     return j.sort("_row").drop("_row", "_fs", "_fe")
 
 
+#: ``jobs`` rows of a requeued job's earlier runs are keyed ``<job_id>#<instance_no>``: each killed run
+#: is matched (and its lost GPU-hours summed) on its own, and a job killed twice counts once.
+RUN_KEY_SEP = "#"
+
+
 def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, attribution: pl.DataFrame | None,
                 settings: AlertClusteringSettings) -> pl.DataFrame:
     if jobs is None:  # no accounting: which jobs died is unknown
@@ -933,7 +941,8 @@ def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, 
            .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0), "_job_hw"), on="job_id")
            .join(about, on="_c", how="left")
            .filter(pl.col("_job_hw").is_null() | (pl.col("_job_hw") == pl.col("_inc_hw")))
-           .group_by("_c").agg(pl.len().cast(pl.Int64).alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
+           .group_by("_c").agg(pl.col("job_id").str.split(RUN_KEY_SEP).list.first().n_unique().cast(pl.Int64)
+                               .alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
     return inc.join(hit, on="_c", how="left").with_columns(
         pl.col("n_jobs_killed").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
 

@@ -319,9 +319,8 @@ class Incident:
         for r in rows:
             r["instance_no"] = None
             r["start_ts"], r["end_ts"] = as_utc(r["start_ts"]), as_utc(r["end_ts"])
-            if self.kind == "alert":  # the rule of marts.alert_incidents.n_jobs_killed
-                r["counted"] = (r["state"] in KILLED_STATES and r["end_ts"] is not None and lo <= r["end_ts"] <= hi
-                                and bool(anchor & set(r["nodes"] or [])) and r["attribution"] != "user")
+            if self.kind == "alert":
+                r["counted"] = self._alert_counts(r, lo, hi, anchor)
             else:  # marts.hw_incidents.affected_jobs: attributed to this incident
                 r["counted"] = r["attribution"] == "infrastructure" and r["attributed_incident"] == self.id
         rows += self._interrupted_instances(lo, hi)
@@ -332,8 +331,8 @@ class Incident:
     def _interrupted_instances(self, lo: datetime, hi: datetime) -> list[dict[str, Any]]:
         """Earlier instances of requeued jobs that ended in a failure state on the nodes in the window, or that
         ``marts.instance_failure_attribution`` gives to a linked hardware incident. A hardware incident's
-        ``affected_jobs`` counts the ones attributed to it (Slurm requeued the job, but the run was killed);
-        an alert incident's ``n_jobs_killed`` counts jobs only, so there they are listed, not counted."""
+        ``affected_jobs`` counts the ones attributed to it (Slurm requeued the job, but the run was killed),
+        an alert incident's ``n_jobs_killed`` the killed ones on its nodes in its window."""
         if not table_exists(self.con, "core.job_instances"):
             return []
         has_attr = table_exists(self.con, "marts.instance_failure_attribution")
@@ -355,7 +354,17 @@ class Incident:
                                           OR (list_contains(?, a.incident_id) AND a.attribution = 'infrastructure'))
                                    ORDER BY i.end_ts, i.job_id, i.instance_no""",
                      [list(INTERRUPTED_STATES), lo, hi, self.nodes, self.hw_incident_ids])
+        anchor = set(self.anchor_nodes)
         for r in rows:
-            r["counted"] = (self.kind != "alert" and r["attribution"] == "infrastructure"
-                            and r["attributed_incident"] == self.id)
+            r["start_ts"], r["end_ts"] = as_utc(r["start_ts"]), as_utc(r["end_ts"])
+            r["counted"] = (self._alert_counts(r, lo, hi, anchor) if self.kind == "alert" else
+                            r["attribution"] == "infrastructure" and r["attributed_incident"] == self.id)
         return rows
+
+    def _alert_counts(self, r: dict[str, Any], lo: datetime, hi: datetime, anchor: set[str]) -> bool:
+        """The rule of ``marts.alert_incidents.n_jobs_killed`` for one job run (a final or a requeued one):
+        killed on the incident's nodes in the window, not the user's fault, and not blamed on a hardware
+        incident this alert incident is not about."""
+        return (r["state"] in KILLED_STATES and r["end_ts"] is not None and lo <= r["end_ts"] <= hi
+                and bool(anchor & set(r["nodes"] or [])) and r["attribution"] != "user"
+                and (r["attributed_incident"] is None or r["attributed_incident"] == self.row.get("hw_incident_id")))

@@ -28,8 +28,9 @@ def build(inc: Incident) -> Section:
         job_gpus[j["job_id"]] = max(job_gpus.get(j["job_id"], 0), int(j["n_gpus"] or 0))
     if inc.kind == "alert":
         n_mart, lost_mart = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
-        rule = ("jobs that ended FAILED or NODE_FAIL on its nodes from 15 min before its start to 5 min after its "
-                "last alert started, unless attributed to the user (marts.alert_incidents.n_jobs_killed)")
+        rule = ("jobs with a run (the final one, or an earlier one Slurm requeued) that ended FAILED or NODE_FAIL on "
+                "its nodes from 15 min before its start to 5 min after its last alert started, unless attributed to "
+                "the user (marts.alert_incidents.n_jobs_killed; a job killed twice counts once)")
     else:
         n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")
         rule = ("jobs, and earlier instances of requeued jobs, that attribution gives to this incident "

@@ -1,0 +1,58 @@
+"""One bad night written by hand with all four sources consistent (``tests/fixtures/hand_computed/
+bad_night_berlin``, hand answers in its README.md, written before any run by an outside evaluator).
+
+Cluster h100-berlin, 16 nodes x 8 GPUs, Europe/Berlin. At 01:10:12Z GPU 3 of gpu005 logs Xid 48 then
+Xid 79; alice's 64-GPU job 2001 dies NODE_FAIL at 01:11Z and Slurm requeues it (it later completes);
+NHC drains gpu005 at 01:14Z; DCGM alerts fire; the node is back at 08:30Z. At 13:20Z leaf02 flaps and
+kills erin's 16-GPU job 2004 (FAILED). bob's job 2002 dies of Xid 13/43 (his own code).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from gpusre.pipelines.runner import run_pipeline
+
+LANDING = Path(__file__).parent / "fixtures" / "hand_computed" / "bad_night_berlin"
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
+    root = tmp_path_factory.mktemp("bad_night")
+    shutil.copytree(LANDING, root / "landing")
+    run_pipeline(root / "landing", root / "wh" / "w.duckdb", root / "reports")
+    c = duckdb.connect(str(root / "wh" / "w.snapshot.duckdb"), read_only=True)
+    yield c
+    c.close()
+
+
+def test_the_gpu_fault_is_one_gpu_memory_incident_blamed_for_the_requeued_run(con: duckdb.DuckDBPyConnection) -> None:
+    rows = con.sql("SELECT component, nodes, affected_jobs, round(lost_gpu_hours, 2) FROM marts.hw_incidents "
+                   "WHERE list_contains(nodes, 'gpu005')").fetchall()
+    # lost = 64 GPUs x (half the 1 h checkpoint interval + 5 min restart) = 32 + 5.33
+    assert rows == [("gpu_memory", ["gpu005"], 1, 37.33)]
+    blame = dict(con.sql("SELECT job_id, attribution FROM marts.job_failure_attribution").fetchall())
+    assert blame.get("2002") == "user" and blame.get("2004") == "infrastructure"
+    assert con.sql("SELECT job_id, instance_no, attribution FROM marts.instance_failure_attribution").fetchall() == [
+        ("2001", 1, "infrastructure")]
+
+
+def test_an_alert_incident_counts_the_run_slurm_requeued(con: duckdb.DuckDBPyConnection) -> None:
+    """The DCGM alerts on gpu005 are about the fault that killed job 2001's first run: 1 job killed,
+    37.33 GPU-h lost — as the hardware incident says. (Counting final job states only, it read 0 and
+    0.0, because job 2001 ended COMPLETED after its requeue.)"""
+    rows = con.sql("SELECT n_alerts, n_jobs_killed, round(lost_gpu_hours, 2) FROM marts.alert_incidents "
+                   "WHERE list_contains(nodes, 'gpu005')").fetchall()
+    assert rows == [(3, 1, 37.33)]
+    # the leaf02 flap killed job 2004 (not requeued): 16 GPUs x 0.5 h + 16 x 5 min restart
+    leaf = con.sql("SELECT n_jobs_killed, round(lost_gpu_hours, 2) FROM marts.alert_incidents "
+                   "WHERE scope = 'leaf_switch'").fetchall()
+    assert leaf and leaf[0][0] == 1
+    # 4 alert incidents: gpu005's, gpu014's /tmp disk (same minutes, other node), leaf02's, day 1's CPU load
+    assert con.sql("SELECT count(*) FROM marts.alert_incidents").fetchall() == [(4,)]
+    assert con.sql("SELECT sum(jobs_killed) FROM marts.alert_incident_scopes WHERE day = DATE '2026-11-18'"
+                   ).fetchall() == [(2,)]
