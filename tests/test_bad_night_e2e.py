@@ -56,3 +56,14 @@ def test_an_alert_incident_counts_the_run_slurm_requeued(con: duckdb.DuckDBPyCon
     assert con.sql("SELECT count(*) FROM marts.alert_incidents").fetchall() == [(4,)]
     assert con.sql("SELECT sum(jobs_killed) FROM marts.alert_incident_scopes WHERE day = DATE '2026-11-18'"
                    ).fetchall() == [(2,)]
+
+
+def test_the_flapping_leaf_switch_is_one_incident(con: duckdb.DuckDBPyConnection) -> None:
+    """leaf02's ports on gpu009-012 go down at 13:20:05Z (ACTIVE ~2.5 min later) and again at 13:50:10Z
+    (ACTIVE 45 s later): one flapping switch, 13:20:05 to the last line of the second flap — the alert
+    side says the same (one incident, 1 flap). It was two incidents while every link's ACTIVE split them."""
+    rows = con.sql("SELECT component, leaf_switch, strftime(start_ts AT TIME ZONE 'UTC', '%H:%M:%S'), "
+                   "strftime(end_ts AT TIME ZONE 'UTC', '%H:%M') FROM marts.hw_incidents "
+                   "WHERE list_has_any(nodes, ['gpu009', 'gpu010', 'gpu011', 'gpu012'])").fetchall()
+    assert rows == [("network_switch", "leaf02", "13:20:05", "13:50")]
+    assert con.sql("SELECT count(*) FROM marts.hw_incidents").fetchall() == [(2,)]

@@ -350,23 +350,12 @@ def _first_recovery(frame: pl.DataFrame, at: str, recoveries: pl.DataFrame, node
                     by_class: bool = False) -> pl.DataFrame:
     """``frame`` with ``_up``: the first recovery line (``recoveries``: ``node``, ``component_class``,
     ``_up``) its row's node (column ``node``) logged strictly after ``at`` — of the row's
-    ``component_class`` when ``by_class`` — or null. The one question the wide-incident waves, the
-    switch simultaneity and the flap chain ask of the recovery lines."""
+    ``component_class`` when ``by_class`` — or null. The one question the switch simultaneity and
+    the flap chain ask of the recovery lines."""
     by = [node, "component_class"] if by_class else [node]
     rec = recoveries.select(pl.col("node").alias(node), *(["component_class"] if by_class else []), "_up").sort("_up")
     return frame.sort(at).join_asof(rec, left_on=at, right_on="_up", by=by, strategy="forward",
                                     allow_exact_matches=False, check_sortedness=False)
-
-
-def _cleared(prev: pl.DataFrame, recoveries: pl.DataFrame | None) -> pl.DataFrame:
-    """``key``-island pairs whose first island had cleared before the next began: every node of it
-    logged a recovery (``catalog/recovery_events.csv``) after its own last evidence there and before
-    the next island's start. ``prev``: ``_pair``, ``node``, ``_last``, ``_next_start``."""
-    if recoveries is None or recoveries.is_empty() or prev.is_empty():
-        return pl.DataFrame(schema={"_pair": pl.Int64})
-    up = _first_recovery(prev, "_last", recoveries, "node")  # prev: one row per pair and node
-    return (up.group_by("_pair").agg((pl.col("_up") < pl.col("_next_start")).fill_null(False).all().alias("_all"))
-            .filter("_all").select("_pair"))
 
 
 def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None, need: int) -> pl.DataFrame:
@@ -392,8 +381,8 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
     """(``_item``, ``_root``, ``_scope``, ``_leaf``) for evidence in multi-node islands of one wide signature.
 
     Spans enter the chain capped at ``WIDE_SPAN_CAP`` after their start: a health check failing for days
-    on one node must not bridge unrelated faults elsewhere, but a second wave while the first is not
-    cleared (links down again 40-60 min later) stays the same incident.
+    on one node must not bridge unrelated faults elsewhere, but a second wave within ``WIDE_REJOIN``
+    (links down again 30-60 min later, a flapping switch) stays the same incident.
     """
     empty = pl.DataFrame(schema={"_item": pl.UInt32, "_root": pl.UInt32, "_scope": pl.String, "_leaf": pl.String})
     sig = wide_signature(scope)
@@ -409,20 +398,13 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
     recoveries = None if recoveries is None else recoveries.filter(pl.col("component_class") == _sig_class(scope))
     wide = cand.join(_simultaneous(cand, key, recoveries, min_nodes or sig.min_nodes), on=[key, "_isl"], how="semi")
     # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
-    # the same failure (a switch or file server that came back briefly and failed again before repair)
-    # — unless every node of the previous one had logged its recovery in between (links back ACTIVE:
-    # the first failure was over, the second is another).
-    isl = (wide.group_by(key, "_isl").agg(pl.col("start").min().alias("_s")).sort(key, "_s")
-           .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_pair"),
-                         pl.col("_s").shift(-1).over(key).alias("_next_start")))
-    prev = (wide.group_by(key, "_isl", "node").agg(pl.col("end").max().alias("_last"))
-            .join(isl.filter(pl.col("_next_start").is_not_null()).select(key, "_isl", "_pair", "_next_start"),
-                  on=[key, "_isl"]))
-    cleared = _cleared(prev.select("_pair", "node", "_last", "_next_start"), recoveries)
-    waves = (isl.with_columns(pl.col("_pair").is_in(cleared["_pair"].implode()).shift(1).over(key).fill_null(False)
-                              .alias("_after_clear"))
-             .with_columns((((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True)
-                            | pl.col("_after_clear")).cast(pl.Int64).cum_sum().over(key).alias("_wave")))
+    # the same failure — a switch or file server that came back briefly and failed again, whether or not
+    # every link logged ACTIVE in between: a flapping switch is one fault until it is fixed, as a
+    # flapping port of one node is (_flap_edges) and as the alert side counts a rule that fires again
+    # within its flap window. Waves further apart are separate failures.
+    isl = wide.group_by(key, "_isl").agg(pl.col("start").min().alias("_s")).sort(key, "_s")
+    waves = isl.with_columns((((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True))
+                             .cast(pl.Int64).cum_sum().over(key).alias("_wave"))
     wide = wide.join(waves.select(key, "_isl", "_wave"), on=[key, "_isl"])
     return wide.select("_item", pl.col("_item").min().over(key, "_wave").alias("_root"),
                        pl.lit("cluster" if scope == "storage" else scope).alias("_scope"),
@@ -467,7 +449,7 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
     drain usually follows the evidence by minutes, so evidence up to ``window`` before the outage meets it.
     A part that flaps (fails, recovers by itself, fails again) is one fault (:func:`_flap_edges`);
     ``recoveries``: the recovery lines; ``wide_items``: ``_item`` of evidence in multi-node incidents,
-    whose waves :func:`_wide_edges` separates and the flap chain must not join again.
+    whose waves :func:`_wide_edges` joins or separates (the flap chain leaves them alone).
     """
     it = items.sort("_nkey", "component", "start", "_item").with_columns(
         span_islands(["_nkey", "component"], window).alias("_blk"))
