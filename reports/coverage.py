@@ -21,7 +21,7 @@ from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
 from gpusre.reports.kit.warehouse import query_rows, scalar
 
 __all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCES", "SOURCE_LABELS", "coverage_warnings",
-           "ends_early", "freshness_rows", "loaded_sources"]
+           "ends_early", "freshness_rows", "later_partial_days", "loaded_sources"]
 
 #: Dense sources: (subject, its verb 'end(s)', what depends on it).
 DENSE_SOURCES: dict[str, tuple[str, str, str, str]] = {
@@ -185,8 +185,9 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
             warnings.append(f"{label} {begins} on {fmt_date(r['first_record_ts'].astimezone(timezone.utc).date())}, "
                             f"after the start of {fmt_date(first)}: there are no {depends} for the days before.")
         if ends_early(r, last):
-            warnings.append(f"{label} {ends} at {r['last_record_ts'].astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-                            f"before the end of {fmt_date(last)}: {depends} after that are incomplete.")
+            warnings.append(f"{label} {ends} at {r['last_record_ts'].astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC "
+                            f"(the last record), before the end of {fmt_date(last)}: {depends} after that are "
+                            "incomplete — unless the cluster was quiet.")
         empty = [day for day in r["empty_days"] or [] if since <= day <= last]
         if empty:
             warnings.append(f"{label}: no records at all on {_day_ranges(empty)} — a dump or log file is probably "
@@ -210,3 +211,24 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
                             "no event, so failure attribution and MTBF undercount them — check their log shipping "
                             "(marts.log_coverage_daily).")
     return warnings
+
+
+def later_partial_days(con: duckdb.DuckDBPyConnection, report_day: date) -> list[str]:
+    """A sentence when data exists after ``report_day`` but covers its days only in part
+    (``marts.day_coverage``): the default report day is the last *complete* one, so last night may not
+    be the night reported — a dump cut at local midnight east of UTC ends the UTC day an hour or two
+    early, and a quiet cluster's last record may lie hours before its dump was cut. Say so, with the
+    command for the partial day, instead of reporting the day before in silence."""
+    if not table_exists(con, "marts.day_coverage"):
+        return []
+    rows = query_rows(con, "SELECT day, covered_to, covered_hours, sources FROM marts.day_coverage "
+                           "WHERE day > ? AND covered_hours > 0 ORDER BY day DESC LIMIT 1", [report_day])
+    if not rows:
+        return []
+    r = rows[0]
+    to = r["covered_to"].astimezone(timezone.utc) if r["covered_to"] else None
+    until = f" only until {to:%H:%M} UTC" if to else " only in part"
+    return [f"This report is for {fmt_date(report_day)}, the last day every dense source covers completely: "
+            f"{fmt_date(r['day'])} is covered{until} ({r['covered_hours']:.1f} h; the earliest last record of "
+            f"{r['sources']}: a dump cut before midnight UTC, a source that stopped, or a quiet cluster). "
+            f"For that day as it stands: `gpusre report nightly --date {r['day']:%Y-%m-%d}`."]

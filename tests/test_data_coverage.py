@@ -102,8 +102,8 @@ def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path:
     finally:
         con.close()
     text = visible_text(paths.html.read_text())
-    assert ("Data warning: Node logs end at 2026-03-03 20:00 UTC, before the end of 2026-03-03: node events, "
-            "hardware incidents and failure attribution after that are incomplete.") in text
+    assert ("Data warning: Node logs end at 2026-03-03 20:00 UTC (the last record), before the end of 2026-03-03: node events, "
+            "hardware incidents and failure attribution after that are incomplete — unless the cluster was quiet.") in text
     assert "Data warning: Node logs: no records at all on 2026-03-02" in text
     assert "Data warning: 1 node of 3 that ran jobs on 2026-03-03 logged nothing (gpu003)" in text
     assert "Slurm accounting ends" not in text  # accounting runs past the day's end
@@ -117,6 +117,24 @@ def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path:
     assert "Data warning: Node logs begin on 2026-03-01" in early
 
 
+def test_the_default_nightly_day_names_the_later_partial_day(warehouse: Path, tmp_path: Path) -> None:
+    """The default report day is the last day every dense source covers completely (03-02 here: the
+    node logs' last record is 03-03 20:00). Reporting it in silence reads as "last night"; the report
+    says that 03-03 has data up to 20:00 and how to render it. An explicit --date says nothing of it."""
+    con = connect(warehouse)
+    try:
+        default = render_nightly_report(con, tmp_path / "default")
+        explicit = render_nightly_report(con, tmp_path / "explicit", report_date=date(2026, 3, 2))
+    finally:
+        con.close()
+    text = visible_text(default.html.read_text())
+    assert "nightly-2026-03-02" in default.html.name
+    assert ("This report is for 2026-03-02, the last day every dense source covers completely: 2026-03-03 is "
+            "covered only until 20:00 UTC (20.0 h;") in text
+    assert "gpusre report nightly --date 2026-03-03" in text
+    assert "the last day every dense source covers completely" not in visible_text(explicit.html.read_text())
+
+
 def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Path) -> None:
     con = connect(warehouse)
     try:
@@ -124,7 +142,7 @@ def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Pa
     finally:
         con.close()
     text = visible_text(paths.html.read_text())
-    assert "Data warning: Node logs end at 2026-03-03 20:00 UTC, before the end of 2026-03-03" in text
+    assert "Data warning: Node logs end at 2026-03-03 20:00 UTC (the last record), before the end of 2026-03-03" in text
     assert "Data warning: Node logs: no records at all on 2026-03-02" in text
     # Silent node-days in the window: gpu001 and gpu002 on 03-02 (the missing file), gpu003 on 03-03.
     assert ("Data warning: On 2 days of 2026-03-01 … 2026-03-03, nodes that ran jobs logged nothing "

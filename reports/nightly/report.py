@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.vocabulary import FAILED_STATES
-from gpusre.reports.coverage import GAP_WARN_DAYS, coverage_warnings
+from gpusre.reports.coverage import GAP_WARN_DAYS, coverage_warnings, later_partial_days
 from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
@@ -92,6 +92,7 @@ def build_nightly_context(
     ``by_key``. Exposed so callers (e.g. an asset) can attach the headline numbers as metadata.
     """
     period = query_rows(con, "SELECT min(end_day) AS a, max(end_day) AS b FROM core.jobs")[0]
+    defaulted = report_date is None
     if report_date is None:
         report_date = (latest_complete_day(con) or period["b"] or latest_complete_log_day(con)
                        or latest_record_day(con) or datetime.now(timezone.utc).date())
@@ -103,6 +104,8 @@ def build_nightly_context(
                                      gaps_since=meta.report_date - timedelta(days=GAP_WARN_DAYS - 1))
     except duckdb.Error as exc:
         warnings = [f"Input coverage could not be checked: {truncate(exc, 200)}"]
+    if defaulted:
+        warnings += later_partial_days(con, meta.report_date)
     by_key = {s.key: s for s in sections}
     prov = by_key["quality"].facts
     return {
