@@ -116,7 +116,7 @@ LIMIT 20;
 
 
 -- Q: What ETTR do the largest training runs get, with and without their queue wait?
--- ETTR = productive / wall-clock (first submit → last end); without the queue it compares like for
+-- ETTR = productive / wall-clock (first eligible → last end); without the queue it compares like for
 -- like with the failure-only formula.
 -- columns: run_id, user, name, n_gpus, interruptions, wallclock_hours, ettr, ettr_excl_queue
 SELECT run_id, "user", name, n_gpus, interruptions, round(wallclock_s / 3600, 1) AS wallclock_hours, round(ettr, 3) AS ettr,

@@ -37,7 +37,7 @@ from gpusre.models.component_classes import (CLASS_LABELS, COMPONENT_CLASSES, cl
 
 __all__ = [
     "TERMINAL_STATES", "FAILED_STATES", "INTERRUPTED_STATES", "NODE_FAILURE_STATES", "INFRA_INTERRUPT_STATES",
-    "KILLED_STATES", "RESTART_STATES", "RESUBMIT_AFTER_STATES", "job_outcome",
+    "KILLED_STATES", "RESTART_STATES", "RESUBMIT_AFTER_STATES", "job_outcome", "RUN_KEY_SEP", "run_key_job",
     "CPU_BUCKET", "SIZE_BUCKETS", "SIZE_BUCKET_LABELS", "size_bucket", "size_bucket_order", "size_bucket_expr",
     "size_bucket_order_expr", "bucket_order_of",
     "COMPONENT_CLASSES", "CLASS_LABELS", "class_label", "class_of", "load_component_classes", "with_component_class",
@@ -56,6 +56,18 @@ KILLED_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL")
 RESTART_STATES: tuple[str, ...] = ("REQUEUED", "BOOT_FAIL")
 RESUBMIT_AFTER_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "PREEMPTED", "REQUEUED",
                                           "OUT_OF_MEMORY", "BOOT_FAIL", "CANCELLED")
+
+
+#: Where final runs (``core.jobs``) and the earlier runs Slurm requeued (``core.instances_outside_jobs``)
+#: are counted together by job id, an earlier run is keyed ``<job_id>#<instance_no>``: each run is
+#: matched on its own, and :func:`run_key_job` recovers the job (a job killed twice counts once).
+#: Slurm job ids (``123``, ``123_4``, ``123+0``) never hold it.
+RUN_KEY_SEP = "#"
+
+
+def run_key_job(key: pl.Expr) -> pl.Expr:
+    """The job id of a run key (:data:`RUN_KEY_SEP`): ``'123#1'`` → ``'123'``, ``'123'`` → ``'123'``."""
+    return key.str.split(RUN_KEY_SEP).list.first()
 
 
 def job_outcome(state: str | None) -> str | None:

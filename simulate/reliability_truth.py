@@ -18,7 +18,9 @@ sacct plus the cluster.yaml checkpoint policy; only the checkpoint phases are hi
   of its run pays its overhead ``o_next`` (a user's own failure or cancellation costs nothing, as in
   goodput); per run ``productive = run_s - restart_overhead_s - lost_work_s`` and
   ``ettr = productive / wallclock``,
-  ``wallclock = last end (or the last dump while a job of the run is pending/running) - first submit``;
+  ``wallclock = last end (or the last dump while a job of the run is pending/running) - first eligible``
+  (the pipeline's available wall-clock; the simulator holds no job, eligible = submit, so it is the first
+  submit);
 * goodput: only instances ended by infrastructure or preemption (cause in :data:`INTERRUPT_CAUSES`:
   ``node_fail`` = NODE_FAIL / FAILED by a fault / REQUEUED by the health check, ``preempted`` = PREEMPTED
   with or without requeue) lose ``lost_i * n_gpus`` GPU-s, charged to the UTC day of their end; the next

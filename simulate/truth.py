@@ -9,7 +9,7 @@
   (';'-joined, submission order, including jobs that never started), ``n_jobs, n_instances`` (started
   instances), ``n_gpus, interruptions`` (= n_instances - 1), ``first_submit_ts, last_end_ts`` (empty
   while a job of the run is pending/running at the last dump), ``wallclock_s`` (last end or last dump
-  - first submit), ``queue_s`` (sum of start - eligible), ``run_s`` (sum of elapsed),
+  - first eligible, = first submit: the simulator holds no job), ``queue_s`` (sum of start - eligible), ``run_s`` (sum of elapsed),
   ``restart_overhead_s, lost_work_s, productive_s`` (= run - overhead - lost), ``ettr`` (productive /
   wallclock), ``interval_s, restart_overhead_cfg_s`` (the checkpoint policy of the run's account).
 * ``goodput_daily.csv`` (reliability_truth.GOODPUT_DAILY_COLUMNS): one row per UTC day of

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA
-from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
+from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, WATCH_ACTION, suspect_nodes
 
 AS_OF = datetime(2025, 3, 29, tzinfo=timezone.utc)
 H = timedelta(hours=1)
@@ -95,3 +95,43 @@ def test_flagged_on_infrastructure_failed_jobs() -> None:
 def test_empty_inputs() -> None:
     out = suspect_nodes(events([]), NO_ATTR, NO_JOBS, as_of=AS_OF)
     assert out.is_empty() and dict(out.schema) == SUSPECT_SCHEMA
+
+
+NHC_GPU = ("health_check", None, "gpu", "hardware", "high", "RESTART_BM")
+
+
+def test_a_check_failing_every_5_min_through_a_repair_is_one_episode() -> None:
+    """NHC repeats its failing check every 5 min for 7 h while the node waits for a GPU swap: one
+    episode (clock hours made it 7 and flagged a node with one fault as a lemon); bursts 3 h apart are
+    separate episodes."""
+    nhc = [("n01", timedelta(days=1, minutes=5 * k), NHC_GPU) for k in range(84)]
+    out = suspect_nodes(events(nhc), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET)
+    assert out.is_empty()
+    bursts = [("n01", timedelta(days=1, hours=3 * b, minutes=m), XID79) for b in range(4) for m in (0, 5, 10)]
+    row = suspect_nodes(events(bursts), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET).row(0, named=True)
+    assert (row["hw_events"], row["hw_episodes"]) == (12, 4)
+
+
+def test_a_repaired_node_is_watched_not_drained_again() -> None:
+    """n01 failed on 5 days (a lemon) but completed a job after its last failure: the GPU was swapped
+    and it works; the advice is to watch it, not to drain and reboot it for a fault already fixed."""
+    specs = [("n01", timedelta(days=d), XID79) for d in (2, 3, 5, 7, 9)]
+    done = pl.DataFrame([{"job_id": "9", "state": "COMPLETED", "end_ts": AS_OF - timedelta(days=1), "nodes": ["n01"]}],
+                        schema=JOB_SCHEMA)
+    row = suspect_nodes(events(specs), NO_ATTR, done, as_of=AS_OF, fleet=FLEET).row(0, named=True)
+    assert row["recommended_action"] == WATCH_ACTION
+    # a job that completed before the last failure changes nothing
+    early = done.with_columns(pl.lit(AS_OF - timedelta(days=2, hours=1)).cast(pl.Datetime("us", "UTC")).alias("end_ts"))
+    row = suspect_nodes(events(specs), NO_ATTR, early, as_of=AS_OF, fleet=FLEET).row(0, named=True)
+    assert row["recommended_action"] == "drain, reboot"
+
+
+def test_requeued_runs_count_and_a_job_killed_twice_counts_once() -> None:
+    """Runs keyed <job>#<instance> (core.instances_outside_jobs) count: n01 killed 3 jobs by NODE_FAIL,
+    one of them twice (its requeued first run and its final run)."""
+    runs = [("1#1", "NODE_FAIL"), ("1", "NODE_FAIL"), ("2#1", "NODE_FAIL"), ("3#2", "NODE_FAIL")]
+    jobs = pl.DataFrame([{"job_id": j, "state": s, "end_ts": AS_OF - timedelta(days=1 + i), "nodes": ["n01"]}
+                         for i, (j, s) in enumerate(runs)], schema=JOB_SCHEMA)
+    attr = pl.DataFrame([{"job_id": j, "attribution": "infrastructure"} for j, _ in runs], schema=ATTR_SCHEMA)
+    row = suspect_nodes(events([]), attr, jobs, as_of=AS_OF, fleet=FLEET).row(0, named=True)
+    assert (row["node"], row["infra_failed_jobs"], row["node_fail_jobs"]) == ("n01", 3, 3)

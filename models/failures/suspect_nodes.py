@@ -4,16 +4,19 @@ Meta found 1.2 % of RSC-1's nodes involved in 13 % of daily job failures and det
 28-day signals (Xid counts, NODE_FAIL counts, failed jobs; reliability-facts §1.9). gpusre scores
 four signals per node over ``[as_of − lookback, as_of)``:
 
-* ``xid_episodes`` — hours (UTC clock hours) with an Xid/SXid that is not the user's
-  (``cause_class`` ≠ ``user_application``) and not informational;
-* ``hw_episodes`` — hours with a failure event (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
-* ``infra_failed_jobs`` — jobs attributed to infrastructure that ran on the node;
-* ``node_fail_jobs`` — NODE_FAIL jobs that ran on the node.
+* ``xid_episodes`` — episodes of Xid/SXid lines that are not the user's (``cause_class`` ≠
+  ``user_application``) and not informational;
+* ``hw_episodes`` — episodes of failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
+* ``infra_failed_jobs`` — jobs attributed to infrastructure that ran on the node, a run Slurm
+  requeued included (a job killed twice counts once);
+* ``node_fail_jobs`` — jobs with a NODE_FAIL run on the node (requeued runs included).
 
-Event signals count *episodes* (distinct hours), not lines, because one fault logs a burst of lines
-(Xid 79 + PCIe AER + "fallen off the bus"): a node with one bad hour must not outrank a node that
-failed on five different days. Raw line counts are reported beside them (``xid_events``,
-``hw_events``).
+Event signals count *episodes*, not lines: events of the node with gaps up to :data:`EPISODE_GAP`
+(1 h) are one episode, because one fault logs a burst of lines (Xid 79 + PCIe AER + "fallen off the
+bus") and NHC repeats its failing check every few minutes until the node is fixed — a node with one
+bad morning must not outrank a node that failed on five different days. (Clock hours counted an NHC
+check failing every 5 min through a 7-h repair as 7.) Raw line counts are reported beside them
+(``xid_events``, ``hw_events``).
 
 Threshold (robust z-score per signal, against the whole fleet, quiet nodes included):
 ``z_s = (x − median) / max(1.4826 · MAD, 1)``. The MAD is the robust spread of the fleet; the floor
@@ -23,7 +26,10 @@ median. ``score`` is the largest ``z_s``; a node is suspect when ``score ≥ z``
 
 Recommended action: the catalog action of the node's worst failure event in the lookback (most
 severe, then most recent), mapped to what an SRE does (:data:`RECOMMENDED_ACTIONS`); ``drain``
-when there is none (flagged on job failures alone: take it out and run diagnostics).
+when there is none (flagged on job failures alone: take it out and run diagnostics). A node that
+completed a job after its last failure event was repaired or recovered since: it gets
+:data:`WATCH_ACTION` instead (still a repeat offender, but draining it for a fault already fixed is
+stale advice).
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ import polars as pl
 
 from gpusre.models.logs.event_catalog import ACTIONS
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+from gpusre.models.vocabulary import run_key_job
 
-__all__ = ["MAD_SCALE", "RECOMMENDED_ACTIONS", "SIGNALS", "SUSPECT_SCHEMA", "suspect_nodes"]
+__all__ = ["EPISODE_GAP", "MAD_SCALE", "RECOMMENDED_ACTIONS", "SIGNALS", "SUSPECT_SCHEMA", "WATCH_ACTION",
+           "suspect_nodes"]
 
 #: Scores are computed on these columns, in this order (ties in ``score`` name the first).
 SIGNALS: tuple[str, ...] = ("hw_episodes", "xid_episodes", "infra_failed_jobs", "node_fail_jobs")
@@ -64,6 +72,10 @@ RECOMMENDED_ACTIONS: dict[str, str] = {
 }
 assert set(RECOMMENDED_ACTIONS) <= ACTIONS
 _DEFAULT_ACTION = "drain"
+#: The action of a suspect node that completed a job after its last failure event.
+WATCH_ACTION = "watch: ran a job to completion since its last failure"
+#: Events of one node with gaps up to this are one episode.
+EPISODE_GAP = timedelta(hours=1)
 
 #: Output of :func:`suspect_nodes`.
 SUSPECT_SCHEMA: dict[str, pl.DataType] = {
@@ -84,6 +96,13 @@ SUSPECT_SCHEMA: dict[str, pl.DataType] = {
 _XID_KINDS = ("xid", "sxid")
 
 
+def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
+    """``ev`` with ``_ep``: the node's episode number (a new one after a gap > :data:`EPISODE_GAP`)."""
+    gap = pl.col("ts").diff().over("node")
+    return (ev.sort("node", "ts").with_columns((gap.is_null() | (gap > EPISODE_GAP)).cast(pl.Int64)
+                                               .cum_sum().over("node").alias("_ep")))
+
+
 def suspect_nodes(
     events: pl.DataFrame,
     attribution: pl.DataFrame,
@@ -101,8 +120,9 @@ def suspect_nodes(
         events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
         attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``job_id``,
             ``attribution``).
-        jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``); a job counts when its
-            ``end_ts`` falls in the lookback.
+        jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``), and the earlier runs of
+            requeued jobs keyed ``<job_id>#<instance_no>`` (:data:`~gpusre.models.vocabulary.RUN_KEY_SEP`);
+            a run counts when its ``end_ts`` falls in the lookback.
         as_of: end of the lookback (exclusive), timezone-aware.
         lookback: length of the lookback (Meta: 28 days).
         z: robust z-score at which a node is suspect.
@@ -119,17 +139,17 @@ def suspect_nodes(
     start = as_of - lookback
     in_window = (pl.col("ts") >= start) & (pl.col("ts") < as_of)
     ev = events.select(*EVENT_SCHEMA).filter(in_window)
-    hour = pl.col("ts").dt.truncate("1h")
 
-    xid = ev.filter(
+    xid = _episodes(ev.filter(
         pl.col("kind").is_in(_XID_KINDS) & ~pl.col("cause_class").is_in(["user_application", "informational"])
-    ).group_by("node").agg(
-        pl.len().cast(pl.Int64).alias("xid_events"), hour.n_unique().cast(pl.Int64).alias("xid_episodes")
+    )).group_by("node").agg(
+        pl.len().cast(pl.Int64).alias("xid_events"), pl.col("_ep").n_unique().cast(pl.Int64).alias("xid_episodes")
     )
-    hw_ev = failure_events(ev)
+    hw_ev = _episodes(failure_events(ev))
     hw = hw_ev.group_by("node").agg(
         pl.len().cast(pl.Int64).alias("hw_events"),
-        hour.n_unique().cast(pl.Int64).alias("hw_episodes"),
+        pl.col("_ep").n_unique().cast(pl.Int64).alias("hw_episodes"),
+        pl.col("ts").max().alias("_last_failure"),
         # Worst event: most severe, then most recent (the node's current state).
         pl.concat_str(
             pl.col("kind"), pl.col("code").cast(pl.String), separator=" ", ignore_nulls=True
@@ -146,10 +166,15 @@ def suspect_nodes(
         .drop_nulls("node")
         .unique(["job_id", "node"])
     )
+    # A job killed twice (a requeued run, then the job) counts once.
+    job = run_key_job(pl.col("job_id"))
     per_job = job_nodes.group_by("node").agg(
-        (pl.col("attribution") == "infrastructure").sum().cast(pl.Int64).alias("infra_failed_jobs"),
-        (pl.col("state") == "NODE_FAIL").sum().cast(pl.Int64).alias("node_fail_jobs"),
+        job.filter(pl.col("attribution") == "infrastructure").n_unique().cast(pl.Int64).alias("infra_failed_jobs"),
+        job.filter(pl.col("state") == "NODE_FAIL").n_unique().cast(pl.Int64).alias("node_fail_jobs"),
     )
+    completed = (jobs.filter((pl.col("state") == "COMPLETED") & (pl.col("end_ts") < as_of))
+                 .select(pl.col("nodes").alias("node"), "end_ts").explode("node").drop_nulls("node")
+                 .group_by("node").agg(pl.col("end_ts").max().alias("_last_completed")))
 
     if fleet is None:
         names = pl.concat([ev.select("node"), jobs.select(pl.col("nodes").explode().alias("node"))]).drop_nulls().unique()
@@ -159,6 +184,7 @@ def suspect_nodes(
         names.join(xid, on="node", how="left")
         .join(hw, on="node", how="left")
         .join(per_job, on="node", how="left")
+        .join(completed, on="node", how="left")
         .with_columns(pl.col("xid_events", "xid_episodes", "hw_events", "hw_episodes",
                              "infra_failed_jobs", "node_fail_jobs").fill_null(0))
     )
@@ -187,8 +213,9 @@ def suspect_nodes(
     )
     flagged = table.filter(pl.col("score") >= z).with_columns(
         driver.alias("reason"),
-        pl.col("action").replace_strict(RECOMMENDED_ACTIONS, default=_DEFAULT_ACTION, return_dtype=pl.String)
-        .fill_null(_DEFAULT_ACTION).alias("recommended_action"),
+        pl.when(pl.col("_last_completed") > pl.col("_last_failure")).then(pl.lit(WATCH_ACTION))
+        .otherwise(pl.col("action").replace_strict(RECOMMENDED_ACTIONS, default=_DEFAULT_ACTION, return_dtype=pl.String)
+                   .fill_null(_DEFAULT_ACTION)).alias("recommended_action"),
     )
     return flagged.select(pl.col(c).cast(t) for c, t in SUSPECT_SCHEMA.items()).sort(
         ["score", "node"], descending=[True, False]

@@ -63,8 +63,8 @@ def ettr_definition(includes_queue_wait: bool, min_run_gpus: int) -> str:
     """
     runs = f"finished training runs with >= {min_run_gpus} GPUs"
     if includes_queue_wait:
-        return (f"ETTR including queue wait (Meta's definition): productive time / wall-clock from first submit "
-                f"to last end of {runs}; chosen by slo.ettr_includes_queue_wait: true, so queue wait "
+        return (f"ETTR including queue wait (Meta's definition): productive time / wall-clock from when the run's "
+                f"first job became eligible to its last end, of {runs}; chosen by slo.ettr_includes_queue_wait: true, so queue wait "
                 "(load, fair-share, priority) counts against the objective.")
     return (f"ETTR excluding queue wait: productive time / (wall-clock − queue wait) of {runs}; "
             "slo.ettr_includes_queue_wait: false (the default) because queue wait is set by load and "

@@ -108,9 +108,12 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
         SELECT j.job_id, j."user", j.account, j.name, j.comment, j.state,
                -- a job that never started has no allocation: its size is unknown, not 0
                CASE WHEN j.start_ts IS NULL THEN NULL ELSE j.n_gpus END AS n_gpus, j.n_nodes, j.size_bucket,
-               least(j.submit_ts, f.submit_ts) AS submit_ts, j.start_ts, j.end_ts
+               least(j.submit_ts, f.submit_ts) AS submit_ts,
+               -- first eligible time (a requeue resets it): a run's available wall-clock starts there
+               least(j.eligible_ts, f.eligible_ts) AS eligible_ts, j.start_ts, j.end_ts
         FROM core.jobs AS j
-        LEFT JOIN (SELECT job_id, submit_ts FROM core.job_instances WHERE instance_no = 1) AS f USING (job_id)
+        LEFT JOIN (SELECT job_id, submit_ts, eligible_ts FROM core.job_instances WHERE instance_no = 1) AS f
+            USING (job_id)
         -- pending jobs have no allocation yet (n_gpus NULL) but may continue a run
         WHERE COALESCE(j.n_gpus, 0) > 0 OR (j.start_ts IS NULL AND j.end_ts IS NULL)
         ORDER BY j.job_id

@@ -5,17 +5,25 @@ A *run* is one logical training task spread over several Slurm jobs and instance
 1. requeues of one job id (``core.job_instances``) always belong to the job's run;
 2. an explicit run key, when the site sets one: the first capture group of ``comment_run_key``
    applied to the job comment (default ``run=<key>``), else of ``name_run_key`` applied to the name;
-3. otherwise resubmissions: jobs of the same user, account and job name, where each job was submitted
-   at most ``resubmit_gap_s`` after the previous one ended in one of ``resubmit_after_states``
-   (failure, timeout, preemption, cancellation — anything but COMPLETED).
+3. otherwise resubmissions: jobs of the same user, account and job name, where each job became
+   eligible (its submit when the eligible time is unknown) 0 to ``resubmit_gap_s`` after the previous
+   one ended in one of ``resubmit_after_states`` (failure, timeout, preemption, cancellation — anything
+   but COMPLETED). The gap is measured to the *eligible* time, not the submit: a job submitted early and
+   held on a dependency (``--dependency=afterany:<prev>``, ``singleton``) becomes eligible when its
+   predecessor ends and continues the run, while two same-name jobs running side by side (the second
+   eligible before the first ended) stay two runs.
 
 Jobs with fewer than ``min_gpus`` GPUs are never grouped (each is a run of its own).
 
 Per run (all times in seconds; the checkpoint policy is an assumption from ``cluster.yaml``):
 
-* ``wallclock_s`` = last end − first submit (a run still going ends at ``as_of``); gaps between a job's
-  end and its resubmission count as unproductive, as in the issue's definition (Meta counts only
-  time while a job of the run is eligible, so ours is the stricter figure);
+* ``wallclock_s`` = last end − first eligible, the time the run's first job became eligible (its submit
+  when unknown; a run still going ends at ``as_of``): the *available* wall-clock of Kokolis et al.
+  (scheduled, or eligible and waiting). Time a job was held before it was eligible (``--begin``, a
+  dependency on a job of another run) is not available time, in either ETTR; gaps between a job's
+  end and the eligible time of its resubmission count as unproductive (Meta counts only time while
+  a job of the run is eligible, so ours is the stricter figure). ``first_submit_ts`` stays the first
+  submit;
 * ``queue_s`` = Σ over started instances of start − eligible (submit when eligible is unknown);
 * an instance is *interrupted* when the infrastructure or preemption ended it (``infra_interrupted``:
   NODE_FAIL, PREEMPTED, or attributed to the infrastructure from node logs) — the run's last instance
@@ -46,6 +54,25 @@ from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
 __all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances",
            "charge_interruptions", "ettr_runs"]
+
+
+def _available_from(jobs: pl.DataFrame) -> pl.Expr:
+    """When each job became available to its run: its (first) eligible time, its submit when the eligible
+    time is unknown (or ``jobs`` has no ``eligible_ts``)."""
+    avail = pl.coalesce("eligible_ts", "submit_ts") if "eligible_ts" in jobs.columns else pl.col("submit_ts")
+    # no job becomes eligible after it started (a clock skew or a bad record must not shorten the run)
+    return pl.min_horizontal(avail, "start_ts") if "start_ts" in jobs.columns else avail
+
+
+def _known_available_from(jobs: pl.DataFrame) -> pl.Expr:
+    """:func:`_available_from`, but None for a job still pending with no eligible time: Slurm shows
+    ``Eligible=Unknown`` while a job is held (a dependency on a job still running), so it becomes
+    eligible some time later, and its submit says nothing about when."""
+    avail = _available_from(jobs)
+    if "eligible_ts" not in jobs.columns or "start_ts" not in jobs.columns:
+        return avail
+    held = pl.col("eligible_ts").is_null() & pl.col("start_ts").is_null() & pl.col("end_ts").is_null()
+    return pl.when(held).then(None).otherwise(avail)
 
 
 
@@ -99,14 +126,17 @@ def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
     """Run of every job: ``job_id``, ``run_id``, ``run_key_source`` (``comment``/``name``/``resubmission``/``single``).
 
     ``jobs`` needs ``job_id``, ``user``, ``account``, ``name``, ``comment``, ``n_gpus``, ``state``,
-    ``submit_ts`` (the job's first submit) and ``end_ts``. Explicit keys group across users only when
-    they are equal, since a site-wide key names one task. Resubmission runs are named after their
-    first job id.
+    ``submit_ts`` (the job's first submit) and ``end_ts``; with ``eligible_ts`` (the job's first eligible
+    time) and ``start_ts`` a resubmission's gap runs to its eligible time, else to its submit. Explicit
+    keys group across users only when they are equal, since a site-wide key names one task.
+    Resubmission runs are named after their first job id.
     """
     j = jobs.select(
         "job_id", "user", "account", "name", "state", "submit_ts", "end_ts",
         "n_gpus",
         pl.col("comment").cast(pl.String),
+        _available_from(jobs).alias("_avail"),
+        _known_available_from(jobs).alias("_order"),
     )
     key = pl.lit(None, dtype=pl.String)
     source = pl.lit(None, dtype=pl.String)
@@ -129,15 +159,19 @@ def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
         "job_id", pl.col("job_id").alias("run_id"), pl.lit("single").alias("run_key_source"))
 
     group = ["user", "account", "name"]
+    # In the order the jobs became eligible; a job still held with no eligible time yet (a dependency on
+    # a running job) comes last: it becomes eligible after every job that already is. The gap runs from
+    # the previous job's end to this job's eligible time (submit when unknown): negative when the two
+    # overlapped (side by side: two runs), null while the previous one has not ended.
     chain = (
         j.filter(big & pl.col("_key").is_null())
-        .sort([*group, "submit_ts", "job_id"], nulls_last=True)
+        .sort([*group, "_order", "submit_ts", "job_id"], nulls_last=True)
         .with_columns(
             pl.col("state").shift(1).over(group).alias("_prev_state"),
             pl.col("end_ts").shift(1).over(group).alias("_prev_end"),
         )
         .with_columns(
-            (pl.col("submit_ts") - pl.col("_prev_end")).dt.total_seconds().alias("_gap_s"),
+            (pl.col("_avail") - pl.col("_prev_end")).dt.total_seconds().alias("_gap_s"),
         )
         .with_columns(
             ~(pl.col("_prev_state").is_in(list(rules.resubmit_after_states)).fill_null(False)
@@ -168,7 +202,7 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
     policy = rules.policy_frame([a for a in accounts if a is not None])
     pending_after = (
         jobs.filter(pl.col("start_ts").is_null() & pl.col("end_ts").is_null())
-        .join(runs, on="job_id").group_by("run_id").agg(pl.col("submit_ts").max().alias("_pending_submit"))
+        .join(runs, on="job_id").group_by("run_id").agg(_available_from(jobs).max().alias("_pending_submit"))
     )
     as_of_lit = pl.lit(as_of).cast(pl.Datetime("us", "UTC"))
     same_run = pl.col("_run") == pl.col("_run").shift(1)
@@ -267,6 +301,9 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
             pl.col("n_gpus").max().cast(pl.Int64),
             pl.col("n_nodes").max().cast(pl.Int64),
             pl.col("submit_ts").min().alias("first_submit_ts"),
+            # available wall-clock starts when the run's first job became eligible (a held job's submit
+            # does not count; a run of held jobs only falls back to its first submit)
+            pl.coalesce(_known_available_from(jobs).min(), pl.col("submit_ts").min()).alias("_first_avail"),
             # A job without an end is pending or running: the run goes on.
             pl.col("end_ts").is_null().any().alias("ongoing"),
             pl.col("end_ts").max().alias("_last_end"),
@@ -298,7 +335,7 @@ def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of:
             pl.col("restart_overhead_s").fill_null(0), pl.col("lost_work_s").fill_null(0.0),
         )
         .with_columns(
-            (pl.col("last_end_ts") - pl.col("first_submit_ts")).dt.total_seconds().cast(pl.Int64)
+            (pl.col("last_end_ts") - pl.col("_first_avail")).dt.total_seconds().cast(pl.Int64)
             .alias("wallclock_s"),
             (pl.col("run_s") - pl.col("restart_overhead_s") - pl.col("lost_work_s")).alias("productive_s"),
         )

@@ -105,10 +105,11 @@ CREATE TABLE IF NOT EXISTS core.dirty_days (
 -- describe — the earlier instances of a requeued job, and the last started one of a job requeued and
 -- pending again (core.jobs shows the pending record). The one definition of "a run core.jobs does
 -- not show": attribution reads it for the instances killed before the job's final record, and
--- marts.job_usage_daily for the GPU-hours of every run.
+-- marts.job_usage_daily, marts.top_consumers and marts.cluster_comparison for the GPU-hours of every run
+-- (user and account are the job's, so a run's GPU-hours count for whoever ran the job).
 CREATE OR REPLACE VIEW core.instances_outside_jobs AS
 SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapsed_s, i.n_gpus, i.exit_code,
-       i.exit_signal, j.account
+       i.exit_signal, j.account, j."user"
 FROM core.job_instances AS i
 JOIN core.jobs AS j USING (job_id)
 WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts;

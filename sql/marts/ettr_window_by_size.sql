@@ -4,7 +4,9 @@
 -- ETTR without queue wait (ettr_excl_queue_p50, beside the ETTR with it), mean
 -- interruptions per run, and the mean share of a run's wall-clock spent in queue wait, in gaps between
 -- its jobs, in restart overhead and in re-done work. A macro because the SLO review's window is chosen
--- per report; the per-bucket ETTR quantiles every section quotes come from here.
+-- per report; the per-bucket ETTR quantiles every section quotes come from here. Quantiles are
+-- quantile_cont (linear interpolation), the method of marts.ettr_by_size too
+-- (job_reliability.ETTR_QUANTILE_INTERPOLATION = 'linear'): change both or neither.
 CREATE OR REPLACE MACRO marts.ettr_window_by_size(date_from, date_to) AS TABLE
 WITH r AS (
     SELECT core.size_bucket(n_gpus) AS size_bucket, core.size_bucket_order(n_gpus) AS bucket_order, *,

@@ -1,7 +1,9 @@
 -- marts.job_totals: one row per scope: the whole record (scope 'all', day NULL) or one UTC end day
 -- (scope 'day', every day from the first to the last end day, zero rows included). gpu_jobs counts
--- terminal GPU jobs (marts.job_usage_daily): the one GPU job count every report section quotes;
--- gpu_runs every GPU run that ended in the scope (the earlier runs of requeued jobs included).
+-- terminal GPU jobs that started (marts.job_usage_daily): the one GPU job count every report section
+-- quotes; gpu_runs every GPU run that ended in the scope (the earlier runs of requeued jobs included).
+-- A job cancelled while pending (Start Unknown) never ran: it is no GPU job and no GPU run (as the
+-- job_infra_success SLI leaves it out of its GPU jobs).
 -- gpu_hours is the GPU time of every run that ended in the scope, the earlier runs of requeued jobs
 -- included (the GPU time the cluster gave them). failed_jobs counts the jobs whose final state is in
 -- $failure_states (one set for the whole report); failed_runs the runs that ended in such a state

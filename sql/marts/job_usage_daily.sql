@@ -3,7 +3,9 @@
 -- A run is one started instance of a job: a job Slurm requeued (NODE_FAIL, PREEMPTED, REQUEUED) ran
 -- several times, and each earlier run's GPU-hours count under its own state on its own end day — the
 -- GPU time the cluster gave it, as utilization counts it — while the job counts once, under its final
--- state (terminal GPU jobs: n_gpus > 0, core.is_terminal_state, end_ts set).
+-- state (terminal GPU jobs: n_gpus > 0, core.is_terminal_state, end_ts set, start_ts set).
+-- A job that never started (cancelled while pending: Start Unknown, its GPUs only requested) held no
+-- GPU: it is neither a GPU job nor a GPU run here, as in the job_infra_success SLI.
 -- PARTITIONED by day: rerunning a day replaces exactly that day's rows.
 -- Parameters: $day DATE.
 CREATE TABLE IF NOT EXISTS marts.job_usage_daily (
@@ -11,7 +13,7 @@ CREATE TABLE IF NOT EXISTS marts.job_usage_daily (
     state        VARCHAR NOT NULL,   -- normalized Slurm state the run ended in (a job's final state)
     size_bucket  VARCHAR NOT NULL,   -- core.size_bucket(n_gpus)
     bucket_order INTEGER NOT NULL,   -- core.size_bucket_order(n_gpus), for sorting
-    jobs         BIGINT  NOT NULL,   -- final runs: terminal GPU jobs
+    jobs         BIGINT  NOT NULL,   -- final runs: terminal GPU jobs that started
     runs         BIGINT  NOT NULL,   -- every run, the earlier runs of requeued jobs included
     gpu_hours    DOUBLE  NOT NULL    -- sum of n_gpus * elapsed_s / 3600 over the runs
 );
@@ -27,6 +29,7 @@ WITH final_runs AS (
     WHERE j.n_gpus > 0
       AND core.is_terminal_state(j.state)
       AND j.end_ts IS NOT NULL
+      AND j.start_ts IS NOT NULL   -- a job cancelled while pending never ran
       AND j.end_day = $day::DATE
 ), earlier_runs AS (
     -- the instances core.jobs does not describe: earlier ones, and the last started one of a job

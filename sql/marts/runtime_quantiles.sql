@@ -1,6 +1,8 @@
 -- marts.runtime_quantiles: one row per GPU size bucket, plus one row size_bucket 'all'
--- (bucket_order 99): runtime distribution (elapsed_s, in hours) of terminal GPU jobs with an
--- end_ts. Quantiles are continuous (linear interpolation, quantile_cont).
+-- (bucket_order 99): runtime distribution (elapsed_s of the final run, in hours) of terminal GPU jobs
+-- that started and ended (start_ts and end_ts set): a job cancelled while pending never ran and has no
+-- runtime (not 0 h). The jobs are those marts.job_totals.gpu_jobs counts (with an elapsed time).
+-- Quantiles are continuous (linear interpolation, quantile_cont).
 CREATE OR REPLACE TABLE marts.runtime_quantiles AS
 WITH j AS (
     SELECT core.size_bucket(n_gpus)       AS size_bucket,
@@ -10,6 +12,7 @@ WITH j AS (
     WHERE n_gpus > 0
       AND core.is_terminal_state(state)
       AND end_ts IS NOT NULL
+      AND start_ts IS NOT NULL
       AND elapsed_s IS NOT NULL
 )
 SELECT COALESCE(size_bucket, 'all')   AS size_bucket,

@@ -35,12 +35,20 @@ _TOP_N_INFRA_JOBS = 20
 ALL = "(all)"
 
 
+def _requeued(row: dict[str, Any]) -> str:
+    """' + 1 requeued run' for the attributed runs of requeued jobs (runs that are no job's final run)."""
+    requeued = row["runs"] - row["n"]
+    return f" + {plural(requeued, 'requeued run')}" if requeued else ""
+
+
 def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
-    """'6 were infrastructure (2,310 GPU-h lost), 33 user, 2 unknown'."""
-    infra = counts.get("infrastructure", {"n": 0, "lost": 0.0})
-    parts = [f"{fmt_int(infra['n'])} {'was' if infra['n'] == 1 else 'were'} infrastructure"
-             + (f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["n"] else "")]
-    parts += [f"{fmt_int(counts.get(a, {'n': 0})['n'])} {a}" for a in _ATTRIBUTIONS[1:]]
+    """'6 were infrastructure + 1 requeued run (2,310 GPU-h lost), 33 user, 2 unknown': failed jobs by
+    attribution, the requeued runs beside them, and the GPU-hours lost over all of those runs."""
+    none = {"n": 0, "runs": 0, "lost": 0.0}
+    infra = counts.get("infrastructure", none)
+    parts = [f"{fmt_int(infra['n'])} {'was' if infra['n'] == 1 else 'were'} infrastructure" + _requeued(infra)
+             + (f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["runs"] else "")]
+    parts += [f"{fmt_int(counts.get(a, none)['n'])} {a}" + _requeued(counts.get(a, none)) for a in _ATTRIBUTIONS[1:]]
     other = total - sum(counts.get(a, {"n": 0})["n"] for a in _ATTRIBUTIONS)
     if other:
         parts.append(f"{fmt_int(other)} other")
@@ -49,9 +57,12 @@ def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
 
 def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None) -> tuple[
         int, dict[str, dict[str, Any]]]:
-    """Failed jobs and lost GPU-hours by attribution (marts.failure_attribution_summary), over the
-    whole record or one UTC end ``day``: (total, {attribution: {"n", "lost"}})."""
-    rows = query_rows(con, "SELECT attribution, jobs AS n, lost_gpu_hours AS lost FROM marts.failure_attribution_summary "
+    """Failed jobs, attributed runs and lost GPU-hours by attribution (marts.failure_attribution_summary),
+    over the whole record or one UTC end ``day``: (total failed jobs, {attribution: {"n": failed jobs,
+    "runs": attributed runs — the jobs' final runs and the requeued jobs' earlier ones, "lost": GPU-hours
+    lost over those runs}})."""
+    rows = query_rows(con, "SELECT attribution, jobs AS n, runs, lost_gpu_hours AS lost "
+                           "FROM marts.failure_attribution_summary "
                            "WHERE state = '(all)' AND " + ("scope = 'day' AND day = ?" if day else "scope = 'all'"),
                       [day] if day else [])
     total = next((r["n"] for r in rows if r["attribution"] == "(all)"), 0)
@@ -72,16 +83,25 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                           fmt_date(meta.period_last) if meta.period_last else None)
     # Attribution weighs every interrupted job (the vocabulary's INTERRUPTED_STATES, and jobs an
     # administrator cancelled): more than the failure states the headline counts, so named apart.
+    # A requeued job's earlier run that failed (e.g. NODE_FAIL) is no failed job, but it failed and lost
+    # work: shown beside the jobs (" + 1 requeued run"), its GPU-hours in the lost GPU-hours, as the
+    # headline's infrastructure cards count it.
+    night_runs = any(r["runs"] for r in night.values())
     sec.lead = (f"Of {plural(total, 'interrupted job')} in {period} (failed, timed out, out of memory, node failure, "
                 f"requeued, or cancelled by an administrator), {_attribution_phrase(every, total)}; ") + (
-        f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}."
-        if night_total else f"none failed on {d}.")
+        f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}." if night_total
+        else f"none failed on {d}, but runs of requeued jobs did: {_attribution_phrase(night, night_total)}."
+        if night_runs else f"none failed on {d}.")
 
-    cells = query_rows(con, """SELECT attribution, state, jobs AS n, lost_gpu_hours AS lost
+    cells = query_rows(con, """SELECT attribution, state, jobs AS n, runs, lost_gpu_hours AS lost
                                FROM marts.failure_attribution_summary WHERE scope = 'all'""")
     n = {(r["attribution"], r["state"]): r["n"] for r in cells}
+    runs = {(r["attribution"], r["state"]): r["runs"] for r in cells}
     lost = {(r["attribution"], r["state"]): r["lost"] for r in cells}
-    seen = {r["state"] for r in cells} - {ALL}
+    # The state columns count failed jobs by final state; a state only requeued runs ended in (REQUEUED)
+    # has no job to show: those runs are in the "Requeued runs" column.
+    seen = {r["state"] for r in cells if r["n"]} - {ALL}
+    with_requeued = runs.get((ALL, ALL), 0) > n.get((ALL, ALL), 0)
     states = [s for s in FAILED_STATES if s in seen] + sorted(seen - set(FAILED_STATES), key=str)
     attrs = [a for a in _ATTRIBUTIONS if a in every] + sorted(set(every) - set(_ATTRIBUTIONS), key=str)
     rows = []
@@ -89,14 +109,20 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         tot = n.get((a, ALL), 0)
         rows.append([Cell("Total" if a == ALL else sentence_case(str(a)))]
                     + [Cell(fmt_int(n[(a, st)]) if n.get((a, st)) else MISSING) for st in states]
-                    + [Cell(fmt_int(tot)), Cell(fmt_pct(tot / total if total else None)),
-                       Cell(fmt_num(lost.get((a, ALL), 0.0)))])
+                    + [Cell(fmt_int(tot)), Cell(fmt_pct(tot / total if total else None))]
+                    + ([Cell(fmt_int(runs.get((a, ALL), 0) - tot))] if with_requeued else [])
+                    + [Cell(fmt_num(lost.get((a, ALL), 0.0)))])
     sec.add(Table(
         [Column("Attribution")] + [Column(s, True) for s in states]
-        + [Column("Jobs", True), Column("Share", True), Column("Lost GPU-hours", True)],
+        + [Column("Jobs", True), Column("Share", True)]
+        + ([Column("Requeued runs", True)] if with_requeued else []) + [Column("Lost GPU-hours", True)],
         rows,
-        caption="Failed jobs of the whole period by attribution and final state. Lost GPU-hours count "
-                "infrastructure failures only: the work since the last checkpoint + the restart overhead.",
+        caption="Failed jobs of the whole period by attribution and final state. "
+                + ("Requeued runs: earlier runs of requeued jobs that failed (e.g. NODE_FAIL), attributed the same "
+                   "way; no failed job, as Slurm ran the job again. " if with_requeued else "")
+                + "Lost GPU-hours count infrastructure failures only"
+                + (", over the jobs and the requeued runs" if with_requeued else "")
+                + ": the work since the last checkpoint + the restart overhead.",
     ))
 
     # evidence_node_state: NULL for a warehouse written before attribution read node states.

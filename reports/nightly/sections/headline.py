@@ -140,27 +140,16 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     return sec
 
 
-def _requeued_runs(con: duckdb.DuckDBPyConnection, day: Any = None) -> tuple[int, float]:
-    """(runs, lost GPU-hours): the runs the infrastructure killed that Slurm requeued
-    (marts.instance_failure_attribution), which the incidents and the taxonomy count with the jobs —
-    so the card's count and theirs reconcile on screen. (0, 0.0) without the mart."""
-    if table_status(con, "marts.instance_failure_attribution") is not None:
-        return 0, 0.0
-    where = f" AND {utc_day_sql('end_ts')} = ?" if day is not None else ""
-    row = query_rows(con, "SELECT count(*) AS n, COALESCE(sum(lost_gpu_hours), 0) AS lost "
-                          "FROM marts.instance_failure_attribution WHERE attribution = 'infrastructure'" + where,
-                     [day] if day is not None else [])[0]
-    return int(row["n"]), float(row["lost"])
-
-
-def _infra_card(label: str, jobs: dict[str, Any], total: int, requeued: tuple[int, float], tone: bool) -> dict[str, str]:
+def _infra_card(label: str, infra: dict[str, Any], total: int, tone: bool) -> dict[str, str]:
     """An infrastructure-failure card: the jobs it ended and the runs of requeued jobs it killed
-    (a simulator or a site that requeues on NODE_FAIL shows 0 failed jobs and the cost in the runs)."""
-    runs, runs_lost = requeued
-    n = jobs["n"] + runs
-    sub = (f"{gpuh(jobs['lost'] + runs_lost)} GPU-h lost · {fmt_int(jobs['n'])} of {plural(total, 'interrupted job')}"
-           + (f" + {plural(runs, 'requeued run')}" if runs else ""))
-    return {"label": label, "value": fmt_int(n), "sub": sub, "tone": ("bad" if n else "good") if tone else ""}
+    (a simulator or a site that requeues on NODE_FAIL shows 0 failed jobs and the cost in the runs), with
+    the GPU-hours lost over all of those runs — marts.failure_attribution_summary's row, which "Why jobs
+    failed", the incidents and the taxonomy count alike, so the card's figures and theirs reconcile."""
+    runs = infra["runs"]
+    requeued = runs - infra["n"]
+    sub = (f"{gpuh(infra['lost'])} GPU-h lost · {fmt_int(infra['n'])} of {plural(total, 'interrupted job')}"
+           + (f" + {plural(requeued, 'requeued run')}" if requeued else ""))
+    return {"label": label, "value": fmt_int(runs), "sub": sub, "tone": ("bad" if runs else "good") if tone else ""}
 
 
 def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dict[str, str]]:
@@ -174,10 +163,9 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dic
             raise LookupError(reason)
         night_total, night = (0, {}) if reason else attribution_counts(con, meta.report_date)
         all_total, every = (0, {}) if reason else attribution_counts(con)
-        ni = night.get("infrastructure", {"n": 0, "lost": 0.0})
-        ai = every.get("infrastructure", {"n": 0, "lost": 0.0})
-        cards.append(_infra_card(f"Infra failures {d}", ni, night_total, _requeued_runs(con, meta.report_date), True))
-        cards.append(_infra_card("Infra failures, whole period", ai, all_total, _requeued_runs(con), False))
+        none = {"n": 0, "runs": 0, "lost": 0.0}
+        cards.append(_infra_card(f"Infra failures {d}", night.get("infrastructure", none), night_total, True))
+        cards.append(_infra_card("Infra failures, whole period", every.get("infrastructure", none), all_total, False))
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report attribution cards: %s", exc)
         sub = "marts.job_failure_attribution not available"

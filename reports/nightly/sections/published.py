@@ -1,6 +1,6 @@
 """Nightly report section "Compared with published GPU clusters" (``#published``).
 
-Reads core.jobs, marts.cluster_comparison; formats, computes nothing."""
+Reads marts.cluster_comparison; formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -82,8 +82,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         return [(r["cluster"], r[column]) for r in published if r[column] is not None]
 
     phrases = (  # (value here, how to say it, column compared)
-        ("cancelled_share_gpu_time", lambda v: f"cancelled jobs hold {fmt_pct(v)} of GPU time here", fmt_pct),
-        ("failed_share_gpu_time", lambda v: f"failed jobs {fmt_pct(v)}", fmt_pct),
+        # shares of every run's GPU time (a requeued job's earlier runs under their own end), as in
+        # "GPU-hours by job state": runs, not jobs
+        ("cancelled_share_gpu_time", lambda v: f"cancelled runs hold {fmt_pct(v)} of GPU time here", fmt_pct),
+        ("failed_share_gpu_time", lambda v: f"failed runs {fmt_pct(v)}", fmt_pct),
         ("med_run_time_s", lambda v: f"the median GPU job runs {_span(v)}", _span),
     )
     # A figure this cluster does not have (no GPU time yet) is left out rather than shown as a dash.
@@ -94,12 +96,14 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [Column(""), *(Column(("This cluster: " if r["this_cluster"] else "") + r["cluster"], True, nowrap=True)
                        for r in rows)],
         [[Cell(label), *(Cell(fmt(r[column])) for r in rows)] for label, column, fmt in _COMPARISON_ROWS],
-        # AcmeTrace's classes, not the report's failure-state set: say so, so no reader compares this
-        # column's count and shares with the sections above as if they were the same quantity.
-        caption="GPU jobs that finished, classed as the published traces class them: completed = COMPLETED, "
-                "cancelled = CANCELLED, failed = FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE; "
-                "other final states are left out, so this cluster's count and shares here are over those jobs "
-                "only (the other sections count every GPU job).",
+        # The published figures are shares of all GPU jobs and all GPU time; this cluster's are over every
+        # GPU job and every run's GPU time, the same quantities "GPU-hours by job state" shows.
+        caption="GPU jobs that finished and the GPU time of every run (a requeued job's earlier runs under the "
+                "state each ended in), classed as the published traces class them: completed = COMPLETED, "
+                "cancelled = CANCELLED, failed = FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE. "
+                "Shares are of every GPU job and all GPU time, as in \"GPU-hours by job state\"; runs and jobs "
+                "that ended preempted or requeued (states the published traces do not have) are in no class, "
+                "so this cluster's three shares may sum to less than 100 %.",
     ))
     sec.notes.append("Published figures: AcmeTrace `cluster_summary.csv` (Hu et al., NSDI '24; CC-BY-4.0) — "
                 + "; ".join(f"{r['cluster']}: {r['organisation']}, {r['trace_period']}" for r in published)

@@ -51,7 +51,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                 [[Cell(fmt_int(r["rank"])), Cell(truncate(r["name"], 32), title=r["name"]),
                   Cell(fmt_int(r["jobs"])), Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))]
                  for r in rs],
-                caption=f"Top {len(rs)} {label.lower()}s",
+                # GPU-hours of every run, as the headline's total: a requeued job's earlier runs too
+                caption=f"Top {len(rs)} {label.lower()}s; GPU-hours of every run (a requeued job's earlier runs "
+                        "included), each job counted once",
             ))
     return sec
 

@@ -77,8 +77,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(fmt_num(r["ettr_mean"], 2)), Cell(fmt_num(r["ettr_p10"], 2)), Cell(fmt_num(r["ettr_p50"], 2)),
           Cell(fmt_num(r["ettr_p90"], 2)), Cell(fmt_num(r["interruptions_mean"], 2)), Cell(fmt_pct(r["queue_share"])),
           Cell(fmt_num(expected.get(r["size_bucket"], {}).get("expected_ettr"), 3))] for r in sizes],
-        caption="ETTR (Kokolis et al., HPCA 2025) = productive time / wall-clock of a run; wall-clock = first submit "
-                "to last end (queue waits and gaps between resubmissions count as unproductive); productive = run "
+        caption="ETTR (Kokolis et al., HPCA 2025) = productive time / wall-clock of a run; wall-clock = the first job's "
+                "eligible time (its submit when unknown) to the last end (queue waits and gaps between resubmissions count as unproductive); productive = run "
                 "time − restart overhead u0 after each interruption − re-done work since the last checkpoint (on "
                 "average half a checkpoint interval Δ); interruptions are the infrastructure's or preemption's, as "
                 "in goodput (a user's own failure costs nothing here). Queue share = mean of queue wait / wall-clock. Expected "
@@ -147,7 +147,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(f"{fmt_span(r['checkpoint_interval_s'])} / {fmt_span(r['restart_overhead_cfg_s'])}",
                title=r["policy_source"])] for r in worst],
         caption=f"The largest runs that ended in the window, lowest ETTR first (top {len(worst)} of "
-                f"{fmt_int(len(runs))}). Wall-clock: first submit to last end; queue: summed waits of its "
+                f"{fmt_int(len(runs))}). Wall-clock: first eligible (submit) to last end; queue: summed waits of its "
                 "instances; ETTR with queue wait, and without it (excl. queue); Δ / u0: assumed checkpoint interval and restart overhead (hover for the source).",
     ))
     return sec
