@@ -14,9 +14,17 @@ import polars as pl
 
 from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.alerts.clustering import RUN_KEY_SEP, AlertClusteringSettings, Topology, alert_marts
+from gpusre.models.alerts.clustering import (
+    MAINTENANCE_SCHEMA,
+    NOTIFICATION_DAYS_SQL,
+    AlertClusteringSettings,
+    Topology,
+    alert_marts,
+)
+from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.day_coverage import mark_partial_days
+from gpusre.models.vocabulary import RUN_KEY_SEP
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -25,6 +33,7 @@ CORE_ALERTS = dg.AssetKey(["core", "alerts"])
 CORE_JOBS = dg.AssetKey(["core", "jobs"])
 HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
 ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
+NODE_STATES = dg.AssetKey(["core", "node_states"])  # maintenance periods (rule hygiene)
 
 ALERT_INCIDENTS = dg.AssetKey(["marts", "alert_incidents"])
 ALERT_INCIDENT_MEMBERS = dg.AssetKey(["marts", "alert_incident_members"])
@@ -34,7 +43,7 @@ ALERT_RULE_QUALITY = dg.AssetKey(["marts", "alert_rule_quality"])
 HW_WITHOUT_ALERT = dg.AssetKey(["marts", "hw_incidents_without_alert"])
 ALERT_COVERAGE = dg.AssetKey(["marts", "alert_coverage"])
 
-_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE]
+_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE, NODE_STATES]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
               "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications FROM core.alerts")
 
@@ -47,6 +56,21 @@ def _clustering_settings(config) -> AlertClusteringSettings:  # noqa: ANN001 - C
 
 def _read(con, table: str, sql: str) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
     return con.sql(sql).pl() if table_exists(con, table) else None
+
+
+def _maintenance(con, config) -> pl.DataFrame:  # noqa: ANN001 - DuckDB connection, ClusterConfig
+    """Maintenance periods (node NULL = every node): cluster.yaml's planned windows and the node
+    states Slurm's history classes as maintenance."""
+    rows: list[dict] = []
+    for w in getattr(config, "maintenance", None) or []:
+        for node in (expand_hostlist(w.nodes) if w.nodes else [None]):
+            rows.append({"node": node, "start_ts": w.start, "end_ts": w.end})
+    frame = pl.DataFrame(rows, schema=MAINTENANCE_SCHEMA)
+    if table_exists(con, "core.node_states"):
+        states = con.sql("SELECT node, start_ts, end_ts FROM core.node_states "
+                         "WHERE availability_class = 'maintenance'").pl()
+        frame = pl.concat([frame, states.select([pl.col(c).cast(t) for c, t in MAINTENANCE_SCHEMA.items()])])
+    return frame
 
 
 def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
@@ -67,14 +91,16 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
         dg.AssetSpec(ALERT_INCIDENT_MEMBERS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alert: its incident, whether it is the root, its level and hardware incident."),
         dg.AssetSpec(ALERT_DAILY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
-                     description="One row per UTC day: notifications, alerts, incidents, compression ratio "
-                     "(alerts / incidents), flood episodes; partial = the data covers the day only in part."),
+                     description="One row per UTC day: notifications and webhook deliveries received that day, "
+                     "alerts and incidents that started that day, compression ratio (alerts / incidents), flood "
+                     "episodes; partial = the data covers the day only in part."),
         dg.AssetSpec(ALERT_FLOODS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alert-flood episode (arrivals above a robust 24 h baseline) with the "
                      "incidents its alerts belong to."),
         dg.AssetSpec(ALERT_RULE_QUALITY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alertname: fired, precision (share of its alerts in incidents with a "
-                     "hardware incident or killed jobs), median duration, flapping, verdict."),
+                     "hardware incident or killed jobs), median duration, flapping, incidents in maintenance, "
+                     "verdict (judged once it fired in 3 incidents outside maintenance)."),
         dg.AssetSpec(ALERT_COVERAGE, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident the alert data can judge (started within its span, "
                      "or matched by an alert): whether an alert covered it and how many alerts were about it."),
@@ -109,10 +135,17 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             attribution = pl.concat([attribution, con.sql(
                 "SELECT job_id || $sep || instance_no::VARCHAR AS job_id, attribution, lost_gpu_hours, incident_id "
                 "FROM marts.instance_failure_attribution", params={"sep": RUN_KEY_SEP}).pl()], how="vertical_relaxed")
+        # Notifications by the day they were received, and the end of the alert data (an incident
+        # whose alert still fires is ongoing until then).
+        raw = table_exists(con, "raw.alert_notifications")
+        notifications = con.sql(NOTIFICATION_DAYS_SQL).pl() if raw else None
+        as_of = (con.sql("SELECT max(received_at) FROM raw.alert_notifications").fetchall()[0][0] if raw else None)
         marts = alert_marts(
             alerts if alerts is not None else pl.DataFrame(),
             topology=Topology.from_config(config), hw_incidents=hw, jobs=jobs, attribution=attribution,
-            settings=settings, flood_settings=alert_settings(config).floods,
+            settings=settings, flood_settings=alert_settings(config).floods, notifications=notifications,
+            maintenance=_maintenance(con, config), node_labels=alert_settings(config).nodes.node_labels,
+            as_of=as_of,
         )
         with transaction(con):
             replace_table(con, "marts.alert_incidents", marts.incidents)

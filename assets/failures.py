@@ -5,21 +5,26 @@ call the pure models, write the marts in one transaction. Recomputed in full eac
 a small share of log lines (about 2 %) and a quarter of them fits in memory many times over.
 """
 
+from datetime import datetime
 
 import dagster as dg
+import duckdb
 import polars as pl
 
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.accounting_span import accounting_span
-from gpusre.models.failures.attribution import attribute_failures_with, node_state_evidence, prepare_evidence
+from gpusre.models.failures.attribution import (attribute_failures_with, node_state_evidence, prepare_evidence,
+                                                with_run_losses)
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.failures.hw_incidents import merge_incidents
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.parse import INCIDENTS_FILE, read_operator_incidents
 from gpusre.models.reliability.repair_times import node_outages
+from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
+from gpusre.models.reliability.training_runs import RunRules, infra_interruption_losses, run_mates
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 from gpusre.models.vocabulary import RUN_KEY_SEP
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
@@ -40,6 +45,26 @@ HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
 #: The core.jobs columns attribution, incident impact and suspect nodes read.
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
                 "cancelled_by", "exit_code", "exit_signal", "account")
+
+def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instance_attr: pl.DataFrame,
+               rules: RunRules, as_of: datetime | None) -> pl.DataFrame:
+    """What goodput and ETTR charge each infrastructure-attributed instance
+    (:func:`~gpusre.models.reliability.training_runs.infra_interruption_losses`), assembling only the
+    runs that hold one: the jobs that can share a run with an infrastructure-killed job
+    (:func:`~gpusre.models.reliability.training_runs.run_mates`), not the year's million."""
+    infra = pl.col("attribution") == "infrastructure"
+    killed = pl.concat([attribution.filter(infra).select("job_id"), instance_attr.filter(infra).select("job_id")])
+    if killed.is_empty() or as_of is None:
+        return pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int64, "is_latest": pl.Boolean,
+                                    "lost_gpu_hours": pl.Float64})
+    keys = con.sql('SELECT job_id, "user", account, name, comment FROM core.jobs').pl()
+    con.register("_run_jobs", run_mates(keys, rules, killed.get_column("job_id")).to_frame().to_arrow())
+    try:
+        jobs, instances = con.sql(run_jobs_sql("_run_jobs")).pl(), con.sql(run_instances_sql("_run_jobs")).pl()
+    finally:
+        con.unregister("_run_jobs")
+    return infra_interruption_losses(jobs, instances, attribution.select("job_id", "attribution"),
+                                     instance_attr.select("job_id", "instance_no", "attribution"), rules, as_of)
 
 
 
@@ -90,7 +115,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         accounting = jobs.height > 0
         # The accounting's last moment, else the node logs' (a landing without sacct still has
         # suspect nodes by their events).
-        as_of = accounting_span(con)[1] or con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
+        accounting_end = accounting_span(con)[1]
+        as_of = accounting_end or con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
         states = con.sql("SELECT * FROM core.node_states").pl() if table_exists(con, "core.node_states") else None
         outages = node_outages(states.select("node", "start_ts", "end_ts")) if states is not None else None
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator,
@@ -98,14 +124,12 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(
-            "account", pl.col("interval_s").alias("checkpoint_interval_s"),
-            pl.col("restart_overhead_cfg_s").alias("restart_overhead_s"))
+            "account", pl.col("interval_s").alias("checkpoint_interval_s"))
 
         def with_policy(frame: pl.DataFrame) -> pl.DataFrame:
-            """The account's checkpoint interval and restart overhead, else the cluster default."""
+            """The account's checkpoint interval, else the cluster default."""
             return frame.join(policy, on="account", how="left").with_columns(
-                pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s),
-                pl.col("restart_overhead_s").fill_null(rules.checkpoint.restart_overhead_s))
+                pl.col("checkpoint_interval_s").fill_null(rules.checkpoint.interval_s))
 
         jobs = with_policy(jobs)
         hw_outages = node_state_evidence(states) if states is not None else None
@@ -117,6 +141,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         earlier = con.sql("SELECT * FROM core.instances_outside_jobs").pl()
         earlier = with_policy(earlier)
         instance_attr = attribute_failures_with(earlier, evidence).filter(pl.col("attribution") != "none")
+        # Lost GPU-hours as goodput and ETTR charge the interruption: the work lost (less the instance's
+        # own start-up when it restarted its run) and the restart that followed, once it started.
+        losses = run_losses(con, attribution, instance_attr, rules, accounting_end)
+        attribution, instance_attr = with_run_losses(attribution, losses), with_run_losses(instance_attr, losses)
         failed = attribution.filter(pl.col("attribution") != "none")
         # An incident's kills include the instances Slurm requeued (the job itself may later complete).
         kills = [a.select("job_id", "attribution", "incident_id", "n_gpus", "lost_gpu_hours")

@@ -31,8 +31,8 @@ from gpusre.models.reliability.node_availability import (
 from gpusre.models.sources.slurm_events.ingest import (
     SLURM_EVENTS_KIND,
     build_node_states,
-    events_as_of,
     ingest_slurm_event_files,
+    node_states_end,
 )
 from gpusre.models.vocabulary import class_of
 from gpusre.models.reliability.repair_times import (
@@ -81,7 +81,7 @@ def raw_slurm_events(
     with warehouse.connect() as con:
         # Stages outside, then publishes inside one transaction (see models/sources/slurm_events/ingest.py).
         results = ingest_slurm_event_files(con, landing.root, timezone=config.timezone, cluster=config.cluster,
-                                           progress=progress_reporter(context))
+                                           fields=config.slurm_events.fields, progress=progress_reporter(context))
         total = loaded_rows(con, SLURM_EVENTS_KIND)
         rejects = latest_rejects(con, SLURM_EVENTS_KIND)
     return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
@@ -118,6 +118,7 @@ def core_node_states(warehouse: WarehouseResource):
             "FROM core.node_states GROUP BY ALL ORDER BY events DESC LIMIT 15").pl()
     yield dg.MaterializeResult(asset_key=NODE_STATES, metadata={
         "dagster/row_count": summary.node_states, "ongoing": summary.ongoing,
+        "not_outages": summary.not_outages,
         "as_of": str(summary.as_of), "by_class": markdown_preview(by_class, 15)})
     yield dg.MaterializeResult(asset_key=NODE_STATE_REASONS, metadata={"dagster/row_count": summary.templates})
     yield dg.MaterializeResult(asset_key=CLUSTER_EVENTS, metadata={"dagster/row_count": summary.cluster_events})
@@ -153,8 +154,10 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
                      group_name="marts", kinds={"duckdb"},
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
-                     "earliest open event), from the first event's day to the data's end (the accounting's last "
-                     "moment, or the last observation when later; an ongoing event is down until then), "
+                     "earliest open event), over the observed span: from the accounting's first moment (not before the "
+                     "first event's day) to the data's end (the accounting's last moment, or the last observation "
+                     "when later; an ongoing event is down until then) — or to the last dump's cut when the dumps end "
+                     "earlier (a missing dump: nothing after it is measured), "
                      "cluster.yaml maintenance windows count as maintenance; partial = the data covers the day "
                      "only in part. Full rebuild (not partitioned)."),
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
@@ -171,10 +174,12 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
     maintenance = maintenance_spans(config)
     with warehouse.connect() as con:
         # The history ends where the accounting does when that is later: no event after the last
-        # one means in service (an open event: down) until the data's end, not until that event.
+        # one means in service (an open event: down) until the data's end, not until that event —
+        # unless the dumps say they were cut earlier (a missing nightly dump): then nothing after the
+        # cut is measured from node states (models/sources/slurm_events/ingest.py, node_states_end).
         accounting_from, accounting_as_of = accounting_span(con)
-        events_end = events_as_of(con)
-        as_of = max(events_end, accounting_as_of) if events_end and accounting_as_of else events_end
+        as_of, _ = node_states_end(con, accounting_as_of)
+        as_of = as_of.astimezone(timezone.utc) if as_of is not None else None
         states = con.sql("SELECT * FROM core.node_states").pl()
         if config.node_names:
             # sacctmgr lists every node Slurm runs (login, CPU, service nodes): the availability of the
@@ -190,12 +195,17 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
                 "SELECT DISTINCT unnest(nodes) FROM core.cluster_events WHERE nodes IS NOT NULL").pl()
             nodes = config.node_names or sorted(seen.get_column("node").to_list())
             first = states.get_column("start_ts").min() if states.height else as_of
-            start_day = max(first.date(), (as_of - timedelta(days=MAX_HISTORY_DAYS)).date())
-            # The first day counts from the first moment any source speaks for (the accounting's first
-            # moment, the first node-log line, the first event), as the last day counts up to as_of: a
-            # history that begins at noon does not make the morning 12 in-service hours.
-            starts = [t for t in (accounting_from, first, _first_log_line(con)) if t is not None]
-            observed_from = max(min(starts), datetime.combine(start_day, time(), tzinfo=timezone.utc))
+            # Observed days only, the ones the node_availability SLI reads (models/reliability/slo.py):
+            # with accounting, from its first moment (a drain open since weeks before the first dump
+            # says nothing about the other nodes then: no row claims them in service); without it,
+            # from the first moment any source speaks for (the first node-log line or event). The
+            # first day counts from that moment, as the last day counts up to as_of.
+            if accounting_from is not None:
+                observed_from = accounting_from.astimezone(timezone.utc)
+            else:
+                observed_from = min(t for t in (first, _first_log_line(con)) if t is not None).astimezone(timezone.utc)
+            start_day = max(first.date(), observed_from.date(), (as_of - timedelta(days=MAX_HISTORY_DAYS)).date())
+            observed_from = max(observed_from, datetime.combine(start_day, time(), tzinfo=timezone.utc))
             daily = node_availability_daily(states, nodes, start_day, as_of.date(), as_of=as_of,
                                             maintenance=maintenance, observed_from=observed_from)
             # The same clipped, attributed down time as the daily mart, so node-hours add up.

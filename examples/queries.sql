@@ -58,14 +58,21 @@ LIMIT 10;
 
 -- Q: Which jobs did a given hardware incident kill?
 -- Replace the `target` CTE with the incident id you care about (SELECT 'inc-1a2b3c4d' AS incident_id):
--- as written it takes the incident that killed the most jobs.
--- columns: incident_id, job_id, user, name, state, n_gpus, end_ts, lost_gpu_hours
-WITH target AS (SELECT incident_id FROM marts.hw_incidents ORDER BY affected_jobs DESC, lost_gpu_hours DESC LIMIT 1)
-SELECT a.incident_id, a.job_id, j."user", j.name, a.state, a.n_gpus, a.end_ts, round(a.lost_gpu_hours, 2) AS lost_gpu_hours
-FROM marts.job_failure_attribution AS a
+-- as written it takes the incident that killed the most jobs. Every killed run: a job's final run
+-- (instance_no NULL) and the earlier runs Slurm requeued (instance_no 1, 2, ...), as affected_jobs counts them.
+-- columns: incident_id, job_id, instance_no, user, name, state, n_gpus, end_ts, lost_gpu_hours
+WITH target AS (SELECT incident_id FROM marts.hw_incidents ORDER BY affected_jobs DESC, lost_gpu_hours DESC LIMIT 1),
+     runs AS (SELECT incident_id, job_id, NULL::INTEGER AS instance_no, state, n_gpus, end_ts, lost_gpu_hours
+              FROM marts.job_failure_attribution
+              UNION ALL
+              SELECT incident_id, job_id, instance_no, state, n_gpus, end_ts, lost_gpu_hours
+              FROM marts.instance_failure_attribution)
+SELECT a.incident_id, a.job_id, a.instance_no, j."user", j.name, a.state, a.n_gpus, a.end_ts,
+       round(a.lost_gpu_hours, 2) AS lost_gpu_hours
+FROM runs AS a
 JOIN target USING (incident_id)
 LEFT JOIN core.jobs AS j USING (job_id)
-ORDER BY a.lost_gpu_hours DESC, a.job_id;
+ORDER BY a.lost_gpu_hours DESC, a.job_id, a.instance_no;
 
 
 -- Q: Which users were hit by infrastructure failures in the last 30 days of data?

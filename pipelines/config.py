@@ -18,9 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpusre.models.sources.alerts.ingest import AlertSettings
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
+from gpusre.models.sources.slurm_events.parse import check_event_fields
 from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
-__all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "CheckpointPolicy",
+__all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "SlurmEventsFormat",
+           "CheckpointPolicy",
            "RunGrouping", "ReliabilityConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",
            "load_cluster_config"]
 
@@ -81,6 +83,20 @@ class SacctFormat(BaseModel):
         return value
 
 
+class SlurmEventsFormat(BaseModel):
+    """How to read headerless node-state dumps (``sacctmgr -n -P show event``): their fields, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    fields: list[str] | None = None
+
+    @field_validator("fields")
+    @classmethod
+    def _placeable(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            check_event_fields(value)  # ValueError: no TimeStart, or no NodeName/ClusterNodes/Event
+        return value
+
+
 class CheckpointPolicy(BaseModel):
     """How training jobs checkpoint: the assumptions behind ETTR and goodput (Meta HPCA'25 defaults)."""
 
@@ -103,8 +119,9 @@ class RunGrouping(BaseModel):
     """How Slurm jobs are grouped into training runs for ETTR."""
 
     model_config = ConfigDict(extra="forbid")
-    #: A resubmission (same user, account and job name) joins the run when it is submitted within this
-    #: many seconds after the previous job ended by failure, timeout, preemption or node failure.
+    #: A resubmission (same user, account and job name) joins the run when it becomes eligible (its
+    #: submit, or its release from a dependency hold) within this many seconds after the previous job
+    #: ended by failure, timeout, preemption or node failure.
     resubmit_gap_s: int = Field(default=6 * 3600, ge=0)
     #: Regular expression whose first group is an explicit run key in the job comment (None: off).
     comment_run_key: str | None = r"(?:^|[\s,;])run=([^\s,;]+)"
@@ -203,6 +220,7 @@ class ClusterConfig(BaseModel):
     leaf_switches: dict[str, str] = Field(default_factory=dict)
     maintenance: list[MaintenanceWindow] = Field(default_factory=list)
     sacct: SacctFormat = Field(default_factory=SacctFormat)
+    slurm_events: SlurmEventsFormat = Field(default_factory=SlurmEventsFormat)
     reliability: ReliabilityConfig = Field(default_factory=ReliabilityConfig)
     slo: SloConfig = Field(default_factory=SloConfig)
     alerts: AlertSettings = Field(default_factory=AlertSettings)

@@ -21,7 +21,7 @@ from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
 from gpusre.reports.kit.warehouse import query_rows, scalar
 
 __all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCES", "SOURCE_LABELS", "coverage_warnings",
-           "ends_early", "freshness_rows", "later_partial_days", "loaded_sources"]
+           "ends_early", "freshness_rows", "history_ends_early", "later_partial_days", "loaded_sources"]
 
 #: Dense sources: (subject, its verb 'end(s)', what depends on it).
 DENSE_SOURCES: dict[str, tuple[str, str, str, str]] = {
@@ -175,6 +175,9 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
     incomplete; empty days of dense sources are reported from ``gaps_since`` (default ``first``)."""
     since = gaps_since or first
     warnings: list[str] = _input_file_warnings(con) + _fleet_warnings(con) + _topology_warnings(con)
+    history = history_ends_early(con)
+    if history:
+        warnings.append(history)
     for r in freshness_rows(con):
         if r["source_kind"] not in DENSE_SOURCES or not r["records"]:
             continue
@@ -232,3 +235,27 @@ def later_partial_days(con: duckdb.DuckDBPyConnection, report_day: date) -> list
             f"{fmt_date(r['day'])} is covered{until} ({r['covered_hours']:.1f} h; the earliest last record of "
             f"{r['sources']}: a dump cut before midnight UTC, a source that stopped, or a quiet cluster). "
             f"For that day as it stands: `gpusre report nightly --date {r['day']:%Y-%m-%d}`."]
+
+
+def history_ends_early(con: duckdb.DuckDBPyConnection) -> str | None:
+    """A sentence when the node-state history ends before the accounting does
+    (``marts.data_freshness.ends_before_accounting``: a node-state dump is probably missing), else None."""
+    if not table_exists(con, "marts.data_freshness") or not scalar(
+            con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'marts' AND table_name = 'data_freshness' "
+                 "AND column_name = 'ends_before_accounting'"):
+        return None
+    rows = query_rows(con, "SELECT source_kind, last_record_ts, history_end_ts, ends_before_accounting "
+                           "FROM marts.data_freshness WHERE source_kind IN ('slurm_events', 'sacct')")
+    by_kind = {r["source_kind"]: r for r in rows}
+    states, acct = by_kind.get("slurm_events"), by_kind.get("sacct")
+    if not states or not states["ends_before_accounting"] or states["history_end_ts"] is None:
+        return None
+
+    def utc(ts: datetime) -> str:
+        return f"{ts.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+    until = f", while Slurm accounting runs to {utc(acct['last_record_ts'])}" if acct and acct["last_record_ts"] else ""
+    return (f"The node-state history ends at {utc(states['history_end_ts'])} (the last slurm_events dump's cut)"
+            f"{until} — a node-state dump is probably missing. Node availability after it is not measured from "
+            "node states (the node-availability SLO estimates it from hardware incidents); land the missing "
+            "sacctmgr show event dump to measure it.")

@@ -220,7 +220,7 @@ def test_levels_from_the_rule_file() -> None:
     assert alert_levels(a.frame()).to_list() == ["fabric", "storage", "storage", "node", "node", "gpu", "gpu", "other"]
     incidents, _ = cluster_alerts(a.frame().tail(1), TOPO)
     assert incidents["root_cause_reason"].to_list() == ["earliest alert at the most upstream level (other: prometheus-0)"]
-    assert incidents["scope"].to_list() == ["cluster"]
+    assert incidents["scope"].to_list() == ["service"]  # an alert on no node is a service alert, not cluster-wide
 
 
 def test_rerun_and_input_order_give_the_same_ids() -> None:
@@ -405,7 +405,10 @@ def test_rule_quality_verdicts_and_missing_coverage() -> None:
     # 6 flapping alerts are one incident (same node, 9 min apart); the rest stand alone.
     assert marts.incidents.height == 6 + 10 + 1 + 2
     daily = marts.daily
-    assert daily["alerts"].sum() == 24 and daily["notifications"].sum() == 48
+    assert daily["alerts"].sum() == 24
+    # Notifications are counted by the day they were received (raw notifications, not core.alerts):
+    # without them the count is unknown, not the alerts' n_notifications on their start day.
+    assert daily["notifications"].null_count() == daily.height
     assert daily["incidents"].sum() == 19 and daily["day"].to_list()[0] == T0.date()
 
 

@@ -18,6 +18,7 @@ from gpusre.models.alerts.nodes import (
     label_values_sql,
     locate,
     location_sql,
+    node_lists,
     node_name,
     node_names,
     normalize_host,
@@ -131,6 +132,16 @@ LABEL_SETS = [
     {"alertname": "A", "instance": "10.0.0.21:9100", "device": "eth0"},
     {"alertname": "A", "instance": "login01.cluster.local:9100", "mountpoint": "/scratch"},
     {"alertname": "A", "instance": "10.0.0.22:9100", "device": "10.0.9.1@o2ib:/scratch"},
+    # Kubernetes dcgm-exporter: the node label, not the pod (Hostname) nor its address (instance).
+    {"alertname": "A", "kubernetes_node": "gpu010", "Hostname": "nvidia-dcgm-exporter-7x9kq",
+     "instance": "10.244.3.17:9400", "gpu": "5"},
+    # Slurm hostlists: several nodes (a target of its own), one node, none of them a node.
+    {"alertname": "A", "nodelist": "gpu[003-005]", "job": "slurm-job-exporter"},
+    {"alertname": "A", "nodelist": "gpu[007,099]", "instance": "slurm-exporter:8080"},
+    {"alertname": "A", "nodelist": "cpu[01-02]"},
+    # A switch or OST watched by a server: without a node list the server is no node.
+    {"alertname": "A", "switch": "leaf03", "instance": "ufm01.mgmt.example.com:9090"},
+    {"alertname": "A", "ost": "scratch-OST0007", "instance": "oss04.example.com:9169", "node": "gpu002"},
 ]
 
 
@@ -145,8 +156,9 @@ def test_sql_form_agrees_with_the_rule(known: list[str]) -> None:
     values = con.sql("SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM label_values) "
                      "WHERE value IS NOT NULL AND value <> ''").pl()["value"]
     names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known),
-                          "host": host_names(values, mapping)}).to_arrow()
+                          "host": host_names(values, mapping), "nodes": node_lists(values, mapping, known)}).to_arrow()
     con.register("names", names)
     got = {r[0]: AlertLocation(*r[1:])
-           for r in con.sql(location_sql(mapping, values="label_values", names="names")).fetchall()}
+           for r in con.sql(location_sql(mapping, values="label_values", names="names",
+                                         without_node_list=not known)).fetchall()}
     assert got == {i: locate(labels, mapping, known) for i, labels in enumerate(LABEL_SETS)}

@@ -48,10 +48,10 @@ def test_an_alert_incident_counts_the_run_slurm_requeued(con: duckdb.DuckDBPyCon
     rows = con.sql("SELECT n_alerts, n_jobs_killed, round(lost_gpu_hours, 2) FROM marts.alert_incidents "
                    "WHERE list_contains(nodes, 'gpu005')").fetchall()
     assert rows == [(3, 1, 37.33)]
-    # the leaf02 flap killed job 2004 (not requeued): 16 GPUs x 0.5 h + 16 x 5 min restart
+    # the leaf02 flap killed job 2004 (never resubmitted): 16 GPUs x 0.5 h, no restart followed
     leaf = con.sql("SELECT n_jobs_killed, round(lost_gpu_hours, 2) FROM marts.alert_incidents "
                    "WHERE scope = 'leaf_switch'").fetchall()
-    assert leaf and leaf[0][0] == 1
+    assert leaf == [(1, 8.0)]
     # 4 alert incidents: gpu005's, gpu014's /tmp disk (same minutes, other node), leaf02's, day 1's CPU load
     assert con.sql("SELECT count(*) FROM marts.alert_incidents").fetchall() == [(4,)]
     assert con.sql("SELECT sum(jobs_killed) FROM marts.alert_incident_scopes WHERE day = DATE '2026-11-18'"
@@ -67,3 +67,32 @@ def test_the_flapping_leaf_switch_is_one_incident(con: duckdb.DuckDBPyConnection
                    "WHERE list_has_any(nodes, ['gpu009', 'gpu010', 'gpu011', 'gpu012'])").fetchall()
     assert rows == [("network_switch", "leaf02", "13:20:05", "13:50")]
     assert con.sql("SELECT count(*) FROM marts.hw_incidents").fetchall() == [(2,)]
+
+
+def test_a_switch_that_recovered_by_itself_is_not_back_in_service(con: duckdb.DuckDBPyConnection,
+                                                                  tmp_path: Path) -> None:
+    """No node of the leaf02 flap was drained: the retrospective says its nodes recovered (links back
+    ACTIVE), not that they were 'back in service' — they never left it."""
+    from gpusre.reports.incident import render_incident_report
+
+    (inc,) = con.sql("SELECT incident_id FROM marts.hw_incidents WHERE leaf_switch = 'leaf02'").fetchall()[0]
+    text = " ".join(render_incident_report(con, tmp_path, inc).markdown.read_text().split())
+    assert "its nodes recovered 31 min after the first evidence, by recovery log lines" in text
+    assert "back in service 31 min" not in text
+
+
+def test_lost_gpu_hours_are_what_goodput_charges(con: duckdb.DuckDBPyConnection) -> None:
+    """Hand answers (fixture README): job 2004 (16 GPUs, leaf02 flap, never resubmitted) lost 16 × 0.5 h
+    = 8.0; job 2001's first run (64 GPUs, requeued and restarted) 64 × (0.5 h + 5 min) = 37.33."""
+    assert con.sql("SELECT job_id, round(lost_gpu_hours, 2) FROM marts.job_failure_attribution "
+                   "WHERE attribution = 'infrastructure'").fetchall() == [("2004", 8.0)]
+    assert con.sql("SELECT job_id, instance_no, round(lost_gpu_hours, 2) FROM marts.instance_failure_attribution "
+                   "WHERE attribution = 'infrastructure'").fetchall() == [("2001", 1, 37.33)]
+    assert con.sql("SELECT component, round(lost_gpu_hours, 2) FROM marts.hw_incidents ORDER BY component"
+                   ).fetchall() == [("gpu_memory", 37.33), ("network_switch", 8.0)]
+    # goodput on 11-18: lost work 64 × 0.5 + 16 × 0.5 = 40; restart 64 × 5 min = 5.33 (2001's requeue only)
+    lost, restart = con.sql("SELECT lost_failure_gpu_hours, lost_restart_gpu_hours FROM marts.goodput_daily "
+                            "WHERE day = DATE '2026-11-18'").fetchall()[0]
+    assert (lost, restart) == (pytest.approx(40.0), pytest.approx(64 * 5 / 60))
+    total = con.sql("SELECT sum(lost_gpu_hours) FROM marts.hw_incidents").fetchall()[0][0]
+    assert total == pytest.approx(lost + restart)  # 45.33, not 46.67

@@ -85,9 +85,19 @@ CASES = [
     ("hung", "not_responding", "os", "unknown", "not_responding"),
     ("OS reimage", "planned_maintenance", "other", "maintenance", "planned_maintenance"),
     ("Kernel upgrade", "planned_maintenance", "other", "maintenance", "planned_maintenance"),
+    # --- an evaluator's second round: planned work done before anything fails, benchmarks, burn-in ---
+    ("pre-emptive HCA swap", "planned_maintenance", "other", "maintenance", "planned_proactive_swap"),  # was network
+    ("proactive GPU swap", "planned_maintenance", "other", "maintenance", "planned_proactive_swap"),  # was gpu
+    ("preventive DIMM replacement", "planned_maintenance", "other", "maintenance", "planned_proactive_swap"),
+    ("kernel 5.15 rollout", "planned_maintenance", "other", "maintenance", "planned_rollout"),  # was os / software
+    ("burn-in", "planned_maintenance", "other", "maintenance", "planned_burn_in"),   # was unknown
+    ("drain for HPL run", "planned_maintenance", "other", "maintenance", "planned_benchmark"),  # was unknown
+    ("NCCL tests", "planned_maintenance", "other", "maintenance", "planned_benchmark"),
+    ("cable reseat", "network", "network", "hardware", "network_cable"),            # was unknown
+    ("nvidia driver upgrade failed", "software_update_failed", "driver", "software", "driver_update_failed"),  # was gpu
+    ("kernel upgrade failed", "software_update_failed", "os", "software", "software_update_failed"),
     # --- judged ambiguous and left unclassified (unknown counts as unplanned down time) ---
     ("cordoned for testing", "unknown", "other", "unknown", None),
-    ("burn-in", "unknown", "other", "unknown", None),
 ]
 
 
@@ -122,6 +132,12 @@ FAULT_WITH_REMEDY = [
     ("scheduled RMA for ECC errors", "gpu_ecc"),
     ("planned maintenance: replace failed PSU", "power"),
     ("unexpected reboot during firmware update", "unexpected_reboot"),
+    ("proactive GPU swap after Xid 79", "gpu_xid"),
+    ("HPL run: Xid 79 on GPU 2", "gpu_xid"),
+    ("NCCL tests failing on IB", "network"),
+    ("burn-in failed: DIMM errors", "host_memory"),
+    ("driver install failed: GPU fell off the bus", "gpu"),
+    ("GPU failed after driver update", "gpu"),
 ]
 
 

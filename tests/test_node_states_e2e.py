@@ -32,8 +32,8 @@ CONFIG = SimulationConfig(nodes=40, days=30, seed=5, node_failures_per_1000_node
 #: (Lustre mount, kernel panic) are software, and "Not responding" says nothing about the cause.
 HARDWARE_KINDS = {"xid79_fallen_off_bus", "xid48_dbe_ecc", "xid94_contained_ecc", "xid119_gsp_timeout", "xid74_nvlink",
                   "ib_link_down", "dimm_uncorrectable", "psu_failure", "leaf_switch_down"}
-#: Admin drain reasons that are planned work (a reboot, a reimage): maintenance, not an outage.
-PLANNED_ADMIN = r"(?i)reboot|reimage"
+#: Admin drain reasons that are planned work (a reboot, a reimage, a benchmark run): maintenance, not an outage.
+PLANNED_ADMIN = r"(?i)reboot|reimage|benchmark"
 UTC_FMT = "%Y-%m-%dT%H:%M:%SZ"
 
 

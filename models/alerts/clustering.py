@@ -70,14 +70,28 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
 Root-cause candidate, per incident
     The member alerts are ranked: (1) those matched to a hardware incident first (reason "hardware
     incident <id> (<component>) on <node>"), then (2) by *level* — fabric (switches) above storage
-    above node above GPU above other — then (3) the earliest start (reason "earliest alert at the
-    most upstream level (fabric: leaf switch leaf01)"). The level of an alert comes from the rule
+    above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
+    reaction to a fault, never its cause when the fault alerted too) above other — then (3) the
+    earliest start (reason "earliest alert at the most upstream level (fabric: leaf switch leaf01)"). The level of an alert comes from the rule
     file ``models/catalog/alert_levels.csv`` (first matching row wins; conditions on alertname,
     target_label, a label value and whether the alert is on a node). The incident ``id`` is
     ``ainc-`` + 12 hex digits of SHA-1 over the root alert's fingerprint and start, stable across
     reruns. ``scope``: leaf_switch for a switch root (or a root matched to a leaf-switch hardware
-    incident), storage for a storage root, else node (one node), rack / leaf_switch (all nodes in one
-    rack / under one leaf), cluster (nodes in several, or none: a service alert).
+    incident), fabric for another fabric root on no node (a subnet manager), storage for a storage
+    root, else node (one node), service (no node: a service alert, a host outside the node list),
+    rack / leaf_switch (all nodes in one rack / under one leaf), cluster (nodes in several), nodes
+    (several nodes the topology does not place).
+
+Nodes
+    An alert is on its ``node``; an alert whose target is a Slurm hostlist from a node label
+    (``nodelist="gpu[065-080]"``, :func:`~gpusre.models.alerts.nodes.alert_nodes`) is on every node
+    of it: it links, matches hardware incidents and counts in ``nodes`` through each.
+
+Ongoing incidents
+    An alert without an end (no resolved notification) is still firing at the end of the alert data
+    (``as_of``: the latest alert start or end, or notification receipt). An incident with one is
+    ``ongoing`` (``firing_alerts``): its ``end_ts`` is that end of the data — it lasted at least until
+    then — and no duration is claimed.
 
 Blast radius
     Job runs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
@@ -91,8 +105,11 @@ Blast radius
 Rule hygiene (:func:`rule_quality`), per alertname
     ``precision`` = share of its alerts in incidents that have a hardware incident or killed jobs;
     a *flap day* is a (fingerprint, UTC day) with at least ``flap_cycles_per_day`` (4) fire/resolve
-    cycles (alerts); verdict: fewer than ``min_fired`` (5) alerts → "too few to judge"; at least
-    ``flap_share`` (0.5) of its alerts on flap days → "flapping"; precision below
+    cycles (alerts); ``in_maintenance``: its incidents in which an alert of it started on a node in
+    maintenance (cluster.yaml windows, node states classed maintenance); verdict: fewer than
+    ``min_fired`` (5) alerts → "too few to judge"; at least ``flap_share`` (0.5) of its alerts on
+    flap days → "flapping"; fewer than ``min_incidents`` (3) incidents outside maintenance → "too few
+    to judge" (one event, however many alerts it fired, decides nothing); precision below
     ``noise_precision`` (0.1) → "noise: consider silencing"; else "useful". Without any hardware
     incident or failed job in the span of the alerts (alerts landed, logs and accounting did not),
     precision is NULL and no rule is called noise ("too few to judge").
@@ -100,8 +117,10 @@ Rule hygiene (:func:`rule_quality`), per alertname
 Compression and coverage
     ``in_flood``: an alert of the incident started inside an episode of
     :func:`~gpusre.models.alerts.floods.detect_floods`. :func:`alert_daily`: per UTC day the
-    notifications and alerts of alerts that started that day, the incidents that started that day,
-    alerts / incidents and flood episodes. :func:`alert_floods`: each episode with the incidents its
+    notifications received that day (by the day they arrived, :data:`NOTIFICATION_DAYS_SQL`: a
+    Watchdog firing since last month and re-sent hourly counts on the days it was re-sent, not on
+    its start day) and the webhook deliveries they came in, the alerts and incidents that started
+    that day, alerts / incidents and flood episodes. :func:`alert_floods`: each episode with the incidents its
     alerts belong to. :func:`hw_incidents_without_alert`: hardware incidents inside the span of the
     alert data that no alert matched (the matching rule above) — missing alert coverage.
 
@@ -127,11 +146,11 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from gpusre.models.alerts.floods import EPISODE_SCHEMA, FloodSettings, detect_floods
+from gpusre.models.alerts.nodes import DEFAULT_NODE_LABELS, alert_nodes
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES
+from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, run_key_job
 
 __all__ = [
-    "RUN_KEY_SEP",
     "ALERT_SCHEMA",
     "AlertClusteringSettings",
     "AlertMarts",
@@ -140,7 +159,9 @@ __all__ = [
     "FLOOD_SCHEMA",
     "INCIDENT_SCHEMA",
     "LEVEL_RANK",
+    "MAINTENANCE_SCHEMA",
     "MEMBER_SCHEMA",
+    "NOTIFICATION_DAY_SCHEMA",
     "RULE_QUALITY_SCHEMA",
     "Topology",
     "COVERAGE_SCHEMA",
@@ -154,6 +175,7 @@ __all__ = [
     "cluster_alerts",
     "hw_incidents_without_alert",
     "load_alert_levels",
+    "NOTIFICATION_DAYS_SQL",
     "rule_quality",
     "sessionize",
     "template_cooccurrence",
@@ -185,8 +207,11 @@ class AlertClusteringSettings(BaseModel):
     job_after_minutes: float = Field(default=5.0, ge=0)
     #: Job end states an incident counts as killed (default: the vocabulary's KILLED_STATES).
     killed_states: tuple[str, ...] = KILLED_STATES
-    #: Rule hygiene.
+    #: Rule hygiene: a rule is judged once it fired ``min_fired`` times in ``min_incidents``
+    #: distinct incidents outside maintenance (one event — a maintenance storm of 8 InstanceDown —
+    #: must not decide its verdict).
     min_fired: int = Field(default=5, ge=1)
+    min_incidents: int = Field(default=3, ge=1)
     noise_precision: float = Field(default=0.1, ge=0, le=1)
     flap_cycles_per_day: int = Field(default=4, ge=2)
     flap_share: float = Field(default=0.5, gt=0, le=1)
@@ -275,7 +300,9 @@ _REQUIRED = ("alert_id", "fingerprint", "starts_at")
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(),
     "start_ts": _TS,
-    "end_ts": _TS,                      # latest end (or start, while firing) of its alerts
+    "end_ts": _TS,                      # latest end of its alerts; while one still fires: the end of the alert data
+    "ongoing": pl.Boolean(),            # an alert of it is still firing at the end of the alert data
+    "firing_alerts": pl.Int64(),        # its alerts still firing at the end of the alert data
     "n_alerts": pl.Int64(),
     "flaps": pl.Int64(),                # re-firings of a fingerprint already in the incident (a flapping rule)
     "n_nodes": pl.Int64(),
@@ -287,7 +314,7 @@ INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "templates": pl.List(pl.Int64()),
     "alertnames": pl.List(pl.String()),
     "hw_incident_id": pl.String(),
-    "scope": pl.String(),               # node | rack | leaf_switch | storage | cluster
+    "scope": pl.String(),               # node | rack | leaf_switch | storage | cluster | nodes | fabric | service
     "in_flood": pl.Boolean(),
     "n_jobs_killed": pl.Int64(),
     "lost_gpu_hours": pl.Float64(),
@@ -297,9 +324,14 @@ MEMBER_SCHEMA: dict[str, pl.DataType] = {
     "hw_incident_id": pl.String(),
 }
 DAILY_SCHEMA: dict[str, pl.DataType] = {
-    "day": pl.Date(), "notifications": pl.Int64(), "alerts": pl.Int64(), "incidents": pl.Int64(),
-    "compression_ratio": pl.Float64(), "flood_episodes": pl.Int64(),
+    "day": pl.Date(), "notifications": pl.Int64(), "deliveries": pl.Int64(), "alerts": pl.Int64(),
+    "incidents": pl.Int64(), "compression_ratio": pl.Float64(), "flood_episodes": pl.Int64(),
 }
+#: Notifications received per UTC day (:func:`alert_daily`): alert entries and webhook payloads.
+NOTIFICATION_DAY_SCHEMA: dict[str, pl.DataType] = {"day": pl.Date(), "notifications": pl.Int64(),
+                                                   "deliveries": pl.Int64()}
+#: Maintenance periods (:func:`rule_quality`): ``node`` NULL = every node.
+MAINTENANCE_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), "start_ts": _TS, "end_ts": _TS}
 FLOOD_SCHEMA: dict[str, pl.DataType] = {
     "flood_id": pl.String(), "start_ts": _TS, "end_ts": _TS, "n_buckets": pl.Int64(), "n_alerts": pl.Int64(),
     "peak_per_bucket": pl.Int64(), "peak_rate_per_min": pl.Float64(), "baseline": pl.Float64(),
@@ -309,7 +341,7 @@ RULE_QUALITY_SCHEMA: dict[str, pl.DataType] = {
     "alertname": pl.String(), "fired": pl.Int64(), "fingerprints": pl.Int64(), "incidents": pl.Int64(),
     "with_hw_incident": pl.Int64(), "with_job_impact": pl.Int64(), "precision": pl.Float64(),
     "median_duration_s": pl.Float64(), "flapping": pl.Int64(), "flap_share": pl.Float64(),
-    "verdict": pl.String(),
+    "in_maintenance": pl.Int64(), "verdict": pl.String(),
 }
 UNCOVERED_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
@@ -323,8 +355,10 @@ _HW_SCHEMA: dict[str, pl.DataType] = {
 
 # -- levels ----------------------------------------------------------------------------------------
 
-#: Most upstream first: a switch outage explains node alerts, a node outage explains GPU alerts.
-LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "other": 4}
+#: Most upstream first: a switch outage explains node alerts, a node outage explains GPU alerts; a
+#: Slurm alert (a drained or down node, a failed job) is the scheduler's reaction to a fault, below
+#: the fault's own alerts.
+LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "slurm": 4, "other": 5}
 #: Levels whose alerts, when on no Slurm node, are the server or fabric side of a fault.
 _SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage")
 LEVELS_FILE = "alert_levels.csv"
@@ -418,7 +452,9 @@ def _with_labels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Dat
 
 def _levels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Series:
     names = [n for n in _label_columns(rules) if any(r.label == n for r in rules)]
-    cols = ["alertname", "target_label", pl.col("node").is_not_null().alias("_has_node"), *[f"_lb_{n}" for n in names]]
+    # On a node: its node, or (``_has_node``) the nodes of a hostlist label.
+    has_node = pl.col("_has_node") if "_has_node" in frame.columns else pl.col("node").is_not_null().alias("_has_node")
+    cols = ["alertname", "target_label", has_node, *[f"_lb_{n}" for n in names]]
     keyed = frame.select(cols)
     combos = keyed.unique()
     levels = []
@@ -577,10 +613,12 @@ def _template_groups(tkeys: pl.Series, related: pl.DataFrame) -> pl.Series:
         pl.coalesce("_g", "t"))["_g"]
 
 
-def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSettings) -> pl.DataFrame:
+def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSettings,
+              an: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every (alert ``_i``, hardware incident) match: alert on an incident node within its window, or
     alert targeting the incident's leaf switch. Columns ``_i``, ``hw_incident_id``, ``_hw_start``,
-    ``_hw_component``, ``_hw_scope``; per alert the nearest incident first (the alert's own)."""
+    ``_hw_component``, ``_hw_scope``; per alert the nearest incident first (the alert's own).
+    ``an``: one row per (alert ``_i``, ``node``, ``_ts``) (an alert on several nodes); default: ``al.node``."""
     schema = {"_i": pl.Int64, "hw_incident_id": pl.String, "_hw_start": _TS, "_hw_component": pl.String,
               "_hw_scope": pl.String}
     if hw.is_empty() or al.is_empty():
@@ -594,9 +632,10 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
     by_node = inc.select("_h", "nodes", "_lo", "_hi").explode("nodes").rename({"nodes": "_k"}).drop_nulls("_k")
     by_leaf = inc.select("_h", pl.col("leaf_switch").alias("_k"), "_lo", "_hi").drop_nulls("_k")
     parts = []
-    for windows, key in ((by_node, "node"), (by_leaf, "_target_leaf")):
+    node_rows = an if an is not None else al.select("_i", "node", "_ts")
+    for windows, key, rows in ((by_node, "node", node_rows), (by_leaf, "_target_leaf", al)):
         windows = windows.with_row_index("_w").with_columns(pl.col("_w").cast(pl.Int64))
-        pts = al.filter(pl.col(key).is_not_null()).select(pl.col("_i").alias("_p"), pl.col(key).alias("_k"), "_ts")
+        pts = rows.filter(pl.col(key).is_not_null()).select(pl.col("_i").alias("_p"), pl.col(key).alias("_k"), "_ts")
         pairs = _window_pairs(windows, pts, "_k")
         parts.append(pairs.join(windows.select("_w", "_h"), on="_w").select(pl.col("_p").alias("_i"), "_h"))
     matches = pl.concat(parts).unique()
@@ -632,14 +671,39 @@ def alert_incident_id(fingerprint: str, starts_us: int) -> str:
 # -- clustering ------------------------------------------------------------------------------------
 
 
-def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLevelRule]) -> pl.DataFrame:
+def _with_nodes(al: pl.DataFrame, node_labels: Sequence[str]) -> pl.DataFrame:
+    """``al`` with ``_nodes``: the Slurm nodes each alert is on (:func:`~gpusre.models.alerts.nodes.alert_nodes`:
+    its node, or the nodes of a hostlist label such as ``nodelist="gpu[065-080]"``), and ``_has_node``."""
+    labels = list(node_labels)
+    multi = (pl.col("node").is_null() & pl.col("target").is_not_null() & pl.col("target_label").is_in(labels)
+             & pl.col("target").str.contains(r"[\[,]"))
+    lists = al.filter(multi).select("target", "target_label").unique()
+    expanded = pl.DataFrame({"target": lists["target"], "target_label": lists["target_label"],
+                             "_list": pl.Series([alert_nodes(None, t, lb, labels) for t, lb in lists.iter_rows()],
+                                                dtype=pl.List(pl.String))},
+                            schema={"target": pl.String, "target_label": pl.String, "_list": pl.List(pl.String)})
+    al = al.join(expanded, on=["target", "target_label"], how="left", maintain_order="left", nulls_equal=False)
+    nodes = (pl.when(pl.col("node").is_not_null()).then(pl.concat_list(pl.col("node")))
+             .otherwise(pl.col("_list").fill_null(pl.lit([], dtype=pl.List(pl.String)))))
+    return al.with_columns(nodes.alias("_nodes")).drop("_list").with_columns(
+        (pl.col("_nodes").list.len() > 0).alias("_has_node"))
+
+
+def _node_rows(al: pl.DataFrame, topology: Topology, extra: Sequence[str] = ()) -> pl.DataFrame:
+    """One row per (alert, node it is on): ``_i``, ``_ts``, ``node``, ``_rack``, ``_leaf`` and ``extra``."""
+    rows = al.select("_i", "_ts", pl.col("_nodes").alias("node"), *extra).explode("node").drop_nulls("node")
+    return rows.join(topology.frame(), on="node", how="left", maintain_order="left")
+
+
+def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLevelRule],
+             node_labels: Sequence[str] = DEFAULT_NODE_LABELS) -> pl.DataFrame:
     al = _conform(alerts, ALERT_SCHEMA, _REQUIRED).with_columns(pl.col("n_notifications").fill_null(1))
     # The labels JSON is the widest column and is read only for the label values the rules use:
     # decoded first and dropped, so the sort and joins below do not copy it.
     al = _with_labels(al, rules).drop("labels")
     al = al.sort("starts_at", "alert_id").with_row_index("_i").with_columns(
         pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
-    al = al.join(topology.frame(), on="node", how="left", maintain_order="left")
+    al = _with_nodes(al, node_labels)
     leaves = sorted(topology.leaves)
     al = al.with_columns(
         _levels(al, rules).alias("level"),
@@ -666,6 +730,8 @@ def cluster_alerts(
     attribution: pl.DataFrame | None = None,
     floods: pl.DataFrame | None = None,
     rules: Sequence[AlertLevelRule] | None = None,
+    node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
+    as_of: object | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Cluster alerts into incidents (method in the module docstring).
 
@@ -676,13 +742,17 @@ def cluster_alerts(
         hw_incidents: ``marts.hw_incidents`` (``incident_id``, ``component``, ``start_ts``,
             ``end_ts``, ``nodes``, ``scope``, ``leaf_switch``), or None.
         jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``) for the blast radius, and
-            the earlier runs of requeued jobs keyed ``<job_id>#<instance_no>`` (:data:`RUN_KEY_SEP`);
+            the earlier runs of requeued jobs keyed ``<job_id>#<instance_no>`` (:data:`~gpusre.models.vocabulary.RUN_KEY_SEP`);
             None: no Slurm accounting, ``n_jobs_killed`` and ``lost_gpu_hours`` NULL (unknown, not 0);
             an empty frame: accounting without a killed job, 0.
         attribution: ``marts.job_failure_attribution`` (``job_id``, ``attribution``,
             ``lost_gpu_hours``); jobs it gives to the user do not count.
         floods: flood episodes (``start_ts``, ``end_ts``) from
             :func:`~gpusre.models.alerts.floods.detect_floods`; None: detected with its defaults.
+        node_labels: the node labels of the node mapping (cluster.yaml ``alerts.nodes.node_labels``):
+            an alert whose target is a hostlist from one of them is on all those nodes.
+        as_of: the end of the alert data (a datetime); an incident with an alert still firing is
+            ``ongoing`` and ends there. Default (and at least): the latest alert start or end.
 
     Returns:
         ``(incidents, members)``: :data:`INCIDENT_SCHEMA` sorted by ``start_ts``, ``incident_id``;
@@ -693,21 +763,23 @@ def cluster_alerts(
     rules = tuple(rules) if rules is not None else load_alert_levels()
     if alerts.is_empty():
         return pl.DataFrame(schema=INCIDENT_SCHEMA), pl.DataFrame(schema=MEMBER_SCHEMA)
-    al = _prepare(alerts, topology, rules)
+    al = _prepare(alerts, topology, rules, node_labels)
     n = al.height
     ts = al["_ts"].to_numpy()
     al = al.with_columns(pl.Series("_s", sessionize(ts, settings.gap_us)))
 
     related = template_cooccurrence(al["_tkey"], al["_s"].to_numpy(), ts, settings)
     al = al.with_columns(_template_groups(al["_tkey"], related).alias("_group"))
+    # One row per (alert, node): an alert on a hostlist of nodes is on each of them.
+    an = _node_rows(al, topology, ("_s", "alertname", "_group"))
 
     hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")) if hw_incidents is not None else None
-    matches = _match_hw(al, hw, settings) if hw is not None else _match_hw(al, pl.DataFrame(schema=_HW_SCHEMA), settings)
+    matches = _match_hw(al, hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA), settings, an)
 
     # Each alert's own hardware incident (the nearest its start): an alert between two faults of
     # one node links only the one it is about, never the two together.
     primary = matches.unique("_i", keep="first", maintain_order=True)
-    links = _links(al, primary, related, settings)
+    links = _links(al, an, primary, related, settings)
     u = np.concatenate([e[0] for e in links.values()])
     v = np.concatenate([e[1] for e in links.values()])
     graph = coo_matrix((np.ones(len(u), dtype=np.int8), (u, v)), shape=(n, n))
@@ -715,17 +787,23 @@ def cluster_alerts(
     al = al.with_columns(pl.Series("_c", labels.astype(np.int64)))
 
     al = al.join(primary, on="_i", how="left", maintain_order="left")
-    incidents, members = _incidents(al, settings)
+    last = al.select(pl.max_horizontal(pl.col("starts_at").max(), pl.col("ends_at").max()))[0, 0]
+    if as_of is not None:
+        given = pl.select(pl.lit(as_of).cast(_TS))[0, 0]
+        last = max(last, given) if given is not None else last
+    incidents, members = _incidents(al, an.join(al.select("_i", "_c"), on="_i"), settings, last)
     incidents = _flag_floods(incidents, al, floods)
     incidents = _job_impact(incidents, al, jobs, attribution, settings)
     return (incidents.select([pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()]).sort("start_ts", "incident_id"),
             members.select([pl.col(c).cast(t) for c, t in MEMBER_SCHEMA.items()]).sort("alert_id"))
 
 
-def _links(al: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
+def _links(al: pl.DataFrame, an: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
            settings: AlertClusteringSettings) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The links of the method, by kind: ``kind -> (u, v)`` arrays of alert row numbers ``_i``.
-    ``matches``: at most one hardware incident per alert (its nearest, :func:`_match_hw`).
+    ``an``: one row per (alert, node) (:func:`_node_rows`: an alert on a hostlist of nodes links
+    through each of them); ``matches``: at most one hardware incident per alert (its nearest,
+    :func:`_match_hw`).
 
     Keys are compared by 64-bit hash (sorting integers, not strings); a collision between two
     different keys of alerts minutes apart is a 2^-64 event.
@@ -735,18 +813,21 @@ def _links(al: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
 
     hashed = al.select(
         "_i", "_s", "_ts",
-        h(pl.col("node")).alias("node"),
         h(pl.when(pl.col("node").is_null()).then(pl.col("target"))).alias("target"),
         h(pl.col("_storage")).alias("storage"),
+    )
+    by_node = an.select(
+        "_i", "_s", "_ts", h(pl.col("node")).alias("node"),
         h(pl.col("_rack")).alias("rack"), h(pl.col("_leaf")).alias("leaf"),
         h(pl.col("alertname")).alias("alertname"), h(pl.col("_group")).alias("group"),
     )
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for key in ("node", "target", "storage"):
+    out["node"] = _chain_edges(by_node, ["node"], settings.gap_us)
+    for key in ("target", "storage"):
         out[key] = _chain_edges(hashed, [key], settings.gap_us)
     for scope in ("rack", "leaf"):
         for what in ("alertname", "group"):
-            out[f"{scope}_{what}"] = _chain_edges(hashed, [scope, what], settings.peer_gap_us)
+            out[f"{scope}_{what}"] = _chain_edges(by_node, [scope, what], settings.peer_gap_us)
     # One hardware incident is one alert incident for as long as it is open, across sessions: a second
     # wave of link-down alerts an hour later belongs to the switch that is still broken.
     out["hw_incident"] = _chain_edges(
@@ -755,14 +836,14 @@ def _links(al: pl.DataFrame, matches: pl.DataFrame, related: pl.DataFrame,
     out["flap"] = _flap_edges(al, settings.flap_us)
     # Switch alert -> alerts on its leaf's nodes.
     out["switch"] = _nearest_edges(
-        al.filter(pl.col("_leaf").is_not_null()).select("_i", "_s", "_ts", "_leaf"),
+        an.filter(pl.col("_leaf").is_not_null()).select("_i", "_s", "_ts", "_leaf"),
         al.filter(pl.col("_target_leaf").is_not_null()).select(pl.col("_i").alias("_j"), "_s", "_ts",
                                                                pl.col("_target_leaf").alias("_leaf")),
         ["_s", "_leaf"], settings.gap_us)
     # Unplaced alert -> nearest alert of each co-occurring template.
     if not related.is_empty():
         both = pl.concat([related.select("a", "b"), related.select(pl.col("b").alias("a"), pl.col("a").alias("b"))])
-        left = (al.filter(pl.col("node").is_null()).select("_i", "_s", "_ts", pl.col("_tkey").alias("a"))
+        left = (al.filter(~pl.col("_has_node")).select("_i", "_s", "_ts", pl.col("_tkey").alias("a"))
                 .join(both, on="a").select("_i", "_s", "_ts", pl.col("b").alias("_t")))
         right = al.select(pl.col("_i").alias("_j"), "_s", "_ts", pl.col("_tkey").alias("_t"))
         out["cooccurrence"] = _nearest_edges(left, right, ["_s", "_t"], settings.gap_us)
@@ -772,7 +853,30 @@ def _where(node: str, target: str) -> pl.Expr:
     return pl.coalesce(pl.col(node), pl.col(target), pl.lit("?"))
 
 
-def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _node_aggs(an: pl.DataFrame) -> pl.DataFrame:
+    """Per incident ``_c`` of the (alert, node) rows ``an``: its nodes and how many racks / leaf
+    switches they sit in (``_unracked`` / ``_unleafed``: nodes outside the topology)."""
+    # Most incidents are one alert on one node: those skip the group-by.
+    an = an.with_columns(pl.len().over("_c").alias("_size"))
+    one = an.filter(pl.col("_size") == 1)
+    rest = an.filter(pl.col("_size") > 1)
+    present = lambda name: pl.col(name).is_not_null().cast(pl.UInt32)  # noqa: E731
+    singles = one.select("_c", pl.concat_list("node").alias("nodes"),
+                         present("_rack").alias("_racks"), (1 - present("_rack")).alias("_unracked"),
+                         present("_leaf").alias("_leaves"), (1 - present("_leaf")).alias("_unleafed"))
+    grouped = rest.group_by("_c").agg(
+        pl.col("node").unique().sort().alias("nodes"),
+        pl.col("_rack").drop_nulls().n_unique().alias("_racks"),
+        pl.col("_rack").null_count().alias("_unracked"),
+        pl.col("_leaf").drop_nulls().n_unique().alias("_leaves"),
+        pl.col("_leaf").null_count().alias("_unleafed"))
+    return pl.concat([singles, grouped.select(singles.columns).cast(singles.schema)])
+
+
+def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSettings,
+               as_of: object) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Incident rows and members of the clustered alerts ``al`` (with ``_c``); ``an``: one row per
+    (alert, node) with ``_c``; ``as_of``: the end of the alert data (an ongoing incident's end)."""
     # Most incidents are one alert: those skip the group-by (a large share of the time otherwise).
     al = al.with_columns(pl.len().over("_c").alias("_size"))
     single = al.filter(pl.col("_size") == 1)
@@ -780,7 +884,7 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
     ranked = multi.with_columns(
         # The server or fabric side (an OST, a switch: upstream and on no node) names the cause before
         # the client symptoms that fire within minutes of it, even when those match a hardware incident.
-        ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & pl.col("node").is_null()).alias("_client"),
+        ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & ~pl.col("_has_node")).alias("_client"),
         pl.col("hw_incident_id").is_null().alias("_no_hw"),
         # Alerts about a hardware incident: the first one is the alarm about the fault (a Xid alert 25 s
         # after the Xid line, before the node exporter went quiet 3 min later); the others: the most
@@ -794,36 +898,33 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
     def one(expr: pl.Expr) -> pl.Expr:
         return pl.concat_list(expr).list.drop_nulls()
 
-    def present(name: str) -> pl.Expr:
-        return pl.col(name).is_not_null().cast(pl.UInt32)
-
+    # An alert without an end (status firing) is still firing at the end of the alert data: its
+    # incident is ongoing, and lasts at least until then (``as_of``), not until its last start.
     single_aggs = single.select(
-        "_c", pl.col("starts_at").alias("start_ts"), pl.max_horizontal("ends_at", "starts_at").alias("end_ts"),
+        "_c", pl.col("starts_at").alias("start_ts"), pl.max_horizontal("ends_at", "starts_at").alias("_last_end"),
+        pl.col("ends_at").is_null().cast(pl.Int64).alias("firing_alerts"),
         pl.col("_ts").alias("_last_ts"), pl.lit(1, dtype=pl.Int64).alias("n_alerts"),
         pl.lit(0, dtype=pl.Int64).alias("flaps"), pl.col("hw_incident_id").alias("_any_hw"),
-        one(pl.col("node")).alias("nodes"), one(pl.col("template_id")).alias("templates"),
-        one(pl.col("alertname")).alias("alertnames"),
-        present("_rack").alias("_racks"), (1 - present("_rack")).alias("_no_rack"),
-        present("_leaf").alias("_leaves"), (1 - present("_leaf")).alias("_no_leaf"),
-        (1 - present("node")).alias("_no_node"),
+        one(pl.col("template_id")).alias("templates"), one(pl.col("alertname")).alias("alertnames"),
     )
     multi_aggs = multi.group_by("_c").agg(
         pl.col("starts_at").min().alias("start_ts"),
-        pl.max_horizontal(pl.col("ends_at").max(), pl.col("starts_at").max()).alias("end_ts"),
+        pl.max_horizontal(pl.col("ends_at").max(), pl.col("starts_at").max()).alias("_last_end"),
+        pl.col("ends_at").null_count().cast(pl.Int64).alias("firing_alerts"),
         pl.col("_ts").max().alias("_last_ts"),
         pl.len().cast(pl.Int64).alias("n_alerts"),
         (pl.len() - pl.col("fingerprint").n_unique()).cast(pl.Int64).alias("flaps"),
         pl.col("hw_incident_id").sort_by("_ts", "alert_id").drop_nulls().first().alias("_any_hw"),
-        pl.col("node").drop_nulls().unique().sort().alias("nodes"),
         pl.col("template_id").drop_nulls().unique().sort().alias("templates"),
         pl.col("alertname").drop_nulls().unique().sort().alias("alertnames"),
-        pl.col("_rack").drop_nulls().n_unique().alias("_racks"),
-        pl.col("_rack").null_count().alias("_no_rack"),
-        pl.col("_leaf").drop_nulls().n_unique().alias("_leaves"),
-        pl.col("_leaf").null_count().alias("_no_leaf"),
-        pl.col("node").null_count().alias("_no_node"),
     )
     aggs = pl.concat([single_aggs, multi_aggs.select(single_aggs.columns).cast(single_aggs.schema)])
+    aggs = aggs.with_columns(
+        (pl.col("firing_alerts") > 0).alias("ongoing"),
+        pl.when(pl.col("firing_alerts") > 0).then(pl.lit(as_of).cast(_TS)).otherwise(pl.col("_last_end")).alias("end_ts"),
+    ).join(_node_aggs(an), on="_c", how="left").with_columns(
+        pl.col("nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        pl.col("_racks", "_unracked", "_leaves", "_unleafed").fill_null(0))
     level_desc = (
         pl.when(pl.col("level") == "fabric").then(
             pl.when(pl.col("_target_leaf").is_not_null()).then(pl.lit("fabric: leaf switch ") + pl.col("_target_leaf"))
@@ -832,6 +933,7 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
         .when(pl.col("level") == "storage").then(pl.lit("storage: ") + pl.col("_storage").str.replace("^rule:", ""))
         .when(pl.col("level") == "gpu").then(pl.lit("GPU on ") + _where("node", "target"))
         .when(pl.col("level") == "node").then(pl.lit("node ") + _where("node", "target"))
+        .when(pl.col("level") == "slurm").then(pl.lit("Slurm reaction on ") + _where("node", "target"))
         .otherwise(pl.concat_str(pl.lit("other"), pl.lit(": ") + pl.coalesce("node", "target"), ignore_nulls=True))
     )
     reason = (
@@ -850,18 +952,23 @@ def _incidents(al: pl.DataFrame, settings: AlertClusteringSettings) -> tuple[pl.
     )
     inc = aggs.join(roots, on="_c").with_columns(pl.coalesce("hw_incident_id", "_any_hw").alias("hw_incident_id"))
     n_nodes = pl.col("nodes").list.len()
-    one_rack = (pl.col("_racks") == 1) & (pl.col("_no_rack") == pl.col("_no_node"))
-    one_leaf = (pl.col("_leaves") == 1) & (pl.col("_no_leaf") == pl.col("_no_node"))
+    one_rack = (pl.col("_racks") == 1) & (pl.col("_unracked") == 0)
+    one_leaf = (pl.col("_leaves") == 1) & (pl.col("_unleafed") == 0)
+    # "cluster" only for what spans several racks or leaf switches ("nodes": several nodes of which
+    # cluster.yaml gives no rack or leaf switch); an incident on no Slurm node is a fabric event (a
+    # subnet manager, a switch outside the topology) or a service alert.
     scope = (
         pl.when((pl.col("root_level") == "fabric") & (pl.col("_target_leaf").is_not_null() | one_leaf & (n_nodes > 0)))
         .then(pl.lit("leaf_switch"))
+        .when((pl.col("root_level") == "fabric") & (n_nodes == 0)).then(pl.lit("fabric"))
         .when(pl.col("root_level") == "fabric").then(pl.lit("cluster"))
         .when(pl.col("_hw_scope") == "leaf_switch").then(pl.lit("leaf_switch"))
         .when((pl.col("root_level") == "storage") | (pl.col("_hw_component") == "storage")).then(pl.lit("storage"))
         .when(n_nodes == 1).then(pl.lit("node"))
-        .when(n_nodes == 0).then(pl.lit("cluster"))
+        .when(n_nodes == 0).then(pl.lit("service"))
         .when(one_rack).then(pl.lit("rack"))
         .when(one_leaf).then(pl.lit("leaf_switch"))
+        .when((pl.col("_racks") == 0) & (pl.col("_leaves") == 0)).then(pl.lit("nodes"))  # no topology for them
         .otherwise(pl.lit("cluster"))
     )
     inc = inc.with_columns(scope.alias("scope"), n_nodes.cast(pl.Int64).alias("n_nodes"))
@@ -893,11 +1000,6 @@ def _alerts_in_floods(alerts: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFram
     inside = pl.col("starts_at") < pl.col("_fe")
     j = j.with_columns(pl.when(inside).then(pl.col("_flood").cast(pl.Int64)).otherwise(None).alias("_flood"))
     return j.sort("_row").drop("_row", "_fs", "_fe")
-
-
-#: ``jobs`` rows of a requeued job's earlier runs are keyed ``<job_id>#<instance_no>``: each killed run
-#: is matched (and its lost GPU-hours summed) on its own, and a job killed twice counts once.
-RUN_KEY_SEP = "#"
 
 
 def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, attribution: pl.DataFrame | None,
@@ -941,7 +1043,7 @@ def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, 
            .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0), "_job_hw"), on="job_id")
            .join(about, on="_c", how="left")
            .filter(pl.col("_job_hw").is_null() | (pl.col("_job_hw") == pl.col("_inc_hw")))
-           .group_by("_c").agg(pl.col("job_id").str.split(RUN_KEY_SEP).list.first().n_unique().cast(pl.Int64)
+           .group_by("_c").agg(run_key_job(pl.col("job_id")).n_unique().cast(pl.Int64)
                                .alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
     return inc.join(hit, on="_c", how="left").with_columns(
         pl.col("n_jobs_killed").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
@@ -971,45 +1073,108 @@ def alert_floods(alerts: pl.DataFrame, members: pl.DataFrame, floods: pl.DataFra
     return fl.select([pl.col(c).cast(t) for c, t in FLOOD_SCHEMA.items()]).sort("start_ts")
 
 
-def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFrame:
-    """``marts.alert_daily``: per UTC day (zero-filled from the first to the last alert day) the
-    notifications and alerts of alerts that started that day, the incidents that started that day,
-    alerts / incidents, and flood episodes that started that day."""
+#: Notifications received per UTC day (:data:`NOTIFICATION_DAY_SCHEMA`) from
+#: ``raw.alert_notifications``. A payload does not say when it was sent; a notification was received
+#: on the day of its logger's timestamp (``received_at``), else on the date its file is named for
+#: (the last ``YYYY-MM-DD`` in its path: ``alerts/alertmanager-2026-11-10.jsonl``) — but never
+#: before the latest time the payload itself shows (a start, or a resolved alert's end: a webhook is
+#: sent after what it reports), which is also the day of a file without a date in its name.
+#: ``deliveries``: the webhook payloads (one per JSON value: a file line, or an element of an array).
+NOTIFICATION_DAYS_SQL = r"""
+WITH n AS (
+    SELECT source_file, line_no, payload_no, received_at,
+           try_strptime(list_last(regexp_extract_all(source_file, '(\d{4}-\d{2}-\d{2})', 1)), '%Y-%m-%d')::DATE
+               AS file_day,
+           max(CASE WHEN status = 'resolved' THEN greatest(starts_at, ends_at) ELSE starts_at END)
+               OVER (PARTITION BY source_file, line_no, payload_no) AS shown
+    FROM raw.alert_notifications
+)
+SELECT day, count(*)::BIGINT AS notifications,
+       count(DISTINCT (source_file, line_no, payload_no))::BIGINT AS deliveries
+FROM (SELECT *, CASE WHEN received_at IS NOT NULL THEN CAST(timezone('UTC', received_at) AS DATE)
+                     ELSE greatest(file_day, CAST(timezone('UTC', shown) AS DATE)) END AS day FROM n)
+GROUP BY day ORDER BY day
+"""
+
+
+def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFrame,
+                notifications: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``marts.alert_daily``: per UTC day (zero-filled from the first to the last day of an alert
+    start or a notification) the notifications received that day and the webhook deliveries
+    (payloads) they came in — ``notifications`` (:data:`NOTIFICATION_DAY_SCHEMA`, as
+    :data:`NOTIFICATION_DAYS_SQL` selects; None: unknown, NULL) —, the alerts and incidents that
+    started that day, alerts / incidents, and flood episodes that started that day."""
     if alerts.is_empty():
         return pl.DataFrame(schema=DAILY_SCHEMA)
-    al = alerts.select(_utc(alerts, "starts_at").dt.date().alias("day"),
-                       (pl.col("n_notifications") if "n_notifications" in alerts.columns else pl.lit(1))
-                       .fill_null(1).cast(pl.Int64).alias("_n"))
-    by_alert = al.group_by("day").agg(pl.col("_n").sum().alias("notifications"), pl.len().cast(pl.Int64).alias("alerts"))
+    al = alerts.select(_utc(alerts, "starts_at").dt.date().alias("day"))
+    by_alert = al.group_by("day").agg(pl.len().cast(pl.Int64).alias("alerts"))
     by_inc = incidents.group_by(pl.col("start_ts").dt.date().alias("day")).agg(pl.len().cast(pl.Int64).alias("incidents"))
     by_flood = floods.group_by(pl.col("start_ts").dt.date().alias("day")).agg(pl.len().cast(pl.Int64).alias("flood_episodes")) \
         if not floods.is_empty() else pl.DataFrame(schema={"day": pl.Date, "flood_episodes": pl.Int64})
-    days = pl.DataFrame({"day": pl.date_range(al["day"].min(), al["day"].max(), "1d", eager=True)})
-    out = (days.join(by_alert, on="day", how="left").join(by_inc, on="day", how="left").join(by_flood, on="day", how="left")
-           .with_columns(pl.col("notifications", "alerts", "incidents", "flood_episodes").fill_null(0))
+    received = (notifications.select([pl.col(c).cast(t) for c, t in NOTIFICATION_DAY_SCHEMA.items()])
+                if notifications is not None else pl.DataFrame(schema=NOTIFICATION_DAY_SCHEMA))
+    lo = min(d for d in (al["day"].min(), received["day"].min()) if d is not None)
+    hi = max(d for d in (al["day"].max(), received["day"].max()) if d is not None)
+    days = pl.DataFrame({"day": pl.date_range(lo, hi, "1d", eager=True)})
+    out = (days.join(received, on="day", how="left").join(by_alert, on="day", how="left")
+           .join(by_inc, on="day", how="left").join(by_flood, on="day", how="left")
+           .with_columns(pl.col("alerts", "incidents", "flood_episodes").fill_null(0))
            .with_columns(pl.when(pl.col("incidents") > 0).then(pl.col("alerts") / pl.col("incidents"))
                          .alias("compression_ratio")))
+    if notifications is not None:
+        out = out.with_columns(pl.col("notifications", "deliveries").fill_null(0))
     return out.select([pl.col(c).cast(t) for c, t in DAILY_SCHEMA.items()]).sort("day")
 
 
+def _in_maintenance(alerts: pl.DataFrame, maintenance: pl.DataFrame | None,
+                    node_labels: Sequence[str] = DEFAULT_NODE_LABELS) -> pl.Series:
+    """Per alert (``alert_id``, ``node``, ``target``, ``target_label``, ``starts_at``): whether it
+    started inside a maintenance period (:data:`MAINTENANCE_SCHEMA`) of one of its nodes (a period
+    without a node covers every node, and alerts on no node too)."""
+    if maintenance is None or maintenance.is_empty() or alerts.is_empty():
+        return pl.Series("_maint", [False] * alerts.height, dtype=pl.Boolean)
+    m = _conform(maintenance, MAINTENANCE_SCHEMA, ("start_ts",))
+    al = _with_nodes(_conform(alerts, ALERT_SCHEMA, ("alert_id", "starts_at")).with_row_index("_r"), node_labels)
+    hit = pl.Series("_hit", [], dtype=pl.UInt32)
+    everywhere = m.filter(pl.col("node").is_null())
+    if everywhere.height:
+        hit = pl.concat([hit, al.select("_r", "starts_at").join(everywhere, how="cross").filter(
+            (pl.col("starts_at") >= pl.col("start_ts"))
+            & (pl.col("end_ts").is_null() | (pl.col("starts_at") < pl.col("end_ts"))))["_r"]])
+    per_node = m.filter(pl.col("node").is_not_null())
+    if per_node.height:
+        rows = al.select("_r", "starts_at", pl.col("_nodes").alias("node")).explode("node").drop_nulls("node")
+        hit = pl.concat([hit, rows.join(per_node, on="node").filter(
+            (pl.col("starts_at") >= pl.col("start_ts"))
+            & (pl.col("end_ts").is_null() | (pl.col("starts_at") < pl.col("end_ts"))))["_r"]])
+    return al["_r"].is_in(hit.unique().implode()).alias("_maint")
+
+
 def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.DataFrame,
-                 settings: AlertClusteringSettings | None = None, *, judge_precision: bool = True) -> pl.DataFrame:
+                 settings: AlertClusteringSettings | None = None, *, judge_precision: bool = True,
+                 maintenance: pl.DataFrame | None = None,
+                 node_labels: Sequence[str] = DEFAULT_NODE_LABELS) -> pl.DataFrame:
     """``marts.alert_rule_quality``: one row per alertname (rules in the module docstring).
 
     ``judge_precision`` False (no hardware incident and no failed job anywhere in the span of the
     alerts: the warehouse has alerts but no logs or accounting for that time) leaves ``precision``
     NULL and never calls a rule noise — an absence of evidence, not evidence of noise.
+    ``maintenance`` (:data:`MAINTENANCE_SCHEMA`: planned windows of cluster.yaml and node states in
+    maintenance): an incident in which the rule's alert started on a node in maintenance is an
+    expected alarm, not evidence of noise; the rule is judged on its other incidents only.
     """
     settings = settings or AlertClusteringSettings()
     if alerts.is_empty():
         return pl.DataFrame(schema=RULE_QUALITY_SCHEMA)
     al = alerts.select("alert_id", "fingerprint", pl.col("alertname").fill_null("(none)"), _utc(alerts, "starts_at"),
                        _utc(alerts, "ends_at"))
+    al = al.with_columns(_in_maintenance(alerts, maintenance, node_labels))
     inc = incidents.select("incident_id", pl.col("hw_incident_id").is_not_null().alias("_hw"),
                            (pl.col("n_jobs_killed") > 0).alias("_jobs"))
     al = al.join(members.select("alert_id", "incident_id"), on="alert_id", how="left").join(inc, on="incident_id", how="left")
     al = al.with_columns(pl.col("_hw", "_jobs").fill_null(False), pl.col("starts_at").dt.date().alias("_day"))
-    al = al.with_columns((pl.len().over("alertname", "fingerprint", "_day") >= settings.flap_cycles_per_day).alias("_flap"))
+    al = al.with_columns((pl.len().over("alertname", "fingerprint", "_day") >= settings.flap_cycles_per_day).alias("_flap"),
+                         pl.col("_maint").any().over("alertname", "incident_id").alias("_inc_maint"))
     q = al.group_by("alertname").agg(
         pl.len().cast(pl.Int64).alias("fired"),
         pl.col("fingerprint").n_unique().cast(pl.Int64).alias("fingerprints"),
@@ -1020,6 +1185,7 @@ def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.Data
         (pl.col("ends_at") - pl.col("starts_at")).dt.total_microseconds().median().truediv(1e6).alias("median_duration_s"),
         pl.struct("fingerprint", "_day").filter(pl.col("_flap")).n_unique().cast(pl.Int64).alias("flapping"),
         pl.col("_flap").mean().alias("flap_share"),
+        pl.col("incident_id").filter(pl.col("_inc_maint")).n_unique().cast(pl.Int64).alias("in_maintenance"),
     )
     if not judge_precision:
         q = q.with_columns(pl.lit(None, dtype=pl.Float64).alias("precision"))
@@ -1027,6 +1193,7 @@ def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.Data
         pl.when(pl.col("fired") < settings.min_fired).then(pl.lit("too few to judge"))
         .when(pl.col("flap_share") >= settings.flap_share).then(pl.lit("flapping"))
         .when(pl.col("precision").is_null()).then(pl.lit("too few to judge"))
+        .when(pl.col("incidents") - pl.col("in_maintenance") < settings.min_incidents).then(pl.lit("too few to judge"))
         .when(pl.col("precision") < settings.noise_precision).then(pl.lit("noise: consider silencing"))
         .otherwise(pl.lit("useful"))
     )
@@ -1035,7 +1202,8 @@ def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.Data
 
 
 def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topology: Topology | None = None,
-                   settings: AlertClusteringSettings | None = None) -> pl.DataFrame:
+                   settings: AlertClusteringSettings | None = None,
+                   node_labels: Sequence[str] = DEFAULT_NODE_LABELS) -> pl.DataFrame:
     """``marts.alert_coverage``: the hardware incidents the alert data can judge, each with whether
     an alert covered it. An incident is judged when it started within the span of the alert data
     (first to last alert start) or an alert matched it (one that began seconds before the first
@@ -1050,7 +1218,9 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
         pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
     leaves = sorted((topology or Topology()).leaves)
     al = al.with_columns(pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"))
-    about = (_match_hw(al, hw, settings).unique("_i", keep="first")
+    al = _with_nodes(al, node_labels)
+    an = al.select("_i", "_ts", pl.col("_nodes").alias("node")).explode("node").drop_nulls("node")
+    about = (_match_hw(al, hw, settings, an).unique("_i", keep="first")
              .group_by("hw_incident_id").agg(pl.len().cast(pl.Int64).alias("n_alerts")))
     lo, hi = al["starts_at"].min(), al["starts_at"].max()
     out = (hw.join(about, left_on="incident_id", right_on="hw_incident_id", how="left")
@@ -1103,21 +1273,29 @@ def alert_marts(
     attribution: pl.DataFrame | None = None,
     settings: AlertClusteringSettings | None = None,
     flood_settings: FloodSettings | None = None,
+    notifications: pl.DataFrame | None = None,
+    maintenance: pl.DataFrame | None = None,
+    node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
+    as_of: object | None = None,
 ) -> AlertMarts:
-    """All alert marts from ``core.alerts`` (may be empty), hardware incidents, jobs and attribution."""
+    """All alert marts from ``core.alerts`` (may be empty), hardware incidents, jobs and attribution;
+    ``notifications``: notifications received per UTC day (:data:`NOTIFICATION_DAYS_SQL`, for
+    ``alert_daily``); ``maintenance``: maintenance periods (:func:`rule_quality`); ``node_labels``:
+    the node mapping's node labels (hostlist targets); ``as_of``: the end of the alert data."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
-                                        floods=floods)
-    coverage = alert_coverage(alerts, hw_incidents, topology, settings)
+                                        floods=floods, node_labels=node_labels, as_of=as_of)
+    coverage = alert_coverage(alerts, hw_incidents, topology, settings, node_labels)
     return AlertMarts(
         incidents=incidents,
         members=members,
-        daily=alert_daily(alerts, incidents, floods),
+        daily=alert_daily(alerts, incidents, floods, notifications),
         floods=alert_floods(alerts, members, floods),
         rule_quality=rule_quality(alerts, members, incidents, settings,
-                                  judge_precision=_has_evidence(alerts, hw_incidents, jobs, settings)),
+                                  judge_precision=_has_evidence(alerts, hw_incidents, jobs, settings),
+                                  maintenance=maintenance, node_labels=node_labels),
         coverage=coverage,
         hw_without_alert=hw_incidents_without_alert(coverage),
     )

@@ -2,9 +2,17 @@
 
 The rule (:func:`locate`, and the same rule set-based over a table in :func:`location_sql`):
 
-1. **Candidates**: the values of ``node_labels`` that are present, in that order (default
-   ``instance``, ``node``, ``hostname``, ``Hostname`` (dcgm-exporter), ``host``,
-   ``exported_instance``, ``nodename``).
+1. **Candidates**: the values of ``node_labels`` that are present, in that order (default: the
+   labels that say which node an alert is about — ``kubernetes_node`` (Kubernetes, e.g. a
+   Grafana alert on dcgm-exporter), ``node`` (Slurm and Kubernetes exporters), ``nodename``
+   (node_exporter's uname), ``exported_node`` — then where the exporter was scraped,
+   ``instance``, then ``hostname``, ``Hostname`` (dcgm-exporter: the node on bare metal, the
+   pod's name under Kubernetes), ``host``, ``exported_instance``, and the node lists
+   ``nodelist``, ``node_list``, ``hostlist``). Without a node list in cluster.yaml (and without
+   Slurm's own node names), an alert that has a target label naming a device of its own (a switch
+   label, ``ost``, ``mdt``: :data:`DEVICE_TARGET_LABELS`) takes no node from ``instance`` /
+   ``exported_instance``: those name the server that exports the metric (UFM, an OSS), not a
+   node — with a node list, such a server is no node anyway.
 2. **Normalize** each (:func:`normalize_host`): drop a URL scheme and path
    (``http://gpu001:9100/metrics``), the ``:port`` (``[fe80::1]:9100`` too), lower-case, drop the
    DNS suffix (``gpu001.cluster.local`` → ``gpu001``; IP addresses stay whole), then apply the
@@ -14,7 +22,14 @@ The rule (:func:`locate`, and the same rule set-based over a table in :func:`loc
 3. **Node** = the first candidate whose normalized name is a node. With a node list (cluster.yaml
    ``nodes`` as a hostlist), only a known node counts, spelled as the list spells it; without
    one, any name that is not an IP address or ``localhost``. So ``instance="10.0.0.7:9400"``
-   with ``Hostname="gpu007"`` (dcgm-exporter behind a Kubernetes service) is ``gpu007``.
+   with ``Hostname="gpu007"`` (dcgm-exporter behind a Kubernetes service) is ``gpu007``, and
+   ``kubernetes_node="gpu210"`` with ``Hostname="nvidia-dcgm-exporter-7x9kq"`` (the pod) is
+   ``gpu210``. A candidate in Slurm hostlist syntax (``nodelist="gpu[065-080]"``, ``gpu001,gpu002``)
+   is expanded: one node is that node; several make the alert one on all of them — ``node`` stays
+   NULL (one column holds one node) and the target is the hostlist of those nodes
+   (``gpu[065-080]``, compressed again, only the nodes among its hosts) with the candidate's label
+   as ``target_label``; :func:`alert_nodes` expands it again (clustering puts the alert on every
+   one of those nodes).
 4. **Target** = the first present of ``target_labels`` (switches, file systems, devices), and
    ``target_label`` names it; when there is none and no node was found, the first candidate's
    value as printed — an alert about a host that is not a node keeps that host. A
@@ -31,6 +46,8 @@ AlertLocation(node='gpu001', target=None, target_label=None)
 AlertLocation(node=None, target='leaf07', target_label='switch')
 >>> locate({"instance": "10.0.0.21:9100", "device": "eth0"}, NodeMapping(), known_nodes=["gpu001"])
 AlertLocation(node=None, target='10.0.0.21/eth0', target_label='device')
+>>> locate({"alertname": "SlurmJobNodeFail", "nodelist": "gpu[001-003]"}, NodeMapping())
+AlertLocation(node=None, target='gpu[001-003]', target_label='nodelist')
 """
 
 from __future__ import annotations
@@ -44,12 +61,18 @@ import duckdb
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gpusre.models.ingest.hostlist import HostlistError, compress_hostlist, expand_hostlist
 from gpusre.models.warehouse import table_exists
 
 __all__ = [
     "slurm_node_names",
     "AlertLocation",
+    "DEVICE_TARGET_LABELS",
+    "SCRAPE_LABELS",
     "HostMapping",
+    "alert_nodes",
+    "host_list",
+    "node_lists",
     "DEFAULT_HOST_LOCAL_LABELS",
     "DEFAULT_NODE_LABELS",
     "DEFAULT_TARGET_LABELS",
@@ -65,8 +88,16 @@ __all__ = [
 ]
 
 DEFAULT_NODE_LABELS: tuple[str, ...] = (
-    "instance", "node", "hostname", "Hostname", "host", "exported_instance", "nodename",
+    "kubernetes_node", "node", "nodename", "exported_node",
+    "instance", "hostname", "Hostname", "host", "exported_instance",
+    "nodelist", "node_list", "hostlist",
 )
+#: Node labels that name where an exporter was scraped, not necessarily what the alert is about.
+SCRAPE_LABELS: tuple[str, ...] = ("instance", "exported_instance")
+#: Target labels that name a device of its own (a switch, a Lustre OST/MDT): without a node list,
+#: the exporter host (:data:`SCRAPE_LABELS`) of such an alert is the server that watches it, no node.
+DEVICE_TARGET_LABELS: frozenset[str] = frozenset({"switch", "leaf", "leaf_switch", "spine", "ib_switch", "fabric",
+                                                  "ost", "mdt"})
 DEFAULT_TARGET_LABELS: tuple[str, ...] = (
     "switch", "leaf", "leaf_switch", "spine", "ib_switch", "fabric",
     "filesystem", "fs", "ost", "mdt", "device", "mountpoint",
@@ -180,16 +211,82 @@ def _known_index(known_nodes: Iterable[str] | None) -> dict[str, str] | None:
     return index or None
 
 
+#: Characters no Slurm hostlist expression holds (a URL, ``host:port``, ``user@host``, text).
+_NOT_HOSTLIST = re.compile(r"[\s:/@=]")
+
+
+def host_list(value: str) -> list[str] | None:
+    """The hosts of a label value in Slurm hostlist syntax (``gpu[065-080]``, ``gpu001,gpu002``),
+    or None for a plain name (or anything else).
+
+    >>> host_list("gpu[001-003,010]"), host_list("gpu001"), host_list("gpu001:9100")
+    (['gpu001', 'gpu002', 'gpu003', 'gpu010'], None, None)
+    """
+    text = value.strip()
+    if ("[" not in text and "," not in text) or _NOT_HOSTLIST.search(text):
+        return None
+    try:
+        hosts = [h.strip() for h in expand_hostlist(text)]
+    except HostlistError:
+        return None
+    hosts = [h for h in hosts if h]
+    return hosts or None
+
+
 def node_name(value: str, mapping: NodeMapping | None = None,
               known: Mapping[str, str] | None = None) -> str | None:
     """The node a label value names (step 3), or None. ``known`` maps lower-cased known node
-    names to their spelling (None: no node list, any host name counts)."""
+    names to their spelling (None: no node list, any host name counts). A hostlist value names a
+    node when exactly one node is among its hosts (:func:`node_list` gives several)."""
+    hosts = host_list(value)
+    if hosts is not None:
+        nodes = _nodes_of(hosts, mapping, known)
+        return nodes[0] if len(nodes) == 1 else None
     host = normalize_host(value, mapping)
     if host is None or host == "localhost" or _is_ip(host):
         return None
     if known is not None:
         return known.get(host)
     return host
+
+
+def _nodes_of(hosts: list[str], mapping: NodeMapping | None, known: Mapping[str, str] | None) -> list[str]:
+    """The distinct nodes among ``hosts`` (each by :func:`node_name`), in order."""
+    out: list[str] = []
+    for host in hosts:
+        node = node_name(host, mapping, known)
+        if node is not None and node not in out:
+            out.append(node)
+    return out
+
+
+def node_list(value: str, mapping: NodeMapping | None = None,
+              known: Mapping[str, str] | None = None) -> str | None:
+    """For a hostlist value naming several nodes, those nodes as a compressed hostlist
+    (``gpu[065-080]``); else None (a plain name, or at most one node among its hosts)."""
+    hosts = host_list(value)
+    if hosts is None:
+        return None
+    nodes = _nodes_of(hosts, mapping, known)
+    return compress_hostlist(nodes) if len(nodes) > 1 else None
+
+
+def alert_nodes(node: str | None, target: str | None, target_label: str | None,
+                node_labels: Iterable[str] = DEFAULT_NODE_LABELS) -> list[str]:
+    """The Slurm nodes an alert of ``core.alerts`` is on: its ``node``, else the nodes of a hostlist
+    target that came from a node label (an alert on several nodes), else none.
+
+    >>> alert_nodes(None, "gpu[065-067]", "nodelist"), alert_nodes("gpu001", "eth0", "device")
+    (['gpu065', 'gpu066', 'gpu067'], ['gpu001'])
+    >>> alert_nodes(None, "leaf03", "switch"), alert_nodes(None, "ufm01:9090", "instance")
+    ([], [])
+    """
+    if node is not None:
+        return [node]
+    if target is None or target_label not in set(node_labels):
+        return []
+    hosts = host_list(target)
+    return hosts if hosts is not None and len(hosts) > 1 else []
 
 
 def _map_distinct(values: pl.Series, fn: Callable[[str], str | None]) -> pl.Series:
@@ -204,6 +301,13 @@ def node_names(values: pl.Series, mapping: NodeMapping | None = None,
     """:func:`node_name` of every value (nulls stay null); each distinct value is mapped once."""
     known = _known_index(known_nodes)
     return _map_distinct(values, lambda v: node_name(v, mapping, known))
+
+
+def node_lists(values: pl.Series, mapping: NodeMapping | None = None,
+               known_nodes: Iterable[str] | None = None) -> pl.Series:
+    """:func:`node_list` of every value (nulls stay null); each distinct value is mapped once."""
+    known = _known_index(known_nodes)
+    return _map_distinct(values, lambda v: node_list(v, mapping, known))
 
 
 def host_names(values: pl.Series, mapping: NodeMapping | None = None) -> pl.Series:
@@ -224,7 +328,18 @@ def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
     mapping = mapping or _DEFAULT_MAPPING
     known = _known_index(known_nodes)
     candidates = [(k, labels[k]) for k in mapping.node_labels if labels.get(k)]
-    node = next((n for _, v in candidates if (n := node_name(v, mapping, known)) is not None), None)
+    skip = _scrape_skipped(mapping, known is None, [labels.get(k) for k in mapping.target_labels])
+    node = nodes = nodes_label = None
+    for k, v in candidates:
+        if k in skip:
+            continue
+        if (node := node_name(v, mapping, known)) is not None:
+            break
+        if (nodes := node_list(v, mapping, known)) is not None:
+            nodes_label = k
+            break
+    if nodes is not None:
+        return AlertLocation(None, nodes, nodes_label)
     for label in mapping.target_labels:
         if labels.get(label):
             host = normalize_host(candidates[0][1], mapping) if node is None and candidates else None
@@ -232,6 +347,17 @@ def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
     if node is None and candidates:
         return AlertLocation(None, candidates[0][1], candidates[0][0])
     return AlertLocation(node, None, None)
+
+
+def _scrape_skipped(mapping: NodeMapping, without_node_list: bool, target_values: list[str | None]) -> frozenset[str]:
+    """The node labels that do not name the node of an alert with these target values: the exporter
+    host (:data:`SCRAPE_LABELS`) when there is no node list and a device target label is present."""
+    if not without_node_list:
+        return frozenset()
+    present = {k for k, v in zip(mapping.target_labels, target_values) if v}
+    if present & (DEVICE_TARGET_LABELS - set(mapping.host_local_labels)):
+        return frozenset(SCRAPE_LABELS)
+    return frozenset()
 
 
 def _literal(text: str) -> str:
@@ -256,45 +382,62 @@ FROM {alerts}
 """
 
 
-def location_sql(mapping: NodeMapping, *, values: str, names: str) -> str:
+def location_sql(mapping: NodeMapping, *, values: str, names: str, without_node_list: bool = False) -> str:
     """SQL for the rule over a table: one row ``(alert_id, node, target, target_label)`` per row
     of ``values`` (the relation :func:`label_values_sql` selects).
 
-    ``names(value, node, host)`` must map every distinct candidate value (every non-empty element
-    of ``node_values``) to :func:`node_name` and :func:`normalize_host` of it; a value missing from
-    it is no node. An empty label value counts as absent, as in Prometheus.
+    ``names(value, node, host, nodes)`` must map every distinct candidate value (every non-empty
+    element of ``node_values``) to :func:`node_name`, :func:`normalize_host` and :func:`node_list`
+    of it; a value missing from it is no node. An
+    empty label value counts as absent, as in Prometheus. ``without_node_list``: the node names
+    were mapped without a node list (any host name counts; see :data:`DEVICE_TARGET_LABELS`).
     """
     node_label_list = "([" + ", ".join(_literal(k) for k in mapping.node_labels) + "])"
     target_label_list = "([" + ", ".join(_literal(k) for k in mapping.target_labels) + "]::VARCHAR[])"
     host_local_list = "([" + ", ".join(_literal(k) for k in mapping.host_local_labels) + "]::VARCHAR[])"
+    device_idx = [i + 1 for i, k in enumerate(mapping.target_labels)
+                  if k in DEVICE_TARGET_LABELS and k not in mapping.host_local_labels]
+    scrape_idx = [i + 1 for i, k in enumerate(mapping.node_labels) if k in SCRAPE_LABELS]
+    if without_node_list and device_idx and scrape_idx:
+        skip = (f"(list_contains([{', '.join(map(str, scrape_idx))}], c.rank) AND len(list_filter("
+                f"list_select(v.target_values, [{', '.join(map(str, device_idx))}]), lambda x: x IS NOT NULL AND x <> '')) > 0)")
+    else:
+        skip = "false"
     return f"""
 WITH candidates AS (
     SELECT * FROM (
         SELECT alert_id, unnest(node_values) AS value, generate_subscripts(node_values, 1) AS rank
         FROM {values})
     WHERE value IS NOT NULL AND value <> ''
+), named AS (
+    SELECT c.alert_id, c.value, c.rank, m.node, m.host, m.nodes, {skip} AS skip
+    FROM candidates AS c JOIN {values} AS v USING (alert_id)
+    LEFT JOIN {names} AS m ON m.value = c.value
 ), picked AS (
-    SELECT c.alert_id,
-           arg_min(m.node, c.rank) FILTER (WHERE m.node IS NOT NULL) AS node,
-           arg_min(c.value, c.rank) AS first_value,
-           arg_min(m.host, c.rank) AS first_host,
-           min(c.rank) AS first_rank
-    FROM candidates AS c LEFT JOIN {names} AS m ON m.value = c.value
-    GROUP BY c.alert_id
+    SELECT alert_id,
+           arg_min({{'node': node, 'nodes': nodes, 'rank': rank}}, rank)
+               FILTER (WHERE NOT skip AND (node IS NOT NULL OR nodes IS NOT NULL)) AS hit,
+           arg_min(value, rank) AS first_value,
+           arg_min(host, rank) AS first_host,
+           min(rank) AS first_rank
+    FROM named
+    GROUP BY alert_id
 ), targets AS (
     SELECT alert_id,
            list_position(list_transform(target_values, lambda x: x IS NOT NULL AND x <> ''), true) AS t
     FROM {values}
 )
-SELECT v.alert_id, p.node,
-       CASE WHEN t.t IS NOT NULL AND p.node IS NULL AND p.first_host IS NOT NULL
+SELECT v.alert_id, p.hit.node AS node,
+       CASE WHEN p.hit.node IS NULL AND p.hit.nodes IS NOT NULL THEN p.hit.nodes
+            WHEN t.t IS NOT NULL AND p.hit.node IS NULL AND p.first_host IS NOT NULL
                  AND list_contains({host_local_list}, {target_label_list}[t.t])
                  AND NOT contains(v.target_values[t.t], {_literal(_REMOTE_DEVICE_MARK)})
                  THEN p.first_host || '/' || ltrim(v.target_values[t.t], '/')
             WHEN t.t IS NOT NULL THEN v.target_values[t.t]
-            WHEN p.node IS NULL THEN p.first_value END AS target,
-       CASE WHEN t.t IS NOT NULL THEN {target_label_list}[t.t]
-            WHEN p.node IS NULL THEN {node_label_list}[p.first_rank] END AS target_label
+            WHEN p.hit.node IS NULL THEN p.first_value END AS target,
+       CASE WHEN p.hit.node IS NULL AND p.hit.nodes IS NOT NULL THEN {node_label_list}[p.hit.rank]
+            WHEN t.t IS NOT NULL THEN {target_label_list}[t.t]
+            WHEN p.hit.node IS NULL THEN {node_label_list}[p.first_rank] END AS target_label
 FROM {values} AS v
 JOIN targets AS t USING (alert_id)
 LEFT JOIN picked AS p USING (alert_id)

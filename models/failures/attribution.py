@@ -53,12 +53,19 @@ level: Slurm accounting does not say which GPU PCI address a job held, so an Xid
 job's node counts (an over-attribution for jobs sharing a node, the usual case being whole-node
 jobs).
 
-Lost GPU-hours (infrastructure only, 0 otherwise): ``n_gpus × (E[work since the last checkpoint] +
-restart_overhead)``, with the checkpoint phase unknown: ``t − t²/2Δ`` for ``t < Δ``, else ``Δ/2``
-(:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`) — the same estimate goodput uses. Δ and
-the restart overhead come per job from ``checkpoint_interval_s`` / ``restart_overhead_s`` columns
-when the input has them (the site's per-account policy), else from the arguments; the defaults
-follow Meta (hourly checkpoints: 30 min lost on average, about min(runtime, 30 min); overhead 0).
+Lost GPU-hours (infrastructure only, 0 otherwise) are what goodput and ETTR charge the interruption
+(:func:`~gpusre.models.reliability.training_runs.interruption_losses`): GPUs × the expected work since
+the last checkpoint — checkpoint phase unknown: ``t − t²/2Δ`` for ``t < Δ``, else ``Δ/2``, with t the
+instance's elapsed time less its own start-up when it restarts its run
+(:func:`~gpusre.models.reliability.training_runs.lost_work_expr`) — plus the GPUs × restart overhead
+(min(u0, elapsed)) of the instance that restarted the run after it, once that has started (a job never
+resubmitted, or whose resubmission is still pending, costs no restart). The runs are known only to
+the training-run model, so :func:`attribute_failures_with` estimates each row as a run's first instance
+with no restart after it (``n_gpus × E[lost work](elapsed)``), and :func:`with_run_losses` puts in
+the run-aware figure where the instance's run is known (the ``failure_marts`` asset). Δ comes per job
+from a ``checkpoint_interval_s`` column when the input has one (the site's per-account policy), else
+from the argument; the default follows Meta (hourly checkpoints: 30 min lost on average, about
+min(runtime, 30 min)).
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ from typing import Any
 import polars as pl
 
 from gpusre.models.vocabulary import INTERRUPTED_STATES, NODE_FAILURE_STATES, class_of
-from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+from gpusre.models.reliability.training_runs import lost_work_expr
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
 from gpusre.models.reliability.repair_times import load_recovery_kinds
@@ -86,6 +93,7 @@ __all__ = [
     "attribute_failures_with",
     "node_state_evidence",
     "prepare_evidence",
+    "with_run_losses",
 ]
 
 #: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
@@ -337,7 +345,6 @@ def attribute_failures_with(
     after: timedelta = timedelta(minutes=5),
     slurm_user_uids: Sequence[int] = (0,),
     checkpoint_interval: timedelta = timedelta(minutes=60),
-    restart_overhead: timedelta = timedelta(0),
     clock_skew: timedelta = timedelta(seconds=60),
 ) -> pl.DataFrame:
     """:func:`attribute_failures` against evidence prepared once (:func:`prepare_evidence`).
@@ -351,14 +358,14 @@ def attribute_failures_with(
         before, after: the evidence window around the job's end.
         slurm_user_uids: uids whose cancellations are the system's (root, SlurmUser).
         checkpoint_interval: Δ, when the input has no ``checkpoint_interval_s`` column.
-        restart_overhead: added per infrastructure-failed job (re-initialisation, checkpoint load),
-            when the input has no ``restart_overhead_s`` column.
         clock_skew: how far after the job's end a fault event (not a detection) may be stamped and
             still count, for clocks of the Slurm controller and the node that disagree.
 
     Returns:
         One row per input job: :data:`ATTRIBUTION_SCHEMA` (plus ``instance_no`` after ``job_id``
-        when the input has it); ``evidence_event_ids`` sorted, empty when none.
+        when the input has it); ``evidence_event_ids`` sorted, empty when none; ``lost_gpu_hours``
+        of an infrastructure row as if it were its run's first instance with no restart after it
+        (:func:`with_run_losses` knows the runs).
     """
     keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
     j = jobs.with_row_index("_j").select(
@@ -375,8 +382,6 @@ def attribute_failures_with(
         _optional(jobs, "exit_signal", pl.Int64).alias("exit_signal"),
         _optional(jobs, "checkpoint_interval_s", pl.Float64).fill_null(checkpoint_interval.total_seconds())
         .alias("_interval_s"),
-        _optional(jobs, "restart_overhead_s", pl.Float64).fill_null(restart_overhead.total_seconds())
-        .alias("_restart_s"),
     )
     state = pl.col("state")
     candidate = pl.col("end_ts").is_not_null() & (
@@ -538,8 +543,9 @@ def attribute_failures_with(
     elapsed = pl.coalesce(
         pl.col("elapsed_s"), (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds(), pl.lit(0)
     ).cast(pl.Float64)
-    lost_s = (expected_lost_work_expr(elapsed, pl.col("_interval_s").cast(pl.Float64))
-              + pl.col("_restart_s").cast(pl.Float64))
+    # A run's first instance (no start-up of its own) with no restart after it: the run-aware figure
+    # comes from with_run_losses.
+    lost_s = lost_work_expr(elapsed, pl.lit(0.0), pl.col("_interval_s"))
     evidence = (
         pl.when(infra_rows).then(pl.col("_infra_ids"))
         .when(pl.col("attribution") == "user").then(pl.col("_user_ids"))
@@ -571,3 +577,25 @@ def attribute_failures_with(
     )
     out = pl.concat([out.cast(none_rows.schema), none_rows], how="vertical").sort("_j").drop("_j")
     return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())
+
+
+def with_run_losses(attribution: pl.DataFrame, losses: pl.DataFrame) -> pl.DataFrame:
+    """``attribution`` (:func:`attribute_failures_with` output) with the ``lost_gpu_hours`` of its
+    infrastructure rows taken from ``losses``: what goodput and ETTR charge the interruption, knowing its
+    run (:func:`~gpusre.models.reliability.training_runs.infra_interruption_losses`).
+
+    Rows with ``instance_no`` match on (``job_id``, ``instance_no``); job rows (no ``instance_no``: the
+    job's final record) match the job's latest instance (``losses.is_latest``). An infrastructure row
+    whose instance has no loss row (no GPUs, no instance record) keeps its own estimate; other rows
+    keep 0.
+    """
+    keys = ["job_id", "instance_no"] if "instance_no" in attribution.columns else ["job_id"]
+    run = losses.filter(pl.col("is_latest")) if keys == ["job_id"] else losses
+    run = run.select(pl.col("job_id").cast(pl.String),
+                     *([pl.col("instance_no").cast(attribution.schema["instance_no"])] if len(keys) == 2 else []),
+                     pl.col("lost_gpu_hours").alias("_run_lost")).unique(keys, keep="first")
+    return (attribution.join(run, on=keys, how="left", maintain_order="left")
+            .with_columns(pl.when(pl.col("attribution") == "infrastructure")
+                          .then(pl.coalesce("_run_lost", "lost_gpu_hours"))
+                          .otherwise(pl.col("lost_gpu_hours")).alias("lost_gpu_hours"))
+            .drop("_run_lost"))

@@ -13,7 +13,12 @@ with failure events in its end window):
 * ``lost_failure``: GPUs × the expected work since the last checkpoint
   (:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`), on the UTC day the instance ended;
 * ``lost_restart``: GPUs × the restart overhead of the instance that follows it in its run (the requeue
-  of the same job or the next job of the run), on the UTC day that instance started.
+  of the same job or the next job of the run), on the UTC day that instance started — none while that
+  restart is still pending.
+
+Per interruption the same two losses are the attribution marts' ``lost_gpu_hours``
+(:func:`~gpusre.models.reliability.training_runs.interruption_losses`): over the infrastructure's
+interruptions (not preemption, which costs goodput but is no failure) they sum to these columns.
 
 User failures, cancellations and timeouts are the user's: their GPU-hours count as delivered.
 """

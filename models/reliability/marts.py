@@ -44,7 +44,8 @@ from gpusre.models.vocabulary import NODE_FAILURE_STATES
 _NO_INSTANCES = pl.DataFrame(schema={"n_gpus": pl.Int64, "infra_failure": pl.Boolean, "elapsed_eff_s": pl.Float64,
                                      "n_nodes": pl.Int64})
 
-__all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs",
+__all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs", "run_instances_sql",
+           "run_jobs_sql",
            "compute_reliability_marts"]
 
 #: Marts written by :func:`compute_reliability_marts`, in dependency order.
@@ -102,9 +103,12 @@ def _read(con: duckdb.DuckDBPyConnection, schema: str, table: str, query: str,
     return con.sql(query).pl() if _table_exists(con, schema, table) else pl.DataFrame(schema=empty)
 
 
-def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs:
-    """Narrow reads of core.jobs (first submit of each job), core.job_instances, attribution, incidents, utilization."""
-    jobs = con.sql("""
+def run_jobs_sql(only: str | None = None) -> str:
+    """The jobs of the training-run model (:mod:`~gpusre.models.reliability.training_runs`): first submit
+    and first eligible time of each job, its size only once it started. ``only``: a table or view of
+    ``job_id`` to cut them to (the failure marts assemble only the runs of killed jobs)."""
+    cut = f"\n          AND j.job_id IN (SELECT job_id FROM {only})" if only else ""
+    return f"""
         SELECT j.job_id, j."user", j.account, j.name, j.comment, j.state,
                -- a job that never started has no allocation: its size is unknown, not 0
                CASE WHEN j.start_ts IS NULL THEN NULL ELSE j.n_gpus END AS n_gpus, j.n_nodes, j.size_bucket,
@@ -115,16 +119,25 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
         LEFT JOIN (SELECT job_id, submit_ts, eligible_ts FROM core.job_instances WHERE instance_no = 1) AS f
             USING (job_id)
         -- pending jobs have no allocation yet (n_gpus NULL) but may continue a run
-        WHERE COALESCE(j.n_gpus, 0) > 0 OR (j.start_ts IS NULL AND j.end_ts IS NULL)
-        ORDER BY j.job_id
-    """).pl()
-    instances = con.sql("""
+        WHERE (COALESCE(j.n_gpus, 0) > 0 OR (j.start_ts IS NULL AND j.end_ts IS NULL)){cut}
+        ORDER BY j.job_id"""
+
+
+def run_instances_sql(only: str | None = None) -> str:
+    """The started instances of the training-run model's jobs (``only`` as :func:`run_jobs_sql`)."""
+    cut = f"\n          AND i.job_id IN (SELECT job_id FROM {only})" if only else ""
+    return f"""
         SELECT i.job_id, i.instance_no, i.is_latest, i.state, i.submit_ts, i.eligible_ts, i.start_ts, i.end_ts,
                i.elapsed_s, i.n_gpus, COALESCE(len(i.nodes), j.n_nodes) AS n_nodes
         FROM core.job_instances AS i JOIN core.jobs AS j USING (job_id)
-        WHERE COALESCE(i.n_gpus, 0) > 0
-        ORDER BY i.job_id, i.instance_no
-    """).pl()
+        WHERE COALESCE(i.n_gpus, 0) > 0{cut}
+        ORDER BY i.job_id, i.instance_no"""
+
+
+def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs:
+    """Narrow reads of core.jobs (first submit of each job), core.job_instances, attribution, incidents, utilization."""
+    jobs = con.sql(run_jobs_sql()).pl()
+    instances = con.sql(run_instances_sql()).pl()
     attr_schema = {"job_id": pl.String, "attribution": pl.String, "state": pl.String}
     job_attr = _read(con, "marts", "job_failure_attribution",
                      "SELECT job_id, attribution, state FROM marts.job_failure_attribution ORDER BY job_id", attr_schema)

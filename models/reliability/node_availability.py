@@ -2,8 +2,10 @@
 
 Input is ``core.node_states``: one interval per node event (DRAIN, DOWN, FAIL, MAINT, REBOOT…),
 each with an ``availability_class`` (``hardware``, ``maintenance``, ``health_check``,
-``software``, ``unknown``; see :mod:`gpusre.models.failures.drain_reasons`). Every node event is time out of
-service: slurmdbd records node events only while a node takes no new work.
+``software``, ``unknown``; see :mod:`gpusre.models.failures.drain_reasons`). Every row is time out of
+service: slurmdbd records node events only while a node takes no new work, and core.node_states leaves
+out the lines that are no outage (power saving, states that serve jobs: ``_is_outage`` in
+:mod:`gpusre.models.sources.slurm_events.ingest`).
 
 Rules, in order:
 

@@ -38,7 +38,11 @@ Per run (all times in seconds; the checkpoint policy is an assumption from ``clu
 * ``productive_s`` = Σ elapsed − restart overhead − lost work; ``ettr`` = productive / wall-clock.
 
 Goodput (:mod:`~gpusre.models.reliability.goodput`) charges the same losses per day: both read the
-columns :func:`charge_interruptions` adds.
+columns :func:`charge_interruptions` adds. So do the attribution marts' ``lost_gpu_hours``, per
+interruption (:func:`interruption_losses`, :func:`infra_interruption_losses`): an infrastructure-killed
+instance costs GPUs × its lost work, plus the restart overhead of the instance that restarted its run
+after it — once that restart has started (a resubmission still pending at the end of the data costs
+no restart yet, in goodput as in attribution; the next run that sees it start charges it).
 """
 
 from __future__ import annotations
@@ -50,10 +54,12 @@ from datetime import datetime
 import polars as pl
 
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
+from gpusre.models.reliability.goodput import infra_interrupted
 from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
-__all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "assign_runs", "run_instances",
-           "charge_interruptions", "ettr_runs"]
+__all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "INTERRUPTION_LOSS_SCHEMA", "assign_runs",
+           "run_mates", "run_instances", "lost_work_expr", "charge_interruptions", "interruption_losses",
+           "infra_interruption_losses", "ettr_runs"]
 
 
 def _available_from(jobs: pl.DataFrame) -> pl.Expr:
@@ -122,6 +128,42 @@ ETTR_RUNS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+def _explicit_key(rules: RunRules, big: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """The explicit run key of a job (``comment_run_key`` on the comment, else ``name_run_key`` on the
+    name) where ``big`` holds, and its source (``comment``/``name``); null otherwise."""
+    key = pl.lit(None, dtype=pl.String)
+    source = pl.lit(None, dtype=pl.String)
+    if rules.comment_run_key:
+        ck = pl.col("comment").cast(pl.String).str.extract(rules.comment_run_key, 1)
+        key, source = pl.when(big & ck.is_not_null()).then(ck).otherwise(key), \
+            pl.when(big & ck.is_not_null()).then(pl.lit("comment")).otherwise(source)
+    if rules.name_run_key:
+        nk = pl.col("name").str.extract(rules.name_run_key, 1)
+        use = big & key.is_null() & nk.is_not_null()
+        key, source = pl.when(use).then(nk).otherwise(key), pl.when(use).then(pl.lit("name")).otherwise(source)
+    return key, source
+
+
+def run_mates(jobs: pl.DataFrame, rules: RunRules, job_ids: pl.Series | pl.DataFrame) -> pl.Series:
+    """``job_id`` of every job of ``jobs`` that can share a run with one of ``job_ids``: the same explicit
+    run key, or the same user, account and job name (a resubmission chain).
+
+    :func:`assign_runs` over just these jobs gives the runs of ``job_ids`` exactly as over all of
+    ``jobs`` (a run is all the jobs with its key, or one chain of its user, account and name), so a
+    question about a few runs (the costs of the infrastructure-killed ones) need not assemble the year's
+    million. ``jobs`` needs ``job_id``, ``user``, ``account``, ``name``, ``comment``.
+    """
+    ids = (job_ids.to_frame("job_id") if isinstance(job_ids, pl.Series) else job_ids.select("job_id")).unique()
+    key, _ = _explicit_key(rules, pl.lit(True))
+    group = ["user", "account", "name"]
+    j = jobs.select("job_id", *group, key.alias("_key"))
+    targets = j.join(ids, on="job_id", how="semi")
+    by_key = j.join(targets.select("_key").drop_nulls().unique(), on="_key", how="semi")
+    by_group = j.join(targets.select(group).unique(), on=group, how="semi", nulls_equal=True)
+    return pl.concat([ids.get_column("job_id"), by_key.get_column("job_id"), by_group.get_column("job_id")]
+                     ).unique().sort()
+
+
 def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
     """Run of every job: ``job_id``, ``run_id``, ``run_key_source`` (``comment``/``name``/``resubmission``/``single``).
 
@@ -138,19 +180,10 @@ def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
         _available_from(jobs).alias("_avail"),
         _known_available_from(jobs).alias("_order"),
     )
-    key = pl.lit(None, dtype=pl.String)
-    source = pl.lit(None, dtype=pl.String)
     # A pending job has no allocation yet (no GPU count): it may continue a big run, and is dropped
     # from the ETTR mart later if its run never gets GPUs.
     big = (pl.col("n_gpus") >= rules.min_gpus) | pl.col("n_gpus").is_null()
-    if rules.comment_run_key:
-        ck = pl.col("comment").str.extract(rules.comment_run_key, 1)
-        key, source = pl.when(big & ck.is_not_null()).then(ck).otherwise(key), \
-            pl.when(big & ck.is_not_null()).then(pl.lit("comment")).otherwise(source)
-    if rules.name_run_key:
-        nk = pl.col("name").str.extract(rules.name_run_key, 1)
-        use = big & key.is_null() & nk.is_not_null()
-        key, source = pl.when(use).then(nk).otherwise(key), pl.when(use).then(pl.lit("name")).otherwise(source)
+    key, source = _explicit_key(rules, big)
     j = j.with_columns(key.alias("_key"), source.alias("_src"))
 
     explicit = j.filter(pl.col("_key").is_not_null()).select(
@@ -251,13 +284,25 @@ def run_instances(instances: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFram
     return inst
 
 
+def lost_work_expr(elapsed_s: pl.Expr | str, overhead_s: pl.Expr | str, interval_s: pl.Expr | str) -> pl.Expr:
+    """Expected work (s) an interrupted instance lost: its work since the last checkpoint
+    (:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`), its work time being its
+    elapsed time less its own start-up ``overhead_s`` (min(u0, elapsed) when it restarts its run, else 0:
+    re-initialising is no work that can be lost). The one formula of ETTR, goodput and the attribution
+    marts' ``lost_gpu_hours``."""
+    col = lambda e: pl.col(e) if isinstance(e, str) else e  # noqa: E731
+    return expected_lost_work_expr((col(elapsed_s) - col(overhead_s)).cast(pl.Float64),
+                                   col(interval_s).cast(pl.Float64))
+
+
 def charge_interruptions(inst: pl.DataFrame) -> pl.DataFrame:
     """The losses of infrastructure interruptions, per instance of :func:`run_instances` output that has
     an ``infra_interrupted`` column (:func:`~gpusre.models.reliability.goodput.infra_interrupted`).
 
     Adds ``interrupted`` (infra-interrupted and ended), ``lost_work_s`` (its expected work since the
-    last checkpoint, else 0) and ``charged_overhead_s`` (``overhead_s`` of an instance restarting an
-    interrupted one, else 0). ETTR sums them per run, goodput per day: one definition of what an
+    last checkpoint, :func:`lost_work_expr`, else 0) and ``charged_overhead_s`` (``overhead_s`` of an
+    instance restarting an interrupted one, else 0). ETTR sums them per run, goodput per day, and
+    :func:`interruption_losses` per interruption (the attribution marts): one definition of what an
     interruption costs.
     """
     interrupted = pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()
@@ -268,15 +313,79 @@ def charge_interruptions(inst: pl.DataFrame) -> pl.DataFrame:
         inst.join(prev, on=["prev_job_id", "prev_instance_no"], how="left", maintain_order="left")
         .with_columns(
             interrupted.alias("interrupted"),
-            pl.when(interrupted)
-            .then(expected_lost_work_expr((pl.col("elapsed_eff_s") - pl.col("overhead_s")).cast(pl.Float64),
-                                          pl.col("interval_s").cast(pl.Float64)))
+            pl.when(interrupted).then(lost_work_expr("elapsed_eff_s", "overhead_s", "interval_s"))
             .otherwise(0.0).alias("lost_work_s"),
             pl.when(pl.col("_after_interruption").fill_null(False)).then(pl.col("overhead_s"))
             .otherwise(0).cast(pl.Int64).alias("charged_overhead_s"),
         )
         .drop("_after_interruption")
     )
+
+
+#: Output of :func:`interruption_losses`: one row per interrupted instance.
+INTERRUPTION_LOSS_SCHEMA: dict[str, pl.DataType] = {
+    "job_id": pl.String(), "instance_no": pl.Int64(), "is_latest": pl.Boolean(), "n_gpus": pl.Int64(),
+    "lost_work_s": pl.Float64(), "restart_s": pl.Int64(), "restart_gpus": pl.Int64(),
+    "lost_gpu_hours": pl.Float64(),
+}
+
+
+def interruption_losses(inst: pl.DataFrame) -> pl.DataFrame:
+    """What each interruption cost its run, from :func:`charge_interruptions` output: one row per
+    interrupted instance (:data:`INTERRUPTION_LOSS_SCHEMA`).
+
+    ``lost_gpu_hours`` = (GPUs × ``lost_work_s`` + ``restart_gpus`` × ``restart_s``) / 3600, where
+    ``restart_s`` is the ``charged_overhead_s`` of the instance that restarted the run after it
+    (min(u0, its elapsed); 0 while no restart has started — a requeue or resubmission still pending at
+    the end of the data costs no restart yet) and ``restart_gpus`` its GPUs. These are goodput's two
+    losses of the interruption (lost work on the day it ended, the restart on the day the restart
+    started) and ETTR's: summed over the interruptions they give goodput's ``lost_failure`` +
+    ``lost_restart`` exactly. ``is_latest`` comes from the input when it has the column.
+    """
+    nxt = inst.filter(pl.col("charged_overhead_s") > 0).select(
+        pl.col("prev_job_id").alias("job_id"), pl.col("prev_instance_no").alias("instance_no"),
+        pl.col("charged_overhead_s").alias("restart_s"), pl.col("n_gpus").alias("restart_gpus"))
+    latest = pl.col("is_latest") if "is_latest" in inst.columns else pl.lit(None, dtype=pl.Boolean)
+    gpus = pl.col("n_gpus").fill_null(0)
+    out = (
+        inst.filter("interrupted")
+        .select("job_id", "instance_no", latest.alias("is_latest"), "n_gpus", "lost_work_s")
+        .join(nxt, on=["job_id", "instance_no"], how="left")
+        .with_columns(pl.col("restart_s").fill_null(0), pl.col("restart_gpus").fill_null(0))
+        .with_columns(((gpus * pl.col("lost_work_s") + pl.col("restart_gpus") * pl.col("restart_s")) / 3600.0)
+                      .alias("lost_gpu_hours"))
+    )
+    return out.select([pl.col(c).cast(t) for c, t in INTERRUPTION_LOSS_SCHEMA.items()]).sort("job_id", "instance_no")
+
+
+def infra_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
+                              instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime) -> pl.DataFrame:
+    """:func:`interruption_losses` of the instances attributed to the infrastructure: the
+    ``lost_gpu_hours`` of ``marts.job_failure_attribution`` / ``instance_failure_attribution``, by the
+    same steps as goodput and ETTR (:func:`assign_runs`, :func:`run_instances`, :func:`charge_interruptions`).
+
+    Args:
+        jobs, instances: the frames of ``read_reliability_inputs`` (:mod:`~gpusre.models.reliability.marts`),
+            or just the jobs of :func:`run_mates` of the infrastructure-killed jobs and their instances:
+            the runs of those jobs come out the same.
+        job_attribution: ``job_id``, ``attribution`` of each job's latest instance.
+        instance_attribution: ``job_id``, ``instance_no``, ``attribution`` of earlier instances (and
+            the last started one of a job pending again); wins over the job's.
+        rules, as_of: as :func:`run_instances`.
+
+    Returns:
+        :data:`INTERRUPTION_LOSS_SCHEMA` rows of the infrastructure-attributed instances that ended.
+    """
+    runs = assign_runs(jobs, rules)
+    inst = run_instances(instances, jobs, runs, rules, as_of).with_columns(pl.col("instance_no").cast(pl.Int64))
+    own = instance_attribution.select("job_id", pl.col("instance_no").cast(pl.Int64), "attribution")
+    latest = (inst.filter("is_latest").select("job_id", "instance_no")
+              .join(job_attribution.select("job_id", "attribution"), on="job_id"))
+    attr = pl.concat([own, latest], how="vertical").unique(["job_id", "instance_no"], keep="first",
+                                                            maintain_order=True)
+    inst = charge_interruptions(inst.with_columns(infra_interrupted(inst, attr)))
+    infra = attr.filter(pl.col("attribution") == "infrastructure").select("job_id", "instance_no")
+    return interruption_losses(inst).join(infra, on=["job_id", "instance_no"], how="semi")
 
 
 def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of: datetime,

@@ -79,8 +79,12 @@ SCOPE_LABELS = {"node": "node", "rack": "rack", "leaf_switch": "leaf switch", "s
 
 
 def scope_label(scope: str | None) -> str:
-    """'leaf_switch' -> 'leaf switch'; other scopes as stored."""
-    return MISSING if not scope else SCOPE_LABELS.get(scope, scope)
+    """'leaf_switch' -> 'leaf switch'; an alert incident on no Slurm node says so ('service' -> 'service
+    (no node)', 'fabric' -> 'fabric (no node)'), 'cluster' is several racks, 'nodes' several nodes of
+    unknown racks; other scopes as stored."""
+    words = {"service": "service (no node)", "fabric": "fabric (no node)", "cluster": "cluster (several racks)",
+             "nodes": "several nodes (racks unknown)"}
+    return MISSING if not scope else words.get(scope) or SCOPE_LABELS.get(scope, scope)
 
 
 #: Catalog recovery actions (NVIDIA's Xid / SXid resolution buckets, cluster log patterns) -> what an

@@ -9,6 +9,12 @@
 -- analytic uses (models/accounting_span.py, passed in as $acct_from / $acct_to, NULL without jobs): a
 -- first dump holding only a job running since noon is stamped at the dump's end, but the accounting
 -- speaks from noon (the data warnings once said it began the next day).
+-- Node states (slurm_events) also say where their history ends, when the dumps say when they were cut
+-- (history_end_ts: start + Duration of an event still open in a sacctmgr dump, an sinfo snapshot's
+-- time; NULL when no dump says so, or a record is later than every known cut), and whether that is
+-- more than an hour before the accounting's end (ends_before_accounting: a nightly node-state dump is
+-- missing; the node-state marts measure nothing after it). The rule of
+-- gpusre.models.sources.slurm_events.ingest.dumps_cut / node_states_end (HISTORY_END_SLACK = 1 h).
 -- Parameters: $acct_from / $acct_to TIMESTAMPTZ.
 CREATE OR REPLACE TABLE marts.data_freshness AS
 WITH per_day AS (
@@ -24,6 +30,14 @@ WITH per_day AS (
     SELECT c.source_kind, list(c.day ORDER BY c.day) AS empty_days
     FROM calendar AS c ANTI JOIN per_day AS p ON p.source_kind = c.source_kind AND p.day = c.day
     GROUP BY ALL
+), states_cut AS (
+    SELECT greatest(max(observed_ts), (SELECT max(observed_ts) FROM raw.slurm_event_snapshots)) AS cut,
+           greatest(max(start_ts), max(end_ts)) AS last_ts
+    FROM raw.slurm_events
+), states_end AS (
+    SELECT 'slurm_events' AS source_kind,
+           CASE WHEN cut IS NOT NULL AND (last_ts IS NULL OR last_ts <= cut) THEN cut END AS history_end_ts
+    FROM states_cut
 ), files AS (
     SELECT source_kind, count(*) AS files, count(*) FILTER (WHERE status = 'refused') AS files_refused,
            max(ingested_at) AS last_ingested_at
@@ -39,9 +53,13 @@ SELECT f.source_kind,
             ELSE s.last_record_ts END AS last_record_ts,
        coalesce(s.days_with_records, 0)          AS days_with_records,
        coalesce(len(e.empty_days), 0)            AS n_empty_days,
-       coalesce(e.empty_days, []::DATE[])        AS empty_days
+       coalesce(e.empty_days, []::DATE[])        AS empty_days,
+       h.history_end_ts,
+       CASE WHEN f.source_kind = 'slurm_events' THEN
+            coalesce(h.history_end_ts < $acct_to::TIMESTAMPTZ - INTERVAL 1 HOUR, false) END AS ends_before_accounting
 FROM files AS f
 LEFT JOIN span AS s USING (source_kind)
 LEFT JOIN empty AS e USING (source_kind)
+LEFT JOIN states_end AS h USING (source_kind)
 JOIN raw.sources AS src USING (source_kind)
 ORDER BY f.source_kind;

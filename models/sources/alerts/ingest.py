@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpusre.models.alerts.clustering import AlertClusteringSettings
 from gpusre.models.alerts.floods import FloodSettings
-from gpusre.models.alerts.nodes import NodeMapping, host_names, label_values_sql, location_sql, node_names
+from gpusre.models.alerts.nodes import NodeMapping, host_names, label_values_sql, location_sql, node_lists, node_names
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.sources.alerts.parse import (
     DESCRIPTION_SQL,
@@ -480,14 +480,16 @@ def build_core_alerts(
                WHERE value IS NOT NULL AND value <> '' ORDER BY value"""
         ).pl()["value"]
         names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known_nodes),
-                              "host": host_names(values, mapping)})
+                              "host": host_names(values, mapping),
+                              "nodes": node_lists(values, mapping, known_nodes)})
         con.register("_alert_node_names", names.to_arrow())
         con.register("_miner_templates", templates.to_arrow())
         with transaction(con):
             con.execute("DELETE FROM core.alerts")
             con.execute(
                 f"""INSERT INTO core.alerts BY NAME
-                    WITH loc AS ({location_sql(mapping, values='_alert_label_values', names='_alert_node_names')})
+                    WITH loc AS ({location_sql(mapping, values='_alert_label_values', names='_alert_node_names',
+                                               without_node_list=not known_nodes)})
                     SELECT d.alert_id, d.fingerprint, d.alertname, d.status,
                            NULLIF(d.labels->>'severity', '') AS severity,
                            loc.node, loc.target, loc.target_label, d.starts_at, d.ends_at, d.labels,

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import re
 import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -332,6 +333,54 @@ def _line_chunks(fh: BinaryIO, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
         yield line_no, bytes(buf)
 
 
+#: A JSON string (escapes included), an unterminated one (a lone quote), or a bracket.
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|"|[\[\]{}]')
+
+
+def _open_at_end(text: str) -> str | None:
+    """What JSON value ``text`` breaks off inside — ``'object'``, ``'array'`` or ``'string'`` — when
+    it ends before that value is closed (a file cut off while it was written), else None.
+
+    >>> _open_at_end('{"a": [1, {"b": "x'), _open_at_end('{"a": [1, 2'), _open_at_end('{"a": 1}'), _open_at_end('{"a": 1}}')
+    ('string', 'array', None, None)
+    """
+    stack: list[str] = []
+    for m in _JSON_TOKENS.finditer(text):
+        tok = m.group()
+        if tok == '"':
+            return "string"  # a quote no closing quote follows: the text ends inside this string
+        if tok in "{[":
+            stack.append("object" if tok == "{" else "array")
+        elif tok in "}]":
+            if not stack:
+                return None  # unbalanced: malformed, not cut off
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _complete_elements(body: str) -> list[str]:
+    """The complete elements of a top-level JSON array cut off before its end (``[{..}, {..}, {..``)."""
+    decoder = json.JSONDecoder()
+    out: list[str] = []
+    pos = 1
+    while True:
+        while pos < len(body) and body[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            _, end = decoder.raw_decode(body, pos)
+        except ValueError:
+            return out
+        out.append(body[pos:end])
+        pos = end
+
+
+def _cut_off(text: str, line_no: int, complete: int, what: str = "complete lines") -> LandingFileFault:
+    """The refusal of a file whose last JSON value breaks off (the file was cut while written)."""
+    kind = _open_at_end(text) or "value"
+    return LandingFileFault(f"truncated JSON: the value starting on line {line_no:,} breaks off inside an unclosed "
+                            f"{kind} at the end of the file, after {complete:,} {what}")
+
+
 def _document_records(text: str, source_file: str) -> pl.DataFrame | None:
     """The record of a one-document file, or None when it is JSON lines under a ``.json`` name."""
     body = text.strip()
@@ -348,6 +397,15 @@ def _document_records(text: str, source_file: str) -> pl.DataFrame | None:
         if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data":
             return None
         lead = text[: len(text) - len(text.lstrip())].count("\n")
+        if _open_at_end(body):
+            # Cut off while written: refused (not one reject among loaded rows), keeping the complete
+            # payloads of a top-level array before the cut.
+            kept = _complete_elements(body) if body.startswith("[") else []
+            raise _DocumentCut(
+                _records_frame({"source_file": [source_file], "line_no": [lead + 1], "prefix": [None],
+                                "body": ["[" + ",".join(kept) + "]"], "raw": [None], "error": [None]})
+                if kept else None,
+                _cut_off(body, lead + 1, len(kept), "complete payloads"))
         line_no = lead + (exc.lineno if isinstance(exc, json.JSONDecodeError) else 1)
         reason = _json_error(body) or f"not valid JSON: {exc}"
         return _records_frame({"source_file": [source_file], "line_no": [line_no], "prefix": [None],
@@ -357,32 +415,77 @@ def _document_records(text: str, source_file: str) -> pl.DataFrame | None:
                            "body": [body], "raw": [body[:MAX_RAW_CHARS]], "error": [None]})
 
 
+class _DocumentCut(Exception):
+    """A one-document file cut off: the records that are complete (or None) and the refusal."""
+
+    def __init__(self, records: pl.DataFrame | None, fault: LandingFileFault) -> None:
+        super().__init__(str(fault))
+        self.records, self.fault = records, fault
+
+
+def _without_cut_last(frame: pl.DataFrame, ends_with_newline: bool) -> tuple[pl.DataFrame, LandingFileFault | None]:
+    """A line file's last records: when the last one breaks off inside an unclosed JSON value and the
+    file does not end with a line break (it was cut while written), that record is dropped and the
+    file is refused; the complete lines before it are kept."""
+    if ends_with_newline or frame.height == 0:
+        return frame, None
+    last = frame.row(frame.height - 1, named=True)
+    if last["error"] is None or not _open_at_end(last["body"] or ""):
+        return frame, None
+    return frame.head(frame.height - 1), _cut_off(last["body"], last["line_no"], last["line_no"] - 1)
+
+
 def iter_alert_records(path: Path, source_file: str, *, chunk_bytes: int | None = None) -> Iterator[pl.DataFrame]:
     """Record frames (:data:`RECORD_SCHEMA`) of one alert file, in file order; a line-oriented
     file in pieces of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`).
 
     Invalid UTF-8 is replaced (U+FFFD), not fatal. Raises
     :class:`~gpusre.models.ingest.landing_files.LandingFileFault` when the file cannot be opened, is
-    UTF-16, or breaks off (a truncated or corrupt compressed stream): the frames of its complete
-    lines were yielded before (the caller keeps them and refuses the file).
+    UTF-16, or breaks off (a truncated or corrupt compressed stream; a JSON document, or the last line
+    of a line file without a final line break, that ends inside an unclosed object, array or string:
+    a webhook dump cut while written): the frames of its complete lines (payloads) were yielded
+    before (the caller keeps them and refuses the file).
     """
     layout = alert_file_layout(strip_compression(path.name))
     lines_done = 0
+    held: pl.DataFrame | None = None  # a line file's last piece waits: its last line may be cut off
     with open_landing_file(path) as (fh, codec):
         try:
             if layout == "document":
                 # A BOM (an editor's or PowerShell's UTF-8) is not JSON: dropped, as other sources do.
                 text = fh.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
-                frame = _document_records(text, source_file)
+                try:
+                    frame = _document_records(text, source_file)
+                except _DocumentCut as cut:
+                    if cut.records is not None:
+                        yield cut.records
+                    raise cut.fault from None
                 if frame is not None:
                     yield frame
                     return
-                yield _line_records(text.encode("utf-8"), 1, source_file)  # JSON lines under a .json name
+                # JSON lines under a .json name
+                frame, fault = _without_cut_last(_line_records(text.encode("utf-8"), 1, source_file),
+                                                 text.endswith("\n"))
+                yield frame
+                if fault is not None:
+                    raise fault
                 return
+            ends_with_newline = True
             for first, piece in _line_chunks(fh, chunk_bytes or CHUNK_BYTES):
-                yield _line_records(piece.removeprefix(_BOM) if first == 1 else piece, first, source_file)
+                if held is not None:
+                    yield held
+                held = _line_records(piece.removeprefix(_BOM) if first == 1 else piece, first, source_file)
+                ends_with_newline = piece.endswith(b"\n")
                 lines_done = first - 1 + piece.count(b"\n")
+            if held is not None:
+                last, held = held, None
+                last, fault = _without_cut_last(last, ends_with_newline)
+                yield last
+                if fault is not None:
+                    raise fault
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+            if held is not None:  # the complete lines read before the stream broke
+                yield held
             raise LandingFileFault(describe_fault(exc, codec, lines_done)) from exc
 
 

@@ -16,6 +16,9 @@ year — so a full rebuild is cheaper than bookkeeping):
 * **sinfo snapshots** contribute open events; one that a later snapshot no longer lists ended, at
   the latest, at that snapshot (``end_source = 'sinfo_absent'``), unless a sacctmgr dump knows more.
   A snapshot with a rejected line ends nothing (the node on that line would look absent).
+* **Outages only.** A node event that is no outage — power saving (``IDLE+POWERED_DOWN``, ``IDLE~``,
+  ``DOWN~`` without a reason), a state that serves jobs (``IDLE``, ``MIXED``, ``RESERVED``,
+  ``PLANNED``) — stays in raw.slurm_events and is left out of core.node_states (:func:`_is_outage`).
 * **Reasons** get a Drain3 template (miner ``slurm_reasons`` in ``raw.template_miners``, separate
   from the node-log miner, so ids are stable across nights) and a class from
   ``catalog/drain_reasons.csv``.
@@ -23,19 +26,20 @@ year — so a full rebuild is cheaper than bookkeeping):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from gpusre.models.failures.drain_reasons import classify_reasons
+from gpusre.models.failures.drain_reasons import NO_REASON_CLASS, classify_reasons
 from gpusre.models.ingest.ledger import (FileIngest, LandingStats, ignored_results, known_files, log_parse_crash,
                                         record_files, record_mtimes, stat_landing, unchanged_by_stat)
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source
-from gpusre.models.sources.slurm_events.parse import SlurmEventsFormatError, parse_slurm_events_file
+from gpusre.models.sources.slurm_events.parse import (IN_SERVICE_STATES, POWER_SAVING_PATTERN, POWER_SAVING_STATES,
+                                                     SlurmEventsFormatError, parse_slurm_events_file)
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
 from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
@@ -51,9 +55,12 @@ __all__ = [
     "build_node_states",
     "discover_slurm_event_files",
     "scan_slurm_event_files",
+    "HISTORY_END_SLACK",
     "drop_staging",
+    "dumps_cut",
     "events_as_of",
     "ingest_slurm_event_files",
+    "node_states_end",
     "publish_staged_slurm_events",
     "stage_slurm_event_files",
 ]
@@ -66,6 +73,9 @@ SLURM_EVENTS_LAKE = lake_table("slurm_events")
 SLURM_EVENTS_SUFFIXES: tuple[str, ...] = (".txt", ".psv")
 #: Drain3 miner of drain/down reasons (``raw.template_miners.miner``).
 REASON_MINER = "slurm_reasons"
+
+#: reason_class of the drain-reason rule for power saving (catalog/drain_reasons.csv ``power_save``).
+POWER_SAVE_CLASS = "power_save"
 
 _STAGE_EVENTS = "_stage_slurm_events"
 _STAGE_REJECTS = "_stage_slurm_event_rejects"
@@ -114,9 +124,11 @@ def stage_slurm_event_files(
     *,
     timezone: str = "UTC",
     cluster: str | None = None,
+    fields: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StagedSlurmEvents:
     """Parse every new or changed file into TEMP staging tables; the warehouse is untouched.
+    ``fields``: cluster.yaml ``slurm_events.fields``, the fields of headerless dumps.
 
     Must run outside a transaction."""
     known = known_files(con, SLURM_EVENTS_KIND)
@@ -148,7 +160,7 @@ def stage_slurm_event_files(
         if read.data.strip() or not fault:
             try:
                 parsed = parse_slurm_events_file(path, source_file, timezone=timezone, cluster=cluster,
-                                                 data=read.data)
+                                                 data=read.data, fields=fields)
             except SlurmEventsFormatError as exc:
                 fault = fault or str(exc)
             except Exception as exc:  # noqa: BLE001 - a parser failure refuses this file only
@@ -204,12 +216,14 @@ def ingest_slurm_event_files(
     *,
     timezone: str = "UTC",
     cluster: str | None = None,
+    fields: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[FileIngest]:
     """Stage, then publish in one transaction, every new or changed file under
     ``landing/slurm_events``. Call it outside a transaction. A file removed from the landing
     directory keeps its rows (the warehouse is the archive)."""
-    staged = stage_slurm_event_files(con, landing, timezone=timezone, cluster=cluster, progress=progress)
+    staged = stage_slurm_event_files(con, landing, timezone=timezone, cluster=cluster, fields=fields,
+                                     progress=progress)
     try:
         with transaction(con):
             publish_staged_slurm_events(con, staged)
@@ -234,6 +248,47 @@ def events_as_of(con: duckdb.DuckDBPyConnection, events: str = "raw.slurm_events
     ).fetchall()[0]
     values = [v for v in row if v is not None]
     return max(values) if values else None
+
+
+#: A node-state history that ends at most this long before the accounting does still speaks for the
+#: accounting's end (the two nightly dumps are cut minutes apart).
+HISTORY_END_SLACK = timedelta(hours=1)
+
+
+def dumps_cut(con: duckdb.DuckDBPyConnection, events: str = "raw.slurm_events") -> datetime | None:
+    """When the node-state history ends, as the dumps themselves say: the latest moment a dump is known
+    to have been cut — start + ``Duration`` of an event still open in a sacctmgr dump (Slurm counts an
+    ongoing event's Duration up to the dump time; ``sacctmgr show event`` prints the cluster's open
+    "Cluster Registered TRES" event too), or an sinfo snapshot's time. None when no dump says when it
+    was cut, or when a record is later than every known cut (the newest dump does not say when it was
+    cut: it may be followed by quiet hours, not by a gap). ``sql/marts/data_freshness.sql`` applies the
+    same rule (``history_end_ts``)."""
+    cut, last = con.sql(
+        f"""SELECT greatest(max(observed_ts), (SELECT max(observed_ts) FROM raw.slurm_event_snapshots)),
+                   greatest(max(start_ts), max(end_ts))
+            FROM {events}"""
+    ).fetchall()[0]
+    if cut is None or (last is not None and last > cut):
+        return None
+    return cut
+
+
+def node_states_end(con: duckdb.DuckDBPyConnection, accounting_as_of: datetime | None,
+                    events: str = "raw.slurm_events") -> tuple[datetime | None, bool]:
+    """(the moment node-state history speaks for up to, whether it ends before the accounting).
+
+    Without accounting, :func:`events_as_of`. With it, the accounting's last moment or the history's
+    last moment when later — a node with no event after its last one is in service until then — unless
+    the dumps say they were cut more than :data:`HISTORY_END_SLACK` before the accounting's end
+    (:func:`dumps_cut`: a nightly dump is missing): then the history ends at that cut, and nothing after
+    it is measured from node states (not "in service", not "still down")."""
+    events_end = events_as_of(con, events)
+    if events_end is None or accounting_as_of is None:
+        return events_end, False
+    cut = dumps_cut(con, events)
+    if cut is not None and cut < accounting_as_of - HISTORY_END_SLACK:
+        return cut, True
+    return max(events_end, accounting_as_of), False
 
 
 # Per (node, start) the version that knows most: closed over open, latest end, sacctmgr over sinfo,
@@ -289,6 +344,7 @@ class NodeStatesSummary:
     """What :func:`build_node_states` wrote."""
 
     node_states: int
+    not_outages: int  # node events left out: power saving, states that serve jobs
     ongoing: int
     cluster_events: int
     templates: int
@@ -313,6 +369,31 @@ def _reason_templates(con: duckdb.DuckDBPyConnection, reasons: pl.Series) -> pl.
            on="reason_template_id", how="left")
 
 
+def _is_outage(winners: pl.DataFrame, classes: pl.DataFrame) -> pl.Series:
+    """Which node events are outages (time the node cannot serve jobs), one flag per row.
+
+    Not outages:
+
+    * **Power saving.** Slurm powers idle nodes down (``SuspendProgram``) and up again when a job needs
+      them (``ResumeProgram``): ``POWERED_DOWN``/``POWERING_DOWN``/``POWER_UP`` and the ``~ % ! #``
+      suffixes (``IDLE~``). The node is in service all the while — counting it as down would charge
+      an outage to every site that saves power, and unplanned (no reason is given). A ``DOWN~`` or
+      ``DRAIN~`` node is power saving too when its reason is empty or says power saving; with another
+      reason (``ResumeTimeout reached``: it failed to power up, ``Not responding``) it is the outage
+      its reason says.
+    * **States that serve jobs**: ``IDLE``, ``ALLOCATED``, ``MIXED``, ``COMPLETING``, ``PLANNED``
+      (the backfill scheduler's plan), ``RESERVED`` (a reservation is no outage), … — unless the node
+      is also not responding (``IDLE*``). A maintenance reservation (``$``) is ``MAINT``: maintenance.
+    """
+    state = winners.get_column("state")
+    not_responding = winners.get_column("not_responding").fill_null(False)
+    in_service = state.is_in(list(IN_SERVICE_STATES)).fill_null(False) & ~(
+        not_responding & ~state.is_in(list(POWER_SAVING_STATES)).fill_null(False))
+    power_saving = (winners.get_column("state_text").str.contains(POWER_SAVING_PATTERN).fill_null(False)
+                    & classes.get_column("reason_class").is_in([NO_REASON_CLASS, POWER_SAVE_CLASS]).fill_null(False))
+    return ~(in_service | power_saving)
+
+
 def build_node_states(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None = None) -> NodeStatesSummary:
     """Rebuild core.node_states, core.cluster_events and core.node_state_reasons from raw.* —
     inside the caller's transaction. ``as_of`` (default :func:`events_as_of`) bounds ongoing events
@@ -322,8 +403,12 @@ def build_node_states(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None 
     as_of = as_of or events_as_of(con, "_ns_events")
     con.execute(_NODE_WINNERS_SQL)
     winners = con.sql("SELECT * FROM _ns_winners ORDER BY node, start_ts").pl()
-    templates = _reason_templates(con, winners.get_column("reason"))
     classes = classify_reasons(winners.get_column("reason"), winners.get_column("state"))
+    # Only outages become core.node_states: not power saving, not a state that serves jobs.
+    outage = _is_outage(winners, classes)
+    not_outages = int((~outage).sum())
+    winners, classes = winners.filter(outage), classes.filter(outage)
+    templates = _reason_templates(con, winners.get_column("reason"))
     states = (
         pl.concat([winners, classes], how="horizontal")
         .join(templates, on="reason", how="left", maintain_order="left")
@@ -375,6 +460,7 @@ def build_node_states(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None 
     n_templates = con.sql("SELECT count(*) FROM core.node_state_reasons").fetchall()[0][0]
     return NodeStatesSummary(
         node_states=states.height,
+        not_outages=not_outages,
         ongoing=int(states.get_column("end_ts").is_null().sum()) if states.height else 0,
         cluster_events=n_cluster,
         templates=n_templates,

@@ -31,7 +31,10 @@ its mtime).
 
 Conventions match :mod:`gpusre.models.sources.sacct.parse`: timestamps are read in the cluster's IANA zone and
 stored in UTC; ``rows_read`` excludes blank and ``#`` lines; unknown states are rejected, never
-guessed. A DST-ambiguous local time takes the earliest instant unless ``Duration`` (or an end
+guessed; a dump whose Cluster column names several clusters (``sacctmgr show event clusters=all``)
+loads only the given ``cluster`` (the others' rows are rejects: their nodes may share this cluster's
+node names); a headerless dump (``sacctmgr -n -P``) is read with the fields cluster.yaml
+``slurm_events.fields`` names, else refused with a reason naming that setting. A DST-ambiguous local time takes the earliest instant unless ``Duration`` (or an end
 before the start) says otherwise; a non-existent local time (spring-forward gap) rejects the line.
 
 >>> r = parse_slurm_events_text(
@@ -44,7 +47,7 @@ before the start) says otherwise; a non-existent local time (spring-forward gap)
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
@@ -54,7 +57,7 @@ from typing import Any
 import polars as pl
 
 from gpusre.models.ingest.hostlist import EMPTY_HOSTLISTS, expand_hostlist
-from gpusre.models.sources.sacct.parse import REJECT_SCHEMA
+from gpusre.models.sources.sacct.parse import REJECT_SCHEMA, _cluster_rejects
 from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
     TIMESTAMP_NULL_TOKENS,
@@ -67,18 +70,24 @@ from gpusre.models.ingest.slurm_values import (
 )
 
 __all__ = [
+    "FIELDS_SETTING",
+    "IN_SERVICE_STATES",
     "NODE_STATES",
     "OUT_OF_SERVICE_STATES",
+    "POWER_SAVING_PATTERN",
+    "POWER_SAVING_STATES",
     "REJECT_SCHEMA",
     "SLURM_EVENT_SCHEMA",
     "SlurmEventsFormatError",
     "SlurmEventsParseResult",
+    "check_event_fields",
     "decode_state_raw",
     "is_sinfo_snapshot",
     "normalize_node_state",
     "parse_sinfo_reasons_text",
     "parse_slurm_events_file",
     "parse_slurm_events_text",
+    "power_saving_flag",
 ]
 
 _UTC = pl.Datetime("us", "UTC")
@@ -164,8 +173,32 @@ _PRIORITY: tuple[str, ...] = ("DOWN", "FAIL", "DRAIN", "MAINT", "REBOOT", "ERROR
 #: Every normalized state name.
 NODE_STATES: frozenset[str] = frozenset(v for v in _STATE_WORDS.values() if v not in _FLAG_ONLY)
 #: States in which a node takes no new work (every node event of slurmdbd is one of them or a
-#: not-responding variant of a base state).
-OUT_OF_SERVICE_STATES: frozenset[str] = frozenset(_PRIORITY)
+#: not-responding variant of a base state). ``POWER_DOWN`` is power saving, not an outage: see
+#: :data:`IN_SERVICE_STATES`.
+OUT_OF_SERVICE_STATES: frozenset[str] = frozenset(_PRIORITY) - {"POWER_DOWN"}
+#: States in which the node serves jobs: Slurm schedules it (idle, allocated, mixed, completing, planned
+#: by the backfill scheduler, reserved — a reservation is no outage), or powers it up for a job on
+#: demand (power saving: powered down, powering down or up, cloud). A node event in one of them is no
+#: outage (core.node_states leaves it out) unless the node is also not responding.
+IN_SERVICE_STATES: frozenset[str] = frozenset({
+    "IDLE", "ALLOCATED", "MIXED", "COMPLETING", "PLANNED", "RESERVED", "RESUME", "POWER_DOWN", "POWER_UP", "CLOUD",
+    "PERFCTRS", "BLOCKED", "CANCEL_REBOOT"})
+#: Power-saving states: in service (Slurm resumes the node when a job needs it; README "Node states").
+POWER_SAVING_STATES: frozenset[str] = frozenset({"POWER_DOWN", "POWER_UP"})
+#: A power-saving flag in a printed state (Polars/Rust regex): the long words (``POWERED_DOWN``,
+#: ``POWERING_DOWN``, ``POWER_DOWN``, ``POW_DN``, their ``UP`` forms) and the compact suffixes ``~``
+#: (powered off), ``%`` (powering down), ``!`` (power-down pending) and ``#`` (powering up). Not
+#: ``POWER_DRAIN`` (power down *after* draining: the node is drained, out of service).
+POWER_SAVING_PATTERN = r"(?i)(^|[+\s])POW(ER|ERED|ERING)?_(DOWN|DN|UP)([+\s*~%!#$@^-]|$)|[~%!#]"
+
+
+def power_saving_flag(text: str | None) -> bool:
+    """Does a printed node state carry a power-saving flag?
+
+    >>> [power_saving_flag(t) for t in ("IDLE+POWERED_DOWN", "down~", "IDLE%", "DRAIN", "POWER_DRAIN", None)]
+    [True, True, True, False, False, False]
+    """
+    return bool(text) and re.search(POWER_SAVING_PATTERN, text) is not None
 
 
 def normalize_node_state(text: str) -> tuple[str | None, bool]:
@@ -307,8 +340,37 @@ def _record_lines(text: str) -> pl.DataFrame:
     return frame.filter((pl.col("raw_line").str.strip_chars() != "") & ~pl.col("raw_line").str.starts_with("#"))
 
 
-def _header(first: str, source_file: str) -> tuple[list[str], bool]:
-    """(field keys or '' for ignored columns, trailing delimiter) of a sacctmgr header line."""
+#: The cluster.yaml setting that names the fields of headerless dumps (``sacctmgr -n -P``).
+FIELDS_SETTING = "slurm_events.fields"
+
+
+def _keys_of(names: list[str]) -> list[str]:
+    """Field keys of header names ('' for an ignored column; the first of duplicates wins)."""
+    keys = [_FIELD_KEYS.get(re.sub(r"\s+", "", n).lower(), "") for n in names]
+    seen: set[str] = set()
+    return [k if k and not (k in seen or seen.add(k)) else "" for k in keys]
+
+
+def check_event_fields(fields: Sequence[str]) -> list[str]:
+    """Field keys of ``slurm_events.fields`` (the fields of a headerless dump, in order); ValueError
+    when they cannot place an event (no TimeStart, or no NodeName/ClusterNodes/Event).
+
+    >>> check_event_fields(["Cluster", "NodeName", "TimeStart", "TimeEnd", "State", "Reason", "User"])
+    ['cluster', 'nodename', 'start', 'end', 'state', 'reason', 'user']
+    """
+    names = [str(f) for f in fields]
+    keys = _keys_of(names)
+    if "start" not in keys:
+        raise ValueError(f"fields {names!r} lack TimeStart (or Start)")
+    if not {"nodename", "clusternodes", "event", "eventraw"} & set(keys):
+        raise ValueError(f"fields {names!r} have neither NodeName nor ClusterNodes nor Event")
+    return keys
+
+
+def _header(first: str, source_file: str, fields: Sequence[str] | None = None) -> tuple[list[str], bool, bool]:
+    """(field keys or '' for ignored columns, trailing delimiter, the first line is a header) of a
+    sacctmgr dump. A first line that names no TimeStart is data when ``fields`` (cluster.yaml
+    ``slurm_events.fields``) gives the fields of a headerless ``sacctmgr -n -P`` dump."""
     if "|" not in first:
         if re.search(r"\b(TimeStart|NodeName)\b", first, re.IGNORECASE):
             raise SlurmEventsFormatError(
@@ -318,15 +380,28 @@ def _header(first: str, source_file: str) -> tuple[list[str], bool]:
     trailing = names[-1] == ""
     if trailing:
         names = names[:-1]
-    keys = [_FIELD_KEYS.get(re.sub(r"\s+", "", n).lower(), "") for n in names]
-    seen: set[str] = set()
-    keys = [k if k and not (k in seen or seen.add(k)) else "" for k in keys]  # first occurrence wins
+    keys = _keys_of(names)
     if "start" not in keys:
+        if fields:
+            try:
+                return check_event_fields(fields), False, False
+            except ValueError as exc:
+                raise SlurmEventsFormatError(f"{source_file}: cluster.yaml {FIELDS_SETTING}: {exc}") from None
         raise SlurmEventsFormatError(
-            f"{source_file}: header {names!r} lacks TimeStart (is this 'sacctmgr -P show event' output?)")
+            f"{source_file}: header {names!r} lacks TimeStart (is this 'sacctmgr -P show event' output? "
+            f"for a headerless 'sacctmgr -n -P' dump, list its fields in cluster.yaml {FIELDS_SETTING})")
     if not {"nodename", "clusternodes", "event", "eventraw"} & set(keys):
         raise SlurmEventsFormatError(f"{source_file}: header {names!r} has neither NodeName nor ClusterNodes nor Event")
-    return keys, trailing
+    return keys, trailing, True
+
+
+def _headerless_trailing(lines: pl.DataFrame, n: int) -> bool:
+    """Headerless ``--parsable`` (``-p``) output: most lines carry one more, empty field after the last
+    delimiter than ``--parsable2`` (``-P``) gives (sacct's rule for headerless dumps)."""
+    parts = lines.get_column("raw_line").str.split("|")
+    n_trailing = int(((parts.list.len() == n + 1) & (parts.list.last() == "")).sum())
+    n_exact = int((parts.list.len() == n).sum())
+    return n_trailing > n_exact
 
 
 def _split_fields(
@@ -431,6 +506,17 @@ def _typed_events(
         raw_table, left_on="_stateraw_text", right_on="_key", how="left", maintain_order="left")
     df = _lookup(df, "nodename", _hostlist, {"_node_list": pl.List(pl.String)}, "_node_err")
     df = _lookup(df, "clusternodes", _hostlist, {"_cluster_list": pl.List(pl.String)}, "_cnodes_err")
+    # `sacctmgr show event clusters=all` (or -M a,b): a dump naming several Slurm clusters loads only
+    # cluster.yaml's cluster, as sacct dumps do; the other clusters' nodes may share its node names.
+    df = df.with_columns(_empty_to_null(c("cluster")).str.strip_chars().alias("_cluster_name"))
+    table = (_cluster_rejects(df.select(pl.lit(source_file, pl.String).alias("source_file"),
+                                        c("_cluster_name").alias("cluster")).unique().sort("cluster"), cluster)
+             if "cluster" in present and cluster is not None else None)
+    if table is not None:
+        df = df.join(table.select(pl.col("cluster").alias("_cluster_name"), "_cluster_err"), on="_cluster_name",
+                     how="left", maintain_order="left")
+    else:
+        df = df.with_columns(pl.lit(None, pl.String).alias("_cluster_err"))
 
     event_text = c("event").str.strip_chars().str.to_lowercase()
     event_type = (
@@ -498,6 +584,7 @@ def _typed_events(
         ((c("_event_type") == "node") & c("_node_list").is_null(), pl.lit("node event without NodeName")),
         (c("event").is_not_null() & ~c("event").str.strip_chars().str.to_lowercase().is_in(["node", "cluster", ""]),
          pl.format("unknown Event '{}'", c("event"))),
+        (c("_cluster_err").is_not_null(), c("_cluster_err")),
     ]
     full = lf.with_columns(pl.any_horizontal(cond.fill_null(False) for cond, _ in checks).alias("_bad")).collect()
 
@@ -547,22 +634,31 @@ def _finish(source_file: str, source_format: str, records: pl.DataFrame, rejects
 
 
 def parse_slurm_events_text(
-    text: str, source_file: str, *, timezone: str = "UTC", cluster: str | None = None
+    text: str, source_file: str, *, timezone: str = "UTC", cluster: str | None = None,
+    fields: Sequence[str] | None = None,
 ) -> SlurmEventsParseResult:
-    """Parse ``sacctmgr -P show event`` (or ``--parsable``, trailing ``|``) output with its header line.
+    """Parse ``sacctmgr show event -P`` (or ``--parsable``, trailing ``|``) output with its header line,
+    or without one (``-n``) when ``fields`` names its fields.
 
     Args:
         text: the whole dump. The first non-blank, non-``#`` line is the header; any field order
             and subset with ``TimeStart`` and one of ``NodeName``/``ClusterNodes``/``Event``.
         source_file: stored in every row (path relative to the landing directory).
         timezone: IANA zone of the timestamps (cluster.yaml ``timezone``).
-        cluster: cluster name used when the dump has no (non-empty) Cluster column.
+        cluster: cluster name used when the dump has no (non-empty) Cluster column; in a dump whose
+            Cluster column names several clusters (``sacctmgr show event clusters=all``), the one whose
+            rows load — the other clusters' rows are rejects, and all rows are when none of the names
+            is ``cluster`` (the rule of sacct dumps, :mod:`gpusre.models.sources.sacct.parse`). A dump
+            naming one cluster loads whatever its name. None loads every cluster's rows.
+        fields: the fields of a headerless dump (cluster.yaml ``slurm_events.fields``), used when the
+            first line names no ``TimeStart`` (a dump with a header is read by its header).
 
     Lines with a wrong field count, a malformed or non-existent timestamp, an end before the start,
-    an unknown state, a bad hostlist or a node event without a node are rejects with a reason.
+    an unknown state, a bad hostlist, a node event without a node or another cluster's name are
+    rejects with a reason.
 
     Raises:
-        SlurmEventsFormatError: empty input, fixed-width output, no usable header.
+        SlurmEventsFormatError: empty input, fixed-width output, no usable header (and no ``fields``).
         ValueError: ``timezone`` is not an IANA zone.
     """
     check_timezone(timezone)
@@ -570,9 +666,11 @@ def parse_slurm_events_text(
     lines = _record_lines(text)
     if lines.height == 0:
         raise SlurmEventsFormatError(f"{source_file}: empty sacctmgr event file")
-    keys, trailing = _header(lines.item(0, "raw_line"), source_file)
-    fields, count_rejects = _split_fields(lines.slice(1), keys, trailing, source_file)
-    records, rejects = _typed_events(fields, {k for k in keys if k}, source_file, "sacctmgr", timezone,
+    keys, trailing, has_header = _header(lines.item(0, "raw_line"), source_file, fields)
+    if not has_header:
+        trailing = _headerless_trailing(lines, len(keys))
+    parts, count_rejects = _split_fields(lines.slice(1) if has_header else lines, keys, trailing, source_file)
+    records, rejects = _typed_events(parts, {k for k in keys if k}, source_file, "sacctmgr", timezone,
                                      cluster, None)
     return _finish(source_file, "sacctmgr", records, [count_rejects, rejects], None)
 
@@ -610,7 +708,8 @@ def parse_sinfo_reasons_text(
 
 
 def parse_slurm_events_file(
-    path: Path, source_file: str, *, timezone: str = "UTC", cluster: str | None = None, data: bytes | None = None
+    path: Path, source_file: str, *, timezone: str = "UTC", cluster: str | None = None, data: bytes | None = None,
+    fields: Sequence[str] | None = None,
 ) -> SlurmEventsParseResult:
     """Parse a file of ``landing/slurm_events``: an ``sinfo-*`` snapshot (observed at the time its name
     gives, else the file's mtime: :func:`snapshot_time`) or a sacctmgr dump. Bytes (``data``, else the file's) are decoded as UTF-8, invalid
@@ -620,4 +719,4 @@ def parse_slurm_events_file(
     if is_sinfo_snapshot(path):
         observed = snapshot_time(path, timezone)
         return parse_sinfo_reasons_text(text, source_file, observed_ts=observed, timezone=timezone, cluster=cluster)
-    return parse_slurm_events_text(text, source_file, timezone=timezone, cluster=cluster)
+    return parse_slurm_events_text(text, source_file, timezone=timezone, cluster=cluster, fields=fields)

@@ -39,11 +39,15 @@ def build(inc: Incident) -> Section:
     no_jobs = "sacct" in incident_missing(inc) or (inc.kind == "hw" and n_mart is None)
     users = sorted({j["user"] for j in counted if j["user"]})
     gpus = sum(job_gpus.values())
-    # Faulty GPUs: the PCI addresses of the hardware incident(s), else the gpu label of the incident's alerts.
+    # Faulty GPUs: the PCI addresses of the hardware incident(s), else the gpu label of the incident's alerts
+    # that are about a GPU fault — GPU level (models/catalog/alert_levels.csv) or the root-cause alert. A
+    # symptom carries a gpu label too (DCGMGPUIdleWhileAllocated on every GPU under a dead leaf switch): its
+    # GPUs are not faulty.
     faulty = {f"{n} {g}" for h in inc.hw_incidents for g in (h.get("gpus") or []) for n in (h.get("nodes") or [])[:1]}
     if not faulty:
         faulty = {f"{a['node'] or alert_location(a)} GPU {a['labels_map']['gpu']}" for a in inc.safe("alerts", [])
-                  if a["in_incident"] and a["labels_map"].get("gpu") not in (None, "")}
+                  if a["in_incident"] and a["labels_map"].get("gpu") not in (None, "")
+                  and (a.get("level") == "gpu" or a.get("is_root"))}
     faulty_text = f" ({truncate(', '.join(sorted(faulty)), 60)})" if faulty else ""
     sec.lead = (f"{plural(len(inc.anchor_nodes), 'node')}"
                 + (f" ({truncate(nodes_text(inc.anchor_nodes), 40)})" if inc.anchor_nodes else "")

@@ -68,7 +68,10 @@ def build(inc: Incident) -> Section:
     if no_states:
         pass
     elif is_number(rep.get("hours_to_repair")):
-        parts.append(f"every node was back in service {span_hours(rep['hours_to_repair'])} after the first evidence"
+        # No drain linked: the nodes never left service; the repair end is their recovery, said as such.
+        parts.append((f"its nodes recovered {span_hours(rep['hours_to_repair'])} after the first evidence, by {source}"
+                      if source else
+                      f"every node was back in service {span_hours(rep['hours_to_repair'])} after the first evidence")
                      + (f" (median {span_hours(med['mttr_hours_p50'])}, p90 {span_hours(med.get('mttr_hours_p90'))})"
                         if is_number(med.get("mttr_hours_p50")) else ""))
     elif state == "ongoing":

@@ -30,6 +30,17 @@ from gpusre.reports.kit.labels import cause_label, component_label
 from gpusre.reports.kit.section import Section, SectionSpec
 
 
+def ongoing(inc: Incident) -> bool:
+    """An alert incident with an alert still firing at the end of the alert data (the mart's
+    ``ongoing``; a warehouse built before that column: an incident alert without an end)."""
+    if inc.kind != "alert":
+        return False
+    flag = inc.row.get("ongoing")
+    if flag is not None:
+        return bool(flag)
+    return any(a["in_incident"] and a["ends_at"] is None for a in inc.safe("alerts", []))
+
+
 def build(inc: Incident) -> Section:
     sec = Section("summary", "Summary", template="cards")
     r = inc.row
@@ -47,8 +58,19 @@ def build(inc: Incident) -> Section:
             if inc.hw_incidents else ""
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
                   f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
-        sec.lead = (f"Alert incident {inc.id} started {when_text(inc.start)} on {where} and lasted {fmt_span(dur)}: "
-                    f"{plural(r.get('n_alerts'), 'alert')}, root-cause candidate {what_text(inc)}{hw}; {impact}.")
+        if ongoing(inc):
+            # Still firing: no duration (the alerts have no end), the end of the alert data instead.
+            firing = r.get("firing_alerts")
+            firing = firing if firing is not None else sum(1 for a in inc.safe("alerts", [])
+                                                           if a["in_incident"] and a["ends_at"] is None)
+            span = (f"is ongoing since {when_text(inc.start)} (still firing at the end of the alert data, "
+                    f"{when_text(inc.end)})" if inc.end > inc.start else
+                    f"is ongoing since {when_text(inc.start)} (still firing at the end of the alert data)")
+            sec.lead = (f"Alert incident {inc.id} on {where} {span}: {plural(r.get('n_alerts'), 'alert')} "
+                        f"({fmt_int(firing)} still firing), root-cause candidate {what_text(inc)}{hw}; {impact}.")
+        else:
+            sec.lead = (f"Alert incident {inc.id} started {when_text(inc.start)} on {where} and lasted {fmt_span(dur)}: "
+                        f"{plural(r.get('n_alerts'), 'alert')}, root-cause candidate {what_text(inc)}{hw}; {impact}.")
     else:
         jobs, lost = r.get("affected_jobs"), r.get("lost_gpu_hours")
         # One recovery value per report: the repair record's (first evidence to the last node back in
@@ -59,6 +81,10 @@ def build(inc: Incident) -> Section:
             rec = (f"; {NOT_LOADED['slurm_events']}: repair time estimated from "
                    f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
                    f"{span_hours(rep0['hours_to_repair'])} after the first evidence")
+        elif rep0 and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
+            # no drain linked: the nodes never left service, they recovered (links back ACTIVE, ...)
+            rec = (f"; its nodes recovered {span_hours(rep0['hours_to_repair'])} after the first evidence, by "
+                   f"{REPAIR_SOURCE_TEXT[str(rep0['repair_source'])]}")
         elif rep0 and is_number(rep0.get("hours_to_repair")):
             rec = f"; every node was back in service {span_hours(rep0['hours_to_repair'])} after the first evidence"
         elif is_number(r.get("hours_to_recovery")):
@@ -77,8 +103,9 @@ def build(inc: Incident) -> Section:
     cards = [
         {"label": "Incident", "value": "Alert incident" if inc.kind == "alert" else "Hardware incident",
          "sub": inc.id, "tone": ""},
-        {"label": "Started", "value": as_utc(inc.start).strftime("%m-%d %H:%M:%S"), "sub": f"UTC · lasted {fmt_span(dur)}",
-         "tone": ""},
+        {"label": "Started", "value": as_utc(inc.start).strftime("%m-%d %H:%M:%S"),
+         "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}",
+         "tone": "bad" if ongoing(inc) else ""},
         {"label": "Nodes", "value": fmt_int(len(inc.anchor_nodes)), "sub": truncate(nodes_text(inc.anchor_nodes), 34),
          "tone": ""},
         {"label": "Jobs killed", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else

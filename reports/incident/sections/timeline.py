@@ -146,8 +146,13 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         last = max(member_alerts, key=lambda a: a["ends_at"])
         out.append((last["ends_at"], f"last alert resolved ({last['alertname']} on {alert_location(last)})"))
     elif member_alerts:
-        out.append((max(a["starts_at"] for a in member_alerts),
-                    f"{sum(1 for a in member_alerts if not a['ends_at'])} of the incident's alerts still firing"))
+        # An ongoing incident: its alerts are still firing when the alert data ends (the mart's end_ts).
+        firing = sum(1 for a in member_alerts if not a["ends_at"])
+        last_start = max(a["starts_at"] for a in member_alerts)
+        as_of = inc.end if inc.kind == "alert" and inc.row.get("ongoing") and inc.end >= last_start else None
+        out.append((as_of or last_start,
+                    f"end of the alert data: {firing} of the incident's alerts still firing (ongoing)" if as_of else
+                    f"{firing} of the incident's alerts still firing"))
     for j in inc.safe("failed_jobs", []):
         if j["instance_no"] and j["end_ts"]:
             out.append((j["end_ts"], f"job {j['job_id']} instance #{j['instance_no']} ({truncate(j['name'], 40)}, "
@@ -191,7 +196,8 @@ def build(inc: Incident) -> Section:
             + (f"; it began with the {first[1].split(':', 1)[0]} at {as_utc(first[0]).strftime('%H:%M:%S')}." if first
                else "."))
     sec.lead = take
-    spans = [(inc.start, inc.end, WINDOW_COLOUR, "incident window")]
+    spans = [(inc.start, inc.end, WINDOW_COLOUR,
+              "incident window (ongoing: to the end of the alert data)" if inc.row.get("ongoing") else "incident window")]
     marks = []
     if inc.drain_start and inc.w0 <= inc.drain_start <= inc.w1:
         marks.append((inc.drain_start, "#6d1b1b", "drained"))

@@ -35,7 +35,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.no_data = reason
         return sec
     first, last = alert_window(meta)
-    rows = query_rows(con, """SELECT day, notifications, alerts, incidents, compression_ratio, flood_episodes
+    rows = query_rows(con, """SELECT day, notifications, deliveries, alerts, incidents, compression_ratio, flood_episodes
                          FROM marts.alert_daily WHERE day BETWEEN ? AND ? ORDER BY day""", [first, last])
     span = query_rows(con, "SELECT min(day) AS a, max(day) AS b FROM marts.alert_daily")[0]
     if not rows:
@@ -70,9 +70,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         lead = f"No alert started on {d}; {context}."
     else:
         n_floods = night["flood_episodes"] or 0
-        lead = (f"On {d}, {plural(night['notifications'], 'notification')} carried "
-                f"{plural(night['alerts'], 'alert')} "
-                f"that started {plural(night['incidents'], 'incident')}"
+        received = (f"{plural(night['notifications'], 'alert notification')} arrived"
+                    + (f" in {plural(night['deliveries'], 'webhook delivery', 'webhook deliveries')}"
+                       if night.get("deliveries") is not None else "")
+                    if night["notifications"] is not None else "the notifications received are unknown")
+        lead = (f"On {d}, {received}; {plural(night['alerts'], 'alert')} started and "
+                f"{plural(night['incidents'], 'incident')} began"
                 + (f", {ratio_text(night['compression_ratio'])} alerts per incident" if night["compression_ratio"] else "")
                 + (f" ({ratio_text(w_ratio)} over the {len(days)} days {window})" if w_ratio else ""))
         if floods:
@@ -123,7 +126,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                   Cell(fmt_int(r["incidents"])), Cell(ratio_text(r["compression_ratio"])),
                                   Cell(fmt_int(r["flood_episodes"]))] if r else [Cell(MISSING)] * 5)
          for x, r in zip(reversed(days), recent)],
-        caption=f"{window}, newest first (UTC days). Notifications: webhook deliveries, repeats included; "
+        caption=f"{window}, newest first (UTC days). Notifications: alert entries of the webhook payloads received "
+                "that day (every alert of every delivery: repeats, resolves and other receivers included; the day of "
+                "the receiver's timestamp, else the date the file is named for), whatever day the alerts started; "
                 "alerts: distinct alert occurrences that started that day; incidents: alert incidents that started "
                 "that day.",
     ))

@@ -157,7 +157,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                     f"silencing\u201d), then the {_TOP_N_RULES} flapping rules with the most alerts. Series: distinct "
                     "label sets (fingerprints). Precision: share of its alerts in incidents with a hardware incident "
                     "or killed jobs. Flap days: (series, day) pairs with repeated fire/resolve cycles; on flap days: "
-                    "share of its alerts fired on one.",
+                    "share of its alerts fired on one. A rule is judged only once it fired in "
+                    "alerts.clustering.min_incidents (default 3) alert incidents outside maintenance: one event, "
+                    "however many alerts it fired (a maintenance that took 8 nodes down), is too few to call a "
+                    "rule noise.",
         ))
     if uncovered:
         shown = uncovered[:_TOP_N_UNCOVERED]

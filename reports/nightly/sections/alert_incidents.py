@@ -42,7 +42,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                 count(*) FILTER (WHERE hw_incident_id IS NOT NULL) AS hw,
                                 count(*) FILTER (WHERE n_jobs_killed > 0) AS killing,
                                 coalesce(sum(n_jobs_killed), 0) AS jobs, coalesce(sum(lost_gpu_hours), 0) AS lost,
-                                count(*) FILTER (WHERE n_jobs_killed IS NULL) AS unknown
+                                count(*) FILTER (WHERE n_jobs_killed IS NULL) AS unknown,
+                                count(*) FILTER (WHERE ongoing) AS ongoing
                          FROM marts.alert_incidents WHERE {on_day}""", params)[0]
     if not agg["n"]:
         first, last = alert_window(meta)
@@ -55,7 +56,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         con, "SELECT scope, incidents AS n, alerts, alerts_per_incident, in_flood AS flood, with_hw_incident AS hw, "
              "jobs_killed AS jobs, lost_gpu_hours AS lost FROM marts.alert_incident_scopes WHERE day = ? "
              "ORDER BY incidents DESC, alerts DESC, scope", [meta.report_date])
-    rows = query_rows(con, f"""SELECT incident_id, start_ts, end_ts, n_alerts, n_nodes, nodes, root_cause_candidate,
+    rows = query_rows(con, f"""SELECT incident_id, start_ts, end_ts, ongoing, n_alerts, n_nodes, nodes, root_cause_candidate,
                                  root_cause_reason, alertnames, hw_incident_id, scope, in_flood, n_jobs_killed,
                                  lost_gpu_hours
                           FROM marts.alert_incidents WHERE {on_day}
@@ -79,6 +80,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                     f"({gpuh(agg['lost'])} GPU-h lost)." if agg["killing"] else " and none killed a job."))
     else:
         lead += f"; jobs killed: {UNKNOWN_NO_ACCOUNTING}." if no_jobs else "."
+    if agg["ongoing"]:
+        lead += (f" {fmt_int(agg['ongoing'])} of them {'is' if agg['ongoing'] == 1 else 'are'} ongoing: an alert "
+                 "still firing at the end of the alert data.")
     sec.lead = lead
 
     def cand(r: dict[str, Any]) -> Cell:
@@ -97,17 +101,19 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          Column("HW incident", nowrap=True), Column("Jobs killed", True), Column("Lost GPU-h", True)],
         [[Cell(str(r["incident_id"]), mono=True), Cell(utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
           Cell(fmt_int(r["n_alerts"])), nodes(r),
-          Cell(scope_label(r["scope"]) + (", flood" if r["in_flood"] else "")), cand(r),
+          Cell(scope_label(r["scope"]) + (", flood" if r["in_flood"] else "") + (", ongoing" if r["ongoing"] else "")),
+          cand(r),
           Cell(str(r["hw_incident_id"]) if r["hw_incident_id"] else MISSING, mono=bool(r["hw_incident_id"])),
           _impact(r["n_jobs_killed"], fmt_int), _impact(r["lost_gpu_hours"], fmt_num)] for r in rows],
         caption=(f"Top {len(rows)} of {fmt_int(n)}" if n > len(rows) else f"All {fmt_int(n)}")
                 + f" alert incidents that started on {d}, most alerts first (hover over a node count for the nodes). "
                   "Root-cause candidate: the alert matched to a hardware incident, else the earliest at the most "
-                  "upstream level (fabric > storage > node > GPU). Jobs killed: jobs with a run (requeued runs included) "
+                  "upstream level (fabric > storage > node > GPU > Slurm's reaction). Jobs killed: jobs with a run (requeued runs included) "
                   "that ended FAILED / NODE_FAIL on its nodes from "
                   "15 min before its start to 5 min after its last alert, unless attributed to the user"
                 + (f" ({UNKNOWN_NO_ACCOUNTING})" if no_jobs else "") + ". "
-                  "\u201cflood\u201d: an alert began inside a flood episode.",
+                  "\u201cflood\u201d: an alert began inside a flood episode; \u201congoing\u201d: an alert of it "
+                  "was still firing at the end of the alert data.",
     ))
     sec.add(Table(
         [Column("Scope"), Column("Incidents", True), Column("Alerts", True), Column("Alerts per incident", True),
@@ -117,7 +123,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(ratio_text(r["alerts_per_incident"])), Cell(fmt_int(r["flood"])), Cell(fmt_int(r["hw"])),
           _impact(r["jobs"], fmt_int), _impact(r["lost"], fmt_num)] for r in scopes],
         caption=f"Alert incidents of {d} by scope: node (one node), rack / leaf switch (nodes of one rack / under one "
-                "leaf switch, or a switch alert), storage (a file-system alert), cluster (several racks, or no node).",
+                "leaf switch, or a switch alert), storage (a file-system alert), cluster (nodes in several racks), "
+                "several nodes (cluster.yaml gives no rack for them), "
+                "fabric (a fabric alert on no node, e.g. a subnet manager), service (no node: a service or a host "
+                "outside the node list).",
     ))
     warehouse = meta.warehouse_label or "WAREHOUSE"
     sec.notes.append(f"A retrospective (timeline, evidence, blast radius, similar incidents) of any of them: "

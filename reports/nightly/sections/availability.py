@@ -1,15 +1,17 @@
 """Nightly report section "Node availability" (``#availability``).
 
-Reads marts.node_availability_daily; formats, computes nothing."""
+Reads marts.node_availability_daily (observed node-days only: the days and hours the node_availability
+SLI reads) and marts.data_freshness (where the node-state history ends); formats, computes nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import duckdb
 
+from gpusre.reports.coverage import history_ends_early
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_date,
@@ -20,10 +22,12 @@ from gpusre.reports.kit.formatting import (
     period_text,
     plural,
     share,
+    utc_date,
+    utc_hm,
 )
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import NightlyMeta, node_state_history
 
 _HEATMAP_DAYS = 14
@@ -44,6 +48,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if reason:
         sec.no_data = reason
         return sec
+    warning = history_ends_early(con)
+    warning = f"Data warning: {warning}" if warning else None
+    if warning:
+        sec.notes.append(warning)
     last = meta.report_date
     first = last - timedelta(days=_HEATMAP_DAYS - 1)
     rows = query_rows(con, """SELECT day, node, coalesce(observed_hours, 0) AS obs, coalesce(in_service_hours, 0) AS ins,
@@ -54,7 +62,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if not rows:
         span = query_rows(con, "SELECT min(day) AS a, max(day) AS b FROM marts.node_availability_daily")[0]
         sec.no_data = (f"{NO_DATA}: marts.node_availability_daily has no rows for {fmt_date(first)} … {d} "
-                       f"(it covers {period_text(fmt_date(span['a']), fmt_date(span['b']))}).")
+                       f"(it covers {period_text(fmt_date(span['a']), fmt_date(span['b']))})."
+                       + (f" {warning}" if warning else ""))
         return sec
     # A history shorter than the window starts the map at its first day instead of with empty columns;
     # days missing at the end (report date past the last dump) stay visible as "no data".
@@ -81,11 +90,14 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     night_avail = share(night["ins"], night["obs"])
     order = sorted(per_node, key=lambda k: (-per_node[k]["down"], k))
     down_nodes = [k for k in order if per_node[k]["down"] > 0]
-    window = period_text(fmt_date(days[0]), fmt_date(days[-1]))
+    # The days with rows: the mart holds observed node-days only (a day after the node-state history
+    # ended has none), so the share is over the days and hours the node-availability SLI reads.
+    observed = sorted({r["day"] for r in rows})
+    window = period_text(fmt_date(observed[0]), fmt_date(observed[-1]))
     # Not the node-availability SLI (which leaves planned maintenance out of both sides): named apart.
     lead = (f"In-service share of node-hours (planned maintenance counts as out of service here; the "
             f"node-availability SLO leaves it out) was {fmt_pct(avail, 2)} over the "
-            f"{plural(len(days), 'day')} {window} and "
+            f"{plural(len(observed), 'day')} {window} and "
             + (f"{fmt_pct(night_avail, 2)} on {d}" if night_avail is not None else f"unknown on {d} (no data)"))
     if down_nodes:
         w = per_node[down_nodes[0]]
