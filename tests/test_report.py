@@ -1203,3 +1203,21 @@ def test_without_accounting_the_report_day_follows_the_node_logs(tmp_path: Path)
     # The logs end just after midnight: the last complete day is the 29th, not today.
     assert ctx["meta"]["report_date"] == fmt_date(date(2026, 10, 29))
     con.close()
+
+
+def test_log_axis_labels_are_plain_numbers_and_a_one_day_line_shows_its_points() -> None:
+    """Queue waits of 3.5–27 min span less than a decade: matplotlib labelled the minor ticks "4×10⁰",
+    "6×10⁰", "2×10¹" — on a screen in a meeting they read as plain 4, 6, 20. A utilization chart of one
+    day drew lines of one point (nothing visible): its points are marked."""
+    import re
+    from datetime import date as _date
+
+    from gpusre.reports.kit import charts
+
+    svg = charts.quantile_chart([("2-8", 3.5, 6.5, 9.6, 10.0), ("9-64", 5.0, 22.5, 26.5, 26.9)], "Queue wait", "min")
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert {"4", "6", "10", "20"} <= set(labels), labels
+    assert not any("10^" in t or "\\times" in t or "×" in t for t in labels)
+    one_day = charts.utilization_chart([_date(2026, 11, 17)], [3072.0], [1324.0], 0.431, "Utilization")
+    week = charts.utilization_chart([_date(2026, 11, d) for d in range(1, 16)], [3072.0] * 15, [1324.0] * 15, 0.431, "U")
+    assert one_day.count("<use ") > week.count("<use ")  # the markers of the short series

@@ -28,7 +28,7 @@ from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator, PercentFormatter
 
 __all__ = [
     "STATE_COLOURS",
@@ -327,6 +327,8 @@ def quantile_chart(rows: Sequence[tuple[str, float | None, float | None, float |
                        facecolor="white" if name == "max" else _INK, zorder=3, label=name)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    # Matplotlib labels the minor ticks of an axis spanning less than a decade as "6×10⁰": plain numbers.
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
     ax.set_xticks(xs, [_bucket_label(r[0]) for r in rows])
     ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("GPUs per job (size bucket)")
@@ -372,8 +374,10 @@ def utilization_chart(days: Sequence[date], capacity: Sequence[float], allocated
     """Daily allocated vs capacity GPU-hours (lines), with mean allocation as a dashed reference."""
     fig, ax = _new(10, 3.3)
     ax.fill_between(days, allocated, color="#1e88e5", alpha=0.15, linewidth=0)
-    ax.plot(days, capacity, color=_INK, linewidth=1.6, label="capacity")
-    ax.plot(days, allocated, color="#1e88e5", linewidth=2.0, label="allocated")
+    # A line of one or two days shows nothing without its points (a short trace, a first week).
+    pts = {"marker": "o", "markersize": 5} if len(days) <= 7 else {}
+    ax.plot(days, capacity, color=_INK, linewidth=1.6, label="capacity", **pts)
+    ax.plot(days, allocated, color="#1e88e5", linewidth=2.0, label="allocated", **pts)
     if mean_utilization is not None and not math.isnan(mean_utilization) and allocated:
         mean_alloc = sum(a or 0.0 for a in allocated) / len(allocated)
         ax.axhline(mean_alloc, color="#e65100", linestyle="--", linewidth=1.4,
