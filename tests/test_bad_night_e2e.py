@@ -96,3 +96,11 @@ def test_lost_gpu_hours_are_what_goodput_charges(con: duckdb.DuckDBPyConnection)
     assert (lost, restart) == (pytest.approx(40.0), pytest.approx(64 * 5 / 60))
     total = con.sql("SELECT sum(lost_gpu_hours) FROM marts.hw_incidents").fetchall()[0][0]
     assert total == pytest.approx(lost + restart)  # 45.33, not 46.67
+
+
+def test_the_job_slo_counts_the_killed_run_slurm_requeued(con: duckdb.DuckDBPyConnection) -> None:
+    """2026-11-18: 7 GPU jobs ended plus job 2001's first run, which the GPU fault killed before Slurm
+    requeued it; 2004 (leaf02) and 2001#1 were killed by the infrastructure: 6 good runs of 8 (the SLI
+    read 6 of 7, a success for the 64-GPU run the fault killed)."""
+    assert con.sql("SELECT good, total FROM marts.slo_daily WHERE sli = 'job_infra_success' "
+                   "AND day = DATE '2026-11-18'").fetchall() == [(6.0, 8.0)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 import pytest
@@ -112,3 +112,20 @@ def test_fallback_downtime_ends_at_the_repair_and_counts_overlaps_once() -> None
     down = _down_node_hours_daily(incidents, d(3, 0))
     assert down["day"].to_list() == [date(2026, 12, 1), date(2026, 12, 2)]
     assert down["down_node_hours"].to_list() == pytest.approx([4 + 2 / 60 + 2 / 60, 12.0])
+
+
+def test_a_requeued_run_killed_by_the_infrastructure_is_a_failed_run() -> None:
+    """Job 3's earlier run (instance 1) died of a node failure on day 2 and Slurm requeued it; the job
+    later failed by the user. Job 4's earlier run failed by its user. Day 2 then has 3 runs, 1 killed by
+    the infrastructure: 2 good of 3 (it read 1 of 1 while only final runs counted)."""
+    args = inputs()
+    earlier = pl.DataFrame({"job_id": ["3", "4"], "instance_no": [1, 1],
+                            "start_ts": [T0 + timedelta(days=1, hours=1)] * 2,
+                            "end_ts": [T0 + timedelta(days=1, hours=2)] * 2},
+                           schema={"job_id": pl.String, "instance_no": pl.Int32, "start_ts": TS, "end_ts": TS})
+    attr = pl.DataFrame({"job_id": ["3", "4"], "instance_no": [1, 1], "attribution": ["infrastructure", "user"]},
+                        schema={"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
+    c = daily_sli_counts(**args, earlier_runs=earlier, earlier_attribution=attr)
+    get = {(r["sli"], r["day"]): (r["good"], r["total"]) for r in c.iter_rows(named=True)}
+    assert get[("job_infra_success", D[1])] == (2, 3)
+    assert get[("job_infra_success", D[0])] == (1, 2)  # unchanged

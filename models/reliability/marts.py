@@ -304,8 +304,10 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings),
                                        includes_queue_wait=settings.ettr_includes_queue_wait,
                                        measured=slo_runs if slo_runs.height else runs_mart.filter(~pl.col("ongoing")))
+    # Every run counts in job_infra_success: the earlier runs Slurm requeued with their own attribution.
+    earlier = inputs.instances.filter(~pl.col("is_latest")).select("job_id", "instance_no", "start_ts", "end_ts")
     slo = slo_daily(jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart, goodput=goodput,
-                    **slo_args)
+                    earlier_runs=earlier, earlier_attribution=inputs.instance_attribution, **slo_args)
     return {
         "mtbf": mtbf,
         "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(

@@ -6,7 +6,7 @@ Every SLI is a ratio of good to total events per UTC day, so budgets add up over
 SLI                 good                                                      total
 ==================  ========================================================  =======================================
 node_availability   scheduled node-hours − unplanned down node-hours           node-hours − planned maintenance
-job_infra_success   GPU jobs that ended that day not killed by the infra       GPU jobs that ended that day
+job_infra_success   GPU job runs that ended that day not killed by the infra   GPU job runs that ended that day
 ettr_large_runs     productive seconds of runs ≥ N GPUs that ended that day    their wall-clock seconds
 goodput             productive GPU-hours                                       capacity GPU-hours
 ==================  ========================================================  =======================================
@@ -29,6 +29,7 @@ import polars as pl
 
 from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT, ettr_definition
+from gpusre.models.vocabulary import RUN_KEY_SEP
 
 __all__ = ["SloTarget", "SLO_DAILY_SCHEMA", "daily_sli_counts", "slo_daily"]
 
@@ -41,7 +42,9 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {
     "node_availability": "Node-hours in service / scheduled node-hours (planned maintenance excluded).",
-    "job_infra_success": "GPU jobs that ended that day not killed by the infrastructure / GPU jobs that ended.",
+    "job_infra_success": ("GPU job runs that ended that day not killed by the infrastructure / GPU job runs that "
+                          "ended (a job's final run, and the earlier runs Slurm requeued: a run killed by a node "
+                          "failure is a failure even when the job completed after its requeue)."),
     "goodput": "Productive GPU-hours / capacity GPU-hours.",
 }
 
@@ -70,7 +73,9 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                      goodput: pl.DataFrame, ettr_min_run_gpus: int, t0: datetime, t1: datetime,
                      availability: pl.DataFrame | None = None,
                      ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT,
-                     estimate_availability: bool = True, job_slis: bool = True) -> pl.DataFrame:
+                     estimate_availability: bool = True, job_slis: bool = True,
+                     earlier_runs: pl.DataFrame | None = None,
+                     earlier_attribution: pl.DataFrame | None = None) -> pl.DataFrame:
     """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI.
 
     ETTR rows also carry ``ettr`` (productive / wall-clock) and ``ettr_excl_queue`` (productive /
@@ -83,7 +88,10 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
     ``node_states`` or ``incidents`` (estimated from hardware incidents) on node-availability rows,
     ``sacct`` on the job SLIs. Without node logs (``estimate_availability`` False) there is no
     incident to estimate from: those days have no node-availability row (unknown, not 100 %).
-    Without accounting (``job_slis`` False) the job SLIs have no rows.
+    Without accounting (``job_slis`` False) the job SLIs have no rows. ``earlier_runs`` (``job_id``,
+    ``instance_no``, ``start_ts``, ``end_ts``: the started instances ``core.jobs`` does not show) and
+    ``earlier_attribution`` (``job_id``, ``instance_no``, ``attribution``) add a requeued job's earlier
+    runs to ``job_infra_success``: every run counts, as in the job marts.
 
     Every day's hours are the part of it inside ``[t0, t1)`` (the observation span: the accounting's
     first to last moment), at the first day as at the last.
@@ -109,7 +117,16 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
     if not job_slis:
         return avail.with_columns(pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
     infra = job_attribution.filter(pl.col("attribution") == "infrastructure").select("job_id", pl.lit(1).alias("_bad"))
-    ended = (jobs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
+    all_runs = jobs.select("job_id", "start_ts", "end_ts")
+    if earlier_runs is not None and earlier_runs.height:
+        key = (pl.col("job_id").cast(pl.String) + RUN_KEY_SEP + pl.col("instance_no").cast(pl.String)).alias("job_id")
+        all_runs = pl.concat([all_runs.with_columns(pl.col("job_id").cast(pl.String)),
+                              earlier_runs.select(key, "start_ts", "end_ts")], how="vertical_relaxed")
+        if earlier_attribution is not None and earlier_attribution.height:
+            infra = pl.concat([infra.with_columns(pl.col("job_id").cast(pl.String)),
+                               earlier_attribution.filter(pl.col("attribution") == "infrastructure")
+                               .select(key, pl.lit(1).alias("_bad"))], how="vertical_relaxed")
+    ended = (all_runs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
              .join(infra, on="job_id", how="left")
              .group_by(pl.col("end_ts").dt.date().alias("day"))
              .agg(pl.len().cast(pl.Float64).alias("total"), pl.col("_bad").fill_null(0).sum().cast(pl.Float64).alias("bad")))
