@@ -26,7 +26,7 @@ from gpusre.models.reliability.repair_times import node_outages
 from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
 from gpusre.models.reliability.training_runs import RunRules, infra_interruption_losses, run_mates
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
-from gpusre.models.vocabulary import RUN_KEY_SEP
+from gpusre.models.vocabulary import run_key
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import reliability_settings
@@ -161,12 +161,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         taxonomy = pl.concat([failure_taxonomy(incidents, killed, p, accounting=accounting) for p in ("all", "month")],
                              how="vertical")
         # Every run counts: a NODE_FAIL that killed a run Slurm requeued is a failure of the node.
-        run_keyed = pl.col("job_id") + RUN_KEY_SEP + pl.col("instance_no").cast(pl.String)
         suspect_runs = pl.concat([jobs.select("job_id", "state", "end_ts", "nodes"),
-                                  earlier.select(run_keyed.alias("job_id"), "state", "end_ts", "nodes")],
-                                 how="vertical_relaxed")
+                                  earlier.select(run_key(), "state", "end_ts", "nodes")], how="vertical_relaxed")
         suspect_attr = pl.concat([attribution.select("job_id", "attribution"),
-                                  instance_attr.select(run_keyed.alias("job_id"), "attribution")], how="vertical_relaxed")
+                                  instance_attr.select(run_key(), "attribution")], how="vertical_relaxed")
         suspects = (suspect_nodes(events, suspect_attr, suspect_runs, as_of=as_of, fleet=config.node_names or None,
                                   accounting=accounting)
                     if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))

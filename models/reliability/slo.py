@@ -29,7 +29,7 @@ import polars as pl
 
 from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT, ettr_definition
-from gpusre.models.vocabulary import RUN_KEY_SEP
+from gpusre.models.vocabulary import run_key
 
 __all__ = ["SloTarget", "SLO_DAILY_SCHEMA", "daily_sli_counts", "slo_daily"]
 
@@ -119,13 +119,12 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
     infra = job_attribution.filter(pl.col("attribution") == "infrastructure").select("job_id", pl.lit(1).alias("_bad"))
     all_runs = jobs.select("job_id", "start_ts", "end_ts")
     if earlier_runs is not None and earlier_runs.height:
-        key = (pl.col("job_id").cast(pl.String) + RUN_KEY_SEP + pl.col("instance_no").cast(pl.String)).alias("job_id")
         all_runs = pl.concat([all_runs.with_columns(pl.col("job_id").cast(pl.String)),
-                              earlier_runs.select(key, "start_ts", "end_ts")], how="vertical_relaxed")
+                              earlier_runs.select(run_key(), "start_ts", "end_ts")], how="vertical_relaxed")
         if earlier_attribution is not None and earlier_attribution.height:
             infra = pl.concat([infra.with_columns(pl.col("job_id").cast(pl.String)),
                                earlier_attribution.filter(pl.col("attribution") == "infrastructure")
-                               .select(key, pl.lit(1).alias("_bad"))], how="vertical_relaxed")
+                               .select(run_key(), pl.lit(1).alias("_bad"))], how="vertical_relaxed")
     ended = (all_runs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
              .join(infra, on="job_id", how="left")
              .group_by(pl.col("end_ts").dt.date().alias("day"))

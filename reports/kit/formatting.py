@@ -16,6 +16,7 @@ from gpusre.models.ingest.hostlist import compress_hostlist
 
 __all__ = [
     "MISSING",
+    "or_unknown",
     "fmt_int",
     "fmt_num",
     "fmt_pct",
@@ -228,3 +229,9 @@ def fmt_span(seconds: float | None) -> str:
 def span_hours(h: float | None) -> str:
     """A duration given in hours, formatted by :func:`fmt_span`: 0.02 -> '1 min', 37.5 -> '37.5 h'."""
     return MISSING if not is_number(h) else fmt_span(float(h) * 3600)  # type: ignore[arg-type]
+
+
+def or_unknown(value: Any, fmt: Callable[[Any], str]) -> str:
+    """``fmt(value)``, or "unknown" for a mart's NULL that means unknown (job impact without Slurm
+    accounting), never 0 or a dash."""
+    return "unknown" if value is None else fmt(value)

@@ -17,6 +17,7 @@ from gpusre.reports.kit.formatting import (
     fmt_num,
     gpuh,
     nodes_text,
+    or_unknown,
     plural,
     ratio_text,
     truncate,
@@ -104,7 +105,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(scope_label(r["scope"]) + (", flood" if r["in_flood"] else "") + (", ongoing" if r["ongoing"] else "")),
           cand(r),
           Cell(str(r["hw_incident_id"]) if r["hw_incident_id"] else MISSING, mono=bool(r["hw_incident_id"])),
-          _impact(r["n_jobs_killed"], fmt_int), _impact(r["lost_gpu_hours"], fmt_num)] for r in rows],
+          Cell(or_unknown(r["n_jobs_killed"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num))] for r in rows],
         caption=(f"Top {len(rows)} of {fmt_int(n)}" if n > len(rows) else f"All {fmt_int(n)}")
                 + f" alert incidents that started on {d}, most alerts first (hover over a node count for the nodes). "
                   "Root-cause candidate: the alert matched to a hardware incident, else the earliest at the most "
@@ -121,7 +122,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          Column("Lost GPU-h", True)],
         [[Cell(scope_label(r["scope"])), Cell(fmt_int(r["n"])), Cell(fmt_int(r["alerts"])),
           Cell(ratio_text(r["alerts_per_incident"])), Cell(fmt_int(r["flood"])), Cell(fmt_int(r["hw"])),
-          _impact(r["jobs"], fmt_int), _impact(r["lost"], fmt_num)] for r in scopes],
+          Cell(or_unknown(r["jobs"], fmt_int)), Cell(or_unknown(r["lost"], fmt_num))] for r in scopes],
         caption=f"Alert incidents of {d} by scope: node (one node), rack / leaf switch (nodes of one rack / under one "
                 "leaf switch, or a switch alert), storage (a file-system alert), cluster (nodes in several racks), "
                 "several nodes (cluster.yaml gives no rack for them), "
@@ -132,11 +133,6 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec.notes.append(f"A retrospective (timeline, evidence, blast radius, similar incidents) of any of them: "
                 f"`gpusre report incident {top['incident_id']} --warehouse {warehouse} --out DIR`.")
     return sec
-
-
-def _impact(value: Any, fmt: Any) -> Cell:
-    """A job-impact cell: "unknown" for the marts' NULL (no Slurm accounting), never 0."""
-    return Cell("unknown" if value is None else fmt(value))
 
 
 SECTION = SectionSpec("alert_incidents", "Alert incidents by size", build)

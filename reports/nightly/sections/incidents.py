@@ -17,6 +17,7 @@ from gpusre.reports.kit.formatting import (
     fmt_pct,
     gpuh,
     nodes_text,
+    or_unknown,
     plural,
     span_hours,
     truncate,
@@ -91,8 +92,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
           cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])),
-          Cell("unknown" if r["affected_jobs"] is None else fmt_int(r["affected_jobs"])),
-          Cell("unknown" if r["lost_gpu_hours"] is None else fmt_num(r["lost_gpu_hours"])),
+          Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num)),
           Cell(_recovery_text(r))] for r in rows],
         caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
                 "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Jobs again: "
