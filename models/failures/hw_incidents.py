@@ -455,12 +455,13 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
         span_islands(["_nkey", "component"], window).alias("_blk"))
     it = it.with_columns(pl.col("_item").min().over("_nkey", "component", "_blk").alias("_root"))
     edges = [it.select(pl.col("_item").alias("_a"), pl.col("_root").alias("_b"))]
-    wide = (pl.col("_item").is_in(wide_items["_item"].implode()) if wide_items is not None and wide_items.height
-            else pl.lit(False))
+    # (a column before the aggregation: an is_in inside it would copy the list into every group)
+    it = it.with_columns((pl.col("_item").is_in(wide_items["_item"].implode()) if wide_items is not None
+                          and wide_items.height else pl.lit(False)).alias("_wide"))
     blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
                                        pl.col("component_class").first(), pl.col("start").min(),
                                        pl.col("end").max(), pl.col("is_hc").all(),
-                                       (~pl.col("is_hc") & ~wide).all().alias("_chainable")))
+                                       (~pl.col("is_hc") & ~pl.col("_wide")).all().alias("_chainable")))
     # Health-check episodes take no part in the signatures, not even inside a block of their component:
     # an episode failing for hours would bridge faults far apart (a GPU lost at 02:00, its check failing
     # until 06:00, a DBE on another GPU at 02:40); each attaches to its nearest fault below.
