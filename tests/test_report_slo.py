@@ -4,6 +4,8 @@ warehouse text is escaped, an empty or broken warehouse degrades per section, CL
 
 from __future__ import annotations
 
+import html
+
 import re
 import shutil
 from datetime import date, timedelta
@@ -145,6 +147,21 @@ def test_every_section_present_with_chart_and_takeaway(report: tuple[ReportPaths
         assert term in defs
     for cite in ("Kokolis et al., HPCA 2025", "Llama 3 Herd of Models §3.3.4", "Google SRE Workbook"):
         assert cite in visible_text(page)
+
+
+def test_sli_definitions_are_the_marts(report: tuple[ReportPaths, str, str], window: tuple[date, date],
+                                       mart: duckdb.DuckDBPyConnection) -> None:
+    """Each SLI is defined once, in marts.slo_daily.definition (ETTR's depends on settings): the report's
+    Definitions and the status table's hover text quote it, never a text of their own."""
+    _, page, _ = report
+    defs = " ".join(visible_text(section(page, "definitions")).split())
+    status = section(page, "slo")
+    stored = mart.execute("SELECT sli, arg_max(definition, day) FROM marts.slo_daily WHERE day BETWEEN ? AND ? "
+                          "GROUP BY sli", list(window)).fetchall()
+    assert {sli for sli, _ in stored} == {"node_availability", "job_infra_success", "ettr_large_runs", "goodput"}
+    for sli, definition in stored:
+        assert definition[1:] in defs, sli
+        assert f'title="{definition}"' in html.unescape(status), sli
 
 
 def test_slo_status_numbers_match_the_mart(report: tuple[ReportPaths, str, str], window: tuple[date, date],

@@ -41,11 +41,13 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
 }
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {
-    "node_availability": "Node-hours in service / scheduled node-hours (planned maintenance excluded).",
-    "job_infra_success": ("GPU job runs that ended that day not killed by the infrastructure / GPU job runs that "
-                          "ended (a job's final run, and the earlier runs Slurm requeued: a run killed by a node "
-                          "failure is a failure even when the job completed after its requeue)."),
-    "goodput": "Productive GPU-hours / capacity GPU-hours.",
+    "node_availability": ("Scheduled node-hours minus unplanned down node-hours, over node-hours minus planned "
+                          "maintenance; down time from Slurm node states, and on days without them estimated from "
+                          "node incidents (from the incident until its repair, as time to repair measures it)."),
+    "job_infra_success": ("GPU job runs that ended that day and were not killed by the infrastructure, over all GPU "
+                          "job runs that ended that day (a job's final run and the earlier runs Slurm requeued: a run "
+                          "a node failure killed counts as killed even when the job completed after its requeue)."),
+    "goodput": "Productive GPU-hours over capacity GPU-hours.",
 }
 
 

@@ -1,4 +1,4 @@
-"""The SLO review's terms: SLI names and definitions, size buckets, and how objectives, budgets, rates and
+"""The SLO review's terms: SLI names (their definitions are marts.slo_daily.definition), size buckets, and how objectives, budgets, rates and
 configured intervals are written."""
 
 from __future__ import annotations
@@ -15,18 +15,6 @@ SLI_LABELS: dict[str, str] = {
 }
 
 SLI_ORDER = tuple(SLI_LABELS)
-
-SLI_DEFS: dict[str, str] = {
-    "node_availability": "scheduled node-hours minus unplanned down node-hours, over node-hours minus planned "
-                         "maintenance; down time from Slurm node states, and on days without them estimated from "
-                         "node incidents (from the incident until its repair, as time to repair measures it)",
-    "job_infra_success": "GPU job runs that ended that day and were not killed by the infrastructure, over all "
-                         "GPU job runs that ended that day (a job's final run and the earlier runs Slurm requeued: "
-                         "a run a node failure killed counts as killed even when the job completed after its requeue)",
-    "ettr_large_runs": "productive seconds over wall-clock seconds of runs of at least slo.ettr_min_run_gpus "
-                       "GPUs (default 256) that ended that day",
-    "goodput": "productive GPU-hours over capacity GPU-hours",
-}
 
 #: The GPU size buckets in order (the CPU-only bucket left out).
 BUCKETS = SIZE_BUCKET_LABELS[1:]

@@ -65,6 +65,8 @@ class SliWindow:
     days_partial: int = 0
     #: node availability only: 'node_states' / 'incidents' (estimated) — the sources of the window's days
     sources: tuple[str, ...] = ()
+    #: what the SLI divides by (marts.slo_daily.definition of its last day in the window)
+    definition: str | None = None
 
     @property
     def value(self) -> float | None:
@@ -92,8 +94,10 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
         con, "SELECT column_name FROM information_schema.columns WHERE table_schema = 'marts' AND table_name = 'slo_daily'")}
     partial = "COALESCE(partial, FALSE)" if "partial" in cols else "FALSE"
     source = "source" if "source" in cols else "NULL"
+    definition = "definition" if "definition" in cols else "NULL"
     rows = query_rows(con, f"""SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
-                                burn_rate_long, status, {partial} AS partial, {source} AS source
+                                burn_rate_long, status, {partial} AS partial, {source} AS source,
+                                {definition} AS definition
                          FROM marts.slo_daily WHERE day BETWEEN ? AND ? ORDER BY sli, day""", [w.start, w.end])
     by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -110,7 +114,8 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
         sw = SliWindow(sli, objective, [r["day"] for r in rs], good, total, [], [r["budget_remaining"] for r in rs],
                         None, last, sum(1 for r in rs if (r["total"] or 0) > 0 and not r["partial"]),
                         sum(1 for r in rs if (r["total"] or 0) > 0 and r["partial"]),
-                        tuple(sorted({r["source"] for r in rs if r["source"] and (r["total"] or 0) > 0})))
+                        tuple(sorted({r["source"] for r in rs if r["source"] and (r["total"] or 0) > 0})),
+                        next((r["definition"] for r in reversed(rs) if r["definition"]), None))
         allowed = sw.allowed
         bad = 0.0
         for r in rs:

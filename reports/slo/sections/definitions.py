@@ -7,15 +7,14 @@ from __future__ import annotations
 import duckdb
 
 from gpusre.reports.kit.section import Section, SectionSpec
-from gpusre.reports.slo.terms import SLI_DEFS
-from gpusre.reports.slo.window import SloWindow
+from gpusre.reports.kit.formatting import lower_first
+from gpusre.reports.slo.terms import sli_label
+from gpusre.reports.slo.window import SloWindow, sli_windows, source_status
 
 #: (term, definition) shown at the end of the report.
 DEFINITIONS: tuple[tuple[str, str], ...] = (
     ("SLI, SLO", "An SLI is good events / total events per UTC day (marts.slo_daily); the SLO holds when the SLI over "
-                 "a window is at least the objective. Node availability: " + SLI_DEFS["node_availability"]
-     + ". Jobs not killed by the infrastructure: " + SLI_DEFS["job_infra_success"] + ". ETTR of large runs: "
-     + SLI_DEFS["ettr_large_runs"] + ". Goodput: " + SLI_DEFS["goodput"] + "."),
+                 "a window is at least the objective."),
     ("Error budget", "Allowed bad events = (1 − objective) × total events; budget left = 1 − bad / allowed "
                      "(negative = overspent). The burn-down chart uses the report window's own budget; the mart's "
                      "rolling budget (dashed) covers the configured rolling window (slo.window_days)."),
@@ -53,8 +52,12 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     """What each term of the report means, with its source."""
-    return Section("definitions", "Definitions", template="definitions",
-                   entries=[{"term": term, "text": text} for term, text in DEFINITIONS])
+    # Each SLI's definition is the mart's (marts.slo_daily.definition): the ETTR one depends on settings.
+    slis = [] if source_status(con, "slo_daily") else sli_windows(con, w)
+    measured = " ".join(f"{sli_label(s.sli)}: {lower_first(s.definition)}" for s in slis if s.definition)
+    entries = [{"term": term, "text": f"{text} {measured}" if term == "SLI, SLO" and measured else text}
+               for term, text in DEFINITIONS]
+    return Section("definitions", "Definitions", template="definitions", entries=entries)
 
 
 SECTION = SectionSpec("definitions", "Definitions", build)

@@ -11,7 +11,7 @@ from gpusre.reports.kit.formatting import MISSING, fmt_date, fmt_int, fmt_num, l
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import table_status
-from gpusre.reports.slo.terms import SLI_DEFS, fmt_budget, fmt_objective, fmt_sli, sli_label
+from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_sli, sli_label
 from gpusre.reports.slo.window import SloWindow, sli_windows, source_status
 
 
@@ -67,7 +67,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         [Column("SLI"), Column("Objective", True), Column("Over window", True), Column("Met", nowrap=True),
          Column("Budget left", True), Column("Budget gone", nowrap=True), Column("Rolling budget", True),
          Column("Burn 1 d / 3 d", True), Column("Status", nowrap=True), Column("Days", True)],
-        [[Cell(sli_label(s.sli), title=SLI_DEFS.get(s.sli, s.sli)), Cell(fmt_objective(s.objective)), Cell(fmt_sli(s.value)),
+        [[Cell(sli_label(s.sli), title=s.definition or s.sli), Cell(fmt_objective(s.objective)), Cell(fmt_sli(s.value)),
           Cell(MISSING if s.met is None else ("yes" if s.met else "no"),
                swatch=None if s.met is None else ("#2e7d32" if s.met else "#c62828")),
           Cell(fmt_budget(s.budget_left)), Cell(fmt_date(s.exhausted_on) if s.exhausted_on else MISSING),
