@@ -369,6 +369,17 @@ def test_the_signature_cause_names_the_fault_only_when_logged_first() -> None:
     assert reversed_.select("component", "root_cause").rows() == [("gpu_memory", "xid 48")]
 
 
+def test_lines_of_one_second_name_the_cause_by_code_whatever_their_order() -> None:
+    # The driver logs the Xid 79 line and "GPU has fallen off the bus" in the same second, in either
+    # order: both orders name the incident "xid 79" (one incident named "gpu_fallen_off_bus" and the next
+    # "xid 79" for identical evidence read as two kinds of fault in the review).
+    bus = "NVRM: GPU 0000:91:00.0: GPU has fallen off the bus."
+    for lines in ([(0 * M, "n1", XID79_LINE), (0 * M, "n1", bus)], [(0 * M, "n1", bus), (0 * M, "n1", XID79_LINE)]):
+        incidents, _ = merge_incidents(events_from_lines(lines))
+        assert incidents.select("component", "root_cause", "evidence_kinds").rows() == [
+            ("pcie_bus", "xid 79", ["gpu_fallen_off_bus", "xid"])]
+
+
 def test_slow_escalated_repeats_of_one_gpu_are_one_fault() -> None:
     # Xid 63 on one GPU every 90 min, 20 times: from the 9th (16 lines in a day allow it) each line is
     # escalated; 90-min gaps exceed the 30-min incident gap, yet a failing HBM is one fault (it once

@@ -554,7 +554,10 @@ def _effects(items: pl.DataFrame) -> pl.Expr:
 def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
     """One row per ``_group``: span, nodes, GPUs, counts, evidence kinds, and the cause's component."""
     items = items.with_columns(_effects(items).alias("_effect"))
-    cause = [pl.col("_effect"), pl.col("is_hc"), pl.col("_rank"), pl.col("start"), pl.col("_item")]
+    # Lines of one fault logged in the same second (the Xid 79 line and "GPU has fallen off the bus")
+    # name the cause by its code first, then by kind: never by which line the log happened to hold first.
+    cause = [pl.col("_effect"), pl.col("is_hc"), pl.col("_rank"), pl.col("start"), pl.col("code").is_null(),
+             pl.col("kind"), pl.col("_item")]
     worst = [pl.col("_rank"), pl.col("_effect"), pl.col("is_hc"), pl.col("start"), pl.col("_item")]
     first = [pl.col("start"), pl.col("_item")]
     what = (pl.when(pl.col("code").is_null()).then(pl.col("kind"))
