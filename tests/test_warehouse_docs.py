@@ -167,3 +167,21 @@ def test_example_query_answers(con: duckdb.DuckDBPyConnection, question: str, co
     assert rel.columns == columns, question
     rows = rel.fetchall()
     assert len(rows) >= 1, f"no rows: {question}"
+
+
+def test_example_failure_queries_count_what_the_reports_count(con: duckdb.DuckDBPyConnection) -> None:
+    """The two blame queries count every killed run, requeued ones too, so their infrastructure total is
+    marts.failure_attribution_summary's (which the nightly report reads): they once read the final runs only."""
+    by_question = {q: sql for q, _, sql in _queries()}
+    why = next(sql for q, sql in by_question.items() if q.startswith("Why did jobs fail"))
+    who = next(sql for q, sql in by_question.items() if q.startswith("Which users were hit by infrastructure"))
+    runs, lost = con.sql(f"SELECT sum(runs), sum(gpu_hours_lost) FROM ({why}) WHERE attribution = 'infrastructure'"
+                         ).fetchall()[0]
+    cutoff = "(SELECT max(end_day) FROM core.jobs) - INTERVAL 30 DAY"
+    want_runs, want_lost, requeued = con.sql(
+        f"""SELECT sum(runs), sum(lost_gpu_hours), sum(runs - jobs) FROM marts.failure_attribution_summary
+            WHERE scope = 'day' AND attribution = 'infrastructure' AND state = '(all)' AND day >= {cutoff}""").fetchall()[0]
+    assert requeued > 0  # the simulated warehouse has requeued infrastructure kills: the case is exercised
+    assert runs == want_runs
+    assert lost == pytest.approx(want_lost, abs=0.05 * 20)  # rounded to 0.1 per row
+    assert con.sql(f"SELECT sum(runs_killed) FROM ({who})").fetchall()[0][0] == want_runs
