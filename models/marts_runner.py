@@ -22,6 +22,7 @@ __all__ = [
     "DAILY_MARTS",
     "ROLLUP_MARTS",
     "create_daily_mart_tables",
+    "queue_missing_days",
     "mart_sql",
     "run_mart_sql",
     "run_daily_marts",
@@ -101,3 +102,29 @@ def run_rollup_marts(con: duckdb.DuckDBPyConnection) -> None:
     """Rebuild every whole-table mart (:data:`ROLLUP_MARTS`); daily marts must exist first."""
     for name in ROLLUP_MARTS:
         run_mart_sql(con, name)
+
+
+def queue_missing_days(con: duckdb.DuckDBPyConnection) -> int:
+    """Add to ``core.dirty_days`` every day between the first day of ``marts.utilization_daily`` and the
+    last day it or the queue holds that has no row yet; return how many.
+
+    Each run recomputes the days its changed records touch. A day no record touches (no GPU job ran,
+    started or ended: a full outage, a quiet holiday) between two runs' ranges was never computed and
+    vanished from the daily marts instead of reading 0 % utilization — the very day an SRE looks for.
+    """
+    exists = con.sql("""SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'marts'
+                        AND table_name = 'utilization_daily' AND database_name = current_database()""").fetchall()[0][0]
+    if not exists:
+        return 0
+    before = con.sql("SELECT count(*) FROM core.dirty_days").fetchall()[0][0]
+    con.execute("""
+        INSERT OR IGNORE INTO core.dirty_days
+        SELECT CAST(d AS DATE) FROM (
+            SELECT unnest(generate_series(lo, hi, INTERVAL 1 DAY)) AS d
+            FROM (SELECT min(day) AS lo,
+                         greatest(max(day), (SELECT max(day) FROM core.dirty_days)) AS hi
+                  FROM marts.utilization_daily)
+            WHERE lo IS NOT NULL)
+        WHERE CAST(d AS DATE) NOT IN (SELECT day FROM marts.utilization_daily)""")
+    return int(con.sql("SELECT count(*) FROM core.dirty_days").fetchall()[0][0] - before)
+

@@ -24,6 +24,7 @@ import dagster as dg
 import duckdb
 
 from gpusre.models.ingest.lake_compaction import compaction_backlog
+from gpusre.models.marts_runner import queue_missing_days
 from gpusre.models.sources.registry import lake_tables, record_sources
 from gpusre.models.warehouse import connect
 from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
@@ -383,6 +384,7 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
 
     con = connect(warehouse)
     try:
+        queue_missing_days(con)  # days no record touched between two runs' ranges (a day nothing ran)
         lo, hi, n = con.sql("SELECT min(day), max(day), count(*) FROM core.dirty_days").fetchall()[0]
         first_partition = date.fromisoformat(DAILY_PARTITIONS.get_first_partition_key())
         too_early = con.execute("SELECT count(*) FROM core.dirty_days WHERE day < ?", [first_partition]).fetchall()[0][0]
