@@ -199,3 +199,79 @@ def test_failure_window_is_the_accounting_span_cut_to_the_node_logs() -> None:
     # Logs wider than the accounting, or no logs: the accounting's span.
     assert failure_window(d(5), d(40), (d(0), d(48))) == (d(5), d(40))
     assert failure_window(d(5), d(40), (None, None)) == (d(5), d(40))
+
+
+# --------------------------------------------------------------------------------------------
+# before/after a planned window: the exposure of marts.mtbf, sides named to the minute
+
+_W_T0, _W_T1 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 5, tzinfo=UTC)  # 96 h
+_WINDOW = MaintenanceSpan(datetime(2026, 1, 3, 6, tzinfo=UTC), datetime(2026, 1, 3, 18, tzinfo=UTC), None,
+                          "firmware upgrade")
+# n1: 4 h unplanned down on 01-02; on 01-03 down 12 h in the window (planned) + 3 h unplanned.
+# n2: stayed in service through the window. n3: no node-state row (the window comes out).
+_AVAIL = pl.DataFrame({"day": [date(2026, 1, 2), date(2026, 1, 3), date(2026, 1, 3)], "node": ["n1", "n1", "n2"],
+                       "observed_hours": [24.0, 24.0, 24.0], "in_service_hours": [20.0, 9.0, 24.0],
+                       "down_maintenance_hours": [0.0, 12.0, 0.0]})
+_W_ROWS = [("g1", "gpu_memory", datetime(2026, 1, 1, 10, tzinfo=UTC), ["n1"], "node"),
+           ("g2", "gpu_memory", datetime(2026, 1, 2, 10, tzinfo=UTC), ["n2"], "node"),
+           ("g3", "gpu_compute", datetime(2026, 1, 3, 2, tzinfo=UTC), ["n3"], "node"),
+           ("i1", "network_switch", datetime(2026, 1, 2, 12, tzinfo=UTC), ["n1"], "node"),
+           ("m1", "gpu_memory", datetime(2026, 1, 3, 10, tzinfo=UTC), ["n2"], "node"),  # in the window: neither side
+           ("a1", "gpu_memory", datetime(2026, 1, 3, 18, tzinfo=UTC), ["n3"], "node")]  # at its end: after
+
+
+def test_around_maintenance_uses_the_in_service_exposure_of_marts_mtbf() -> None:
+    from scipy.stats import binomtest
+
+    from gpusre.models.reliability.mtbf import exposure_from_availability
+
+    out = mtbf_around_maintenance(incidents(_W_ROWS), ["n1", "n2", "n3"], _W_T0, _W_T1, [_WINDOW],
+                                  availability=_AVAIL)
+    by = {r["component"]: r for r in out.iter_rows(named=True)}
+    c = by["all"]
+    # Before = [01-01 00:00, 01-03 06:00) = 54 h a node, after = [01-03 18:00, 01-05 00:00) = 30 h.
+    # n1: 24 + (24 - 4) + its 01-03 outside the window: (24 - 15 down) - 0 in service in it = 9, split 6 : 6
+    #     -> before 48.5, after 4.5 + 24 = 28.5
+    # n2: 01-03 in service 24, of which 12 in the window -> 12 outside, 6 : 6 -> before 54, after 30
+    # n3: no row: 01-03 = 24 - 12 (window) = 12 -> before 54, after 30
+    before, after = 48.5 + 54 + 54, 28.5 + 30 + 30
+    assert (c["failures"], c["previous_failures"]) == (1, 4)
+    assert c["previous_mtbf_hours"] == pytest.approx(before / 4)  # 39.125 h
+    assert c["mtbf_hours"] is None  # 1 failure < min_failures
+    assert c["rate_ratio"] == pytest.approx((1 / after) / (4 / before))
+    assert c["p_value"] == pytest.approx(binomtest(1, 5, after / (after + before)).pvalue)
+    assert c["direction"] == "no significant change"
+    assert by["gpu"]["previous_mtbf_hours"] == pytest.approx(before / 3)
+    # the sides and the window's in-service hours (n2's 12 h) make up marts.mtbf's whole-record exposure
+    whole = exposure_from_availability(_AVAIL, ["n1", "n2", "n3"], _W_T0, _W_T1, [_WINDOW])
+    assert whole.filter(pl.col("period") == "all").get_column("exposure_hours").sum() == pytest.approx(
+        before + after + 12)
+    # sides named with their times: the window cuts 01-03 at 06:00 and 18:00
+    assert (c["previous_period"], c["period"]) == ("2026-01-01 00:00 to 2026-01-03 06:00",
+                                                    "2026-01-03 18:00 to 2026-01-05 00:00")
+    assert c["comparison"] == "after firmware upgrade (2026-01-03)"
+    # 1 network failure before, 0 after: too few on both sides to test
+    net = by["network"]
+    assert (net["direction"], net["p_value"], net["rate_ratio"]) == ("insufficient data", None, None)
+
+
+def test_around_maintenance_without_node_states_is_cluster_yaml_minus_windows() -> None:
+    out = mtbf_around_maintenance(incidents(_W_ROWS), ["n1", "n2", "n3"], _W_T0, _W_T1, [_WINDOW])
+    c = out.filter(pl.col("component") == "all").row(0, named=True)
+    assert c["previous_mtbf_hours"] == pytest.approx(3 * 54 / 4)
+    assert c["rate_ratio"] == pytest.approx((1 / (3 * 30)) / (4 / (3 * 54)))
+
+
+def test_trend_with_too_few_failures_on_both_sides_is_insufficient_data() -> None:
+    from scipy.stats import binomtest
+
+    exp = node_exposure(NODES, T0, T1)  # January 4 x 744 h, February 4 x 672 h
+    rows = [("n", "network_switch", datetime(2026, 1, 5, tzinfo=UTC), ["gpu01"], "node")]  # 1 vs 0
+    rows += [(f"s{i}", "storage", datetime(2026, 1, 6 + i, tzinfo=UTC), ["gpu02"], "node") for i in range(3)]  # 3 vs 0
+    trend = mtbf_trend(mtbf_table(incidents(rows), exp, 8, T0, T1, min_failures=3))
+    by = {r["component"]: r for r in trend.filter(pl.col("scope") == "component_class").iter_rows(named=True)}
+    assert (by["network"]["direction"], by["network"]["p_value"]) == ("insufficient data", None)
+    # January has enough storage failures: tested. P(0 of 3 in February) = (1 - 2688 / 5664)^3 = 0.145;
+    # two-sided, well above 0.05.
+    assert by["storage"]["direction"] == "no significant change"
+    assert by["storage"]["p_value"] == pytest.approx(binomtest(0, 3, 2688 / 5664).pvalue)

@@ -413,3 +413,54 @@ def test_the_checkpoint_what_if_says_when_its_failure_rate_is_thin(warehouse: Pa
     caveat = f"from only {failures} failures, too few for a point estimate: indicative only"
     assert "Checkpoint what-if" in firm and "too few for a point estimate" not in firm
     assert caveat in thin
+
+
+def _month_window(month: str) -> tuple[date, date]:
+    y, m = (int(x) for x in month.split("-"))
+    return date(y, m, 1), date(y + (m == 12), m % 12 + 1, 1) - timedelta(days=1)
+
+
+def test_a_one_month_window_headlines_that_months_reliability_rows(warehouse: Path, tmp_path: Path,
+                                                                   mart: duckdb.DuckDBPyConnection) -> None:
+    """A monthly review quotes marts.mtbf / marts.node_failure_rate's month row, not the whole record's
+    (which includes other months); a window the marts hold no row for names the whole record with its span."""
+    months = [r[0] for r in mart.execute("SELECT DISTINCT period FROM marts.mtbf WHERE period_type = 'month' "
+                                         "ORDER BY period").fetchall()]
+    assert len(months) >= 2, "the simulation crosses a month boundary"
+    month = months[0]
+    d0, d1 = _month_window(month)
+    con = connect(warehouse, read_only=True)
+    try:
+        page = render_slo_report(con, tmp_path / "m", d0, d1, warehouse_label="w").html.read_text(encoding="utf-8")
+        rolling = render_slo_report(con, tmp_path / "r", d0 + timedelta(days=10), d1 + timedelta(days=10),
+                                    warehouse_label="w").html.read_text(encoding="utf-8")
+    finally:
+        con.close()
+    mtbf, lo, hi, ok, failures = mart.execute(
+        """SELECT mtbf_hours, ci_low, ci_high, sufficient, failures FROM marts.mtbf
+           WHERE period_type = 'month' AND period = ? AND scope = 'cluster'""", [month]).fetchone()
+    whole = mart.execute("""SELECT mtbf_hours FROM marts.mtbf WHERE period_type = 'all' AND scope = 'cluster'""").fetchone()[0]
+    assert f"{whole:,.0f}" != f"{mtbf:,.0f}" or not ok, "the month must differ from the whole record to tell them apart"
+    summary = visible_text(section(page, "summary"))
+    card = (f"MTBF per node {_h(mtbf) if ok else 'insufficient data'} 95 % CI {lo:,.0f}–{hi:,.0f} h · {month}")
+    assert card in " ".join(summary.split()), summary
+    rate, rlo, rhi, rok = mart.execute(
+        """SELECT rate_per_1000_node_days, ci_low, ci_high, sufficient FROM marts.node_failure_rate
+           WHERE period_type = 'month' AND period = ? AND variant = 'hw_incidents'""", [month]).fetchone()
+    assert (f"Failures / 1,000 node-days {f'{rate:.2f}' if rok else 'insufficient data'} 95 % CI {rlo:.2f}–{rhi:.2f} "
+            f"· {month} · RSC-1 6.50") in " ".join(summary.split())
+    lead = visible_text(section(page, "mtbf"))
+    if ok:
+        assert (f"In {month} the cluster's MTBF per node was {_h(mtbf)} (95 % CI {lo:,.0f}–{hi:,.0f} h, "
+                f"{failures} failures)") in lead
+    take = _takeaways(section(page, "failure-rate"))[0]
+    if rok:
+        assert take.startswith(f"The cluster had {rate:.2f} hardware failures per 1,000 node-days "
+                               f"(95 % CI {rlo:.2f}–{rhi:.2f}) in {month}")
+    # Whole-record figures the marts hold no period for are named as the whole record, with its span.
+    assert "Over the whole record 20" in _takeaways(section(page, "mttf"))[0]
+    # A window no mart row matches: the whole-record figure, labelled with its months.
+    record = f"whole record ({months[0]} … {months[-1]})"
+    assert f"MTBF per node {_h(whole)} " in " ".join(visible_text(section(rolling, "summary")).split())
+    assert f"· {record}" in visible_text(section(rolling, "summary"))
+    assert f"over the {record}, not the window" in _takeaways(section(rolling, "failure-rate"))[0]

@@ -276,7 +276,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         return {**empty_jobs, **({
             "mtbf": mtbf,
             "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
-                incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical"),
+                incidents, nodes, f0, f1, settings.maintenance, settings.min_failures,
+                availability=inputs.availability if has_states else None)], how="vertical"),
             "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1),
             "node_failure_rate": rf} if has_evidence else {}),
             "slo_daily": slo}
@@ -311,7 +312,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     return {
         "mtbf": mtbf,
         "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
-            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures)], how="vertical")
+            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures,
+            availability=inputs.availability if has_states else None)], how="vertical")
         if has_evidence else pl.DataFrame(),
         "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1) if has_evidence else pl.DataFrame(),
         "node_failure_rate": rf,

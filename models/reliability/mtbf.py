@@ -4,8 +4,9 @@
   every kind merged by the co-occurrence catalog, fabric- and storage-wide incidents counted once)
   that started in the period; the nightly, SLO and retrospective reports count the same rows.
 * **Exposure** is node-hours in service: every node of ``cluster.yaml`` for the whole period (clipped
-  to the observed span of data) minus its planned maintenance windows. Nodes down for repair still
-  count (they are "in service" for the SLO), until node-state history tells us better. GPU
+  to the observed span of data) minus its planned maintenance windows (:func:`node_exposure`), or,
+  with node-state history, minus the down time it records (:func:`exposure_from_availability`). The
+  before/after-maintenance comparison uses the same rule, so its node-hours add up to the mart's. GPU
   components also get GPU-hours (node-hours × GPUs per node).
 * **Intervals** are exact Poisson (Garwood) 95 % limits
   (:func:`~gpusre.models.reliability.failure_rates.add_mtbf_columns`); with fewer than ``min_failures`` failures
@@ -105,16 +106,34 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
     and planned alike), else minus the planned windows. ``[t0, t1)`` is the observation span (the
     accounting's first to last moment, cut to the node logs'), so hours before the data began count
     nothing."""
+    grid = _node_day_exposure(availability, nodes, t0, t1, maintenance)
+    frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
+              .group_by("node").agg(pl.col("exposure_hours").sum())
+              .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))
+              for pt, p, lo, hi in periods(t0, t1)]
+    return pl.concat(frames).select("period_type", "period", "node", "exposure_hours")
+
+
+#: An availability frame without rows: every node-day falls back to "the day minus the planned windows".
+_NO_AVAILABILITY = pl.DataFrame(schema={"node": pl.String, "day": pl.Date, "observed_hours": pl.Float64,
+                                        "in_service_hours": pl.Float64, "down_maintenance_hours": pl.Float64})
+
+
+def _node_day_exposure(availability: pl.DataFrame | None, nodes: Sequence[str], t0: datetime, t1: datetime,
+                       maintenance: Sequence[MaintenanceSpan] = ()) -> pl.DataFrame:
+    """Per node and UTC day inside ``[t0, t1)``: ``_d0`` (the day's midnight), ``_hours`` (the day's part
+    in the span), ``_maint`` (planned-window hours), ``_has_row``, ``_down``, ``_dmaint`` (node-state down
+    hours, all and inside planned windows) and ``exposure_hours`` — the rule of
+    :func:`exposure_from_availability`, kept per day so a comparison can cut the span mid-day."""
+    if availability is None:
+        availability = _NO_AVAILABILITY
     base = pl.DataFrame({"node": list(nodes)}, schema={"node": pl.String})
     day0 = t0.replace(hour=0, minute=0, second=0, microsecond=0)
     days = pl.DataFrame({"day": pl.date_range(day0.date(), (t1 - timedelta(microseconds=1)).date(), "1d",
                                              eager=True)})
     grid = base.join(days, how="cross").with_columns(
         pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
-    grid = grid.with_columns(
-        ((pl.min_horizontal(pl.col("_d0") + pl.duration(days=1), pl.lit(t1).cast(pl.Datetime("us", "UTC")))
-          - pl.max_horizontal(pl.col("_d0"), pl.lit(t0).cast(pl.Datetime("us", "UTC"))))
-         .dt.total_seconds().clip(lower_bound=0) / 3600).alias("_hours"))
+    grid = grid.with_columns(_day_overlap_h(t0, t1).alias("_hours"))
     maint_rows = []
     for w in maintenance:
         d = max(w.start, t0).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -130,7 +149,7 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
     avail = availability.select("node", pl.col("day").cast(pl.Date),
                                 (pl.col("observed_hours") - pl.col("in_service_hours")).clip(lower_bound=0).alias("_down"),
                                 down_maint.alias("_dmaint"))
-    grid = (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
+    return (grid.join(maint, on=["node", "day"], how="left").join(avail, on=["node", "day"], how="left")
             .sort("node", "day")  # fixed order for the float sums
             .with_columns(pl.col("_down").is_not_null().alias("_has_row"), pl.col("_maint").fill_null(0.0),
                           pl.col("_down").fill_null(0.0), pl.col("_dmaint").fill_null(0.0))
@@ -138,11 +157,13 @@ def exposure_from_availability(availability: pl.DataFrame, nodes: Sequence[str],
             # without one: the planned windows are
             .with_columns(pl.when(pl.col("_has_row")).then(pl.col("_hours") - pl.col("_down"))
                           .otherwise(pl.col("_hours") - pl.col("_maint")).clip(lower_bound=0).alias("exposure_hours")))
-    frames = [grid.filter((pl.col("_d0") >= lo.replace(hour=0, minute=0, second=0, microsecond=0)) & (pl.col("_d0") < hi))
-              .group_by("node").agg(pl.col("exposure_hours").sum())
-              .with_columns(pl.lit(pt).alias("period_type"), pl.lit(p).alias("period"))
-              for pt, p, lo, hi in periods(t0, t1)]
-    return pl.concat(frames).select("period_type", "period", "node", "exposure_hours")
+
+
+def _day_overlap_h(lo: datetime, hi: datetime) -> pl.Expr:
+    """Hours of the UTC day starting at ``_d0`` that lie inside ``[lo, hi)``."""
+    return ((pl.min_horizontal(pl.col("_d0") + pl.duration(days=1), pl.lit(hi).cast(pl.Datetime("us", "UTC")))
+             - pl.max_horizontal(pl.col("_d0"), pl.lit(lo).cast(pl.Datetime("us", "UTC"))))
+            .dt.total_seconds().clip(lower_bound=0) / 3600)
 
 
 def _incident_periods(incidents: pl.DataFrame, spans: list[tuple[str, str, datetime, datetime]]) -> pl.DataFrame:
@@ -261,9 +282,15 @@ _TREND_SCHEMA = {"comparison": pl.String, "scope": pl.String, "component": pl.St
                  "p_value": pl.Float64, "direction": pl.String}
 
 
-def _rate_change(k1: int, e1: float, k2: int, e2: float, alpha: float) -> tuple[float | None, float | None, str]:
-    """(rate ratio, p-value, direction) of rate k1/e1 against k2/e2 (exact conditional binomial test)."""
-    if k1 + k2 == 0 or e1 <= 0 or e2 <= 0:
+def _rate_change(k1: int, e1: float, k2: int, e2: float, alpha: float,
+                 enough: bool = True) -> tuple[float | None, float | None, str]:
+    """(rate ratio, p-value, direction) of rate k1/e1 against k2/e2 (exact conditional binomial test).
+
+    ``enough`` False (neither side reached ``min_failures``): ``insufficient data`` with the statistics
+    NULL, the value README documents for too few failures — 0 vs 1 failure can never be significant,
+    and "no significant change" would read as a tested, stable rate. One side with enough failures is
+    tested: 0 after vs 12 before is a real improvement."""
+    if not enough or k1 + k2 == 0 or e1 <= 0 or e2 <= 0:
         return None, None, "insufficient data"
     p = float(binomtest(k1, k1 + k2, e1 / (e1 + e2)).pvalue)
     ratio = (k1 / e1) / (k2 / e2) if k2 > 0 else None
@@ -275,33 +302,67 @@ def mtbf_trend(mtbf: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
 
     Conditional exact test of equal Poisson rates: given k1 + k2 failures, k1 ~ Binomial(k1 + k2,
     e1 / (e1 + e2)) under H0. ``direction`` is ``worse``/``better`` (MTBF down/up) at p < alpha, else
-    ``no significant change``; ``insufficient data`` with fewer than 2 months or no failures.
+    ``no significant change``; ``insufficient data`` (rate ratio and p-value NULL) with fewer than 2
+    months, no failures, or neither month ``sufficient`` (``mtbf.sufficient``: ``min_failures`` reached,
+    the rule of the MTBF rows themselves).
     """
     m = mtbf.filter((pl.col("period_type") == "month") & pl.col("scope").is_in(["cluster", "component_class"]))
     months = sorted(m.get_column("period").unique().to_list())
     if len(months) < 2:
         return pl.DataFrame(schema=_TREND_SCHEMA)
     cur, prev = months[-1], months[-2]
-    a = m.filter(pl.col("period") == cur).select("scope", "component", "failures", "exposure_hours", "mtbf_hours")
+    a = m.filter(pl.col("period") == cur).select("scope", "component", "failures", "exposure_hours", "mtbf_hours",
+                                                 "sufficient")
     b = m.filter(pl.col("period") == prev).select("scope", "component", pl.col("failures").alias("pf"),
-                                                  pl.col("exposure_hours").alias("pe"), pl.col("mtbf_hours").alias("pm"))
+                                                  pl.col("exposure_hours").alias("pe"), pl.col("mtbf_hours").alias("pm"),
+                                                  pl.col("sufficient").alias("ps"))
     rows = []
     for r in a.join(b, on=["scope", "component"], how="full", coalesce=True).iter_rows(named=True):
         k1, k2 = int(r["failures"] or 0), int(r["pf"] or 0)
-        ratio, p, direction = _rate_change(k1, float(r["exposure_hours"] or 0), k2, float(r["pe"] or 0), alpha)
+        ratio, p, direction = _rate_change(k1, float(r["exposure_hours"] or 0), k2, float(r["pe"] or 0), alpha,
+                                           bool(r["sufficient"]) or bool(r["ps"]))
         rows.append(("month over month", r["scope"], r["component"], cur, prev, k1, k2, r["mtbf_hours"], r["pm"],
                      ratio, p, direction))
     return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row").sort("scope", "component")
 
 
+def _side_exposure(daily: pl.DataFrame, t0: datetime, t1: datetime, w: MaintenanceSpan) -> tuple[float, float]:
+    """In-service node-hours (before ``w``, after ``w``) from :func:`_node_day_exposure` rows.
+
+    A node-day wholly on one side counts its exposure there, the same value ``marts.mtbf`` sums. The
+    days the window cuts are split: their in-service hours in the window (the window's hours minus the
+    planned down time node states record, none without a node-state row since the window is already
+    out) belong to neither side, and the rest is shared by the hours each side has that day — node
+    states give down hours per day, not per hour, so unplanned down time that day is spread evenly."""
+    before_h = _day_overlap_h(t0, min(w.start, t1))
+    after_h = _day_overlap_h(max(w.end, t0), t1)
+    in_w = _day_overlap_h(max(w.start, t0), min(w.end, t1))
+    in_w_service = pl.when(pl.col("_has_row")).then((in_w - pl.col("_dmaint")).clip(lower_bound=0)).otherwise(0.0)
+    outside = (pl.col("exposure_hours") - in_w_service).clip(lower_bound=0)
+    sides = before_h + after_h
+    got = daily.select(
+        pl.when(sides > 0).then(outside * before_h / sides).otherwise(0.0).sum().alias("before"),
+        pl.when(sides > 0).then(outside * after_h / sides).otherwise(0.0).sum().alias("after"))
+    return float(got.item(0, "before") or 0.0), float(got.item(0, "after") or 0.0)
+
+
+def _stamp(t: datetime) -> str:
+    """A period bound to the minute: the maintenance sides start and end mid-day."""
+    return f"{t:%Y-%m-%d %H:%M}"
+
+
 def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
                             maintenance: Sequence[MaintenanceSpan], min_failures: int = 3,
-                            alpha: float = 0.05) -> pl.DataFrame:
+                            alpha: float = 0.05, availability: pl.DataFrame | None = None) -> pl.DataFrame:
     """Failure rate of the nodes a planned window touched, after it vs before it (``comparison`` =
     ``after <reason> (<date>)``): did the driver or firmware upgrade make the GPUs fail more often?
 
-    Same test as :func:`mtbf_trend`, per cluster (the window's nodes) and component class; exposure
-    is those nodes' in-service hours before the window's start and after its end.
+    Same test as :func:`mtbf_trend`, per cluster (the window's nodes) and component class. Exposure is
+    those nodes' in-service hours in ``[t0, window start)`` and ``[window end, t1)`` by the rule of
+    ``marts.mtbf`` — pass the same ``availability`` (``marts.node_availability_daily`` rows when node
+    states exist, else None: ``cluster.yaml`` nodes minus planned windows) so one quantity has one
+    value. ``period`` / ``previous_period`` name the sides to the minute ("2026-10-01 18:00 to
+    2026-10-31 23:59"). ``direction`` is ``insufficient data`` when neither side has ``min_failures``.
     """
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
     inc = with_component_class(incidents.select(cols))
@@ -313,10 +374,8 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
         if not touched:
             continue
         label = f"after {w.reason or 'maintenance'} ({w.start:%Y-%m-%d})"
-        exp_before = float(node_exposure(touched, t0, w.start, maintenance).filter(
-            pl.col("period_type") == "all").get_column("exposure_hours").sum())
-        exp_after = float(node_exposure(touched, w.end, t1, maintenance).filter(
-            pl.col("period_type") == "all").get_column("exposure_hours").sum())
+        exp_before, exp_after = _side_exposure(_node_day_exposure(availability, touched, t0, t1, maintenance),
+                                               t0, t1, w)
         on_nodes = inc.filter(pl.col("nodes").list.eval(pl.element().is_in(touched)).list.any())
         before = on_nodes.filter(pl.col("start_ts") < w.start)
         after = on_nodes.filter(pl.col("start_ts") >= w.end)
@@ -326,9 +385,10 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
             for k in sorted(set(on_nodes.get_column("component_class").to_list()))]
         for scope, comp, b, a in groups:
             k1, k2 = a.height, b.height
-            ratio, p, direction = _rate_change(k1, exp_after, k2, exp_before, alpha)
+            ratio, p, direction = _rate_change(k1, exp_after, k2, exp_before, alpha,
+                                               k1 >= min_failures or k2 >= min_failures)
             mt_a = exp_after / k1 if k1 >= min_failures else None
             mt_b = exp_before / k2 if k2 >= min_failures else None
-            rows.append((label, scope, comp, f"{w.end:%Y-%m-%d} to {t1:%Y-%m-%d}", f"{t0:%Y-%m-%d} to {w.start:%Y-%m-%d}",
+            rows.append((label, scope, comp, f"{_stamp(w.end)} to {_stamp(t1)}", f"{_stamp(t0)} to {_stamp(w.start)}",
                          k1, k2, mt_a, mt_b, ratio, p, direction))
     return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row")

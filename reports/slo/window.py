@@ -154,6 +154,65 @@ def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DA
     return end - timedelta(days=days - 1), end
 
 
+
+@dataclass(frozen=True)
+class MartPeriod:
+    """The row of a per-period reliability mart (``period_type``/``period``: ``month`` rows and ``all``) that a
+    review quotes for its window, and how to name it."""
+
+    period_type: str
+    period: str
+    #: '2026-09', '2026-09 … 2026-10 (the whole record)', or 'whole record (2026-09 … 2026-10)'
+    label: str
+    #: True when the row covers exactly the window's months: the window's own figure
+    is_window: bool
+
+
+def _month_bounds(month: str) -> tuple[date, date]:
+    y, m = (int(x) for x in month.split("-"))
+    nxt = date(y + (m == 12), m % 12 + 1, 1)
+    return date(y, m, 1), nxt - timedelta(days=1)
+
+
+def mart_period(con: duckdb.DuckDBPyConnection, w: SloWindow, table: str, where: str = "TRUE") -> MartPeriod:
+    """Which row of ``marts.<table>`` (``marts.mtbf``, ``marts.node_failure_rate``) holds the window's figure.
+
+    A review of a window headlines that window, never a whole-record figure that reads as one. The marts
+    hold calendar months (UTC) and the whole record, so: a window that covers exactly one month the mart
+    holds, and no part of another, quotes that month's row; one that covers every month the mart holds
+    quotes ``all`` (the whole record *is* the window then). Anything else (30 rolling days, a run of
+    months short of the record) has no row of its own: the ``all`` row, labelled as the whole record with
+    its span so nobody reads it as the window's. Month rows are clipped to the data span, so a month the
+    data starts in part-way still matches. ``where`` narrows the rows (``variant = 'hw_incidents'``)."""
+    months = sorted(r["period"] for r in query_rows(
+        con, f"SELECT DISTINCT period FROM marts.{table} WHERE period_type = 'month' AND {where}"))
+    record = f"whole record ({months[0]} … {months[-1]})" if months else "whole record"
+    touched = [m for m in months if _month_bounds(m)[0] <= w.end and _month_bounds(m)[1] >= w.start]
+    inside = [m for m in touched if w.start <= _month_bounds(m)[0] and _month_bounds(m)[1] <= w.end]
+    if touched and touched == inside:
+        if len(inside) == 1:
+            return MartPeriod("month", inside[0], inside[0], True)
+        if inside == months:
+            return MartPeriod("all", "all", f"{months[0]} … {months[-1]} (the whole record)", True)
+    return MartPeriod("all", "all", record, False)
+
+
+def record_text(con: duckdb.DuckDBPyConnection, source: str = "sacct") -> str:
+    """'whole record 2026-09-01 … 2026-10-31': the span of a source (marts.data_freshness), for figures the
+    marts hold only over the whole record (job MTTF, expected ETTR), so none reads as the window's."""
+    try:
+        if table_status(con, "marts.data_freshness") is None:
+            got = query_rows(con, "SELECT first_record_ts AS a, last_record_ts AS b FROM marts.data_freshness "
+                                  "WHERE source_kind = ?", [source])
+            if got and got[0]["a"] is not None and got[0]["b"] is not None:
+                a, b = ((x.astimezone(timezone.utc) if x.tzinfo else x).date() if isinstance(x, datetime) else x
+                        for x in (got[0]["a"], got[0]["b"]))
+                return f"whole record {fmt_date(a)} … {fmt_date(b)}"
+    except duckdb.Error as exc:
+        log.warning("SLO report record span: %s", exc)
+    return "whole record"
+
+
 #: The sources each reliability mart needs (any one of them): when none was ingested, the mart is absent or
 #: empty because of that, and the report says which source is missing instead of "not built".
 _MART_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {

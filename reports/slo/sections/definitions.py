@@ -22,9 +22,11 @@ DEFINITIONS: tuple[tuple[str, str], ...] = (
                   "period, 6 spends a 30-day budget in 5 days. Multiwindow alerting per the Google SRE Workbook, "
                   "ch. 5 \u201cAlerting on SLOs\u201d; with daily SLIs the windows are 1 day and 3 days (page: both > 6, "
                   "ticket: both > 1)."),
-    ("MTBF", "Mean time between failures per node = node-hours in service (cluster.yaml nodes minus planned "
-             "maintenance) / hardware incidents started in the period. MTBF per GPU = GPU-hours / failures, GPU "
-             "components only. The whole cluster sees a failure every MTBF / N nodes hours."),
+    ("MTBF", "Mean time between failures per node = node-hours in service / hardware incidents started in the "
+             "period; node-hours in service from Slurm node states when they are ingested (planned maintenance out "
+             "where a node was down in it), else cluster.yaml nodes minus planned maintenance "
+             "(marts.mtbf.exposure_source). MTBF per GPU = GPU-hours / failures, GPU components only. The whole "
+             "cluster sees a failure every MTBF / N nodes hours."),
     ("Garwood CI", "Exact Poisson 95 % interval of a rate from k events in exposure T: [χ²(0.025; 2k) / 2T, "
                    "χ²(0.975; 2k + 2) / 2T]; MTBF and MTTF intervals are its inverse. Below reliability.min_failures "
                    "(default 3) failures no point estimate is reported (\u201cinsufficient data\u201d)."),

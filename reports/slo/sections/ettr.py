@@ -15,7 +15,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import macro_status, query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.slo.window import SloWindow, source_status
+from gpusre.reports.slo.window import SloWindow, record_text, source_status
 
 _TOP_N_RUNS = 12
 
@@ -45,6 +45,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             con, "SELECT gpus_bucket, expected_ettr, r_f_per_1000_node_days, n_nodes_median FROM marts.ettr_by_size")}
     # Per-bucket quantiles and wall-clock shares come from the mart; the runs are read only for the chart.
     sizes = query_rows(con, "SELECT * FROM marts.ettr_window_by_size(?, ?)", [w.start, w.end])
+    # Expected ETTR and the what-if rest on the whole record's failure rate (the marts hold no period rows):
+    # named with its span wherever quoted, so nobody reads them as the window's.
+    record = record_text(con)
     per_run: dict[str, list[float]] = {}
     for r in runs:
         per_run.setdefault(r["size_bucket"], []).append(r["ettr"])
@@ -54,7 +57,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     take = (f"Runs of {big['size_bucket']} GPUs that ended in the window had a median ETTR of "
             f"{fmt_num(big['ettr_p50'], 2)} with queue wait and {fmt_num(big['ettr_excl_queue_p50'], 2)} without "
             f"({plural(big['runs'], 'run')})"
-            + (f" against {fmt_num(exp, 2)} expected from failures alone" if is_number(exp) else "")
+            + (f" against {fmt_num(exp, 2)} expected from failures alone (expected ETTR: {record}, not this "
+               "window alone)" if is_number(exp) else "")
             + f"; on average queue wait took {fmt_pct(big['queue_share'])} of their "
               f"wall-clock, gaps between jobs {fmt_pct(big['gap_share'])}, restarts "
               f"{fmt_pct(big['restart_share'])} and re-done work {fmt_pct(big['lost_work_share'])}.")
@@ -113,7 +117,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             caveat = (f" — from only {plural(thin[0]['failures'], 'failure')}, too few for a point estimate: "
                       "indicative only" if thin else "")
             sec.notes.append(
-                f"Checkpoint what-if (whole record): for a run on {fmt_int(w0['n_nodes'])} nodes (the largest run "
+                f"Checkpoint what-if ({record}): for a run on {fmt_int(w0['n_nodes'])} nodes (the largest run "
                 + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days{caveat}, " if is_number(rf) else "size), ")
                 + (f"checkpointing at least every {fmt_span(best)} keeps the expected ETTR at or above "
                    f"{fmt_num(w0['target'], 2)}." if is_number(best) else

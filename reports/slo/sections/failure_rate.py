@@ -15,7 +15,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.slo.window import SloWindow, source_status
+from gpusre.reports.slo.window import SloWindow, mart_period, source_status
 
 #: Published failure rates per 1,000 node-days: (label, value, as published, citation).
 REFERENCE_RF: tuple[tuple[str, float, str, str], ...] = (
@@ -61,7 +61,14 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return f"{sentence_case(what)}, {'whole record' if r['period_type'] == 'all' else r['period']}"
 
     refs = [(f"{name} (published)", v, t) for name, v, t, _ in REFERENCE_RF]
-    main = next((r for r in rows if r["period_type"] == "all" and r["variant"] == "hw_incidents"), rows[0])
+    # The window's own row when the mart holds one (a calendar month, or the whole record), else the whole
+    # record, named with its span: a monthly review must not headline a rate that includes other months.
+    mp = mart_period(con, w, "node_failure_rate", "variant = 'hw_incidents'")
+    main = next((r for r in rows if (r["period_type"], r["period"]) == (mp.period_type, mp.period)
+                 and r["variant"] == "hw_incidents"), rows[0])
+    over = (mp.label if mp.is_window else
+            f"{mp.label}, not the window {w.text} alone (marts.node_failure_rate holds calendar months and the "
+            "whole record)")
     if main["sufficient"] and is_number(main["rate_per_1000_node_days"]):
         lo, hi = main["ci_low"], main["ci_high"]
         def group(names: list[str], where: str) -> str:
@@ -76,11 +83,12 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         rel = "; ".join(p for p in (group(inside, "inside that interval"), group(below, "below it"),
                                     group(above, "above it")) if p)
         take = (f"The cluster had {fmt_rate(main['rate_per_1000_node_days'])} hardware failures per 1,000 node-days "
-                f"(95 % CI {fmt_ci(lo, hi, '', fmt_rate)}) over the "
-                f"{'whole record' if main['period_type'] == 'all' else main['period']}"
+                f"(95 % CI {fmt_ci(lo, hi, '', fmt_rate)}) {'in' if mp.is_window else 'over the'} "
+                f"{over}"
                 + (f"; {rel}" if rel else "") + " (Kokolis et al., HPCA 2025; Llama 3 Herd of Models §3.3.4).")
     else:
-        take = (f"Too few failures for a rate: insufficient data ({plural(main['failures'], 'failure')} in "
+        take = (f"Too few failures for a rate {'in' if mp.is_window else 'over the'} {over}: "
+                f"insufficient data ({plural(main['failures'], 'failure')} in "
                 f"{fmt_int(main['node_days'])} node-days; 95 % CI {fmt_ci(main['ci_low'], main['ci_high'], '', fmt_rate)}).")
     sec.lead = take
     sec.items.append(Chart(svg(charts.rate_reference_chart(

@@ -26,7 +26,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import change_phrase, fmt_rate
-from gpusre.reports.slo.window import SloWindow, source_status
+from gpusre.reports.slo.window import SloWindow, mart_period, source_status
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
@@ -48,8 +48,6 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.mtbf has no cluster or component-class rows."
         return sec
-    span = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.mtbf WHERE period_type = 'month'")[0]
-    record = f"whole record ({span['a']} … {span['b']})" if span["a"] else "whole record"
 
     def cat(r: dict[str, Any]) -> str:
         return "all" if r["scope"] == "cluster" else (r["component"] or "other")
@@ -91,11 +89,23 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             text += f"; {t['previous_period']} had insufficient data to compare"
         return text
 
-    c = all_rows.get("all")
-    lead = (f"Over the {record} the cluster's MTBF per node is {fmt_hours(c['mtbf_hours'])} (95 % CI "
-            f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"] else
-            f"Too few failures for a cluster MTBF over the {record}")
-    classes = [r for k, r in all_rows.items() if k != "all" and r["sufficient"] and is_number(r["mtbf_hours"])]
+    # Headline the window's own row (a calendar month, or the whole record when the window covers it); a
+    # whole-record figure is named as such, so nobody reads it as the window's.
+    mp = mart_period(con, w, "mtbf")
+    head = {cat(r): r for r in rows if (r["period_type"], r["period"]) == (mp.period_type, mp.period)}
+    c = head.get("all")
+    if mp.is_window:
+        lead = (f"In {mp.label} the cluster's MTBF per node was {fmt_hours(c['mtbf_hours'])} (95 % CI "
+                f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"]
+                else f"Too few failures for a cluster MTBF in {mp.label}"
+                + (f" ({plural(c['failures'], 'failure')})" if c else ""))
+    else:
+        lead = (f"Over the {mp.label} the cluster's MTBF per node is {fmt_hours(c['mtbf_hours'])} (95 % CI "
+                f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"]
+                else f"Too few failures for a cluster MTBF over the {mp.label}")
+        lead += (f", not the window {w.text} alone (marts.mtbf holds calendar months and the whole record; the "
+                 "months are in the table)")
+    classes = [r for k, r in head.items() if k != "all" and r["sufficient"] and is_number(r["mtbf_hours"])]
     if classes:
         lo = min(classes, key=lambda r: r["mtbf_hours"])
         lead += (f"; {lower_first(class_label(lo['component']))} fails most often (MTBF {fmt_hours(lo['mtbf_hours'])} per node, "
@@ -165,8 +175,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
               Cell(t["direction"] or MISSING)] for t in trend],
             caption="Latest month in the warehouse vs the month before, and the nodes each planned maintenance "
                     "window touched after it vs before it (marts.mtbf_trend): exact conditional test "
-                    "of equal Poisson rates given the months' node-hours; 'worse' / 'better' only at p < 0.05. "
-                    "MTBF change = previous rate / current rate − 1; not given when either month has "
+                    "of equal Poisson rates given the periods' node-hours in service (the exposure of marts.mtbf; "
+                    "a maintenance comparison leaves the window itself out of both sides); 'worse' / 'better' only "
+                    "at p < 0.05, 'insufficient data' when neither period has reliability.min_failures failures. "
+                    "MTBF change = previous rate / current rate − 1; not given when either period has "
                     "insufficient data.",
         ))
     return sec

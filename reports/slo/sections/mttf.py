@@ -11,13 +11,23 @@ from typing import Any
 import duckdb
 
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_ci, fmt_hours, fmt_int, fmt_num, fmt_pct, is_number, truncate
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_ci,
+    fmt_hours,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    is_number,
+    lower_first,
+    truncate,
+)
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import bucket_key
-from gpusre.reports.slo.window import SloWindow, source_status
+from gpusre.reports.slo.window import SloWindow, record_text, source_status
 from gpusre.models.vocabulary import SIZE_BUCKETS
 
 #: Meta RSC-1's published job MTTF by job size (GPUs, hours), Kokolis et al., HPCA 2025.
@@ -85,7 +95,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             parts.append(f"the 1/N fit{ex} projects " + ", ".join(
                 f"{fmt_hours(r['mttf_hours'])} at {fmt_int(r['n_gpus'])} GPUs" for r in shown)
                 + " against Meta RSC-1's published " + ", ".join(f"{meta[r['n_gpus']]:g} h" for r in shown))
-    take = "; ".join(parts) + "."
+    # The job MTTF marts hold the whole record only: say so, with its span, so nobody reads it as the window's.
+    take = (f"Over the {record_text(con)} (the job MTTF marts have no per-period rows, so not the window {w.text} "
+            f"alone): " + lower_first("; ".join(parts)) + ".")
     sec.lead = take
     sec.items.append(Chart(svg(charts.mttf_projection_chart(
         measured, fit, [(float(r["n_gpus"]), r["mttf_hours"], r["ci_low"], r["ci_high"]) for r in projected],
