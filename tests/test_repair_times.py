@@ -213,3 +213,33 @@ def test_an_outage_of_two_overlapping_drains_repairs_the_incident_either_names()
     rows = {r["incident_id"]: r for r in link_incidents(incidents, states).iter_rows(named=True)}
     assert (rows["net"]["repair_state"], rows["net"]["hours_to_repair"]) == ("repaired", 4.0)
     assert rows["sto"]["repair_state"] == "not_drained"
+
+
+def test_monthly_repair_times_of_a_two_month_review() -> None:
+    """The probe's hand values (tests/hand_repairs.py): medians and means per class and month, the
+    ongoing repair counted but not averaged, the never-drained storage incident timed by its recoveries."""
+    import hand_repairs
+
+    rows = hand_repairs.linked()
+    got = {r["incident_id"]: (r["repair_state"], r["repair_source"], r["hours_to_repair"]) for r in rows.iter_rows(named=True)}
+    assert got["G11"] == ("ongoing", "node_states", None)
+    assert got["S1"][:2] == ("repaired", "recovery_events") and got["S1"][2] == pytest.approx(2 / 3)
+    assert got["H1"] == ("repaired", "node_states", 6.0)
+
+    def summary(frame: pl.DataFrame) -> dict[str, tuple]:
+        return {r["component_class"]: (r["repaired"], r["ongoing"], r["mttr_hours_p50"], r["mttr_hours_mean"])
+                for r in frame.iter_rows(named=True)}
+
+    record = summary(repair_times(rows))
+    assert record["gpu"] == (10, 1, 15.0, 18.0)
+    assert record["network"][:3] == (6, 0, 7.0) and record["network"][3] == pytest.approx(46 / 6)  # 7.67
+    assert record["storage"][:3] == (1, 0, pytest.approx(2 / 3))
+    # all 18 repaired: 0.67, 4, 4, 6 x4, 8, 10, 12 x4, 18, 20, 24, 24, 48 -> median (10 + 12) / 2
+    assert record["all"][:3] == (18, 1, 11.0) and record["all"][3] == pytest.approx((2 / 3 + 232) / 18)
+    months = hand_repairs.monthly(rows)
+    sep = summary(months.filter(pl.col("period") == "2026-09"))
+    octo = summary(months.filter(pl.col("period") == "2026-10"))
+    assert sep["gpu"] == (8, 0, 15.0, 18.0) and sep["network"] == (3, 0, 8.0, 8.0)
+    assert sep["all"][:3] == (13, 0, 10.0) and sep["all"][3] == pytest.approx((2 / 3 + 174) / 13)
+    assert octo["gpu"] == (2, 1, 18.0, 18.0) and octo["all"] == (5, 1, 12.0, 11.6)
+    assert octo["network"][:3] == (3, 0, 6.0) and octo["network"][3] == pytest.approx(22 / 3)

@@ -6,6 +6,12 @@
                or in maintenance per Slurm node states — a draining node may still finish jobs) = allocated
     allocated − lost_failure − lost_restart = productive
 
+``maintenance`` is the part of idle capacity that planned maintenance took — the same down time the
+node_availability SLI leaves out of its denominator (node states with a maintenance reason or inside a
+cluster.yaml window; without node states, the cluster.yaml windows). Goodput keeps its documented
+definition (productive / capacity), so a maintenance day scores low; the column lets a reader tell such a
+day from an incident without a second goodput definition.
+
 Losses are charged only for interruptions the *infrastructure* causes — an instance that ended in
 NODE_FAIL or PREEMPTED, or was attributed to the infrastructure from node logs (FAILED or REQUEUED
 with failure events in its end window):
@@ -39,6 +45,8 @@ GOODPUT_SCHEMA: dict[str, pl.DataType] = {
     "lost_restart_gpu_hours": pl.Float64(), "idle_gpu_hours": pl.Float64(), "goodput": pl.Float64(),
     "infra_interruptions": pl.Int64(), "in_service_gpu_hours": pl.Float64(), "unavailable_gpu_hours": pl.Float64(),
     "goodput_in_service": pl.Float64(), "capacity_source": pl.String(),
+    # part of idle_gpu_hours (with node states: of unavailable_gpu_hours) taken by planned maintenance
+    "maintenance_gpu_hours": pl.Float64(),
 }
 
 
@@ -58,7 +66,7 @@ def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Serie
 
 def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,
                   in_service: pl.DataFrame | None = None, gpus_per_node: int = 8,
-                  since: datetime | None = None) -> pl.DataFrame:
+                  since: datetime | None = None, maintenance: pl.DataFrame | None = None) -> pl.DataFrame:
     """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
 
     Args:
@@ -77,7 +85,14 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         in_service: ``marts.node_availability_daily`` (``day``, ``in_service_hours``) from Slurm node
             states: splits idle time into *unavailable* (nodes drained, down or in maintenance) and
             idle in service, and gives ``goodput_in_service`` = productive / in-service GPU-hours.
-            Without it in-service = capacity and ``capacity_source`` says so.
+            Without it in-service = capacity and ``capacity_source`` says so. With its
+            ``down_maintenance_hours`` (maintenance reasons, and any down time inside a cluster.yaml
+            window) a day's ``maintenance_gpu_hours`` = those node-hours × ``gpus_per_node``, at most the
+            day's unavailable GPU-hours.
+        maintenance: ``day``, ``maintenance_node_hours``: the cluster.yaml maintenance windows' node-hours
+            per UTC day. Used only for days without node states (the windows then say which idle
+            capacity was planned down time), capped at the day's idle GPU-hours; without it and without
+            node states a day's ``maintenance_gpu_hours`` is 0.
     """
     gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
     # Sorted before every float sum: a sum's last bits depend on the order of its terms, and reruns
@@ -125,8 +140,11 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         )
     )
     if in_service is not None and in_service.height:
+        has_maint = "down_maintenance_hours" in in_service.columns
         svc = (in_service.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
-               .agg((pl.col("in_service_hours").sum() * gpus_per_node).alias("_svc")))
+               .agg((pl.col("in_service_hours").sum() * gpus_per_node).alias("_svc"),
+                    ((pl.col("down_maintenance_hours").fill_null(0.0).sum() * gpus_per_node) if has_maint
+                     else pl.lit(None, pl.Float64)).alias("_maint_states")))
         out = out.join(svc, on="day", how="left").with_columns(
             pl.when(pl.col("_svc").is_not_null()).then(pl.lit("node states (in-service GPU-hours)"))
             .otherwise(pl.lit("cluster.yaml GPUs (no node-state history for the day)")).alias("capacity_source"),
@@ -134,10 +152,26 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
             .alias("in_service_gpu_hours"))
     else:
         out = out.with_columns(pl.lit("cluster.yaml GPUs (no node-state history)").alias("capacity_source"),
-                               pl.col("capacity_gpu_hours").alias("in_service_gpu_hours"))
+                               pl.col("capacity_gpu_hours").alias("in_service_gpu_hours"),
+                               pl.lit(None, pl.Float64).alias("_svc"), pl.lit(None, pl.Float64).alias("_maint_states"))
+    if maintenance is not None and maintenance.height:
+        windows = (maintenance.select(pl.col("day").cast(pl.Date), pl.col("maintenance_node_hours").cast(pl.Float64))
+                   .sort("day").group_by("day").agg((pl.col("maintenance_node_hours").sum() * gpus_per_node)
+                                                    .alias("_maint_windows")))
+        out = out.join(windows, on="day", how="left")
+    else:
+        out = out.with_columns(pl.lit(None, pl.Float64).alias("_maint_windows"))
     out = out.with_columns(
         (pl.col("capacity_gpu_hours") - pl.col("in_service_gpu_hours")).clip(lower_bound=0).alias("unavailable_gpu_hours"),
         pl.when(pl.col("in_service_gpu_hours") > 0)
         .then(pl.col("productive_gpu_hours") / pl.col("in_service_gpu_hours")).alias("goodput_in_service"),
+    ).with_columns(
+        # Node states say which nodes really went down for maintenance (a window nobody drained for costs
+        # nothing); the cluster.yaml windows stand in only on days without them. Capped so the part
+        # never exceeds the whole it belongs to (a partial first/last day's capacity is cut).
+        pl.when(pl.col("_svc").is_not_null() & pl.col("_maint_states").is_not_null())
+        .then(pl.min_horizontal("_maint_states", "unavailable_gpu_hours"))
+        .otherwise(pl.min_horizontal(pl.col("_maint_windows").fill_null(0.0), "idle_gpu_hours"))
+        .clip(lower_bound=0.0).alias("maintenance_gpu_hours"),
     )
     return out.select([pl.col(c).cast(t) for c, t in GOODPUT_SCHEMA.items()]).sort("day")

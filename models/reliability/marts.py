@@ -296,7 +296,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     runs_mart = ettr_runs(inst, inputs.jobs, runs, t1, rules.min_gpus)
     rf = node_failure_rate(mtbf, inst, settings.rf_min_job_gpus, settings.min_failures)
     goodput = goodput_daily(inst, inputs.utilization, t1, inputs.availability if has_states else None,
-                            settings.gpus_per_node, since=t0)
+                            settings.gpus_per_node, since=t0,
+                            maintenance=_maintenance_daily(nodes, settings.maintenance, t0, t1))
     r_f = _cluster_rf(rf)
     by_size = ettr_by_size(runs_mart, r_f)
     largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0

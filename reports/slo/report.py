@@ -17,7 +17,8 @@ from gpusre.reports.coverage import coverage_warnings
 from gpusre.reports.kit.formatting import fmt_date, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
-from gpusre.reports.slo.sections import definitions, ettr, failure_rate, goodput, incidents, mtbf, mttf, status, summary
+from gpusre.reports.slo.sections import (definitions, ettr, failure_rate, goodput, incidents, mtbf, mttf, repairs,
+                                          status, summary)
 from gpusre.reports.slo.window import DEFAULT_WINDOW_DAYS, SloWindow, default_window
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ SLO_SECTIONS: tuple[SectionSpec[SloWindow], ...] = (
     status.SECTION,
     mtbf.SECTION,
     failure_rate.SECTION,
+    repairs.SECTION,  # how long the failures above kept nodes out, and what is still open
     mttf.SECTION,
     ettr.SECTION,
     goodput.SECTION,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import duckdb
 
+from gpusre.models.warehouse import select_columns
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import fmt_date, fmt_int, fmt_num, fmt_pct, is_number, plural, sentence_case
 from gpusre.reports.kit.render import svg
@@ -15,21 +16,38 @@ from gpusre.reports.slo.terms import fmt_objective
 from gpusre.reports.slo.window import SloWindow, source_status
 
 
+def share_text(frac: float | None, decimals: int = 1) -> str:
+    """``fmt_pct``, but a share that is not zero never prints as zero: 11 GPU-hours of 285,696 is
+    '< 0.01 %', not '0.00 %' next to a table that shows the 11 GPU-hours.
+
+    >>> share_text(11 / 285_696, 2), share_text(0.0, 2), share_text(0.0123, 2)
+    ('< 0.01 %', '0.00 %', '1.23 %')
+    """
+    smallest = 10.0 ** -decimals
+    if is_number(frac) and 0 < float(frac) * 100 < smallest / 2:  # type: ignore[arg-type]
+        return f"< {smallest:.{decimals}f} %"
+    return fmt_pct(frac, decimals)
+
+
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("goodput", "Goodput", scope=f"Window {w.text}, from marts.goodput_daily.")
     reason = source_status(con, "goodput_daily")
     if reason:
         sec.no_data = reason
         return sec
-    rows = query_rows(con, """SELECT day, capacity_gpu_hours AS cap, allocated_gpu_hours AS alloc,
+    # maintenance_gpu_hours: NULL in a warehouse written before the column existed (then nothing is
+    # known to be planned, and the sentences say only "idle")
+    maint = select_columns(con, "marts.goodput_daily", ("maintenance_gpu_hours",))
+    rows = query_rows(con, f"""SELECT day, capacity_gpu_hours AS cap, allocated_gpu_hours AS alloc,
                                 productive_gpu_hours AS prod, lost_failure_gpu_hours AS lf,
                                 lost_restart_gpu_hours AS lr, idle_gpu_hours AS idle, goodput, infra_interruptions,
-                                COALESCE(partial, FALSE) AS partial
+                                COALESCE(partial, FALSE) AS partial, {maint}
                          FROM marts.goodput_daily WHERE day BETWEEN ? AND ? ORDER BY day""", [w.start, w.end])
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.goodput_daily has no days in the window {w.text}."
         return sec
     tot = {k: sum(float(r[k] or 0.0) for r in rows) for k in ("cap", "alloc", "prod", "lf", "lr", "idle")}
+    tot["maint"] = sum(float(r["maintenance_gpu_hours"] or 0.0) for r in rows)
     interruptions = sum(int(r["infra_interruptions"] or 0) for r in rows)
     cap = tot["cap"]
     gp = tot["prod"] / cap if cap else None
@@ -37,13 +55,20 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if table_status(con, "marts.slo_daily") is None:
         objective = scalar(con, "SELECT objective FROM marts.slo_daily WHERE sli = 'goodput' AND day <= ? "
                                  "ORDER BY day DESC LIMIT 1", [w.end])
-    take = (f"Of {fmt_int(cap)} GPU-hours of capacity in the window, {fmt_pct(tot['idle'] / cap if cap else None)} "
-            f"sat idle, {fmt_pct(tot['lf'] / cap if cap else None, 2)} were lost to failures and "
-            f"{fmt_pct(tot['lr'] / cap if cap else None, 2)} to restarts ({plural(interruptions, 'interruption')} by the infrastructure or preemption): "
+    frac = lambda v: v / cap if cap else None  # noqa: E731
+    # Planned maintenance is part of idle capacity: named on its own so that a planned drain does not read
+    # like lost capacity nobody planned (node availability leaves it out altogether).
+    maint_clause = (f" ({share_text(frac(tot['maint']))} in planned maintenance, {fmt_int(tot['maint'])} GPU-hours)"
+                    if tot["maint"] > 0 else "")
+    take = (f"Of {fmt_int(cap)} GPU-hours of capacity in the window, {share_text(frac(tot['idle']))} "
+            f"sat idle{maint_clause}, {share_text(frac(tot['lf']), 2)} were lost to failures and "
+            f"{share_text(frac(tot['lr']), 2)} to restarts ({plural(interruptions, 'interruption')} by the infrastructure or preemption): "
             f"goodput was {fmt_pct(gp)}" + (f" against an objective of {fmt_objective(objective)}." if is_number(objective) else "."))
     sec.lead = take
+    idle_steps = ([("Planned maintenance", tot["maint"], "loss"), ("Other idle", tot["idle"] - tot["maint"], "loss")]
+                  if tot["maint"] > 0 else [("Idle", tot["idle"], "loss")])
     sec.items.append(Chart(svg(charts.waterfall_chart(
-        [("Capacity", cap, "total"), ("Idle", tot["idle"], "loss"), ("Allocated", tot["alloc"], "total"),
+        [("Capacity", cap, "total"), *idle_steps, ("Allocated", tot["alloc"], "total"),
          ("Lost to failures", tot["lf"], "loss"), ("Lost to restarts", tot["lr"], "loss"),
          ("Productive", tot["prod"], "total")],
         f"Where the GPU-hours went, {w.text}")), take))
@@ -52,10 +77,21 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if with_gp:
         worst = min(with_gp, key=lambda r: r["goodput"])
         below = [r for r in with_gp if is_number(objective) and r["goodput"] < objective]
+        day_share = lambda r, k: (r[k] or 0) / r["cap"] if r["cap"] else None  # noqa: E731
         daily_take = ((f"Goodput was below the {fmt_objective(objective)} objective on {len(below)} of {len(with_gp)} days; "
                        if is_number(objective) else "")
                       + f"the worst day was {fmt_date(worst['day'])} at {fmt_pct(worst['goodput'])} "
-                        f"({fmt_pct((worst['idle'] or 0) / worst['cap'] if worst['cap'] else None)} of capacity idle).")
+                        f"({fmt_pct(day_share(worst, 'idle'))} of capacity idle")
+        if (worst["maintenance_gpu_hours"] or 0) > 0:
+            # a planned drain, not an incident: say so, and name the worst day the maintenance did not explain
+            daily_take += (f", {share_text(day_share(worst, 'maintenance_gpu_hours'))} in planned maintenance: "
+                           "a maintenance day")
+            unplanned = [r for r in with_gp if not (r["maintenance_gpu_hours"] or 0) > 0]
+            if unplanned:
+                other = min(unplanned, key=lambda r: r["goodput"])
+                daily_take += (f"); the worst day without planned maintenance was {fmt_date(other['day'])} at "
+                               f"{fmt_pct(other['goodput'])} ({fmt_pct(day_share(other, 'idle'))} of capacity idle")
+        daily_take += ")."
         sec.items.append(Chart(svg(charts.goodput_daily_chart(
             # a partial day's goodput is not drawn (its capacity is cut at the data's end): the chart shows
             # the days the sentence counts
@@ -69,11 +105,16 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                          f"allocated − losses − productive = {fmt_num(resid2)} GPU-hours.")
     sec.items.append(Table(
         [Column("", nowrap=True), Column("GPU-hours", True), Column("Share of capacity", True)],
-        [[Cell(k), Cell(fmt_num(v, 0)), Cell(fmt_pct(v / cap if cap else None, 2))] for k, v in (
-            ("Capacity", cap), ("Idle", tot["idle"]), ("Allocated", tot["alloc"]), ("Lost to failures", tot["lf"]),
+        [[Cell(k), Cell(fmt_num(v, 0)), Cell(share_text(frac(v), 2))] for k, v in (
+            ("Capacity", cap), ("Idle", tot["idle"]),
+            *([("of which planned maintenance", tot["maint"])] if tot["maint"] > 0 else []),
+            ("Allocated", tot["alloc"]), ("Lost to failures", tot["lf"]),
             ("Lost to restarts", tot["lr"]), ("Productive", tot["prod"]))],
         caption="Goodput = productive / capacity GPU-hours. Idle = not allocated (including nodes down or in "
-                "maintenance). Lost to failures = GPUs × the expected work since the last checkpoint of instances "
+                "maintenance); planned maintenance = the part of it on nodes down for planned maintenance (node "
+                "states with a maintenance reason or inside a cluster.yaml window; the windows alone on days "
+                "without node states) — node availability leaves that time out, goodput keeps it in its "
+                "capacity. A share that rounds to zero but is not zero shows as < 0.01 %. Lost to failures = GPUs × the expected work since the last checkpoint of instances "
                 "the infrastructure interrupted (NODE_FAIL, BOOT_FAIL, PREEMPTED, or attributed to the "
                 "infrastructure from node logs), on the day they ended; lost to restarts = GPUs × the restart "
                 "overhead of the instance that follows, on the day it started. Checkpoint interval and restart "
