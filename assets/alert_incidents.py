@@ -15,6 +15,7 @@ import polars as pl
 from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.alerts.clustering import (
+    ALERT_DATA_SPAN_SQL,
     MAINTENANCE_SCHEMA,
     NOTIFICATION_DAYS_SQL,
     AlertClusteringSettings,
@@ -102,8 +103,8 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
                      "hardware incident or killed jobs), median duration, flapping, incidents in maintenance, "
                      "verdict (judged once it fired in 3 incidents outside maintenance)."),
         dg.AssetSpec(ALERT_COVERAGE, deps=_DEPS, group_name="marts", kinds={"duckdb"},
-                     description="One row per hardware incident the alert data can judge (started within its span, "
-                     "or matched by an alert): whether an alert covered it and how many alerts were about it."),
+                     description="One row per hardware incident the alert data can judge (started within its span: "
+                     "first to last webhook delivery, resolves and repeats included; or matched by an alert): whether an alert covered it and how many alerts were about it."),
         dg.AssetSpec(HW_WITHOUT_ALERT, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="Hardware incidents (within the span of the alert data) with no alert on their "
                      "nodes in their window: missing alert coverage."),
@@ -135,17 +136,19 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             attribution = pl.concat([attribution, con.sql(
                 "SELECT job_id || $sep || instance_no::VARCHAR AS job_id, attribution, lost_gpu_hours, incident_id "
                 "FROM marts.instance_failure_attribution", params={"sep": RUN_KEY_SEP}).pl()], how="vertical_relaxed")
-        # Notifications by the day they were received, and the end of the alert data (an incident
-        # whose alert still fires is ongoing until then).
+        # Notifications by the day they were received, and the span of the alert data: the first to
+        # the last webhook delivery (resolves and repeats included). Coverage is judged inside it, and
+        # an incident whose alert still fires is ongoing until its end.
         raw = table_exists(con, "raw.alert_notifications")
         notifications = con.sql(NOTIFICATION_DAYS_SQL).pl() if raw else None
-        as_of = (con.sql("SELECT max(received_at) FROM raw.alert_notifications").fetchall()[0][0] if raw else None)
+        span = tuple(con.sql(ALERT_DATA_SPAN_SQL).fetchall()[0]) if raw else None
+        as_of = span[1] if span else None
         marts = alert_marts(
             alerts if alerts is not None else pl.DataFrame(),
             topology=Topology.from_config(config), hw_incidents=hw, jobs=jobs, attribution=attribution,
             settings=settings, flood_settings=alert_settings(config).floods, notifications=notifications,
             maintenance=_maintenance(con, config), node_labels=alert_settings(config).nodes.node_labels,
-            as_of=as_of,
+            as_of=as_of, data_span=span,
         )
         with transaction(con):
             replace_table(con, "marts.alert_incidents", marts.incidents)

@@ -124,6 +124,16 @@ Compression and coverage
     alerts belong to. :func:`hw_incidents_without_alert`: hardware incidents inside the span of the
     alert data that no alert matched (the matching rule above) — missing alert coverage.
 
+Span of the alert data (:func:`alert_coverage`, and where precision can be judged)
+    From the first to the last webhook delivery (:data:`ALERT_DATA_SPAN_SQL`): a delivery was received
+    at its logger's timestamp, else no earlier than the latest time its payload shows (a start, or a
+    resolved alert's end). A resolve, a repeat or a delivery that brought no new alert shows
+    Alertmanager was working until then just as a new alert does: the span is not the first to the
+    last alert *start*, which would leave every hardware incident after the last alert to fire
+    unjudged and let the next unrelated alert flip the verdict on it. Without the notifications, the
+    first alert start to the latest alert start or end. Hardware incidents outside the span are not
+    judged (the alert data says nothing about them), unless an alert was about one.
+
 :func:`alert_marts` computes every mart the ``marts/alert_incidents`` asset writes.
 """
 
@@ -166,7 +176,9 @@ __all__ = [
     "Topology",
     "COVERAGE_SCHEMA",
     "UNCOVERED_SCHEMA",
+    "ALERT_DATA_SPAN_SQL",
     "alert_daily",
+    "alert_data_span",
     "alert_floods",
     "alert_incident_id",
     "alert_coverage",
@@ -1097,6 +1109,38 @@ GROUP BY day ORDER BY day
 """
 
 
+#: The span of the alert data: ``first_ts``, ``last_ts`` (UTC) of the webhook deliveries of
+#: ``raw.alert_notifications`` (one per JSON value, as in :data:`NOTIFICATION_DAYS_SQL`). A delivery
+#: was received at its logger's timestamp (``received_at``), else no earlier than the latest time
+#: its payload shows (a start, or a resolved alert's end: a webhook is sent after what it reports).
+#: The date in a file's name is not used: logrotate's ``dateext`` names a file for the day it was
+#: rotated, the day after its content, and a span stretched to it would judge incidents no
+#: notification could have covered. Both NULL without notifications.
+ALERT_DATA_SPAN_SQL = r"""
+WITH d AS (
+    SELECT source_file, line_no, payload_no, max(received_at) AS received_at,
+           max(CASE WHEN status = 'resolved' THEN greatest(starts_at, ends_at) ELSE starts_at END) AS shown
+    FROM raw.alert_notifications
+    GROUP BY source_file, line_no, payload_no
+)
+SELECT min(coalesce(received_at, shown)) AS first_ts, max(coalesce(received_at, shown)) AS last_ts FROM d
+"""
+
+
+def alert_data_span(alerts: pl.DataFrame, data_span: tuple[object, object] | None = None) -> tuple[object, object]:
+    """The span of the alert data as two UTC datetimes (None, None without alerts): ``data_span``
+    (:data:`ALERT_DATA_SPAN_SQL`'s first and last delivery) when known, else the first alert start
+    to the latest alert start or end (each alert was notified when it started, and a resolved one
+    when it ended)."""
+    if data_span is not None and data_span[0] is not None and data_span[1] is not None:
+        return pl.select(pl.lit(data_span[0]).cast(_TS).alias("lo"), pl.lit(data_span[1]).cast(_TS).alias("hi")).row(0)
+    if alerts.is_empty():
+        return None, None
+    al = alerts.select(_utc(alerts, "starts_at"), _utc(alerts, "ends_at") if "ends_at" in alerts.columns
+                       else pl.lit(None, dtype=_TS).alias("ends_at"))
+    return al["starts_at"].min(), al.select(pl.max_horizontal(pl.col("starts_at").max(), pl.col("ends_at").max()))[0, 0]
+
+
 def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFrame,
                 notifications: pl.DataFrame | None = None) -> pl.DataFrame:
     """``marts.alert_daily``: per UTC day (zero-filled from the first to the last day of an alert
@@ -1203,13 +1247,14 @@ def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.Data
 
 def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topology: Topology | None = None,
                    settings: AlertClusteringSettings | None = None,
-                   node_labels: Sequence[str] = DEFAULT_NODE_LABELS) -> pl.DataFrame:
+                   node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
+                   data_span: tuple[object, object] | None = None) -> pl.DataFrame:
     """``marts.alert_coverage``: the hardware incidents the alert data can judge, each with whether
     an alert covered it. An incident is judged when it started within the span of the alert data
-    (first to last alert start) or an alert matched it (one that began seconds before the first
-    alert is still covered by it). An alert covers the incident it is about: on its nodes in
-    [start − 10 min, end + 30 min] and nearer to it than to another incident, or targeting its leaf
-    switch. ``n_alerts``: the alerts that are about it."""
+    (:func:`alert_data_span` of ``data_span``: first to last delivery, both included) or an alert
+    matched it (one that began seconds before the first alert is still covered by it). An alert
+    covers the incident it is about: on its nodes in [start − 10 min, end + 30 min] and nearer to it
+    than to another incident, or targeting its leaf switch. ``n_alerts``: the alerts that are about it."""
     settings = settings or AlertClusteringSettings()
     if hw_incidents is None or hw_incidents.is_empty() or alerts.is_empty():
         return pl.DataFrame(schema=COVERAGE_SCHEMA)
@@ -1222,7 +1267,7 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
     an = al.select("_i", "_ts", pl.col("_nodes").alias("node")).explode("node").drop_nulls("node")
     about = (_match_hw(al, hw, settings, an).unique("_i", keep="first")
              .group_by("hw_incident_id").agg(pl.len().cast(pl.Int64).alias("n_alerts")))
-    lo, hi = al["starts_at"].min(), al["starts_at"].max()
+    lo, hi = alert_data_span(al, data_span)
     out = (hw.join(about, left_on="incident_id", right_on="hw_incident_id", how="left")
            .with_columns(pl.col("n_alerts").fill_null(0), (pl.col("n_alerts").fill_null(0) > 0).alias("covered"))
            .filter(pl.col("covered") | pl.col("start_ts").is_between(lo, hi)))
@@ -1236,12 +1281,12 @@ def hw_incidents_without_alert(coverage: pl.DataFrame) -> pl.DataFrame:
 
 
 def _has_evidence(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, jobs: pl.DataFrame | None,
-                  settings: AlertClusteringSettings) -> bool:
+                  settings: AlertClusteringSettings, data_span: tuple[object, object] | None = None) -> bool:
     """Whether any hardware incident started, or any job ended in a killed state, within the span
-    of the alerts (else precision cannot be judged)."""
+    of the alert data (:func:`alert_data_span`; else precision cannot be judged)."""
     if alerts.is_empty():
         return False
-    lo, hi = alerts["starts_at"].min(), alerts["starts_at"].max()
+    lo, hi = alert_data_span(alerts, data_span)
     if hw_incidents is not None and not hw_incidents.is_empty():
         hw = _conform(hw_incidents, {"start_ts": _TS}, ("start_ts",))
         if hw.filter(pl.col("start_ts").is_between(lo, hi)).height:
@@ -1277,24 +1322,27 @@ def alert_marts(
     maintenance: pl.DataFrame | None = None,
     node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
     as_of: object | None = None,
+    data_span: tuple[object, object] | None = None,
 ) -> AlertMarts:
     """All alert marts from ``core.alerts`` (may be empty), hardware incidents, jobs and attribution;
     ``notifications``: notifications received per UTC day (:data:`NOTIFICATION_DAYS_SQL`, for
     ``alert_daily``); ``maintenance``: maintenance periods (:func:`rule_quality`); ``node_labels``:
-    the node mapping's node labels (hostlist targets); ``as_of``: the end of the alert data."""
+    the node mapping's node labels (hostlist targets); ``as_of``: the end of the alert data;
+    ``data_span``: the first and last webhook delivery (:data:`ALERT_DATA_SPAN_SQL`), the span in
+    which coverage and precision are judged (None: from the alerts' own times)."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
                                         floods=floods, node_labels=node_labels, as_of=as_of)
-    coverage = alert_coverage(alerts, hw_incidents, topology, settings, node_labels)
+    coverage = alert_coverage(alerts, hw_incidents, topology, settings, node_labels, data_span)
     return AlertMarts(
         incidents=incidents,
         members=members,
         daily=alert_daily(alerts, incidents, floods, notifications),
         floods=alert_floods(alerts, members, floods),
         rule_quality=rule_quality(alerts, members, incidents, settings,
-                                  judge_precision=_has_evidence(alerts, hw_incidents, jobs, settings),
+                                  judge_precision=_has_evidence(alerts, hw_incidents, jobs, settings, data_span),
                                   maintenance=maintenance, node_labels=node_labels),
         coverage=coverage,
         hw_without_alert=hw_incidents_without_alert(coverage),

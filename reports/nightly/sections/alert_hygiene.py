@@ -1,6 +1,9 @@
 """Nightly report section "Alert hygiene: noisy rules and missing coverage" (``#alert_hygiene``).
 
-Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.alert_coverage, marts.hw_incidents_without_alert; formats, computes nothing."""
+Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.alert_coverage,
+marts.hw_incidents_without_alert, marts.hw_incidents, and the span of the alert data (the first and
+last webhook delivery of raw.alert_notifications, by the model's own rule: the span the coverage
+mart was judged in); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from gpusre.reports.kit.formatting import (
     truncate,
     utc_date,
 )
+from gpusre.models.alerts.clustering import ALERT_DATA_SPAN_SQL
 from gpusre.reports.incident.terms import missing_sources
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
@@ -55,6 +59,48 @@ def _verdict_phrase(verdict: str | None, n: int) -> str:
     if verdict is None:
         return "have no verdict" if n != 1 else "has no verdict"
     return f"{'is' if n == 1 else 'are'} \u201c{verdict}\u201d"
+
+
+def _built(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """The table exists (empty or not): an empty coverage mart means nothing was judged, not unknown."""
+    status = table_status(con, table)
+    return status is None or "has not been built" not in status
+
+
+def _alert_data_span(con: duckdb.DuckDBPyConnection) -> tuple[Any, Any]:
+    """The span marts.alert_coverage was judged in: first and last webhook delivery (the model's
+    :data:`ALERT_DATA_SPAN_SQL`), else — without raw notifications — the first alert start to the
+    latest alert start or end, as the model falls back to."""
+    if table_status(con, "raw.alert_notifications") is None:
+        row = query_rows(con, ALERT_DATA_SPAN_SQL)[0]
+        if row["first_ts"] is not None:
+            return row["first_ts"], row["last_ts"]
+    row = query_rows(con, "SELECT min(starts_at) AS a, max(greatest(starts_at, coalesce(ends_at, starts_at))) AS b "
+                          "FROM core.alerts")[0]
+    return row["a"], row["b"]
+
+
+def _unjudged_text(con: duckdb.DuckDBPyConnection, first: Any, last: Any, window: tuple[Any, Any]) -> str:
+    """'Alert coverage is judged on … A … B (…); not judged, …: 1 that started after the last
+    delivery.' — the span, and the hardware incidents of the report window outside it: without
+    alert data then, whether they alerted is unknown, neither covered nor missed."""
+    text = (f"Alert coverage is judged on the hardware incidents that started while alert notifications were "
+            f"arriving, {period_text(fmt_date(first), fmt_date(last))} (first to last delivery, resolves and "
+            "repeats included), and on any an alert was about")
+    if table_status(con, "marts.hw_incidents") is not None or not _built(con, "marts.alert_coverage"):
+        return text + "."
+    row = query_rows(con, f"""SELECT count(*) FILTER (WHERE h.start_ts < ?) AS before,
+                                     count(*) FILTER (WHERE h.start_ts > ?) AS after
+                              FROM marts.hw_incidents h
+                              WHERE {utc_day_sql('h.start_ts')} BETWEEN ? AND ?
+                                AND NOT EXISTS (SELECT 1 FROM marts.alert_coverage c
+                                                WHERE c.incident_id = h.incident_id)""",
+                     [first, last, *window])[0]
+    out = [f"{fmt_int(n)} that started {when}" for n, when in
+           ((row["before"], "before the first delivery"), (row["after"], "after the last delivery")) if n]
+    if out:
+        text += f"; not judged, the alert data not reaching them: {' and '.join(out)}"
+    return text + "."
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -117,7 +163,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                      "check the alerts against")
     elif c_built:
         checked = None
-        if table_status(con, "marts.alert_coverage") is None:  # the incidents the alerts could judge
+        if _built(con, "marts.alert_coverage"):  # the incidents the alerts could judge (none: 0, not unknown)
             checked = scalar(con, f"""SELECT count(*) FROM marts.alert_coverage
                                        WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?""", [first, last])
         n_checked = max(checked, len(uncovered)) if checked is not None else None
@@ -140,6 +186,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     else:
         parts.append(f"alert coverage is unknown ({reason_text(c_status)})")
     sec.lead = sentence_case("; ".join(parts) + ".")
+    if c_built and not parts[-1].startswith("alert coverage is unknown"):
+        span_first, span_last = _alert_data_span(con)
+        if span_first is not None:
+            sec.lead += " " + _unjudged_text(con, span_first, span_last, (first, last))
 
     if rules:
         def dur(s: float | None) -> str:
@@ -176,7 +226,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             caption=(f"Latest {len(shown)} of {fmt_int(len(uncovered))}" if len(uncovered) > len(shown) else "The")
                     + f" hardware incidents (marts.hw_incidents) of {window} with no alert on their nodes from 10 min "
                       "before to 30 min after them (nor on their leaf switch), newest first: the alert rules miss "
-                      "these failures. Only incidents the alert data can judge are checked: those within its span, and any an alert was about.",
+                      "these failures. Only incidents the alert data can judge are checked: those that started within its span (first to last webhook delivery), and any an alert was about.",
         ))
     return sec
 

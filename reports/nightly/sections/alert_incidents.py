@@ -1,6 +1,9 @@
 """Nightly report section "Alert incidents by size" (``#alert_incidents``).
 
-Reads marts.alert_incident_scopes, marts.alert_incidents; formats, computes nothing."""
+Reads marts.alert_incident_scopes, marts.alert_incidents; formats, computes nothing.
+
+Besides the incidents that started on the report day, the lead names those that started earlier and
+ended that day: an earlier night's report showed them ongoing, and this one says when they ended."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from gpusre.reports.kit.formatting import (
     or_unknown,
     plural,
     ratio_text,
+    span_hours,
     truncate,
     utc_hm,
 )
@@ -29,6 +33,29 @@ from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_d
 from gpusre.reports.nightly.meta import ALERT_DAYS, NightlyMeta, alert_history, alert_window
 
 _TOP_N_ALERT_INCIDENTS = 10
+
+_TOP_N_RESOLVED = 5  # incidents that started earlier and ended on the report day, named in the lead
+
+
+def _resolved_text(con: duckdb.DuckDBPyConnection, day: Any) -> str:
+    """' 1 alert incident that started earlier ended on D: “X” (start → end, 8 h).' — or ''.
+
+    An incident that started before the report day and ended on it was still open at the end of the
+    day before (a previous report showed it ongoing); without this line the reader never learns it
+    ended. Ongoing incidents (``end_ts`` is the end of the alert data, not an end) are not listed."""
+    where = f"NOT ongoing AND {utc_day_sql('start_ts')} < ? AND {utc_day_sql('end_ts')} = ?"
+    n = scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {where}", [day, day])
+    if not n:
+        return ""
+    rows = query_rows(con, f"""SELECT incident_id, start_ts, end_ts, root_cause_candidate FROM marts.alert_incidents
+                               WHERE {where} ORDER BY end_ts, incident_id LIMIT {_TOP_N_RESOLVED}""", [day, day])
+    named = "; ".join(
+        f"\u201c{truncate(r['root_cause_candidate'] or r['incident_id'], 70)}\u201d ({r['incident_id']}, "
+        f"{fmt_date(r['start_ts'])} \u2192 {fmt_date(r['end_ts'])}, "
+        f"{span_hours((r['end_ts'] - r['start_ts']).total_seconds() / 3600)})" for r in rows)
+    more = f"; and {fmt_int(n - len(rows))} more" if n > len(rows) else ""
+    return (f" {plural(n, 'alert incident')} that started earlier ended on "
+            f"{fmt_date(day)}: {named}{more}.")
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -51,7 +78,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         n14 = scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?",
                       [first, last])
         sec.lead = (f"No alert incident started on {d}; {fmt_int(n14)} started in the {ALERT_DAYS} days "
-                    f"{fmt_date(first)} … {d}.")
+                    f"{fmt_date(first)} … {d}." + _resolved_text(con, meta.report_date))
         return sec
     scopes = [] if table_status(con, "marts.alert_incident_scopes") else query_rows(
         con, "SELECT scope, incidents AS n, alerts, alerts_per_incident, in_flood AS flood, with_hw_incident AS hw, "
@@ -84,7 +111,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if agg["ongoing"]:
         lead += (f" {fmt_int(agg['ongoing'])} of them {'is' if agg['ongoing'] == 1 else 'are'} ongoing: an alert "
                  "still firing at the end of the alert data.")
-    sec.lead = lead
+    sec.lead = lead + _resolved_text(con, meta.report_date)
 
     def cand(r: dict[str, Any]) -> Cell:
         text = r["root_cause_candidate"] or MISSING
