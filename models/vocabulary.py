@@ -14,8 +14,11 @@ instance of a requeued job):
 ``TERMINAL_STATES``        the job will not change again (it may be requeued under the same id)
 ``FAILED_STATES``          ended unsuccessfully: not completed, not cancelled, not preempted (AcmeTrace's
                            "failed", and every "failed jobs" share in the reports)
-``INTERRUPTED_STATES``     ``FAILED_STATES`` without DEADLINE (never started) plus REQUEUED: the ends that
-                           need a cause (failure attribution)
+``INTERRUPTED_STATES``     ``FAILED_STATES`` plus REQUEUED: the ends that need a cause (failure attribution),
+                           when the job started (a DEADLINE, like a cancel, also ends a job still pending:
+                           that interrupted nothing)
+``LIMIT_STATES``           ends at the job's own limit (memory, time limit, ``--deadline``): the user's
+                           unless hardware says otherwise
 ``NODE_FAILURE_STATES``    Slurm itself blames a node: infrastructure even without a log line
 ``INFRA_INTERRUPT_STATES`` the infrastructure's or the scheduler's doing: node failure or preemption (goodput)
 ``KILLED_STATES``          default of ``alerts.clustering.killed_states``: jobs an incident counts as killed
@@ -36,8 +39,9 @@ from gpusre.models.component_classes import (CLASS_LABELS, COMPONENT_CLASSES, cl
                                              load_component_classes, with_component_class)
 
 __all__ = [
-    "TERMINAL_STATES", "FAILED_STATES", "INTERRUPTED_STATES", "NODE_FAILURE_STATES", "INFRA_INTERRUPT_STATES",
-    "KILLED_STATES", "RESTART_STATES", "RESUBMIT_AFTER_STATES", "job_outcome", "RUN_KEY_SEP", "run_key", "run_key_job",
+    "TERMINAL_STATES", "FAILED_STATES", "INTERRUPTED_STATES", "LIMIT_STATES", "NODE_FAILURE_STATES",
+    "INFRA_INTERRUPT_STATES", "KILLED_STATES", "RESTART_STATES", "RESUBMIT_AFTER_STATES", "job_outcome", "RUN_KEY_SEP",
+    "run_key", "run_key_job",
     "CPU_BUCKET", "SIZE_BUCKETS", "SIZE_BUCKET_LABELS", "size_bucket", "size_bucket_order", "size_bucket_expr",
     "size_bucket_order_expr", "bucket_order_of",
     "COMPONENT_CLASSES", "CLASS_LABELS", "class_label", "class_of", "load_component_classes", "with_component_class",
@@ -49,7 +53,10 @@ __all__ = [
 TERMINAL_STATES: tuple[str, ...] = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                                     "PREEMPTED", "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT")
 FAILED_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
-INTERRUPTED_STATES: tuple[str, ...] = (*(s for s in FAILED_STATES if s != "DEADLINE"), "REQUEUED")
+# Slurm ends a job with DEADLINE at its --deadline whether it is running (killed like a TIMEOUT) or
+# still pending; only the first is an interruption, so users of this set check that the job started.
+INTERRUPTED_STATES: tuple[str, ...] = (*FAILED_STATES, "REQUEUED")
+LIMIT_STATES: tuple[str, ...] = ("OUT_OF_MEMORY", "TIMEOUT", "DEADLINE")
 NODE_FAILURE_STATES: tuple[str, ...] = ("NODE_FAIL", "BOOT_FAIL")
 INFRA_INTERRUPT_STATES: tuple[str, ...] = (*NODE_FAILURE_STATES, "PREEMPTED")
 KILLED_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL")

@@ -67,7 +67,12 @@ def test_state_sets_relate_as_documented() -> None:
     assert set(v.FAILED_STATES) <= set(v.TERMINAL_STATES)
     assert set(v.NODE_FAILURE_STATES) <= set(v.FAILED_STATES) & set(v.INTERRUPTED_STATES)
     assert set(v.KILLED_STATES) <= set(v.FAILED_STATES)
-    assert "COMPLETED" not in v.RESUBMIT_AFTER_STATES and "DEADLINE" not in v.INTERRUPTED_STATES
+    assert "COMPLETED" not in v.RESUBMIT_AFTER_STATES
+    # Slurm ends a running job at its --deadline like at its time limit: an interruption by a job limit
+    # (a DEADLINE before the start interrupted nothing; attribution weighs started jobs only).
+    assert "DEADLINE" in v.INTERRUPTED_STATES
+    assert set(v.LIMIT_STATES) == {"OUT_OF_MEMORY", "TIMEOUT", "DEADLINE"}
+    assert set(v.LIMIT_STATES) <= set(v.FAILED_STATES) & set(v.INTERRUPTED_STATES)
     assert v.SIZE_BUCKET_LABELS[v.bucket_order_of("65-256")] == "65-256"
 
 

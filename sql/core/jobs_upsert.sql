@@ -43,10 +43,31 @@ SET VARIABLE gpusre_rebuild = (SELECT count(*) > 0 FROM _rebuild);
 
 -- The old picks of the merged jobs: every instance, and the job's winner when it never started (a
 -- started winner is the pick of its instance). Their old restarts count is merged in _job_winners.
+-- An instance whose end was inferred (REQUEUED at the requeue: the value the instances below
+-- compute from the next instance or from a later never-started record) goes back in without it: a
+-- recorded end (a later -D dump listing the run REQUEUED at 07:50) must beat the inferred 08:00, and
+-- an end still unrecorded is inferred again from the records of now. A recorded end equal to the
+-- inferred one loses nothing.
 CREATE OR REPLACE TEMP TABLE _old_picks AS
-SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL::INTEGER AS restart_cnt,
-       n_gpus, nodes, exit_code, exit_signal, start_ts
-FROM core.job_instances WHERE job_id IN (SELECT job_id FROM _merge)
+WITH old_instances AS (
+    SELECT i.*,
+           CASE WHEN i.is_latest
+                THEN COALESCE(CASE WHEN p.submit_ts > i.start_ts THEN p.submit_ts END,
+                              CASE WHEN p.eligible_ts > i.start_ts THEN p.eligible_ts END)
+                ELSE COALESCE(CASE WHEN lead(i.submit_ts) OVER w > i.start_ts THEN lead(i.submit_ts) OVER w END,
+                              CASE WHEN lead(i.eligible_ts) OVER w > i.start_ts THEN lead(i.eligible_ts) OVER w END,
+                              lead(i.start_ts) OVER w) END AS inferred_end
+    FROM core.job_instances AS i
+    LEFT JOIN (SELECT job_id, submit_ts, eligible_ts FROM core.jobs
+               WHERE start_ts IS NULL AND job_id IN (SELECT job_id FROM _merge)) AS p USING (job_id)
+    WHERE i.job_id IN (SELECT job_id FROM _merge)
+    WINDOW w AS (PARTITION BY i.job_id ORDER BY i.instance_no)
+)
+SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts,
+       CASE WHEN state = 'REQUEUED' AND end_ts = inferred_end THEN NULL ELSE end_ts END AS end_ts,
+       CASE WHEN state = 'REQUEUED' AND end_ts = inferred_end THEN NULL ELSE elapsed_s END AS elapsed_s,
+       NULL::INTEGER AS restart_cnt, n_gpus, nodes, exit_code, exit_signal, start_ts
+FROM old_instances
 UNION ALL
 SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL::INTEGER AS restart_cnt,
        n_gpus, nodes, exit_code, exit_signal, start_ts
@@ -90,13 +111,16 @@ SELECT job_id, count(*) = 1 AS single FROM _job_keys GROUP BY job_id;
 CREATE OR REPLACE TEMP TABLE _job_winners AS
 WITH ranked AS (
     SELECT k.job_id, k.source_file AS winner_file, k.line_no AS winner_line, k.start_ts AS winner_start_ts,
+           k.submit_ts AS winner_submit_ts, k.eligible_ts AS winner_eligible_ts,
            (k.start_ts IS NOT NULL)::BIGINT AS n_started_instances, k.restart_cnt AS max_restart_cnt,
            k.n_gpus AS any_n_gpus
     FROM _job_keys AS k SEMI JOIN (SELECT job_id FROM _job_key_rows WHERE single) AS s ON k.job_id = s.job_id
     UNION ALL
-    SELECT job_id, winner.f, winner.l, winner.start_ts, n_started_instances, max_restart_cnt, any_n_gpus
+    SELECT job_id, winner.f, winner.l, winner.start_ts, winner.submit_ts, winner.eligible_ts, n_started_instances,
+           max_restart_cnt, any_n_gpus
     FROM (SELECT k.job_id,
-                 arg_max_null({'f': k.source_file, 'l': k.line_no, 'start_ts': k.start_ts},
+                 arg_max_null({'f': k.source_file, 'l': k.line_no, 'start_ts': k.start_ts, 'submit_ts': k.submit_ts,
+                               'eligible_ts': k.eligible_ts},
                               (COALESCE(k.start_ts, k.eligible_ts, k.submit_ts, '-infinity'::TIMESTAMPTZ),
                                core.is_terminal_state(k.state),
                                COALESCE(k.end_ts, '-infinity'::TIMESTAMPTZ),
@@ -111,7 +135,8 @@ WITH ranked AS (
           FROM _job_keys AS k SEMI JOIN (SELECT job_id FROM _job_key_rows WHERE NOT single) AS s ON k.job_id = s.job_id
           GROUP BY k.job_id)
 )
-SELECT r.job_id, r.winner_file, r.winner_line, r.winner_start_ts, r.n_started_instances, r.any_n_gpus,
+SELECT r.job_id, r.winner_file, r.winner_line, r.winner_start_ts, r.winner_submit_ts, r.winner_eligible_ts,
+       r.n_started_instances, r.any_n_gpus,
        -- a merged job's old restarts count is at least its old records' largest RestartCnt and
        -- at most the new count, so folding it in gives the count over every record (greatest
        -- skips the NULL of a rebuilt job)
@@ -155,12 +180,69 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
        core.size_bucket(COALESCE(r.n_gpus, w.any_n_gpus)) AS size_bucket,
        r.nodelist, r.nodes,
        COALESCE(r.n_gpus, w.any_n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
-       greatest(w.n_started_instances - 1, COALESCE(w.max_restart_cnt, 0), 0)::INTEGER AS restarts,
+       -- every start but the winner's was requeued; a winner that never started (pending again after
+       -- a requeue, or cancelled so) follows a requeue of each start
+       greatest(w.n_started_instances - (w.winner_start_ts IS NOT NULL)::INTEGER, COALESCE(w.max_restart_cnt, 0),
+                0)::INTEGER AS restarts,
        r.comment,
        r.end_ts::DATE AS end_day,
        r.source_file, r.line_no
 FROM raw.sacct_records AS r JOIN _job_winners AS w ON r.source_file = w.winner_file AND r.line_no = w.winner_line
 WHERE r.record_type = 'allocation' AND list_contains(getvariable('gpusre_upsert_files'), r.source_file);
+
+-- A column the winner's dump did not have is unknown, not empty: the identity columns a job gets at
+-- submission (a 22.05 `-p` cut without UID, Group, QOS must not wipe what a 23.11 dump gave) fall
+-- back to the job's value from its other records — those read here (a merged job's new dumps, every
+-- record of a rebuilt one; the latest that has a value), else a merged
+-- job's old row. A record does not tell a column its dump lacked from one Slurm printed empty, so
+-- only columns Slurm never prints empty once a job has them fall back (an update changes them, it
+-- never empties them); Comment, times, exit codes, node lists and the counts of the record's own
+-- instance do not. Only rows with such a NULL and another record to ask are looked at (most dumps
+-- have every column; a first load's jobs mostly have one record).
+CREATE OR REPLACE TEMP TABLE _unknown AS
+SELECT job_id FROM core.jobs
+WHERE job_id IN (SELECT job_id FROM _job_key_rows WHERE NOT single)
+  AND (job_id_raw IS NULL OR name IS NULL OR "user" IS NULL OR uid IS NULL OR account IS NULL OR "group" IS NULL
+       OR partition IS NULL OR qos IS NULL);
+SET VARIABLE gpusre_unknown = (SELECT count(*) > 0 FROM _unknown);
+CREATE OR REPLACE TEMP TABLE _fallback AS
+WITH recs AS (
+    SELECT job_id,
+           arg_max(job_id_raw, rank) FILTER (WHERE job_id_raw IS NOT NULL) AS job_id_raw,
+           arg_max(name, rank) FILTER (WHERE name IS NOT NULL) AS name,
+           arg_max("user", rank) FILTER (WHERE "user" IS NOT NULL) AS "user",
+           arg_max(uid, rank) FILTER (WHERE uid IS NOT NULL) AS uid,
+           arg_max(account, rank) FILTER (WHERE account IS NOT NULL) AS account,
+           arg_max("group", rank) FILTER (WHERE "group" IS NOT NULL) AS "group",
+           arg_max(partition, rank) FILTER (WHERE partition IS NOT NULL) AS partition,
+           arg_max(qos, rank) FILTER (WHERE qos IS NOT NULL) AS qos
+    FROM (SELECT job_id, job_id_raw, name, "user", uid, account, "group", partition, qos,
+                 COALESCE(end_ts, start_ts, eligible_ts, submit_ts, '-infinity'::TIMESTAMPTZ) AS rank
+          FROM raw.sacct_records
+          WHERE getvariable('gpusre_unknown') AND record_type = 'allocation' AND job_id IN (SELECT job_id FROM _unknown)
+            AND ((getvariable('gpusre_rebuild') AND job_id IN (SELECT job_id FROM _rebuild))
+                 OR (list_contains(getvariable('gpusre_new_dumps'), source_file)
+                     AND job_id IN (SELECT job_id FROM _merge))))
+    GROUP BY job_id
+)
+SELECT u.job_id,
+       COALESCE(r.job_id_raw, o.job_id_raw) AS job_id_raw, COALESCE(r.name, o.name) AS name,
+       COALESCE(r."user", o."user") AS "user", COALESCE(r.uid, o.uid) AS uid,
+       COALESCE(r.account, o.account) AS account, COALESCE(r."group", o."group") AS "group",
+       COALESCE(r.partition, o.partition) AS partition, COALESCE(r.qos, o.qos) AS qos
+FROM _unknown AS u
+LEFT JOIN recs AS r USING (job_id)
+LEFT JOIN (SELECT * FROM _old_jobs WHERE job_id IN (SELECT job_id FROM _merge)) AS o USING (job_id);
+UPDATE core.jobs AS j
+SET job_id_raw = COALESCE(j.job_id_raw, f.job_id_raw), name = COALESCE(j.name, f.name),
+    "user" = COALESCE(j."user", f."user"), uid = COALESCE(j.uid, f.uid), account = COALESCE(j.account, f.account),
+    "group" = COALESCE(j."group", f."group"), partition = COALESCE(j.partition, f.partition),
+    qos = COALESCE(j.qos, f.qos)
+FROM _fallback AS f
+WHERE j.job_id = f.job_id;
+DROP TABLE _fallback;
+DROP TABLE _unknown;
+RESET VARIABLE gpusre_unknown;
 
 DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dirty_jobs);
 -- A job's picks have distinct starts (one per (job, start)), so its latest instance is the one no
@@ -168,6 +250,9 @@ DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dir
 -- An earlier instance no dump saw end (dumps without -D list only a job's latest run; a dump missing
 -- for a night) ended when Slurm requeued it: at the next instance's submit (the requeue time), else
 -- its eligible time, else its start. Left open it would run on to the end of the data (ETTR 3.2).
+-- The same holds for the latest started instance when a record of the job shows it later never
+-- started (the job's winner: submitted or eligible again after that start, pending after a
+-- requeue, or cancelled while pending): that run ended at the requeue too, it is no run still going.
 -- A GPU count its dump left out (a --format without AllocTRES that night) is the job's from another record.
 INSERT INTO core.job_instances BY NAME
 SELECT job_id, instance_no, is_latest,
@@ -183,12 +268,15 @@ FROM (SELECT p.job_id,
              CASE WHEN r.end_ts IS NULL AND lead(p.start_ts) OVER w IS NOT NULL THEN
                   COALESCE(CASE WHEN lead(r.submit_ts) OVER w > p.start_ts THEN lead(r.submit_ts) OVER w END,
                            CASE WHEN lead(r.eligible_ts) OVER w > p.start_ts THEN lead(r.eligible_ts) OVER w END,
-                           lead(p.start_ts) OVER w) END AS closed_ts,
+                           lead(p.start_ts) OVER w)
+                  WHEN r.end_ts IS NULL AND g.winner_start_ts IS NULL THEN
+                  COALESCE(CASE WHEN g.winner_submit_ts > p.start_ts THEN g.winner_submit_ts END,
+                           CASE WHEN g.winner_eligible_ts > p.start_ts THEN g.winner_eligible_ts END) END AS closed_ts,
              r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
-             r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal
+             r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal, g.any_n_gpus
       FROM _job_keys AS r JOIN _instance_picks AS p ON r.source_file = p.pick_file AND r.line_no = p.pick_line
-      WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts)) AS i
-LEFT JOIN (SELECT job_id, any_n_gpus FROM _job_winners) AS g USING (job_id);
+      LEFT JOIN _job_winners AS g ON g.job_id = p.job_id
+      WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts)) AS i;
 
 -- Days the daily marts must recompute: those of the instances and job rows that changed (old rows
 -- gone or altered, new rows added or altered) — the marts read core.job_instances (utilization)
@@ -262,6 +350,26 @@ WHERE rowid IN (SELECT first_row FROM _step_groups WHERE n = 1
 -- under theirs (`1800_2`, ...) and a shrunk range (`1800_[3%1]`): once every task of a range has a
 -- record of its own or is in a range a later dump listed, the range's last record is stale, not a
 -- job still waiting (it kept training runs "ongoing" for ever).
+-- The range is the record of the array job itself (JobIDRaw = the array's id), which Slurm lists once
+-- per dump and only ever shrinks: a range of the same array over fewer of its tasks, whatever its
+-- state (pending, or cancelled while pending), is a newer look at the same record and supersedes it
+-- (`1006_[4-9]` PENDING after `1006_4` COMPLETED and `1006_[5-9]` CANCELLED). The same tasks under
+-- another spelling (`1006_[5-9%2]`, `1006_[5-9]`) are superseded by the more final or later-listed
+-- record. A range no later record covers stays: a dump that does not list it (a partial cut) cannot
+-- tell that no task is pending any more.
+CREATE OR REPLACE TEMP TABLE _array_ranges AS
+SELECT job_id, array_job_id, array_task_ids, state, source_file, line_no, start_ts IS NULL AND end_ts IS NULL AS pending
+FROM core.jobs
+WHERE start_ts IS NULL AND array_task_id IS NULL AND len(array_task_ids) > 0;
+DELETE FROM core.jobs WHERE job_id IN (
+    SELECT r.job_id
+    FROM _array_ranges AS r
+    WHERE r.pending AND EXISTS (
+        SELECT 1 FROM _array_ranges AS n
+        WHERE n.array_job_id = r.array_job_id AND n.job_id <> r.job_id
+          AND list_has_all(r.array_task_ids, n.array_task_ids)
+          AND (len(n.array_task_ids) < len(r.array_task_ids)
+               OR (NOT n.pending, n.source_file, n.line_no) > (NOT r.pending, r.source_file, r.line_no))));
 CREATE OR REPLACE TEMP TABLE _pending_ranges AS
 SELECT job_id, array_job_id, array_task_ids, source_file, line_no FROM core.jobs
 WHERE start_ts IS NULL AND end_ts IS NULL AND array_task_id IS NULL AND len(array_task_ids) > 0;
@@ -276,6 +384,7 @@ DELETE FROM core.jobs WHERE job_id IN (
     GROUP BY r.job_id
     HAVING count(*) = (SELECT len(array_task_ids) FROM _pending_ranges AS p WHERE p.job_id = r.job_id));
 DROP TABLE _pending_ranges;
+DROP TABLE _array_ranges;
 
 DELETE FROM raw.sacct_dirty_jobs;
 RESET disabled_optimizers;
