@@ -31,13 +31,17 @@ from gpusre.models.reliability.node_availability import (
 from gpusre.models.sources.slurm_events.ingest import (
     SLURM_EVENTS_KIND,
     build_node_states,
+    history_start,
     ingest_slurm_event_files,
     node_states_end,
 )
 from gpusre.models.vocabulary import class_of
 from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
+    first_evidence,
+    health_check_ends,
     link_incidents,
+    load_health_evidence_kinds,
     load_recovery_kinds,
     recovery_ends,
     repair_times,
@@ -139,6 +143,11 @@ def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - Du
         con.unregister("_mart_frame")
 
 
+def _midnight(ts: datetime) -> datetime:
+    """The start of ``ts``'s UTC day."""
+    return datetime.combine(ts.astimezone(timezone.utc).date(), time(), tzinfo=timezone.utc)
+
+
 def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
     """The first node-log line's time (raw.record_days), None without node logs."""
     if not table_exists(con, "raw.record_days"):
@@ -155,7 +164,7 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
                      "earliest open event), over the observed span: from the accounting's first moment (not before the "
-                     "first event's day) to the data's end (the accounting's last moment, or the last observation "
+                     "first loaded dump's day, as its file name gives it, or else the first event's day) to the data's end (the accounting's last moment, or the last observation "
                      "when later; an ongoing event is down until then) — or to the last dump's cut when the dumps end "
                      "earlier (a missing dump: nothing after it is measured), "
                      "cluster.yaml maintenance windows count as maintenance; partial = the data covers the day "
@@ -194,18 +203,26 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
                 "SELECT DISTINCT node FROM core.node_states UNION "
                 "SELECT DISTINCT unnest(nodes) FROM core.cluster_events WHERE nodes IS NOT NULL").pl()
             nodes = config.node_names or sorted(seen.get_column("node").to_list())
-            first = states.get_column("start_ts").min() if states.height else as_of
+            first = states.get_column("start_ts").min() if states.height else None
+            # The history starts where the dumps start observing: the first loaded dump's day (its file
+            # name) or observation — a dump with no node line is a night without outages, not a missing
+            # one —, else (undated dumps) the first event's day, as before dump dates were read.
+            dumps_from = history_start(con, config.timezone)
+            starts = [t for t in (_midnight(first) if first is not None else None, dumps_from) if t is not None]
+            history_from = min(starts).astimezone(timezone.utc) if starts else as_of
             # Observed days only, the ones the node_availability SLI reads (models/reliability/slo.py):
             # with accounting, from its first moment (a drain open since weeks before the first dump
             # says nothing about the other nodes then: no row claims them in service); without it,
-            # from the first moment any source speaks for (the first node-log line or event). The
+            # from the first moment any source speaks for (the first node-log line, event or dump). The
             # first day counts from that moment, as the last day counts up to as_of.
             if accounting_from is not None:
                 observed_from = accounting_from.astimezone(timezone.utc)
             else:
-                observed_from = min(t for t in (first, _first_log_line(con)) if t is not None).astimezone(timezone.utc)
-            start_day = max(first.date(), observed_from.date(), (as_of - timedelta(days=MAX_HISTORY_DAYS)).date())
-            observed_from = max(observed_from, datetime.combine(start_day, time(), tzinfo=timezone.utc))
+                observed_from = min(t for t in (first, dumps_from, _first_log_line(con), as_of)
+                                    if t is not None).astimezone(timezone.utc)
+            observed_from = max(observed_from, history_from,
+                                _midnight(as_of - timedelta(days=MAX_HISTORY_DAYS)))
+            start_day = observed_from.date()
             daily = node_availability_daily(states, nodes, start_day, as_of.date(), as_of=as_of,
                                             maintenance=maintenance, observed_from=observed_from)
             # The same clipped, attributed down time as the daily mart, so node-hours add up.
@@ -244,13 +261,30 @@ def _recoveries(con, incidents: pl.DataFrame) -> pl.DataFrame | None:  # noqa: A
     return recovery_ends(evidence, events)
 
 
+def _member_events(con) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
+    """``incident_id``, ``node``, ``ts``, ``kind`` of every incident's events; None without the tables."""
+    if not (table_exists(con, "marts.hw_incident_members") and table_exists(con, "core.node_events")):
+        return None
+    return con.sql("""SELECT m.incident_id, e.node, e.ts, e.kind
+                      FROM marts.hw_incident_members AS m JOIN core.node_events AS e USING (event_id)""").pl()
+
+
+def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 - DuckDB connection
+    """The passing-check and reboot lines (``catalog/recovery_events.csv``) of the incidents' nodes."""
+    kinds = load_health_evidence_kinds()["kind"].to_list()
+    nodes = members["node"].drop_nulls().unique().to_list()
+    return con.sql("SELECT node, ts, kind FROM core.node_events WHERE list_contains(?, kind) "
+                   "AND list_contains(?, node)", params=[kinds, nodes]).pl()
+
+
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident with the node outage it caused (the first merged "
                      "drain/down period of its own nodes starting 30 min before to 24 h after it): hours to detect, "
                      "hours to repair (first evidence until the last node is back in service; without node states "
-                     "the end of its health-check evidence or the first completed job, as repair_source says)."),
+                     "a logged recovery, the first sign of health after its last failing health check (a passing "
+                     "run, a reboot, else the check's next run) or the first completed job, as repair_source says)."),
         dg.AssetSpec(REPAIR_TIMES_MONTHLY, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="MTTR trend: the repair_times summary per month of the incidents' start."),
         dg.AssetSpec(REPAIR_TIMES, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
@@ -267,7 +301,12 @@ def repair_time_marts(warehouse: WarehouseResource):
                       "n_health_check_episodes", "recovered_ts")
             incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} "
                                 "FROM marts.hw_incidents").pl()
-            linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents))
+            members = _member_events(con)
+            checks = None
+            if members is not None:
+                incidents = incidents.join(first_evidence(members), on="incident_id", how="left", maintain_order="left")
+                checks = health_check_ends(members, _health_lines(con, members))
+            linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents), health_checks=checks)
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
         summary = repair_times(linked)

@@ -11,11 +11,16 @@ Every daily mart carries ``partial`` (:func:`mark_partial_days`, refreshed for a
 mart is written, since a partial day becomes complete when the next dump arrives); analytics over days
 use :func:`complete_days` or ``WHERE NOT partial``. A day outside the coverage table (no dense data at
 all) is partial.
+
+An empty day of a dense source is missing data unless a file for that day was loaded and simply held no
+record of it (:func:`loaded_file_days`: a closed cluster's accounting dump on a maintenance day).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import date
+from pathlib import PurePosixPath
 
 import duckdb
 
@@ -24,7 +29,8 @@ from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import table_exists
 
-__all__ = ["MAX_GAP_MINUTES", "build_day_coverage", "mark_partial_days", "refresh_partial_flags", "complete_days"]
+__all__ = ["MAX_GAP_MINUTES", "build_day_coverage", "mark_partial_days", "refresh_partial_flags", "complete_days",
+           "loaded_file_days", "named_day"]
 
 #: A day with more than this much of it outside the data span is partial. An hour absorbs the quiet
 #: minutes before a complete day's first record and after its last one (a dump cut at 23:55) while a
@@ -76,3 +82,36 @@ def complete_days(con: duckdb.DuckDBPyConnection) -> tuple[date | None, date | N
         build_day_coverage(con)
     first, last = con.sql("SELECT min(day), max(day) FROM marts.day_coverage WHERE NOT partial").fetchall()[0]
     return first, last
+
+
+#: A calendar date in a landing path: ``2026-10-01`` or ``20261001``, not part of a longer number.
+_PATH_DAY = re.compile(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})(?!\d)")
+
+
+def named_day(source_file: str) -> date | None:
+    """The day a landing file is for, as its path names it: the first valid date in the file name
+    (``sacct/sacct_2026-10-01.psv``, the recommended nightly cut), else in its nearest folder that has one
+    (``syslog/2026-10-01/gpu001.log``); None when no part of the path gives a date.
+
+    >>> named_day("sacct/sacct_2026-10-01.psv"), named_day("syslog/20261001/gpu001.log"), named_day("sacct/all.psv")
+    (datetime.date(2026, 10, 1), datetime.date(2026, 10, 1), None)
+    """
+    for part in reversed(PurePosixPath(source_file).parts):
+        for found in _PATH_DAY.finditer(part):
+            try:
+                return date(*(int(g) for g in found.groups()))
+            except ValueError:  # not a date (2026-13-40, a job id): try the next one
+                continue
+    return None
+
+
+def loaded_file_days(con: duckdb.DuckDBPyConnection, source_kind: str) -> frozenset[date]:
+    """The days that a *loaded* file of ``source_kind`` is named for (:func:`named_day`), whether or not it
+    held records: a day among them without a record was read and found empty (an accounting dump of a
+    maintenance day), not missing. The name's date is the dump's day as its site cut it (the cluster's
+    local day for ``sacct -S yesterday``), compared with UTC days: an approximation east or west of UTC."""
+    if not table_exists(con, "raw.ingested_files"):
+        return frozenset()
+    files = con.sql("SELECT source_file FROM raw.ingested_files WHERE source_kind = ? AND status = 'loaded'",
+                    params=[source_kind]).fetchall()
+    return frozenset(d for (f,) in files if (d := named_day(f)) is not None)

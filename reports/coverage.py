@@ -4,7 +4,8 @@
 A report over missing data reads like a quiet night (no failures, no hardware events). The
 warnings say so instead: a dense source (Slurm accounting, node logs: records every few minutes on
 any working cluster) that ends before the reported period does, a day without any record of one
-(a missing dump or log file), and nodes that ran jobs but sent no log line (broken log shipping:
+(a missing dump or log file — or, when a file named for that day was loaded, a day it found empty:
+said as such, not as missing), and nodes that ran jobs but sent no log line (broken log shipping:
 hardware faults there leave no event, so jobs they kill cannot be attributed).
 """
 
@@ -15,18 +16,24 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.day_coverage import loaded_file_days
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import table_exists
 from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
 from gpusre.reports.kit.warehouse import query_rows, scalar
 
-__all__ = ["DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCES", "SOURCE_LABELS", "coverage_warnings",
+__all__ = ["DAY_FILES", "DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCES", "SOURCE_LABELS", "coverage_warnings",
            "ends_early", "freshness_rows", "history_ends_early", "later_partial_days", "loaded_sources"]
 
 #: Dense sources: (subject, its verb 'end(s)', what depends on it).
 DENSE_SOURCES: dict[str, tuple[str, str, str, str]] = {
     "sacct": ("Slurm accounting", "begins", "ends", "job figures"),
     "syslog": ("Node logs", "begin", "end", "node events, hardware incidents and failure attribution"),
+}
+#: A dense source's file(s) for one day, for several days, and what they hold ("the dump for D holds no jobs").
+DAY_FILES: dict[str, tuple[str, str, str]] = {
+    "sacct": ("the dump holds", "the dumps hold", "jobs"),
+    "syslog": ("the log files hold", "the log files hold", "log lines"),
 }
 SOURCE_LABELS = {"sacct": "Slurm accounting (sacct)", "syslog": "Node logs", "slurm_events": "Node states (Slurm)",
                  "alerts": "Alerts"}
@@ -192,9 +199,21 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
                             f"(the last record), before the end of {fmt_date(last)}: {depends} after that are "
                             "incomplete — unless the cluster was quiet.")
         empty = [day for day in r["empty_days"] or [] if since <= day <= last]
-        if empty:
-            warnings.append(f"{label}: no records at all on {_day_ranges(empty)} — a dump or log file is probably "
+        # A day a loaded file is named for was read and found empty (a closed cluster's accounting on a
+        # maintenance day): say that, not "missing" — the warning stays for days no file names.
+        named = loaded_file_days(con, r["source_kind"]) if empty else frozenset()
+        missing = [day for day in empty if day not in named]
+        if missing:
+            warnings.append(f"{label}: no records at all on {_day_ranges(missing)} — a dump or log file is probably "
                             "missing (marts.data_freshness).")
+        read_empty = [day for day in empty if day in named]
+        if read_empty:
+            one, several, items = DAY_FILES.get(r["source_kind"], ("the file holds", "the files hold", "records"))
+            subject, verb = (one if len(read_empty) == 1 else several).rsplit(" ", 1)
+            warnings.append(f"{label}: {subject} for {_day_ranges(read_empty)} {verb} no {items} (loaded, with "
+                            f"no record of {'that day' if len(read_empty) == 1 else 'those days'}: an idle or closed "
+                            "cluster, e.g. a maintenance day — if it was not, check how the dump was cut; "
+                            "marts.data_freshness).")
     if table_exists(con, "marts.log_coverage_daily"):
         days = query_rows(con, "SELECT day, n_silent_nodes, silent_nodes, nodes_with_jobs FROM marts.log_coverage_daily "
                                "WHERE day BETWEEN ? AND ? AND n_silent_nodes > 0 ORDER BY n_silent_nodes DESC, day",

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from gpusre.models.day_coverage import build_day_coverage, complete_days, mark_partial_days
+from gpusre.models.day_coverage import build_day_coverage, complete_days, loaded_file_days, mark_partial_days, named_day
 from gpusre.models.warehouse import apply_ddl
 
 UTC = timezone.utc
@@ -125,3 +125,36 @@ def test_a_job_running_all_of_the_first_dumps_day(con: duckdb.DuckDBPyConnection
     from gpusre.models.accounting_span import accounting_span
     assert accounting_span(con) == (start, _ts(28, 23, 50))
     assert [r[2] for r in _coverage(con)] == [False, False]
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from gpusre.models import day_coverage
+    assert doctest.testmod(day_coverage).failed == 0
+
+
+@pytest.mark.parametrize(("path", "want"), [
+    ("sacct/sacct_2026-10-01.psv", date(2026, 10, 1)),
+    ("sacct/sacct_20261001.psv.gz", date(2026, 10, 1)),
+    ("syslog/2026-10-01/gpu001.log", date(2026, 10, 1)),
+    ("syslog/2026-10-01/gpu001_2026-10-02.log", date(2026, 10, 2)),  # the file name before its folder
+    ("sacct/sacct_2026-13-40.psv", None),
+    ("sacct/job_123456789.psv", None),
+    ("sacct/all.psv", None),
+])
+def test_named_day(path: str, want: date | None) -> None:
+    assert named_day(path) == want
+
+
+def test_loaded_file_days_are_the_days_loaded_files_name(con) -> None:  # noqa: ANN001
+    rows = [("sacct/sacct_2026-10-01.psv", "sacct", 0, "loaded"), ("sacct/sacct_2026-10-02.psv", "sacct", 5, "loaded"),
+            ("sacct/sacct_2026-10-03.psv", "sacct", 0, "refused"), ("sacct/all.psv", "sacct", 9, "loaded"),
+            ("syslog/2026-10-04/gpu001.log", "syslog", 0, "loaded")]
+    for f, kind, n, status in rows:
+        con.execute("INSERT INTO raw.ingested_files (source_file, source_kind, sha256, size_bytes, rows_read, "
+                    "rows_loaded, rows_rejected, status, ingested_at) VALUES (?, ?, 'x', 0, ?, ?, 0, ?, now())",
+                    [f, kind, n, n, status])
+    assert loaded_file_days(con, "sacct") == {date(2026, 10, 1), date(2026, 10, 2)}
+    assert loaded_file_days(con, "syslog") == {date(2026, 10, 4)}
+    assert loaded_file_days(con, "alerts") == frozenset()

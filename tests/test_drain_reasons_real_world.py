@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from gpusre.models.failures.drain_reasons import classify_reasons, load_drain_reason_rules
-from gpusre.models.reliability.node_availability import node_availability_daily
+from gpusre.models.reliability.node_availability import availability_by_component, down_segments, node_availability_daily
 from gpusre.models.reliability.repair_times import link_incidents
 
 UTC = timezone.utc
@@ -129,8 +129,13 @@ FAULT_WITH_REMEDY = [
     ("nvlink errors, fabric manager update", "nvlink"),
     ("kernel panic, reimage", "os"),
     ("firmware upgrade to fix GPU fell off the bus", "gpu"),
-    ("scheduled RMA for ECC errors", "gpu_ecc"),
-    ("planned maintenance: replace failed PSU", "power"),
+    ("scheduled RMA for ECC errors", "gpu_ecc"),  # an RMA is a repair; 'scheduled' alone declares no planned outage
+    ("Xid 79 on GPU 3, planned maintenance Friday", "gpu_xid"),  # the fault came first: the drain's cause
+    ("maintenance: GPU xid 79", "gpu_xid"),  # a repair logged as maintenance
+    ("unplanned maintenance: replace failed PSU", "power"),
+    ("emergency change CHG-1234: GPU fell off the bus", "gpu"),
+    ("Xid 79 on GPU 3; CHG-5512 to swap the GPU", "gpu_xid"),  # sites open a change for every RMA swap
+    ("not planned - maintenance for DIMM errors", "host_memory"),
     ("unexpected reboot during firmware update", "unexpected_reboot"),
     ("proactive GPU swap after Xid 79", "gpu_xid"),
     ("HPL run: Xid 79 on GPU 2", "gpu_xid"),
@@ -139,6 +144,37 @@ FAULT_WITH_REMEDY = [
     ("driver install failed: GPU fell off the bus", "gpu"),
     ("GPU failed after driver update", "gpu"),
 ]
+
+
+# A reason that declares the outage planned (it leads with planned / scheduled maintenance or a maintenance
+# window, or leads with a change ticket) is planned maintenance even when it names the fault the planned work
+# fixes: the node served jobs until the change. (Rule declared_planned_work; the first case was
+# hardware_repair, the second power, both unplanned hardware down time.)
+DECLARED_PLANNED = [
+    "Planned maintenance: replace bad HGX baseboard batch (CHG-4412)",
+    "planned maintenance: replace failed PSU",
+    "Scheduled maintenance - swap defective HCA",
+    "down for planned maintenance: bad cable",
+    "[ops] planned outage: replace broken fan",
+    "jdoe: Planned-Maint replace bad PSU",
+    "maintenance window: GPU xid 79 fix",
+    "CRQ000123 swap faulty DIMM",
+    "change request 881: replace broken fan",
+    "scheduled downtime",
+]
+
+
+@pytest.mark.parametrize("reason", DECLARED_PLANNED)
+def test_declared_planned_work_is_maintenance_even_naming_a_fault(reason: str) -> None:
+    assert _classify([reason])[0] == ("planned_maintenance", "other", "maintenance", "declared_planned_work")
+
+
+@pytest.mark.parametrize(("reason", "reason_class"), [
+    ("planned maintenance: kernel upgrade failed", "software_update_failed"),  # the planned work broke
+    ("planned maintenance: nvidia driver upgrade failed", "software_update_failed"),
+])
+def test_planned_work_that_failed_is_software_down_time(reason: str, reason_class: str) -> None:
+    assert _classify([reason])[0][0::2] == (reason_class, "software")
 
 
 @pytest.mark.parametrize("reason", PLANNED)
@@ -202,3 +238,22 @@ def test_a_fault_waiting_for_a_patch_stays_in_the_availability_slis_down_time() 
     rows = {r["node"]: r for r in daily.iter_rows(named=True)}
     assert (rows["n1"]["down_hardware_hours"], rows["n1"]["down_maintenance_hours"]) == (4.0, 0.0)
     assert (rows["n2"]["down_hardware_hours"], rows["n2"]["down_maintenance_hours"]) == (0.0, 4.0)
+
+
+def test_a_declared_planned_change_leaves_the_availability_slis_total() -> None:
+    """The probe's case by hand: 2 nodes, n1 drained 06:00-18:00 for "Planned maintenance: replace bad HGX
+    baseboard batch (CHG-4412)" (no cluster.yaml window), n2 for "maintenance: GPU xid 79" 06:00-10:00.
+    n1: 12 h maintenance, 0 h down; n2: 4 h hardware. Scheduled = 48 - 12 = 36 h; availability
+    1 - 4/36 = 0.8889 (it was 1 - 16/48 = 0.6667 while "bad" made the change a hardware repair)."""
+    states = _states([("n1", "Planned maintenance: replace bad HGX baseboard batch (CHG-4412)", 6, 18),
+                      ("n2", "maintenance: GPU xid 79", 6, 10)])
+    daily = node_availability_daily(states, ["n1", "n2"], datetime(2026, 3, 1).date(), datetime(2026, 3, 1).date(),
+                                    as_of=datetime(2026, 3, 2, tzinfo=UTC))
+    rows = {r["node"]: r for r in daily.iter_rows(named=True)}
+    assert (rows["n1"]["down_hardware_hours"], rows["n1"]["down_maintenance_hours"]) == (0.0, 12.0)
+    assert (rows["n2"]["down_hardware_hours"], rows["n2"]["down_maintenance_hours"]) == (4.0, 0.0)
+    by_comp = availability_by_component(daily, down_segments(states, datetime(2026, 3, 2, tzinfo=UTC)),
+                                        states)
+    cluster = by_comp.filter((pl.col("period_type") == "all") & (pl.col("component_class") == "all")).row(0, named=True)
+    assert (cluster["down_node_hours"], cluster["scheduled_node_hours"]) == (4.0, 36.0)
+    assert cluster["availability"] == pytest.approx(1 - 4 / 36)

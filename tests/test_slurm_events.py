@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from gpusre.models.sources.slurm_events import parse as slurm_events
-from gpusre.models.sources.slurm_events.ingest import build_node_states, ingest_slurm_event_files
+from gpusre.models.sources.slurm_events.ingest import build_node_states, history_start, ingest_slurm_event_files
 from gpusre.models.sources.slurm_events.parse import (
     SLURM_EVENT_SCHEMA,
     SlurmEventsFormatError,
@@ -398,3 +398,50 @@ def test_sinfo_default_output_is_refused_and_a_snapshot_with_unreadable_lines_en
     assert rejects["slurm_events/sinfo-2026-11-03T12.txt"].endswith(
         "fixed-width sinfo output; re-run 'sinfo -R -h -o \"%n|%E|%u|%H|%T\"'")
     assert snapshots == [("slurm_events/sinfo-2026-11-02.txt",)]
+
+
+@pytest.mark.parametrize(("name", "tz", "want"), [
+    ("slurm_events/events_2026-09-01.txt", "UTC", _utc(2026, 9, 1)),
+    ("events_20260901.psv.gz", "UTC", _utc(2026, 9, 1)),
+    ("events_2026-09-01.txt", TZ, _utc(2026, 9, 1, 5)),   # CDT midnight = 05:00 UTC
+    ("events_2026-01-15.txt", TZ, _utc(2026, 1, 15, 6)),  # CST midnight = 06:00 UTC
+    ("events_2026-13-40_2026-09-02.txt", "UTC", _utc(2026, 9, 2)),  # not a date: the next one
+    ("events.txt", "UTC", None),
+    ("job_123456789.txt", "UTC", None),
+    ("sinfo-2026-11-10T12.txt", "UTC", None),  # a snapshot: observed at one moment, not a day
+])
+def test_a_dump_names_the_day_its_history_starts(name: str, tz: str, want: datetime | None) -> None:
+    assert slurm_events.dump_day_start(name, tz) == want
+
+
+def test_history_starts_at_the_first_loaded_dump_even_an_empty_one(tmp_path: Path) -> None:
+    """A header-only dump named 10-30 (a night without node events) starts the history at 10-30 00:00
+    local (05:00 UTC), before fixture dump 11-01's first event; an undated dump contributes its cut
+    (start + Duration of an open event); a refused one contributes nothing."""
+    landing = _landing(tmp_path, ("events_2026-11-01.txt",))
+    folder = landing / "slurm_events"
+    (folder / "events_2026-10-30.txt").write_text("Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n")
+    (folder / "events_2026-10-01.txt").write_text("not a dump\n")  # refused: no observation
+    wh = tmp_path / "w.duckdb"
+    _ingest_and_build(landing, wh)
+    con = connect(wh, read_only=True)
+    try:
+        status = dict(con.sql("SELECT source_file, status FROM raw.ingested_files").fetchall())
+        assert status["slurm_events/events_2026-10-30.txt"] == "loaded"
+        assert status["slurm_events/events_2026-10-01.txt"] == "refused"
+        assert history_start(con, TZ) == _utc(2026, 10, 30, 5)
+    finally:
+        con.close()
+    # Without any dated dump: the earliest cut the dumps give (an open event's start + Duration).
+    undated = tmp_path / "undated"
+    (undated / "slurm_events").mkdir(parents=True)
+    (undated / "slurm_events" / "events.txt").write_text(
+        "Cluster|NodeName|TimeStart|TimeEnd|Duration|State|Reason|User\n"
+        "h100|gpu001|2026-10-20T10:00:00|Unknown|02:00:00|DRAIN|Xid 79|root(0)\n")
+    wh2 = tmp_path / "w2.duckdb"
+    _ingest_and_build(undated, wh2)
+    con = connect(wh2, read_only=True)
+    try:
+        assert history_start(con, TZ) == _utc(2026, 10, 20, 17)  # 10:00 + 2 h CDT
+    finally:
+        con.close()

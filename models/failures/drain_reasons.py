@@ -16,7 +16,11 @@ health checks (``NHC: check_gpu_xid: Xid 79 on GPU 3``) and Slurm itself (``Not 
 ``unless`` is how a rule says "not when the reason also names a fault" without look-around (Polars'
 Rust regex has none): the planned-work rule matches ``upgrade``/``firmware``/``patch``… unless the
 reason names a fault (``GPU ECC errors, waiting for driver patch`` is a GPU ECC fault, the patch only
-its remedy), and the rules after it classify the fault.
+its remedy), and the rules after it classify the fault. Before it, rule ``declared_planned_work`` takes a
+reason that *declares* the outage planned — leading with planned / scheduled maintenance or a maintenance
+window, or citing a change ticket (``Planned maintenance: replace bad HGX baseboard (CHG-4412)``) — as
+planned even when it names the fault the change fixes (the node served jobs until the change), unless it
+says unplanned / emergency; a bare ``maintenance: GPU xid 79`` declares nothing and stays a GPU fault.
 
 A reason no rule matches is ``unknown``; an empty reason is ``no_reason``. Either way, an event in
 state ``MAINT`` or ``REBOOT`` counts as ``maintenance`` (Slurm put it there on request).

@@ -39,7 +39,7 @@ from gpusre.models.ingest.ledger import (FileIngest, LandingStats, ignored_resul
                                         record_files, record_mtimes, stat_landing, unchanged_by_stat)
 from gpusre.models.ingest.landing_files import SourceScan, read_landing_file, scan_source
 from gpusre.models.sources.slurm_events.parse import (IN_SERVICE_STATES, POWER_SAVING_PATTERN, POWER_SAVING_STATES,
-                                                     SlurmEventsFormatError, parse_slurm_events_file)
+                                                     SlurmEventsFormatError, dump_day_start, parse_slurm_events_file)
 from gpusre.models.sources.syslog.ingest import load_miner, save_miner
 from gpusre.models.ingest.lake import lake_of, remove_unlisted_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
@@ -59,6 +59,7 @@ __all__ = [
     "drop_staging",
     "dumps_cut",
     "events_as_of",
+    "history_start",
     "ingest_slurm_event_files",
     "node_states_end",
     "publish_staged_slurm_events",
@@ -248,6 +249,27 @@ def events_as_of(con: duckdb.DuckDBPyConnection, events: str = "raw.slurm_events
     ).fetchall()[0]
     values = [v for v in row if v is not None]
     return max(values) if values else None
+
+
+def history_start(con: duckdb.DuckDBPyConnection, timezone: str = "UTC",
+                  events: str = "raw.slurm_events") -> datetime | None:
+    """The earliest moment the loaded node-state dumps speak for *every* node, events or not; None when no
+    loaded dump says.
+
+    A loaded dump is an observation even when it holds no node line (a healthy cluster's first nights):
+    a ``sacctmgr show event`` dump from the date its file name gives (:func:`dump_day_start`, the
+    recommended cut's ``events_YYYY-MM-DD.txt``, cluster time zone: it lists every event from that day
+    on), and any dump at the moments it was observed (start + ``Duration`` of an event still open — the
+    dump's cut —, an sinfo snapshot's time: the state of every node then). The first event's start is not
+    one of them: a drain open since weeks before the first dump says nothing about the other nodes then
+    (callers take the earlier of the two, as before there was a dump date)."""
+    starts = [dump_day_start(f, timezone) for (f,) in con.sql(
+        "SELECT source_file FROM raw.ingested_files WHERE source_kind = ? AND status = 'loaded'",
+        params=[SLURM_EVENTS_KIND]).fetchall()]
+    observed = con.sql(f"""SELECT least(min(observed_ts), (SELECT min(observed_ts) FROM raw.slurm_event_snapshots))
+                           FROM {events}""").fetchall()[0][0]
+    found = [t for t in (*starts, observed) if t is not None]
+    return min(found) if found else None
 
 
 #: A node-state history that ends at most this long before the accounting does still speaks for the

@@ -82,6 +82,7 @@ __all__ = [
     "SlurmEventsParseResult",
     "check_event_fields",
     "decode_state_raw",
+    "dump_day_start",
     "is_sinfo_snapshot",
     "normalize_node_state",
     "parse_sinfo_reasons_text",
@@ -330,6 +331,36 @@ def snapshot_time(path: Path | str, timezone: str = "UTC") -> datetime:
         except ValueError:  # not a date (2026-13-40): the mtime
             pass
     return datetime.fromtimestamp(Path(path).stat().st_mtime, tz=dt_timezone.utc).replace(microsecond=0)
+
+
+#: A calendar date in a dump's file name: ``2026-09-01`` or ``20260901``, not part of a longer number.
+_NAMED_DAY = re.compile(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})(?!\d)")
+
+
+def dump_day_start(path: Path | str, timezone: str = "UTC") -> datetime | None:
+    """Where a ``sacctmgr show event`` dump's history begins, as its file name says: midnight (cluster
+    time zone, returned in UTC) of the first date in the name, as the recommended nightly cut names its
+    ``Start=`` day (``events_2026-09-01.txt``, also ``events_20260901.txt``); None for a name without a
+    valid date and for ``sinfo`` snapshots (observed at one moment: :func:`snapshot_time`).
+
+    Such a dump lists every node event of that day onwards, so a dump with no node line still says every
+    node was in service from then on (a healthy cluster's first nights have no event at all).
+
+    >>> dump_day_start("slurm_events/events_2026-09-01.txt", "America/Chicago").isoformat()
+    '2026-09-01T05:00:00+00:00'
+    >>> dump_day_start("slurm_events/sinfo-2026-11-10T12.txt") is None
+    True
+    """
+    name = Path(path).name
+    if is_sinfo_snapshot(name):
+        return None
+    for found in _NAMED_DAY.finditer(name):
+        y, mo, d = (int(g) for g in found.groups())
+        try:
+            return datetime(y, mo, d, tzinfo=ZoneInfo(check_timezone(timezone))).astimezone(dt_timezone.utc)
+        except ValueError:  # not a date (2026-13-40, a job id): try the next one
+            continue
+    return None
 
 
 def _record_lines(text: str) -> pl.DataFrame:

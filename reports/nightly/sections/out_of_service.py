@@ -1,6 +1,7 @@
 """Nightly report section "Nodes out of service now" (``#out_of_service``).
 
-Reads core.node_states, marts.node_availability_daily; formats, computes nothing."""
+Reads core.node_states, marts.node_availability_daily; formats, computes nothing (a node's outage is merged by
+the repair-time model, :func:`gpusre.models.reliability.repair_times.node_outages`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from datetime import datetime, time, timedelta, timezone
 from typing import Any
 
 import duckdb
+import polars as pl
 
+from gpusre.models.reliability.repair_times import node_outages
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -36,12 +39,23 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                          FROM core.node_states
                          WHERE start_ts < ? AND (end_ts IS NULL OR end_ts > ?)
                          ORDER BY node, start_ts, state""", [cutoff, cutoff])
+    # Since when each of those nodes has been out: its outage as time to repair merges it (overlapping or
+    # touching states: DOWN* "Not responding" 14:10-14:40 then DOWN "DIMM UE" from 14:40 is out since 14:10).
+    history = query_rows(con, """SELECT node, start_ts, end_ts, state FROM core.node_states
+                            WHERE start_ts < ? AND node IN (SELECT node FROM core.node_states
+                                                            WHERE start_ts < ? AND (end_ts IS NULL OR end_ts > ?))
+                            ORDER BY node, start_ts, state""", [cutoff, cutoff, cutoff]) if rows else []
+    schema = {"node": pl.String, "start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"),
+              "state": pl.String}
+    outages = node_outages(pl.DataFrame(history, schema=schema))
+    outage_start = {o["node"]: o["outage_start_ts"] for o in outages.filter(
+        pl.col("outage_end_ts").is_null() | (pl.col("outage_end_ts") > cutoff)).iter_rows(named=True)}
     n_nodes = None
     if table_status(con, "marts.node_availability_daily") is None:
         n_nodes = scalar(con, "SELECT count(DISTINCT node) FROM marts.node_availability_daily WHERE day = ?",
                           [meta.report_date]) or None
     # One row per node: the earliest still-open event is the original cause (as in the availability mart);
-    # the states of all its open events show how it evolved (DRAIN → DOWN).
+    # the states of its outage's events show how it evolved (DRAIN → DOWN).
     nodes: dict[str, dict[str, Any]] = {}
     for r in rows:
         n = nodes.get(r["node"])
@@ -52,7 +66,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             n["states"].append(r["state"])
         n["back"] = None if n["back"] is None or r["end_ts"] is None else max(n["back"], r["end_ts"])
     for n in nodes.values():
-        n["hours"] = (cutoff - n["start_ts"]).total_seconds() / 3600
+        since = min(n["start_ts"], outage_start.get(n["node"], n["start_ts"]))
+        # The outage's states in order (DOWN → DRAIN), also those that ended before the night's end.
+        states = [h["state"] or MISSING for h in history if h["node"] == n["node"] and since <= h["start_ts"] < cutoff]
+        n["states"] = [x for i, x in enumerate(states) if x not in states[:i]] or n["states"]
+        n["start_ts"] = since
+        n["hours"] = (cutoff - since).total_seconds() / 3600
     out = sorted(nodes.values(), key=lambda n: (-n["hours"], n["node"]))
     of = f" of {fmt_int(n_nodes)}" if n_nodes else ""
     if not out:
@@ -65,7 +84,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         by_class[key] = by_class.get(key, 0) + 1
     classes = ", ".join(f"{fmt_int(v)} {k}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
     top = out[0]
-    sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 else 's'} "
+    sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 and not of else 's'} "
                 f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
                 f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} ({span_hours(top['hours'])})"
                 + (f" for \u201c{truncate(top['reason'], 80)}\u201d." if top["reason"] else ", with no reason given."))
@@ -78,7 +97,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(f"{n['reason_class'] or MISSING} ({(n['availability_class'] or 'unknown').replace('_', ' ')})"),
           Cell(fmt_date(n["back"]) if n["back"] else "not yet")] for n in shown],
         caption=(f"Longest {len(shown)} of {fmt_int(len(out))} nodes" if len(out) > len(shown) else "Nodes")
-                + f" with a drain/down event open at the end of {d}, longest first; out for = time up to then. "
+                + f" with a drain/down event open at the end of {d}, longest first; since = the start of the node's "
+                  "continuous outage (overlapping or touching drain/down events merged, as time to repair merges "
+                  "them), out for = time from then up to the end of the day. "
                   "One row per node: state, reason and class of its earliest open event (the original cause); "
                   "\u201cBack in service\u201d is known when a later dump closed the event.",
     ))
