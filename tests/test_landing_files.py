@@ -36,6 +36,24 @@ def test_truncated_stream_keeps_complete_lines(tmp_path: Path, compress) -> None
     assert read.sha256 and read.size == len(blob) // 2
 
 
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_content_hash_is_of_the_decompressed_content(tmp_path: Path, compress) -> None:  # noqa: ANN001
+    """A log and its compressed rotation have one content hash; a part of a content (a truncated
+    stream) is no content: it keeps the hash of its bytes."""
+    import hashlib
+
+    plain, packed, cut = tmp_path / "messages-20261111", tmp_path / "messages-20261111.gz", tmp_path / "cut.gz"
+    plain.write_bytes(LINES)
+    packed.write_bytes(compress(LINES))
+    cut.write_bytes(compress(LINES)[:-8])
+    expected = hashlib.sha256(LINES).hexdigest()
+    assert read_landing_file(plain).content_sha256 == read_landing_file(plain).sha256 == expected
+    read = read_landing_file(packed)
+    assert read.content_sha256 == expected and read.sha256 == hashlib.sha256(packed.read_bytes()).hexdigest()
+    partial = read_landing_file(cut)
+    assert partial.fault and partial.content_sha256 == partial.sha256 != expected
+
+
 def test_multi_member_gzip_and_garbage(tmp_path: Path) -> None:
     path = tmp_path / "x.gz"
     path.write_bytes(gzip.compress(LINES[:100]) + gzip.compress(LINES[100:]))

@@ -778,3 +778,44 @@ def test_sysklogd_last_message_repeated_becomes_rsyslogs_fold_of_the_hosts_previ
     assert lines.sort("line_no")["message"].to_list() == [
         xid, "eth0: link up", f"message repeated 9 times: [ {xid}]", "message repeated 1 times: [ eth0: link up]",
         "last message repeated 3 times"]  # gpu008 has no earlier line here: left as it is
+
+
+# --- a last line without a line break -----------------------------------------------------------
+
+
+def test_a_cut_last_line_is_rejected_and_a_whole_unterminated_record_loads() -> None:
+    """Log writers end each record with a line break; a last line without one that is not a whole
+    record of the file's shape was cut while written (hand cases: the probe's ``CRON[3``, a journald
+    JSON entry cut in its timestamp), while a whole record lacking only the break loads (downloaded
+    samples such as loghub's Linux_2k.log end that way)."""
+    head = "2026-11-11T22:10:00+00:00 gpu13 systemd[1]: Starting Cleanup of Temporary Directories...\n"
+    cut = _parse(head + "2026-11-11T23:59:01+00:00 gpu13 CRON[3")
+    assert cut.lines["line_no"].to_list() == [1] and cut.lines["ts"].max() == _utc(2026, 11, 11, 22, 10)
+    assert cut.rejects.select("line_no", "raw", "error").rows() == [
+        (2, "2026-11-11T23:59:01+00:00 gpu13 CRON[3", syslog.CUT_LAST_LINE)]
+    # The same line with its line break is a line as written (no tag recognised): not this rule's call.
+    assert _parse(head + "2026-11-11T23:59:01+00:00 gpu13 CRON[3\n").rejects.is_empty()
+    whole = _parse(head + "2026-11-11T23:59:01+00:00 gpu13 CRON[3712]: (root) CMD (run-parts)")
+    assert whole.rejects.is_empty() and whole.lines["message"][-1] == "(root) CMD (run-parts)"
+    # A journald JSON entry: cut inside it, or whole without the final line break.
+    entry = '{"__REALTIME_TIMESTAMP":"1762902600000000","_HOSTNAME":"gpu05","MESSAGE":"x","SYSLOG_IDENTIFIER":"k"}'
+    assert _parse(entry + "\n" + entry[:40]).rejects["error"].to_list() == [syslog.CUT_LAST_LINE]
+    assert _parse(entry + "\n" + entry).rejects.is_empty()
+    # A single cut line: no line before to compare, but no message (cut after the tag) or no format.
+    assert _parse("2026-11-11T23:59:01+00:00 gpu13 CRON[3712]:").rejects["error"].to_list() == [syslog.CUT_LAST_LINE]
+    assert _parse("2026-11-1").rejects["error"].to_list() == [syslog.CUT_LAST_LINE]
+    # Another format than the line before: a cut RFC 3164 stamp read as something else.
+    assert _parse(head + "Nov 11 23:59:01 gpu13 CRON[3712]: x").rejects["error"].to_list() == [syslog.CUT_LAST_LINE]
+    # An indented continuation carries no header to check; NUL padding after the break is no line.
+    assert _parse(head + "    continued").rejects.is_empty()
+    assert _parse(head.encode() + b"\x00" * 16).rejects.is_empty()
+
+
+@pytest.mark.parametrize("name", ["Linux_2k.log", "gpud_memory_dmesg.decode.iso.log", "gpud_kmsg.2.peermem.log",
+                                  "gpud_pstore_dmesg-erst.txt"])
+def test_downloaded_samples_ending_without_a_line_break_keep_their_last_record(name: str) -> None:
+    """These real samples end on a whole record without a line break: it is not called cut (the
+    uptime ones are rejected for their own reason, without a boot time)."""
+    r = _check(parse_syslog_file(FIXTURES / name, name))
+    assert syslog.CUT_LAST_LINE not in set(r.rejects["error"])
+    assert r.rows_read == (FIXTURES / name).read_bytes().count(b"\n") + 1

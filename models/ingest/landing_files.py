@@ -62,6 +62,9 @@ class LandingRead:
     sha256: str  # of the bytes on disk ('' when they could not be read)
     size: int  # bytes on disk
     fault: str | None = None  # why the file is refused (a line-0 reject); None when read whole
+    #: Of the decompressed content when read whole, else ``sha256``: a log and its compressed
+    #: rotation (``messages-20261111`` -> ``messages-20261111.gz``) have the same content hash.
+    content_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,9 @@ def read_landing_file(path: Path) -> LandingRead:
 
     Never raises for a bad file: an unreadable file gives ``data=b''`` and its fault; a truncated or
     corrupt compressed stream gives the complete lines before the fault and the fault; a UTF-16
-    file gives no data and "UTF-16 encoded: convert to UTF-8".
+    file gives no data and "UTF-16 encoded: convert to UTF-8". ``content_sha256`` hashes the
+    decompressed content of a file read whole (a plain file: its bytes), so that a rotated copy
+    compressed later is recognised as the same content.
     """
     try:
         raw = Path(path).read_bytes()
@@ -262,7 +267,7 @@ def read_landing_file(path: Path) -> LandingRead:
     codec = _codec(raw)
     if codec is None:
         fault = encoding_fault(raw)
-        return LandingRead(b"" if fault else raw, sha, size, fault)
+        return LandingRead(b"" if fault else raw, sha, size, fault, sha)
     blocks: list[bytes] = []
     try:
         for block in _decompressed_blocks(raw, codec):
@@ -271,11 +276,13 @@ def read_landing_file(path: Path) -> LandingRead:
         partial = b"".join(blocks)
         complete = partial[: partial.rfind(b"\n") + 1]
         fault = encoding_fault(complete)
+        # A part of the content is no content to compare: the hash of the bytes on disk.
         return LandingRead(b"" if fault else complete, sha, size,
-                           fault or describe_fault(exc, codec, complete.count(b"\n")))
+                           fault or describe_fault(exc, codec, complete.count(b"\n")), sha)
     data = b"".join(blocks)
     fault = encoding_fault(data)
-    return LandingRead(b"" if fault else data, sha, size, fault)
+    return LandingRead(b"" if fault else data, sha, size, fault,
+                       sha if fault else hashlib.sha256(data).hexdigest())
 
 
 @contextmanager

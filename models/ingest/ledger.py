@@ -1,6 +1,11 @@
 """The ingestion ledger ``raw.ingested_files``: which landing file was loaded, from which bytes,
 with what counts. It is what makes ingestion incremental (skip a file whose size and modification
-time, else whose SHA-256, is unchanged) and auditable (rows read = loaded + rejected, per file)."""
+time, else whose SHA-256, is unchanged) and auditable (rows read = loaded + rejected, per file).
+
+A source whose files are rotated (node logs: ``messages`` -> ``messages.1`` -> ``messages.2.gz``,
+or ``messages-20261111`` -> ``messages-20261111.gz``) records the SHA-256 of the *decompressed*
+content, and :func:`same_content` finds a new file whose content another file already loaded:
+it is ``ignored`` ("same content as <file>") rather than loaded twice."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +22,9 @@ import pyarrow as pa
 
 from gpusre.models.ingest.landing_files import IgnoredFile
 
-__all__ = ["FileIngest", "LandingStats", "file_sha256", "ignored_results", "known_files", "loaded_rows",
-           "log_parse_crash", "record_files", "record_mtimes", "stat_landing", "unchanged_by_stat"]
+__all__ = ["FileIngest", "LandingStats", "SAME_CONTENT", "file_sha256", "ignored_results", "known_files",
+           "loaded_contents", "loaded_rows", "log_parse_crash", "record_files", "record_mtimes", "same_content",
+           "same_content_rechecks", "stat_landing", "unchanged_by_stat"]
 
 _log = logging.getLogger("gpusre.ingest")
 
@@ -145,6 +151,65 @@ def ignored_results(ignored: list[IgnoredFile]) -> list[tuple[FileIngest, str, i
     """Ledger rows ``(result, sha256, size)`` for files a source's reader does not take: status
     ``ignored`` and the reason, so nothing under a source folder is skipped in silence."""
     return [(FileIngest(f.source_file, "ignored", error=f.reason), "", f.size) for f in ignored]
+
+
+#: The ``error`` of a file ``ignored`` because another file already loaded its content.
+SAME_CONTENT = "same content as {}"
+
+
+def loaded_contents(con: duckdb.DuckDBPyConnection, source_kind: str,
+                    exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """``(source_file, sha256)`` of the files of this kind the ledger holds as ``loaded``, by name,
+    but those in ``exclude`` (read again in this run: their content may change)."""
+    return con.execute("SELECT source_file, sha256 FROM raw.ingested_files WHERE source_kind = ? "
+                       "AND status = 'loaded' AND sha256 <> '' AND source_file NOT IN (SELECT unnest(?)) "
+                       "ORDER BY source_file", [source_kind, list(exclude)]).fetchall()
+
+
+def same_content(kept: Iterable[tuple[str, str]], read: Sequence[tuple[str, str, str]],
+                 alike: Callable[[str], Hashable] = lambda _name: None) -> dict[str, str]:
+    """Of the files ``read`` in this run (``(source_file, sha256, status)`` in landing order, sha256
+    of the decompressed content), the loaded ones whose rows another file holds after this run:
+    ``{source_file: that file}``.
+
+    ``kept`` are ``(source_file, sha256)`` of the loaded files whose rows this run keeps: ledger rows
+    of files not read again (unchanged, or gone from the landing folder: their rows stay). Of files
+    read now with one content, the first in landing order loads. A file read again with new content
+    no longer holds its old one: after ``messages`` -> ``messages.1`` and a new ``messages``, the
+    old content loads once, from ``messages.1``. ``alike(name)`` is what else besides the content
+    makes a file's rows (the node a per-node file's name gives its lines): two files are copies
+    only when it is equal too.
+
+    >>> same_content([("central/messages-20261111", "aa")],
+    ...              [("central/messages-20261111.gz", "aa", "loaded"), ("central/messages", "bb", "loaded"),
+    ...               ("central/messages.1", "bb", "loaded")])
+    {'central/messages-20261111.gz': 'central/messages-20261111', 'central/messages.1': 'central/messages'}
+    """
+    holders: dict[tuple[str, Hashable], str] = {}
+    for source_file, sha in kept:
+        holders.setdefault((sha, alike(source_file)), source_file)
+    twins: dict[str, str] = {}
+    for source_file, sha, status in read:
+        if status != "loaded" or not sha:
+            continue
+        holder = holders.setdefault((sha, alike(source_file)), source_file)
+        if holder != source_file:
+            twins[source_file] = holder
+    return twins
+
+
+def same_content_rechecks(con: duckdb.DuckDBPyConnection, source_kind: str, reread: Iterable[str]) -> dict[str, str]:
+    """``{ignored file: its loaded twin}`` for the files ignored as the same content as a file that
+    is read again in this run (``reread``): if that file changed, the ignored one holds the only
+    copy of the content now (logrotate's ``copytruncate`` copies ``messages`` to ``messages.1``,
+    then empties ``messages``), so it must be read again too."""
+    rows = con.execute(
+        """SELECT i.source_file, min(l.source_file) FROM raw.ingested_files AS i
+           JOIN raw.ingested_files AS l ON l.sha256 = i.sha256 AND l.source_kind = i.source_kind
+                AND l.status = 'loaded' AND l.source_file <> i.source_file
+           WHERE i.source_kind = ? AND i.status = 'ignored' AND i.sha256 <> ''
+             AND l.source_file IN (SELECT unnest(?)) GROUP BY ALL""", [source_kind, list(reread)]).fetchall()
+    return dict(rows)
 
 
 def log_parse_crash(source_file: str, exc: BaseException) -> str:

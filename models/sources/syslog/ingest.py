@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone as dt_timezone
 from pathlib import Path
 
@@ -30,7 +31,8 @@ from gpusre.models.alerts.nodes import HostMapping, node_names
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.logs.event_catalog import classify_messages, may_match_canonical
 from gpusre.models.logs.masking import canonical_digits
-from gpusre.models.ingest.ledger import FileIngest, log_parse_crash
+from gpusre.models.ingest.ledger import (SAME_CONTENT, FileIngest, loaded_contents, log_parse_crash,
+                                        same_content, same_content_rechecks)
 from gpusre.models.ingest.landing_files import LandingRead, SourceScan, read_landing_file, scan_source
 from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, plan_ingest, publish_files,
                                           read_staged, write_staged)
@@ -39,7 +41,7 @@ from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA,
                                                parse_syslog_batch)
 from gpusre.models.logs.templates import TemplateConfig, TemplateMiner, canonical_forms, distinct_first_seen
 from gpusre.models.warehouse import append_arrow, transaction
-from gpusre.models.ingest.lake import remove_unlisted_files, write_file_sets
+from gpusre.models.ingest.lake import delete_lake_files, remove_unlisted_files, version_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
 
 __all__ = ["SYSLOG_MINER", "discover_syslog_files", "ingest_syslog_files", "load_miner", "parse_syslog_shard",
@@ -94,6 +96,14 @@ def _year_hint(source_file: str, jobs_span: tuple[datetime, datetime] | None) ->
         day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=dt_timezone.utc)
         return day - timedelta(days=2), day + timedelta(days=2)
     return jobs_span
+
+
+def _reads_alike(source_file: str) -> tuple[str | None, str | None]:
+    """What a node log's name adds to its content's rows: the node of lines naming none, and the
+    day RFC 3164 lines take their year from. A rotated copy keeps both (``kern.log`` ->
+    ``kern.log.1`` -> ``kern.log.2.gz``); two nodes' files with equal bytes are two nodes' lines."""
+    day = _DATE_IN_PATH.search(source_file)
+    return host_from_filename(source_file), day[0] if day else None
 
 
 def _tagged(program: pl.Expr, program_text: pl.Expr, message: pl.Expr) -> pl.Expr:
@@ -173,9 +183,35 @@ def plan_syslog(con: duckdb.DuckDBPyConnection, landing: Path, *, shards: int = 
     scan = scan_syslog_files(landing)
     # Only a file without a date in its path needs the accounting's span (a scan of the sacct lake).
     undated = any(_DATE_IN_PATH.search(path.relative_to(landing).as_posix()) is None for path in scan.files)
-    return plan_ingest(con, landing, "syslog", scan, shards, {
+    plan = plan_ingest(con, landing, "syslog", scan, shards, {
         "timezone": timezone, "hosts": hosts or HostMapping(), "jobs_span": _jobs_span(con) if undated else None,
         "template_config": config.to_json_dict()})
+    return _with_rotation(con, plan)
+
+
+def _with_rotation(con: duckdb.DuckDBPyConnection, plan: IngestPlan) -> IngestPlan:
+    """``plan`` made aware of rotated copies (the ledger holds node logs by decompressed content):
+    ``settings['kept_contents']``, the contents loaded files not read in this run keep (a parse
+    step ignores a file with one of them unread), and the files ignored as a copy of a file read
+    again now moved from ``unchanged`` into the read set (``settings['recheck']``): if that file
+    changed, they hold the only copy of its old content."""
+    reread = {name for shard in plan.shards for name in shard}
+    kept: dict[tuple[str, tuple[str | None, str | None]], str] = {}
+    for name, sha in loaded_contents(con, plan.source, reread):
+        kept.setdefault((sha, _reads_alike(name)), name)
+    recheck = {name: twin for name, twin in same_content_rechecks(con, plan.source, reread).items()
+               if name in plan.unchanged}
+    shards = plan.shards
+    if recheck:
+        # Into the twin's parse step (same order as a single process would read them).
+        lists = [list(shard) for shard in plan.shards] or [[]]
+        shard_of = {name: i for i, shard in enumerate(plan.shards) for name in shard}
+        for name, twin in recheck.items():
+            lists[shard_of.get(twin, 0)].append(name)
+        order = plan.order
+        shards = tuple(tuple(sorted(shard, key=order.__getitem__)) for shard in lists)
+    return replace(plan, shards=shards, unchanged=plan.unchanged - set(recheck),
+                   settings={**plan.settings, "kept_contents": kept, "recheck": frozenset(recheck)})
 
 
 def _parse_batch(inputs: list[SyslogInput], timezone: str) -> tuple[SyslogBatchResult, dict[str, str]]:
@@ -259,7 +295,7 @@ def parse_syslog_shard(plan: IngestPlan, shard: int, progress: Callable[[str], N
                                                                             strict=True):
             fault = faults[name]
             out[name] = StagedFile(FileIngest(name, "refused" if fault else "loaded", rows_read, rows_loaded,
-                                              rows_rejected, fault), read.sha256, read.size)
+                                              rows_rejected, fault), versions[name], read.size)
         if parsed.lines.height:
             pending.append(parsed.lines)
             pending_rows += parsed.lines.height
@@ -274,12 +310,23 @@ def parse_syslog_shard(plan: IngestPlan, shard: int, progress: Callable[[str], N
     # thread parses the next batch: Polars, NumPy and Parquet encoding release the GIL. (The lake
     # writer closes last: the framer's queued batches submit writes to it.)
     with BackgroundWriter("syslog-lake") as lake_writer, BackgroundWriter("syslog-framer") as framer:
+        kept: dict[tuple[str, tuple[str | None, str | None]], str] = settings.get("kept_contents", {})
+        recheck: frozenset[str] = settings.get("recheck", frozenset())
         for source_file in files:
             read = read_landing_file(landing / source_file)
-            if read.sha256 and plan.known.get(source_file) == read.sha256:
-                out[source_file] = StagedFile(FileIngest(source_file, "unchanged"), read.sha256, read.size)
+            # The ledger holds node logs by decompressed content (see _with_rotation).
+            sha = read.content_sha256 or read.sha256
+            if sha and plan.known.get(source_file) == sha and source_file not in recheck:
+                out[source_file] = StagedFile(FileIngest(source_file, "unchanged"), sha, read.size)
                 continue
-            versions[source_file] = read.sha256
+            twin = kept.get((sha, _reads_alike(source_file))) if sha and not read.fault else None
+            if twin is not None and twin != source_file:
+                # A rotated copy of a file whose rows stay (messages-20261111 compressed to
+                # messages-20261111.gz): its lines are loaded already.
+                out[source_file] = StagedFile(FileIngest(source_file, "ignored", error=SAME_CONTENT.format(twin)),
+                                              sha, read.size)
+                continue
+            versions[source_file] = sha
             reads.append((source_file, read))
             read_bytes += len(read.data)
             if read_bytes >= PARSE_BATCH_BYTES:
@@ -302,10 +349,15 @@ def publish_syslog(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: lis
     lake = Path(plan.lake)
     order = plan.order_frame()
     with transaction(con):
+        staged, copies = _ignore_copies(con, plan, staged)
         results = publish_files(con, plan, staged)
+        if copies:
+            con.execute("DELETE FROM raw.rejects WHERE source_kind = ? AND source_file IN (SELECT unnest(?))",
+                        [plan.source, copies])
         messages = [p.as_posix() for p in read_staged(lake, "syslog", "messages")]
         if messages:
             seen = pl.read_parquet(messages).join(order, on="source_file").sort("file_order", "seq")
+            seen = seen.filter(~pl.col("source_file").is_in(copies))
             known = con.sql("SELECT message_key FROM raw.syslog_message_templates").pl()
             new = (seen.unique("message_key", keep="first", maintain_order=True)
                    .join(known, on="message_key", how="anti", maintain_order="left"))
@@ -316,6 +368,26 @@ def publish_syslog(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: lis
     remove_unlisted_files(con, lake, SYSLOG_LAKE.name)
     clear_staged(lake, "syslog")
     return results
+
+
+def _ignore_copies(con: duckdb.DuckDBPyConnection, plan: IngestPlan,
+                   staged: list[StagedFile]) -> tuple[list[StagedFile], list[str]]:
+    """``staged`` with each file parsed in this run whose content another file holds after it
+    (:func:`same_content`: two names of one rotated log in one run, or a file that was a copy of one
+    read again and unchanged) turned ``ignored``, and those files. Their file sets are deleted
+    before the commit: the ledger will name that version, and no view may show its rows."""
+    read = {s.result.source_file for s in staged if s.result.status != "unchanged"}
+    kept = loaded_contents(con, plan.source, read)
+    order = plan.order
+    in_order = sorted(staged, key=lambda s: order.get(s.result.source_file, -1))
+    twins = same_content(kept, [(s.result.source_file, s.sha256, s.result.status) for s in in_order],
+                         _reads_alike)
+    if not twins:
+        return staged, []
+    delete_lake_files(version_files(Path(plan.lake), SYSLOG_LAKE.name,
+                                    [(s.result.source_file, s.sha256) for s in staged if s.result.source_file in twins]))
+    return [StagedFile(FileIngest(s.result.source_file, "ignored", error=SAME_CONTENT.format(twins[s.result.source_file])),
+                       s.sha256, s.size) if s.result.source_file in twins else s for s in staged], list(twins)
 
 
 def ingest_syslog_files(

@@ -49,6 +49,9 @@ Conventions:
   (trailing whitespace stripped). RFC 5424 structured data is dropped.
 * Invalid UTF-8 is replaced (U+FFFD) and the line kept; NUL bytes (left by a crash in a
   preallocated log file) are dropped; CRLF endings are accepted. Blank lines are not records.
+* A last line without a line break that is not a complete record of the file's shape (no format,
+  a JSON line that does not parse, no message, no program tag or host where the line before has
+  one) was cut while the file was written or copied: it is rejected (:data:`CUT_LAST_LINE`).
 
 >>> r = parse_syslog_bytes(b"Jan 15 03:04:05 gpu017 kernel: [12.5] NVRM: Xid 79\\n", "x.log",
 ...     year_hint=(datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 2, 1, tzinfo=UTC)))
@@ -80,6 +83,7 @@ __all__ = [
     "FILE_COUNTS_SCHEMA",
     "FORMATS",
     "UPTIME_WITHOUT_BOOT",
+    "CUT_LAST_LINE",
     "SyslogBatchResult",
     "SyslogInput",
     "SyslogParseResult",
@@ -1066,9 +1070,9 @@ def parse_syslog_batch(
         [p.select(_OUT_COLS).cast(out_schema) for p in parsed]
         or [pl.DataFrame(schema=out_schema)]
     )
-    result = _resolve_continuations(matched, remaining, out_schema).join(
-        meta, on="_file", how="left", maintain_order="left"
-    )
+    result = _reject_cut_last_lines(_resolve_continuations(matched, remaining, out_schema),
+                                    _unterminated_last_lines([f.data for f in files]))
+    result = result.join(meta, on="_file", how="left", maintain_order="left")
     result = result.with_columns(pl.coalesce(pl.col("host"), pl.col("_host_from_name")).alias("host"))
     ok = _unfold_last_message_repeated(result.filter(pl.col("error").is_null()))
     bad = result.filter(pl.col("error").is_not_null())
@@ -1086,6 +1090,67 @@ def parse_syslog_batch(
             pl.col("rows_rejected").fill_null(0),
         ).cast(FILE_COUNTS_SCHEMA),
     )
+
+
+#: Reject reason of a file's last line that has no line break and is not a complete record.
+CUT_LAST_LINE = "last line has no line break: cut while written"
+
+
+def _unterminated_last_lines(datas: list[bytes]) -> pl.DataFrame:
+    """``(_file, _last_line)``: the files whose content does not end with a line break, and the
+    number of that last physical line. NUL padding after the last line break (a crash in a
+    preallocated file) is not an unterminated line."""
+    files, last = [], []
+    for index, data in enumerate(datas):
+        end = data.rstrip(b"\x00")
+        if end and not end.endswith(b"\n"):
+            files.append(index)
+            last.append(end.count(b"\n") + 1)
+    return pl.DataFrame({"_file": files, "_last_line": last}, schema={"_file": pl.UInt32, "_last_line": pl.Int64})
+
+
+def _reject_cut_last_lines(result: pl.DataFrame, unterminated: pl.DataFrame) -> pl.DataFrame:
+    """Reject (:data:`CUT_LAST_LINE`) the last line of a file without a final line break when it is
+    not a complete record of the file's own shape.
+
+    Why: rsyslog, syslog-ng, journald's exports and dmesg end every record with a line break, so an
+    unterminated last line was written (or copied) in part: ``...gpu13 CRON[3`` loaded as a line
+    at 23:59:01 made a day whose real last line was at 22:10 look complete. It is rejected, the
+    lines before it load, and the file is read whole again once it changes (its hash does).
+
+    But downloaded and hand-made samples often lack only the final line break after a complete
+    record, so the line is rejected only when it is not one: it matches no format (a cut inside the
+    timestamp), is a journald JSON line that does not parse, has no message, or lacks a part that
+    the file's record before it has — another format, no program tag (``CRON[3``), no host. A
+    record cut inside its message text cannot be told from a whole one and loads. A continuation
+    line (indented) carries no header to check and keeps its anchor's verdict.
+    """
+    if unterminated.is_empty() or result.is_empty():
+        return result
+    rows = result.with_row_index("_pos")
+    last = rows.join(unterminated, left_on=["_file", "line_no"], right_on=["_file", "_last_line"], how="inner")
+    if last.is_empty():
+        return result  # the unterminated line was blank
+    header = pl.col("format").is_not_null() & (pl.col("format") != "continuation")
+    before = (rows.join(unterminated, on="_file", how="inner")
+              .filter(header & (pl.col("line_no") < pl.col("_last_line")))
+              .sort("_file", "line_no")
+              .group_by("_file").agg(pl.col("format", "program", "host").last().name.prefix("_prev_")))
+    last = last.join(before, on="_file", how="left")
+    cut = last.filter(
+        pl.col("format").is_null()
+        | ((pl.col("format") == "journald_json") & pl.col("error").is_not_null())
+        | ((pl.col("format") != "continuation") & (
+            pl.col("message").str.strip_chars().fill_null("").eq("")
+            | (pl.col("_prev_format").is_not_null() & (pl.col("format") != pl.col("_prev_format")))
+            | (pl.col("_prev_program").is_not_null() & pl.col("program").is_null())
+            | (pl.col("_prev_host").is_not_null() & pl.col("host").is_null())))
+    )["_pos"]
+    if cut.is_empty():
+        return result
+    return rows.with_columns(
+        pl.when(pl.col("_pos").is_in(cut.implode())).then(pl.lit(CUT_LAST_LINE)).otherwise(pl.col("error")).alias("error")
+    ).drop("_pos")
 
 
 def parse_syslog_bytes(
