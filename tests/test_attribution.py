@@ -194,6 +194,17 @@ def test_failed_by_signal_is_user() -> None:
     assert out["s"]["attribution"] == "user"
 
 
+def test_a_started_deadline_job_is_the_users_limit_and_a_pending_one_no_failure() -> None:
+    # Slurm ends a running job at its --deadline (DEADLINE) as it ends one at its time limit; a job whose
+    # deadline passed while it pended never ran: nothing was killed (outside probe: job 3002 counted as
+    # failed with no attribution row, "1 of 1 interrupted job").
+    out = attribute([job("dl", "DEADLINE", ["n1"], exit_code=0),
+                     {**job("dl_pending", "DEADLINE", [], exit_code=0), "start_ts": None, "elapsed_s": 0}],
+                    [ev(1, 0, "n1", XID79)])
+    got = {k: (v["attribution"], v["component"]) for k, v in out.items()}
+    assert got == {"dl": ("user", "user_application"), "dl_pending": ("none", None)}
+
+
 def test_limits_cancellations_and_non_failures() -> None:
     out = attribute(
         [job("oom", "OUT_OF_MEMORY", ["n1"], exit_code=0), job("to", "TIMEOUT", ["n2"], exit_code=0),
@@ -359,6 +370,7 @@ def test_a_user_gpu_error_on_another_node_than_the_link_fault_is_not_the_cause()
 def test_a_fault_its_node_recovered_from_before_the_job_ended_did_not_kill_it() -> None:
     # A Lustre outage on n1 and n2 until 3 min before the end; n1's client reconnected at -2 min, so a
     # job on n1 failing at the end was not killed by it. n2 never logged the reconnect: a job there was.
+    # (A Lustre client replays its blocked I/O on reconnect: no grace, unlike a link — test_link_flaps.py.)
     lustre = ("lustre_error", None, "storage", "system_software", "high", "CHECK_STORAGE")
     restored = ("lustre_recovered", None, "storage", "informational", "info", "IGNORE")
     rows = [ev(1, -9, "n1", lustre), ev(2, -3, "n1", lustre), ev(3, -2, "n1", restored),

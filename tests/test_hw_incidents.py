@@ -369,6 +369,28 @@ def test_the_signature_cause_names_the_fault_only_when_logged_first() -> None:
     assert reversed_.select("component", "root_cause").rows() == [("gpu_memory", "xid 48")]
 
 
+XID94_LINE = "NVRM: Xid (PCI:0000:5d:00): 94, pid=77311, name=pt_main_thread, Contained: SM (0x1). RST: No, D-RST: No"
+XID95_LINE = ("NVRM: Xid (PCI:0000:5d:00): 95, pid='<unknown>', name=<unknown>, Uncontained: LTC TAG (0x2,0x0). "
+              "RST: Yes, D-RST: No")
+
+
+def test_the_first_line_of_the_worst_component_names_the_fault() -> None:
+    # A contained ECC error (Xid 94, high) killed the job at 0; the uncontained one (Xid 95, critical) on
+    # the same GPU came 20 min later: one gpu_memory fault (GPU signature, 30 min), severity critical,
+    # named by its first line "xid 94" — not by the worse line logged after the job had died (an
+    # evaluator's gpu07 read "xid 95"). The other order names it "xid 95".
+    incidents, _ = merge_incidents(events_from_lines([(0 * M, "n1", XID94_LINE), (20 * M, "n1", XID95_LINE)]))
+    assert incidents.select("component", "severity", "root_cause", "n_events").rows() == [
+        ("gpu_memory", "critical", "xid 94", 2)]
+    reversed_, _ = merge_incidents(events_from_lines([(0 * M, "n1", XID95_LINE), (20 * M, "n1", XID94_LINE)]))
+    assert reversed_.select("component", "root_cause").rows() == [("gpu_memory", "xid 95")]
+    # Across components the most severe one still names the fault: a GSP timeout (Xid 119, high,
+    # gsp_firmware) and a minute later the GPU falling off the bus (Xid 79, critical, pcie_bus).
+    xid119 = "NVRM: Xid (PCI:0000:5d:00): 119, pid=1, name=python, Timeout after 6s of waiting for RPC response from GPU0 GSP!"
+    mixed, _ = merge_incidents(events_from_lines([(0 * M, "n1", xid119), (1 * M, "n1", XID79_LINE)]))
+    assert mixed.select("component", "root_cause").rows() == [("pcie_bus", "xid 79")]
+
+
 def test_lines_of_one_second_name_the_cause_by_code_whatever_their_order() -> None:
     # The driver logs the Xid 79 line and "GPU has fallen off the bus" in the same second, in either
     # order: both orders name the incident "xid 79" (one incident named "gpu_fallen_off_bus" and the next

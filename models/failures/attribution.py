@@ -36,7 +36,10 @@ rule  condition                                                          attribu
 Causality: an event stamped more than ``clock_skew`` before the job started, or an incident over by then,
 cannot have killed it (the scheduler gave the job a node back in service); nor can a fault its node
 logged a recovery from (``catalog/recovery_events.csv``: a port back ``ACTIVE``, a Lustre client
-reconnected) after its last evidence and before the job ended; an event stamped more than
+reconnected) after its last evidence and before the job ended — for a link (:data:`GRACE_CLASSES`),
+only when the job kept running for :data:`RECOVERY_GRACE` (5 min) after the port came back: a link
+flap breaks NCCL's connections though the port is back in seconds, so a job ending sooner was killed
+by it; an event stamped more than
 ``clock_skew`` (60 s) after the job ended cannot have killed it either,
 so it counts only when it is a *detection* (health check, slurmd error: kinds in
 :data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
@@ -87,6 +90,8 @@ __all__ = [
     "ATTRIBUTION_SCHEMA",
     "DETECTION_KINDS",
     "NODE_STATE_EVIDENCE_SCHEMA",
+    "GRACE_CLASSES",
+    "RECOVERY_GRACE",
     "SUSPECTED_COMPONENT",
     "AttributionEvidence",
     "attribute_failures",
@@ -97,7 +102,8 @@ __all__ = [
 ]
 
 #: States that are the job's own limits (memory, time): the user's unless hardware says otherwise.
-_LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application"}
+#: Jobs ended by their own limits (vocabulary.LIMIT_STATES): memory, time, and --deadline on a started job.
+_LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application", "DEADLINE": "user_application"}
 SUSPECTED_COMPONENT = "unknown (suspected)"
 #: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
 DETECTION_KINDS: tuple[str, ...] = ("health_check", "slurmd_error")
@@ -105,6 +111,23 @@ DETECTION_KINDS: tuple[str, ...] = ("health_check", "slurmd_error")
 #: job with such user evidence beside only this infrastructure evidence crashed on its own (a GPU,
 #: NVLink or host fault can leave Xid 13/43 behind, so those classes keep the job).
 UNRELATED_TO_APP_ERRORS: tuple[str, ...] = ("storage", "network")
+#: How long a job must have kept running after its node logged a recovery of a *link* (a port back
+#: ``ACTIVE``, a NIC link up) for the recovery to clear the fault: a job that dies within this of the
+#: recovery died of the flap. A link drop breaks the job's NCCL/verbs connections even if the port is
+#: back seconds later: a queue pair in flight retries ``NCCL_IB_RETRY_CNT`` (7) times at
+#: 4.096 µs × 2^``NCCL_IB_TIMEOUT`` (default 20: 4.3 s, ~30 s in all; sites with large fabrics set
+#: 22-23: 2-4 min) before NCCL aborts the communicator, and the launcher then tears the job down.
+#: Five minutes covers that; a job that ran on for longer (or an hour) after the recovery survived
+#: the flap. (Until 2026-12-05 any recovery before the end cleared it: an evaluator's job killed by a
+#: 40-s IB flap, ending 20 s after the port came back, was blamed on the user.)
+RECOVERY_GRACE = timedelta(minutes=5)
+#: Recovery classes whose fault breaks the job's connections, so that :data:`RECOVERY_GRACE` applies.
+#: The others' recoveries clear the fault from the moment they are logged: a Lustre client replays its
+#: blocked requests on reconnect and an NFS hard mount resumes them, so an I/O fault kills a job when
+#: its error reaches the application, before the reconnect; a deasserted thermal or power sensor
+#: killed nothing it had not already. (A grace for storage blamed the file system for user crashes
+#: of jobs that started just before the client reconnected: simulator scenario ``fabric_heavy``.)
+GRACE_CLASSES: tuple[str, ...] = ("network",)
 
 #: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
 ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
@@ -228,11 +251,13 @@ def _failure_times(failures: pl.DataFrame) -> pl.DataFrame:
                             class_of(pl.col("component")).alias("_class")).drop_nulls("node").sort("_last"))
 
 
-def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, after: timedelta) -> pl.DataFrame:
+def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, after: timedelta,
+             grace: timedelta = RECOVERY_GRACE) -> pl.DataFrame:
     """The (``_j``, ``node``, ``_class``) of ``pairs`` (with ``end_ts``) whose node logged a recovery of that
     class after its last failure evidence of the class in the window (to ``end_ts + after``: evidence
-    logged just after the end is the fault that killed it) and before the job's end. ``last``:
-    :func:`_failure_times` of the failure events."""
+    logged just after the end is the fault that killed it) and before the job's end — at least ``grace``
+    before it for the classes of :data:`GRACE_CLASSES` (:data:`RECOVERY_GRACE`: a job dying just after a
+    link came back died of the link). ``last``: :func:`_failure_times` of the failure events."""
     schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String}
     if pairs.is_empty() or recoveries.is_empty():
         return pl.DataFrame(schema=schema)
@@ -242,7 +267,8 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
          .filter(pl.col("_last").is_not_null()).sort("_last")
          .join_asof(recoveries, left_on="_last", right_on="_rec_ts", by=["node", "_class"], strategy="forward",
                     check_sortedness=False))
-    return p.filter(pl.col("_rec_ts").is_not_null() & (pl.col("_rec_ts") <= pl.col("end_ts"))).select(
+    wait = pl.when(pl.col("_class").is_in(list(GRACE_CLASSES))).then(pl.lit(grace)).otherwise(pl.lit(timedelta(0)))
+    return p.filter(pl.col("_rec_ts").is_not_null() & (pl.col("_rec_ts") + wait <= pl.col("end_ts"))).select(
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
 
@@ -387,7 +413,7 @@ def attribute_failures_with(
     candidate = pl.col("end_ts").is_not_null() & (
         # the vocabulary's interrupted states; CANCELLED only when root/SlurmUser cancelled a job
         # that ran (cancelling a pending job killed nothing, as a DEADLINE before the start)
-        state.is_in(INTERRUPTED_STATES)
+        (state.is_in(INTERRUPTED_STATES) & ((state != "DEADLINE") | pl.col("start_ts").is_not_null()))
         | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids))
            & pl.col("start_ts").is_not_null())
     )
@@ -404,8 +430,8 @@ def attribute_failures_with(
     # Infrastructure evidence: failure events in the window.
     near_infra = _events_near(job_nodes, evidence.failures, before, after)
     recoveries, failure_times = evidence.recoveries, evidence.failure_times
-    # Evidence its node recovered from before the job ended (a port back ACTIVE, a Lustre client
-    # reconnected) did not kill it: the fault was over on that node when the job died.
+    # Evidence its node recovered from while the job ran on (a Lustre client reconnected before the end,
+    # a port back ACTIVE RECOVERY_GRACE before it) did not kill it: the job survived the fault.
     cleared = _cleared(near_infra.join(j.select("_j", "end_ts"), on="_j").select(
         "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts").unique(), failure_times, recoveries, after)
     near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
@@ -459,7 +485,7 @@ def attribute_failures_with(
                            after).with_columns(pl.lit(True).alias("_clr"))
     covering = (
         meeting.join(inc_cleared, on=["_j", "node", "_class"], how="left")
-        # an incident every one of whose nodes under the job recovered before the job ended is over
+        # an incident every one of whose nodes under the job recovered while the job ran on is over
         .filter(~pl.col("_clr").fill_null(False).all().over("_j", "incident_id"))
         .with_columns(pl.col("node").unique().over("_j", "incident_id", mapping_strategy="join").alias("_inc_nodes"))
         .sort("_j", pl.col("_op"), "_rank", "_dist", "incident_id", descending=[False, True, False, False, False])

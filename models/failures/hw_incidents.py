@@ -417,21 +417,27 @@ def _flap_edges(blocks: pl.DataFrame, recoveries: pl.DataFrame | None, outages: 
     within :data:`FLAP_WINDOW`, with no repair in between (an outage of the node that ended there: drained
     and returned). A flapping port, or a sensor that asserts and deasserts, is one fault until repaired
     — not one incident per flap. ``blocks``: ``_root``, ``_nkey``, ``component``, ``component_class``,
-    ``start``, ``end``, ``_chainable`` (log evidence outside any multi-node incident)."""
+    ``_lstart``, ``_lend`` (span of the block's logged evidence, its health checks aside; null for a
+    block of health checks alone), ``_chainable`` (no evidence of the block is in a multi-node incident)."""
     schema = {"_a": pl.UInt32, "_b": pl.UInt32}
     if recoveries is None or recoveries.is_empty() or blocks.is_empty():
         return pl.DataFrame(schema=schema)
     keys = ["_nkey", "component"]
-    pairs = (blocks.sort(*keys, "start", "_root")
-             .with_columns(pl.col("_root").shift(1).over(keys).alias("_prev"), pl.col("end").shift(1).over(keys).alias("_prev_end"),
+    # Blocks chain by the span of their logged evidence (``_lstart``, ``_lend``): the recovery line
+    # answers the kernel's failure line, while a health check runs on its own clock and may lag both.
+    # Health checks alone take no part (nor stand between two flaps); a block of a multi-node incident
+    # breaks the chain (its waves are _wide_edges' to join).
+    pairs = (blocks.filter(pl.col("_lstart").is_not_null()).sort(*keys, "_lstart", "_root")
+             .with_columns(pl.col("_root").shift(1).over(keys).alias("_prev"),
+                           pl.col("_lend").shift(1).over(keys).alias("_prev_end"),
                            pl.col("_chainable").shift(1).over(keys).alias("_prev_chainable"))
              .filter(pl.col("_prev").is_not_null() & pl.col("_chainable") & pl.col("_prev_chainable")
-                     & (pl.col("start") - pl.col("_prev_end") <= FLAP_WINDOW)))
+                     & (pl.col("_lstart") - pl.col("_prev_end") <= FLAP_WINDOW)))
     pairs = (_first_recovery(pairs, "_prev_end", recoveries, "_nkey", by_class=True)
-             .filter(pl.col("_up") < pl.col("start")).drop("_up"))
+             .filter(pl.col("_up") < pl.col("_lstart")).drop("_up"))
     if outages is not None and not outages.is_empty() and pairs.height:
         out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
-        repaired = (pairs.join(out, on="_nkey").filter((pl.col("_oe") > pl.col("_prev_end")) & (pl.col("_oe") < pl.col("start")))
+        repaired = (pairs.join(out, on="_nkey").filter((pl.col("_oe") > pl.col("_prev_end")) & (pl.col("_oe") < pl.col("_lstart")))
                     .select("_root").unique())
         pairs = pairs.join(repaired, on="_root", how="anti")
     return pairs.select(pl.col("_root").alias("_a"), pl.col("_prev").alias("_b")).cast(schema)
@@ -458,10 +464,18 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
     # (a column before the aggregation: an is_in inside it would copy the list into every group)
     it = it.with_columns((pl.col("_item").is_in(wide_items["_item"].implode()) if wide_items is not None
                           and wide_items.height else pl.lit(False)).alias("_wide"))
+    logged_item = ~pl.col("is_hc")
     blocks = (it.group_by("_root").agg(pl.col("_nkey").first(), pl.col("component").first(),
                                        pl.col("component_class").first(), pl.col("start").min(),
                                        pl.col("end").max(), pl.col("is_hc").all(),
-                                       (~pl.col("is_hc") & ~pl.col("_wide")).all().alias("_chainable")))
+                                       # The flap chain reads the logged lines of a block (the kernel's
+                                       # down and up lines), not the health checks inside it: a port
+                                       # down at 18:00, its IB check failing at 18:00:31 and down again
+                                       # at 18:30 is a block with a check in it, and it once chained
+                                       # with no later flap (an evaluator's gpu13: two incidents).
+                                       (~pl.col("_wide").any()).alias("_chainable"),
+                                       pl.col("start").filter(logged_item).min().alias("_lstart"),
+                                       pl.col("end").filter(logged_item).max().alias("_lend")))
     # Health-check episodes take no part in the signatures, not even inside a block of their component:
     # an episode failing for hours would bridge faults far apart (a GPU lost at 02:00, its check failing
     # until 06:00, a DBE on another GPU at 02:40); each attaches to its nearest fault below.
@@ -554,9 +568,16 @@ def _effects(items: pl.DataFrame) -> pl.Expr:
 def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
     """One row per ``_group``: span, nodes, GPUs, counts, evidence kinds, and the cause's component."""
     items = items.with_columns(_effects(items).alias("_effect"))
+    # The most severe component names the fault, and within it the first line logged: one component's
+    # lines are one fault getting worse (a contained Xid 94 that killed the job, then the uncontained
+    # Xid 95 twenty minutes later once nothing ran: "xid 94"), and naming it by its worst line named
+    # the fault after what happened after the job died. Across components severity still decides,
+    # after the signatures' cause-before-effect (``_effect``).
+    items = items.with_columns(pl.col("_rank").min().over("_group", "component", "_effect", "is_hc")
+                               .alias("_component_rank"))
     # Lines of one fault logged in the same second (the Xid 79 line and "GPU has fallen off the bus")
     # name the cause by its code first, then by kind: never by which line the log happened to hold first.
-    cause = [pl.col("_effect"), pl.col("is_hc"), pl.col("_rank"), pl.col("start"), pl.col("code").is_null(),
+    cause = [pl.col("_effect"), pl.col("is_hc"), pl.col("_component_rank"), pl.col("start"), pl.col("code").is_null(),
              pl.col("kind"), pl.col("_item")]
     worst = [pl.col("_rank"), pl.col("_effect"), pl.col("is_hc"), pl.col("start"), pl.col("_item")]
     first = [pl.col("start"), pl.col("_item")]
