@@ -108,9 +108,11 @@ def test_without_node_states_repairs_fall_back_and_say_so() -> None:
            for r in linked.iter_rows(named=True)}
     assert got == {
         "a": ("repaired", "job_completed", 9.0),    # no health check: the first completed job (10:00)
-        "b": ("repaired", "health_checks", 1.5),    # the checks stopped failing at 03:00
+        # The checks last failed at 03:00: the repair is after that, at the check's next run (no run
+        # details here: the default 300 s), 02:30 after the 01:30 start + 5 min.
+        "b": ("repaired", "health_checks", pytest.approx(1.5 + 5 / 60)),
         "c": ("not_drained", None, None),           # nothing tells when it was repaired
-        "d": ("repaired", "health_checks", 3.0),    # health checks win over the job restart
+        "d": ("repaired", "health_checks", pytest.approx(3.0 + 5 / 60)),  # health checks win over the job restart
         "e": ("not_drained", None, None),
         "f": ("no_nodes", None, None),
     }
@@ -190,12 +192,20 @@ def test_every_recovery_kind_example_is_recognized() -> None:
     from gpusre.models.logs.event_catalog import classify_messages
     from gpusre.models.reliability.repair_times import load_recovery_kinds
 
+    from gpusre.models.reliability.repair_times import load_health_evidence_kinds
+
     text = (Path(rt.__file__).parents[1] / "catalog" / "recovery_events.csv").read_text()
-    catalog = pl.read_csv(text.encode())
-    assert catalog["kind"].to_list() == load_recovery_kinds()["kind"].to_list()
+    catalog = pl.read_csv(text.encode(), schema_overrides={"component_class": pl.String})
+    recovery = catalog.filter(pl.col("evidence") == "recovery")
+    assert recovery["kind"].to_list() == load_recovery_kinds()["kind"].to_list()
+    assert catalog.filter(pl.col("evidence") != "recovery")["kind"].to_list() == load_health_evidence_kinds()["kind"].to_list()
     got = classify_messages(catalog["example"]).select("kind", "component")
     assert got["kind"].to_list() == catalog["kind"].to_list()
-    assert set(catalog["component_class"]) <= {"gpu", "nvlink", "network", "storage", "host", "thermal", "power"}
+    assert set(catalog["evidence"]) <= {"recovery", "check_pass", "reboot"}
+    # A recovery names the class it repairs; a passing check or a reboot repairs whatever the check saw.
+    assert set(recovery["component_class"]) <= {"gpu", "nvlink", "network", "storage", "host", "thermal", "power"}
+    assert catalog.filter(pl.col("evidence") != "recovery")["component_class"].null_count() == \
+        catalog.filter(pl.col("evidence") != "recovery").height
 
 
 def test_an_outage_of_two_overlapping_drains_repairs_the_incident_either_names() -> None:

@@ -6,20 +6,27 @@ A hardware incident (``marts.hw_incidents``: failure events on its nodes from th
 node states on one node (DRAIN -> DOWN -> DRAIN for a reboot is one outage); an outage already
 running before ``incident start - before`` is not the incident's (the node was out already).
 
-* **time to detect** = outage start - incident start (0 when the drain came first, within ``before``);
-* **time to repair** = back in service - the incident's first evidence: the moment every linked node
+Both are measured from the incident's **first evidence** (``first_evidence_ts``: its first log line),
+not from its ``start_ts``: an operator's label may say the incident began before anything was logged
+(the humans' start stays the incident's start), but time to detect is the time from the first signal
+to the drain. An incident without log evidence is measured from its start.
+
+* **time to detect** = outage start - first evidence (0 when the drain came first, within ``before``);
+* **time to repair** = back in service - first evidence: the moment every linked node
   of the incident is back (its merged DOWN/DRAIN outage ended), for every scope — switch and storage
   incidents included. An outage still open is ``ongoing`` (right-censored: left out of the
   quantiles, counted in ``ongoing``).
 * **Without node states** for an incident (none ingested, or its nodes were never drained) the repair
   end falls back, in this order, to the moment every node logged a *recovery* of the incident's class
   after its own last evidence (a port back to ``Link ACTIVE``, a Lustre client's ``Connection restored``:
-  ``catalog/recovery_events.csv``, :func:`recovery_ends`), to the end of its evidence when health checks
-  saw it (NHC stops failing when the condition clears), else — for one-node incidents only — to the first
+  ``catalog/recovery_events.csv``, :func:`recovery_ends`); when health checks saw it, to the first
+  evidence of health after each node's last failure (:func:`health_check_ends`: a passing run of the
+  check, a reboot, else the check's next run — a failing check's last failure is the last moment the part
+  was known broken, so the repair came after it); else — for one-node incidents only — to the first
   job on its node that completed afterwards (``recovered_ts`` of ``marts.hw_incidents``; across many
   nodes that waits for the slowest node's next job, which says nothing about the repair).
-  ``repair_source`` says which (``node_states``, ``recovery_events``, ``health_checks``,
-  ``job_completed``), and the summaries count each.
+  ``repair_source`` says which (``node_states``, ``recovery_events``, ``health_check_pass``, ``reboot``,
+  ``health_checks``, ``job_completed``), and the summaries count each.
 
 Summaries per component class (the classes MTBF uses, and ``all``): p50/p90 of both, the mean time
 to repair, and a distribution-free 95 % interval for the median time to repair from order statistics
@@ -50,6 +57,8 @@ from gpusre.models.failures.drain_reasons import load_drain_reason_rules
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
     "REPAIR_TIMES_SCHEMA",
+    "first_evidence",
+    "health_check_ends",
     "link_incidents",
     "median_ci",
     "node_outages",
@@ -57,6 +66,10 @@ __all__ = [
 ]
 
 _UTC = pl.Datetime("us", "UTC")
+
+#: Event kind of a failing health-check run (``hw_incidents.HEALTH_CHECK_KIND``; that module imports
+#: this one, so the name is repeated here).
+HEALTH_CHECK_KIND = "health_check"
 
 #: One row per node outage (merged overlapping/touching node states).
 OUTAGE_SCHEMA: dict[str, pl.DataType] = {
@@ -72,6 +85,7 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "component_class": pl.String(),
     "scope": pl.String(),
     "incident_start_ts": _UTC,
+    "first_evidence_ts": _UTC,            # its first log line (null: none); detect and repair run from it
     "nodes": pl.List(pl.String()),
     "linked_nodes": pl.Int64(),
     "drain_start_ts": _UTC,
@@ -79,7 +93,8 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "hours_to_detect": pl.Float64(),
     "hours_to_repair": pl.Float64(),
     "repair_state": pl.String(),          # repaired | ongoing | not_drained | no_nodes
-    "repair_source": pl.String(),         # node_states | recovery_events | health_checks | job_completed
+    "repair_source": pl.String(),         # node_states | recovery_events | health_check_pass | reboot
+                                          # | health_checks (the check's next run) | job_completed
     "repaired_ts": _UTC,                  # the repair end hours_to_repair runs to
     "drain_reason_class": pl.String(),    # reason class of the first linked outage's first event
     "drain_reason": pl.String(),
@@ -134,6 +149,7 @@ def link_incidents(
     window: timedelta = timedelta(hours=24),
     after_end: timedelta = timedelta(hours=1),
     recoveries: pl.DataFrame | None = None,
+    health_checks: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per incident (:data:`INCIDENT_REPAIR_SCHEMA`) with its detection and repair times.
 
@@ -144,10 +160,14 @@ def link_incidents(
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node);
-            optionally ``component_class``, ``scope``, ``end_ts``, ``n_health_check_episodes`` and
+            optionally ``first_evidence_ts`` (:func:`first_evidence`; detect and repair run from it when
+            set), ``component_class``, ``scope``, ``end_ts``, ``n_health_check_episodes`` and
             ``recovered_ts`` for the fallbacks (module docstring).
         states: core.node_states (see :func:`node_outages`); may be empty.
         recoveries: :func:`recovery_ends` output (``incident_id``, ``recovered_ts``), or None.
+        health_checks: :func:`health_check_ends` output (``incident_id``, ``repaired_ts``,
+            ``repair_source``), or None: an incident with health-check episodes but no row then ends at
+            the check's next run after its evidence, at :data:`DEFAULT_CHECK_INTERVAL`.
     """
     def optional(name: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
@@ -157,24 +177,36 @@ def link_incidents(
         pl.col("reason_classes").list.eval(_reason_class_of(pl.element())).alias("_reason_ccs"))
     if recoveries is None:
         recoveries = pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
-    inc = incidents.join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up")),
-                         on="incident_id", how="left", maintain_order="left").select(
-        "incident_id", "component",
-        pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
-        optional("scope", pl.String()).alias("scope"),
-        pl.col("start_ts").alias("incident_start_ts"), "nodes",
-        optional("end_ts", _UTC).alias("_evidence_end"),
-        optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
-        optional("recovered_ts", _UTC).alias("_recovered"),
-        "_logged_up",
-    )
+    if health_checks is None:
+        health_checks = pl.DataFrame(schema=HEALTH_CHECK_END_SCHEMA)
+    inc = (incidents
+           .join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up")),
+                 on="incident_id", how="left", maintain_order="left")
+           .join(health_checks.select("incident_id", pl.col("repaired_ts").cast(_UTC).alias("_hc_end"),
+                                      pl.col("repair_source").alias("_hc_source")),
+                 on="incident_id", how="left", maintain_order="left")
+           .select(
+               "incident_id", "component",
+               pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
+               optional("scope", pl.String()).alias("scope"),
+               pl.col("start_ts").cast(_UTC).alias("incident_start_ts"),
+               optional("first_evidence_ts", _UTC).alias("first_evidence_ts"), "nodes",
+               optional("end_ts", _UTC).alias("_evidence_end"),
+               optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
+               optional("recovered_ts", _UTC).alias("_recovered"),
+               "_logged_up", "_hc_end", "_hc_source",
+           )
+           # Detect and repair run from the first signal (_t0); the link window opens at the earlier of it
+           # and an operator's start (the humans may have seen it first).
+           .with_columns(pl.coalesce("first_evidence_ts", "incident_start_ts").alias("_t0"))
+           .with_columns(pl.min_horizontal("_t0", "incident_start_ts").alias("_open")))
     pairs = (
         inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
         .join(outages, on="node", how="inner")
-        .filter((pl.col("outage_start_ts") >= pl.col("incident_start_ts") - before)
+        .filter((pl.col("outage_start_ts") >= pl.col("_open") - before)
                 & (pl.col("outage_start_ts") <= pl.min_horizontal(
-                    pl.col("incident_start_ts") + window,
-                    pl.max_horizontal("_evidence_end", "incident_start_ts") + after_end))
+                    pl.col("_t0") + window,
+                    pl.max_horizontal("_evidence_end", "_t0") + after_end))
                 # Another class's drain is another incident's, unless the outage's drains (merged when
                 # they overlap: a GPU ECC drain, then the IB link's) name this incident's class too.
                 & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))
@@ -197,21 +229,25 @@ def link_incidents(
     hours = lambda a, b: (pl.col(a) - pl.col(b)).dt.total_microseconds() / 3.6e9  # noqa: E731
     drained = pl.col("drain_start_ts").is_not_null()
     one_node = pl.col("nodes").list.len().fill_null(0) == 1
+    # Health checks without the runs' details (no health_check_ends row): the check's next run after the
+    # evidence, at the usual interval — its last failure is the last moment the part was known broken.
+    checked = (pl.col("_hc") > 0) | pl.col("_hc_end").is_not_null()
+    hc_end = pl.coalesce("_hc_end", pl.max_horizontal("_evidence_end", "_t0") + DEFAULT_CHECK_INTERVAL)
     source = (pl.when(drained).then(pl.lit("node_states"))
               .when(pl.col("_logged_up").is_not_null()).then(pl.lit("recovery_events"))
-              .when(pl.col("_hc") > 0).then(pl.lit("health_checks"))
+              .when(checked).then(pl.coalesce("_hc_source", pl.lit("health_checks")))
               .when(one_node & pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
     repaired_at = (pl.when(drained).then(pl.col("back_in_service_ts"))
                    .when(pl.col("_logged_up").is_not_null()).then(pl.col("_logged_up"))
-                   .when(pl.col("_hc") > 0).then(pl.col("_evidence_end"))
+                   .when(checked).then(hc_end)
                    .when(one_node).then(pl.col("_recovered")))
     out = inc.join(per_incident, on="incident_id", how="left", maintain_order="left").with_columns(
         pl.col("linked_nodes").fill_null(0),
-        hours("drain_start_ts", "incident_start_ts").clip(lower_bound=0.0).alias("hours_to_detect"),
+        hours("drain_start_ts", "_t0").clip(lower_bound=0.0).alias("hours_to_detect"),
         source.alias("repair_source"),
         repaired_at.alias("repaired_ts"),
     ).with_columns(
-        hours("repaired_ts", "incident_start_ts").clip(lower_bound=0.0).alias("hours_to_repair"),
+        hours("repaired_ts", "_t0").clip(lower_bound=0.0).alias("hours_to_repair"),
         pl.when(pl.col("nodes").list.len().fill_null(0) == 0).then(pl.lit("no_nodes"))
         .when(drained & pl.col("back_in_service_ts").is_null()).then(pl.lit("ongoing"))
         .when(pl.col("repaired_ts").is_not_null()).then(pl.lit("repaired"))
@@ -240,10 +276,127 @@ RECOVERY_HORIZON = timedelta(days=7)
 
 
 @lru_cache(maxsize=1)
-def load_recovery_kinds() -> pl.DataFrame:
-    """``kind``, ``component_class``: event kinds that say a node recovered from a fault of that class."""
+def _recovery_catalog() -> pl.DataFrame:
     text = resources.files("gpusre.models.catalog").joinpath("recovery_events.csv").read_bytes()
-    return pl.read_csv(text).select("kind", "component_class")
+    return pl.read_csv(text, schema_overrides={"component_class": pl.String})
+
+
+def load_recovery_kinds() -> pl.DataFrame:
+    """``kind``, ``component_class``: event kinds that say a node recovered from a fault of that class
+    (the ``recovery`` rows of ``catalog/recovery_events.csv``)."""
+    return _recovery_catalog().filter(pl.col("evidence") == "recovery").select("kind", "component_class")
+
+
+def load_health_evidence_kinds() -> pl.DataFrame:
+    """``kind``, ``evidence``: event kinds that say a node is healthy again whatever the class of its
+    failing health check — ``check_pass`` (its health check ran and passed) or ``reboot`` (the node, or
+    its GPU driver, started again): the other rows of ``catalog/recovery_events.csv``."""
+    health = pl.col("evidence").is_in(list(_HEALTH_EVIDENCE_SOURCE))
+    return _recovery_catalog().filter(health).select("kind", "evidence")
+
+
+#: NHC's usual run interval (Slurm ``HealthCheckInterval``; LBNL NHC's documented cron example is every
+#: 5 min): the cadence of a check seen failing only once.
+DEFAULT_CHECK_INTERVAL = timedelta(seconds=300)
+#: Failure lines of one node this close together are one run of the check (nhc and slurmd both log the
+#: same failing run; a run can fail several checks).
+SAME_RUN = timedelta(seconds=60)
+#: A reboot this long after a node's last failing check is its repair (the same 24 h a drain may follow
+#: an incident); later, the node may have run healthy in between and the check's next run is the estimate.
+REBOOT_HORIZON = timedelta(hours=24)
+#: ``evidence`` of the health rows of recovery_events.csv -> repair_source, strongest first.
+_HEALTH_EVIDENCE_SOURCE = {"check_pass": "health_check_pass", "reboot": "reboot"}
+_NEXT_RUN_SOURCE = "health_checks"
+_SOURCE_RANK = {"health_check_pass": 0, "reboot": 1, _NEXT_RUN_SOURCE: 2}
+
+#: :func:`health_check_ends` output.
+HEALTH_CHECK_END_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(), "repaired_ts": _UTC, "repair_source": pl.String()}
+
+
+def first_evidence(members: pl.DataFrame) -> pl.DataFrame:
+    """``incident_id``, ``first_evidence_ts``: each incident's first log line.
+
+    Args:
+        members: the incidents' events (``marts.hw_incident_members`` joined to ``core.node_events``):
+            ``incident_id``, ``ts``.
+    """
+    return (members.group_by("incident_id").agg(pl.col("ts").cast(_UTC).min().alias("first_evidence_ts"))
+            .sort("incident_id"))
+
+
+def _runs(ts: list) -> list:  # noqa: ANN001 - datetimes
+    """Start of each run of the check among sorted failure times (lines within :data:`SAME_RUN` are one)."""
+    runs: list = []
+    for t in ts:
+        if not runs or t - runs[-1] > SAME_RUN:
+            runs.append(t)
+    return runs
+
+
+def _next_run(runs: list, last_ts):  # noqa: ANN001, ANN202 - datetimes
+    """The check's first expected run after ``last_ts``: the last failing run plus whole cadences, the
+    cadence measured from the episode (the lower median gap between its runs: a skipped or unlogged run
+    doubles a gap, never halves one), :data:`DEFAULT_CHECK_INTERVAL` when it failed only once."""
+    gaps = sorted(b - a for a, b in zip(runs, runs[1:], strict=False))
+    cadence = gaps[(len(gaps) - 1) // 2] if gaps else DEFAULT_CHECK_INTERVAL
+    steps = (last_ts - runs[-1]) // cadence + 1
+    return runs[-1] + steps * cadence
+
+
+def health_check_ends(evidence: pl.DataFrame, events: pl.DataFrame,
+                      kinds: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:data:`HEALTH_CHECK_END_SCHEMA`: when each incident that health checks saw fail was repaired.
+
+    A failing check's last failure is the last moment the part was known broken: the repair came
+    after it. For each node with a failing check, after its last evidence of the incident (any kind),
+    the repair is the first of: a passing run of its health check (``check_pass`` lines, within
+    :data:`RECOVERY_HORIZON`); a reboot (``reboot`` lines, within :data:`REBOOT_HORIZON`); else the
+    check's next expected run (:func:`_next_run`). Every line counted is after the node's last
+    failure, so no failure followed it. The incident is repaired when its last node is; its
+    ``repair_source`` is that node's (``health_check_pass``, ``reboot`` or ``health_checks``). Nodes
+    of the incident without a failing check count at their last evidence.
+
+    Args:
+        evidence: the incidents' events: ``incident_id``, ``node``, ``ts``, ``kind`` (``health_check``
+            = a failing run). Incidents without a failing run are left out.
+        events: node events with ``node``, ``ts``, ``kind`` (the health lines among them are used).
+        kinds: ``kind``, ``evidence`` (:func:`load_health_evidence_kinds`, the default).
+    """
+    kinds = load_health_evidence_kinds() if kinds is None else kinds
+    ev = evidence.select("incident_id", "node", pl.col("ts").cast(_UTC), "kind").drop_nulls(["node", "ts"])
+    checked = ev.filter(pl.col("kind") == HEALTH_CHECK_KIND)["incident_id"].unique()
+    ev = ev.filter(pl.col("incident_id").is_in(checked.implode()))
+    if ev.is_empty():
+        return pl.DataFrame(schema=HEALTH_CHECK_END_SCHEMA)
+    per_node = (ev.sort("ts").group_by("incident_id", "node", maintain_order=True)
+                .agg(pl.col("ts").max().alias("last_ts"),
+                     pl.col("ts").filter(pl.col("kind") == HEALTH_CHECK_KIND).alias("_fails")))
+    health = (events.select("node", pl.col("ts").cast(_UTC).alias("_at"), "kind")
+              .join(kinds.select("kind", "evidence"), on="kind").sort("_at"))
+    per_node = per_node.sort("last_ts")
+    for evidence_kind, horizon in (("check_pass", RECOVERY_HORIZON), ("reboot", REBOOT_HORIZON)):
+        lines = health.filter(pl.col("evidence") == evidence_kind).select("node", pl.col("_at").alias(evidence_kind))
+        per_node = per_node.join_asof(lines, left_on="last_ts", right_on=evidence_kind, by="node",
+                                      strategy="forward", tolerance=horizon, allow_exact_matches=False,
+                                      check_sortedness=False)
+    rows = []
+    for inc, _node, last_ts, fails, passed, rebooted in per_node.select(
+            "incident_id", "node", "last_ts", "_fails", "check_pass", "reboot").rows():
+        if passed is not None:
+            end, source = passed, _HEALTH_EVIDENCE_SOURCE["check_pass"]
+        elif rebooted is not None:
+            end, source = rebooted, _HEALTH_EVIDENCE_SOURCE["reboot"]
+        elif fails:
+            end, source = _next_run(_runs(sorted(fails)), last_ts), _NEXT_RUN_SOURCE
+        else:  # no check watched this node: nothing later than its evidence is known
+            end, source = last_ts, _NEXT_RUN_SOURCE
+        rows.append((inc, end, source, _SOURCE_RANK[source]))
+    nodes = pl.DataFrame(rows, schema={"incident_id": pl.String, "repaired_ts": _UTC, "repair_source": pl.String,
+                                       "_rank": pl.Int64}, orient="row")
+    # The incident is repaired with its last node; on a tie, the weaker evidence names the source.
+    return (nodes.sort("incident_id", "repaired_ts", "_rank").group_by("incident_id", maintain_order=True).last()
+            .select(list(HEALTH_CHECK_END_SCHEMA)).cast(HEALTH_CHECK_END_SCHEMA))  # type: ignore[arg-type]
 
 
 def recovery_lines(events: pl.DataFrame) -> pl.DataFrame:

@@ -114,7 +114,9 @@ UNKNOWN_NO_ACCOUNTING = "unknown: no Slurm accounting"
 
 #: How ``marts.incident_repairs.repair_source`` estimated a repair without a drain of the nodes.
 REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back ACTIVE)",
-                      "health_checks": "the end of its failing health checks",
+                      "health_check_pass": "a passing run of its health check after the last failure",
+                      "reboot": "the node's reboot after its last failing health check",
+                      "health_checks": "the health check's next run after its last failure",
                       "job_completed": "the node running a job again"}
 
 

@@ -93,7 +93,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                 "evidence to the last node back in service"
                 + (f"; {fmt_int(int(total['repaired'] or 0) - int(total.get('from_node_states') or 0))} of the "
                    f"repairs had no node-state record and were timed by a logged recovery (a link back ACTIVE), "
-                   f"the end of their health-check evidence or the first job that completed on their node "
+                   f"the first sign of health after their last failing health check (a passing run, a reboot, "
+                   f"else the check's next run) or the first job that completed on their node "
                    f"(marts.incident_repairs.repair_source)"
                    if int(total['repaired'] or 0) > int(total.get('from_node_states') or 0) else "")
                 + ". Ongoing repairs are counted but left out of the quantiles. "
