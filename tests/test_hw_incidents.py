@@ -187,7 +187,11 @@ def test_operator_incident_overrides_label() -> None:
     ops7 = ops.row(0, named=True)
     assert ops7["component"] == "ip_configuration"
     assert ops7["root_cause"] == "wrong netmask pushed by config management"
-    assert ops7["incident_id"] == operator_incident_id("OPS-7")
+    # It folds the link losses of gpu05 (T0) and gpu06: it keeps the earliest one's id, the id the events
+    # alone gave (was operator_incident_id("OPS-7"), which broke ids printed before the label).
+    assert ops7["incident_id"] == incident_id("network", T0, "gpu05")
+    assert ops7["scope"] == "node"
+    assert ops.row(1, named=True)["incident_id"] == operator_incident_id("OPS-8")
     assert ops7["n_events"] == 2 and ops7["nodes"] == ["gpu05", "gpu06"]
     assert ops7["start_ts"] == T0 - 5 * M and ops7["end_ts"] == T0 + 60 * M
     # OPS-8 matched no events but is kept: humans saw it.

@@ -182,7 +182,7 @@ def _failure_marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozen
              []::VARCHAR[], 300, 'leaf_switch', 'leaf01', 'events', 'ib_link_down', NULL, NULL, 1, 4096, 2048.0, 32,
              TIMESTAMPTZ '2026-10-12 07:30:00+00', 5.5),
             ('inc-aaa', 'gpu_compute', 'hardware', 'critical', 'RESTART_BM', TIMESTAMPTZ '2026-10-31 02:50:00+00',
-             TIMESTAMPTZ '2026-10-31 03:05:00+00', ['gpu017'], ['0000:10:00.0'], 4, 'operator', NULL, 'operator',
+             TIMESTAMPTZ '2026-10-31 03:05:00+00', ['gpu017'], ['0000:10:00.0'], 4, 'node', NULL, 'operator',
              'bad HBM <b>stack</b>', 'OPS-7', 'RMA opened', 1, 512, 256.0, 0, NULL, NULL),
             ('inc-ccc', 'storage', 'system_software', 'high', 'CHECK_STORAGE', TIMESTAMPTZ '2026-10-20 09:00:00+00',
              TIMESTAMPTZ '2026-10-20 09:20:00+00', ['gpu001', 'gpu002', 'gpu005'], []::VARCHAR[], 12, 'cluster',

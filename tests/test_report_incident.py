@@ -599,3 +599,29 @@ def test_cli_missing_warehouse_is_a_one_line_error(tmp_path: Path, capsys: pytes
     assert rc == 1
     assert err.count("\n") == 1 and "nope.duckdb" in err and "does not exist" in err and "Traceback" not in err
     assert not (tmp_path / "nope.duckdb").exists() and not (tmp_path / "o").exists()
+
+
+def test_cli_finds_a_hardware_incident_by_its_operator_id(warehouse: Path, hw_incident: dict[str, Any], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Tickets quote the operator's id of incidents.csv (OPS-9): the report resolves it to the incident and
+    names the file by the incident id (found by a probe: ``gpusre report incident OPS-1`` was refused)."""
+    copy = tmp_path / "wh"
+    copy.mkdir()
+    for f in warehouse.parent.glob(f"{warehouse.stem}*.duckdb"):
+        shutil.copy(f, copy / f.name)
+    iid = hw_incident["incident_id"]
+    for f in copy.glob("*.duckdb"):
+        con = duckdb.connect(str(f))
+        try:
+            if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'marts' "
+                           "AND table_name = 'hw_incidents' AND table_type = 'BASE TABLE'").fetchall()[0][0]:
+                con.execute("UPDATE marts.hw_incidents SET operator_id = 'OPS-9', label_source = 'operator' "
+                            "WHERE incident_id = ?", [iid])
+        finally:
+            con.close()
+    rc = main(["report", "incident", "OPS-9", "--warehouse", str(copy / warehouse.name), "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert [Path(p).name for p in out.split()] == [f"incident-{iid}.html", f"incident-{iid}.md"]
+    rc = main(["report", "incident", "OPS-10", "--warehouse", str(copy / warehouse.name), "--out", str(tmp_path / "x")])
+    assert rc != 0 and "nor an operator id" in capsys.readouterr().err

@@ -37,11 +37,17 @@ Merging (:func:`merge_incidents`), in this order:
     4. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
        one in time and shares a node (an operator row without nodes covers all nodes) is folded
        into it; the operator's component and root cause label the result (``label_source`` =
-       ``operator``). Operator incidents with no matching events are kept (``n_events`` = 0): a
-       human saw an outage the logs do not show, and attribution should still see it.
+       ``operator``, ``operator_id``). Its ``scope`` is the widest of the evidence it folds (``node``,
+       ``leaf_switch``, ``cluster``): labelling an incident says who explained it, not how far it
+       spread, so per-node analytics keep counting it. Operator incidents with no matching events are
+       kept (``n_events`` = 0): a human saw an outage the logs do not show, and attribution should
+       still see it; their scope is ``node`` for one named node, ``cluster`` for none (the whole
+       cluster), ``nodes`` for several (how far it spread is not known).
 
 Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
-first timestamp (ISO-8601 UTC) and first node; operator incidents hash ``operator`` and their id.
+first timestamp (ISO-8601 UTC) and first node. An operator incident that folds event incidents keeps
+the id of the earliest of them (the id the night before the label printed stays valid, and editing
+the label's text or start keeps it); only one with no evidence hashes ``operator`` and its id.
 """
 
 from __future__ import annotations
@@ -74,7 +80,9 @@ __all__ = [
     "FAILURE_CLASSES",
     "INCIDENT_SCHEMA",
     "MEMBERSHIP_SCHEMA",
+    "OPERATOR_NODES_SCOPE",
     "OPERATOR_SCHEMA",
+    "SCOPE_ORDER",
     "failure_events",
     "incident_id",
     "merge_incidents",
@@ -188,7 +196,8 @@ def incident_id(component: str, first_ts: datetime, first_node: str | None) -> s
 
 
 def operator_incident_id(operator_id: str) -> str:
-    """Stable id of an operator incident (from its id in ``incidents.csv``)."""
+    """Stable id of an operator incident with no log evidence (from its id in ``incidents.csv``); one that
+    folds event incidents keeps the earliest one's :func:`incident_id`."""
     return _short_hash("operator", operator_id)
 
 
@@ -628,6 +637,9 @@ def _operator_frame(operator: pl.DataFrame) -> pl.DataFrame:
         pl.col("nodes").cast(pl.String).alias("_op_hostlist"),
         (pl.col("notes").cast(pl.String) if "notes" in operator.columns else pl.lit(None, pl.String)).alias("notes"),
     )
+    # One incident per operator id (read_operator_incidents refuses all but the last row of an id; a
+    # caller passing a frame directly gets the same): two rows would be two incidents under one id.
+    op = op.unique("operator_id", keep="last", maintain_order=True)
     # Operator logs are hand-kept and short: expanding hostlists row by row is cheap and exact.
     return op.with_columns(
         pl.col("_op_hostlist")
@@ -655,6 +667,88 @@ def _match_operator(groups: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
         .sort("_group", "_op_start", "operator_id")
         .unique("_group", keep="first", maintain_order=True)
         .select("_group", "operator_id")
+    )
+
+
+#: How far a fault spread, narrowest first: an operator incident folding evidence of several scopes takes
+#: the widest (a leaf switch's link loss labelled together with one node's is the switch's).
+SCOPE_ORDER: tuple[str, ...] = ("node", "leaf_switch", "cluster")
+#: Scope of an operator incident with no log evidence naming several nodes: how far the fault spread
+#: (one node's fault seen on each, or one shared cause) is not known, so per-node analytics leave it out.
+OPERATOR_NODES_SCOPE = "nodes"
+
+
+def _operator_scope(ev_scope: pl.Expr, op_nodes: pl.Expr) -> pl.Expr:
+    """Scope of an operator incident: the widest of the evidence it folds; without evidence ``node`` when
+    the operator named exactly one node, ``cluster`` when none (the row covers the whole cluster), else
+    :data:`OPERATOR_NODES_SCOPE`."""
+    n = op_nodes.list.len()
+    return (pl.when(ev_scope.is_not_null()).then(ev_scope)
+            .when(n == 1).then(pl.lit("node"))
+            .when(n == 0).then(pl.lit("cluster"))
+            .otherwise(pl.lit(OPERATOR_NODES_SCOPE)))
+
+
+def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
+    """One incident per operator row (:func:`_operator_frame`), labelled by the operator, over the event
+    groups ``folded`` into it (aggregated groups with their ``incident_id`` and matched ``operator_id``).
+
+    The id is the earliest folded group's (its first evidence: the id the events alone gave, which the
+    previous night's report printed), so labelling an incident, or editing the label's text or start
+    later, never changes its id; only a row with no evidence gets :func:`operator_incident_id`. The
+    scope says how far the fault spread, as for event incidents (:func:`_operator_scope`); who labelled
+    it is ``label_source``.
+    """
+    folded = folded.with_columns(
+        severity_rank(pl.col("severity")).alias("_rank"),
+        pl.col("scope").replace_strict({s: i for i, s in enumerate(SCOPE_ORDER)}, default=0,
+                                       return_dtype=pl.Int32).alias("_scope_rank"),
+    )
+    worst = [pl.col("_rank"), pl.col("start_ts")]
+    earliest = [pl.col("start_ts"), pl.col("incident_id")]
+    by_op = folded.group_by("operator_id").agg(
+        pl.col("incident_id").sort_by(earliest).first().alias("_ev_incident_id"),
+        pl.col("scope").sort_by("_scope_rank").last().alias("_ev_scope"),
+        pl.col("cause_class").sort_by(worst).first(),
+        pl.col("severity").sort_by(worst).first(),
+        pl.col("action").sort_by(worst).first(),
+        pl.col("start_ts").min().alias("_ev_start"),
+        pl.col("end_ts").max().alias("_ev_end"),
+        pl.col("nodes").list.explode(keep_nulls=False, empty_as_null=False).alias("_ev_nodes"),
+        pl.col("gpus").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("gpus"),
+        pl.col("n_events").sum(),
+        pl.col("first_event_id").sort_by(earliest).first(),
+        pl.col("leaf_switch").drop_nulls().first(),
+        pl.col("evidence_kinds").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort(),
+        pl.col("n_health_check_episodes").sum(),
+    )
+    # Operator logs are hand-kept and short: hashing row by row is cheap.
+    op = op.with_columns(pl.Series("_op_incident_id", [operator_incident_id(i) for i in op["operator_id"].to_list()],
+                                   dtype=pl.String))
+    return op.join(by_op, on="operator_id", how="left").select(
+        pl.coalesce("_ev_incident_id", "_op_incident_id").alias("incident_id"),
+        pl.col("_op_component").alias("component"),
+        # Humans give no cause class; the worst folded event's is the best evidence we have.
+        pl.col("cause_class").fill_null("unknown"),
+        "severity",
+        "action",
+        pl.min_horizontal("_op_start", "_ev_start").alias("start_ts"),
+        pl.max_horizontal("_op_end", "_ev_end").alias("end_ts"),
+        pl.concat_list(pl.col("_op_nodes"), pl.col("_ev_nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+        .list.unique().list.sort().alias("nodes"),
+        pl.col("gpus").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        pl.col("n_events").fill_null(0),
+        "first_event_id",
+        _operator_scope(pl.col("_ev_scope"), pl.col("_op_nodes")).alias("scope"),
+        "leaf_switch",
+        pl.lit("operator").alias("label_source"),
+        pl.col("_op_root_cause").alias("root_cause"),
+        "operator_id",
+        "notes",
+        class_of(pl.col("_op_component")).alias("component_class"),
+        pl.col("evidence_kinds").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        pl.col("n_health_check_episodes").fill_null(0),
+        (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
     )
 
 
@@ -730,11 +824,14 @@ def merge_incidents(
     op = _operator_frame(operator) if operator is not None else None
     matched = _match_operator(groups, op) if op is not None else pl.DataFrame(schema={"_group": pl.String, "operator_id": pl.String})
 
+    # Every event group gets the id its evidence gives, labelled or not: an operator label folding it
+    # keeps that id (the one yesterday's report printed), see _operator_incidents.
+    # Incidents are few (events are many): hashing row by row is cheap.
+    groups = groups.with_columns(pl.Series(
+        "incident_id", [incident_id(*r) for r in groups.select("component", "start_ts", "_first_node").rows()],
+        dtype=pl.String))
     event_incidents = groups.join(matched, on="_group", how="anti")
     event_incidents = event_incidents.with_columns(
-        # Incidents are few (events are many): hashing row by row is cheap.
-        pl.Series("incident_id", [incident_id(*r) for r in event_incidents.select("component", "start_ts", "_first_node").rows()],
-                  dtype=pl.String),
         pl.lit("events").alias("label_source"),
         pl.lit(None, dtype=pl.String).alias("operator_id"),
         pl.lit(None, dtype=pl.String).alias("notes"),
@@ -743,51 +840,12 @@ def merge_incidents(
     frames = [event_incidents]
 
     if op is not None and not op.is_empty():
-        op = op.with_columns(pl.col("operator_id").map_elements(operator_incident_id, return_dtype=pl.String).alias("incident_id"))
-        folded = groups.join(matched, on="_group", how="inner").with_columns(severity_rank(pl.col("severity")).alias("_rank"))
-        worst = [pl.col("_rank"), pl.col("start_ts")]
-        by_op = folded.group_by("operator_id").agg(
-            pl.col("cause_class").sort_by(worst).first(),
-            pl.col("severity").sort_by(worst).first(),
-            pl.col("action").sort_by(worst).first(),
-            pl.col("start_ts").min().alias("_ev_start"),
-            pl.col("end_ts").max().alias("_ev_end"),
-            pl.col("nodes").list.explode(keep_nulls=False, empty_as_null=False).alias("_ev_nodes"),
-            pl.col("gpus").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("gpus"),
-            pl.col("n_events").sum(),
-            pl.col("first_event_id").sort_by("start_ts").first(),
-            pl.col("leaf_switch").drop_nulls().first(),
-            pl.col("evidence_kinds").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort(),
-            pl.col("n_health_check_episodes").sum(),
-        )
-        operator_incidents = op.join(by_op, on="operator_id", how="left").select(
-            "incident_id",
-            pl.col("_op_component").alias("component"),
-            # Humans give no cause class; the worst folded event's is the best evidence we have.
-            pl.col("cause_class").fill_null("unknown"),
-            "severity",
-            "action",
-            pl.min_horizontal("_op_start", "_ev_start").alias("start_ts"),
-            pl.max_horizontal("_op_end", "_ev_end").alias("end_ts"),
-            pl.concat_list(pl.col("_op_nodes"), pl.col("_ev_nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))))
-            .list.unique().list.sort().alias("nodes"),
-            pl.col("gpus").fill_null(pl.lit([], dtype=pl.List(pl.String))),
-            pl.col("n_events").fill_null(0),
-            "first_event_id",
-            pl.lit("operator").alias("scope"),
-            "leaf_switch",
-            pl.lit("operator").alias("label_source"),
-            pl.col("_op_root_cause").alias("root_cause"),
-            "operator_id",
-            "notes",
-            class_of(pl.col("_op_component")).alias("component_class"),
-            pl.col("evidence_kinds").fill_null(pl.lit([], dtype=pl.List(pl.String))),
-            pl.col("n_health_check_episodes").fill_null(0),
-            (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
-        )
+        folded = groups.join(matched, on="_group", how="inner")
+        operator_incidents = _operator_incidents(op, folded)
         frames.append(operator_incidents)
         membership_parts.append(
-            members.join(matched, on="_group").join(op.select("operator_id", "incident_id"), on="operator_id")
+            members.join(matched, on="_group").join(operator_incidents.select("operator_id", "incident_id"),
+                                                    on="operator_id")
             .select("event_id", "incident_id")
         )
 

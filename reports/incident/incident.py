@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
-from gpusre.models.warehouse import select_columns, table_exists
+from gpusre.models.warehouse import select_columns, table_columns, table_exists
 from gpusre.reports.incident.terms import as_utc
 from gpusre.reports.kit.formatting import truncate
 from gpusre.reports.kit.warehouse import query_rows
@@ -67,19 +67,27 @@ def recent_incident_ids(con: duckdb.DuckDBPyConnection, n: int = 5) -> dict[str,
 
 
 def find_incident(con: duckdb.DuckDBPyConnection, incident_id: str) -> tuple[str, dict[str, Any]]:
-    """``("alert" | "hw", row)`` for an incident id; :class:`UnknownIncidentError` (one line, with the
-    five most recent ids of each kind) when it is neither."""
+    """``("alert" | "hw", row)`` for an incident id, or for the operator's id of a hardware incident
+    (``OPS-1`` of ``incidents.csv``, case and surrounding spaces ignored: tickets quote the operator's id);
+    :class:`UnknownIncidentError` (one line, with the five most recent ids of each kind) when it is neither."""
     for kind, table in (("alert", "marts.alert_incidents"), ("hw", "marts.hw_incidents")):
         if table_exists(con, table):
             rows = query_rows(con, f"SELECT * FROM {table} WHERE incident_id = ? LIMIT 1", [incident_id])
             if rows:
                 return kind, rows[0]
+    if "operator_id" in table_columns(con, "marts.hw_incidents"):
+        # parse.py refuses repeated operator ids, so one row at most; the order only makes a stale
+        # warehouse's answer deterministic.
+        rows = query_rows(con, "SELECT * FROM marts.hw_incidents WHERE lower(trim(operator_id)) = lower(trim(?)) "
+                               "ORDER BY start_ts, incident_id LIMIT 1", [incident_id])
+        if rows:
+            return "hw", rows[0]
     recent = recent_incident_ids(con)
     parts = []
     for kind, what in (("alert", "alert incidents"), ("hw", "hardware incidents")):
         parts.append(f"recent {what}: " + (", ".join(recent[kind]) if recent[kind] else "none"))
     raise UnknownIncidentError(f"unknown incident id {incident_id!r} (not in marts.alert_incidents or "
-                               f"marts.hw_incidents); {'; '.join(parts)}")
+                               f"marts.hw_incidents, nor an operator id of incidents.csv); {'; '.join(parts)}")
 
 
 class Incident:

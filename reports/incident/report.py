@@ -73,7 +73,9 @@ def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, 
                            generated_at: datetime | None = None) -> dict[str, Any]:
     """Everything the incident templates need: ``meta``, ``sections`` (summary first) and ``by_key``.
 
-    Raises :class:`UnknownIncidentError` when ``incident_id`` is neither an alert nor a hardware incident.
+    ``incident_id`` is an alert or hardware incident id, or the operator's id of a hardware incident
+    (``OPS-1``); the report names the incident by its incident id. Raises :class:`UnknownIncidentError`
+    when it is none of these.
     """
     kind, row = find_incident(con, incident_id)
     inc = Incident(con, kind, row)
@@ -103,7 +105,8 @@ def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, 
 
 def render_incident_report(con: duckdb.DuckDBPyConnection, out_dir: Path, incident_id: str, *,
                            warehouse_label: str = "") -> ReportPaths:
-    """Render the retrospective of one incident to ``out_dir/incident-<id>.html`` and ``.md``.
+    """Render the retrospective of one incident to ``out_dir/incident-<id>.html`` and ``.md`` (``<id>`` the
+    incident id, also when the operator's id named it).
 
     Raises :class:`UnknownIncidentError` (nothing written) when the id is unknown.
     """

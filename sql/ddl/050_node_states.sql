@@ -136,7 +136,7 @@ CREATE TABLE IF NOT EXISTS marts.incident_repairs (
     incident_id         VARCHAR,
     component           VARCHAR,
     component_class     VARCHAR,           -- catalog/component_classes.csv, as MTBF
-    scope               VARCHAR,           -- node | leaf_switch | cluster | operator
+    scope               VARCHAR,           -- node | leaf_switch | cluster | nodes
     incident_start_ts   TIMESTAMPTZ,
     nodes               VARCHAR[],
     linked_nodes        BIGINT,

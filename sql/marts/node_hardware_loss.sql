@@ -5,7 +5,10 @@
 --                       node states (marts.node_availability_daily.down_hardware_hours) for nodes they cover;
 --                       for other nodes estimated from node-scope hardware incidents, from the incident's
 --                       start until the node again completed a job (recovered_ts; $as_of while it has not),
---                       as the node_availability SLI estimates it.
+--                       as the node_availability SLI estimates it. An incident an operator labelled in
+--                       incidents.csv keeps the scope of its evidence (label_source says who labelled it),
+--                       so the incidents SREs label count here too; switch, storage and several-node
+--                       operator incidents are not one node's fault.
 --   job_lost_gpu_hours  work of job instances attributed to a hardware incident on the node
 --                       (marts.job_failure_attribution + marts.instance_failure_attribution, lost_gpu_hours),
 --                       in the month the instance ended; an incident on several of the job's nodes splits

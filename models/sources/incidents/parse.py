@@ -2,7 +2,8 @@
 
 Columns: ``id, start, end, component, root_cause, nodes, notes`` (``nodes`` a Slurm hostlist,
 empty = whole cluster; times ISO-8601, naive = UTC). Bad rows are returned as rejects with their
-line number; good rows take precedence over log-derived labels in incident merging.
+line number (a row whose id a later row repeats is one: the later row is kept); good rows take
+precedence over log-derived labels in incident merging.
 
 The file is kept by hand, often in a spreadsheet, so the header is read case-insensitively with
 spaces or hyphens for underscores (``ID,Start,End,Component,Root cause,Nodes``), values are
@@ -23,9 +24,9 @@ from gpusre.models.component_classes import load_component_classes
 from gpusre.models.failures.drain_reasons import classify_reasons
 from gpusre.models.failures.hw_incidents import OPERATOR_SCHEMA
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
-from gpusre.models.ingest.landing_files import read_landing_file
+from gpusre.models.ingest.landing_files import LandingRead, read_landing_file
 
-__all__ = ["INCIDENTS_FILE", "read_operator_incidents"]
+__all__ = ["INCIDENTS_FILE", "parse_operator_incidents", "read_operator_incidents"]
 
 INCIDENTS_FILE = "incidents.csv"
 _REQUIRED = ("id", "start", "end", "component", "root_cause", "nodes")
@@ -62,12 +63,17 @@ def catalog_component(component: pl.Series) -> pl.Series:
 
 def read_operator_incidents(path: Path, source_file: str = INCIDENTS_FILE) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(incidents, rejects)``: incidents in :data:`OPERATOR_SCHEMA`, rejects as in raw.rejects."""
+    return parse_operator_incidents(read_landing_file(path), source_file)
+
+
+def parse_operator_incidents(read: LandingRead, source_file: str = INCIDENTS_FILE) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`read_operator_incidents` of a file already read (the ingest hashes the same bytes);
+    a whole-file fault is one line-0 reject."""
     def refused(reason: str) -> tuple[pl.DataFrame, pl.DataFrame]:
         reject = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None], "error": [reason]},
                               schema={"source_file": pl.String, "line_no": pl.Int64, "raw": pl.String, "error": pl.String})
         return pl.DataFrame(schema=OPERATOR_SCHEMA), reject
 
-    read = read_landing_file(path)
     if read.fault:
         return refused(read.fault)
     try:
@@ -100,6 +106,16 @@ def read_operator_incidents(path: Path, source_file: str = INCIDENTS_FILE) -> tu
         .when(pl.col("nodes").replace_strict(host_errors, default="") != "")
         .then(pl.lit("bad hostlist: ") + pl.col("nodes").replace_strict(host_errors, default=""))
         .otherwise(None)
+    )
+    # An id is the incident's name in tickets and a no-evidence incident's key (hw_incidents hashes it):
+    # two rows with one id would be two incidents under one name. The log is kept by hand, so the last
+    # good row is taken as the current one and earlier good rows are refused (the reject names the kept line).
+    last_line = pl.col("line_no").filter(pl.col("error").is_null()).max().over("id")
+    frame = frame.with_columns(
+        error=pl.when(pl.col("error").is_null() & (pl.col("line_no") < last_line))
+        .then(pl.lit("id ") + pl.col("id") + pl.lit(" is repeated on line ") + last_line.cast(pl.String)
+              + pl.lit(" (that row is kept)"))
+        .otherwise(pl.col("error"))
     )
     rejects = frame.filter(pl.col("error").is_not_null()).select(
         pl.lit(source_file).alias("source_file"), "line_no",
