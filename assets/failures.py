@@ -21,7 +21,7 @@ from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.failures.hw_incidents import merge_incidents
 from gpusre.models.sources.alerts.ingest import alert_settings
-from gpusre.models.sources.incidents.parse import INCIDENTS_FILE, read_operator_incidents
+from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
 from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
 from gpusre.models.reliability.training_runs import RunRules, infra_interruption_losses, run_mates
@@ -101,12 +101,10 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
 )
 def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
-    operator = None
-    operator_rejects = pl.DataFrame()
-    incidents_path = landing.root / INCIDENTS_FILE
-    if incidents_path.is_file():
-        operator, operator_rejects = read_operator_incidents(incidents_path)
     with warehouse.connect() as con:
+        # incidents.csv is recorded in the ledger like every landing file; a deleted one labels nothing.
+        operator_file = read_incidents(con, landing.root)
+        operator = operator_file.incidents
         events = con.sql(read_sql("core/node_events_once.sql")).pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         # Without Slurm accounting the job impact (jobs killed, lost GPU-hours, nodes running jobs again,
@@ -177,17 +175,16 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
             replace_table(con, "marts.health_check_misses", check_misses)
             replace_table(con, "marts.failure_taxonomy", taxonomy)
             replace_table(con, "marts.suspect_nodes", suspects)
-            con.execute("DELETE FROM raw.rejects WHERE source_file = ?", [INCIDENTS_FILE])
-            if operator_rejects.height:
-                con.register("_op_rejects", operator_rejects.to_arrow())
-                con.execute("INSERT INTO raw.rejects BY NAME SELECT source_file, 'incidents' AS source_kind, "
-                            "line_no, raw, error, now() AS rejected_at FROM _op_rejects")
-                con.unregister("_op_rejects")
+            publish_incidents(con, operator_file)
     summary = (failed.group_by("attribution").agg(pl.len().alias("jobs"), pl.col("lost_gpu_hours").sum())
                .sort("jobs", descending=True))
+    op = operator_file.result
     yield dg.MaterializeResult(asset_key=HW_INCIDENTS, metadata={
         "dagster/row_count": incidents.height, "preview": markdown_preview(incidents.select(
-            "incident_id", "component", "start_ts", "n_events"))})
+            "incident_id", "component", "start_ts", "n_events")),
+        # What the run summary says of incidents.csv (gpusre.pipelines.runner).
+        "incidents_file": op.source_file, "incidents_status": op.status, "incidents_loaded": op.rows_loaded,
+        "incidents_rejected": op.rows_rejected, "incidents_error": op.error or ""})
     yield dg.MaterializeResult(asset_key=ATTRIBUTION, metadata={
         "dagster/row_count": failed.height, "by_attribution": markdown_preview(summary)})
     yield dg.MaterializeResult(asset_key=INSTANCE_ATTRIBUTION, metadata={"dagster/row_count": instance_attr.height})

@@ -27,8 +27,8 @@ _DEPS: dict[str, list[dg.AssetKey]] = {
     "failure_attribution_summary": [ATTRIBUTION],
     "alert_incident_scopes": [ALERT_INCIDENTS],
     "alert_rule_verdicts": [ALERT_RULE_QUALITY],
-    # raw.ingested_files is the ledger every ingest asset writes
-    "ingestion_by_source": [RAW_SACCT, RAW_SYSLOG, RAW_ALERTS, RAW_SLURM_EVENTS],
+    # raw.ingested_files is the ledger every ingest asset writes (incidents.csv: the failure marts)
+    "ingestion_by_source": [RAW_SACCT, RAW_SYSLOG, RAW_ALERTS, RAW_SLURM_EVENTS, HW_INCIDENTS],
     "hw_incidents_by_component": [HW_INCIDENTS],
     "ettr_window_by_size": [ETTR_RUNS],
     "ettr_window_policies": [ETTR_RUNS],

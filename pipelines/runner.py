@@ -24,6 +24,7 @@ import dagster as dg
 import duckdb
 
 from gpusre.models.ingest.lake_compaction import compaction_backlog
+from gpusre.models.ingest.ledger import gone_files
 from gpusre.models.marts_runner import queue_missing_days
 from gpusre.models.sources.registry import lake_tables, record_sources
 from gpusre.models.warehouse import connect
@@ -34,7 +35,8 @@ from gpusre.pipelines.partitions import DAILY_PARTITIONS
 from gpusre.pipelines.run_lock import inherit_lock, warehouse_lock
 from gpusre.pipelines.step_threads import step_process_threads
 
-__all__ = ["SOURCES", "PipelineError", "RunSummary", "SourceSummary", "dagster_home", "run_pipeline"]
+__all__ = ["SOURCES", "IncidentsSummary", "PipelineError", "RunSummary", "SourceSummary", "dagster_home", "gone_line",
+           "run_pipeline"]
 
 #: Dagster's own console logging is switched off below CRITICAL: the CLI prints its own progress and
 #: one line per problem; a failing step's ERROR events (with their traceback) go to the run's log
@@ -94,6 +96,42 @@ class RunSummary:
     dagster_home: Path | None = None  # the Dagster instance the runs were recorded in
     seconds: float = 0.0
     sources: dict[str, SourceSummary] = field(default_factory=dict)
+    #: Landing files loaded earlier and since deleted from the landing folder (rows kept), newest gone first.
+    gone_files: list[str] = field(default_factory=list)
+    #: What the run did with the operator's incidents.csv (read by the failure marts, after the ingest).
+    incidents: IncidentsSummary | None = None
+
+
+@dataclass
+class IncidentsSummary:
+    """What the run did with ``incidents.csv``: status ``loaded``/``refused`` (read anew), ``unchanged``,
+    ``gone`` (deleted: its labels were dropped) or ``absent``."""
+
+    source_file: str
+    status: str
+    rows_loaded: int = 0
+    rows_rejected: int = 0
+    error: str = ""
+
+    def line(self) -> str:
+        """``incidents: incidents.csv new/changed, loaded; 1 operator incident(s) loaded, 1 rejected``."""
+        if self.status == "gone":
+            return f"incidents: {self.source_file} is gone from the landing directory; its incident labels were dropped"
+        what = {"unchanged": "unchanged", "loaded": "new/changed, loaded", "refused": "refused"}.get(
+            self.status, self.status)
+        return (f"incidents: {self.source_file} {what}; {self.rows_loaded:,} operator incident(s) loaded, "
+                f"{self.rows_rejected:,} rejected")
+
+
+#: Names the gone-files line quotes before "...".
+GONE_NAMES_SHOWN = 3
+
+
+def gone_line(names: list[str]) -> str:
+    """The run summary's line on landing files loaded earlier and deleted since (rows kept)."""
+    shown = ", ".join(names[:GONE_NAMES_SHOWN]) + (", ..." if len(names) > GONE_NAMES_SHOWN else "")
+    return (f"{len(names)} landing file(s) loaded earlier are gone from the landing directory; their rows stay "
+            f"(the lake is the archive): {shown}")
 
 
 #: Written on the first run into a new instance folder. Telemetry off: a batch job on a cluster
@@ -323,6 +361,21 @@ def _source_summaries(ingest: dg.ExecutionResult, summary: RunSummary) -> None:
     summary.log_lines_loaded = summary.sources["syslog"].rows_loaded
 
 
+def _incidents_summary(meta: dict[str, object], summary: RunSummary, progress: Callable[[str], None]) -> None:
+    """incidents.csv's line, its rejects in the run's count and a refusal among the refused files."""
+    status = str(meta.get("incidents_status") or "absent")
+    if status == "absent":
+        return
+    inc = IncidentsSummary(str(meta.get("incidents_file")), status, _count(meta, "incidents_loaded"),
+                           _count(meta, "incidents_rejected"), str(meta.get("incidents_error") or ""))
+    summary.incidents = inc
+    progress(f"      {inc.line()}")
+    if status in ("loaded", "refused"):  # read anew in this run, like a new/changed file of a source
+        summary.rows_rejected += inc.rows_rejected
+    if status == "refused":
+        summary.files_refused.append(f"{inc.source_file}: {inc.error}")
+
+
 def run_pipeline(landing: Path, warehouse: Path, reports: Path,
                  progress: Callable[[str], None] = lambda _msg: None, workers: int | None = 1) -> RunSummary:
     """Materialize every asset over ``landing`` into ``warehouse``; safe to run again.
@@ -384,6 +437,10 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
 
     con = connect(warehouse)
     try:
+        summary.gone_files = gone_files(con)
+        if summary.gone_files:
+            # Said on every run while they are gone: the reports keep counting their rows.
+            progress(f"      {gone_line(summary.gone_files)}")
         queue_missing_days(con)  # days no record touched between two runs' ranges (a day nothing ran)
         lo, hi, n = con.sql("SELECT min(day), max(day), count(*) FROM core.dirty_days").fetchall()[0]
         first_partition = date.fromisoformat(DAILY_PARTITIONS.get_first_partition_key())
@@ -420,6 +477,7 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
     progress("[3/3] roll-up marts, reliability SLIs, node states, reports")
     t0 = time.monotonic()
     rollup = _execute(defs, "rollup_job", instance, warehouse)
+    _incidents_summary(_materialization_metadata(rollup, dg.AssetKey(["marts", "hw_incidents"])), summary, progress)
     report_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "nightly"]))
     if report_meta.get("html"):
         summary.report_html = Path(str(report_meta["html"]))

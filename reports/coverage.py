@@ -232,7 +232,46 @@ def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *
                             f"{truncate(compress_hostlist(worst['silent_nodes']), 60)}): hardware faults there leave "
                             "no event, so failure attribution and MTBF undercount them — check their log shipping "
                             "(marts.log_coverage_daily).")
+        warnings += _stopped_log_warnings(con, first, last)
     return warnings
+
+
+#: Nodes named one by one in a stopped-log warning; more are counted.
+_STOPPED_SHOWN = 3
+
+
+def _stopped_log_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date) -> list[str]:
+    """Nodes whose log stopped part-way through a day while they still ran a job
+    (``marts.log_coverage_daily.stopped_nodes``): after the last line they are as blind as a silent
+    node, so a job that failed there later reads as the user's failure."""
+    if "stopped_nodes" not in {c for (c,) in con.sql(
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'marts' "
+            "AND table_name = 'log_coverage_daily'").fetchall()}:
+        return []  # a warehouse built before the column existed
+    days = query_rows(con, "SELECT day, n_stopped_nodes, stopped_nodes FROM marts.log_coverage_daily "
+                           "WHERE day BETWEEN ? AND ? AND n_stopped_nodes > 0 ORDER BY day", [first, last])
+    if not days:
+        return []
+    if first == last:
+        items = days[0]["stopped_nodes"]
+        shown = [f"{s['node']}'s node log ends at {s['last_line_ts'].astimezone(timezone.utc):%H:%M} UTC although it "
+                 f"ran job {s['job_id']} until {_until(s['held_until_ts'], first)}" for s in items[:_STOPPED_SHOWN]]
+        more = len(items) - len(shown)
+        return ["; ".join(shown) + (f" (and {plural(more, 'more node')})" if more > 0 else "")
+                + ": failures after that are unseen, so a job that failed there reads as the user's — check "
+                "their log shipping (marts.log_coverage_daily)."]
+    node_days = sum(r["n_stopped_nodes"] for r in days)
+    worst = max(days, key=lambda r: r["n_stopped_nodes"])
+    return [f"On {plural(len(days), 'day')} of {fmt_date(first)} … {fmt_date(last)}, node logs stopped part-way "
+            f"through the day while the node still ran a job ({plural(node_days, 'node-day')}; most on "
+            f"{fmt_date(worst['day'])}: {truncate(compress_hostlist([s['node'] for s in worst['stopped_nodes']]), 60)}): "
+            "failures after the last line are unseen — check their log shipping (marts.log_coverage_daily)."]
+
+
+def _until(ts: datetime, day: date) -> str:
+    """``23:00`` within the day, ``the end of 2026-11-11`` when the job held the node past midnight."""
+    ts = ts.astimezone(timezone.utc)
+    return f"{ts:%H:%M} UTC" if ts.date() == day else f"the end of {fmt_date(day)}"
 
 
 def later_partial_days(con: duckdb.DuckDBPyConnection, report_day: date) -> list[str]:

@@ -198,3 +198,28 @@ def test_report_on_a_file_that_is_no_warehouse_says_so(tmp_path: Path) -> None:
     err = proc.stderr.strip()
     assert proc.returncode != 0 and err.count("\n") == 0 and "Traceback" not in err
     assert err.startswith("gpusre: error: cannot open the warehouse: ") and "another process" not in err, err
+
+
+def test_unreadable_incidents_csv_is_a_refused_file(tmp_path: Path) -> None:
+    """incidents.csv is a landing file like the others: unreadable, it is refused with one line and
+    exit 1 (everything else still loads), never a traceback; its row is in the ledger."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "a.psv").write_text(
+        "JobID|JobName|User|Account|Partition|State|ExitCode|Start|End|Elapsed|NNodes|AllocTRES|NodeList\n"
+        "1001|train|alice|research|gpu|COMPLETED|0:0|2026-11-02T01:00:00|2026-11-02T05:00:00|04:00:00|1|"
+        "cpu=8,gres/gpu=8,node=1|gpu001\n")
+    (landing / "incidents.csv").write_bytes("id,start,end,component,root_cause,nodes\n".encode("utf-16"))
+    wh = tmp_path / "wh" / "w.duckdb"
+    proc = _gpusre("run", "--landing", str(landing), "--warehouse", str(wh), "--reports", str(tmp_path / "reports"))
+    assert proc.returncode == 1, proc.stderr
+    assert "gpusre: error: incidents.csv: UTF-16 encoded: convert to UTF-8" in proc.stderr.splitlines()
+    assert "      incidents: incidents.csv refused; 0 operator incident(s) loaded, 0 rejected" in proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr and "1 file(s) refused this run" in proc.stdout
+    con = connect(wh, read_only=True)
+    try:
+        assert con.execute("SELECT status, rows_read FROM raw.ingested_files "
+                           "WHERE source_file = 'incidents.csv'").fetchall() == [("refused", 0)]
+        assert con.execute("SELECT count(*) FROM core.jobs").fetchall() == [(1,)]
+    finally:
+        con.close()

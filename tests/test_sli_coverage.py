@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
@@ -200,3 +200,49 @@ def test_an_incident_only_on_hosts_outside_the_fleet_is_no_fleet_failure(tmp_pat
         assert con.sql("SELECT failures FROM marts.mtbf WHERE period_type = 'all' AND scope = 'cluster'").fetchall() == [(1,)]
     finally:
         con.close()
+
+
+# The nightly sacctmgr dumps stop after 11-02's (cut 11-03 00:05: the cluster's open "Cluster Registered
+# TRES" event, started 10-20 00:00, has run 14-00:05:00) while the accounting goes on to 11-04 12:00.
+EVENTS_CUT = """Cluster|NodeName|TimeStart|TimeEnd|Duration|State|Reason|User|Event|ClusterNodes
+tiny||2026-10-20T00:00:00|Unknown|14-00:05:00|||||Cluster|gpu[001-004]
+tiny|gpu001|2026-11-02T06:00:00|2026-11-02T12:00:00|06:00:00|DRAIN|planned maintenance: kernel upgrade|root(0)|Node|
+tiny|gpu002|2026-11-02T06:00:00|2026-11-02T12:00:00|06:00:00|DRAIN|planned maintenance: kernel upgrade|root(0)|Node|
+tiny|gpu003|2026-11-02T06:00:00|2026-11-02T12:00:00|06:00:00|DRAIN|planned maintenance: kernel upgrade|root(0)|Node|
+tiny|gpu001|2026-11-02T11:00:00|2026-11-02T13:00:00|02:00:00|DRAIN|bad DIMM - replace|root(0)|Node|
+"""
+
+
+def test_the_day_the_node_state_history_ends_inside_is_a_whole_day(tmp_path: Path) -> None:
+    """Probe finding: a missing sacctmgr dump made 11-03 a day of the 5 minutes before the cut. The rest of
+    the day is estimated from incidents like a day without node states.
+
+    11-03 measured 00:00-00:05: 4 nodes in service, 4 × 5 min = 1/3 node-hour, all good. Rest 00:05-24:00 =
+    23 h 55 min × 4 = 95 2/3 node-hours; gpu002's GPU falls off the bus at 02:00 (job 1003 NODE_FAIL) and the
+    node runs no job again (1004 holds gpu[001,003-004]), so the estimate has it down 02:00 → the data's end:
+    22 h of the rest. 11-03 = (1/3 + 95 2/3 − 22) / 96 = 74 / 96 = 0.770833, source node_states+incidents
+    (before: 1/3 of 1/3 = 100 % on 5 minutes)."""
+    landing = _landing(tmp_path / "landing", states=False)
+    (landing / "slurm_events").mkdir()
+    (landing / "slurm_events" / "events_2026-11-02.txt").write_text(EVENTS_CUT)
+    with (landing / "syslog" / "2026-11-03" / "central.log").open("a") as f:
+        f.write("Nov  3 02:00:00 gpu002 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+                "GPU has fallen off the bus.\n")
+    wh = tmp_path / "wh.duckdb"
+    gpusre = shutil.which("gpusre", path=str(Path(sys.executable).parent)) or "gpusre"
+    subprocess.run([gpusre, "run", "--landing", str(landing), "--warehouse", str(wh), "--reports", str(tmp_path / "r")],
+                   check=True, capture_output=True, text=True, timeout=600)
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        na = _sli(con, "node_availability")
+        end = con.sql("SELECT history_end_ts FROM marts.data_freshness WHERE source_kind = 'slurm_events'").fetchall()
+    finally:
+        con.close()
+    assert end[0][0] == datetime(2026, 11, 3, 0, 5, tzinfo=timezone.utc)
+    good, total, source = na["2026-11-03"]
+    # The reliability marts pass the incidents' down spans (models/reliability/marts.py _down_spans), so the
+    # rest's down time is exactly gpu002's 22 h after 00:05 (its Xid 79 at 02:00): 74 / 96.
+    assert (good, total, source) == (pytest.approx(74.0), pytest.approx(96.0), "node_states+incidents")
+    assert na["2026-11-02"] == pytest.approx((77.0, 78.0, "node_states"))  # covered in full: as before
+    # 11-04 (after the history, up to 12:00): 4 × 12 = 48, gpu002 down all 12 h -> 36 / 48, estimated
+    assert na["2026-11-04"] == pytest.approx((36.0, 48.0, "incidents"))

@@ -129,3 +129,58 @@ def test_a_requeued_run_killed_by_the_infrastructure_is_a_failed_run() -> None:
     get = {(r["sli"], r["day"]): (r["good"], r["total"]) for r in c.iter_rows(named=True)}
     assert get[("job_infra_success", D[1])] == (2, 3)
     assert get[("job_infra_success", D[0])] == (1, 2)  # unchanged
+
+
+# A day the node-state history ends inside (a missing nightly sacctmgr dump): 4 nodes, history to
+# 2026-05-02 06:00, observation to 2026-05-03 00:00. Measured 00:00-06:00: a, b, d in service 6 h,
+# c down 3 h -> good 21 of 24 node-hours. Rest 06:00-24:00 = 18 h x 4 = 72 node-hours, estimated.
+def _partial_history_inputs() -> dict[str, object]:
+    days = [date(2026, 5, 1)] * 4 + [date(2026, 5, 2)] * 4
+    avail = pl.DataFrame({"day": days, "node": ["a", "b", "c", "d"] * 2,
+                          "observed_hours": [24.0] * 4 + [6.0] * 4,
+                          "in_service_hours": [22.0, 24.0, 24.0, 24.0, 6.0, 6.0, 3.0, 6.0],
+                          "down_maintenance_hours": [0.0] * 8})
+    return dict(node_count=4, maintenance_node_hours=pl.DataFrame(schema={"day": pl.Date, "maintenance_node_hours": pl.Float64}),
+                down=pl.DataFrame({"day": [date(2026, 5, 2)], "down_node_hours": [12.0]}),
+                jobs=pl.DataFrame(), job_attribution=pl.DataFrame(), runs=pl.DataFrame(), goodput=pl.DataFrame(),
+                ettr_min_run_gpus=256, t0=datetime(2026, 5, 1, tzinfo=UTC), t1=datetime(2026, 5, 3, tzinfo=UTC),
+                availability=avail, job_slis=False)
+
+
+def test_day_the_node_state_history_ends_inside_is_completed_from_incidents() -> None:
+    # Incident down spans: c 05:00-10:00 (4 h after 06:00), d 20:00-02:00 next day (4 h before midnight),
+    # a on the day before (nothing in the rest). Rest: 72 - 8 = 64 good -> 21 + 64 = 85 of 24 + 72 = 96.
+    spans = pl.DataFrame({"node": ["a", "c", "d"],
+                          "start_ts": [datetime(2026, 5, 1, 10, tzinfo=UTC), datetime(2026, 5, 2, 5, tzinfo=UTC),
+                                       datetime(2026, 5, 2, 20, tzinfo=UTC)],
+                          "end_ts": [datetime(2026, 5, 1, 12, tzinfo=UTC), datetime(2026, 5, 2, 10, tzinfo=UTC),
+                                     datetime(2026, 5, 3, 2, tzinfo=UTC)]},
+                         schema={"node": pl.String, "start_ts": TS, "end_ts": TS})
+    c = daily_sli_counts(**_partial_history_inputs(), down_spans=spans).filter(pl.col("sli") == "node_availability")
+    get = {r["day"]: (r["good"], r["total"], r["source"]) for r in c.iter_rows(named=True)}
+    assert get[date(2026, 5, 1)] == (94.0, 96.0, "node_states")        # fully covered: measured only
+    good, total, source = get[date(2026, 5, 2)]
+    assert (good, total, source) == (pytest.approx(85.0), pytest.approx(96.0), "node_states+incidents")
+    assert good / total == pytest.approx(85 / 96)                       # 0.885417, not 21/24 = 0.875 on 6 h
+
+
+def test_partial_history_day_without_spans_takes_the_days_incident_down_time_pro_rata() -> None:
+    # down 12 node-hours that day, the rest is 18 of its 24 h -> 9 -> rest good 72 - 9 = 63 -> 84 of 96.
+    c = daily_sli_counts(**_partial_history_inputs()).filter(pl.col("sli") == "node_availability")
+    row = c.filter(pl.col("day") == date(2026, 5, 2)).row(0, named=True)
+    assert (row["good"], row["total"], row["source"]) == (pytest.approx(84.0), pytest.approx(96.0),
+                                                          "node_states+incidents")
+
+
+def test_partial_history_day_with_planned_maintenance_and_no_node_logs() -> None:
+    args = _partial_history_inputs()
+    # 8 planned node-hours that day: the rest (18 of 24 h) takes 6 of them -> rest total 66, good 66 - 9 = 57.
+    args["maintenance_node_hours"] = pl.DataFrame({"day": [date(2026, 5, 2)], "maintenance_node_hours": [8.0]})
+    row = daily_sli_counts(**args).filter((pl.col("sli") == "node_availability")
+                                          & (pl.col("day") == date(2026, 5, 2))).row(0, named=True)
+    assert (row["good"], row["total"]) == (pytest.approx(21.0 + 57.0), pytest.approx(24.0 + 66.0))
+    # Without node logs there is no incident to estimate from: the measured part alone, as before.
+    args["estimate_availability"] = False
+    row = daily_sli_counts(**args).filter((pl.col("sli") == "node_availability")
+                                          & (pl.col("day") == date(2026, 5, 2))).row(0, named=True)
+    assert (row["good"], row["total"], row["source"]) == (21.0, 24.0, "node_states")

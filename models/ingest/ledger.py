@@ -5,7 +5,12 @@ time, else whose SHA-256, is unchanged) and auditable (rows read = loaded + reje
 A source whose files are rotated (node logs: ``messages`` -> ``messages.1`` -> ``messages.2.gz``,
 or ``messages-20261111`` -> ``messages-20261111.gz``) records the SHA-256 of the *decompressed*
 content, and :func:`same_content` finds a new file whose content another file already loaded:
-it is ``ignored`` ("same content as <file>") rather than loaded twice."""
+it is ``ignored`` ("same content as <file>") rather than loaded twice.
+
+A file loaded once and later deleted from the landing folder keeps its rows (the lake is the
+archive), but the ledger says so: ``gone_since`` is when a run first found it missing (NULL while
+it is there; a file that comes back is present again), set by :func:`mark_gone` for every source
+whose ingest stats its landing files."""
 
 from __future__ import annotations
 
@@ -22,9 +27,10 @@ import pyarrow as pa
 
 from gpusre.models.ingest.landing_files import IgnoredFile
 
-__all__ = ["FileIngest", "LandingStats", "SAME_CONTENT", "file_sha256", "ignored_results", "known_files",
-           "loaded_contents", "loaded_rows", "log_parse_crash", "record_files", "record_mtimes", "same_content",
-           "same_content_rechecks", "stat_landing", "unchanged_by_stat"]
+__all__ = ["FileIngest", "LandingStats", "SAME_CONTENT", "ensure_gone_column", "file_sha256", "gone_files",
+           "ignored_results", "known_files", "loaded_contents", "loaded_rows", "log_parse_crash", "mark_gone",
+           "record_files", "record_mtimes", "same_content", "same_content_rechecks", "stat_landing",
+           "unchanged_by_stat"]
 
 _log = logging.getLogger("gpusre.ingest")
 
@@ -69,6 +75,7 @@ class LandingStats:
 
     taken_ns: int
     files: dict[str, tuple[int, int]] = field(default_factory=dict)  # source_file -> (size, mtime_ns)
+    root: Path | None = None  # the landing directory the names are relative to (None: unknown)
 
 
 def stat_landing(landing: Path, paths: Sequence[Path]) -> LandingStats:
@@ -81,16 +88,66 @@ def stat_landing(landing: Path, paths: Sequence[Path]) -> LandingStats:
         except OSError:
             continue
         files[path.relative_to(landing).as_posix()] = (st.st_size, st.st_mtime_ns)
-    return LandingStats(taken, files)
+    return LandingStats(taken, files, landing)
 
 
 def unchanged_by_stat(con: duckdb.DuckDBPyConnection, source_kind: str, stats: LandingStats) -> frozenset[str]:
     """The files whose size and modification time equal what the ledger recorded when they were
     read: they are skipped unread, as rsync's quick check does (reading and hashing a year of
-    landing files every night cost more than the night's new files). Touch a file to have it read."""
+    landing files every night cost more than the night's new files). Touch a file to have it read.
+
+    Every source's ingest stats its landing files here first, so this is also where the ledger
+    learns which of the source's files are gone from the landing folder (:func:`mark_gone`)."""
+    mark_gone(con, source_kind, stats)
     rows = con.execute("SELECT source_file, size_bytes, mtime_ns FROM raw.ingested_files "
                        "WHERE source_kind = ? AND mtime_ns IS NOT NULL", [source_kind]).fetchall()
     return frozenset(name for name, size, mtime in rows if stats.files.get(name) == (size, mtime))
+
+
+#: Added to a ledger that predates it (sql/ddl/010_raw.sql declares it for new warehouses).
+_GONE_COLUMN_DDL = "ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS gone_since TIMESTAMPTZ"
+
+
+def ensure_gone_column(con: duckdb.DuckDBPyConnection) -> None:
+    """Give ``raw.ingested_files`` its ``gone_since`` column when it lacks it (idempotent)."""
+    con.execute(_GONE_COLUMN_DDL)
+
+
+def mark_gone(con: duckdb.DuckDBPyConnection, source_kind: str, stats: LandingStats) -> list[str]:
+    """Set ``gone_since`` of the ledger files of ``source_kind`` that are no longer in the landing
+    folder (to now, once: the first run that missed them) and clear it for those that are there
+    again; returns the files found gone in this run.
+
+    Present means stat'ed in ``stats`` or, for a file that could not be stat'ed (a dangling
+    symlink, an ignored FIFO), still listed in the folder. Rows are never dropped: the lake is the
+    archive, and a deletion must not silently rewrite history. Without ``stats.root`` nothing is
+    marked (the names cannot be checked)."""
+    if stats.root is None:
+        return []
+    ensure_gone_column(con)
+    rows = con.execute("SELECT source_file, gone_since IS NOT NULL FROM raw.ingested_files WHERE source_kind = ?",
+                       [source_kind]).fetchall()
+    root = stats.root
+    present = {name: name in stats.files or os.path.lexists(root / name) for name, _ in rows}
+    newly_gone = sorted(name for name, was_gone in rows if not was_gone and not present[name])
+    back = [name for name, was_gone in rows if was_gone and present[name]]
+    if newly_gone:
+        con.execute("UPDATE raw.ingested_files SET gone_since = now() WHERE source_file IN (SELECT unnest(?))",
+                    [newly_gone])
+    if back:
+        con.execute("UPDATE raw.ingested_files SET gone_since = NULL WHERE source_file IN (SELECT unnest(?))", [back])
+    return newly_gone
+
+
+def gone_files(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The files that loaded rows and are gone from the landing folder, the most recently gone
+    first (then by name). Their rows stay (the lake is the archive). The operator's incidents.csv
+    is not among them: its labels go with the file (see gpusre.models.sources.incidents.ingest)."""
+    ensure_gone_column(con)
+    rows = con.execute("""SELECT source_file FROM raw.ingested_files
+                          WHERE gone_since IS NOT NULL AND rows_loaded > 0 AND source_kind <> 'incidents'
+                          ORDER BY gone_since DESC, source_file""").fetchall()
+    return [name for (name,) in rows]
 
 
 def record_mtimes(con: duckdb.DuckDBPyConnection, stats: LandingStats, names: Iterable[str]) -> None:

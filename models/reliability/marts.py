@@ -259,14 +259,16 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source)
     if not has_evidence:
         mtbf = mtbf.clear()
-    down = _down_node_hours_daily(incidents, t1)
+    down_spans = _down_spans(incidents, t1)
+    down = _down_node_hours_daily(incidents, t1, down_spans)
     slo_args = dict(
         targets=[t for t in settings.slo_targets if has_jobs or t.sli == "node_availability"],
         window_days=settings.slo_window_days,
         maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
         node_count=len(nodes), ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
         ettr_includes_queue_wait=settings.ettr_includes_queue_wait,
-        availability=inputs.availability if has_states else None, estimate_availability=has_logs)
+        availability=inputs.availability if has_states else None, estimate_availability=has_logs,
+        down_spans=down_spans)
     if not has_jobs:  # node logs / node states only: the failure and availability marts, no job SLIs
         empty_jobs = {name: pl.DataFrame() for name in RELIABILITY_MARTS}
         slo = slo_daily(jobs=pl.DataFrame(), job_attribution=pl.DataFrame(), runs=pl.DataFrame(),
@@ -361,11 +363,12 @@ def _maintenance_daily(nodes: Sequence[str], maintenance: Sequence[MaintenanceSp
                         schema={"day": pl.Date, "maintenance_node_hours": pl.Float64})
 
 
-def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime) -> pl.DataFrame:
-    """Unplanned down node-hours per UTC day, estimated from node incidents: each node of an incident is
-    down from its start until it was repaired as MTTR sees it (``repaired_ts`` of marts.incident_repairs:
-    a link back up two minutes later is two minutes down), else until it ran a job that completed again
-    (``recovered_ts``), or ``t1`` while neither. A node's overlapping incidents count once (their union)."""
+def _down_spans(incidents: pl.DataFrame, t1: datetime) -> pl.DataFrame:
+    """Unplanned down spans per node (``node``, ``start_ts``, ``end_ts``), estimated from node incidents:
+    each node of an incident is down from its start until it was repaired as MTTR sees it (``repaired_ts``
+    of marts.incident_repairs: a link back up two minutes later is two minutes down), else until it ran a
+    job that completed again (``recovered_ts``), or ``t1`` while neither. A node's overlapping incidents
+    count once (their union)."""
     utc = pl.Datetime("us", "UTC")
     repaired = pl.col("repaired_ts") if "repaired_ts" in incidents.columns else pl.lit(None, utc)
     node_inc = (incidents.filter(pl.col("scope") == "node")
@@ -373,12 +376,19 @@ def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime) -> pl.DataFram
                         pl.min_horizontal(pl.coalesce(repaired, "recovered_ts", pl.lit(t1).cast(utc)),
                                           pl.lit(t1).cast(utc)).alias("up_ts"))
                 .explode("node").drop_nulls("node").filter(pl.col("up_ts") > pl.col("start_ts")))
-    if not node_inc.height:
-        return pl.DataFrame(schema={"day": pl.Date, "down_node_hours": pl.Float64})
     # union per node: a new down span begins where a start lies after every earlier end
-    merged = (node_inc.sort("node", "start_ts", "up_ts")
-              .with_columns(span_islands(["node"], timedelta(0), end="up_ts", start="start_ts").alias("_span"))
-              .group_by("node", "_span").agg(pl.col("start_ts").min(), pl.col("up_ts").max()))
+    return (node_inc.sort("node", "start_ts", "up_ts")
+            .with_columns(span_islands(["node"], timedelta(0), end="up_ts", start="start_ts").alias("_span"))
+            .group_by("node", "_span").agg(pl.col("start_ts").min(), pl.col("up_ts").max().alias("end_ts"))
+            .sort("node", "start_ts").select("node", "start_ts", "end_ts"))
+
+
+def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime, spans: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Unplanned down node-hours per UTC day of the incidents' :func:`_down_spans` (``spans`` when given)."""
+    spans = _down_spans(incidents, t1) if spans is None else spans
+    if not spans.height:
+        return pl.DataFrame(schema={"day": pl.Date, "down_node_hours": pl.Float64})
+    merged = spans.rename({"end_ts": "up_ts"}).with_row_index("_span")
     spans = (merged.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), pl.col("up_ts").dt.date()).alias("day"))
              .explode("day")
              .with_columns(pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))

@@ -13,7 +13,8 @@ goodput             productive GPU-hours                                       c
 
 Node availability comes from Slurm node states (``marts.node_availability_daily``) on the days they
 cover; elsewhere down node-hours are estimated from node incidents (start until the node again ran a
-job that completed). The SLIs have daily resolution, so the SRE
+job that completed) — after the history's end too on the day it ends inside, so that day is a whole
+day of node-hours (its measured part plus the estimated rest), not the minutes before a missing dump. The SLIs have daily resolution, so the SRE
 Workbook's 1 h/5 min and 6 h/30 min page windows cannot be evaluated; the burn rates are over the
 last 1 day (short) and 3 days (long, the Workbook's ticket window), budgets over the rolling window
 (default 30 days). Status rules: :func:`gpusre.models.reliability.error_budget.slo_status`.
@@ -42,8 +43,9 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {
     "node_availability": ("Scheduled node-hours minus unplanned down node-hours, over node-hours minus planned "
-                          "maintenance; down time from Slurm node states, and on days without them estimated from "
-                          "node incidents (from the incident until its repair, as time to repair measures it)."),
+                          "maintenance; down time from Slurm node states, and on days without them (and after "
+                          "their end on the day they end inside) estimated from node incidents (from the incident "
+                          "until its repair, as time to repair measures it)."),
     "job_infra_success": ("GPU job runs that ended that day and were not killed by the infrastructure, over all GPU "
                           "job runs that ended that day (a job's final run and the earlier runs Slurm requeued: a run "
                           "a node failure killed counts as killed even when the job completed after its requeue)."),
@@ -77,7 +79,8 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                      ettr_includes_queue_wait: bool = ETTR_INCLUDES_QUEUE_WAIT,
                      estimate_availability: bool = True, job_slis: bool = True,
                      earlier_runs: pl.DataFrame | None = None,
-                     earlier_attribution: pl.DataFrame | None = None) -> pl.DataFrame:
+                     earlier_attribution: pl.DataFrame | None = None,
+                     down_spans: pl.DataFrame | None = None) -> pl.DataFrame:
     """Long frame ``day``, ``sli``, ``good``, ``total`` for every day of [t0, t1) and every SLI.
 
     ETTR rows also carry ``ettr`` (productive / wall-clock) and ``ettr_excl_queue`` (productive /
@@ -97,6 +100,15 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
 
     Every day's hours are the part of it inside ``[t0, t1)`` (the observation span: the accounting's
     first to last moment), at the first day as at the last.
+
+    A day the node-state history covers only in part — its dumps end inside the day (a missing
+    nightly ``sacctmgr show event`` dump) while the observation span goes on — is not a day of the
+    covered minutes: the rest of it, up to the day's end or ``t1``, is estimated from incidents as a
+    day without node states is, and added to the measured part (``source`` =
+    ``node_states+incidents``), so the day's total is the whole day's scheduled node-hours. The
+    estimated down time of that rest is the incident down time inside it: exact with ``down_spans``
+    (``node``, ``start_ts``, ``end_ts``: the incidents' down spans ``down`` sums per day), else the
+    day's ``down`` pro rata of its hours.
     """
     days = _day_hours(t0, t1)
     avail = (days.join(maintenance_node_hours, on="day", how="left").join(down, on="day", how="left")
@@ -114,6 +126,10 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                          pl.coalesce("total_m", "total").alias("total"),
                          pl.when(pl.col("total_m").is_not_null()).then(pl.lit("node_states"))
                          .otherwise(pl.col("source")).alias("source")))
+        if estimate_availability:
+            avail = _estimate_after_history_end(avail, availability, days, node_count=node_count,
+                                                maintenance_node_hours=maintenance_node_hours, down=down,
+                                                down_spans=down_spans, t0=t0, t1=t1)
     if not estimate_availability:
         avail = avail.filter(pl.col("source") != "incidents")
     if not job_slis:
@@ -156,6 +172,53 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
                      how="diagonal_relaxed").with_columns(
         pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
 
+
+
+def _history_end(availability: pl.DataFrame, t0: datetime) -> datetime:
+    """Where the node-state history ends: the last day of ``marts.node_availability_daily`` counts
+    ``observed_hours`` from its midnight (or ``t0``, on a first day the data begins inside) up to it."""
+    last = availability.get_column("day").cast(pl.Date).max()
+    hours = availability.filter(pl.col("day").cast(pl.Date) == last).get_column("observed_hours").max()
+    midnight = datetime.combine(last, datetime.min.time(), tzinfo=t0.tzinfo)  # type: ignore[arg-type]
+    return max(midnight, t0) + timedelta(hours=float(hours or 0.0))  # type: ignore[arg-type]
+
+
+#: A history that ends this close to a day's end covers the day (float hours in the mart are rounded).
+_HISTORY_END_SLACK = timedelta(seconds=1)
+
+
+def _estimate_after_history_end(avail: pl.DataFrame, availability: pl.DataFrame, days: pl.DataFrame, *,
+                                node_count: int, maintenance_node_hours: pl.DataFrame, down: pl.DataFrame,
+                                down_spans: pl.DataFrame | None, t0: datetime, t1: datetime) -> pl.DataFrame:
+    """The node-availability rows with the day the node-state history ends inside completed by the
+    incident estimate for its uncovered rest (:func:`daily_sli_counts` says why)."""
+    end = _history_end(availability, t0)
+    day = end.date()
+    day_end = min(datetime.combine(day, datetime.min.time(), tzinfo=end.tzinfo) + timedelta(days=1), t1)
+    rest_h = (day_end - end).total_seconds() / 3600
+    if end <= t0 or rest_h * 3600 <= _HISTORY_END_SLACK.total_seconds():
+        return avail
+    day_h = days.filter(pl.col("day") == day).get_column("hours")
+    if not day_h.len() or not day_h[0]:
+        return avail
+    share = rest_h / day_h[0]  # the rest's share of the day's hours inside [t0, t1)
+    maint = maintenance_node_hours.filter(pl.col("day") == day).get_column("maintenance_node_hours").sum()
+    # Planned maintenance comes per day only: the rest gets its share of the day's.
+    rest_total = max(0.0, rest_h * node_count - float(maint or 0.0) * share)
+    if down_spans is not None:
+        lo, hi = pl.lit(end).cast(pl.Datetime("us", "UTC")), pl.lit(day_end).cast(pl.Datetime("us", "UTC"))
+        rest_down = float(down_spans.select(
+            ((pl.min_horizontal("end_ts", hi) - pl.max_horizontal("start_ts", lo)).dt.total_microseconds()
+             .clip(lower_bound=0) / 3.6e9).sum()).item() or 0.0)
+    else:
+        rest_down = float(down.filter(pl.col("day") == day).get_column("down_node_hours").sum() or 0.0) * share
+    rest_good = max(0.0, rest_total - min(rest_down, rest_total))
+    covered = pl.col("day") == day
+    measured = covered & (pl.col("source") == "node_states")
+    return avail.with_columns(
+        pl.when(measured).then(pl.col("good") + rest_good).otherwise(pl.col("good")).alias("good"),
+        pl.when(measured).then(pl.col("total") + rest_total).otherwise(pl.col("total")).alias("total"),
+        pl.when(measured).then(pl.lit("node_states+incidents")).otherwise(pl.col("source")).alias("source"))
 
 
 def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t1: datetime,

@@ -15,6 +15,9 @@ CREATE TABLE IF NOT EXISTS raw.ingested_files (
 -- The file's modification time (ns since the epoch) when it was read; NULL = unknown. A file whose
 -- size and mtime_ns still match is skipped unread (rsync's quick check): a night reads only new bytes.
 ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS mtime_ns BIGINT;
+-- gone_since: when a run first found a loaded file missing from the landing directory (its rows stay: the
+-- lake is the archive); NULL while it is there.
+ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS gone_since TIMESTAMPTZ;
 
 -- raw.rejects: one row per input record that could not be loaded, with the reason.
 -- line_no is the 1-based physical line (text files) or 1-based index in jobs[] (sacct --json);

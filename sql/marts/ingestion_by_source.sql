@@ -3,7 +3,10 @@
 -- ingestion day (a run is not recorded explicitly; that day stands for it): files ingested, rows
 -- read / loaded / rejected, files refused as a whole, reject_rate (rows rejected / rows read, NULL
 -- when none were read), the last ingestion time, and the commonest reason in raw.rejects of the source
--- kind's rows (a source whose every record was rejected: the reports quote it).
+-- kind's rows (a source whose every record was rejected: the reports quote it), and files_gone: files
+-- the ledger holds that are gone from the landing folder (gone_since set; a lake source's rows stay).
+-- rows_rejected counts bad records, as raw.rejects holds them with line_no > 0; a refused file's
+-- line-0 reject is counted by files_refused instead. incidents.csv is a file of kind 'incidents'.
 CREATE OR REPLACE TABLE marts.ingestion_by_source AS
 WITH f AS (
     SELECT *, CAST(timezone('UTC', ingested_at) AS DATE) AS ingest_day FROM raw.ingested_files
@@ -18,6 +21,7 @@ SELECT source_kind, count(*)::BIGINT AS files,
        COALESCE(sum(rows_read), 0)::BIGINT AS rows_read, COALESCE(sum(rows_loaded), 0)::BIGINT AS rows_loaded,
        COALESCE(sum(rows_rejected), 0)::BIGINT AS rows_rejected,
        count(*) FILTER (WHERE status = 'refused')::BIGINT AS files_refused,
+       count(*) FILTER (WHERE gone_since IS NOT NULL)::BIGINT AS files_gone,
        COALESCE(sum(rows_rejected), 0) / NULLIF(sum(rows_read), 0) AS reject_rate,
        max(ingested_at) AS last_ingested_at,
        (SELECT mode(r.error) FROM raw.rejects AS r WHERE r.source_kind = tagged.source_kind) AS top_reject_reason

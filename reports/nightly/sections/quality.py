@@ -1,6 +1,7 @@
 """Nightly report section "Data quality" (``#quality``).
 
-Reads marts.data_freshness, marts.ingestion_by_source, raw.ingested_files, raw.rejects; formats, computes nothing."""
+Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily, raw.ingested_files, raw.rejects;
+formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -23,6 +24,29 @@ from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_REJECTS = 20
+#: Gone files the section names (the count covers them all).
+_GONE_NAMES_SHOWN = 5
+
+
+def _gone_note(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The paragraph on landing files loaded earlier and deleted since: their rows stay and count in
+    every figure, so the reader is told (the run summary says the same)."""
+    has_column = scalar(con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'raw' "
+                             "AND table_name = 'ingested_files' AND column_name = 'gone_since'")
+    if not has_column:
+        return None
+    gone = query_rows(con, """SELECT source_file FROM raw.ingested_files
+                              WHERE gone_since IS NOT NULL AND rows_loaded > 0 AND source_kind <> 'incidents'
+                              ORDER BY gone_since DESC, source_file""")
+    if not gone:
+        return None
+    names = [r["source_file"] for r in gone]
+    shown = ", ".join(names[:_GONE_NAMES_SHOWN]) + (", ..." if len(names) > _GONE_NAMES_SHOWN else "")
+    return (f"{plural(len(names), 'landing file')} loaded earlier "
+            f"{'is' if len(names) == 1 else 'are'} gone from the landing directory; "
+            f"{'its' if len(names) == 1 else 'their'} rows stay "
+            f"(the lake is the archive) and count in this report: {shown}. To remove a wrong file's rows, "
+            "see README, \"Landing directory\".")
 
 
 def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
@@ -50,6 +74,32 @@ def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
     )
 
 
+def _stopped_table(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Table | None:
+    """The report day's nodes whose log stopped while they still ran a job
+    (``marts.log_coverage_daily.stopped_nodes``); None when there are none or the column is missing."""
+    if table_status(con, "marts.log_coverage_daily") or not scalar(
+            con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'marts' "
+                 "AND table_name = 'log_coverage_daily' AND column_name = 'stopped_nodes'"):
+        return None
+    rows = query_rows(con, "SELECT s.node, s.last_line_ts, s.job_id, s.held_until_ts FROM "
+                           "(SELECT unnest(stopped_nodes) AS s FROM marts.log_coverage_daily WHERE day = ?) "
+                           "ORDER BY s.node", [meta.report_date])
+    if not rows:
+        return None
+
+    def when(ts: datetime) -> str:
+        return f"{ts.astimezone(timezone.utc):%Y-%m-%d %H:%M}"
+
+    return Table(
+        [Column("Node"), Column("Last log line", nowrap=True), Column("Job"), Column("Job held it until", nowrap=True)],
+        [[Cell(r["node"], mono=True), Cell(when(r["last_line_ts"]), mono=True), Cell(str(r["job_id"]), mono=True),
+          Cell(when(r["held_until_ts"]), mono=True)] for r in rows],
+        caption="Node logs that stopped part-way through the day while the node still ran a job (UTC; "
+                "marts.log_coverage_daily): failures after the last line are unseen, so a job that failed there "
+                "reads as the user's.",
+    )
+
+
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec = Section("quality", "Data quality")
     reason = table_status(con, "marts.ingestion_by_source")
@@ -57,6 +107,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     kinds = [r for r in rows if not r["source_kind"].startswith("(")]
     tot = next((r for r in rows if r["source_kind"] == "(all)"), None)
     n_rejects = scalar(con, "SELECT count(*) FROM raw.rejects") or 0
+    # Line-0 rejects are whole files refused, counted as files rather than rows (marts.ingestion_by_source).
+    n_refusals = scalar(con, "SELECT count(*) FROM raw.rejects WHERE line_no = 0") or 0
     prov = {"files": fmt_int(tot["files"] if tot else 0), "rows_read": fmt_int(tot["rows_read"] if tot else 0),
             "rejects": fmt_int(tot["rows_rejected"] if tot else 0)}
     sec.facts = prov
@@ -68,20 +120,28 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                     f"{fmt_int(tot['rows_loaded'])} loaded and {fmt_int(tot['rows_rejected'])} rows rejected "
                     f"({fmt_pct(tot['reject_rate'], 2)})"
                     + (f"; {plural(tot['files_refused'], 'file')} refused as a whole." if tot["files_refused"] else "."))
+        gone = _gone_note(con)
+        if gone:
+            sec.lead += " " + gone
         sec.add(Table(
             [Column("Source"), Column("Files", True), Column("Rows read", True), Column("Loaded", True),
              Column("Rows rejected", True), Column("Reject rate", True), Column("Files refused", True),
-             Column("Last ingested")],
+             Column("Files gone", True), Column("Last ingested")],
             [[Cell(r["source_kind"]), Cell(fmt_int(r["files"])), Cell(fmt_int(r["rows_read"])),
               Cell(fmt_int(r["rows_loaded"])), Cell(fmt_int(r["rows_rejected"])), Cell(fmt_pct(r["reject_rate"], 2)),
-              Cell(fmt_int(r["files_refused"])), Cell(fmt_date(r["last_ingested_at"]))] for r in kinds],
-            caption="Ingestion by source kind (marts.ingestion_by_source).",
+              Cell(fmt_int(r["files_refused"])), Cell(fmt_int(r.get("files_gone"))),
+              Cell(fmt_date(r["last_ingested_at"]))] for r in kinds],
+            caption="Ingestion by source kind (marts.ingestion_by_source; files gone: deleted from the landing "
+                    "directory, their rows kept).",
         ))
     else:
         sec.lead = f"{plural(n_rejects, 'record')} rejected; the ingestion ledger is empty."
     freshness = freshness_rows(con)
     if freshness:
         sec.add(_freshness_table(freshness, meta))
+    stopped = _stopped_table(con, meta)
+    if stopped is not None:
+        sec.add(stopped)
     rejects = query_rows(con, f"""SELECT source_file, line_no, error, raw, rejected_at FROM raw.rejects
                              ORDER BY rejected_at DESC, source_file, line_no LIMIT {_TOP_N_REJECTS}""")
     if rejects:
@@ -92,7 +152,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                    title=f"{r['source_file']}:{r['line_no']}"),
               Cell(truncate(r["error"], 90), title=r["error"]),
               Cell(truncate(r["raw"], 70), mono=True, title=r["raw"])] for r in rejects],
-            caption=f"Latest {len(rejects)} of {fmt_int(n_rejects)} rejected records (line 0 = whole file refused).",
+            caption=f"Latest {len(rejects)} of {fmt_int(n_rejects)} records in raw.rejects: "
+                    f"{fmt_int(n_rejects - n_refusals)} rejected rows and {plural(n_refusals, 'whole-file refusal')} "
+                    "(line 0).",
         ))
     return sec
 
