@@ -114,7 +114,9 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
         sw = SliWindow(sli, objective, [r["day"] for r in rs], good, total, [], [r["budget_remaining"] for r in rs],
                         None, last, sum(1 for r in rs if (r["total"] or 0) > 0 and not r["partial"]),
                         sum(1 for r in rs if (r["total"] or 0) > 0 and r["partial"]),
-                        tuple(sorted({r["source"] for r in rs if r["source"] and (r["total"] or 0) > 0})),
+                        # a 'node_states+incidents' day (the node-state history ends inside it) is of both
+                        tuple(sorted({part for r in rs if r["source"] and (r["total"] or 0) > 0
+                                      for part in r["source"].split("+")})),
                         next((r["definition"] for r in reversed(rs) if r["definition"]), None))
         allowed = sw.allowed
         bad = 0.0
