@@ -1,7 +1,7 @@
 """Marts: job-trend analyses over core.jobs.
 
-Daily marts (job usage by state and size, utilization) are partitioned by UTC day: a nightly run
-recomputes only the day(s) that changed; a backfill over a range runs as one transaction
+Daily marts (job usage by state and size, utilization) are partitioned by UTC day: a run recomputes
+its partition's day(s) and every changed day queued in core.dirty_days; a backfill over a range runs as one transaction
 (``BackfillPolicy.single_run()``). Roll-up marts (shares by period, runtime and queue-wait
 quantiles, top consumers, trend tests, findings) are cheap aggregations recomputed from them.
 """
@@ -19,7 +19,13 @@ from gpusre.models.job_mix.cluster_comparison import write_cluster_comparison
 from gpusre.models.job_mix import trends as trends_model
 from gpusre.models.accounting_span import accounting_span
 from gpusre.models.day_coverage import mark_partial_days
-from gpusre.models.marts_runner import ROLLUP_MARTS, create_daily_mart_tables, run_daily_marts, run_mart_sql
+from gpusre.models.marts_runner import (
+    ROLLUP_MARTS,
+    create_daily_mart_tables,
+    queue_missing_days,
+    run_daily_marts,
+    run_mart_sql,
+)
 from gpusre.models.warehouse import transaction
 from gpusre.pipelines.partitions import DAILY_PARTITIONS, WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -67,17 +73,31 @@ def _days(context: dg.AssetExecutionContext) -> list[date]:
     pool=WAREHOUSE_POOL,
 )
 def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource):
-    """Delete-then-insert each partition day in one transaction, and drain those days from core.dirty_days."""
-    days = _days(context)
+    """Delete-then-insert, in one transaction, each day of the partition(s) and every day queued in
+    core.dirty_days that is a partition, and drain the queue."""
     capacity = landing.cluster_config().capacity_gpus
+    first = date.fromisoformat(DAILY_PARTITIONS.get_first_partition_key())
+    last = date.fromisoformat(DAILY_PARTITIONS.get_last_partition_key())
     with warehouse.connect() as con:
         with transaction(con):
+            # Not only the partition's day: every changed day the queue holds. A run's marts must not
+            # lag its core — the nightly run or the sensor's run ingests dumps that touch several days
+            # (a job ending after midnight, a late dump), and the roll-ups, findings and reports of the
+            # same run read the daily marts. The queue is read, recomputed and drained in this one
+            # transaction: a crash leaves marts and queue as they were, and the next run redoes it. So
+            # a Dagster-launched run leaves the warehouse `gpusre run` leaves (whose range is exactly
+            # the queued days), and a backfill also catches up whatever the queue holds.
+            queue_missing_days(con)  # as `gpusre run` does: days nothing touched between two runs' ranges
+            queued = [d for (d,) in con.sql("SELECT day FROM core.dirty_days ORDER BY day").fetchall()]
+            outside = [d for d in queued if d < first or d > last]
+            days = sorted(set(_days(context)) | {d for d in queued if first <= d <= last})
             # "Now" for running jobs is the dump time the data shows, not the wall clock: a rerun
             # over the same dumps must give the same numbers.
             as_of = accounting_span(con)[1]
             for day in days:
                 run_daily_marts(con, day, capacity, as_of)
-            con.execute("DELETE FROM core.dirty_days WHERE day >= ? AND day <= ?", [days[0], days[-1]])
+            # Days outside the partitions cannot be computed: dropped with a warning, as `gpusre run` does.
+            con.execute("DELETE FROM core.dirty_days")
             # Every row, not only this partition's: yesterday's partial last day is complete once today's dump landed.
             mark_partial_days(con, "marts.job_usage_daily")
             mark_partial_days(con, "marts.utilization_daily")
@@ -89,9 +109,17 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             "SELECT avg(utilization) FROM marts.utilization_daily WHERE day BETWEEN ? AND ? AND NOT partial",
             [days[0], days[-1]]
         ).fetchall()[0][0]
-    context.log.info(f"daily marts: {len(days)} day(s) {days[0]} .. {days[-1]}")
+    if outside:
+        context.log.warning(f"{len(outside)} changed day(s) ({outside[0]} .. {outside[-1]}) are outside the daily "
+                            f"partitions {first} .. {last}; set GPUSRE_PARTITIONS_START / "
+                            "GPUSRE_PARTITIONS_AHEAD_DAYS to include them in daily marts")
+    partition_days = set(_days(context))
+    extra = [d for d in days if d not in partition_days]
+    context.log.info(f"daily marts: {len(days)} day(s) {days[0]} .. {days[-1]}"
+                     + (f", {len(extra)} of them changed days outside the partition(s)" if extra else ""))
     yield dg.MaterializeResult(asset_key=JOB_USAGE_DAILY, metadata={
-        "dagster/row_count": usage[0], "days": len(days), "gpu_hours": float(usage[1])})
+        "dagster/row_count": usage[0], "days": len(days), "changed_days_caught_up": len(extra),
+        "gpu_hours": float(usage[1])})
     yield dg.MaterializeResult(asset_key=UTILIZATION_DAILY, metadata={
         "days": len(days), "mean_utilization_complete_days": float(util) if util is not None else None})
 

@@ -41,9 +41,9 @@ from gpusre.pipelines.jobs import (
     nightly_job,
     rollup_job,
 )
-from gpusre.pipelines.resources import default_resources
-from gpusre.pipelines.schedules import lake_compaction_schedule, nightly_schedule
-from gpusre.pipelines.sensors import landing_sensor
+from gpusre.pipelines.resources import default_resources, warehouse_path
+from gpusre.pipelines.schedules import build_nightly_schedule, cluster_timezone, lake_compaction_schedule
+from gpusre.pipelines.sensors import build_landing_sensor
 
 ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, reliability_marts, raw_slurm_events,
           core_node_states, node_state_marts, repair_time_marts, raw_alert_notifications, core_alerts,
@@ -55,7 +55,8 @@ CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcil
 
 
 def build_definitions(
-    warehouse: str | None = None, landing: str | None = None, reports: str | None = None, workers: int = 1
+    warehouse: str | None = None, landing: str | None = None, reports: str | None = None, workers: int = 1,
+    executor: dg.ExecutorDefinition = dg.in_process_executor,
 ) -> dg.Definitions:
     """Definitions bound to a warehouse file, landing and reports directory.
 
@@ -63,16 +64,23 @@ def build_definitions(
     With ``workers`` > 1 the ingest job runs on the multiprocess executor with that many parse
     shards per source; the ``duckdb_warehouse`` pool must then be limited to 1 in dagster.yaml
     (``gpusre run`` writes that instance config).
+
+    ``executor``: the jobs' executor (the run config's ``execution:`` section is validated against
+    it); a deployment that spreads steps over processes or pods builds its code location with
+    another one — ``docs/scale-out.md``.
+
+    ``nightly_schedule`` runs at 02:30 in the time zone of the landing's cluster.yaml (UTC when it
+    cannot be read); ``landing_sensor`` watches the run lock of this warehouse.
     """
     return dg.Definitions(
         assets=ASSETS,
         asset_checks=CHECKS,
         jobs=[build_ingest_job(workers) if workers > 1 else ingest_job, daily_marts_job, rollup_job, nightly_job,
               lake_compaction_job],
-        schedules=[nightly_schedule, lake_compaction_schedule],
-        sensors=[landing_sensor],
+        schedules=[build_nightly_schedule(cluster_timezone(landing)), lake_compaction_schedule],
+        sensors=[build_landing_sensor(warehouse_path(warehouse))],
         resources=default_resources(warehouse, landing, reports, workers if workers > 1 else None),
-        executor=dg.in_process_executor,
+        executor=executor,
     )
 
 

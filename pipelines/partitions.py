@@ -1,4 +1,9 @@
-"""Daily partitions (UTC days). A nightly run computes the daily marts of the new day only."""
+"""Daily partitions (UTC days).
+
+A run of the daily marts computes its partition's day(s) and every changed day queued in
+core.dirty_days (``assets/job_trends.py``). The last partition lies about three years ahead (below):
+never schedule "the last partition" — ``nightly_schedule`` names the last complete UTC day itself.
+"""
 
 from __future__ import annotations
 

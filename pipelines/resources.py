@@ -20,12 +20,18 @@ from gpusre.models.warehouse import connect
 from gpusre.pipelines.config import ClusterConfig, load_cluster_config
 from gpusre.pipelines.run_lock import warehouse_lock
 
-__all__ = ["WarehouseResource", "LandingResource", "ParseResource", "ReportsResource", "default_resources"]
+__all__ = ["WarehouseResource", "LandingResource", "ParseResource", "ReportsResource", "default_resources",
+           "landing_path", "warehouse_path"]
 
 #: Where `dagster dev` looks when no environment variable says otherwise: the `gpusre demo` output.
 DEFAULT_LANDING = "demo/landing"
 DEFAULT_WAREHOUSE = "demo/warehouse.duckdb"
 DEFAULT_REPORTS = "demo/reports"
+
+
+#: How long a run Dagster launches (schedule, sensor, UI) waits for a busy warehouse: a nightly run
+#: that meets a long `gpusre run` (or backfill) runs after it instead of failing.
+LOCK_WAIT_SECONDS = 2 * 3600
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -34,14 +40,22 @@ class WarehouseResource(dg.ConfigurableResource):
     While a run (or, with a multiprocess executor, a step) uses it, it holds the warehouse's run
     lock (:mod:`gpusre.pipelines.run_lock`), so runs the schedule or the sensor launch exclude
     ``gpusre run`` and each other as the CLI's runs do; inside ``gpusre run``, which took the lock
-    already, this is a no-op. Another run holding it fails the step at once with "warehouse busy"."""
+    already, this is a no-op. When another run holds it, a Dagster-launched run waits for it, trying
+    every few seconds, up to ``lock_wait_seconds`` (2 h; 0 = fail at once), then fails the step with
+    the one-line "warehouse busy" error. ``gpusre run`` itself never waits: it takes the lock before
+    Dagster and refuses at once. Outside a run (a sensor or schedule evaluation) no lock is taken."""
 
     path: str
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS
     _lock: ExitStack | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        if context.run is None:  # evaluated for a sensor or a schedule: not a writer
+            return
+        log = context.log
         stack = ExitStack()
-        stack.enter_context(warehouse_lock(Path(self.path)))
+        stack.enter_context(warehouse_lock(Path(self.path), lambda msg: log.warning(msg) if log else None,
+                                           wait_seconds=self.lock_wait_seconds))
         self._lock = stack
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
@@ -88,6 +102,16 @@ class ReportsResource(dg.ConfigurableResource):
         return Path(self.path)
 
 
+def warehouse_path(warehouse: str | None = None) -> str:
+    """The warehouse file: the argument, else GPUSRE_WAREHOUSE, else the demo's."""
+    return warehouse or os.environ.get("GPUSRE_WAREHOUSE", DEFAULT_WAREHOUSE)
+
+
+def landing_path(landing: str | None = None) -> str:
+    """The landing directory: the argument, else GPUSRE_LANDING, else the demo's."""
+    return landing or os.environ.get("GPUSRE_LANDING", DEFAULT_LANDING)
+
+
 def default_resources(
     warehouse: str | None = None, landing: str | None = None, reports: str | None = None, workers: int | None = None
 ) -> dict[str, dg.ConfigurableResource]:
@@ -95,7 +119,7 @@ def default_resources(
     GPUSRE_WORKERS, else demo/ and one parse shard."""
     return {
         "parse_settings": ParseResource(shards=max(1, workers or int(os.environ.get("GPUSRE_WORKERS", "1")))),
-        "warehouse": WarehouseResource(path=warehouse or os.environ.get("GPUSRE_WAREHOUSE", DEFAULT_WAREHOUSE)),
-        "landing": LandingResource(path=landing or os.environ.get("GPUSRE_LANDING", DEFAULT_LANDING)),
+        "warehouse": WarehouseResource(path=warehouse_path(warehouse)),
+        "landing": LandingResource(path=landing_path(landing)),
         "reports": ReportsResource(path=reports or os.environ.get("GPUSRE_REPORTS", DEFAULT_REPORTS)),
     }

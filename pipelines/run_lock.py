@@ -14,6 +14,13 @@ reliable on every network file system: keep the warehouse on a local disk.
 Steps on Dagster's multiprocess executor run in child processes of the run that holds the lock;
 the holder passes it down in the environment (:data:`INHERITED_LOCK`, set by
 :func:`inherit_lock`), and a child whose lock file names that holder treats the lock as its own.
+
+``gpusre run`` refuses at once when the warehouse is busy. A run Dagster launches (schedule,
+sensor, the UI) waits for the lock instead (``wait_seconds``, polling; the warehouse resource's
+``lock_wait_seconds``, 2 h by default) and fails with the same one-line error only when it gives
+up: the nightly run that meets a long ``gpusre run`` runs after it rather than being lost. The
+landing sensor does not launch while the lock is held (:func:`busy_holder`, which only looks:
+it never takes the lock, so it cannot make a starting ``gpusre run`` fail).
 """
 
 from __future__ import annotations
@@ -21,12 +28,13 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["INHERITED_LOCK", "WarehouseBusy", "inherit_lock", "lock_path", "warehouse_lock"]
+__all__ = ["INHERITED_LOCK", "WarehouseBusy", "busy_holder", "inherit_lock", "lock_path", "warehouse_lock"]
 
 #: Environment variable ``<lock file>:<pid>`` through which a run passes its lock to its step processes.
 INHERITED_LOCK = "GPUSRE_RUN_LOCK"
@@ -53,11 +61,46 @@ def _holder(fd: int) -> str:
     return f"run {text[0]} since {text[1]}" if len(text) >= 2 else "another run (starting)"
 
 
+#: Seconds between two attempts while a run waits for the lock.
+POLL_SECONDS = 5.0
+
+
+def _take(fd: int, key: str, wait_seconds: float, poll_seconds: float,
+          progress: Callable[[str], None], warehouse: Path, path: Path) -> bool:
+    """Take the flock on ``fd``, waiting up to ``wait_seconds``; False when the holder is this
+    process's parent run (inherited); raise :class:`WarehouseBusy` when it gives up."""
+    deadline = time.monotonic() + max(0.0, wait_seconds)
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+        if _inherited(key, fd):  # a step process of the run that holds it
+            return False
+        left = deadline - time.monotonic()
+        if left <= 0:
+            waited = f" (waited {_duration(wait_seconds)})" if wait_seconds > 0 else ""
+            raise WarehouseBusy(f"{warehouse}: warehouse busy: {_holder(fd)} (lock {path}){waited}")
+        if not said:
+            progress(f"warehouse busy: {_holder(fd)}; waiting up to {_duration(wait_seconds)} for the lock {path}")
+            said = True
+        time.sleep(min(poll_seconds, left))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds:g} s"
+
+
 @contextmanager
-def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _msg: None) -> Iterator[Path]:
-    """Hold the run lock of ``warehouse`` for the ``with`` block; raise :class:`WarehouseBusy` at
-    once (no waiting) when another live process holds it. Re-entrant within a process. Yields the
-    lock file's path."""
+def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _msg: None, *,
+                   wait_seconds: float = 0.0, poll_seconds: float = POLL_SECONDS) -> Iterator[Path]:
+    """Hold the run lock of ``warehouse`` for the ``with`` block. When another live process holds
+    it: raise :class:`WarehouseBusy` at once (``wait_seconds`` 0, what ``gpusre run`` does), or try
+    again every ``poll_seconds`` for up to ``wait_seconds`` and raise it then (Dagster-launched
+    runs). Re-entrant within a process. Yields the lock file's path."""
     path = lock_path(warehouse)
     key = str(path.resolve())
     if key in _HELD:  # this process holds it already (the CLI takes it before importing Dagster)
@@ -66,15 +109,9 @@ def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _ms
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            if _inherited(key, fd):  # a step process of the run that holds it
-                yield path
-                return
-            raise WarehouseBusy(f"{warehouse}: warehouse busy: {_holder(fd)} (lock {path})") from None
+        if not _take(fd, key, wait_seconds, poll_seconds, progress, Path(warehouse), path):
+            yield path  # a step process of the run that holds it
+            return
         previous = _holder(fd)
         if previous != "another run (starting)":
             progress(f"      taking over a stale lock: {previous} ended without releasing it")
@@ -90,6 +127,53 @@ def warehouse_lock(warehouse: Path, progress: Callable[[str], None] = lambda _ms
             os.ftruncate(fd, 0)  # released cleanly: no stale text for the next run
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def busy_holder(warehouse: Path) -> str | None:
+    """'run <pid> since <time>' (or 'another run (starting)') when another process holds the run
+    lock of ``warehouse``, else None. Only looks: on Linux it reads ``/proc/locks`` and never takes
+    the lock, so a ``gpusre run`` starting at that moment is not refused because of the look;
+    elsewhere it probes with a shared lock released at once."""
+    path = lock_path(warehouse)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if str(path.resolve()) in _HELD:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        held = _held_per_proc_locks(st)
+        if held is None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                held = True
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                held = False
+        return _holder(fd) if held else None
+    finally:
+        os.close(fd)
+
+
+def _held_per_proc_locks(st: os.stat_result) -> bool | None:
+    """Whether ``/proc/locks`` lists a granted flock on the file ``st`` describes; None without it."""
+    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        # "5: FLOCK  ADVISORY  WRITE 11202 fe:00:2146373 0 EOF"; waiters carry "->" after the number
+        if "->" in fields[1:2] or len(fields) < 6:
+            continue
+        if fields[1] == "FLOCK" and fields[5] == ident:
+            return True
+    return False
 
 
 def _inherited(key: str, fd: int) -> bool:

@@ -1,4 +1,10 @@
-"""A sensor that starts the nightly job when new or changed files land in the landing directory."""
+"""A sensor that starts the nightly job when new or changed files land in the landing directory.
+
+The cursor (file mtimes and sizes) advances only with a run request: while the warehouse's run lock
+is held (a `gpusre run`, a backfill, a run launched earlier), the sensor skips with "warehouse busy
+…; will retry" and keeps its cursor, so the change set is requested on a later tick instead of
+being lost to a run that could not start.
+"""
 
 
 import hashlib
@@ -13,6 +19,7 @@ from gpusre.models.sources.registry import watched_files
 from gpusre.pipelines.jobs import nightly_job
 from gpusre.pipelines.partitions import DAILY_PARTITIONS
 from gpusre.pipelines.resources import LandingResource
+from gpusre.pipelines.run_lock import busy_holder
 
 _DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -43,21 +50,41 @@ def partition_for(files: list[str], today: date) -> str:
     return key if DAILY_PARTITIONS.has_partition_key(key) else DAILY_PARTITIONS.get_last_partition_key()
 
 
-@dg.sensor(job=nightly_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
-           description="Launches nightly_job when files in landing/ are new or changed (mtime or size).")
-def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingResource) -> dg.SensorResult:
-    root = landing.root
-    if not root.is_dir():
-        return dg.SensorResult(skip_reason=f"landing directory {root} does not exist")
-    previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    current = landing_snapshot(root)
-    changed = sorted(k for k, v in current.items() if previous.get(k) != v)
-    if not changed:
-        return dg.SensorResult(skip_reason="no new or changed files", cursor=json.dumps(current))
-    run_key = hashlib.sha256(json.dumps({k: current[k] for k in changed}).encode()).hexdigest()[:16]
-    partition_key = partition_for(changed, datetime.now(timezone.utc).date())
-    return dg.SensorResult(
-        run_requests=[dg.RunRequest(run_key=run_key, partition_key=partition_key,
-                                    tags={"gpusre/changed_files": str(len(changed))})],
-        cursor=json.dumps(current),
-    )
+def build_landing_sensor(warehouse: str | Path | None = None) -> dg.SensorDefinition:
+    """``landing_sensor``, checking the run lock of ``warehouse`` before it requests a run (and
+    before it advances its cursor). :func:`gpusre.pipelines.definitions.build_definitions` binds it
+    to the warehouse of its resources; without a warehouse the sensor does not look at a lock."""
+
+    @dg.sensor(name="landing_sensor", job=nightly_job, minimum_interval_seconds=60,
+               default_status=dg.DefaultSensorStatus.STOPPED,
+               description="Launches nightly_job when files in landing/ are new or changed (mtime or size); "
+                           "waits (keeps its cursor) while the warehouse is busy.")
+    def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingResource) -> dg.SensorResult:
+        root = landing.root
+        if not root.is_dir():
+            return dg.SensorResult(skip_reason=f"landing directory {root} does not exist")
+        previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+        current = landing_snapshot(root)
+        changed = sorted(k for k, v in current.items() if previous.get(k) != v)
+        if not changed:
+            return dg.SensorResult(skip_reason="no new or changed files", cursor=json.dumps(current))
+        holder = busy_holder(Path(warehouse)) if warehouse is not None else None
+        if holder is not None:
+            # No cursor: the change set stays pending and is requested once the lock is free. A run
+            # launched now would wait for the lock (or fail) while its files counted as handled.
+            return dg.SensorResult(skip_reason=f"warehouse busy: {holder}; {len(changed)} new or changed "
+                                               "file(s) wait, will retry")
+        run_key = hashlib.sha256(json.dumps({k: current[k] for k in changed}).encode()).hexdigest()[:16]
+        partition_key = partition_for(changed, datetime.now(timezone.utc).date())
+        return dg.SensorResult(
+            run_requests=[dg.RunRequest(run_key=run_key, partition_key=partition_key,
+                                        tags={"gpusre/changed_files": str(len(changed))})],
+            cursor=json.dumps(current),
+        )
+
+    return landing_sensor
+
+
+#: The sensor without a warehouse to watch (it never skips as busy); the Definitions hold
+#: ``build_landing_sensor(<their warehouse>)``.
+landing_sensor = build_landing_sensor()

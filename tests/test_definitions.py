@@ -39,3 +39,39 @@ def test_daily_marts_are_partitioned_by_day() -> None:
     node = repo.asset_graph.get(dg.AssetKey(["marts", "job_usage_daily"]))
     assert isinstance(node.partitions_def, dg.DailyPartitionsDefinition)
     assert repo.asset_graph.get(dg.AssetKey(["core", "jobs"])).partitions_def is None
+
+
+def _doc_run_config(marker: str) -> dict:
+    """The YAML block after ``<!-- run-config: marker -->`` in docs/scale-out.md."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "scale-out.md").read_text()
+    match = re.search(rf"<!-- run-config: {marker} -->\s*```yaml\n(.*?)```", text, re.S)
+    assert match, f"docs/scale-out.md has no run-config block {marker!r}"
+    return yaml.safe_load(match[1])
+
+
+def test_scale_out_run_configs_are_valid_for_their_definitions() -> None:
+    """The run config docs/scale-out.md shows for nightly_job is accepted by the Definitions it names
+    (the shipped one pins the in-process executor, which rejects `max_concurrent`)."""
+    shipped = definitions.defs.resolve_job_def("nightly_job")
+    dg.validate_run_config(shipped, _doc_run_config("in_process"))
+    multiprocess = _doc_run_config("multiprocess")
+    try:
+        dg.validate_run_config(shipped, multiprocess)
+    except dg.DagsterInvalidConfigError:
+        pass
+    else:
+        raise AssertionError("the in-process Definitions accepted max_concurrent")
+    scaled = definitions.build_definitions(executor=dg.multiprocess_executor)
+    dg.Definitions.validate_loadable(scaled)
+    dg.validate_run_config(scaled.resolve_job_def("nightly_job"), multiprocess)
+
+
+def test_definitions_bind_the_sensor_and_schedule() -> None:
+    repo = definitions.build_definitions("/nonexistent/w.duckdb", "/nonexistent/landing").get_repository_def()
+    assert repo.get_schedule_def("nightly_schedule").execution_timezone == "UTC"  # no cluster.yaml there
+    assert repo.get_sensor_def("landing_sensor").job_name == "nightly_job"

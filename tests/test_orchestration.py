@@ -8,8 +8,9 @@ import dagster as dg
 
 from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
-from gpusre.pipelines.definitions import build_definitions
-from gpusre.pipelines.resources import LandingResource
+from gpusre.pipelines.definitions import ASSETS, CHECKS, build_definitions
+from gpusre.pipelines.resources import LandingResource, default_resources
+from gpusre.pipelines.runner import run_pipeline
 from gpusre.pipelines.sensors import landing_sensor
 
 
@@ -46,19 +47,54 @@ def test_nightly_schedule_targets_yesterdays_partition() -> None:
     assert schedule.job_name == "nightly_job"
 
 
-def test_nightly_job_for_one_partition(tmp_path: Path) -> None:
-    """What the schedule launches: everything, with the daily marts of one day."""
-    landing = tmp_path / "landing"
-    simulate_cluster(landing, SimulationConfig(nodes=8, days=5, seed=2))
-    wh = tmp_path / "w.duckdb"
-    defs = build_definitions(str(wh), str(landing), str(tmp_path / "reports"))
-    result = defs.resolve_job_def("nightly_job").execute_in_process(
-        partition_key="2026-08-03", instance=dg.DagsterInstance.ephemeral())
-    assert result.success
+def _table(wh: Path, table: str) -> list[tuple]:
     con = connect(wh, read_only=True)
-    days = [r[0].isoformat() for r in con.sql("SELECT DISTINCT day FROM marts.utilization_daily").fetchall()]
-    still_dirty = con.sql("SELECT count(*) FROM core.dirty_days").fetchall()[0][0]
+    try:
+        return con.sql(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+
+
+#: The marts whose rows the evaluator saw differ between a sensor run and `gpusre run`, and the queue.
+COMPARED = ("marts.job_usage_daily", "marts.utilization_daily", "marts.gpu_time_by_state", "marts.size_buckets",
+            "marts.runtime_quantiles", "marts.findings", "core.jobs", "core.dirty_days")
+
+
+def test_nightly_job_for_one_partition_equals_gpusre_run(tmp_path: Path) -> None:
+    """What the schedule and the sensor launch: everything, with the daily marts of the partition's
+    day *and* every changed day queued in core.dirty_days — the same warehouse `gpusre run` builds.
+    (It used to compute the partition's day only and leave the other days dirty.)"""
+    landing = tmp_path / "landing"
+    simulate_cluster(landing, SimulationConfig(nodes=4, days=3, seed=2))
+    dumps = sorted(p.name for p in (landing / "sacct").iterdir())
+    assert len(dumps) >= 2  # dumps of several days; jobs cross midnight
+
+    reference = tmp_path / "ref.duckdb"
+    run_pipeline(landing, reference, tmp_path / "ref_reports")
+
+    wh = tmp_path / "w.duckdb"
+    con = connect(reference, read_only=True)
+    days = [r[0].isoformat() for r in con.sql("SELECT DISTINCT day FROM marts.utilization_daily ORDER BY 1").fetchall()]
     con.close()
-    assert days == ["2026-08-03"]
-    assert still_dirty > 0  # the other changed days wait for a backfill; the warning check says so
+    assert len(days) >= 2
+    partition = days[-1]
+    # The nightly job's assets (all but maintenance) for one partition, as the schedule requests them.
+    result = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.all() - dg.AssetSelection.groups("maintenance"),
+                            resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")),
+                            partition_key=partition, instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    daily = [e.materialization for e in result.get_asset_materialization_events()
+             if e.asset_key == dg.AssetKey(["marts", "job_usage_daily"])]
+    assert daily[0].metadata["days"].value == len(days)
+    assert daily[0].metadata["changed_days_caught_up"].value == len(days) - 1
+
+    for table in COMPARED:
+        assert _table(wh, table) == _table(reference, table), table
+    con = connect(wh, read_only=True)
+    assert [r[0].isoformat() for r in con.sql("SELECT DISTINCT day FROM marts.utilization_daily ORDER BY 1").fetchall()] == days
+    con.close()
+    assert _table(wh, "core.dirty_days") == []
+    # The warning check that used to fire after every such run (nothing repaired it) passes.
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["no_unprocessed_days"] is True
     assert list((tmp_path / "reports").glob("nightly-*.html"))

@@ -150,26 +150,85 @@ def test_reader_holding_the_file_is_pointed_at_the_snapshot(landing: Path, tmp_p
     assert err.strip().count("\n") == 0, err
 
 
-def test_dagster_runs_take_the_lock_too(tmp_path: Path) -> None:
-    """A run the schedule or the sensor launches (not through the CLI) holds the same lock."""
-    import dagster as dg
-
-    from gpusre.assets.ingest_sacct import raw_sacct
-    from gpusre.pipelines.resources import default_resources
-
+def _one_sacct_landing(tmp_path: Path) -> Path:
     landing = tmp_path / "landing"
     (landing / "sacct").mkdir(parents=True)
     (landing / "sacct" / "a.psv").write_text("JobID|State\n1|COMPLETED\n")
+    return landing
+
+
+def test_dagster_runs_take_the_lock_too_and_give_up_with_one_line(tmp_path: Path) -> None:
+    """A run the schedule or the sensor launches (not through the CLI) holds the same lock; when it
+    is busy the run waits up to ``lock_wait_seconds`` and then fails with the one-line error."""
+    import dagster as dg
+
+    from gpusre.assets.ingest_sacct import raw_sacct
+    from gpusre.pipelines.resources import WarehouseResource, default_resources
+
     wh = tmp_path / "w.duckdb"
-    resources = default_resources(str(wh), str(landing), str(tmp_path / "reports"))
+    resources = {**default_resources(str(wh), str(_one_sacct_landing(tmp_path)), str(tmp_path / "reports")),
+                 "warehouse": WarehouseResource(path=str(wh), lock_wait_seconds=1)}
     holder = _hold_lock(wh)
     try:
+        t0 = time.monotonic()
         with pytest.raises(dg.DagsterResourceFunctionError) as info:  # Dagster wraps a resource's error
             dg.materialize([raw_sacct], resources=resources)
+        assert 1.0 <= time.monotonic() - t0 < 30
         assert isinstance(info.value.__cause__, WarehouseBusy)
-        assert f"warehouse busy: run {holder.pid} since" in str(info.value.__cause__)
+        message = str(info.value.__cause__)
+        assert f"warehouse busy: run {holder.pid} since" in message and "(waited 1 s)" in message
+        assert "\n" not in message
     finally:
         holder.kill()
         holder.wait()
     assert dg.materialize([raw_sacct], resources=resources).success
     assert lock_path(wh).read_text() == ""  # released after the run
+
+
+def test_dagster_run_waits_for_a_busy_warehouse(tmp_path: Path) -> None:
+    """By default (2 h) a Dagster-launched run that meets a held lock waits and then runs, instead of
+    failing at once (what lost the sensor's change set); the CLI still refuses at once (above)."""
+    import threading
+
+    import dagster as dg
+
+    from gpusre.assets.ingest_sacct import raw_sacct
+    from gpusre.pipelines.resources import LOCK_WAIT_SECONDS, default_resources
+
+    wh = tmp_path / "w.duckdb"
+    resources = default_resources(str(wh), str(_one_sacct_landing(tmp_path)), str(tmp_path / "reports"))
+    assert resources["warehouse"].lock_wait_seconds == LOCK_WAIT_SECONDS == 7200
+    holder = _hold_lock(wh)
+    release = threading.Timer(2.0, holder.kill)
+    release.start()
+    try:
+        t0 = time.monotonic()
+        instance = dg.DagsterInstance.ephemeral()
+        result = dg.materialize([raw_sacct], resources=resources, instance=instance)
+        waited = time.monotonic() - t0
+    finally:
+        release.cancel()
+        holder.kill()
+        holder.wait()
+    assert result.success and waited >= 2.0
+    warnings = [e.user_message for e in instance.all_logs(result.run_id) if "waiting up to 2 h" in e.user_message]
+    assert warnings and f"warehouse busy: run {holder.pid} since" in warnings[0]
+    assert lock_path(wh).read_text() == ""
+
+
+def test_lock_wait_polls_then_gives_up(tmp_path: Path) -> None:
+    wh = tmp_path / "w.duckdb"
+    holder = _hold_lock(wh)
+    messages: list[str] = []
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(WarehouseBusy, match=r"warehouse busy: run \d+ since .*\(waited 1\.5 s\)$"):
+            with warehouse_lock(wh, messages.append, wait_seconds=1.5, poll_seconds=0.2):
+                pass
+        assert 1.5 <= time.monotonic() - t0 < 10
+        assert len(messages) == 1 and "waiting up to 1.5 s" in messages[0]
+    finally:
+        holder.kill()
+        holder.wait()
+    with warehouse_lock(wh, wait_seconds=1.5, poll_seconds=0.2):  # free again: taken at once
+        pass
