@@ -246,3 +246,8 @@ def test_the_day_the_node_state_history_ends_inside_is_a_whole_day(tmp_path: Pat
     assert na["2026-11-02"] == pytest.approx((77.0, 78.0, "node_states"))  # covered in full: as before
     # 11-04 (after the history, up to 12:00): 4 × 12 = 48, gpu002 down all 12 h -> 36 / 48, estimated
     assert na["2026-11-04"] == pytest.approx((36.0, 48.0, "incidents"))
+    # The nightly's in-service share of 11-03 is of the 5 minutes the node states saw, and says so.
+    out = subprocess.run([gpusre, "report", "nightly", "--warehouse", str(wh), "--out", str(tmp_path / "n"),
+                          "--date", "2026-11-03"], check=True, capture_output=True, text=True, timeout=600)
+    md = next((tmp_path / "n").glob("nightly-2026-11-03.md")).read_text()
+    assert "100.00 % on 2026-11-03 (node states cover 0.1 h of it per node)" in md, out.stderr  # 5 min

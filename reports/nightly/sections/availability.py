@@ -99,6 +99,11 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             f"node-availability SLO leaves it out) was {fmt_pct(avail, 2)} over the "
             f"{plural(len(observed), 'day')} {window} and "
             + (f"{fmt_pct(night_avail, 2)} on {d}" if night_avail is not None else f"unknown on {d} (no data)"))
+    # A day the node-state history ends inside: its share is of the hours observed, not of the day (the
+    # node-availability SLI estimates the rest from incidents).
+    observed_per_node = night["obs"] / len(per_node) if per_node else 0.0
+    if night_avail is not None and observed_per_node < 24 - 1 / 60:
+        lead += f" (node states cover {hours_text(observed_per_node)} of it per node)"
     if down_nodes:
         w = per_node[down_nodes[0]]
         cause = max(_DOWN_CAUSES, key=lambda c: w[c[0]])[1]
