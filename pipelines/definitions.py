@@ -6,7 +6,8 @@ import dagster as dg
 
 from gpusre.assets.alert_incidents import alert_incident_marts
 from gpusre.assets.core_jobs import core_jobs
-from gpusre.assets.data_coverage import data_coverage_marts, dense_sources_have_no_empty_days, no_silent_nodes
+from gpusre.assets.data_coverage import (data_coverage_marts, dense_sources_have_no_empty_days, no_refused_files,
+                                         no_silent_nodes)
 from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.assets.failures import failure_marts
 from gpusre.assets.reliability import reliability_marts
@@ -51,7 +52,7 @@ ASSETS = [raw_sacct, core_jobs, raw_syslog, core_node_events, failure_marts, rel
           cluster_comparison, data_coverage_marts, report_marts, nightly_report, slo_report, warehouse_comments,
           warehouse_snapshot, lake_compaction]
 CHECKS = [sacct_rows_reconcile, slurm_events_rows_reconcile, alert_rows_reconcile, node_states_unique, no_unprocessed_days, *MART_CHECKS,
-          dense_sources_have_no_empty_days, no_silent_nodes]
+          dense_sources_have_no_empty_days, no_silent_nodes, no_refused_files]
 
 
 def build_definitions(

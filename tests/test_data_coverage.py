@@ -13,7 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpusre.assets.core_jobs import core_jobs
-from gpusre.assets.data_coverage import data_coverage_marts, dense_sources_have_no_empty_days, no_silent_nodes
+from gpusre.assets.data_coverage import (data_coverage_marts, dense_sources_have_no_empty_days, no_refused_files,
+                                         no_silent_nodes)
 from gpusre.assets.ingest_alerts import raw_alert_notifications
 from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.ingest_syslog import raw_syslog
@@ -369,3 +370,49 @@ def test_accounting_that_begins_with_a_running_job_begins_when_it_started(tmp_pa
         con.close()
     assert first == datetime(2026, 11, 1, 12, tzinfo=timezone.utc)
     assert said == []
+
+
+def test_a_day_whose_file_loaded_empty_is_no_missing_day(tmp_path: Path) -> None:
+    """The 03-02 node-log file is there but holds no line (a quiet day, a maintenance day's empty dump): the
+    day has no record, but it was read, not lost — the check passes and names nothing (the reports say the
+    file "holds no" records rather than "probably missing")."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-03-03.psv").write_text(DUMP)
+    for day, lines in {**SYSLOG, "2026-03-02": []}.items():
+        (landing / "syslog" / day).mkdir(parents=True)
+        (landing / "syslog" / day / "central.log").write_text("".join(f"{line}\n" for line in lines))
+    (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
+    wh = tmp_path / "w.duckdb"
+    result = dg.materialize(
+        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts,
+         dense_sources_have_no_empty_days],
+        resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
+    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "dense_sources_have_no_empty_days")
+    con = connect(wh, read_only=True)
+    try:
+        empty = con.sql("SELECT empty_days FROM marts.data_freshness WHERE source_kind = 'syslog'").fetchall()
+    finally:
+        con.close()
+    assert [d.isoformat() for d in empty[0][0]] == ["2026-03-02"]  # no record that day: the mart says so
+    assert check.passed and not check.metadata
+
+
+def test_a_refused_file_turns_the_check_yellow(tmp_path: Path) -> None:
+    """A refused landing file makes `gpusre run` exit 1; under Dagster the run succeeds with every other
+    file loaded, so a WARN check names the file (an operator alerting on checks would hear nothing else)."""
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-03-03.psv").write_text(DUMP)
+    (landing / "sacct" / "sacct_2026-03-04.psv.gz").write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
+    (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
+    wh = tmp_path / "w.duckdb"
+    result = dg.materialize(
+        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts,
+         no_refused_files],
+        resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
+    assert result.success
+    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "no_refused_files")
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["refused_files"].value == 1
+    assert "sacct/sacct_2026-03-04.psv.gz" in check.metadata
