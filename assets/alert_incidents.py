@@ -43,6 +43,7 @@ ALERT_FLOODS = dg.AssetKey(["marts", "alert_floods"])
 ALERT_RULE_QUALITY = dg.AssetKey(["marts", "alert_rule_quality"])
 HW_WITHOUT_ALERT = dg.AssetKey(["marts", "hw_incidents_without_alert"])
 ALERT_COVERAGE = dg.AssetKey(["marts", "alert_coverage"])
+ALERT_DATA_SPAN = dg.AssetKey(["marts", "alert_data_span"])
 
 _DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE, NODE_STATES]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
@@ -105,6 +106,9 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
         dg.AssetSpec(ALERT_COVERAGE, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident the alert data can judge (started within its span: "
                      "first to last webhook delivery, resolves and repeats included; or matched by an alert): whether an alert covered it and how many alerts were about it."),
+        dg.AssetSpec(ALERT_DATA_SPAN, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row: the span of the alert data alert coverage is judged in (first to last "
+                     "webhook delivery, resolves and repeats included; without notifications, the alerts' own times)."),
         dg.AssetSpec(HW_WITHOUT_ALERT, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="Hardware incidents (within the span of the alert data) with no alert on their "
                      "nodes in their window: missing alert coverage."),
@@ -159,6 +163,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             replace_table(con, "marts.alert_rule_quality", marts.rule_quality)
             replace_table(con, "marts.alert_coverage", marts.coverage)
             replace_table(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)
+            replace_table(con, "marts.alert_data_span", marts.data_span)
     inc = marts.incidents
     n_alerts = marts.members.height
     ratio = round(n_alerts / inc.height, 2) if inc.height else None
@@ -188,6 +193,11 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
     yield dg.MaterializeResult(asset_key=ALERT_COVERAGE, metadata={
         "dagster/row_count": marts.coverage.height,
         "covered": marts.coverage.filter(pl.col("covered")).height})
+    span_row = marts.data_span.row(0, named=True) if marts.data_span.height else None
+    yield dg.MaterializeResult(asset_key=ALERT_DATA_SPAN, metadata={
+        "dagster/row_count": marts.data_span.height,
+        "span": (f"{span_row['first_ts']} .. {span_row['last_ts']} ({span_row['span_source']})" if span_row
+                 else dg.MetadataValue.null())})
     yield dg.MaterializeResult(asset_key=HW_WITHOUT_ALERT, metadata={
         "dagster/row_count": marts.hw_without_alert.height,
         "preview": _preview(marts.hw_without_alert.select("incident_id", "component", "start_ts", "nodes"))})

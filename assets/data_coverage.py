@@ -59,7 +59,7 @@ def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
             run_mart_sql(con, "fleet_coverage", {
                 "fleet_source": config.fleet_source, "configured_nodes": config.node_count,
                 "fleet": config.node_names, "gpus_per_node": config.gpus_per_node,
-                "leaf_switches": len(config.leaf_switches or {})})
+                "leaf_switches": len(config.leaf_switches or {}), "timezone": config.timezone})
         partial = con.sql("SELECT day FROM marts.day_coverage WHERE partial ORDER BY day").fetchall()
         freshness = con.sql("SELECT source_kind, files, records, last_record_ts, n_empty_days "
                             "FROM marts.data_freshness").pl()

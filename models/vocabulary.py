@@ -41,7 +41,7 @@ from gpusre.models.component_classes import (CLASS_LABELS, COMPONENT_CLASSES, cl
 __all__ = [
     "TERMINAL_STATES", "FAILED_STATES", "INTERRUPTED_STATES", "LIMIT_STATES", "NODE_FAILURE_STATES",
     "INFRA_INTERRUPT_STATES", "KILLED_STATES", "RESTART_STATES", "RESUBMIT_AFTER_STATES", "job_outcome", "RUN_KEY_SEP",
-    "run_key", "run_key_job",
+    "run_key", "run_key_job", "HEALTH_CHECK_KIND",
     "CPU_BUCKET", "SIZE_BUCKETS", "SIZE_BUCKET_LABELS", "size_bucket", "size_bucket_order", "size_bucket_expr",
     "size_bucket_order_expr", "bucket_order_of",
     "COMPONENT_CLASSES", "CLASS_LABELS", "class_label", "class_of", "load_component_classes", "with_component_class",
@@ -70,6 +70,10 @@ RESUBMIT_AFTER_STATES: tuple[str, ...] = ("FAILED", "NODE_FAIL", "TIMEOUT", "PRE
 #: matched on its own, and :func:`run_key_job` recovers the job (a job killed twice counts once).
 #: Slurm job ids (``123``, ``123_4``, ``123+0``) never hold it.
 RUN_KEY_SEP = "#"
+
+#: Event kind of a failing health-check run (an NHC "ERROR: nhc: Health check failed" line): the
+#: evidence kind the incident builder groups into firing episodes and repair times read back.
+HEALTH_CHECK_KIND = "health_check"
 
 
 def run_key(job_id: str = "job_id", instance_no: str = "instance_no") -> pl.Expr:

@@ -61,6 +61,18 @@ def _holder(fd: int) -> str:
     return f"run {text[0]} since {text[1]}" if len(text) >= 2 else "another run (starting)"
 
 
+def _try_flock(fd: int, mode: int) -> bool:
+    """Take ``mode`` (``LOCK_EX``/``LOCK_SH``) on ``fd`` without blocking: False when another process
+    holds a conflicting lock; any other error is raised."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        return False
+    return True
+
+
 #: Seconds between two attempts while a run waits for the lock.
 POLL_SECONDS = 5.0
 
@@ -72,12 +84,8 @@ def _take(fd: int, key: str, wait_seconds: float, poll_seconds: float,
     deadline = time.monotonic() + max(0.0, wait_seconds)
     said = False
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try_flock(fd, fcntl.LOCK_EX):
             return True
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
         if _inherited(key, fd):  # a step process of the run that holds it
             return False
         left = deadline - time.monotonic()
@@ -145,15 +153,9 @@ def busy_holder(warehouse: Path) -> str | None:
     try:
         held = _held_per_proc_locks(st)
         if held is None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise
-                held = True
-            else:
+            held = not _try_flock(fd, fcntl.LOCK_SH)
+            if not held:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-                held = False
         return _holder(fd) if held else None
     finally:
         os.close(fd)

@@ -73,6 +73,10 @@ def test_span_runs_to_the_last_delivery_not_the_last_alert_start() -> None:
     assert _judged(cov) == {"inc-xid79": (True, 1), "inc-dbe": (False, 0)}
     marts = alert_marts(ALERTS, hw_incidents=HW, data_span=span)
     assert marts.hw_without_alert["incident_id"].to_list() == ["inc-dbe"]
+    assert marts.data_span.rows() == [(_t(2, 10, 0, 30), _t(2, 18), "deliveries")]
+    # Without the deliveries: the alerts' own times (here the same instants), said so; no alerts: no row.
+    assert alert_marts(ALERTS, hw_incidents=HW).data_span.rows() == [(_t(2, 10, 0, 30), _t(2, 18), "alert_times")]
+    assert alert_marts(ALERTS.clear(), hw_incidents=HW).data_span.is_empty()
 
 
 def test_without_notifications_the_span_ends_at_the_last_alert_end() -> None:
@@ -213,6 +217,9 @@ def test_e2e_coverage_mart_and_nightly_text(warehouse: Path, tmp_path: Path) -> 
         # before the resolve delivered at 11-03 02:00. Not judged: the link down (before the alert
         # data) and gpu003's DBE at 11-03 05:00 (after it).
         assert cov == {hw["gpu001 pcie_bus"]: (True, 1), hw["gpu002 gpu_memory"]: (False, 0)}
+        # The span it was judged in: the firing delivered 11-02 10:00:30, the resolve showing 11-03 02:00.
+        assert con.sql("SELECT first_ts, last_ts, span_source FROM marts.alert_data_span").fetchall() == [
+            (_t(2, 10, 0, 30), _t(3, 2), "deliveries")]
         inc = con.sql("SELECT incident_id, ongoing, start_ts, end_ts FROM marts.alert_incidents").fetchall()
         assert [(i[1], i[2], i[3]) for i in inc] == [(False, _t(2, 10, 0, 30), _t(3, 2))]
         md = render_nightly_report(con, tmp_path, report_date=date(2026, 11, 3)).markdown.read_text()

@@ -163,3 +163,34 @@ def test_a_storage_reconnect_clears_its_fault_at_once() -> None:
     assert (got["reconnected"]["attribution"], got["reconnected"]["lost_gpu_hours"]) == ("user", 0.0)
     assert (got["lost"]["attribution"], got["lost"]["component"], got["lost"]["lost_gpu_hours"]) == (
         "infrastructure", "storage", 4.0)
+
+
+def test_a_job_that_hangs_on_a_port_still_down_died_of_it() -> None:
+    # An outside evaluator's leaf-switch outage: gpu01-03 (leaf01) log Link DOWN at T0 + 0..2 s and Link
+    # ACTIVE at 12 min. Job "hung" on gpu01 ended at 11 min 30 s — NCCL's watchdog gave up ~10 min into the
+    # outage, so the DOWN line lies 11.5 min before the end, outside the 10-min window, but the port
+    # never came back before the end: the outage's, and the leaf incident's. 8 GPUs × 0.5 h = 4.0 GPU-h.
+    # Not the outage's: "recovered" on gpu02, whose port came back at 3 min (ACTIVE 8.5 min before its
+    # 11:30 end, past the 5-min grace; gpu02 logged its own early ACTIVE); "late" on gpu03, ending
+    # 61 min after the DOWN (beyond OPEN_FAULT_LOOKBACK, 60 min; its port came back at 12 min
+    # anyway); "started_after" on gpu01, which started at 2 min, after the DOWN, and ended at 11:30
+    # (a node the scheduler gave a job while its port was down: the job's own exit code decides).
+    from gpusre.models.failures.attribution import OPEN_FAULT_LOOKBACK
+    assert OPEN_FAULT_LOOKBACK == 60 * M
+    down, up, _ = IB
+    lines = [(0 * S, "gpu01", down), (1 * S, "gpu02", down), (2 * S, "gpu03", down),
+             (3 * M, "gpu02", up), (12 * M, "gpu01", up), (12 * M + S, "gpu03", up)]
+    events = events_from_lines(lines)
+    incidents, _ = merge_incidents(events, topology={"leaf01": "gpu[01-08]"})
+    leaf = incidents.filter(pl.col("scope") == "leaf_switch")
+    assert leaf.height == 1
+    jobs = _jobs([("hung", "gpu01", 11 * M + 30 * S), ("recovered", "gpu02", 11 * M + 30 * S),
+                  ("late", "gpu03", 61 * M + 2 * S), ("started_after", "gpu01", 11 * M + 30 * S)])
+    jobs = jobs.with_columns(pl.when(pl.col("job_id") == "started_after").then(pl.lit(T0 + 2 * M))
+                             .otherwise(pl.col("start_ts")).alias("start_ts"))
+    got = {r["job_id"]: r for r in attribute_failures(jobs, events, incidents).iter_rows(named=True)}
+    hung = got["hung"]
+    assert (hung["attribution"], hung["component"], hung["lost_gpu_hours"]) == ("infrastructure", "network_switch", 4.0)
+    assert hung["incident_id"] == leaf.item(0, "incident_id")
+    for job_id in ("recovered", "late", "started_after"):
+        assert (got[job_id]["attribution"], got[job_id]["incident_id"]) == ("user", None), job_id

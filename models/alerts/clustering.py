@@ -100,7 +100,10 @@ Blast radius
     to the user or to a hardware incident the alert incident is not about: ``n_jobs_killed`` (the
     jobs; a job killed twice counts once, as ``hw_incidents.affected_jobs``), and the sum of their
     attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
-    onset, and an alert left firing for days is no reason to claim every later failure.)
+    onset, and an alert left firing for days is no reason to claim every later failure.) Every
+    killed run attribution gives to the hardware incident the alert incident is matched to counts
+    too, whenever it ended (a job NCCL kept waiting 10 min on a dead link): the alert view of an
+    outage never costs less than the hardware incident's own ``affected_jobs``/``lost_gpu_hours``.
 
 Rule hygiene (:func:`rule_quality`), per alertname
     ``precision`` = share of its alerts in incidents that have a hardware incident or killed jobs;
@@ -179,6 +182,8 @@ __all__ = [
     "ALERT_DATA_SPAN_SQL",
     "alert_daily",
     "alert_data_span",
+    "alert_data_span_mart",
+    "ALERT_DATA_SPAN_SCHEMA",
     "alert_floods",
     "alert_incident_id",
     "alert_coverage",
@@ -1050,8 +1055,13 @@ def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, 
     # when it is about that incident (a /var/log alert on one node of a job a GPU fault killed elsewhere
     # once counted it too — the same job in two alert incidents).
     about = inc.select("_c", pl.col("hw_incident_id").alias("_inc_hw"))
-    hit = (pairs.join(windows.select("_w", "_c"), on="_w").join(job_nodes.select("_p", "job_id"), on="_p")
-           .select("_c", "job_id").unique()
+    in_window = pairs.join(windows.select("_w", "_c"), on="_w").join(job_nodes.select("_p", "job_id"), on="_p")
+    # And every killed run attribution gives to the hardware incident this one is about, whenever it
+    # died: a job NCCL kept alive 10 min past the last alert start is still the outage's (the hardware
+    # incident's own count has it; the alert view must not show a smaller cost for the same outage).
+    linked = about.drop_nulls("_inc_hw").join(jb.select("job_id", "_job_hw").drop_nulls("_job_hw"),
+                                              left_on="_inc_hw", right_on="_job_hw")
+    hit = (pl.concat([in_window.select("_c", "job_id"), linked.select("_c", "job_id")]).unique()
            .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0), "_job_hw"), on="job_id")
            .join(about, on="_c", how="left")
            .filter(pl.col("_job_hw").is_null() | (pl.col("_job_hw") == pl.col("_inc_hw")))
@@ -1139,6 +1149,22 @@ def alert_data_span(alerts: pl.DataFrame, data_span: tuple[object, object] | Non
     al = alerts.select(_utc(alerts, "starts_at"), _utc(alerts, "ends_at") if "ends_at" in alerts.columns
                        else pl.lit(None, dtype=_TS).alias("ends_at"))
     return al["starts_at"].min(), al.select(pl.max_horizontal(pl.col("starts_at").max(), pl.col("ends_at").max()))[0, 0]
+
+
+#: ``marts.alert_data_span``: one row, the span of the alert data coverage was judged in.
+ALERT_DATA_SPAN_SCHEMA: dict[str, pl.DataType] = {"first_ts": _TS, "last_ts": _TS, "span_source": pl.String()}
+
+
+def alert_data_span_mart(alerts: pl.DataFrame, data_span: tuple[object, object] | None = None) -> pl.DataFrame:
+    """``marts.alert_data_span`` (:data:`ALERT_DATA_SPAN_SCHEMA`): :func:`alert_data_span` as one row,
+    ``span_source`` ``deliveries`` (first to last webhook delivery) or ``alert_times`` (without the
+    notifications: first alert start to the latest start or end); no row without alert data."""
+    lo, hi = alert_data_span(alerts, data_span)
+    if lo is None:
+        return pl.DataFrame(schema=ALERT_DATA_SPAN_SCHEMA)
+    delivered = data_span is not None and data_span[0] is not None and data_span[1] is not None
+    return pl.DataFrame({"first_ts": [lo], "last_ts": [hi], "span_source": ["deliveries" if delivered else "alert_times"]},
+                        schema=ALERT_DATA_SPAN_SCHEMA)
 
 
 def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFrame,
@@ -1307,6 +1333,7 @@ class AlertMarts(NamedTuple):
     rule_quality: pl.DataFrame
     coverage: pl.DataFrame
     hw_without_alert: pl.DataFrame
+    data_span: pl.DataFrame
 
 
 def alert_marts(
@@ -1346,4 +1373,5 @@ def alert_marts(
                                   maintenance=maintenance, node_labels=node_labels),
         coverage=coverage,
         hw_without_alert=hw_incidents_without_alert(coverage),
+        data_span=alert_data_span_mart(alerts, data_span),
     )

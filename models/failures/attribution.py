@@ -20,7 +20,10 @@ rule  condition                                                          attribu
       : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
       on one of the job's nodes within [end − ``before``, end +
       ``after``], or an incident whose span meets that window on one of
-      its nodes
+      its nodes; or a lasting fault still open at the end (a port ``Link
+      DOWN`` within :data:`OPEN_FAULT_LOOKBACK` (60 min) before it, after
+      the job started, with no ``Link ACTIVE`` before the end), and its
+      incident
 2b    Slurm took one of the job's nodes out of service for a hardware     infrastructure   the outage's (drain
       reason (:func:`node_state_evidence`: ``DOWN*``/``Not responding``                    reason's) component
       and the operator's ``PSU failure - replace PSU2`` are one outage)
@@ -80,17 +83,18 @@ from typing import Any
 
 import polars as pl
 
-from gpusre.models.vocabulary import INTERRUPTED_STATES, NODE_FAILURE_STATES, class_of
+from gpusre.models.vocabulary import HEALTH_CHECK_KIND, INTERRUPTED_STATES, NODE_FAILURE_STATES, class_of
 from gpusre.models.reliability.training_runs import lost_work_expr
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
-from gpusre.models.reliability.repair_times import load_recovery_kinds
+from gpusre.models.reliability.repair_times import load_open_fault_kinds, load_recovery_kinds
 
 __all__ = [
     "ATTRIBUTION_SCHEMA",
     "DETECTION_KINDS",
     "NODE_STATE_EVIDENCE_SCHEMA",
     "GRACE_CLASSES",
+    "OPEN_FAULT_LOOKBACK",
     "RECOVERY_GRACE",
     "SUSPECTED_COMPONENT",
     "AttributionEvidence",
@@ -106,7 +110,7 @@ __all__ = [
 _LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application", "DEADLINE": "user_application"}
 SUSPECTED_COMPONENT = "unknown (suspected)"
 #: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
-DETECTION_KINDS: tuple[str, ...] = ("health_check", "slurmd_error")
+DETECTION_KINDS: tuple[str, ...] = (HEALTH_CHECK_KIND, "slurmd_error")
 #: Component classes whose faults do not make a GPU application fault (Xid 13/31/43) or an OOM kill: a
 #: job with such user evidence beside only this infrastructure evidence crashed on its own (a GPU,
 #: NVLink or host fault can leave Xid 13/43 behind, so those classes keep the job).
@@ -128,6 +132,14 @@ RECOVERY_GRACE = timedelta(minutes=5)
 #: killed nothing it had not already. (A grace for storage blamed the file system for user crashes
 #: of jobs that started just before the client reconnected: simulator scenario ``fabric_heavy``.)
 GRACE_CLASSES: tuple[str, ...] = ("network",)
+#: How long before a job's end a fault that reports a lasting state (a port ``Link DOWN``, an NFS server
+#: ``not responding``, an asserted BMC sensor: the ``clears`` column of ``catalog/recovery_events.csv``)
+#: still counts while its node logged no recovery from it before the end. A job hangs on a dead link
+#: until its collective times out — PyTorch's NCCL watchdog after 10 min by default, 30 min and more
+#: where sites raise it — so its end falls past the 10-min window though the port was down the whole
+#: time. (Until 2026-12-05 only lines inside the window counted: an evaluator's job that died 11.5 min
+#: into a 12-min leaf-switch outage was blamed on the user.)
+OPEN_FAULT_LOOKBACK = timedelta(minutes=60)
 
 #: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
 ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
@@ -300,6 +312,9 @@ class AttributionEvidence:
 
     #: Failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`), :func:`_indexed`.
     failures: pl.DataFrame
+    #: Failure events of a lasting state (:func:`~gpusre.models.reliability.repair_times.load_open_fault_kinds`),
+    #: :func:`_indexed`.
+    open_failures: pl.DataFrame
     #: User-application events, :func:`_indexed`.
     user: pl.DataFrame
     #: :func:`_recoveries` of the events.
@@ -321,6 +336,7 @@ def prepare_evidence(
     infra = failure_events(events)
     return AttributionEvidence(
         failures=_indexed(infra),
+        open_failures=_indexed(infra.filter(pl.col("kind").is_in(load_open_fault_kinds()))),
         # The application's own faults (Xid 13/31, OOM kills: severity medium); not Xid 43 "GPU stopped
         # processing" and the like (low: NVIDIA says ignore; a process killed for a network or node
         # fault leaves it behind), which must not outweigh the fault beside it.
@@ -429,6 +445,11 @@ def attribute_failures_with(
 
     # Infrastructure evidence: failure events in the window.
     near_infra = _events_near(job_nodes, evidence.failures, before, after)
+    # A lasting fault (a port DOWN) logged before the window still counts when its node logged no
+    # recovery from it before the end (rule 2c; :data:`OPEN_FAULT_LOOKBACK`): the clearing below drops it
+    # otherwise, exactly as it drops a recovered fault inside the window.
+    open_near = _events_near(job_nodes, evidence.open_failures, OPEN_FAULT_LOOKBACK, -before)
+    near_infra = pl.concat([near_infra, open_near]).unique(["_j", "node", "event_id"], maintain_order=True)
     recoveries, failure_times = evidence.recoveries, evidence.failure_times
     # Evidence its node recovered from while the job ran on (a Lustre client reconnected before the end,
     # a port back ACTIVE RECOVERY_GRACE before it) did not kill it: the job survived the fault.
@@ -473,6 +494,19 @@ def attribute_failures_with(
             & (pl.col("_inc_end") >= pl.col("end_ts") - before)
             & (pl.col("_op") | pl.col("_job_start").is_null() | (pl.col("_inc_end") >= pl.col("_job_start") - clock_skew))
         )
+    )
+    # The incidents of the lasting faults still open at the end (rule 2c): the incident that holds the
+    # open line on that node, though its span ended before the window (a leaf switch's port-down burst).
+    open_incidents = (
+        open_near.select("_j", "node", "ts")
+        .join(j.select("_j", "end_ts", pl.col("start_ts").alias("_job_start")), on="_j")
+        .filter(pl.col("_job_start").is_null() | (pl.col("ts") >= pl.col("_job_start") - clock_skew))
+        .join(evidence.incident_nodes, on="node")
+        .filter(pl.col("ts").is_between(pl.col("_inc_start"), pl.col("_inc_end")))
+        .drop("ts")
+    )
+    meeting = (
+        pl.concat([meeting, open_incidents.select(meeting.columns)]).unique(["_j", "incident_id", "node"], maintain_order=True)
         .with_columns(
             pl.min_horizontal(
                 (pl.col("_inc_start") - pl.col("end_ts")).abs(), (pl.col("_inc_end") - pl.col("end_ts")).abs()

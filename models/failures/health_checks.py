@@ -27,7 +27,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
+from gpusre.models.vocabulary import HEALTH_CHECK_KIND, KILLED_STATES, RESTART_STATES
 
 __all__ = ["CHECK_NAME_PATTERN", "QUALITY_SCHEMA", "MISSES_SCHEMA", "check_name", "health_check_quality",
            "missed_detections"]
@@ -52,7 +52,7 @@ def check_name(message: pl.Expr) -> pl.Expr:
 
 
 def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
-    hc = (events.filter(pl.col("kind") == "health_check")
+    hc = (events.filter(pl.col("kind") == HEALTH_CHECK_KIND)
           .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")), "component",
                   check_name(pl.col("message")).alias("check_name"))
           .sort("check_name", "node", "ts"))
@@ -117,7 +117,7 @@ def missed_detections(attribution: pl.DataFrame, jobs: pl.DataFrame, events: pl.
              .join(jobs.select("job_id", "nodes"), on="job_id", how="left"))
     if not infra.height:
         return pl.DataFrame(schema=MISSES_SCHEMA)
-    hc = (events.filter(pl.col("kind") == "health_check")
+    hc = (events.filter(pl.col("kind") == HEALTH_CHECK_KIND)
           .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC"))).sort("node", "ts"))
     pairs = (infra.select("job_id", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
              .drop_nulls("node").with_columns((pl.col("end_ts") - miss_before).alias("_lo")).sort("_lo"))

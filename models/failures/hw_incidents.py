@@ -62,7 +62,7 @@ import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from gpusre.models.vocabulary import class_of
+from gpusre.models.vocabulary import HEALTH_CHECK_KIND, class_of
 from gpusre.models.logs.event_catalog import (
     CAUSE_CLASSES,
     SEVERITY_RANK,
@@ -101,8 +101,6 @@ FABRIC_COMPONENT = "network_switch"
 #: Trailing window over which repeats of an informational-unless-repeated Xid are counted
 #: (``xid.csv`` documents ``repeat_threshold`` as "escalate above this count in 24 h").
 REPEAT_WINDOW = timedelta(hours=24)
-#: Event kind of health-check failures (NHC lines): evidence, grouped into firing episodes.
-HEALTH_CHECK_KIND = "health_check"
 #: NHC repeats a failing check on every run (often every 300 s) until the condition clears: failures
 #: of one check on one node with gaps up to this are one firing episode.
 EPISODE_GAP = timedelta(minutes=30)

@@ -45,6 +45,9 @@ class FileIngest:
     rows_loaded: int = 0
     rows_rejected: int = 0
     error: str | None = None
+    #: Node logs: loaded lines of the repeated DST hour nothing in the file placed (read as the earlier
+    #: instant, perhaps 1 h early); None for sources that resolve every such time (sacct, node states).
+    rows_dst_guessed: int | None = None
 
 
 def file_sha256(path: Path) -> str:
@@ -106,11 +109,14 @@ def unchanged_by_stat(con: duckdb.DuckDBPyConnection, source_kind: str, stats: L
 
 #: Added to a ledger that predates it (sql/ddl/010_raw.sql declares it for new warehouses).
 _GONE_COLUMN_DDL = "ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS gone_since TIMESTAMPTZ"
+_DST_COLUMN_DDL = "ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS rows_dst_guessed BIGINT"
 
 
 def ensure_gone_column(con: duckdb.DuckDBPyConnection) -> None:
-    """Give ``raw.ingested_files`` its ``gone_since`` column when it lacks it (idempotent)."""
+    """Give ``raw.ingested_files`` its ``gone_since`` and ``rows_dst_guessed`` columns when it lacks
+    them (idempotent)."""
     con.execute(_GONE_COLUMN_DDL)
+    con.execute(_DST_COLUMN_DDL)
 
 
 def mark_gone(con: duckdb.DuckDBPyConnection, source_kind: str, stats: LandingStats) -> list[str]:
@@ -190,6 +196,7 @@ def record_files(con: duckdb.DuckDBPyConnection, source_kind: str, rows: list[tu
         "rows_rejected": pa.array([r.rows_rejected for r, _, _ in rows], pa.int64()),
         "status": pa.array([r.status for r, _, _ in rows], pa.string()),
         "error": pa.array([r.error for r, _, _ in rows], pa.string()),
+        "rows_dst_guessed": pa.array([r.rows_dst_guessed for r, _, _ in rows], pa.int64()),
     })
     con.register("_ledger_rows", ledger)
     try:
@@ -197,8 +204,9 @@ def record_files(con: duckdb.DuckDBPyConnection, source_kind: str, rows: list[tu
         con.execute(
             """INSERT INTO raw.ingested_files
                (source_file, source_kind, sha256, size_bytes, rows_read, rows_loaded, rows_rejected,
-                status, error, ingested_at)
-               SELECT source_file, ?, sha256, size_bytes, rows_read, rows_loaded, rows_rejected, status, error, now()
+                status, error, ingested_at, rows_dst_guessed)
+               SELECT source_file, ?, sha256, size_bytes, rows_read, rows_loaded, rows_rejected, status, error, now(),
+                      rows_dst_guessed
                FROM _ledger_rows""", [source_kind])
     finally:
         con.unregister("_ledger_rows")

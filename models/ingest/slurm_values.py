@@ -35,7 +35,9 @@ __all__ = [
     "parse_int",
     "parse_duration_s",
     "parse_naive_timestamp",
+    "parse_offset_timestamp",
     "has_space_for_t",
+    "has_utc_offsets",
     "localize_to_utc",
     "parse_state",
     "parse_exit_code",
@@ -80,6 +82,10 @@ TIMESTAMP_NULL_TOKENS: frozenset[str] = frozenset({"", "Unknown", "None"})
 # sacct never prints 'D-HH:MM', and accepting it would make 'D-MM:SS' ambiguous.
 _DURATION_RE = r"^(?:(?:\d+-)?\d+:)?\d+:\d+(?:\.\d+)?$"
 _TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S"
+#: Characters of a bare ``YYYY-MM-DDTHH:MM:SS`` stamp; what follows may be a UTC offset.
+_STAMP_LEN = 19
+#: A UTC offset after a stamp, as ``%z`` prints it (``-0600``), in ISO form (``-06:00``) or ``Z``.
+_UTC_OFFSET_RE = r"^(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)$"
 _EXIT_RE = r"^\d+:\d+$"
 # 123 | 123_4 | 123_[1-5,7%2] | 123+0, optionally followed by .batch/.extern/.interactive/.TBD/.0/.0+1
 _JOB_ID_RE = (
@@ -134,6 +140,45 @@ def parse_naive_timestamp(raw: pl.Expr, *, space_for_t: bool = True) -> pl.Expr:
     if space_for_t:
         raw = raw.str.replace(" ", "T", literal=True, n=1)
     return raw.str.strptime(pl.Datetime("us"), _TIMESTAMP_FORMAT, strict=False, exact=True)
+
+
+def parse_offset_timestamp(raw: pl.Expr, *, space_for_t: bool = True) -> pl.Expr:
+    """``YYYY-MM-DDTHH:MM:SS`` followed by a UTC offset -> exact ``Datetime('us', 'UTC')``; null for a
+    stamp without an offset, ``Unknown`` or malformed text.
+
+    Slurm prints such stamps under ``SLURM_TIME_FORMAT="%FT%T%z"`` (``2026-11-01T01:45:00-0600``);
+    ``-06:00`` and ``Z`` are read too. The offset says which instant is meant, so no time-zone rule
+    (and no DST guess) is applied. ``space_for_t`` as in :func:`parse_naive_timestamp`.
+
+    >>> df = pl.DataFrame({"t": ["2026-11-01T01:45:00-0600", "2026-11-01T01:45:00-05:00",
+    ...                          "2026-11-01T07:45:00Z", "2026-11-01T01:45:00", "2026-11-01T01:45:00-0660"]})
+    >>> [t and t.isoformat() for t in df.select(parse_offset_timestamp(pl.col("t"))).to_series().to_list()]
+    ['2026-11-01T07:45:00+00:00', '2026-11-01T06:45:00+00:00', '2026-11-01T07:45:00+00:00', None, None]
+    """
+    # Plain string slices rather than a capturing regex (see parse_duration_s): the local part is
+    # the fixed-width stamp, the rest must be exactly an offset.
+    local = parse_naive_timestamp(raw.str.slice(0, _STAMP_LEN), space_for_t=space_for_t)
+    suffix = raw.str.slice(_STAMP_LEN)
+    digits = suffix.str.replace(":", "", literal=True)  # "-0600" / "Z"
+    offset_s = (
+        digits.str.slice(1, 2).cast(pl.Int64, strict=False) * 3600
+        + digits.str.slice(3, 2).cast(pl.Int64, strict=False) * 60
+    )
+    offset_s = (
+        pl.when(suffix == "Z").then(pl.lit(0, pl.Int64))
+        .when(suffix.str.starts_with("-")).then(-offset_s)
+        .otherwise(offset_s)
+    )
+    # local = UTC + offset, so UTC = local - offset.
+    utc = (local - pl.duration(seconds=offset_s)).dt.replace_time_zone("UTC")
+    return pl.when(suffix.str.contains(_UTC_OFFSET_RE)).then(utc).otherwise(pl.lit(None, pl.Datetime("us", "UTC")))
+
+
+def has_utc_offsets(values: pl.Series) -> bool:
+    """Whether any of ``values`` is longer than a bare ``YYYY-MM-DDTHH:MM:SS`` stamp, so may carry a
+    UTC offset (:func:`parse_offset_timestamp`). Reads only the lengths, so it checks every value: a
+    dump may give offsets in some fields or rows only."""
+    return bool((values.str.len_bytes() > _STAMP_LEN).any())
 
 
 def has_space_for_t(values: pl.Series) -> bool:

@@ -51,7 +51,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
-from gpusre.models.vocabulary import class_of
+from gpusre.models.vocabulary import HEALTH_CHECK_KIND, class_of
 from gpusre.models.failures.drain_reasons import load_drain_reason_rules
 
 __all__ = [
@@ -66,10 +66,6 @@ __all__ = [
 ]
 
 _UTC = pl.Datetime("us", "UTC")
-
-#: Event kind of a failing health-check run (``hw_incidents.HEALTH_CHECK_KIND``; that module imports
-#: this one, so the name is repeated here).
-HEALTH_CHECK_KIND = "health_check"
 
 #: One row per node outage (merged overlapping/touching node states).
 OUTAGE_SCHEMA: dict[str, pl.DataType] = {
@@ -278,13 +274,21 @@ RECOVERY_HORIZON = timedelta(days=7)
 @lru_cache(maxsize=1)
 def _recovery_catalog() -> pl.DataFrame:
     text = resources.files("gpusre.models.catalog").joinpath("recovery_events.csv").read_bytes()
-    return pl.read_csv(text, schema_overrides={"component_class": pl.String})
+    return pl.read_csv(text, schema_overrides={"component_class": pl.String, "clears": pl.String})
 
 
 def load_recovery_kinds() -> pl.DataFrame:
     """``kind``, ``component_class``: event kinds that say a node recovered from a fault of that class
     (the ``recovery`` rows of ``catalog/recovery_events.csv``)."""
     return _recovery_catalog().filter(pl.col("evidence") == "recovery").select("kind", "component_class")
+
+
+def load_open_fault_kinds() -> list[str]:
+    """Failure kinds that report a lasting state, open until the node logs the recovery that clears it
+    (the ``clears`` column of ``catalog/recovery_events.csv``: a port ``Link DOWN`` until ``Link
+    ACTIVE``, an NFS server ``not responding`` until ``OK``, an asserted BMC sensor until deasserted)."""
+    clears = _recovery_catalog().get_column("clears").drop_nulls()
+    return sorted({k.strip() for v in clears.to_list() for k in str(v).split(";") if k.strip()})
 
 
 def load_health_evidence_kinds() -> pl.DataFrame:
@@ -325,23 +329,25 @@ def first_evidence(members: pl.DataFrame) -> pl.DataFrame:
             .sort("incident_id"))
 
 
-def _runs(ts: list) -> list:  # noqa: ANN001 - datetimes
-    """Start of each run of the check among sorted failure times (lines within :data:`SAME_RUN` are one)."""
-    runs: list = []
-    for t in ts:
-        if not runs or t - runs[-1] > SAME_RUN:
-            runs.append(t)
-    return runs
-
-
-def _next_run(runs: list, last_ts):  # noqa: ANN001, ANN202 - datetimes
-    """The check's first expected run after ``last_ts``: the last failing run plus whole cadences, the
-    cadence measured from the episode (the lower median gap between its runs: a skipped or unlogged run
-    doubles a gap, never halves one), :data:`DEFAULT_CHECK_INTERVAL` when it failed only once."""
-    gaps = sorted(b - a for a, b in zip(runs, runs[1:], strict=False))
-    cadence = gaps[(len(gaps) - 1) // 2] if gaps else DEFAULT_CHECK_INTERVAL
-    steps = (last_ts - runs[-1]) // cadence + 1
-    return runs[-1] + steps * cadence
+def _next_runs(per_node: pl.DataFrame) -> pl.DataFrame:
+    """``incident_id``, ``node``, ``_next_run``: each node's first expected check run after its
+    ``last_ts``: the last failing run plus whole cadences, the cadence measured from the episode (the
+    lower median gap between its runs: a skipped or unlogged run doubles a gap, never halves one),
+    :data:`DEFAULT_CHECK_INTERVAL` when it failed only once. Failure lines within :data:`SAME_RUN` of
+    the previous one are one run."""
+    key = ["incident_id", "node"]
+    us = pl.Int64
+    runs = (per_node.select(*key, "last_ts", pl.col("_fails").alias("_t")).explode("_t").drop_nulls("_t")
+            .sort(*key, "_t")
+            .filter((pl.col("_t").diff().over(key) > SAME_RUN).fill_null(True)))
+    gap = pl.col("_t").diff().dt.total_microseconds()
+    return (runs.group_by(key)
+            .agg(pl.col("last_ts").first(), pl.col("_t").max().alias("_last_run"),
+                 gap.drop_nulls().quantile(0.5, interpolation="lower").cast(us).alias("_cadence"))
+            .with_columns(pl.col("_cadence").fill_null(int(DEFAULT_CHECK_INTERVAL.total_seconds() * 1e6)))
+            .select(*key, (pl.col("_last_run") + pl.duration(microseconds=(
+                ((pl.col("last_ts") - pl.col("_last_run")).dt.total_microseconds() // pl.col("_cadence") + 1)
+                * pl.col("_cadence")))).alias("_next_run")))
 
 
 def health_check_ends(evidence: pl.DataFrame, events: pl.DataFrame,
@@ -352,7 +358,7 @@ def health_check_ends(evidence: pl.DataFrame, events: pl.DataFrame,
     after it. For each node with a failing check, after its last evidence of the incident (any kind),
     the repair is the first of: a passing run of its health check (``check_pass`` lines, within
     :data:`RECOVERY_HORIZON`); a reboot (``reboot`` lines, within :data:`REBOOT_HORIZON`); else the
-    check's next expected run (:func:`_next_run`). Every line counted is after the node's last
+    check's next expected run (:func:`_next_runs`). Every line counted is after the node's last
     failure, so no failure followed it. The incident is repaired when its last node is; its
     ``repair_source`` is that node's (``health_check_pass``, ``reboot`` or ``health_checks``). Nodes
     of the incident without a failing check count at their last evidence.
@@ -380,20 +386,16 @@ def health_check_ends(evidence: pl.DataFrame, events: pl.DataFrame,
         per_node = per_node.join_asof(lines, left_on="last_ts", right_on=evidence_kind, by="node",
                                       strategy="forward", tolerance=horizon, allow_exact_matches=False,
                                       check_sortedness=False)
-    rows = []
-    for inc, _node, last_ts, fails, passed, rebooted in per_node.select(
-            "incident_id", "node", "last_ts", "_fails", "check_pass", "reboot").rows():
-        if passed is not None:
-            end, source = passed, _HEALTH_EVIDENCE_SOURCE["check_pass"]
-        elif rebooted is not None:
-            end, source = rebooted, _HEALTH_EVIDENCE_SOURCE["reboot"]
-        elif fails:
-            end, source = _next_run(_runs(sorted(fails)), last_ts), _NEXT_RUN_SOURCE
-        else:  # no check watched this node: nothing later than its evidence is known
-            end, source = last_ts, _NEXT_RUN_SOURCE
-        rows.append((inc, end, source, _SOURCE_RANK[source]))
-    nodes = pl.DataFrame(rows, schema={"incident_id": pl.String, "repaired_ts": _UTC, "repair_source": pl.String,
-                                       "_rank": pl.Int64}, orient="row")
+    per_node = per_node.join(_next_runs(per_node), on=["incident_id", "node"], how="left")
+    # First sign of health: a passing run, else a reboot, else the check's next run; a node no check
+    # watched counts at its last evidence (nothing later is known).
+    source = (pl.when(pl.col("check_pass").is_not_null()).then(pl.lit(_HEALTH_EVIDENCE_SOURCE["check_pass"]))
+              .when(pl.col("reboot").is_not_null()).then(pl.lit(_HEALTH_EVIDENCE_SOURCE["reboot"]))
+              .otherwise(pl.lit(_NEXT_RUN_SOURCE)))
+    nodes = per_node.select(
+        "incident_id", pl.coalesce("check_pass", "reboot", "_next_run", "last_ts").cast(_UTC).alias("repaired_ts"),
+        source.alias("repair_source"),
+        source.replace_strict(_SOURCE_RANK, return_dtype=pl.Int64).alias("_rank"))
     # The incident is repaired with its last node; on a tie, the weaker evidence names the source.
     return (nodes.sort("incident_id", "repaired_ts", "_rank").group_by("incident_id", maintain_order=True).last()
             .select(list(HEALTH_CHECK_END_SCHEMA)).cast(HEALTH_CHECK_END_SCHEMA))  # type: ignore[arg-type]

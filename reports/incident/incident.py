@@ -370,9 +370,14 @@ class Incident:
         return rows
 
     def _alert_counts(self, r: dict[str, Any], lo: datetime, hi: datetime, anchor: set[str]) -> bool:
-        """The rule of ``marts.alert_incidents.n_jobs_killed`` for one job run (a final or a requeued one):
-        killed on the incident's nodes in the window, not the user's fault, and not blamed on a hardware
-        incident this alert incident is not about."""
-        return (r["state"] in KILLED_STATES and r["end_ts"] is not None and lo <= r["end_ts"] <= hi
-                and bool(anchor & set(r["nodes"] or [])) and r["attribution"] != "user"
-                and (r["attributed_incident"] is None or r["attributed_incident"] == self.row.get("hw_incident_id")))
+        """The rule of ``marts.alert_incidents.n_jobs_killed`` for one job run (a final or a requeued one,
+        ``models/alerts/clustering.py`` "Blast radius"): killed and not the user's fault, and either on the
+        incident's nodes in the window and not blamed on a hardware incident this alert incident is not
+        about, or given by attribution to the hardware incident it is about, whenever it ended."""
+        hw = self.row.get("hw_incident_id")
+        if r["state"] not in KILLED_STATES or r["end_ts"] is None or r["attribution"] == "user":
+            return False
+        if hw is not None and r["attributed_incident"] == hw:
+            return True
+        return (lo <= r["end_ts"] <= hi and bool(anchor & set(r["nodes"] or []))
+                and (r["attributed_incident"] is None or r["attributed_incident"] == hw))

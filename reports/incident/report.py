@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,11 @@ from gpusre.reports.incident.terms import (
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     incident_missing,
+    repair_end,
     what_text,
     when_text,
 )
+from gpusre.reports.kit import zone
 from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
@@ -69,13 +71,27 @@ def _incident_warnings(con: duckdb.DuckDBPyConnection, inc: Incident) -> list[st
     return warnings
 
 
+def _span_text(inc: Incident) -> str:
+    """The header's time span. An alert incident: its start → end. A hardware incident's ``end_ts`` is its
+    last evidence, not the end of the outage: 'evidence A → B', then the repair end when one is known
+    ('· links back ACTIVE C', from marts.incident_repairs)."""
+    if inc.kind != "hw":
+        return f"{when_text(inc.start)} → {when_text(inc.end)}"
+    text = (f"evidence {when_text(inc.start)} → {when_text(inc.end)}" if inc.end > inc.start else
+            f"evidence at {when_text(inc.start)}")
+    own = [r for r in inc.safe("repairs", []) if r.get("incident_id") == inc.id]
+    end = repair_end(own[0] if own else None)
+    return text + (f" · {end[1]} {when_text(end[0])}" if end else "")
+
+
 def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, warehouse_label: str = "",
-                           generated_at: datetime | None = None) -> dict[str, Any]:
+                           generated_at: datetime | None = None, cluster_timezone: str | None = None) -> dict[str, Any]:
     """Everything the incident templates need: ``meta``, ``sections`` (summary first) and ``by_key``.
 
     ``incident_id`` is an alert or hardware incident id, or the operator's id of a hardware incident
     (``OPS-1``); the report names the incident by its incident id. Raises :class:`UnknownIncidentError`
-    when it is none of these.
+    when it is none of these. ``cluster_timezone`` (cluster.yaml's ``timezone``, else
+    :func:`~gpusre.reports.kit.zone.cluster_timezone`) is named in the header when it is not UTC.
     """
     kind, row = find_incident(con, incident_id)
     inc = Incident(con, kind, row)
@@ -90,6 +106,9 @@ def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, 
             "what": what_text(inc),
             "start": when_text(inc.start),
             "end": when_text(inc.end),
+            "span": _span_text(inc),
+            "zone_note": zone.zone_note(zone.cluster_timezone(cluster_timezone, con), [
+                inc.start.date() + timedelta(days=i) for i in range(min((inc.end.date() - inc.start.date()).days, 366) + 1)]),
             "window": f"{when_text(inc.w0)} … {when_text(inc.w1)}",
             "nodes": nodes_text(inc.nodes),
             "linked": ", ".join(i for i in inc.alert_incident_ids + inc.hw_incident_ids if i != inc.id) or MISSING,
@@ -104,11 +123,11 @@ def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, 
 
 
 def render_incident_report(con: duckdb.DuckDBPyConnection, out_dir: Path, incident_id: str, *,
-                           warehouse_label: str = "") -> ReportPaths:
+                           warehouse_label: str = "", cluster_timezone: str | None = None) -> ReportPaths:
     """Render the retrospective of one incident to ``out_dir/incident-<id>.html`` and ``.md`` (``<id>`` the
     incident id, also when the operator's id named it).
 
     Raises :class:`UnknownIncidentError` (nothing written) when the id is unknown.
     """
-    ctx = build_incident_context(con, incident_id, warehouse_label=warehouse_label)
+    ctx = build_incident_context(con, incident_id, warehouse_label=warehouse_label, cluster_timezone=cluster_timezone)
     return write_report(out_dir, _file_stem(ctx["meta"]["incident_id"]), "incident", ctx)

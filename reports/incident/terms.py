@@ -119,6 +119,42 @@ REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back A
                       "health_checks": "the health check's next run after its last failure",
                       "job_completed": "the node running a job again"}
 
+#: What ``marts.hw_incidents.hours_to_recovery`` measures, for the nightly's and the SLO review's incident
+#: tables: ``recovered_ts`` is the START of the first job that went on to complete on the incident's last node.
+COMPLETING_JOB_CAPTION = ("Completing job started: hours from the incident's end (its last evidence) until the last of "
+                          "its nodes started a job that went on to complete — that job's start, not its end (a job "
+                          "that ran 12:00–16:00 counts at 12:00).")
+
+#: A logged recovery (``repair_source = 'recovery_events'``, ``catalog/recovery_events.csv``) by component
+#: class: what came back (a key moment) and what the outage lasted to (a sentence).
+_RECOVERY_BY_CLASS = {"network": ("links back ACTIVE", "the links' recovery"),
+                      "storage": ("file system back on its clients", "the file system's recovery on its clients"),
+                      "thermal": ("BMC sensors deasserted", "the BMC sensors' deassertion"),
+                      "power": ("BMC sensors deasserted", "the BMC sensors' deassertion")}
+
+#: The other repair ends of ``marts.incident_repairs``: (key moment, what the outage lasted to).
+_REPAIR_END = {"node_states": ("last linked node back in service", "the last linked node back in service"),
+               "health_check_pass": ("health check passing again", "the first passing run of its health check"),
+               "reboot": ("node rebooted after its last failing health check", "the node's reboot"),
+               "health_checks": ("health check's next run after its last failure", "the health check's next run"),
+               "job_completed": ("a job that went on to complete started on its node",
+                                 "the start of a job on its node that went on to complete")}
+
+
+def repair_end(rep: dict[str, Any] | None) -> tuple[datetime, str, str] | None:
+    """When a hardware incident's repair record (``marts.incident_repairs``) ends and how: ``(repaired_ts,
+    key moment, what the outage lasted to)`` — ``(03:12:08, "links back ACTIVE", "the links' recovery")``;
+    None while it is not repaired (or the record has no end)."""
+    if not rep or rep.get("repaired_ts") is None:
+        return None
+    source = str(rep.get("repair_source") or "")
+    if source == "recovery_events":
+        moment, to = _RECOVERY_BY_CLASS.get(str(rep.get("component_class") or ""),
+                                            ("recovery logged on every node", "the recovery its nodes logged"))
+    else:
+        moment, to = _REPAIR_END.get(source, ("repaired", "the repair"))
+    return as_utc(rep["repaired_ts"]), moment, to  # type: ignore[return-value]
+
 
 def missing_sources(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
     """The sources of :data:`SOURCES` that never loaded a record."""

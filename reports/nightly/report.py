@@ -14,6 +14,7 @@ import duckdb
 
 from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.reports.coverage import GAP_WARN_DAYS, coverage_warnings, later_partial_days
+from gpusre.reports.kit import zone
 from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
@@ -84,10 +85,14 @@ def build_nightly_context(
     report_date: date | None = None,
     warehouse_label: str = "",
     generated_at: datetime | None = None,
+    cluster_timezone: str | None = None,
 ) -> dict[str, Any]:
     """Query the warehouse and build everything the nightly templates need.
 
-    Returns a dict with ``meta`` (report date, period, provenance strings), ``warnings``,
+    ``cluster_timezone`` is cluster.yaml's ``timezone`` (else :func:`~gpusre.reports.kit.zone.cluster_timezone`
+    looks for it): times stay in UTC, and the header names the zone when it is not UTC.
+
+    Returns a dict with ``meta`` (report date, period, provenance strings, ``zone_note``), ``warnings``,
     ``sections`` (list of :class:`~gpusre.reports.kit.section.Section`, in report order) and
     ``by_key``. Exposed so callers (e.g. an asset) can attach the headline numbers as metadata.
     """
@@ -119,6 +124,7 @@ def build_nightly_context(
             "rows_read": prov.get("rows_read", MISSING),
             "rejects": prov.get("rejects", MISSING),
             "failure_states": ", ".join(FAILED_STATES),
+            "zone_note": zone.zone_note(zone.cluster_timezone(cluster_timezone, con), [meta.report_date]),
         },
         "warnings": warnings,
         "sections": sections,
@@ -132,12 +138,15 @@ def render_nightly_report(
     *,
     report_date: date | None = None,
     warehouse_label: str = "",
+    cluster_timezone: str | None = None,
 ) -> ReportPaths:
     """Render the nightly report to ``out_dir/nightly-YYYY-MM-DD.html`` and ``.md``.
 
     ``report_date`` is "last night" (default: the last UTC day the dumps cover completely, or today in
-    UTC for an empty warehouse); ``warehouse_label`` names the DuckDB file in the footer. Missing or
+    UTC for an empty warehouse); ``warehouse_label`` names the DuckDB file in the footer;
+    ``cluster_timezone`` (cluster.yaml's ``timezone``) is named in the header when it is not UTC. Missing or
     empty marts yield "No data yet" in their section. Returns the two paths written.
     """
-    ctx = build_nightly_context(con, report_date=report_date, warehouse_label=warehouse_label)
+    ctx = build_nightly_context(con, report_date=report_date, warehouse_label=warehouse_label,
+                                cluster_timezone=cluster_timezone)
     return write_report(out_dir, f"nightly-{ctx['meta']['report_date']}", "nightly", ctx)

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from gpusre.reports.coverage import coverage_warnings
+from gpusre.reports.kit import zone
 from gpusre.reports.kit.formatting import fmt_date, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
@@ -40,9 +41,11 @@ SLO_SECTIONS: tuple[SectionSpec[SloWindow], ...] = (
 
 
 def build_slo_context(con: duckdb.DuckDBPyConnection, date_from: date, date_to: date, *, warehouse_label: str = "",
-                      generated_at: datetime | None = None) -> dict[str, Any]:
+                      generated_at: datetime | None = None, cluster_timezone: str | None = None) -> dict[str, Any]:
     """Query the warehouse and build everything the SLO templates need: ``meta``, ``warnings``, ``sections``
-    (list of kit :class:`~gpusre.reports.kit.section.Section`, in order) and ``by_key``."""
+    (list of kit :class:`~gpusre.reports.kit.section.Section`, in order) and ``by_key``. ``cluster_timezone``
+    (cluster.yaml's ``timezone``, else :func:`~gpusre.reports.kit.zone.cluster_timezone`) is named in the
+    header when it is not UTC, with the window's DST-change days."""
     if date_from > date_to:
         raise ValueError(f"the window starts after it ends: {date_from} > {date_to}")
     w = SloWindow(date_from, date_to, generated_at or datetime.now(timezone.utc), warehouse_label)
@@ -61,6 +64,8 @@ def build_slo_context(con: duckdb.DuckDBPyConnection, date_from: date, date_to: 
             "months": ", ".join(w.months),
             "generated_at": w.generated_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             "warehouse": warehouse_label or "(in-memory or unnamed warehouse)",
+            "zone_note": zone.zone_note(zone.cluster_timezone(cluster_timezone, con),
+                                        [w.start + timedelta(days=i) for i in range(w.days)]),
         },
         "warnings": warnings,
         "sections": sections,
@@ -69,13 +74,15 @@ def build_slo_context(con: duckdb.DuckDBPyConnection, date_from: date, date_to: 
 
 
 def render_slo_report(con: duckdb.DuckDBPyConnection, out_dir: Path, date_from: date | None = None,
-                      date_to: date | None = None, warehouse_label: str = "") -> ReportPaths:
+                      date_to: date | None = None, warehouse_label: str = "",
+                      cluster_timezone: str | None = None) -> ReportPaths:
     """Render the SLO review report for the UTC days ``[date_from, date_to]`` to
     ``out_dir/slo-<from>_<to>.html`` and ``.md``.
 
     Missing dates default to :func:`default_window` (30 days ending on the latest complete day with SLO
     data); only ``date_to`` given: the 30 days ending on it; only ``date_from``: from it to that latest day. Raises ``ValueError`` when ``date_from`` is
-    after ``date_to``. Missing or empty marts yield "No data yet" in their section.
+    after ``date_to``. Missing or empty marts yield "No data yet" in their section. ``cluster_timezone``
+    (cluster.yaml's ``timezone``) is named in the header when it is not UTC.
     """
     if date_from is None or date_to is None:
         d_from, d_to = default_window(con)
@@ -85,5 +92,6 @@ def render_slo_report(con: duckdb.DuckDBPyConnection, out_dir: Path, date_from: 
             date_from = date_to - timedelta(days=DEFAULT_WINDOW_DAYS - 1)  # type: ignore[operator]
         else:  # from a given day up to the latest data (a month on when the data ends before it)
             date_to = d_to if d_to >= date_from else date_from + timedelta(days=DEFAULT_WINDOW_DAYS - 1)
-    ctx = build_slo_context(con, date_from, date_to, warehouse_label=warehouse_label)  # type: ignore[arg-type]
+    ctx = build_slo_context(con, date_from, date_to, warehouse_label=warehouse_label,  # type: ignore[arg-type]
+                            cluster_timezone=cluster_timezone)
     return write_report(out_dir, f"slo-{ctx['meta']['date_from']}_{ctx['meta']['date_to']}", "slo", ctx)

@@ -18,6 +18,9 @@ ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS mtime_ns BIGINT;
 -- gone_since: when a run first found a loaded file missing from the landing directory (its rows stay: the
 -- lake is the archive); NULL while it is there.
 ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS gone_since TIMESTAMPTZ;
+-- rows_dst_guessed: node-log lines of the repeated hour of a DST fall-back that nothing in their file placed
+-- (read as the earlier instant, perhaps 1 h early); NULL for sources that resolve such times.
+ALTER TABLE raw.ingested_files ADD COLUMN IF NOT EXISTS rows_dst_guessed BIGINT;
 
 -- raw.rejects: one row per input record that could not be loaded, with the reason.
 -- line_no is the 1-based physical line (text files) or 1-based index in jobs[] (sacct --json);

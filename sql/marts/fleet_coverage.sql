@@ -6,7 +6,8 @@
 -- Parameters: $fleet_source VARCHAR ('cluster.yaml' or 'default'), $configured_nodes INTEGER,
 -- $fleet VARCHAR[] (the node names; empty when only a count is configured), $gpus_per_node INTEGER,
 -- $leaf_switches INTEGER (leaf switches cluster.yaml names: without them a switch failure cannot be
--- told from one link fault per node, and counts once per node it cut off).
+-- told from one link fault per node, and counts once per node it cut off), $timezone VARCHAR (cluster.yaml
+-- `timezone`: the zone local times were read in; the reports name it beside their UTC times).
 CREATE OR REPLACE TABLE marts.fleet_coverage AS
 WITH job_nodes AS (
     SELECT DISTINCT unnest(nodes) AS node FROM core.jobs WHERE len(nodes) > 0
@@ -34,6 +35,7 @@ SELECT $fleet_source::VARCHAR       AS fleet_source,
        $configured_nodes::INTEGER   AS configured_nodes,
        $gpus_per_node::INTEGER      AS gpus_per_node,
        $leaf_switches::INTEGER      AS leaf_switches,
+       $timezone::VARCHAR           AS timezone,
        nodes_with_jobs,
        nodes_outside_fleet,
        outside_examples,

@@ -15,8 +15,15 @@ Conventions (lossless but typed):
 * Timestamps are read in the cluster's IANA ``timezone`` and stored in UTC. An ambiguous local time
   (DST fall-back) takes the earliest instant, except that an ambiguous Start or End takes the
   reading (earliest or latest) whose End - Start equals the record's Elapsed/ElapsedRaw (first
-  match in the order earliest/earliest, earliest/latest, latest/earliest, latest/latest); a
-  non-existent one (spring-forward gap) is stored null without rejecting the record.
+  match in the order earliest/earliest, earliest/latest, latest/earliest, latest/latest), and an
+  ambiguous Submit or Eligible takes the latest reading that is not after the record's Start as
+  resolved (Slurm has Submit <= Eligible <= Start), the earliest when that one is after Start or
+  there is no Start (a pending job); a non-existent one (spring-forward gap) is stored null without
+  rejecting the record.
+* A timestamp with a UTC offset, as Slurm prints under ``SLURM_TIME_FORMAT="%FT%T%z"``
+  (``2026-11-01T01:45:00-0600``; ``-06:00`` and ``Z`` are read too), is an exact instant: it is
+  converted with its own offset, no zone rule or DST guess applies. This is the DST-safe format to
+  dump with; a dump may mix such stamps with local ones (``%FT%T``, ``"%F %T"``).
 * GPUs come from AllocTRES/AllocGRES whenever the dump has one of them and the row's value is not
   empty; else from ReqTRES/ReqGRES. A GPU entry whose count is not a whole number
   (``gres/gpu=8x``) rejects the record.
@@ -56,6 +63,7 @@ from gpusre.models.ingest.slurm_values import (
     gres_gpus_error,
     has_ambiguous_times,
     has_space_for_t,
+    has_utc_offsets,
     invalid_value,
     localize_to_utc,
     parse_duration_s,
@@ -63,6 +71,7 @@ from gpusre.models.ingest.slurm_values import (
     parse_int,
     parse_job_id,
     parse_naive_timestamp,
+    parse_offset_timestamp,
     parse_state,
     tres_count,
     tres_gpus,
@@ -523,8 +532,16 @@ def _typed_text_records(
     # it when a sample of any dump in the batch has it (each dump prints its stamps one way).
     sample = df.filter(pl.col("line_no") <= 100)  # the first lines of every dump
     space_for_t = any(has_space_for_t(sample.get_column(k)) for k in _TS_KEYS if k in present)
+    # SLURM_TIME_FORMAT="%FT%T%z" stamps carry their UTC offset: exact instants (`_{k}_exact`), never
+    # localized. Checked on every value (lengths only): a dump may mix both forms. The naive parse
+    # is null for them, so each stamp has at most one of `_{k}` and `_{k}_exact`.
+    offsets = any(has_utc_offsets(df.get_column(k)) for k in _TS_KEYS if k in present)
     lf = lf.with_columns(
         *(parse_naive_timestamp(c(k), space_for_t=space_for_t).alias(f"_{k}") for k in _TS_KEYS),
+        *(
+            parse_offset_timestamp(c(k), space_for_t=space_for_t).alias(f"_{k}_exact")
+            for k in _TS_KEYS if offsets
+        ),
         *(
             parse_int(c(k), dtype).alias(f"_{k}")
             for k, dtype in (
@@ -540,7 +557,12 @@ def _typed_text_records(
         (c("_exitcode_bad").fill_null(False), pl.format("malformed ExitCode '{}'", c("exitcode"))),
         *(
             (
-                invalid_value(c(k), c(f"_{k}"), TIMESTAMP_NULL_TOKENS),
+                invalid_value(
+                    c(k),
+                    # (the exact stamp made naive only to share a type: this checks for null)
+                    pl.coalesce(c(f"_{k}"), c(f"_{k}_exact").dt.replace_time_zone(None)) if offsets else c(f"_{k}"),
+                    TIMESTAMP_NULL_TOKENS,
+                ),
                 pl.format(f"malformed {_DISPLAY[k]} timestamp '{{}}'", c(k)),
             )
             for k in _TS_KEYS
@@ -574,15 +596,19 @@ def _typed_text_records(
         (c("_gpu_err").is_not_null(), c("_gpu_err")),
         (c("_cluster_err").is_not_null(), c("_cluster_err")),
     ]
+
+    def to_utc(k: str, ambiguous: str = "earliest") -> pl.Expr:
+        """Stamp ``k`` in UTC: its exact instant when it has an offset, else the local time localized."""
+        local = localize_to_utc(c(f"_{k}"), timezone, ambiguous=ambiguous)
+        return pl.coalesce(c(f"_{k}_exact"), local) if offsets else local
+
     # DST fall-back: an ambiguous Start/End takes the reading that agrees with Elapsed. Only in zones
     # that turn their clocks back (never on the UTC path: two more localizations per stamp).
-    resolve_dst = (
-        has_ambiguous_times(timezone) and {"start", "end"} <= present and bool(present & {"elapsed", "elapsedraw"})
-    )
+    ambiguous_zone = has_ambiguous_times(timezone)
+    resolve_dst = ambiguous_zone and {"start", "end"} <= present and bool(present & {"elapsed", "elapsedraw"})
     if resolve_dst:
         lf = lf.with_columns(
-            localize_to_utc(c(f"_{k}"), timezone, ambiguous=amb).alias(f"_{k}_{amb}")
-            for k in ("start", "end") for amb in ("earliest", "latest")
+            to_utc(k, amb).alias(f"_{k}_{amb}") for k in ("start", "end") for amb in ("earliest", "latest")
         )
         se, sl, ee, el = c("_start_earliest"), c("_start_latest"), c("_end_earliest"), c("_end_latest")
         secs = pl.coalesce(c("_elapsedraw"), c("_elapsed"))
@@ -596,6 +622,33 @@ def _typed_text_records(
             pl.when(fits(se, ee)).then(ee).when(fits(se, el)).then(el)
             .when(fits(sl, ee)).then(ee).when(fits(sl, el)).then(el).otherwise(ee).alias("_end_utc"),
         )
+    # A --format without Elapsed (or without Start) still has the span: End - Start (or End - Elapsed),
+    # else such a job held its GPUs for 0 GPU-hours while utilization counted its span.
+    # (Only then: the default path localizes each stamp once.)
+    ts = {k: to_utc(k) for k in _TS_KEYS}
+    if resolve_dst:
+        ts["start"], ts["end"] = c("_start_utc"), c("_end_utc")
+    elapsed = pl.coalesce(c("_elapsedraw"), c("_elapsed"))
+    if not present & {"elapsed", "elapsedraw"}:
+        elapsed = (ts["end"] - ts["start"]).dt.total_seconds().clip(lower_bound=0)
+    if "start" not in present:
+        ts["start"] = ts["end"] - pl.duration(seconds=elapsed)
+    # DST fall-back, Submit/Eligible: Slurm has Submit <= Eligible <= Start, so an ambiguous one takes
+    # its latest reading not after the job's resolved Start (the earliest put a 5-min wait in the
+    # repeated hour at 65 min); the earliest when that reading is after Start or there is no Start
+    # (a pending job: nothing to bound it).
+    queued = [k for k in ("submit", "eligible") if k in present]
+    if ambiguous_zone and queued:
+        lf = lf.with_columns(
+            ts["start"].alias("_start_bound"),
+            *(to_utc(k, amb).alias(f"_{k}_{amb}") for k in queued for amb in ("earliest", "latest")),
+        )
+        lf = lf.with_columns(
+            pl.when(c(f"_{k}_latest") <= c("_start_bound")).then(c(f"_{k}_latest"))
+            .otherwise(c(f"_{k}_earliest")).alias(f"_{k}_utc")
+            for k in queued
+        )
+        ts.update({k: c(f"_{k}_utc") for k in queued})
     full = lf.with_columns(pl.any_horizontal(cond for cond, _ in checks).alias("_bad")).collect(
         optimizations=_PLAIN
     )
@@ -605,17 +658,6 @@ def _typed_text_records(
     base = c("_base").cast(pl.Int64, strict=False)
     is_array = task.is_not_null() | c("_tasks").is_not_null()
     task_id = task.cast(pl.Int64, strict=False)
-    # A --format without Elapsed (or without Start) still has the span: End - Start (or End - Elapsed),
-    # else such a job held its GPUs for 0 GPU-hours while utilization counted its span.
-    # (Only then: the default path localizes each stamp once.)
-    ts = {k: localize_to_utc(c(f"_{k}"), timezone) for k in _TS_KEYS}
-    if resolve_dst:
-        ts["start"], ts["end"] = c("_start_utc"), c("_end_utc")
-    elapsed = pl.coalesce(c("_elapsedraw"), c("_elapsed"))
-    if not present & {"elapsed", "elapsedraw"}:
-        elapsed = (ts["end"] - ts["start"]).dt.total_seconds().clip(lower_bound=0)
-    if "start" not in present:
-        ts["start"] = ts["end"] - pl.duration(seconds=elapsed)
     record_exprs = [
         c("source_file"),
         c("line_no"),

@@ -8,8 +8,10 @@ rows of ``raw.slurm_events`` (see ``sql/ddl/050_node_states.sql``), plus one rej
 ``Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User``. Values, as Slurm prints them
 (``src/sacctmgr/event_functions.c``):
 
-* ``TimeStart``/``TimeEnd`` in the cluster's local time, ``YYYY-MM-DDTHH:MM:SS``; ``TimeEnd`` is
-  ``Unknown`` while the event is ongoing;
+* ``TimeStart``/``TimeEnd`` in the cluster's local time, ``YYYY-MM-DDTHH:MM:SS``, or with a UTC
+  offset (``2026-11-01T01:25:00-0600``, ``-06:00``, ``Z``: ``SLURM_TIME_FORMAT="%FT%T%z"``, which
+  sacctmgr follows as sacct does) — an exact instant, no DST rule; ``TimeEnd`` is ``Unknown`` while
+  the event is ongoing;
 * ``Duration`` ``[D-]HH:MM:SS``, up to *now* for an ongoing event (so start + duration is the moment
   the dump was cut: kept as ``observed_ts``);
 * ``State`` the compact node state (``DOWN``, ``DOWN*``, ``DRAIN``, ``DRNG``, ``FAIL``, ``MAINT``,
@@ -36,6 +38,13 @@ loads only the given ``cluster`` (the others' rows are rejects: their nodes may 
 node names); a headerless dump (``sacctmgr -n -P``) is read with the fields cluster.yaml
 ``slurm_events.fields`` names, else refused with a reason naming that setting. A DST-ambiguous local time takes the earliest instant unless ``Duration`` (or an end
 before the start) says otherwise; a non-existent local time (spring-forward gap) rejects the line.
+An ambiguous start of an *open* event (``Unknown`` end) is placed by the dump's cut: within one file,
+start + Duration of every open event is the moment the dump was taken, so the cut is the median
+start + Duration of the file's open events with an unambiguous start (a cluster event open for weeks
+is one), and the ambiguous event takes the reading whose start + Duration is nearest it. When no open
+event of the file has an unambiguous start, the latest reading is taken only if the earliest would
+put the cut more than a minute before a start or end the file prints (no event starts or ends after
+the dump); otherwise the earliest (a dump of such open events alone cannot tell the readings apart).
 
 >>> r = parse_slurm_events_text(
 ...     "NodeName|TimeStart|TimeEnd|State|Reason|User\\n"
@@ -67,6 +76,7 @@ from gpusre.models.ingest.slurm_values import (
     parse_duration_s,
     parse_int,
     parse_naive_timestamp,
+    parse_offset_timestamp,
 )
 
 __all__ = [
@@ -515,6 +525,11 @@ def _empty_to_null(e: pl.Expr) -> pl.Expr:
     return pl.when(e.str.strip_chars() == "").then(None).otherwise(e)
 
 
+#: Seconds by which a time a dump prints may pass the dump's cut (start + Duration of its open events):
+#: sacctmgr computes Duration on its own host's clock, the times come from slurmctld's.
+_CUT_SKEW_S = 60
+
+
 def _typed_events(
     df: pl.DataFrame,
     present: set[str],
@@ -563,15 +578,18 @@ def _typed_events(
         event_type.alias("_event_type"),
         parse_naive_timestamp(c("start").str.strip_chars()).alias("_start_naive"),
         parse_naive_timestamp(c("end").str.strip_chars()).alias("_end_naive"),
+        # SLURM_TIME_FORMAT="%FT%T%z" (sacctmgr follows it as sacct does): an exact instant, no DST rule.
+        parse_offset_timestamp(c("start").str.strip_chars()).alias("_start_x"),
+        parse_offset_timestamp(c("end").str.strip_chars()).alias("_end_x"),
         parse_duration_s(c("duration").str.strip_chars()).alias("_duration"),
         parse_int(c("cpus").str.strip_chars()).alias("_cpus"),
         pl.coalesce(user_parts.struct.field("name"), user).alias("_user_name"),
         user_parts.struct.field("uid").cast(pl.Int64, strict=False).alias("_uid"),
     ).with_columns(
-        localize_to_utc(c("_start_naive"), timezone).alias("_start_e"),
-        _localize(c("_start_naive"), timezone, "latest").alias("_start_l"),
-        localize_to_utc(c("_end_naive"), timezone).alias("_end_e"),
-        _localize(c("_end_naive"), timezone, "latest").alias("_end_l"),
+        pl.coalesce(c("_start_x"), localize_to_utc(c("_start_naive"), timezone)).alias("_start_e"),
+        pl.coalesce(c("_start_x"), _localize(c("_start_naive"), timezone, "latest")).alias("_start_l"),
+        pl.coalesce(c("_end_x"), localize_to_utc(c("_end_naive"), timezone)).alias("_end_e"),
+        pl.coalesce(c("_end_x"), _localize(c("_end_naive"), timezone, "latest")).alias("_end_l"),
         pl.duration(seconds=c("_duration")).alias("_dur"),
     )
     # DST fall-back: the repeated hour is ambiguous. Take the earliest instant unless the end would
@@ -582,20 +600,43 @@ def _typed_events(
         .then(c("_end_l")).otherwise(c("_end_e"))
     )
     lf = lf.with_columns(end_ts.alias("_end_ts"))
+    # An open event's Duration runs up to the moment of the dump, so start + Duration is the same cut
+    # (to a few seconds) on every open line of the file. An ambiguous open start takes the reading
+    # whose start + Duration is nearest the cut of the file's unambiguous open events (median: robust
+    # to one odd line); without one, the reading whose start + Duration is not before a time the file
+    # prints (no event starts or ends after the dump), else the earliest.
+    ambiguous_start = c("_start_l") != c("_start_e")
+    end_unknown = c("end").is_null() | c("end").str.strip_chars().is_in(list(TIMESTAMP_NULL_TOKENS))
+    is_open = end_unknown & c("_dur").is_not_null()
+    cut_e, cut_l = c("_start_e") + c("_dur"), c("_start_l") + c("_dur")
+    lf = lf.with_columns(
+        cut_e.filter(is_open & ~ambiguous_start).median().alias("_cut"),
+        # Nothing the dump prints is after its cut: the latest start (earliest readings, never after
+        # the truth) or resolved end is a lower bound on it.
+        pl.max_horizontal(c("_start_e"), c("_end_ts")).max().alias("_cut_floor"),
+    )
+    open_latest = is_open & ambiguous_start & (
+        pl.when(c("_cut").is_not_null())
+        .then((cut_l - c("_cut")).abs() < (cut_e - c("_cut")).abs())
+        .otherwise(cut_e < c("_cut_floor") - pl.duration(seconds=_CUT_SKEW_S))
+    )
     start_ts = (
-        pl.when((c("_start_l") != c("_start_e")) & ((c("_end_ts") - c("_start_l")) == c("_dur")))
-        .then(c("_start_l")).otherwise(c("_start_e"))
+        pl.when(ambiguous_start & ((c("_end_ts") - c("_start_l")) == c("_dur"))).then(c("_start_l"))
+        .when(open_latest.fill_null(False)).then(c("_start_l"))
+        .otherwise(c("_start_e"))
     )
     lf = lf.with_columns(start_ts.alias("_start_ts"))
     state_present = _empty_to_null(c("state")).is_not_null()
     checks: list[tuple[pl.Expr, pl.Expr]] = [
         (c("start").is_null() | c("start").str.strip_chars().is_in(list(TIMESTAMP_NULL_TOKENS)),
          pl.format("TimeStart is '{}': the event cannot be placed in time", c("start").fill_null(""))),
-        (invalid_value(c("start").str.strip_chars(), c("_start_naive"), TIMESTAMP_NULL_TOKENS),
+        (invalid_value(c("start").str.strip_chars(), pl.coalesce(c("_start_e"), c("_start_naive").dt.replace_time_zone("UTC")),
+                       TIMESTAMP_NULL_TOKENS),
          pl.format("malformed TimeStart timestamp '{}'", c("start"))),
         (c("_start_naive").is_not_null() & c("_start_e").is_null(),
          pl.format(f"TimeStart '{{}}' does not exist in {timezone} (DST gap)", c("start"))),
-        (invalid_value(c("end").str.strip_chars(), c("_end_naive"), TIMESTAMP_NULL_TOKENS),
+        (invalid_value(c("end").str.strip_chars(), pl.coalesce(c("_end_e"), c("_end_naive").dt.replace_time_zone("UTC")),
+                       TIMESTAMP_NULL_TOKENS),
          pl.format("malformed TimeEnd timestamp '{}'", c("end"))),
         (c("_end_naive").is_not_null() & c("_end_e").is_null(),
          pl.format(f"TimeEnd '{{}}' does not exist in {timezone} (DST gap)", c("end"))),

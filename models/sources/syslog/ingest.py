@@ -223,8 +223,8 @@ def _parse_batch(inputs: list[SyslogInput], timezone: str) -> tuple[SyslogBatchR
     except Exception as exc:  # noqa: BLE001 - a parser failure refuses its file only
         if len(inputs) == 1:
             name = inputs[0].source_file
-            files = pl.DataFrame({"source_file": [name], "rows_read": [0], "rows_loaded": [0], "rows_rejected": [0]},
-                                 schema=FILE_COUNTS_SCHEMA)
+            files = pl.DataFrame({"source_file": [name], "rows_read": [0], "rows_loaded": [0], "rows_rejected": [0],
+                                  "rows_dst_guessed": [0]}, schema=FILE_COUNTS_SCHEMA)
             empty = SyslogBatchResult(pl.DataFrame(schema=LINE_SCHEMA), pl.DataFrame(schema=REJECT_SCHEMA), files)
             return empty, {name: log_parse_crash(name, exc)}
     middle = len(inputs) // 2
@@ -291,11 +291,12 @@ def parse_syslog_shard(plan: IngestPlan, shard: int, progress: Callable[[str], N
              "error": [f for _, f in refused]}, schema=parsed.rejects.schema)])
         write_staged(lake, "syslog", shard, parse_no, "rejects", rejects)
         parse_no += 1
-        for (name, read), (_, rows_read, rows_loaded, rows_rejected) in zip(reads, parsed.files.iter_rows(),
-                                                                            strict=True):
+        for (name, read), (_, rows_read, rows_loaded, rows_rejected, dst_guessed) in zip(
+                reads, parsed.files.iter_rows(), strict=True):
             fault = faults[name]
             out[name] = StagedFile(FileIngest(name, "refused" if fault else "loaded", rows_read, rows_loaded,
-                                              rows_rejected, fault), versions[name], read.size)
+                                              rows_rejected, fault, rows_dst_guessed=dst_guessed),
+                                   versions[name], read.size)
         if parsed.lines.height:
             pending.append(parsed.lines)
             pending_rows += parsed.lines.height

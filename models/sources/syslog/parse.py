@@ -345,15 +345,18 @@ def _offset_valid(off: pl.Expr) -> pl.Expr:
 
 
 def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
-    """Column ``_naive`` (local wall clock, file order) -> ``_local_ts`` (UTC) and ``_gap``.
+    """Column ``_naive`` (local wall clock, file order) -> ``_local_ts`` (UTC), ``_gap`` and ``_dst_guess``.
 
     Ambiguous (fall-back) times take the earlier instant until the clock visibly goes back inside
-    the repeated hour of that day, then the later one. ``_gap`` flags non-existent local times.
+    the repeated hour of that day, then the later one. ``_gap`` flags non-existent local times;
+    ``_dst_guess`` the ambiguous ones of a file whose clock never visibly went back in that hour (a
+    quiet node): nothing in the file says which pass they were logged in, so the earlier is a guess.
     """
     naive = pl.col("_naive")
     if timezone == "UTC":
         return df.with_columns(
-            naive.dt.replace_time_zone("UTC").alias("_local_ts"), pl.lit(False).alias("_gap")
+            naive.dt.replace_time_zone("UTC").alias("_local_ts"), pl.lit(False).alias("_gap"),
+            pl.lit(False).alias("_dst_guess"),
         )
     early = naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null")
     late = naive.dt.replace_time_zone(timezone, ambiguous="latest", non_existent="null")
@@ -370,6 +373,7 @@ def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
         .dt.convert_time_zone("UTC")
         .alias("_local_ts"),
         (naive.is_not_null() & pl.col("_early").is_null()).alias("_gap"),
+        (ambiguous & (pl.col("_after_back").max().over("_file", "_amb_day") == 0)).fill_null(False).alias("_dst_guess"),
     ).drop("_early", "_late", "_amb_day", "_after_back")
 
 
@@ -470,7 +474,7 @@ def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
 # Per-format parsing
 
 
-_OUT_COLS = ["_file", "line_no", "line", "ts", "host", "program", "pid", "message", "format", "error"]
+_OUT_COLS = ["_file", "line_no", "line", "ts", "host", "program", "pid", "message", "format", "error", "_dst_guess"]
 
 
 # Fast path for the dominant header shapes "Mmm dd HH:MM:SS host prog[pid]: msg" (RFC 3164) and
@@ -606,7 +610,8 @@ def _stamp_runs(stamps: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series] | None:
 
 
 def _stamp_times(stamps: pl.DataFrame, fmt: str, timezone: str, hints: pl.DataFrame) -> pl.DataFrame:
-    """``ts`` and the reject reason ``_error`` (null when the time is good) of timestamp rows
+    """``ts``, the reject reason ``_error`` (null when the time is good) and ``_dst_guess`` (a local time
+    of the repeated DST hour placed by a guess: :func:`_localize`) of timestamp rows
     (``_file``, ``line_no``, the header's time fields, ``_w``: how many lines each row stands for),
     in file and line order; one row out per row in."""
     names = set(stamps.columns)
@@ -652,6 +657,7 @@ def _stamp_times(stamps: pl.DataFrame, fmt: str, timezone: str, hints: pl.DataFr
         .when(off.is_null() & pl.col("_gap"))
         .then(pl.lit(f"local time does not exist in {timezone} (DST gap)"))
         .alias("_error"),
+        (off.is_null() & pl.col("_dst_guess")).alias("_dst_guess"),
     )
 
 
@@ -745,6 +751,7 @@ def _parse_header_format(
         "message",
         pl.lit(fmt).alias("format"),
         error.alias("error"),
+        (pl.col("_dst_guess") if "_dst_guess" in df.columns else pl.lit(False)).alias("_dst_guess"),
     )
 
 
@@ -803,6 +810,7 @@ def _parse_journald(sub: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("_us").is_null())
         .then(pl.lit("not a journald JSON entry with __REALTIME_TIMESTAMP"))
         .alias("error"),
+        pl.lit(False).alias("_dst_guess"),  # journald stamps are epoch microseconds: never ambiguous
     )
 
 
@@ -983,6 +991,7 @@ class SyslogInput:
 #: Polars schema of :attr:`SyslogBatchResult.files`: one row per input file.
 FILE_COUNTS_SCHEMA: dict[str, pl.DataType] = {
     "source_file": pl.String(), "rows_read": pl.Int64(), "rows_loaded": pl.Int64(), "rows_rejected": pl.Int64(),
+    "rows_dst_guessed": pl.Int64(),
 }
 
 
@@ -992,7 +1001,8 @@ class SyslogBatchResult:
 
     ``lines`` follows :data:`LINE_SCHEMA` and ``rejects`` :data:`REJECT_SCHEMA`, both in input-file
     order, then line order. ``files`` has one row per input, in input order: ``source_file``,
-    ``rows_read`` (non-blank lines), ``rows_loaded``, ``rows_rejected``.
+    ``rows_read`` (non-blank lines), ``rows_loaded``, ``rows_rejected``, ``rows_dst_guessed`` (loaded
+    lines of the repeated DST hour that nothing in their file placed: read as the earlier instant).
     """
 
     lines: pl.DataFrame
@@ -1064,7 +1074,7 @@ def parse_syslog_batch(
     out_schema = {
         "_file": pl.UInt32(), "line_no": pl.Int64(), "line": pl.String(),
         **{k: LINE_SCHEMA[k] for k in LINE_SCHEMA if k not in ("source_file", "line_no")},
-        "error": pl.String(),
+        "error": pl.String(), "_dst_guess": pl.Boolean(),
     }
     matched = pl.concat(
         [p.select(_OUT_COLS).cast(out_schema) for p in parsed]
@@ -1079,6 +1089,7 @@ def parse_syslog_batch(
     counts = (
         lines.group_by("_file").agg(pl.len().alias("rows_read"))
         .join(bad.group_by("_file").agg(pl.len().alias("rows_rejected")), on="_file", how="left")
+        .join(ok.group_by("_file").agg(pl.col("_dst_guess").sum().alias("rows_dst_guessed")), on="_file", how="left")
     )
     return SyslogBatchResult(
         lines=ok.select(list(LINE_SCHEMA)),
@@ -1088,6 +1099,7 @@ def parse_syslog_batch(
             pl.col("rows_read").fill_null(0),
             (pl.col("rows_read").fill_null(0) - pl.col("rows_rejected").fill_null(0)).alias("rows_loaded"),
             pl.col("rows_rejected").fill_null(0),
+            pl.col("rows_dst_guessed").fill_null(0),
         ).cast(FILE_COUNTS_SCHEMA),
     )
 
@@ -1244,6 +1256,7 @@ def _resolve_continuations(
         .then(pl.lit(_NO_FORMAT))
         .otherwise(pl.col("error"))
         .alias("error"),
+        (~c & pl.col("_dst_guess").fill_null(False)).alias("_dst_guess"),
     )
 
 

@@ -16,6 +16,19 @@ _MAX_JOB_ROWS = 40
 # -- blast radius ------------------------------------------------------------------------------
 
 
+def _attributed_text(inc: Incident) -> str:
+    """The second part of the job list: the runs job-failure attribution gives to the linked hardware
+    incident(s), listed whenever they ended — ', plus the runs attribution gives to the linked hardware
+    incident inc-…'."""
+    ids = inc.hw_incident_ids
+    if inc.kind == "hw":
+        return ", plus the runs attribution gives to this hardware incident, whenever they ended"
+    if not ids:
+        return ""
+    return (f", plus the runs attribution gives to the linked hardware incident{'s' if len(ids) > 1 else ''} "
+            f"{', '.join(ids)}, whenever they ended")
+
+
 def build(inc: Incident) -> Section:
     sec = Section("blast-radius", "Blast radius")
     r = inc.row
@@ -28,9 +41,12 @@ def build(inc: Incident) -> Section:
         job_gpus[j["job_id"]] = max(job_gpus.get(j["job_id"], 0), int(j["n_gpus"] or 0))
     if inc.kind == "alert":
         n_mart, lost_mart = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
+        matched = r.get("hw_incident_id")
         rule = ("jobs with a run (the final one, or an earlier one Slurm requeued) that ended FAILED or NODE_FAIL on "
                 "its nodes from 15 min before its start to 5 min after its last alert started, unless attributed to "
-                "the user (marts.alert_incidents.n_jobs_killed; a job killed twice counts once)")
+                "the user" + (f", plus every such run attribution gives to the linked hardware incident {matched}, "
+                              "whenever it ended" if matched else "")
+                + " (marts.alert_incidents.n_jobs_killed; a job killed twice counts once)")
     else:
         n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")
         rule = ("jobs, and earlier instances of requeued jobs, that attribution gives to this incident "
@@ -87,7 +103,11 @@ def build(inc: Incident) -> Section:
             [Cell("Nodes"), Cell(fmt_int(len(inc.anchor_nodes)))], [Cell("Jobs killed"), Cell(fmt_int(n_mart or 0))],
             [Cell("Lost GPU-hours"), Cell(gpuh(lost_mart))]],
             caption=f"No job ended FAILED or NODE_FAIL on these nodes in {when_text(inc.job_window[0])} … "
-                    f"{when_text(inc.job_window[1])}. Counted: {rule}."))
+                    f"{when_text(inc.job_window[1])}"
+                    + (", and attribution gives no run to " + ("this hardware incident" if inc.kind == "hw" else
+                       f"the linked hardware incident{'s' if len(inc.hw_incident_ids) > 1 else ''} "
+                       f"{', '.join(inc.hw_incident_ids)}") if inc.hw_incident_ids else "")
+                    + f". Counted: {rule}."))
         return sec
     jobs_sorted = sorted(jobs, key=lambda j: (not j["counted"], -(j["lost_gpu_hours"] or 0.0), j["end_ts"] or inc.t0))
     sec.items.append(Table(
@@ -109,8 +129,8 @@ def build(inc: Incident) -> Section:
           Cell("yes" if j["counted"] else "no (requeued)" if j["instance_no"] else "no")]
          for j in jobs_sorted[:_MAX_JOB_ROWS]],
         caption=f"Jobs that ended FAILED or NODE_FAIL on the affected nodes from {when_text(inc.job_window[0])} to "
-                f"{when_text(inc.job_window[1])}, jobs attributed to a linked hardware incident, and interrupted earlier "
-                f"instances of requeued jobs (job #instance). Counted: {rule}. "
+                f"{when_text(inc.job_window[1])}{_attributed_text(inc)}, and interrupted earlier instances of requeued "
+                f"jobs (job #instance). Counted: {rule}. "
                 "Lost GPU-hours: GPUs × (work since the last checkpoint + restart overhead)."
                 + (f" First {_MAX_JOB_ROWS} of {len(jobs)}." if len(jobs) > _MAX_JOB_ROWS else ""),
     ))

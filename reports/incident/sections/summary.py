@@ -11,6 +11,7 @@ from gpusre.reports.incident.terms import (
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     incident_missing,
+    repair_end,
     root_alert,
     what_text,
     when_text,
@@ -73,28 +74,34 @@ def build(inc: Incident) -> Section:
                         f"{plural(r.get('n_alerts'), 'alert')}, root-cause candidate {what_text(inc)}{hw}; {impact}.")
     else:
         jobs, lost = r.get("affected_jobs"), r.get("lost_gpu_hours")
-        # One recovery value per report: the repair record's (first evidence to the last node back in
-        # service), as the card and the repair section show; the job-based recovery only without one.
-        rep0 = (inc.safe("repairs", []) or [None])[0]
+        # end_ts is the last evidence, not the end of the outage: the evidence "spans", and the outage is
+        # stated once, from the first evidence to the repair record's end (the duration the card and the
+        # repair section show); the job-based recovery only without one.
+        own = [x for x in inc.safe("repairs", []) if x.get("incident_id") == inc.id]
+        rep0 = own[0] if own else None
+        end = repair_end(rep0)
+        at = f", at {when_text(end[0])}" if end else ""
         if rep0 and is_number(rep0.get("hours_to_repair")) and no_states:
             # Without node states the repair end is an estimate: say from what, never "back in service".
-            rec = (f"; {NOT_LOADED['slurm_events']}: repair time estimated from "
-                   f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
-                   f"{span_hours(rep0['hours_to_repair'])} after the first evidence")
-        elif rep0 and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
-            # no drain linked: the nodes never left service, they recovered (links back ACTIVE, ...)
-            rec = (f"; its nodes recovered {span_hours(rep0['hours_to_repair'])} after the first evidence, by "
-                   f"{REPAIR_SOURCE_TEXT[str(rep0['repair_source'])]}")
+            down = (f"; {NOT_LOADED['slurm_events']}: repair time estimated from "
+                    f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
+                    f"{span_hours(rep0['hours_to_repair'])} after the first evidence{at}")
+        elif end and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
+            # no drain linked: the nodes never left service; the outage ends when they recovered
+            down = f" and it was down {span_hours(rep0['hours_to_repair'])}, to {end[2]} at {when_text(end[0])}"
         elif rep0 and is_number(rep0.get("hours_to_repair")):
-            rec = f"; every node was back in service {span_hours(rep0['hours_to_repair'])} after the first evidence"
+            down = f" and every node was back in service {span_hours(rep0['hours_to_repair'])} after the first evidence{at}"
         elif is_number(r.get("hours_to_recovery")):
-            rec = f"; its nodes ran a job to completion again {span_hours(r['hours_to_recovery'])} after it ended"
+            down = (f"; the last of its nodes started a job that went on to complete {span_hours(r['hours_to_recovery'])} "
+                    "after its last evidence")
         else:
-            rec = ""
+            down = ""
+        evidence = (f"its evidence spans {fmt_span(dur)}" if dur > 0 else "its evidence is a single moment") + \
+            f" ({plural(r.get('n_events'), 'event')})"
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
                   f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
-        sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, started {when_text(inc.start)} and lasted {fmt_span(dur)} "
-                    f"({plural(r.get('n_events'), 'event')}); {impact}{rec}.")
+        sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, started {when_text(inc.start)}; {evidence}{down}; "
+                    f"{impact}.")
     repairs = inc.safe("repairs", [])
     rep = repairs[0] if repairs else None
     counted = [j for j in inc.safe("failed_jobs", []) if j["counted"]]
@@ -104,7 +111,8 @@ def build(inc: Incident) -> Section:
         {"label": "Incident", "value": "Alert incident" if inc.kind == "alert" else "Hardware incident",
          "sub": inc.id, "tone": ""},
         {"label": "Started", "value": as_utc(inc.start).strftime("%m-%d %H:%M:%S"),
-         "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}",
+         "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}" if inc.kind == "alert"
+         else f"UTC · evidence spans {fmt_span(dur)}" if dur > 0 else "UTC · one moment of evidence",
          "tone": "bad" if ongoing(inc) else ""},
         {"label": "Nodes", "value": fmt_int(len(inc.anchor_nodes)), "sub": truncate(nodes_text(inc.anchor_nodes), 34),
          "tone": ""},

@@ -22,6 +22,7 @@ from gpusre.reports.incident.terms import (
     incident_missing,
     lane_keys,
     offset_text,
+    repair_end,
     what_text,
     when_text,
 )
@@ -128,7 +129,7 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
             out.append((as_utc(h["start_ts"]), f"hardware incident {h['incident_id']} starts "
                                              f"({component_label(h['component'])})"))
         if h.get("end_ts") and as_utc(h["end_ts"]) != as_utc(h["start_ts"]):
-            out.append((as_utc(h["end_ts"]), f"last event of hardware incident {h['incident_id']}"))
+            out.append((as_utc(h["end_ts"]), f"last evidence of hardware incident {h['incident_id']}"))
     seen_incidents: set[str] = set()
     alerts = inc.safe("alerts", [])
     for a in alerts:
@@ -165,7 +166,21 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
             out.append((s["start_ts"], f"{s['node']} {s['state'] or '?'}: {truncate(s['reason'], 100)}"))
     if inc.back_in_service:
         out.append((inc.back_in_service, "last linked node back in service"))
+    for ts, text in _repairs_without_drain(inc):
+        out.append((ts, text))
     out.sort(key=lambda m: m[0])
+    return out
+
+
+def _repairs_without_drain(inc: Incident) -> list[tuple[datetime, str]]:
+    """The repair ends of linked hardware incidents whose nodes were not drained (marts.incident_repairs
+    ``repaired_ts`` with another ``repair_source``: links back ACTIVE, a passing health check, ...); a drained
+    incident's end is the "last linked node back in service" moment."""
+    out = []
+    for rep in inc.safe("repairs", []):
+        end = repair_end(rep)
+        if end and rep.get("repair_source") != "node_states":
+            out.append((end[0], f"{end[1]}: hardware incident {rep['incident_id']} repaired"))
     return out
 
 
@@ -203,6 +218,9 @@ def build(inc: Incident) -> Section:
         marks.append((inc.drain_start, "#6d1b1b", "drained"))
     if inc.back_in_service and inc.w0 <= inc.back_in_service <= inc.w1:
         marks.append((inc.back_in_service, "#2e7d32", "back in service"))
+    for ts, text in _repairs_without_drain(inc):
+        if inc.w0 <= ts <= inc.w1:
+            marks.append((ts, "#2e7d32", text.split(":", 1)[0]))
     legend = [("incident alert (root: dark red)", ALERT_COLOURS["member"], "bar"),
               ("other alert on these nodes", ALERT_COLOURS["context"], "bar"),
               ("incident event", "#c62828", "D"), ("job failed", "#263238", "x"),

@@ -1,8 +1,7 @@
 """Nightly report section "Alert hygiene: noisy rules and missing coverage" (``#alert_hygiene``).
 
 Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.alert_coverage,
-marts.hw_incidents_without_alert, marts.hw_incidents, and the span of the alert data (the first and
-last webhook delivery of raw.alert_notifications, by the model's own rule: the span the coverage
+marts.hw_incidents_without_alert, marts.hw_incidents, marts.alert_data_span (the span the coverage
 mart was judged in); formats, computes nothing."""
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from gpusre.reports.kit.formatting import (
     truncate,
     utc_date,
 )
-from gpusre.models.alerts.clustering import ALERT_DATA_SPAN_SQL
 from gpusre.reports.incident.terms import missing_sources
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
@@ -68,16 +66,11 @@ def _built(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 
 def _alert_data_span(con: duckdb.DuckDBPyConnection) -> tuple[Any, Any]:
-    """The span marts.alert_coverage was judged in: first and last webhook delivery (the model's
-    :data:`ALERT_DATA_SPAN_SQL`), else — without raw notifications — the first alert start to the
-    latest alert start or end, as the model falls back to."""
-    if table_status(con, "raw.alert_notifications") is None:
-        row = query_rows(con, ALERT_DATA_SPAN_SQL)[0]
-        if row["first_ts"] is not None:
-            return row["first_ts"], row["last_ts"]
-    row = query_rows(con, "SELECT min(starts_at) AS a, max(greatest(starts_at, coalesce(ends_at, starts_at))) AS b "
-                          "FROM core.alerts")[0]
-    return row["a"], row["b"]
+    """The span marts.alert_coverage was judged in (marts.alert_data_span); (None, None) without it."""
+    if table_status(con, "marts.alert_data_span") is not None:
+        return None, None
+    rows = query_rows(con, "SELECT first_ts, last_ts FROM marts.alert_data_span")
+    return (rows[0]["first_ts"], rows[0]["last_ts"]) if rows else (None, None)
 
 
 def _unjudged_text(con: duckdb.DuckDBPyConnection, first: Any, last: Any, window: tuple[Any, Any]) -> str:

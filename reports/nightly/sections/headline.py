@@ -1,4 +1,8 @@
-"""Nightly section "Headline": the KPI cards."""
+"""Nightly section "Headline": the KPI cards.
+
+Reads marts.job_totals, marts.day_coverage (which days are partial), marts.utilization_daily,
+marts.utilization_summary, marts.job_states_daily, marts.ingestion_by_source and the failure marts;
+formats, computes nothing but the baseline medians of a few rows."""
 
 from __future__ import annotations
 
@@ -36,15 +40,26 @@ log = logging.getLogger(__name__)
 
 def _baseline(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any]:
     """Medians of GPU jobs ended, failures and utilization over the (up to) :data:`_BASELINE_DAYS`
-    days before the report day that the data covers (rows of marts.job_totals and
-    marts.utilization_daily); ``{}`` when there are none. A median, not a mean: one big incident
-    night should not move the yardstick."""
+    days before the report day that the data covers completely (rows of marts.job_totals and
+    marts.utilization_daily; a day marts.day_coverage calls partial — the data starting at 14:00 — is
+    left out, as the utilization median leaves it out, and ``partial_days`` counts it); ``{}`` when no
+    day is before the report day, ``{"days": 0, ...}`` when every one is partial. Without
+    marts.day_coverage (a warehouse built before it) every day counts and ``complete`` is False. A
+    median, not a mean: one big incident night should not move the yardstick."""
     last = meta.report_date - timedelta(days=1)
     first = meta.report_date - timedelta(days=_BASELINE_DAYS)
-    rows = query_rows(con, "SELECT gpu_jobs, failed_jobs FROM marts.job_totals "
-                           "WHERE scope = 'day' AND day BETWEEN ? AND ?", [first, last])
-    if not rows:
+    covered = table_status(con, "marts.day_coverage") is None
+    # A day outside marts.day_coverage has no dense data at all: partial, as models/day_coverage.py marks it.
+    partial_sql = ("coalesce((SELECT c.partial FROM marts.day_coverage AS c WHERE c.day = t.day), true)"
+                   if covered else "false")
+    every = query_rows(con, f"SELECT t.gpu_jobs, t.failed_jobs, {partial_sql} AS partial FROM marts.job_totals AS t "
+                            "WHERE t.scope = 'day' AND t.day BETWEEN ? AND ? ORDER BY t.day", [first, last])
+    if not every:
         return {}
+    rows = [r for r in every if not r["partial"]]
+    if not rows:
+        return {"days": 0, "partial_days": len(every), "complete": covered, "jobs": None, "failures": None,
+                "util": None, "util_days": 0}
     utils = []
     if table_status(con, "marts.utilization_daily") is None:
         utils = [r["utilization"] for r in query_rows(con, "SELECT utilization FROM marts.utilization_daily "
@@ -53,6 +68,8 @@ def _baseline(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, An
                                                       [first, last])]
     return {
         "days": len(rows),
+        "partial_days": len(every) - len(rows),
+        "complete": covered,
         "jobs": statistics.median(r["gpu_jobs"] for r in rows),
         "failures": statistics.median(r["failed_jobs"] for r in rows),
         "util": statistics.median(utils) if utils else None,
@@ -108,8 +125,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             + (f"; the cluster's mean utilization was {fmt_pct(util)} (complete days)" if util is not None else "")
             + f"; on {fmt_date(meta.report_date)} {plural(night['gpu_jobs'], 'GPU job')} ended"
             + f" and {fmt_int(night['failed_jobs'])} of them failed"
-            + (f" (median of the {plural(base['days'], 'day')} before: {fmt_num(base['jobs'], 0)} jobs ended, "
-               f"{fmt_num(base['failures'], 0)} failed)." if base else ".")
+            + _baseline_text(base)
         )
     # States with no failure that night are left out: six zeros would bury the one that matters.
     # A failed run Slurm requeued is no failed job, but it failed that night: shown beside the jobs.
@@ -138,6 +154,19 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          "tone": "bad" if last_run["rows_rejected"] else "good"},
     ] + failure_cards(con, meta)
     return sec
+
+
+def _baseline_text(base: dict[str, Any]) -> str:
+    """' (median of the 1 complete day before: 3 jobs ended, 0 failed; 1 partial day left out).' — the end
+    of the headline sentence."""
+    if not base:
+        return "."
+    left_out = f"{plural(base['partial_days'], 'partial day')} left out" if base.get("partial_days") else ""
+    if not base["days"]:
+        return f" (no complete day before it to compare with: {left_out})."
+    days = plural(base["days"], "complete day" if base.get("complete") else "day")
+    return (f" (median of the {days} before: {fmt_num(base['jobs'], 0)} jobs ended, {fmt_num(base['failures'], 0)} "
+            f"failed{'; ' + left_out if left_out else ''}).")
 
 
 def _infra_card(label: str, infra: dict[str, Any], total: int, tone: bool) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from gpusre.reports.incident.terms import NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
+from gpusre.reports.incident.terms import COMPLETING_JOB_CAPTION, NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -74,9 +74,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
             + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
             f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
-            # "Recovered" here is "ran a job to completion again", not MTTR's "back in service": named apart.
+            # "Recovered" here is "started a job that went on to complete" (recovered_ts: that job's start),
+            # not MTTR's "back in service": named apart.
             + (f"; the nodes of {plural(agg['open'], 'incident')} have not completed a job since."
-               if agg["open"] else "; every incident's nodes have run a job successfully since.")
+               if agg["open"] else "; on every incident's nodes a job started since its end has completed.")
         )
 
     def cause(r: dict[str, Any]) -> Cell:
@@ -88,17 +89,17 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec.add(Table(
         [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
          Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
-         Column("Jobs again", True)],
+         Column("Completing job started", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
           cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])),
           Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num)),
           Cell(_recovery_text(r))] for r in rows],
         caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
-                "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. Jobs again: "
-                "hours from the incident's end until every one of its nodes ran a job to completion again (back in "
-                "service, as the repair-time table times it, may be earlier)."
-                + (f" Jobs hit, lost GPU-hours and jobs again are {UNKNOWN_NO_ACCOUNTING} (not 0)." if agg["unknown"]
+                "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. "
+                f"{COMPLETING_JOB_CAPTION} (Back in service, as the repair-time table times it, may be earlier.)"
+                + (f" Jobs hit, lost GPU-hours and the completing job's start are {UNKNOWN_NO_ACCOUNTING} (not 0)."
+                   if agg["unknown"]
                    else ""),
     ))
     return sec

@@ -1,6 +1,7 @@
 """Nightly report section "Data quality" (``#quality``).
 
-Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily, raw.ingested_files, raw.rejects;
+Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily, raw.ingested_files, raw.record_days,
+raw.rejects;
 formats, computes nothing."""
 
 from __future__ import annotations
@@ -47,6 +48,33 @@ def _gone_note(con: duckdb.DuckDBPyConnection) -> str | None:
             f"{'its' if len(names) == 1 else 'their'} rows stay "
             f"(the lake is the archive) and count in this report: {shown}. To remove a wrong file's rows, "
             "see README, \"Landing directory\".")
+
+
+#: Files with DST-guessed lines the section names.
+_DST_NAMES_SHOWN = 5
+
+
+def _dst_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str | None:
+    """The sentence on node-log lines of the report day that fell in the repeated hour of a DST
+    fall-back with nothing in their file to place them (``raw.ingested_files.rows_dst_guessed``):
+    read as the earlier instant, they may be an hour early, and the incidents they make with them."""
+    has_column = scalar(con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'raw' "
+                             "AND table_name = 'ingested_files' AND column_name = 'rows_dst_guessed'")
+    if not has_column or table_status(con, "raw.record_days"):
+        return None
+    rows = query_rows(con, """SELECT f.source_file, f.rows_dst_guessed AS n FROM raw.ingested_files f
+                              WHERE f.rows_dst_guessed > 0 AND EXISTS (
+                                  SELECT 1 FROM raw.record_days d WHERE d.source_file = f.source_file AND d.day = ?)
+                              ORDER BY f.rows_dst_guessed DESC, f.source_file""", [meta.report_date])
+    if not rows:
+        return None
+    shown = ", ".join(f"{r['source_file']} ({fmt_int(r['n'])})" for r in rows[:_DST_NAMES_SHOWN])
+    more = ", ..." if len(rows) > _DST_NAMES_SHOWN else ""
+    return (f"{plural(len(rows), 'node-log file')} of {fmt_date(meta.report_date)} "
+            f"{'has' if len(rows) == 1 else 'have'} lines in the hour the DST change repeated with nothing in "
+            f"the file to say which pass: read as the first (daylight-time) pass, they may be 1 h early, and so "
+            f"may incidents, detect and repair times built on them: {shown}{more} lines "
+            "(raw.ingested_files.rows_dst_guessed).")
 
 
 def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
@@ -123,6 +151,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         gone = _gone_note(con)
         if gone:
             sec.lead += " " + gone
+        dst = _dst_note(con, meta)
+        if dst:
+            sec.lead += " " + dst
         sec.add(Table(
             [Column("Source"), Column("Files", True), Column("Rows read", True), Column("Loaded", True),
              Column("Rows rejected", True), Column("Reject rate", True), Column("Files refused", True),

@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.warehouse import table_columns
+from gpusre.reports.incident.terms import COMPLETING_JOB_CAPTION
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_date,
@@ -89,7 +90,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
 
     sec.items.append(Table(
         [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
-         Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True), Column("Jobs again", True)],
+         Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True),
+         Column("Completing job started", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
           Cell(component_label(r["component"])), cause(r),
           Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
@@ -99,8 +101,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                else "not yet")] for r in rows],
         caption=f"Top {len(rows)} of {fmt_int(agg['n'])} incidents that started in the window. Lost GPU-hours: GPUs × "
                 "(the work since the last checkpoint + the restart overhead) of the jobs and requeued runs the incident "
-                "killed. Jobs again: hours from the incident's end until each of its nodes ran a job to completion "
-                "again (back in service, as the incident report's time to repair measures it, may be earlier).",
+                f"killed. {COMPLETING_JOB_CAPTION} (Back in service, as the incident report's time to repair "
+                "measures it, may be earlier.)",
     ))
     return sec
 
