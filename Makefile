@@ -18,10 +18,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/gpusre demo --out demo
 
-## Install and run the test suite (installs headless Chromium for the browser test when apt is available).
+## Install and run the test suite (installs headless Chromium for the browser test when apt is available),
+## one worker per core (pytest-xdist; a test module stays on one worker, so its fixtures are built once).
 test: $(STAMP)
 	sh tests/install_browser.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 ## Benchmarks (on demand; not part of the tests).
 bench: $(STAMP)

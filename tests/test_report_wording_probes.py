@@ -250,6 +250,9 @@ def test_hardware_incident_says_its_evidence_spans_7_s_and_it_was_down_12_min(co
     # The key moments include the recovery, as a drained incident's "last linked node back in service".
     timeline = visible_text(section(page, "timeline"))
     assert "2026-11-01 03:12:08 +0:12:07 links back ACTIVE: hardware incident inc-leaf01 repaired" in timeline
+    # Repaired without a drain: the nodes stayed in service (not "No drain … (repaired)").
+    repair = visible_text(section(page, "repair"))
+    assert "No drain of the incident's nodes followed within 24 h: Slurm kept them in service; " in repair
 
 
 def test_incident_summary_says_when_the_last_node_started_a_completing_job(con: duckdb.DuckDBPyConnection) -> None:

@@ -64,7 +64,10 @@ def build(inc: Incident) -> Section:
                      + (f" (median for {class_label(comp)}: {span_hours(med['mttd_hours_p50'])})"
                         if is_number(med.get("mttd_hours_p50")) else ""))
     else:
-        parts.append(f"No drain of the incident's nodes followed within 24 h ({str(state or MISSING).replace('_', ' ')})")
+        # Repaired without a drain: Slurm kept the nodes in service (their recovery is said next).
+        parts.append("No drain of the incident's nodes followed within 24 h"
+                     + (": Slurm kept them in service" if state == "repaired"
+                        else f" ({str(state or MISSING).replace('_', ' ')})"))
     if no_states:
         pass
     elif is_number(rep.get("hours_to_repair")):
