@@ -168,7 +168,7 @@ def test_nightly_without_accounting_says_unknown(runs: dict[str, Path]) -> None:
     md = _nightly(runs["nosacct"])
     top = _section(md, "Top incidents by lost GPU-hours")
     assert "unknown: no Slurm accounting" in top
-    assert "have not completed a job since" not in top and "not yet (0/" not in top
+    assert "no job started after the incident has completed" not in top and "not yet (0/" not in top
     assert "| unknown | unknown | unknown |" in top
     checks = _section(md, "Health checks: precision and missed detections")
     assert "unknown: no Slurm accounting" in checks and "precision needs job outcomes" in checks

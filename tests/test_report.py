@@ -357,7 +357,7 @@ def test_top_incidents(report: tuple[ReportPaths, str, str]) -> None:
     text = _visible_text(sec)
     assert ("The top 3 of 3 incidents lost 2,304 GPU-hours (100.0 % of all incident losses); the costliest, "
             "Interconnect switch under leaf01 from 2026-10-12 01:00 UTC, killed 1 job and lost 2,048 GPU-hours; "
-            "the nodes of 1 incident have not completed a job since.") in text
+            "on the nodes of 1 incident no job started after the incident has completed yet.") in text
     assert re.findall(r'<td class=" mono nowrap">(inc-\w+)</td>', sec) == ["inc-bbb", "inc-aaa", "inc-ccc"]
     # Compressed hostlists, operator label marked (and escaped), recovery time or how far recovery got.
     assert "ib_link_down gpu[001-032] 300 1 2,048.0 5.5 h" in text

@@ -76,7 +76,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
             # "Recovered" here is "started a job that went on to complete" (recovered_ts: that job's start),
             # not MTTR's "back in service": named apart.
-            + (f"; the nodes of {plural(agg['open'], 'incident')} have not completed a job since."
+            + (f"; on the nodes of {plural(agg['open'], 'incident')} no job started after the incident has completed yet."
                if agg["open"] else "; on every incident's nodes a job started since its end has completed.")
         )
 
