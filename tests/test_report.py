@@ -279,7 +279,7 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
     assert "allocated / capacity GPU-hours · 7-day median 86.0 %" in text
     assert "FAILED 1, NODE_FAIL 1, TIMEOUT 1 ·" in text
     # Mean utilization is capacity-weighted: (0.6 + 0.01 * mean(0..30)) = 0.75.
-    assert "mean utilization was 75.0 % (complete days)" in text
+    assert "mean utilization was 75.0 % over the 31 complete days 2026-10-01 … 2026-10-31" in text
     # Trend table in percentage points; last night's failure table with Slurm-style elapsed time.
     assert "+7.50 pp" in text and "falling" in text and "insufficient data" in text
     assert "1-01:02:03" in text and "1:0" in text

@@ -92,8 +92,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     util = night_util = None
     if table_status(con, "marts.utilization_daily") is None:
         # The mean the Utilization section quotes: complete days up to the report day.
-        util = scalar(con, "SELECT utilization FROM marts.utilization_summary(?, 1) WHERE scope = 'all'",
-                      [meta.report_date])
+        util_row = (query_rows(con, "SELECT utilization, days, first_day, last_day FROM marts.utilization_summary(?, 1) "
+                                    "WHERE scope = 'all'", [meta.report_date]) or [{}])[0]
+        util = util_row.get("utilization")
         night_util = scalar(con, "SELECT utilization FROM marts.utilization_daily WHERE day = ?",
                             [meta.report_date])
     fail_by_state = {}
@@ -122,7 +123,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = (
             # Two measures: the ended jobs' GPU-hours (by end day) and the cluster's allocation per day.
             f"From {period}, {plural(tot['gpu_jobs'], 'GPU job')} ended, having used {fmt_int(tot['gpu_hours'])} GPU-hours"
-            + (f"; the cluster's mean utilization was {fmt_pct(util)} (complete days)" if util is not None else "")
+            # Its own span, said: the mean runs to the report day (as the Utilization section's), while
+            # the job count covers every day loaded — one sentence must not pass one off as the other.
+            + (f"; the cluster's mean utilization was {fmt_pct(util)} over the "
+               f"{plural(util_row['days'], 'complete day')} "
+               f"{period_text(fmt_date(util_row['first_day']), fmt_date(util_row['last_day']))}"
+               if util is not None else "")
             + f"; on {fmt_date(meta.report_date)} {plural(night['gpu_jobs'], 'GPU job')} ended"
             + f" and {fmt_int(night['failed_jobs'])} of them failed"
             + _baseline_text(base)
