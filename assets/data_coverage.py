@@ -41,8 +41,8 @@ FLEET_COVERAGE = dg.AssetKey(["marts", "fleet_coverage"])
                      "the silent ones (broken log shipping: hardware faults there leave no event)."),
         dg.AssetSpec(FLEET_COVERAGE, deps=[CORE_JOBS], group_name="marts", kinds={"duckdb"},
                      description="One row: the fleet behind capacity, utilization and goodput (cluster.yaml nodes "
-                     "and gpus_per_node, or their 100 x 8 default) against the nodes and GPUs per node the "
-                     "accounting shows; the reports warn when the accounting shows more."),
+                     "and gpus_per_node with node_gpus, or their 100 x 8 default) against the nodes and GPUs per "
+                     "node the accounting shows; the reports warn when the accounting shows more."),
     ],
     pool=WAREHOUSE_POOL,
 )
@@ -59,6 +59,8 @@ def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
             run_mart_sql(con, "fleet_coverage", {
                 "fleet_source": config.fleet_source, "configured_nodes": config.node_count,
                 "fleet": config.node_names, "gpus_per_node": config.gpus_per_node,
+                "gpu_nodes": list(config.gpus_by_node), "gpu_counts": list(config.gpus_by_node.values()),
+                "capacity_gpus": config.capacity_gpus,
                 "leaf_switches": len(config.leaf_switches or {}), "timezone": config.timezone})
         partial = con.sql("SELECT day FROM marts.day_coverage WHERE partial ORDER BY day").fetchall()
         freshness = con.sql("SELECT source_kind, files, records, last_record_ts, n_empty_days "

@@ -77,7 +77,7 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
             for name in ("goodput_daily", "slo_daily"):
                 if table_exists(con, f"marts.{name}"):
                     mark_partial_days(con, f"marts.{name}")
-            n_loss_rows = write_node_hardware_loss(con, config.gpus_per_node, inputs.as_of)
+            n_loss_rows = write_node_hardware_loss(con, config.gpus_per_node, inputs.as_of, config.gpus_by_node)
         top_loss = (con.sql("SELECT period, node, down_gpu_hours, job_lost_gpu_hours FROM marts.node_hardware_loss "
                             "ORDER BY month DESC, down_gpu_hours + job_lost_gpu_hours DESC LIMIT 10").pl()
                     if table_exists(con, "marts.node_hardware_loss") else pl.DataFrame())

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from gpusre.models.sources.alerts.ingest import AlertSettings
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
@@ -215,6 +216,9 @@ class ClusterConfig(BaseModel):
     timezone: str = "UTC"
     nodes: int | str | list[str] = 100
     gpus_per_node: int = Field(default=8, ge=1, le=64)
+    #: hostlist -> GPU count for the nodes whose count differs from ``gpus_per_node`` (a mixed fleet);
+    #: needs ``nodes`` as node names. Read through :attr:`gpus_by_node` / :attr:`capacity_gpus` only.
+    node_gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict)
     gpu_type: str | None = None
     racks: dict[str, str] = Field(default_factory=dict)
     leaf_switches: dict[str, str] = Field(default_factory=dict)
@@ -245,6 +249,36 @@ class ClusterConfig(BaseModel):
             _check_hostlist(expr)
         return value
 
+    @field_validator("node_gpus")
+    @classmethod
+    def _node_gpus(cls, value: dict[str, int], info: ValidationInfo) -> dict[str, int]:
+        # Runs after `nodes` (field order), so the fleet it must stay inside is known here and the error
+        # carries the key path node_gpus.
+        if not value:
+            return value
+        nodes = info.data.get("nodes")
+        if nodes is None:  # `nodes` itself is invalid: its own error is reported
+            return value
+        if isinstance(nodes, int):
+            raise ValueError("needs `nodes` as a hostlist (node names), not a node count: set `nodes` to "
+                             "the fleet's hostlist so the nodes node_gpus names are part of it")
+        fleet = {n for expr in ([nodes] if isinstance(nodes, str) else nodes) for n in expand_hostlist(expr)}
+        seen: dict[str, tuple[int, str]] = {}
+        for expr, count in value.items():
+            try:
+                names = expand_hostlist(expr)
+            except HostlistError as exc:
+                raise ValueError(f"{expr!r}: {exc}") from exc
+            for name in names:
+                if name in seen and seen[name][0] != count:
+                    raise ValueError(f"node {name} is listed twice with different GPU counts: {seen[name][0]} "
+                                     f"({seen[name][1]}) and {count} ({expr})")
+                seen[name] = (count, expr)
+            outside = [n for n in names if n not in fleet]
+            if outside:
+                raise ValueError(f"{expr!r} names {len(outside)} node(s) not in `nodes`, e.g. {outside[0]}")
+        return value
+
     @field_validator("racks", "leaf_switches")
     @classmethod
     def _groups(cls, value: dict[str, str]) -> dict[str, str]:
@@ -265,9 +299,19 @@ class ClusterConfig(BaseModel):
         return self.nodes if isinstance(self.nodes, int) else len(self.node_names)
 
     @property
+    def gpus_by_node(self) -> dict[str, int]:
+        """GPUs of every listed node: ``node_gpus`` where it names the node, else ``gpus_per_node``.
+
+        The one place a node's GPU count is decided; {} when only a node count is configured (then every
+        node has ``gpus_per_node``, and so does any node this mapping does not name)."""
+        overrides = {n: count for expr, count in self.node_gpus.items() for n in expand_hostlist(expr)}
+        return {n: overrides.get(n, self.gpus_per_node) for n in self.node_names}
+
+    @property
     def capacity_gpus(self) -> int:
-        """Total GPUs in the cluster (the capacity behind utilization)."""
-        return self.node_count * self.gpus_per_node
+        """Total GPUs in the cluster (the capacity behind utilization): the sum of every node's GPUs."""
+        by_node = self.gpus_by_node
+        return sum(by_node.values()) if by_node else self.node_count * self.gpus_per_node
 
     @property
     def fleet_source(self) -> str:

@@ -35,6 +35,7 @@ def reliability_settings(config: ClusterConfig) -> ReliabilitySettings:
     maintenance = maintenance_spans(config)
     return ReliabilitySettings(
         node_names=config.node_names, node_count=config.node_count, gpus_per_node=config.gpus_per_node,
+        node_gpus=config.gpus_by_node,
         maintenance=maintenance, rules=rules, min_failures=rel.min_failures, rf_min_job_gpus=rel.rf_min_job_gpus,
         slo_targets=[SloTarget(o.sli, o.objective) for o in config.slo.objectives],
         slo_window_days=config.slo.window_days, ettr_min_run_gpus=config.slo.ettr_min_run_gpus,

@@ -152,9 +152,23 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
         warnings.append(f"Slurm accounting shows jobs on {plural(r['nodes_with_jobs'], 'node')}, "
                         f"{fmt_int(r['nodes_outside_fleet'])} beyond the {fmt_int(r['configured_nodes'])}-node fleet "
                         f"that {assumed} ({origin}{examples}): set nodes in cluster.yaml (marts.fleet_coverage).")
-    if r["max_gpus_per_node_seen"] is not None and r["max_gpus_per_node_seen"] > r["gpus_per_node"]:
-        warnings.append(f"Jobs used up to {fmt_int(r['max_gpus_per_node_seen'])} GPUs per node, but capacity assumes "
-                        f"{fmt_int(r['gpus_per_node'])}: set gpus_per_node in cluster.yaml (marts.fleet_coverage).")
+    if not r.get("nodes_other_gpus"):
+        # One GPU count for every node: gpus_per_node is the setting to fix.
+        if r["max_gpus_per_node_seen"] is not None and r["max_gpus_per_node_seen"] > r["gpus_per_node"]:
+            warnings.append(f"Jobs used up to {fmt_int(r['max_gpus_per_node_seen'])} GPUs per node, but capacity "
+                            f"assumes {fmt_int(r['gpus_per_node'])}: set gpus_per_node in cluster.yaml "
+                            "(marts.fleet_coverage).")
+    elif r.get("gpus_understated_nodes"):
+        # Mixed fleet: name the nodes, whose count lives in node_gpus (or is the gpus_per_node default).
+        examples = truncate(compress_hostlist(r["gpus_understated_examples"]), 60)
+        warnings.append(f"Jobs on {plural(r['gpus_understated_nodes'], 'node')} ({examples}) used more GPUs per node "
+                        f"than cluster.yaml gives them (node_gpus, else gpus_per_node {fmt_int(r['gpus_per_node'])}): "
+                        "fix their counts in node_gpus in cluster.yaml (marts.fleet_coverage).")
+    elif not r["nodes_outside_fleet"]:
+        # Jobs without a node list cannot name a node: only the fleet's largest count bounds them.
+        warnings.append(f"Jobs used up to {fmt_int(r['max_gpus_per_node_seen'])} GPUs per node, more than "
+                        "cluster.yaml gives any node: fix gpus_per_node or node_gpus in cluster.yaml "
+                        "(marts.fleet_coverage).")
     return warnings
 
 

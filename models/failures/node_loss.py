@@ -8,6 +8,7 @@ carries the two in one row per node and month, so a reader sees both numbers ins
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 import duckdb
@@ -22,11 +23,16 @@ __all__ = ["write_node_hardware_loss"]
 _INPUTS = ("marts.hw_incidents", "marts.job_failure_attribution", "marts.instance_failure_attribution")
 
 
-def write_node_hardware_loss(con: duckdb.DuckDBPyConnection, gpus_per_node: int, as_of: datetime | None) -> int:
-    """(Re)build ``marts.node_hardware_loss``; return its row count (0 and no table change without the inputs)."""
+def write_node_hardware_loss(con: duckdb.DuckDBPyConnection, gpus_per_node: int, as_of: datetime | None,
+                             node_gpus: Mapping[str, int] | None = None) -> int:
+    """(Re)build ``marts.node_hardware_loss``; return its row count (0 and no table change without the inputs).
+
+    ``node_gpus``: node -> GPUs (cluster.yaml ``gpus_by_node``); a node it does not name has ``gpus_per_node``."""
     if not all(table_exists(con, t) for t in _INPUTS):
         return 0
     if not table_exists(con, "marts.day_coverage"):
         build_day_coverage(con)
-    run_mart_sql(con, "node_hardware_loss", {"gpus_per_node": gpus_per_node, "as_of": as_of})
+    gpus = dict(node_gpus or {})
+    run_mart_sql(con, "node_hardware_loss", {"gpus_per_node": gpus_per_node, "as_of": as_of,
+                                             "gpu_nodes": list(gpus), "gpu_counts": list(gpus.values())})
     return con.sql("SELECT count(*) FROM marts.node_hardware_loss").fetchall()[0][0]

@@ -66,7 +66,8 @@ def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Serie
 
 def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,
                   in_service: pl.DataFrame | None = None, gpus_per_node: int = 8,
-                  since: datetime | None = None, maintenance: pl.DataFrame | None = None) -> pl.DataFrame:
+                  since: datetime | None = None, maintenance: pl.DataFrame | None = None,
+                  node_gpus: pl.DataFrame | None = None) -> pl.DataFrame:
     """:data:`GOODPUT_SCHEMA` rows for every day of ``utilization``.
 
     Args:
@@ -87,12 +88,17 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
             idle in service, and gives ``goodput_in_service`` = productive / in-service GPU-hours.
             Without it in-service = capacity and ``capacity_source`` says so. With its
             ``down_maintenance_hours`` (maintenance reasons, and any down time inside a cluster.yaml
-            window) a day's ``maintenance_gpu_hours`` = those node-hours × ``gpus_per_node``, at most the
+            window) a day's ``maintenance_gpu_hours`` = those node-hours × the node's GPUs, at most the
             day's unavailable GPU-hours.
         maintenance: ``day``, ``maintenance_node_hours``: the cluster.yaml maintenance windows' node-hours
-            per UTC day. Used only for days without node states (the windows then say which idle
-            capacity was planned down time), capped at the day's idle GPU-hours; without it and without
-            node states a day's ``maintenance_gpu_hours`` is 0.
+            per UTC day, × ``gpus_per_node``; or, when it has a ``maintenance_gpu_hours`` column (a mixed
+            fleet: node-hours already × each node's GPUs), that. Used only for days without node states
+            (the windows then say which idle capacity was planned down time), capped at the day's idle
+            GPU-hours; without it and without node states a day's ``maintenance_gpu_hours`` is 0.
+        gpus_per_node: GPUs of a node ``node_gpus`` does not name (cluster.yaml ``gpus_per_node``).
+        node_gpus: ``node``, ``gpus``: each node's GPUs (cluster.yaml ``node_gpus`` in a mixed fleet), so
+            a down 4-GPU node costs 4 GPU-hours an hour, not ``gpus_per_node``; None: every node has
+            ``gpus_per_node``.
     """
     gpus = pl.col("n_gpus").fill_null(0).cast(pl.Float64)
     # Sorted before every float sum: a sum's last bits depend on the order of its terms, and reruns
@@ -141,10 +147,20 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     )
     if in_service is not None and in_service.height:
         has_maint = "down_maintenance_hours" in in_service.columns
-        svc = (in_service.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
-               .agg((pl.col("in_service_hours").sum() * gpus_per_node).alias("_svc"),
-                    ((pl.col("down_maintenance_hours").fill_null(0.0).sum() * gpus_per_node) if has_maint
-                     else pl.lit(None, pl.Float64)).alias("_maint_states")))
+        if node_gpus is not None and node_gpus.height:
+            # Mixed fleet: each node-hour weighs the node's own GPUs (unknown nodes: gpus_per_node).
+            g = pl.col("_gpus")
+            svc_in = in_service.join(node_gpus.select("node", pl.col("gpus").cast(pl.Float64).alias("_gpus")),
+                                     on="node", how="left").with_columns(g.fill_null(float(gpus_per_node)))
+            svc_gpu_h = (pl.col("in_service_hours") * g).sum()
+            maint_gpu_h = (pl.col("down_maintenance_hours").fill_null(0.0) * g).sum()
+        else:  # one GPU count: the sum × it, bit-identical to the single-value results
+            svc_in = in_service
+            svc_gpu_h = pl.col("in_service_hours").sum() * gpus_per_node
+            maint_gpu_h = pl.col("down_maintenance_hours").fill_null(0.0).sum() * gpus_per_node
+        svc = (svc_in.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
+               .agg(svc_gpu_h.alias("_svc"),
+                    (maint_gpu_h if has_maint else pl.lit(None, pl.Float64)).alias("_maint_states")))
         out = out.join(svc, on="day", how="left").with_columns(
             pl.when(pl.col("_svc").is_not_null()).then(pl.lit("node states (in-service GPU-hours)"))
             .otherwise(pl.lit("cluster.yaml GPUs (no node-state history for the day)")).alias("capacity_source"),
@@ -155,9 +171,11 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
                                pl.col("capacity_gpu_hours").alias("in_service_gpu_hours"),
                                pl.lit(None, pl.Float64).alias("_svc"), pl.lit(None, pl.Float64).alias("_maint_states"))
     if maintenance is not None and maintenance.height:
-        windows = (maintenance.select(pl.col("day").cast(pl.Date), pl.col("maintenance_node_hours").cast(pl.Float64))
-                   .sort("day").group_by("day").agg((pl.col("maintenance_node_hours").sum() * gpus_per_node)
-                                                    .alias("_maint_windows")))
+        maint_gpu = (pl.col("maintenance_gpu_hours").cast(pl.Float64).sum()
+                     if "maintenance_gpu_hours" in maintenance.columns
+                     else pl.col("maintenance_node_hours").cast(pl.Float64).sum() * gpus_per_node)
+        windows = (maintenance.with_columns(pl.col("day").cast(pl.Date))
+                   .sort("day").group_by("day").agg(maint_gpu.alias("_maint_windows")))
         out = out.join(windows, on="day", how="left")
     else:
         out = out.with_columns(pl.lit(None, pl.Float64).alias("_maint_windows"))

@@ -7,7 +7,7 @@ can time and check each half.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -61,6 +61,9 @@ class ReliabilitySettings:
     node_names: Sequence[str] = ()
     node_count: int = 100
     gpus_per_node: int = 8
+    #: node -> GPUs of every listed node (cluster.yaml ``node_gpus`` over ``gpus_per_node``:
+    #: ClusterConfig.gpus_by_node); {} = every node has ``gpus_per_node``.
+    node_gpus: Mapping[str, int] = field(default_factory=dict)
     maintenance: Sequence[MaintenanceSpan] = ()
     rules: RunRules = field(default_factory=RunRules)
     min_failures: int = 3
@@ -256,7 +259,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         fleet = pl.lit(list(settings.node_names), dtype=pl.List(pl.String))
         incidents = incidents.filter(pl.col("nodes").list.len().fill_null(0).eq(0)
                                      | pl.col("nodes").list.set_intersection(fleet).list.len().gt(0))
-    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source)
+    mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source,
+                      node_gpus=settings.node_gpus)
     if not has_evidence:
         mtbf = mtbf.clear()
     down_spans = _down_spans(incidents, t1)
@@ -297,9 +301,13 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
 
     runs_mart = ettr_runs(inst, inputs.jobs, runs, t1, rules.min_gpus)
     rf = node_failure_rate(mtbf, inst, settings.rf_min_job_gpus, settings.min_failures)
+    gpus_frame = _node_gpus_frame(settings)
     goodput = goodput_daily(inst, inputs.utilization, t1, inputs.availability if has_states else None,
                             settings.gpus_per_node, since=t0,
-                            maintenance=_maintenance_daily(nodes, settings.maintenance, t0, t1))
+                            maintenance=_maintenance_daily(nodes, settings.maintenance, t0, t1,
+                                                           settings.node_gpus if gpus_frame is not None else None,
+                                                           settings.gpus_per_node),
+                            node_gpus=gpus_frame)
     r_f = _cluster_rf(rf)
     by_size = ettr_by_size(runs_mart, r_f)
     largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0
@@ -346,21 +354,40 @@ def _cluster_rf(rf: pl.DataFrame) -> float | None:
     return float(row.item(0, "rate_per_1000_node_days")) / 1000.0
 
 
+def _node_gpus_frame(settings: ReliabilitySettings) -> pl.DataFrame | None:
+    """``node``, ``gpus`` of a mixed fleet; None when every node has ``gpus_per_node`` (then the models keep
+    their single-value arithmetic, so such configs give bit-identical marts)."""
+    if not any(g != settings.gpus_per_node for g in settings.node_gpus.values()):
+        return None
+    return pl.DataFrame({"node": list(settings.node_gpus), "gpus": list(settings.node_gpus.values())},
+                        schema={"node": pl.String, "gpus": pl.Int64})
+
+
 def _maintenance_daily(nodes: Sequence[str], maintenance: Sequence[MaintenanceSpan], t0: datetime,
-                       t1: datetime) -> pl.DataFrame:
-    """Planned-maintenance node-hours per UTC day."""
+                       t1: datetime, node_gpus: Mapping[str, int] | None = None,
+                       gpus_per_node: int = 8) -> pl.DataFrame:
+    """Planned-maintenance node-hours per UTC day; with ``node_gpus`` (a mixed fleet) also
+    ``maintenance_gpu_hours``: the same hours × each node's GPUs (``gpus_per_node`` for a node it does
+    not name)."""
     rows: dict[object, float] = {}
+    gpu_rows: dict[object, float] = {}
     for w in maintenance:
-        n = len(nodes) if w.nodes is None else sum(1 for x in nodes if x in w.nodes)
+        inside = list(nodes) if w.nodes is None else [x for x in nodes if x in w.nodes]
+        n = len(inside)
+        g = sum(node_gpus.get(x, gpus_per_node) for x in inside) if node_gpus is not None else 0
         lo, hi = max(w.start, t0), min(w.end, t1)
         day = lo.replace(hour=0, minute=0, second=0, microsecond=0)
         while day < hi:
             nxt = day + timedelta(days=1)
             h = max(0.0, (min(hi, nxt) - max(lo, day)).total_seconds() / 3600)
             rows[day.date()] = rows.get(day.date(), 0.0) + h * n
+            gpu_rows[day.date()] = gpu_rows.get(day.date(), 0.0) + h * g
             day = nxt
-    return pl.DataFrame({"day": list(rows), "maintenance_node_hours": list(rows.values())},
-                        schema={"day": pl.Date, "maintenance_node_hours": pl.Float64})
+    frame = pl.DataFrame({"day": list(rows), "maintenance_node_hours": list(rows.values())},
+                         schema={"day": pl.Date, "maintenance_node_hours": pl.Float64})
+    if node_gpus is not None:
+        frame = frame.with_columns(pl.Series("maintenance_gpu_hours", [gpu_rows[d] for d in rows], pl.Float64))
+    return frame
 
 
 def _down_spans(incidents: pl.DataFrame, t1: datetime) -> pl.DataFrame:

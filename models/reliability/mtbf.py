@@ -21,7 +21,7 @@ test (is the rate of this month different from the previous one?).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
@@ -176,13 +176,21 @@ def _incident_periods(incidents: pl.DataFrame, spans: list[tuple[str, str, datet
 
 def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: int, t0: datetime, t1: datetime,
                min_failures: int = 3, exposure_source: str = "cluster.yaml nodes minus planned maintenance",
-               ) -> pl.DataFrame:
+               node_gpus: Mapping[str, int] | None = None) -> pl.DataFrame:
     """:data:`MTBF_SCHEMA` rows: scopes ``cluster``, ``component_class``, ``component`` per period, and
     ``node`` for the ``all`` period.
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List), ``scope``.
         exposure: :func:`node_exposure` output.
+        gpus_per_node: GPUs of a node ``node_gpus`` does not name.
+        node_gpus: node -> GPUs (cluster.yaml ``node_gpus``, a mixed fleet); None or {}: every node has
+            ``gpus_per_node``.
+
+    ``exposure_gpu_hours`` of per-GPU components is Σ over nodes of the node's exposure hours × its GPUs:
+    exact, because ``exposure`` is always per node (the ``node`` scope needs it too), so no fleet-mean
+    GPUs-per-node approximation is needed. Nodes ``node_gpus`` does not name (the ``(unseen-i)`` padding of
+    a count-only fleet) have ``gpus_per_node``.
     """
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
     inc = with_component_class(incidents.select(cols))
@@ -215,8 +223,20 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
     table = pl.concat([f.select(cols) for f in (cluster, klass, comp, node)], how="vertical").with_columns(
         pl.col("failures").fill_null(0).cast(pl.Int64))
     table = add_mtbf_columns(table, min_failures=min_failures)
+    if node_gpus and any(g != gpus_per_node for g in node_gpus.values()):
+        # Mixed fleet: each node's in-service hours weigh its own GPUs (a 4-GPU node's hour is 4 GPU-hours).
+        gpus = pl.DataFrame({"node": list(node_gpus), "_gpus": [float(g) for g in node_gpus.values()]},
+                            schema={"node": pl.String, "_gpus": pl.Float64})
+        gpu_h = (exposure.join(gpus, on="node", how="left").sort("period_type", "period", "node")
+                 .group_by("period_type", "period")
+                 .agg((pl.col("exposure_hours") * pl.col("_gpus").fill_null(float(gpus_per_node))).sum()
+                      .alias("_gpu_h")))
+        table = table.join(gpu_h, on=["period_type", "period"], how="left", maintain_order="left")
+        gpu_exposure = pl.col("_gpu_h")
+    else:  # one GPU count: unchanged single-value arithmetic (bit-identical marts)
+        gpu_exposure = pl.col("exposure_hours") * gpus_per_node
     table = table.with_columns(
-        pl.when(pl.col("per_gpu")).then(pl.col("exposure_hours") * gpus_per_node).alias("exposure_gpu_hours"),
+        pl.when(pl.col("per_gpu")).then(gpu_exposure).alias("exposure_gpu_hours"),
     ).with_columns(
         pl.when(pl.col("per_gpu") & pl.col("sufficient"))
         .then(pl.col("exposure_gpu_hours") / pl.col("failures")).alias("mtbf_gpu_hours"),

@@ -1,7 +1,8 @@
 -- marts.node_hardware_loss: one row per node and calendar month (UTC) with any GPU-hours lost to hardware,
 -- by the two definitions side by side, so "which nodes lost the most GPU-hours to hardware last month" has
 -- one answer with both numbers:
---   down_gpu_hours      node down time with a hardware reason x the node's GPUs (capacity lost). From Slurm
+--   down_gpu_hours      node down time with a hardware reason x the node's GPUs (capacity lost; its own
+--                       count in a mixed fleet: cluster.yaml node_gpus, else gpus_per_node). From Slurm
 --                       node states (marts.node_availability_daily.down_hardware_hours) for nodes they cover;
 --                       for other nodes estimated from node-scope hardware incidents, from the incident's
 --                       start until the node again completed a job (recovered_ts; $as_of while it has not),
@@ -15,9 +16,13 @@
 --                       the loss evenly between them (the job's nodes inside the incident, else its nodes).
 -- A month is the grain because the question is asked per month (a node-day grain is mostly zeros); sum the
 -- rows for other windows. month_complete: every day of the month is a complete day (marts.day_coverage).
--- Parameters: $gpus_per_node INTEGER, $as_of TIMESTAMPTZ (end of the data).
+-- Parameters: $gpus_per_node INTEGER (GPUs of a node $gpu_nodes does not name), $gpu_nodes VARCHAR[] and
+-- $gpu_counts INTEGER[] (parallel lists: each listed node's GPUs, cluster.yaml gpus_by_node; may be empty),
+-- $as_of TIMESTAMPTZ (end of the data).
 CREATE OR REPLACE TABLE marts.node_hardware_loss AS
-WITH state_nodes AS (
+WITH node_gpus AS (
+    SELECT unnest($gpu_nodes::VARCHAR[]) AS node, unnest($gpu_counts::INTEGER[]) AS gpus
+), state_nodes AS (
     SELECT DISTINCT node FROM marts.node_availability_daily WHERE source = 'node_states'
 ), state_down AS (
     SELECT node, date_trunc('month', day)::DATE AS month, sum(down_hardware_hours) AS down_hours
@@ -75,10 +80,10 @@ WITH state_nodes AS (
 SELECT k.node,
        k.month,                                                         -- first day of the calendar month
        strftime(k.month, '%Y-%m')                       AS period,
-       $gpus_per_node::INTEGER                          AS gpus_per_node,
+       coalesce(g.gpus, $gpus_per_node::INTEGER)        AS gpus_per_node,
        coalesce(d.down_hours, 0.0)                      AS down_hardware_hours,
        d.down_source,                                                   -- node_states | incidents | NULL
-       coalesce(d.down_hours, 0.0) * $gpus_per_node::INTEGER AS down_gpu_hours,
+       coalesce(d.down_hours, 0.0) * coalesce(g.gpus, $gpus_per_node::INTEGER) AS down_gpu_hours,
        coalesce(c.n, 0)                                 AS hw_incidents,
        coalesce(j.jobs_killed, 0)                       AS jobs_killed,
        coalesce(j.job_lost_gpu_hours, 0.0)              AS job_lost_gpu_hours,
@@ -88,4 +93,6 @@ LEFT JOIN down AS d USING (node, month)
 LEFT JOIN job_month AS j USING (node, month)
 LEFT JOIN incident_count AS c USING (node, month)
 LEFT JOIN months AS m USING (month)
-ORDER BY k.month, greatest(coalesce(d.down_hours, 0.0) * $gpus_per_node::INTEGER, coalesce(j.job_lost_gpu_hours, 0.0)) DESC, k.node;
+LEFT JOIN node_gpus AS g ON g.node = k.node
+ORDER BY k.month, greatest(coalesce(d.down_hours, 0.0) * coalesce(g.gpus, $gpus_per_node::INTEGER),
+                           coalesce(j.job_lost_gpu_hours, 0.0)) DESC, k.node;

@@ -3,7 +3,8 @@
 -- (n_gpus x overlap of [start_ts, COALESCE(end_ts, $as_of)] with [day, day + 1) UTC, so a job
 -- spanning midnight is split across both days), their ratio, and how many GPU jobs overlapped.
 -- PARTITIONED by day: rerunning a day replaces exactly that day's row.
--- Parameters: $day DATE, $capacity_gpus INTEGER (GPUs in the cluster), $as_of TIMESTAMPTZ
+-- Parameters: $day DATE, $capacity_gpus INTEGER (GPUs in the cluster: the sum of every node's GPUs,
+-- cluster.yaml node_gpus over gpus_per_node), $as_of TIMESTAMPTZ
 -- (end assumed for jobs still running; a NULL $as_of leaves running jobs out).
 CREATE TABLE IF NOT EXISTS marts.utilization_daily (
     day                 DATE   NOT NULL,
