@@ -372,6 +372,18 @@ def test_accounting_that_begins_with_a_running_job_begins_when_it_started(tmp_pa
     assert said == []
 
 
+def _run_check(landing: Path, wh: Path, check_def: dg.AssetChecksDefinition
+               ) -> tuple[dg.ExecuteInProcessResult, dg.AssetCheckEvaluation]:
+    """Materialize the sources and the coverage marts of ``landing`` (a 3-node cluster.yaml is written)
+    with ``check_def``; the run's result and that check's evaluation."""
+    (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
+    result = dg.materialize(
+        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts, check_def],
+        resources=default_resources(str(wh), str(landing), str(wh.parent / "reports")))
+    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == check_def.check_key.name)
+    return result, check
+
+
 def test_a_day_whose_file_loaded_empty_is_no_missing_day(tmp_path: Path) -> None:
     """The 03-02 node-log file is there but holds no line (a quiet day, a maintenance day's empty dump): the
     day has no record, but it was read, not lost — the check passes and names nothing (the reports say the
@@ -382,13 +394,8 @@ def test_a_day_whose_file_loaded_empty_is_no_missing_day(tmp_path: Path) -> None
     for day, lines in {**SYSLOG, "2026-03-02": []}.items():
         (landing / "syslog" / day).mkdir(parents=True)
         (landing / "syslog" / day / "central.log").write_text("".join(f"{line}\n" for line in lines))
-    (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
     wh = tmp_path / "w.duckdb"
-    result = dg.materialize(
-        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts,
-         dense_sources_have_no_empty_days],
-        resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
-    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "dense_sources_have_no_empty_days")
+    result, check = _run_check(landing, wh, dense_sources_have_no_empty_days)
     con = connect(wh, read_only=True)
     try:
         empty = con.sql("SELECT empty_days FROM marts.data_freshness WHERE source_kind = 'syslog'").fetchall()
@@ -405,14 +412,8 @@ def test_a_refused_file_turns_the_check_yellow(tmp_path: Path) -> None:
     (landing / "sacct").mkdir(parents=True)
     (landing / "sacct" / "sacct_2026-03-03.psv").write_text(DUMP)
     (landing / "sacct" / "sacct_2026-03-04.psv.gz").write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
-    (landing / "cluster.yaml").write_text("nodes: gpu[001-003]\n")
-    wh = tmp_path / "w.duckdb"
-    result = dg.materialize(
-        [raw_sacct, core_jobs, raw_syslog, raw_slurm_events, raw_alert_notifications, data_coverage_marts,
-         no_refused_files],
-        resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")))
+    result, check = _run_check(landing, tmp_path / "w.duckdb", no_refused_files)
     assert result.success
-    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "no_refused_files")
     assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert check.metadata["refused_files"].value == 1
     assert "sacct/sacct_2026-03-04.psv.gz" in check.metadata

@@ -14,6 +14,7 @@ import pytest
 
 from gpusre.models.warehouse_snapshot import remove_stale_snapshot_tmp, snapshot_path
 from gpusre.pipelines.run_lock import WarehouseBusy, lock_path, warehouse_lock
+from lock_holder import hold_lock
 
 GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
 
@@ -21,17 +22,6 @@ GPUSRE = [sys.executable, "-m", "gpusre.pipelines.cli"]
 def _start_run(landing: Path, warehouse: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([*GPUSRE, "run", "--landing", str(landing), "--warehouse", str(warehouse)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _hold_lock(warehouse: Path) -> subprocess.Popen[str]:
-    """Another process holding the run lock of ``warehouse`` (returns once it holds it)."""
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
-                               "from gpusre.pipelines.run_lock import warehouse_lock\n"
-                               "with warehouse_lock(sys.argv[1]):\n"
-                               "    print('held', flush=True); time.sleep(60)\n", str(warehouse)],
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    return holder
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +36,7 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_second_holder_is_refused_at_once_with_pid_and_time(tmp_path: Path) -> None:
     wh = tmp_path / "w.duckdb"
-    holder = _hold_lock(wh)
+    holder = hold_lock(wh)
     try:
         t0 = time.monotonic()
         with pytest.raises(WarehouseBusy, match=rf"warehouse busy: run {holder.pid} since \d{{4}}-\d\d-\d\dT"):
@@ -168,7 +158,7 @@ def test_dagster_runs_take_the_lock_too_and_give_up_with_one_line(tmp_path: Path
     wh = tmp_path / "w.duckdb"
     resources = {**default_resources(str(wh), str(_one_sacct_landing(tmp_path)), str(tmp_path / "reports")),
                  "warehouse": WarehouseResource(path=str(wh), lock_wait_seconds=1)}
-    holder = _hold_lock(wh)
+    holder = hold_lock(wh)
     try:
         t0 = time.monotonic()
         with pytest.raises(dg.DagsterResourceFunctionError) as info:  # Dagster wraps a resource's error
@@ -198,7 +188,7 @@ def test_dagster_run_waits_for_a_busy_warehouse(tmp_path: Path) -> None:
     wh = tmp_path / "w.duckdb"
     resources = default_resources(str(wh), str(_one_sacct_landing(tmp_path)), str(tmp_path / "reports"))
     assert resources["warehouse"].lock_wait_seconds == LOCK_WAIT_SECONDS == 7200
-    holder = _hold_lock(wh)
+    holder = hold_lock(wh)
     release = threading.Timer(2.0, holder.kill)
     release.start()
     try:
@@ -218,7 +208,7 @@ def test_dagster_run_waits_for_a_busy_warehouse(tmp_path: Path) -> None:
 
 def test_lock_wait_polls_then_gives_up(tmp_path: Path) -> None:
     wh = tmp_path / "w.duckdb"
-    holder = _hold_lock(wh)
+    holder = hold_lock(wh)
     messages: list[str] = []
     try:
         t0 = time.monotonic()

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -16,6 +15,7 @@ import pytest
 from gpusre.pipelines.definitions import build_definitions
 from gpusre.pipelines.resources import LandingResource
 from gpusre.pipelines.run_lock import busy_holder, lock_path, warehouse_lock
+from lock_holder import hold_lock
 
 
 def _flock(warehouse: Path) -> subprocess.Popen[str]:
@@ -23,17 +23,6 @@ def _flock(warehouse: Path) -> subprocess.Popen[str]:
     lock_path(warehouse).parent.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(["flock", str(lock_path(warehouse)), "sh", "-c", "echo held; sleep 60"],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc
-
-
-def _python_holder(warehouse: Path) -> subprocess.Popen[str]:
-    """A process in `warehouse_lock`, as `gpusre run` holds it (pid and time in the file)."""
-    proc = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
-                             "from gpusre.pipelines.run_lock import warehouse_lock\n"
-                             "with warehouse_lock(sys.argv[1]):\n"
-                             "    print('held', flush=True); time.sleep(60)\n", str(warehouse)],
-                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
 
@@ -77,7 +66,7 @@ def test_sensor_keeps_its_cursor_while_the_warehouse_is_busy(tmp_path: Path) -> 
 
     # A change while a `gpusre run` holds the lock waits for it, then is requested.
     (landing / "sacct" / "sacct_2026-12-02.psv").write_text("JobID|State\n2|FAILED\n")
-    holder = _python_holder(wh)
+    holder = hold_lock(wh)
     try:
         busy = sensor(dg.build_sensor_context(cursor=free.cursor, resources=resources))
         assert busy.cursor is None and not busy.run_requests
@@ -94,7 +83,7 @@ def test_busy_holder(tmp_path: Path) -> None:
     with warehouse_lock(wh):
         assert busy_holder(wh) is None  # this process's own lock is not "busy"
     assert lock_path(wh).exists() and busy_holder(wh) is None
-    holder = _python_holder(wh)
+    holder = hold_lock(wh)
     try:
         assert busy_holder(wh) == f"run {holder.pid} since {lock_path(wh).read_text().split()[1]}"
     finally:
