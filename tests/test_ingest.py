@@ -473,3 +473,37 @@ def test_a_record_without_alloctres_keeps_the_gpu_count_another_record_gave(tmp_
             assert con.sql("SELECT n_gpus FROM core.job_instances").fetchall() == [(8,)]
         finally:
             con.close()
+
+
+def test_a_span_that_ends_at_midnight_does_not_queue_the_next_day(tmp_path: Path) -> None:
+    """A dump cut at 00:00: a running job's span reaches the cut, a finished one ends at 00:00 exactly.
+    Spans are half-open, so neither touches the new day (queuing it made a phantom day of 0 %
+    utilization at full capacity); the job that ended at 00:00 still counts on its end day for usage."""
+    rows = [
+        # running since 18:00, Elapsed 06:00:00: start + Elapsed = the dump's cut, 2026-09-02T00:00:00
+        "300|300|train|alice|ml|batch|RUNNING|0:0|2026-09-01T17:00:00|2026-09-01T17:00:00|2026-09-01T18:00:00|Unknown|"
+        "06:00:00|2-00:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu001",
+        # ran 22:00 .. 00:00 on the dot
+        "301|301|eval|bob|ml|batch|COMPLETED|0:0|2026-09-01T21:00:00|2026-09-01T21:00:00|2026-09-01T22:00:00|"
+        "2026-09-02T00:00:00|02:00:00|04:00:00|1|8|cpu=8,gres/gpu=8,node=1|gpu002",
+    ]
+    landing = tmp_path / "landing"
+    (landing / "sacct").mkdir(parents=True)
+    (landing / "sacct" / "sacct_2026-09-01.psv").write_text("\n".join([HEADER, rows[0]]) + "\n")
+    wh = tmp_path / "w.duckdb"
+    assert _materialize(landing, wh).success
+    con = connect(wh, read_only=True)
+    try:
+        assert [d.isoformat() for (d,) in con.sql("SELECT day FROM core.dirty_days ORDER BY day").fetchall()] == [
+            "2026-09-01"]
+    finally:
+        con.close()
+    (landing / "sacct" / "sacct_2026-09-02.psv").write_text("\n".join([HEADER, rows[1]]) + "\n")
+    assert _materialize(landing, wh).success
+    con = connect(wh, read_only=True)
+    try:
+        # job 301's instance touches 09-01 only; its job row ends on 09-02 (usage counts jobs by end day)
+        assert [d.isoformat() for (d,) in con.sql("SELECT day FROM core.dirty_days ORDER BY day").fetchall()] == [
+            "2026-09-01", "2026-09-02"]
+    finally:
+        con.close()

@@ -287,10 +287,14 @@ FROM (SELECT p.job_id,
 CREATE OR REPLACE TEMP TABLE _new_instances AS
 SELECT * EXCLUDE (source_file, line_no) FROM core.job_instances
 WHERE job_id IN (SELECT job_id FROM _old_instances);
+-- An instance's span is half-open, [start, end): one that ends (or, running, reaches the dump's cut)
+-- at 00:00 exactly does not touch that day — queuing it made a phantom day of 0 % utilization at full
+-- capacity after data cut at midnight.
 INSERT OR IGNORE INTO core.dirty_days
 SELECT DISTINCT unnest(generate_series(
            start_ts::DATE,
-           COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))::DATE,
+           greatest(start_ts, COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0)))
+                              - INTERVAL 1 MICROSECOND)::DATE,
            INTERVAL 1 DAY))::DATE
 FROM ((SELECT start_ts, end_ts, elapsed_s FROM (FROM _old_instances EXCEPT FROM _new_instances))
       UNION ALL (SELECT start_ts, end_ts, elapsed_s FROM (FROM _new_instances EXCEPT FROM _old_instances))
