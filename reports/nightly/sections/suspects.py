@@ -53,7 +53,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(fmt_int(r["xid_episodes"])), Cell(fmt_int(r["infra_failed_jobs"])), Cell(fmt_int(r["node_fail_jobs"]))]
          for r in rows],
         caption="Nodes whose failure signals are at least 3 robust z-scores above the fleet median over 28 days. "
-                "HW / Xid ep.: episodes (distinct hours) with failure events / non-user Xids; infra jobs: "
+                "HW / Xid ep.: episodes of failure events / non-user Xids (a node's lines less than 1 h apart are one); infra jobs: "
                 "infrastructure-failed jobs on the node; NODE_FAIL: NODE_FAIL jobs. Recommended action from the worst "
                 "event's catalog action.",
     ))
