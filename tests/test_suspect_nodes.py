@@ -113,15 +113,17 @@ def test_a_check_failing_every_5_min_through_a_repair_is_one_episode() -> None:
 
 
 def test_a_repaired_node_is_watched_not_drained_again() -> None:
-    """n01 failed on 5 days (a lemon) but completed a job after its last failure: the GPU was swapped
-    and it works; the advice is to watch it, not to drain and reboot it for a fault already fixed."""
-    specs = [("n01", timedelta(days=d), XID79) for d in (2, 3, 5, 7, 9)]
+    """n01 failed on 5 days (a lemon), the last 20 days ago, and completed a job since: mean time between
+    its failures 28 d / 5 = 5.6 d, quiet 20 d >= 3 x 5.6 = 16.8 d — the GPU was swapped and it works; the
+    advice is to watch it. (Failures 2-9 days ago with a job completed yesterday once got "watch" too: a
+    lemon recovers between failures, see tests/test_suspect_actions.py.)"""
+    specs = [("n01", timedelta(days=d), XID79) for d in (20, 21, 23, 25, 27)]
     done = pl.DataFrame([{"job_id": "9", "state": "COMPLETED", "end_ts": AS_OF - timedelta(days=1), "nodes": ["n01"]}],
                         schema=JOB_SCHEMA)
     row = suspect_nodes(events(specs), NO_ATTR, done, as_of=AS_OF, fleet=FLEET).row(0, named=True)
     assert row["recommended_action"] == WATCH_ACTION
-    # a job that completed before the last failure changes nothing
-    early = done.with_columns(pl.lit(AS_OF - timedelta(days=2, hours=1)).cast(pl.Datetime("us", "UTC")).alias("end_ts"))
+    # a job that completed before the last failure changes nothing (drained since, not shown working)
+    early = done.with_columns(pl.lit(AS_OF - timedelta(days=20, hours=1)).cast(pl.Datetime("us", "UTC")).alias("end_ts"))
     row = suspect_nodes(events(specs), NO_ATTR, early, as_of=AS_OF, fleet=FLEET).row(0, named=True)
     assert row["recommended_action"] == "drain, reboot"
 

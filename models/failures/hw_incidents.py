@@ -31,7 +31,9 @@ Merging (:func:`merge_incidents`), in this order:
        a day, with no repair of its node in between, is one flapping fault. A
        health-check episode attaches to the fault it follows and takes no part in the co-occurrence
        signatures (a check failing for hours would bridge faults far apart); a signature's cause
-       names the incident only when logged before its effect (a minute's slack). GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
+       names the incident only when logged before its effect, or at most the row's
+       ``cause_after_effect_s`` after it (a minute by default; 15 min for a DIMM error EDAC decodes
+       at the boot after the machine-check panic it caused). GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
        address, not the GPU's, and several GPUs of one node failing together are one node event
        for the SRE; the incident lists every GPU address seen (``gpus``).
     4. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
@@ -548,15 +550,12 @@ def _components(n: int, edges: list[pl.DataFrame]) -> np.ndarray:
     return connected_components(graph, directed=False)[1]
 
 
-#: A cause logged this long after its effect still names the fault (kernel and daemon lines of one
-#: fault reach the log in either order within seconds).
-CAUSE_ORDER_SLACK = timedelta(minutes=1)
-
-
 def _effects(items: pl.DataFrame) -> pl.Expr:
     """True for evidence that a cross signature names as the effect of a cause present in its group,
-    logged before it: a DBE and then the GPU falling off the bus is a memory fault; the bus drop first
-    and a DBE ten minutes later is the bus drop's."""
+    logged before it or at most the row's ``cause_after_effect_s`` after it: a DBE and then the GPU
+    falling off the bus is a memory fault; the bus drop first and a DBE ten minutes later is the bus
+    drop's (one minute, the catalog's default: lines of one fault in either order); a fatal machine
+    check panic and the DIMM UE that EDAC decodes at the boot after it (minutes later) is the DIMM's."""
     present = pl.concat([items.select("_group", pl.col("component").alias("_name"), "start"),
                          items.select("_group", pl.col("component_class").alias("_name"), "start")])
     effect = pl.lit(False)
@@ -567,8 +566,9 @@ def _effects(items: pl.DataFrame) -> pl.Expr:
                        .agg(pl.col("start").min().alias("_cause_start")))
         cause_start = pl.col("_group").replace_strict(first_cause["_group"], first_cause["_cause_start"],
                                                       default=None, return_dtype=_UTC)
+        slack = timedelta(seconds=sig.cause_after_effect_s)
         effect = effect | (_matches(sig.effect) & ~_matches(sig.cause)
-                           & (cause_start.is_not_null() & (cause_start <= pl.col("start") + CAUSE_ORDER_SLACK)))
+                           & (cause_start.is_not_null() & (cause_start <= pl.col("start") + slack)))
     return effect
 
 

@@ -5,7 +5,9 @@ Meta found 1.2 % of RSC-1's nodes involved in 13 % of daily job failures and det
 four signals per node over ``[as_of − lookback, as_of)``:
 
 * ``xid_episodes`` — episodes of Xid/SXid lines that are not the user's (``cause_class`` ≠
-  ``user_application``) and not informational;
+  ``user_application``) and not informational, whatever their kind (an Xid 64 is ``ecc_row_remap``
+  and counts; an Xid 63 remap is informational and counts only past its catalog repeat threshold,
+  when :func:`~gpusre.models.failures.hw_incidents.failure_events` escalates it to a failing HBM);
 * ``hw_episodes`` — episodes of failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
 * ``infra_failed_jobs`` — jobs attributed to infrastructure that ran on the node, a run Slurm
   requeued included (a job killed twice counts once);
@@ -26,25 +28,31 @@ median. ``score`` is the largest ``z_s``; a node is suspect when ``score ≥ z``
 
 Recommended action: the catalog action of the node's worst failure event in the lookback (most
 severe, then most recent), mapped to what an SRE does (:data:`RECOMMENDED_ACTIONS`); ``drain``
-when there is none (flagged on job failures alone: take it out and run diagnostics). A node that
-completed a job after its last failure event was repaired or recovered since: it gets
-:data:`WATCH_ACTION` instead (still a repeat offender, but draining it for a fault already fixed is
-stale advice).
+when there is none (flagged on job failures alone: take it out and run diagnostics). A lemon
+recovers between its failures by definition, so running a job since its last failure says nothing
+on its own. Only stale evidence earns :data:`WATCH_ACTION`: the node has been quiet — no failure
+event, Xid episode, or job failed by infrastructure or NODE_FAIL — for at least
+:data:`QUIET_FACTOR` times its own mean time between failures over the lookback (lookback ÷ its
+largest signal count) *and* completed a job in that quiet time (it was in service, not drained).
+A node failing as a Poisson process would stay that quiet by chance with probability e^-3 ≈ 5 %;
+events and NODE_FAIL jobs are judged by the same rule. E.g. 8 episodes in 28 days: watch after
+10.5 quiet days; 3 in 28 days: never within the lookback.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 import polars as pl
 
-from gpusre.models.logs.event_catalog import ACTIONS
+from gpusre.models.logs.event_catalog import ACTIONS, load_log_patterns
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.vocabulary import run_key_job
 
-__all__ = ["EPISODE_GAP", "MAD_SCALE", "RECOMMENDED_ACTIONS", "SIGNALS", "SUSPECT_SCHEMA", "WATCH_ACTION",
-           "suspect_nodes"]
+__all__ = ["EPISODE_GAP", "MAD_SCALE", "QUIET_FACTOR", "RECOMMENDED_ACTIONS", "SIGNALS", "SUSPECT_SCHEMA",
+           "WATCH_ACTION", "suspect_nodes"]
 
 #: Scores are computed on these columns, in this order (ties in ``score`` name the first).
 SIGNALS: tuple[str, ...] = ("hw_episodes", "xid_episodes", "infra_failed_jobs", "node_fail_jobs")
@@ -72,8 +80,11 @@ RECOMMENDED_ACTIONS: dict[str, str] = {
 }
 assert set(RECOMMENDED_ACTIONS) <= ACTIONS
 _DEFAULT_ACTION = "drain"
-#: The action of a suspect node that completed a job after its last failure event.
-WATCH_ACTION = "watch: ran a job to completion since its last failure"
+#: A suspect node quiet for this many times its mean time between failures (with a completed job in
+#: that time) gets :data:`WATCH_ACTION`: its evidence is stale, not merely between two failures.
+QUIET_FACTOR = 3.0
+#: The action of a suspect node whose failures stopped (see :data:`QUIET_FACTOR`).
+WATCH_ACTION = "watch: quiet for 3x its usual time between failures, jobs completed since"
 #: Events of one node with gaps up to this are one episode.
 EPISODE_GAP = timedelta(hours=1)
 
@@ -93,7 +104,15 @@ SUSPECT_SCHEMA: dict[str, pl.DataType] = {
     "recommended_action": pl.String(),
 }
 
-_XID_KINDS = ("xid", "sxid")
+#: Pattern catalogs whose lines carry an Xid / SXid code (kinds ``xid``, ``sxid``, ``ecc_row_remap``...).
+_CODE_CATALOGS = ("xid", "sxid")
+
+
+@lru_cache(maxsize=1)
+def _xid_kinds() -> tuple[str, ...]:
+    """Event kinds of the patterns that extract an Xid/SXid code (``log_patterns.csv`` ``catalog``)."""
+    patterns = load_log_patterns()
+    return tuple(sorted(set(patterns.filter(pl.col("catalog").is_in(_CODE_CATALOGS))["kind"].to_list())))
 
 
 def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
@@ -140,12 +159,18 @@ def suspect_nodes(
     in_window = (pl.col("ts") >= start) & (pl.col("ts") < as_of)
     ev = events.select(*EVENT_SCHEMA).filter(in_window)
 
+    failures = failure_events(ev)
+    # Xid/SXid lines of any kind (an Xid 64 is ecc_row_remap); informational ones only when escalated.
+    escalated = failures.filter("escalated").select("event_id")
     xid = _episodes(ev.filter(
-        pl.col("kind").is_in(_XID_KINDS) & ~pl.col("cause_class").is_in(["user_application", "informational"])
+        pl.col("kind").is_in(_xid_kinds()) & pl.col("code").is_not_null()
+        & (~pl.col("cause_class").is_in(["user_application", "informational"])
+           | pl.col("event_id").is_in(escalated["event_id"].implode()))
     )).group_by("node").agg(
-        pl.len().cast(pl.Int64).alias("xid_events"), pl.col("_ep").n_unique().cast(pl.Int64).alias("xid_episodes")
+        pl.len().cast(pl.Int64).alias("xid_events"), pl.col("_ep").n_unique().cast(pl.Int64).alias("xid_episodes"),
+        pl.col("ts").max().alias("_last_xid"),
     )
-    hw_ev = _episodes(failure_events(ev))
+    hw_ev = _episodes(failures)
     hw = hw_ev.group_by("node").agg(
         pl.len().cast(pl.Int64).alias("hw_events"),
         pl.col("_ep").n_unique().cast(pl.Int64).alias("hw_episodes"),
@@ -159,7 +184,7 @@ def suspect_nodes(
 
     job_nodes = (
         jobs.filter((pl.col("end_ts") >= start) & (pl.col("end_ts") < as_of))
-        .select(pl.col("job_id").cast(pl.String), "state", "nodes")
+        .select(pl.col("job_id").cast(pl.String), "state", "nodes", pl.col("end_ts").cast(pl.Datetime("us", "UTC")))
         .join(attribution.select(pl.col("job_id").cast(pl.String), "attribution").unique("job_id"), on="job_id", how="left")
         .explode("nodes")
         .rename({"nodes": "node"})
@@ -171,6 +196,8 @@ def suspect_nodes(
     per_job = job_nodes.group_by("node").agg(
         job.filter(pl.col("attribution") == "infrastructure").n_unique().cast(pl.Int64).alias("infra_failed_jobs"),
         job.filter(pl.col("state") == "NODE_FAIL").n_unique().cast(pl.Int64).alias("node_fail_jobs"),
+        pl.col("end_ts").filter((pl.col("attribution") == "infrastructure") | (pl.col("state") == "NODE_FAIL"))
+        .max().alias("_last_failed_job"),
     )
     completed = (jobs.filter((pl.col("state") == "COMPLETED") & (pl.col("end_ts") < as_of))
                  .select(pl.col("nodes").alias("node"), "end_ts").explode("node").drop_nulls("node")
@@ -211,9 +238,19 @@ def suspect_nodes(
                       pl.col("score").round(1)))
          for s in SIGNALS]
     )
+    # Stale evidence (module docstring): quiet for QUIET_FACTOR x the node's mean time between failures
+    # (lookback / its largest signal; a null job signal without accounting is left out), with a job
+    # completed in that quiet time. Every kind of failure ends the quiet: events and failed jobs alike.
+    last = pl.max_horizontal(*(pl.col(c).cast(pl.Datetime("us", "UTC")) for c in ("_last_xid", "_last_failure",
+                                                                                 "_last_failed_job")))
+    n_failures = pl.max_horizontal(*SIGNALS).cast(pl.Float64)
+    quiet_us = (pl.lit(as_of).cast(pl.Datetime("us", "UTC")) - last).dt.total_microseconds()
+    needed_us = QUIET_FACTOR * (lookback / timedelta(microseconds=1)) / n_failures
+    ran_since = pl.col("_last_completed").cast(pl.Datetime("us", "UTC")) > last
+    stale = last.is_not_null() & (quiet_us >= needed_us) & ran_since
     flagged = table.filter(pl.col("score") >= z).with_columns(
         driver.alias("reason"),
-        pl.when(pl.col("_last_completed") > pl.col("_last_failure")).then(pl.lit(WATCH_ACTION))
+        pl.when(stale).then(pl.lit(WATCH_ACTION))
         .otherwise(pl.col("action").replace_strict(RECOMMENDED_ACTIONS, default=_DEFAULT_ACTION, return_dtype=pl.String)
                    .fill_null(_DEFAULT_ACTION)).alias("recommended_action"),
     )
