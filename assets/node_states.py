@@ -281,7 +281,8 @@ def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 -
     specs=[
         dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident with the node outage it caused (the first merged "
-                     "drain/down period of its own nodes starting 30 min before to 24 h after it): hours to detect, "
+                     "drain/down period of its own nodes starting 30 min before to 24 h after it, and the outages chained to it, "
+                     "<= 30 min in service between): hours to detect, "
                      "hours to repair (first evidence until the last node is back in service; without node states "
                      "a logged recovery, the first sign of health after its last failing health check (a passing "
                      "run, a reboot, else the check's next run) or the first completed job, as repair_source says)."),

@@ -21,6 +21,12 @@ Rules, in order:
 4. Time not covered by an event is **in service** (``source = 'assumed_in_service'`` marks node-days
    with no event at all; the history cannot tell an idle-but-healthy node from a missing dump).
 
+**Coverage** (one definition for every reader): a node-day *is covered by node-state history* when
+``marts.node_availability_daily`` has its row — whatever its ``source``: a covered node with no event was
+in service. Its ``observed_hours`` run from midnight (on the mart's first day, up to midnight). The
+``node_availability`` SLI, MTBF exposure and ``marts.node_hardware_loss`` measure covered node-hours from
+these rows and estimate from incidents only the node-hours without one (no history, or after it ends).
+
 >>> from datetime import date, datetime, timezone
 >>> UTC = timezone.utc
 >>> states = pl.DataFrame({

@@ -14,8 +14,10 @@ to the drain. An incident without log evidence is measured from its start.
 * **time to detect** = outage start - first evidence (0 when the drain came first, within ``before``);
 * **time to repair** = back in service - first evidence: the moment every linked node
   of the incident is back (its merged DOWN/DRAIN outage ended), for every scope — switch and storage
-  incidents included. An outage still open is ``ongoing`` (right-censored: left out of the
-  quantiles, counted in ``ongoing``).
+  incidents included. Outages of a node with at most ``CHAIN_GAP`` (30 min) in service between them
+  are one (:func:`outage_chains`: a ``DOWN*`` "Not responding" while the node panics, then the drain
+  "replace DIMM" set once it rebooted): the node is back after the chain's last outage. An outage still
+  open is ``ongoing`` (right-censored: left out of the quantiles, counted in ``ongoing``).
 * **Without node states** for an incident (none ingested, or its nodes were never drained) the repair
   end falls back, in this order, to the moment every node logged a *recovery* of the incident's class
   after its own last evidence (a port back to ``Link ACTIVE``, a Lustre client's ``Connection restored``:
@@ -62,6 +64,7 @@ __all__ = [
     "link_incidents",
     "median_ci",
     "node_outages",
+    "outage_chains",
     "repair_times",
 ]
 
@@ -72,6 +75,7 @@ OUTAGE_SCHEMA: dict[str, pl.DataType] = {
     "node": pl.String(), "outage_start_ts": _UTC, "outage_end_ts": _UTC, "first_reason_class": pl.String(),
     "first_reason": pl.String(), "events": pl.Int64(),
     "reason_classes": pl.List(pl.String()),  # every merged state's reason class, in start order
+    "reasons": pl.List(pl.String()),         # every merged state's reason, in the same order
 }
 
 #: ``marts.incident_repairs``: one row per hardware incident.
@@ -92,8 +96,8 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "repair_source": pl.String(),         # node_states | recovery_events | health_check_pass | reboot
                                           # | health_checks (the check's next run) | job_completed
     "repaired_ts": _UTC,                  # the repair end hours_to_repair runs to
-    "drain_reason_class": pl.String(),    # reason class of the first linked outage's first event
-    "drain_reason": pl.String(),
+    "drain_reason_class": pl.String(),    # first reason naming a part in the first linked outage's chain
+    "drain_reason": pl.String(),          # (outage_chains), else the outage's first reason (Not responding)
 }
 
 #: ``marts.repair_times``: one row per component class, plus ``all``.
@@ -132,9 +136,56 @@ def node_outages(states: pl.DataFrame) -> pl.DataFrame:
                 last[2] = None if end is None else max(last[2], end)
             last[5] += 1  # type: ignore[operator]
             last[6].append(rclass)  # type: ignore[union-attr]
+            last[7].append(reason)  # type: ignore[union-attr]
         else:
-            out.append([node, start, end, rclass, reason, 1, [rclass]])
+            out.append([node, start, end, rclass, reason, 1, [rclass], [reason]])
     return pl.DataFrame(out, schema=OUTAGE_SCHEMA, orient="row")
+
+
+#: Outages of one node that follow each other within this gap are one outage for repair purposes
+#: (:func:`outage_chains`). After a crash the node reboots, slurmd registers and Slurm returns it to
+#: service; the admin (or NHC) drains it for the part it found minutes later: "back" for those minutes
+#: was no repair. 30 min is the span within which log evidence is taken to be a drain's fault (the
+#: ``before`` of :func:`link_incidents`) and the gap that chains an incident's evidence: a node back
+#: for longer has run work again, and a later drain is a separate outage.
+CHAIN_GAP = timedelta(minutes=30)
+
+
+def outage_chains(outages: pl.DataFrame, gap: timedelta = CHAIN_GAP) -> pl.DataFrame:
+    """``outages`` (:func:`node_outages`) with the chain each one is part of, for repair times.
+
+    A node's outages that follow each other with at most ``gap`` back in service in between are one
+    chain (a ``DOWN*`` "Not responding" while the node panics, then the ``DRAIN "replace DIMM"`` set
+    when it is back), unless the next one's drain reasons name only component classes other than the
+    chain's last outage whose reasons named any (a GPU drain, then the IB link's: two faults). Adds
+
+    * ``chain_end_ts``: when the node is back in service after the chain's last outage (null: open);
+    * ``chain_reason_class``, ``chain_reason``: the first drain reason, from this outage on in its
+      chain, that names a component (the catalog's, not a symptom any fault shows such as ``Not
+      responding``); null when none does.
+    """
+    spec_cc = pl.col("reason_classes").list.eval(_reason_class_of(pl.element())).list.drop_nulls()
+    o = outages.sort("node", "outage_start_ts").with_row_index("_oid").with_columns(spec_cc.alias("_ccs"))
+    first_spec = (o.select("_oid", "reason_classes", "reasons").explode("reason_classes", "reasons")
+                  .filter(_reason_class_of(pl.col("reason_classes")).is_not_null())
+                  .group_by("_oid").agg(pl.struct(pl.col("reason_classes").alias("chain_reason_class"),
+                                                  pl.col("reasons").alias("chain_reason")).first().alias("_spec")))
+    prev_end = pl.col("outage_end_ts").shift().over("node")
+    # An open outage absorbs every later state of its node, so a null previous end is the node's first.
+    gap_break = prev_end.is_null() | (pl.col("outage_start_ts") - prev_end > gap)
+    named = pl.col("_ccs").list.len() > 0
+    last_named = pl.when(named).then(pl.col("_ccs")).shift().forward_fill().over("node", "_run")
+    class_break = named & last_named.is_not_null() & (pl.col("_ccs").list.set_intersection(last_named).list.len() == 0)
+    chain = ["node", "_chain"]
+    return (o.join(first_spec, on="_oid", how="left", maintain_order="left")  # shift/fill run in start order
+            .with_columns(gap_break.cum_sum().over("node").alias("_run"))
+            .with_columns((gap_break | class_break).cum_sum().over("node").alias("_chain"))
+            .with_columns(
+                pl.when(pl.col("outage_end_ts").null_count().over(chain) == 0)
+                .then(pl.col("outage_end_ts").max().over(chain)).alias("chain_end_ts"),
+                pl.col("_spec").backward_fill().over(chain).alias("_spec"))
+            .unnest("_spec")
+            .drop("_oid", "_ccs", "_run", "_chain"))
 
 
 def link_incidents(
@@ -152,7 +203,8 @@ def link_incidents(
     An outage is the incident's only on one of its own nodes, starting from ``before`` its first
     evidence to ``after_end`` after its last (at most ``window`` after its start), and not drained
     for another class of fault only: a drain whose reasons name only a different component class (a
-    GPU Xid drain during a storage outage) belongs to another incident.
+    GPU Xid drain during a storage outage) belongs to another incident. The node is back in service
+    when the chain of its linked outage ends (:func:`outage_chains`).
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node);
@@ -168,7 +220,7 @@ def link_incidents(
     def optional(name: str, dtype: pl.DataType) -> pl.Expr:
         return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
 
-    outages = node_outages(states).with_columns(
+    outages = outage_chains(node_outages(states)).with_columns(
         _reason_class_of(pl.col("first_reason_class")).alias("_reason_cc"),
         pl.col("reason_classes").list.eval(_reason_class_of(pl.element())).alias("_reason_ccs"))
     if recoveries is None:
@@ -216,10 +268,14 @@ def link_incidents(
         .agg(
             pl.len().cast(pl.Int64).alias("linked_nodes"),
             pl.col("outage_start_ts").min().alias("drain_start_ts"),
-            pl.when(pl.col("outage_end_ts").null_count() == 0).then(pl.col("outage_end_ts").max())
+            # Back after the last outage of each node's chain (a drain minutes after the node came back
+            # from its crash is the same repair); open while any is.
+            pl.when(pl.col("chain_end_ts").null_count() == 0).then(pl.col("chain_end_ts").max())
             .alias("back_in_service_ts"),
-            pl.col("first_reason_class").first().alias("drain_reason_class"),
-            pl.col("first_reason").first().alias("drain_reason"),
+            # The chain's part-naming reason ("replace DIMM"), not the "Not responding" of the crash.
+            pl.coalesce("chain_reason_class", "first_reason_class").first().alias("drain_reason_class"),
+            pl.when(pl.col("chain_reason_class").is_not_null()).then(pl.col("chain_reason"))
+            .otherwise(pl.col("first_reason")).first().alias("drain_reason"),
         )
     )
     hours = lambda a, b: (pl.col(a) - pl.col(b)).dt.total_microseconds() / 3.6e9  # noqa: E731

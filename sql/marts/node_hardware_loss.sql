@@ -3,10 +3,16 @@
 -- one answer with both numbers:
 --   down_gpu_hours      node down time with a hardware reason x the node's GPUs (capacity lost; its own
 --                       count in a mixed fleet: cluster.yaml node_gpus, else gpus_per_node). From Slurm
---                       node states (marts.node_availability_daily.down_hardware_hours) for nodes they cover;
---                       for other nodes estimated from node-scope hardware incidents, from the incident's
---                       start until the node again completed a job (recovered_ts; $as_of while it has not),
---                       as the node_availability SLI estimates it. An incident an operator labelled in
+--                       node states (marts.node_availability_daily.down_hardware_hours) for the node-hours
+--                       they cover; for the rest estimated from node-scope hardware incidents, from the
+--                       incident's start until the node again completed a job (recovered_ts; $as_of while it
+--                       has not), as the node_availability SLI estimates it. "Covered" is the availability
+--                       mart's own decision (one definition): every row of marts.node_availability_daily is a
+--                       node-day the history covers, its observed_hours (from midnight; on the mart's first
+--                       day, up to midnight) in service unless a state says down — so a node the history
+--                       covers and never shows out was in service (0 h), as MTBF exposure and the SLI count
+--                       it; only node-days without a row (no node-state history, days before it starts or
+--                       after it ends — a missing dump) fall back to the incident estimate. An incident an operator labelled in
 --                       incidents.csv keeps the scope of its evidence (label_source says who labelled it),
 --                       so the incidents SREs label count here too; switch, storage and several-node
 --                       operator incidents are not one node's fault.
@@ -22,8 +28,17 @@
 CREATE OR REPLACE TABLE marts.node_hardware_loss AS
 WITH node_gpus AS (
     SELECT unnest($gpu_nodes::VARCHAR[]) AS node, unnest($gpu_counts::INTEGER[]) AS gpus
-), state_nodes AS (
-    SELECT DISTINCT node FROM marts.node_availability_daily WHERE source = 'node_states'
+), history AS (
+    SELECT min(day) AS first_day, max(day) AS last_day FROM marts.node_availability_daily
+), covered AS (
+    -- The span of each node-day the history covers, in epoch µs: observed_hours from midnight, except on the
+    -- mart's first day (observation starts inside it) where they run up to the next midnight.
+    SELECT a.node, a.day,
+           CASE WHEN a.day = h.first_day AND a.day < h.last_day
+                THEN epoch_us(timezone('UTC', (a.day + 1)::TIMESTAMP)) - a.observed_hours * 3.6e9
+                ELSE epoch_us(timezone('UTC', a.day::TIMESTAMP)) END AS lo_us,
+           a.observed_hours * 3.6e9 AS len_us
+    FROM marts.node_availability_daily AS a, history AS h
 ), state_down AS (
     SELECT node, date_trunc('month', day)::DATE AS month, sum(down_hardware_hours) AS down_hours
     FROM marts.node_availability_daily
@@ -33,22 +48,34 @@ WITH node_gpus AS (
     SELECT incident_id, unnest(nodes) AS node, start_ts, coalesce(recovered_ts, $as_of::TIMESTAMPTZ) AS up_ts
     FROM marts.hw_incidents
     WHERE scope = 'node'
-), incident_months AS (
-    SELECT i.node, i.start_ts, i.up_ts,
-           unnest(generate_series(date_trunc('month', timezone('UTC', i.start_ts)),
-                                  date_trunc('month', timezone('UTC', i.up_ts)), INTERVAL 1 MONTH))::DATE AS month
-    FROM node_incidents AS i
-    WHERE i.up_ts > i.start_ts AND i.node NOT IN (SELECT node FROM state_nodes)
+), incident_days AS (
+    -- Each incident cut at UTC midnights: [lo, hi) of every day it spans, in epoch µs.
+    SELECT i.node, d.day,
+           greatest(epoch_us(i.start_ts), epoch_us(timezone('UTC', d.day::TIMESTAMP))) AS lo_us,
+           least(epoch_us(i.up_ts), epoch_us(timezone('UTC', (d.day + 1)::TIMESTAMP))) AS hi_us
+    FROM node_incidents AS i,
+         LATERAL (SELECT unnest(generate_series(date_trunc('day', timezone('UTC', i.start_ts)),
+                                                date_trunc('day', timezone('UTC', i.up_ts)), INTERVAL 1 DAY))::DATE
+                  AS day) AS d
+    WHERE i.up_ts > i.start_ts
 ), incident_down AS (
-    SELECT node, month,
-           sum(greatest(epoch_us(least(up_ts, timezone('UTC', (month + INTERVAL 1 MONTH)::TIMESTAMP)))
-                        - epoch_us(greatest(start_ts, timezone('UTC', month::TIMESTAMP))), 0)) / 3.6e9 AS down_hours
-    FROM incident_months
+    -- Only the part of each day the node-state history does not cover (it measured the rest).
+    SELECT i.node, date_trunc('month', i.day)::DATE AS month,
+           sum(greatest(i.hi_us - i.lo_us, 0)
+               -- (least/greatest skip NULLs: a day without a row must not look covered)
+               - CASE WHEN c.node IS NULL THEN 0
+                      ELSE greatest(least(i.hi_us, c.lo_us + c.len_us) - greatest(i.lo_us, c.lo_us), 0) END) / 3.6e9
+               AS down_hours
+    FROM incident_days AS i LEFT JOIN covered AS c USING (node, day)
     GROUP BY ALL
 ), down AS (
-    SELECT node, month, down_hours, 'node_states' AS down_source FROM state_down
-    UNION ALL
-    SELECT node, month, down_hours, 'incidents' FROM incident_down WHERE down_hours > 0
+    -- A node-month both measured and estimated (the history ends inside it) adds the two.
+    SELECT node, month, sum(down_hours) AS down_hours,
+           CASE WHEN count(DISTINCT src) = 2 THEN 'node_states+incidents' ELSE any_value(src) END AS down_source
+    FROM (SELECT node, month, down_hours, 'node_states' AS src FROM state_down
+          UNION ALL
+          SELECT node, month, down_hours, 'incidents' FROM incident_down WHERE down_hours > 1e-9)
+    GROUP BY ALL
 ), killed AS (
     SELECT a.job_id, NULL::INTEGER AS instance_no, a.end_ts, a.lost_gpu_hours, a.incident_id, j.nodes AS job_nodes
     FROM marts.job_failure_attribution AS a JOIN core.jobs AS j USING (job_id)
@@ -82,7 +109,7 @@ SELECT k.node,
        strftime(k.month, '%Y-%m')                       AS period,
        coalesce(g.gpus, $gpus_per_node::INTEGER)        AS gpus_per_node,
        coalesce(d.down_hours, 0.0)                      AS down_hardware_hours,
-       d.down_source,                                                   -- node_states | incidents | NULL
+       d.down_source,                                   -- node_states | incidents | node_states+incidents | NULL
        coalesce(d.down_hours, 0.0) * coalesce(g.gpus, $gpus_per_node::INTEGER) AS down_gpu_hours,
        coalesce(c.n, 0)                                 AS hw_incidents,
        coalesce(j.jobs_killed, 0)                       AS jobs_killed,

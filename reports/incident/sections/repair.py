@@ -97,7 +97,7 @@ def build(inc: Incident) -> Section:
           Cell(span_hours(x.get("hours_to_repair"))), Cell(str(x.get("repair_state") or MISSING).replace("_", " ")),
           Cell(truncate(x.get("drain_reason"), 48), title=x.get("drain_reason"))] for x in inc.repairs],
         caption="marts.incident_repairs: the first drain/down of the incident's own nodes from 30 min before to 24 h "
-                "after it. Detect: first evidence to drain; repair: first evidence to the last node back in service."
+                "after it. Detect: first evidence to drain; repair: first evidence to the last node back in service after that drain/down and any that followed it within 30 min."
                 + (f" {NOT_LOADED['slurm_events'].capitalize()} was loaded, so there is no drain to link: the repair "
                    "is estimated (State) from recovery log lines, the end of failing health checks or the node "
                    "running a job again." if no_states else "")))
