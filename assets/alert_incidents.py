@@ -23,7 +23,7 @@ from gpusre.models.alerts.clustering import (
     alert_marts,
 )
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.sources.alerts.ingest import alert_settings
+from gpusre.models.sources.alerts.ingest import SUPPRESSED_SQL, alert_settings
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.vocabulary import RUN_KEY_SEP
 from gpusre.models.warehouse import replace_table, table_exists, transaction
@@ -120,6 +120,10 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
     settings = _clustering_settings(config)
     with warehouse.connect() as con:
         alerts = _read(con, "core.alerts", _ALERT_SQL)
+        if alerts is not None and table_exists(con, "raw.alert_notifications"):
+            # Whether Alertmanager inhibited or silenced each alert (its /api/v2/alerts snapshots say so).
+            held = con.sql(SUPPRESSED_SQL).pl()
+            alerts = alerts.join(held, on="alert_id", how="left")
         hw = _read(con, "marts.hw_incidents", "SELECT * FROM marts.hw_incidents")
         # Pre-filter on the configured killed_states (cluster.yaml alerts.clustering.killed_states), the
         # same set the model counts, so a site that adds TIMEOUT gets its TIMEOUT jobs counted.

@@ -42,7 +42,11 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        starts within [start − ``hw_before_minutes`` (10), end + ``hw_after_minutes`` (30)] gets that
        incident (several match: the one whose evidence is nearest its start, 0 inside it; then the
        earliest); so does an alert whose target is the incident's
-       ``leaf_switch``.
+       ``leaf_switch``, and a fabric alert on no Slurm node (a spine, a subnet manager) that starts
+       within ``hw_before_minutes`` of the start of a network incident wider than a node
+       (``leaf_switch``/``fabric``/``cluster`` scope): the upstream side of that outage. Such an
+       upstream alert links the alerts of *every* incident it matched (several leaves that went
+       down at the spine's minute are one outage), not only its nearest.
 
        **Template co-occurrence** (:func:`template_cooccurrence`), from the alert history itself:
        a *basket* is a session cut into ``gap``-long time buckets (a busy cluster's sessions never
@@ -67,9 +71,17 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        incidents a day on 512 nodes, about 0.9 at 72, 0.85 at 144; ``tests/test_alert_clustering.py``).
        Cost: 2–4 s for 200,000 alerts on a busy 2-core machine (all of :func:`alert_marts`).
 
+Meta-alerts
+    Alerts that fire always, by design (``Watchdog``, ``DeadMansSwitch``, ``InfoInhibitor``; rule file
+    ``models/catalog/alert_meta.csv``), are the alert pipeline's heartbeat: :func:`alert_marts` leaves
+    them out of every incident, rule and daily count (their deliveries still date the alert data).
+
 Root-cause candidate, per incident
-    The member alerts are ranked: (1) those matched to a hardware incident first (reason "hardware
-    incident <id> (<component>) on <node>"), then (2) by *level* — fabric (switches) above storage
+    An alert Alertmanager *inhibited* (``suppressed``, from its ``/api/v2/alerts`` snapshots: a
+    consequence it tied to another firing alert) is ranked after every other; a *silenced* root's
+    reason ends "; silenced in Alertmanager". Then: the server or fabric side on no node first (an
+    OST, a switch: the cause before its clients' symptoms), (1) those matched to a hardware incident
+    (reason "hardware incident <id> (<component>) on <node>"), then (2) by *level* — fabric (switches) above storage
     above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
     reaction to a fault, never its cause when the fault alerted too) above other — then (3) the
     earliest start (reason "earliest alert at the most upstream level (fabric: leaf switch leaf01)"). The level of an alert comes from the rule
@@ -97,11 +109,13 @@ Blast radius
     Job runs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
     end in [start − ``job_before_minutes`` (15), last alert start + ``job_after_minutes`` (5)] — a
     job's final run, or an earlier run Slurm requeued —, except those job-failure attribution gives
-    to the user or to a hardware incident the alert incident is not about: ``n_jobs_killed`` (the
+    to the user or to a hardware incident the alert incident is not about (it is about every hardware
+    incident one of its alerts matched — a rack's power loss is one alert incident over a per-node
+    incident on each node): ``n_jobs_killed`` (the
     jobs; a job killed twice counts once, as ``hw_incidents.affected_jobs``), and the sum of their
     attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
     onset, and an alert left firing for days is no reason to claim every later failure.) Every
-    killed run attribution gives to the hardware incident the alert incident is matched to counts
+    killed run attribution gives to a hardware incident the alert incident is about counts
     too, whenever it ended (a job NCCL kept waiting 10 min on a dead link): the alert view of an
     outage never costs less than the hardware incident's own ``affected_jobs``/``lost_gpu_hours``.
 
@@ -160,7 +174,9 @@ from scipy.sparse.csgraph import connected_components
 
 from gpusre.models.alerts.floods import EPISODE_SCHEMA, FloodSettings, detect_floods
 from gpusre.models.alerts.nodes import DEFAULT_NODE_LABELS, alert_nodes
+from gpusre.models.component_classes import load_component_classes
 from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
 from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, run_key_job
 
 __all__ = [
@@ -193,6 +209,8 @@ __all__ = [
     "hw_incidents_without_alert",
     "load_alert_levels",
     "NOTIFICATION_DAYS_SQL",
+    "is_meta_alert",
+    "load_meta_alerts",
     "rule_quality",
     "sessionize",
     "template_cooccurrence",
@@ -311,6 +329,8 @@ ALERT_SCHEMA: dict[str, pl.DataType] = {
     "severity": pl.String(), "node": pl.String(), "target": pl.String(), "target_label": pl.String(),
     "starts_at": _TS, "ends_at": _TS, "labels": pl.String(), "template_id": pl.Int64(),
     "n_notifications": pl.Int64(),
+    # Alertmanager held it back (``SUPPRESSED_SQL`` of the alert ingest): inhibited | silenced | null
+    "suppressed": pl.String(),
 }
 _REQUIRED = ("alert_id", "fingerprint", "starts_at")
 
@@ -426,6 +446,28 @@ def load_alert_levels(file_name: str = LEVELS_FILE) -> tuple[AlertLevelRule, ...
         rules.append(AlertLevelRule(row["rule_id"], level, rx("alertname"), rx("target_label"),
                                     row.get("label") or None, rx("value"), has_node))
     return tuple(rules)
+
+
+META_FILE = "alert_meta.csv"
+
+
+@lru_cache(maxsize=4)
+def load_meta_alerts(file_name: str = META_FILE) -> tuple[tuple[str, str, str], ...]:
+    """The meta-alert rules of ``models/catalog/<file_name>``: ``(rule_id, alertname regex, example)``.
+    A meta-alert (``Watchdog``, ``DeadMansSwitch``, ``InfoInhibitor``) fires always, by design, to
+    prove the alert pipeline works or to drive inhibition: a heartbeat, never an incident."""
+    text = resources.files("gpusre.models.catalog").joinpath(file_name).read_text(encoding="utf-8")
+    return tuple((r["rule_id"], r["alertname"], r["example"]) for r in csv.DictReader(text.splitlines()))
+
+
+def is_meta_alert(alertname: pl.Expr, rules: Sequence[tuple[str, str, str]] | None = None) -> pl.Expr:
+    """Whether ``alertname`` is a meta-alert (:func:`load_meta_alerts`: the whole name matches a rule,
+    any case)."""
+    rules = rules if rules is not None else load_meta_alerts()
+    if not rules:
+        return pl.lit(False)
+    pattern = "(?i)^(?:" + "|".join(f"(?:{r[1]})" for r in rules) + ")$"
+    return alertname.fill_null("").str.contains(pattern)
 
 
 #: Labels that name a (shared) file system; ``device`` and ``mountpoint`` only count for
@@ -655,6 +697,7 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
         pts = rows.filter(pl.col(key).is_not_null()).select(pl.col("_i").alias("_p"), pl.col(key).alias("_k"), "_ts")
         pairs = _window_pairs(windows, pts, "_k")
         parts.append(pairs.join(windows.select("_w", "_h"), on="_w").select(pl.col("_p").alias("_i"), "_h"))
+    parts.append(_upstream_pairs(al, inc, settings))
     matches = pl.concat(parts).unique()
     matches = matches.join(inc.select("_h", pl.col("incident_id").alias("hw_incident_id"),
                                       pl.col("start_ts").alias("_hw_start"), pl.col("component").alias("_hw_component"),
@@ -669,6 +712,48 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
                .alias("_dist"))
     matches = matches.join(al.select("_i", "_ts"), on="_i").with_columns(nearest)
     return matches.sort("_i", "_dist", "_hw_start", "hw_incident_id").select(list(schema))
+
+
+#: Hardware-incident scopes wider than a node: a switch or fabric outage whose upstream (spine, subnet
+#: manager) alerts name no Slurm node.
+_WIDE_SCOPES: tuple[str, ...] = ("leaf_switch", "fabric", "cluster")
+
+
+def _upstream_alert() -> pl.Expr:
+    """A fabric alert on no Slurm node and not on a leaf switch of the topology (a spine, a subnet manager)."""
+    return (pl.col("level") == "fabric") & ~pl.col("_has_node") & pl.col("_target_leaf").is_null()
+
+
+def _upstream_edges(al: pl.DataFrame, matches: pl.DataFrame, primary: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Links from an upstream alert (:func:`_upstream_alert`) to one alert about each wide network
+    hardware incident it matched (:func:`_upstream_pairs`), not only its nearest: a spine that fails
+    takes down several leaves at once, and until the node logs make that one incident, its alert is
+    what ties their alerts together."""
+    ups = al.filter(_upstream_alert()).select("_i")
+    wide = matches.join(ups, on="_i").filter(pl.col("_hw_scope").is_in(list(_WIDE_SCOPES))).select("_i", "hw_incident_id")
+    about = (primary.join(ups, on="_i", how="anti").sort("_i").unique("hw_incident_id", keep="first")
+             .select(pl.col("_i").alias("_j"), "hw_incident_id"))
+    e = wide.join(about, on="hw_incident_id")
+    return e["_i"].to_numpy().astype(np.int64), e["_j"].to_numpy().astype(np.int64)
+
+
+def _upstream_pairs(al: pl.DataFrame, inc: pl.DataFrame, settings: AlertClusteringSettings) -> pl.DataFrame:
+    """``(_i, _h)``: a fabric alert on no Slurm node (a spine, a switch, a subnet manager: target label
+    ``switch``/``spine``/``fabric``…) and each network hardware incident wider than a node
+    (:data:`_WIDE_SCOPES`) that starts within ``hw_before_minutes`` of it, either side. The node logs
+    see the links drop on the leaves' nodes; the spine's own alert is the upstream side of that same
+    outage (the server/fabric side rule then makes it the root), not an incident of its own."""
+    empty = pl.DataFrame(schema={"_i": pl.Int64, "_h": pl.Int64})
+    network = load_component_classes().filter(pl.col("component_class") == "network")["component"].to_list()
+    if "level" not in al.columns:  # (coverage reads no levels: the nodes' alerts cover such an incident)
+        return empty
+    wide = inc.filter(pl.col("component").is_in(network) & pl.col("scope").is_in(list(_WIDE_SCOPES)))
+    ups = al.filter(_upstream_alert())
+    if wide.is_empty() or ups.is_empty():
+        return empty
+    near = settings._us(settings.hw_before_minutes)
+    return (ups.select("_i", "_ts").join(wide.select("_h", pl.col("start_ts").dt.epoch("us").alias("_hs")), how="cross")
+            .filter((pl.col("_ts") - pl.col("_hs")).abs() <= near).select("_i", "_h"))
 
 
 def _id_of(key: str) -> str:
@@ -797,6 +882,7 @@ def cluster_alerts(
     # one node links only the one it is about, never the two together.
     primary = matches.unique("_i", keep="first", maintain_order=True)
     links = _links(al, an, primary, related, settings)
+    links["upstream"] = _upstream_edges(al, matches, primary)
     u = np.concatenate([e[0] for e in links.values()])
     v = np.concatenate([e[1] for e in links.values()])
     graph = coo_matrix((np.ones(len(u), dtype=np.int8), (u, v)), shape=(n, n))
@@ -810,7 +896,7 @@ def cluster_alerts(
         last = max(last, given) if given is not None else last
     incidents, members = _incidents(al, an.join(al.select("_i", "_c"), on="_i"), settings, last)
     incidents = _flag_floods(incidents, al, floods)
-    incidents = _job_impact(incidents, al, jobs, attribution, settings)
+    incidents = _job_impact(incidents, _members_hw(al), jobs, attribution, settings)
     return (incidents.select([pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()]).sort("start_ts", "incident_id"),
             members.select([pl.col(c).cast(t) for c, t in MEMBER_SCHEMA.items()]).sort("alert_id"))
 
@@ -899,6 +985,10 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     single = al.filter(pl.col("_size") == 1)
     multi = al.filter(pl.col("_size") > 1)
     ranked = multi.with_columns(
+        # An inhibited alert is a consequence Alertmanager itself tied to another firing alert (its
+        # inhibitor, e.g. NodeNetworkReceiveErrs under InfinibandPortDown): never the root while the
+        # incident holds an alert that is not inhibited.
+        (pl.col("suppressed") == "inhibited").fill_null(False).alias("_inhibited"),
         # The server or fabric side (an OST, a switch: upstream and on no node) names the cause before
         # the client symptoms that fire within minutes of it, even when those match a hardware incident.
         ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & ~pl.col("_has_node")).alias("_client"),
@@ -909,7 +999,7 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         pl.when(pl.col("hw_incident_id").is_null())
         .then(pl.col("level").replace_strict(LEVEL_RANK, default=len(LEVEL_RANK), return_dtype=pl.Int32))
         .otherwise(0).alias("_rank"),
-    ).sort("_c", "_client", "_no_hw", "_rank", "_ts", "alert_id")
+    ).sort("_c", "_inhibited", "_client", "_no_hw", "_rank", "_ts", "alert_id")
     roots = pl.concat([single, ranked.unique("_c", keep="first", maintain_order=True).select(single.columns)])
 
     def one(expr: pl.Expr) -> pl.Expr:
@@ -958,6 +1048,10 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         .then(pl.format("hardware incident {} ({}) on {}", "hw_incident_id", pl.col("_hw_component").fill_null("?"),
                         _where("node", "target")))
         .otherwise(pl.format("earliest alert at the most upstream level ({})", level_desc))
+        # A silenced or inhibited root still names the cause, but nobody was paged for it.
+        + pl.when(pl.col("suppressed") == "silenced").then(pl.lit("; silenced in Alertmanager"))
+        .when(pl.col("suppressed") == "inhibited").then(pl.lit("; inhibited in Alertmanager"))
+        .otherwise(pl.lit(""))
     )
     roots = roots.select(
         "_c", pl.col("alert_id").alias("root_alert_id"), pl.col("level").alias("root_level"),
@@ -1019,8 +1113,17 @@ def _alerts_in_floods(alerts: pl.DataFrame, floods: pl.DataFrame) -> pl.DataFram
     return j.sort("_row").drop("_row", "_fs", "_fe")
 
 
-def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, attribution: pl.DataFrame | None,
+def _members_hw(al: pl.DataFrame) -> pl.DataFrame:
+    """``(_c, _inc_hw)``: every hardware incident an alert of incident ``_c`` is about (its members' own
+    matches). A rack's power loss is one alert incident over eight per-node ``host_power`` hardware
+    incidents: it is about all eight, not only the one its ``hw_incident_id`` names."""
+    return al.select("_c", pl.col("hw_incident_id").alias("_inc_hw")).drop_nulls("_inc_hw").unique()
+
+
+def _job_impact(inc: pl.DataFrame, about: pl.DataFrame, jobs: pl.DataFrame | None, attribution: pl.DataFrame | None,
                 settings: AlertClusteringSettings) -> pl.DataFrame:
+    """``inc`` with ``n_jobs_killed`` and ``lost_gpu_hours`` (the blast radius of the module docstring);
+    ``about``: ``(_c, _inc_hw)``, the hardware incidents each alert incident is about (:func:`_members_hw`)."""
     if jobs is None:  # no accounting: which jobs died is unknown
         return inc.with_columns(pl.lit(None, dtype=pl.Int64).alias("n_jobs_killed"),
                                 pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"))
@@ -1054,17 +1157,16 @@ def _job_impact(inc: pl.DataFrame, al: pl.DataFrame, jobs: pl.DataFrame | None, 
     # A job attribution puts on a hardware incident is that incident's: an alert incident claims it only
     # when it is about that incident (a /var/log alert on one node of a job a GPU fault killed elsewhere
     # once counted it too — the same job in two alert incidents).
-    about = inc.select("_c", pl.col("hw_incident_id").alias("_inc_hw"))
     in_window = pairs.join(windows.select("_w", "_c"), on="_w").join(job_nodes.select("_p", "job_id"), on="_p")
     # And every killed run attribution gives to the hardware incident this one is about, whenever it
     # died: a job NCCL kept alive 10 min past the last alert start is still the outage's (the hardware
     # incident's own count has it; the alert view must not show a smaller cost for the same outage).
-    linked = about.drop_nulls("_inc_hw").join(jb.select("job_id", "_job_hw").drop_nulls("_job_hw"),
-                                              left_on="_inc_hw", right_on="_job_hw")
+    linked = about.join(jb.select("job_id", "_job_hw").drop_nulls("_job_hw"), left_on="_inc_hw", right_on="_job_hw")
     hit = (pl.concat([in_window.select("_c", "job_id"), linked.select("_c", "job_id")]).unique()
-           .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0), "_job_hw"), on="job_id")
-           .join(about, on="_c", how="left")
-           .filter(pl.col("_job_hw").is_null() | (pl.col("_job_hw") == pl.col("_inc_hw")))
+           .join(jb.select("job_id", pl.col("lost_gpu_hours").fill_null(0.0), "_job_hw"), on="job_id"))
+    # A job blamed on a hardware incident counts only for the alert incidents about it (any of theirs).
+    mine = hit.join(about, left_on=["_c", "_job_hw"], right_on=["_c", "_inc_hw"], how="semi")
+    hit = (pl.concat([hit.filter(pl.col("_job_hw").is_null()), mine])
            .group_by("_c").agg(run_key_job(pl.col("job_id")).n_unique().cast(pl.Int64)
                                .alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
     return inc.join(hit, on="_c", how="left").with_columns(
@@ -1102,6 +1204,8 @@ def alert_floods(alerts: pl.DataFrame, members: pl.DataFrame, floods: pl.DataFra
 #: before the latest time the payload itself shows (a start, or a resolved alert's end: a webhook is
 #: sent after what it reports), which is also the day of a file without a date in its name.
 #: ``deliveries``: the webhook payloads (one per JSON value: a file line, or an element of an array).
+#: An ``/api/v2/alerts`` snapshot (:data:`~gpusre.models.sources.alerts.parse.SNAPSHOT_SQL`) is neither:
+#: Alertmanager sent nothing, a poller read its state (it still dates the alert data's span).
 NOTIFICATION_DAYS_SQL = r"""
 WITH n AS (
     SELECT source_file, line_no, payload_no, received_at,
@@ -1110,6 +1214,7 @@ WITH n AS (
            max(CASE WHEN status = 'resolved' THEN greatest(starts_at, ends_at) ELSE starts_at END)
                OVER (PARTITION BY source_file, line_no, payload_no) AS shown
     FROM raw.alert_notifications
+    WHERE NOT """ + SNAPSHOT_SQL + r"""
 )
 SELECT day, count(*)::BIGINT AS notifications,
        count(DISTINCT (source_file, line_no, payload_no))::BIGINT AS deliveries
@@ -1359,6 +1464,9 @@ def alert_marts(
     which coverage and precision are judged (None: from the alerts' own times)."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
+    # Meta-alerts (the always-firing Watchdog) are the pipeline's heartbeat, not incidents: their
+    # deliveries still date the span of the alert data (data_span comes from the notifications).
+    alerts = alerts.filter(~is_meta_alert(pl.col("alertname")))
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
                                         floods=floods, node_labels=node_labels, as_of=as_of)

@@ -373,11 +373,12 @@ class Incident:
         """The rule of ``marts.alert_incidents.n_jobs_killed`` for one job run (a final or a requeued one,
         ``models/alerts/clustering.py`` "Blast radius"): killed and not the user's fault, and either on the
         incident's nodes in the window and not blamed on a hardware incident this alert incident is not
-        about, or given by attribution to the hardware incident it is about, whenever it ended."""
-        hw = self.row.get("hw_incident_id")
+        about, or given by attribution to a hardware incident it is about, whenever it ended. It is about
+        every hardware incident its member alerts matched (:attr:`hw_incident_ids`), as in the mart."""
+        about = set(self.hw_incident_ids)
         if r["state"] not in KILLED_STATES or r["end_ts"] is None or r["attribution"] == "user":
             return False
-        if hw is not None and r["attributed_incident"] == hw:
+        if r["attributed_incident"] in about:
             return True
         return (lo <= r["end_ts"] <= hi and bool(anchor & set(r["nodes"] or []))
-                and (r["attributed_incident"] is None or r["attributed_incident"] == hw))
+                and r["attributed_incident"] is None)

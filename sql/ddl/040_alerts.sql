@@ -12,10 +12,10 @@ CREATE TABLE IF NOT EXISTS lake.alert_notifications (
     alert_no             INTEGER NOT NULL,    -- 1-based index in alerts[] / data.alerts[]
     seq                  BIGINT NOT NULL,     -- 1-based received order within the file
     format               VARCHAR NOT NULL,    -- alertmanager | grafana | prometheus_api | alert
-    received_at          TIMESTAMPTZ,         -- from a logger's timestamp before the JSON on the line, if any
+    received_at          TIMESTAMPTZ,         -- from a logger's timestamp before the JSON on the line, if any; a snapshot's file-name time, else its latest updatedAt
     receiver             VARCHAR,
     group_key            VARCHAR,
-    payload_status       VARCHAR,             -- the payload's status (firing/resolved; 'success' for the API)
+    payload_status       VARCHAR,             -- the payload's status (firing/resolved; 'success' for the API); a bare alert's status object as JSON text
     status               VARCHAR NOT NULL,    -- firing | resolved | pending (Prometheus API only)
     fingerprint          VARCHAR NOT NULL,    -- as sent, else Alertmanager's hash of the labels
     fingerprint_computed BOOLEAN NOT NULL,

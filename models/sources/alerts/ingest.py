@@ -25,7 +25,11 @@ showed and at most ``alerts.max_for_minutes`` (60) later; else it is an occurren
 its resolved notifications), else ``firing`` with ``ends_at`` NULL. A zero-time endsAt
 (``0001-01-01T00:00:00Z``) is "not ended". Fields that can vary between notifications (labels
 order, summary, description, template) come from the first notification received, in received
-order (file name order, then ``seq``, the position in the file). Alerts seen only ``pending`` (Prometheus
+order (file name order, then ``seq``, the position in the file). An ``/api/v2/alerts`` snapshot shows
+what was firing at its time (``received_at``): an alert a snapshot showed and a later snapshot of the
+same source (folder) no longer shows had ended by then — ``resolved``, ``ends_at`` the ``endsAt`` the
+last snapshot showing it gave (Alertmanager's resolve time unless the rule re-sent it), kept between
+that snapshot's time and the later one's — unless a notification received after it still showed it. Alerts seen only ``pending`` (Prometheus
 API) are not alerts yet and are left out. ``node``/``target`` follow :mod:`gpusre.models.alerts.nodes`.
 """
 
@@ -47,6 +51,7 @@ from gpusre.models.sources.alerts.parse import (
     DESCRIPTION_SQL,
     SEQ_SQL,
     STAGE_COLUMNS_SQL,
+    SNAPSHOT_SQL,
     SUMMARY_SQL,
     TEMPLATE_TEXT_SQL,
     scan_alert_files,
@@ -69,6 +74,7 @@ __all__ = [
     "ALERT_MINER",
     "AlertSettings",
     "SOURCE_KIND",
+    "SUPPRESSED_SQL",
     "alert_settings",
     "build_core_alerts",
     "ingest_alert_files",
@@ -394,7 +400,8 @@ FROM raw.ingested_files WHERE source_kind = '{SOURCE_KIND}';
 CREATE OR REPLACE TEMP TABLE _alert_rows AS
 SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at,
        date_trunc('millisecond', r.starts_at) AS start_ms, r.format = 'prometheus_api' AS from_prometheus,
-       r.status, r.ends_at, r.alertname, r.labels, r.annotations, r.template_id
+       r.status, r.ends_at, r.alertname, r.labels, r.annotations, r.template_id,
+       r.received_at, {SNAPSHOT_SQL} AS from_snapshot, regexp_replace(source_file, '/[^/]*$', '') AS source_dir
 FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file);
 RESET disabled_optimizers;
 
@@ -421,7 +428,7 @@ WITH n AS (
     -- The occurrence: fingerprint and start to the millisecond. Webhooks print startsAt to the
     -- nanosecond, Alertmanager's /api/v2/alerts to the millisecond: one alert, two precisions.
     SELECT r.fingerprint, r.starts_at, r.start_ms, coalesce(a.fired_ms, r.start_ms) AS occurrence_ms,
-           r.from_prometheus, r.status, r.ends_at, r.ord
+           r.from_prometheus, r.status, r.ends_at, r.ord, r.received_at, r.from_snapshot, r.source_dir
     FROM _alert_rows AS r
     LEFT JOIN _alert_activations AS a
            ON r.from_prometheus AND a.fingerprint = r.fingerprint AND a.start_ms = r.start_ms
@@ -436,22 +443,65 @@ WITH n AS (
            bool_or(status = 'resolved') AS resolved,
            min(ends_at) FILTER (WHERE status = 'resolved') AS resolved_ends_at,
            min(ord) AS first_ord,
-           coalesce(min(ord) FILTER (WHERE status = 'resolved'), max(ord)) AS deciding_ord
+           coalesce(min(ord) FILTER (WHERE status = 'resolved'), max(ord)) AS deciding_ord,
+           max(received_at) FILTER (WHERE NOT from_snapshot) AS last_notified
     FROM n
     GROUP BY fingerprint, occurrence_ms
+), snapshots AS (
+    SELECT DISTINCT source_dir, received_at AS snap_ts FROM _alert_rows WHERE from_snapshot AND received_at IS NOT NULL
+), seen AS (
+    -- The last snapshot of each source (folder) that showed the occurrence, and the endsAt it showed.
+    SELECT fingerprint, occurrence_ms, source_dir, max(received_at) AS last_seen,
+           arg_max(ends_at, received_at) AS last_ends
+    FROM n WHERE from_snapshot AND received_at IS NOT NULL
+    GROUP BY fingerprint, occurrence_ms, source_dir
+), gone AS (
+    -- A later snapshot of the same source without it: the alert had ended by then, after the last
+    -- one that showed it. Within those bounds, the endsAt that one showed — Alertmanager's time to
+    -- resolve it unless the rule sent it again, which it did not.
+    SELECT s.fingerprint, s.occurrence_ms,
+           min(least(x.snap_ts, greatest(s.last_seen, coalesce(s.last_ends, x.snap_ts)))) AS gone_at,
+           min(x.snap_ts) AS gone_by
+    FROM seen AS s ASOF JOIN snapshots AS x ON x.source_dir = s.source_dir AND x.snap_ts > s.last_seen
+    GROUP BY s.fingerprint, s.occurrence_ms
 ), first AS (
     SELECT ord, alertname, labels, annotations, template_id FROM _alert_rows
 )
 SELECT ('0x' || left(md5(g.fingerprint || '|' || epoch_us(g.occurrence_ms)::VARCHAR), 15))::BIGINT AS alert_id,
        g.fingerprint, g.starts_at, first.alertname,
-       CASE WHEN g.resolved THEN 'resolved' ELSE 'firing' END AS status,
-       CASE WHEN g.resolved THEN g.resolved_ends_at END AS ends_at,
+       CASE WHEN g.resolved OR e.gone_at IS NOT NULL THEN 'resolved' ELSE 'firing' END AS status,
+       CASE WHEN g.resolved THEN g.resolved_ends_at ELSE e.gone_at END AS ends_at,
        first.labels, first.annotations, first.template_id,
        deciding.source_file, g.n_notifications, first_file.source_file AS first_received_file
 FROM g
+-- (unless a notification received after that snapshot still showed it)
+LEFT JOIN gone AS e ON e.fingerprint = g.fingerprint AND e.occurrence_ms = g.occurrence_ms
+                   AND (g.last_notified IS NULL OR g.last_notified <= e.gone_by)
 JOIN first ON first.ord = g.first_ord
 JOIN _alert_files AS first_file ON first_file.file_rank = g.first_ord >> 32
 JOIN _alert_files AS deciding ON deciding.file_rank = g.deciding_ord >> 32;
+"""
+
+
+#: Per ``core.alerts`` row that Alertmanager last showed held back (``alert_id``, ``suppressed``):
+#: ``inhibited`` — an inhibit rule muted it as a consequence of another firing alert (its
+#: ``status.inhibitedBy``) —, else ``silenced`` (``status.silencedBy``: an operator's silence). Read
+#: from the latest bare-alert notification of the occurrence (an ``/api/v2/alerts`` snapshot), whose
+#: ``status`` object ``raw.alert_notifications.payload_status`` keeps (lower-cased).
+SUPPRESSED_SQL = r"""
+WITH s AS (
+    SELECT fingerprint, date_trunc('millisecond', starts_at) AS start_ms,
+           arg_max(payload_status, (coalesce(received_at, TIMESTAMPTZ '1970-01-01 00:00:00+00'), source_file, seq))::JSON
+               AS st
+    FROM raw.alert_notifications
+    WHERE format = 'alert' AND starts_with(payload_status, '{')
+    GROUP BY ALL
+)
+SELECT a.alert_id,
+       CASE WHEN json_array_length(s.st->'inhibitedby') > 0 THEN 'inhibited'
+            WHEN json_array_length(s.st->'silencedby') > 0 THEN 'silenced' END AS suppressed
+FROM core.alerts AS a JOIN s ON s.fingerprint = a.fingerprint AND s.start_ms = date_trunc('millisecond', a.starts_at)
+WHERE json_array_length(s.st->'inhibitedby') > 0 OR json_array_length(s.st->'silencedby') > 0
 """
 
 

@@ -23,7 +23,10 @@ Formats, detected per payload (a file may mix them):
 ``alert``
     A bare alert object with ``labels`` (an element of Alertmanager's ``/api/v2/alerts``, whose
     ``status`` is an object with ``state`` — ``active``/``suppressed``/``unprocessed`` count as
-    firing — or a line of a webhook logger that writes one alert per line).
+    firing; the object is kept as ``payload_status``, whose ``inhibitedBy``/``silencedBy`` say why
+    Alertmanager held it back — or a line of a webhook logger that writes one alert per line). A
+    snapshot has no delivery time: ``received_at`` is the UTC time in its file name
+    (``alerts-2026-11-24T021500Z.json``), else the latest ``updatedAt`` of its alerts.
 
 Files (``.gz``/``.bz2``/``.xz`` compressed versions too; a leading UTF-8 BOM is dropped):
 
@@ -84,6 +87,7 @@ __all__ = [
     "ParsedAlerts",
     "RECORD_SCHEMA",
     "SEQ_SQL",
+    "SNAPSHOT_SQL",
     "STAGE_COLUMNS_SQL",
     "SUMMARY_SQL",
     "TEMPLATE_TEXT_SQL",
@@ -498,6 +502,7 @@ _ALERT_FIELDS: dict[str, str] = {
     "status": "VARCHAR", "labels": "JSON", "annotations": "JSON", "startsAt": "VARCHAR",
     "endsAt": "VARCHAR", "activeAt": "VARCHAR", "state": "VARCHAR", "fingerprint": "VARCHAR",
     "generatorURL": "VARCHAR", "value": "VARCHAR", "valueString": "VARCHAR", "values": "VARCHAR",
+    "updatedAt": "VARCHAR",
 }
 #: How one payload is read: the envelope of every format, its alert list, and the fields of a
 #: bare alert (same names as in the list, so one struct type serves all formats).
@@ -522,6 +527,15 @@ TEMPLATE_TEXT_SQL = """CASE WHEN coalesce(summary, description) IS NULL THEN coa
 #: A trailing UTC offset beyond ±14 h, or with 60+ minutes: no time zone has one.
 _BAD_OFFSET = r"[+-](?:(?:1[5-9]|[2-9][0-9]):?[0-9][0-9]|[0-9][0-9]:?[6-9][0-9])$"
 _PREFIX_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+#: A UTC time in a file's name, as a script polling ``/api/v2/alerts`` names its snapshots
+#: (``alerts-2026-11-24T021500Z.json``, ``…T02:15:00Z``): basic or extended ISO 8601, ``Z`` or no zone.
+_NAME_TIME = r"(\d{4}-?\d{2}-?\d{2}T\d{2}:?\d{2}:?\d{2})Z?[^/]*$"
+
+#: The rows of ``raw.alert_notifications`` that come from a state snapshot, not a notification: a
+#: JSON document (``.json``, line 1) of bare alerts — Alertmanager's ``/api/v2/alerts`` saved by a
+#: poller. Alertmanager sent nothing: the snapshot is what it held at one moment.
+SNAPSHOT_SQL = (r"(format = 'alert' AND line_no = 1 "
+                r"AND regexp_matches(source_file, '\.json(\.(gz|bz2|xz))?$', 'i'))")
 
 _ALERT_TYPE = "STRUCT(" + ", ".join(f'"{k}" {v}' for k, v in _ALERT_FIELDS.items()) + ")"
 
@@ -627,7 +641,14 @@ WITH payloads AS (
     FROM parsed
 ), flat AS (
     SELECT source_file, line_no, payload_no, alert_no, format,
-       try_cast(replace(NULLIF(regexp_extract(prefix, '{_PREFIX_TIME}'), ''), ',', '.') AS TIMESTAMPTZ) AS received_at,
+       -- A logger's time before the JSON; else, for a bare alert (an /api/v2/alerts snapshot has no
+       -- delivery time), the time in the snapshot file's name, else the latest updatedAt it shows.
+       coalesce(try_cast(replace(NULLIF(regexp_extract(prefix, '{_PREFIX_TIME}'), ''), ',', '.') AS TIMESTAMPTZ),
+                CASE WHEN format = 'alert' AND line_no = 1 THEN timezone('UTC', try_strptime(
+                     NULLIF(regexp_replace(regexp_extract(source_file, '{_NAME_TIME}', 1), '[-:]', '', 'g'), ''),
+                     '%Y%m%dT%H%M%S')) END,
+                CASE WHEN format = 'alert' THEN max(try_cast(NULLIF(trim(alert.updatedAt), '') AS TIMESTAMPTZ))
+                     OVER (PARTITION BY source_file, line_no) END) AS received_at,
        receiver, group_key, lower(payload_status) AS payload_status, status,
        NULLIF(trim(alert.fingerprint), '') AS fingerprint,
        NULLIF(trim(alert.fingerprint), '') IS NULL AS fingerprint_computed,

@@ -41,11 +41,12 @@ def build(inc: Incident) -> Section:
         job_gpus[j["job_id"]] = max(job_gpus.get(j["job_id"], 0), int(j["n_gpus"] or 0))
     if inc.kind == "alert":
         n_mart, lost_mart = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
-        matched = r.get("hw_incident_id")
+        matched = inc.hw_incident_ids
         rule = ("jobs with a run (the final one, or an earlier one Slurm requeued) that ended FAILED or NODE_FAIL on "
                 "its nodes from 15 min before its start to 5 min after its last alert started, unless attributed to "
-                "the user" + (f", plus every such run attribution gives to the linked hardware incident {matched}, "
-                              "whenever it ended" if matched else "")
+                "the user"
+                + (f", plus every such run attribution gives to the linked hardware "
+                   f"incident{'s' if len(matched) > 1 else ''} {', '.join(matched)}, whenever it ended" if matched else "")
                 + " (marts.alert_incidents.n_jobs_killed; a job killed twice counts once)")
     else:
         n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")

@@ -55,8 +55,14 @@ def build(inc: Incident) -> Section:
         else "no Slurm node")
     if inc.kind == "alert":
         jobs, lost = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
-        hw = f" (hardware incident {inc.hw_incidents[0]['incident_id']}, {component_label(inc.hw_incidents[0]['component'])})" \
-            if inc.hw_incidents else ""
+        # The hardware incident the mart names (the root alert's), as the root-cause section does; a rack's
+        # power loss links one per node: the others are counted, not listed.
+        named = next((h for h in inc.hw_incidents if h["incident_id"] == r.get("hw_incident_id")),
+                     inc.hw_incidents[0] if inc.hw_incidents else None)
+        others = len(inc.hw_incidents) - 1
+        hw = (f" (hardware incident {named['incident_id']}, {component_label(named['component'])}"
+              + (f", and {plural(others, 'other linked hardware incident')}" if others > 0 else "") + ")"
+              if named else "")
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
                   f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
         if ongoing(inc):
