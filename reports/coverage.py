@@ -98,6 +98,14 @@ MISSING_SOURCE_EFFECTS: dict[str, str] = {
 }
 
 
+
+def _without_path(error: str, path: str) -> str:
+    """``error`` without a leading ``<path>: `` (the ledger's errors name their file; the warning already does)."""
+    for prefix in (f"{path}: ", f"{path.rsplit('/', 1)[-1]}: "):
+        if error.startswith(prefix):
+            return error[len(prefix):]
+    return error
+
 def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     """A source that never loaded a record, and landing files refused (their ledger row says so
     now): a missing input must not read as a quiet night."""
@@ -117,8 +125,9 @@ def _input_file_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     refused = con.sql("SELECT source_file, error FROM raw.ingested_files WHERE status = 'refused' "
                       "ORDER BY ingested_at DESC, source_file").fetchall()
     if refused:
-        shown = "; ".join(f"{f} ({truncate(e or '', 60)})" for f, e in refused[:3])
-        more = f" and {plural(len(refused) - 3, 'more')}" if len(refused) > 3 else ""
+        # The error often starts with the file's own path: shown once.
+        shown = "; ".join(f"{f} ({truncate(_without_path(e or '', f), 60)})" for f, e in refused[:3])
+        more = f" and {fmt_int(len(refused) - 3)} more" if len(refused) > 3 else ""
         warnings.append(f"{plural(len(refused), 'landing file')} refused, so their records are missing or "
                         f"incomplete: {shown}{more} — see raw.ingested_files and raw.rejects.")
     return warnings

@@ -285,3 +285,22 @@ def test_spine_alert_ties_together_the_leaf_incidents_it_explains() -> None:
     assert incidents.height == 1 and members.height == 7
     assert incidents["root_alert_id"].to_list() == [spine]
     assert sorted(members["hw_incident_id"].drop_nulls().unique().to_list()) == ["inc-leaf01", "inc-leaf02"]
+
+
+def test_alert_freshness_dates_notifications_by_delivery_not_by_an_old_alert_start(tmp_path: Path) -> None:
+    """The Watchdog of the 11-24 snapshots started 11-20; the first delivery was 11-23 00:30. Alert data
+    freshness dated records by startsAt and reported alert data from 11-20 with empty days before any
+    payload arrived (outside probe J): a notification's time is its delivery, else its alert's start."""
+    from gpusre.pipelines.runner import run_pipeline
+
+    landing = _snapshot_landing(tmp_path)
+    wh = tmp_path / "fresh.duckdb"
+    run_pipeline(landing, wh, tmp_path / "reports")
+    con = connect(wh, read_only=True)
+    try:
+        first, last = con.sql("SELECT first_record_ts, last_record_ts FROM marts.data_freshness "
+                              "WHERE source_kind = 'alerts'").fetchall()[0]
+    finally:
+        con.close()
+    assert first == datetime(2026, 11, 23, 0, 30, tzinfo=UTC)
+    assert last == datetime(2026, 11, 24, 2, 30, tzinfo=UTC)

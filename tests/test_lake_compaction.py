@@ -155,7 +155,7 @@ def test_a_run_after_compaction_changes_nothing_and_rebuilt_summaries_read_the_m
     # Per-version tables built anew (their bookkeeping gone, as for a table a later gpusre adds)
     # read the compacted versions from the merged files.
     con = connect(wh)
-    con.execute("DELETE FROM raw.summarized_versions WHERE summary LIKE '%:syslog'")
+    con.execute("DELETE FROM raw.summarized_versions WHERE summary LIKE '%:syslog:%'")
     con.close()
     run_pipeline(landing, wh, tmp_path / "reports")
     assert _contents(wh) == before

@@ -105,3 +105,33 @@ def test_kept_per_version_equals_a_full_rebuild_across_changed_files_and_a_lost_
         _assert_equal_to_full_rebuild(con)
     finally:
         con.close()
+
+
+def test_a_changed_definition_rebuilds_its_parts_and_drops_the_old_bookkeeping(landing: Path, tmp_path: Path) -> None:
+    """An upgrade that changes what a summary computes (here: what a record's time is) must not keep the
+    parts the old definition built for unchanged landing files: the key fingerprints the definition."""
+    from dataclasses import replace
+
+    from gpusre.models.ingest.version_summaries import refresh_version_summary
+
+    wh = tmp_path / "w.duckdb"
+    run_pipeline(landing, wh, tmp_path / "reports")
+    con = connect(wh)
+    try:
+        old = next(s for s in record_day_summaries() if s.source == "syslog")
+        # The same summary with every record an hour later: a different definition, a different key.
+        later = replace(old, select=old.select.replace("SELECT source_file, ts AS ts", "SELECT source_file, ts + INTERVAL 1 HOUR AS ts"))
+        assert later.select != old.select and later.key != old.key
+        assert later.key.split(":")[:2] == old.key.split(":")[:2]
+        before = con.sql("SELECT max(last_ts) FROM raw.record_days WHERE source_kind = 'syslog'").fetchall()[0][0]
+        with transaction(con):
+            removed, added = refresh_version_summary(con, later)
+        files = con.sql("SELECT count(*) FROM raw.ingested_files WHERE source_kind = 'syslog'").fetchall()[0][0]
+        assert (removed, added) == (0, files)
+        after = con.sql("SELECT max(last_ts) FROM raw.record_days WHERE source_kind = 'syslog'").fetchall()[0][0]
+        assert (after - before).total_seconds() == 3600
+        keys = [k for (k,) in con.sql("SELECT DISTINCT summary FROM raw.summarized_versions "
+                                      "WHERE summary LIKE 'raw.record_days:syslog:%'").fetchall()]
+        assert keys == [later.key]  # the old definition's bookkeeping is gone
+    finally:
+        con.close()

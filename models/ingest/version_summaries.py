@@ -14,6 +14,7 @@ rebuild over the ``raw.*`` views (``tests/test_version_summaries.py``).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import duckdb
@@ -54,8 +55,11 @@ class VersionSummary:
 
     @property
     def key(self) -> str:
-        """Its name in ``raw.summarized_versions``: ``<table>:<source>`` (one table may hold several sources)."""
-        return f"{self.table}:{self.source}"
+        """Its name in ``raw.summarized_versions``: ``<table>:<source>:<definition>`` (one table may hold
+        several sources; ``<definition>`` fingerprints ``select`` and ``scope``, so parts built by an older
+        definition — an upgrade that changed what a record's time is — are rebuilt, not kept)."""
+        digest = hashlib.sha1(f"{self.select}\n{self.scope}".encode()).hexdigest()[:12]
+        return f"{self.table}:{self.source}:{digest}"
 
 
 def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> tuple[int, int]:
@@ -68,8 +72,11 @@ def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSumm
         con.execute(f"INSERT INTO {summary.table} WITH rows AS (SELECT * FROM raw.{summary.lake.name}) {summary.select}")
         return 0, 0
     if not con.execute("SELECT count(*) FROM raw.summarized_versions WHERE summary = ?", [key]).fetchall()[0][0]:
-        # Built before the bookkeeping existed (or never): this source's rows are rebuilt once.
+        # Built before the bookkeeping existed, by another definition, or never: this source's rows are
+        # rebuilt once, and the bookkeeping of older definitions goes.
         con.execute(f"DELETE FROM {summary.table} WHERE {summary.scope}")
+        con.execute("DELETE FROM raw.summarized_versions WHERE split_part(summary, ':', 1) = ? "
+                    "AND split_part(summary, ':', 2) = ?", [summary.table, summary.source])
     stale = [r[0] for r in con.execute(
         """SELECT s.source_file FROM raw.summarized_versions AS s
            WHERE s.summary = ? AND NOT EXISTS (SELECT 1 FROM raw.ingested_files AS f

@@ -100,7 +100,10 @@ SOURCES: tuple[Source, ...] = (
         # One file per payload file: a day's payloads repeat alerts that started days before, and
         # per start day a year made 1,437 files of ~200 notifications (opening them was most of a scan).
         lake=LakeTable("alert_notifications", ("starts_at",), day_of_landing_file=True),
-        label="alert notifications", title="Alerts", record_ts="starts_at", dense=False,
+        # A notification's own time is its delivery (the logger's or snapshot's time), else the alert's start:
+        # an always-firing Watchdog started days before the first delivery, and its start made the alert
+        # data look older than it is ("2 days without records" before any payload arrived).
+        label="alert notifications", title="Alerts", record_ts="coalesce(received_at, starts_at)", dense=False,
         asset=("raw", "alert_notifications"),
     ),
     Source(

@@ -2,7 +2,7 @@
 
 Reads core.alerts, marts.alert_rule_quality, marts.alert_rule_verdicts, marts.alert_coverage,
 marts.hw_incidents_without_alert, marts.hw_incidents, marts.alert_data_span (the span the coverage
-mart was judged in); formats, computes nothing."""
+mart was judged in, and the rules' alert period); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -116,7 +116,11 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         counted = query_rows(con, "SELECT verdict, rules AS n, fired, judged FROM marts.alert_rule_verdicts")
         verdicts = {r["verdict"]: r for r in counted if r["verdict"] != "(all)"}
         tot = next(r for r in counted if r["verdict"] == "(all)")
-        span = query_rows(con, "SELECT min(starts_at) AS a, max(starts_at) AS b FROM core.alerts")[0]
+        # The period the alert data covers (first to last delivery): the alerts' own starts reach back to
+        # an always-firing Watchdog's start, days before the first payload arrived.
+        spans = (query_rows(con, "SELECT first_ts AS a, last_ts AS b FROM marts.alert_data_span WHERE first_ts IS NOT NULL")
+                 if table_status(con, "marts.alert_data_span") is None else [])
+        span = spans[0] if spans else query_rows(con, "SELECT min(starts_at) AS a, max(starts_at) AS b FROM core.alerts")[0]
         rules = query_rows(con, f"""SELECT alertname, fired, fingerprints, incidents, with_hw_incident, with_job_impact,
                                       precision, median_duration_s, flapping, flap_share, verdict
                                FROM (SELECT *, row_number() OVER (PARTITION BY verdict
