@@ -183,7 +183,8 @@ def _fleet_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def _topology_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     """cluster.yaml names no leaf switches while network incidents hit several nodes: a leaf switch
-    that failed would read as one link fault per node it cut off (and MTBF as that many failures)."""
+    that failed would read as one link fault per node it cut off (and MTBF as that many failures), or,
+    when its links dropped within the same minute, as one upstream ``fabric`` incident naming no switch."""
     if not (table_exists(con, "marts.fleet_coverage") and table_exists(con, "marts.hw_incidents")):
         return []
     rows = query_rows(con, "SELECT leaf_switches FROM marts.fleet_coverage")
@@ -192,11 +193,18 @@ def _topology_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
     n_inc, n_nodes = con.sql("SELECT count(DISTINCT incident_id), count(DISTINCT node) FROM "
                              "(SELECT incident_id, unnest(nodes) AS node FROM marts.hw_incidents "
                              "WHERE component_class = 'network' AND scope = 'node')").fetchall()[0]
-    if n_nodes < 2:
+    n_fabric = scalar(con, "SELECT count(*) FROM marts.hw_incidents WHERE scope = 'fabric'") or 0
+    said: list[str] = []
+    if n_nodes >= 2:
+        said.append(f"a leaf switch that fails counts as one network incident per node it cut off "
+                    f"({plural(n_inc, 'network incident')} on {plural(n_nodes, 'node')} here)")
+    if n_fabric:
+        said.append(f"links lost on several nodes within a minute count as one upstream fabric incident that names "
+                    f"no switch ({plural(n_fabric, 'fabric incident')} here), though it may be one leaf switch")
+    if not said:
         return []
-    return [f"cluster.yaml names no leaf_switches, so a leaf switch that fails counts as one network incident per "
-            f"node it cut off ({plural(n_inc, 'network incident')} on {plural(n_nodes, 'node')} here): list the "
-            "nodes under each leaf switch in cluster.yaml leaf_switches (marts.fleet_coverage)."]
+    return [f"cluster.yaml names no leaf_switches, so {'; and '.join(said)}: list the nodes under each leaf switch "
+            "in cluster.yaml leaf_switches (marts.fleet_coverage)."]
 
 
 def coverage_warnings(con: duckdb.DuckDBPyConnection, first: date, last: date, *,

@@ -290,14 +290,15 @@ def test_a_landing_without_accounting_or_logs_reports_its_own_last_day(folder: s
 
 
 @pytest.mark.parametrize(("leaves", "incidents", "warned"), [
-    ("", [("network", 1)] * 4, True),
-    ('leaf_switches: {leaf01: "gpu[001-004]"}\n', [("network_switch", 4)], False),
+    ("", [("network_switch", "fabric", 4)], True),
+    ('leaf_switches: {leaf01: "gpu[001-004]"}\n', [("network_switch", "leaf_switch", 4)], False),
 ])
-def test_without_leaf_switches_a_switch_failure_is_one_incident_per_node_and_the_report_says_so(
-        tmp_path: Path, leaves: str, incidents: list[tuple[str, int]], warned: bool) -> None:
+def test_without_leaf_switches_a_switch_failure_is_one_fabric_incident_and_the_report_says_so(
+        tmp_path: Path, leaves: str, incidents: list[tuple[str, str, int]], warned: bool) -> None:
     """gpu001-gpu004 lose their InfiniBand links within 3 s (a leaf switch died). cluster.yaml with the
-    leaf: one network_switch incident of 4 nodes. Without it nothing tells a switch from four cable
-    faults: four network incidents, and the reports' data warnings say why and what to set."""
+    leaf: one network_switch incident of 4 nodes under leaf01. Without it the links lost within a minute
+    are still one incident, an upstream `fabric` one naming no switch, and the reports' data warnings say
+    so and what to set."""
     from gpusre.reports.coverage import coverage_warnings
 
     landing = tmp_path / "landing"
@@ -310,12 +311,40 @@ def test_without_leaf_switches_a_switch_failure_is_one_incident_per_node_and_the
     run_pipeline(landing, wh, tmp_path / "reports")
     con = connect(wh.with_name("gpusre.snapshot.duckdb"), read_only=True)
     try:
-        assert con.sql("SELECT component, len(nodes) FROM marts.hw_incidents ORDER BY ALL").fetchall() == incidents
+        assert con.sql("SELECT component, scope, len(nodes) FROM marts.hw_incidents ORDER BY ALL").fetchall() == incidents
         said = [w for w in coverage_warnings(con, date(2026, 11, 30), date(2026, 11, 30)) if "leaf_switches" in w]
         assert said == ([
+            "cluster.yaml names no leaf_switches, so links lost on several nodes within a minute count as one upstream "
+            "fabric incident that names no switch (1 fabric incident here), though it may be one leaf switch: list the "
+            "nodes under each leaf switch in cluster.yaml leaf_switches (marts.fleet_coverage)."] if warned else [])
+    finally:
+        con.close()
+
+
+def test_without_leaf_switches_link_faults_minutes_apart_are_one_incident_per_node_and_the_report_says_so(
+        tmp_path: Path) -> None:
+    """gpu001-gpu004 lose their links 5 min apart (cable faults, or a leaf switch failing slowly): no
+    simultaneity, so one network incident per node, and the warning says what cluster.yaml must name."""
+    from gpusre.reports.coverage import coverage_warnings
+
+    landing = tmp_path / "landing"
+    (landing / "syslog" / "2026-11-30").mkdir(parents=True)
+    (landing / "cluster.yaml").write_text('cluster: t\ntimezone: UTC\nnodes: "gpu[001-008]"\n')
+    lines = [f"Nov 30 0{h}:00:00 gpu00{n} systemd[1]: Started Session {h} of user root." for h in (0, 9) for n in range(1, 9)]
+    lines += [f"Nov 30 04:{5 * (n - 1):02d}:00 gpu00{n} kernel: mlx5_core 0000:08:00.0 mlx5_0: Port: 1 Link DOWN"
+              for n in range(1, 5)]
+    (landing / "syslog" / "2026-11-30" / "central.log").write_text("\n".join(sorted(lines)) + "\n")
+    wh = tmp_path / "wh" / "gpusre.duckdb"
+    run_pipeline(landing, wh, tmp_path / "reports")
+    con = connect(wh.with_name("gpusre.snapshot.duckdb"), read_only=True)
+    try:
+        assert con.sql("SELECT component, scope, len(nodes) FROM marts.hw_incidents ORDER BY ALL").fetchall() == \
+            [("network", "node", 1)] * 4
+        said = [w for w in coverage_warnings(con, date(2026, 11, 30), date(2026, 11, 30)) if "leaf_switches" in w]
+        assert said == [
             "cluster.yaml names no leaf_switches, so a leaf switch that fails counts as one network incident per node "
             "it cut off (4 network incidents on 4 nodes here): list the nodes under each leaf switch in cluster.yaml "
-            "leaf_switches (marts.fleet_coverage)."] if warned else [])
+            "leaf_switches (marts.fleet_coverage)."]
     finally:
         con.close()
 

@@ -19,11 +19,23 @@ Merging (:func:`merge_incidents`), in this order:
        are chained in time (a gap of at most ``window`` keeps the chain). A chain touching at least
        ``fabric_min_nodes`` distinct nodes, that many out at one moment (a node is out until the
        recovery it logs: cable faults in turn are not a switch failure), is one ``network_switch``
-       incident (scope ``leaf_switch``).
+       incident (scope ``leaf_switch``). Link failures no leaf took that come in a burst — chained with
+       gaps of at most :data:`FABRIC_SIMULTANEITY` (60 s), ``fabric_min_nodes`` nodes out at once — are
+       one ``network_switch`` incident of scope ``fabric`` (nodes under several leaves with too few each,
+       or with no ``leaf_switches`` configured: lockstep is then the only evidence of a shared cause).
+       Leaf and burst incidents of different groups whose onsets (the moment each had
+       ``fabric_min_nodes`` nodes out) chain within :data:`FABRIC_SIMULTANEITY` are one ``fabric``
+       incident too: no leaf fails in lockstep with another by chance — a spine, a subnet manager or a
+       core switch did. A fabric incident names no ``leaf_switch`` (null); its ``nodes`` cover them all.
     2. *Storage*: storage failure events of the whole cluster are chained the same way; a chain
        touching at least ``storage_min_nodes`` nodes (as many out at once) is one ``storage`` incident (scope ``cluster``)
        — a Lustre/NFS server outage, not N client faults.
-    3. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
+    3. *Rack*: with ``racks`` given, failure events of the power or the thermal class
+       (:data:`RACK_CLASSES`) on nodes of one rack, chained with gaps of at most :data:`RACK_SIMULTANEITY`
+       (60 s), at least ``rack_min_nodes`` (:data:`RACK_MIN_NODES`) out at once (until each logged the
+       sensor deasserted), are one incident of scope ``rack`` (component ``host_power`` or ``thermal``): a
+       PDU trip or a cooling loss, not N power supplies failing together. Without racks nothing changes.
+    4. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
        consecutive events of the same node and component continues the incident, a longer gap
        starts a new one; an informational Xid escalated by its repeat threshold chains with the
        escalated repeats of its GPU across the repeat window (a failing HBM is one fault); a part that
@@ -36,18 +48,20 @@ Merging (:func:`merge_incidents`), in this order:
        at the boot after the machine-check panic it caused). GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
        address, not the GPU's, and several GPUs of one node failing together are one node event
        for the SRE; the incident lists every GPU address seen (``gpus``).
-    4. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
+    5. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
        one in time and shares a node (an operator row without nodes covers all nodes) is folded
        into it; the operator's component and root cause label the result (``label_source`` =
-       ``operator``, ``operator_id``). Its ``scope`` is the widest of the evidence it folds (``node``,
-       ``leaf_switch``, ``cluster``): labelling an incident says who explained it, not how far it
-       spread, so per-node analytics keep counting it. Operator incidents with no matching events are
+       ``operator``, ``operator_id``). Its ``scope`` is the widest of the evidence it folds
+       (:data:`SCOPE_ORDER`: ``node``, ``rack``, ``leaf_switch``, ``fabric``, ``cluster``): labelling an
+       incident says who explained it, not how far it spread, so per-node analytics keep counting it. Operator incidents with no matching events are
        kept (``n_events`` = 0): a human saw an outage the logs do not show, and attribution should
        still see it; their scope is ``node`` for one named node, ``cluster`` for none (the whole
        cluster), ``nodes`` for several (how far it spread is not known).
 
 Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
-first timestamp (ISO-8601 UTC) and first node. An operator incident that folds event incidents keeps
+first timestamp (ISO-8601 UTC) and first node. A fabric incident that joins leaf incidents keeps the id
+the earliest leaf's had (same component, first evidence and node), and so does a rack incident that joins
+node incidents named by its component (a PSU's ``host_power``). An operator incident that folds event incidents keeps
 the id of the earliest of them (the id the night before the label printed stays valid, and editing
 the label's text or start keeps it); only one with no evidence hashes ``operator`` and its id.
 """
@@ -84,6 +98,10 @@ __all__ = [
     "MEMBERSHIP_SCHEMA",
     "OPERATOR_NODES_SCOPE",
     "OPERATOR_SCHEMA",
+    "FABRIC_SIMULTANEITY",
+    "RACK_CLASSES",
+    "RACK_MIN_NODES",
+    "RACK_SIMULTANEITY",
     "SCOPE_ORDER",
     "failure_events",
     "incident_id",
@@ -97,7 +115,7 @@ __all__ = [
 #: file systems, kernel panics and Slurm daemons: infrastructure, though neither GPU nor driver).
 FAILURE_CLASSES: tuple[str, ...] = ("hardware", "driver_firmware", "system_software")
 assert set(FAILURE_CLASSES) <= CAUSE_CLASSES
-#: Incident component of a leaf-switch-wide link loss (not a catalog component: no single log line
+#: Incident component of a leaf-switch-wide or fabric-wide link loss (not a catalog component: no single log line
 #: names the switch, the pattern across nodes does).
 FABRIC_COMPONENT = "network_switch"
 #: Trailing window over which repeats of an informational-unless-repeated Xid are counted
@@ -113,6 +131,20 @@ WIDE_SPAN_CAP = timedelta(hours=2)
 #: Multi-node incidents of one leaf switch (or of the file systems) starting within this of the
 #: previous one are one failure in waves (see :func:`_wide_edges`).
 WIDE_REJOIN = timedelta(hours=2)
+#: Leaf-switch outages of different leaves whose onsets (the moment each had ``fabric_min_nodes`` nodes out)
+#: chain with gaps of at most this are one upstream fabric failure (see :func:`_fabric_edges`): a spine or a
+#: subnet manager takes its leaves down within seconds (the kernel logs each port's loss as the link
+#: training times out), while two independent leaf failures are minutes or hours apart. A minute leaves
+#: room for syslog clocks a few seconds off and for links that time out one after another.
+FABRIC_SIMULTANEITY = timedelta(seconds=60)
+#: Power / thermal failure events on nodes of one rack chained with gaps of at most this form a rack
+#: incident (see :func:`_rack_edges`): a PDU trip or a cooling loss hits every BMC within seconds;
+#: PSUs failing on their own are hours or days apart.
+RACK_SIMULTANEITY = timedelta(seconds=60)
+#: Nodes of one rack out at once that make a rack incident (as the catalog's leaf-switch rule: 3).
+RACK_MIN_NODES = 3
+#: Component classes whose rack-wide bursts are one rack incident, and the incident's component.
+RACK_CLASSES: dict[str, str] = {"power": "host_power", "thermal": "thermal"}
 #: A part that came back by itself (a port back ``ACTIVE``, a sensor deasserted) and failed again
 #: within this long, with no repair of its node in between, is one flapping fault (see :func:`_flap_edges`).
 FLAP_WINDOW = timedelta(hours=24)
@@ -282,19 +314,20 @@ def failure_events(
     return ev.filter(relevant).sort("ts", "event_id")
 
 
-def _sig_class(scope: str) -> str:
-    """The component class whose recoveries clear a wide incident of ``scope``."""
-    return "network" if scope == "leaf_switch" else "storage"
+def _group_of(groups: Mapping[str, Sequence[str] | str] | None, column: str) -> pl.DataFrame:
+    """node -> group name (``column``), from group -> nodes (a list of names or a Slurm hostlist string),
+    as ``cluster.yaml`` ``leaf_switches`` and ``racks`` give them."""
+    rows: dict[str, str] = {}
+    for name, nodes in (groups or {}).items():
+        names = expand_hostlist(nodes) if isinstance(nodes, str) else list(nodes)
+        for node in names:
+            rows.setdefault(node, name)  # a node listed under two groups keeps the first
+    return pl.DataFrame({"node": list(rows), column: list(rows.values())}, schema={"node": pl.String, column: pl.String})
 
 
 def _leaf_of(topology: Mapping[str, Sequence[str] | str] | None) -> pl.DataFrame:
-    """node -> leaf switch, from leaf -> nodes (a list of names or a Slurm hostlist string)."""
-    rows: dict[str, str] = {}
-    for leaf, nodes in (topology or {}).items():
-        names = expand_hostlist(nodes) if isinstance(nodes, str) else list(nodes)
-        for node in names:
-            rows.setdefault(node, leaf)  # a node listed under two leaves keeps the first
-    return pl.DataFrame({"node": list(rows), "_leaf": list(rows.values())}, schema={"node": pl.String, "_leaf": pl.String})
+    """node -> leaf switch (``_leaf``), from leaf -> nodes."""
+    return _group_of(topology, "_leaf")
 
 
 def span_islands(keys: list[str], window: timedelta, end: str = "end", start: str = "start") -> pl.Expr:
@@ -368,10 +401,11 @@ def _first_recovery(frame: pl.DataFrame, at: str, recoveries: pl.DataFrame, node
 
 
 def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None, need: int) -> pl.DataFrame:
-    """(``key``, ``_isl``) islands in which at least ``need`` nodes were out at one moment. A node is
-    out from its first evidence in the island until the first recovery it logged after its last
-    (``recoveries``: ``node``, ``_up``), or to the island's end when it logged none: cable faults in
-    turn on one leaf, each link back ``ACTIVE`` before the next went down, are not a switch failure."""
+    """(``key``, ``_isl``, ``_onset``) islands in which at least ``need`` nodes were out at one moment, and
+    the first such moment (``_onset``: when the outage became multi-node). A node is out from its first
+    evidence in the island until the first recovery it logged after its last (``recoveries``: ``node``,
+    ``_up``), or to the island's end when it logged none: cable faults in turn on one leaf, each link back
+    ``ACTIVE`` before the next went down, are not a switch failure."""
     down = cand.group_by(key, "_isl", "_nkey").agg(pl.col("start").min().alias("_from"), pl.col("end").max().alias("_last"))
     if recoveries is not None and not recoveries.is_empty():
         down = _first_recovery(down, "_last", recoveries, "_nkey")
@@ -381,31 +415,32 @@ def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None,
                        down.drop_nulls("_up").select(key, "_isl", pl.col("_up").alias("_t"), pl.lit(-1, pl.Int64).alias("_d"))])
     # a recovery at the very moment another node goes down is not an overlap: -1 sorts first
     peak = (marks.sort(key, "_isl", "_t", "_d").with_columns(pl.col("_d").cum_sum().over(key, "_isl").alias("_n"))
-            .group_by(key, "_isl").agg(pl.col("_n").max()))
-    return peak.filter(pl.col("_n") >= need).select(key, "_isl")
+            .group_by(key, "_isl").agg(pl.col("_n").max(), pl.col("_t").filter(pl.col("_n") >= need).min().alias("_onset")))
+    return peak.filter(pl.col("_n") >= need).select(key, "_isl", "_onset")
 
 
-def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
-                min_nodes: int | None = None, recoveries: pl.DataFrame | None = None) -> pl.DataFrame:
-    """(``_item``, ``_root``, ``_scope``, ``_leaf``) for evidence in multi-node islands of one wide signature.
+#: Columns of the multi-node evidence frames (:func:`_wide_islands` and the rules built on it).
+_WIDE_SCHEMA: dict[str, pl.DataType] = {"_item": pl.UInt32(), "_root": pl.UInt32(), "_scope": pl.String(),
+                                        "_leaf": pl.String(), "_wcomp": pl.String(), "_gkey": pl.String(),
+                                        "_onset": _UTC}
+
+
+def _wide_islands(cand: pl.DataFrame, key: str, window: timedelta, need: int, recoveries: pl.DataFrame | None,
+                  scope: str, component: str, leaf: pl.Expr) -> pl.DataFrame:
+    """:data:`_WIDE_SCHEMA` rows for the candidate evidence ``cand`` (one wide rule's side, with its group
+    in column ``key``) in multi-node islands: chained per ``key`` with gaps of at most ``window``, at least
+    ``need`` nodes out at one moment (:func:`_simultaneous`; ``recoveries`` of the rule's class).
 
     Spans enter the chain capped at ``WIDE_SPAN_CAP`` after their start: a health check failing for days
     on one node must not bridge unrelated faults elsewhere, but a second wave within ``WIDE_REJOIN``
-    (links down again 30-60 min later, a flapping switch) stays the same incident.
+    (links down again 30-60 min later, a flapping switch) stays the same incident. ``_onset`` is the
+    incident's first multi-node moment; ``_gkey`` the group (leaf, rack) it belongs to.
     """
-    empty = pl.DataFrame(schema={"_item": pl.UInt32, "_root": pl.UInt32, "_scope": pl.String, "_leaf": pl.String})
-    sig = wide_signature(scope)
-    if sig is None:
-        return empty
-    cand = items.join(taken, on="_item", how="anti").filter(_matches(sig.cause) & pl.col(key).is_not_null()
-                                                            & (pl.col("_nkey") != ""))
     if cand.is_empty():
-        return empty
-    window = timedelta(seconds=sig.window_s)
+        return pl.DataFrame(schema=_WIDE_SCHEMA)
     cand = (cand.with_columns(pl.min_horizontal("end", pl.col("start") + WIDE_SPAN_CAP).alias("_cap"))
             .sort(key, "start", "_item").with_columns(span_islands([key], window, end="_cap").alias("_isl")))
-    recoveries = None if recoveries is None else recoveries.filter(pl.col("component_class") == _sig_class(scope))
-    wide = cand.join(_simultaneous(cand, key, recoveries, min_nodes or sig.min_nodes), on=[key, "_isl"], how="semi")
+    wide = cand.join(_simultaneous(cand, key, recoveries, need), on=[key, "_isl"], how="inner")
     # A second wave: multi-node islands of one key starting within WIDE_REJOIN of the previous one are
     # the same failure — a switch or file server that came back briefly and failed again, whether or not
     # every link logged ACTIVE in between: a flapping switch is one fault until it is fixed, as a
@@ -415,9 +450,98 @@ def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
     waves = isl.with_columns((((pl.col("_s") - pl.col("_s").shift(1).over(key)) > WIDE_REJOIN).fill_null(True))
                              .cast(pl.Int64).cum_sum().over(key).alias("_wave"))
     wide = wide.join(waves.select(key, "_isl", "_wave"), on=[key, "_isl"])
-    return wide.select("_item", pl.col("_item").min().over(key, "_wave").alias("_root"),
-                       pl.lit("cluster" if scope == "storage" else scope).alias("_scope"),
-                       (pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String)).alias("_leaf"))
+    return wide.select("_item", pl.col("_item").min().over(key, "_wave").alias("_root"), pl.lit(scope).alias("_scope"),
+                       leaf.alias("_leaf"), pl.lit(component).alias("_wcomp"), pl.col(key).cast(pl.String).alias("_gkey"),
+                       pl.col("_onset").min().over(key, "_wave").alias("_onset")).cast(_WIDE_SCHEMA)
+
+
+def _class_recoveries(recoveries: pl.DataFrame | None, component_class: str) -> pl.DataFrame | None:
+    """The recovery lines of one component class (they clear that class's outages only)."""
+    return None if recoveries is None else recoveries.filter(pl.col("component_class") == component_class)
+
+
+def _untaken(items: pl.DataFrame, taken: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Evidence not yet in a multi-node incident, of a named node with a group in ``key``."""
+    return items.join(taken, on="_item", how="anti").filter(pl.col(key).is_not_null() & (pl.col("_nkey") != ""))
+
+
+def _wide_edges(items: pl.DataFrame, scope: str, key: str, taken: pl.DataFrame,
+                min_nodes: int | None = None, recoveries: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:data:`_WIDE_SCHEMA` rows for evidence in multi-node islands of one catalog wide signature
+    (``leaf_switch``: per leaf in ``key``; ``storage``: the whole cluster), see :func:`_wide_islands`."""
+    sig = wide_signature(scope)
+    if sig is None:
+        return pl.DataFrame(schema=_WIDE_SCHEMA)
+    cand = _untaken(items, taken, key).filter(_matches(sig.cause))
+    klass = "network" if scope == "leaf_switch" else "storage"
+    return _wide_islands(cand, key, timedelta(seconds=sig.window_s), min_nodes or sig.min_nodes,
+                         _class_recoveries(recoveries, klass), "cluster" if scope == "storage" else scope,
+                         FABRIC_COMPONENT if scope == "leaf_switch" else "storage",
+                         pl.col(key) if scope == "leaf_switch" else pl.lit(None, pl.String))
+
+
+def _fabric_edges(items: pl.DataFrame, min_nodes: int | None, recoveries: pl.DataFrame | None) -> pl.DataFrame:
+    """:data:`_WIDE_SCHEMA` rows of the fabric: leaf-switch incidents, and upstream ``fabric`` incidents.
+
+    1. Per leaf, the catalog's ``leaf_switch`` rule (:func:`_wide_edges`).
+    2. A *burst*: the link failures no leaf incident took, across the cluster, chained with gaps of at most
+       :data:`FABRIC_SIMULTANEITY`, at least ``min_nodes`` nodes out at once (the leaf rule's count), are
+       a ``fabric`` incident. What one leaf alone would explain the leaf rule has taken already, so such a
+       burst spans several leaves with too few nodes each (a spine losing 2 uplinked nodes on each of 4
+       leaves), or nodes under no configured leaf (no ``leaf_switches`` at all: the same lockstep test is
+       the only topology-free evidence of a shared cause, while cable faults minutes apart stay per node).
+       Health-check episodes take no part in the burst (a check failing for an hour would chain it); they
+       attach to their node's fault.
+    3. Lockstep: leaf and burst incidents of *different* groups whose onsets (the first moment each had
+       ``min_nodes`` nodes out) chain with gaps of at most :data:`FABRIC_SIMULTANEITY` are one ``fabric``
+       incident. Fabric incidents name no leaf switch (``_leaf`` null; their nodes say where they reached):
+       no leaf fails in lockstep with another by chance — a spine, a subnet manager or a core switch took
+       them down together.
+    """
+    sig = wide_signature("leaf_switch")
+    leaves = _wide_edges(items, "leaf_switch", "_leaf", items.clear().select("_item"), min_nodes, recoveries)
+    if sig is None:
+        return leaves
+    cand = (_untaken(items.with_columns(pl.lit("(burst)").alias("_burst")), leaves.select("_item"), "_burst")
+            .filter(_matches(sig.cause) & ~pl.col("is_hc")))
+    burst = _wide_islands(cand, "_burst", FABRIC_SIMULTANEITY, min_nodes or sig.min_nodes,
+                          _class_recoveries(recoveries, "network"), "fabric", FABRIC_COMPONENT, pl.lit(None, pl.String))
+    wide = pl.concat([leaves, burst])
+    if wide.is_empty():
+        return wide
+    # Lockstep: onsets of different groups chained with gaps <= FABRIC_SIMULTANEITY (a leaf's own waves are
+    # joined already, and bursts are chained in that same window, so a chain holds each group once).
+    incidents = (wide.group_by("_root").agg(pl.col("_onset").first(), pl.col("_gkey").first())
+                 .sort("_onset", "_root").with_columns(pl.lit(0).alias("_k"))
+                 .with_columns(span_islands(["_k"], FABRIC_SIMULTANEITY, end="_onset", start="_onset").alias("_lock")))
+    locked = (incidents.with_columns(pl.col("_gkey").n_unique().over("_lock").alias("_groups"),
+                                     pl.col("_root").min().over("_lock").alias("_fabric_root"))
+              .filter(pl.col("_groups") >= 2).select("_root", "_fabric_root"))
+    return (wide.join(locked, on="_root", how="left")
+            .with_columns(pl.when(pl.col("_fabric_root").is_not_null()).then(pl.lit("fabric")).otherwise("_scope").alias("_scope"),
+                          pl.when(pl.col("_fabric_root").is_not_null()).then(pl.lit(None, pl.String)).otherwise("_leaf").alias("_leaf"),
+                          pl.coalesce("_fabric_root", "_root").alias("_root"))
+            .select(list(_WIDE_SCHEMA)))
+
+
+def _rack_edges(items: pl.DataFrame, taken: pl.DataFrame, min_nodes: int | None,
+                recoveries: pl.DataFrame | None) -> pl.DataFrame:
+    """:data:`_WIDE_SCHEMA` rows of rack-wide power and cooling incidents (scope ``rack``).
+
+    Failure events of one class of :data:`RACK_CLASSES` (power: PSU / PDU sensors; thermal: temperature,
+    fans) on nodes of one rack (column ``_rack``), chained with gaps of at most :data:`RACK_SIMULTANEITY`,
+    with at least ``min_nodes`` (default :data:`RACK_MIN_NODES`) nodes out at once (until each logged the
+    sensor deasserted), are one incident of the rack's PDU or cooling, as a leaf switch's link losses are
+    one: a PDU trip, not N power supplies failing together. Health-check episodes take no part in the
+    burst (they attach to their node's fault).
+    """
+    frames = []
+    for klass, component in RACK_CLASSES.items():
+        cand = _untaken(items, taken, "_rack").filter((pl.col("component_class") == klass) & ~pl.col("is_hc"))
+        frames.append(_wide_islands(cand.with_columns(pl.concat_str("_rack", pl.lit(klass), separator="|").alias("_rkey")),
+                                    "_rkey", RACK_SIMULTANEITY, min_nodes or RACK_MIN_NODES,
+                                    _class_recoveries(recoveries, klass), "rack", component, pl.lit(None, pl.String)))
+    return pl.concat(frames)
 
 
 def _flap_edges(blocks: pl.DataFrame, recoveries: pl.DataFrame | None, outages: pl.DataFrame | None) -> pl.DataFrame:
@@ -595,6 +719,7 @@ def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.col("component").sort_by(cause).first().alias("_cause_component"),
             pl.col("_scope").drop_nulls().first().alias("scope"),
+            pl.col("_wcomp").drop_nulls().first().alias("_wide_component"),
             pl.col("_leaf").drop_nulls().first().alias("leaf_switch"),
             pl.col("cause_class").sort_by(worst).first(),
             pl.col("severity").sort_by(worst).first(),
@@ -615,9 +740,8 @@ def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             pl.col("scope").fill_null("node"),
-            pl.when(pl.col("scope") == "leaf_switch").then(pl.lit(FABRIC_COMPONENT))
-            .when(pl.col("scope") == "cluster").then(pl.lit("storage"))
-            .otherwise(pl.col("_cause_component")).alias("component"),
+            # a multi-node incident is named by its rule (the switch, the file system, the rack's PDU)
+            pl.coalesce("_wide_component", "_cause_component").alias("component"),
             (pl.col("evidence_kinds").list.len() == 1).alias("single_symptom"),
         )
         .with_columns(class_of(pl.col("component")).alias("component_class"))
@@ -670,7 +794,7 @@ def _match_operator(groups: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
 
 #: How far a fault spread, narrowest first: an operator incident folding evidence of several scopes takes
 #: the widest (a leaf switch's link loss labelled together with one node's is the switch's).
-SCOPE_ORDER: tuple[str, ...] = ("node", "leaf_switch", "cluster")
+SCOPE_ORDER: tuple[str, ...] = ("node", "rack", "leaf_switch", "fabric", "cluster")
 #: Scope of an operator incident with no log evidence naming several nodes: how far the fault spread
 #: (one node's fault seen on each, or one shared cause) is not known, so per-node analytics leave it out.
 OPERATOR_NODES_SCOPE = "nodes"
@@ -763,6 +887,8 @@ def merge_incidents(
     topology: Mapping[str, Sequence[str] | str] | None = None,
     fabric_min_nodes: int | None = None,
     storage_min_nodes: int | None = None,
+    racks: Mapping[str, Sequence[str] | str] | None = None,
+    rack_min_nodes: int | None = None,
     operator: pl.DataFrame | None = None,
     episode_gap: timedelta = EPISODE_GAP,
     min_episode_runs: int = MIN_EPISODE_RUNS,
@@ -775,11 +901,15 @@ def merge_incidents(
             events are ignored (see :func:`failure_events`).
         window: the largest gap between consecutive events that still continues an incident.
         topology: leaf switch -> its nodes (list of names or a hostlist string, as in
-            ``cluster.yaml`` ``leaf_switches``); without it no fabric incidents are formed.
+            ``cluster.yaml`` ``leaf_switches``); without it no leaf-switch incidents are formed, and
+            only a burst of link failures (``fabric_min_nodes`` nodes within seconds) is a ``fabric`` one.
         fabric_min_nodes: distinct nodes under one leaf with link failures in one chain that make
-            a ``network_switch`` incident.
+            a ``network_switch`` incident (and nodes under no leaf in one burst that make a ``fabric`` one).
         storage_min_nodes: distinct nodes with storage failures in one chain that make one
             cluster-wide ``storage`` incident.
+        racks: rack -> its nodes (as ``cluster.yaml`` ``racks``); without it no rack incidents are formed.
+        rack_min_nodes: nodes of one rack out at once with power (or thermal) failures that make one
+            ``rack`` incident (default :data:`RACK_MIN_NODES`).
         operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional).
         episode_gap: the largest gap between failures of one health check that keeps its episode.
         min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.
@@ -792,21 +922,22 @@ def merge_incidents(
     """
     ev = failure_events(events)
     messages = events.select("event_id", pl.col("message").cast(pl.String)) if "message" in events.columns else None
-    items = _evidence(ev, messages, episode_gap).join(_leaf_of(topology), on="node", how="left")
+    items = (_evidence(ev, messages, episode_gap).join(_leaf_of(topology), on="node", how="left")
+             .join(_group_of(racks, "_rack"), on="node", how="left"))
     if items.is_empty():
         groups = _aggregate(items.with_columns(pl.lit(None, pl.String).alias("_group"), pl.lit(None, pl.String).alias("_scope"),
-                                               pl.lit(None, pl.String).alias("_leaf")))
+                                               pl.lit(None, pl.String).alias("_leaf"), pl.lit(None, pl.String).alias("_wcomp")))
         members = pl.DataFrame(schema={"_group": pl.String, "event_id": pl.Int64})
     else:
         recoveries = _recoveries(events)
-        fabric = _wide_edges(items, "leaf_switch", "_leaf", items.clear().select("_item"), fabric_min_nodes,
-                             recoveries)
+        fabric = _fabric_edges(items, fabric_min_nodes, recoveries)
         storage = _wide_edges(items.with_columns(pl.lit("all").alias("_all")), "storage", "_all",
                               fabric.select("_item"), storage_min_nodes, recoveries)
-        wide = pl.concat([fabric, storage])
+        rack = _rack_edges(items, pl.concat([fabric, storage]).select("_item"), rack_min_nodes, recoveries)
+        wide = pl.concat([fabric, storage, rack])
         labels = _components(items.height, [wide.select("_item", "_root"),
                                             _node_edges(items, window, outages, recoveries, wide.select("_item"))])
-        items = (items.join(wide.select("_item", "_scope", "_leaf"), on="_item", how="left", suffix="_w")
+        items = (items.join(wide.select("_item", "_scope", "_leaf", "_wcomp"), on="_item", how="left", suffix="_w")
                  .drop("_leaf").rename({"_leaf_w": "_leaf"})
                  .with_columns(pl.Series("_group", labels[items["_item"].to_numpy()]).cast(pl.String)))
         # A group of health-check firings alone is an incident only when its check names a component
