@@ -45,6 +45,9 @@ _DESCRIPTIONS: dict[str, str] = {
                      "idle, goodput; partial = the data covers the day only in part (marts.day_coverage).",
     "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status; "
                  "partial = the data covers the day only in part (quote the status of the last complete day).",
+    "slo_exhausted_spans": "Per SLI: each run of consecutive days on which marts.slo_daily's rolling error budget "
+                           "(window_days) was exhausted, with its lowest budget — so a review of a longer window "
+                           "(a quarter) shows the breaches that pooling its days hides.",
 }
 
 

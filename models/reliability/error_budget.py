@@ -34,8 +34,10 @@ __all__ = [
     "BudgetState",
     "BurnAlertWindow",
     "SloStatus",
+    "EXHAUSTED_SPANS_SCHEMA",
     "burn_rate",
     "error_budget",
+    "exhausted_spans",
     "multiwindow_status",
     "rolling_burn_rates",
     "slo_status",
@@ -247,3 +249,45 @@ def rolling_burn_rates(df: pl.DataFrame, day_col: str, good_col: str, total_col:
             (pl.col(day_col) - first_day).dt.total_days() + 1, pl.lit(window_days)
         ).cast(pl.Int32).alias("window_days_covered"),
     )
+
+
+EXHAUSTED_SPANS_SCHEMA: dict[str, pl.DataType] = {
+    "sli": pl.String(), "objective": pl.Float64(), "window_days": pl.Int32(), "start_day": pl.Date(),
+    "end_day": pl.Date(), "days": pl.Int32(), "worst_budget_remaining": pl.Float64(), "worst_day": pl.Date(),
+}
+
+
+def exhausted_spans(daily: pl.DataFrame) -> pl.DataFrame:
+    """Periods in which an SLI's rolling error budget was exhausted: :data:`EXHAUSTED_SPANS_SCHEMA` rows.
+
+    Input: ``marts.slo_daily`` rows (``sli``, ``day``, ``objective``, ``budget_remaining`` and, when
+    present, ``window_days``), one per SLI and calendar day. A span is a run of consecutive days with
+    ``budget_remaining <= 0`` (status ``exhausted``); ``worst_budget_remaining`` / ``worst_day`` are its
+    lowest rolling budget and the first day it was reached. Why: a review of a window longer than the
+    budget window (a quarter against a 30-day budget) pools the days, so a month that overspent its
+    budget can hide inside a quarter that met its objective; these rows keep the breach visible.
+
+    >>> from datetime import date
+    >>> d = pl.DataFrame({"sli": ["a"] * 4, "day": [date(2026, 8, i) for i in (1, 2, 3, 4)],
+    ...                   "objective": [0.9] * 4, "budget_remaining": [0.5, -0.2, -0.4, 0.1]})
+    >>> exhausted_spans(d).select("start_day", "end_day", "days", "worst_budget_remaining").rows()
+    [(datetime.date(2026, 8, 2), datetime.date(2026, 8, 3), 2, -0.4)]
+    """
+    cols = set(daily.columns)
+    if not daily.height or not {"sli", "day", "budget_remaining"} <= cols:
+        return pl.DataFrame(schema=EXHAUSTED_SPANS_SCHEMA)
+    gone = (daily.filter(pl.col("budget_remaining") <= 0)
+            .with_columns(pl.col("day").cast(pl.Date))
+            .sort("sli", "day")
+            # a new span wherever the previous exhausted day of the SLI is not the day before
+            .with_columns((pl.col("day").diff().over("sli") != pl.duration(days=1)).fill_null(True)
+                          .cast(pl.Int32).cum_sum().over("sli").alias("_span")))
+    return (gone.group_by("sli", "_span", maintain_order=True)
+            .agg((pl.col("objective").last() if "objective" in cols else pl.lit(None)).alias("objective"),
+                 (pl.col("window_days").last() if "window_days" in cols else pl.lit(None)).alias("window_days"),
+                 pl.col("day").min().alias("start_day"), pl.col("day").max().alias("end_day"),
+                 pl.len().alias("days"),
+                 pl.col("budget_remaining").min().alias("worst_budget_remaining"),
+                 pl.col("day").sort_by("budget_remaining", "day").first().alias("worst_day"))
+            .select([pl.col(c).cast(t) for c, t in EXHAUSTED_SPANS_SCHEMA.items()])
+            .sort("sli", "start_day"))

@@ -16,6 +16,7 @@ import polars as pl
 
 from gpusre.models.accounting_span import accounting_span
 from gpusre.models.failures.hw_incidents import span_islands
+from gpusre.models.reliability.error_budget import exhausted_spans
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
 from gpusre.models.reliability.job_reliability import (
     ettr_by_size,
@@ -30,9 +31,11 @@ from gpusre.models.reliability.mtbf import (
     exposure_from_availability,
     mtbf_around_maintenance,
     mtbf_table,
+    maintenance_from_node_states,
     mtbf_trend,
     node_exposure,
     tbf_weibull,
+    with_state_maintenance,
 )
 from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, charge_interruptions, ettr_runs, run_instances
@@ -44,6 +47,9 @@ from gpusre.models.vocabulary import NODE_FAILURE_STATES
 _NO_INSTANCES = pl.DataFrame(schema={"n_gpus": pl.Int64, "infra_failure": pl.Boolean, "elapsed_eff_s": pl.Float64,
                                      "n_nodes": pl.Int64})
 
+_OUTAGE_SCHEMA = {"node": pl.String, "start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"),
+                  "reason": pl.String}
+
 __all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "read_reliability_inputs", "run_instances_sql",
            "run_jobs_sql",
            "compute_reliability_marts"]
@@ -51,7 +57,7 @@ __all__ = ["RELIABILITY_MARTS", "ReliabilitySettings", "ReliabilityInputs", "rea
 #: Marts written by :func:`compute_reliability_marts`, in dependency order.
 RELIABILITY_MARTS = ("mtbf", "mtbf_trend", "tbf_weibull", "node_failure_rate", "job_mttf_by_size",
                      "job_mttf_projection", "job_survival", "ettr_runs", "ettr_by_size", "checkpoint_what_if",
-                     "goodput_daily", "slo_daily")
+                     "goodput_daily", "slo_daily", "slo_exhausted_spans")
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,9 @@ class ReliabilityInputs:
     states_span: tuple[datetime | None, datetime | None] = (None, None)
     #: The operator's incident log (landing/incidents.csv) was ingested: failure evidence besides node logs.
     incident_log: bool = False
+    #: Node states classed maintenance (``node``, ``start_ts``, ``end_ts``, ``reason``): maintenance windows
+    #: that only Slurm recorded, for the before/after-maintenance MTBF comparison.
+    maintenance_outages: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_OUTAGE_SCHEMA))
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
@@ -184,8 +193,12 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
         states_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
     incident_log = bool(_table_exists(con, "raw", "ingested_files") and con.sql(
         "SELECT count(*) FROM raw.ingested_files WHERE source_kind = 'incidents'").fetchall()[0][0])
+    outages = pl.DataFrame(schema=_OUTAGE_SCHEMA)
+    if _table_exists(con, "core", "node_states"):
+        outages = con.sql("SELECT node, start_ts, end_ts, reason FROM core.node_states "
+                          "WHERE availability_class = 'maintenance' ORDER BY start_ts, node").pl()
     return ReliabilityInputs(jobs, instances, job_attr, inst_attr, incidents, utilization, observed, availability,
-                             t0, as_of, log_span, states_span, incident_log)
+                             t0, as_of, log_span, states_span, incident_log, outages)
 
 
 def observation_span(inputs: ReliabilityInputs) -> tuple[datetime, datetime] | None:
@@ -263,6 +276,11 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
                       node_gpus=settings.node_gpus)
     if not has_evidence:
         mtbf = mtbf.clear()
+    # Before/after maintenance: cluster.yaml's windows and those only Slurm recorded (a fleet drained for
+    # planned maintenance), the same one once. Only the comparison: exposure and the SLIs already take
+    # node-state maintenance out through the node states themselves.
+    windows = with_state_maintenance(settings.maintenance, maintenance_from_node_states(
+        inputs.maintenance_outages.filter(pl.col("node").is_in(nodes)), len(nodes)))
     down_spans = _down_spans(incidents, t1)
     down = _down_node_hours_daily(incidents, t1, down_spans)
     slo_args = dict(
@@ -282,11 +300,11 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         return {**empty_jobs, **({
             "mtbf": mtbf,
             "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
-                incidents, nodes, f0, f1, settings.maintenance, settings.min_failures,
+                incidents, nodes, f0, f1, windows, settings.min_failures,
                 availability=inputs.availability if has_states else None)], how="vertical"),
             "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1),
             "node_failure_rate": rf} if has_evidence else {}),
-            "slo_daily": slo}
+            "slo_daily": slo, "slo_exhausted_spans": exhausted_spans(slo)}
 
     runs = assign_runs(inputs.jobs, rules)
     inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
@@ -323,7 +341,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     return {
         "mtbf": mtbf,
         "mtbf_trend": pl.concat([mtbf_trend(mtbf), mtbf_around_maintenance(
-            incidents, nodes, f0, f1, settings.maintenance, settings.min_failures,
+            incidents, nodes, f0, f1, windows, settings.min_failures,
             availability=inputs.availability if has_states else None)], how="vertical")
         if has_evidence else pl.DataFrame(),
         "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1) if has_evidence else pl.DataFrame(),
@@ -336,6 +354,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         "checkpoint_what_if": what_if,
         "goodput_daily": goodput,
         "slo_daily": slo,
+        "slo_exhausted_spans": exhausted_spans(slo),
     }
 
 
@@ -391,14 +410,16 @@ def _maintenance_daily(nodes: Sequence[str], maintenance: Sequence[MaintenanceSp
 
 
 def _down_spans(incidents: pl.DataFrame, t1: datetime) -> pl.DataFrame:
-    """Unplanned down spans per node (``node``, ``start_ts``, ``end_ts``), estimated from node incidents:
+    """Unplanned down spans per node (``node``, ``start_ts``, ``end_ts``), estimated from node and rack incidents:
     each node of an incident is down from its start until it was repaired as MTTR sees it (``repaired_ts``
     of marts.incident_repairs: a link back up two minutes later is two minutes down), else until it ran a
     job that completed again (``recovered_ts``), or ``t1`` while neither. A node's overlapping incidents
     count once (their union)."""
     utc = pl.Datetime("us", "UTC")
     repaired = pl.col("repaired_ts") if "repaired_ts" in incidents.columns else pl.lit(None, utc)
-    node_inc = (incidents.filter(pl.col("scope") == "node")
+    # A rack's power or cooling loss takes its nodes down like their own faults; a switch's outage
+    # (leaf_switch, fabric) leaves them up but unreachable, and storage's leaves them running.
+    node_inc = (incidents.filter(pl.col("scope").is_in(["node", "rack"]))
                 .select(pl.col("nodes").alias("node"), "start_ts",
                         pl.min_horizontal(pl.coalesce(repaired, "recovered_ts", pl.lit(t1).cast(utc)),
                                           pl.lit(t1).cast(utc)).alias("up_ts"))

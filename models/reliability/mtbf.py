@@ -22,6 +22,8 @@ test (is the rate of this month different from the previous one?).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import math
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
@@ -33,7 +35,8 @@ from gpusre.models.vocabulary import with_component_class
 from gpusre.models.reliability.failure_rates import add_mtbf_columns
 from gpusre.models.reliability.weibull_fit import fit_weibull
 
-__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance"]
+__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance",
+           "maintenance_from_node_states", "with_state_maintenance"]
 
 MTBF_SCHEMA: dict[str, pl.DataType] = {
     "period_type": pl.String(), "period": pl.String(), "scope": pl.String(), "component": pl.String(),
@@ -412,3 +415,58 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
             rows.append((label, scope, comp, f"{_stamp(w.end)} to {_stamp(t1)}", f"{_stamp(t0)} to {_stamp(w.start)}",
                          k1, k2, mt_a, mt_b, ratio, p, direction))
     return pl.DataFrame(rows, schema=_TREND_SCHEMA, orient="row")
+
+
+#: A fleet maintenance seen in node states touches at least this share of the fleet (and
+#: :data:`STATE_MAINTENANCE_MIN_NODES` nodes): one node drained to swap a part is a repair, not a window
+#: whose before/after says anything about an upgrade.
+STATE_MAINTENANCE_MIN_SHARE = 0.1
+STATE_MAINTENANCE_MIN_NODES = 2
+#: Planned outages that start within this long after earlier ones ended belong to one window: a rolling
+#: upgrade drains its batches one after another, not all at once.
+STATE_MAINTENANCE_GAP = timedelta(hours=12)
+#: "Planned maintenance: OS image upgrade" -> "OS image upgrade": the label already says maintenance.
+_MAINT_PREFIX = re.compile(r"^\s*(?:planned\s+)?maint(?:enance)?\s*[:\-\u2013\u2014]\s*", re.I)
+
+
+def maintenance_from_node_states(outages: pl.DataFrame, fleet_size: int, *,
+                                 min_share: float = STATE_MAINTENANCE_MIN_SHARE,
+                                 min_nodes: int = STATE_MAINTENANCE_MIN_NODES,
+                                 gap: timedelta = STATE_MAINTENANCE_GAP) -> list[MaintenanceSpan]:
+    """Planned maintenance windows recorded only in Slurm node states.
+
+    ``outages``: ``node``, ``start_ts``, ``end_ts``, ``reason`` of the node states classed maintenance
+    (``core.node_states.availability_class = 'maintenance'``: a planned-maintenance drain reason or a
+    maintenance state). Outages that overlap, or start within ``gap`` after the earlier ones ended, are
+    merged into one window (start of the first .. end of the last); a window counts when it touched at
+    least ``max(min_nodes, ceil(min_share × fleet_size))`` distinct nodes. Its nodes are the nodes it
+    touched, its reason the most frequent outage reason (ties: the earliest) without a leading "Planned
+    maintenance:". Outages still open (no ``end_ts``) are left out: nothing after them can be compared.
+    """
+    need = max(min_nodes, math.ceil(min_share * fleet_size))
+    o = outages.filter(pl.col("start_ts").is_not_null() & pl.col("end_ts").is_not_null()
+                       & (pl.col("end_ts") > pl.col("start_ts")))
+    if not o.height:
+        return []
+    reach = pl.col("end_ts").cum_max().shift(1) + gap
+    o = (o.sort("start_ts", "node")
+         .with_columns((reach.is_null() | (pl.col("start_ts") > reach)).cast(pl.Int64).cum_sum().alias("_w")))
+    reasons = (o.filter(pl.col("reason").is_not_null() & (pl.col("reason").str.strip_chars() != ""))
+               .group_by("_w", "reason").agg(pl.len().alias("_n"), pl.col("start_ts").min().alias("_first"))
+               .sort("_w", "_n", "_first", descending=[False, True, False])
+               .unique("_w", keep="first", maintain_order=True).select("_w", "reason"))
+    wins = (o.group_by("_w").agg(pl.col("start_ts").min(), pl.col("end_ts").max(),
+                                 pl.col("node").unique().sort().alias("nodes"))
+            .filter(pl.col("nodes").list.len() >= need)
+            .join(reasons, on="_w", how="left").sort("start_ts"))
+    return [MaintenanceSpan(r["start_ts"], r["end_ts"], frozenset(r["nodes"]),
+                            _MAINT_PREFIX.sub("", r["reason"] or "").strip())
+            for r in wins.iter_rows(named=True)]
+
+
+def with_state_maintenance(configured: Sequence[MaintenanceSpan],
+                           from_states: Sequence[MaintenanceSpan]) -> list[MaintenanceSpan]:
+    """``configured`` (cluster.yaml) windows plus the node-state windows that overlap none of them in
+    time: the same maintenance recorded in both places is compared once, under the operator's reason."""
+    extra = [s for s in from_states if not any(c.start < s.end and s.start < c.end for c in configured)]
+    return sorted([*configured, *extra], key=lambda w: w.start)

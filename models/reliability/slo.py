@@ -8,7 +8,7 @@ SLI                 good                                                      to
 node_availability   scheduled node-hours − unplanned down node-hours           node-hours − planned maintenance
 job_infra_success   GPU job runs that ended that day not killed by the infra   GPU job runs that ended that day
 ettr_large_runs     productive seconds of runs ≥ N GPUs that ended that day    their wall-clock seconds
-goodput             productive GPU-hours                                       capacity GPU-hours
+goodput             productive GPU-hours                                       capacity − planned maintenance GPU-h
 ==================  ========================================================  =======================================
 
 Node availability comes from Slurm node states (``marts.node_availability_daily``) on the days they
@@ -38,7 +38,7 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "sli": pl.String(), "value": pl.Float64(), "objective": pl.Float64(), "good": pl.Float64(),
     "total": pl.Float64(), "budget_remaining": pl.Float64(), "burn_rate_short": pl.Float64(),
     "burn_rate_long": pl.Float64(), "status": pl.String(), "ettr": pl.Float64(), "ettr_excl_queue": pl.Float64(),
-    "definition": pl.String(), "source": pl.String(),
+    "definition": pl.String(), "source": pl.String(), "window_days": pl.Int32(),
 }
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {
@@ -49,7 +49,9 @@ SLI_DEFINITIONS: dict[str, str] = {
     "job_infra_success": ("GPU job runs that ended that day and were not killed by the infrastructure, over all GPU "
                           "job runs that ended that day (a job's final run and the earlier runs Slurm requeued: a run "
                           "a node failure killed counts as killed even when the job completed after its requeue)."),
-    "goodput": "Productive GPU-hours over capacity GPU-hours.",
+    "goodput": ("Productive GPU-hours over capacity GPU-hours minus planned maintenance (the SLO's budget is not "
+                "spent by planned maintenance, as node availability's is not; marts.goodput_daily.goodput keeps "
+                "maintenance in its capacity)."),
 }
 
 
@@ -162,10 +164,16 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
         pl.col("wall" if ettr_includes_queue_wait else "held").fill_null(0).alias("total"),
         pl.when(pl.col("wall") > 0).then(pl.col("good") / pl.col("wall")).alias("ettr"),
         pl.when(pl.col("held") > 0).then(pl.col("good") / pl.col("held")).alias("ettr_excl_queue"))
-    gp = days.select("day").join(goodput.select("day", "productive_gpu_hours", "capacity_gpu_hours"),
+    # The goodput SLO's budget, like node availability's, is not spent by planned maintenance: its total is
+    # capacity minus the maintenance GPU-hours (marts.goodput_daily.goodput keeps them in, by definition).
+    maint = (pl.col("maintenance_gpu_hours").fill_null(0) if "maintenance_gpu_hours" in goodput.columns
+             else pl.lit(0.0))
+    gp = days.select("day").join(goodput.select("day", "productive_gpu_hours", "capacity_gpu_hours",
+                                                maint.alias("_maint")),
                                  on="day", how="left").select(
         "day", pl.lit("goodput").alias("sli"), pl.col("productive_gpu_hours").fill_null(0).alias("good"),
-        pl.col("capacity_gpu_hours").fill_null(0).alias("total"))
+        (pl.col("capacity_gpu_hours").fill_null(0) - pl.col("_maint").fill_null(0)).clip(lower_bound=0)
+        .alias("total"))
     # good <= total by construction; the clip only absorbs rounding and runs whose jobs overlapped
     # (a shared run key on concurrent jobs can make productive time exceed wall-clock).
     return pl.concat([avail, *(f.with_columns(pl.lit("sacct").alias("source")) for f in (jobs_sli, ettr_sli, gp))],
@@ -247,6 +255,8 @@ def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t
             pl.when(pl.col("total") > 0).then(pl.col("good") / pl.col("total")).alias("value"),
             pl.Series("status", statuses, dtype=pl.String),
             pl.lit(definitions[target.sli]).alias("definition"),
+            # the budget period budget_remaining covers: a review of a longer window must not pool it away
+            pl.lit(window_days, dtype=pl.Int32).alias("window_days"),
         ).join(series.select("day", *(c for c in ("ettr", "ettr_excl_queue", "source") if c in series.columns)),
                on="day", how="left"))
     if not frames:

@@ -4,7 +4,7 @@ and each SLI's good / total events over it, read from marts.slo_daily."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -67,6 +67,12 @@ class SliWindow:
     sources: tuple[str, ...] = ()
     #: what the SLI divides by (marts.slo_daily.definition of its last day in the window)
     definition: str | None = None
+    #: the rolling budget's period in days (marts.slo_daily.window_days; None in a warehouse before the column)
+    window_days: int | None = None
+    #: the complete day in the window with the lowest rolling budget (its marts.slo_daily row), None without one
+    worst_rolling: dict[str, Any] | None = None
+    #: marts.slo_exhausted_spans rows meeting the window: when the rolling budget was exhausted
+    exhausted_spans: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def value(self) -> float | None:
@@ -88,6 +94,16 @@ class SliWindow:
         v = self.value
         return None if v is None or self.objective is None else v >= self.objective
 
+    @property
+    def longer_than_budget(self) -> bool:
+        """The window spans more days than the rolling budget: pooling its days can hide a breach."""
+        return self.window_days is not None and len(self.days) > self.window_days
+
+    @property
+    def days_exhausted(self) -> int:
+        """Days of the window on which the rolling budget was exhausted (spans clipped to the window)."""
+        return sum(int(s["days_in_window"]) for s in self.exhausted_spans)
+
 
 def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]:
     cols = {r["column_name"] for r in query_rows(
@@ -95,10 +111,21 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
     partial = "COALESCE(partial, FALSE)" if "partial" in cols else "FALSE"
     source = "source" if "source" in cols else "NULL"
     definition = "definition" if "definition" in cols else "NULL"
+    window_days = "window_days" if "window_days" in cols else "NULL"
     rows = query_rows(con, f"""SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
                                 burn_rate_long, status, {partial} AS partial, {source} AS source,
-                                {definition} AS definition
+                                {definition} AS definition, {window_days} AS window_days
                          FROM marts.slo_daily WHERE day BETWEEN ? AND ? ORDER BY sli, day""", [w.start, w.end])
+    spans: dict[str, list[dict[str, Any]]] = {}
+    if table_status(con, "marts.slo_exhausted_spans") is None:
+        # spans meeting the window, clipped to it (a span may begin before the window or end after it)
+        for r in query_rows(con, """SELECT sli, start_day, end_day, days, worst_budget_remaining, worst_day,
+                                           greatest(start_day, ?::DATE) AS from_day, least(end_day, ?::DATE) AS to_day,
+                                           date_diff('day', greatest(start_day, ?::DATE), least(end_day, ?::DATE)) + 1
+                                               AS days_in_window
+                                    FROM marts.slo_exhausted_spans WHERE end_day >= ? AND start_day <= ?
+                                    ORDER BY sli, start_day""", [w.start, w.end, w.start, w.end, w.start, w.end]):
+            spans.setdefault(r["sli"], []).append(r)
     by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(r["sli"], []).append(r)
@@ -117,7 +144,12 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
                         # a 'node_states+incidents' day (the node-state history ends inside it) is of both
                         tuple(sorted({part for r in rs if r["source"] and (r["total"] or 0) > 0
                                       for part in r["source"].split("+")})),
-                        next((r["definition"] for r in reversed(rs) if r["definition"]), None))
+                        next((r["definition"] for r in reversed(rs) if r["definition"]), None),
+                        next((int(r["window_days"]) for r in reversed(rs) if r["window_days"] is not None), None),
+                        # a row of the mart, chosen, not computed: the lowest rolling budget of a complete day
+                        min((r for r in rs if r["budget_remaining"] is not None and not r["partial"]),
+                            key=lambda r: (r["budget_remaining"], r["day"]), default=None),
+                        spans.get(sli, []))
         allowed = sw.allowed
         bad = 0.0
         for r in rs:

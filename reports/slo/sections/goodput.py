@@ -63,7 +63,11 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     take = (f"Of {fmt_int(cap)} GPU-hours of capacity in the window, {share_text(frac(tot['idle']))} "
             f"sat idle{maint_clause}, {share_text(frac(tot['lf']), 2)} were lost to failures and "
             f"{share_text(frac(tot['lr']), 2)} to restarts ({plural(interruptions, 'interruption')} by the infrastructure or preemption): "
-            f"goodput was {fmt_pct(gp)}" + (f" against an objective of {fmt_objective(objective)}." if is_number(objective) else "."))
+            f"goodput was {fmt_pct(gp)}"
+            # the SLO leaves planned maintenance out of capacity (as node availability does): quote its measure too
+            + (f" ({fmt_pct(tot['prod'] / (cap - tot['maint']))} of the capacity outside planned maintenance, what "
+               "the goodput SLO measures)" if is_number(objective) and cap > tot["maint"] > 0 else "")
+            + (f" against an objective of {fmt_objective(objective)}." if is_number(objective) else "."))
     sec.lead = take
     idle_steps = ([("Planned maintenance", tot["maint"], "loss"), ("Other idle", tot["idle"] - tot["maint"], "loss")]
                   if tot["maint"] > 0 else [("Idle", tot["idle"], "loss")])
@@ -76,7 +80,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     with_gp = [r for r in rows if is_number(r["goodput"]) and not r["partial"]]
     if with_gp:
         worst = min(with_gp, key=lambda r: r["goodput"])
-        below = [r for r in with_gp if is_number(objective) and r["goodput"] < objective]
+        # below the objective as the SLO counts it: a whole maintenance day (no capacity outside it) is not below
+        slo_basis = lambda r: (r["prod"] or 0) / (r["cap"] - (r["maintenance_gpu_hours"] or 0)) \
+            if (r["cap"] or 0) - (r["maintenance_gpu_hours"] or 0) > 0 else None  # noqa: E731
+        below = [r for r in with_gp if is_number(objective) and slo_basis(r) is not None and slo_basis(r) < objective]
         day_share = lambda r, k: (r[k] or 0) / r["cap"] if r["cap"] else None  # noqa: E731
         daily_take = ((f"Goodput was below the {fmt_objective(objective)} objective on {len(below)} of {len(with_gp)} days; "
                        if is_number(objective) else "")
@@ -113,8 +120,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         caption="Goodput = productive / capacity GPU-hours. Idle = not allocated (including nodes down or in "
                 "maintenance); planned maintenance = the part of it on nodes down for planned maintenance (node "
                 "states with a maintenance reason or inside a cluster.yaml window; the windows alone on days "
-                "without node states) — node availability leaves that time out, goodput keeps it in its "
-                "capacity. A share that rounds to zero but is not zero shows as < 0.01 %. Lost to failures = GPUs × the expected work since the last checkpoint of instances "
+                "without node states) — node availability and the goodput SLO leave that time out, the goodput "
+                "figure keeps it in its capacity (below the objective: days counted as the SLO counts them). A share that rounds to zero but is not zero shows as < 0.01 %. Lost to failures = GPUs × the expected work since the last checkpoint of instances "
                 "the infrastructure interrupted (NODE_FAIL, BOOT_FAIL, PREEMPTED, or attributed to the "
                 "infrastructure from node logs), on the day they ended; lost to restarts = GPUs × the restart "
                 "overhead of the instance that follows, on the day it started. Checkpoint interval and restart "

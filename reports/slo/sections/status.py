@@ -1,6 +1,11 @@
 """SLO review section "SLO status and error budgets" (``#slo``).
 
-Reads marts.slo_daily; formats, computes nothing."""
+Reads marts.slo_daily, marts.slo_exhausted_spans; formats, computes nothing.
+
+A window longer than the rolling budget (a quarter against slo.window_days = 30) pools its days: an SLO
+met over the quarter can have exhausted its 30-day budget in one month of it. Then every verdict is
+qualified ("met over the window as a whole") and the section names the exhausted periods and the lowest
+rolling budget per SLI (marts.slo_exhausted_spans, marts.slo_daily)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,34 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import table_status
 from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_sli, sli_label
-from gpusre.reports.slo.window import SloWindow, sli_windows, source_status
+from gpusre.reports.slo.window import SliWindow, SloWindow, sli_windows, source_status
+
+
+def _period(s: SliWindow) -> str:
+    """'30-day' — the rolling budget's period, as the sentences name it."""
+    return f"{s.window_days}-day" if s.window_days else "rolling"
+
+
+def _spans_text(s: SliWindow, counts: bool = True) -> str:
+    """'2026-08-07 … 2026-09-05 (30 days)' for each exhausted period, clipped to the window (said so)."""
+    out = []
+    for r in s.exhausted_spans:
+        a, b = r["from_day"], r["to_day"]
+        n = r["days_in_window"]
+        text = f"{fmt_date(a)} … {fmt_date(b)}" + (f" ({fmt_int(n)} day{'s' if n != 1 else ''})" if counts else "")
+        if r["start_day"] < a or r["end_day"] > b:
+            text += (" — " + " and ".join(x for x in (
+                f"since {fmt_date(r['start_day'])}" if r["start_day"] < a else "",
+                f"until {fmt_date(r['end_day'])}" if r["end_day"] > b else "") if x))
+        out.append(text)
+    return ", ".join(out)
+
+
+def _exhausted_clause(s: SliWindow) -> str:
+    """'its 30-day budget was exhausted 2026-08-07 … 2026-09-05 (30 days), lowest −124 % on 2026-08-25'."""
+    worst = min(s.exhausted_spans, key=lambda r: r["worst_budget_remaining"])
+    return (f"its {_period(s)} budget was exhausted {_spans_text(s)}, lowest "
+            f"{fmt_budget(worst['worst_budget_remaining'])} on {fmt_date(worst['worst_day'])}")
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
@@ -29,27 +61,47 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     measured = [s for s in slis if s.met is not None]
     met = [s for s in measured if s.met]
     missed = [s for s in measured if not s.met]
-    parts = [f"{len(met)} of {len(measured)} SLOs met their objective over {w.text}"]
+    # a window longer than the rolling budget: "met" is the pooled verdict, and says so
+    pooled = any(s.longer_than_budget for s in slis)
+    broke = [s for s in slis if s.longer_than_budget and s.exhausted_spans]
+    parts = [f"{len(met)} of {len(measured)} SLOs met their objective over {w.text}"
+             + (" as a whole" if pooled else "")]
     if met:
-        parts.append("met: " + ", ".join(f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} "
-                                         f"(objective {fmt_objective(s.objective)})" for s in met))
+        parts.append(("met over the window as a whole: " if pooled else "met: ") + ", ".join(
+            f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} (objective {fmt_objective(s.objective)}"
+            + (f"; but {_exhausted_clause(s)})" if s in broke else ")") for s in met))
     if missed:
         parts.append("missed: " + ", ".join(
             f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} (objective {fmt_objective(s.objective)}"
-            + (f", budget gone on {fmt_date(s.exhausted_on)})" if s.exhausted_on else ")") for s in missed))
+            + (f", budget gone on {fmt_date(s.exhausted_on)}" if s.exhausted_on else "")
+            + (f"; {_exhausted_clause(s)})" if s in broke else ")") for s in missed))
     unmeasured = [s for s in slis if s.met is None]
     if unmeasured:
         parts.append("no events for " + ", ".join(lower_first(sli_label(s.sli)) for s in unmeasured))
+    if pooled:
+        parts.append(f"{len(broke)} of {len(slis)} SLOs exhausted their rolling error budget on some day of the "
+                     "window" if broke else
+                     "no SLO exhausted its rolling error budget on any day of the window")
     sec.lead = sentence_case("; ".join(parts) + ".")
 
     with_budget = [s for s in slis if s.budget_left is not None]
     if with_budget:
         ends = ", ".join(f"{lower_first(sli_label(s.sli))} {fmt_budget(s.budget_left)}" for s in with_budget)
         first = min((s for s in with_budget if s.exhausted_on), key=lambda s: s.exhausted_on, default=None)  # type: ignore[arg-type,return-value]
-        take = (f"Error budget left at the end of the window: {ends}"
-                + (f"; {lower_first(sli_label(first.sli))} ran out first, on {fmt_date(first.exhausted_on)} "
-                   f"(day {(first.exhausted_on - w.start).days + 1} of {w.days})." if first and first.exhausted_on
-                   else "; no SLO overspent its budget."))
+        if first and first.exhausted_on:
+            verdict = (f"; {lower_first(sli_label(first.sli))} ran out first, on {fmt_date(first.exhausted_on)} "
+                       f"(day {(first.exhausted_on - w.start).days + 1} of {w.days})")
+        elif pooled:
+            verdict = "; no SLO overspent the budget of the window as a whole"
+        else:
+            verdict = "; no SLO overspent its budget"
+        if broke:  # the pooled budget must not read as "never breached"
+            verdict += (", but the rolling budget was exhausted inside the window: " + "; ".join(
+                f"{lower_first(sli_label(s.sli))}'s {_period(s)} budget on {fmt_int(s.days_exhausted)} "
+                f"day{'s' if s.days_exhausted != 1 else ''}: {_spans_text(s, counts=False)}" for s in broke))
+        elif pooled:
+            verdict += ", nor its rolling budget on any day of it"
+        take = f"Error budget left at the end of the window: {ends}{verdict}."
         panels = [(f"{sli_label(s.sli)} (objective {fmt_objective(s.objective)})", s.days, s.burndown, s.rolling,
                    "#2e7d32" if (s.budget_left or 0) > 0 else "#c62828") for s in with_budget]
         take += (" Solid line: budget left in the report window, counted from its first day (the window's Budget "
@@ -68,8 +120,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
          Column("Budget left", True), Column("Budget gone", nowrap=True), Column("Rolling budget", True),
          Column("Burn 1 d / 3 d", True), Column("Status", nowrap=True), Column("Days", True)],
         [[Cell(sli_label(s.sli), title=s.definition or s.sli), Cell(fmt_objective(s.objective)), Cell(fmt_sli(s.value)),
-          Cell(MISSING if s.met is None else ("yes" if s.met else "no"),
-               swatch=None if s.met is None else ("#2e7d32" if s.met else "#c62828")),
+          Cell(MISSING if s.met is None else ("yes" if s.met else "no")
+               + (f" as a whole; {_period(s)} budget exhausted" if s in broke else ""),
+               swatch=None if s.met is None else ("#2e7d32" if s.met and s not in broke else "#c62828")),
           Cell(fmt_budget(s.budget_left)), Cell(fmt_date(s.exhausted_on) if s.exhausted_on else MISSING),
           Cell(fmt_budget(s.last["budget_remaining"])),
           Cell(f"{fmt_num(s.last['burn_rate_short'], 2)} / {fmt_num(s.last['burn_rate_long'], 2)}"),
@@ -90,6 +143,23 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                 + (" Node availability is estimated from hardware incidents (no node-state history)"
                    + (" on some days" if "node_states" in estimated[0].sources else "") + "." if estimated else ""),
     ))
+    long = [s for s in slis if s.longer_than_budget and s.worst_rolling is not None]
+    if long:
+        sec.items.append(Table(
+            [Column("SLI"), Column("Budget period", True), Column("Lowest rolling budget", True),
+             Column("On", nowrap=True), Column("Days exhausted", True), Column("Exhausted")],
+            [[Cell(sli_label(s.sli)), Cell(f"{fmt_int(s.window_days)} days"),
+              Cell(fmt_budget(s.worst_rolling["budget_remaining"])),  # type: ignore[index]
+              Cell(fmt_date(s.worst_rolling["day"])),  # type: ignore[index]
+              Cell(f"{fmt_int(s.days_exhausted)} / {fmt_int(w.days)}",
+                   swatch="#c62828" if s.exhausted_spans else "#2e7d32"),
+              Cell(_spans_text(s) or "never")] for s in long],
+            caption=f"The window ({w.days} days) is longer than the SLO period: its Over window, Met and Budget left "
+                    "pool every day, so a month that overspent can hide in it. Here, per SLI, marts.slo_daily's "
+                    "rolling budget (over the trailing slo.window_days days ending on each day) on the window's "
+                    "complete days: the lowest, and the periods it was exhausted (≤ 0, status exhausted; "
+                    "marts.slo_exhausted_spans, clipped to the window).",
+        ))
     partial = [s for s in slis if s.days and s.days[-1] < w.end]
     if partial:
         sec.notes.append("marts.slo_daily ends before the window does for " + ", ".join(
