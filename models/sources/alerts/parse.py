@@ -552,14 +552,20 @@ _FLATTEN_SQL = f"""
 INSERT INTO __TARGET__ BY NAME
 WITH payloads AS (
     SELECT source_file, line_no, prefix, raw, false AS in_array, 1 AS payload_no, body AS payload,
-           coalesce(error, CASE WHEN NOT json_valid(body) THEN 'not valid JSON' END) AS record_error
+           coalesce(error, CASE WHEN NOT json_valid(body) THEN 'not valid JSON' END) AS record_error,
+           NULL::TIMESTAMPTZ AS doc_updated
     FROM __RECORDS__
     WHERE error IS NOT NULL OR NOT starts_with(body, '[') OR NOT json_valid(body)
     UNION ALL
-    SELECT source_file, line_no, prefix, NULL, true, generate_subscripts(l, 1), unnest(l), NULL
-    FROM (SELECT source_file, line_no, prefix, json_extract(body, '$[*]')::VARCHAR[] AS l
-          FROM __RECORDS__
-          WHERE error IS NULL AND starts_with(body, '[') AND json_valid(body))
+    SELECT source_file, line_no, prefix, NULL, true, generate_subscripts(l, 1), unnest(l), NULL, doc_updated
+    FROM (SELECT source_file, line_no, prefix, l,
+                 -- an /api/v2/alerts snapshot's time when its name has none: the latest updatedAt of its
+                 -- alerts, taken per document here (a window over every row of the batch ran out of memory)
+                 list_max(list_transform(l, lambda x: try_cast(NULLIF(trim(json_extract_string(x, '$.updatedAt')), '')
+                                                          AS TIMESTAMPTZ))) AS doc_updated
+          FROM (SELECT source_file, line_no, prefix, json_extract(body, '$[*]')::VARCHAR[] AS l
+                FROM __RECORDS__
+                WHERE error IS NULL AND starts_with(body, '[') AND json_valid(body)))
 ), typed AS (
     SELECT *, starts_with(payload, '{{') AS is_object,
            CASE WHEN record_error IS NULL AND starts_with(payload, '{{')
@@ -576,7 +582,7 @@ WITH payloads AS (
     FROM typed
 ), listed AS (
     -- Only scalars travel with each alert: unnest copies every carried column once per alert.
-    SELECT source_file, line_no, prefix, raw, in_array, payload_no::INTEGER AS payload_no, payload, format,
+    SELECT source_file, line_no, prefix, raw, in_array, payload_no::INTEGER AS payload_no, payload, format, doc_updated,
            p.receiver AS receiver, p.groupKey AS group_key, p.status AS payload_status,
            CASE WHEN format = 'alertmanager' THEN p.truncatedAlerts END AS truncated_alerts,
            CASE WHEN record_error IS NOT NULL THEN record_error
@@ -647,8 +653,8 @@ WITH payloads AS (
                 CASE WHEN format = 'alert' AND line_no = 1 THEN timezone('UTC', try_strptime(
                      NULLIF(regexp_replace(regexp_extract(source_file, '{_NAME_TIME}', 1), '[-:]', '', 'g'), ''),
                      '%Y%m%dT%H%M%S')) END,
-                CASE WHEN format = 'alert' THEN max(try_cast(NULLIF(trim(alert.updatedAt), '') AS TIMESTAMPTZ))
-                     OVER (PARTITION BY source_file, line_no) END) AS received_at,
+                CASE WHEN format = 'alert' THEN coalesce(doc_updated, try_cast(NULLIF(trim(alert.updatedAt), '')
+                                                                               AS TIMESTAMPTZ)) END) AS received_at,
        receiver, group_key, lower(payload_status) AS payload_status, status,
        NULLIF(trim(alert.fingerprint), '') AS fingerprint,
        NULLIF(trim(alert.fingerprint), '') IS NULL AS fingerprint_computed,
