@@ -469,3 +469,20 @@ def test_a_one_month_window_headlines_that_months_reliability_rows(warehouse: Pa
     assert f"MTBF per node {_h(whole)} " in " ".join(visible_text(section(rolling, "summary")).split())
     assert f"· {record}" in visible_text(section(rolling, "summary"))
     assert f"over the {record}, not the window" in _takeaways(section(rolling, "failure-rate"))[0]
+
+
+def test_the_ettr_lead_names_the_size_that_lost_most_to_interruptions_when_not_the_largest() -> None:
+    """Outside probe N: every interruption of the quarter hit 9-64-GPU runs; the lead quoted only the
+    65-256 bucket ("restarts 0.0 %"). The bucket that lost most is named too — and nothing is added when
+    the largest runs lost most, or nobody lost anything."""
+    from gpusre.reports.slo.sections.ettr import most_interrupted
+
+    def row(bucket: str, restart: float | None, lost: float | None) -> dict:
+        return {"size_bucket": bucket, "restart_share": restart, "lost_work_share": lost}
+
+    mid, big = row("9-64", 0.001, 0.006), row("65-256", 0.0, 0.0)
+    assert most_interrupted([mid, big]) is mid
+    assert most_interrupted([row("9-64", 0.001, 0.0), row("65-256", 0.002, 0.0)]) is None
+    assert most_interrupted([row("9-64", 0.0, 0.0), row("65-256", 0.0, 0.0)]) is None
+    assert most_interrupted([row("9-64", None, None), row("65-256", 0.0, None)]) is None
+    assert most_interrupted([]) is None

@@ -20,6 +20,19 @@ from gpusre.reports.slo.window import SloWindow, record_text, source_status
 _TOP_N_RUNS = 12
 
 
+
+def most_interrupted(sizes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The size bucket (a row of ``marts.ettr_window_by_size``) whose runs lost the largest share of their
+    wall-clock to restarts and re-done work, when that is not the largest bucket, which the lead quotes
+    anyway: a quarter whose six interruptions all hit 9-64-GPU runs read "restarts 0.0 %" from the
+    65-256 bucket alone."""
+    def interrupted(r: dict[str, Any]) -> float:
+        return sum(v for v in (r["restart_share"], r["lost_work_share"]) if is_number(v))
+    if not sizes:
+        return None
+    worst = max(sizes, key=interrupted)
+    return worst if worst is not sizes[-1] and interrupted(worst) > interrupted(sizes[-1]) else None
+
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("ettr", "ETTR by run size: measured vs expected",
                      scope=f"Measured: training runs that ended in the window (marts.ettr_runs, last job end "
@@ -62,6 +75,11 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             + f"; on average queue wait took {fmt_pct(big['queue_share'])} of their "
               f"wall-clock, gaps between jobs {fmt_pct(big['gap_share'])}, restarts "
               f"{fmt_pct(big['restart_share'])} and re-done work {fmt_pct(big['lost_work_share'])}.")
+    worst = most_interrupted(sizes)
+    if worst is not None:
+        take += (f" Runs of {worst['size_bucket']} GPUs lost the most to interruptions: restarts "
+                 f"{fmt_pct(worst['restart_share'])} and re-done work {fmt_pct(worst['lost_work_share'])} of their "
+                 f"wall-clock (median ETTR {fmt_num(worst['ettr_p50'], 2)}, {plural(worst['runs'], 'run')}).")
     sec.lead = take
     definition = scalar(con, "SELECT definition FROM marts.slo_daily WHERE sli = 'ettr_large_runs' "
                              "AND definition IS NOT NULL ORDER BY day DESC LIMIT 1") \
