@@ -62,7 +62,7 @@ def test_october_review_names_the_node_still_down(con: duckdb.DuckDBPyConnection
     opened = _table(sec, 1)
     assert len(opened) == 1 and opened[0][2] == "gpu038" and opened[0][3:5] == ["2026-10-29 20:00", "2026-10-29 20:04"]
     assert opened[0][6] == "52.0 h" and opened[0][7] == "still open at the end of the data"
-    assert sec.lead.startswith("Over the whole record (2026-09 … 2026-10) 18 repairs took a median 11.0 h")
+    assert sec.lead.startswith("Over the whole record (incidents starting 2026-09 … 2026-10) 18 repairs took a median 11.0 h")
     assert sec.lead.endswith("; 1 repair still open at the end of the data (not averaged).")
 
 

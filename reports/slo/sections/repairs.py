@@ -111,7 +111,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             con, f"SELECT {select_columns(con, 'marts.repair_times', _SUMMARY_COLUMNS)} FROM marts.repair_times")]
     rows = monthly + whole
     span = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.repair_times_monthly")[0]
-    record = f"{RECORD} ({span['a']} … {span['b']})" if span["a"] else RECORD
+    # The months that hold repairs, said as such: "whole record (2026-08 … 2026-09)" beside MTBF's
+    # "whole record (2026-08 … 2026-10)" read as two records (outside probe N).
+    record = (f"{RECORD} (incidents starting {span['a']} … {span['b']})" if span["a"] else RECORD)
     end = window_end(con, w)
     open_rows: list[dict[str, Any]] = []
     if table_status(con, "marts.incident_repairs") is None:
