@@ -326,12 +326,25 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return path or "(top level)"
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: where (``line 4, column 3``, 1-based) and what PyYAML found
+    (``expected <block end>, but found '<block mapping start>'``), with the context it was in
+    (``while parsing a block mapping``); its own message spreads these over several lines."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if not problem:
+        return " ".join(str(exc).split()) or type(exc).__name__
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = getattr(exc, "context", None)
+    return f"{where}{problem}" + (f" ({context})" if context else "")
+
+
 def parse_cluster_config(text: str, source: str = CLUSTER_FILE) -> ClusterConfig:
     """Parse and validate cluster.yaml text; errors read ``cluster.yaml: maintenance[0].end: ...``."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ClusterConfigError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+        raise ClusterConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -21,6 +21,7 @@ from hand_landing import run_hand_landing
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.reliability.goodput import infra_interrupted
 from gpusre.models.reliability.job_reliability import ETTR_QUANTILE_INTERPOLATION, ettr_by_size
+from gpusre.models.reliability.ettr_model import expected_ettr
 from gpusre.models.reliability.training_runs import (ETTR_RUNS_SCHEMA, CheckpointAssumption, RunRules, assign_runs,
                                                      charge_interruptions, ettr_runs, run_instances)
 from gpusre.models.warehouse import apply_ddl
@@ -274,3 +275,14 @@ def test_pipeline_mart_and_slo_window_quote_the_same_percentiles(warehouse: Path
     assert mart[0][0] == window[0][0] == 4
     assert mart[0][1:] == (pytest.approx(p10), pytest.approx((e[1] + e[2]) / 2), pytest.approx(p90))
     assert window[0][1:] == pytest.approx(mart[0][1:], abs=1e-12)
+
+
+def test_a_bucket_whose_node_counts_are_unknown_has_no_expected_ettr() -> None:
+    """A dump without NNodes (and no node list) leaves runs' node counts unknown: the expectation needs
+    the node count, so it is NULL for that bucket — the roll-up crashed on it (outside probe M)."""
+    runs = _mart_rows([(16, 0.9), (8, 0.8)]).with_columns(
+        pl.when(pl.col("n_gpus") == 16).then(None).otherwise(pl.col("n_nodes")).alias("n_nodes"))
+    mart = {r["gpus_bucket"]: r for r in ettr_by_size(runs, 0.002).iter_rows(named=True)}
+    assert mart["9-64"]["n_nodes_median"] is None and mart["9-64"]["expected_ettr"] is None
+    assert mart["2-8"]["expected_ettr"] == pytest.approx(
+        expected_ettr(1, 0.002, 3600, 300))

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 __all__ = [
     "COMPRESSION_SUFFIXES",
+    "CUT_LAST_LINE",
     "IgnoredFile",
     "LandingFileFault",
     "LandingRead",
@@ -42,12 +43,34 @@ __all__ = [
     "read_landing_file",
     "scan_source",
     "strip_compression",
+    "unterminated_last_line",
 ]
 
 #: Compression suffixes looked through when a file name is matched against a source's endings;
 #: the codec itself is chosen from the content (magic bytes), never from the name.
 COMPRESSION_SUFFIXES: tuple[str, ...] = (".gz", ".bz2", ".xz")
 _READ_BLOCK = 1 << 20
+
+
+#: Reject reason of a file's last line that has no line break and cannot be shown to be a whole
+#: record (node logs, alert lines, sacct and sacctmgr dumps, incidents.csv share it).
+CUT_LAST_LINE = "last line has no line break: cut while written"
+
+
+def unterminated_last_line(data: bytes | str) -> int | None:
+    """The 1-based number of the last physical line of ``data`` when it has no line break, else
+    None (also for empty data).
+
+    Every writer of these files ends each record with a line break, so a last line without one
+    was cut while written (a full disk, a copy of a file being written) -- unless the writer
+    merely omitted the final break, which each reader tells apart by the shape of that line. NUL
+    padding after the last line break (a crash in a preallocated file) is not a line.
+    """
+    nul, newline = (b"\x00", b"\n") if isinstance(data, bytes) else ("\x00", "\n")
+    end = data.rstrip(nul)  # type: ignore[arg-type]
+    if not end or end.endswith(newline):  # type: ignore[arg-type]
+        return None
+    return end.count(newline) + 1  # type: ignore[arg-type]
 
 
 class LandingFileFault(Exception):
@@ -183,12 +206,22 @@ def encoding_fault(head: bytes) -> str | None:
         return "UTF-32 encoded: convert to UTF-8"
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "UTF-16 encoded: convert to UTF-8"
-    sample = head[:4096]
-    if len(sample) >= 8:
-        even, odd = sample[0::2], sample[1::2]
-        if even.count(0) >= 0.9 * len(even) or odd.count(0) >= 0.9 * len(odd):
-            return "UTF-16 encoded: convert to UTF-8"
+    if _utf16_pattern(head[:4096]):
+        return "UTF-16 encoded: convert to UTF-8"
     return None
+
+
+def _utf16_pattern(sample: bytes) -> bool:
+    """True when ``sample`` reads as BOM-less UTF-16 text: ASCII characters stored as 2-byte units
+    put a NUL in every other position, so almost every 2-byte unit that is not all NUL holds exactly
+    one NUL. A run of NULs (a crash in a preallocated log file) is units that are all NUL and says
+    nothing; the text around it has no NUL units, so such a file is read as text (the NULs are
+    dropped or the line rejected by its reader), never refused as UTF-16."""
+    even, odd = sample[0::2], sample[1::2]
+    units = min(len(even), len(odd))
+    one_nul = sum(1 for i in range(units) if (even[i] == 0) != (odd[i] == 0))
+    not_nul = sum(1 for i in range(units) if even[i] or odd[i])
+    return not_nul >= 4 and one_nul >= 0.9 * not_nul
 
 
 def describe_fault(exc: BaseException, codec: str | None, complete_lines: int) -> str:

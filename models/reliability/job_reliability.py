@@ -185,7 +185,9 @@ def ettr_by_size(runs: pl.DataFrame, r_f_per_node_day: float | None) -> pl.DataF
                 pl.col("checkpoint_interval_s").median().alias("_dt"),
                 pl.col("restart_overhead_cfg_s").median().alias("_u0"))
            .with_columns(_bucket_order().alias("bucket_order")))
-    expected = [expected_ettr(n, r_f_per_node_day, dt, u0) if r_f_per_node_day is not None else None
+    # A bucket whose runs' node counts are unknown (a dump without NNodes and no node list) has no
+    # expectation: the closed form needs the run's node count.
+    expected = [expected_ettr(n, r_f_per_node_day, dt, u0) if r_f_per_node_day is not None and n is not None else None
                 for n, dt, u0 in agg.select("n_nodes_median", "_dt", "_u0").rows()]
     out = agg.with_columns(pl.Series("expected_ettr", expected, dtype=pl.Float64),
                            pl.lit(None if r_f_per_node_day is None else r_f_per_node_day * 1000,

@@ -18,6 +18,7 @@ ledger and the file (no writes), :func:`publish_incidents` writes what it found.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,10 +67,12 @@ def _ledger_row(con: duckdb.DuckDBPyConnection, source_file: str) -> tuple[str, 
     return rows[0] if rows else None
 
 
-def read_incidents(con: duckdb.DuckDBPyConnection, landing: Path, source_file: str = INCIDENTS_FILE) -> IncidentsRead:
+def read_incidents(con: duckdb.DuckDBPyConnection, landing: Path, source_file: str = INCIDENTS_FILE, *,
+                   cluster_nodes: Sequence[str] | None = None) -> IncidentsRead:
     """Read ``landing/<source_file>`` and compare it with the ledger; never raises for a bad file
     (an unreadable or unparsable file is ``refused`` with a one-line reason, its traceback in the
-    run's log)."""
+    run's log). ``cluster_nodes``: cluster.yaml's node names, when it lists them: a row naming
+    another node is rejected."""
     path = landing / source_file
     no_rejects = pl.DataFrame(schema=_REJECT_SCHEMA)
     prior = _ledger_row(con, source_file)
@@ -79,7 +82,7 @@ def read_incidents(con: duckdb.DuckDBPyConnection, landing: Path, source_file: s
         return IncidentsRead(FileIngest(source_file, "absent"), None, no_rejects)
     read = read_landing_file(path)
     try:
-        incidents, rejects = parse_operator_incidents(read, source_file)
+        incidents, rejects = parse_operator_incidents(read, source_file, cluster_nodes=cluster_nodes)
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the night
         incidents = pl.DataFrame(schema=OPERATOR_SCHEMA)
         rejects = pl.DataFrame({"source_file": [source_file], "line_no": [0], "raw": [None],

@@ -37,7 +37,7 @@ from gpusre.models.sources.sacct.parse import (
     SplitLayout,
     is_json_dump,
     parse_sacct_json_bytes,
-    read_sacct_text,
+    read_sacct_dumps,
     type_sacct_dumps,
 )
 from gpusre.models.ingest.slurm_values import check_timezone
@@ -166,6 +166,7 @@ def parse_sacct_shard(plan: IngestPlan, shard: int, progress: Callable[[str], No
             nonlocal pending_lines
             n_loaded: dict[str, int] = {}
             n_rejected: dict[str, int] = {}
+            results: list[SacctParseResult] = []
             for group in pending.values():
                 try:
                     typed = type_group(group)
@@ -173,12 +174,21 @@ def parse_sacct_shard(plan: IngestPlan, shard: int, progress: Callable[[str], No
                     source_file = group[0].source_file
                     crashed[source_file] = reason = log_parse_crash(source_file, exc)
                     typed = [SacctParseResult(pl.DataFrame(), _file_reject(source_file, reason), 0)]
-                for parsed in typed:
-                    for counts, frame in ((n_loaded, parsed.records), (n_rejected, parsed.rejects)):
-                        if frame.height:
-                            for name, n in frame.filter(pl.col("line_no") > 0).group_by("source_file").len().iter_rows():
-                                counts[name] = n
-                    submit(parsed)
+                results.extend(typed)
+            # One batch: a file whose dumps have different headers spans groups, and its records
+            # are one file set in the lake. A file whose typing crashed keeps only its refusal.
+            records = [r.records.filter(~pl.col("source_file").is_in(list(crashed))) for r in results
+                       if r.records.width]
+            rejects = [r.rejects.filter(~pl.col("source_file").is_in(list(crashed)) | (pl.col("line_no") == 0))
+                       for r in results if r.rejects.width]
+            batch = SacctParseResult(pl.concat(records) if records else pl.DataFrame(),
+                                     pl.concat(rejects) if rejects else pl.DataFrame(schema=REJECT_SCHEMA), 0)
+            for counts, frame in ((n_loaded, batch.records), (n_rejected, batch.rejects)):
+                if frame.height:
+                    for name, n in frame.filter(pl.col("line_no") > 0).group_by("source_file").len().iter_rows():
+                        counts[name] = n
+            if results:
+                submit(batch)
             for source_file, sha, size, fault in pending_files:
                 if source_file in crashed:
                     finish(source_file, FileIngest(source_file, "refused", error=crashed.pop(source_file)),
@@ -201,6 +211,11 @@ def parse_sacct_shard(plan: IngestPlan, shard: int, progress: Callable[[str], No
             if read.fault and not read.data.strip():
                 refuse(source_file, read.fault, sha, size, index)
                 continue
+            if not read.fault and not read.data.removeprefix(b"\xef\xbb\xbf").strip():
+                # An empty file is no error of the night (exit 0), as an empty alert dump is: it
+                # loads, with no rows; its ledger row (size_bytes 0, rows_read 0) shows it.
+                loaded(source_file, 0, 0, None, sha, size, index)
+                continue
             try:
                 if is_json_dump(Path(strip_compression(path.name)), read.data):  # whole jobs[] documents
                     parsed = parse_sacct_json_bytes(read.data, source_file, cluster=cluster)
@@ -208,16 +223,17 @@ def parse_sacct_shard(plan: IngestPlan, shard: int, progress: Callable[[str], No
                     loaded(source_file, parsed.records.height, parsed.rejects.height, read.fault,
                            sha, size, index)
                     continue
-                dump = read_sacct_text(read.data, source_file, fields=fields, delimiter=delimiter)
+                dumps = read_sacct_dumps(read.data, source_file, fields=fields, delimiter=delimiter)
             except SacctFormatError as exc:  # the read fault, if any, is the real reason (a cut JSON)
                 refuse(source_file, read.fault or str(exc), sha, size, index)
                 continue
             except Exception as exc:  # noqa: BLE001 - any parser failure refuses this file only
                 refuse(source_file, read.fault or log_parse_crash(source_file, exc), sha, size, index)
                 continue
-            pending.setdefault(dump.layout, []).append(dump)
+            for dump in dumps:  # one per header: dumps with different --format concatenated
+                pending.setdefault(dump.layout, []).append(dump)
+                pending_lines += dump.lines.height
             pending_files.append((source_file, sha, size, read.fault))
-            pending_lines += dump.lines.height
             if pending_lines >= TYPE_BATCH_LINES:
                 type_pending(index)
         type_pending(len(files))

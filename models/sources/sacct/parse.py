@@ -31,7 +31,14 @@ Conventions (lossless but typed):
   several clusters (``sacct -M all``) keeps only the rows of ``cluster`` (compared
   case-insensitively); the other clusters' rows are rejects, and all rows are when none of the
   names is ``cluster``. A dump naming one cluster loads whatever its name.
-* A header line, when present, defines the fields even if ``fields`` is also given.
+* A header line, when present, defines the fields even if ``fields`` is also given. A later line
+  that is a header too (a field named JobID or JobIDRaw: dumps concatenated, ``cat a.psv b.psv``)
+  is not a record: the same header again is skipped, another one defines the fields of the lines
+  under it (:func:`read_sacct_dumps`).
+* A last line without a line break was cut while written (``gres/gpu=16`` left as ``gres/gpu=1``)
+  unless it is shown whole: its field count is right and it ends with ``--parsable``'s trailing
+  delimiter, or its last field is free text (JobName, Comment) where a cut changes no number. Else
+  it is rejected (``CUT_LAST_LINE``) and the lines before it load.
 * Lines starting with ``#`` and blank lines are not records (``rows_read`` excludes them).
 
 >>> r = parse_sacct_text("JobID|State|ExitCode\\n123.batch|CANCELLED by 0|0:15\\n", "x.psv")
@@ -45,13 +52,14 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import polars as pl
 
 from gpusre.models.ingest.hostlist import expand_hostlist, expand_hostlists
+from gpusre.models.ingest.landing_files import CUT_LAST_LINE, unterminated_last_line
 from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
     SLURM_BASE_STATES,
@@ -765,11 +773,18 @@ class SacctTextDump:
     source_file: str
     lines: pl.DataFrame
     layout: SplitLayout
+    #: Lines rejected before splitting (a cut last line, lines under an unusable second header).
+    rejects: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REJECT_SCHEMA))
 
     @property
     def present(self) -> frozenset[str]:
         """Field keys the dump has."""
         return frozenset(key for key, _ in self.layout.positions)
+
+
+#: Fields whose value is free text: a record cut inside one changes no number, so a last line
+#: without a line break that ends in one is read as whole (as a node log's message text is).
+_FREE_TEXT_KEYS = frozenset({"name", "comment"})
 
 
 def read_sacct_text(
@@ -779,11 +794,25 @@ def read_sacct_text(
     fields: Sequence[str] | None = None,
     delimiter: str | None = None,
 ) -> SacctTextDump:
+    """The first dump of :func:`read_sacct_dumps` (a file holds one unless dumps with different
+    ``--format`` headers were concatenated): kept for callers that read one-header dumps."""
+    return read_sacct_dumps(data, source_file, fields=fields, delimiter=delimiter)[0]
+
+
+def read_sacct_dumps(
+    data: bytes,
+    source_file: str,
+    *,
+    fields: Sequence[str] | None = None,
+    delimiter: str | None = None,
+) -> list[SacctTextDump]:
     """Detect the layout of a ``sacct -P``/``--parsable`` dump and read its record lines.
 
     The cheap, per-file part of :func:`parse_sacct_text`; :func:`type_sacct_dumps` splits and
     types many dumps at once (one Polars pass over a day's worth of small nightly dumps costs a
-    fraction of one pass per dump).
+    fraction of one pass per dump). One :class:`SacctTextDump` per header: a later header line
+    with another field list (dumps with different ``--format`` concatenated) starts a dump of the
+    lines under it; a header that lacks JobID or State rejects its lines with that reason.
 
     Raises:
         SacctFormatError: as :func:`parse_sacct_text`.
@@ -796,20 +825,95 @@ def read_sacct_text(
     head = data[: 1 << 16].decode("utf-8", errors="replace")
     layout = _detect_layout(head, source_file, delim, fields)
     index = _field_index(layout, source_file)
+    every = _read_lines(data)
     # Lines after the header (line_no is 1-based and consecutive, so a slice drops the header), and
     # sacct's own messages before it: they become rejects that say the dump may be incomplete.
-    every = _read_lines(data)
     lines = every.slice(layout.header_line_no)
-    if layout.header_line_no:
-        # Dumps appended to one file (`cat a.psv b.psv`) repeat the header: not a record either.
-        header = every.item(layout.header_line_no - 1, "raw_line")
-        lines = lines.filter(pl.col("raw_line") != header)
     if layout.header_line_no > 1:
         before = every.head(layout.header_line_no - 1).filter(pl.col("raw_line").str.starts_with(_SACCT_MESSAGE))
         lines = pl.concat([before, lines]) if before.height else lines
     lines = lines.with_columns(pl.lit(source_file, pl.String).alias("source_file"))
-    split = SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
-    return SacctTextDump(source_file, lines, split)
+    first_header = every.item(layout.header_line_no - 1, "raw_line") if layout.header_line_no else None
+    # A header names JobID/JobIDRaw in a field (as _detect_layout finds the first); no record does.
+    is_header = (pl.col("raw_line").str.split(delim).list.eval(
+        pl.element().str.strip_chars().str.to_lowercase().is_in(list(_HEADER_FIRST_FIELDS))).list.any())
+    headers = lines.filter(is_header).select("line_no", "raw_line")
+    # Each header line that differs from the one in force starts a new part; the same one again
+    # (`cat a.psv b.psv` of one format) is merely skipped.
+    starts: list[tuple[int, str]] = []
+    current = first_header
+    for line_no, text in headers.iter_rows():
+        if text != current:
+            starts.append((line_no, text))
+            current = text
+    lines = lines.join(headers, on="line_no", how="anti")
+    cut_line = unterminated_last_line(data)
+    bounds = [(0, None), *((n, t) for n, t in starts)]
+    dumps: list[SacctTextDump] = []
+    for i, (from_no, header) in enumerate(bounds):
+        until = bounds[i + 1][0] if i + 1 < len(bounds) else None
+        part = lines.filter(pl.col("line_no") > from_no)
+        if until is not None:
+            part = part.filter(pl.col("line_no") < until)
+        part_layout, part_index, rejects = layout, index, pl.DataFrame(schema=REJECT_SCHEMA)
+        if header is not None:
+            trailing = header.endswith(delim)
+            names = header.split(delim)
+            part_layout = _Layout(tuple(names[:-1] if trailing else names), from_no, trailing)
+            try:
+                part_index = _field_index(part_layout, source_file)
+            except SacctFormatError as exc:
+                # Not the whole file's fault: the lines under this header alone are unusable.
+                why = str(exc).removeprefix(f"{source_file}: ")
+                bad = pl.concat([pl.DataFrame({"line_no": [from_no], "raw_line": [header],
+                                               "source_file": [source_file]}, schema=part.schema), part])
+                rejects = bad.filter(~pl.col("raw_line").str.contains(r"^(?:\s*$|#)")).select(
+                    "source_file", "line_no", pl.col("raw_line").alias("raw"),
+                    pl.lit(f"under a second header with another field list (two dumps concatenated?): {why}")
+                    .alias("error"))
+                dumps.append(SacctTextDump(source_file, part.clear(), dumps[0].layout if dumps else
+                                           _split_layout(delim, layout, index), rejects.cast(REJECT_SCHEMA)))
+                continue
+        split = _split_layout(delim, part_layout, part_index)
+        if cut_line is not None and (until is None or cut_line < until):
+            part, rejects = _reject_cut_last_line(part, cut_line, split)
+        dumps.append(SacctTextDump(source_file, part, split, rejects))
+    return dumps
+
+
+def _split_layout(delim: str, layout: _Layout, index: dict[str, int]) -> SplitLayout:
+    return SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
+
+
+def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``lines`` without the unterminated last line ``cut_line`` unless it is shown whole, and its
+    reject (:data:`CUT_LAST_LINE`).
+
+    Why: sacct ends every line with a line break, and a cut inside the last field usually leaves
+    a valid, wrong value (``gres/gpu=16`` -> ``gres/gpu=1``, ``02:00:00`` -> ``02:00:0``). But
+    writers that capture sacct's output and strip it drop the final break of a whole dump, so
+    the line loads when it is shown whole: the right field count and ``--parsable``'s trailing
+    delimiter at its end, or a last field of free text (a cut there changes no number; the same
+    rule as a node log's message text). Comment and blank lines are not records either way.
+    """
+    delim, n_fields, trailing, positions = layout
+    last = lines.filter(pl.col("line_no") == cut_line)
+    if last.is_empty():
+        return lines, pl.DataFrame(schema=REJECT_SCHEMA)
+    raw = last.item(0, "raw_line")
+    if not raw.strip() or raw.startswith("#"):
+        return lines, pl.DataFrame(schema=REJECT_SCHEMA)
+    parts = raw.split(delim)
+    last_key = next((key for key, i in positions if i == n_fields - 1), None)
+    if trailing:
+        whole = len(parts) == n_fields + 1 and parts[-1] == ""
+    else:
+        whole = len(parts) == n_fields and last_key in _FREE_TEXT_KEYS
+    if whole:
+        return lines, pl.DataFrame(schema=REJECT_SCHEMA)
+    reject = last.select("source_file", "line_no", pl.col("raw_line").alias("raw"),
+                         pl.lit(CUT_LAST_LINE).alias("error"))
+    return lines.filter(pl.col("line_no") != cut_line), reject.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
 
 
 def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -882,8 +986,9 @@ def type_sacct_dumps(
     lines = pl.concat([d.lines for d in dumps], how="vertical") if len(dumps) > 1 else dumps[0].lines
     fields_df, count_rejects = _split_fields(lines, layout)
     records, rejects = _typed_text_records(fields_df, set(dumps[0].present), timezone, cluster)
-    if not count_rejects.is_empty():
-        rejects = pl.concat([count_rejects, rejects.cast(REJECT_SCHEMA)]).sort(  # type: ignore[arg-type]
+    early = [d.rejects for d in dumps if d.rejects.height]
+    if not count_rejects.is_empty() or early:
+        rejects = pl.concat([count_rejects, *early, rejects.cast(REJECT_SCHEMA)]).sort(  # type: ignore[arg-type]
             "source_file", "line_no", maintain_order=True
         )
     return SacctParseResult(
@@ -903,8 +1008,17 @@ def _parse_text_bytes(
     cluster: str | None,
 ) -> SacctParseResult:
     check_timezone(timezone)
-    dump = read_sacct_text(data, source_file, fields=fields, delimiter=delimiter)
-    return type_sacct_dumps([dump], timezone=timezone, cluster=cluster)
+    groups: dict[SplitLayout, list[SacctTextDump]] = {}
+    for dump in read_sacct_dumps(data, source_file, fields=fields, delimiter=delimiter):
+        groups.setdefault(dump.layout, []).append(dump)
+    results = [type_sacct_dumps(group, timezone=timezone, cluster=cluster) for group in groups.values()]
+    if len(results) == 1:
+        return results[0]
+    return SacctParseResult(
+        records=pl.concat([r.records for r in results]).sort("line_no", maintain_order=True),
+        rejects=pl.concat([r.rejects for r in results]).sort("line_no", maintain_order=True),
+        rows_read=sum(r.rows_read for r in results),
+    )
 
 
 def parse_sacct_text(

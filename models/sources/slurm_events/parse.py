@@ -66,6 +66,7 @@ from typing import Any
 import polars as pl
 
 from gpusre.models.ingest.hostlist import EMPTY_HOSTLISTS, expand_hostlist
+from gpusre.models.ingest.landing_files import CUT_LAST_LINE, unterminated_last_line
 from gpusre.models.sources.sacct.parse import REJECT_SCHEMA, _cluster_rejects
 from gpusre.models.ingest.slurm_values import (
     DURATION_NULL_TOKENS,
@@ -445,6 +446,28 @@ def _headerless_trailing(lines: pl.DataFrame, n: int) -> bool:
     return n_trailing > n_exact
 
 
+def _reject_cut_last_line(text: str, lines: pl.DataFrame, keys: list[str], trailing: bool,
+                          source_file: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``lines`` without the last line when it has no line break and is not shown whole, and its
+    reject (:data:`CUT_LAST_LINE`): the rule of sacct dumps. sacctmgr and sinfo end every line
+    with a break, and a cut inside the last field leaves a valid, wrong value (``DOWN*`` ->
+    ``DOWN``, ``gpu[1-12]`` -> ``gpu[1-1``); but a whole dump whose writer dropped the final break
+    loads when its last line ends with ``--parsable``'s trailing ``|`` or in the free-text Reason."""
+    cut = unterminated_last_line(text)
+    empty = pl.DataFrame(schema=REJECT_SCHEMA)
+    last = lines.filter(pl.col("line_no") == cut) if cut is not None else lines.clear()
+    if last.is_empty():
+        return lines, empty
+    n_parts = len(last.item(0, "raw_line").split("|"))
+    enough = n_parts - 1 >= len(keys) if "reason" in keys else n_parts - 1 == len(keys)
+    if (trailing and last.item(0, "raw_line").endswith("|") and enough) or (
+            not trailing and keys and keys[-1] == "reason" and n_parts >= len(keys)):
+        return lines, empty
+    reject = last.select(pl.lit(source_file, pl.String).alias("source_file"), "line_no",
+                         pl.col("raw_line").alias("raw"), pl.lit(CUT_LAST_LINE).alias("error"))
+    return lines.filter(pl.col("line_no") != cut), reject.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
+
+
 def _split_fields(
     frame: pl.DataFrame, keys: list[str], trailing: bool, source_file: str
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -730,21 +753,25 @@ def parse_slurm_events_text(
     rejects with a reason.
 
     Raises:
-        SlurmEventsFormatError: empty input, fixed-width output, no usable header (and no ``fields``).
+        SlurmEventsFormatError: fixed-width output, no usable header (and no ``fields``).
         ValueError: ``timezone`` is not an IANA zone.
     """
     check_timezone(timezone)
     text = text.lstrip("\ufeff")
     lines = _record_lines(text)
     if lines.height == 0:
-        raise SlurmEventsFormatError(f"{source_file}: empty sacctmgr event file")
+        # An empty dump (a quiet day's cut, a script that wrote nothing) loads with no rows, as in every
+        # source: the ledger's row (rows_read 0) is its trace.
+        return _finish(source_file, "sacctmgr", pl.DataFrame(schema=SLURM_EVENT_SCHEMA), [], None)
     keys, trailing, has_header = _header(lines.item(0, "raw_line"), source_file, fields)
     if not has_header:
         trailing = _headerless_trailing(lines, len(keys))
-    parts, count_rejects = _split_fields(lines.slice(1) if has_header else lines, keys, trailing, source_file)
+    body, cut_rejects = _reject_cut_last_line(text, lines.slice(1) if has_header else lines, keys, trailing,
+                                              source_file)
+    parts, count_rejects = _split_fields(body, keys, trailing, source_file)
     records, rejects = _typed_events(parts, {k for k in keys if k}, source_file, "sacctmgr", timezone,
                                      cluster, None)
-    return _finish(source_file, "sacctmgr", records, [count_rejects, rejects], None)
+    return _finish(source_file, "sacctmgr", records, [cut_rejects, count_rejects, rejects], None)
 
 
 def parse_sinfo_reasons_text(
@@ -773,10 +800,11 @@ def parse_sinfo_reasons_text(
     if lines.height and first.split("|", 1)[0].strip().lower() in _SINFO_HEADER_FIRST:
         lines = lines.slice(1)
     keys = list(SINFO_FIELDS)
+    lines, cut_rejects = _reject_cut_last_line(text.lstrip("\ufeff"), lines, keys, False, source_file)
     fields, count_rejects = _split_fields(lines, keys, False, source_file)
     records, rejects = _typed_events(fields, set(keys), source_file, "sinfo", timezone, cluster,
                                      observed_ts.astimezone(dt_timezone.utc))
-    return _finish(source_file, "sinfo", records, [count_rejects, rejects], observed_ts)
+    return _finish(source_file, "sinfo", records, [cut_rejects, count_rejects, rejects], observed_ts)
 
 
 def parse_slurm_events_file(

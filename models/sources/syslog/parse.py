@@ -75,6 +75,7 @@ import polars as pl
 import pyarrow as pa
 
 from gpusre.models.sources.sacct.parse import REJECT_SCHEMA
+from gpusre.models.ingest.landing_files import CUT_LAST_LINE, unterminated_last_line
 from gpusre.models.ingest.slurm_values import check_timezone
 
 __all__ = [
@@ -1104,21 +1105,12 @@ def parse_syslog_batch(
     )
 
 
-#: Reject reason of a file's last line that has no line break and is not a complete record.
-CUT_LAST_LINE = "last line has no line break: cut while written"
-
-
 def _unterminated_last_lines(datas: list[bytes]) -> pl.DataFrame:
     """``(_file, _last_line)``: the files whose content does not end with a line break, and the
-    number of that last physical line. NUL padding after the last line break (a crash in a
-    preallocated file) is not an unterminated line."""
-    files, last = [], []
-    for index, data in enumerate(datas):
-        end = data.rstrip(b"\x00")
-        if end and not end.endswith(b"\n"):
-            files.append(index)
-            last.append(end.count(b"\n") + 1)
-    return pl.DataFrame({"_file": files, "_last_line": last}, schema={"_file": pl.UInt32, "_last_line": pl.Int64})
+    number of that last physical line (:func:`~gpusre.models.ingest.landing_files.unterminated_last_line`)."""
+    cut = [(index, line) for index, data in enumerate(datas) if (line := unterminated_last_line(data)) is not None]
+    return pl.DataFrame({"_file": [f for f, _ in cut], "_last_line": [n for _, n in cut]},
+                        schema={"_file": pl.UInt32, "_last_line": pl.Int64})
 
 
 def _reject_cut_last_lines(result: pl.DataFrame, unterminated: pl.DataFrame) -> pl.DataFrame:
