@@ -19,6 +19,7 @@ from gpusre.models.failures.attribution import (attribute_failures_with, node_st
                                                 with_run_losses)
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
+from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.failures.hw_incidents import merge_incidents
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
@@ -46,6 +47,16 @@ HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
                 "cancelled_by", "exit_code", "exit_signal", "account")
 
+def log_days(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The (node, UTC day) pairs with at least one node-log line (``raw.record_days``, brought in step
+    with the ledger first: the coverage marts that also refresh it may run after this asset): where
+    the absence of infrastructure evidence means something to attribution."""
+    with transaction(con):
+        refresh_record_days(con)
+    return con.sql("SELECT DISTINCT unnest(nodes) AS node, day FROM raw.record_days "
+                   "WHERE source_kind = 'syslog'").pl()
+
+
 def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instance_attr: pl.DataFrame,
                rules: RunRules, as_of: datetime | None) -> pl.DataFrame:
     """What goodput and ETTR charge each infrastructure-attributed instance
@@ -72,7 +83,9 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
     specs=[
         dg.AssetSpec(HW_INCIDENTS, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident: repeated failure events on a node/component "
-                     "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident; "
+                     "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident, leaves "
+                     "(or >= 3 nodes) losing links within 60 s of each other = one fabric incident; power or "
+                     "thermal failures on >= 3 nodes of one rack within 60 s = one rack incident; "
                      "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win. "
                      "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
         dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
@@ -103,7 +116,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
     with warehouse.connect() as con:
         # incidents.csv is recorded in the ledger like every landing file; a deleted one labels nothing.
-        operator_file = read_incidents(con, landing.root)
+        operator_file = read_incidents(con, landing.root, cluster_nodes=config.node_names or None)
         operator = operator_file.incidents
         events = con.sql(read_sql("core/node_events_once.sql")).pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
@@ -117,8 +130,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         as_of = accounting_end or con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
         states = con.sql("SELECT * FROM core.node_states").pl() if table_exists(con, "core.node_states") else None
         outages = node_outages(states.select("node", "start_ts", "end_ts")) if states is not None else None
-        incidents, members = merge_incidents(events, topology=config.leaf_switches or None, operator=operator,
-                                             outages=outages)
+        incidents, members = merge_incidents(events, topology=config.leaf_switches or None,
+                                             racks=config.racks or None, operator=operator, outages=outages)
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(
@@ -132,7 +145,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         jobs = with_policy(jobs)
         hw_outages = node_state_evidence(states) if states is not None else None
         # The latest instances and the earlier ones are weighed against the same evidence, prepared once.
-        evidence = prepare_evidence(events, incidents, hw_outages)
+        evidence = prepare_evidence(events, incidents, hw_outages, log_days(con))
         attribution = attribute_failures_with(jobs, evidence)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).

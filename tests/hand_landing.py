@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
+
 from gpusre.pipelines.runner import run_pipeline
 
 
@@ -18,3 +20,12 @@ def run_hand_landing(root: Path, files: dict[str, str]) -> Path:
     wh = root / "wh" / "gpusre.duckdb"
     run_pipeline(landing, wh, root / "reports")
     return wh
+
+
+def query_rows(warehouse: Path, sql: str) -> list[tuple]:
+    """``sql``'s rows from ``warehouse``, opened read-only and closed again."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.sql(sql).fetchall()
+    finally:
+        con.close()

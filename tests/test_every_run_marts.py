@@ -12,7 +12,7 @@ All on 2026-12-01 (UTC):
 | 100 | bob   | vision   | 16   | 1st 00:00-04:00 (Slurm requeued it)  | 4     | 64    | NODE_FAIL (earlier run)     |
 | 100 | bob   | vision   | 16   | 2nd 04:30-10:30                      | 6     | 96    | COMPLETED (final)           |
 | 200 | alice | llm      | 8    | 01:00-11:00                          | 10    | 80    | COMPLETED                   |
-| 300 | carol | llm      | 8    | 02:00-07:00, exit 1                  | 5     | 40    | FAILED (user)               |
+| 300 | carol | llm      | 8    | 02:00-07:00, exit 1                  | 5     | 40    | FAILED (unknown: no logs)   |
 | 400 | alice | llm      | 8    | 11:00-13:00                          | 2     | 16    | CANCELLED by alice          |
 | 500 | dave  | research | (8)  | never started: cancelled pending     | -     | -     | CANCELLED by dave, no run   |
 | 600 | erin  | vision   | 8    | 1st 13:00-14:00 (preempted, requeued)| 1     | 8     | PREEMPTED (earlier run)     |
@@ -183,16 +183,18 @@ def test_a_job_that_never_started_has_no_runtime(con) -> None:
 
 def test_attribution_summary_counts_the_requeued_run_as_the_headline_does(con, warehouse: Path) -> None:
     """Infrastructure: job 700 (NODE_FAIL, no evidence) and job 100's first run (NODE_FAIL, requeued):
-    8 x 0.5 + 16 x 0.5 = 12 GPU-h lost, 1 failed job, 2 runs. User: job 300. 600's PREEMPTED run was
-    the scheduler's doing, no failure; 500 and 400 were cancelled by their users."""
+    8 x 0.5 + 16 x 0.5 = 12 GPU-h lost, 1 failed job, 2 runs. Unknown: job 300 (exit 1): the landing has no
+    node logs, so nothing could have shown a fault on gpu004 (until 2026-12-05 it was the user's for lack of
+    evidence that could not be seen). 600's PREEMPTED run was the scheduler's doing, no failure; 500 and 400
+    were cancelled by their users."""
     rows = con.sql("SELECT scope, attribution, state, jobs, runs, lost_gpu_hours FROM marts.failure_attribution_summary "
                    "WHERE attribution <> '(all)' AND (scope = 'all' OR day = '2026-12-01') "
                    "ORDER BY scope, attribution, state").fetchall()
     assert rows == [
         ("all", "infrastructure", "(all)", 1, 2, 12.0), ("all", "infrastructure", "NODE_FAIL", 1, 2, 12.0),
-        ("all", "user", "(all)", 1, 1, 0.0), ("all", "user", "FAILED", 1, 1, 0.0),
+        ("all", "unknown", "(all)", 1, 1, 0.0), ("all", "unknown", "FAILED", 1, 1, 0.0),
         ("day", "infrastructure", "(all)", 1, 2, 12.0), ("day", "infrastructure", "NODE_FAIL", 1, 2, 12.0),
-        ("day", "user", "(all)", 1, 1, 0.0), ("day", "user", "FAILED", 1, 1, 0.0),
+        ("day", "unknown", "(all)", 1, 1, 0.0), ("day", "unknown", "FAILED", 1, 1, 0.0),
     ]
     # The summary's infrastructure runs are the two attribution marts' (the incidents and the taxonomy count both).
     marts = con.sql("""SELECT count(*), sum(lost_gpu_hours) FROM (
@@ -203,9 +205,10 @@ def test_attribution_summary_counts_the_requeued_run_as_the_headline_does(con, w
     assert marts == [(2, pytest.approx(12.0))]
     md = _nightly(warehouse)
     # The headline's card and "Why jobs failed" show the same figure.
-    assert "**Infra failures 2026-12-01:** 2 (12.0 GPU-h lost · 1 of 2 interrupted jobs + 1 requeued run)" in md
-    assert "1 was infrastructure + 1 requeued run (12.0 GPU-h lost), 1 user and 0 unknown; on 2026-12-01, of 2, " \
-           "1 was infrastructure + 1 requeued run (12.0 GPU-h lost), 1 user and 0 unknown." in md
+    assert ("**Infra failures 2026-12-01:** 2 (12.0 GPU-h lost · 1 of 2 interrupted jobs + 1 requeued run · "
+            "1 unknown: no node logs)") in md
+    assert "1 was infrastructure + 1 requeued run (12.0 GPU-h lost), 0 user and 1 unknown; on 2026-12-01, of 2, " \
+           "1 was infrastructure + 1 requeued run (12.0 GPU-h lost), 0 user and 1 unknown." in md
     assert "| Infrastructure | – | 1 | 1 | 50.0 % | 1 | 12.0 |" in md
 
 

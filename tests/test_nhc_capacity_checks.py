@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from hand_landing import run_hand_landing
+from hand_landing import query_rows, run_hand_landing
 
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events
 from gpusre.models.logs.event_catalog import classify_messages
@@ -163,12 +163,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_hand_landing(root, files)
 
 
-def _rows(wh: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        return con.sql(sql).fetchall()
-    finally:
-        con.close()
+_rows = query_rows
 
 
 def test_only_the_mount_failure_is_an_incident(warehouse: Path) -> None:

@@ -81,8 +81,10 @@ def test_failed_job_on_a_gsp_timeout_node_is_infrastructure(landing: Path, tmp_p
         "1|COMPLETED|0:0|2025-02-23T10:00:00|2025-02-23T10:00:00|2025-02-23T11:00:00|01:00:00|gres/gpu=8|gpu017\n"
         # Ends 2 minutes after the first Xid 119 on gpu017 (16:24:18): infrastructure.
         "2|FAILED|1:0|2025-02-23T15:26:00|2025-02-23T15:26:00|2025-02-23T16:26:00|01:00:00|gres/gpu=8|gpu017\n"
-        # Fails on another node with no events: the user's (non-zero exit, Meta's convention).
-        "3|FAILED|2:0|2025-02-23T15:00:00|2025-02-23T15:00:00|2025-02-23T15:10:00|00:10:00|gres/gpu=4|gpu099\n")
+        # Fails before any event of its node: the user's (non-zero exit, Meta's convention) — but only
+        # where the node logs could have shown a fault: gpu099 logged nothing, so that one is unknown.
+        "3|FAILED|2:0|2025-02-23T15:00:00|2025-02-23T15:00:00|2025-02-23T15:10:00|00:10:00|gres/gpu=4|gpu017\n"
+        "4|FAILED|2:0|2025-02-23T15:00:00|2025-02-23T15:00:00|2025-02-23T15:10:00|00:10:00|gres/gpu=4|gpu099\n")
     (landing / "incidents.csv").write_text(
         "id,start,end,component,root_cause,nodes,notes\n"
         "OPS-1,2025-02-23T16:00:00Z,2025-02-23T18:00:00Z,gsp_firmware,GSP firmware hang (driver 550 bug),gpu017,\n"
@@ -97,11 +99,12 @@ def test_failed_job_on_a_gsp_timeout_node_is_infrastructure(landing: Path, tmp_p
     incident = con.sql("SELECT incident_id, label_source, root_cause FROM marts.hw_incidents").fetchall()
     rejects = con.sql("SELECT line_no, error FROM raw.rejects WHERE source_file = 'incidents.csv'").fetchall()
     con.close()
-    assert set(attribution) == {"2", "3"}  # job 1 completed: not a failure
+    assert set(attribution) == {"2", "3", "4"}  # job 1 completed: not a failure
     # 8 GPUs x 30 min expected lost work with the site's hourly checkpoints; no restart followed (no job
     # resubmitted it), so no restart overhead — what goodput charges
     assert attribution["2"][0] == "infrastructure" and attribution["2"][1] == pytest.approx(8 * 30 / 60)
     assert attribution["3"][0] == "user" and attribution["3"][1] == 0
+    assert attribution["4"][0] == "unknown" and attribution["4"][1] == 0
     # The operator's label wins for the incident the job is attributed to.
     assert (attribution["2"][2], "operator", "GSP firmware hang (driver 550 bug)") in incident
     assert rejects == [(3, "start is not an ISO-8601 time")]

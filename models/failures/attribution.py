@@ -29,12 +29,28 @@ rule  condition                                                          attribu
       and the operator's ``PSU failure - replace PSU2`` are one outage)
       starting within [end − ``before``, end + ``after``]
 3     NODE_FAIL or BOOT_FAIL without evidence                             infrastructure   ``unknown (suspected)``
+4a    REQUEUED, and a node of the job logged no line on its end day      unknown          —
+      (:data:`NO_LOGS_RULE`)
 4     REQUEUED without evidence (a normal requeue: preemption, admin)    none             —
 5     a user-application event (Xid 13/31/43, OOM killer…) in the window  user             the event's
 7     CANCELLED by root/SlurmUser                                        unknown          —
+7b    a node of the job logged no line on its end day                    unknown          —
+      (:data:`NO_LOGS_RULE`)
 8     FAILED with a non-zero exit code or a signal (Meta's convention)   user             ``user_application``
 9     anything else (FAILED 0:0)                                         unknown          —
 ====  =================================================================  ===============  ==========================
+
+Absence of evidence counts only where evidence could have been seen (rules 4a, 7b). Rules 4 and 8 rest on
+*no* infrastructure evidence, which says nothing when the node logs did not cover the job: without node
+logs an Xid 79 that killed a job leaves no event, and the job's exit 1 would blame the user. So they
+apply only to a job every one of whose nodes logged at least one line (any line, not only failure
+events) on the UTC day of its end — every node, not one: evidence on any of its nodes would have
+counted, so a silent node is where the cause may hide. The day is a coarse, set-based test
+(``raw.record_days`` holds the nodes that logged per day); a log that stops mid-day still counts as
+covering that day (``marts.log_coverage_daily.stopped_nodes`` names those). The other rules rest on
+positive evidence — a job limit, a NODE_FAIL, an infrastructure or user-application event, a node
+state — and hold with or without logs. Coverage unknown (``log_days`` not given to
+:func:`prepare_evidence`, as in unit tests whose events are the whole log) counts every node as covered.
 
 Causality: an event stamped more than ``clock_skew`` before the job started, or an incident over by then,
 cannot have killed it (the scheduler gave the job a node back in service); nor can a fault its node
@@ -92,8 +108,10 @@ from gpusre.models.reliability.repair_times import load_open_fault_kinds, load_r
 __all__ = [
     "ATTRIBUTION_SCHEMA",
     "DETECTION_KINDS",
+    "LOG_DAYS_SCHEMA",
     "NODE_STATE_EVIDENCE_SCHEMA",
     "GRACE_CLASSES",
+    "NO_LOGS_RULE",
     "OPEN_FAULT_LOOKBACK",
     "RECOVERY_GRACE",
     "SUSPECTED_COMPONENT",
@@ -109,6 +127,11 @@ __all__ = [
 #: Jobs ended by their own limits (vocabulary.LIMIT_STATES): memory, time, and --deadline on a started job.
 _LIMIT_STATES = {"OUT_OF_MEMORY": "host_memory", "TIMEOUT": "user_application", "DEADLINE": "user_application"}
 SUSPECTED_COMPONENT = "unknown (suspected)"
+#: The rule of a job left ``unknown`` because a node of it logged nothing on its end day (rules 4a, 7b):
+#: the absence of infrastructure evidence there is no evidence. Reports match it by value.
+NO_LOGS_RULE = "no node logs from its nodes at its end"
+#: The node-log coverage :func:`prepare_evidence` takes: one row per (node, UTC day) with >= 1 log line.
+LOG_DAYS_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), "day": pl.Date()}
 #: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
 DETECTION_KINDS: tuple[str, ...] = (HEALTH_CHECK_KIND, "slurmd_error")
 #: Component classes whose faults do not make a GPU application fault (Xid 13/31/43) or an OOM kill: a
@@ -325,15 +348,29 @@ class AttributionEvidence:
     incident_nodes: pl.DataFrame
     #: :func:`node_state_evidence` rows (empty without node states).
     outages: pl.DataFrame
+    #: :data:`LOG_DAYS_SCHEMA`: the (node, UTC day) pairs the node logs cover; None = unknown (all covered).
+    log_days: pl.DataFrame | None = None
 
 
 def prepare_evidence(
     events: pl.DataFrame,
     incidents: pl.DataFrame,
     node_states: pl.DataFrame | None = None,
+    log_days: pl.DataFrame | None = None,
 ) -> AttributionEvidence:
-    """The evidence of :func:`attribute_failures_with` (arguments as :func:`attribute_failures`'s)."""
+    """The evidence of :func:`attribute_failures_with` (arguments as :func:`attribute_failures`'s).
+
+    ``log_days``: :data:`LOG_DAYS_SCHEMA` rows, the (node, UTC day) pairs with at least one node-log
+    line (``raw.record_days``; an empty frame when no node log was loaded); the nodes' event days are
+    added (a node that logged an event logged a line). ``None``: coverage unknown, every node covered."""
     infra = failure_events(events)
+    if log_days is not None:
+        # A node that logged an event that day logged a line (hand-built event tables have no record days).
+        log_days = pl.concat([
+            log_days.select(pl.col("node").cast(pl.String), pl.col("day").cast(pl.Date)),
+            events.select(pl.col("node").cast(pl.String),
+                          pl.col("ts").cast(pl.Datetime("us", "UTC")).dt.date().alias("day")),
+        ]).drop_nulls().unique()
     return AttributionEvidence(
         failures=_indexed(infra),
         open_failures=_indexed(infra.filter(pl.col("kind").is_in(load_open_fault_kinds()))),
@@ -351,6 +388,7 @@ def prepare_evidence(
             (pl.col("label_source") == "operator").alias("_op"),
         ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
         outages=node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA),
+        log_days=log_days,
     )
 
 
@@ -359,6 +397,7 @@ def attribute_failures(
     events: pl.DataFrame,
     incidents: pl.DataFrame,
     node_states: pl.DataFrame | None = None,
+    log_days: pl.DataFrame | None = None,
     **rules: Any,
 ) -> pl.DataFrame:
     """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
@@ -371,12 +410,14 @@ def attribute_failures(
             ``nodes``, ``label_source``).
         node_states: optional output of :func:`node_state_evidence` (rule 2b); ``None`` when the
             site ingests no Slurm node-state history.
+        log_days: the node logs' coverage (:func:`prepare_evidence`; rules 4a, 7b); ``None``: unknown,
+            every node counts as covered.
         rules: the keyword arguments of :func:`attribute_failures_with`.
 
     Returns:
         As :func:`attribute_failures_with`.
     """
-    return attribute_failures_with(jobs, prepare_evidence(events, incidents, node_states), **rules)
+    return attribute_failures_with(jobs, prepare_evidence(events, incidents, node_states, log_days), **rules)
 
 
 def attribute_failures_with(
@@ -553,8 +594,16 @@ def attribute_failures_with(
         .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"))
     )
 
+    # Jobs a node of which logged no line on the end day: no evidence there is no evidence (rules 4a, 7b).
+    if evidence.log_days is None:
+        unlogged_jobs = pl.DataFrame(schema={"_j": pl.UInt32})
+    else:
+        unlogged_jobs = (job_days.select("_j", "node", pl.col("_day").alias("day"))
+                         .join(evidence.log_days, on=["node", "day"], how="anti").select("_j").unique())
     j = (j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left")
-         .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left"))
+         .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left")
+         .join(unlogged_jobs.with_columns(pl.lit(True).alias("_unlogged")), on="_j", how="left"))
+    unlogged = pl.col("_unlogged").fill_null(False)
     has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
     has_user = pl.col("_user_ids").is_not_null()
     infra_class = class_of(pl.coalesce("_inc_component", "_ev_component"))
@@ -584,9 +633,11 @@ def attribute_failures_with(
         (pl.col("_state_component").is_not_null(),
          decide("infrastructure", "Slurm node state in window", pl.col("_state_component"), "hardware")),
         (state.is_in(NODE_FAILURE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
+        (unlogged & (state == "REQUEUED"), decide("unknown", NO_LOGS_RULE, None, None)),
         (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),
         (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
         (state == "CANCELLED", decide("unknown", "cancelled by system without evidence", None, None)),
+        (unlogged, decide("unknown", NO_LOGS_RULE, None, None)),
         (nonzero_exit, decide("user", "non-zero exit without infrastructure evidence", "user_application", "user_application")),
     ]
     fallback = decide("unknown", "no evidence", None, None)

@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.failures.attribution import NO_LOGS_RULE
 from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.models.warehouse import select_columns
 from gpusre.reports.kit.formatting import (
@@ -25,7 +26,7 @@ from gpusre.reports.kit.formatting import (
 )
 from gpusre.reports.kit.labels import cause_label, component_label, state_cell
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _ATTRIBUTIONS = ("infrastructure", "user", "unknown")
@@ -69,6 +70,15 @@ def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None) 
     return total, {r["attribution"]: r for r in rows if r["attribution"] != "(all)"}
 
 
+def _unlogged_text(n: int, night_n: int, d: str) -> str:
+    """' 3 unknown jobs (1 on 2026-11-20) could not be attributed for lack of node logs: …' (empty for 0)."""
+    if not n:
+        return ""
+    return (f" {plural(n, 'unknown job')} ({fmt_int(night_n)} on {d}) could not be attributed for lack of node "
+            f"logs: a node of {'it' if n == 1 else 'each'} logged no line on the day it ended, so a hardware "
+            "fault there would have left no trace — unknown, not the user's.")
+
+
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     d = fmt_date(meta.report_date)
     sec = Section("attribution", "Why jobs failed")
@@ -87,11 +97,16 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     # work: shown beside the jobs (" + 1 requeued run"), its GPU-hours in the lost GPU-hours, as the
     # headline's infrastructure cards count it.
     night_runs = any(r["runs"] for r in night.values())
+    # The unknown jobs the node logs did not cover (rule NO_LOGS_RULE): "0 infrastructure" must not read
+    # as a fact where no log could have shown the fault.
+    unlogged = scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ?", [NO_LOGS_RULE]) or 0
+    night_unlogged = scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ? AND "
+                                 f"{utc_day_sql('end_ts')} = ?", [NO_LOGS_RULE, meta.report_date]) or 0
     sec.lead = (f"Of {plural(total, 'interrupted job')} in {period} (failed, timed out, out of memory, node failure, "
                 f"requeued, or cancelled by an administrator), {_attribution_phrase(every, total)}; ") + (
         f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}." if night_total
         else f"none failed on {d}, but runs of requeued jobs did: {_attribution_phrase(night, night_total)}."
-        if night_runs else f"none failed on {d}.")
+        if night_runs else f"none failed on {d}.") + _unlogged_text(unlogged, night_unlogged, d)
 
     cells = query_rows(con, """SELECT attribution, state, jobs AS n, runs, lost_gpu_hours AS lost
                                FROM marts.failure_attribution_summary WHERE scope = 'all'""")
@@ -147,6 +162,11 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             caption=f"Infrastructure-failed jobs that ended on {d}"
                     + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
         ))
+    elif night_unlogged:
+        its = "its" if night_unlogged == 1 else "their"
+        sec.notes.append(f"No job is known to have failed because of the infrastructure on {d}, but "
+                         f"{plural(night_unlogged, 'failed job')} could not be attributed: no node logs from "
+                         f"{its} nodes at {its} end.")
     else:
         sec.notes.append(f"No job failed because of the infrastructure on {d}.")
     return sec

@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.failures.attribution import NO_LOGS_RULE
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.vocabulary import FAILED_STATES
 from gpusre.reports.kit.formatting import (
@@ -27,6 +28,7 @@ from gpusre.reports.kit.formatting import (
     plural,
     truncate,
 )
+from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit.section import NO_DATA, Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta
@@ -115,7 +117,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         days = base.get("util_days") if key == "util" else base.get("days")
         return f" · {days}-day median {fmt(base[key])}" if base.get(key) is not None else ""
 
-    if reason:
+    missing = missing_sources(con)
+    no_accounting = "sacct" in missing
+    if no_accounting:
+        # Nothing was loaded to count: the job figures are unknown, not 0 (a quiet night looks the same).
+        sec.lead = (f"{NO_DATA}: no Slurm accounting was loaded (landing/sacct/), so the jobs that ended, "
+                    "failed or were killed by the infrastructure are unknown.")
+    elif reason:
         sec.lead = reason
     elif not tot["gpu_jobs"]:
         sec.lead = f"{NO_DATA}: no GPU job has finished (marts.job_totals counts none)."
@@ -158,7 +166,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          "sub": f"of {plural(last_run['rows_read'], 'row')} in {plural(last_run['files'], 'file')}"
                 + (f", {fmt_date(last_run['last_ingested_at'])}" if last_run["last_ingested_at"] else ""),
          "tone": "bad" if last_run["rows_rejected"] else "good"},
-    ] + failure_cards(con, meta)
+    ] + failure_cards(con, meta, missing)
+    if no_accounting:
+        unknown = {"GPU jobs ended", "GPU-hours", f"GPU jobs ended {fmt_date(meta.report_date)}",
+                   "Mean utilization", f"Utilization {fmt_date(meta.report_date)}",
+                   f"Failures {fmt_date(meta.report_date)}", f"Infra failures {fmt_date(meta.report_date)}",
+                   "Infra failures, whole period"}
+        for card in sec.cards:
+            if card["label"] in unknown:
+                card.update(value=MISSING, sub=UNKNOWN_NO_ACCOUNTING, tone="")
     return sec
 
 
@@ -187,9 +203,14 @@ def _infra_card(label: str, infra: dict[str, Any], total: int, tone: bool) -> di
     return {"label": label, "value": fmt_int(runs), "sub": sub, "tone": ("bad" if runs else "good") if tone else ""}
 
 
-def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dict[str, str]]:
-    """KPI cards from the failure marts; '–' with the reason when a mart is missing or broken."""
+def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
+                  missing: frozenset[str] = frozenset()) -> list[dict[str, str]]:
+    """KPI cards from the failure marts; '–' with the reason when a mart is missing or broken.
+    ``missing``: the sources never loaded (:func:`~gpusre.reports.incident.terms.missing_sources`):
+    without node logs no hardware incident seen is unknown, not 0. The infrastructure cards say how
+    many failed jobs the node logs did not cover (left unknown)."""
     d = fmt_date(meta.report_date)
+    no_logs = "syslog" in missing
     cards: list[dict[str, str]] = []
     try:
         reason = (table_status(con, "marts.job_failure_attribution")
@@ -199,8 +220,20 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dic
         night_total, night = (0, {}) if reason else attribution_counts(con, meta.report_date)
         all_total, every = (0, {}) if reason else attribution_counts(con)
         none = {"n": 0, "runs": 0, "lost": 0.0}
-        cards.append(_infra_card(f"Infra failures {d}", night.get("infrastructure", none), night_total, True))
-        cards.append(_infra_card("Infra failures, whole period", every.get("infrastructure", none), all_total, False))
+        # Failed jobs left unknown because the node logs did not cover their nodes (NO_LOGS_RULE): "0"
+        # infrastructure failures must not read as a fact where no log could have shown one.
+        unlogged = {} if reason else {
+            f"Infra failures {d}": scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ? "
+                                               f"AND {utc_day_sql('end_ts')} = ?", [NO_LOGS_RULE, meta.report_date]),
+            "Infra failures, whole period": scalar(con, "SELECT count(*) FROM marts.job_failure_attribution "
+                                                        "WHERE rule = ?", [NO_LOGS_RULE])}
+        for label, counts, total, tone in ((f"Infra failures {d}", night, night_total, True),
+                                           ("Infra failures, whole period", every, all_total, False)):
+            card = _infra_card(label, counts.get("infrastructure", none), total, tone)
+            if unlogged.get(label):
+                card["sub"] += f" · {fmt_int(unlogged[label])} unknown: no node logs"
+                card["tone"] = ""
+            cards.append(card)
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report attribution cards: %s", exc)
         sub = "marts.job_failure_attribution not available"
@@ -213,9 +246,13 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dic
         inc = {"n": scalar(con, "SELECT count(*) FROM marts.hw_incidents"),
                "night": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} = ?",
                                [meta.report_date])}
-        cards.append({"label": "Hardware incidents", "value": fmt_int(inc["n"]),
-                      "sub": f"whole period · {fmt_int(inc['night'])} began {d}",
-                      "tone": "bad" if inc["night"] else ""})
+        if no_logs and not inc["n"]:
+            # Incidents come from the node logs: without them none seen is no evidence that none happened.
+            cards.append({"label": "Hardware incidents", "value": MISSING, "sub": "unknown: no node logs", "tone": ""})
+        else:
+            cards.append({"label": "Hardware incidents", "value": fmt_int(inc["n"]),
+                          "sub": f"whole period · {fmt_int(inc['night'])} began {d}",
+                          "tone": "bad" if inc["night"] else ""})
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report incident card: %s", exc)
         cards.append({"label": "Hardware incidents", "value": MISSING, "sub": "marts.hw_incidents not available",
