@@ -74,12 +74,17 @@ CASES = [
     ("coolant leak", "thermal", "thermal", "hardware", "thermal"),
     ("memory leak in slurmd", "slurm_config", "slurm", "software", "slurm_config"),  # was thermal
     ("lustre mount missing", "filesystem", "storage", "software", "filesystem"),
-    ("disk full /tmp", "disk_full", "storage", "software", "disk_full"),             # was local_disk / hardware
-    ("/tmp is full", "disk_full", "storage", "software", "disk_full"),
-    ("No space left on device", "disk_full", "storage", "software", "disk_full"),
-    # NHC's capacity checks name a filling file system, not a broken one (outside probe K)
-    ("NHC: check_fs_free: /tmp has only 2% free (7.1GB), minimum is 5%", "disk_full", "storage", "software", "disk_full"),
-    ("check_fs_iused: /var has only 1% of inodes free", "disk_full", "storage", "software", "disk_full"),
+    ("disk full /tmp", "disk_full", "local_disk", "software", "disk_full"),          # was local_disk / hardware
+    ("/tmp is full", "disk_full", "local_disk", "software", "disk_full"),
+    ("No space left on device", "disk_full", "local_disk", "software", "disk_full"),
+    # NHC's capacity checks name a filling file system, not a broken one (outside probe K); a node-local
+    # one is the node's housekeeping, not shared storage's (outside probe O)
+    ("NHC: check_fs_free: /tmp has only 2% free (7.1GB), minimum is 5%", "disk_full", "local_disk", "software", "disk_full"),
+    ("check_fs_iused: /var has only 1% of inodes free", "disk_full", "local_disk", "software", "disk_full"),
+    ("NHC: check_fs_free: /lustre has only 1% free", "disk_full", "storage", "software", "disk_full_shared"),
+    ("/scratch is full", "disk_full", "storage", "software", "disk_full_shared"),
+    ("ENOSPC on /gpfs/projects", "disk_full", "storage", "software", "disk_full_shared"),
+    ("NHC: check_fs_free: /local/scratch has only 3% free", "disk_full", "local_disk", "software", "disk_full"),
     ("nvme0n1 SMART critical warning", "local_disk", "local_disk", "hardware", "local_disk"),
     ("PSU 2 failed", "power", "host_power", "hardware", "power"),
     ("lost power - PDU tripped", "power", "host_power", "hardware", "power"),
