@@ -336,7 +336,7 @@ def test_failure_taxonomy(report: tuple[ReportPaths, str, str]) -> None:
     text = _visible_text(sec)
     assert ("In 2026-09 … 2026-10 there were 18 incidents — GPU 9, Interconnect switch 5, NVLink/NVSwitch 3, "
             "Storage 1 — and 3 infrastructure-failed jobs, costing 2,312 GPU-hours; the most work was lost to "
-            "Interconnect switch (2,048 GPU-h, 88.6 %).") in text
+            "Interconnect switch (2,048 GPU-h, 88.6 % of the 2,312 GPU-h lost to the infrastructure).") in text
     # One row per friendly component (nvlink + nvswitch merged), by lost GPU-hours; a total row.
     assert "Interconnect switch hardware 5 300 1 2,048.0 88.6 %" in text
     assert "GPU hardware 9 40 1 256.0 11.1 %" in text

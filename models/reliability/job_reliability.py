@@ -207,7 +207,8 @@ def checkpoint_what_if_table(n_nodes: int, r_f_per_node_day: float | None, check
     definition, ``expected_ettr`` = that × (1 − ``queue_share``), where ``queue_share`` = Σ queue / Σ wall-clock
     of ``measured``: for sums, Σp/Σw = Σp/Σ(w − q) · Σ(w − q)/Σw exactly, and a checkpoint interval does not
     change how long runs wait in the queue. ``measured_ettr`` is the SLO's ratio over ``measured`` (all time),
-    to set the expectation against. Rows: ``n_nodes``, ``interval_s``, ``expected_ettr``, ``reaches_target``,
+    to set the expectation against. With no ``measured`` run (no run the SLO counts has finished) both are None,
+    never a figure over other runs, and ``expected_ettr`` is the closed form alone (queue wait unknown). Rows: ``n_nodes``, ``interval_s``, ``expected_ettr``, ``reaches_target``,
     ``target``, ``max_interval_for_target_s`` (None: no interval reaches it), ``expected_ettr_excl_queue``,
     ``queue_share``, ``measured_ettr``, ``includes_queue_wait``.
     """
@@ -216,14 +217,15 @@ def checkpoint_what_if_table(n_nodes: int, r_f_per_node_day: float | None, check
               "queue_share": pl.Float64, "measured_ettr": pl.Float64, "includes_queue_wait": pl.Boolean}
     if n_nodes <= 0 or not r_f_per_node_day:
         return pl.DataFrame(schema=schema)
-    queue_share, measured_ettr = 0.0, None
+    queue_share: float | None = None
+    measured_ettr: float | None = None
     if measured is not None and measured.height:
         wall, queue, productive = (float(measured[c].cast(pl.Float64).sum()) for c in ("wallclock_s", "queue_s",
                                                                                          "productive_s"))
         queue_share = queue / wall if wall > 0 else 0.0
         denominator = wall if includes_queue_wait else wall - queue
         measured_ettr = min(productive / denominator, 1.0) if denominator > 0 else None
-    keep = (1.0 - queue_share) if includes_queue_wait else 1.0
+    keep = (1.0 - queue_share) if includes_queue_wait and queue_share is not None else 1.0
     u0 = float(checkpoint.restart_overhead_s)
     w = float(checkpoint.write_s)
     table = checkpoint_what_if(n_nodes, r_f_per_node_day, u0, w).rename({"expected_ettr": "expected_ettr_excl_queue"})
@@ -234,7 +236,7 @@ def checkpoint_what_if_table(n_nodes: int, r_f_per_node_day: float | None, check
     return table.with_columns(
         pl.lit(n_nodes).alias("n_nodes"), (pl.col("expected_ettr_excl_queue") * keep).alias("expected_ettr"),
         pl.lit(target).alias("target"), pl.lit(best_hi, dtype=pl.Float64).alias("max_interval_for_target_s"),
-        pl.lit(queue_share).alias("queue_share"), pl.lit(measured_ettr, dtype=pl.Float64).alias("measured_ettr"),
+        pl.lit(queue_share, dtype=pl.Float64).alias("queue_share"), pl.lit(measured_ettr, dtype=pl.Float64).alias("measured_ettr"),
         pl.lit(includes_queue_wait).alias("includes_queue_wait"),
     ).with_columns((pl.col("expected_ettr") >= target).alias("reaches_target")
     ).select([pl.col(c).cast(t) for c, t in schema.items()])

@@ -330,10 +330,10 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     by_size = ettr_by_size(runs_mart, r_f)
     largest_nodes = int(runs_mart.get_column("n_nodes").max() or 0) if runs_mart.height else 0
     # The what-if answers for the runs the ETTR SLO counts, with the SLO's definition (queue wait in or out).
+    # With none, its measured ETTR stays empty: a ratio over every small run read as the SLO's "same runs".
     slo_runs = runs_mart.filter(~pl.col("ongoing") & (pl.col("n_gpus") >= settings.ettr_min_run_gpus))
     what_if = checkpoint_what_if_table(largest_nodes, r_f, rules.checkpoint, target=_ettr_target(settings),
-                                       includes_queue_wait=settings.ettr_includes_queue_wait,
-                                       measured=slo_runs if slo_runs.height else runs_mart.filter(~pl.col("ongoing")))
+                                       includes_queue_wait=settings.ettr_includes_queue_wait, measured=slo_runs)
     # Every run counts in job_infra_success: the earlier runs Slurm requeued with their own attribution.
     earlier = inputs.instances.filter(~pl.col("is_latest")).select("job_id", "instance_no", "start_ts", "end_ts")
     slo = slo_daily(jobs=inputs.jobs, job_attribution=inputs.job_attribution, runs=runs_mart, goodput=goodput,

@@ -11,7 +11,7 @@ import duckdb
 
 from gpusre.reports.coverage import SOURCES, loaded_sources
 from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
-from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.labels import incident_kind
 
 if TYPE_CHECKING:  # the incident module formats with these helpers
     from gpusre.reports.incident.incident import Incident
@@ -92,14 +92,16 @@ def root_alert(inc: Incident) -> dict[str, Any] | None:
 
 
 def what_text(inc: Incident) -> str:
-    """'GPUFellOffBus on gpu068' / 'PCIe bus failure on gpu068 (xid 79)' — the incident in a few words."""
+    """'GPUFellOffBus on gpu068' / 'PCIe bus failure on gpu068 (xid 79)' / 'Rack power loss on gpu[033-040]
+    (PDU breaker r5)' — the incident in a few words (:func:`~gpusre.reports.kit.labels.incident_kind`)."""
     r = inc.row
     if inc.kind == "alert":
         return str(r.get("root_cause_candidate") or "alert incident")
     where = (f" under {r['leaf_switch']}" if r.get("leaf_switch") else
              f" on {truncate(nodes_text(r.get('nodes')), 40)}" if r.get("nodes") else "")
     cause = f" ({r['root_cause']})" if r.get("root_cause") else ""
-    return f"{component_label(r.get('component'))} failure{where}{cause}"
+    # by the incident's spread: a rack's PDU trip is a "Rack power loss", not one node's power supply failure
+    return f"{incident_kind(r.get('component'), r.get('scope'))}{where}{cause}"
 
 
 # -- sources that were never loaded -----------------------------------------------------------

@@ -118,3 +118,47 @@ def action_label(action: str | None) -> str:
     if not action:
         return MISSING
     return ACTION_LABELS.get(action, action.replace("_", " ").capitalize() if action.isupper() else action)
+
+
+# -- a hardware incident by its spread (marts.hw_incidents.scope) ---------------------------------------
+# A rack-scope incident is power or cooling failing on several nodes of one rack at once, a fabric-scope one
+# link losses under several leaf switches: their component (a node's PSU, a leaf switch) names the evidence,
+# not the fault, and "Drain the node" / "Leaf switch" would send the SRE to the wrong box. One definition,
+# used by the incident retrospective, the nightly and the SLO review.
+
+_RACK_COMPONENTS = {"host_power": "Rack power", "power": "Rack power", "thermal": "Rack cooling"}
+_RACK_KINDS = {"Rack power": "Rack power loss", "Rack cooling": "Rack cooling failure"}
+_RACK_ACTIONS = {"Rack power": "Check the rack's PDU / breaker and power feed (not one node's power supply)",
+                 "Rack cooling": "Check the rack's cooling (CDU, fans, airflow), not one node"}
+FABRIC_COMPONENT = "Fabric (upstream switch)"
+FABRIC_ACTION = "Check the spine / core switches and the subnet manager above the leaf switches"
+
+
+def incident_component(component: str | None, scope: str | None) -> str:
+    """What failed, by the incident's spread: ('host_power', 'rack') -> 'Rack power', (any, 'fabric') ->
+    'Fabric (upstream switch)'; node, leaf-switch and other scopes -> :func:`component_label`."""
+    if scope == "rack":
+        return _RACK_COMPONENTS.get(component or "", f"Rack ({component_label(component)})")
+    if scope == "fabric":
+        return FABRIC_COMPONENT
+    return component_label(component)
+
+
+def incident_kind(component: str | None, scope: str | None) -> str:
+    """A hardware incident in a few words: 'Rack power loss', 'Fabric (upstream switch) outage',
+    'Interconnect switch failure' (leaf switch), 'PCIe bus failure' (one node)."""
+    what = incident_component(component, scope)
+    if scope == "fabric":
+        return f"{what} outage"
+    return _RACK_KINDS.get(what, f"{what} failure")
+
+
+def incident_action(action: str | None, component: str | None, scope: str | None) -> str:
+    """The recommended action for a hardware incident: a rack's or the fabric's, not the catalog's per-node
+    action of its worst event (a rack PDU trip is not 'Drain the node'); other scopes -> :func:`action_label`."""
+    if scope == "rack":
+        return _RACK_ACTIONS.get(incident_component(component, scope),
+                                 "Check the rack's shared power and cooling, not one node")
+    if scope == "fabric":
+        return FABRIC_ACTION
+    return action_label(action)

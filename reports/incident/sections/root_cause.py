@@ -16,7 +16,7 @@ from gpusre.reports.incident.terms import (
     when_text,
 )
 from gpusre.reports.kit.formatting import MISSING, fmt_int, nodes_text, plural, sentence_case, truncate
-from gpusre.reports.kit.labels import action_label, cause_label, component_label
+from gpusre.reports.kit.labels import cause_label, incident_action, incident_component
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 
 _MAX_EVENT_ROWS = 25
@@ -54,16 +54,17 @@ def build(inc: Incident) -> Section:
                                             "[start − 10 min, end + 30 min])"))
     else:
         fe = inc.safe("first_events", {}).get(inc.id)
-        sec.lead = (f"{sentence_case(what_text(inc))}: {component_label(r.get('component'))}, {cause_label(r.get('cause_class'))}, "
+        sec.lead = (f"{sentence_case(what_text(inc))}: {incident_component(r.get('component'), r.get('scope'))}, "
+                    f"{cause_label(r.get('cause_class'))}, "
                     f"severity {r.get('severity') or MISSING}"
                     + (f"; first seen {when_text(fe['ts'])} as {event_label(fe['kind'], fe['code'])} on {fe['node']}"
                        if fe else "")
                     + f"; {plural(r.get('n_events'), 'event')} on {plural(len(inc.anchor_nodes), 'node')}.")
-        kv += [("Component", f"{component_label(r.get('component'))} ({r.get('component') or MISSING})"),
+        kv += [("Component", f"{incident_component(r.get('component'), r.get('scope'))} ({r.get('component') or MISSING})"),
                ("Root cause", str(r.get("root_cause") or MISSING)
                 + (" (operator label)" if r.get("label_source") == "operator" else "")),
                ("Cause class / severity", f"{cause_label(r.get('cause_class'))} / {r.get('severity') or MISSING}"),
-               ("Recommended action", action_label(r.get("action"))),
+               ("Recommended action", incident_action(r.get("action"), r.get("component"), r.get("scope"))),
                ("Scope", str(r.get("scope") or MISSING) + (f" (leaf switch {r['leaf_switch']})" if r.get("leaf_switch")
                                                            else "")),
                ("Faulty GPUs (PCI)", ", ".join(r.get("gpus") or []) or MISSING)]
@@ -75,7 +76,7 @@ def build(inc: Incident) -> Section:
     for h in (inc.hw_incidents if inc.kind == "alert" else []):
         fe = inc.safe("first_events", {}).get(str(h["incident_id"]))
         kv.append((f"Hardware incident {h['incident_id']}",
-                   f"{component_label(h.get('component'))}, root cause {h.get('root_cause') or MISSING}, "
+                   f"{incident_component(h.get('component'), h.get('scope'))}, root cause {h.get('root_cause') or MISSING}, "
                    f"{plural(h.get('n_events'), 'event')} from {when_text(h.get('start_ts'))}"
                    + (f"; first event {event_label(fe['kind'], fe['code'])} on {fe['node']}: {fe.get('message')}"
                       if fe else "")))

@@ -27,7 +27,7 @@ from gpusre.reports.kit.formatting import (
     span_hours,
     truncate,
 )
-from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.labels import cause_label, incident_component
 from gpusre.reports.kit.section import Section, SectionSpec
 
 
@@ -60,7 +60,7 @@ def build(inc: Incident) -> Section:
         named = next((h for h in inc.hw_incidents if h["incident_id"] == r.get("hw_incident_id")),
                      inc.hw_incidents[0] if inc.hw_incidents else None)
         others = len(inc.hw_incidents) - 1
-        hw = (f" (hardware incident {named['incident_id']}, {component_label(named['component'])}"
+        hw = (f" (hardware incident {named['incident_id']}, {incident_component(named['component'], named.get('scope'))}"
               + (f", and {plural(others, 'other linked hardware incident')}" if others > 0 else "") + ")"
               if named else "")
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else

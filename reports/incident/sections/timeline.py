@@ -28,7 +28,7 @@ from gpusre.reports.incident.terms import (
 )
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, nodes_text, plural, truncate
-from gpusre.reports.kit.labels import component_label
+from gpusre.reports.kit.labels import incident_component
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 
@@ -127,7 +127,7 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
     for h in inc.hw_incidents:
         if h["incident_id"] not in first_events:
             out.append((as_utc(h["start_ts"]), f"hardware incident {h['incident_id']} starts "
-                                             f"({component_label(h['component'])})"))
+                                             f"({incident_component(h['component'], h.get('scope'))})"))
         if h.get("end_ts") and as_utc(h["end_ts"]) != as_utc(h["start_ts"]):
             out.append((as_utc(h["end_ts"]), f"last evidence of hardware incident {h['incident_id']}"))
     seen_incidents: set[str] = set()

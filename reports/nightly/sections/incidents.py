@@ -22,7 +22,7 @@ from gpusre.reports.kit.formatting import (
     span_hours,
     truncate,
 )
-from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.labels import cause_label, incident_component
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.nightly.meta import NightlyMeta
@@ -52,7 +52,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open,
                                count(*) FILTER (WHERE affected_jobs IS NULL) AS unknown
                         FROM marts.hw_incidents""")[0]
-    rows = query_rows(con, f"""SELECT incident_id, component, cause_class, start_ts, nodes, n_events, label_source,
+    rows = query_rows(con, f"""SELECT incident_id, component, scope, cause_class, start_ts, nodes, n_events, label_source,
                                  root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
                                  hours_to_recovery
                           FROM marts.hw_incidents
@@ -72,7 +72,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = (
             f"The top {len(rows)} of {plural(agg['n'], 'incident')} lost {gpuh(shown_lost)} GPU-hours"
             + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
-            + f"; the costliest, {component_label(top['component'])}{where} from {fmt_date(top['start_ts'])}, "
+            + f"; the costliest, {incident_component(top['component'], top['scope'])}{where} from {fmt_date(top['start_ts'])}, "
             f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
             # "Recovered" here is "started a job that went on to complete" (recovered_ts: that job's start),
             # not MTTR's "back in service": named apart.
@@ -90,7 +90,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
          Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
          Column("Completing job started", True)],
-        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
+        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(incident_component(r["component"], r["scope"])),
           cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])),
           Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num)),

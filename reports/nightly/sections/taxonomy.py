@@ -68,8 +68,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
             + (f" — {by_component} —" if by_inc else "")
             + f" and {plural(tot_jobs, 'infrastructure-failed job')}, costing {gpuh(tot_lost)} GPU-hours"
+            # named denominator: the SLO review's incident shares are of incident losses only, a smaller total
             + (f"; the most work was lost to {top} ({gpuh(groups[top]['lost'])} GPU-h, "
-               f"{fmt_pct(groups[top]['lost'] / tot_lost)})." if tot_lost > 0 else ".")
+               f"{fmt_pct(groups[top]['lost'] / tot_lost)} of the {gpuh(tot_lost)} GPU-h lost to the "
+               "infrastructure)." if tot_lost > 0 else ".")
         )
 
     def job_cells(jobs: int, lost: float, share: float | None) -> list[Cell]:
@@ -92,7 +94,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         + [[Cell("Total"), Cell(""), Cell(fmt_int(tot_inc)), Cell(fmt_int(sum(g["events"] for g in groups.values()))),
             *job_cells(tot_jobs, tot_lost, 1.0 if tot_lost else None)]],
         caption="Whole period. Events are the failure log lines merged into the incidents; jobs without a "
-                "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component."
+                "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component. Share "
+                "of lost: of all GPU-hours lost to the infrastructure, failures no incident explains included."
                 + (f" Affected jobs and lost GPU-hours: {UNKNOWN_NO_ACCOUNTING}." if unknown else ""),
     ))
     return sec

@@ -142,9 +142,13 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                    f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}.")
                 + (f" Same definition as the SLO: queue wait counts as lost time, so the expected ETTR is the closed "
                    f"form × (1 − the runs' queue share {fmt_pct(w0['queue_share'])}); measured ETTR over the same "
-                   f"runs {fmt_num(w0['measured_ettr'], 2)}." if w0["includes_queue_wait"] else
-                   f" Same definition as the SLO: queue wait left out; measured ETTR over the same runs "
-                   f"{fmt_num(w0['measured_ettr'], 2)}."))
+                   f"runs {fmt_num(w0['measured_ettr'], 2)}." if w0["includes_queue_wait"] and is_number(w0["queue_share"])
+                   else f" Same definition as the SLO: queue wait left out; measured ETTR over the same runs "
+                   f"{fmt_num(w0['measured_ettr'], 2)}." if is_number(w0["measured_ettr"]) else
+                   # marts.checkpoint_what_if leaves both empty rather than quote the small runs as the SLO's
+                   " No run the ETTR SLO counts has finished, so there is no measured ETTR to set this against"
+                   + (" and no queue share: the expected ETTR leaves queue wait out (an upper bound)."
+                      if w0["includes_queue_wait"] else ".")))
             sec.items.append(Table(
                 [Column("Checkpoint interval Δ")] + [Column(fmt_span(r["interval_s"]), True) for r in wi],
                 [[Cell("Expected ETTR")] + [Cell(fmt_num(r["expected_ettr"], 3)) for r in wi],

@@ -22,7 +22,7 @@ from gpusre.reports.kit.formatting import (
     span_hours,
     truncate,
 )
-from gpusre.reports.kit.labels import cause_label, component_label
+from gpusre.reports.kit.labels import cause_label, component_label, incident_component, incident_kind
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
@@ -70,9 +70,12 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             "they cost are unknown: no Slurm accounting was loaded." if unknown else
             f"{plural(agg['n'], 'hardware incident')} started in the window, hit {plural(agg['jobs'], 'job')} and "
             f"lost {fmt_num(lost, 1)} GPU-hours"
+            # named denominator: the nightly's taxonomy shares are of every infrastructure loss, a larger total
             + (f"; {order[0]} cost the most ({fmt_num(groups[order[0]][1], 1)} GPU-h, "
-               f"{fmt_pct(groups[order[0]][1] / lost)}), and the costliest single incident, "
-               f"{component_label(top['component'])} on {fmt_date(top['start_ts'])}, lost "
+               f"{fmt_pct(groups[order[0]][1] / lost)} of the {fmt_num(lost, 1)} GPU-h lost in hardware incidents; "
+               "infrastructure failures no incident explains, e.g. a NODE_FAIL without log evidence, are not "
+               "counted here), and the costliest single incident, "
+               f"{incident_kind(top['component'], top['scope'])} on {fmt_date(top['start_ts'])}, lost "
                f"{fmt_num(top['lost_gpu_hours'], 1)} GPU-hours." if lost > 0 else
                "; none of them cost GPU-hours of running jobs."))
     sec.lead = take
@@ -93,7 +96,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
          Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True),
          Column("Completing job started", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
-          Cell(component_label(r["component"])), cause(r),
+          Cell(incident_component(r["component"], r["scope"])), cause(r),
           Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
           Cell("unknown" if unknown else fmt_int(r["affected_jobs"])),
           Cell("unknown" if unknown else fmt_num(r["lost_gpu_hours"])),

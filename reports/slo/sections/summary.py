@@ -72,7 +72,7 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
                                WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?""", [w.start, w.end])[0]
             cards.append({"label": "Hardware incidents", "value": fmt_int(i["n"]),
                           "sub": ("GPU-h lost unknown: no Slurm accounting · window" if i["unknown"]
-                                  else f"{fmt_num(i['lost'], 0)} GPU-h lost · window"), "tone": ""})
+                                  else f"{fmt_num(i['lost'], 0)} GPU-h lost in them · window"), "tone": ""})
     except duckdb.Error as exc:
         log.warning("SLO report cards: %s", exc)
     return cards
