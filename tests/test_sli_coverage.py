@@ -116,10 +116,12 @@ def test_partial_first_day_counts_its_covered_hours(full):
     # 32 GPUs = 384 productive. The last day 11-04 is cut at 12:00 by the same rule: 384, 24 GPUs × 12 h = 288.
     assert gp["2026-11-01"][:2] == pytest.approx((384.0, 384.0))
     assert gp["2026-11-04"][:2] == pytest.approx((288.0, 384.0))
-    # window: capacity 384 + 768 + 768 + 384 = 2304; productive 384 + 624 + 552 + 288 = 1848 (11-03: 568
-    # allocated − 16 GPU-h of work lost at job 1003's NODE_FAIL) → 80.2 %, above the 70 % objective
+    # window: capacity 384 + 768 + 768 + 384 = 2304, less the planned maintenance the goodput SLO leaves out
+    # (gpu001-003 drained 11-02 06:00-12:00: 3 × 6 h × 8 GPUs = 144) = 2160; productive 384 + 624 + 552 + 288
+    # = 1848 (11-03: 568 allocated − 16 GPU-h of work lost at job 1003's NODE_FAIL) → 85.6 %, above the 70 %
+    # objective. (marts.goodput_daily keeps the maintenance in its capacity: checked below.)
     good, total = (sum(v[i] for v in gp.values()) for i in (0, 1))
-    assert (good, total) == pytest.approx((1848.0, 2304.0))
+    assert (good, total) == pytest.approx((1848.0, 2160.0))
     cap = dict(con.sql("SELECT day::VARCHAR, capacity_gpu_hours FROM marts.goodput_daily").fetchall())
     assert cap["2026-11-01"] == pytest.approx(384.0) and cap["2026-11-04"] == pytest.approx(384.0)
     na = _sli(con, "node_availability")

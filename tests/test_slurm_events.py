@@ -124,13 +124,15 @@ def test_parsable_trailing_delimiter_and_reason_containing_the_delimiter() -> No
     assert r.records.select("reason", "state", "end_ts").row(0) == ("swap DIMM | then reboot", "DOWN", None)
 
 
-def test_headerless_or_fixed_width_files_are_refused() -> None:
+def test_headerless_or_fixed_width_files_are_refused_and_an_empty_one_loads_nothing() -> None:
     with pytest.raises(SlurmEventsFormatError, match="fixed-width"):
         parse_slurm_events_text("   Cluster        NodeName           TimeStart             TimeEnd\n", "f.txt")
     with pytest.raises(SlurmEventsFormatError, match="TimeStart"):
         parse_slurm_events_text("h100|gpu001|2026-01-01T00:00:00|Unknown|DOWN|x|root(0)\n", "h.txt")
-    with pytest.raises(SlurmEventsFormatError, match="empty"):
-        parse_slurm_events_text("# nothing\n\n", "e.txt")
+    # An empty dump (comments and blank lines only) is no format error: it loads with no rows, as an
+    # empty file of every source does.
+    empty = parse_slurm_events_text("# nothing\n\n", "e.txt")
+    assert (empty.records.height, empty.rejects.height, empty.rows_read) == (0, 0, 0)
 
 
 def test_unknown_start_bad_hostlist_and_end_before_start_are_rejected() -> None:
