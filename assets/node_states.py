@@ -27,6 +27,7 @@ from gpusre.models.reliability.node_availability import (
     availability_by_component,
     down_segments,
     node_availability_daily,
+    outage_causes,
 )
 from gpusre.models.sources.slurm_events.ingest import (
     SLURM_EVENTS_KIND,
@@ -40,6 +41,7 @@ from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
     first_evidence,
     health_check_ends,
+    incident_outage_links,
     link_incidents,
     load_health_evidence_kinds,
     load_recovery_kinds,
@@ -159,7 +161,10 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
 @dg.multi_asset(
     specs=[
         # marts.day_coverage by key: assets.data_coverage imports this module, so importing its key here would cycle.
-        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES, CORE_JOBS, dg.AssetKey(["marts", "day_coverage"])],
+        # HW_INCIDENTS: a generic "Not responding" takes the class of the hardware incident linked to its
+        # outage (models/reliability/node_availability.py, outage_causes).
+        dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES, HW_INCIDENTS, CORE_JOBS,
+                                                    dg.AssetKey(["marts", "day_coverage"])],
                      group_name="marts", kinds={"duckdb"},
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "
@@ -167,12 +172,14 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
                      "first loaded dump's day, as its file name gives it, or else the first event's day) to the data's end (the accounting's last moment, or the last observation "
                      "when later; an ongoing event is down until then) — or to the last dump's cut when the dumps end "
                      "earlier (a missing dump: nothing after it is measured), "
-                     "cluster.yaml maintenance windows count as maintenance; partial = the data covers the day "
+                     "cluster.yaml maintenance windows count as maintenance; a state with a generic reason (Not "
+                     "responding) takes the cause of its outage: the part its repair chain's drain names, else the "
+                     "hardware incident linked to it (as marts.incident_repairs links them); partial = the data covers the day "
                      "only in part. Full rebuild (not partitioned)."),
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="Drain/down reasons ranked by node-hours lost: reason class x Drain3 template, "
                      "events, nodes, node-hours (counted once where events overlap)."),
-        dg.AssetSpec(AVAILABILITY_BY_COMPONENT, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(AVAILABILITY_BY_COMPONENT, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="Availability per component class and period (all, month): 1 - unplanned down "
                      "node-hours of that class / scheduled node-hours; 'all' is the cluster."),
     ],
@@ -223,12 +230,18 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
             observed_from = max(observed_from, history_from,
                                 _midnight(as_of - timedelta(days=MAX_HISTORY_DAYS)))
             start_day = observed_from.date()
-            daily = node_availability_daily(states, nodes, start_day, as_of.date(), as_of=as_of,
+            # A generic reason ("Not responding") takes its outage's cause: the part its chain's drain
+            # names, else the hardware incident linked to it — the linkage of marts.incident_repairs,
+            # computed here from the same inputs (that mart is built by repair_time_marts).
+            incidents, _ = _incidents_with_evidence(con)
+            links = incident_outage_links(incidents, states) if incidents is not None else None
+            caused = outage_causes(states, links)
+            daily = node_availability_daily(caused, nodes, start_day, as_of.date(), as_of=as_of,
                                             maintenance=maintenance, observed_from=observed_from)
             # The same clipped, attributed down time as the daily mart, so node-hours add up.
-            segments = down_segments(states, as_of, maintenance, since=observed_from)
-            reasons = top_drain_reasons(states, segments)
-            by_component = availability_by_component(daily, segments, states)
+            segments = down_segments(caused, as_of, maintenance, since=observed_from)
+            reasons = top_drain_reasons(states, segments)  # by each reason's own class
+            by_component = availability_by_component(daily, segments, caused)
         with transaction(con):
             _replace(con, "marts.node_availability_daily", daily)
             mark_partial_days(con, "marts.node_availability_daily")
@@ -245,6 +258,20 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
         "dagster/row_count": reasons.height,
         "top_reasons": markdown_preview(reasons.select("rank", "reason_class", "template", "events", "nodes",
                                                        "node_hours_lost"))})
+
+
+def _incidents_with_evidence(con) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:  # noqa: ANN001
+    """``marts.hw_incidents`` with each incident's ``first_evidence_ts`` (when the members are there), and the
+    member events (:func:`_member_events`); ``(None, None)`` before the node-log marts ran."""
+    if not table_exists(con, "marts.hw_incidents"):
+        return None, None
+    wanted = ("incident_id", "component", "component_class", "scope", "start_ts", "end_ts", "nodes",
+              "n_health_check_episodes", "recovered_ts")
+    incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} FROM marts.hw_incidents").pl()
+    members = _member_events(con)
+    if members is not None:
+        incidents = incidents.join(first_evidence(members), on="incident_id", how="left", maintain_order="left")
+    return incidents, members
 
 
 def _recoveries(con, incidents: pl.DataFrame) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
@@ -297,16 +324,9 @@ def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 -
 def repair_time_marts(warehouse: WarehouseResource):
     with warehouse.connect() as con:
         states = con.sql("SELECT node, start_ts, end_ts, reason, reason_class FROM core.node_states").pl()
-        if table_exists(con, "marts.hw_incidents"):
-            wanted = ("incident_id", "component", "component_class", "scope", "start_ts", "end_ts", "nodes",
-                      "n_health_check_episodes", "recovered_ts")
-            incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} "
-                                "FROM marts.hw_incidents").pl()
-            members = _member_events(con)
-            checks = None
-            if members is not None:
-                incidents = incidents.join(first_evidence(members), on="incident_id", how="left", maintain_order="left")
-                checks = health_check_ends(members, _health_lines(con, members))
+        incidents, members = _incidents_with_evidence(con)
+        if incidents is not None:
+            checks = health_check_ends(members, _health_lines(con, members)) if members is not None else None
             linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents), health_checks=checks)
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)

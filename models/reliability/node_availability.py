@@ -18,7 +18,14 @@ Rules, in order:
    hardware outage.
 3. **Planned maintenance windows** (cluster.yaml ``maintenance``) turn down time inside them into
    ``maintenance``, whatever the reason says.
-4. Time not covered by an event is **in service** (``source = 'assumed_in_service'`` marks node-days
+4. **A generic reason takes its outage's cause** (:func:`outage_causes`, applied by the asset before
+   these rules): a state whose own reason names no part (``Not responding``, ``Kill task failed``,
+   an empty reason: component ``os``/``slurm``/``other``, class ``unknown``/``software``) takes the
+   class and component of the part-naming reason of its outage chain (a ``DOWN*`` then a ``DRAIN
+   "replace DIMM"`` minutes later: host memory), else of the hardware incident linked to its outage
+   (``marts.incident_repairs``' rule: a rack's PDU trip makes its nodes' ``Not responding`` power
+   down time). A state with a reason of its own keeps it (a planned drain stays maintenance).
+5. Time not covered by an event is **in service** (``source = 'assumed_in_service'`` marks node-days
    with no event at all; the history cannot tell an idle-but-healthy node from a missing dump).
 
 **Coverage** (one definition for every reader): a node-day *is covered by node-state history* when
@@ -50,6 +57,7 @@ import polars as pl
 
 from gpusre.models.vocabulary import load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
+from gpusre.models.reliability.repair_times import node_outages, outage_chains
 
 __all__ = [
     "DAILY_SCHEMA",
@@ -59,6 +67,7 @@ __all__ = [
     "availability_by_component",
     "down_segments",
     "node_availability_daily",
+    "outage_causes",
 ]
 
 _UTC_DT = pl.Datetime("us", "UTC")
@@ -94,6 +103,92 @@ _BUCKET_COLUMNS = {
     "maintenance": "down_maintenance_hours",
     "health_check": "down_health_check_hours",
 }
+
+
+#: Reason components any fault shows (a dead node is "Not responding" whatever broke): with one of these
+#: (or none) and an availability class below, a state's reason says nothing about the outage's cause.
+GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
+GENERIC_CLASSES = frozenset({"unknown", "software"})
+
+
+def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``states`` with each generic-reason state's ``availability_class`` and ``reason_component`` taken
+    from the cause of its outage; adds ``component_class`` (set when it comes from an incident, whose
+    component may be outside the catalog) and ``class_source`` (``reason`` | ``outage_chain`` | ``incident``).
+
+    A state is *generic* when its ``reason_component`` is null or in :data:`GENERIC_COMPONENTS` and its
+    ``availability_class`` null or in :data:`GENERIC_CLASSES`. Its outage is the merged run of states it
+    belongs to (:func:`~gpusre.models.reliability.repair_times.node_outages`), chained with the outages
+    that follow within 30 min (:func:`~gpusre.models.reliability.repair_times.outage_chains`). In order:
+
+    1. the first part-naming reason of the chain from its outage on (``chain_reason``): that state's
+       class and component — README's rule, the node's own record of what was found;
+    2. else the hardware incident linked to its outage or to an earlier outage of its chain (``links``,
+       :func:`~gpusre.models.reliability.repair_times.incident_outage_links`, the incident_repairs
+       linkage; the earliest incident when several are): ``hardware`` and the incident's component.
+
+    Every other state keeps its own (a planned-maintenance drain stays maintenance with an incident in it).
+
+    Args:
+        states: ``node``, ``start_ts``, ``end_ts``, ``availability_class``, ``reason_component``,
+            ``reason_class``, ``reason`` (core.node_states; missing optional columns count as null).
+        links: ``incident_id``, ``component``, ``component_class``, ``incident_start_ts``, ``node``,
+            ``outage_start_ts``, ``chain_start_ts``; None = no incidents.
+    """
+    states = states.drop("component_class", "class_source", strict=False)  # recomputed here
+    for c in ("reason_component", "reason_class", "reason", "availability_class"):
+        if c not in states.columns:
+            states = states.with_columns(pl.lit(None, pl.String).alias(c))
+    st = states.with_row_index("_row")
+    if not st.height:
+        return st.drop("_row").with_columns(pl.lit(None, pl.String).alias("component_class"),
+                                            pl.lit(None, pl.String).alias("class_source"))
+    chains = outage_chains(node_outages(st)).select(
+        "node", "outage_start_ts", "chain_start_ts", "chain_end_ts", "chain_reason_class", "chain_reason")
+    # Rule 1: the state carrying the chain's part-naming reason (the first one from the outage on).
+    named = (chains.filter(pl.col("chain_reason_class").is_not_null())
+             .join(st.select("node", pl.col("start_ts").alias("_s"), pl.col("reason_class").alias("chain_reason_class"),
+                             pl.col("reason").alias("chain_reason"), pl.col("availability_class").alias("_chain_avail"),
+                             pl.col("reason_component").alias("_chain_comp")),
+                   on=["node", "chain_reason_class", "chain_reason"], nulls_equal=True)
+             .filter((pl.col("_s") >= pl.col("outage_start_ts"))
+                     & (pl.col("chain_end_ts").is_null() | (pl.col("_s") < pl.col("chain_end_ts"))))
+             .sort("_s").unique(["node", "outage_start_ts"], keep="first")
+             .select("node", "outage_start_ts", "_chain_avail", "_chain_comp"))
+    # Rule 2: the linked incident, for its outage and the later outages of the same chain.
+    if links is None or not links.height:
+        caused = pl.DataFrame(schema={"node": pl.String, "outage_start_ts": chains.schema["outage_start_ts"],
+                                      "_inc_comp": pl.String, "_inc_class": pl.String})
+    else:
+        caused = (links.select("node", "chain_start_ts", pl.col("outage_start_ts").alias("_linked_ts"),
+                               "incident_start_ts", "incident_id", pl.col("component").alias("_inc_comp"),
+                               pl.col("component_class").alias("_inc_class"))
+                  .with_columns(pl.col("chain_start_ts", "_linked_ts", "incident_start_ts").cast(chains.schema["outage_start_ts"]))
+                  .join(chains.select("node", "chain_start_ts", "outage_start_ts"), on=["node", "chain_start_ts"])
+                  .filter(pl.col("outage_start_ts") >= pl.col("_linked_ts"))
+                  .sort("incident_start_ts", "incident_id").unique(["node", "outage_start_ts"], keep="first")
+                  .select("node", "outage_start_ts", "_inc_comp", "_inc_class"))
+    cause = (chains.select("node", "outage_start_ts")
+             .join(named, on=["node", "outage_start_ts"], how="left")
+             .join(caused, on=["node", "outage_start_ts"], how="left"))
+    generic = ((pl.col("reason_component").is_null() | pl.col("reason_component").is_in(list(GENERIC_COMPONENTS)))
+               & (pl.col("availability_class").is_null() | pl.col("availability_class").is_in(list(GENERIC_CLASSES))))
+    from_chain = generic & pl.col("_chain_avail").is_not_null()
+    from_incident = generic & ~from_chain & pl.col("_inc_comp").is_not_null()
+    # Each state's outage: the node's last outage starting at or before it (outages partition the states).
+    out = (st.sort("start_ts")
+           .join_asof(cause.rename({"outage_start_ts": "_o"}).sort("_o"), left_on="start_ts", right_on="_o",
+                      by="node", strategy="backward", check_sortedness=False)
+           .with_columns(
+               pl.when(from_chain).then(pl.col("_chain_avail")).when(from_incident).then(pl.lit("hardware"))
+               .otherwise(pl.col("availability_class")).alias("availability_class"),
+               pl.when(from_chain).then(pl.col("_chain_comp")).when(from_incident).then(pl.col("_inc_comp"))
+               .otherwise(pl.col("reason_component")).alias("reason_component"),
+               pl.when(from_incident).then(pl.col("_inc_class")).alias("component_class"),
+               pl.when(from_chain).then(pl.lit("outage_chain")).when(from_incident).then(pl.lit("incident"))
+               .otherwise(pl.lit("reason")).alias("class_source"))
+           .sort("_row"))
+    return out.select(*states.columns, "component_class", "class_source")
 
 
 def _utc(value: datetime) -> datetime:
@@ -292,7 +387,8 @@ def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, state
 
     ``scheduled_node_hours`` = observed node-hours minus planned maintenance (``daily``); down hours are
     the unplanned :func:`down_segments` of each class — the class of the event the time is attributed
-    to (``reason_component`` → ``catalog/component_classes.csv``; no component → ``unknown``). The row
+    to (its ``component_class`` when ``states`` has one, set by :func:`outage_causes` from an incident;
+    else ``reason_component`` → ``catalog/component_classes.csv``; no component → ``unknown``). The row
     ``all`` is the cluster (1 − all unplanned down / scheduled), usable as an SLI.
     """
     if not daily.height:
@@ -304,13 +400,15 @@ def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, state
         sched.group_by(pl.lit("all").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("all").alias("period_type")),
         sched.group_by(pl.col("month").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("month").alias("period_type")),
     ], how="diagonal")
-    comp = states.select("node", pl.col("start_ts").alias("event_start_ts"), "reason_component").unique(
-        ["node", "event_start_ts"], keep="first", maintain_order=True)
+    # A state's own component_class (an incident's, from :func:`outage_causes`) wins over the catalog's.
+    own = pl.col("component_class") if "component_class" in states.columns else pl.lit(None, pl.String)
+    comp = states.select("node", pl.col("start_ts").alias("event_start_ts"), "reason_component",
+                         own.alias("_own_class")).unique(["node", "event_start_ts"], keep="first", maintain_order=True)
     classes = load_component_classes().select(pl.col("component").alias("reason_component"), "component_class")
     seg = (segments.filter(pl.col("availability_class") != "maintenance")
            .join(comp, on=["node", "event_start_ts"], how="left")
            .join(classes, on="reason_component", how="left")
-           .with_columns(pl.col("component_class").fill_null("unknown"))
+           .with_columns(pl.coalesce("_own_class", "component_class").fill_null("unknown").alias("component_class"))
            .sort("node", "start_ts"))
     # A segment across a month's end is down time of both months (as the daily rows count it).
     month_start = pl.col("_m")

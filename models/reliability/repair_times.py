@@ -61,6 +61,7 @@ __all__ = [
     "REPAIR_TIMES_SCHEMA",
     "first_evidence",
     "health_check_ends",
+    "incident_outage_links",
     "link_incidents",
     "median_ci",
     "node_outages",
@@ -159,6 +160,7 @@ def outage_chains(outages: pl.DataFrame, gap: timedelta = CHAIN_GAP) -> pl.DataF
     when it is back), unless the next one's drain reasons name only component classes other than the
     chain's last outage whose reasons named any (a GPU drain, then the IB link's: two faults). Adds
 
+    * ``chain_start_ts``: the start of the chain's first outage (with ``node``, the chain's key);
     * ``chain_end_ts``: when the node is back in service after the chain's last outage (null: open);
     * ``chain_reason_class``, ``chain_reason``: the first drain reason, from this outage on in its
       chain, that names a component (the catalog's, not a symptom any fault shows such as ``Not
@@ -181,6 +183,7 @@ def outage_chains(outages: pl.DataFrame, gap: timedelta = CHAIN_GAP) -> pl.DataF
             .with_columns(gap_break.cum_sum().over("node").alias("_run"))
             .with_columns((gap_break | class_break).cum_sum().over("node").alias("_chain"))
             .with_columns(
+                pl.col("outage_start_ts").min().over(chain).alias("chain_start_ts"),
                 pl.when(pl.col("outage_end_ts").null_count().over(chain) == 0)
                 .then(pl.col("outage_end_ts").max().over(chain)).alias("chain_end_ts"),
                 pl.col("_spec").backward_fill().over(chain).alias("_spec"))
@@ -217,51 +220,18 @@ def link_incidents(
             ``repair_source``), or None: an incident with health-check episodes but no row then ends at
             the check's next run after its evidence, at :data:`DEFAULT_CHECK_INTERVAL`.
     """
-    def optional(name: str, dtype: pl.DataType) -> pl.Expr:
-        return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
-
-    outages = outage_chains(node_outages(states)).with_columns(
-        _reason_class_of(pl.col("first_reason_class")).alias("_reason_cc"),
-        pl.col("reason_classes").list.eval(_reason_class_of(pl.element())).alias("_reason_ccs"))
+    outages = _linkable_outages(states)
     if recoveries is None:
         recoveries = pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
     if health_checks is None:
         health_checks = pl.DataFrame(schema=HEALTH_CHECK_END_SCHEMA)
-    inc = (incidents
+    inc = (_incident_frame(incidents)
            .join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up")),
                  on="incident_id", how="left", maintain_order="left")
            .join(health_checks.select("incident_id", pl.col("repaired_ts").cast(_UTC).alias("_hc_end"),
                                       pl.col("repair_source").alias("_hc_source")),
-                 on="incident_id", how="left", maintain_order="left")
-           .select(
-               "incident_id", "component",
-               pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
-               optional("scope", pl.String()).alias("scope"),
-               pl.col("start_ts").cast(_UTC).alias("incident_start_ts"),
-               optional("first_evidence_ts", _UTC).alias("first_evidence_ts"), "nodes",
-               optional("end_ts", _UTC).alias("_evidence_end"),
-               optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
-               optional("recovered_ts", _UTC).alias("_recovered"),
-               "_logged_up", "_hc_end", "_hc_source",
-           )
-           # Detect and repair run from the first signal (_t0); the link window opens at the earlier of it
-           # and an operator's start (the humans may have seen it first).
-           .with_columns(pl.coalesce("first_evidence_ts", "incident_start_ts").alias("_t0"))
-           .with_columns(pl.min_horizontal("_t0", "incident_start_ts").alias("_open")))
-    pairs = (
-        inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
-        .join(outages, on="node", how="inner")
-        .filter((pl.col("outage_start_ts") >= pl.col("_open") - before)
-                & (pl.col("outage_start_ts") <= pl.min_horizontal(
-                    pl.col("_t0") + window,
-                    pl.max_horizontal("_evidence_end", "_t0") + after_end))
-                # Another class's drain is another incident's, unless the outage's drains (merged when
-                # they overlap: a GPU ECC drain, then the IB link's) name this incident's class too.
-                & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))
-                   | pl.col("_reason_ccs").list.contains(pl.col("component_class"))))
-        .sort("incident_id", "node", "outage_start_ts")
-        .unique(["incident_id", "node"], keep="first", maintain_order=True)  # the node's first outage
-    )
+                 on="incident_id", how="left", maintain_order="left"))
+    pairs = _linked_pairs(inc, outages, before=before, window=window, after_end=after_end)
     per_incident = (
         pairs.sort("incident_id", "outage_start_ts")
         .group_by("incident_id", maintain_order=True)
@@ -306,6 +276,79 @@ def link_incidents(
         .otherwise(pl.lit("not_drained")).alias("repair_state"),
     )
     return out.select(list(INCIDENT_REPAIR_SCHEMA)).cast(INCIDENT_REPAIR_SCHEMA)  # type: ignore[arg-type]
+
+
+def _incident_frame(incidents: pl.DataFrame) -> pl.DataFrame:
+    """The incidents' columns :func:`link_incidents` reads, typed, with the link window's ``_t0``/``_open``."""
+    def optional(name: str, dtype: pl.DataType) -> pl.Expr:
+        return pl.col(name).cast(dtype) if name in incidents.columns else pl.lit(None, dtype)
+
+    return (incidents.select(
+        "incident_id", "component",
+        pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
+        optional("scope", pl.String()).alias("scope"),
+        pl.col("start_ts").cast(_UTC).alias("incident_start_ts"),
+        optional("first_evidence_ts", _UTC).alias("first_evidence_ts"), "nodes",
+        optional("end_ts", _UTC).alias("_evidence_end"),
+        optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
+        optional("recovered_ts", _UTC).alias("_recovered"))
+        # Detect and repair run from the first signal (_t0); the link window opens at the earlier of it
+        # and an operator's start (the humans may have seen it first).
+        .with_columns(pl.coalesce("first_evidence_ts", "incident_start_ts").alias("_t0"))
+        .with_columns(pl.min_horizontal("_t0", "incident_start_ts").alias("_open")))
+
+
+def _linkable_outages(states: pl.DataFrame) -> pl.DataFrame:
+    """:func:`outage_chains` of ``states`` with the component classes their reasons name."""
+    return outage_chains(node_outages(states)).with_columns(
+        _reason_class_of(pl.col("first_reason_class")).alias("_reason_cc"),
+        pl.col("reason_classes").list.eval(_reason_class_of(pl.element())).alias("_reason_ccs"))
+
+
+def _linked_pairs(inc: pl.DataFrame, outages: pl.DataFrame, *, before: timedelta, window: timedelta,
+                  after_end: timedelta) -> pl.DataFrame:
+    """One row per incident and node: the node's first outage linked to the incident (see :func:`link_incidents`)."""
+    return (
+        inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
+        .join(outages, on="node", how="inner")
+        .filter((pl.col("outage_start_ts") >= pl.col("_open") - before)
+                & (pl.col("outage_start_ts") <= pl.min_horizontal(
+                    pl.col("_t0") + window,
+                    pl.max_horizontal("_evidence_end", "_t0") + after_end))
+                # Another class's drain is another incident's, unless the outage's drains (merged when
+                # they overlap: a GPU ECC drain, then the IB link's) name this incident's class too.
+                & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))
+                   | pl.col("_reason_ccs").list.contains(pl.col("component_class"))))
+        .sort("incident_id", "node", "outage_start_ts")
+        .unique(["incident_id", "node"], keep="first", maintain_order=True)  # the node's first outage
+    )
+
+
+#: :func:`incident_outage_links` output.
+OUTAGE_LINK_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(), "component": pl.String(), "component_class": pl.String(),
+    "incident_start_ts": _UTC, "node": pl.String(), "outage_start_ts": _UTC, "chain_start_ts": _UTC,
+}
+
+
+def incident_outage_links(
+    incidents: pl.DataFrame,
+    states: pl.DataFrame,
+    *,
+    before: timedelta = timedelta(minutes=30),
+    window: timedelta = timedelta(hours=24),
+    after_end: timedelta = timedelta(hours=1),
+) -> pl.DataFrame:
+    """:data:`OUTAGE_LINK_SCHEMA`: each node outage :func:`link_incidents` links to an incident (one row per
+    incident and linked node), the same rule ``marts.incident_repairs`` uses, with the outage's chain
+    (:func:`outage_chains`: ``node`` + ``chain_start_ts``) so readers can follow the repair past it.
+
+    Args: as :func:`link_incidents` (``incidents`` needs ``incident_id``, ``component``, ``start_ts``,
+    ``nodes``; ``first_evidence_ts``, ``end_ts``, ``component_class`` are used when present).
+    """
+    pairs = _linked_pairs(_incident_frame(incidents), _linkable_outages(states),
+                          before=before, window=window, after_end=after_end)
+    return pairs.select(list(OUTAGE_LINK_SCHEMA)).cast(OUTAGE_LINK_SCHEMA)  # type: ignore[arg-type]
 
 
 #: Drain-reason components that any fault can show (a dead node is "Not responding" whatever broke).

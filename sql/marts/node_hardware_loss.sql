@@ -2,7 +2,11 @@
 -- by the two definitions side by side, so "which nodes lost the most GPU-hours to hardware last month" has
 -- one answer with both numbers:
 --   down_gpu_hours      node down time with a hardware reason x the node's GPUs (capacity lost; its own
---                       count in a mixed fleet: cluster.yaml node_gpus, else gpus_per_node). From Slurm
+--                       count in a mixed fleet: cluster.yaml node_gpus, else gpus_per_node). A generic reason
+--                       (Not responding) is hardware when its outage's cause is: the part its repair chain's
+--                       drain names, or the hardware incident linked to it, whatever the incident's scope (a
+--                       rack PDU trip: every node of the rack) — the availability mart's classification
+--                       (models/reliability/node_availability.py, outage_causes), read from it. From Slurm
 --                       node states (marts.node_availability_daily.down_hardware_hours) for the node-hours
 --                       they cover; for the rest estimated from node-scope hardware incidents, from the
 --                       incident's start until the node again completed a job (recovered_ts; $as_of while it
