@@ -191,13 +191,23 @@ def outage_chains(outages: pl.DataFrame, gap: timedelta = CHAIN_GAP) -> pl.DataF
             .drop("_oid", "_ccs", "_run", "_chain"))
 
 
+#: The outage linking rule :func:`link_incidents` (``marts.incident_repairs``) and
+#: :func:`incident_outage_links` (node availability) share, defined once so the two cannot drift: an
+#: outage of the incident's own nodes starting this long before its first evidence …
+LINK_BEFORE = timedelta(minutes=30)
+#: … to this long after it …
+LINK_WINDOW = timedelta(hours=24)
+#: … or to this long after its last evidence.
+LINK_AFTER_END = timedelta(hours=1)
+
+
 def link_incidents(
     incidents: pl.DataFrame,
     states: pl.DataFrame,
     *,
-    before: timedelta = timedelta(minutes=30),
-    window: timedelta = timedelta(hours=24),
-    after_end: timedelta = timedelta(hours=1),
+    before: timedelta = LINK_BEFORE,
+    window: timedelta = LINK_WINDOW,
+    after_end: timedelta = LINK_AFTER_END,
     recoveries: pl.DataFrame | None = None,
     health_checks: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
@@ -335,9 +345,9 @@ def incident_outage_links(
     incidents: pl.DataFrame,
     states: pl.DataFrame,
     *,
-    before: timedelta = timedelta(minutes=30),
-    window: timedelta = timedelta(hours=24),
-    after_end: timedelta = timedelta(hours=1),
+    before: timedelta = LINK_BEFORE,
+    window: timedelta = LINK_WINDOW,
+    after_end: timedelta = LINK_AFTER_END,
 ) -> pl.DataFrame:
     """:data:`OUTAGE_LINK_SCHEMA`: each node outage :func:`link_incidents` links to an incident (one row per
     incident and linked node), the same rule ``marts.incident_repairs`` uses, with the outage's chain
