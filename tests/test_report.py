@@ -1047,6 +1047,20 @@ def test_no_alerts_yet(report: tuple[ReportPaths, str, str], tmp_path: Path) -> 
     con.close()
 
 
+def test_alert_window_starts_no_earlier_than_the_data() -> None:
+    """"The 14 days" of a warehouse holding 3 would count 11 days nobody observed as quiet."""
+    from gpusre.reports.nightly.meta import ALERT_DAYS, NightlyMeta, alert_window
+
+    now = datetime(2026, 11, 5, tzinfo=timezone.utc)
+    young = NightlyMeta(date(2026, 11, 4), date(2026, 11, 2), date(2026, 11, 4), now, "wh")
+    assert alert_window(young) == (date(2026, 11, 2), date(2026, 11, 4))
+    old = NightlyMeta(date(2026, 11, 4), date(2026, 1, 1), date(2026, 11, 4), now, "wh")
+    assert alert_window(old) == (date(2026, 11, 4) - timedelta(days=ALERT_DAYS - 1), date(2026, 11, 4))
+    # A report day before the data's first day (asked for explicitly) keeps the full window.
+    early = NightlyMeta(date(2026, 10, 30), date(2026, 11, 2), date(2026, 11, 4), now, "wh")
+    assert alert_window(early) == (date(2026, 10, 17), date(2026, 10, 30))
+
+
 def test_alert_sections_degrade_independently(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "wh.duckdb"))
     _ddl(con)

@@ -53,7 +53,12 @@ def reason_text(reason: str) -> str:
 
 
 def alert_window(meta: NightlyMeta) -> tuple[date, date]:
-    return meta.report_date - timedelta(days=ALERT_DAYS - 1), meta.report_date
+    """The last :data:`ALERT_DAYS` days up to the report day, starting no earlier than the data's first
+    day: "in the 14 days" of a warehouse that holds 3 would claim 11 quiet days nobody observed."""
+    first = meta.report_date - timedelta(days=ALERT_DAYS - 1)
+    if meta.period_first is not None and first < meta.period_first <= meta.report_date:
+        first = meta.period_first
+    return first, meta.report_date
 
 
 def latest_complete_day(con: duckdb.DuckDBPyConnection) -> date | None:

@@ -30,7 +30,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import scope_label
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import ALERT_DAYS, NightlyMeta, alert_history, alert_window
+from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window
 
 _TOP_N_ALERT_INCIDENTS = 10
 
@@ -77,7 +77,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         first, last = alert_window(meta)
         n14 = scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?",
                       [first, last])
-        sec.lead = (f"No alert incident started on {d}; {fmt_int(n14)} started in the {ALERT_DAYS} days "
+        sec.lead = (f"No alert incident started on {d}; {fmt_int(n14)} started in the {plural((last - first).days + 1, 'day')} "
                     f"{fmt_date(first)} … {d}." + _resolved_text(con, meta.report_date))
         return sec
     scopes = [] if table_status(con, "marts.alert_incident_scopes") else query_rows(
