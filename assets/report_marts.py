@@ -12,7 +12,7 @@ from gpusre.assets.alert_incidents import ALERT_INCIDENTS, ALERT_RULE_QUALITY
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.ingest_alerts import RAW_ALERTS
 from gpusre.assets.ingest_sacct import RAW_SACCT
-from gpusre.assets.ingest_syslog import RAW_SYSLOG
+from gpusre.assets.ingest_syslog import NODE_EVENTS, RAW_SYSLOG
 from gpusre.assets.job_trends import JOB_USAGE_DAILY
 from gpusre.assets.node_states import RAW_SLURM_EVENTS
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
@@ -32,6 +32,7 @@ _DEPS: dict[str, list[dg.AssetKey]] = {
     "hw_incidents_by_component": [HW_INCIDENTS],
     "ettr_window_by_size": [ETTR_RUNS],
     "ettr_window_policies": [ETTR_RUNS],
+    "uncatalogued_codes": [NODE_EVENTS],
 }
 _DESCRIPTIONS: dict[str, str] = {
     "job_totals": "Per scope (whole record / UTC end day): GPU jobs, GPU-hours, failed jobs and their share of "
@@ -47,6 +48,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "ettr_window_by_size": "Table macro marts.ettr_window_by_size(date_from, date_to): per size bucket, runs that "
                            "ended in a window, ETTR mean / p10 / p50 / p90 and where their wall-clock went.",
     "ettr_window_policies": "Table macro marts.ettr_window_policies(date_from, date_to): runs per checkpoint policy.",
+    "uncatalogued_codes": "Per UTC day, catalog and code: Xid / SXid codes the event catalog does not list (events, "
+                          "nodes, first/last time, example line), to extend models/catalog/xid.csv / sxid.csv.",
 }
 REPORT_MART_KEYS: dict[str, dg.AssetKey] = {name: dg.AssetKey(["marts", name]) for name in _DEPS}
 

@@ -266,8 +266,8 @@ def test_xid_74_is_nvlink_and_unknown_code_falls_back() -> None:
     ]))
     assert out.select("kind", "code", "component", "cause_class", "action").rows() == [
         ("xid", 74, "nvlink", "hardware", "WORKFLOW_NVLINK_ERR"),
-        # An Xid the catalog does not know yet keeps its code and gets the xid pattern's fallback.
-        ("xid", 999, "other", "driver_firmware", "CONTACT_SUPPORT"),
+        # An Xid the catalog does not know yet keeps its code and is visibly uncatalogued (cause unknown).
+        ("xid", 999, "gpu", "unknown", "CHECK_CATALOG"),
     ]
 
 

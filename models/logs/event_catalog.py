@@ -10,7 +10,11 @@ module only loads, validates and applies them (no per-code ``if`` anywhere):
 * ``sxid.csv`` — NVSwitch SXid codes (Fabric Manager guide: non-fatal / fatal / always fatal).
 * ``log_patterns.csv`` — one row per recognised log line shape, in priority order (first match
   wins). Rows whose ``catalog`` is ``xid``/``sxid`` extract a ``code`` whose classes come from the
-  matching catalog; their own classes are the fallback for a code the catalog does not know.
+  matching catalog; their own classes are those of a code the catalog does not know, and must say
+  so: cause class ``unknown`` (:data:`UNCATALOGUED_CAUSE`), action ``CHECK_CATALOG``, severity at
+  most ``medium``. New drivers add Xids every release: such a line is kept with its code, visible
+  as uncatalogued (``marts.uncatalogued_codes``), and is no failure evidence until the catalog
+  gives its code classes.
 
 :func:`classify_messages` runs on whole columns: one Aho–Corasick pass (``str.contains_any``) over
 all messages keeps only lines holding some pattern's literal, then each pattern's regex runs on
@@ -51,6 +55,9 @@ __all__ = [
     "PCI_ROLES",
     "SEVERITIES",
     "SEVERITY_RANK",
+    "UNCATALOGUED_ACTION",
+    "UNCATALOGUED_CAUSE",
+    "UNCATALOGUED_MAX_SEVERITY",
     "CatalogError",
     "FATALITY_WORDS",
     "RECORD_UNKNOWN_CAP",
@@ -62,32 +69,44 @@ __all__ = [
     "normalize_pci",
 ]
 
-#: Where a fault sits. The first ten are the Xid components; the rest cover non-Xid node events.
+#: Where a fault sits. The first ten are the Xid components; ``gpu`` (some part of the GPU) is that
+#: of an Xid whose code the catalog does not know; the rest cover non-Xid node events.
 COMPONENTS: frozenset[str] = frozenset(
     {
         "gpu_compute", "gpu_memory", "nvlink", "pcie_bus", "gsp_firmware", "power", "thermal",
-        "user_application", "driver", "other",
+        "user_application", "driver", "other", "gpu",
         "nvswitch", "network", "host_memory", "host_cpu", "host_power", "storage", "local_disk", "os", "slurm",
     }
 )
 #: Routing default for "whose fault": ``system_software`` (OS, file systems, Slurm daemons) is
 #: added to the Xid classes because a Lustre outage or a kernel panic is infrastructure but
-#: neither GPU hardware nor the GPU driver.
+#: neither GPU hardware nor the GPU driver. ``unknown`` is the class of an Xid / SXid whose code the
+#: catalog does not know (:data:`UNCATALOGUED_CAUSE`); a catalog row never has it.
 CAUSE_CLASSES: frozenset[str] = frozenset(
-    {"hardware", "driver_firmware", "user_application", "sympathetic", "informational", "system_software"}
+    {"hardware", "driver_firmware", "user_application", "sympathetic", "informational", "system_software",
+     "unknown"}
 )
+#: Cause class, action and highest severity of an Xid / SXid line whose code ``xid.csv`` /
+#: ``sxid.csv`` does not list: the ``log_patterns.csv`` rows with a ``catalog`` must carry them. Not
+#: ``driver_firmware``/``CONTACT_SUPPORT``: invented classes hid the new code and blamed the job's
+#: user; ``unknown`` keeps it out of failure evidence and tells the SRE to look the code up.
+UNCATALOGUED_CAUSE = "unknown"
+UNCATALOGUED_ACTION = "CHECK_CATALOG"
+UNCATALOGUED_MAX_SEVERITY = "medium"
 #: Severities, most severe first; :data:`SEVERITY_RANK` orders them (0 = critical).
 SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low", "info")
 SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 #: NVIDIA's immediate resolution buckets, then gpusre's for non-Xid events (RESET_FABRIC and
-#: CHECK_THERMALS come from the NVSwitch SXid guidance; CHECK_LINK, CHECK_STORAGE, DRAIN_NODE and
-#: MONITOR = count and escalate on repeats).
+#: CHECK_THERMALS come from the NVSwitch SXid guidance; CHECK_LINK, CHECK_STORAGE, DRAIN_NODE,
+#: MONITOR = count and escalate on repeats, and CHECK_CATALOG = an Xid / SXid code the catalog does not
+#: know: read NVIDIA's documentation of the code and add it to the catalog).
 ACTIONS: frozenset[str] = frozenset(
     {
         "RESTART_APP", "RESET_GPU", "RESTART_BM", "RESTART_VM", "RESTART_FM", "IGNORE",
         "CONTACT_SUPPORT", "CHECK_MECHANICALS", "CHECK_UVM", "UPDATE_SWFW", "WORKFLOW_XID_45",
         "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154",
         "RESET_FABRIC", "CHECK_THERMALS", "CHECK_LINK", "CHECK_STORAGE", "DRAIN_NODE", "MONITOR",
+        "CHECK_CATALOG",
     }
 )
 #: AWS health-check severity tiers (empty = not listed by AWS).
@@ -152,12 +171,14 @@ class _Column:
     required: bool = True  # a value must be present (not empty)
 
 
+#: A catalogued code has a known cause: ``unknown`` is only for codes the catalog lacks.
+_CATALOGUED_CAUSES = CAUSE_CLASSES - {UNCATALOGUED_CAUSE}
 _XID_COLUMNS = (
     _Column("code", "int"),
     _Column("mnemonic"),
     _Column("description"),
     _Column("component", "enum", COMPONENTS),
-    _Column("cause_class", "enum", CAUSE_CLASSES),
+    _Column("cause_class", "enum", _CATALOGUED_CAUSES),
     _Column("severity", "enum", frozenset(SEVERITIES)),
     _Column("action", "enum", ACTIONS),
     _Column("investigatory_action", required=False),
@@ -173,7 +194,7 @@ _SXID_COLUMNS = (
     _Column("fatal", "bool"),
     _Column("fatal_class", "enum", frozenset({"non_fatal", "fatal", "always_fatal"})),
     _Column("component", "enum", frozenset({"nvswitch"})),
-    _Column("cause_class", "enum", CAUSE_CLASSES),
+    _Column("cause_class", "enum", _CATALOGUED_CAUSES),
     _Column("severity", "enum", frozenset(SEVERITIES)),
     _Column("action", "enum", ACTIONS),
     _Column("source"),
@@ -294,7 +315,10 @@ def load_log_patterns(source: Path | None = None) -> pl.DataFrame:
 
     Beyond cell checks, each row must be self-consistent: ``kind`` is snake_case, the ``literal``
     prefilter occurs in the ``example`` and the ``regex`` matches it (so the prefilter can never
-    hide a pattern's own line), and a row with a ``catalog`` has a ``(?P<code>...)`` group.
+    hide a pattern's own line), and a row with a ``catalog`` has a ``(?P<code>...)`` group, the
+    classes of an uncatalogued code (:data:`UNCATALOGUED_CAUSE`, :data:`UNCATALOGUED_ACTION`, severity
+    at most :data:`UNCATALOGUED_MAX_SEVERITY`), and kind ``sxid`` exactly when its catalog is ``sxid``
+    (``marts.uncatalogued_codes`` names the catalog by the kind).
 
     Raises:
         CatalogError: the message names file, line and column.
@@ -312,9 +336,27 @@ def load_log_patterns(source: Path | None = None) -> pl.DataFrame:
             raise CatalogError(f"{where}: column 'regex' does not match the example")
         if row["catalog"] and "code" not in compiled.groupindex:
             raise CatalogError(f"{where}: column 'regex' needs a (?P<code>...) group for catalog {row['catalog']!r}")
+        if row["catalog"]:
+            _check_uncatalogued_classes(where, row)
         if row["pci_role"] and "pci" not in compiled.groupindex:
             raise CatalogError(f"{where}: column 'regex' needs a (?P<pci>...) group for pci_role {row['pci_role']!r}")
     return frame
+
+
+def _check_uncatalogued_classes(where: str, row: dict[str, object]) -> None:
+    """Raise unless a pattern row with a ``catalog`` carries the classes of an uncatalogued code."""
+    if row["cause_class"] != UNCATALOGUED_CAUSE:
+        raise CatalogError(f"{where}: column 'cause_class': a row with catalog {row['catalog']!r} classifies codes "
+                           f"the catalog does not know, so must be {UNCATALOGUED_CAUSE!r}, not {row['cause_class']!r}")
+    if row["action"] != UNCATALOGUED_ACTION:
+        raise CatalogError(f"{where}: column 'action': a row with catalog {row['catalog']!r} must be "
+                           f"{UNCATALOGUED_ACTION!r}, not {row['action']!r}")
+    if SEVERITY_RANK[row["severity"]] < SEVERITY_RANK[UNCATALOGUED_MAX_SEVERITY]:  # type: ignore[index]
+        raise CatalogError(f"{where}: column 'severity': an uncatalogued code is at most "
+                           f"{UNCATALOGUED_MAX_SEVERITY!r}, not {row['severity']!r}")
+    if (row["kind"] == "sxid") != (row["catalog"] == "sxid"):
+        raise CatalogError(f"{where}: column 'kind': kind 'sxid' goes with catalog 'sxid' and only with it "
+                           f"(got kind {row['kind']!r}, catalog {row['catalog']!r})")
 
 
 def normalize_pci(expr: pl.Expr) -> pl.Expr:
@@ -429,7 +471,8 @@ def classify_messages(messages: pl.Series) -> pl.DataFrame:
     address: GPU, NVSwitch, NIC, PCIe port), ``port`` (IB/NVLink port, PCIe slot), ``gpu_index``
     (``GPU6`` in NVRM lines), ``component``, ``cause_class``, ``severity``, ``action``,
     ``pattern_id``. Rows that match no pattern are all null. For Xid/SXid rows the classes come
-    from the catalog by code, falling back to the pattern row for an unknown code. A line's own
+    from the catalog by code; a code the catalog does not know takes the pattern row's classes,
+    which say so (cause class ``unknown``, action ``CHECK_CATALOG``). A line's own
     fatality word (``Non-fatal`` SXid, GHES ``event severity: corrected``) adjusts the severity
     (:data:`FATALITY_WORDS`).
 

@@ -90,6 +90,7 @@ def scope_label(scope: str | None) -> str:
 #: Catalog recovery actions (NVIDIA's Xid / SXid resolution buckets, cluster log patterns) -> what an
 #: SRE reads in a report. A test checks every action of the catalogs has a label.
 ACTION_LABELS: dict[str, str] = {
+    "CHECK_CATALOG": "Look the code up in NVIDIA's documentation and add it to the catalog",
     "CHECK_LINK": "Check the network link",
     "CHECK_MECHANICALS": "Check fans and mechanicals",
     "CHECK_STORAGE": "Check the storage",
@@ -121,21 +122,27 @@ def action_label(action: str | None) -> str:
 
 
 # -- a hardware incident by its spread (marts.hw_incidents.scope) ---------------------------------------
-# A rack-scope incident is power or cooling failing on several nodes of one rack at once, a fabric-scope one
+# A rack-scope incident is power, cooling or the NVLink domain failing on several nodes of one rack at once (the
+# rack_wide classes of catalog/component_classes.csv), a fabric-scope one
 # link losses under several leaf switches: their component (a node's PSU, a leaf switch) names the evidence,
 # not the fault, and "Drain the node" / "Leaf switch" would send the SRE to the wrong box. One definition,
 # used by the incident retrospective, the nightly and the SLO review.
 
-_RACK_COMPONENTS = {"host_power": "Rack power", "power": "Rack power", "thermal": "Rack cooling"}
-_RACK_KINDS = {"Rack power": "Rack power loss", "Rack cooling": "Rack cooling failure"}
+_RACK_COMPONENTS = {"host_power": "Rack power", "power": "Rack power", "thermal": "Rack cooling",
+                    "nvlink": "Rack NVLink domain", "nvswitch": "Rack NVLink domain", "sxid": "Rack NVLink domain"}
+_RACK_KINDS = {"Rack power": "Rack power loss", "Rack cooling": "Rack cooling failure",
+               "Rack NVLink domain": "Rack NVLink domain failure"}
 _RACK_ACTIONS = {"Rack power": "Check the rack's PDU / breaker and power feed (not one node's power supply)",
-                 "Rack cooling": "Check the rack's cooling (CDU, fans, airflow), not one node"}
+                 "Rack cooling": "Check the rack's cooling (CDU, fans, airflow), not one node",
+                 "Rack NVLink domain": "Check the rack's NVSwitch trays and Fabric Manager (the NVLink domain), "
+                                      "not one compute tray"}
 FABRIC_COMPONENT = "Fabric (upstream switch)"
 FABRIC_ACTION = "Check the spine / core switches and the subnet manager above the leaf switches"
 
 
 def incident_component(component: str | None, scope: str | None) -> str:
-    """What failed, by the incident's spread: ('host_power', 'rack') -> 'Rack power', (any, 'fabric') ->
+    """What failed, by the incident's spread: ('host_power', 'rack') -> 'Rack power', ('nvswitch', 'rack') ->
+    'Rack NVLink domain', (any, 'fabric') ->
     'Fabric (upstream switch)'; node, leaf-switch and other scopes -> :func:`component_label`."""
     if scope == "rack":
         return _RACK_COMPONENTS.get(component or "", f"Rack ({component_label(component)})")
@@ -158,7 +165,7 @@ def incident_action(action: str | None, component: str | None, scope: str | None
     action of its worst event (a rack PDU trip is not 'Drain the node'); other scopes -> :func:`action_label`."""
     if scope == "rack":
         return _RACK_ACTIONS.get(incident_component(component, scope),
-                                 "Check the rack's shared power and cooling, not one node")
+                                 "Check what the rack's nodes share (power, cooling, NVLink), not one node")
     if scope == "fabric":
         return FABRIC_ACTION
     return action_label(action)
