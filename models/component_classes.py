@@ -2,7 +2,8 @@
 
 ``catalog/component_classes.csv`` lists every component the event, drain-reason and health-check
 catalogs can name, with its class (gpu, nvlink, network, storage, host, thermal, power, other) and
-whether it fails per GPU. Every layer reads it through this module, so a new component needs one
+whether it fails per GPU, and whether a burst of its class across a rack is one rack incident
+(``rack_wide``, read through :func:`rack_wide_components`). Every layer reads it through this module, so a new component needs one
 line in that file, not code.
 """
 
@@ -13,13 +14,38 @@ from importlib import resources
 
 import polars as pl
 
-__all__ = ["COMPONENT_CLASSES", "CLASS_LABELS", "load_component_classes", "with_component_class", "class_of", "class_label"]
+__all__ = ["COMPONENT_CLASSES", "CLASS_LABELS", "load_component_classes", "rack_wide_components", "with_component_class",
+           "class_of", "class_label"]
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> pl.DataFrame:
+    text = resources.files("gpusre.models.catalog").joinpath("component_classes.csv").read_bytes()
+    frame = pl.read_csv(text, schema_overrides={"per_gpu": pl.Boolean, "rack_wide": pl.Boolean})
+    missing = {"component", "component_class", "per_gpu", "rack_wide"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"component_classes.csv lacks columns {sorted(missing)}")
+    return frame
 
 
 @lru_cache(maxsize=1)
 def _classes() -> pl.DataFrame:
-    text = resources.files("gpusre.models.catalog").joinpath("component_classes.csv").read_bytes()
-    return pl.read_csv(text, schema_overrides={"per_gpu": pl.Boolean}).select("component", "component_class", "per_gpu")
+    return _catalog().select("component", "component_class", "per_gpu")
+
+
+def rack_wide_components() -> dict[str, tuple[str, ...]]:
+    """Component class -> its ``rack_wide`` components, in catalog order: failures of such a class on several
+    nodes of one rack at once are one rack incident (a PDU trip, a cooling loss, an NVLink domain), named by
+    the first component listed unless the incident's earliest evidence names another one of the list.
+
+    >>> rack_wide_components()["power"]
+    ('host_power',)
+    """
+    rows = _catalog().filter(pl.col("rack_wide").fill_null(False)).select("component_class", "component").rows()
+    out: dict[str, tuple[str, ...]] = {}
+    for klass, component in rows:
+        out[klass] = (*out.get(klass, ()), component)
+    return out
 
 
 def load_component_classes() -> pl.DataFrame:

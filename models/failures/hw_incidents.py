@@ -30,11 +30,16 @@ Merging (:func:`merge_incidents`), in this order:
     2. *Storage*: storage failure events of the whole cluster are chained the same way; a chain
        touching at least ``storage_min_nodes`` nodes (as many out at once) is one ``storage`` incident (scope ``cluster``)
        — a Lustre/NFS server outage, not N client faults.
-    3. *Rack*: with ``racks`` given, failure events of the power or the thermal class
-       (:data:`RACK_CLASSES`) on nodes of one rack, chained with gaps of at most :data:`RACK_SIMULTANEITY`
-       (60 s), at least ``rack_min_nodes`` (:data:`RACK_MIN_NODES`) out at once (until each logged the
-       sensor deasserted), are one incident of scope ``rack`` (component ``host_power`` or ``thermal``): a
-       PDU trip or a cooling loss, not N power supplies failing together. Without racks nothing changes.
+    3. *Rack*: with ``racks`` given, failure events of one rack-wide class (:data:`RACK_CLASSES`, the
+       ``rack_wide`` column of ``component_classes.csv``: power, thermal, nvlink) on hosts of one rack,
+       chained with gaps of at most :data:`RACK_SIMULTANEITY` (60 s), at least ``rack_min_nodes``
+       (:data:`RACK_MIN_NODES`) out at once (until each logged the sensor deasserted), are one incident of
+       scope ``rack``: a PDU trip, a cooling loss, or an NVLink domain failure (on a GB200 NVL72 the NVLink
+       domain is the rack), not N parts failing together. The component is the class's rack-wide one
+       (``host_power``, ``thermal``, ``nvlink``), or the earliest evidence's when that is rack-wide too
+       (``nvswitch``: a switch tray's SXid logged before the compute trays' Xids is the cause). A rack may
+       list hosts outside ``nodes`` (NVSwitch trays): their events join the rack's incident. Without racks
+       nothing changes.
     4. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
        consecutive events of the same node and component continues the incident, a longer gap
        starts a new one; an informational Xid escalated by its repeat threshold chains with the
@@ -61,9 +66,9 @@ Merging (:func:`merge_incidents`), in this order:
 Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
 first timestamp (ISO-8601 UTC) and first node. A fabric incident that joins leaf incidents keeps the id
 the earliest leaf's had (same component, first evidence and node), and so does a rack incident that joins
-node incidents named by its component (a PSU's ``host_power``). An operator incident that folds event incidents keeps
-the id of the earliest of them (the id the night before the label printed stays valid, and editing
-the label's text or start keeps it); only one with no evidence hashes ``operator`` and its id.
+node incidents named by its component (a PSU's ``host_power``, a switch tray's ``nvswitch``). An operator incident
+that folds event incidents keeps the id of the earliest of them (the id the night before the label printed stays
+valid, and editing the label's text or start keeps it); only one with no evidence hashes ``operator`` and its id.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from gpusre.models.component_classes import rack_wide_components
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, class_of
 from gpusre.models.logs.event_catalog import (
     CAUSE_CLASSES,
@@ -137,14 +143,16 @@ WIDE_REJOIN = timedelta(hours=2)
 #: training times out), while two independent leaf failures are minutes or hours apart. A minute leaves
 #: room for syslog clocks a few seconds off and for links that time out one after another.
 FABRIC_SIMULTANEITY = timedelta(seconds=60)
-#: Power / thermal failure events on nodes of one rack chained with gaps of at most this form a rack
-#: incident (see :func:`_rack_edges`): a PDU trip or a cooling loss hits every BMC within seconds;
-#: PSUs failing on their own are hours or days apart.
+#: Failure events of a rack-wide class on nodes of one rack chained with gaps of at most this form a rack
+#: incident (see :func:`_rack_edges`): a PDU trip, a cooling loss or an NVLink domain failure hits every
+#: tray within seconds; parts failing on their own are hours or days apart.
 RACK_SIMULTANEITY = timedelta(seconds=60)
 #: Nodes of one rack out at once that make a rack incident (as the catalog's leaf-switch rule: 3).
 RACK_MIN_NODES = 3
-#: Component classes whose rack-wide bursts are one rack incident, and the incident's component.
-RACK_CLASSES: dict[str, str] = {"power": "host_power", "thermal": "thermal"}
+#: Component classes whose rack-wide bursts are one rack incident -> the components that may name it, the
+#: default first (``component_classes.csv`` ``rack_wide``): {"power": ("host_power",), "thermal":
+#: ("thermal",), "nvlink": ("nvlink", "nvswitch")}.
+RACK_CLASSES: dict[str, tuple[str, ...]] = rack_wide_components()
 #: A part that came back by itself (a port back ``ACTIVE``, a sensor deasserted) and failed again
 #: within this long, with no repair of its node in between, is one flapping fault (see :func:`_flap_edges`).
 FLAP_WINDOW = timedelta(hours=24)
@@ -526,22 +534,32 @@ def _fabric_edges(items: pl.DataFrame, min_nodes: int | None, recoveries: pl.Dat
 
 def _rack_edges(items: pl.DataFrame, taken: pl.DataFrame, min_nodes: int | None,
                 recoveries: pl.DataFrame | None) -> pl.DataFrame:
-    """:data:`_WIDE_SCHEMA` rows of rack-wide power and cooling incidents (scope ``rack``).
+    """:data:`_WIDE_SCHEMA` rows of rack-wide incidents (scope ``rack``): power, cooling, NVLink domain.
 
     Failure events of one class of :data:`RACK_CLASSES` (power: PSU / PDU sensors; thermal: temperature,
-    fans) on nodes of one rack (column ``_rack``), chained with gaps of at most :data:`RACK_SIMULTANEITY`,
-    with at least ``min_nodes`` (default :data:`RACK_MIN_NODES`) nodes out at once (until each logged the
-    sensor deasserted), are one incident of the rack's PDU or cooling, as a leaf switch's link losses are
-    one: a PDU trip, not N power supplies failing together. Health-check episodes take no part in the
-    burst (they attach to their node's fault).
+    fans; nvlink: NVLink Xids, NVSwitch SXids) on hosts of one rack (column ``_rack``), chained with gaps of
+    at most :data:`RACK_SIMULTANEITY`, with at least ``min_nodes`` (default :data:`RACK_MIN_NODES`) hosts
+    out at once (until each logged its recovery), are one incident of the rack's PDU, cooling or NVLink
+    domain, as a leaf switch's link losses are one: a PDU trip, not N power supplies failing together.
+    The incident is named by its earliest evidence's component when the catalog lists it as rack-wide for
+    the class (an NVSwitch tray's SXid before the compute trays' Xids: ``nvswitch``), else by the class's
+    first rack-wide component (a GPU power brake at a PDU trip is still the PDU's: ``host_power``).
+    Health-check episodes take no part in the burst (they attach to their node's fault).
     """
     frames = []
-    for klass, component in RACK_CLASSES.items():
+    for klass, components in RACK_CLASSES.items():
         cand = _untaken(items, taken, "_rack").filter((pl.col("component_class") == klass) & ~pl.col("is_hc"))
-        frames.append(_wide_islands(cand.with_columns(pl.concat_str("_rack", pl.lit(klass), separator="|").alias("_rkey")),
-                                    "_rkey", RACK_SIMULTANEITY, min_nodes or RACK_MIN_NODES,
-                                    _class_recoveries(recoveries, klass), "rack", component, pl.lit(None, pl.String)))
-    return pl.concat(frames)
+        wide = _wide_islands(cand.with_columns(pl.concat_str("_rack", pl.lit(klass), separator="|").alias("_rkey")),
+                             "_rkey", RACK_SIMULTANEITY, min_nodes or RACK_MIN_NODES,
+                             _class_recoveries(recoveries, klass), "rack", components[0], pl.lit(None, pl.String))
+        # The root is the earliest evidence (items are numbered by start): its component names the incident
+        # when it is one of the class's rack-wide ones.
+        root = cand.select(pl.col("_item").alias("_root"), pl.col("component").alias("_root_comp"))
+        frames.append(wide.join(root, on="_root", how="left")
+                      .with_columns(pl.when(pl.col("_root_comp").is_in(list(components))).then("_root_comp")
+                                    .otherwise("_wcomp").alias("_wcomp"))
+                      .select(list(_WIDE_SCHEMA)))
+    return pl.concat(frames) if frames else pl.DataFrame(schema=_WIDE_SCHEMA)
 
 
 def _flap_edges(blocks: pl.DataFrame, recoveries: pl.DataFrame | None, outages: pl.DataFrame | None) -> pl.DataFrame:
@@ -907,9 +925,10 @@ def merge_incidents(
             a ``network_switch`` incident (and nodes under no leaf in one burst that make a ``fabric`` one).
         storage_min_nodes: distinct nodes with storage failures in one chain that make one
             cluster-wide ``storage`` incident.
-        racks: rack -> its nodes (as ``cluster.yaml`` ``racks``); without it no rack incidents are formed.
-        rack_min_nodes: nodes of one rack out at once with power (or thermal) failures that make one
-            ``rack`` incident (default :data:`RACK_MIN_NODES`).
+        racks: rack -> its hosts (as ``cluster.yaml`` ``racks``; may name hosts outside the fleet, e.g. a
+            rack's NVSwitch trays); without it no rack incidents are formed.
+        rack_min_nodes: hosts of one rack out at once with failures of one rack-wide class (power, thermal,
+            NVLink) that make one ``rack`` incident (default :data:`RACK_MIN_NODES`).
         operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional).
         episode_gap: the largest gap between failures of one health check that keeps its episode.
         min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.

@@ -4,6 +4,10 @@
 capacity lost while the node was down for a hardware reason (down time x GPUs), and the work of the jobs a
 hardware incident on the node killed. The mart (``sql/marts/node_hardware_loss.sql``, whose header defines both)
 carries the two in one row per node and month, so a reader sees both numbers instead of picking a join.
+
+Only nodes of the fleet have rows when cluster.yaml lists it: a host outside ``nodes`` that logged a failure (an
+NVSwitch tray, a file server) has no GPUs to lose; its incidents stay in ``marts.hw_incidents`` (and join a rack
+incident when ``racks`` lists the host), while MTBF, availability and this mart count the fleet's nodes.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ def write_node_hardware_loss(con: duckdb.DuckDBPyConnection, gpus_per_node: int,
                              node_gpus: Mapping[str, int] | None = None) -> int:
     """(Re)build ``marts.node_hardware_loss``; return its row count (0 and no table change without the inputs).
 
-    ``node_gpus``: node -> GPUs (cluster.yaml ``gpus_by_node``); a node it does not name has ``gpus_per_node``."""
+    ``node_gpus``: node -> GPUs of every fleet node (cluster.yaml ``gpus_by_node``); when given, rows of hosts it
+    does not name are dropped (outside the fleet: no GPUs, no capacity to lose); when empty (a fleet known only
+    by its node count) every node has ``gpus_per_node``."""
     if not all(table_exists(con, t) for t in _INPUTS):
         return 0
     if not table_exists(con, "marts.day_coverage"):
@@ -35,4 +41,7 @@ def write_node_hardware_loss(con: duckdb.DuckDBPyConnection, gpus_per_node: int,
     gpus = dict(node_gpus or {})
     run_mart_sql(con, "node_hardware_loss", {"gpus_per_node": gpus_per_node, "as_of": as_of,
                                              "gpu_nodes": list(gpus), "gpu_counts": list(gpus.values())})
+    if gpus:
+        con.execute("DELETE FROM marts.node_hardware_loss WHERE NOT list_contains($fleet::VARCHAR[], node)",
+                    {"fleet": list(gpus)})
     return con.sql("SELECT count(*) FROM marts.node_hardware_loss").fetchall()[0][0]
