@@ -173,3 +173,27 @@ def test_a_rack_nvlink_incident_is_named_and_advised_as_the_nvlink_domain_not_a_
         assert "NVSwitch trays" in incident_action("RESTART_BM", component, "rack")
     assert incident_kind("host_power", "rack") == "Rack power loss"  # unchanged
     assert incident_kind("nvswitch", "node") == "NVLink/NVSwitch failure"
+
+
+def test_a_host_that_runs_no_jobs_does_not_keep_a_rack_incident_unrecovered() -> None:
+    """A switch tray in a rack incident never runs a job: the incident recovers when its compute trays
+    have each completed a job after it (hand values: end 10:00, trays back 11:00 and 12:30)."""
+    from datetime import datetime, timezone
+
+    import polars as pl
+
+    from gpusre.models.failures.taxonomy import incident_impact
+
+    utc = timezone.utc
+    incidents = pl.DataFrame({"incident_id": ["inc-r"], "end_ts": [datetime(2026, 11, 21, 10, tzinfo=utc)],
+                              "nodes": [["t01", "t02", "sw01"]]})
+    jobs = pl.DataFrame({"state": ["COMPLETED", "COMPLETED", "FAILED"],
+                         "start_ts": [datetime(2026, 11, 21, 11, tzinfo=utc), datetime(2026, 11, 21, 12, 30, tzinfo=utc),
+                                      datetime(2026, 11, 21, 9, tzinfo=utc)],
+                         "nodes": [["t01"], ["t02"], ["t01", "t02"]]})
+    attribution = pl.DataFrame(schema={"job_id": pl.String, "attribution": pl.String, "incident_id": pl.String,
+                                       "n_gpus": pl.Int64, "lost_gpu_hours": pl.Float64})
+    row = incident_impact(incidents, attribution, jobs).row(0, named=True)
+    assert row["nodes_recovered"] == 2
+    assert row["recovered_ts"] == datetime(2026, 11, 21, 12, 30, tzinfo=utc)
+    assert row["hours_to_recovery"] == 2.5

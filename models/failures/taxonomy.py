@@ -118,7 +118,8 @@ def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl
     """Per incident: jobs it killed, their GPUs and lost GPU-hours, and when its nodes ran a job fine again.
 
     Recovery of a node is the start of the first COMPLETED job on it starting at or after the
-    incident's ``end_ts``; the incident has recovered when every one of its nodes has
+    incident's ``end_ts``; the incident has recovered when every one of its nodes that ran any job in
+    the accounting has (a switch tray or server a rack incident names runs none)
     (``recovered_ts`` = the latest of those starts, ``hours_to_recovery`` from ``end_ts``); while
     any node has not, both are null and ``nodes_recovered`` says how many have.
 
@@ -158,11 +159,15 @@ def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl
         .drop_nulls()
         .sort("_ok_ts")
     )
+    # Only hosts that run jobs can show a recovery by running one: an NVSwitch tray or a server a
+    # rack incident names never would, and would keep the incident "not yet recovered" forever.
+    job_hosts = jobs.select(pl.col("nodes").explode().drop_nulls().unique().alias("node"))
     inc_nodes = (
         incidents.select("incident_id", pl.col("end_ts").cast(pl.Datetime("us", "UTC")), "nodes")
         .explode("nodes")
         .rename({"nodes": "node"})
         .drop_nulls()
+        .join(job_hosts, on="node", how="semi")
         .sort("end_ts")
     )
     # First success at or after the incident end on each node: a forward as-of join per node.
