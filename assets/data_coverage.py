@@ -54,6 +54,8 @@ def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
             refresh_partial_flags(con)  # the daily marts written before it this run (or on earlier nights)
             acct_from, acct_to = accounting_span(con)
             run_mart_sql(con, "data_freshness", {"acct_from": acct_from, "acct_to": acct_to})
+            # the node list, so hosts outside it (an address a relay printed) are named, not counted as nodes
+            con.execute("SET VARIABLE gpusre_fleet = ?::VARCHAR[]", [config.node_names])
             run_mart_sql(con, "log_coverage_daily")
             mark_partial_days(con, "marts.log_coverage_daily")
             run_mart_sql(con, "fleet_coverage", {

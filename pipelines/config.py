@@ -24,7 +24,7 @@ from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
 
 __all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFormat", "SlurmEventsFormat",
            "CheckpointPolicy",
-           "RunGrouping", "ReliabilityConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",
+           "RunGrouping", "ReliabilityConfig", "AttributionConfig", "SloObjective", "SloConfig", "DEFAULT_SLO_OBJECTIVES",
            "load_cluster_config"]
 
 CLUSTER_FILE = "cluster.yaml"
@@ -162,6 +162,16 @@ class ReliabilityConfig(BaseModel):
     rf_min_job_gpus: int = Field(default=128, ge=0)
 
 
+class AttributionConfig(BaseModel):
+    """Settings of job failure attribution (gpusre.models.failures.attribution)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: Minutes a job on more than one node must keep running after its node logged a link recovery for
+    #: the recovery to clear the fault: the site's NCCL collective / watchdog timeout, which a job whose
+    #: queue pairs broke hangs for (attribution.COLLECTIVE_TIMEOUT; single-node jobs keep a 5-min grace).
+    collective_timeout_min: int = Field(default=30, ge=0, le=24 * 60)
+
+
 SLI_NAMES = ("node_availability", "job_infra_success", "ettr_large_runs", "goodput")
 
 
@@ -219,6 +229,11 @@ class ClusterConfig(BaseModel):
     #: hostlist -> GPU count for the nodes whose count differs from ``gpus_per_node`` (a mixed fleet);
     #: needs ``nodes`` as node names. Read through :attr:`gpus_by_node` / :attr:`capacity_gpus` only.
     node_gpus: dict[str, Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=dict)
+    #: Other names of nodes (Slurm's NodeAddr / NodeHostname): alias -> node, an address or host name,
+    #: or a hostlist mapping 1:1 onto a node hostlist (``"10.0.3.[1-12]": "gpu[01-12]"``). Validated and
+    #: expanded to one alias per entry (lower-cased alias -> node as ``nodes`` spells it); the host ->
+    #: node rule of every source applies it (``alerts.nodes.aliases``, filled from here).
+    node_aliases: dict[str, str] = Field(default_factory=dict)
     gpu_type: str | None = None
     racks: dict[str, str] = Field(default_factory=dict)
     leaf_switches: dict[str, str] = Field(default_factory=dict)
@@ -226,6 +241,7 @@ class ClusterConfig(BaseModel):
     sacct: SacctFormat = Field(default_factory=SacctFormat)
     slurm_events: SlurmEventsFormat = Field(default_factory=SlurmEventsFormat)
     reliability: ReliabilityConfig = Field(default_factory=ReliabilityConfig)
+    attribution: AttributionConfig = Field(default_factory=AttributionConfig)
     slo: SloConfig = Field(default_factory=SloConfig)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
 
@@ -278,6 +294,48 @@ class ClusterConfig(BaseModel):
             if outside:
                 raise ValueError(f"{expr!r} names {len(outside)} node(s) not in `nodes`, e.g. {outside[0]}")
         return value
+
+    @field_validator("node_aliases")
+    @classmethod
+    def _node_aliases(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        # Runs after `nodes` (field order): a target outside the node list is a typo that would
+        # silently invent a node, and an alias that is itself a listed node would hide that node.
+        if not value:
+            return value
+        nodes = info.data.get("nodes")
+        fleet = ({} if nodes is None or isinstance(nodes, int) else
+                 {n.lower(): n for expr in ([nodes] if isinstance(nodes, str) else nodes)
+                  for n in expand_hostlist(expr)})
+        out: dict[str, str] = {}
+        for alias, target in value.items():
+            try:
+                aliases, targets = expand_hostlist(alias.strip()), expand_hostlist(target.strip())
+            except HostlistError as exc:
+                raise ValueError(f"{alias!r}: {exc}") from exc
+            if len(targets) != 1 and len(targets) != len(aliases):
+                raise ValueError(f"{alias!r} names {len(aliases)} host(s) but {target!r} {len(targets)} nodes: "
+                                 "map one alias to one node, or a hostlist to a node hostlist of the same length")
+            for a, t in zip(aliases, targets * len(aliases) if len(targets) == 1 else targets):
+                if fleet and t.lower() not in fleet:
+                    raise ValueError(f"{alias!r} -> {target!r}: {t} is not a node of `nodes`")
+                if a.lower() in fleet:
+                    raise ValueError(f"{alias!r}: {a} is itself a node of `nodes`, not another name of one")
+                node = fleet.get(t.lower(), t)
+                if out.get(a.lower(), node) != node:
+                    raise ValueError(f"{a} is an alias of two nodes: {out[a.lower()]} and {node}")
+                out[a.lower()] = node
+        return out
+
+    @model_validator(mode="after")
+    def _aliases_to_host_rule(self) -> ClusterConfig:
+        # One host -> node rule for every source: the alias map rides along with alerts.nodes, which
+        # the alert and node-log ingests both read.
+        if self.node_aliases:
+            nodes = self.alerts.nodes
+            merged = {**nodes.aliases, **self.node_aliases}
+            self.alerts = self.alerts.model_copy(update={"nodes": nodes.model_copy(
+                update={"aliases": {k.lower(): v.lower() for k, v in merged.items()}})})
+        return self
 
     @field_validator("racks", "leaf_switches")
     @classmethod

@@ -145,13 +145,33 @@ LABEL_SETS = [
 ]
 
 
+#: (labels, annotations): step 5 (a node named only in the annotations) and aliases.
+ANNOTATED: list[tuple[dict[str, str], dict[str, str]]] = [
+    ({"alertname": "NHCCheckFailed", "job": "nhc"}, {"summary": "NHC check_nv_healthmon failed on gpu005"}),
+    ({"alertname": "A", "instance": "10.9.9.9:9100"}, {"description": "GPU lost on GPU006.cluster.local:9100."}),
+    ({"alertname": "A"}, {"summary": "gpu005 and gpu006 disagree"}),                   # two nodes: none
+    ({"alertname": "A"}, {"summary": "gpu005 restarted", "message": "gpu005-bmc says so"}),  # one node, twice
+    ({"alertname": "A", "node": "gpu001"}, {"summary": "after gpu005 failed"}),           # a label wins
+    ({"alertname": "A", "nodelist": "gpu[001-002]"}, {"summary": "on gpu005"}),           # several from a label
+    ({"alertname": "A", "device": "eth0"}, {"summary": "link down on 10.0.0.7"}),         # an alias in the text
+    ({"alertname": "A", "instance": "10.0.0.7:9100", "device": "mlx5_0"}, {}),           # an alias in a label
+    ({"alertname": "A"}, {"summary": "gpu0055 and xgpu005 and 5.5"}),                    # no whole word
+    # Labels naming a server or a switch keep the alert on it, whatever its text says.
+    ({"alertname": "A", "instance": "slurmctl01:9341"}, {"summary": "slurmctld lost gpu005"}),
+    ({"alertname": "A", "switch": "leaf03"}, {"summary": "port 12 to gpu005 down"}),
+    ({"alertname": "A", "instance": "http://[fe80::1]:9100/metrics"}, {"summary": "gpu005 down"}),
+]
+
+
 @pytest.mark.parametrize("known", [NODES, []])
 def test_sql_form_agrees_with_the_rule(known: list[str]) -> None:
-    mapping = NodeMapping()
+    mapping = NodeMapping(aliases={"10.0.0.7": "gpu007"})
     con = duckdb.connect()
-    rows = [{"alert_id": i, "labels": labels} for i, labels in enumerate(LABEL_SETS)]
-    con.execute("CREATE TABLE alerts (alert_id BIGINT, labels JSON)")
-    con.executemany("INSERT INTO alerts VALUES (?, ?)", [[r["alert_id"], json.dumps(r["labels"])] for r in rows])
+    sets = [(labels, None) for labels in LABEL_SETS] + ANNOTATED
+    con.execute("CREATE TABLE alerts (alert_id BIGINT, labels JSON, annotations JSON)")
+    con.executemany("INSERT INTO alerts VALUES (?, ?, ?)",
+                    [[i, json.dumps(labels), None if notes is None else json.dumps(notes)]
+                     for i, (labels, notes) in enumerate(sets)])
     con.execute(f"CREATE TABLE label_values AS {label_values_sql(mapping, alerts='alerts')}")
     values = con.sql("SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM label_values) "
                      "WHERE value IS NOT NULL AND value <> ''").pl()["value"]
@@ -161,4 +181,10 @@ def test_sql_form_agrees_with_the_rule(known: list[str]) -> None:
     got = {r[0]: AlertLocation(*r[1:])
            for r in con.sql(location_sql(mapping, values="label_values", names="names",
                                          without_node_list=not known)).fetchall()}
-    assert got == {i: locate(labels, mapping, known) for i, labels in enumerate(LABEL_SETS)}
+    assert got == {i: locate(labels, mapping, known, notes) for i, (labels, notes) in enumerate(sets)}
+    if known:  # the step-5 cases by hand
+        assert [got[len(LABEL_SETS) + i].node for i in range(len(ANNOTATED))] == [
+            "gpu005", "gpu006", None, "gpu005", "gpu001", None, "gpu007", "gpu007", None, None, None, "gpu005"]
+        assert got[len(LABEL_SETS) + 5] == AlertLocation(None, "gpu[001-002]", "nodelist")
+    else:  # without a node list no annotation word is a node
+        assert [got[len(LABEL_SETS) + i].node for i in (0, 1, 2, 3, 6, 8)] == [None] * 6

@@ -16,9 +16,12 @@ The rule (:func:`locate`, and the same rule set-based over a table in :func:`loc
 2. **Normalize** each (:func:`normalize_host`): drop a URL scheme and path
    (``http://gpu001:9100/metrics``), the ``:port`` (``[fe80::1]:9100`` too), lower-case, drop the
    DNS suffix (``gpu001.cluster.local`` → ``gpu001``; IP addresses stay whole), then apply the
-   regex rewrites in order (default: BMC names ``gpu001-bmc``, ``gpu001-ipmi``, ``bmc-gpu001`` and
-   the names of a node's other interfaces ``gpu001-ib``, ``gpu001-ib0``, ``gpu001-eth1``,
-   ``gpu001-hsn0`` → ``gpu001``).
+   regex rewrites in order, to addresses too (default: BMC names ``gpu001-bmc``, ``gpu001-ipmi``,
+   ``bmc-gpu001`` and the names of a node's other interfaces ``gpu001-ib``, ``gpu001-ib0``,
+   ``gpu001-eth1``, ``gpu001-hsn0`` → ``gpu001``). An **alias** (cluster.yaml ``node_aliases``, like
+   Slurm's ``NodeAddr`` / ``NodeHostname``: an address or another name of a node) that matches the
+   name as written (no port, lower-case), without its DNS suffix, or after the rewrites is that
+   node: ``10.0.4.8`` → ``dgx-a-r04-n08``.
 3. **Node** = the first candidate whose normalized name is a node. With a node list (cluster.yaml
    ``nodes`` as a hostlist), only a known node counts, spelled as the list spells it; without
    one, any name that is not an IP address or ``localhost``. So ``instance="10.0.0.7:9400"``
@@ -37,6 +40,14 @@ The rule (:func:`locate`, and the same rule set-based over a table in :func:`loc
    host that is no node is qualified by that host, ``10.0.0.21/eth0``: ``eth0`` of two hosts are
    two things. A network file system's device (``10.0.9.1@o2ib:/scratch``, ``nfs01:/home``) names
    the file system every client shares and stays as it is.
+5. **Annotation fallback**: with a node list, an alert whose labels give no node (nor several) and
+   name no host but by address (every node-label value an IP address or ``localhost``, or none) and
+   no switch, file system or other device of its own (only host-local target labels) takes the node
+   its ``summary`` / ``description`` / ``message`` annotations name — a whole word that normalizes
+   (step 2, aliases included) to a node of the list — when they name exactly one node (several:
+   none). An alert whose labels name a server or a switch stays about that (a switch's "port to
+   gpu005 down" stays on the switch). ``core.alerts`` keeps no column saying so: ``node`` is set,
+   ``labels`` show that no label named it.
 
 >>> locate({"alertname": "NodeDown", "instance": "gpu001.cluster.local:9100"}, NodeMapping())
 AlertLocation(node='gpu001', target=None, target_label=None)
@@ -48,6 +59,15 @@ AlertLocation(node=None, target='leaf07', target_label='switch')
 AlertLocation(node=None, target='10.0.0.21/eth0', target_label='device')
 >>> locate({"alertname": "SlurmJobNodeFail", "nodelist": "gpu[001-003]"}, NodeMapping())
 AlertLocation(node=None, target='gpu[001-003]', target_label='nodelist')
+>>> aliased = NodeMapping(aliases={"10.0.0.7": "gpu007"})
+>>> locate({"instance": "10.0.0.7:9100", "device": "mlx5_0"}, aliased, known_nodes=["gpu007"])
+AlertLocation(node='gpu007', target='mlx5_0', target_label='device')
+>>> locate({"alertname": "NHCCheckFailed", "job": "nhc"}, NodeMapping(), known_nodes=["gpu005", "gpu006"],
+...        annotations={"summary": "NHC check_nv_healthmon failed on GPU005.cluster.local"})
+AlertLocation(node='gpu005', target=None, target_label=None)
+>>> locate({"alertname": "A"}, NodeMapping(), known_nodes=["gpu005", "gpu006"],
+...        annotations={"summary": "gpu005 and gpu006 disagree"})
+AlertLocation(node=None, target=None, target_label=None)
 """
 
 from __future__ import annotations
@@ -76,7 +96,9 @@ __all__ = [
     "DEFAULT_HOST_LOCAL_LABELS",
     "DEFAULT_NODE_LABELS",
     "DEFAULT_TARGET_LABELS",
+    "NODE_ANNOTATIONS",
     "NodeMapping",
+    "annotation_words",
     "NodeRewrite",
     "locate",
     "label_values_sql",
@@ -104,6 +126,17 @@ DEFAULT_TARGET_LABELS: tuple[str, ...] = (
 )
 #: Target labels whose value names a thing on one host (a NIC, a disk, a mount), not fabric-wide.
 DEFAULT_HOST_LOCAL_LABELS: tuple[str, ...] = ("device", "mountpoint")
+#: Annotations whose text may name the node of an alert whose labels name none (step 5).
+NODE_ANNOTATIONS: tuple[str, ...] = ("summary", "description", "message")
+#: A word of an annotation that could name a host: letters, digits, ``_ . -`` (a ``:port``, ``/``,
+#: ``=`` or space ends it), with a letter in it, or a dotted IPv4 address (a bare number is no host).
+#: RE2 and Python agree on both.
+_WORD = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_HOST_WORD = r"[A-Za-z]|^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+\.?$"
+#: A label value that names a host only by address (scheme, brackets, port and path allowed) or is
+#: loopback: an alert with nothing else in its node labels may take its node from the annotations.
+_ADDRESS_VALUE = (r"(?i)^\s*(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]*@)?\[?(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|"
+                  r"[0-9a-f]*:[0-9a-f:.]*|localhost(?:\.localdomain)?)\]?(?::[0-9]+)?(?:/.*)?\s*$")
 #: In a host-local label, a network file system's device (``<nid>@o2ib:/<fs>``, ``<server>:/<export>``).
 _REMOTE_DEVICE_MARK = ":/"
 
@@ -146,6 +179,14 @@ class NodeMapping(BaseModel):
     host_local_labels: list[str] = Field(default_factory=lambda: list(DEFAULT_HOST_LOCAL_LABELS))
     strip_domain: bool = True
     rewrites: list[NodeRewrite] = Field(default_factory=lambda: list(DEFAULT_REWRITES))
+    #: Other names of nodes (lower-cased alias → node; an address, an old or another interface's
+    #: name): cluster.yaml ``node_aliases``, expanded and checked by the config (set it there).
+    aliases: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("aliases")
+    @classmethod
+    def _lower(cls, value: dict[str, str]) -> dict[str, str]:
+        return {k.strip().lower(): v.strip().lower() for k, v in value.items()}
 
 
 class HostMapping(NamedTuple):
@@ -181,6 +222,14 @@ def normalize_host(value: str, mapping: NodeMapping | None = None) -> str | None
     >>> [normalize_host(v) for v in ["gpu001.cluster.local:9100", "GPU002-ipmi", "https://gpu003:443/health",
     ...                              "[fe80::1]:9100", "10.1.2.3:9100", "bmc-gpu004.oob.example.com", "gpu010-ib0"]]
     ['gpu001', 'gpu002', 'gpu003', 'fe80::1', '10.1.2.3', 'gpu004', 'gpu010']
+
+    An alias is its node, and rewrites apply to addresses too:
+
+    >>> aliased = NodeMapping(aliases={"10.0.4.8": "dgx-a-r04-n08", "old-gpu7": "gpu007"})
+    >>> [normalize_host(v, aliased) for v in ["10.0.4.8:9100", "OLD-GPU7.example.org", "old-gpu7-bmc", "10.0.4.9"]]
+    ['dgx-a-r04-n08', 'gpu007', 'gpu007', '10.0.4.9']
+    >>> normalize_host("10.0.4.8", NodeMapping(rewrites=[NodeRewrite(pattern=r"^10\\.0\\.4\\.8$", replacement="gpu008")]))
+    'gpu008'
     """
     mapping = mapping or _DEFAULT_MAPPING
     host = value.strip()
@@ -195,13 +244,29 @@ def normalize_host(value: str, mapping: NodeMapping | None = None) -> str | None
     host = host.strip().lower().rstrip(".")
     if not host:
         return None
-    if _is_ip(host):
-        return host
-    if mapping.strip_domain:
+    aliases = mapping.aliases
+    if host in aliases:  # before the address check: an address is the alias an IP relay prints
+        return aliases[host]
+    if mapping.strip_domain and not _is_ip(host):
         host = host.split(".", 1)[0]
+        if host in aliases:
+            return aliases[host]
     for rewrite in mapping.rewrites:
         host = rewrite.apply(host)
-    return host or None
+    return aliases.get(host, host) or None
+
+
+def annotation_words(annotations: Mapping[str, str | None] | None) -> list[str]:
+    """The words of an alert's :data:`NODE_ANNOTATIONS` that could name a host (step 5), distinct, in order.
+
+    >>> annotation_words({"summary": "NHC check_nv_healthmon failed on gpu005.cluster.local:9100 (GPU 3)"})
+    ['NHC', 'check_nv_healthmon', 'failed', 'on', 'gpu005.cluster.local', 'GPU']
+    """
+    if not annotations:
+        return []
+    text = " ".join(v for k in NODE_ANNOTATIONS if isinstance(v := annotations.get(k), str) and v)
+    words = [w for w in re.findall(_WORD, text) if re.search(_HOST_WORD, w)]
+    return list(dict.fromkeys(words))
 
 
 def _known_index(known_nodes: Iterable[str] | None) -> dict[str, str] | None:
@@ -323,8 +388,10 @@ def _qualified(value: str, label: str, host: str | None, mapping: NodeMapping) -
 
 
 def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
-           known_nodes: Iterable[str] | None = None) -> AlertLocation:
-    """The node and target of one alert's labels: the reference form of the rule."""
+           known_nodes: Iterable[str] | None = None,
+           annotations: Mapping[str, str | None] | None = None) -> AlertLocation:
+    """The node and target of one alert's labels (and, for step 5, its annotations): the reference
+    form of the rule."""
     mapping = mapping or _DEFAULT_MAPPING
     known = _known_index(known_nodes)
     candidates = [(k, labels[k]) for k in mapping.node_labels if labels.get(k)]
@@ -340,6 +407,9 @@ def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
             break
     if nodes is not None:
         return AlertLocation(None, nodes, nodes_label)
+    if node is None and known is not None and _reads_annotations(labels, mapping):
+        named = {n for w in annotation_words(annotations) if (n := node_name(w, mapping, known)) is not None}
+        node = named.pop() if len(named) == 1 else None
     for label in mapping.target_labels:
         if labels.get(label):
             host = normalize_host(candidates[0][1], mapping) if node is None and candidates else None
@@ -347,6 +417,14 @@ def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
     if node is None and candidates:
         return AlertLocation(None, candidates[0][1], candidates[0][0])
     return AlertLocation(node, None, None)
+
+
+def _reads_annotations(labels: Mapping[str, str], mapping: NodeMapping) -> bool:
+    """Whether step 5 may read the annotations: the labels name no host but by address, and no
+    target of its own (a host-local one aside)."""
+    own_targets = [k for k in mapping.target_labels if k not in mapping.host_local_labels]
+    return (all(re.match(_ADDRESS_VALUE, labels[k]) for k in mapping.node_labels if labels.get(k))
+            and not any(labels.get(k) for k in own_targets))
 
 
 def _scrape_skipped(mapping: NodeMapping, without_node_list: bool, target_values: list[str | None]) -> frozenset[str]:
@@ -369,16 +447,42 @@ def _paths(names: list[str]) -> str:
     return "[" + ", ".join(_literal('$."' + n.replace('"', '\\"') + '"') for n in names) + "]"
 
 
-def label_values_sql(mapping: NodeMapping, *, alerts: str) -> str:
+def label_values_sql(mapping: NodeMapping, *, alerts: str, annotations: str | None = "annotations") -> str:
     """SQL: ``(alert_id, node_values, target_values)`` per row of ``alerts(alert_id, labels JSON)``
     — the values of ``node_labels`` and ``target_labels`` in rule order (NULL where absent), each
-    list from one parse of the labels."""
+    list from one parse of the labels. ``node_values`` goes on with the :func:`annotation_words` of
+    the ``annotations`` JSON column (None: no such column), the candidates of step 5: element
+    ``len(node_labels) + 1`` on is one."""
     targets = _paths(mapping.target_labels) if mapping.target_labels else "[]::VARCHAR[]"
-    return f"""
+    node_values = f"json_extract_string(labels, {_paths(mapping.node_labels)})"
+    if annotations is None:
+        return f"""
 SELECT alert_id,
-       json_extract_string(labels, {_paths(mapping.node_labels)}) AS node_values,
+       {node_values} AS node_values,
        json_extract_string(labels, {targets}) AS target_values
 FROM {alerts}
+"""
+    texts = ", ".join(f"{annotations}->>{_literal(k)}" for k in NODE_ANNOTATIONS)
+    words = (f"list_distinct(list_filter(regexp_extract_all(concat_ws(' ', {texts}), {_literal(_WORD)}), "
+             f"lambda w: regexp_matches(w, {_literal(_HOST_WORD)})))")
+    own = [i + 1 for i, k in enumerate(mapping.target_labels) if k not in mapping.host_local_labels]
+    own_target = (f"len(list_filter(list_select(target_values, [{', '.join(map(str, own))}]), "
+                  "lambda x: x IS NOT NULL AND x <> '')) > 0") if own else "false"
+    # Step 5's words only where it may read them (see _reads_annotations): an alert's words are
+    # distinct names to map, a cost the alerts with a host in their labels need not pay.
+    # list_distinct does not keep order; the words' order means nothing to the rule (it counts nodes).
+    return f"""
+SELECT alert_id,
+       CASE WHEN NOT {own_target}
+                 AND len(list_filter(label_values, lambda x: x IS NOT NULL AND x <> ''
+                                     AND NOT regexp_full_match(x, {_literal(_ADDRESS_VALUE)}))) = 0
+            THEN list_concat(label_values, coalesce({words}, []::VARCHAR[]))
+            ELSE label_values END AS node_values,
+       target_values
+FROM (SELECT alert_id, {annotations},
+             {node_values} AS label_values,
+             json_extract_string(labels, {targets}) AS target_values
+      FROM {alerts})
 """
 
 
@@ -390,7 +494,8 @@ def location_sql(mapping: NodeMapping, *, values: str, names: str, without_node_
     element of ``node_values``) to :func:`node_name`, :func:`normalize_host` and :func:`node_list`
     of it; a value missing from it is no node. An
     empty label value counts as absent, as in Prometheus. ``without_node_list``: the node names
-    were mapped without a node list (any host name counts; see :data:`DEVICE_TARGET_LABELS`).
+    were mapped without a node list (any host name counts; see :data:`DEVICE_TARGET_LABELS`) — then
+    the annotation words (step 5) are not read either: any word would be a "node".
     """
     node_label_list = "([" + ", ".join(_literal(k) for k in mapping.node_labels) + "])"
     target_label_list = "([" + ", ".join(_literal(k) for k in mapping.target_labels) + "]::VARCHAR[])"
@@ -403,6 +508,10 @@ def location_sql(mapping: NodeMapping, *, values: str, names: str, without_node_
                 f"list_select(v.target_values, [{', '.join(map(str, device_idx))}]), lambda x: x IS NOT NULL AND x <> '')) > 0)")
     else:
         skip = "false"
+    n_labels = len(mapping.node_labels)
+    # Step 5: a node named by exactly one node of the annotation words, only with a node list.
+    note = "NULL::VARCHAR" if without_node_list else (
+        "CASE WHEN p.hit.nodes IS NULL AND len(p.note_nodes) = 1 THEN p.note_nodes[1] END")
     return f"""
 WITH candidates AS (
     SELECT * FROM (
@@ -416,31 +525,34 @@ WITH candidates AS (
 ), picked AS (
     SELECT alert_id,
            arg_min({{'node': node, 'nodes': nodes, 'rank': rank}}, rank)
-               FILTER (WHERE NOT skip AND (node IS NOT NULL OR nodes IS NOT NULL)) AS hit,
-           arg_min(value, rank) AS first_value,
-           arg_min(host, rank) AS first_host,
-           min(rank) AS first_rank
+               FILTER (WHERE rank <= {n_labels} AND NOT skip AND (node IS NOT NULL OR nodes IS NOT NULL)) AS hit,
+           arg_min(value, rank) FILTER (WHERE rank <= {n_labels}) AS first_value,
+           arg_min(host, rank) FILTER (WHERE rank <= {n_labels}) AS first_host,
+           min(rank) FILTER (WHERE rank <= {n_labels}) AS first_rank,
+           list(DISTINCT node) FILTER (WHERE rank > {n_labels} AND node IS NOT NULL) AS note_nodes
     FROM named
     GROUP BY alert_id
+), located AS (
+    SELECT p.*, coalesce(p.hit.node, {note}) AS node FROM picked AS p
 ), targets AS (
     SELECT alert_id,
            list_position(list_transform(target_values, lambda x: x IS NOT NULL AND x <> ''), true) AS t
     FROM {values}
 )
-SELECT v.alert_id, p.hit.node AS node,
-       CASE WHEN p.hit.node IS NULL AND p.hit.nodes IS NOT NULL THEN p.hit.nodes
-            WHEN t.t IS NOT NULL AND p.hit.node IS NULL AND p.first_host IS NOT NULL
+SELECT v.alert_id, p.node,
+       CASE WHEN p.node IS NULL AND p.hit.nodes IS NOT NULL THEN p.hit.nodes
+            WHEN t.t IS NOT NULL AND p.node IS NULL AND p.first_host IS NOT NULL
                  AND list_contains({host_local_list}, {target_label_list}[t.t])
                  AND NOT contains(v.target_values[t.t], {_literal(_REMOTE_DEVICE_MARK)})
                  THEN p.first_host || '/' || ltrim(v.target_values[t.t], '/')
             WHEN t.t IS NOT NULL THEN v.target_values[t.t]
-            WHEN p.hit.node IS NULL THEN p.first_value END AS target,
-       CASE WHEN p.hit.node IS NULL AND p.hit.nodes IS NOT NULL THEN {node_label_list}[p.hit.rank]
+            WHEN p.node IS NULL THEN p.first_value END AS target,
+       CASE WHEN p.node IS NULL AND p.hit.nodes IS NOT NULL THEN {node_label_list}[p.hit.rank]
             WHEN t.t IS NOT NULL THEN {target_label_list}[t.t]
-            WHEN p.hit.node IS NULL THEN {node_label_list}[p.first_rank] END AS target_label
+            WHEN p.node IS NULL THEN {node_label_list}[p.first_rank] END AS target_label
 FROM {values} AS v
 JOIN targets AS t USING (alert_id)
-LEFT JOIN picked AS p USING (alert_id)
+LEFT JOIN located AS p USING (alert_id)
 """
 
 

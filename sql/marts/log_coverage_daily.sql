@@ -17,12 +17,21 @@
 -- lines that day: exact for per-node files, an upper bound for a central file shared by many nodes
 -- (raw.record_days has no per-node time), so a central file never flags a node falsely — it only
 -- flags its nodes when the whole file stopped.
+--
+-- A host outside cluster.yaml's node list that logged (an address a relay printed, a name the host
+-- -> node rule does not know) is no node: its lines are loaded under that host, but it is named in
+-- outside_hosts — often a node whose alias is missing (cluster.yaml node_aliases), which then looks
+-- silent — and counts neither in nodes_logging nor in the fleet's median last line. The node list is
+-- the session variable gpusre_fleet (VARCHAR[], set by the caller: SET VARIABLE gpusre_fleet = ...);
+-- unset or empty: no list, every host that logged is a node, as without cluster.yaml `nodes`.
 CREATE OR REPLACE TABLE marts.log_coverage_daily AS
 WITH params AS (
     -- stop_gap: an hour is twelve NHC runs and far beyond syslog's delivery lag; quiet_factor: a
     -- node with lines at a steady rate stays silent for 3 of its mean intervals with probability
     -- e^-3 = 5 % at most once a day — and the fleet-median condition must hold as well.
     SELECT INTERVAL 1 HOUR AS stop_gap, 3.0 AS quiet_factor
+), fleet AS (
+    SELECT coalesce(getvariable('gpusre_fleet'), []::VARCHAR[])::VARCHAR[] AS nodes
 ), log_days AS (
     SELECT day, nodes, records, first_ts, last_ts FROM raw.record_days WHERE source_kind = 'syslog'
 ), span AS (
@@ -48,13 +57,20 @@ WITH params AS (
     WHERE h.day BETWEEN (SELECT first_day FROM span) AND (SELECT last_day FROM span)
 ), busy AS (
     SELECT DISTINCT day, node FROM busy_jobs
+), host_lines AS (
+    SELECT l.day, l.node, l.records, l.first_ts, l.last_ts,
+           len(f.nodes) = 0 OR list_contains(f.nodes, l.node) AS listed
+    FROM (SELECT day, unnest(nodes) AS node, records, first_ts, last_ts FROM log_days) AS l CROSS JOIN fleet AS f
 ), node_lines AS (
-    SELECT day, unnest(nodes) AS node, records, first_ts, last_ts FROM log_days
+    SELECT day, node, records, first_ts, last_ts FROM host_lines WHERE listed
+), outside AS (
+    SELECT day, count(DISTINCT node) AS n_outside_hosts, list(DISTINCT node ORDER BY node) AS outside_hosts
+    FROM host_lines WHERE NOT listed GROUP BY ALL
 ), logging AS (
     SELECT day, node, max(last_ts) AS last_line_ts, min(first_ts) AS first_line_ts,
            sum(records) AS records
     FROM node_lines GROUP BY ALL
-), fleet AS (
+), fleet_last AS (
     SELECT day, median(last_line_ts) AS fleet_last_ts FROM logging GROUP BY ALL
 ), joined AS (
     SELECT b.day, b.node, l.node IS NOT NULL AS logged FROM busy AS b LEFT JOIN logging AS l USING (day, node)
@@ -64,7 +80,7 @@ WITH params AS (
            max(j.held_until_ts) AS held_until_ts
     FROM busy_jobs AS j
     JOIN logging AS l USING (day, node)
-    JOIN fleet AS f USING (day)
+    JOIN fleet_last AS f USING (day)
     CROSS JOIN params AS p
     WHERE j.held_until_ts - l.last_line_ts > p.stop_gap
       AND f.fleet_last_ts - l.last_line_ts > p.stop_gap
@@ -90,7 +106,10 @@ WITH params AS (
 SELECT p.*,
        coalesce(s.n_stopped_nodes, 0) AS n_stopped_nodes,
        coalesce(s.stopped_nodes, []::STRUCT(node VARCHAR, last_line_ts TIMESTAMPTZ, job_id VARCHAR,
-                                            held_until_ts TIMESTAMPTZ)[]) AS stopped_nodes
+                                            held_until_ts TIMESTAMPTZ)[]) AS stopped_nodes,
+       coalesce(o.n_outside_hosts, 0) AS n_outside_hosts,
+       coalesce(o.outside_hosts, []::VARCHAR[]) AS outside_hosts
 FROM per_day AS p
 LEFT JOIN stopped_days AS s USING (day)
+LEFT JOIN outside AS o USING (day)
 ORDER BY p.day;

@@ -144,13 +144,15 @@ def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping)
     # Per distinct host (a night has millions of lines from a few thousand hosts).
     host_names = lines["host"].drop_nulls().unique()
     placeholder = host_names.str.contains(PLACEHOLDER_HOST)
-    named = node_names(host_names, hosts.mapping, hosts.known_nodes or None).fill_null(pl.select(
+    resolved = node_names(host_names, hosts.mapping, hosts.known_nodes or None)
+    named = resolved.fill_null(pl.select(
         pl.when(placeholder).then(host_names.str.to_lowercase())   # an address is not cut at its first dot
         .otherwise(host_names.str.to_lowercase().str.split(".").list.first())).to_series())
     node = lines["host"].replace_strict(host_names, named, default=None, return_dtype=pl.String)
     # A line whose host is only an address or localhost (a central server that could not resolve the
-    # sender, a local logger) belongs to the node its file is named after, when the name gives one.
-    placeholders = host_names.filter(placeholder)
+    # sender, a local logger) belongs to the node its file is named after, when the name gives one —
+    # unless the address is a node's alias (cluster.yaml node_aliases): a relay's file names the relay.
+    placeholders = host_names.filter(placeholder & resolved.is_null())
     if placeholders.len():
         files = lines["source_file"].unique()
         file_nodes = node_names(pl.Series([host_from_filename(f) for f in files.to_list()], dtype=pl.String),

@@ -1,6 +1,7 @@
 """Nightly report section "Data quality" (``#quality``).
 
-Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily, raw.ingested_files, raw.record_days,
+Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily (stopped nodes, hosts outside the
+node list), raw.ingested_files, raw.record_days,
 raw.rejects;
 formats, computes nothing."""
 
@@ -75,6 +76,35 @@ def _dst_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str | None:
             f"the file to say which pass: read as the first (daylight-time) pass, they may be 1 h early, and so "
             f"may incidents, detect and repair times built on them: {shown}{more} lines "
             "(raw.ingested_files.rows_dst_guessed).")
+
+
+#: Hosts outside the node list the section names (the count covers them all).
+_OUTSIDE_SHOWN = 5
+
+
+def _outside_hosts_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str | None:
+    """The sentence on hosts outside cluster.yaml's node list that logged on the report day
+    (``marts.log_coverage_daily.outside_hosts``): their lines are loaded under the host, not a node —
+    often a node's address a relay printed, whose node then looks silent."""
+    if table_status(con, "marts.log_coverage_daily") or not scalar(
+            con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'marts' "
+                 "AND table_name = 'log_coverage_daily' AND column_name = 'outside_hosts'"):
+        return None
+    rows = query_rows(con, "SELECT n_outside_hosts, outside_hosts, n_silent_nodes, silent_nodes "
+                           "FROM marts.log_coverage_daily WHERE day = ? AND n_outside_hosts > 0", [meta.report_date])
+    if not rows:
+        return None
+    r = rows[0]
+    hosts = r["outside_hosts"]
+    shown = ", ".join(hosts[:_OUTSIDE_SHOWN]) + (", ..." if len(hosts) > _OUTSIDE_SHOWN else "")
+    silent = (f" — {plural(r['n_silent_nodes'], 'node')} that ran jobs logged nothing that day "
+              f"({truncate(', '.join(r['silent_nodes']), 60)})" if r["n_silent_nodes"] else "")
+    one = r["n_outside_hosts"] == 1
+    return (f"{plural(r['n_outside_hosts'], 'host')} outside cluster.yaml's node list logged on "
+            f"{fmt_date(meta.report_date)}: {shown}. {'Its' if one else 'Their'} lines are loaded under the host "
+            f"name, not a node ({'its' if one else 'their'} events and incidents too){silent}: add "
+            f"{'it' if one else 'them'} to cluster.yaml node_aliases if {'it is a node' if one else 'they are nodes'} "
+            "(marts.log_coverage_daily.outside_hosts).")
 
 
 def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
@@ -154,6 +184,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         dst = _dst_note(con, meta)
         if dst:
             sec.lead += " " + dst
+        outside = _outside_hosts_note(con, meta)
+        if outside:
+            sec.lead += " " + outside
         sec.add(Table(
             [Column("Source"), Column("Files", True), Column("Rows read", True), Column("Loaded", True),
              Column("Rows rejected", True), Column("Reject rate", True), Column("Files refused", True),
