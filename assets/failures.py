@@ -5,7 +5,7 @@ call the pure models, write the marts in one transaction. Recomputed in full eac
 a small share of log lines (about 2 %) and a quarter of them fits in memory many times over.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import dagster as dg
 import duckdb
@@ -45,7 +45,7 @@ HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
 
 #: The core.jobs columns attribution, incident impact and suspect nodes read.
 _JOB_COLUMNS = ("job_id", "state", "nodes", "start_ts", "end_ts", "elapsed_s", "n_gpus",
-                "cancelled_by", "exit_code", "exit_signal", "account")
+                "cancelled_by", "exit_code", "exit_signal", "account", "het_job_id")
 
 def log_days(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The (node, UTC day) pairs with at least one node-log line (``raw.record_days``, brought in step
@@ -146,12 +146,14 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         hw_outages = node_state_evidence(states) if states is not None else None
         # The latest instances and the earlier ones are weighed against the same evidence, prepared once.
         evidence = prepare_evidence(events, incidents, hw_outages, log_days(con))
-        attribution = attribute_failures_with(jobs, evidence)
+        # A multi-node job hangs on a link flap until its collective times out (cluster.yaml).
+        collective = timedelta(minutes=config.attribution.collective_timeout_min)
+        attribution = attribute_failures_with(jobs, evidence, collective_timeout=collective)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
         earlier = con.sql("SELECT * FROM core.instances_outside_jobs").pl()
         earlier = with_policy(earlier)
-        instance_attr = attribute_failures_with(earlier, evidence).filter(pl.col("attribution") != "none")
+        instance_attr = attribute_failures_with(earlier, evidence, collective_timeout=collective).filter(pl.col("attribution") != "none")
         # Lost GPU-hours as goodput and ETTR charge the interruption: the work lost (less the instance's
         # own start-up when it restarted its run) and the restart that followed, once it started.
         losses = run_losses(con, attribution, instance_attr, rules, accounting_end)

@@ -208,6 +208,32 @@ def test_every_recovery_kind_example_is_recognized() -> None:
         catalog.filter(pl.col("evidence") != "recovery").height
 
 
+def test_every_clears_token_names_a_fault_the_catalogs_know() -> None:
+    """The ``clears`` column of recovery_events.csv: a kind token is a failure kind of log_patterns.csv; an
+    ``action:`` token is the action of xid.csv / sxid.csv rows (the lasting GPU faults). Examples: the
+    Xid 79 line (RESTART_BM) and the Xid 95 line (RESET_GPU) are lasting, cleared by the driver load;
+    Xid 74 (an NVLink workflow) and Xid 13 (the application's) are not."""
+    from gpusre.models.logs.event_catalog import classify_messages
+
+    catalog_dir = Path(rt.__file__).parents[1] / "catalog"
+    patterns = pl.read_csv(catalog_dir / "log_patterns.csv", infer_schema=False)
+    actions = set(pl.concat([pl.read_csv(catalog_dir / f, infer_schema=False).select("action")
+                             for f in ("xid.csv", "sxid.csv")])["action"])
+    assert set(rt.load_open_fault_kinds()) <= set(patterns["kind"])
+    assert rt.load_lasting_fault_actions() == ["RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48"]
+    assert set(rt.load_lasting_fault_actions()) <= actions
+    clears = rt.load_fault_clears()
+    assert set(clears.filter(pl.col("fault").str.starts_with("action:"))["kind"]) == {"driver_loaded"}
+    lines = ["NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+             "NVRM: Xid (PCI:0000:3b:00): 95, pid=2231, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No",
+             "NVRM: Xid (PCI:0000:18:00): 74, pid=1, name=python, NVLink: fatal error detected on link "
+             "4(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+             "NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=python3, Graphics SM Warp Exception on (GPC 1, TPC 2, "
+             "SM 0): Out Of Range Address"]
+    lasting = classify_messages(pl.Series(lines))["action"].is_in(rt.load_lasting_fault_actions()).to_list()
+    assert lasting == [True, True, False, False]
+
+
 def test_an_outage_of_two_overlapping_drains_repairs_the_incident_either_names() -> None:
     # gpu002: IB link down logged at 10:00 (a network incident, evidence to 10:00). Drained 10:02 for
     # "GPU 3 ECC DBE" (to 11:00) and, overlapping, 10:30 for "IB link down mlx5_0" (to 14:00): one

@@ -9,6 +9,11 @@ rule  condition                                                          attribu
 ====  =================================================================  ===============  ==========================
 1     state not a failure (COMPLETED, PREEMPTED, user CANCELLED, running  none             —
       …)
+1a    TIMEOUT while a lasting fault (rule 2's) logged on one of its      infrastructure   the fault's
+      nodes after its start, within the lookback and more than
+      ``clock_skew`` before its end, was still open at the end (no
+      recovery of it logged by then): the job hung on it until its
+      limit (:data:`HUNG_RULE`)
 1b    OUT_OF_MEMORY or TIMEOUT: the job reached its own limit, so a      user             ``host_memory`` /
       failure event near its end is a coincidence (Meta attributes only                   ``user_application``
       FAILED and NODE_FAIL)
@@ -20,14 +25,24 @@ rule  condition                                                          attribu
       : hardware / driver-firmware / system-software, severity ≥ high)                     the worst event's
       on one of the job's nodes within [end − ``before``, end +
       ``after``], or an incident whose span meets that window on one of
-      its nodes; or a lasting fault still open at the end (a port ``Link
-      DOWN`` within :data:`OPEN_FAULT_LOOKBACK` (60 min) before it, after
-      the job started, with no ``Link ACTIVE`` before the end), and its
-      incident
+      its nodes; or a lasting fault still open at the end, logged after
+      the job started and within :data:`OPEN_FAULT_LOOKBACK` (60 min, or
+      the collective timeout if longer) before the end — a port ``Link
+      DOWN`` with no ``Link ACTIVE`` before the end (grace below), or a
+      GPU fault whose catalog action is a GPU reset or reboot (Xid 79,
+      95, 48, 119/120, fatal SXids: the ``action:`` tokens of
+      ``catalog/recovery_events.csv``) with no reboot (NVIDIA driver
+      load) and no end of a node outage (back in service) before the
+      end — and its incident
 2b    Slurm took one of the job's nodes out of service for a hardware     infrastructure   the outage's (drain
       reason (:func:`node_state_evidence`: ``DOWN*``/``Not responding``                    reason's) component
       and the operator's ``PSU failure - replace PSU2`` are one outage)
-      starting within [end − ``before``, end + ``after``]
+      starting within [end − ``before``, end + ``after``] and not over by
+      the job's start (a node given back in service)
+2d    a component of a heterogeneous job (``het_job_id``) whose own rule   infrastructure   the sibling's (and its
+      rests on no evidence (8, 9, 7, 7b, 7c) and that ended within                          incident, evidence)
+      ``clock_skew`` of an infrastructure-attributed sibling: Slurm tore
+      it down with the sibling (:data:`HET_SIBLING_RULE`)
 3     NODE_FAIL or BOOT_FAIL without evidence                             infrastructure   ``unknown (suspected)``
 4a    REQUEUED, and a node of the job logged no line on its end day      unknown          —
       (:data:`NO_LOGS_RULE`)
@@ -36,6 +51,9 @@ rule  condition                                                          attribu
 7     CANCELLED by root/SlurmUser                                        unknown          —
 7b    a node of the job logged no line on its end day                    unknown          —
       (:data:`NO_LOGS_RULE`)
+7c    a non-zero exit, and an Xid/SXid code the catalog does not know     unknown          —
+      (``cause_class`` ``unknown``) on one of its nodes in the window:
+      it may be the GPU's or the code's (:data:`UNCATALOGUED_RULE`)
 8     FAILED with a non-zero exit code or a signal (Meta's convention)   user             ``user_application``
 9     anything else (FAILED 0:0)                                         unknown          —
 ====  =================================================================  ===============  ==========================
@@ -56,9 +74,12 @@ Causality: an event stamped more than ``clock_skew`` before the job started, or 
 cannot have killed it (the scheduler gave the job a node back in service); nor can a fault its node
 logged a recovery from (``catalog/recovery_events.csv``: a port back ``ACTIVE``, a Lustre client
 reconnected) after its last evidence and before the job ended — for a link (:data:`GRACE_CLASSES`),
-only when the job kept running for :data:`RECOVERY_GRACE` (5 min) after the port came back: a link
-flap breaks NCCL's connections though the port is back in seconds, so a job ending sooner was killed
-by it; an event stamped more than
+only when the job kept running for :data:`RECOVERY_GRACE` (5 min) after the port came back, or for
+the collective timeout (:data:`COLLECTIVE_TIMEOUT`, 30 min, cluster.yaml
+``attribution.collective_timeout_min``) when it ran on more than one node: a link flap breaks NCCL's
+connections though the port is back in seconds, and a multi-node job hangs on them until its
+collective watchdog fires, so a job ending sooner was killed by it (the trade-off is at
+:data:`COLLECTIVE_TIMEOUT`); an event stamped more than
 ``clock_skew`` (60 s) after the job ended cannot have killed it either,
 so it counts only when it is a *detection* (health check, slurmd error: kinds in
 :data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
@@ -103,11 +124,16 @@ from gpusre.models.vocabulary import HEALTH_CHECK_KIND, INTERRUPTED_STATES, NODE
 from gpusre.models.reliability.training_runs import lost_work_expr
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
-from gpusre.models.reliability.repair_times import load_open_fault_kinds, load_recovery_kinds
+from gpusre.models.reliability.repair_times import (ACTION_TOKEN, load_fault_clears, load_lasting_fault_actions,
+                                                    load_open_fault_kinds, load_recovery_kinds)
 
 __all__ = [
     "ATTRIBUTION_SCHEMA",
+    "COLLECTIVE_TIMEOUT",
     "DETECTION_KINDS",
+    "HET_SIBLING_RULE",
+    "HUNG_RULE",
+    "UNCATALOGUED_RULE",
     "LOG_DAYS_SCHEMA",
     "NODE_STATE_EVIDENCE_SCHEMA",
     "GRACE_CLASSES",
@@ -138,7 +164,8 @@ DETECTION_KINDS: tuple[str, ...] = (HEALTH_CHECK_KIND, "slurmd_error")
 #: job with such user evidence beside only this infrastructure evidence crashed on its own (a GPU,
 #: NVLink or host fault can leave Xid 13/43 behind, so those classes keep the job).
 UNRELATED_TO_APP_ERRORS: tuple[str, ...] = ("storage", "network")
-#: How long a job must have kept running after its node logged a recovery of a *link* (a port back
+#: How long a single-node job (multi-node: :data:`COLLECTIVE_TIMEOUT`) must have kept running after its
+#: node logged a recovery of a *link* (a port back
 #: ``ACTIVE``, a NIC link up) for the recovery to clear the fault: a job that dies within this of the
 #: recovery died of the flap. A link drop breaks the job's NCCL/verbs connections even if the port is
 #: back seconds later: a queue pair in flight retries ``NCCL_IB_RETRY_CNT`` (7) times at
@@ -163,6 +190,30 @@ GRACE_CLASSES: tuple[str, ...] = ("network",)
 #: time. (Until 2026-12-05 only lines inside the window counted: an evaluator's job that died 11.5 min
 #: into a 12-min leaf-switch outage was blamed on the user.)
 OPEN_FAULT_LOOKBACK = timedelta(minutes=60)
+#: How long a job on more than one node must have kept running after its node logged a link recovery for
+#: the recovery to clear the fault (cluster.yaml ``attribution.collective_timeout_min``; single-node jobs
+#: keep :data:`RECOVERY_GRACE`). A flap breaks the NCCL queue pairs between the nodes; NCCL aborts the
+#: communicator only when its collective next times out, and the job's launcher tears it down then —
+#: PyTorch's watchdog default is 10 min, sites raise it to 30 min and more for large checkpoints. A job
+#: on one node has no inter-node collective to hang, so the short grace holds there. The trade-off: a
+#: multi-node job that crashes on its own bug within this long after a flap on one of its nodes is
+#: charged to the flap (an over-attribution bounded by the flaps' rate); a shorter setting hands the
+#: hung jobs to the user. (Until 2026-12-05 :data:`RECOVERY_GRACE` applied to every job: an evaluator's
+#: 4-node job whose port came back 40 s into a flap, dying 29 min later when its watchdog fired, was
+#: the user's.)
+COLLECTIVE_TIMEOUT = timedelta(minutes=30)
+#: The rule of a TIMEOUT job whose node had a lasting fault still open at its end (a port down, a GPU off
+#: the bus, with no recovery before the end): the job hung on it until its time limit (rule 1a).
+HUNG_RULE = "time limit reached while hung on a lasting fault"
+#: The rule of a heterogeneous-job component torn down with an infrastructure-killed sibling (rule 2d).
+HET_SIBLING_RULE = "het-job sibling component killed by the infrastructure"
+#: The rule of a job with a non-zero exit and an Xid/SXid code the catalog does not know on its nodes
+#: (rule 7c): the code may be the GPU's fault or the application's; nothing says which.
+UNCATALOGUED_RULE = "uncatalogued Xid/SXid code on its nodes"
+#: Rules that rest on the absence of evidence on the component's own nodes: a het-job component with one
+#: of them takes its infrastructure-killed sibling's attribution (rule 2d).
+_NO_EVIDENCE_RULES = ("non-zero exit without infrastructure evidence", "no evidence", NO_LOGS_RULE,
+                      "cancelled by system without evidence", UNCATALOGUED_RULE)
 
 #: Output of :func:`attribute_failures` (``instance_no`` only when the input has it).
 ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
@@ -184,6 +235,7 @@ ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
 NODE_STATE_EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
     "node": pl.String(),
     "start_ts": pl.Datetime("us", "UTC"),
+    "end_ts": pl.Datetime("us", "UTC"),
     "component": pl.String(),
     "evidence": pl.String(),
 }
@@ -203,7 +255,8 @@ def node_state_evidence(states: pl.DataFrame) -> pl.DataFrame:
             ``reason_component``, ``availability_class``.
 
     Returns:
-        :data:`NODE_STATE_EVIDENCE_SCHEMA`: the outage's node and start, the component, and
+        :data:`NODE_STATE_EVIDENCE_SCHEMA`: the outage's node, start and end (null: ongoing; the node
+        back in service), the component, and
         ``evidence`` = ``'<state> "<reason>" since <first state start>'`` of the naming state.
     """
     ongoing = pl.datetime(9999, 1, 1, time_zone="UTC")
@@ -219,6 +272,7 @@ def node_state_evidence(states: pl.DataFrame) -> pl.DataFrame:
     outages = s.group_by("_outage").agg(
         pl.col("node").first(),
         pl.col("start_ts").first(),
+        pl.col("end_ts").max(),
         pl.col("availability_class").first().alias("_first_class"),
         pl.col("reason_component").filter(hardware).first().alias("component"),
         pl.format('{} "{}" since {}', "state", pl.col("reason").fill_null(""),
@@ -226,6 +280,7 @@ def node_state_evidence(states: pl.DataFrame) -> pl.DataFrame:
     )
     return (
         outages.filter(pl.col("component").is_not_null() & (pl.col("_first_class") != "maintenance"))
+        .with_columns(pl.when(pl.col("end_ts") < ongoing).then(pl.col("end_ts")).alias("end_ts"))
         .sort("node", "start_ts")
         .select(*NODE_STATE_EVIDENCE_SCHEMA)
         .cast(NODE_STATE_EVIDENCE_SCHEMA)  # type: ignore[arg-type]
@@ -280,6 +335,33 @@ def _recoveries(events: pl.DataFrame) -> pl.DataFrame:
             .sort("_rec_ts"))
 
 
+def _clearings(events: pl.DataFrame, outages: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``_clr_ts``, ``_fault``: the moments a node logged a recovery that clears lasting faults of
+    ``_fault`` (a kind, or ``action:<ACTION>``: :func:`~gpusre.models.reliability.repair_times.load_fault_clears`),
+    and the ends of its hardware outages (:func:`node_state_evidence`: the node back in service), which
+    clear its lasting GPU faults (the ``action:`` ones) as a reboot does."""
+    clears = load_fault_clears()
+    logged = (events.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_clr_ts"), "kind")
+              .join(clears, on="kind").select("node", "_clr_ts", pl.col("fault").alias("_fault")))
+    actions = pl.DataFrame({"_fault": [ACTION_TOKEN + a for a in load_lasting_fault_actions()]}, schema={"_fault": pl.String})
+    back = (outages.select("node", pl.col("end_ts").cast(pl.Datetime("us", "UTC")).alias("_clr_ts"))
+            .drop_nulls().join(actions, how="cross")) if "end_ts" in outages.columns else logged.clear()
+    return pl.concat([logged, back]).drop_nulls("node")
+
+
+def _recovered(pairs: pl.DataFrame, clearings: pl.DataFrame, *, by_kind: bool = True) -> pl.DataFrame:
+    """The (``_j``, ``event_id``) of ``pairs`` (job-event pairs with ``node``, ``ts``, ``kind``, ``action``,
+    ``end_ts``) whose node logged a recovery clearing that event (:func:`_clearings`) after it and by the
+    job's end. ``by_kind=False``: only the clearings by catalog action (the lasting GPU faults), for
+    the links whose recovery :func:`_cleared` weighs with a grace."""
+    tokens = [pl.concat_str(pl.lit(ACTION_TOKEN), pl.col("action"))] + ([pl.col("kind")] if by_kind else [])
+    return (pairs.select("_j", "node", "event_id", "ts", "end_ts", pl.concat_list(tokens).alias("_fault"))
+            .explode("_fault").drop_nulls("_fault")
+            .join(clearings, on=["node", "_fault"])
+            .filter((pl.col("_clr_ts") > pl.col("ts")) & (pl.col("_clr_ts") <= pl.col("end_ts")))
+            .select("_j", "event_id").unique())
+
+
 def _failure_times(failures: pl.DataFrame) -> pl.DataFrame:
     """``node``, ``_last``, ``_class`` of failure events, sorted by time (for :func:`_cleared`)."""
     return (failures.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
@@ -290,9 +372,10 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
              grace: timedelta = RECOVERY_GRACE) -> pl.DataFrame:
     """The (``_j``, ``node``, ``_class``) of ``pairs`` (with ``end_ts``) whose node logged a recovery of that
     class after its last failure evidence of the class in the window (to ``end_ts + after``: evidence
-    logged just after the end is the fault that killed it) and before the job's end — at least ``grace``
-    before it for the classes of :data:`GRACE_CLASSES` (:data:`RECOVERY_GRACE`: a job dying just after a
-    link came back died of the link). ``last``: :func:`_failure_times` of the failure events."""
+    logged just after the end is the fault that killed it) and before the job's end — at least the grace
+    before it for the classes of :data:`GRACE_CLASSES` (a job dying just after a link came back died of
+    the link): the pair's ``_grace`` column when it has one (:data:`COLLECTIVE_TIMEOUT` for multi-node
+    jobs), else ``grace`` (:data:`RECOVERY_GRACE`). ``last``: :func:`_failure_times` of the failure events."""
     schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String}
     if pairs.is_empty() or recoveries.is_empty():
         return pl.DataFrame(schema=schema)
@@ -302,7 +385,8 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
          .filter(pl.col("_last").is_not_null()).sort("_last")
          .join_asof(recoveries, left_on="_last", right_on="_rec_ts", by=["node", "_class"], strategy="forward",
                     check_sortedness=False))
-    wait = pl.when(pl.col("_class").is_in(list(GRACE_CLASSES))).then(pl.lit(grace)).otherwise(pl.lit(timedelta(0)))
+    job_grace = pl.col("_grace") if "_grace" in pairs.columns else pl.lit(grace)
+    wait = pl.when(pl.col("_class").is_in(list(GRACE_CLASSES))).then(job_grace).otherwise(pl.lit(timedelta(0)))
     return p.filter(pl.col("_rec_ts").is_not_null() & (pl.col("_rec_ts") + wait <= pl.col("end_ts"))).select(
         pl.col("_j").cast(pl.UInt32), "node", "_class")
 
@@ -335,7 +419,8 @@ class AttributionEvidence:
 
     #: Failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`), :func:`_indexed`.
     failures: pl.DataFrame
-    #: Failure events of a lasting state (:func:`~gpusre.models.reliability.repair_times.load_open_fault_kinds`),
+    #: Failure events of a lasting state (:func:`~gpusre.models.reliability.repair_times.load_open_fault_kinds`,
+    #: and the actions of :func:`~gpusre.models.reliability.repair_times.load_lasting_fault_actions`),
     #: :func:`_indexed`.
     open_failures: pl.DataFrame
     #: User-application events, :func:`_indexed`.
@@ -348,6 +433,10 @@ class AttributionEvidence:
     incident_nodes: pl.DataFrame
     #: :func:`node_state_evidence` rows (empty without node states).
     outages: pl.DataFrame
+    #: :func:`_clearings`: what clears a lasting fault on a node, and when.
+    clearings: pl.DataFrame
+    #: Xid/SXid events of a code the catalog does not know (``cause_class`` ``unknown``), :func:`_indexed`.
+    uncatalogued: pl.DataFrame
     #: :data:`LOG_DAYS_SCHEMA`: the (node, UTC day) pairs the node logs cover; None = unknown (all covered).
     log_days: pl.DataFrame | None = None
 
@@ -371,9 +460,13 @@ def prepare_evidence(
             events.select(pl.col("node").cast(pl.String),
                           pl.col("ts").cast(pl.Datetime("us", "UTC")).dt.date().alias("day")),
         ]).drop_nulls().unique()
+    outages = node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA)
+    # A port down until it is back ACTIVE; a GPU off the bus (an action saying reset or reboot) until the
+    # node reboots or is back in service.
+    lasting = pl.col("kind").is_in(load_open_fault_kinds()) | pl.col("action").is_in(load_lasting_fault_actions())
     return AttributionEvidence(
         failures=_indexed(infra),
-        open_failures=_indexed(infra.filter(pl.col("kind").is_in(load_open_fault_kinds()))),
+        open_failures=_indexed(infra.filter(lasting)),
         # The application's own faults (Xid 13/31, OOM kills: severity medium); not Xid 43 "GPU stopped
         # processing" and the like (low: NVIDIA says ignore; a process killed for a network or node
         # fault leaves it behind), which must not outweigh the fault beside it.
@@ -387,7 +480,10 @@ def prepare_evidence(
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("label_source") == "operator").alias("_op"),
         ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
-        outages=node_states if node_states is not None else pl.DataFrame(schema=NODE_STATE_EVIDENCE_SCHEMA),
+        outages=outages,
+        clearings=_clearings(events, outages),
+        uncatalogued=_indexed(events.select(*EVENT_SCHEMA).filter(
+            (pl.col("cause_class") == "unknown") & pl.col("kind").is_in(["xid", "sxid"]))),
         log_days=log_days,
     )
 
@@ -429,13 +525,14 @@ def attribute_failures_with(
     slurm_user_uids: Sequence[int] = (0,),
     checkpoint_interval: timedelta = timedelta(minutes=60),
     clock_skew: timedelta = timedelta(seconds=60),
+    collective_timeout: timedelta = COLLECTIVE_TIMEOUT,
 ) -> pl.DataFrame:
     """:func:`attribute_failures` against evidence prepared once (:func:`prepare_evidence`).
 
     Args:
         jobs: ``core.jobs`` (``job_id``, ``state``, ``nodes`` List[String], ``end_ts``, ``start_ts``,
             ``elapsed_s``, ``n_gpus``; optional ``cancelled_by``, ``exit_code``, ``exit_signal``,
-            ``instance_no``) — or ``core.job_instances``, whose rows are keyed by
+            ``het_job_id``, ``instance_no``) — or ``core.job_instances``, whose rows are keyed by
             ``(job_id, instance_no)``.
         evidence: :func:`prepare_evidence` of the node events, incidents and node states.
         before, after: the evidence window around the job's end.
@@ -443,6 +540,9 @@ def attribute_failures_with(
         checkpoint_interval: Δ, when the input has no ``checkpoint_interval_s`` column.
         clock_skew: how far after the job's end a fault event (not a detection) may be stamped and
             still count, for clocks of the Slurm controller and the node that disagree.
+        collective_timeout: how long a multi-node job must have run on after a link recovery for it to
+            clear the link's fault (:data:`COLLECTIVE_TIMEOUT`; cluster.yaml
+            ``attribution.collective_timeout_min``).
 
     Returns:
         One row per input job: :data:`ATTRIBUTION_SCHEMA` (plus ``instance_no`` after ``job_id``
@@ -463,6 +563,7 @@ def attribute_failures_with(
         _optional(jobs, "cancelled_by", pl.Int64).alias("cancelled_by"),
         _optional(jobs, "exit_code", pl.Int64).alias("exit_code"),
         _optional(jobs, "exit_signal", pl.Int64).alias("exit_signal"),
+        _optional(jobs, "het_job_id", pl.Int64).alias("_het"),
         _optional(jobs, "checkpoint_interval_s", pl.Float64).fill_null(checkpoint_interval.total_seconds())
         .alias("_interval_s"),
     )
@@ -477,7 +578,14 @@ def attribute_failures_with(
     # Only candidates can be anything but "none": the evidence joins and the rule chain run over them,
     # the rest (most of a year's jobs: completed) take the "not a failure" row at the end.
     not_candidates = j.filter(~candidate)
-    j = j.filter(candidate)
+    # The link grace (rule 2, :data:`COLLECTIVE_TIMEOUT`): a multi-node job hangs on broken queue pairs
+    # until its collective times out; a single-node one has no inter-node collective.
+    multi_node = pl.col("nodes").list.drop_nulls().list.unique().list.len() > 1
+    j = j.filter(candidate).with_columns(
+        pl.when(multi_node).then(pl.lit(collective_timeout)).otherwise(pl.lit(RECOVERY_GRACE)).alias("_grace"))
+    # A lasting fault counts until its recovery, but no further back than this (a job that ran on for
+    # longer survived it); never shorter than the collective timeout a multi-node job hangs for.
+    lookback = max(OPEN_FAULT_LOOKBACK, collective_timeout)
     job_nodes = (
         j.select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
         .filter(pl.col("node").is_not_null())
@@ -489,13 +597,18 @@ def attribute_failures_with(
     # A lasting fault (a port DOWN) logged before the window still counts when its node logged no
     # recovery from it before the end (rule 2c; :data:`OPEN_FAULT_LOOKBACK`): the clearing below drops it
     # otherwise, exactly as it drops a recovered fault inside the window.
-    open_near = _events_near(job_nodes, evidence.open_failures, OPEN_FAULT_LOOKBACK, -before)
+    open_near = _events_near(job_nodes, evidence.open_failures, lookback, -before)
+    # A lasting GPU fault (Xid 79 until a reboot) is over once its node rebooted or came back in service.
+    open_near = open_near.join(
+        _recovered(open_near.join(j.select("_j", "end_ts"), on="_j"), evidence.clearings, by_kind=False),
+        on=["_j", "event_id"], how="anti")
     near_infra = pl.concat([near_infra, open_near]).unique(["_j", "node", "event_id"], maintain_order=True)
     recoveries, failure_times = evidence.recoveries, evidence.failure_times
     # Evidence its node recovered from while the job ran on (a Lustre client reconnected before the end,
     # a port back ACTIVE RECOVERY_GRACE before it) did not kill it: the job survived the fault.
-    cleared = _cleared(near_infra.join(j.select("_j", "end_ts"), on="_j").select(
-        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts").unique(), failure_times, recoveries, after)
+    cleared = _cleared(near_infra.join(j.select("_j", "end_ts", "_grace"), on="_j").select(
+        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts", "_grace").unique(), failure_times,
+        recoveries, after)
     near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
                   .join(cleared, on=["_j", "node", "_class"], how="anti").drop("_class"))
     # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
@@ -556,8 +669,9 @@ def attribute_failures_with(
         .with_columns(class_of(pl.col("component")).alias("_class"))
     )
     # Recovery only matters for the (job, node, class) of incidents that meet the job's window.
-    inc_cleared = _cleared(meeting.select("_j", "node", "_class", "end_ts").unique(), failure_times, recoveries,
-                           after).with_columns(pl.lit(True).alias("_clr"))
+    inc_cleared = _cleared(meeting.join(j.select("_j", "_grace"), on="_j").select(
+        "_j", "node", "_class", "end_ts", "_grace").unique(), failure_times, recoveries, after).with_columns(
+        pl.lit(True).alias("_clr"))
     covering = (
         meeting.join(inc_cleared, on=["_j", "node", "_class"], how="left")
         # an incident every one of whose nodes under the job recovered while the job ran on is over
@@ -582,13 +696,42 @@ def attribute_failures_with(
         pl.col("node").unique().alias("_user_nodes"),
     )
 
+    job_span = j.select("_j", "end_ts", pl.col("start_ts").alias("_job_start"))
+    since_start = pl.col("_job_start").is_null() | (pl.col("ts") >= pl.col("_job_start") - clock_skew)
+    # (rule 1a) A lasting fault logged after the start, before the end (by more than the clock skew: a
+    # fault as the limit struck hung nothing), and still open at the end: no recovery of it before then.
+    hung_near = (_events_near(job_nodes, evidence.open_failures, lookback, -clock_skew)
+                 .join(job_span, on="_j").filter(since_start))
+    hung_by_job = (
+        hung_near.join(_recovered(hung_near, evidence.clearings), on=["_j", "event_id"], how="anti")
+        .with_columns(severity_rank(pl.col("severity")).alias("_rank"), (pl.col("end_ts") - pl.col("ts")).alias("_dist"))
+        .group_by("_j").agg(
+            pl.col("event_id").unique().sort().alias("_hung_ids"),
+            pl.col("component").sort_by("_rank", "_dist", "event_id").first().alias("_hung_component"),
+            pl.col("cause_class").sort_by("_rank", "_dist", "event_id").first().alias("_hung_class"),
+        )
+    )
+    # (rule 7c) Xid/SXid codes the catalog does not know, in the window on the job's nodes.
+    uncatalogued_by_job = (
+        _events_near(job_nodes, evidence.uncatalogued, before, after).join(job_span, on="_j")
+        .filter(since_start & (pl.col("ts") <= pl.col("end_ts") + clock_skew))
+        .group_by("_j").agg(pl.col("event_id").unique().sort().alias("_unk_ids"))
+    )
+
     # Node-state evidence: a hardware outage of one of the job's nodes starting in the window; the
     # one starting nearest the end names the component.
-    outages = evidence.outages.select("node", pl.col("start_ts").alias("_out_start"), "component", "evidence")
+    outages = evidence.outages.select("node", pl.col("start_ts").alias("_out_start"),
+                                      _optional(evidence.outages, "end_ts", pl.Datetime("us", "UTC")).alias("_out_end"),
+                                      "component", "evidence")
     outage_by_job = (
         job_days.join(_by_day(outages, "_out_start", "_out_start", lead=after, lag=before, ends=ends), on=["node", "_day"])
         .drop("_day")
-        .filter(pl.col("_out_start").is_between(pl.col("end_ts") - before, pl.col("end_ts") + after))
+        .join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
+        # An outage over by the job's start cannot have killed it: the scheduler gave the job the node
+        # back in service (node states and job starts are both the controller's clock: no skew).
+        .filter(pl.col("_out_start").is_between(pl.col("end_ts") - before, pl.col("end_ts") + after)
+                & (pl.col("_out_end").is_null() | pl.col("_job_start").is_null()
+                   | (pl.col("_out_end") > pl.col("_job_start"))))
         .sort("_j", (pl.col("_out_start") - pl.col("end_ts")).abs(), "node")
         .unique("_j", keep="first", maintain_order=True)
         .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"))
@@ -602,6 +745,7 @@ def attribute_failures_with(
                          .join(evidence.log_days, on=["node", "day"], how="anti").select("_j").unique())
     j = (j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left")
          .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left")
+         .join(hung_by_job, on="_j", how="left").join(uncatalogued_by_job, on="_j", how="left")
          .join(unlogged_jobs.with_columns(pl.lit(True).alias("_unlogged")), on="_j", how="left"))
     unlogged = pl.col("_unlogged").fill_null(False)
     has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
@@ -622,6 +766,8 @@ def attribute_failures_with(
         return [pl.lit(attribution), lit(rule), lit(component), lit(cause)]
 
     rules: list[tuple[pl.Expr, list[pl.Expr]]] = [
+        ((state == "TIMEOUT") & pl.col("_hung_ids").is_not_null(),
+         decide("infrastructure", HUNG_RULE, pl.col("_hung_component"), pl.col("_hung_class"))),
         (limit_component.is_not_null(), decide("user", "job limit (memory/time)", limit_component, "user_application")),
         (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)) & user_beside_infra,
          decide("user", "user-application event; the storage/network fault beside it cannot cause it",
@@ -638,6 +784,7 @@ def attribute_failures_with(
         (has_user, decide("user", "user-application event in window", pl.col("_user_component"), "user_application")),
         (state == "CANCELLED", decide("unknown", "cancelled by system without evidence", None, None)),
         (unlogged, decide("unknown", NO_LOGS_RULE, None, None)),
+        (nonzero_exit & pl.col("_unk_ids").is_not_null(), decide("unknown", UNCATALOGUED_RULE, None, None)),
         (nonzero_exit, decide("user", "non-zero exit without infrastructure evidence", "user_application", "user_application")),
     ]
     fallback = decide("unknown", "no evidence", None, None)
@@ -648,7 +795,13 @@ def attribute_failures_with(
         for cond, values in rules:
             expr = pl.when(cond).then(values[k]) if expr is None else expr.when(cond).then(values[k])
         outputs.append(expr.otherwise(fallback[k]).alias(name))  # type: ignore[union-attr]
-    j = j.with_columns(outputs)
+    j = j.with_columns(outputs).with_columns(
+        # a hung job's fault may lie before the window: its evidence is the open fault's too
+        pl.when(pl.col("rule") == HUNG_RULE)
+        .then(pl.concat_list(pl.col("_infra_ids").fill_null(pl.lit([], pl.List(pl.Int64))), "_hung_ids")
+              .list.unique().list.sort())
+        .otherwise(pl.col("_infra_ids")).alias("_infra_ids"))
+    j = _with_het_siblings(j, keys, clock_skew)
 
     infra_rows = pl.col("attribution") == "infrastructure"
     elapsed = pl.coalesce(
@@ -660,6 +813,7 @@ def attribute_failures_with(
     evidence = (
         pl.when(infra_rows).then(pl.col("_infra_ids"))
         .when(pl.col("attribution") == "user").then(pl.col("_user_ids"))
+        .when(pl.col("rule") == UNCATALOGUED_RULE).then(pl.col("_unk_ids"))
         .otherwise(None)
         .fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
     )
@@ -688,6 +842,38 @@ def attribute_failures_with(
     )
     out = pl.concat([out.cast(none_rows.schema), none_rows], how="vertical").sort("_j").drop("_j")
     return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())
+
+
+def _with_het_siblings(j: pl.DataFrame, keys: list[str], clock_skew: timedelta) -> pl.DataFrame:
+    """``j`` (attributed candidate rows with ``_het``, ``_j`` and the evidence columns) with every
+    component of a heterogeneous job that ended within ``clock_skew`` of an infrastructure-attributed
+    sibling, and whose own rule rests on no evidence (:data:`_NO_EVIDENCE_RULES`), attributed as that
+    sibling (rule 2d): Slurm tears every component down when one dies, so the component's exit code is
+    the teardown's, not its code's. Evidence on the component's own nodes (a job limit, a user-application
+    event, its own infrastructure) keeps its own attribution."""
+    group = ["_het", *(["instance_no"] if "instance_no" in keys else [])]
+    infra = pl.col("attribution") == "infrastructure"
+    sibling_cols = {"component": "_s_component", "cause_class": "_s_class", "incident_id": "_s_incident",
+                    "_infra_ids": "_s_ids", "_state_evidence": "_s_state"}
+    siblings = j.filter(infra & pl.col("_het").is_not_null()).select(
+        *group, pl.col("_j").alias("_s_j"), pl.col("end_ts").alias("_s_end"),
+        *(pl.col(c).alias(a) for c, a in sibling_cols.items()))
+    torn = (
+        j.filter(~infra & pl.col("_het").is_not_null() & pl.col("rule").is_in(list(_NO_EVIDENCE_RULES)))
+        .select("_j", "end_ts", *group).join(siblings, on=group)
+        .filter((pl.col("end_ts") - pl.col("_s_end")).abs() <= clock_skew)
+        .sort("_j", (pl.col("end_ts") - pl.col("_s_end")).abs(), "_s_j").unique("_j", keep="first", maintain_order=True)
+        .drop("end_ts", *group, "_s_end", "_s_j")
+    )
+    if torn.is_empty():
+        return j
+    j = j.join(torn.with_columns(pl.lit(True).alias("_torn")), on="_j", how="left")
+    taken = pl.col("_torn").fill_null(False)
+    return j.with_columns(
+        pl.when(taken).then(pl.lit("infrastructure")).otherwise(pl.col("attribution")).alias("attribution"),
+        pl.when(taken).then(pl.lit(HET_SIBLING_RULE)).otherwise(pl.col("rule")).alias("rule"),
+        *(pl.when(taken).then(pl.col(a)).otherwise(pl.col(c)).alias(c) for c, a in sibling_cols.items()),
+    ).drop(*sibling_cols.values(), "_torn")
 
 
 def with_run_losses(attribution: pl.DataFrame, losses: pl.DataFrame) -> pl.DataFrame:

@@ -392,12 +392,34 @@ def load_recovery_kinds() -> pl.DataFrame:
     return _recovery_catalog().filter(pl.col("evidence") == "recovery").select("kind", "component_class")
 
 
+#: Prefix of a ``clears`` token naming a failure by its catalog action (xid.csv / sxid.csv) rather than its kind.
+ACTION_TOKEN = "action:"
+
+
+def load_fault_clears() -> pl.DataFrame:
+    """``kind``, ``fault``: which recovery line clears which lasting fault (the ``clears`` column of
+    ``catalog/recovery_events.csv``, one row per token). ``fault`` is a failure kind (``ib_link_down``)
+    or ``action:<ACTION>`` for every failure event whose catalog action is that (``action:RESTART_BM``:
+    an Xid 79 until the node reboots)."""
+    cat = _recovery_catalog().select("kind", pl.col("clears").str.split(";").alias("fault")).explode("fault")
+    return (cat.with_columns(pl.col("fault").str.strip_chars()).filter(pl.col("fault").str.len_chars() > 0)
+            .unique(maintain_order=True))
+
+
 def load_open_fault_kinds() -> list[str]:
     """Failure kinds that report a lasting state, open until the node logs the recovery that clears it
-    (the ``clears`` column of ``catalog/recovery_events.csv``: a port ``Link DOWN`` until ``Link
-    ACTIVE``, an NFS server ``not responding`` until ``OK``, an asserted BMC sensor until deasserted)."""
-    clears = _recovery_catalog().get_column("clears").drop_nulls()
-    return sorted({k.strip() for v in clears.to_list() for k in str(v).split(";") if k.strip()})
+    (the kind tokens of the ``clears`` column of ``catalog/recovery_events.csv``: a port ``Link DOWN``
+    until ``Link ACTIVE``, an NFS server ``not responding`` until ``OK``, an asserted BMC sensor until
+    deasserted)."""
+    faults = load_fault_clears().get_column("fault")
+    return sorted(f for f in set(faults.to_list()) if not f.startswith(ACTION_TOKEN))
+
+
+def load_lasting_fault_actions() -> list[str]:
+    """Catalog actions (xid.csv / sxid.csv) of failures that last until the node logs the recovery that
+    clears them (the ``action:`` tokens of the ``clears`` column: a GPU reset or a reboot)."""
+    faults = load_fault_clears().get_column("fault")
+    return sorted(f.removeprefix(ACTION_TOKEN) for f in set(faults.to_list()) if f.startswith(ACTION_TOKEN))
 
 
 def load_health_evidence_kinds() -> pl.DataFrame:
