@@ -10,6 +10,7 @@ quantiles, top consumers, trend tests, findings) are cheap aggregations recomput
 from datetime import date, timedelta
 
 import dagster as dg
+import duckdb
 
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.data_coverage import DAY_COVERAGE
@@ -74,7 +75,10 @@ def _days(context: dg.AssetExecutionContext) -> list[date]:
 )
 def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource):
     """Delete-then-insert, in one transaction, each day of the partition(s) and every day queued in
-    core.dirty_days that is a partition, and drain the queue."""
+    core.dirty_days that is a partition, and drain the queue.
+
+    Records one materialization per day recomputed, with that day's rows, jobs and GPU-hours (the
+    run's own partitions, and the queued days outside them as materializations of their partitions)."""
     capacity = landing.cluster_config().capacity_gpus
     first = date.fromisoformat(DAILY_PARTITIONS.get_first_partition_key())
     last = date.fromisoformat(DAILY_PARTITIONS.get_last_partition_key())
@@ -101,10 +105,8 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             # Every row, not only this partition's: yesterday's partial last day is complete once today's dump landed.
             mark_partial_days(con, "marts.job_usage_daily")
             mark_partial_days(con, "marts.utilization_daily")
-        usage = con.execute(
-            "SELECT count(*), COALESCE(sum(gpu_hours), 0) FROM marts.job_usage_daily WHERE day BETWEEN ? AND ?",
-            [days[0], days[-1]],
-        ).fetchall()[0]
+        usage_by_day = _job_usage_by_day(con, days)
+        util_by_day = _utilization_by_day(con, days)
         util = con.execute(
             "SELECT avg(utilization) FROM marts.utilization_daily WHERE day BETWEEN ? AND ? AND NOT partial",
             [days[0], days[-1]]
@@ -113,15 +115,77 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         context.log.warning(f"{len(outside)} changed day(s) ({outside[0]} .. {outside[-1]}) are outside the daily "
                             f"partitions {first} .. {last}; set GPUSRE_PARTITIONS_START / "
                             "GPUSRE_PARTITIONS_AHEAD_DAYS to include them in daily marts")
-    partition_days = set(_days(context))
-    extra = [d for d in days if d not in partition_days]
-    context.log.info(f"daily marts: {len(days)} day(s) {days[0]} .. {days[-1]}"
+    partition_days = _days(context)
+    extra = [d for d in days if d not in set(partition_days)]
+    span = f"{days[0]} .. {days[-1]}"
+    context.log.info(f"daily marts: {len(days)} day(s) {span}"
                      + (f", {len(extra)} of them changed days outside the partition(s)" if extra else ""))
+    # One materialization per day recomputed, each with that day's own figures: Dagster stamps a
+    # MaterializeResult's metadata on every partition of a range run, so the day's figures go in as
+    # partition-scoped metadata (which wins over the result's), and the changed days caught up
+    # outside the run's partitions get their own materialization events. Otherwise the UI showed
+    # a range's totals on each of its days, and a caught-up day as missing or as its stale last record.
+    run_partitions = (f"{partition_days[0]} .. {partition_days[-1]}" if len(partition_days) > 1
+                      else str(partition_days[0]))
+    for day in extra:
+        context.log_event(dg.AssetMaterialization(
+            asset_key=JOB_USAGE_DAILY, partition=day.isoformat(),
+            metadata={**usage_by_day[day], "caught_up_by_partition": run_partitions}))
+        context.log_event(dg.AssetMaterialization(
+            asset_key=UTILIZATION_DAILY, partition=day.isoformat(),
+            metadata={**util_by_day[day], "caught_up_by_partition": run_partitions}))
+    for day in partition_days:
+        context.add_asset_metadata(usage_by_day[day], asset_key=JOB_USAGE_DAILY, partition_key=day.isoformat())
+        context.add_asset_metadata(util_by_day[day], asset_key=UTILIZATION_DAILY, partition_key=day.isoformat())
+    # What the whole run did, named as such (every partition of the run carries it).
+    run_meta = {"run_range": span, "run_days": len(days), "changed_days_caught_up": len(extra)}
     yield dg.MaterializeResult(asset_key=JOB_USAGE_DAILY, metadata={
-        "dagster/row_count": usage[0], "days": len(days), "changed_days_caught_up": len(extra),
-        "gpu_hours": float(usage[1])})
+        **run_meta,
+        "run_rows": sum(int(usage_by_day[d]["dagster/row_count"]) for d in days),
+        "run_gpu_hours": round(sum(float(usage_by_day[d]["gpu_hours"]) for d in days), 4)})
     yield dg.MaterializeResult(asset_key=UTILIZATION_DAILY, metadata={
-        "days": len(days), "mean_utilization_complete_days": float(util) if util is not None else None})
+        **run_meta, "run_mean_utilization_complete_days": float(util) if util is not None else None})
+
+
+def _job_usage_by_day(con: duckdb.DuckDBPyConnection, days: list[date]) -> dict[date, dict[str, object]]:
+    """Per day of ``days``: the Dagster metadata of its marts.job_usage_daily partition (rows, jobs,
+    runs, GPU-hours, partial); a day without rows has zeros."""
+    rows = {r[0]: r[1:] for r in con.execute(
+        """SELECT day, count(*), COALESCE(sum(jobs), 0), COALESCE(sum(runs), 0), COALESCE(sum(gpu_hours), 0),
+                  bool_or(partial)
+           FROM marts.job_usage_daily WHERE day = ANY(?::DATE[]) GROUP BY day""", [days]).fetchall()}
+    out: dict[date, dict[str, object]] = {}
+    for day in days:
+        n, jobs, runs, gpu_hours, partial = rows.get(day, (0, 0, 0, 0.0, None))
+        out[day] = {"day": day.isoformat(), "dagster/row_count": int(n), "jobs": int(jobs), "runs": int(runs),
+                    "gpu_hours": round(float(gpu_hours), 4), "partial": partial}
+    return out
+
+
+#: The utilization columns shown per day when the mart has them (its definition may grow or shrink).
+_UTILIZATION_FIELDS = ("capacity_gpu_hours", "allocated_gpu_hours", "utilization", "jobs_running", "partial")
+
+
+def _utilization_by_day(con: duckdb.DuckDBPyConnection, days: list[date]) -> dict[date, dict[str, object]]:
+    """Per day of ``days``: the Dagster metadata of its marts.utilization_daily row (capacity,
+    allocated GPU-hours, utilization, jobs running, partial)."""
+    cur = con.execute("SELECT * FROM marts.utilization_daily WHERE day = ANY(?::DATE[])", [days])
+    names = [d[0] for d in cur.description]
+    rows: dict[date, list[dict[str, object]]] = {}
+    for row in cur.fetchall():
+        record = dict(zip(names, row))
+        rows.setdefault(record["day"], []).append(record)
+    out: dict[date, dict[str, object]] = {}
+    for day in days:
+        found = rows.get(day, [])
+        meta: dict[str, object] = {"day": day.isoformat(), "dagster/row_count": len(found)}
+        if len(found) == 1:
+            for field in _UTILIZATION_FIELDS:
+                if field in found[0]:
+                    value = found[0][field]
+                    meta[field] = round(float(value), 4) if isinstance(value, float) else value
+        out[day] = meta
+    return out
 
 
 def _rollup_asset(name: str) -> dg.AssetsDefinition:

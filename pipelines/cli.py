@@ -56,7 +56,7 @@ def _run(landing: Path, warehouse: Path, reports: Path, workers: int | None = No
 def _run_locked(landing: Path, warehouse: Path, reports: Path, workers: int | None) -> int:
     import logging
 
-    from gpusre.pipelines.runner import run_pipeline
+    from gpusre.pipelines.runner import run_pipeline, ui_command
 
     # Long asset steps report through this logger (see gpusre.assets.progress).
     progress_logger = logging.getLogger("gpusre.progress")
@@ -85,8 +85,8 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, workers: int | No
         print(f"node-log lake: {summary.mergeable_log_files:,} small files on {summary.mergeable_log_days} old day(s) "
               f"can be merged into one per day (faster ad hoc queries): gpusre compact --warehouse {warehouse}")
     if summary.dagster_home:
-        print(f"Dagster UI (runs, materializations, checks): DAGSTER_HOME={summary.dagster_home} "
-              f"dagster dev -w workspace.yaml")
+        print("Dagster UI (runs, materializations, checks): "
+              + ui_command(summary.dagster_home, landing, warehouse, reports))
     # A refused file is a failed input even though everything else loaded: make cron notice.
     return EXIT_FAILED if summary.files_refused else 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +37,7 @@ from gpusre.pipelines.run_lock import inherit_lock, warehouse_lock
 from gpusre.pipelines.step_threads import step_process_threads
 
 __all__ = ["SOURCES", "IncidentsSummary", "PipelineError", "RunSummary", "SourceSummary", "dagster_home", "gone_line",
-           "run_pipeline"]
+           "run_pipeline", "ui_command"]
 
 #: Dagster's own console logging is switched off below CRITICAL: the CLI prints its own progress and
 #: one line per problem; a failing step's ERROR events (with their traceback) go to the run's log
@@ -160,6 +161,30 @@ def dagster_home(warehouse: Path) -> Path:
     else ``dagster_home`` next to the warehouse file."""
     env = os.environ.get("DAGSTER_HOME")
     return Path(env) if env else Path(warehouse).resolve().parent / "dagster_home"
+
+
+#: Settings the definitions read when `dagster dev` loads them, passed on when the run had them set:
+#: without the same partitions the UI would not know the days the run materialized.
+_UI_PASSED_SETTINGS = ("GPUSRE_PARTITIONS_START", "GPUSRE_PARTITIONS_AHEAD_DAYS")
+
+
+def ui_command(home: Path, landing: Path, warehouse: Path, reports: Path) -> str:
+    """The shell line that opens the Dagster UI on the instance ``home`` of a run over ``landing``,
+    ``warehouse`` and ``reports``: absolute paths, shell-quoted, usable from any directory.
+
+    The definitions `dagster dev` loads take their resources from GPUSRE_LANDING / GPUSRE_WAREHOUSE /
+    GPUSRE_REPORTS (else ``demo/`` under the current directory): with DAGSTER_HOME alone, a
+    Materialize click or the sensor turned on in that UI would act on ./demo, not on this warehouse.
+    """
+    env = {"DAGSTER_HOME": home, "GPUSRE_LANDING": landing, "GPUSRE_WAREHOUSE": warehouse,
+           "GPUSRE_REPORTS": reports}
+    words = [f"{name}={shlex.quote(str(Path(value).expanduser().resolve()))}" for name, value in env.items()]
+    words += [f"{name}={shlex.quote(os.environ[name])}" for name in _UI_PASSED_SETTINGS if os.environ.get(name)]
+    # workspace.yaml sits in the source checkout (not in an installed wheel); the module form loads the same defs.
+    workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
+    target = (f"-w {shlex.quote(str(workspace))}" if workspace.is_file()
+              else "-m gpusre.pipelines.definitions -a defs")
+    return " ".join([*words, "dagster dev", target])
 
 
 def _instance(home: Path) -> dg.DagsterInstance:

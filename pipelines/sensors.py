@@ -21,7 +21,8 @@ from gpusre.pipelines.partitions import DAILY_PARTITIONS
 from gpusre.pipelines.resources import LandingResource
 from gpusre.pipelines.run_lock import busy_holder
 
-_DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
+#: A calendar date in a landing path (``2026-11-18`` or ``20261118``), not part of a longer number.
+_DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-?(\d{2})-?(\d{2})(?!\d)")
 
 
 def landing_snapshot(root: Path) -> dict[str, str]:
@@ -36,15 +37,24 @@ def landing_snapshot(root: Path) -> dict[str, str]:
     return snap
 
 
-def partition_for(files: list[str], today: date) -> str:
-    """The partition a batch of new files belongs to: the latest date in their names, else yesterday."""
+def _days_in_names(names: list[str]) -> list[date]:
     days: list[date] = []
-    for name in files:
+    for name in names:
         for m in _DATE_IN_NAME.finditer(name):
             try:
                 days.append(date(int(m[1]), int(m[2]), int(m[3])))
             except ValueError:
                 continue
+    return days
+
+
+def partition_for(files: list[str], today: date, landing_files: list[str] | None = None) -> str:
+    """The partition a batch of new files belongs to: the latest date in their names; for files
+    without one (cluster.yaml, incidents.csv, an undated log), the latest date in the names of all
+    ``landing_files`` (the last day the data covers, as far as the names tell); else yesterday."""
+    days = _days_in_names(files) or _days_in_names(landing_files or [])
+    # Not yesterday when the landing's names say where its data ends: a partition past the data's
+    # end made the daily marts compute empty days up to it (utilization 0, flagged partial).
     day = max(days) if days else today - timedelta(days=1)
     key = day.isoformat()
     return key if DAILY_PARTITIONS.has_partition_key(key) else DAILY_PARTITIONS.get_last_partition_key()
@@ -75,7 +85,7 @@ def build_landing_sensor(warehouse: str | Path | None = None) -> dg.SensorDefini
             return dg.SensorResult(skip_reason=f"warehouse busy: {holder}; {len(changed)} new or changed "
                                                "file(s) wait, will retry")
         run_key = hashlib.sha256(json.dumps({k: current[k] for k in changed}).encode()).hexdigest()[:16]
-        partition_key = partition_for(changed, datetime.now(timezone.utc).date())
+        partition_key = partition_for(changed, datetime.now(timezone.utc).date(), list(current))
         return dg.SensorResult(
             run_requests=[dg.RunRequest(run_key=run_key, partition_key=partition_key,
                                         tags={"gpusre/changed_files": str(len(changed))})],

@@ -104,7 +104,8 @@ def test_alert_data_span_sql_reads_receipts_resolves_and_repeats() -> None:
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE SCHEMA raw")
     con.execute("""CREATE TABLE raw.alert_notifications (source_file VARCHAR, line_no BIGINT, payload_no INTEGER,
-                   received_at TIMESTAMPTZ, status VARCHAR, starts_at TIMESTAMPTZ, ends_at TIMESTAMPTZ)""")
+                   received_at TIMESTAMPTZ, status VARCHAR, starts_at TIMESTAMPTZ, ends_at TIMESTAMPTZ,
+                   alertname VARCHAR DEFAULT 'GPUXidError')""")
     rows = [
         # line 1: firing, no logger time -> shown 10:00:30
         ("a/2026-11-02.jsonl", 1, 1, None, "firing", _t(2, 10, 0, 30), None),
@@ -114,7 +115,8 @@ def test_alert_data_span_sql_reads_receipts_resolves_and_repeats() -> None:
         # a repeat received (logger time) at 20:15 of an alert started at 10:00:30 -> 20:15
         ("a/fluentd.log", 7, 1, _t(2, 20, 15), "firing", _t(2, 10, 0, 30), None),
     ]
-    con.executemany("INSERT INTO raw.alert_notifications VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    con.executemany("INSERT INTO raw.alert_notifications (source_file, line_no, payload_no, received_at, status, "
+                    "starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     first, last = con.sql(ALERT_DATA_SPAN_SQL).fetchall()[0]
     assert (first, last) == (_t(2, 10, 0, 30), _t(2, 20, 15))
     con.execute("DELETE FROM raw.alert_notifications")
@@ -227,7 +229,7 @@ def test_e2e_coverage_mart_and_nightly_text(warehouse: Path, tmp_path: Path) -> 
     finally:
         con.close()
     hygiene = _lead(md, "Alert hygiene")
-    assert ("1 of 2 hardware incidents in 2026-10-21 … 2026-11-03 had no alert on their nodes "
+    assert ("1 of 2 hardware incidents in 2026-11-02 … 2026-11-03 had no alert on their nodes "
             "(missing coverage: GPU memory 1).") in hygiene
     assert ("Alert coverage is judged on the hardware incidents that started while alert notifications were "
             "arriving, 2026-11-02 10:00 UTC … 2026-11-03 02:00 UTC (first to last delivery, resolves and repeats "
@@ -259,7 +261,7 @@ def test_e2e_incidents_after_the_alert_data_stay_unjudged(tmp_path: Path) -> Non
     finally:
         con.close()
     hygiene = _lead(md, "Alert hygiene")
-    assert ("the one hardware incident in 2026-10-21 … 2026-11-03 had an alert on its nodes. Alert coverage is "
+    assert ("the one hardware incident in 2026-11-02 … 2026-11-03 had an alert on its nodes. Alert coverage is "
             "judged on the hardware incidents that started while alert notifications were arriving, 2026-11-02 "
             "10:00 UTC (first to last delivery, resolves and repeats included), and on any an alert was about; "
             "not judged, the alert data not reaching them: 1 that started before the first delivery and 2 that "

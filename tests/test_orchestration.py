@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from gpusre.simulate import SimulationConfig, simulate_cluster
 from gpusre.models.warehouse import connect
@@ -83,10 +84,17 @@ def test_nightly_job_for_one_partition_equals_gpusre_run(tmp_path: Path) -> None
                             resources=default_resources(str(wh), str(landing), str(tmp_path / "reports")),
                             partition_key=partition, instance=dg.DagsterInstance.ephemeral())
     assert result.success
-    daily = [e.materialization for e in result.get_asset_materialization_events()
-             if e.asset_key == dg.AssetKey(["marts", "job_usage_daily"])]
-    assert daily[0].metadata["days"].value == len(days)
-    assert daily[0].metadata["changed_days_caught_up"].value == len(days) - 1
+    daily = {e.partition: e.materialization for e in result.get_asset_materialization_events()
+             if e.asset_key == dg.AssetKey(["marts", "job_usage_daily"])}
+    # One materialization per day the run recomputed (the caught-up days too), each with its own day's figures.
+    assert sorted(daily) == days
+    assert daily[partition].metadata["run_days"].value == len(days)
+    assert daily[partition].metadata["changed_days_caught_up"].value == len(days) - 1
+    con = connect(wh, read_only=True)
+    per_day = dict(con.sql("SELECT day::VARCHAR, sum(gpu_hours) FROM marts.job_usage_daily GROUP BY 1").fetchall())
+    con.close()
+    for day, materialization in daily.items():
+        assert materialization.metadata["gpu_hours"].value == pytest.approx(per_day.get(day, 0.0), abs=1e-3), day
 
     for table in COMPARED:
         assert _table(wh, table) == _table(reference, table), table
