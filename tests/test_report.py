@@ -291,8 +291,15 @@ def test_failures_section_orders_by_gpu_hours(report: tuple[ReportPaths, str, st
     _, html, _ = report
     sec = _section(html, "failures")
     ids = re.findall(r'<td class=" mono">(\d{3})</td>', sec)
-    assert ids == ["200", "203", "201"]  # 768, 50.1 and 8 GPU-hours; the COMPLETED job is excluded
-    assert "3 GPU jobs ended in a failure state on 2026-10-31" in _visible_text(sec)
+    # The infrastructure's failures first, by lost GPU-hours (200: 256, 201: 8), then the user's TIMEOUT 203
+    # (50.1 GPU-hours, more than 201's 8): by size alone a routine TIMEOUT came before a NODE_FAIL. The
+    # COMPLETED job is excluded.
+    assert ids == ["200", "201", "203"]
+    text = _visible_text(sec)
+    assert "3 GPU jobs ended in a failure state on 2026-10-31" in text
+    assert "the largest job was 200 (FAILED, 768.0 GPU-hours)" in text
+    assert "FAILED 1:0 Infrastructure 768.0 256.0" in text and "NODE_FAIL 0:0 Infrastructure 8.0 8.0" in text
+    assert "TIMEOUT 0:0 User 50.1 –" in text
 
 
 def _section(html: str, key: str) -> str:

@@ -32,6 +32,7 @@ from gpusre.reports.nightly.sections import (
     headline,
     health_checks,
     incidents,
+    last_night,
     out_of_service,
     published,
     quality,
@@ -49,9 +50,17 @@ from gpusre.reports.nightly.sections import (
 
 __all__ = ["NIGHTLY_SECTIONS", "build_nightly_context", "render_nightly_report"]
 
-#: The nightly report, in reading order; the first two are the headline cards and the findings list.
+#: The nightly report, in reading order: the headline cards, then last night — what happened (failures,
+#: incidents, alerts) and what to do — and only then the period-wide context (findings, workload shape,
+#: the published comparison, top users), availability and data hygiene. A meeting reads the first screen.
 NIGHTLY_SECTIONS: tuple[SectionSpec[NightlyMeta], ...] = (
     headline.SECTION,
+    last_night.SECTION,
+    failures.SECTION,
+    attribution.SECTION,
+    incidents.SECTION,
+    suspects.SECTION,
+    alert_incidents.SECTION,
     findings.SECTION,
     states.SECTION,
     sizes.SECTION,
@@ -61,18 +70,13 @@ NIGHTLY_SECTIONS: tuple[SectionSpec[NightlyMeta], ...] = (
     quantiles.QUEUE,
     published.SECTION,
     top_consumers.SECTION,
-    failures.SECTION,
-    attribution.SECTION,
     taxonomy.SECTION,
-    incidents.SECTION,
-    suspects.SECTION,
     availability.SECTION,
     out_of_service.SECTION,
     repairs.SECTION,
     drain_reasons.SECTION,
     health_checks.SECTION,
     alert_flood.SECTION,
-    alert_incidents.SECTION,
     alert_hygiene.SECTION,
     templates.SECTION,
     quality.SECTION,

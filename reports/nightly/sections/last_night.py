@@ -1,0 +1,289 @@
+"""Nightly section "Last night" (``#last_night``): what happened on the report day and what to do, on the
+first screen, before the period-wide context.
+
+Reads marts.hw_incidents, marts.failure_attribution_summary, marts.job_failure_attribution (and core.jobs for
+a job's name), marts.suspect_nodes, marts.alert_incidents; formats, computes nothing. Each part degrades on
+its own: a missing mart makes its line say "no data", the others still speak."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from gpusre.models.warehouse import select_columns
+from gpusre.reports.incident.terms import NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
+from gpusre.reports.kit.formatting import (
+    MISSING,
+    fmt_date,
+    fmt_int,
+    gpuh,
+    nodes_text,
+    or_unknown,
+    plural,
+    sentence_case,
+    truncate,
+    utc_hm,
+)
+from gpusre.reports.kit.labels import incident_action, incident_kind
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text
+from gpusre.reports.nightly.sections.attribution import attribution_counts
+
+#: Last night's hardware incidents listed (most lost GPU-hours first); the rest are counted ("N more").
+TOP_N_INCIDENTS = 8
+#: Nodes that failed again, listed by suspicion score.
+TOP_N_NODES = 5
+#: Actions named in the "To do" line (the table lists them all).
+TOP_N_ACTIONS = 4
+
+_ON_DAY = f"{utc_day_sql('start_ts')} = ?"
+
+
+def _lower_first(text: str) -> str:
+    """'No alerts yet (…)' -> 'no alerts yet (…)', inside a sentence."""
+    return text[:1].lower() + text[1:]
+
+
+def _where(r: dict[str, Any]) -> str:
+    """'leaf05 (gpu[0065-0080])', 'gpu0778': where an incident happened, in a few words."""
+    nodes = truncate(nodes_text(r["nodes"]), 40) if r["nodes"] else ""
+    if r.get("leaf_switch"):
+        return f"{r['leaf_switch']} ({nodes})" if nodes else str(r["leaf_switch"])
+    return nodes or MISSING
+
+
+def _where_phrase(r: dict[str, Any]) -> str:
+    """' under leaf05 (gpu[0065-0080])', ' on gpu0778', or '' for an incident that names no node."""
+    where = _where(r)
+    if where == MISSING:
+        return ""
+    return f" {'under' if r.get('leaf_switch') else 'on'} {where}"
+
+
+def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: frozenset[str]) -> dict[str, Any]:
+    """Last night's hardware incidents: count, the top rows, the sentence; ``reason`` when unknown."""
+    reason = table_status(con, "marts.hw_incidents")
+    if reason and "has not been built" in reason:
+        return {"reason": reason, "n": None, "rows": []}
+    n = 0 if reason else scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_ON_DAY}", [meta.report_date])
+    if not n and "syslog" in missing:
+        # Incidents come from the node logs: none seen without them is no evidence that none happened.
+        return {"reason": f"{NOT_LOADED['syslog']} were loaded (landing/syslog/): whether one began is unknown",
+                "n": None, "rows": []}
+    cols = select_columns(con, "marts.hw_incidents", ["affected_gpus", "leaf_switch", "action"])
+    rows = [] if not n else query_rows(con, f"""SELECT incident_id, component, scope, start_ts, nodes, affected_jobs,
+                                                   lost_gpu_hours, {cols}
+                                            FROM marts.hw_incidents WHERE {_ON_DAY}
+                                            ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST,
+                                                     start_ts, incident_id
+                                            LIMIT {TOP_N_INCIDENTS}""", [meta.report_date])
+    return {"reason": None, "n": n, "rows": rows}
+
+
+def _incident_text(inc: dict[str, Any]) -> str:
+    if inc["reason"]:
+        return reason_text(inc["reason"])
+    if not inc["n"]:
+        return "none began."
+    top = inc["rows"][0]
+    impact = ("its job impact is " + UNKNOWN_NO_ACCOUNTING if top["affected_jobs"] is None else
+              f"killed {plural(top['affected_jobs'], 'job')}"
+              + (f" on {plural(top['affected_gpus'], 'GPU')}" if top["affected_jobs"] and top["affected_gpus"] else "")
+              + f" and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h")
+    which = "the costliest" if inc["n"] > 1 else "it"
+    return (f"{fmt_int(inc['n'])} began; {which}, {incident_kind(top['component'], top['scope'])}"
+            f"{_where_phrase(top)} at {utc_hm(top['start_ts'])} UTC, {impact}.")
+
+
+def _jobs(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: frozenset[str]) -> dict[str, Any]:
+    """Last night's failed jobs by attribution and the infrastructure-failed job that lost the most."""
+    reason = (table_status(con, "marts.job_failure_attribution")
+              or table_status(con, "marts.failure_attribution_summary"))
+    if "sacct" in missing:
+        return {"reason": UNKNOWN_NO_ACCOUNTING}
+    if reason and "has not been built" in reason:
+        return {"reason": reason}
+    total, counts = (0, {}) if reason else attribution_counts(con, meta.report_date)
+    top = None if reason else (query_rows(con, f"""SELECT a.job_id, a.n_gpus, a.lost_gpu_hours,
+                                                        (SELECT j.name FROM core.jobs AS j WHERE j.job_id = a.job_id
+                                                         LIMIT 1) AS name
+                                                 FROM marts.job_failure_attribution AS a
+                                                 WHERE a.attribution = 'infrastructure'
+                                                   AND {utc_day_sql('a.end_ts')} = ?
+                                                 ORDER BY a.lost_gpu_hours DESC NULLS LAST, a.n_gpus DESC, a.job_id
+                                                 LIMIT 1""", [meta.report_date]) or [None])[0]
+    return {"reason": None, "total": total, "counts": counts, "top": top}
+
+
+def _jobs_text(jobs: dict[str, Any]) -> str:
+    if jobs["reason"]:
+        return reason_text(jobs["reason"])
+    none = {"n": 0, "runs": 0, "lost": 0.0}
+    infra, user, unknown = (jobs["counts"].get(a, none) for a in ("infrastructure", "user", "unknown"))
+    if not jobs["total"] and not any(c["runs"] for c in jobs["counts"].values()):
+        return "no job failed."
+    requeued = infra["runs"] - infra["n"]
+    text = (f"{plural(infra['n'], 'job')} failed because of the infrastructure"
+            + (f" (+ {plural(requeued, 'requeued run')})" if requeued else "")
+            + (f", losing {gpuh(infra['lost'] or 0.0)} GPU-h" if infra["runs"] else ""))
+    top = jobs["top"]
+    if top is not None and infra["n"] > 1:
+        name = f" \u201c{truncate(top['name'], 40)}\u201d" if top["name"] else ""
+        text += (f"; the largest, job {top['job_id']}{name} on {plural(top['n_gpus'], 'GPU')}, lost "
+                 f"{gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h")
+    # The user's own failures (time limits, out of memory, exit codes) are routine: counted, not alarmed.
+    return text + (f". {fmt_int(user['n'])} failed on {'its' if user['n'] == 1 else 'their'} own "
+                   "(user: time limit, memory, exit code)"
+                   + (f" and {fmt_int(unknown['n'])} for an unknown reason" if unknown["n"] else "") + ".")
+
+
+def _repeat_nodes(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, inc: dict[str, Any]) -> dict[str, Any]:
+    """Suspect nodes (marts.suspect_nodes: far above the fleet over 28 days) among the nodes of last night's
+    hardware incidents: the nodes that failed again."""
+    status = table_status(con, "marts.suspect_nodes")
+    if status and "has not been built" in status:
+        return {"reason": status, "rows": [], "n": 0}
+    if inc["reason"]:
+        return {"reason": inc["reason"], "rows": [], "n": 0}
+    if status or not inc["n"]:
+        return {"reason": None, "rows": [], "n": 0, "no_incident": not inc["n"]}
+    where = f"s.node IN (SELECT unnest(i.nodes) FROM marts.hw_incidents AS i WHERE {utc_day_sql('i.start_ts')} = ?)"
+    n = scalar(con, f"SELECT count(*) FROM marts.suspect_nodes AS s WHERE {where}", [meta.report_date])
+    rows = query_rows(con, f"""SELECT s.node, s.hw_episodes, s.xid_episodes, s.infra_failed_jobs, s.worst_event,
+                                  s.recommended_action, s.score
+                           FROM marts.suspect_nodes AS s WHERE {where}
+                           ORDER BY s.score DESC NULLS LAST, s.node LIMIT {TOP_N_NODES}""", [meta.report_date])
+    return {"reason": None, "rows": rows, "n": n}
+
+
+def _signals(r: dict[str, Any]) -> str:
+    """'4 hardware episodes, 3 infrastructure-failed jobs' (the non-zero signals of a suspect node)."""
+    parts = [plural(r["hw_episodes"], "hardware episode") if r["hw_episodes"] else "",
+             plural(r["xid_episodes"], "Xid episode") if r["xid_episodes"] and not r["hw_episodes"] else "",
+             plural(r["infra_failed_jobs"], "infrastructure-failed job") if r["infra_failed_jobs"] else ""]
+    return ", ".join(p for p in parts if p) or "far above the fleet"
+
+
+def _repeat_text(rep: dict[str, Any]) -> str:
+    if rep["reason"]:
+        return reason_text(rep["reason"])
+    if rep.get("no_incident"):
+        return "none: no hardware incident began."
+    if not rep["rows"]:
+        return "no node of last night's incidents stands out from the fleet over the last 28 days."
+    named = "; ".join(f"{r['node']} ({_signals(r)} in the last 28 days) \u2014 recommended: "
+                      f"{r['recommended_action'] or MISSING}" for r in rep["rows"])
+    more = f"; and {fmt_int(rep['n'] - len(rep['rows']))} more" if rep["n"] > len(rep["rows"]) else ""
+    return named + more + "."
+
+
+def _alerts(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any]:
+    reason = alert_history(con) or table_status(con, "marts.alert_incidents")
+    if reason:
+        return {"reason": reason}
+    n = scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {_ON_DAY}", [meta.report_date])
+    # The largest as "Alert incidents by size" orders them: most alerts first.
+    top = (query_rows(con, f"""SELECT incident_id, n_alerts, n_nodes, root_cause_candidate FROM marts.alert_incidents
+                               WHERE {_ON_DAY}
+                               ORDER BY n_alerts DESC NULLS LAST, lost_gpu_hours DESC NULLS LAST, start_ts, incident_id
+                               LIMIT 1""", [meta.report_date]) or [None])[0]
+    return {"reason": None, "n": n, "top": top}
+
+
+def _alerts_text(al: dict[str, Any]) -> str:
+    if al["reason"]:
+        return reason_text(al["reason"])
+    if not al["n"]:
+        return "none started."
+    top = al["top"]
+    return (f"{fmt_int(al['n'])} started; {'the largest' if al['n'] > 1 else 'it'}, "
+            f"\u201c{truncate(top['root_cause_candidate'] or top['incident_id'], 70)}\u201d, grouped "
+            f"{plural(top['n_alerts'], 'alert')} on {plural(top['n_nodes'] or 0, 'node')}.")
+
+
+def _todo(inc: dict[str, Any], rep: dict[str, Any]) -> list[str]:
+    """The marts' recommended actions, costliest incident first, then the nodes that failed again."""
+    todo = [f"{incident_action(r['action'], r['component'], r['scope'])} "
+            f"({r.get('leaf_switch') or truncate(nodes_text(r['nodes']), 40)})" for r in inc["rows"]]
+    todo += [f"{sentence_case(r['recommended_action'])} ({r['node']})" for r in rep["rows"] if r["recommended_action"]]
+    return todo
+
+
+def _todo_text(todo: list[str], inc: dict[str, Any]) -> str:
+    """The first :data:`TOP_N_ACTIONS` actions ('; and 3 more below'), or why there is none to name."""
+    if not todo:
+        return (reason_text(inc["reason"]) + "." if inc["reason"]
+                else "nothing: no hardware incident or node failing again to act on.")
+    more = len(todo) - TOP_N_ACTIONS
+    return "; ".join(todo[:TOP_N_ACTIONS]) + (f"; and {fmt_int(more)} more below" if more > 0 else "") + "."
+
+
+def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
+    """Last night in a few lines: its hardware incidents, the jobs the infrastructure killed, the nodes that
+    failed again, the alert incidents, and the actions the marts recommend; then the night's incidents and
+    the repeat nodes as tables."""
+    d = fmt_date(meta.report_date)
+    sec = Section("last_night", f"Last night ({d})", template="definitions")
+    missing = missing_sources(con)
+    inc = _incidents(con, meta, missing)
+    jobs = _jobs(con, meta, missing)
+    rep = _repeat_nodes(con, meta, inc)
+    al = _alerts(con, meta)
+    reasons = [p["reason"] for p in (inc, jobs, al)]
+    if all(reasons):  # nothing to say about last night: one line, as the other sections say it
+        sec.no_data = f"{NO_DATA}: " + "; ".join(_lower_first(reason_text(r)) for r in reasons) + "."
+        return sec
+
+    summary = []
+    if inc["n"] is not None:
+        summary.append(plural(inc["n"], "hardware incident"))
+    if not jobs["reason"]:
+        infra = jobs["counts"].get("infrastructure", {"n": 0, "runs": 0, "lost": 0.0})
+        summary.append(f"{plural(infra['n'], 'job')} killed by the infrastructure"
+                       + (f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["runs"] else ""))
+    if rep["n"]:
+        summary.append(f"{plural(rep['n'], 'node')} failing again")
+    if not al["reason"]:
+        summary.append(plural(al["n"], "alert incident"))
+    sec.lead = (f"On {d}: " + ", ".join(summary) + ".") if summary else ""
+    todo = _todo(inc, rep)
+    sec.entries = [
+        # What to do first: the meeting reads it before the details that justify it.
+        {"term": "To do", "text": _todo_text(todo, inc)},
+        {"term": "Hardware incidents", "text": _incident_text(inc)},
+        {"term": "Jobs the infrastructure killed", "text": _jobs_text(jobs)},
+        {"term": "Nodes failing again", "text": _repeat_text(rep)},
+        {"term": "Alert incidents", "text": _alerts_text(al)},
+    ]
+    if inc["rows"]:
+        more = inc["n"] - len(inc["rows"])
+        sec.add(Table(
+            [Column("Start (UTC)", nowrap=True), Column("What failed"), Column("Where", nowrap=True),
+             Column("Jobs killed", True), Column("Lost GPU-h", True), Column("Recommended action"),
+             Column("Incident", nowrap=True)],
+            [[Cell(utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
+              Cell(incident_kind(r["component"], r["scope"])),
+              Cell(truncate(_where(r), 40), mono=True, title=nodes_text(r["nodes"])),
+              Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], gpuh)),
+              Cell(incident_action(r["action"], r["component"], r["scope"])),
+              Cell(str(r["incident_id"]), mono=True)] for r in inc["rows"]],
+            caption=f"Hardware incidents that began on {d}, most lost GPU-hours first"
+                    + (f" (top {len(inc['rows'])}; {fmt_int(more)} more in \u201cTop incidents by lost GPU-hours\u201d "
+                       "and the incident retrospectives)." if more > 0 else "."),
+        ))
+    if rep["rows"]:
+        sec.add(Table(
+            [Column("Node"), Column("HW episodes, 28 d", True), Column("Infra-failed jobs, 28 d", True),
+             Column("Worst event"), Column("Recommended action")],
+            [[Cell(str(r["node"]), mono=True), Cell(fmt_int(r["hw_episodes"])),
+              Cell(or_unknown(r["infra_failed_jobs"], fmt_int)), Cell(r["worst_event"] or MISSING),
+              Cell(r["recommended_action"] or MISSING)] for r in rep["rows"]],
+            caption="Nodes of last night's incidents that also stand out from the fleet over the last 28 days "
+                    "(marts.suspect_nodes; see \u201cSuspect nodes\u201d).",
+        ))
+    return sec
+
+
+SECTION = SectionSpec("last_night", "Last night", build)
