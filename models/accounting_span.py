@@ -12,6 +12,18 @@ window is listed because it ran inside it): it is the earliest start on the firs
 all end there — never at the wall clock, so a rerun over the same dumps gives the same numbers, and
 never at a source-specific end, so two marts do not disagree on where the data stops (node availability
 once ended at the last node-state event, hours before the accounting did).
+
+**Capacity hours of a day** (:func:`capacity_hours_expr`), the one definition behind every capacity and
+in-service figure — ``marts.utilization_daily``, ``marts.goodput_daily``, ``marts.node_availability_daily``'s
+``observed_hours`` and the SLIs' totals: whole UTC days (24 h), except the day of the span's end when more
+than :data:`MAX_GAP_MINUTES` of it lie after it (the minutes of the next day a dump cut at 00:05 reaches):
+that day counts its hours up to the end, so "now" is not diluted by hours that have not happened. The first
+day counts whole even when the data begins inside it (the quiet half hour before the first job at 00:30 is
+idle capacity; a dump that begins at noon makes the day partial in ``marts.day_coverage``, left out of
+means): utilization_daily is written before the first record's time is known for sure (raw.record_days is
+refreshed later in a run), and a cut there made complete days look partial. Two marts once cut the same day
+differently (goodput at the first job start and last job end, utilization at midnight): goodput came out
+above utilization.
 """
 
 from __future__ import annotations
@@ -22,7 +34,16 @@ import duckdb
 
 from gpusre.models.warehouse import table_exists
 
-__all__ = ["ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "accounting_span"]
+import polars as pl
+
+__all__ = ["ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
+           "capacity_hours_expr"]
+
+#: A day with more than this much of it outside the data span is partial (and counts only its covered
+#: hours of capacity). An hour absorbs the quiet minutes before a complete day's first record and after its
+#: last one (a dump cut at 23:55) while a day the data reaches for minutes only (00:07) stays partial.
+#: ``sql/marts/utilization_daily.sql`` repeats it (its caller passes no parameter for it): keep them equal.
+MAX_GAP_MINUTES = 60.0
 
 #: Per record (``core.jobs``, ``core.job_instances``, ``raw.sacct_records``): the latest moment it speaks for.
 ACCOUNTING_RECORD_TS_SQL = "greatest(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))), submit_ts)"
@@ -50,3 +71,23 @@ def accounting_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, da
     sql = ACCOUNTING_SPAN_SQL if table_exists(con, "raw.record_days") else _SPAN_SQL.format(recorded="NULL")
     first, last = con.sql(sql).fetchall()[0]
     return (first.astimezone(timezone.utc) if first else None, last.astimezone(timezone.utc) if last else None)
+
+
+def capacity_hours_expr(day: pl.Expr, until: datetime | None,
+                        max_gap_minutes: float = MAX_GAP_MINUTES) -> pl.Expr:
+    """Hours of each UTC ``day`` (a Date expression) that count as capacity: the day's hours up to
+    ``until`` (None: 24), or 24 when at most ``max_gap_minutes`` of the day lie after it (the module
+    docstring's rule; ``sql/marts/utilization_daily.sql`` applies the same one in SQL); 0 after ``until``.
+
+    >>> from datetime import date
+    >>> days = pl.DataFrame({"day": [date(2026, 1, 1), date(2026, 1, 2), date(2026, 1, 3)]})
+    >>> days.select(capacity_hours_expr(pl.col("day"), datetime(2026, 1, 3, 0, 5, tzinfo=timezone.utc))
+    ...             .round(3)).to_series().to_list()
+    [24.0, 24.0, 0.083]
+    """
+    utc = pl.Datetime("us", "UTC")
+    d0 = day.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+    d1 = d0 + pl.duration(days=1)
+    hi = pl.min_horizontal(d1, pl.lit(until.astimezone(timezone.utc), utc)) if until is not None else d1
+    covered = ((hi - d0).dt.total_microseconds() / 3.6e9).clip(lower_bound=0.0)
+    return pl.when(covered >= 24.0 - max_gap_minutes / 60.0).then(pl.lit(24.0)).otherwise(covered)

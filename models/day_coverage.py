@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 
 import duckdb
 
-from gpusre.models.accounting_span import accounting_span
+from gpusre.models.accounting_span import MAX_GAP_MINUTES, accounting_span
 from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.marts_runner import run_mart_sql
 from gpusre.models.warehouse import table_exists
@@ -32,10 +32,8 @@ from gpusre.models.warehouse import table_exists
 __all__ = ["MAX_GAP_MINUTES", "build_day_coverage", "mark_partial_days", "refresh_partial_flags", "complete_days",
            "loaded_file_days", "named_day"]
 
-#: A day with more than this much of it outside the data span is partial. An hour absorbs the quiet
-#: minutes before a complete day's first record and after its last one (a dump cut at 23:55) while a
-#: day the data reaches for minutes only (00:07) stays partial.
-MAX_GAP_MINUTES = 60.0
+# MAX_GAP_MINUTES (defined with the accounting span, whose capacity hours use the same threshold): a day with
+# more than this much of it outside the data span is partial.
 
 
 def build_day_coverage(con: duckdb.DuckDBPyConnection, max_gap_minutes: float = MAX_GAP_MINUTES) -> int:

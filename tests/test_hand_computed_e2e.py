@@ -50,9 +50,10 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
     Node availability (in service / (observed - planned maintenance)):
     - 11-29 has no node-state event, so it is estimated from incidents: gpu004's IB link was down
       15:00-15:02 and logged ACTIVE again (MTTR's repair): 96 - 2/60 of 96 node-hours.
-    - 11-30 is observed up to 23:30 on each node (4 x 23.5 = 94, not up to the last event at 18:00):
-      gpu002 drained 02:05-10:05 (8 h), gpu003 03:00-07:00 (4 h), gpu004 in maintenance 14:00-18:00
-      (4 h, out of the total): good 90 - 12 = 78 of 90. login01 (down 00:00-12:00 in the same sacctmgr
+    - 11-30 is observed whole (4 x 24 = 96, not up to the last event at 18:00): the data's last moment,
+      23:30, is within 60 min of midnight, so the day is complete — the same day hours as the capacity of
+      utilization and goodput (models/accounting_span.py): gpu002 drained 02:05-10:05 (8 h), gpu003
+      03:00-07:00 (4 h), gpu004 in maintenance 14:00-18:00 (4 h, out of the total): good 92 - 12 = 80 of 92. login01 (down 00:00-12:00 in the same sacctmgr
       dump, as sacctmgr lists every node Slurm runs) is not in cluster.yaml's fleet: not counted.
     Hardware incidents: the Xid 79 on gpu002 at 01:58 killed job 106 (16 GPUs, 14 h run): lost work
     16 x (3600/2 + 300) / 3600 = 9.333 GPU-h; the Xid 48 on gpu003 at 02:59 killed the first instance
@@ -63,10 +64,10 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
         avail = con.sql("SELECT day, good, total FROM marts.slo_daily WHERE sli = 'node_availability' "
                         "ORDER BY day").fetchall()
         assert [(d, pytest.approx(g), t) for d, g, t in avail] == [
-            (date(2026, 11, 29), pytest.approx(96 - 2 / 60), 96.0), (date(2026, 11, 30), pytest.approx(78.0), 90.0)]
+            (date(2026, 11, 29), pytest.approx(96 - 2 / 60), 96.0), (date(2026, 11, 30), pytest.approx(80.0), 92.0)]
         observed = con.sql("SELECT sum(observed_hours), sum(in_service_hours) FROM marts.node_availability_daily "
                            "WHERE day = '2026-11-30'").fetchall()
-        assert observed == [(94.0, 78.0)]
+        assert observed == [(96.0, 80.0)]
         assert con.sql("SELECT count(*) FROM marts.drain_reasons WHERE reason_class = 'not_responding'").fetchall() == [(0,)]
         # Jobs on 11-30: 106 (to 02:00), 107 (its NODE_FAIL run and its requeued run: one job), 109, 110.
         assert con.sql("SELECT jobs_running FROM marts.utilization_daily WHERE day = '2026-11-30'").fetchall() == [(4,)]
@@ -98,13 +99,15 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
     # 11-30's failures: job 106 ended NODE_FAIL; job 107's NODE_FAIL run was requeued (no failed job).
     assert "**Failures 2026-11-30:** 1 (NODE_FAIL 1 (+ 1 requeued run) · 1-day median 3)" in nightly
     slo = next((tmp_path / "reports").glob("slo-*.md")).read_text()
-    # The default 30-day window holds 2 days of data: "Days" says 2 of 30, not 2 of 2.
-    assert "| Node availability | 98 % | 93.53 % | no |" in slo and "| exhausted | 2 / 30 |" in slo
+    # The default 30-day window holds 2 days of data: "Days" says 2 of 30, not 2 of 2. Node availability
+    # (96 - 2/60 + 80) / (96 + 92) = 93.60 %.
+    assert "| Node availability | 98 % | 93.60 % | no |" in slo and "| exhausted | 2 / 30 |" in slo
     assert "outside this window" not in slo and "does not hold two months to compare" in slo
 
 
 def test_availability_estimated_from_incidents_counts_overlaps_once(tmp_path: Path) -> None:
-    """4 nodes, America/New_York, no node-state history; data ends 12-02 18:30 EST = 23:30 UTC.
+    """4 nodes, America/New_York, no node-state history; data ends 12-02 18:30 EST = 23:30 UTC, within 60 min
+    of midnight, so 12-02 is a whole day (4 x 24 = 96 node-hours).
 
     n2's GPU fell off the bus 12-01 19:58 UTC; the first job to complete on n2 after it started 12-02
     07:00 EST = 12:00 UTC. A Lustre error on n2 at 09:58 UTC (repaired by the same job) lies inside
@@ -115,7 +118,7 @@ def test_availability_estimated_from_incidents_counts_overlaps_once(tmp_path: Pa
         avail = con.sql("SELECT day, good, total FROM marts.slo_daily WHERE sli = 'node_availability' "
                         "ORDER BY day").fetchall()
         assert [(d, round(g, 4), t) for d, g, t in avail] == [
-            (date(2026, 12, 1), round(96 - (4 + 2 / 60), 4), 96.0), (date(2026, 12, 2), 82.0, 94.0)]
+            (date(2026, 12, 1), round(96 - (4 + 2 / 60), 4), 96.0), (date(2026, 12, 2), 84.0, 96.0)]
     finally:
         con.close()
 

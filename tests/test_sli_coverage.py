@@ -112,21 +112,25 @@ def full(tmp_path_factory):
 def test_partial_first_day_counts_its_covered_hours(full):
     con, _ = full
     gp = _sli(con, "goodput")
-    # 11-01: the data begins at 12:00 → capacity 32 GPUs × 12 h = 384 (not 768); job 1001 ran 12:00-24:00 on
-    # 32 GPUs = 384 productive. The last day 11-04 is cut at 12:00 by the same rule: 384, 24 GPUs × 12 h = 288.
-    assert gp["2026-11-01"][:2] == pytest.approx((384.0, 384.0))
+    # 11-01: the data begins at 12:00, but a day's capacity is one definition for utilization, goodput and
+    # the SLIs (models/accounting_span.py): every day whole from its midnight, 32 GPUs × 24 h = 768, the day
+    # flagged partial; job 1001 ran 12:00-24:00 on 32 GPUs = 384 productive. The last day 11-04 ends at
+    # 12:00, more than 60 min before midnight, so it is cut there: 384, 24 GPUs × 12 h = 288.
+    assert gp["2026-11-01"][:2] == pytest.approx((384.0, 768.0))
     assert gp["2026-11-04"][:2] == pytest.approx((288.0, 384.0))
-    # window: capacity 384 + 768 + 768 + 384 = 2304, less the planned maintenance the goodput SLO leaves out
-    # (gpu001-003 drained 11-02 06:00-12:00: 3 × 6 h × 8 GPUs = 144) = 2160; productive 384 + 624 + 552 + 288
-    # = 1848 (11-03: 568 allocated − 16 GPU-h of work lost at job 1003's NODE_FAIL) → 85.6 %, above the 70 %
+    # window: capacity 768 + 768 + 768 + 384 = 2688, less the planned maintenance the goodput SLO leaves out
+    # (gpu001-003 drained 11-02 06:00-12:00: 3 × 6 h × 8 GPUs = 144) = 2544; productive 384 + 624 + 552 + 288
+    # = 1848 (11-03: 568 allocated − 16 GPU-h of work lost at job 1003's NODE_FAIL) → 72.6 %, above the 70 %
     # objective. (marts.goodput_daily keeps the maintenance in its capacity: checked below.)
     good, total = (sum(v[i] for v in gp.values()) for i in (0, 1))
-    assert (good, total) == pytest.approx((1848.0, 2160.0))
+    assert (good, total) == pytest.approx((1848.0, 2544.0))
     cap = dict(con.sql("SELECT day::VARCHAR, capacity_gpu_hours FROM marts.goodput_daily").fetchall())
-    assert cap["2026-11-01"] == pytest.approx(384.0) and cap["2026-11-04"] == pytest.approx(384.0)
+    util = dict(con.sql("SELECT day::VARCHAR, capacity_gpu_hours FROM marts.utilization_daily").fetchall())
+    assert cap["2026-11-01"] == pytest.approx(768.0) and cap["2026-11-04"] == pytest.approx(384.0)
+    assert cap == pytest.approx(util)  # one capacity
     na = _sli(con, "node_availability")
-    # 11-01: no node-state history yet (first event 11-02) → estimated from incidents (none): 4 nodes × 12 h = 48
-    assert na["2026-11-01"] == pytest.approx((48.0, 48.0, "incidents"))
+    # 11-01: no node-state history yet (first event 11-02) → estimated from incidents (none): 4 nodes × 24 h = 96
+    assert na["2026-11-01"] == pytest.approx((96.0, 96.0, "incidents"))
     # 11-02 from node states: 96 − 18 h of planned drain (gpu001-003, 06-12) = 78 scheduled; gpu001's DIMM
     # drain 11-13 is unplanned for 12-13 = 1 h → 77 / 78
     assert na["2026-11-02"] == pytest.approx((77.0, 78.0, "node_states"))
@@ -137,13 +141,14 @@ def test_partial_first_day_counts_its_covered_hours(full):
 def test_mtbf_exposure_is_the_sli_in_service_hours(full):
     con, _ = full
     exposure = con.sql("SELECT exposure_hours FROM marts.mtbf WHERE scope = 'cluster' AND period = 'all'").fetchall()[0][0]
-    # In-service node-hours from 11-01 12:00 (not 00:00) to the last node-log line (11-04 11:50 + the 10 min
-    # the coverage rounds): 48 + 77 + 90 + ~48 = ~263; gpu004 stayed up through the planned window and is
-    # exposed (the old rule subtracted its 6 h too: 257), the same rule as the SLI's good hours (263).
+    # The SLI's good hours count whole days from 11-01 00:00 (one day definition with capacity): 96 + 77 +
+    # 90 + 48 = 311; gpu004 stayed up through the planned window and is exposed (the old rule subtracted its
+    # 6 h too). MTBF exposure counts only what the node logs could have seen a failure in: from their first
+    # line 11-01 12:00 to their last 11-04 11:50 — the SLI's hours less 11-01's unlogged half day (48) and
+    # 4 nodes × 10 min at the end.
     good = sum(v[0] for v in _sli(con, "node_availability").values())
-    assert good == pytest.approx(263.0)
-    # failures can be seen only while node logs run: to their last line 11-04 11:50, 4 nodes × 10 min less
-    assert exposure == pytest.approx(263.0 - 4 / 6)
+    assert good == pytest.approx(311.0)
+    assert exposure == pytest.approx(311.0 - 48.0 - 4 / 6)
 
 
 def test_status_is_quoted_from_the_last_complete_day(full):

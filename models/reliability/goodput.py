@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 
 import polars as pl
 
+from gpusre.models.accounting_span import capacity_hours_expr
 from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES
 
 __all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
@@ -76,16 +77,18 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
             infra-interrupted instance, even the last of its run: the work was lost whether or not
             the user resubmitted; restart overhead of the instance after it).
         utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
-        as_of: end of the observed data; the capacity of its (partial) day counts only up to it, so
-            the latest day's goodput is not diluted by hours that have not happened yet.
+        as_of: end of the observed data (days after it are left out). Capacity is ``utilization``'s
+            (``marts.utilization_daily``: the one capacity rule of
+            :func:`~gpusre.models.accounting_span.capacity_hours_expr`, which cuts a partial last day, so
+            the latest day's goodput is not diluted by hours that have not happened yet).
         since: start of the observed data (the accounting's first moment,
-            :func:`~gpusre.models.accounting_span.accounting_span`); the capacity of its (partial) day
-            counts only from it — the same rule as at the end: a day's capacity is GPUs × the hours of
-            the day inside ``[since, as_of]``, so a dump that begins at noon does not count the morning
-            nobody recorded as idle. Days before it are left out.
-        in_service: ``marts.node_availability_daily`` (``day``, ``in_service_hours``) from Slurm node
-            states: splits idle time into *unavailable* (nodes drained, down or in maintenance) and
-            idle in service, and gives ``goodput_in_service`` = productive / in-service GPU-hours.
+            :func:`~gpusre.models.accounting_span.accounting_span`); days before it are left out. With
+            ``as_of`` it gives each day's capacity hours (24 unless partial), which bound the in-service hours.
+        in_service: ``marts.node_availability_daily`` (``day``, ``in_service_hours``, ``observed_hours``)
+            from Slurm node states: splits idle time into *unavailable* (nodes drained, down or in
+            maintenance) and idle in service, and gives ``goodput_in_service`` = productive / in-service
+            GPU-hours. In-service hours past the day's capacity hours (``observed_hours`` beyond them:
+            states that run to a later dump) are not counted, so down time is never hidden.
             Without it in-service = capacity and ``capacity_source`` says so. With its
             ``down_maintenance_hours`` (maintenance reasons, and any down time inside a cluster.yaml
             window) a day's ``maintenance_gpu_hours`` = those node-hours × the node's GPUs, at most the
@@ -114,18 +117,17 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     )
     util = utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours").with_columns(pl.col("day").cast(pl.Date))
     if as_of is not None or since is not None:
-        # share of each day inside [since, as_of]: one rule for the first and the last day
-        utc = pl.Datetime("us", "UTC")
-        d0 = pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
-        hi = pl.min_horizontal(d0 + pl.duration(days=1), pl.lit(as_of.astimezone(timezone.utc), utc)) \
-            if as_of is not None else d0 + pl.duration(days=1)
-        lo = pl.max_horizontal(d0, pl.lit(since.astimezone(timezone.utc), utc)) if since is not None else d0
-        frac = ((hi - lo).dt.total_microseconds() / 8.64e10).clip(lower_bound=0.0)
+        # The capacity is marts.utilization_daily's, as is: the one rule (models/accounting_span.py) already
+        # cut its partial days, so goodput (≤ allocated) never exceeds utilization. The same rule's hours
+        # bound the in-service hours below.
+        hours = capacity_hours_expr(pl.col("day"), as_of)
         if as_of is not None:
             util = util.filter(pl.col("day") <= as_of.astimezone(timezone.utc).date())
         if since is not None:
             util = util.filter(pl.col("day") >= since.astimezone(timezone.utc).date())
-        util = util.with_columns((pl.col("capacity_gpu_hours") * frac).alias("capacity_gpu_hours"))
+        util = util.with_columns(hours.alias("_cap_h"))
+    else:
+        util = util.with_columns(pl.lit(24.0).alias("_cap_h"))
     out = (
         util
         .join(failed, on="day", how="left")
@@ -147,16 +149,27 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     )
     if in_service is not None and in_service.height:
         has_maint = "down_maintenance_hours" in in_service.columns
+        if "observed_hours" not in in_service.columns:  # a frame of whole days (hand-made inputs)
+            in_service = in_service.with_columns(pl.lit(24.0).alias("observed_hours"))
+        # In service inside the capacity's hours: node states that run past them (to the 00:05 dump on a
+        # day whose capacity the accounting cuts earlier) add in-service hours the capacity does not
+        # have; taken off the in-service hours, so no down hour hides (the old min(in-service, capacity)
+        # hid a whole day's down time).
+        in_service = (in_service.with_columns(pl.col("day").cast(pl.Date))
+                      .join(util.select("day", "_cap_h"), on="day", how="left")
+                      .with_columns((pl.col("in_service_hours")
+                                     - (pl.col("observed_hours") - pl.col("_cap_h").fill_null(24.0)).clip(lower_bound=0.0))
+                                    .clip(lower_bound=0.0).alias("_in_cap")))
         if node_gpus is not None and node_gpus.height:
             # Mixed fleet: each node-hour weighs the node's own GPUs (unknown nodes: gpus_per_node).
             g = pl.col("_gpus")
             svc_in = in_service.join(node_gpus.select("node", pl.col("gpus").cast(pl.Float64).alias("_gpus")),
                                      on="node", how="left").with_columns(g.fill_null(float(gpus_per_node)))
-            svc_gpu_h = (pl.col("in_service_hours") * g).sum()
+            svc_gpu_h = (pl.col("_in_cap") * g).sum()
             maint_gpu_h = (pl.col("down_maintenance_hours").fill_null(0.0) * g).sum()
         else:  # one GPU count: the sum × it, bit-identical to the single-value results
             svc_in = in_service
-            svc_gpu_h = pl.col("in_service_hours").sum() * gpus_per_node
+            svc_gpu_h = pl.col("_in_cap").sum() * gpus_per_node
             maint_gpu_h = pl.col("down_maintenance_hours").fill_null(0.0).sum() * gpus_per_node
         svc = (svc_in.sort("day", "node").group_by(pl.col("day").cast(pl.Date))
                .agg(svc_gpu_h.alias("_svc"),

@@ -282,6 +282,8 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     windows = with_state_maintenance(settings.maintenance, maintenance_from_node_states(
         inputs.maintenance_outages.filter(pl.col("node").is_in(nodes)), len(nodes)))
     down_spans = _down_spans(incidents, t1)
+    if settings.node_names:  # a host outside the fleet (a rack's switch tray) has no node-hours to lose
+        down_spans = down_spans.filter(pl.col("node").is_in(list(settings.node_names)))
     down = _down_node_hours_daily(incidents, t1, down_spans)
     slo_args = dict(
         targets=[t for t in settings.slo_targets if has_jobs or t.sli == "node_availability"],

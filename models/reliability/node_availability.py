@@ -55,6 +55,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import polars as pl
 
+from gpusre.models.accounting_span import MAX_GAP_MINUTES
 from gpusre.models.vocabulary import load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.repair_times import node_outages, outage_chains
@@ -88,7 +89,7 @@ SEGMENT_SCHEMA: dict[str, pl.DataType] = {
 DAILY_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(),
     "node": pl.String(),
-    "observed_hours": pl.Float64(),      # 24, less on the day of as_of (or the first day of the range)
+    "observed_hours": pl.Float64(),      # 24, less on a partial day of as_of (or the first day of the range)
     "in_service_hours": pl.Float64(),
     "down_hours": pl.Float64(),
     "down_hardware_hours": pl.Float64(),
@@ -323,7 +324,12 @@ def node_availability_daily(
         states: see :func:`down_segments`.
         nodes: the cluster's nodes (cluster.yaml, else nodes seen); nodes that only appear in
             ``states`` are added, so no down time is lost.
-        observed_from: optional start of observation inside ``start_day`` (default: midnight).
+        observed_from: optional start of observation: its day is the first (default: ``start_day``).
+
+    Observed hours follow the one capacity rule (:func:`~gpusre.models.accounting_span.capacity_hours_expr`):
+    the first day is observed from its midnight (``observed_from`` only picks the day); the last day whole
+    when ``as_of`` misses at most ``MAX_GAP_MINUTES`` of it (an ongoing event is down to the day's end), else
+    up to ``as_of`` (the minutes a dump cut at 00:05 reaches: a short row, flagged partial by the asset).
 
     ``in_service_hours + down_hours = observed_hours``, and the four ``down_*`` buckets add up to
     ``down_hours`` (``down_other_hours`` = software + unknown).
@@ -331,6 +337,13 @@ def node_availability_daily(
     as_of = _utc(as_of)
     lo = max(_day_start(start_day), _utc(observed_from)) if observed_from else _day_start(start_day)
     hi = min(as_of, _day_start(end_day) + timedelta(days=1))
+    # The one capacity rule (models/accounting_span.py): whole days, the last one whole when the span misses
+    # at most MAX_GAP_MINUTES of it (the last end at 23:30), as utilization and goodput count them —
+    # node-hours of 23.5 h against GPU-hours of 24 h hid down time and split the SLI's totals.
+    gap = timedelta(minutes=MAX_GAP_MINUTES)
+    lo = _day_start(lo.date())  # the first day counts whole, as the capacity's does
+    if timedelta(0) < (day_end := _day_start(hi.date()) + timedelta(days=1)) - hi <= gap and hi > lo:
+        hi = min(day_end, _day_start(end_day) + timedelta(days=1))
     all_nodes = sorted(set(nodes) | set(states.get_column("node").drop_nulls().to_list()))
     if hi <= lo or not all_nodes:
         return pl.DataFrame(schema=DAILY_SCHEMA)

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import polars as pl
 
+from gpusre.models.accounting_span import capacity_hours_expr
 from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT, ettr_definition
 from gpusre.models.vocabulary import run_key
@@ -64,14 +65,15 @@ class SloTarget:
 
 
 def _day_hours(t0: datetime, t1: datetime) -> pl.DataFrame:
-    """Hours of each UTC day inside [t0, t1)."""
-    rows = []
-    day = t0.replace(hour=0, minute=0, second=0, microsecond=0)
-    while day < t1:
-        nxt = day + timedelta(days=1)
-        rows.append((day.date(), (min(t1, nxt) - max(t0, day)).total_seconds() / 3600))
-        day = nxt
-    return pl.DataFrame(rows, schema={"day": pl.Date, "hours": pl.Float64}, orient="row")
+    """Hours of each UTC day of [t0, t1): the one capacity rule
+    (:func:`~gpusre.models.accounting_span.capacity_hours_expr`), 24 unless the day is partial."""
+    if t1 <= t0:
+        return pl.DataFrame(schema={"day": pl.Date, "hours": pl.Float64})
+    days = pl.date_range(t0.astimezone(timezone.utc).date(),
+                         (t1.astimezone(timezone.utc) - timedelta(microseconds=1)).date(), "1d", eager=True)
+    return (pl.DataFrame({"day": days}, schema={"day": pl.Date})
+            .with_columns(capacity_hours_expr(pl.col("day"), t1).alias("hours"))
+            .filter(pl.col("hours") > 0))
 
 
 def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, down: pl.DataFrame,
@@ -100,8 +102,10 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
     ``earlier_attribution`` (``job_id``, ``instance_no``, ``attribution``) add a requeued job's earlier
     runs to ``job_infra_success``: every run counts, as in the job marts.
 
-    Every day's hours are the part of it inside ``[t0, t1)`` (the observation span: the accounting's
-    first to last moment), at the first day as at the last.
+    Every day's hours follow the one capacity rule (:func:`~gpusre.models.accounting_span.capacity_hours_expr`)
+    over the days of ``[t0, t1)`` (the observation span: the accounting's first to last moment): 24, the hours up
+    to ``t1`` on a last day it ends more than an hour before midnight — the hours of
+    ``marts.utilization_daily``'s and ``marts.goodput_daily``'s capacity and of the node states' observed hours.
 
     A day the node-state history covers only in part — its dumps end inside the day (a missing
     nightly ``sacctmgr show event`` dump) while the observation span goes on — is not a day of the
@@ -184,11 +188,12 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
 
 def _history_end(availability: pl.DataFrame, t0: datetime) -> datetime:
     """Where the node-state history ends: the last day of ``marts.node_availability_daily`` counts
-    ``observed_hours`` from its midnight (or ``t0``, on a first day the data begins inside) up to it."""
+    ``observed_hours`` from its midnight up to it."""
     last = availability.get_column("day").cast(pl.Date).max()
     hours = availability.filter(pl.col("day").cast(pl.Date) == last).get_column("observed_hours").max()
     midnight = datetime.combine(last, datetime.min.time(), tzinfo=t0.tzinfo)  # type: ignore[arg-type]
-    return max(midnight, t0) + timedelta(hours=float(hours or 0.0))  # type: ignore[arg-type]
+    # observed hours run from the day's midnight, the first day's too (the one capacity rule)
+    return midnight + timedelta(hours=float(hours or 0.0))
 
 
 #: A history that ends this close to a day's end covers the day (float hours in the mart are rounded).
@@ -202,12 +207,14 @@ def _estimate_after_history_end(avail: pl.DataFrame, availability: pl.DataFrame,
     incident estimate for its uncovered rest (:func:`daily_sli_counts` says why)."""
     end = _history_end(availability, t0)
     day = end.date()
-    day_end = min(datetime.combine(day, datetime.min.time(), tzinfo=end.tzinfo) + timedelta(days=1), t1)
-    rest_h = (day_end - end).total_seconds() / 3600
-    if end <= t0 or rest_h * 3600 <= _HISTORY_END_SLACK.total_seconds():
-        return avail
     day_h = days.filter(pl.col("day") == day).get_column("hours")
     if not day_h.len() or not day_h[0]:
+        return avail
+    midnight = datetime.combine(day, datetime.min.time(), tzinfo=end.tzinfo) + timedelta(days=1)
+    # a whole day (the capacity rule) runs to midnight even when t1 stops short of it
+    day_end = midnight if day_h[0] >= 24.0 else min(midnight, t1)
+    rest_h = (day_end - end).total_seconds() / 3600
+    if end <= t0 or rest_h * 3600 <= _HISTORY_END_SLACK.total_seconds():
         return avail
     share = rest_h / day_h[0]  # the rest's share of the day's hours inside [t0, t1)
     maint = maintenance_node_hours.filter(pl.col("day") == day).get_column("maintenance_node_hours").sum()
