@@ -120,3 +120,39 @@ def test_quiet_time_boundary_and_any_failure_ends_the_quiet() -> None:
     # Quiet but never ran a job since (drained all along): the repair advice stands.
     idle = by_node(events(base + [("n07", needed, XID48)]), [("700", "COMPLETED", needed + H, "n07")])["n07"]
     assert idle["recommended_action"] == "drain, RMA"
+
+
+XID79 = ("xid", 79, "pcie_bus", "hardware", "critical", "RESTART_BM")
+
+
+def test_a_node_failing_again_after_reboots_is_sent_for_rma() -> None:
+    """Probe U: gpu0778 had 4 hardware failures in 6 days (3 x Xid 79, one DBE) and was told "drain, reboot".
+    From RMA_EPISODES (3) failure episodes in the lookback a soft fix (reboot / GPU reset) has not held:
+    RMA, with the count and the days from the first to the last failure (rounded up)."""
+    from gpusre.models.failures.suspect_nodes import RMA_EPISODES, rma_action
+
+    assert RMA_EPISODES == 3
+    # n08: Xid 79 at 6.0, 4.5 and 2.0 days ago, an Xid 48 DBE at 3 days ago -> worst (critical, latest) is
+    # the Xid 79 of 2 days ago (RESTART_BM, a reboot); 4 episodes over 4.0 days -> "4 ... in 4 days".
+    specs = [("n08", d * D, XID79) for d in (6.0, 4.5, 2.0)] + [("n08", 3 * D, XID48)]
+    # n09: three IB link-down episodes: its advice is already a hardware check and stays.
+    specs += [("n09", d * D, IB_DOWN) for d in (5, 3, 1)]
+    got = by_node(events(specs), [])
+    assert (got["n08"]["hw_episodes"], got["n08"]["worst_event"]) == (4, "xid 79")
+    assert got["n08"]["recommended_action"] == rma_action(4, 4) == "drain, RMA (4 hardware failures in 4 days)"
+    assert got["n09"]["recommended_action"] == "drain, check cable/transceiver"
+
+
+def test_below_the_rma_threshold_the_soft_fix_stands_and_watch_still_wins() -> None:
+    # n08: 2 Xid 79 episodes (z 2, below 3 on its own) and 4 NODE_FAIL jobs (z 4): flagged on the jobs;
+    # 2 failure episodes < RMA_EPISODES -> the Xid 79's reboot stands.
+    specs = [("n08", d * D, XID79) for d in (3, 1)]
+    rows = [(f"8{d}", "NODE_FAIL", d * D + H, "n08") for d in (4, 3, 2, 1)]
+    # n07: 4 Xid 79 episodes 27..24 days ago and a job completed yesterday: quiet 24 d >= 3 x 28 / 4 = 21 d
+    # -> watch, not RMA (the stale-evidence rule comes first).
+    specs += [("n07", d * D, XID79) for d in (27, 26, 25, 24)]
+    rows += [("700", "COMPLETED", D, "n07")]
+    got = by_node(events(specs), rows)
+    assert (got["n08"]["hw_episodes"], got["n08"]["node_fail_jobs"]) == (2, 4)
+    assert got["n08"]["recommended_action"] == "drain, reboot"
+    assert got["n07"]["recommended_action"] == WATCH_ACTION

@@ -49,8 +49,10 @@ def test_lemon_flagged_among_quiet_nodes() -> None:
     assert (row["hw_events"], row["hw_episodes"], row["xid_events"], row["xid_episodes"]) == (6, 6, 6, 6)
     assert row["score"] == pytest.approx(6.0)
     assert row["reason"].startswith("hw_episodes 6 vs fleet median 0")
-    # Worst event is the critical Xid 79 (RESTART_BM) -> reboot.
-    assert (row["worst_event"], row["action"], row["recommended_action"]) == ("xid 79", "RESTART_BM", "drain, reboot")
+    # Worst event is the critical Xid 79 (RESTART_BM): a reboot, but 6 failure episodes >= RMA_EPISODES (3)
+    # from 9 to 1 days ago say reboots do not hold -> RMA, 6 failures in 8 days.
+    assert (row["worst_event"], row["action"]) == ("xid 79", "RESTART_BM")
+    assert row["recommended_action"] == "drain, RMA (6 hardware failures in 8 days)"
 
 
 def test_burst_in_one_hour_is_one_episode() -> None:
@@ -72,7 +74,8 @@ def test_robust_threshold_with_spread_fleet() -> None:
     out = suspect_nodes(events(specs), NO_ATTR, NO_JOBS, as_of=AS_OF, fleet=FLEET)
     assert out["node"].to_list() == ["n10"]
     assert out["score"][0] == pytest.approx(25.5 / (1.4826 * 2.5))
-    assert out["recommended_action"][0] == "drain, reset GPU"  # Xid 94: RESTART_APP
+    # Xid 94 (RESTART_APP: reset the GPU) on 30 episodes 1..59 h ago: escalated, 59 h -> 3 days.
+    assert out["recommended_action"][0] == "drain, RMA (30 hardware failures in 3 days)"
 
 
 def test_flagged_on_infrastructure_failed_jobs() -> None:
@@ -125,7 +128,7 @@ def test_a_repaired_node_is_watched_not_drained_again() -> None:
     # a job that completed before the last failure changes nothing (drained since, not shown working)
     early = done.with_columns(pl.lit(AS_OF - timedelta(days=20, hours=1)).cast(pl.Datetime("us", "UTC")).alias("end_ts"))
     row = suspect_nodes(events(specs), NO_ATTR, early, as_of=AS_OF, fleet=FLEET).row(0, named=True)
-    assert row["recommended_action"] == "drain, reboot"
+    assert row["recommended_action"] == "drain, RMA (5 hardware failures in 7 days)"  # days 27 .. 20 ago
 
 
 def test_requeued_runs_count_and_a_job_killed_twice_counts_once() -> None:

@@ -37,6 +37,12 @@ largest signal count) *and* completed a job in that quiet time (it was in servic
 A node failing as a Poisson process would stay that quiet by chance with probability e^-3 ≈ 5 %;
 events and NODE_FAIL jobs are judged by the same rule. E.g. 8 episodes in 28 days: watch after
 10.5 quiet days; 3 in 28 days: never within the lookback.
+
+A repeat offender whose worst event asks only for a soft fix (reboot, GPU reset: the catalog's
+``RESTART_*`` / ``RESET_*`` actions) escalates to replacement: with at least :data:`RMA_EPISODES`
+failure episodes in the lookback the soft fix has already failed to hold, so the advice is
+``drain, RMA (4 hardware failures in 6 days)`` — the days from its first to its last failure, rounded
+up. Advice that is already a hardware check (cable, NVLink, cooling, storage) or an RMA stays as it is.
 """
 
 from __future__ import annotations
@@ -51,8 +57,8 @@ from gpusre.models.logs.event_catalog import ACTIONS, load_log_patterns
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.vocabulary import run_key_job
 
-__all__ = ["EPISODE_GAP", "MAD_SCALE", "QUIET_FACTOR", "RECOMMENDED_ACTIONS", "SIGNALS", "SUSPECT_SCHEMA",
-           "WATCH_ACTION", "suspect_nodes"]
+__all__ = ["EPISODE_GAP", "LOOKBACK", "MAD_SCALE", "QUIET_FACTOR", "RECOMMENDED_ACTIONS", "RMA_EPISODES", "SIGNALS",
+           "SOFT_FIXES", "SUSPECT_SCHEMA", "WATCH_ACTION", "rma_action", "suspect_nodes"]
 
 #: Scores are computed on these columns, in this order (ties in ``score`` name the first).
 SIGNALS: tuple[str, ...] = ("hw_episodes", "xid_episodes", "infra_failed_jobs", "node_fail_jobs")
@@ -87,6 +93,18 @@ QUIET_FACTOR = 3.0
 WATCH_ACTION = "watch: quiet for 3x its usual time between failures, jobs completed since"
 #: Events of one node with gaps up to this are one episode.
 EPISODE_GAP = timedelta(hours=1)
+#: Default lookback of the signals (Meta's 28 days); the nightly names the part the data covers.
+LOOKBACK = timedelta(days=28)
+#: Failure episodes in the lookback from which a soft fix (:data:`SOFT_FIXES`) escalates to an RMA.
+RMA_EPISODES = 3
+#: Recommended actions that only restart or reset: they do not hold on a node that keeps failing.
+SOFT_FIXES = frozenset({"drain, reboot", "drain, reset GPU"})
+
+
+def rma_action(failures: int, days: int) -> str:
+    """The escalated advice of a repeat offender: 'drain, RMA (4 hardware failures in 6 days)'."""
+    return (f"drain, RMA ({failures} hardware failure{'s' if failures != 1 else ''} in "
+            f"{days} day{'s' if days != 1 else ''})")
 
 #: Output of :func:`suspect_nodes`.
 SUSPECT_SCHEMA: dict[str, pl.DataType] = {
@@ -128,7 +146,7 @@ def suspect_nodes(
     jobs: pl.DataFrame,
     *,
     as_of: datetime,
-    lookback: timedelta = timedelta(days=28),
+    lookback: timedelta = LOOKBACK,
     z: float = 3.0,
     fleet: Sequence[str] | None = None,
     accounting: bool = True,
@@ -175,6 +193,7 @@ def suspect_nodes(
         pl.len().cast(pl.Int64).alias("hw_events"),
         pl.col("_ep").n_unique().cast(pl.Int64).alias("hw_episodes"),
         pl.col("ts").max().alias("_last_failure"),
+        pl.col("ts").min().alias("_first_failure"),
         # Worst event: most severe, then most recent (the node's current state).
         pl.concat_str(
             pl.col("kind"), pl.col("code").cast(pl.String), separator=" ", ignore_nulls=True
@@ -248,11 +267,18 @@ def suspect_nodes(
     needed_us = QUIET_FACTOR * (lookback / timedelta(microseconds=1)) / n_failures
     ran_since = pl.col("_last_completed").cast(pl.Datetime("us", "UTC")) > last
     stale = last.is_not_null() & (quiet_us >= needed_us) & ran_since
+    catalog_action = (pl.col("action").replace_strict(RECOMMENDED_ACTIONS, default=_DEFAULT_ACTION,
+                                                      return_dtype=pl.String).fill_null(_DEFAULT_ACTION))
+    # A soft fix that keeps failing (module docstring): RMA, with the count and the days it took.
+    span_days = ((pl.col("_last_failure") - pl.col("_first_failure")).dt.total_seconds() / 86400).ceil().cast(pl.Int64)
+    days = pl.max_horizontal(span_days, pl.lit(1, pl.Int64))
+    rma = pl.format("drain, RMA ({} hardware failures in {} {})", pl.col("hw_episodes"), days,
+                    pl.when(days == 1).then(pl.lit("day")).otherwise(pl.lit("days")))
     flagged = table.filter(pl.col("score") >= z).with_columns(
         driver.alias("reason"),
         pl.when(stale).then(pl.lit(WATCH_ACTION))
-        .otherwise(pl.col("action").replace_strict(RECOMMENDED_ACTIONS, default=_DEFAULT_ACTION, return_dtype=pl.String)
-                   .fill_null(_DEFAULT_ACTION)).alias("recommended_action"),
+        .when(catalog_action.is_in(list(SOFT_FIXES)) & (pl.col("hw_episodes") >= RMA_EPISODES)).then(rma)
+        .otherwise(catalog_action).alias("recommended_action"),
     )
     return flagged.select(pl.col(c).cast(t) for c, t in SUSPECT_SCHEMA.items()).sort(
         ["score", "node"], descending=[True, False]

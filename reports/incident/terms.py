@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from gpusre.reports.coverage import SOURCES, loaded_sources
-from gpusre.reports.kit.formatting import MISSING, nodes_text, truncate
+from gpusre.reports.kit.formatting import MISSING, gpuh, nodes_text
 from gpusre.reports.kit.labels import incident_kind
 
 if TYPE_CHECKING:  # the incident module formats with these helpers
@@ -91,15 +91,17 @@ def root_alert(inc: Incident) -> dict[str, Any] | None:
         (a for a in alerts if a["is_root"] and a["alert_incident"] == inc.id), None)
 
 
-def what_text(inc: Incident) -> str:
+def what_text(inc: Incident, *, with_cause: bool = True) -> str:
     """'GPUFellOffBus on gpu068' / 'PCIe bus failure on gpu068 (xid 79)' / 'Rack power loss on gpu[033-040]
-    (PDU breaker r5)' — the incident in a few words (:func:`~gpusre.reports.kit.labels.incident_kind`)."""
+    (PDU breaker r5)' — the incident in a few words (:func:`~gpusre.reports.kit.labels.incident_kind`);
+    ``with_cause=False`` leaves out the parenthesised root cause (a card shows it beneath). A long node
+    list is shortened by whole hostlist ranges, never cut inside a name (:func:`nodes_phrase`)."""
     r = inc.row
     if inc.kind == "alert":
         return str(r.get("root_cause_candidate") or "alert incident")
     where = (f" under {r['leaf_switch']}" if r.get("leaf_switch") else
-             f" on {truncate(nodes_text(r.get('nodes')), 40)}" if r.get("nodes") else "")
-    cause = f" ({r['root_cause']})" if r.get("root_cause") else ""
+             f" on {nodes_phrase(r.get('nodes'), 40)}" if r.get("nodes") else "")
+    cause = f" ({r['root_cause']})" if r.get("root_cause") and with_cause else ""
     # by the incident's spread: a rack's PDU trip is a "Rack power loss", not one node's power supply failure
     return f"{incident_kind(r.get('component'), r.get('scope'))}{where}{cause}"
 
@@ -120,6 +122,37 @@ REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back A
                       "reboot": "the node's reboot after its last failing health check",
                       "health_checks": "the health check's next run after its last failure",
                       "job_completed": "the node running a job again"}
+
+def nodes_phrase(nodes: Any, max_len: int) -> str:
+    """A hostlist within about ``max_len`` characters, cut only between whole names:
+    'gpu[0001-0004,0009]' or 'gpu[0001-0004] and 3 more nodes' — never 'gpu[0001-00…'."""
+    full = nodes_text(nodes)
+    ordered = sorted(nodes or [])
+    if len(full) <= max_len or len(ordered) < 2:
+        return full
+    shown = 1
+    for k in range(2, len(ordered)):
+        if len(nodes_text(ordered[:k])) + len(f" and {len(ordered) - k} more nodes") > max_len:
+            break
+        shown = k
+    rest = len(ordered) - shown
+    return f"{nodes_text(ordered[:shown])} and {rest} more node{'s' if rest != 1 else ''}"
+
+
+#: The one order of "the costliest" hardware incident in every report (nightly, SLO review, the incident
+#: list): lost GPU-hours, then jobs killed, then nodes hit, then the earliest, then the id — so tied
+#: incidents name the same one everywhere. An ``ORDER BY`` body over ``marts.hw_incidents`` columns.
+COSTLIEST_ORDER = ("lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST, len(nodes) DESC NULLS LAST, "
+                   "start_ts, incident_id")
+
+
+def tie_text(n_tied: int | None, lost: float | None) -> str:
+    """' (one of 4 incidents that each lost 1,024 GPU-hours)' when the costliest shares its loss with
+    others (:data:`COSTLIEST_ORDER` picked it), else ''."""
+    if not n_tied or n_tied < 2 or lost is None:
+        return ""
+    return f" (one of {n_tied} incidents that each lost {gpuh(lost)} GPU-hours)"
+
 
 #: What ``marts.hw_incidents.hours_to_recovery`` measures, for the nightly's and the SLO review's incident
 #: tables: ``recovered_ts`` is the START of the first job that went on to complete on the incident's last node.

@@ -837,16 +837,23 @@ def waterfall_chart(steps: Sequence[tuple[str, float, str]], title: str, ylabel:
     return figure_to_svg(fig)
 
 
+#: The utilization line of the goodput chart: orange, dashed, on top (it often coincides with goodput).
+UTILIZATION_LINE_COLOUR = "#ef6c00"
+
+
 @_styled
 def goodput_daily_chart(days: Sequence[date], goodput: Sequence[float | None], objective: float | None,
                         title: str, utilization: Sequence[float | None] | None = None) -> str:
-    """Daily goodput (productive / capacity GPU-hours) with the SLO objective; days below it in red."""
+    """Daily goodput (productive / capacity GPU-hours) with the SLO objective; days below it in red.
+
+    Utilization, when given, is drawn dashed in a contrasting colour *above* the goodput line: with
+    little lost work the two coincide, and a line drawn underneath vanished though the legend listed it."""
     fig, ax = _new(10, 3.2)
     g = [_nan(v) for v in goodput]
+    ax.plot(days, g, color="#1a3a5c", linewidth=2.4, label="goodput", zorder=3)
     if utilization is not None:
-        ax.plot(days, [_nan(v) for v in utilization], color="#90a4ae", linewidth=1.3,
-                label="allocated / capacity (utilization)")
-    ax.plot(days, g, color="#1a3a5c", linewidth=2.0, label="goodput", zorder=3)
+        ax.plot(days, [_nan(v) for v in utilization], color=UTILIZATION_LINE_COLOUR, linewidth=1.6,
+                linestyle=(0, (4, 3)), label="allocated / capacity (utilization)", zorder=5)
     if objective is not None:
         ax.axhline(objective, color=_GOOD, linestyle="--", linewidth=1.3, label=f"objective {objective * 100:.0f} %")
         below = [(d, v) for d, v in zip(days, g) if not math.isnan(v) and v < objective]

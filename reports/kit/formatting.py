@@ -26,7 +26,9 @@ __all__ = [
     "fmt_date",
     "plural",
     "truncate",
+    "shorten",
     "md_escape",
+    "days_of_data_text",
 ]
 
 #: Shown for NULL / NaN values.
@@ -97,6 +99,66 @@ def truncate(text: object, max_len: int) -> str:
     s = "" if text is None else str(text)
     s = "".join(ch if ch.isprintable() else " " for ch in s)
     return s if len(s) <= max_len else s[: max_len - 1] + "…"
+
+
+def _is_identifier(token: str) -> bool:
+    """A word truncation must not cut: it holds a digit or a hostlist bracket, joins words with '_', or
+    has a capital past its first letter — a state or a product name (``leaf05``, ``gpu[0065-0080]``,
+    ``2026-11-24``, ``03:08``, ``ib_link_down``, ``DRAIN``, ``NVLink``)."""
+    return any(ch.isdigit() or ch in "[]_" for ch in token) or any(ch.isupper() for ch in token[1:])
+
+
+def shorten(text: object, max_len: int, *, keep_head: bool = False) -> str:
+    """Text within ``max_len`` characters by dropping whole prose words from its middle outwards (one
+    ``…`` per dropped run); words holding an identifier (:func:`_is_identifier`: a switch, node,
+    hostlist, code or timestamp) and words carrying a quote or parenthesis are never dropped or cut —
+    "Interconnect switch failure under leaf05" keeps ``leaf05``, a drain reason keeps its time. When
+    only identifiers are left the text stays longer than ``max_len`` (the cell's title has it whole).
+    A word followed by a number belongs to it ("Xid 79"). ``keep_head``: drop the last prose words
+    first instead (a reason's first words name the fault)."""
+    s = truncate(text, 10**9)
+    if len(s) <= max_len:
+        return s
+    words = s.split(" ")
+    keep = [True] * len(words)
+    mid = (len(words) - 1) / 2
+    # Words inside a quotation (a drain reason) go first: the frame around it ("since") reads the time.
+    quoted, inside = [], False
+    for w in words:
+        quoted.append(inside)
+        inside ^= sum(w.count(q) for q in '"“”') % 2 == 1
+    # A word naming the number after it ("Xid 79", "port 1") is part of that identifier.
+    labels = {i for i in range(len(words) - 1) if words[i + 1].strip("\"'“”‘’(),;:.").isdigit()}
+    droppable = sorted((i for i, w in enumerate(words)
+                        if w and i not in labels and not _is_identifier(w)
+                        and not any(ch in "\"'“”‘’()" for ch in w)),
+                       key=lambda i: (not quoted[i], -i if keep_head else abs(i - mid), i))
+
+    def joined() -> str:
+        out: list[str] = []
+        for i, w in enumerate(words):
+            if keep[i]:
+                out.append(w)
+            elif not out or out[-1] != "…":
+                out.append("…")
+        return " ".join(out)
+
+    for i in droppable:
+        keep[i] = False
+        if len(joined()) <= max_len:
+            break
+    return joined()
+
+
+def days_of_data_text(days: int, first: date | None, last: date | None) -> str:
+    """'the last 28 days', or what the data covers when it holds fewer days than that window:
+    'the 7 days of data, 2026-11-18 … 2026-11-24, of a 28-day window' — a period labelled beyond the
+    data claims quiet days nobody observed."""
+    if first is None or last is None or (last - first).days + 1 >= days:
+        return f"the last {days} days"
+    n = (last - first).days + 1
+    return (f"the {plural(n, 'day')} of data, {period_text(fmt_date(first), fmt_date(last))}, "
+            f"of a {days}-day window")
 
 
 def md_escape(value: object) -> str:

@@ -11,6 +11,7 @@ from gpusre.reports.incident.terms import (
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     incident_missing,
+    nodes_phrase,
     repair_end,
     root_alert,
     what_text,
@@ -22,13 +23,17 @@ from gpusre.reports.kit.formatting import (
     fmt_span,
     gpuh,
     is_number,
-    nodes_text,
     plural,
+    shorten,
     span_hours,
     truncate,
 )
 from gpusre.reports.kit.labels import cause_label, incident_component
 from gpusre.reports.kit.section import Section, SectionSpec
+
+
+#: Characters of a card's value (two lines of the card's large type).
+_CARD_VALUE_LEN = 44
 
 
 def ongoing(inc: Incident) -> bool:
@@ -50,7 +55,7 @@ def build(inc: Incident) -> Section:
     no_jobs = "sacct" in missing or (inc.kind == "hw" and r.get("affected_jobs") is None)
     no_states = "slurm_events" in missing
     dur = (inc.end - inc.start).total_seconds()
-    where = truncate(nodes_text(inc.anchor_nodes), 60) if inc.anchor_nodes else (
+    where = nodes_phrase(inc.anchor_nodes, 60) if inc.anchor_nodes else (
         str(root_alert(inc)["target"]) if inc.kind == "alert" and root_alert(inc) and root_alert(inc)["target"]
         else "no Slurm node")
     if inc.kind == "alert":
@@ -120,7 +125,7 @@ def build(inc: Incident) -> Section:
          "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}" if inc.kind == "alert"
          else f"UTC · evidence spans {fmt_span(dur)}" if dur > 0 else "UTC · one moment of evidence",
          "tone": "bad" if ongoing(inc) else ""},
-        {"label": "Nodes", "value": fmt_int(len(inc.anchor_nodes)), "sub": truncate(nodes_text(inc.anchor_nodes), 34),
+        {"label": "Nodes", "value": fmt_int(len(inc.anchor_nodes)), "sub": nodes_phrase(inc.anchor_nodes, 34),
          "tone": ""},
         {"label": "Jobs killed", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else
         {"label": "Jobs killed", "value": fmt_int(jobs or 0),
@@ -133,8 +138,11 @@ def build(inc: Incident) -> Section:
          "sub": f"detected after {span_hours(rep['hours_to_detect'])}" if rep and is_number(rep.get("hours_to_detect"))
          else (f"estimated: {NOT_LOADED['slurm_events']}" if no_states and rep and is_number(rep.get("hours_to_repair"))
                else NOT_LOADED["slurm_events"] if no_states else "no drain linked"), "tone": ""},
-        {"label": "Root cause", "value": truncate(what_text(inc), 40), "sub": truncate(
-            (r.get("root_cause_reason") if inc.kind == "alert" else cause_label(r.get("cause_class"))) or MISSING, 60),
+        # The card's value wraps over two lines: the cause code moves beneath, and only prose is dropped
+        # to fit, never the switch or node names (shorten).
+        {"label": "Root cause", "value": shorten(what_text(inc, with_cause=False), _CARD_VALUE_LEN),
+         "sub": truncate(r.get("root_cause_reason") or MISSING, 60) if inc.kind == "alert" else
+         " · ".join(str(x) for x in (r.get("root_cause"), cause_label(r.get("cause_class"))) if x) or MISSING,
          "tone": ""},
         {"label": "Alerts", "value": "unknown", "sub": NOT_LOADED["alerts"], "tone": ""} if "alerts" in missing else
         {"label": "Alerts", "value": fmt_int(sum(1 for a in inc.safe("alerts", []) if a["in_incident"])),

@@ -21,6 +21,7 @@ from gpusre.reports.incident.terms import (
     event_label,
     incident_missing,
     lane_keys,
+    nodes_phrase,
     offset_text,
     repair_end,
     what_text,
@@ -44,6 +45,9 @@ _MAX_EVENT_LANES = 10
 _MAX_JOB_LANES = 10
 
 _MAX_STATE_LANES = 8
+
+#: Characters of a node-state lane's hostlist label.
+_STATE_LANE_LABEL = 30
 
 _MAX_MOMENTS = 24
 
@@ -107,15 +111,30 @@ def _timeline_lanes(inc: Incident) -> tuple[list[tuple[str, str, list[charts.Tim
         cap("Jobs on these nodes", items, _MAX_JOB_LANES, "job")
     states = inc.safe("node_states", [])
     if states:
-        by_node: dict[str, list[dict[str, Any]]] = {}
-        for s in states:
-            by_node.setdefault(s["node"], []).append(s)
-        items = [(f"{node} · {', '.join(sorted({s['state'] or '?' for s in rows}))}",
+        items = [(f"{nodes_phrase(nodes, _STATE_LANE_LABEL)} · {', '.join(sorted({s['state'] or '?' for s in rows}))}",
                   [("bar", s["start_ts"], s["end_ts"], NODE_STATE_COLOURS.get(s["availability_class"] or "unknown",
                                                                            "#78909c"), "") for s in rows])
-                 for node, rows in sorted(by_node.items(), key=lambda kv: (min(s["start_ts"] for s in kv[1]), kv[0]))]
+                 for nodes, rows in _same_state_lanes(states)]
         cap("Node drains / downs", items, _MAX_STATE_LANES, "node-state")
     return lanes, notes
+
+
+def _state_key(s: dict[str, Any]) -> tuple[Any, ...]:
+    return (s["state"], s.get("reason"), s["start_ts"], s["end_ts"], s.get("availability_class"))
+
+
+def _same_state_lanes(states: list[dict[str, Any]]) -> list[tuple[list[str], list[dict[str, Any]]]]:
+    """Node-state lanes, one per group of nodes with the very same drains/downs (state, reason, start and
+    end): a leaf switch drains its 16 nodes at once, one lane ``gpu[0065-0080] · DRAIN``, not 16 identical
+    lanes of which 8 are left out. ``(nodes, the first node's rows)``, earliest first."""
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for s in states:
+        by_node.setdefault(s["node"], []).append(s)
+    groups: dict[tuple[Any, ...], tuple[list[str], list[dict[str, Any]]]] = {}
+    for node, rows in sorted(by_node.items()):
+        rows = sorted(rows, key=lambda s: (s["start_ts"], s["end_ts"] is None, s["end_ts"] or s["start_ts"]))
+        groups.setdefault(tuple(_state_key(s) for s in rows), ([], rows))[0].append(node)
+    return sorted(groups.values(), key=lambda g: (min(s["start_ts"] for s in g[1]), g[0][0]))
 
 
 def _moments(inc: Incident) -> list[tuple[datetime, str]]:
@@ -161,9 +180,13 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         elif j["counted"] and j["end_ts"]:
             out.append((j["end_ts"], f"job {j['job_id']} ({truncate(j['name'], 40)}, {j['user'] or MISSING}, "
                                      f"{fmt_int(j['n_gpus'])} GPUs) ends {j['state']}"))
+    # Nodes drained at the same moment for the same reason are one moment, named by their hostlist.
+    drained: dict[tuple[Any, ...], list[str]] = {}
     for s in inc.safe("node_states", []):
         if inc.w0 <= s["start_ts"] <= inc.w1:
-            out.append((s["start_ts"], f"{s['node']} {s['state'] or '?'}: {truncate(s['reason'], 100)}"))
+            drained.setdefault((s["start_ts"], s["state"], s.get("reason")), []).append(s["node"])
+    for (start, state, reason), nodes in drained.items():
+        out.append((start, f"{nodes_phrase(nodes, 60)} {state or '?'}: {truncate(reason, 100)}"))
     if inc.back_in_service:
         out.append((inc.back_in_service, "last linked node back in service"))
     for ts, text in _repairs_without_drain(inc):

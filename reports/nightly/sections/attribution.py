@@ -4,6 +4,7 @@ Reads marts.failure_attribution_summary, marts.job_failure_attribution; formats,
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Any
 
@@ -22,6 +23,7 @@ from gpusre.reports.kit.formatting import (
     period_text,
     plural,
     sentence_case,
+    shorten,
     truncate,
 )
 from gpusre.reports.kit.labels import cause_label, component_label, state_cell
@@ -172,11 +174,34 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     return sec
 
 
+#: Characters of the evidence cell before the drain reason's prose is shortened.
+_EVIDENCE_LEN = 60
+#: The Slurm node state attribution quotes: 'DRAIN "reason" since 2026-11-24 02:16:00Z'.
+_NODE_STATE = re.compile(r'^(?P<state>\S+) "(?P<reason>.*)" since (?P<since>.+)$')
+
+
 def _evidence_cell(n_events: int | None, node_state: str | None) -> Cell:
-    """'3 log events' and/or the Slurm node state (drain reason) that attributed the job."""
-    parts = [f"{fmt_int(n_events)} log event{'s' if n_events != 1 else ''}" if n_events else None, node_state]
-    text = "; ".join(p for p in parts if p)
-    return Cell(truncate(text, 60) if text else MISSING, title=text or None)
+    """'3 log events' and/or the Slurm node state (drain reason) that attributed the job.
+
+    Only the reason's prose is shortened: the state, the node names and the drain time stay whole
+    (:func:`~gpusre.reports.kit.formatting.shorten`)."""
+    events = f"{fmt_int(n_events)} log event{'s' if n_events != 1 else ''}" if n_events else None
+    text = "; ".join(p for p in (events, node_state) if p)
+    if not text:
+        return Cell(MISSING)
+    budget = _EVIDENCE_LEN - (len(events) + 2 if events else 0)
+    state = _short_state(node_state, budget) if node_state else None
+    return Cell("; ".join(p for p in (events, state) if p), title=text)
+
+
+def _short_state(node_state: str, max_len: int) -> str:
+    """'DRAIN "Xid 79 GPU fell off the bus" since 2026-11-24 02:16:00Z' within ``max_len``: only the
+    quoted reason loses words (its last prose words), the state and the time stay whole."""
+    m = _NODE_STATE.match(node_state)
+    if not m:
+        return shorten(node_state, max_len)
+    frame = len(node_state) - len(m["reason"])
+    return f'{m["state"]} "{shorten(m["reason"], max(max_len - frame, 1), keep_head=True)}" since {m["since"]}'
 
 
 SECTION = SectionSpec("attribution", "Why jobs failed", build)

@@ -4,6 +4,7 @@ Reads marts.failure_taxonomy; formats, computes nothing."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from typing import Any
 
 import duckdb
@@ -11,6 +12,7 @@ import duckdb
 from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
+    fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
@@ -39,7 +41,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         return sec
     months = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.failure_taxonomy "
                         "WHERE period_type = 'month'")[0]
-    period = period_text(months["a"], months["b"]) if months["a"] else "the whole period"
+    period = _period_label(months["a"], months["b"], meta)
     groups: dict[str, dict[str, Any]] = {}
     for r in raw:
         g = groups.setdefault(component_label(r["component"]), {"incidents": 0, "events": 0, "jobs": 0, "lost": 0.0,
@@ -93,12 +95,27 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          for k in order]
         + [[Cell("Total"), Cell(""), Cell(fmt_int(tot_inc)), Cell(fmt_int(sum(g["events"] for g in groups.values()))),
             *job_cells(tot_jobs, tot_lost, 1.0 if tot_lost else None)]],
-        caption="Whole period. Events are the failure log lines merged into the incidents; jobs without a "
+        caption=f"Whole record ({period}). Events are the failure log lines merged into the incidents; jobs without a "
                 "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component. Share "
                 "of lost: of all GPU-hours lost to the infrastructure, failures no incident explains included."
                 + (f" Affected jobs and lost GPU-hours: {UNKNOWN_NO_ACCOUNTING}." if unknown else ""),
     ))
     return sec
+
+
+def _period_label(first_month: str | None, last_month: str | None, meta: NightlyMeta) -> str:
+    """'2026-09 … 2026-10' when the data covers those months whole, else the days it covers in them
+    ('2026-11-18 … 2026-11-24'): "In 2026-11" of a week's data would claim 23 quiet days nobody observed."""
+    if not first_month:
+        return "the whole period"
+    start = date.fromisoformat(f"{first_month}-01")
+    y, m = (int(x) for x in str(last_month).split("-")[:2])
+    end = date(y + m // 12, m % 12 + 1, 1) - timedelta(days=1)
+    if meta.period_first is None or (meta.period_first <= start and (meta.period_last or start) >= end):
+        return period_text(first_month, last_month)
+    first = max(start, meta.period_first)
+    last = min(end, meta.period_last or end)
+    return period_text(fmt_date(first), fmt_date(last))
 
 
 SECTION = SectionSpec("taxonomy", "Failure taxonomy", build)

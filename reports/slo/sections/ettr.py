@@ -134,6 +134,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                     if table_status(con, "marts.node_failure_rate") is None else [])
             caveat = (f" — from only {plural(thin[0]['failures'], 'failure')}, too few for a point estimate: "
                       "indicative only" if thin else "")
+            # The mart's measured_ettr is the SLO's figure over every run the SLO counts (and their queue
+            # share), not the ETTR of the what-if's run size: say which runs it is.
+            measured_of = (f"measured ETTR of all runs the ETTR SLO counts (its large runs, not only "
+                           f"{fmt_int(w0['n_nodes'])}-node ones)")
             sec.notes.append(
                 f"Checkpoint what-if ({record}): for a run on {fmt_int(w0['n_nodes'])} nodes (the largest run "
                 + (f"size) at r_f = {fmt_rate(rf)} per 1,000 node-days{caveat}, " if is_number(rf) else "size), ")
@@ -141,9 +145,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                    f"{fmt_num(w0['target'], 2)}." if is_number(best) else
                    f"no checkpoint interval reaches the expected ETTR target {fmt_num(w0['target'], 2)}.")
                 + (f" Same definition as the SLO: queue wait counts as lost time, so the expected ETTR is the closed "
-                   f"form × (1 − the runs' queue share {fmt_pct(w0['queue_share'])}); measured ETTR over the same "
-                   f"runs {fmt_num(w0['measured_ettr'], 2)}." if w0["includes_queue_wait"] and is_number(w0["queue_share"])
-                   else f" Same definition as the SLO: queue wait left out; measured ETTR over the same runs "
+                   f"form × (1 − the runs' queue share {fmt_pct(w0['queue_share'])}); {measured_of} "
+                   f"{fmt_num(w0['measured_ettr'], 2)}." if w0["includes_queue_wait"] and is_number(w0["queue_share"])
+                   else f" Same definition as the SLO: queue wait left out; {measured_of} "
                    f"{fmt_num(w0['measured_ettr'], 2)}." if is_number(w0["measured_ettr"]) else
                    # marts.checkpoint_what_if leaves both empty rather than quote the small runs as the SLO's
                    " No run the ETTR SLO counts has finished, so there is no measured ETTR to set this against"

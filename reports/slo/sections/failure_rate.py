@@ -15,6 +15,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import fmt_rate
+from gpusre.reports.slo.sections.mtbf import only_month
 from gpusre.reports.slo.window import SloWindow, mart_period, source_status
 
 #: Published failure rates per 1,000 node-days: (label, value, as published, citation).
@@ -50,6 +51,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                          FROM marts.node_failure_rate ORDER BY period_type <> 'all', variant <> 'hw_incidents',
                                                              variant, period""")
     rows = [r for r in rows if r["period_type"] == "all" or r["period"] in months]
+    if only_month(con, "node_failure_rate") and any(r["period_type"] == "all" for r in rows):
+        # One month of data: its rows repeat the whole record's; show them once.
+        rows = [r for r in rows if r["period_type"] == "all"]
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.node_failure_rate has no whole-record or window rows."
         return sec

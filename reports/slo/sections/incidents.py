@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.warehouse import table_columns
-from gpusre.reports.incident.terms import COMPLETING_JOB_CAPTION
+from gpusre.reports.incident.terms import COMPLETING_JOB_CAPTION, COSTLIEST_ORDER, nodes_phrase, tie_text
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_date,
@@ -25,7 +25,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import cause_label, component_label, incident_component, incident_kind
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.slo.window import SloWindow
 
 _TOP_N_INCIDENTS = 10
@@ -52,7 +52,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                                  affected_jobs, {opt['affected_gpus']}, lost_gpu_hours, {opt['root_cause']},
                                  {opt['label_source']}, {opt['leaf_switch']}, {opt['hours_to_recovery']}
                           FROM marts.hw_incidents WHERE {where}
-                          ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST, start_ts, incident_id
+                          ORDER BY {COSTLIEST_ORDER}
                           LIMIT {_TOP_N_INCIDENTS}""", [w.start, w.end])
     comp = query_rows(con, "SELECT component, incidents AS n, lost_gpu_hours AS lost "
                            "FROM marts.hw_incidents_by_component(?, ?)", [w.start, w.end])
@@ -63,6 +63,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         g[1] += r["lost"]
     order = sorted(groups, key=lambda k: (-groups[k][1], -groups[k][0], k))
     top = rows[0]
+    # Incidents that lost as much as the costliest: the order picks one, the sentence says it is one of them.
+    tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {where} AND lost_gpu_hours = ?",
+                   [w.start, w.end, top["lost_gpu_hours"]]) if is_number(top["lost_gpu_hours"]) else 0)
     lost = float(agg["lost"])
     # NULL job impact: no Slurm accounting was loaded (marts.hw_incidents), unknown rather than none
     unknown = not agg["known"]
@@ -75,8 +78,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                f"{fmt_pct(groups[order[0]][1] / lost)} of the {fmt_num(lost, 1)} GPU-h lost in hardware incidents; "
                "infrastructure failures no incident explains, e.g. a NODE_FAIL without log evidence, are not "
                "counted here), and the costliest single incident, "
-               f"{incident_kind(top['component'], top['scope'])} on {fmt_date(top['start_ts'])}, lost "
-               f"{fmt_num(top['lost_gpu_hours'], 1)} GPU-hours." if lost > 0 else
+               f"{incident_kind(top['component'], top['scope'])}"
+               + (f" under {top['leaf_switch']}" if top["leaf_switch"] else "")
+               + f" on {fmt_date(top['start_ts'])}, lost {fmt_num(top['lost_gpu_hours'], 1)} GPU-hours"
+               + tie_text(tied, top["lost_gpu_hours"]) + "." if lost > 0 else
                "; none of them cost GPU-hours of running jobs."))
     sec.lead = take
     with_loss = [k for k in order if groups[k][1] > 0]
@@ -97,7 +102,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
          Column("Completing job started", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
           Cell(incident_component(r["component"], r["scope"])), cause(r),
-          Cell(truncate(nodes_text(r["nodes"]), 22), mono=True, title=nodes_text(r["nodes"])),
+          Cell(nodes_phrase(r["nodes"], 22), mono=True, title=nodes_text(r["nodes"])),
           Cell("unknown" if unknown else fmt_int(r["affected_jobs"])),
           Cell("unknown" if unknown else fmt_num(r["lost_gpu_hours"])),
           Cell("unknown" if unknown else span_hours(r["hours_to_recovery"]) if is_number(r["hours_to_recovery"])

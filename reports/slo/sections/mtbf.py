@@ -29,6 +29,14 @@ from gpusre.reports.slo.terms import change_phrase, fmt_rate
 from gpusre.reports.slo.window import SloWindow, mart_period, source_status
 
 
+def only_month(con: duckdb.DuckDBPyConnection, table: str, where: str = "TRUE") -> str | None:
+    """The one calendar month ``marts.<table>`` holds, when it holds exactly one: its month rows then
+    repeat the whole record's, and a table shows the whole-record row alone."""
+    months = [r["period"] for r in query_rows(
+        con, f"SELECT DISTINCT period FROM marts.{table} WHERE period_type = 'month' AND {where}")]
+    return months[0] if len(months) == 1 else None
+
+
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     months = w.months
     sec = Section("mtbf", "MTBF by component class",
@@ -48,6 +56,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.mtbf has no cluster or component-class rows."
         return sec
+    one_month = only_month(con, "mtbf") is not None and any(r["period_type"] == "all" for r in rows)
+    if one_month:
+        # One month of data: "2026-11" and "whole record" are the same rows; show them once.
+        rows = [r for r in rows if r["period_type"] == "all"]
 
     def cat(r: dict[str, Any]) -> str:
         return "all" if r["scope"] == "cluster" else (r["component"] or "other")
@@ -103,8 +115,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         lead = (f"Over the {mp.label} the cluster's MTBF per node is {fmt_hours(c['mtbf_hours'])} (95 % CI "
                 f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"]
                 else f"Too few failures for a cluster MTBF over the {mp.label}")
-        lead += (f", not the window {w.text} alone (marts.mtbf holds calendar months and the whole record; the "
-                 "months are in the table)")
+        lead += (f", not the window {w.text} alone (marts.mtbf holds calendar months and the whole record"
+                 + ("; the months are in the table)" if not one_month else ")"))
     classes = [r for k, r in head.items() if k != "all" and r["sufficient"] and is_number(r["mtbf_hours"])]
     if classes:
         lo = min(classes, key=lambda r: r["mtbf_hours"])

@@ -24,6 +24,7 @@ from gpusre.reports.kit.formatting import (
     is_number,
     lower_first,
     nodes_text,
+    period_text,
     plural,
     sentence_case,
     span_hours,
@@ -109,11 +110,13 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if table_status(con, "marts.repair_times") is None:
         whole = [dict(r, period=RECORD) for r in query_rows(
             con, f"SELECT {select_columns(con, 'marts.repair_times', _SUMMARY_COLUMNS)} FROM marts.repair_times")]
-    rows = monthly + whole
     span = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.repair_times_monthly")[0]
+    # One month of incidents: its rows repeat the whole record's; the table shows them once.
+    one_month = bool(whole) and span["a"] is not None and span["a"] == span["b"]
+    rows = ([] if one_month else monthly) + whole
     # The months that hold repairs, said as such: "whole record (2026-08 … 2026-09)" beside MTBF's
     # "whole record (2026-08 … 2026-10)" read as two records (outside probe N).
-    record = (f"{RECORD} (incidents starting {span['a']} … {span['b']})" if span["a"] else RECORD)
+    record = (f"{RECORD} (incidents starting {period_text(span['a'], span['b'])})" if span["a"] else RECORD)
     end = window_end(con, w)
     open_rows: list[dict[str, Any]] = []
     if table_status(con, "marts.incident_repairs") is None:
