@@ -156,6 +156,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             topology=Topology.from_config(config), hw_incidents=hw, jobs=jobs, attribution=attribution,
             settings=settings, flood_settings=alert_settings(config).floods, notifications=notifications,
             maintenance=_maintenance(con, config), node_labels=alert_settings(config).nodes.node_labels,
+            host_local_labels=tuple(alert_settings(config).nodes.host_local_labels),
             as_of=as_of, data_span=span,
         )
         with transaction(con):

@@ -252,7 +252,7 @@ def test_notification_day_rule() -> None:
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE SCHEMA raw; CREATE TABLE raw.alert_notifications (source_file VARCHAR, line_no BIGINT, "
                 "payload_no INTEGER, received_at TIMESTAMPTZ, status VARCHAR, starts_at TIMESTAMPTZ, ends_at TIMESTAMPTZ, "
-                "format VARCHAR DEFAULT 'alertmanager')")
+                "format VARCHAR DEFAULT 'alertmanager', alertname VARCHAR DEFAULT 'NodeDown')")
     con.execute("""INSERT INTO raw.alert_notifications
                    (source_file, line_no, payload_no, received_at, status, starts_at, ends_at) VALUES
         -- a logger's timestamp wins over the file name

@@ -74,25 +74,33 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
 Meta-alerts
     Alerts that fire always, by design (``Watchdog``, ``DeadMansSwitch``, ``InfoInhibitor``; rule file
     ``models/catalog/alert_meta.csv``), are the alert pipeline's heartbeat: :func:`alert_marts` leaves
-    them out of every incident, rule and daily count (their deliveries still date the alert data).
+    them out of every incident, rule and daily count. A delivery of them still dates the alert data
+    by its logger's time or its file's name date, never by their ``startsAt`` (re-sent unchanged from
+    the first firing, weeks before: :data:`ALERT_DATA_SPAN_SQL`).
 
 Root-cause candidate, per incident
     An alert Alertmanager *inhibited* (``suppressed``, from its ``/api/v2/alerts`` snapshots: a
     consequence it tied to another firing alert) is ranked after every other; a *silenced* root's
     reason ends "; silenced in Alertmanager". Then: the server or fabric side on no node first (an
     OST, a switch: the cause before its clients' symptoms), (1) those matched to a hardware incident
-    (reason "hardware incident <id> (<component>) on <node>"), then (2) by *level* — fabric (switches) above storage
+    (reason "hardware incident <id> (<component>) on <node>"; a root on a job's hostlist names the
+    hardware incident's own nodes), then (2) by *level* — fabric (switches) above storage
     above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
     reaction to a fault, never its cause when the fault alerted too) above other — then (3) the
     earliest start (reason "earliest alert at the most upstream level (fabric: leaf switch leaf01)"). The level of an alert comes from the rule
     file ``models/catalog/alert_levels.csv`` (first matching row wins; conditions on alertname,
-    target_label, a label value and whether the alert is on a node). The incident ``id`` is
+    target_label, a label value and whether the alert is on a node); a fabric level on no node is a
+    switch's or subnet manager's, so an alert on a host-local target of a host outside the node list
+    (``device``/``mountpoint``, ``10.0.4.3/mlx5_0``: an IB port of a server) is level other. The incident ``id`` is
     ``ainc-`` + 12 hex digits of SHA-1 over the root alert's fingerprint and start, stable across
     reruns. ``scope``: leaf_switch for a switch root (or a root matched to a leaf-switch hardware
     incident), fabric for another fabric root on no node (a subnet manager), storage for a storage
-    root, else node (one node), service (no node: a service alert, a host outside the node list),
-    rack / leaf_switch (all nodes in one rack / under one leaf), cluster (nodes in several), nodes
-    (several nodes the topology does not place).
+    root, else service (no node: a service alert, a host outside the node list), and from the
+    incident's *evidence nodes* — the nodes of its alerts on one node, and of a hostlist alert only
+    those of the hardware incident it is about (a failed job's ``nodelist`` names the job's nodes, not
+    how far the fault reached) —: node (one), nodes (none: several nodes only hostlists name, spread
+    unknown), rack / leaf_switch (all in one rack / under one leaf), cluster (in several), nodes
+    (several the topology does not place). ``nodes`` / ``n_nodes`` still list every node.
 
 Nodes
     An alert is on its ``node``; an alert whose target is a Slurm hostlist from a node label
@@ -173,8 +181,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from gpusre.models.alerts.floods import EPISODE_SCHEMA, FloodSettings, detect_floods
-from gpusre.models.alerts.nodes import DEFAULT_NODE_LABELS, alert_nodes
+from gpusre.models.alerts.nodes import DEFAULT_HOST_LOCAL_LABELS, DEFAULT_NODE_LABELS, alert_nodes
 from gpusre.models.component_classes import load_component_classes
+from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
 from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, run_key_job
@@ -797,8 +806,21 @@ def _node_rows(al: pl.DataFrame, topology: Topology, extra: Sequence[str] = ()) 
     return rows.join(topology.frame(), on="node", how="left", maintain_order="left")
 
 
+#: A network file system's device (``10.0.9.1@o2ib:/scratch``, ``nfs01:/home``): shared, never host-local.
+_REMOTE_DEVICE_MARK = ":/"
+
+
+def _host_local_unplaced(host_local_labels: Sequence[str]) -> pl.Expr:
+    """An alert on no Slurm node whose target is a host-local label's value (a NIC, a disk, a mount
+    of that host: ``10.0.4.3/mlx5_0``, cluster.yaml ``alerts.nodes.host_local_labels``; not a network
+    file system's device): about one host outside the node list."""
+    return (~pl.col("_has_node") & pl.col("target_label").is_in(list(host_local_labels))
+            & ~pl.col("target").fill_null("").str.contains(_REMOTE_DEVICE_MARK, literal=True))
+
+
 def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLevelRule],
-             node_labels: Sequence[str] = DEFAULT_NODE_LABELS) -> pl.DataFrame:
+             node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
+             host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS) -> pl.DataFrame:
     al = _conform(alerts, ALERT_SCHEMA, _REQUIRED).with_columns(pl.col("n_notifications").fill_null(1))
     # The labels JSON is the widest column and is read only for the label values the rules use:
     # decoded first and dropped, so the sort and joins below do not copy it.
@@ -807,8 +829,13 @@ def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLeve
         pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
     al = _with_nodes(al, node_labels)
     leaves = sorted(topology.leaves)
+    al = al.with_columns(_levels(al, rules).alias("level"))
+    # The fabric rule for alerts on no node means a switch or subnet manager; an IB port of a host
+    # (InfinibandPortDown on 10.0.4.3/mlx5_0, an IP no node name resolved) is that host's, never the
+    # fabric's: not upstream of anything, an incident on a host outside the node list (scope service).
     al = al.with_columns(
-        _levels(al, rules).alias("level"),
+        pl.when((pl.col("level") == "fabric") & _host_local_unplaced(host_local_labels)).then(pl.lit("other"))
+        .otherwise(pl.col("level")).alias("level"),
         pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"),
         pl.coalesce(pl.col("template_id").cast(pl.String), pl.lit("name:") + pl.col("alertname"), pl.lit("none")).alias("_tkey"),
     )
@@ -834,6 +861,7 @@ def cluster_alerts(
     rules: Sequence[AlertLevelRule] | None = None,
     node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
     as_of: object | None = None,
+    host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Cluster alerts into incidents (method in the module docstring).
 
@@ -855,6 +883,8 @@ def cluster_alerts(
             an alert whose target is a hostlist from one of them is on all those nodes.
         as_of: the end of the alert data (a datetime); an incident with an alert still firing is
             ``ongoing`` and ends there. Default (and at least): the latest alert start or end.
+        host_local_labels: the node mapping's host-local labels (cluster.yaml
+            ``alerts.nodes.host_local_labels``): such a target on no node is a host's, not the fabric's.
 
     Returns:
         ``(incidents, members)``: :data:`INCIDENT_SCHEMA` sorted by ``start_ts``, ``incident_id``;
@@ -865,7 +895,7 @@ def cluster_alerts(
     rules = tuple(rules) if rules is not None else load_alert_levels()
     if alerts.is_empty():
         return pl.DataFrame(schema=INCIDENT_SCHEMA), pl.DataFrame(schema=MEMBER_SCHEMA)
-    al = _prepare(alerts, topology, rules, node_labels)
+    al = _prepare(alerts, topology, rules, node_labels, host_local_labels)
     n = al.height
     ts = al["_ts"].to_numpy()
     al = al.with_columns(pl.Series("_s", sessionize(ts, settings.gap_us)))
@@ -890,11 +920,20 @@ def cluster_alerts(
     al = al.with_columns(pl.Series("_c", labels.astype(np.int64)))
 
     al = al.join(primary, on="_i", how="left", maintain_order="left")
+    hw_nodes = (hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA)).select(
+        pl.col("incident_id").alias("hw_incident_id"), pl.col("nodes").alias("_hw_nodes")).unique("hw_incident_id")
+    al = al.join(hw_nodes, on="hw_incident_id", how="left", maintain_order="left")
     last = al.select(pl.max_horizontal(pl.col("starts_at").max(), pl.col("ends_at").max()))[0, 0]
     if as_of is not None:
         given = pl.select(pl.lit(as_of).cast(_TS))[0, 0]
         last = max(last, given) if given is not None else last
-    incidents, members = _incidents(al, an.join(al.select("_i", "_c"), on="_i"), settings, last)
+    # Which (alert, node) rows are evidence of the fault's spread: an alert on its one node, or a node
+    # of the hardware incident it is about. A hostlist label (nodelist="gpu[004-006]" of a failed
+    # job) names the job's nodes, not how far the fault reached.
+    an = an.join(al.select("_i", "_c", pl.col("_nodes").list.len().alias("_k"), "_hw_nodes"), on="_i").with_columns(
+        ((pl.col("_k") == 1) | pl.col("_hw_nodes").list.contains(pl.col("node")).fill_null(False)).alias("_ev")
+    ).drop("_k", "_hw_nodes")
+    incidents, members = _incidents(al, an, settings, last)
     incidents = _flag_floods(incidents, al, floods)
     incidents = _job_impact(incidents, _members_hw(al), jobs, attribution, settings)
     return (incidents.select([pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()]).sort("start_ts", "incident_id"),
@@ -976,6 +1015,15 @@ def _node_aggs(an: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([singles, grouped.select(singles.columns).cast(singles.schema)])
 
 
+def _evidence_aggs(an: pl.DataFrame) -> pl.DataFrame:
+    """Per incident ``_c``: :func:`_node_aggs` of its evidence rows only (``_ev``: an alert on one node,
+    or a node of the hardware incident a hostlist alert is about), as ``_ev_nodes`` (how many),
+    ``_ev_racks``, ``_ev_unracked``, ``_ev_leaves``, ``_ev_unleafed``."""
+    ev = _node_aggs(an.filter(pl.col("_ev")).select("_c", "node", "_rack", "_leaf"))
+    return ev.select("_c", pl.col("nodes").list.len().cast(pl.UInt32).alias("_ev_nodes"),
+                     *[pl.col(c).alias(f"_ev{c}") for c in ("_racks", "_unracked", "_leaves", "_unleafed")])
+
+
 def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSettings,
                as_of: object) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Incident rows and members of the clustered alerts ``al`` (with ``_c``); ``an``: one row per
@@ -1029,9 +1077,10 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     aggs = aggs.with_columns(
         (pl.col("firing_alerts") > 0).alias("ongoing"),
         pl.when(pl.col("firing_alerts") > 0).then(pl.lit(as_of).cast(_TS)).otherwise(pl.col("_last_end")).alias("end_ts"),
-    ).join(_node_aggs(an), on="_c", how="left").with_columns(
+    ).join(_node_aggs(an), on="_c", how="left").join(_evidence_aggs(an), on="_c", how="left").with_columns(
         pl.col("nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))),
-        pl.col("_racks", "_unracked", "_leaves", "_unleafed").fill_null(0))
+        pl.col("_racks", "_unracked", "_leaves", "_unleafed", "_ev_nodes", "_ev_racks", "_ev_unracked",
+               "_ev_leaves", "_ev_unleafed").fill_null(0))
     level_desc = (
         pl.when(pl.col("level") == "fabric").then(
             pl.when(pl.col("_target_leaf").is_not_null()).then(pl.lit("fabric: leaf switch ") + pl.col("_target_leaf"))
@@ -1046,13 +1095,22 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     reason = (
         pl.when(pl.col("hw_incident_id").is_not_null())
         .then(pl.format("hardware incident {} ({}) on {}", "hw_incident_id", pl.col("_hw_component").fill_null("?"),
-                        _where("node", "target")))
+                        pl.coalesce("_hw_where", _where("node", "target"))))
         .otherwise(pl.format("earliest alert at the most upstream level ({})", level_desc))
         # A silenced or inhibited root still names the cause, but nobody was paged for it.
         + pl.when(pl.col("suppressed") == "silenced").then(pl.lit("; silenced in Alertmanager"))
         .when(pl.col("suppressed") == "inhibited").then(pl.lit("; inhibited in Alertmanager"))
         .otherwise(pl.lit(""))
     )
+    # A root on a hostlist (a failed job's nodes) about a hardware incident names that incident's own
+    # nodes: the Xid 79 was on gpu005, not on gpu[004-006].
+    hostlist_root = pl.col("node").is_null() & (pl.col("_nodes").list.len() > 1) & (pl.col("_hw_nodes").list.len() > 0)
+    hw_key = pl.col("_hw_nodes").list.sort().list.join(",").alias("_hw_key")
+    hw_lists = roots.filter(hostlist_root).select(hw_key, "_hw_nodes").unique("_hw_key")
+    hw_lists = hw_lists.select("_hw_key", pl.Series("_hw_where", [compress_hostlist(n) for n in hw_lists["_hw_nodes"]],
+                                                    dtype=pl.String))
+    roots = roots.with_columns(hw_key).join(hw_lists, on="_hw_key", how="left", maintain_order="left").with_columns(
+        pl.when(hostlist_root).then(pl.col("_hw_where")).alias("_hw_where"))
     roots = roots.select(
         "_c", pl.col("alert_id").alias("root_alert_id"), pl.col("level").alias("root_level"),
         pl.concat_str(pl.col("alertname").fill_null("alert"),
@@ -1063,11 +1121,15 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     )
     inc = aggs.join(roots, on="_c").with_columns(pl.coalesce("hw_incident_id", "_any_hw").alias("hw_incident_id"))
     n_nodes = pl.col("nodes").list.len()
-    one_rack = (pl.col("_racks") == 1) & (pl.col("_unracked") == 0)
+    n_ev = pl.col("_ev_nodes")
     one_leaf = (pl.col("_leaves") == 1) & (pl.col("_unleafed") == 0)
+    ev_rack = (pl.col("_ev_racks") == 1) & (pl.col("_ev_unracked") == 0)
+    ev_leaf = (pl.col("_ev_leaves") == 1) & (pl.col("_ev_unleafed") == 0)
     # "cluster" only for what spans several racks or leaf switches ("nodes": several nodes of which
     # cluster.yaml gives no rack or leaf switch); an incident on no Slurm node is a fabric event (a
-    # subnet manager, a switch outside the topology) or a service alert.
+    # subnet manager, a switch outside the topology) or a service alert. Node scopes count the
+    # evidence nodes only (_evidence_aggs): a failed job's hostlist is no rack event, and several
+    # nodes that only hostlists name are "nodes" (spread unknown).
     scope = (
         pl.when((pl.col("root_level") == "fabric") & (pl.col("_target_leaf").is_not_null() | one_leaf & (n_nodes > 0)))
         .then(pl.lit("leaf_switch"))
@@ -1075,11 +1137,12 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         .when(pl.col("root_level") == "fabric").then(pl.lit("cluster"))
         .when(pl.col("_hw_scope") == "leaf_switch").then(pl.lit("leaf_switch"))
         .when((pl.col("root_level") == "storage") | (pl.col("_hw_component") == "storage")).then(pl.lit("storage"))
-        .when(n_nodes == 1).then(pl.lit("node"))
         .when(n_nodes == 0).then(pl.lit("service"))
-        .when(one_rack).then(pl.lit("rack"))
-        .when(one_leaf).then(pl.lit("leaf_switch"))
-        .when((pl.col("_racks") == 0) & (pl.col("_leaves") == 0)).then(pl.lit("nodes"))  # no topology for them
+        .when(n_ev == 1).then(pl.lit("node"))
+        .when(n_ev == 0).then(pl.lit("nodes"))
+        .when(ev_rack).then(pl.lit("rack"))
+        .when(ev_leaf).then(pl.lit("leaf_switch"))
+        .when((pl.col("_ev_racks") == 0) & (pl.col("_ev_leaves") == 0)).then(pl.lit("nodes"))  # no topology for them
         .otherwise(pl.lit("cluster"))
     )
     inc = inc.with_columns(scope.alias("scope"), n_nodes.cast(pl.Int64).alias("n_nodes"))
@@ -1197,22 +1260,41 @@ def alert_floods(alerts: pl.DataFrame, members: pl.DataFrame, floods: pl.DataFra
     return fl.select([pl.col(c).cast(t) for c, t in FLOOD_SCHEMA.items()]).sort("start_ts")
 
 
+#: The day a landing file is named for: the last ``YYYY-MM-DD`` in its path
+#: (``alerts/alertmanager-2026-11-10.jsonl``, ``alerts/2026-11-10/am.log``), else NULL. Dashed only:
+#: logrotate's ``dateext`` (``alerts.log-20261111``) names a file for the day it was rotated, the
+#: day after most of its content, and is not taken for a delivery day.
+_FILE_DAY_SQL = r"try_strptime(list_last(regexp_extract_all(source_file, '(\d{4}-\d{2}-\d{2})', 1)), '%Y-%m-%d')::DATE"
+
+
+def _meta_alert_sql(column: str = "alertname") -> str:
+    """SQL: whether ``column`` is a meta-alert (:func:`is_meta_alert`, the same catalog rules)."""
+    rules = load_meta_alerts()
+    if not rules:
+        return "false"
+    pattern = ("(?i)^(?:" + "|".join(f"(?:{r[1]})" for r in rules) + ")$").replace("'", "''")
+    return f"coalesce(regexp_matches({column}, '{pattern}'), false)"
+
+
+#: The latest time a notification row shows, which its delivery cannot precede (a start, or a
+#: resolved alert's end: a webhook is sent after what it reports). A meta-alert shows none:
+#: Alertmanager re-sends the always-firing Watchdog with its first ``startsAt`` (weeks before).
+_SHOWN_SQL = ("CASE WHEN NOT " + _meta_alert_sql() + " THEN CASE WHEN status = 'resolved' "
+              "THEN greatest(starts_at, ends_at) ELSE starts_at END END")
+
 #: Notifications received per UTC day (:data:`NOTIFICATION_DAY_SCHEMA`) from
 #: ``raw.alert_notifications``. A payload does not say when it was sent; a notification was received
 #: on the day of its logger's timestamp (``received_at``), else on the date its file is named for
-#: (the last ``YYYY-MM-DD`` in its path: ``alerts/alertmanager-2026-11-10.jsonl``) — but never
-#: before the latest time the payload itself shows (a start, or a resolved alert's end: a webhook is
-#: sent after what it reports), which is also the day of a file without a date in its name.
+#: (:data:`_FILE_DAY_SQL`) — but never before the latest time the payload itself shows
+#: (:data:`_SHOWN_SQL`), which is also the day of a file without a date in its name (a delivery of
+#: meta-alerts only, in such a file, has no known day and is not counted).
 #: ``deliveries``: the webhook payloads (one per JSON value: a file line, or an element of an array).
 #: An ``/api/v2/alerts`` snapshot (:data:`~gpusre.models.sources.alerts.parse.SNAPSHOT_SQL`) is neither:
 #: Alertmanager sent nothing, a poller read its state (it still dates the alert data's span).
 NOTIFICATION_DAYS_SQL = r"""
 WITH n AS (
-    SELECT source_file, line_no, payload_no, received_at,
-           try_strptime(list_last(regexp_extract_all(source_file, '(\d{4}-\d{2}-\d{2})', 1)), '%Y-%m-%d')::DATE
-               AS file_day,
-           max(CASE WHEN status = 'resolved' THEN greatest(starts_at, ends_at) ELSE starts_at END)
-               OVER (PARTITION BY source_file, line_no, payload_no) AS shown
+    SELECT source_file, line_no, payload_no, received_at, """ + _FILE_DAY_SQL + r""" AS file_day,
+           max(""" + _SHOWN_SQL + r""") OVER (PARTITION BY source_file, line_no, payload_no) AS shown
     FROM raw.alert_notifications
     WHERE NOT """ + SNAPSHOT_SQL + r"""
 )
@@ -1220,25 +1302,29 @@ SELECT day, count(*)::BIGINT AS notifications,
        count(DISTINCT (source_file, line_no, payload_no))::BIGINT AS deliveries
 FROM (SELECT *, CASE WHEN received_at IS NOT NULL THEN CAST(timezone('UTC', received_at) AS DATE)
                      ELSE greatest(file_day, CAST(timezone('UTC', shown) AS DATE)) END AS day FROM n)
+WHERE day IS NOT NULL
 GROUP BY day ORDER BY day
 """
 
 
 #: The span of the alert data: ``first_ts``, ``last_ts`` (UTC) of the webhook deliveries of
 #: ``raw.alert_notifications`` (one per JSON value, as in :data:`NOTIFICATION_DAYS_SQL`). A delivery
-#: was received at its logger's timestamp (``received_at``), else no earlier than the latest time
-#: its payload shows (a start, or a resolved alert's end: a webhook is sent after what it reports).
-#: The date in a file's name is not used: logrotate's ``dateext`` names a file for the day it was
-#: rotated, the day after its content, and a span stretched to it would judge incidents no
-#: notification could have covered. Both NULL without notifications.
+#: was received at its logger's timestamp (``received_at``; a snapshot's time), else no earlier than
+#: the latest time its payload shows (:data:`_SHOWN_SQL`, meta-alerts never) nor than the start of
+#: the day its file is named for (:data:`_FILE_DAY_SQL`): a Watchdog re-sent with its start of
+#: three weeks before, in ``alerts/2026-11-23.jsonl``, dates the span from 2026-11-23, not from its
+#: start. A delivery with neither (meta-alerts only, in a file without a date) dates nothing. Both
+#: NULL without notifications.
 ALERT_DATA_SPAN_SQL = r"""
 WITH d AS (
-    SELECT source_file, line_no, payload_no, max(received_at) AS received_at,
-           max(CASE WHEN status = 'resolved' THEN greatest(starts_at, ends_at) ELSE starts_at END) AS shown
+    SELECT source_file, line_no, payload_no, max(received_at) AS received_at, max(""" + _SHOWN_SQL + r""") AS shown
     FROM raw.alert_notifications
     GROUP BY source_file, line_no, payload_no
+), t AS (
+    SELECT coalesce(received_at, greatest(shown, timezone('UTC', CAST(""" + _FILE_DAY_SQL + r""" AS TIMESTAMP)))) AS ts
+    FROM d
 )
-SELECT min(coalesce(received_at, shown)) AS first_ts, max(coalesce(received_at, shown)) AS last_ts FROM d
+SELECT min(ts) AS first_ts, max(ts) AS last_ts FROM t
 """
 
 
@@ -1455,11 +1541,13 @@ def alert_marts(
     node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
     as_of: object | None = None,
     data_span: tuple[object, object] | None = None,
+    host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS,
 ) -> AlertMarts:
     """All alert marts from ``core.alerts`` (may be empty), hardware incidents, jobs and attribution;
     ``notifications``: notifications received per UTC day (:data:`NOTIFICATION_DAYS_SQL`, for
     ``alert_daily``); ``maintenance``: maintenance periods (:func:`rule_quality`); ``node_labels``:
-    the node mapping's node labels (hostlist targets); ``as_of``: the end of the alert data;
+    the node mapping's node labels (hostlist targets); ``host_local_labels``: its host-local labels
+    (:func:`cluster_alerts`); ``as_of``: the end of the alert data;
     ``data_span``: the first and last webhook delivery (:data:`ALERT_DATA_SPAN_SQL`), the span in
     which coverage and precision are judged (None: from the alerts' own times)."""
     settings = settings or AlertClusteringSettings()
@@ -1469,7 +1557,8 @@ def alert_marts(
     alerts = alerts.filter(~is_meta_alert(pl.col("alertname")))
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
-                                        floods=floods, node_labels=node_labels, as_of=as_of)
+                                        floods=floods, node_labels=node_labels, as_of=as_of,
+                                        host_local_labels=host_local_labels)
     coverage = alert_coverage(alerts, hw_incidents, topology, settings, node_labels, data_span)
     return AlertMarts(
         incidents=incidents,

@@ -15,11 +15,26 @@
 -- more than an hour before the accounting's end (ends_before_accounting: a nightly node-state dump is
 -- missing; the node-state marts measure nothing after it). The rule of
 -- gpusre.models.sources.slurm_events.ingest.dumps_cut / node_states_end (HISTORY_END_SLACK = 1 h).
+-- Alert notifications are dated here, per record, from raw.alert_notifications (a small table; the alert
+-- marts read all of it every night too), not from raw.record_days: without a logger's time a record
+-- is stamped with its alert's start (registry record_ts), which Alertmanager re-sends unchanged, and a
+-- Watchdog started three weeks before made the alert data "begin" then. Such a record was delivered
+-- no earlier than the day its file is named for (the last YYYY-MM-DD in the path: the rule of
+-- gpusre.models.alerts.clustering._FILE_DAY_SQL, which the alert data span and the notification days
+-- use too); a logger's (or snapshot's) time stays what it says.
 -- Parameters: $acct_from / $acct_to TIMESTAMPTZ.
 CREATE OR REPLACE TABLE marts.data_freshness AS
-WITH per_day AS (
+WITH alert_times AS (
+    SELECT coalesce(received_at, greatest(starts_at, timezone('UTC', CAST(try_strptime(
+               list_last(regexp_extract_all(source_file, '(\d{4}-\d{2}-\d{2})', 1)), '%Y-%m-%d')::DATE AS TIMESTAMP))))
+           AS ts
+    FROM raw.alert_notifications
+), per_day AS (
     SELECT source_kind, day, sum(records) AS n, min(first_ts) AS first_ts, max(last_ts) AS last_ts
-    FROM raw.record_days GROUP BY ALL
+    FROM raw.record_days WHERE source_kind <> 'alerts' GROUP BY ALL
+    UNION ALL
+    SELECT 'alerts', CAST(timezone('UTC', ts) AS DATE), count(*), min(ts), max(ts)
+    FROM alert_times WHERE ts IS NOT NULL GROUP BY ALL
 ), span AS (
     SELECT source_kind, sum(n)::BIGINT AS records, min(first_ts) AS first_record_ts, max(last_ts) AS last_record_ts,
            count(*) AS days_with_records, min(day) AS first_day, max(day) AS last_day
