@@ -83,7 +83,7 @@ def scope_label(scope: str | None) -> str:
     (no node)', 'fabric' -> 'fabric (no node)'), 'cluster' is several racks, 'nodes' several nodes of
     unknown racks; other scopes as stored."""
     words = {"service": "service (no node)", "fabric": "fabric (no node)", "cluster": "cluster (several racks)",
-             "nodes": "several nodes (racks unknown)"}
+             "nodes": "several nodes (spread unknown)"}
     return MISSING if not scope else words.get(scope) or SCOPE_LABELS.get(scope, scope)
 
 
