@@ -1,6 +1,6 @@
 """SLO review section "SLO status and error budgets" (``#slo``).
 
-Reads marts.slo_daily, marts.slo_exhausted_spans; formats, computes nothing.
+Reads marts.slo_daily, marts.slo_exhausted_spans, marts.ettr_runs; formats, computes nothing.
 
 A window longer than the rolling budget (a quarter against slo.window_days = 30) pools its days: an SLO
 met over the quarter can have exhausted its 30-day budget in one month of it. Then every verdict is
@@ -15,7 +15,7 @@ from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import MISSING, fmt_date, fmt_int, fmt_num, lower_first, sentence_case
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import table_status
+from gpusre.reports.kit.warehouse import scalar, table_status
 from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_sli, sli_label
 from gpusre.reports.slo.window import SliWindow, SloWindow, sli_windows, source_status
 
@@ -77,7 +77,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             + (f"; {_exhausted_clause(s)})" if s in broke else ")") for s in missed))
     unmeasured = [s for s in slis if s.met is None]
     if unmeasured:
-        parts.append("no events for " + ", ".join(lower_first(sli_label(s.sli)) for s in unmeasured))
+        parts.append("no events for " + ", ".join(lower_first(sli_label(s.sli)) for s in unmeasured)
+                     + _ettr_size_hint(con, w, unmeasured))
     if pooled:
         parts.append(f"{len(broke)} of {len(slis)} SLOs exhausted their rolling error budget on some day of the "
                      "window" if broke else
@@ -168,3 +169,16 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
 
 
 SECTION = SectionSpec("slo", "SLO status and error budgets", build)
+
+
+def _ettr_size_hint(con: duckdb.DuckDBPyConnection, w: SloWindow, unmeasured: list[SliWindow]) -> str:
+    """Why the ETTR SLO has no events when smaller training runs did finish: at a site whose largest job
+    is one NVLink domain (72 GPUs on a GB200 NVL72) the default size (256 GPUs) judges nothing."""
+    if not any(s.sli == "ettr_large_runs" for s in unmeasured) or table_status(con, "marts.ettr_runs") is not None:
+        return ""
+    largest = scalar(con, "SELECT max(n_gpus) FROM marts.ettr_runs WHERE NOT ongoing "
+                          "AND CAST(last_end_ts AT TIME ZONE 'UTC' AS DATE) BETWEEN ? AND ?", [w.start, w.end])
+    if not largest:
+        return ""
+    return (f" (no training run as large as the ETTR SLO judges finished in the window; the largest that did had "
+            f"{fmt_int(largest)} GPUs: cluster.yaml `reliability.ettr_min_run_gpus` sets that size)")
