@@ -264,7 +264,7 @@ def test_sections_and_formatted_numbers(report: tuple[ReportPaths, str, str]) ->
         assert title in html, title
     text = _visible_text(html)
     # Lead sentence of the state section, computed from the marts rows.
-    assert "Completed runs consumed 55.5 % of GPU time in 2026-08 … 2026-10" in text
+    assert "Completed runs consumed 55.5 % of GPU time in 2026-08-03 … 2026-10-31" in text
     assert "cancelled runs 41.2 %" in text
     # marts.job_totals over job_usage_daily: 826.1 of 1,246.4 GPU-hours ended in a failure state
     assert f"runs that failed ({', '.join(FAILED_STATES)}) 66.3 %" in text
@@ -1208,7 +1208,7 @@ def test_no_gpu_hours_is_said_in_words_not_dashes(tmp_path: Path) -> None:
     html = paths.html.read_text()
     states, sizes = _visible_text(_section(html, "states")), _visible_text(_section(html, "sizes"))
     # The size mart's 'all' row for 1-GPU jobs has share_jobs 0.583.
-    assert "No GPU-hours were recorded in 2026-08 … 2026-10:" in states and "consumed –" not in states
+    assert "No GPU-hours were recorded in 2026-08-03 … 2026-10-31:" in states and "consumed –" not in states
     assert "No GPU-hours were recorded, so no size shares of GPU time; single-GPU jobs are 58.3 % of jobs." in sizes
 
 

@@ -5,7 +5,10 @@
 3. periods no wider than the data (suspect nodes' 28-day window, the taxonomy's months, MTBF rows);
 5. the checkpoint what-if names the runs its measured ETTR is over (marts.checkpoint_what_if);
 6. the goodput chart draws utilization on top, dashed;
-7. identical per-node drain lanes of an incident timeline collapse into one hostlist lane.
+7. identical per-node drain lanes of an incident timeline collapse into one hostlist lane;
+8. the same helpers where they were missing: the nightly's top incidents and last night (one costliest, the
+   tie, hostlists cut between names, suspect nodes' days of data), the monthly charts' days, the SLO window
+   over the whole data span, a health check firing on several components labelled by their family.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import duckdb
 
 from gpusre.reports.incident.terms import COSTLIEST_ORDER, nodes_phrase, tie_text
 from gpusre.reports.kit.formatting import days_of_data_text, shorten
+from gpusre.reports.nightly.meta import NightlyMeta
 
 ROOT = Path(__file__).resolve().parents[1]
 UTC = timezone.utc
@@ -200,3 +204,170 @@ def test_same_drains_collapse_into_one_hostlist_lane() -> None:
     lanes = _same_state_lanes(states)
     assert [(len(nodes), nodes[0]) for nodes, _ in lanes] == [(1, "gpu0098"), (16, "gpu0065"), (1, "gpu0099")]
     assert len(lanes[1][1]) == 1  # one bar for the 16 nodes
+
+
+# -- the shared helpers applied where they were missing (nightly, SLO window, health checks) ---------------
+
+
+def _week() -> NightlyMeta:
+    """The report of probe U: 7 days of data, 2026-11-18 … 2026-11-24."""
+    return NightlyMeta(date(2026, 11, 24), date(2026, 11, 18), date(2026, 11, 24), datetime(2026, 11, 25, tzinfo=UTC),
+                       "wh")
+
+
+def test_nightly_top_incidents_name_the_same_costliest_and_the_tie() -> None:
+    from gpusre.reports.nightly.sections.incidents import build
+
+    con = duckdb.connect()
+    _incidents_mart(con)
+    con.execute("ALTER TABLE marts.hw_incidents ADD COLUMN recovered_ts TIMESTAMPTZ")
+    con.execute("ALTER TABLE marts.hw_incidents ADD COLUMN nodes_recovered BIGINT")
+    con.execute("UPDATE marts.hw_incidents SET recovered_ts = start_ts + INTERVAL 2 HOUR, nodes_recovered = len(nodes)")
+    sec = build(con, _week())
+    # 4 x 1,024 + 256 = 4,352 GPU-h; the leaf switch's incident first, as the SLO review names it.
+    assert sec.lead == ("The top 5 of 5 incidents lost 4,352 GPU-hours (100.0 % of all incident losses); the costliest, "
+                        "Interconnect switch under leaf05 from 2026-11-24 03:05 UTC, killed 1 job and lost 1,024 "
+                        "GPU-hours (one of 4 incidents that each lost 1,024 GPU-hours); on every incident's nodes a "
+                        "job started since its end has completed.")
+    table = sec.items[-1]
+    assert [r[1].text for r in table.rows] == ["inc-d", "inc-a", "inc-b", "inc-c", "inc-e"]
+    assert table.rows[0][4].text == "gpu[0065-0080]"
+    # A costliest that shares its loss with no other incident: no tie said.
+    con.execute("UPDATE marts.hw_incidents SET lost_gpu_hours = 2000.0 WHERE incident_id = 'inc-b'")
+    lead = build(con, _week()).lead
+    assert "lost 2,000 GPU-hours; on every" in lead and "one of" not in lead
+    # A scattered node list in the table is cut between whole names, never inside one (26 characters).
+    con.execute("UPDATE marts.hw_incidents SET nodes = ? WHERE incident_id = 'inc-b'",
+                [[f"gpu{i:04d}" for i in (1, 2, 3, 4, 9, 11, 13, 15, 17, 19, 21)]])
+    cell = build(con, _week()).items[-1].rows[0][4]
+    # 'gpu[0001-0002]' (14) + ' and 9 more nodes' (17) = 31 > 26: the first name only (25 characters).
+    assert cell.text == "gpu0001 and 10 more nodes"
+    assert cell.title == "gpu[0001-0004,0009,0011,0013,0015,0017,0019,0021]"
+
+
+def test_last_night_costliest_tie_and_days_of_data() -> None:
+    from gpusre.reports.nightly.sections import last_night as ln
+
+    con = duckdb.connect()
+    _incidents_mart(con)
+    # Three of the four 1,024-GPU-h incidents began on the report day.
+    con.execute("UPDATE marts.hw_incidents SET start_ts = start_ts + INTERVAL (date_diff('day', start_ts::DATE, "
+                "DATE '2026-11-24')) DAY WHERE incident_id IN ('inc-a', 'inc-b')")
+    meta = _week()
+    inc = ln._incidents(con, meta, frozenset())
+    assert [r["incident_id"] for r in inc["rows"]] == ["inc-d", "inc-b", "inc-a"]
+    assert ln._incident_text(inc) == (
+        "3 began; the costliest, Interconnect switch failure under leaf05 (gpu[0065-0080]) at 03:05 UTC, killed 1 job "
+        "on 2,048 GPUs and lost 1,024 GPU-h (one of 3 incidents that each lost 1,024 GPU-hours).")
+    # A hostlist too long for the sentence is cut between whole names.
+    long = {"nodes": [f"gpu{i:04d}" for i in (1, 2, 3, 4, 9, 11, 13, 15, 17, 19, 21)], "leaf_switch": None}
+    assert ln._where(long) == "gpu[0001-0004,0009] and 6 more nodes"
+    assert ln._where({**long, "leaf_switch": "leaf05"}) == "leaf05 (gpu[0001-0004] and 7 more nodes)"
+    # Suspect nodes' 28 days said as the 7 days the warehouse holds.
+    over = "the 7 days of data, 2026-11-18 … 2026-11-24, of a 28-day window"
+    node = {"node": "gpu0010", "hw_episodes": 2, "xid_episodes": 0, "infra_failed_jobs": 1,
+            "recommended_action": "drain, reboot"}
+    assert ln._repeat_text({"reason": None, "rows": [node], "n": 1}, meta) == (
+        f"over {over}: gpu0010 (2 hardware episodes, 1 infrastructure-failed job) \u2014 recommended: drain, reboot.")
+    assert ln._repeat_text({"reason": None, "rows": [], "n": 0}, meta) == (
+        f"no node of last night's incidents stands out from the fleet over {over}.")
+    assert ln._lookback_days(meta) == 7
+    full = NightlyMeta(date(2026, 11, 24), date(2026, 9, 1), date(2026, 11, 24), meta.generated_at, "wh")
+    assert ln._repeat_text({"reason": None, "rows": [node], "n": 1}, full) == (
+        "gpu0010 (2 hardware episodes, 1 infrastructure-failed job in the last 28 days) \u2014 recommended: "
+        "drain, reboot.")
+    assert ln._lookback_days(full) == 28
+
+
+def _mtbf_month(con: duckdb.DuckDBPyConnection, *, coverage: bool = True) -> None:
+    con.execute("CREATE SCHEMA marts")
+    con.execute("CREATE TABLE marts.mtbf (period_type VARCHAR, period VARCHAR)")
+    con.execute("INSERT INTO marts.mtbf VALUES ('all', 'all'), ('month', '2026-11')")
+    if coverage:  # 7 complete days and the sliver of the 25th a dump cut at 00:15 reaches
+        con.execute("""CREATE TABLE marts.day_coverage AS
+                       SELECT d::DATE AS day, d::DATE = DATE '2026-11-25' AS partial
+                       FROM generate_series(DATE '2026-11-18', DATE '2026-11-25', INTERVAL 1 DAY) t(d)""")
+
+
+def test_mart_period_one_month_and_a_window_over_the_whole_data() -> None:
+    from gpusre.reports.slo.window import MartPeriod, SloWindow, mart_period
+
+    def w(a: date, b: date) -> SloWindow:
+        return SloWindow(a, b, datetime(2026, 11, 25, tzinfo=UTC), "t")
+
+    con = duckdb.connect()
+    _mtbf_month(con)
+    # 30 days ending on the last complete day hold all 7 days of data: the whole record is the window's figure,
+    # named by its days (a week of November is not "2026-11").
+    assert mart_period(con, w(date(2026, 10, 26), date(2026, 11, 24)), "mtbf") == MartPeriod(
+        "all", "all", "2026-11-18 … 2026-11-24 (the whole record)", True)
+    # A window short of the data: the whole record, its one month named once.
+    assert mart_period(con, w(date(2026, 11, 20), date(2026, 11, 24)), "mtbf") == MartPeriod(
+        "all", "all", "whole record (2026-11)", False)
+    # Without marts.day_coverage the span is unknown: as before, but the month once.
+    bare = duckdb.connect()
+    _mtbf_month(bare, coverage=False)
+    assert mart_period(bare, w(date(2026, 10, 26), date(2026, 11, 24)), "mtbf") == MartPeriod(
+        "all", "all", "whole record (2026-11)", False)
+
+
+def test_monthly_charts_name_the_days_of_a_partial_month() -> None:
+    from gpusre.reports.kit.formatting import months_or_days_text
+    from gpusre.reports.nightly.sections import shift, states
+
+    assert months_or_days_text("2026-11", "2026-11", date(2026, 11, 18), date(2026, 11, 24)) == (
+        "2026-11-18 … 2026-11-24")
+    assert months_or_days_text("2026-09", "2026-10", date(2026, 9, 1), date(2026, 10, 31)) == "2026-09 … 2026-10"
+    assert months_or_days_text("2026-12", "2026-12", date(2026, 12, 1), date(2026, 12, 31)) == "2026-12"
+    assert months_or_days_text(None, None, None, None) == "the whole period"
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA marts")
+    con.execute("CREATE TABLE marts.gpu_time_by_state (period_type VARCHAR, period VARCHAR)")
+    con.execute("INSERT INTO marts.gpu_time_by_state VALUES ('all', 'all'), ('month', '2026-11')")
+    assert states._state_period_label(con, _week()) == "2026-11-18 … 2026-11-24"
+    con.execute("""CREATE TABLE marts.size_buckets AS SELECT * FROM (VALUES
+                     ('month', '2026-11', '1', 1, 0.25), ('month', '2026-11', '2-8', 2, 0.75))
+                     t(period_type, period, size_bucket, bucket_order, share_gpu_hours)""")
+    sec = shift.build(con, _week())
+    assert sec.lead.startswith("The GPU-hour share by job size over 2026-11-18 … 2026-11-24 is shown below")
+    assert "Monthly share of GPU-hours by job size, 2026-11-18 … 2026-11-24" in str(sec.items[0])
+
+
+def test_health_check_spanning_components_is_labelled_by_their_family() -> None:
+    """NHC check_nv_healthmon fires on ECC, NVLink and GPU-lost faults: a GPU check, not "PCIe bus" (the most
+    common of its firings' components)."""
+    import polars as pl
+
+    from gpusre.models.failures.health_checks import check_component, health_check_quality
+
+    t0 = datetime(2026, 11, 20, tzinfo=UTC)
+
+    def nhc(node: str, hours: int, check: str, component: str) -> dict:
+        return {"node": node, "ts": t0 + timedelta(hours=hours), "kind": "health_check", "component": component,
+                "message": f"Health check failed:  {check}:  x"}
+
+    events = pl.DataFrame(
+        [nhc("n1", 0, "check_nv_healthmon", "pcie_bus"), nhc("n2", 0, "check_nv_healthmon", "pcie_bus"),
+         nhc("n3", 0, "check_nv_healthmon", "gpu_memory"), nhc("n4", 0, "check_nv_healthmon", "nvlink"),
+         nhc("n1", 0, "check_fs_mount_rw", "storage"), nhc("n2", 5, "check_fs_mount_rw", "storage"),
+         nhc("n1", 0, "check_nv_switch", "nvlink"), nhc("n2", 0, "check_nv_switch", "nvswitch"),
+         nhc("n1", 0, "check_hw_mix", "host_cpu"), nhc("n2", 0, "check_hw_mix", "network")],
+        schema={"node": pl.String, "ts": pl.Datetime("us", "UTC"), "kind": pl.String, "component": pl.String,
+                "message": pl.String})
+    for jobs in (None, pl.DataFrame(schema={"state": pl.String, "end_ts": pl.Datetime("us", "UTC"),
+                                            "nodes": pl.List(pl.String)})):
+        got = dict(health_check_quality(events, jobs).select("check_name", "component").iter_rows())
+        assert got == {"check_nv_healthmon": "gpu",  # gpu class + nvlink class: the GPU family
+                       "check_fs_mount_rw": "storage",  # one component: as it is
+                       "check_nv_switch": "nvlink",  # two components of one class: the class's own
+                       "check_hw_mix": "other"}  # host and network: several families
+    assert check_component(["host_cpu", "host_memory"]) == "other"  # the host class has no generic component
+    assert check_component(["pcie_bus"], "pcie_bus") == "pcie_bus"
+
+
+def test_no_hostlist_is_cut_mid_name_in_the_nightly_sections() -> None:
+    sections = ROOT / "reports" / "nightly" / "sections"
+    for name in ("incidents.py", "last_night.py", "health_checks.py", "alert_hygiene.py"):
+        src = (sections / name).read_text()
+        assert "truncate(nodes_text(" not in src and "truncate(compress_hostlist(" not in src, name
+        assert "truncate(_where(" not in src, name

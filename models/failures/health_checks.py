@@ -27,10 +27,11 @@ from datetime import timedelta
 
 import polars as pl
 
+from gpusre.models.component_classes import load_component_classes
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, KILLED_STATES, RESTART_STATES
 
-__all__ = ["CHECK_NAME_PATTERN", "QUALITY_SCHEMA", "MISSES_SCHEMA", "check_name", "health_check_quality",
-           "missed_detections"]
+__all__ = ["CHECK_NAME_PATTERN", "QUALITY_SCHEMA", "MISSES_SCHEMA", "check_component", "check_name",
+           "health_check_quality", "missed_detections"]
 
 #: The failed check's name in an NHC line (``check_nv_healthmon``, ``check_fs_mount_rw``, ...).
 CHECK_NAME_PATTERN = r"Health check failed:\s+([A-Za-z0-9_]+):"
@@ -49,6 +50,52 @@ MISSES_SCHEMA: dict[str, pl.DataType] = {
 def check_name(message: pl.Expr) -> pl.Expr:
     """The NHC check name in a message (``unknown`` when the line does not name one)."""
     return message.str.extract(CHECK_NAME_PATTERN, 1).fill_null("unknown")
+
+
+#: Component classes reported as one family by a check that fires on several of their components: NVLink and
+#: NVSwitch sit on the GPU baseboard, and a GPU health monitor (NHC ``check_nv_healthmon``) reports their
+#: faults beside ECC and fallen-off-the-bus GPUs — one GPU check, not an NVLink or a PCIe one.
+_CLASS_FAMILY = {"nvlink": "gpu"}
+#: What a check spanning several families (or a family without a generic component) is labelled.
+_SEVERAL = "other"
+
+
+def check_component(components: Sequence[str | None], most_common: str | None = None) -> str | None:
+    """The component a health check tests, from the components of its firings.
+
+    One component: that one (``most_common`` when given). Several of one class
+    (``catalog/component_classes.csv``): the class's generic component, the one named like it (``nvlink``
+    for nvlink + nvswitch); several classes of one family (the nvlink class counts with gpu): the family's
+    (``gpu`` for gpu_memory + pcie_bus + nvlink — not the most common of them, which named NHC's
+    check_nv_healthmon "PCIe bus"); a class without a generic component (host: host_cpu + host_memory),
+    or several families: ``other``.
+
+    >>> check_component(["gpu_memory", "pcie_bus", "nvlink"], "pcie_bus")
+    'gpu'
+    >>> check_component(["os"], "os")
+    'os'
+    """
+    seen = sorted({c for c in components if c})
+    if len(seen) <= 1:
+        return most_common if most_common is not None else (seen[0] if seen else None)
+    catalog = load_component_classes()
+    klass = dict(zip(catalog["component"].to_list(), catalog["component_class"].to_list(), strict=True))
+    classes = {klass.get(c, "other") for c in seen}
+    if len(classes) == 1:
+        one = classes.pop()
+        return one if one in klass else _SEVERAL
+    families = {_CLASS_FAMILY.get(c, c) for c in classes}
+    if len(families) > 1:
+        return _SEVERAL
+    family = families.pop()
+    return family if family in klass else _SEVERAL
+
+
+def _with_check_component(out: pl.DataFrame) -> pl.DataFrame:
+    """``component`` from ``_mode`` (the most common) and ``_comps`` (all) of each check: :func:`check_component`."""
+    named = [check_component(comps or [], mode) for mode, comps in zip(out["_mode"].to_list(), out["_comps"].to_list(),
+                                                                         strict=True)]
+    return out.with_columns(pl.Series("component", named, dtype=pl.String)).drop("_mode", "_comps")
 
 
 def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
@@ -83,9 +130,12 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
         return pl.DataFrame(schema=QUALITY_SCHEMA)
     if jobs is None:
         out = (fir.sort("check_name", "node", "ts").group_by("check_name")
-               .agg(pl.col("component").mode().sort().first(), pl.len().alias("firings"), pl.col("events").sum(),
+               .agg(pl.col("component").mode().sort().first().alias("_mode"),
+                    pl.col("component").drop_nulls().unique().sort().alias("_comps"),
+                    pl.len().alias("firings"), pl.col("events").sum(),
                     pl.col("node").n_unique().alias("nodes"), pl.col("ts").min().alias("first_ts"),
                     pl.col("ts").max().alias("last_ts"))
+               .pipe(_with_check_component)
                .with_columns(pl.lit(None, pl.Int64).alias("preceded_job_failure"),
                              pl.lit(None, pl.Float64).alias("precision")))
         return (out.select([pl.col(c).cast(t) for c, t in QUALITY_SCHEMA.items()])
@@ -99,9 +149,12 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
                         strategy="forward", check_sortedness=False)
     nxt = nxt.with_columns((pl.col("_end").is_not_null() & (pl.col("_end") <= pl.col("ts") + after)).alias("_hit"))
     out = (nxt.sort("check_name", "node", "ts").group_by("check_name")
-           .agg(pl.col("component").mode().sort().first(), pl.len().alias("firings"), pl.col("events").sum(),
+           .agg(pl.col("component").mode().sort().first().alias("_mode"),
+                pl.col("component").drop_nulls().unique().sort().alias("_comps"),
+                pl.len().alias("firings"), pl.col("events").sum(),
                 pl.col("node").n_unique().alias("nodes"), pl.col("_hit").sum().alias("preceded_job_failure"),
                 pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"))
+           .pipe(_with_check_component)
            .with_columns((pl.col("preceded_job_failure") / pl.col("firings")).alias("precision")))
     return (out.select([pl.col(c).cast(t) for c, t in QUALITY_SCHEMA.items()])
             .sort("firings", "check_name", descending=[True, False]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from gpusre.models.ingest.hostlist import compress_hostlist
@@ -29,6 +29,7 @@ __all__ = [
     "shorten",
     "md_escape",
     "days_of_data_text",
+    "months_or_days_text",
 ]
 
 #: Shown for NULL / NaN values.
@@ -159,6 +160,22 @@ def days_of_data_text(days: int, first: date | None, last: date | None) -> str:
     n = (last - first).days + 1
     return (f"the {plural(n, 'day')} of data, {period_text(fmt_date(first), fmt_date(last))}, "
             f"of a {days}-day window")
+
+
+def months_or_days_text(first_month: str | None, last_month: str | None, first: date | None,
+                        last: date | None) -> str:
+    """A period of monthly mart rows named no wider than the data: '2026-09 … 2026-10' when the data
+    (``first`` … ``last``, its first and last day) covers those months whole, else the days it covers in
+    them ('2026-11-18 … 2026-11-24'); 'the whole period' without months. "In 2026-11" of a week's data
+    would claim 23 quiet days nobody observed."""
+    if not first_month:
+        return "the whole period"
+    start = date.fromisoformat(f"{first_month}-01")
+    y, m = (int(x) for x in str(last_month or first_month).split("-")[:2])
+    end = date(y + m // 12, m % 12 + 1, 1) - timedelta(days=1)
+    if first is None or (first <= start and (last or start) >= end):
+        return period_text(first_month, last_month or first_month)
+    return period_text(fmt_date(max(start, first)), fmt_date(min(end, last or end)))
 
 
 def md_escape(value: object) -> str:

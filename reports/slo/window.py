@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 
 from gpusre.reports.coverage import loaded_sources
-from gpusre.reports.kit.formatting import fmt_date
+from gpusre.reports.kit.formatting import fmt_date, period_text
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import latest_complete_day, latest_record_day
 from gpusre.reports.slo.terms import SLI_ORDER
@@ -196,9 +196,11 @@ class MartPeriod:
 
     period_type: str
     period: str
-    #: '2026-09', '2026-09 … 2026-10 (the whole record)', or 'whole record (2026-09 … 2026-10)'
+    #: '2026-09', '2026-09 … 2026-10 (the whole record)', '2026-11-18 … 2026-11-24 (the whole record)' (the
+    #: days of a record shorter than its months), or 'whole record (2026-09 … 2026-10)'
     label: str
-    #: True when the row covers exactly the window's months: the window's own figure
+    #: True when the row covers exactly the window's months, or the window covers the whole data span: the
+    #: window's own figure
     is_window: bool
 
 
@@ -206,6 +208,23 @@ def _month_bounds(month: str) -> tuple[date, date]:
     y, m = (int(x) for x in month.split("-"))
     nxt = date(y + (m == 12), m % 12 + 1, 1)
     return date(y, m, 1), nxt - timedelta(days=1)
+
+
+def _data_span(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
+    """The data's first day and its last complete day (marts.day_coverage; the last day itself when none is
+    complete): the days a whole-record row covers. None before that mart exists."""
+    try:
+        if table_status(con, "marts.day_coverage") is not None:
+            return None
+        got = query_rows(con, "SELECT min(day) AS a, COALESCE(max(day) FILTER (WHERE NOT partial), max(day)) AS b "
+                              "FROM marts.day_coverage")
+    except duckdb.Error as exc:
+        log.warning("SLO report data span: %s", exc)
+        return None
+    if not got or got[0]["a"] is None or got[0]["b"] is None:
+        return None
+    a, b = ((x.date() if isinstance(x, datetime) else x) for x in (got[0]["a"], got[0]["b"]))
+    return a, b
 
 
 def mart_period(con: duckdb.DuckDBPyConnection, w: SloWindow, table: str, where: str = "TRUE") -> MartPeriod:
@@ -217,17 +236,29 @@ def mart_period(con: duckdb.DuckDBPyConnection, w: SloWindow, table: str, where:
     quotes ``all`` (the whole record *is* the window then). Anything else (30 rolling days, a run of
     months short of the record) has no row of its own: the ``all`` row, labelled as the whole record with
     its span so nobody reads it as the window's. Month rows are clipped to the data span, so a month the
-    data starts in part-way still matches. ``where`` narrows the rows (``variant = 'hw_incidents'``)."""
+    data starts in part-way still matches. A window that covers the whole data span (marts.day_coverage: its
+    first day to its last complete day) quotes ``all`` as the window's own figure too — 30 days over a
+    warehouse of 7 are those 7 — named by the days the data covers when they are not whole months. A single
+    month is named once ('2026-11', not '2026-11 … 2026-11'). ``where`` narrows the rows
+    (``variant = 'hw_incidents'``)."""
     months = sorted(r["period"] for r in query_rows(
         con, f"SELECT DISTINCT period FROM marts.{table} WHERE period_type = 'month' AND {where}"))
-    record = f"whole record ({months[0]} … {months[-1]})" if months else "whole record"
+    span_months = period_text(months[0], months[-1]) if months else None
+    record = f"whole record ({span_months})" if months else "whole record"
     touched = [m for m in months if _month_bounds(m)[0] <= w.end and _month_bounds(m)[1] >= w.start]
     inside = [m for m in touched if w.start <= _month_bounds(m)[0] and _month_bounds(m)[1] <= w.end]
     if touched and touched == inside:
         if len(inside) == 1:
             return MartPeriod("month", inside[0], inside[0], True)
         if inside == months:
-            return MartPeriod("all", "all", f"{months[0]} … {months[-1]} (the whole record)", True)
+            return MartPeriod("all", "all", f"{span_months} (the whole record)", True)
+    span = _data_span(con) if months and touched == months else None
+    if span is not None and w.start <= span[0] and span[1] <= w.end:
+        # The window holds every day of data: the whole record is the window's figure, named by its days
+        # unless they fill its months (a week of November is not "2026-11").
+        whole = _month_bounds(months[0])[0] >= span[0] and _month_bounds(months[-1])[1] <= span[1]
+        days = span_months if whole else period_text(fmt_date(span[0]), fmt_date(span[1]))
+        return MartPeriod("all", "all", f"{days} (the whole record)", True)
     return MartPeriod("all", "all", record, False)
 
 

@@ -25,7 +25,7 @@ from gpusre.reports.kit.formatting import (
     truncate,
     utc_date,
 )
-from gpusre.reports.incident.terms import missing_sources
+from gpusre.reports.incident.terms import missing_sources, nodes_phrase
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
@@ -218,7 +218,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
               Cell(fmt_date(r["start_ts"])),
               Cell(span_hours((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
                    if r["start_ts"] is not None and r["end_ts"] is not None else MISSING),
-              Cell(truncate(nodes_text(r["nodes"]), 30), mono=True, title=nodes_text(r["nodes"])),
+              Cell(nodes_phrase(r["nodes"], 30), mono=True, title=nodes_text(r["nodes"])),
               Cell(str(r["scope"] or MISSING))] for r in shown],
             caption=(f"Latest {len(shown)} of {fmt_int(len(uncovered))}" if len(uncovered) > len(shown) else "The")
                     + f" hardware incidents (marts.hw_incidents) of {window} with no alert on their nodes from 10 min "

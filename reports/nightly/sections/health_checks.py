@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import duckdb
 
-from gpusre.models.ingest.hostlist import compress_hostlist
-from gpusre.reports.incident.terms import NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
+from gpusre.reports.incident.terms import NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources, nodes_phrase
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
     fmt_int,
     fmt_pct,
-    truncate,
+    nodes_text,
     utc_date,
 )
 from gpusre.reports.kit.labels import component_label
@@ -81,7 +80,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             [Column("Job"), Column("State"), Column("End (UTC)", nowrap=True), Column("GPUs", True), Column("Nodes"),
              Column("Component"), Column("Attribution rule")],
             [[Cell(r["job_id"]), Cell(r["state"]), Cell(str(r["end_ts"])[:19]), Cell(fmt_int(r["n_gpus"])),
-              Cell(truncate(compress_hostlist(r["nodes"] or []), 40)), Cell(component_label(r["component"])),
+              Cell(nodes_phrase(r["nodes"], 40), mono=True, title=nodes_text(r["nodes"])),
+              Cell(component_label(r["component"])),
               Cell(r["rule"] or MISSING)] for r in misses],
             caption="marts.health_check_misses (latest 15): infrastructure-attributed jobs with no failing check on "
                     "their nodes from 10 min before to 30 min after their end.",

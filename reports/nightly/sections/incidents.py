@@ -8,7 +8,15 @@ from typing import Any
 
 import duckdb
 
-from gpusre.reports.incident.terms import COMPLETING_JOB_CAPTION, NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
+from gpusre.reports.incident.terms import (
+    COMPLETING_JOB_CAPTION,
+    COSTLIEST_ORDER,
+    NOT_LOADED,
+    UNKNOWN_NO_ACCOUNTING,
+    missing_sources,
+    nodes_phrase,
+    tie_text,
+)
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -16,6 +24,7 @@ from gpusre.reports.kit.formatting import (
     fmt_num,
     fmt_pct,
     gpuh,
+    is_number,
     nodes_text,
     or_unknown,
     plural,
@@ -24,7 +33,7 @@ from gpusre.reports.kit.formatting import (
 )
 from gpusre.reports.kit.labels import cause_label, incident_component
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_INCIDENTS = 10
@@ -52,17 +61,23 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open,
                                count(*) FILTER (WHERE affected_jobs IS NULL) AS unknown
                         FROM marts.hw_incidents""")[0]
+    # The one "costliest" order of every report (COSTLIEST_ORDER); without any job impact (no Slurm
+    # accounting) nothing is costliest, and the lead says the rows are those with the most events.
+    order = (f"n_events DESC NULLS LAST, {COSTLIEST_ORDER}" if agg["unknown"] == agg["n"] else COSTLIEST_ORDER)
     rows = query_rows(con, f"""SELECT incident_id, component, scope, cause_class, start_ts, nodes, n_events, label_source,
                                  root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
                                  hours_to_recovery
                           FROM marts.hw_incidents
-                          ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST,
-                                   n_events DESC NULLS LAST, start_ts, incident_id
+                          ORDER BY {order}
                           LIMIT {_TOP_N_INCIDENTS}""")
     top = rows[0]
     shown_lost = sum(r["lost_gpu_hours"] or 0.0 for r in rows)
+    # Incidents that lost as much as the costliest: the one order picks it (as the SLO review does), the
+    # sentence says it is one of them.
+    tied = (scalar(con, "SELECT count(*) FROM marts.hw_incidents WHERE lost_gpu_hours = ?", [top["lost_gpu_hours"]])
+            if is_number(top["lost_gpu_hours"]) and top["lost_gpu_hours"] > 0 else 0)
     where = (f" under {top['leaf_switch']}" if top["leaf_switch"] else
-             f" on {truncate(nodes_text(top['nodes']), 40)}" if top["nodes"] else "")
+             f" on {nodes_phrase(top['nodes'], 40)}" if top["nodes"] else "")
     if agg["unknown"] == agg["n"]:
         # No Slurm accounting: the marts' job impact is NULL, and so is whether the nodes ran jobs again.
         sec.lead = (f"{plural(agg['n'], 'hardware incident')} (the {len(rows)} with the most events below); their job "
@@ -74,6 +89,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
             + f"; the costliest, {incident_component(top['component'], top['scope'])}{where} from {fmt_date(top['start_ts'])}, "
             f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
+            + tie_text(tied, top["lost_gpu_hours"])
             # "Recovered" here is "started a job that went on to complete" (recovered_ts: that job's start),
             # not MTTR's "back in service": named apart.
             + (f"; on the nodes of {plural(agg['open'], 'incident')} no job started after the incident has completed yet."
@@ -91,7 +107,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
          Column("Completing job started", True)],
         [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(incident_component(r["component"], r["scope"])),
-          cause(r), Cell(truncate(nodes_text(r["nodes"]), 26), mono=True, title=nodes_text(r["nodes"])),
+          cause(r), Cell(nodes_phrase(r["nodes"], 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])),
           Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num)),
           Cell(_recovery_text(r))] for r in rows],

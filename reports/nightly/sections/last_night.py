@@ -11,13 +11,23 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.failures.suspect_nodes import LOOKBACK
 from gpusre.models.warehouse import select_columns
-from gpusre.reports.incident.terms import NOT_LOADED, UNKNOWN_NO_ACCOUNTING, missing_sources
+from gpusre.reports.incident.terms import (
+    COSTLIEST_ORDER,
+    NOT_LOADED,
+    UNKNOWN_NO_ACCOUNTING,
+    missing_sources,
+    nodes_phrase,
+    tie_text,
+)
 from gpusre.reports.kit.formatting import (
     MISSING,
+    days_of_data_text,
     fmt_date,
     fmt_int,
     gpuh,
+    is_number,
     nodes_text,
     or_unknown,
     plural,
@@ -46,9 +56,11 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _where(r: dict[str, Any]) -> str:
-    """'leaf05 (gpu[0065-0080])', 'gpu0778': where an incident happened, in a few words."""
-    nodes = truncate(nodes_text(r["nodes"]), 40) if r["nodes"] else ""
+def _where(r: dict[str, Any], max_len: int = 40) -> str:
+    """'leaf05 (gpu[0065-0080])', 'gpu0778': where an incident happened, in a few words; a long node list
+    is shortened by whole names to about ``max_len`` characters (:func:`nodes_phrase`), never cut inside one."""
+    switch = f"{r['leaf_switch']} ()" if r.get("leaf_switch") else ""
+    nodes = nodes_phrase(r["nodes"], max_len - len(switch)) if r["nodes"] else ""
     if r.get("leaf_switch"):
         return f"{r['leaf_switch']} ({nodes})" if nodes else str(r["leaf_switch"])
     return nodes or MISSING
@@ -76,10 +88,13 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
     rows = [] if not n else query_rows(con, f"""SELECT incident_id, component, scope, start_ts, nodes, affected_jobs,
                                                    lost_gpu_hours, {cols}
                                             FROM marts.hw_incidents WHERE {_ON_DAY}
-                                            ORDER BY lost_gpu_hours DESC NULLS LAST, affected_jobs DESC NULLS LAST,
-                                                     start_ts, incident_id
+                                            ORDER BY {COSTLIEST_ORDER}
                                             LIMIT {TOP_N_INCIDENTS}""", [meta.report_date])
-    return {"reason": None, "n": n, "rows": rows}
+    # The night's incidents that lost as much as its costliest: the one order picks it, the sentence says so.
+    lost = rows[0]["lost_gpu_hours"] if rows else None
+    tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_ON_DAY} AND lost_gpu_hours = ?",
+                   [meta.report_date, lost]) if is_number(lost) and lost > 0 else 0)
+    return {"reason": None, "n": n, "rows": rows, "tied": tied}
 
 
 def _incident_text(inc: dict[str, Any]) -> str:
@@ -91,7 +106,8 @@ def _incident_text(inc: dict[str, Any]) -> str:
     impact = ("its job impact is " + UNKNOWN_NO_ACCOUNTING if top["affected_jobs"] is None else
               f"killed {plural(top['affected_jobs'], 'job')}"
               + (f" on {plural(top['affected_gpus'], 'GPU')}" if top["affected_jobs"] and top["affected_gpus"] else "")
-              + f" and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h")
+              + f" and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h"
+              + tie_text(inc.get("tied"), top["lost_gpu_hours"]))
     which = "the costliest" if inc["n"] > 1 else "it"
     return (f"{fmt_int(inc['n'])} began; {which}, {incident_kind(top['component'], top['scope'])}"
             f"{_where_phrase(top)} at {utc_hm(top['start_ts'])} UTC, {impact}.")
@@ -140,7 +156,7 @@ def _jobs_text(jobs: dict[str, Any]) -> str:
 
 
 def _repeat_nodes(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, inc: dict[str, Any]) -> dict[str, Any]:
-    """Suspect nodes (marts.suspect_nodes: far above the fleet over 28 days) among the nodes of last night's
+    """Suspect nodes (marts.suspect_nodes: far above the fleet over the lookback (LOOKBACK, 28 days)) among the nodes of last night's
     hardware incidents: the nodes that failed again."""
     status = table_status(con, "marts.suspect_nodes")
     if status and "has not been built" in status:
@@ -166,17 +182,33 @@ def _signals(r: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p) or "far above the fleet"
 
 
-def _repeat_text(rep: dict[str, Any]) -> str:
+def _over(meta: NightlyMeta) -> str:
+    """'the last 28 days' of marts.suspect_nodes' lookback, or the days of data when fewer (a week's
+    warehouse: 'the 7 days of data, 2026-11-18 … 2026-11-24, of a 28-day window')."""
+    return days_of_data_text(LOOKBACK.days, meta.period_first, meta.report_date)
+
+
+def _lookback_days(meta: NightlyMeta) -> int:
+    """Days of the suspect-node lookback the data covers (28, or fewer in a younger warehouse)."""
+    if meta.period_first is None:
+        return LOOKBACK.days
+    return max(1, min(LOOKBACK.days, (meta.report_date - meta.period_first).days + 1))
+
+
+def _repeat_text(rep: dict[str, Any], meta: NightlyMeta) -> str:
     if rep["reason"]:
         return reason_text(rep["reason"])
     if rep.get("no_incident"):
         return "none: no hardware incident began."
+    over = _over(meta)
     if not rep["rows"]:
-        return "no node of last night's incidents stands out from the fleet over the last 28 days."
-    named = "; ".join(f"{r['node']} ({_signals(r)} in the last 28 days) \u2014 recommended: "
+        return f"no node of last night's incidents stands out from the fleet over {over}."
+    full = over == f"the last {LOOKBACK.days} days"
+    # A younger warehouse says its days once, before the nodes, not "in the last 28 days" after each one.
+    named = "; ".join(f"{r['node']} ({_signals(r)}{' in ' + over if full else ''}) \u2014 recommended: "
                       f"{r['recommended_action'] or MISSING}" for r in rep["rows"])
     more = f"; and {fmt_int(rep['n'] - len(rep['rows']))} more" if rep["n"] > len(rep["rows"]) else ""
-    return named + more + "."
+    return ("" if full else f"over {over}: ") + named + more + "."
 
 
 def _alerts(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any]:
@@ -206,7 +238,7 @@ def _alerts_text(al: dict[str, Any]) -> str:
 def _todo(inc: dict[str, Any], rep: dict[str, Any]) -> list[str]:
     """The marts' recommended actions, costliest incident first, then the nodes that failed again."""
     todo = [f"{incident_action(r['action'], r['component'], r['scope'])} "
-            f"({r.get('leaf_switch') or truncate(nodes_text(r['nodes']), 40)})" for r in inc["rows"]]
+            f"({r.get('leaf_switch') or nodes_phrase(r['nodes'], 40)})" for r in inc["rows"]]
     todo += [f"{sentence_case(r['recommended_action'])} ({r['node']})" for r in rep["rows"] if r["recommended_action"]]
     return todo
 
@@ -254,7 +286,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         {"term": "To do", "text": _todo_text(todo, inc)},
         {"term": "Hardware incidents", "text": _incident_text(inc)},
         {"term": "Jobs the infrastructure killed", "text": _jobs_text(jobs)},
-        {"term": "Nodes failing again", "text": _repeat_text(rep)},
+        {"term": "Nodes failing again", "text": _repeat_text(rep, meta)},
         {"term": "Alert incidents", "text": _alerts_text(al)},
     ]
     if inc["rows"]:
@@ -265,7 +297,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
              Column("Incident", nowrap=True)],
             [[Cell(utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
               Cell(incident_kind(r["component"], r["scope"])),
-              Cell(truncate(_where(r), 40), mono=True, title=nodes_text(r["nodes"])),
+              Cell(_where(r), mono=True, title=nodes_text(r["nodes"])),
               Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], gpuh)),
               Cell(incident_action(r["action"], r["component"], r["scope"])),
               Cell(str(r["incident_id"]), mono=True)] for r in inc["rows"]],
@@ -275,12 +307,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         ))
     if rep["rows"]:
         sec.add(Table(
-            [Column("Node"), Column("HW episodes, 28 d", True), Column("Infra-failed jobs, 28 d", True),
+            [Column("Node"), Column(f"HW episodes, {_lookback_days(meta)} d", True),
+             Column(f"Infra-failed jobs, {_lookback_days(meta)} d", True),
              Column("Worst event"), Column("Recommended action")],
             [[Cell(str(r["node"]), mono=True), Cell(fmt_int(r["hw_episodes"])),
               Cell(or_unknown(r["infra_failed_jobs"], fmt_int)), Cell(r["worst_event"] or MISSING),
               Cell(r["recommended_action"] or MISSING)] for r in rep["rows"]],
-            caption="Nodes of last night's incidents that also stand out from the fleet over the last 28 days "
+            caption=f"Nodes of last night's incidents that also stand out from the fleet over {_over(meta)} "
                     "(marts.suspect_nodes; see \u201cSuspect nodes\u201d).",
         ))
     return sec

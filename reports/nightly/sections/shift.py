@@ -16,8 +16,8 @@ from gpusre.reports.kit.formatting import (
     fmt_p,
     fmt_pct,
     fmt_pp,
+    months_or_days_text,
     p_phrase,
-    period_text,
     sentence_case,
 )
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
@@ -71,6 +71,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.no_data = f"{NO_DATA}: marts.size_buckets (monthly rows) and marts.size_share_trend are empty or missing."
         return sec
     periods = sorted({r["period"] for r in months})
+    # the months, or the days of data in them when fewer ('2026-11-18 … 2026-11-24', not '2026-11')
+    span = months_or_days_text(periods[0] if periods else None, periods[-1] if periods else None,
+                               meta.period_first, meta.period_last)
     if months:
         order: dict[str, int] = {}
         for r in months:
@@ -80,11 +83,11 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         for r in months:
             series[r["size_bucket"]][idx[r["period"]]] = r["share_gpu_hours"] or 0.0
         sec.add(svg(charts.monthly_bucket_share_chart(
-            periods, series, f"Monthly share of GPU-hours by job size, {period_text(periods[0], periods[-1])}")))
+            periods, series, f"Monthly share of GPU-hours by job size, {span}")))
     if trend:
         sec.lead = _trend_sentence(trend)
     else:
-        sec.lead = (f"The GPU-hour share by job size over {period_text(periods[0], periods[-1])} is shown below; "
+        sec.lead = (f"The GPU-hour share by job size over {span} is shown below; "
                     f"{NO_DATA.lower()} for the trend test (marts.size_share_trend).")
     if trend:
         sec.add(Table(

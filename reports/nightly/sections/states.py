@@ -12,7 +12,7 @@ from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
-    period_text,
+    months_or_days_text,
     plural,
 )
 from gpusre.reports.kit.labels import state_cell, state_name
@@ -22,10 +22,13 @@ from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import NightlyMeta, total_cells
 
 
-def _state_period_label(con: duckdb.DuckDBPyConnection) -> str:
+def _state_period_label(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str:
+    """The months of the mart's rows, or the days of data in them when those are fewer ('2026-11-18 …
+    2026-11-24' for a week of November, not '2026-11')."""
     months = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.gpu_time_by_state "
                         "WHERE period_type = 'month'")
-    return period_text(months[0]["a"], months[0]["b"]) if months and months[0]["a"] else "the whole period"
+    first, last = (months[0]["a"], months[0]["b"]) if months else (None, None)
+    return months_or_days_text(first, last, meta.period_first, meta.period_last)
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -40,7 +43,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.gpu_time_by_state has no period_type 'all' rows."
         return sec
-    period = _state_period_label(con)
+    period = _state_period_label(con, meta)
     top = rows[0]
     # The one failed share every section quotes: marts.job_totals over FAILED_STATES.
     failed = scalar(con, "SELECT failed_share_gpu_hours FROM marts.job_totals WHERE scope = 'all'")

@@ -4,7 +4,6 @@ Reads marts.failure_taxonomy; formats, computes nothing."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
 from typing import Any
 
 import duckdb
@@ -12,12 +11,11 @@ import duckdb
 from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
-    fmt_date,
     fmt_int,
     fmt_num,
     fmt_pct,
     gpuh,
-    period_text,
+    months_or_days_text,
     plural,
 )
 from gpusre.reports.kit.labels import cause_label, component_label
@@ -105,17 +103,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
 
 def _period_label(first_month: str | None, last_month: str | None, meta: NightlyMeta) -> str:
     """'2026-09 … 2026-10' when the data covers those months whole, else the days it covers in them
-    ('2026-11-18 … 2026-11-24'): "In 2026-11" of a week's data would claim 23 quiet days nobody observed."""
-    if not first_month:
-        return "the whole period"
-    start = date.fromisoformat(f"{first_month}-01")
-    y, m = (int(x) for x in str(last_month).split("-")[:2])
-    end = date(y + m // 12, m % 12 + 1, 1) - timedelta(days=1)
-    if meta.period_first is None or (meta.period_first <= start and (meta.period_last or start) >= end):
-        return period_text(first_month, last_month)
-    first = max(start, meta.period_first)
-    last = min(end, meta.period_last or end)
-    return period_text(fmt_date(first), fmt_date(last))
+    ('2026-11-18 … 2026-11-24'): :func:`~gpusre.reports.kit.formatting.months_or_days_text`."""
+    return months_or_days_text(first_month, last_month, meta.period_first, meta.period_last)
 
 
 SECTION = SectionSpec("taxonomy", "Failure taxonomy", build)
