@@ -223,7 +223,7 @@ def test_every_clears_token_names_a_fault_the_catalogs_know() -> None:
     assert rt.load_lasting_fault_actions() == ["RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48"]
     assert set(rt.load_lasting_fault_actions()) <= actions
     clears = rt.load_fault_clears()
-    assert set(clears.filter(pl.col("fault").str.starts_with("action:"))["kind"]) == {"driver_loaded"}
+    assert set(clears.filter(pl.col("fault").str.starts_with("action:"))["kind"]) == {"driver_loaded", "kernel_boot"}
     lines = ["NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
              "NVRM: Xid (PCI:0000:3b:00): 95, pid=2231, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No",
              "NVRM: Xid (PCI:0000:18:00): 74, pid=1, name=python, NVLink: fatal error detected on link "
@@ -232,6 +232,41 @@ def test_every_clears_token_names_a_fault_the_catalogs_know() -> None:
              "SM 0): Out Of Range Address"]
     lasting = classify_messages(pl.Series(lines))["action"].is_in(rt.load_lasting_fault_actions()).to_list()
     assert lasting == [True, True, False, False]
+
+
+def test_a_kernel_boot_is_a_reboot_as_the_driver_load_is() -> None:
+    """A node that rebooted logs the kernel's ``Linux version`` banner (and x86's ``Command line:
+    BOOT_IMAGE=``) whether or not the NVIDIA driver's load line reaches the log: ``kernel_boot`` clears the
+    same lasting GPU faults (the ``action:`` tokens) as ``driver_loaded``, is a reboot after a failing
+    health check, and is no recovery of a component class (it ends no link's or file system's outage)."""
+    from gpusre.models.logs.event_catalog import classify_messages
+    from gpusre.models.reliability.repair_times import health_check_ends, load_recovery_kinds
+
+    clears = rt.load_fault_clears()
+    faults = {k: set(clears.filter(pl.col("kind") == k)["fault"]) for k in ("driver_loaded", "kernel_boot")}
+    assert faults["kernel_boot"] == faults["driver_loaded"] == {
+        "action:RESET_GPU", "action:RESTART_BM", "action:RESTART_VM", "action:WORKFLOW_XID_48"}
+    assert "kernel_boot" not in load_recovery_kinds()["kind"].to_list()
+    assert ("kernel_boot", "reboot") in rt.load_health_evidence_kinds().rows()
+    banner = ("Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045) (gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0, "
+              "GNU ld (GNU Binutils for Ubuntu) 2.38) #101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023")
+    got = classify_messages(pl.Series([
+        banner, "[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-5.15.0-91-generic root=/dev/sda1 ro quiet",
+        # Loghub's Linux sample (a 2.6 kernel): the banner of another compiler string
+        "Linux version 2.6.5-1.358 (bhcompile@bugs.build.redhat.com) (gcc version 3.3.3 20040412 (Red Hat Linux "
+        "3.3.3-7)) #1 Sat May 8 09:04:50 EDT 2004",
+        # a script logging /proc/version, and a user's message: no boot
+        "inventory: kernel=Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045) (gcc 11.4.0)",
+        "job 42: Command line: BOOT_IMAGE=x",
+    ])).select("kind", "component", "cause_class", "severity", "action")
+    assert got.rows()[:3] == [("kernel_boot", "os", "informational", "info", "IGNORE")] * 3
+    assert got["kind"].to_list()[3:] == [None, None]
+    # A failing health check at 01:00 on n1, the node booted at 01:20: the boot is the repair (source reboot).
+    evidence = pl.DataFrame({"incident_id": ["h"], "node": ["n1"], "ts": [_t(1, 1)], "kind": ["health_check"]},
+                            schema_overrides={"ts": DT})
+    lines = pl.DataFrame({"node": ["n1"], "ts": [_t(1, 1 + 20 / 60)], "kind": ["kernel_boot"]},
+                         schema_overrides={"ts": DT})
+    assert health_check_ends(evidence, lines).rows() == [("h", _t(1, 1 + 20 / 60), "reboot")]
 
 
 def test_an_outage_of_two_overlapping_drains_repairs_the_incident_either_names() -> None:

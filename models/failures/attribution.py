@@ -31,9 +31,9 @@ rule  condition                                                          attribu
       DOWN`` with no ``Link ACTIVE`` before the end (grace below), or a
       GPU fault whose catalog action is a GPU reset or reboot (Xid 79,
       95, 48, 119/120, fatal SXids: the ``action:`` tokens of
-      ``catalog/recovery_events.csv``) with no reboot (NVIDIA driver
-      load) and no end of a node outage (back in service) before the
-      end — and its incident
+      ``catalog/recovery_events.csv``) with no reboot (kernel boot
+      banner or NVIDIA driver load) and no end of a node outage (back
+      in service) before the end — and its incident
 2b    Slurm took one of the job's nodes out of service for a hardware     infrastructure   the outage's (drain
       reason (:func:`node_state_evidence`: ``DOWN*``/``Not responding``                    reason's) component
       and the operator's ``PSU failure - replace PSU2`` are one outage)
