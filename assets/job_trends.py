@@ -33,6 +33,7 @@ from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 JOB_USAGE_DAILY = dg.AssetKey(["marts", "job_usage_daily"])
 UTILIZATION_DAILY = dg.AssetKey(["marts", "utilization_daily"])
+UTILIZATION_BY_POOL_DAILY = dg.AssetKey(["marts", "utilization_by_pool_daily"])
 SIZE_SHARE_TREND = dg.AssetKey(["marts", "size_share_trend"])
 FINDINGS = dg.AssetKey(["marts", "findings"])
 CLUSTER_COMPARISON = dg.AssetKey(["marts", "cluster_comparison"])
@@ -68,6 +69,10 @@ def _days(context: dg.AssetExecutionContext) -> list[date]:
         dg.AssetSpec(UTILIZATION_DAILY, deps=_DAILY_DEPS, group_name="marts", kinds={"duckdb"},
                      description="Per UTC day: capacity vs allocated GPU-hours (overlap of each job with the day); "
                      "partial = the data covers the day only in part (left out of means and minima)."),
+        dg.AssetSpec(UTILIZATION_BY_POOL_DAILY, deps=_DAILY_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="Per UTC day and pool (cluster.yaml pools: a GPU generation; 'all' without them): "
+                     "capacity vs allocated GPU-hours, each job's GPUs split over its nodes; the pools sum to "
+                     "utilization_daily."),
     ],
     partitions_def=DAILY_PARTITIONS,
     backfill_policy=dg.BackfillPolicy.single_run(),
@@ -79,7 +84,8 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
 
     Records one materialization per day recomputed, with that day's rows, jobs and GPU-hours (the
     run's own partitions, and the queued days outside them as materializations of their partitions)."""
-    capacity = landing.cluster_config().capacity_gpus
+    config = landing.cluster_config()
+    capacity, pool_gpus, pool_by_node = config.capacity_gpus, config.pool_gpus, config.pool_by_node
     first = date.fromisoformat(DAILY_PARTITIONS.get_first_partition_key())
     last = date.fromisoformat(DAILY_PARTITIONS.get_last_partition_key())
     with warehouse.connect() as con:
@@ -99,14 +105,16 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             # over the same dumps must give the same numbers.
             as_of = accounting_span(con)[1]
             for day in days:
-                run_daily_marts(con, day, capacity, as_of)
+                run_daily_marts(con, day, capacity, as_of, pool_gpus, pool_by_node)
             # Days outside the partitions cannot be computed: dropped with a warning, as `gpusre run` does.
             con.execute("DELETE FROM core.dirty_days")
             # Every row, not only this partition's: yesterday's partial last day is complete once today's dump landed.
             mark_partial_days(con, "marts.job_usage_daily")
             mark_partial_days(con, "marts.utilization_daily")
+            mark_partial_days(con, "marts.utilization_by_pool_daily")
         usage_by_day = _job_usage_by_day(con, days)
         util_by_day = _utilization_by_day(con, days)
+        pool_by_day = _utilization_by_pool_by_day(con, days)
         util = con.execute(
             "SELECT avg(utilization) FROM marts.utilization_daily WHERE day BETWEEN ? AND ? AND NOT partial",
             [days[0], days[-1]]
@@ -134,9 +142,14 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         context.log_event(dg.AssetMaterialization(
             asset_key=UTILIZATION_DAILY, partition=day.isoformat(),
             metadata={**util_by_day[day], "caught_up_by_partition": run_partitions}))
+        context.log_event(dg.AssetMaterialization(
+            asset_key=UTILIZATION_BY_POOL_DAILY, partition=day.isoformat(),
+            metadata={**pool_by_day[day], "caught_up_by_partition": run_partitions}))
     for day in partition_days:
         context.add_asset_metadata(usage_by_day[day], asset_key=JOB_USAGE_DAILY, partition_key=day.isoformat())
         context.add_asset_metadata(util_by_day[day], asset_key=UTILIZATION_DAILY, partition_key=day.isoformat())
+        context.add_asset_metadata(pool_by_day[day], asset_key=UTILIZATION_BY_POOL_DAILY,
+                                   partition_key=day.isoformat())
     # What the whole run did, named as such (every partition of the run carries it).
     run_meta = {"run_range": span, "run_days": len(days), "changed_days_caught_up": len(extra)}
     yield dg.MaterializeResult(asset_key=JOB_USAGE_DAILY, metadata={
@@ -145,6 +158,7 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         "run_gpu_hours": round(sum(float(usage_by_day[d]["gpu_hours"]) for d in days), 4)})
     yield dg.MaterializeResult(asset_key=UTILIZATION_DAILY, metadata={
         **run_meta, "run_mean_utilization_complete_days": float(util) if util is not None else None})
+    yield dg.MaterializeResult(asset_key=UTILIZATION_BY_POOL_DAILY, metadata={**run_meta, "pools": len(pool_gpus)})
 
 
 def _job_usage_by_day(con: duckdb.DuckDBPyConnection, days: list[date]) -> dict[date, dict[str, object]]:
@@ -184,6 +198,24 @@ def _utilization_by_day(con: duckdb.DuckDBPyConnection, days: list[date]) -> dic
                 if field in found[0]:
                     value = found[0][field]
                     meta[field] = round(float(value), 4) if isinstance(value, float) else value
+        out[day] = meta
+    return out
+
+
+def _utilization_by_pool_by_day(con: duckdb.DuckDBPyConnection, days: list[date]) -> dict[date, dict[str, object]]:
+    """Per day of ``days``: the Dagster metadata of its marts.utilization_by_pool_daily rows (rows, and each
+    pool's utilization)."""
+    rows: dict[date, list[tuple[str, float | None]]] = {}
+    for day, pool, utilization in con.execute(
+            "SELECT day, pool, utilization FROM marts.utilization_by_pool_daily WHERE day = ANY(?::DATE[]) "
+            "ORDER BY day, pool", [days]).fetchall():
+        rows.setdefault(day, []).append((pool, utilization))
+    out: dict[date, dict[str, object]] = {}
+    for day in days:
+        found = rows.get(day, [])
+        meta: dict[str, object] = {"day": day.isoformat(), "dagster/row_count": len(found)}
+        for pool, utilization in found:
+            meta[f"utilization_{pool}"] = round(float(utilization), 4) if utilization is not None else None
         out[day] = meta
     return out
 

@@ -13,7 +13,7 @@ from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.ingest_alerts import RAW_ALERTS
 from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.ingest_syslog import NODE_EVENTS, RAW_SYSLOG
-from gpusre.assets.job_trends import JOB_USAGE_DAILY
+from gpusre.assets.job_trends import JOB_USAGE_DAILY, UTILIZATION_BY_POOL_DAILY
 from gpusre.assets.node_states import RAW_SLURM_EVENTS
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report_marts import WINDOW_MACROS, build_report_marts
@@ -32,6 +32,7 @@ _DEPS: dict[str, list[dg.AssetKey]] = {
     "hw_incidents_by_component": [HW_INCIDENTS],
     "ettr_window_by_size": [ETTR_RUNS],
     "ettr_window_policies": [ETTR_RUNS],
+    "utilization_by_pool": [UTILIZATION_BY_POOL_DAILY],
     "uncatalogued_codes": [NODE_EVENTS],
 }
 _DESCRIPTIONS: dict[str, str] = {
@@ -48,6 +49,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "ettr_window_by_size": "Table macro marts.ettr_window_by_size(date_from, date_to): per size bucket, runs that "
                            "ended in a window, ETTR mean / p10 / p50 / p90 and where their wall-clock went.",
     "ettr_window_policies": "Table macro marts.ettr_window_policies(date_from, date_to): runs per checkpoint policy.",
+    "utilization_by_pool": "Table macro marts.utilization_by_pool(date_from, date_to): per pool (cluster.yaml pools), "
+                           "capacity, allocated GPU-hours and utilization over a window.",
     "uncatalogued_codes": "Per UTC day, catalog and code: Xid / SXid codes the event catalog does not list (events, "
                           "nodes, first/last time, example line), to extend models/catalog/xid.csv / sxid.csv.",
 }

@@ -14,23 +14,30 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timezone
 from importlib.resources import files
+from collections.abc import Mapping
 from typing import Any
 
 import duckdb
 
 __all__ = [
     "DAILY_MARTS",
+    "POOL_ALL",
+    "POOL_OTHER",
     "ROLLUP_MARTS",
     "create_daily_mart_tables",
     "queue_missing_days",
     "mart_sql",
+    "pool_params",
     "run_mart_sql",
     "run_daily_marts",
     "run_rollup_marts",
 ]
 
 #: Day-partitioned marts (parameter ``day``), in dependency order.
-DAILY_MARTS: tuple[str, ...] = ("job_usage_daily", "utilization_daily")
+DAILY_MARTS: tuple[str, ...] = ("job_usage_daily", "utilization_daily", "utilization_by_pool_daily")
+#: The one pool of a fleet without cluster.yaml ``pools``, and the pool of the nodes in none of them
+#: (marts.utilization_by_pool_daily; cluster.yaml reserves both names).
+POOL_ALL, POOL_OTHER = "all", "other"
 #: Whole-table marts rebuilt from core.jobs / the daily marts, in dependency order.
 ROLLUP_MARTS: tuple[str, ...] = (
     "gpu_time_by_state",
@@ -75,18 +82,34 @@ def run_daily_marts(
     day: date,
     capacity_gpus: int,
     as_of: datetime | None,
+    pool_gpus: Mapping[str, int] | None = None,
+    pool_by_node: Mapping[str, str] | None = None,
 ) -> None:
     """(Re)build the ``day`` partition of every daily mart (:data:`DAILY_MARTS`).
 
     ``capacity_gpus`` is the number of GPUs in the cluster; ``as_of`` is the end assumed for
     jobs still running (a naive datetime is taken as UTC; None leaves running jobs out).
+    ``pool_gpus`` / ``pool_by_node`` are cluster.yaml's pools (``ClusterConfig.pool_gpus`` /
+    ``pool_by_node``); None: one pool :data:`POOL_ALL` of ``capacity_gpus`` GPUs.
     """
     if as_of is not None and as_of.tzinfo is None:
         # a naive value would otherwise be read in the session TimeZone
         as_of = as_of.replace(tzinfo=timezone.utc)
     params: dict[str, Any] = {"day": day, "capacity_gpus": int(capacity_gpus), "as_of": as_of}
+    params.update(pool_params(capacity_gpus, pool_gpus, pool_by_node))
     for name in DAILY_MARTS:
         run_mart_sql(con, name, params)
+
+
+def pool_params(capacity_gpus: int, pool_gpus: Mapping[str, int] | None,
+                pool_by_node: Mapping[str, str] | None) -> dict[str, Any]:
+    """The parameters of ``sql/marts/utilization_by_pool_daily.sql``: every pool and its GPUs, every listed
+    node's pool, and the pool of nodes no pool names (:data:`POOL_ALL` without pools, else :data:`POOL_OTHER`)."""
+    pools = dict(pool_gpus) if pool_gpus else {POOL_ALL: int(capacity_gpus)}
+    by_node = dict(pool_by_node or {})
+    return {"pool_names": list(pools), "pool_gpus": [int(g) for g in pools.values()],
+            "pool_nodes": list(by_node), "node_pools": list(by_node.values()),
+            "default_pool": POOL_ALL if list(pools) == [POOL_ALL] else POOL_OTHER}
 
 
 def create_daily_mart_tables(con: duckdb.DuckDBPyConnection) -> None:

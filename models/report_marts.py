@@ -30,11 +30,12 @@ REPORT_MARTS: dict[str, str] = {
     "ettr_window_by_size": "marts.ettr_runs",
     "ettr_window_policies": "marts.ettr_runs",
     "utilization_summary": "marts.utilization_daily",
+    "utilization_by_pool": "marts.utilization_by_pool_daily",
     "uncatalogued_codes": "core.node_events",
 }
 #: The marts that are table macros over a report window (date_from, date_to), not tables.
 WINDOW_MACROS: frozenset[str] = frozenset({"hw_incidents_by_component", "ettr_window_by_size", "ettr_window_policies",
-                                           "utilization_summary"})
+                                           "utilization_summary", "utilization_by_pool"})
 
 
 def build_report_marts(con: duckdb.DuckDBPyConnection,

@@ -18,6 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 
 from gpusre.models.sources.alerts.ingest import AlertSettings
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.marts_runner import POOL_ALL, POOL_OTHER
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
 from gpusre.models.sources.slurm_events.parse import check_event_fields
 from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
@@ -28,6 +29,8 @@ __all__ = ["ClusterConfig", "ClusterConfigError", "MaintenanceWindow", "SacctFor
            "load_cluster_config"]
 
 CLUSTER_FILE = "cluster.yaml"
+#: Pool names cluster.yaml ``pools`` may not use: the fleet without pools, the nodes in none of them.
+POOL_RESERVED = (POOL_ALL, POOL_OTHER)
 
 
 class ClusterConfigError(ValueError):
@@ -236,6 +239,12 @@ class ClusterConfig(BaseModel):
     node_aliases: dict[str, str] = Field(default_factory=dict)
     gpu_type: str | None = None
     racks: dict[str, str] = Field(default_factory=dict)
+    #: Hardware pools (a GPU generation, a rack type): pool name -> hostlist, for utilization per pool
+    #: (marts.utilization_by_pool_daily). Needs ``nodes`` as node names; a node is in at most one pool,
+    #: the nodes in none form pool ``other``; without pools the whole fleet is pool ``all``. Not the Slurm
+    #: partition: partitions overlap, a pool is the hardware. Read through :attr:`pool_by_node` /
+    #: :attr:`pool_gpus` only.
+    pools: dict[str, str] = Field(default_factory=dict)
     leaf_switches: dict[str, str] = Field(default_factory=dict)
     maintenance: list[MaintenanceWindow] = Field(default_factory=list)
     sacct: SacctFormat = Field(default_factory=SacctFormat)
@@ -293,6 +302,40 @@ class ClusterConfig(BaseModel):
             outside = [n for n in names if n not in fleet]
             if outside:
                 raise ValueError(f"{expr!r} names {len(outside)} node(s) not in `nodes`, e.g. {outside[0]}")
+        return value
+
+    @field_validator("pools")
+    @classmethod
+    def _pools(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        # Runs after `nodes` (field order), like node_gpus: a pool may name only nodes of the fleet, and a
+        # node in two pools would count its GPUs twice.
+        if not value:
+            return value
+        nodes = info.data.get("nodes")
+        if nodes is None:  # `nodes` itself is invalid: its own error is reported
+            return value
+        if isinstance(nodes, int):
+            raise ValueError("needs `nodes` as a hostlist (node names), not a node count: set `nodes` to "
+                             "the fleet's hostlist so the nodes the pools name are part of it")
+        fleet = {n for expr in ([nodes] if isinstance(nodes, str) else nodes) for n in expand_hostlist(expr)}
+        seen: dict[str, str] = {}
+        for pool, expr in value.items():
+            if not pool.strip():
+                raise ValueError("a pool needs a name")
+            if pool in POOL_RESERVED:
+                raise ValueError(f"{pool!r} is reserved (the fleet without pools is pool 'all', the nodes in no "
+                                 "pool form pool 'other'): name the pool after its hardware")
+            try:
+                names = expand_hostlist(expr)
+            except HostlistError as exc:
+                raise ValueError(f"{pool}: {expr!r}: {exc}") from exc
+            for name in names:
+                if name in seen and seen[name] != pool:
+                    raise ValueError(f"node {name} is in two pools: {seen[name]} and {pool}")
+                seen[name] = pool
+            outside = [n for n in names if n not in fleet]
+            if outside:
+                raise ValueError(f"{pool}: {expr!r} names {len(outside)} node(s) not in `nodes`, e.g. {outside[0]}")
         return value
 
     @field_validator("node_aliases")
@@ -370,6 +413,29 @@ class ClusterConfig(BaseModel):
         """Total GPUs in the cluster (the capacity behind utilization): the sum of every node's GPUs."""
         by_node = self.gpus_by_node
         return sum(by_node.values()) if by_node else self.node_count * self.gpus_per_node
+
+    @property
+    def pool_by_node(self) -> dict[str, str]:
+        """The pool of every listed node: its ``pools`` entry, else ``other`` (``all`` without pools).
+
+        The one place a node's pool is decided; {} when only a node count is configured (the whole fleet
+        is then pool ``all``, as is any node this mapping does not name when no pools are given)."""
+        if not self.pools:
+            return {n: POOL_ALL for n in self.node_names}
+        named = {n: pool for pool, expr in self.pools.items() for n in expand_hostlist(expr)}
+        return {n: named.get(n, POOL_OTHER) for n in self.node_names}
+
+    @property
+    def pool_gpus(self) -> dict[str, int]:
+        """GPUs per pool, in cluster.yaml order, ``other`` last when some nodes are in no pool; without
+        pools one pool ``all`` of :attr:`capacity_gpus`. Sums to :attr:`capacity_gpus`."""
+        if not self.pools:
+            return {POOL_ALL: self.capacity_gpus}
+        gpus = self.gpus_by_node
+        out = {pool: 0 for pool in self.pools}
+        for node, pool in self.pool_by_node.items():
+            out[pool] = out.get(pool, 0) + gpus[node]
+        return out
 
     @property
     def fleet_source(self) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dagster as dg
 
 INGEST_GROUPS = ("ingest", "core")
+#: The daily-partitioned marts (one multi-asset: a job selects all of them or none).
+DAILY_MART_KEYS = (["marts", "job_usage_daily"], ["marts", "utilization_daily"], ["marts", "utilization_by_pool_daily"])
 #: Imported once by the multiprocess executor's fork server (see build_ingest_job).
 PRELOADED_MODULES = ("dagster", "duckdb", "pyarrow.parquet", "polars", "numpy", "scipy.stats", "pandas",
                      "statsmodels.api", "sklearn", "matplotlib.pyplot", "jinja2")
@@ -34,7 +36,7 @@ ingest_job = build_ingest_job()
 #: The daily-partitioned marts only; run over a partition range for backfills (one run).
 daily_marts_job = dg.define_asset_job(
     "daily_marts_job",
-    selection=dg.AssetSelection.assets(["marts", "job_usage_daily"], ["marts", "utilization_daily"]),
+    selection=dg.AssetSelection.assets(*DAILY_MART_KEYS),
     description="Recompute the daily marts for a day or a range of days (single-run backfill).",
 )
 
@@ -42,7 +44,7 @@ daily_marts_job = dg.define_asset_job(
 rollup_job = dg.define_asset_job(
     "rollup_job",
     selection=dg.AssetSelection.groups("marts", "reports")
-    - dg.AssetSelection.assets(["marts", "job_usage_daily"], ["marts", "utilization_daily"]),
+    - dg.AssetSelection.assets(*DAILY_MART_KEYS),
     description="Recompute roll-up marts, trend tests, findings and the nightly report.",
 )
 

@@ -1,8 +1,11 @@
 """Nightly report section "Utilization" (``#utilization``).
 
-Reads marts.utilization_daily and marts.utilization_summary (complete days only); formats, computes nothing."""
+Reads marts.utilization_daily and marts.utilization_summary (complete days only), and per pool (cluster.yaml
+``pools``: a GPU generation) marts.utilization_by_pool_daily and marts.utilization_by_pool; formats, computes nothing."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import duckdb
 
@@ -15,7 +18,7 @@ from gpusre.reports.kit.formatting import (
 )
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, table_status
+from gpusre.reports.kit.warehouse import macro_status, query_rows, table_status
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _UTIL_TABLE_DAYS = 14
@@ -44,6 +47,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         + (f", and the lowest day was {fmt_date(whole['lowest_day'])} at {fmt_pct(whole['lowest_utilization'])}."
            if whole.get("lowest_day") is not None else ".") + partial_note
     )
+    pools = _pool_rows(con, meta)
+    if pools:
+        sec.lead += (f" By pool on {fmt_date(meta.report_date)}: "
+                     + ", ".join(f"{r['pool']} {fmt_pct(r['utilization'])}" for r in pools) + ".")
     sec.add(svg(charts.utilization_chart(
         # Unknown capacity is a gap in the line, not a drop to zero.
         [r["day"] for r in rows if not r["partial"]],
@@ -57,7 +64,52 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(fmt_pct(r["utilization"])), Cell(fmt_int(r["jobs_running"]))] for r in reversed(recent)],
         caption=f"Last {len(recent)} days up to {fmt_date(meta.report_date)}, newest first.",
     ))
+    if pools:
+        sec.add(_pool_table(pools, meta))
     return sec
+
+
+def _pool_rows(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> list[dict]:
+    """The report day's rows of marts.utilization_by_pool_daily, each with the pool's utilization over the
+    last :data:`_UTIL_TABLE_DAYS` days (marts.utilization_by_pool) as ``window_*``; [] with one pool (a fleet
+    without cluster.yaml ``pools``: the table above is the whole story) or without the mart."""
+    if table_status(con, "marts.utilization_by_pool_daily"):
+        return []
+    rows = query_rows(con, """SELECT pool, gpus, capacity_gpu_hours AS cap, allocated_gpu_hours AS alloc, utilization,
+                                     jobs_running, coalesce(partial, false) AS partial
+                              FROM marts.utilization_by_pool_daily WHERE day = ?
+                              ORDER BY pool = 'other', gpus DESC, pool""", [meta.report_date])
+    if len(rows) < 2:
+        return []
+    window: dict[str, dict] = {}
+    if macro_status(con, "marts.utilization_by_pool") is None:
+        window = {r["pool"]: r for r in query_rows(
+            con, "SELECT * FROM marts.utilization_by_pool(?, ?)",
+            [meta.report_date - timedelta(days=_UTIL_TABLE_DAYS - 1), meta.report_date])}
+    for r in rows:
+        w = window.get(r["pool"], {})
+        r["window_utilization"], r["window_days"] = w.get("utilization"), w.get("days")
+        r["window_partial_days"] = w.get("partial_days") or 0
+    return rows
+
+
+def _pool_table(pools: list[dict], meta: NightlyMeta) -> Table:
+    partial = " (a partial day: the data covers it only in part)" if any(r["partial"] for r in pools) else ""
+    days, partial_days = pools[0]["window_days"] or 0, pools[0]["window_partial_days"]  # every pool has every day
+    return Table(
+        [Column("Pool"), Column("GPUs", True), Column("Capacity (GPU-h)", True), Column("Allocated (GPU-h)", True),
+         Column("Utilization", True), Column("Jobs running", True),
+         Column(f"Utilization, last {fmt_int(days)} days", True)],
+        [[Cell(r["pool"]), Cell(fmt_int(r["gpus"])), Cell(fmt_num(r["cap"])), Cell(fmt_num(r["alloc"])),
+          Cell(fmt_pct(r["utilization"])), Cell(fmt_int(r["jobs_running"])), Cell(fmt_pct(r["window_utilization"]))]
+         for r in pools],
+        caption=f"Per pool (cluster.yaml pools; nodes in none form pool 'other') on {fmt_date(meta.report_date)}"
+                f"{partial}, from marts.utilization_by_pool_daily: a job on nodes of two pools counts its GPUs in each "
+                "in proportion to its nodes there, so the pools add up to the day above; a job spanning pools is "
+                "running in both. The last column is the window's allocated over capacity GPU-hours"
+                + (f" ({fmt_int(partial_days)} partial day(s) in it, at the hours the data covers)" if partial_days else "")
+                + ".",
+    )
 
 
 SECTION = SectionSpec("utilization", "Utilization", build)

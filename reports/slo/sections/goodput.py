@@ -1,6 +1,7 @@
 """SLO review section "Goodput" (``#goodput``).
 
-Reads marts.goodput_daily, marts.slo_daily; formats, computes nothing."""
+Reads marts.goodput_daily, marts.slo_daily, and per pool (cluster.yaml ``pools``: a GPU generation)
+marts.utilization_by_pool; formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import fmt_date, fmt_int, fmt_num, fmt_pct, is_number, plural, sentence_case
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.kit.warehouse import macro_status, query_rows, scalar, table_status
 from gpusre.reports.slo.terms import fmt_objective
 from gpusre.reports.slo.window import SloWindow, source_status
 
@@ -68,7 +69,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             + (f" ({fmt_pct(tot['prod'] / (cap - tot['maint']))} of the capacity outside planned maintenance, what "
                "the goodput SLO measures)" if is_number(objective) and cap > tot["maint"] > 0 else "")
             + (f" against an objective of {fmt_objective(objective)}." if is_number(objective) else "."))
-    sec.lead = take
+    pools = _pool_rows(con, w)
+    sec.lead = take + (" Utilization by pool: " + ", ".join(f"{r['pool']} {fmt_pct(r['utilization'])}" for r in pools)
+                       + " (goodput is the whole fleet's)." if pools else "")
     idle_steps = ([("Planned maintenance", tot["maint"], "loss"), ("Other idle", tot["idle"] - tot["maint"], "loss")]
                   if tot["maint"] > 0 else [("Idle", tot["idle"], "loss")])
     sec.items.append(Chart(svg(charts.waterfall_chart(
@@ -105,6 +108,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             [r["day"] for r in rows], [None if r["partial"] else r["goodput"] for r in rows],
             objective if is_number(objective) else None,
             "Daily goodput", [r["alloc"] / r["cap"] if r["cap"] else None for r in rows])), sentence_case(daily_take)))
+    if pools:
+        sec.items.append(_pool_table(pools, w))
     resid = cap - tot["idle"] - tot["alloc"]
     resid2 = tot["alloc"] - tot["lf"] - tot["lr"] - tot["prod"]
     if cap and (abs(resid) > 0.005 * cap or abs(resid2) > 0.005 * cap):
@@ -129,6 +134,29 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                 "timeouts count as delivered.",
     ))
     return sec
+
+
+def _pool_rows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict]:
+    """The window's rows of marts.utilization_by_pool, one per pool; [] with one pool (a fleet without
+    cluster.yaml ``pools``) or without the macro."""
+    if macro_status(con, "marts.utilization_by_pool") or table_status(con, "marts.utilization_by_pool_daily"):
+        return []
+    rows = query_rows(con, "SELECT * FROM marts.utilization_by_pool(?, ?)", [w.start, w.end])
+    return rows if len(rows) > 1 else []
+
+
+def _pool_table(pools: list[dict], w: SloWindow) -> Table:
+    return Table(
+        [Column("Pool", nowrap=True), Column("GPUs", True), Column("Capacity (GPU-h)", True),
+         Column("Allocated (GPU-h)", True), Column("Utilization", True)],
+        [[Cell(r["pool"]), Cell(fmt_int(r["gpus"])), Cell(fmt_num(r["capacity_gpu_hours"], 0)),
+          Cell(fmt_num(r["allocated_gpu_hours"], 0)), Cell(fmt_pct(r["utilization"]))] for r in pools],
+        caption=f"Utilization per pool (cluster.yaml pools: the hardware, e.g. a GPU generation; nodes in none form "
+                f"pool 'other'), {w.text}, from marts.utilization_by_pool: allocated / capacity GPU-hours of the "
+                "pool's nodes. A job on nodes of two pools counts its GPUs in each in proportion to its nodes there, "
+                "so the pools add up to the fleet's capacity and allocated GPU-hours above. Goodput (losses to "
+                "failures and restarts) is the fleet's, not split by pool.",
+    )
 
 
 SECTION = SectionSpec("goodput", "Goodput", build)
