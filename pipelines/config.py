@@ -37,6 +37,19 @@ class ClusterConfigError(ValueError):
     """cluster.yaml is unreadable or invalid; the message names the file and the key path."""
 
 
+def _listed_fleet(info: ValidationInfo, names_what: str) -> set[str] | None:
+    """The node names of an already validated `nodes` hostlist, for a setting that maps nodes (node_gpus,
+    pools) and must stay inside the fleet; None when `nodes` itself is invalid (its own error is
+    reported); an error when `nodes` is only a count."""
+    nodes = info.data.get("nodes")
+    if nodes is None:
+        return None
+    if isinstance(nodes, int):
+        raise ValueError("needs `nodes` as a hostlist (node names), not a node count: set `nodes` to "
+                         f"the fleet's hostlist so the nodes {names_what} are part of it")
+    return {n for expr in ([nodes] if isinstance(nodes, str) else nodes) for n in expand_hostlist(expr)}
+
+
 def _check_hostlist(value: str) -> str:
     try:
         expand_hostlist(value)
@@ -279,15 +292,9 @@ class ClusterConfig(BaseModel):
     def _node_gpus(cls, value: dict[str, int], info: ValidationInfo) -> dict[str, int]:
         # Runs after `nodes` (field order), so the fleet it must stay inside is known here and the error
         # carries the key path node_gpus.
-        if not value:
+        fleet = _listed_fleet(info, "node_gpus names") if value else None
+        if fleet is None:
             return value
-        nodes = info.data.get("nodes")
-        if nodes is None:  # `nodes` itself is invalid: its own error is reported
-            return value
-        if isinstance(nodes, int):
-            raise ValueError("needs `nodes` as a hostlist (node names), not a node count: set `nodes` to "
-                             "the fleet's hostlist so the nodes node_gpus names are part of it")
-        fleet = {n for expr in ([nodes] if isinstance(nodes, str) else nodes) for n in expand_hostlist(expr)}
         seen: dict[str, tuple[int, str]] = {}
         for expr, count in value.items():
             try:
@@ -309,15 +316,9 @@ class ClusterConfig(BaseModel):
     def _pools(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         # Runs after `nodes` (field order), like node_gpus: a pool may name only nodes of the fleet, and a
         # node in two pools would count its GPUs twice.
-        if not value:
+        fleet = _listed_fleet(info, "the pools name") if value else None
+        if fleet is None:
             return value
-        nodes = info.data.get("nodes")
-        if nodes is None:  # `nodes` itself is invalid: its own error is reported
-            return value
-        if isinstance(nodes, int):
-            raise ValueError("needs `nodes` as a hostlist (node names), not a node count: set `nodes` to "
-                             "the fleet's hostlist so the nodes the pools name are part of it")
-        fleet = {n for expr in ([nodes] if isinstance(nodes, str) else nodes) for n in expand_hostlist(expr)}
         seen: dict[str, str] = {}
         for pool, expr in value.items():
             if not pool.strip():
