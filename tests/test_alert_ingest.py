@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -442,6 +443,11 @@ def landing(tmp_path: Path) -> Path:
           "{not json",
           webhook(alert("GpuXid79", "gpu001", t0, status="resolved", ends="2026-09-01T10:30:00Z")))
     (root / "cluster.yaml").write_text('nodes: "gpu[001-008]"\n')
+    # Files written just now are "racy" (RACY_NS): the first run would leave their mtime unrecorded and the
+    # rerun record it, so whether a rerun changes the ledger would depend on how fast the run starts.
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, (1_700_000_000, 1_700_000_000))
     return root
 
 
