@@ -43,6 +43,7 @@ from gpusre.models.reliability.repair_times import (
     health_check_ends,
     incident_outage_links,
     link_incidents,
+    load_fault_clears,
     load_health_evidence_kinds,
     load_recovery_kinds,
     recovery_ends,
@@ -266,7 +267,7 @@ def _incidents_with_evidence(con) -> tuple[pl.DataFrame | None, pl.DataFrame | N
     if not table_exists(con, "marts.hw_incidents"):
         return None, None
     wanted = ("incident_id", "component", "component_class", "scope", "start_ts", "end_ts", "nodes",
-              "n_health_check_episodes", "recovered_ts")
+              "n_health_check_episodes", "recovered_ts", "action")
     incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} FROM marts.hw_incidents").pl()
     members = _member_events(con)
     if members is not None:
@@ -275,15 +276,19 @@ def _incidents_with_evidence(con) -> tuple[pl.DataFrame | None, pl.DataFrame | N
 
 
 def _recoveries(con, incidents: pl.DataFrame) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
-    """When every node of each incident logged its recovery (see ``recovery_ends``); None without the tables."""
+    """When every node of each incident logged its recovery — a class recovery, or a reboot clearing a lasting GPU
+    fault (see ``recovery_ends``); None without the tables."""
     if not (table_exists(con, "marts.hw_incident_members") and table_exists(con, "core.node_events")):
         return None
-    kinds = load_recovery_kinds()["kind"].to_list()
+    # Class recoveries (a port back ACTIVE), and the reboot lines that clear a lasting GPU fault (an Xid 79).
+    kinds = sorted(set(load_recovery_kinds()["kind"].to_list()) | set(load_fault_clears()["kind"].to_list()))
     evidence = con.sql("""SELECT m.incident_id, e.node, max(e.ts) AS last_ts
                           FROM marts.hw_incident_members AS m JOIN core.node_events AS e USING (event_id)
                           GROUP BY ALL""").pl()
+    action = pl.col("action") if "action" in incidents.columns else pl.lit(None, pl.String)
     evidence = evidence.join(incidents.select("incident_id", pl.coalesce("component_class", class_of(pl.col("component")))
-                                              .alias("component_class")), on="incident_id")
+                                              .alias("component_class"), action.cast(pl.String).alias("action")),
+                             on="incident_id")
     events = con.sql("SELECT node, ts, kind FROM core.node_events WHERE list_contains(?, kind)", params=[kinds]).pl()
     return recovery_ends(evidence, events)
 
@@ -311,7 +316,8 @@ def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 -
                      "drain/down period of its own nodes starting 30 min before to 24 h after it, and the outages chained to it, "
                      "<= 30 min in service between): hours to detect, "
                      "hours to repair (first evidence until the last node is back in service; without node states "
-                     "a logged recovery, the first sign of health after its last failing health check (a passing "
+                     "a logged recovery (for a lasting GPU fault, an Xid 79, also a reboot), "
+                     "the first sign of health after its last failing health check (a passing "
                      "run, a reboot, else the check's next run) or the first completed job, as repair_source says)."),
         dg.AssetSpec(REPAIR_TIMES_MONTHLY, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
                      description="MTTR trend: the repair_times summary per month of the incidents' start."),

@@ -110,17 +110,24 @@ def test_boot_lines_join_no_incident(warehouse: Path) -> None:
 
 
 def test_incident_repairs_without_node_states(warehouse: Path) -> None:
-    # MTTR does not (yet) take a reboot as the repair of a lasting GPU fault: without node states or a failing
-    # health check, and without a completed job after it, the Xid 79 incidents have no repair time. (A boot
-    # after a failing health check is its repair: tests/test_repair_times.py.)
-    got = query_rows(warehouse, "SELECT nodes[1], repair_state, repair_source, repaired_ts FROM marts.incident_repairs "
+    # Without node states or a failing health check, a reboot after a lasting GPU fault (its catalog action a
+    # GPU reset or a reboot) is its repair, as attribution ends the fault: gpu009's and gpu011's Xid 79 at
+    # 18:05 are repaired by the boot at 18:08 (3 min). gpu010 never booted: no repair time.
+    got = query_rows(warehouse, "SELECT nodes[1], repair_state, repair_source, strftime(repaired_ts, '%H:%M'), "
+                                "round(hours_to_repair * 60, 6) FROM marts.incident_repairs "
                                 "WHERE component = 'pcie_bus' ORDER BY nodes[1]")
-    assert got == [(n, "not_drained", None, None) for n in ("gpu009", "gpu010", "gpu011")]
+    assert got == [("gpu009", "repaired", "reboot", "18:08", 3.0), ("gpu010", "not_drained", None, None, None),
+                   ("gpu011", "repaired", "reboot", "18:08", 3.0)]
 
 
-@pytest.mark.xfail(strict=True, reason="MTTR's recovery_ends takes only class recoveries (evidence 'recovery'); a "
-                                       "reboot ending a lasting GPU fault's repair is not implemented")
 def test_a_boot_ends_a_lasting_gpu_faults_repair(warehouse: Path) -> None:
     got = query_rows(warehouse, "SELECT nodes[1], repair_source, strftime(repaired_ts, '%H:%M') "
                                 "FROM marts.incident_repairs WHERE component = 'pcie_bus' AND nodes[1] = 'gpu009'")
     assert got == [("gpu009", "reboot", "18:08")]
+
+
+def test_a_boot_ends_no_network_incident(warehouse: Path) -> None:
+    # gpu012's port went down at 21:00 and the node booted at 21:02 without the port coming back: still down.
+    got = query_rows(warehouse, "SELECT nodes[1], component_class, repair_state, repair_source "
+                                "FROM marts.incident_repairs WHERE component_class <> 'gpu' ORDER BY nodes[1]")
+    assert got == [("gpu012", "network", "not_drained", None)]

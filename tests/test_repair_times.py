@@ -178,7 +178,7 @@ def test_recovery_lines_time_a_repair_without_node_states() -> None:
                           schema_overrides={"ts": DT})
     # n2's 01:30 ACTIVE came before its second wave: its repair is the 04:00 one. n3's fault is storage:
     # a link coming up is not its recovery.
-    assert recovery_ends(evidence, events).rows() == [("w", _t(1, 4))]
+    assert recovery_ends(evidence, events).rows() == [("w", _t(1, 4), "recovery_events")]
     incidents = pl.DataFrame({"incident_id": ["w"], "component": ["network_switch"], "start_ts": [_t(1, 1)],
                               "nodes": [["n1", "n2"]], "recovered_ts": [_t(9, 0)]}, schema_overrides={"recovered_ts": DT})
     row = link_incidents(incidents, _states().clear(), recoveries=recovery_ends(evidence, events)).row(0, named=True)
@@ -186,6 +186,46 @@ def test_recovery_lines_time_a_repair_without_node_states() -> None:
     # Without recovery lines a multi-node incident gets no repair time from a job that completed days later.
     row = link_incidents(incidents, _states().clear()).row(0, named=True)
     assert (row["repair_state"], row["repair_source"], row["hours_to_repair"]) == ("not_drained", None, None)
+
+
+def test_a_reboot_ends_a_lasting_gpu_fault_but_no_link() -> None:
+    from gpusre.models.reliability.repair_times import recovery_ends
+
+    # g: an Xid 79 (RESTART_BM) on n1 at 01:00, its node booted at 01:05 (the kernel banner), its NVIDIA
+    # driver loaded at 01:06: the first line after the evidence ends it. h: an Xid 79 on n1, n2 (last at
+    # 02:00 / 02:30): n1 booted at 03:00, n2's driver loaded at 04:00 -> 04:00. k: an Xid 79 on n3 whose node
+    # booted at the very moment of its last evidence only: no reboot after it. u: an Xid 31 (IGNORE) on n4,
+    # booted: not a lasting fault. w: a port down on n5 (network, no action), the node booted, no ACTIVE:
+    # a boot ends no link. v: a port down on n6 with a lasting action (an operator's class on an Xid) whose
+    # port came ACTIVE at 06:00 and booted at 07:00: the class recovery. y: the same on n7, booted, no ACTIVE:
+    # a network incident is ended by its own recovery lines only.
+    evidence = pl.DataFrame({
+        "incident_id": ["g", "h", "h", "k", "u", "w", "v", "y"],
+        "component_class": ["gpu", "gpu", "gpu", "gpu", "gpu", "network", "network", "network"],
+        "node": ["n1", "n1", "n2", "n3", "n4", "n5", "n6", "n7"],
+        "last_ts": [_t(1, 1), _t(1, 2), _t(1, 2.5), _t(1, 1), _t(1, 1), _t(1, 1), _t(1, 5), _t(1, 5)],
+        "action": ["RESTART_BM", "RESET_GPU", "RESET_GPU", "RESTART_BM", "IGNORE", None, "RESTART_BM", "RESTART_BM"]})
+    events = pl.DataFrame({
+        "node": ["n1", "n1", "n1", "n2", "n3", "n4", "n5", "n6", "n6", "n7"],
+        "ts": [_t(1, 1 + 5 / 60), _t(1, 1 + 6 / 60), _t(1, 3), _t(1, 4), _t(1, 1), _t(1, 2), _t(1, 2), _t(1, 6),
+               _t(1, 7), _t(1, 6)],
+        "kind": ["kernel_boot", "driver_loaded", "kernel_boot", "driver_loaded", "kernel_boot", "kernel_boot",
+                 "kernel_boot", "ib_link_up", "kernel_boot", "kernel_boot"]}, schema_overrides={"ts": DT})
+    assert recovery_ends(evidence, events).rows() == [
+        ("g", _t(1, 1 + 5 / 60), "reboot"), ("h", _t(1, 4), "reboot"), ("v", _t(1, 6), "recovery_events")]
+    # Without the incidents' action no reboot counts.
+    assert recovery_ends(evidence.drop("action"), events).rows() == [("v", _t(1, 6), "recovery_events")]
+    # In the mart: node states absent, the boot is the repair (5 min), with repair_source reboot.
+    incidents = pl.DataFrame({"incident_id": ["g"], "component": ["pcie_bus"], "start_ts": [_t(1, 1)],
+                              "nodes": [["n1"]]})
+    row = link_incidents(incidents, _states().clear(), recoveries=recovery_ends(evidence, events)).row(0, named=True)
+    got = (row["repair_state"], row["repair_source"], round(row["hours_to_repair"] * 60, 6))
+    assert got == ("repaired", "reboot", 5.0)
+    # A drain of its node still wins.
+    states = pl.DataFrame({"node": ["n1"], "start_ts": [_t(1, 1.5)], "end_ts": [_t(1, 3)], "reason": ["Xid 79"],
+                           "reason_class": ["gpu_xid"]})
+    row = link_incidents(incidents, states, recoveries=recovery_ends(evidence, events)).row(0, named=True)
+    assert (row["repair_source"], row["hours_to_repair"]) == ("node_states", 2.0)
 
 
 def test_every_recovery_kind_example_is_recognized() -> None:

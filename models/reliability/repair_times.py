@@ -21,7 +21,11 @@ to the drain. An incident without log evidence is measured from its start.
 * **Without node states** for an incident (none ingested, or its nodes were never drained) the repair
   end falls back, in this order, to the moment every node logged a *recovery* of the incident's class
   after its own last evidence (a port back to ``Link ACTIVE``, a Lustre client's ``Connection restored``:
-  ``catalog/recovery_events.csv``, :func:`recovery_ends`); when health checks saw it, to the first
+  ``catalog/recovery_events.csv``, :func:`recovery_ends`) — for a lasting GPU fault (the cause's catalog
+  action a GPU reset or a reboot: an Xid 79, :func:`load_lasting_fault_actions`), a reboot of the node
+  (the kernel's boot banner or the NVIDIA driver's load line, the ``clears`` column) ends it too, as job
+  failure attribution ends that fault, with ``repair_source`` ``reboot`` (a boot ends no link's or file
+  system's outage); when health checks saw it, to the first
   evidence of health after each node's last failure (:func:`health_check_ends`: a passing run of the
   check, a reboot, else the check's next run — a failing check's last failure is the last moment the part
   was known broken, so the repair came after it); else — for one-node incidents only — to the first
@@ -58,7 +62,9 @@ from gpusre.models.failures.drain_reasons import load_drain_reason_rules
 
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
+    "RECOVERY_END_SCHEMA",
     "REPAIR_TIMES_SCHEMA",
+    "action_clearing_lines",
     "first_evidence",
     "health_check_ends",
     "incident_outage_links",
@@ -66,6 +72,7 @@ __all__ = [
     "median_ci",
     "node_outages",
     "outage_chains",
+    "recovery_ends",
     "repair_times",
 ]
 
@@ -225,18 +232,23 @@ def link_incidents(
             set), ``component_class``, ``scope``, ``end_ts``, ``n_health_check_episodes`` and
             ``recovered_ts`` for the fallbacks (module docstring).
         states: core.node_states (see :func:`node_outages`); may be empty.
-        recoveries: :func:`recovery_ends` output (``incident_id``, ``recovered_ts``), or None.
+        recoveries: :func:`recovery_ends` output (``incident_id``, ``recovered_ts``, ``repair_source``:
+            ``recovery_events``, or ``reboot`` for a lasting GPU fault a boot cleared; when missing,
+            ``recovery_events``), or None.
         health_checks: :func:`health_check_ends` output (``incident_id``, ``repaired_ts``,
             ``repair_source``), or None: an incident with health-check episodes but no row then ends at
             the check's next run after its evidence, at :data:`DEFAULT_CHECK_INTERVAL`.
     """
     outages = _linkable_outages(states)
     if recoveries is None:
-        recoveries = pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
+        recoveries = pl.DataFrame(schema=RECOVERY_END_SCHEMA)
+    if "repair_source" not in recoveries.columns:  # class recoveries only (an older caller)
+        recoveries = recoveries.with_columns(pl.lit(_RECOVERY_SOURCE).alias("repair_source"))
     if health_checks is None:
         health_checks = pl.DataFrame(schema=HEALTH_CHECK_END_SCHEMA)
     inc = (_incident_frame(incidents)
-           .join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up")),
+           .join(recoveries.select("incident_id", pl.col("recovered_ts").cast(_UTC).alias("_logged_up"),
+                                   pl.col("repair_source").cast(pl.String).alias("_logged_source")),
                  on="incident_id", how="left", maintain_order="left")
            .join(health_checks.select("incident_id", pl.col("repaired_ts").cast(_UTC).alias("_hc_end"),
                                       pl.col("repair_source").alias("_hc_source")),
@@ -266,7 +278,7 @@ def link_incidents(
     checked = (pl.col("_hc") > 0) | pl.col("_hc_end").is_not_null()
     hc_end = pl.coalesce("_hc_end", pl.max_horizontal("_evidence_end", "_t0") + DEFAULT_CHECK_INTERVAL)
     source = (pl.when(drained).then(pl.lit("node_states"))
-              .when(pl.col("_logged_up").is_not_null()).then(pl.lit("recovery_events"))
+              .when(pl.col("_logged_up").is_not_null()).then(pl.coalesce("_logged_source", pl.lit(_RECOVERY_SOURCE)))
               .when(checked).then(pl.coalesce("_hc_source", pl.lit("health_checks")))
               .when(one_node & pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
     repaired_at = (pl.when(drained).then(pl.col("back_in_service_ts"))
@@ -543,25 +555,80 @@ def recovery_lines(events: pl.DataFrame) -> pl.DataFrame:
             .select("node", "component_class", "_up"))
 
 
-def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """``incident_id``, ``recovered_ts``: when every node of an incident had logged a recovery of the
-    incident's class (``catalog/recovery_events.csv``) after its own last evidence, within
-    :data:`RECOVERY_HORIZON`; incidents with a node that logged none are left out.
+#: :func:`recovery_ends` output.
+RECOVERY_END_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(), "recovered_ts": _UTC, "repair_source": pl.String()}
+#: ``repair_source`` of a repair ended by a class recovery line, and by a reboot clearing a lasting fault
+#: (the value :func:`health_check_ends` gives a reboot after a failing check).
+_RECOVERY_SOURCE = "recovery_events"
+_REBOOT_SOURCE = _HEALTH_EVIDENCE_SOURCE["reboot"]
+
+
+def action_clearing_lines(events: pl.DataFrame) -> pl.DataFrame:
+    """``node``, ``_fault``, ``_boot``: the lines among node events that clear a lasting fault named by its
+    catalog action (``_fault`` = ``action:<ACTION>``: a ``kernel_boot`` or ``driver_loaded`` line clears
+    an Xid 79's ``action:RESTART_BM``), one row per line and action it clears (:func:`load_fault_clears`).
 
     Args:
-        evidence: one row per incident and node: ``incident_id``, ``component_class``, ``node``, ``last_ts``.
+        events: node events with ``node``, ``ts``, ``kind`` (other columns are ignored).
+    """
+    clears = load_fault_clears().filter(pl.col("fault").str.starts_with(ACTION_TOKEN)).rename({"fault": "_fault"})
+    return (events.select("node", pl.col("ts").cast(_UTC).alias("_boot"), "kind").join(clears, on="kind")
+            .select("node", "_fault", "_boot"))
+
+
+def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """:data:`RECOVERY_END_SCHEMA`: when every node of an incident had logged its recovery after its own
+    last evidence, within :data:`RECOVERY_HORIZON`; incidents with a node that logged none are left out.
+
+    A node's recovery is its first line after its last evidence that is either a recovery of the
+    incident's class (a port back ``ACTIVE``, a Lustre client reconnected: the ``recovery`` rows of
+    ``catalog/recovery_events.csv``), or — for an incident whose cause's catalog action is a lasting-fault
+    action (:func:`load_lasting_fault_actions`: a GPU reset or a reboot, an Xid 79) — a line that clears
+    that action (a ``kernel_boot`` banner, the NVIDIA driver's ``driver_loaded``: the ``clears`` column),
+    as job failure attribution ends such a fault. A reboot ends no other incident, nor one of a class with
+    recovery lines of its own (network, storage, thermal, power: a port's ``Link DOWN`` stays down through a
+    boot). ``repair_source`` is that of the incident's last node (``recovery_events``
+    or ``reboot``; on a tie, ``reboot``).
+
+    Args:
+        evidence: one row per incident and node: ``incident_id``, ``component_class``, ``node``, ``last_ts``;
+            optionally ``action`` (``marts.hw_incidents.action``; without it no reboot counts).
         events: node events with ``node``, ``ts``, ``kind`` (others are ignored).
     """
     rec = recovery_lines(events).sort("_up")
-    if evidence.is_empty() or rec.is_empty():
-        return pl.DataFrame(schema={"incident_id": pl.String, "recovered_ts": _UTC})
-    per_node = (evidence.select("incident_id", "component_class", "node", pl.col("last_ts").cast(_UTC))
+    boots = action_clearing_lines(events).sort("_boot")
+    if evidence.is_empty() or (rec.is_empty() and boots.is_empty()):
+        return pl.DataFrame(schema=RECOVERY_END_SCHEMA)
+    action = pl.col("action").cast(pl.String) if "action" in evidence.columns else pl.lit(None, pl.String)
+    # A class with recovery lines of its own (a port's ACTIVE, a file system reconnected) is ended by those only:
+    # a boot does not bring a link back, even when the incident's cause names a reset (an operator's class).
+    classes_with_recoveries = load_recovery_kinds()["component_class"].unique().implode()
+    own_recovery = pl.col("component_class").cast(pl.String).is_in(classes_with_recoveries)
+    lasting = action.is_in(load_lasting_fault_actions()) & ~own_recovery.fill_null(False)
+    per_node = (evidence.select("incident_id", pl.col("component_class").cast(pl.String), "node",
+                                pl.col("last_ts").cast(_UTC),
+                                pl.when(lasting).then(pl.lit(ACTION_TOKEN) + action).alias("_fault"))
                 .drop_nulls("node").sort("last_ts")
                 .join_asof(rec, left_on="last_ts", right_on="_up", by=["node", "component_class"],
-                           strategy="forward", tolerance=RECOVERY_HORIZON, check_sortedness=False))
-    return (per_node.group_by("incident_id")
-            .agg(pl.col("_up").null_count().alias("_missing"), pl.col("_up").max().alias("recovered_ts"))
-            .filter(pl.col("_missing") == 0).select("incident_id", "recovered_ts").sort("incident_id"))
+                           strategy="forward", tolerance=RECOVERY_HORIZON, check_sortedness=False)
+                # Only an incident with a lasting-fault action has a _fault: the others match no reboot.
+                .join_asof(boots, left_on="last_ts", right_on="_boot", by=["node", "_fault"],
+                           strategy="forward", tolerance=RECOVERY_HORIZON, allow_exact_matches=False,
+                           check_sortedness=False)
+                # The node's first recovery; a class recovery at the same moment as the boot names it.
+                .with_columns(pl.min_horizontal("_up", "_boot").alias("_end"),
+                              pl.when(pl.col("_up").is_not_null() & ~(pl.col("_boot") < pl.col("_up")).fill_null(False))
+                              .then(pl.lit(_RECOVERY_SOURCE)).when(pl.col("_boot").is_not_null())
+                              .then(pl.lit(_REBOOT_SOURCE)).alias("repair_source"))
+                .with_columns((pl.col("repair_source") == _RECOVERY_SOURCE).cast(pl.Int64).alias("_rank")))
+    # The incident is repaired with its last node; on a tie, the weaker evidence (the reboot) names the source.
+    return (per_node.sort("incident_id", "_end", "_rank", descending=[False, False, True], nulls_last=False)
+            .group_by("incident_id", maintain_order=True)
+            .agg(pl.col("_end").null_count().alias("_missing"), pl.col("_end").max().alias("recovered_ts"),
+                 pl.col("repair_source").last())
+            .filter(pl.col("_missing") == 0).select(list(RECOVERY_END_SCHEMA)).sort("incident_id")
+            .cast(RECOVERY_END_SCHEMA))  # type: ignore[arg-type]
 
 
 def median_ci(values: np.ndarray | list[float], level: float = 0.95) -> tuple[float | None, float | None]:
