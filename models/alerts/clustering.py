@@ -220,6 +220,7 @@ __all__ = [
     "NOTIFICATION_DAYS_SQL",
     "is_meta_alert",
     "load_meta_alerts",
+    "meta_alert_pattern",
     "rule_quality",
     "sessionize",
     "template_cooccurrence",
@@ -1267,12 +1268,19 @@ def alert_floods(alerts: pl.DataFrame, members: pl.DataFrame, floods: pl.DataFra
 _FILE_DAY_SQL = r"try_strptime(list_last(regexp_extract_all(source_file, '(\d{4}-\d{2}-\d{2})', 1)), '%Y-%m-%d')::DATE"
 
 
+def meta_alert_pattern() -> str:
+    """The regular expression (RE2, as DuckDB's ``regexp_matches`` takes it) a whole alert name matches when
+    it is a meta-alert (:func:`is_meta_alert`, the same catalog rules); one that matches nothing without rules.
+    For SQL marts that take it as a parameter (``marts.data_freshness``)."""
+    rules = load_meta_alerts()
+    return ("(?i)^(?:" + "|".join(f"(?:{r[1]})" for r in rules) + ")$") if rules else "$^."
+
+
 def _meta_alert_sql(column: str = "alertname") -> str:
     """SQL: whether ``column`` is a meta-alert (:func:`is_meta_alert`, the same catalog rules)."""
-    rules = load_meta_alerts()
-    if not rules:
+    if not load_meta_alerts():
         return "false"
-    pattern = ("(?i)^(?:" + "|".join(f"(?:{r[1]})" for r in rules) + ")$").replace("'", "''")
+    pattern = meta_alert_pattern().replace("'", "''")
     return f"coalesce(regexp_matches({column}, '{pattern}'), false)"
 
 

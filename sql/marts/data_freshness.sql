@@ -22,10 +22,14 @@
 -- no earlier than the day its file is named for (the last YYYY-MM-DD in the path: the rule of
 -- gpusre.models.alerts.clustering._FILE_DAY_SQL, which the alert data span and the notification days
 -- use too); a logger's (or snapshot's) time stays what it says.
--- Parameters: $acct_from / $acct_to TIMESTAMPTZ.
+-- A meta-alert's start (a Watchdog's, re-sent unchanged from its first firing) dates nothing: $meta_alerts is
+-- the catalog's pattern (gpusre.models.alerts.clustering.meta_alert_pattern, models/catalog/alert_meta.csv).
+-- Parameters: $acct_from / $acct_to TIMESTAMPTZ, $meta_alerts VARCHAR.
 CREATE OR REPLACE TABLE marts.data_freshness AS
 WITH alert_times AS (
-    SELECT coalesce(received_at, greatest(starts_at, timezone('UTC', CAST(try_strptime(
+    SELECT coalesce(received_at, greatest(
+               CASE WHEN NOT coalesce(regexp_matches(alertname, $meta_alerts), false) THEN starts_at END,
+               timezone('UTC', CAST(try_strptime(
                list_last(regexp_extract_all(source_file, '(\d{4}-\d{2}-\d{2})', 1)), '%Y-%m-%d')::DATE AS TIMESTAMP))))
            AS ts
     FROM raw.alert_notifications
