@@ -19,6 +19,8 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.accounting_span import MAX_GAP_MINUTES
+
 __all__ = [
     "DAILY_MARTS",
     "POOL_ALL",
@@ -95,7 +97,9 @@ def run_daily_marts(
     if as_of is not None and as_of.tzinfo is None:
         # a naive value would otherwise be read in the session TimeZone
         as_of = as_of.replace(tzinfo=timezone.utc)
-    params: dict[str, Any] = {"day": day, "capacity_gpus": int(capacity_gpus), "as_of": as_of}
+    # the one capacity-hours rule of models/accounting_span.py: its threshold, not a copy of it in each SQL file
+    params: dict[str, Any] = {"day": day, "capacity_gpus": int(capacity_gpus), "as_of": as_of,
+                              "max_gap_minutes": MAX_GAP_MINUTES}
     params.update(pool_params(capacity_gpus, pool_gpus, pool_by_node))
     for name in DAILY_MARTS:
         run_mart_sql(con, name, params)

@@ -23,6 +23,7 @@ from datetime import date, datetime, timedelta, timezone
 import duckdb
 import pytest
 
+from gpusre.models.accounting_span import MAX_GAP_MINUTES
 from gpusre.models.job_mix.findings import compute_findings, write_findings
 from gpusre.models.marts_runner import (
     DAILY_MARTS,
@@ -161,7 +162,8 @@ def test_utilization_independent_of_session_timezone(jobs):
 
 
 def test_utilization_running_job_without_as_of_is_left_out(jobs):
-    run_mart_sql(jobs, "utilization_daily", {"day": D2, "capacity_gpus": CAPACITY, "as_of": None})
+    run_mart_sql(jobs, "utilization_daily", {"day": D2, "capacity_gpus": CAPACITY, "as_of": None,
+                                             "max_gap_minutes": MAX_GAP_MINUTES})
     assert rows(jobs, "SELECT allocated_gpu_hours, jobs_running FROM marts.utilization_daily") == [
         (544.0, 3)
     ]

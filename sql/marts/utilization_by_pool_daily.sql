@@ -12,7 +12,7 @@
 -- them; an instance without a node list (or on a node no pool names) counts in $default_pool. The pools'
 -- allocations sum to utilization_daily's allocated_gpu_hours. jobs_running counts a job spanning pools in
 -- each of them (so the pools' jobs_running can sum to more than utilization_daily's).
--- Parameters: $day DATE, $as_of TIMESTAMPTZ (as marts.utilization_daily), $pool_names VARCHAR[] /
+-- Parameters: $day DATE, $as_of TIMESTAMPTZ, $max_gap_minutes DOUBLE (as marts.utilization_daily), $pool_names VARCHAR[] /
 -- $pool_gpus INTEGER[] (parallel: every pool and its GPUs, cluster.yaml pool_gpus; they sum to the
 -- fleet's GPUs), $pool_nodes VARCHAR[] / $node_pools VARCHAR[] (parallel: each listed node's pool,
 -- cluster.yaml pool_by_node; empty with a node count only), $default_pool VARCHAR ('all' without pools,
@@ -71,7 +71,7 @@ WITH bounds AS (
     SELECT greatest(epoch_us(least(COALESCE($as_of::TIMESTAMPTZ, b.d1), b.d1)) - epoch_us(b.d0), 0) / 3.6e9 AS h
     FROM bounds AS b
 ), hours AS (
-    SELECT CASE WHEN h >= 24 - 60 / 60.0 THEN 24.0 ELSE h END AS capacity_hours FROM covered
+    SELECT CASE WHEN h >= 24 - $max_gap_minutes / 60.0 THEN 24.0 ELSE h END AS capacity_hours FROM covered
 )
 SELECT $day::DATE                                               AS day,
        COALESCE(pools.pool, agg.pool)                           AS pool,

@@ -7,7 +7,7 @@
 -- (capacity_hours_expr, which goodput, node availability and the SLIs use): 24, but on the day of $as_of
 -- (the accounting's last moment) only the hours up to it when more than 60 min (MAX_GAP_MINUTES) of the
 -- day lie after it (the minutes after midnight a dump cut at 00:05 reaches; the day is flagged partial).
--- Parameters: $day DATE, $capacity_gpus INTEGER (GPUs in the cluster: the sum of every node's GPUs,
+-- Parameters: $max_gap_minutes DOUBLE (accounting_span.MAX_GAP_MINUTES), $day DATE, $capacity_gpus INTEGER (GPUs in the cluster: the sum of every node's GPUs,
 -- cluster.yaml node_gpus over gpus_per_node), $as_of TIMESTAMPTZ
 -- (end assumed for jobs still running and the accounting's last moment; a NULL $as_of leaves running
 -- jobs out and the day's end uncut).
@@ -39,7 +39,7 @@ WITH bounds AS (
     SELECT greatest(epoch_us(least(COALESCE($as_of::TIMESTAMPTZ, b.d1), b.d1)) - epoch_us(b.d0), 0) / 3.6e9 AS h
     FROM bounds AS b
 ), cap AS (
-    SELECT $capacity_gpus::INTEGER * CASE WHEN h >= 24 - 60 / 60.0 THEN 24.0 ELSE h END AS capacity_gpu_hours
+    SELECT $capacity_gpus::INTEGER * CASE WHEN h >= 24 - $max_gap_minutes / 60.0 THEN 24.0 ELSE h END AS capacity_gpu_hours
     FROM covered
 ), agg AS (
     SELECT COALESCE(sum(n_gpus::HUGEINT * (epoch_us(e) - epoch_us(s))) / 3.6e9, 0.0) AS allocated_gpu_hours,
