@@ -7,9 +7,13 @@
 -- message on the same node within a second of the previous copy is a copy; the first copy (earliest,
 -- then by file and line) stays. rsyslog's "message repeated N times: [...]" is another message
 -- and stays (it stands for N more lines).
+-- The copy test runs over the key columns only and the events are read once, without it: the window
+-- sorting every column of a year's events took twice as long.
 WITH ordered AS (
-    SELECT *, ts - lag(ts) OVER (PARTITION BY node, message ORDER BY ts, source_file, line_no) AS _since_copy
+    SELECT event_id, ts - lag(ts) OVER (PARTITION BY node, message ORDER BY ts, source_file, line_no) AS _since_copy
     FROM core.node_events
+),
+copies AS (
+    SELECT event_id FROM ordered WHERE _since_copy <= INTERVAL 1 SECOND
 )
-SELECT * EXCLUDE (_since_copy) FROM ordered
-WHERE _since_copy IS NULL OR _since_copy > INTERVAL 1 SECOND
+SELECT * FROM core.node_events ANTI JOIN copies USING (event_id)
