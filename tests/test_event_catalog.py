@@ -30,6 +30,7 @@ from gpusre.models.logs.event_catalog import (
     load_sxid_catalog,
     load_xid_catalog,
     normalize_pci,
+    xid_event_action,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "xid"
@@ -269,6 +270,27 @@ def test_xid_74_is_nvlink_and_unknown_code_falls_back() -> None:
         # An Xid the catalog does not know yet keeps its code and is visibly uncatalogued (cause unknown).
         ("xid", 999, "gpu", "unknown", "CHECK_CATALOG"),
     ]
+
+
+def test_a_hardware_xid_that_nvidia_says_to_ignore_now_carries_its_investigatory_action() -> None:
+    # Xid 157 RESOURCE_RETIREMENT_FAILURE: hardware, high; NVIDIA's immediate bucket IGNORE, investigatory
+    # CONTACT_SUPPORT. An incident of it must not read "No action needed"; an application's or the
+    # driver's IGNORE (Xid 43, 38) stays IGNORE.
+    out = classify_messages(pl.Series([
+        "NVRM: Xid (PCI:0000:1b:00): 157, pid=1234, name=python, Resource retirement failure",
+        "NVRM: Xid (PCI:0000:1b:00): 43, pid=1234, name=python, Ch 00000010",
+        "NVRM: Xid (PCI:0000:1b:00): 38, pid=1234, name=python, ch 00000001",
+    ]))
+    assert out.select("code", "cause_class", "severity", "action").rows() == [
+        (157, "hardware", "high", "CONTACT_SUPPORT"),
+        (43, "user_application", "low", "IGNORE"),
+        (38, "driver_firmware", "low", "IGNORE"),
+    ]
+    # The rule as data: every catalog row keeps its bucket but the hardware IGNOREs with an investigatory action.
+    catalog = load_xid_catalog().with_columns(xid_event_action().alias("event_action"))
+    changed = catalog.filter(pl.col("event_action") != pl.col("action"))
+    assert set(changed["code"].to_list()) == {121, 157}
+    assert set(changed["event_action"].to_list()) == {"CONTACT_SUPPORT"}
 
 
 def test_older_drivers_xid_and_sxid_without_the_pci_prefix() -> None:

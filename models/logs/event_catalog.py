@@ -66,6 +66,7 @@ __all__ = [
     "load_log_patterns",
     "load_sxid_catalog",
     "load_xid_catalog",
+    "xid_event_action",
     "normalize_pci",
 ]
 
@@ -389,6 +390,18 @@ class _Plan:
     sxid: pl.DataFrame
 
 
+def xid_event_action() -> pl.Expr:
+    """The action an Xid event carries (column ``action``, over :func:`load_xid_catalog`'s columns):
+    NVIDIA's immediate bucket, except that a hardware fault whose bucket is IGNORE acts by its
+    investigatory bucket when that is an action (Xid 157 RESOURCE_RETIREMENT_FAILURE: IGNORE, then
+    CONTACT_SUPPORT). Why: NVIDIA's IGNORE says no reset is needed now, but an incident of a failing
+    GPU whose report reads "No action needed" hides that the vendor must look at it."""
+    investigate = pl.col("investigatory_action")
+    return (pl.when((pl.col("action") == "IGNORE") & (pl.col("cause_class") == "hardware")
+                    & investigate.is_in(sorted(ACTIONS)) & (investigate != "IGNORE"))
+            .then(investigate).otherwise(pl.col("action")).alias("action"))
+
+
 @lru_cache(maxsize=1)
 def _plan() -> _Plan:
     """Load and cache the packaged catalogs (validated once per process)."""
@@ -406,7 +419,8 @@ def _plan() -> _Plan:
         pl.col("action").alias("_p_action"),
     )
     classes = ["component", "cause_class", "severity", "action"]
-    xid = load_xid_catalog().select("code", *[pl.col(c).alias(f"_x_{c}") for c in classes])
+    xid = load_xid_catalog().with_columns(xid_event_action()).select(
+        "code", *[pl.col(c).alias(f"_x_{c}") for c in classes])
     sxid = load_sxid_catalog().select("code", *[pl.col(c).alias(f"_s_{c}") for c in classes])
     literals = list(dict.fromkeys(patterns["literal"].to_list()))
     literal_patterns = patterns.select("literal", pl.int_range(pl.len(), dtype=pl.Int32).alias("_pattern"))
