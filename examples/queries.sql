@@ -121,12 +121,15 @@ ORDER BY component_class = 'all' DESC, incidents DESC;
 
 -- Q: Which are the worst nodes (hardware incidents, killed jobs), and which does gpusre flag as suspect?
 -- marts.suspect_nodes holds the nodes far above the fleet over the last 28 days (robust z); this ranks
--- every node with hardware incidents so the list is never empty.
+-- every node with hardware incidents so the list is never empty. Jobs killed are those that ran on the
+-- node (marts.node_hardware_loss), not an incident's fleet-wide count: a leaf switch's 8 nodes did not
+-- each kill every job the switch killed.
 -- columns: node, hw_incidents, jobs_killed, suspect_score, recommended_action
 WITH incidents AS (
-    SELECT node, count(*) AS hw_incidents, sum(affected_jobs) AS jobs_killed
-    FROM marts.hw_incidents AS i, unnest(i.nodes) AS u(node)
-    GROUP BY node)
+    SELECT node, sum(hw_incidents) AS hw_incidents, sum(jobs_killed) AS jobs_killed
+    FROM marts.node_hardware_loss
+    GROUP BY node
+    HAVING sum(hw_incidents) > 0)
 SELECT node, hw_incidents, jobs_killed, round(s.score, 1) AS suspect_score, s.recommended_action
 FROM incidents LEFT JOIN marts.suspect_nodes AS s USING (node)
 ORDER BY s.score DESC NULLS LAST, hw_incidents DESC, jobs_killed DESC, node
