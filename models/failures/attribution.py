@@ -73,7 +73,11 @@ state — and hold with or without logs. Coverage unknown (``log_days`` not give
 Causality: an event stamped more than ``clock_skew`` before the job started, or an incident over by then,
 cannot have killed it (the scheduler gave the job a node back in service); nor can a fault its node
 logged a recovery from (``catalog/recovery_events.csv``: a port back ``ACTIVE``, a Lustre client
-reconnected) after its last evidence and before the job ended — for a link (:data:`GRACE_CLASSES`),
+reconnected) after its last evidence and before the job ended — a recovery of the same part: where
+both lines name the NIC's or GPU's PCI address or the port (``core.node_events`` ``device_pci``,
+``gpu_pci``, ``port``), they must agree, so one rail back ``ACTIVE`` does not clear another rail of the
+node still down, while a line naming none (a reboot, a site's portless ``link down``) answers for every
+part of its node — for a link (:data:`GRACE_CLASSES`),
 only when the job kept running for :data:`RECOVERY_GRACE` (5 min) after the port came back, or for
 the collective timeout (:data:`COLLECTIVE_TIMEOUT`, 30 min, cluster.yaml
 ``attribution.collective_timeout_min``) when it ran on more than one node: a link flap breaks NCCL's
@@ -124,8 +128,9 @@ from gpusre.models.vocabulary import HEALTH_CHECK_KIND, INTERRUPTED_STATES, NODE
 from gpusre.models.reliability.training_runs import lost_work_expr
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
-from gpusre.models.reliability.repair_times import (ACTION_TOKEN, load_fault_clears, load_lasting_fault_actions,
-                                                    load_open_fault_kinds, load_recovery_kinds)
+from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, join_asof_same_part, load_fault_clears,
+                                                    load_lasting_fault_actions, load_open_fault_kinds,
+                                                    load_recovery_kinds, same_part, with_parts)
 
 __all__ = [
     "ATTRIBUTION_SCHEMA",
@@ -292,10 +297,14 @@ def _optional(jobs: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:
     return pl.col(name).cast(dtype) if name in jobs.columns else pl.lit(None, dtype=dtype)
 
 
+#: The event columns the attribution reads: :data:`EVENT_SCHEMA` and the part the line names (PART_COLUMNS).
+_EVENT_COLUMNS: tuple[str, ...] = (*EVENT_SCHEMA, *(c for c in PART_COLUMNS if c not in EVENT_SCHEMA))
+
+
 def _indexed(events: pl.DataFrame) -> pl.DataFrame:
-    """``events`` (:data:`EVENT_SCHEMA` columns) sorted by (node, ts, event_id) with their position
-    ``_i``: each node's events are a contiguous index range (for :func:`_events_near`)."""
-    return events.select(*EVENT_SCHEMA).sort("node", "ts", "event_id").with_row_index("_i")
+    """``events`` (:data:`_EVENT_COLUMNS`; part columns it lacks are null) sorted by (node, ts, event_id) with
+    their position ``_i``: each node's events are a contiguous index range (for :func:`_events_near`)."""
+    return with_parts(events).select(*_EVENT_COLUMNS).sort("node", "ts", "event_id").with_row_index("_i")
 
 
 def _events_near(job_nodes: pl.DataFrame, ev: pl.DataFrame, before: timedelta, after: timedelta) -> pl.DataFrame:
@@ -328,67 +337,77 @@ def _events_near(job_nodes: pl.DataFrame, ev: pl.DataFrame, before: timedelta, a
 
 
 def _recoveries(events: pl.DataFrame) -> pl.DataFrame:
-    """``node``, ``_rec_ts``, ``_class``: events saying a node recovered from a fault of that class."""
+    """``node``, ``_rec_ts``, ``_class`` and the :data:`PART_COLUMNS`: events saying a node recovered from a
+    fault of that class, on the part they name."""
     kinds = load_recovery_kinds()
-    return (events.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_rec_ts"), "kind")
+    return (with_parts(events).select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_rec_ts"), "kind",
+                                      *PART_COLUMNS)
             .join(kinds.rename({"component_class": "_class"}), on="kind").drop("kind").drop_nulls("node")
             .sort("_rec_ts"))
 
 
 def _clearings(events: pl.DataFrame, outages: pl.DataFrame) -> pl.DataFrame:
-    """``node``, ``_clr_ts``, ``_fault``: the moments a node logged a recovery that clears lasting faults of
-    ``_fault`` (a kind, or ``action:<ACTION>``: :func:`~gpusre.models.reliability.repair_times.load_fault_clears`),
-    and the ends of its hardware outages (:func:`node_state_evidence`: the node back in service), which
-    clear its lasting GPU faults (the ``action:`` ones) as a reboot does."""
+    """``node``, ``_clr_ts``, ``_fault`` and the :data:`PART_COLUMNS`: the moments a node logged a recovery
+    that clears lasting faults of ``_fault`` (a kind, or ``action:<ACTION>``:
+    :func:`~gpusre.models.reliability.repair_times.load_fault_clears`) on the part it names (none: every
+    part, as a reboot), and the ends of its hardware outages (:func:`node_state_evidence`: the node back
+    in service), which clear its lasting GPU faults (the ``action:`` ones) as a reboot does."""
     clears = load_fault_clears()
-    logged = (events.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_clr_ts"), "kind")
-              .join(clears, on="kind").select("node", "_clr_ts", pl.col("fault").alias("_fault")))
+    logged = (with_parts(events).select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_clr_ts"), "kind",
+                                        *PART_COLUMNS)
+              .join(clears, on="kind").select("node", "_clr_ts", pl.col("fault").alias("_fault"), *PART_COLUMNS))
     actions = pl.DataFrame({"_fault": [ACTION_TOKEN + a for a in load_lasting_fault_actions()]}, schema={"_fault": pl.String})
-    back = (outages.select("node", pl.col("end_ts").cast(pl.Datetime("us", "UTC")).alias("_clr_ts"))
-            .drop_nulls().join(actions, how="cross")) if "end_ts" in outages.columns else logged.clear()
+    back = (with_parts(outages.select("node", pl.col("end_ts").cast(pl.Datetime("us", "UTC")).alias("_clr_ts"))
+                       .drop_nulls().join(actions, how="cross"))
+            if "end_ts" in outages.columns else logged.clear())
     return pl.concat([logged, back]).drop_nulls("node")
 
 
 def _recovered(pairs: pl.DataFrame, clearings: pl.DataFrame, *, by_kind: bool = True) -> pl.DataFrame:
     """The (``_j``, ``event_id``) of ``pairs`` (job-event pairs with ``node``, ``ts``, ``kind``, ``action``,
-    ``end_ts``) whose node logged a recovery clearing that event (:func:`_clearings`) after it and by the
-    job's end. ``by_kind=False``: only the clearings by catalog action (the lasting GPU faults), for
+    ``end_ts``, the :data:`PART_COLUMNS`) whose node logged a recovery clearing that event
+    (:func:`_clearings`) on the same part (:func:`~gpusre.models.reliability.repair_times.same_part`: a
+    reset of one GPU clears no other GPU's fault; a reboot, naming none, clears them all) after it and by
+    the job's end. ``by_kind=False``: only the clearings by catalog action (the lasting GPU faults), for
     the links whose recovery :func:`_cleared` weighs with a grace."""
     tokens = [pl.concat_str(pl.lit(ACTION_TOKEN), pl.col("action"))] + ([pl.col("kind")] if by_kind else [])
-    return (pairs.select("_j", "node", "event_id", "ts", "end_ts", pl.concat_list(tokens).alias("_fault"))
+    return (pairs.select("_j", "node", "event_id", "ts", "end_ts", pl.concat_list(tokens).alias("_fault"), *PART_COLUMNS)
             .explode("_fault").drop_nulls("_fault")
-            .join(clearings, on=["node", "_fault"])
-            .filter((pl.col("_clr_ts") > pl.col("ts")) & (pl.col("_clr_ts") <= pl.col("end_ts")))
+            .join(clearings, on=["node", "_fault"], suffix="_clr")
+            .filter((pl.col("_clr_ts") > pl.col("ts")) & (pl.col("_clr_ts") <= pl.col("end_ts")) & same_part("_clr"))
             .select("_j", "event_id").unique())
 
 
 def _failure_times(failures: pl.DataFrame) -> pl.DataFrame:
-    """``node``, ``_last``, ``_class`` of failure events, sorted by time (for :func:`_cleared`)."""
-    return (failures.select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
-                            class_of(pl.col("component")).alias("_class")).drop_nulls("node").sort("_last"))
+    """``node``, ``_last``, ``_class`` and the :data:`PART_COLUMNS` of failure events, sorted by time (for
+    :func:`_cleared`)."""
+    return (with_parts(failures).select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")).alias("_last"),
+                                        class_of(pl.col("component")).alias("_class"), *PART_COLUMNS)
+            .drop_nulls("node").sort("_last"))
 
 
 def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, after: timedelta,
              grace: timedelta = RECOVERY_GRACE) -> pl.DataFrame:
-    """The (``_j``, ``node``, ``_class``) of ``pairs`` (with ``end_ts``) whose node logged a recovery of that
-    class after its last failure evidence of the class in the window (to ``end_ts + after``: evidence
+    """The (``_j``, ``node``, ``_class``, :data:`PART_COLUMNS`) of ``pairs`` (with ``end_ts`` and the part
+    columns: null where the part is unknown) whose node logged a recovery of that class on that part after
+    its last failure evidence of the class on that part in the window (to ``end_ts + after``: evidence
     logged just after the end is the fault that killed it) and before the job's end — at least the grace
     before it for the classes of :data:`GRACE_CLASSES` (a job dying just after a link came back died of
     the link): the pair's ``_grace`` column when it has one (:data:`COLLECTIVE_TIMEOUT` for multi-node
-    jobs), else ``grace`` (:data:`RECOVERY_GRACE`). ``last``: :func:`_failure_times` of the failure events."""
-    schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String}
+    jobs), else ``grace`` (:data:`RECOVERY_GRACE`). ``last``: :func:`_failure_times` of the failure events.
+    The same part is :func:`~gpusre.models.reliability.repair_times.same_part`'s: one rail's ``Link
+    ACTIVE`` does not clear another rail still down; a line naming no part answers for every part."""
+    schema = {"_j": pl.UInt32, "node": pl.String, "_class": pl.String, **{c: pl.String for c in PART_COLUMNS}}
     if pairs.is_empty() or recoveries.is_empty():
         return pl.DataFrame(schema=schema)
-    p = (pairs.with_columns((pl.col("end_ts") + after).alias("_hi")).sort("_hi")
-         .join_asof(last, left_on="_hi", right_on="_last", by=["node", "_class"], strategy="backward",
-                    check_sortedness=False)
-         .filter(pl.col("_last").is_not_null()).sort("_last")
-         .join_asof(recoveries, left_on="_last", right_on="_rec_ts", by=["node", "_class"], strategy="forward",
-                    check_sortedness=False))
+    p = join_asof_same_part(with_parts(pairs).with_columns((pl.col("end_ts") + after).alias("_hi")), last,
+                            left_on="_hi", right_on="_last", by=["node", "_class"], strategy="backward")
+    p = join_asof_same_part(p.filter(pl.col("_last").is_not_null()), recoveries,
+                            left_on="_last", right_on="_rec_ts", by=["node", "_class"], strategy="forward")
     job_grace = pl.col("_grace") if "_grace" in pairs.columns else pl.lit(grace)
     wait = pl.when(pl.col("_class").is_in(list(GRACE_CLASSES))).then(job_grace).otherwise(pl.lit(timedelta(0)))
     return p.filter(pl.col("_rec_ts").is_not_null() & (pl.col("_rec_ts") + wait <= pl.col("end_ts"))).select(
-        pl.col("_j").cast(pl.UInt32), "node", "_class")
+        pl.col("_j").cast(pl.UInt32), "node", "_class", *PART_COLUMNS)
 
 
 def _by_day(frame: pl.DataFrame, start: str, end: str, lead: timedelta, lag: timedelta,
@@ -452,7 +471,9 @@ def prepare_evidence(
     ``log_days``: :data:`LOG_DAYS_SCHEMA` rows, the (node, UTC day) pairs with at least one node-log
     line (``raw.record_days``; an empty frame when no node log was loaded); the nodes' event days are
     added (a node that logged an event logged a line). ``None``: coverage unknown, every node covered."""
-    infra = failure_events(events)
+    # failure_events keeps EVENT_SCHEMA's columns: the part each line names comes back by event id.
+    parts = with_parts(events).select("event_id", *(c for c in PART_COLUMNS if c not in EVENT_SCHEMA))
+    infra = failure_events(events).join(parts.unique("event_id"), on="event_id", how="left", maintain_order="left")
     if log_days is not None:
         # A node that logged an event that day logged a line (hand-built event tables have no record days).
         log_days = pl.concat([
@@ -470,7 +491,7 @@ def prepare_evidence(
         # The application's own faults (Xid 13/31, OOM kills: severity medium); not Xid 43 "GPU stopped
         # processing" and the like (low: NVIDIA says ignore; a process killed for a network or node
         # fault leaves it behind), which must not outweigh the fault beside it.
-        user=_indexed(events.select(*EVENT_SCHEMA).filter(
+        user=_indexed(events.filter(
             (pl.col("cause_class") == "user_application")
             & (severity_rank(pl.col("severity")) <= SEVERITY_RANK["medium"]))),
         recoveries=_recoveries(events),
@@ -482,7 +503,7 @@ def prepare_evidence(
         ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
         outages=outages,
         clearings=_clearings(events, outages),
-        uncatalogued=_indexed(events.select(*EVENT_SCHEMA).filter(
+        uncatalogued=_indexed(events.filter(
             (pl.col("cause_class") == "unknown") & pl.col("kind").is_in(["xid", "sxid"]))),
         log_days=log_days,
     )
@@ -606,11 +627,13 @@ def attribute_failures_with(
     recoveries, failure_times = evidence.recoveries, evidence.failure_times
     # Evidence its node recovered from while the job ran on (a Lustre client reconnected before the end,
     # a port back ACTIVE RECOVERY_GRACE before it) did not kill it: the job survived the fault.
-    cleared = _cleared(near_infra.join(j.select("_j", "end_ts", "_grace"), on="_j").select(
-        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts", "_grace").unique(), failure_times,
-        recoveries, after)
+    # Per part: one NIC back ACTIVE does not clear another NIC of the node still down (PART_COLUMNS).
+    part_pairs = near_infra.join(j.select("_j", "end_ts", "_grace"), on="_j").select(
+        "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts", "_grace", *PART_COLUMNS).unique()
+    cleared = _cleared(part_pairs, failure_times, recoveries, after)
     near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
-                  .join(cleared, on=["_j", "node", "_class"], how="anti").drop("_class"))
+                  .join(cleared, on=["_j", "node", "_class", *PART_COLUMNS], how="anti", nulls_equal=True)
+                  .drop("_class"))
     # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
     # was back in service (a fault whose last health check failed minutes before a new job began).
     started = pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
@@ -668,10 +691,16 @@ def attribute_failures_with(
         )
         .with_columns(class_of(pl.col("component")).alias("_class"))
     )
-    # Recovery only matters for the (job, node, class) of incidents that meet the job's window.
-    inc_cleared = _cleared(meeting.join(j.select("_j", "_grace"), on="_j").select(
-        "_j", "node", "_class", "end_ts", "_grace").unique(), failure_times, recoveries, after).with_columns(
-        pl.lit(True).alias("_clr"))
+    # Recovery only matters for the (job, node, class) of incidents that meet the job's window: the node is
+    # over it when every part its evidence near the job names recovered (no such evidence: any part).
+    inc_pairs = (meeting.select("_j", "node", "_class", "end_ts").unique()
+                 .join(part_pairs.drop("end_ts", "_grace"), on=["_j", "node", "_class"], how="left")
+                 .join(j.select("_j", "_grace"), on="_j"))
+    inc_cleared = (
+        inc_pairs.join(_cleared(inc_pairs, failure_times, recoveries, after).with_columns(pl.lit(True).alias("_clr")),
+                       on=["_j", "node", "_class", *PART_COLUMNS], how="left", nulls_equal=True)
+        .group_by("_j", "node", "_class").agg(pl.col("_clr").fill_null(False).all())
+        .filter("_clr"))
     covering = (
         meeting.join(inc_cleared, on=["_j", "node", "_class"], how="left")
         # an incident every one of whose nodes under the job recovered while the job ran on is over

@@ -21,7 +21,8 @@ to the drain. An incident without log evidence is measured from its start.
 * **Without node states** for an incident (none ingested, or its nodes were never drained) the repair
   end falls back, in this order, to the moment every node logged a *recovery* of the incident's class
   after its own last evidence (a port back to ``Link ACTIVE``, a Lustre client's ``Connection restored``:
-  ``catalog/recovery_events.csv``, :func:`recovery_ends`) — for a lasting GPU fault (the cause's catalog
+  ``catalog/recovery_events.csv``, :func:`recovery_ends`) — of each part the evidence names (the NIC's or
+  GPU's PCI address, the port: :data:`PART_COLUMNS`; one rail back ``ACTIVE`` does not repair another) — for a lasting GPU fault (the cause's catalog
   action a GPU reset or a reboot: an Xid 79, :func:`load_lasting_fault_actions`), a reboot of the node
   (the kernel's boot banner or the NVIDIA driver's load line, the ``clears`` column) ends it too, as job
   failure attribution ends that fault, with ``repair_source`` ``reboot`` (a boot ends no link's or file
@@ -62,18 +63,22 @@ from gpusre.models.failures.drain_reasons import load_drain_reason_rules
 
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
+    "PART_COLUMNS",
     "RECOVERY_END_SCHEMA",
     "REPAIR_TIMES_SCHEMA",
     "action_clearing_lines",
     "first_evidence",
     "health_check_ends",
     "incident_outage_links",
+    "join_asof_same_part",
     "link_incidents",
     "median_ci",
     "node_outages",
     "outage_chains",
     "recovery_ends",
     "repair_times",
+    "same_part",
+    "with_parts",
 ]
 
 _UTC = pl.Datetime("us", "UTC")
@@ -544,15 +549,74 @@ def health_check_ends(evidence: pl.DataFrame, events: pl.DataFrame,
             .select(list(HEALTH_CHECK_END_SCHEMA)).cast(HEALTH_CHECK_END_SCHEMA))  # type: ignore[arg-type]
 
 
+#: The ``core.node_events`` columns that name the part a line is about: the device's PCI address (a NIC's),
+#: the GPU's, and the port. An 8-rail node logs a ``Link DOWN`` per NIC: one NIC's ``Link ACTIVE`` is no
+#: recovery of another's, nor a GPU's reset of another GPU (:func:`same_part`).
+PART_COLUMNS: tuple[str, ...] = ("device_pci", "gpu_pci", "port")
+
+
+def with_parts(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every :data:`PART_COLUMNS` column as String; one it lacks is null (hand-built events,
+    a site whose lines name no part), so that its lines match any part."""
+    return frame.with_columns(pl.col(c).cast(pl.String) if c in frame.columns else pl.lit(None, pl.String).alias(c)
+                              for c in PART_COLUMNS)
+
+
+def same_part(suffix: str) -> pl.Expr:
+    """True where a row and the other side of a join (its :data:`PART_COLUMNS` suffixed ``suffix``) name the
+    same part: the GPU addresses agree where both carry one, the device addresses too, and the ports where
+    both carry one relative to the same kind of name — both with a device address (``Port: 1`` of an HCA)
+    or both without (an interface name, ``ibp59s0``): the kernel's ``mlx5_0: Port: 1`` and networkd's
+    ``ibp59s0`` may be one port. A column either lacks says nothing, so a line that names no part (a
+    reboot, a site's portless ``link down``) matches every part of its node."""
+    def agree(c: str) -> pl.Expr:
+        return pl.col(c).is_null() | pl.col(c + suffix).is_null() | (pl.col(c) == pl.col(c + suffix))
+    port_namespaces_differ = pl.col("device_pci").is_null() != pl.col("device_pci" + suffix).is_null()
+    return agree("device_pci") & agree("gpu_pci") & (port_namespaces_differ | agree("port"))
+
+
+def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, right_on: str, by: list[str],
+                        strategy: str, **options: object) -> pl.DataFrame:
+    """``left.join_asof(right, ...)`` by ``by`` where the matched ``right`` row names the same part as the
+    ``left`` row (:func:`same_part`): each row's nearest line about its own part, or one naming no part.
+
+    Both frames carry the :data:`PART_COLUMNS` (:func:`with_parts`); ``right``'s are not returned. As-of
+    joins need equal keys, so the rows are grouped by which part columns they carry (a handful of shapes:
+    a NIC line carries its PCI address and port, a reboot none) and each pair of shapes is joined by the
+    columns :func:`same_part` compares for it; a left row keeps its nearest match over the pairs.
+    ``options``: ``join_asof``'s (``tolerance``, ``allow_exact_matches``).
+    """
+    device, gpu, port = (1 << i for i in range(len(PART_COLUMNS)))
+    shape = pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int32) * (1 << i) for i, c in enumerate(PART_COLUMNS))
+    brought = [c for c in right.columns if c not in (*by, *PART_COLUMNS)]
+    lft = left.with_row_index("_lrow").with_columns(shape.alias("_shape"))
+    rgt = right.with_columns(shape.alias("_shape"))
+    matches = [right.clear().select(pl.lit(0, pl.UInt32).alias("_lrow"), *brought)]
+    for (lshape,), lpart in lft.partition_by("_shape", as_dict=True).items():
+        for (rshape,), rpart in rgt.partition_by("_shape", as_dict=True).items():
+            both = lshape & rshape
+            if (lshape & device) != (rshape & device):  # a port number of a device is no interface name
+                both &= ~port
+            shared = [c for c, bit in zip(PART_COLUMNS, (device, gpu, port), strict=True) if both & bit]
+            matches.append(
+                lpart.select("_lrow", *by, *shared, left_on).sort(left_on)
+                .join_asof(rpart.select(*by, *shared, *brought).sort(right_on), left_on=left_on, right_on=right_on,
+                           by=[*by, *shared], strategy=strategy, check_sortedness=False, **options)  # type: ignore[arg-type]
+                .select("_lrow", *brought))
+    best = (pl.concat(matches).drop_nulls(right_on)
+            .sort(right_on, descending=strategy == "backward").unique("_lrow", keep="first"))
+    return lft.drop("_shape").join(best, on="_lrow", how="left", maintain_order="left").drop("_lrow")
+
+
 def recovery_lines(events: pl.DataFrame) -> pl.DataFrame:
-    """``node``, ``component_class``, ``_up``: the recovery lines among node events (a port back
-    ``ACTIVE``, a Lustre client reconnected: ``catalog/recovery_events.csv``).
+    """``node``, ``component_class``, ``_up`` and the :data:`PART_COLUMNS`: the recovery lines among node
+    events (a port back ``ACTIVE``, a Lustre client reconnected: ``catalog/recovery_events.csv``).
 
     Args:
-        events: node events with ``node``, ``ts``, ``kind`` (other columns are ignored).
+        events: node events with ``node``, ``ts``, ``kind``, optionally the part columns (others are ignored).
     """
-    return (events.select("node", pl.col("ts").cast(_UTC).alias("_up"), "kind").join(load_recovery_kinds(), on="kind")
-            .select("node", "component_class", "_up"))
+    return (with_parts(events).select("node", pl.col("ts").cast(_UTC).alias("_up"), "kind", *PART_COLUMNS)
+            .join(load_recovery_kinds(), on="kind").select("node", "component_class", "_up", *PART_COLUMNS))
 
 
 #: :func:`recovery_ends` output.
@@ -565,16 +629,17 @@ _REBOOT_SOURCE = _HEALTH_EVIDENCE_SOURCE["reboot"]
 
 
 def action_clearing_lines(events: pl.DataFrame) -> pl.DataFrame:
-    """``node``, ``_fault``, ``_boot``: the lines among node events that clear a lasting fault named by its
-    catalog action (``_fault`` = ``action:<ACTION>``: a ``kernel_boot`` or ``driver_loaded`` line clears
-    an Xid 79's ``action:RESTART_BM``), one row per line and action it clears (:func:`load_fault_clears`).
+    """``node``, ``_fault``, ``_boot`` and the :data:`PART_COLUMNS`: the lines among node events that clear a
+    lasting fault named by its catalog action (``_fault`` = ``action:<ACTION>``: a ``kernel_boot`` or
+    ``driver_loaded`` line clears an Xid 79's ``action:RESTART_BM``), one row per line and action it clears
+    (:func:`load_fault_clears`). A line naming no GPU (a boot) clears every GPU of its node.
 
     Args:
-        events: node events with ``node``, ``ts``, ``kind`` (other columns are ignored).
+        events: node events with ``node``, ``ts``, ``kind``, optionally the part columns (others are ignored).
     """
     clears = load_fault_clears().filter(pl.col("fault").str.starts_with(ACTION_TOKEN)).rename({"fault": "_fault"})
-    return (events.select("node", pl.col("ts").cast(_UTC).alias("_boot"), "kind").join(clears, on="kind")
-            .select("node", "_fault", "_boot"))
+    return (with_parts(events).select("node", pl.col("ts").cast(_UTC).alias("_boot"), "kind", *PART_COLUMNS)
+            .join(clears, on="kind").select("node", "_fault", "_boot", *PART_COLUMNS))
 
 
 def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -591,10 +656,16 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     boot). ``repair_source`` is that of the incident's last node (``recovery_events``
     or ``reboot``; on a tie, ``reboot``).
 
+    A recovery or clearing line counts for the part it names (:data:`PART_COLUMNS`, :func:`same_part`): when
+    the evidence carries the part columns, give one row per incident, node and part with that part's last
+    evidence — a node with two NICs down is back when both are; a line or evidence row naming no part
+    matches any part of its node (a site whose lines carry no port, a reboot clearing every GPU).
+
     Args:
-        evidence: one row per incident and node: ``incident_id``, ``component_class``, ``node``, ``last_ts``;
-            optionally ``action`` (``marts.hw_incidents.action``; without it no reboot counts).
-        events: node events with ``node``, ``ts``, ``kind`` (others are ignored).
+        evidence: one row per incident and node (or node and part): ``incident_id``, ``component_class``,
+            ``node``, ``last_ts``; optionally ``action`` (``marts.hw_incidents.action``; without it no reboot
+            counts) and the :data:`PART_COLUMNS` (without them, any recovery of the node's class counts).
+        events: node events with ``node``, ``ts``, ``kind``, optionally the part columns (others are ignored).
     """
     rec = recovery_lines(events).sort("_up")
     boots = action_clearing_lines(events).sort("_boot")
@@ -606,16 +677,15 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     classes_with_recoveries = load_recovery_kinds()["component_class"].unique().implode()
     own_recovery = pl.col("component_class").cast(pl.String).is_in(classes_with_recoveries)
     lasting = action.is_in(load_lasting_fault_actions()) & ~own_recovery.fill_null(False)
-    per_node = (evidence.select("incident_id", pl.col("component_class").cast(pl.String), "node",
-                                pl.col("last_ts").cast(_UTC),
-                                pl.when(lasting).then(pl.lit(ACTION_TOKEN) + action).alias("_fault"))
-                .drop_nulls("node").sort("last_ts")
-                .join_asof(rec, left_on="last_ts", right_on="_up", by=["node", "component_class"],
-                           strategy="forward", tolerance=RECOVERY_HORIZON, check_sortedness=False)
-                # Only an incident with a lasting-fault action has a _fault: the others match no reboot.
-                .join_asof(boots, left_on="last_ts", right_on="_boot", by=["node", "_fault"],
-                           strategy="forward", tolerance=RECOVERY_HORIZON, allow_exact_matches=False,
-                           check_sortedness=False)
+    per_node = with_parts(evidence).select(
+        "incident_id", pl.col("component_class").cast(pl.String), "node", pl.col("last_ts").cast(_UTC),
+        pl.when(lasting).then(pl.lit(ACTION_TOKEN) + action).alias("_fault"), *PART_COLUMNS).drop_nulls("node")
+    # Each part's own recovery: one NIC back ACTIVE is no repair of another NIC still down.
+    per_node = join_asof_same_part(per_node, rec, left_on="last_ts", right_on="_up", by=["node", "component_class"],
+                                   strategy="forward", tolerance=RECOVERY_HORIZON)
+    # Only an incident with a lasting-fault action has a _fault: the others match no reboot.
+    per_node = (join_asof_same_part(per_node, boots, left_on="last_ts", right_on="_boot", by=["node", "_fault"],
+                                    strategy="forward", tolerance=RECOVERY_HORIZON, allow_exact_matches=False)
                 # The node's first recovery; a class recovery at the same moment as the boot names it.
                 .with_columns(pl.min_horizontal("_up", "_boot").alias("_end"),
                               pl.when(pl.col("_up").is_not_null() & ~(pl.col("_boot") < pl.col("_up")).fill_null(False))
