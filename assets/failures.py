@@ -85,7 +85,8 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
                      description="One row per hardware incident: repeated failure events on a node/component "
                      "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident, leaves "
                      "(or >= 3 nodes) losing links within 60 s of each other = one fabric incident; power or "
-                     "thermal failures on >= 3 nodes of one rack within 60 s = one rack incident; "
+                     "thermal failures on >= 3 nodes of one rack (NVLink failures on >= 3 hosts of one cluster.yaml "
+                     "NVLink domain) within 60 s = one rack incident; "
                      "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win. "
                      "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
         dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
@@ -131,7 +132,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         states = con.sql("SELECT * FROM core.node_states").pl() if table_exists(con, "core.node_states") else None
         outages = node_outages(states.select("node", "start_ts", "end_ts")) if states is not None else None
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None,
-                                             racks=config.racks or None, operator=operator, outages=outages)
+                                             racks=config.racks or None, nvlink_domains=config.nvlink_domains or None,
+                                             operator=operator, outages=outages)
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(

@@ -259,6 +259,11 @@ class ClusterConfig(BaseModel):
     #: :attr:`pool_gpus` only.
     pools: dict[str, str] = Field(default_factory=dict)
     leaf_switches: dict[str, str] = Field(default_factory=dict)
+    #: NVLink domains: name -> hostlist of the hosts sharing NVSwitches (a GB200 NVL72 rack with its NVSwitch
+    #: trays; the two racks of an NVL36x2). NVLink failures on >= 3 hosts of one domain within 60 s are one
+    #: incident (scope ``rack``); without it NVLink faults are per node, as on HGX / DGX nodes, whose
+    #: NVSwitches sit on the node's own baseboard. May list hosts outside ``nodes`` (NVSwitch trays), as racks may.
+    nvlink_domains: dict[str, str] = Field(default_factory=dict)
     maintenance: list[MaintenanceWindow] = Field(default_factory=list)
     sacct: SacctFormat = Field(default_factory=SacctFormat)
     slurm_events: SlurmEventsFormat = Field(default_factory=SlurmEventsFormat)
@@ -386,6 +391,24 @@ class ClusterConfig(BaseModel):
     def _groups(cls, value: dict[str, str]) -> dict[str, str]:
         for expr in value.values():
             _check_hostlist(expr)
+        return value
+
+    @field_validator("nvlink_domains")
+    @classmethod
+    def _nvlink_domains(cls, value: dict[str, str]) -> dict[str, str]:
+        # A host shares NVSwitches with one set of hosts only: a host in two domains is a typo, and which
+        # domain its NVLink faults join would otherwise depend on the order of the keys.
+        seen: dict[str, str] = {}
+        for domain, expr in value.items():
+            if not str(domain).strip():
+                raise ValueError("an NVLink domain needs a name")
+            try:
+                names = expand_hostlist(expr)
+            except HostlistError as exc:
+                raise ValueError(f"{domain}: {expr!r}: {exc}") from exc
+            for name in names:
+                if seen.setdefault(name, domain) != domain:
+                    raise ValueError(f"host {name} is in two NVLink domains: {seen[name]} and {domain}")
         return value
 
     @property

@@ -1,7 +1,8 @@
-"""A rack's NVLink domain failing is one rack incident (gpusre.models.failures.hw_incidents, ``rack_wide`` in
-catalog/component_classes.csv), and the marts built on incidents count it once.
+"""An NVLink domain failing is one rack-scope incident (gpusre.models.failures.hw_incidents, ``nvlink_domain_wide``
+in catalog/component_classes.csv, cluster.yaml ``nvlink_domains``), and the marts built on incidents count it once.
 
-On a GB200 NVL72 the NVLink domain is the rack: an NVSwitch tray's fatal SXid takes the NVLink of every compute
+On a GB200 NVL72 the NVLink domain is the rack (the site lists each rack under ``nvlink_domains`` too: the
+migration for NVL72 sites since NVLink stopped being rack-wide for every system): an NVSwitch tray's fatal SXid takes the NVLink of every compute
 tray down within seconds, and each tray logs its own fatal Xid 149. An SRE counts one incident (the switch's),
 not one per tray. Hand-made inputs: 4 racks of 6 compute trays with 4 GPUs each (``nvl-r<k>-ct0<1-6>``); rack
 r2 lists its NVSwitch tray ``nvl-r2-nvsw01``, which is not a Slurm node (no GPUs, no jobs). Expected values are
@@ -16,8 +17,8 @@ from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 
-from gpusre.models.component_classes import rack_wide_components
-from gpusre.models.failures.hw_incidents import RACK_CLASSES, incident_id, merge_incidents
+from gpusre.models.component_classes import nvlink_domain_components, rack_wide_components
+from gpusre.models.failures.hw_incidents import NVLINK_DOMAIN_CLASSES, RACK_CLASSES, incident_id, merge_incidents
 from hand_landing import query_rows, run_hand_landing
 from node_event_lines import T0, events_from_lines
 
@@ -31,6 +32,8 @@ XID154 = "NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0 
 XID74 = "NVRM: Xid (PCI:0000:18:00): 74, pid=1912, name=python, NVLink: fatal error detected on link 4(0x0, 0x0, 0x10000, 0x0)"
 SWITCH = "nvl-r2-nvsw01"
 RACKS = {f"r{k}": f"nvl-r{k}-ct[01-06]" for k in range(1, 5)} | {"r2": f"nvl-r2-ct[01-06],{SWITCH}"}
+#: On an NVL72 each rack is one NVLink domain.
+DOMAINS = dict(RACKS)
 COLS = ("component", "scope", "nodes", "n_events")
 
 
@@ -48,12 +51,15 @@ def _rack_burst(at: timedelta = 0 * S, switch: bool = True) -> list[tuple[timede
 
 
 def test_the_rack_wide_classes_are_the_catalogs_with_an_example_each() -> None:
-    """The rack rule is data: ``rack_wide`` rows of component_classes.csv, each with its reason in the note."""
-    assert RACK_CLASSES == rack_wide_components() == {"thermal": ("thermal",), "nvlink": ("nvlink", "nvswitch"),
-                                                      "power": ("host_power",)}
+    """The rack and NVLink-domain rules are data: ``rack_wide`` / ``nvlink_domain_wide`` rows of
+    component_classes.csv, each with its reason in the note. NVLink is not rack-wide (HGX: per node)."""
+    assert RACK_CLASSES == rack_wide_components() == {"thermal": ("thermal",), "power": ("host_power",)}
+    assert NVLINK_DOMAIN_CLASSES == nvlink_domain_components() == {"nvlink": ("nvlink", "nvswitch")}
     with resources.files("gpusre.models.catalog").joinpath("component_classes.csv").open() as fh:
-        rows = [r for r in csv.DictReader(fh) if r["rack_wide"] == "true"]
-    assert rows and all("rack_wide:" in r["note"] for r in rows)
+        rows = list(csv.DictReader(fh))
+    for column in ("rack_wide", "nvlink_domain_wide"):
+        flagged = [r for r in rows if r[column] == "true"]
+        assert flagged and all(f"{column}:" in r["note"] for r in flagged)
 
 
 def test_a_rack_nvlink_domain_failure_is_one_rack_incident_rooted_at_the_switch_tray() -> None:
@@ -63,42 +69,47 @@ def test_a_rack_nvlink_domain_failure_is_one_rack_incident_rooted_at_the_switch_
     # Failure events: SXid (its detail line is informational) + 6 x Xid 149 (Xid 154 is sympathetic) = 7.
     # An independent Xid 149 on r3-ct02 10 min later stays a node incident.
     lines = _rack_burst() + [(10 * M, _tray(3, 2), XID149), (10 * M, _tray(3, 2), XID154)]
-    incidents, membership = merge_incidents(events_from_lines(lines), racks=RACKS)
+    incidents, membership = merge_incidents(events_from_lines(lines), racks=RACKS, nvlink_domains=DOMAINS)
     assert incidents.select(*COLS, "component_class").rows() == [
         ("nvswitch", "rack", sorted([_tray(2, i) for i in range(1, 7)] + [SWITCH]), 7, "nvlink"),
         ("nvlink", "node", [_tray(3, 2)], 1, "nvlink")]
     assert incidents["incident_id"][0] == incident_id("nvswitch", T0, SWITCH)
-    alone, _ = merge_incidents(events_from_lines(lines[:2]), racks=RACKS)
+    alone, _ = merge_incidents(events_from_lines(lines[:2]), racks=RACKS, nvlink_domains=DOMAINS)
     assert alone["incident_id"].to_list() == [incidents["incident_id"][0]]
     assert membership.height == 8
-    # Without racks: one incident per host (the switch tray's and each tray's) + r3-ct02's = 8.
+    # Without nvlink_domains (racks alone, or nothing): one incident per host (the switch tray's and each
+    # tray's) + r3-ct02's = 8.
     assert merge_incidents(events_from_lines(lines))[0]["scope"].to_list() == ["node"] * 8
+    assert merge_incidents(events_from_lines(lines), racks=RACKS)[0]["scope"].to_list() == ["node"] * 8
 
 
 def test_without_the_switch_tray_the_rack_incident_is_named_nvlink() -> None:
     # The trays' Xids alone (the switch tray logs nothing, or racks does not list it): rack incident, nvlink,
     # id of the first tray's own incident (nvl-r2-ct01 at 2 s).
-    incidents, _ = merge_incidents(events_from_lines(_rack_burst(switch=False)), racks=RACKS)
+    incidents, _ = merge_incidents(events_from_lines(_rack_burst(switch=False)), nvlink_domains=DOMAINS)
     assert incidents.select(COLS).rows() == [("nvlink", "rack", [_tray(2, i) for i in range(1, 7)], 6)]
     assert incidents["incident_id"].to_list() == [incident_id("nvlink", T0 + 2 * S, _tray(2, 1))]
-    # The switch tray outside every rack: its SXid stays its own node incident beside the rack one.
-    other_racks = RACKS | {"r2": "nvl-r2-ct[01-06]"}
-    split, _ = merge_incidents(events_from_lines(_rack_burst()), racks=other_racks)
+    # The switch tray outside every domain: its SXid stays its own node incident beside the domain's one.
+    other_domains = DOMAINS | {"r2": "nvl-r2-ct[01-06]"}
+    split, _ = merge_incidents(events_from_lines(_rack_burst()), racks=RACKS, nvlink_domains=other_domains)
     assert split.select("component", "scope", "nodes").rows() == [
         ("nvswitch", "node", [SWITCH]), ("nvlink", "rack", [_tray(2, i) for i in range(1, 7)])]
 
 
-def test_nvlink_faults_on_hgx_nodes_of_one_rack_at_once_are_one_rack_incident() -> None:
-    # Three 8-GPU nodes of rack r1 log Xid 74 at 0, 20, 40 s: one rack incident (nvlink). Two nodes at once
-    # (< RACK_MIN_NODES), or three nodes 2 min apart (gaps > 60 s), stay per node; so do 2 + 2 nodes of two racks.
+def test_nvlink_faults_of_one_domain_at_once_are_one_incident_and_per_node_without_domains() -> None:
+    # Three trays of r1 log Xid 74 at 0, 20, 40 s. With r1 an NVLink domain: one incident (nvlink, scope rack).
+    # Two trays at once (< RACK_MIN_NODES), or three trays 2 min apart (gaps > 60 s), stay per node; so do
+    # 2 + 2 trays of two domains. With racks alone (HGX: the NVSwitches are on each node's baseboard) the
+    # three stay three node incidents (tests/test_nvlink_domains.py has the HGX cases).
     three = [(20 * k * S, _tray(1, k + 1), XID74) for k in range(3)]
-    assert merge_incidents(events_from_lines(three), racks=RACKS)[0].select(COLS).rows() == [
+    assert merge_incidents(events_from_lines(three), racks=RACKS, nvlink_domains=DOMAINS)[0].select(COLS).rows() == [
         ("nvlink", "rack", [_tray(1, k) for k in (1, 2, 3)], 3)]
-    assert merge_incidents(events_from_lines(three[:2]), racks=RACKS)[0]["scope"].to_list() == ["node"] * 2
+    assert merge_incidents(events_from_lines(three), racks=RACKS)[0]["scope"].to_list() == ["node"] * 3
+    assert merge_incidents(events_from_lines(three[:2]), nvlink_domains=DOMAINS)[0]["scope"].to_list() == ["node"] * 2
     apart = [(2 * k * M, _tray(1, k + 1), XID74) for k in range(3)]
-    assert merge_incidents(events_from_lines(apart), racks=RACKS)[0]["scope"].to_list() == ["node"] * 3
+    assert merge_incidents(events_from_lines(apart), nvlink_domains=DOMAINS)[0]["scope"].to_list() == ["node"] * 3
     two_racks = [(k * S, _tray(1 + k % 2, 1 + k // 2), XID74) for k in range(4)]
-    assert merge_incidents(events_from_lines(two_racks), racks=RACKS)[0]["scope"].to_list() == ["node"] * 4
+    assert merge_incidents(events_from_lines(two_racks), nvlink_domains=DOMAINS)[0]["scope"].to_list() == ["node"] * 4
 
 
 _CLUSTER = """cluster: nvl
@@ -107,6 +118,8 @@ nodes: "nvl-r[1-4]-ct[01-06]"
 gpus_per_node: 4
 gpu_type: gb200
 racks: {r1: "nvl-r1-ct[01-06]", r2: "nvl-r2-ct[01-06],nvl-r2-nvsw01", r3: "nvl-r3-ct[01-06]", r4: "nvl-r4-ct[01-06]"}
+nvlink_domains: {r1: "nvl-r1-ct[01-06]", r2: "nvl-r2-ct[01-06],nvl-r2-nvsw01", r3: "nvl-r3-ct[01-06]",
+                 r4: "nvl-r4-ct[01-06]"}
 """
 _SACCT_HEAD = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
                "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
@@ -123,12 +136,12 @@ def _job(job: int, state: str, start: str, end: str, elapsed: str, nodes: int, h
 def test_a_rack_nvlink_failure_through_the_pipeline(tmp_path: Path) -> None:
     """One day, 2026-12-01, 24 trays x 4 GPUs:
 
-    - 10:00:00 SXid on nvl-r2-nvsw01 (racks lists it under r2, nodes does not), 10:00:02-10:00:12 Xid 149 on
+    - 10:00:00 SXid on nvl-r2-nvsw01 (racks and nvlink_domains list it under r2, nodes does not), 10:00:02-10:00:12 Xid 149 on
       each r2 tray; job 9001 (r2 ct[01-06], 24 GPUs, 08:00-10:00:30) FAILED -> one nvswitch rack incident,
       9001 charged to it, lost 24 x 0.5 = 12.0 GPU-h split over its 6 trays: 2.0 each.
     - 15:00 Xid 149 on nvl-r3-ct02; job 9002 (r3 ct[01-02], 8 GPUs, 13:00-15:00:30) FAILED -> a node
       incident, 8 x 0.5 = 4.0 GPU-h on ct02 alone.
-    - 18:00 SXid on nvl-r4-nvsw01, a host in no rack and not a node: its own incident in hw_incidents (3),
+    - 18:00 SXid on nvl-r4-nvsw01, a host in no rack or domain and not a node: its own incident in hw_incidents (3),
       not a failure of the fleet (MTBF: 2), and never a node_hardware_loss row (it has no GPUs).
     """
     syslog = ["Dec  1 00:00:00 nvl-r1-ct01 systemd[1]: Started Session 1 of user root.",
@@ -167,10 +180,12 @@ def test_a_rack_nvlink_failure_through_the_pipeline(tmp_path: Path) -> None:
 def test_a_rack_nvlink_incident_is_named_and_advised_as_the_nvlink_domain_not_a_pdu() -> None:
     from gpusre.reports.kit.labels import incident_action, incident_component, incident_kind
 
+    # "NVLink domain", not "Rack NVLink domain": on an NVL36x2 the domain spans two racks.
     for component in ("nvlink", "nvswitch"):
-        assert incident_component(component, "rack") == "Rack NVLink domain"
-        assert incident_kind(component, "rack") == "Rack NVLink domain failure"
-        assert "NVSwitch trays" in incident_action("RESTART_BM", component, "rack")
+        assert incident_component(component, "rack") == "NVLink domain"
+        assert incident_kind(component, "rack") == "NVLink domain failure"
+        assert incident_action("RESTART_BM", component, "rack") == (
+            "Check the NVLink domain's NVSwitch trays and Fabric Manager, not one compute tray")
     assert incident_kind("host_power", "rack") == "Rack power loss"  # unchanged
     assert incident_kind("nvswitch", "node") == "NVLink/NVSwitch failure"
 

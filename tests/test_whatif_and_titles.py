@@ -105,7 +105,7 @@ def test_slo_incident_share_names_its_denominator(rich_warehouse, tmp_path: Path
     ("thermal", "rack", "Rack cooling failure", "Rack cooling", "Check the rack's cooling"),
     ("network_switch", "fabric", "Fabric (upstream switch) outage", "Fabric (upstream switch)",
      "Check the spine / core switches"),
-    ("network_switch", "leaf_switch", "Interconnect switch failure", "Interconnect switch", "Check the network link"),
+    ("network_switch", "leaf_switch", "Interconnect switch failure", "Interconnect switch", "Check the leaf switch"),
     ("host_power", "node", "Node power supply failure", "Node power supply", "Drain the node"),
 ])
 def test_incident_titles_follow_the_scope(component: str, scope: str, kind: str, what: str, action: str) -> None:

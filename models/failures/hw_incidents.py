@@ -30,16 +30,21 @@ Merging (:func:`merge_incidents`), in this order:
     2. *Storage*: storage failure events of the whole cluster are chained the same way; a chain
        touching at least ``storage_min_nodes`` nodes (as many out at once) is one ``storage`` incident (scope ``cluster``)
        — a Lustre/NFS server outage, not N client faults.
-    3. *Rack*: with ``racks`` given, failure events of one rack-wide class (:data:`RACK_CLASSES`, the
-       ``rack_wide`` column of ``component_classes.csv``: power, thermal, nvlink) on hosts of one rack,
-       chained with gaps of at most :data:`RACK_SIMULTANEITY` (60 s), at least ``rack_min_nodes``
-       (:data:`RACK_MIN_NODES`) out at once (until each logged the sensor deasserted), are one incident of
-       scope ``rack``: a PDU trip, a cooling loss, or an NVLink domain failure (on a GB200 NVL72 the NVLink
-       domain is the rack), not N parts failing together. The component is the class's rack-wide one
-       (``host_power``, ``thermal``, ``nvlink``), or the earliest evidence's when that is rack-wide too
-       (``nvswitch``: a switch tray's SXid logged before the compute trays' Xids is the cause). A rack may
-       list hosts outside ``nodes`` (NVSwitch trays): their events join the rack's incident. Without racks
-       nothing changes.
+    3. *Rack and NVLink domain*: with ``racks`` given, failure events of one rack-wide class
+       (:data:`RACK_CLASSES`, the ``rack_wide`` column of ``component_classes.csv``: power, thermal) on hosts
+       of one rack, chained with gaps of at most :data:`RACK_SIMULTANEITY` (60 s), at least
+       ``rack_min_nodes`` (:data:`RACK_MIN_NODES`) out at once (until each logged the sensor deasserted),
+       are one incident of scope ``rack``: a PDU trip or a cooling loss, not N parts failing together. With
+       ``nvlink_domains`` given (cluster.yaml: a GB200 NVL72 rack, the two racks of an NVL36x2), failures of
+       an NVLink-domain class (:data:`NVLINK_DOMAIN_CLASSES`, ``nvlink_domain_wide``: nvlink) on hosts of
+       one domain form one incident by the same rule, also of scope ``rack`` (a rack-scale shared part: the
+       domain's NVSwitch trays or Fabric Manager). Without ``nvlink_domains`` NVLink faults stay per node:
+       on HGX / DGX nodes the NVSwitches are on each node's baseboard, so nodes of one rack losing NVLink
+       together share no NVLink part. The component is the class's first such one (``host_power``,
+       ``thermal``, ``nvlink``), or the earliest evidence's when that is one of the class's too
+       (``nvswitch``: a switch tray's SXid logged before the compute trays' Xids is the cause). A rack or a
+       domain may list hosts outside ``nodes`` (NVSwitch trays): their events join its incident. Without
+       racks or domains nothing changes.
     4. Everything else chains per (node, component): a gap of at most ``window`` (inclusive) between
        consecutive events of the same node and component continues the incident, a longer gap
        starts a new one; an informational Xid escalated by its repeat threshold chains with the
@@ -83,7 +88,7 @@ import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from gpusre.models.component_classes import rack_wide_components
+from gpusre.models.component_classes import nvlink_domain_components, rack_wide_components
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, class_of
 from gpusre.models.logs.event_catalog import (
     CAUSE_CLASSES,
@@ -105,6 +110,7 @@ __all__ = [
     "OPERATOR_NODES_SCOPE",
     "OPERATOR_SCHEMA",
     "FABRIC_SIMULTANEITY",
+    "NVLINK_DOMAIN_CLASSES",
     "RACK_CLASSES",
     "RACK_MIN_NODES",
     "RACK_SIMULTANEITY",
@@ -143,16 +149,18 @@ WIDE_REJOIN = timedelta(hours=2)
 #: training times out), while two independent leaf failures are minutes or hours apart. A minute leaves
 #: room for syslog clocks a few seconds off and for links that time out one after another.
 FABRIC_SIMULTANEITY = timedelta(seconds=60)
-#: Failure events of a rack-wide class on nodes of one rack chained with gaps of at most this form a rack
-#: incident (see :func:`_rack_edges`): a PDU trip, a cooling loss or an NVLink domain failure hits every
-#: tray within seconds; parts failing on their own are hours or days apart.
+#: Failure events of a rack-wide class on nodes of one rack (or of an NVLink-domain class on hosts of one NVLink
+#: domain) chained with gaps of at most this form one incident (see :func:`_rack_edges`): a PDU trip, a cooling
+#: loss or an NVSwitch tray failure hits every tray within seconds; parts failing on their own are hours apart.
 RACK_SIMULTANEITY = timedelta(seconds=60)
 #: Nodes of one rack out at once that make a rack incident (as the catalog's leaf-switch rule: 3).
 RACK_MIN_NODES = 3
 #: Component classes whose rack-wide bursts are one rack incident -> the components that may name it, the
-#: default first (``component_classes.csv`` ``rack_wide``): {"power": ("host_power",), "thermal":
-#: ("thermal",), "nvlink": ("nvlink", "nvswitch")}.
+#: default first (``component_classes.csv`` ``rack_wide``): {"power": ("host_power",), "thermal": ("thermal",)}.
 RACK_CLASSES: dict[str, tuple[str, ...]] = rack_wide_components()
+#: Component classes whose bursts across one cluster.yaml ``nvlink_domains`` domain are one incident -> the
+#: components that may name it (``component_classes.csv`` ``nvlink_domain_wide``): {"nvlink": ("nvlink", "nvswitch")}.
+NVLINK_DOMAIN_CLASSES: dict[str, tuple[str, ...]] = nvlink_domain_components()
 #: A part that came back by itself (a port back ``ACTIVE``, a sensor deasserted) and failed again
 #: within this long, with no repair of its node in between, is one flapping fault (see :func:`_flap_edges`).
 FLAP_WINDOW = timedelta(hours=24)
@@ -534,31 +542,35 @@ def _fabric_edges(items: pl.DataFrame, min_nodes: int | None, recoveries: pl.Dat
 
 def _rack_edges(items: pl.DataFrame, taken: pl.DataFrame, min_nodes: int | None,
                 recoveries: pl.DataFrame | None) -> pl.DataFrame:
-    """:data:`_WIDE_SCHEMA` rows of rack-wide incidents (scope ``rack``): power, cooling, NVLink domain.
+    """:data:`_WIDE_SCHEMA` rows of rack-scope incidents: a rack's power or cooling, an NVLink domain.
 
     Failure events of one class of :data:`RACK_CLASSES` (power: PSU / PDU sensors; thermal: temperature,
-    fans; nvlink: NVLink Xids, NVSwitch SXids) on hosts of one rack (column ``_rack``), chained with gaps of
+    fans) on hosts of one rack (column ``_rack``), or of one class of :data:`NVLINK_DOMAIN_CLASSES` (nvlink:
+    NVLink Xids, NVSwitch SXids) on hosts of one NVLink domain (column ``_nvdomain``), chained with gaps of
     at most :data:`RACK_SIMULTANEITY`, with at least ``min_nodes`` (default :data:`RACK_MIN_NODES`) hosts
-    out at once (until each logged its recovery), are one incident of the rack's PDU, cooling or NVLink
-    domain, as a leaf switch's link losses are one: a PDU trip, not N power supplies failing together.
-    The incident is named by its earliest evidence's component when the catalog lists it as rack-wide for
-    the class (an NVSwitch tray's SXid before the compute trays' Xids: ``nvswitch``), else by the class's
-    first rack-wide component (a GPU power brake at a PDU trip is still the PDU's: ``host_power``).
+    out at once (until each logged its recovery), are one incident (scope ``rack``) of the rack's PDU or
+    cooling or of the domain's NVSwitches, as a leaf switch's link losses are one: a PDU trip, not N power
+    supplies failing together. The incident is named by its earliest evidence's component when the catalog
+    lists it for the class (an NVSwitch tray's SXid before the compute trays' Xids: ``nvswitch``), else by
+    the class's first listed component (a GPU power brake at a PDU trip is still the PDU's: ``host_power``).
     Health-check episodes take no part in the burst (they attach to their node's fault).
     """
     frames = []
-    for klass, components in RACK_CLASSES.items():
-        cand = _untaken(items, taken, "_rack").filter((pl.col("component_class") == klass) & ~pl.col("is_hc"))
-        wide = _wide_islands(cand.with_columns(pl.concat_str("_rack", pl.lit(klass), separator="|").alias("_rkey")),
-                             "_rkey", RACK_SIMULTANEITY, min_nodes or RACK_MIN_NODES,
-                             _class_recoveries(recoveries, klass), "rack", components[0], pl.lit(None, pl.String))
-        # The root is the earliest evidence (items are numbered by start): its component names the incident
-        # when it is one of the class's rack-wide ones.
-        root = cand.select(pl.col("_item").alias("_root"), pl.col("component").alias("_root_comp"))
-        frames.append(wide.join(root, on="_root", how="left")
-                      .with_columns(pl.when(pl.col("_root_comp").is_in(list(components))).then("_root_comp")
-                                    .otherwise("_wcomp").alias("_wcomp"))
-                      .select(list(_WIDE_SCHEMA)))
+    for group, classes in (("_rack", RACK_CLASSES), ("_nvdomain", NVLINK_DOMAIN_CLASSES)):
+        for klass, components in classes.items():
+            # A class the catalog flags for both groups is taken by the first (the rack) only.
+            done = pl.concat([taken, *(f.select("_item") for f in frames)])
+            cand = _untaken(items, done, group).filter((pl.col("component_class") == klass) & ~pl.col("is_hc"))
+            wide = _wide_islands(cand.with_columns(pl.concat_str(group, pl.lit(klass), separator="|").alias("_rkey")),
+                                 "_rkey", RACK_SIMULTANEITY, min_nodes or RACK_MIN_NODES,
+                                 _class_recoveries(recoveries, klass), "rack", components[0], pl.lit(None, pl.String))
+            # The root is the earliest evidence (items are numbered by start): its component names the
+            # incident when it is one of the class's listed ones.
+            root = cand.select(pl.col("_item").alias("_root"), pl.col("component").alias("_root_comp"))
+            frames.append(wide.join(root, on="_root", how="left")
+                          .with_columns(pl.when(pl.col("_root_comp").is_in(list(components))).then("_root_comp")
+                                        .otherwise("_wcomp").alias("_wcomp"))
+                          .select(list(_WIDE_SCHEMA)))
     return pl.concat(frames) if frames else pl.DataFrame(schema=_WIDE_SCHEMA)
 
 
@@ -907,6 +919,7 @@ def merge_incidents(
     storage_min_nodes: int | None = None,
     racks: Mapping[str, Sequence[str] | str] | None = None,
     rack_min_nodes: int | None = None,
+    nvlink_domains: Mapping[str, Sequence[str] | str] | None = None,
     operator: pl.DataFrame | None = None,
     episode_gap: timedelta = EPISODE_GAP,
     min_episode_runs: int = MIN_EPISODE_RUNS,
@@ -925,10 +938,12 @@ def merge_incidents(
             a ``network_switch`` incident (and nodes under no leaf in one burst that make a ``fabric`` one).
         storage_min_nodes: distinct nodes with storage failures in one chain that make one
             cluster-wide ``storage`` incident.
-        racks: rack -> its hosts (as ``cluster.yaml`` ``racks``; may name hosts outside the fleet, e.g. a
-            rack's NVSwitch trays); without it no rack incidents are formed.
-        rack_min_nodes: hosts of one rack out at once with failures of one rack-wide class (power, thermal,
-            NVLink) that make one ``rack`` incident (default :data:`RACK_MIN_NODES`).
+        racks: rack -> its hosts (as ``cluster.yaml`` ``racks``; may name hosts outside the fleet); without it
+            no power / cooling rack incidents are formed.
+        rack_min_nodes: hosts of one rack (or NVLink domain) out at once with failures of one rack-wide class
+            (power, thermal; NVLink for a domain) that make one ``rack`` incident (default :data:`RACK_MIN_NODES`).
+        nvlink_domains: NVLink domain -> its hosts (as ``cluster.yaml`` ``nvlink_domains``; may name NVSwitch
+            trays outside the fleet); without it NVLink faults are per node (HGX: the node is the domain).
         operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional).
         episode_gap: the largest gap between failures of one health check that keeps its episode.
         min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.
@@ -942,7 +957,8 @@ def merge_incidents(
     ev = failure_events(events)
     messages = events.select("event_id", pl.col("message").cast(pl.String)) if "message" in events.columns else None
     items = (_evidence(ev, messages, episode_gap).join(_leaf_of(topology), on="node", how="left")
-             .join(_group_of(racks, "_rack"), on="node", how="left"))
+             .join(_group_of(racks, "_rack"), on="node", how="left")
+             .join(_group_of(nvlink_domains, "_nvdomain"), on="node", how="left"))
     if items.is_empty():
         groups = _aggregate(items.with_columns(pl.lit(None, pl.String).alias("_group"), pl.lit(None, pl.String).alias("_scope"),
                                                pl.lit(None, pl.String).alias("_leaf"), pl.lit(None, pl.String).alias("_wcomp")))

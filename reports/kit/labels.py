@@ -122,27 +122,31 @@ def action_label(action: str | None) -> str:
 
 
 # -- a hardware incident by its spread (marts.hw_incidents.scope) ---------------------------------------
-# A rack-scope incident is power, cooling or the NVLink domain failing on several nodes of one rack at once (the
-# rack_wide classes of catalog/component_classes.csv), a fabric-scope one
-# link losses under several leaf switches: their component (a node's PSU, a leaf switch) names the evidence,
-# not the fault, and "Drain the node" / "Leaf switch" would send the SRE to the wrong box. One definition,
-# used by the incident retrospective, the nightly and the SLO review.
+# A rack-scope incident is power or cooling failing on several nodes of one rack at once (the rack_wide classes of
+# catalog/component_classes.csv), or NVLink failing on several hosts of one cluster.yaml NVLink domain (its
+# nvlink_domain_wide classes: a GB200 NVL72 rack, the two racks of an NVL36x2); a leaf-switch one is the links
+# of the nodes under one switch, a fabric-scope one link losses under several leaf switches. Their component (a
+# node's PSU, a node's NVLink, the switch) names the evidence, not the box to check: the catalog's per-node
+# action ("Drain the node", "Check the network link") would send the SRE to the wrong one. One definition, used
+# by the incident retrospective, the nightly and the SLO review.
 
 _RACK_COMPONENTS = {"host_power": "Rack power", "power": "Rack power", "thermal": "Rack cooling",
-                    "nvlink": "Rack NVLink domain", "nvswitch": "Rack NVLink domain", "sxid": "Rack NVLink domain"}
+                    "nvlink": "NVLink domain", "nvswitch": "NVLink domain", "sxid": "NVLink domain"}
 _RACK_KINDS = {"Rack power": "Rack power loss", "Rack cooling": "Rack cooling failure",
-               "Rack NVLink domain": "Rack NVLink domain failure"}
+               "NVLink domain": "NVLink domain failure"}
 _RACK_ACTIONS = {"Rack power": "Check the rack's PDU / breaker and power feed (not one node's power supply)",
                  "Rack cooling": "Check the rack's cooling (CDU, fans, airflow), not one node",
-                 "Rack NVLink domain": "Check the rack's NVSwitch trays and Fabric Manager (the NVLink domain), "
-                                      "not one compute tray"}
+                 "NVLink domain": "Check the NVLink domain's NVSwitch trays and Fabric Manager, not one compute tray"}
 FABRIC_COMPONENT = "Fabric (upstream switch)"
 FABRIC_ACTION = "Check the spine / core switches and the subnet manager above the leaf switches"
+#: The nodes under one leaf switch losing their links at once: the switch failed (its power, its firmware, its
+#: uplinks), not each node's cable or HCA.
+LEAF_SWITCH_ACTION = "Check the leaf switch (power, management state, uplinks), not one node's link"
 
 
 def incident_component(component: str | None, scope: str | None) -> str:
     """What failed, by the incident's spread: ('host_power', 'rack') -> 'Rack power', ('nvswitch', 'rack') ->
-    'Rack NVLink domain', (any, 'fabric') ->
+    'NVLink domain', (any, 'fabric') ->
     'Fabric (upstream switch)'; node, leaf-switch and other scopes -> :func:`component_label`."""
     if scope == "rack":
         return _RACK_COMPONENTS.get(component or "", f"Rack ({component_label(component)})")
@@ -161,11 +165,15 @@ def incident_kind(component: str | None, scope: str | None) -> str:
 
 
 def incident_action(action: str | None, component: str | None, scope: str | None) -> str:
-    """The recommended action for a hardware incident: a rack's or the fabric's, not the catalog's per-node
-    action of its worst event (a rack PDU trip is not 'Drain the node'); other scopes -> :func:`action_label`."""
+    """The recommended action for a hardware incident: the shared part its scope points at (a rack's PDU or
+    cooling, an NVLink domain's NVSwitches, the leaf switch, the spine / subnet manager), not the catalog's
+    per-node action of its worst event (a rack PDU trip is not 'Drain the node', a switch outage not 'Check the
+    network link'); node and other scopes -> :func:`action_label`."""
     if scope == "rack":
         return _RACK_ACTIONS.get(incident_component(component, scope),
                                  "Check what the rack's nodes share (power, cooling, NVLink), not one node")
+    if scope == "leaf_switch":
+        return LEAF_SWITCH_ACTION
     if scope == "fabric":
         return FABRIC_ACTION
     return action_label(action)
