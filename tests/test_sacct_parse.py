@@ -332,21 +332,24 @@ def test_parsable_trailing_delimiter_is_dropped() -> None:
     assert headerless.records.drop("line_no").equals(r.records.drop("line_no"))
 
 
-def test_extra_delimiter_in_job_name_is_rejected_with_line_number() -> None:
+def test_extra_delimiter_in_job_name_is_rejoined_and_a_short_line_rejected_with_line_number() -> None:
+    # JobName is HDR's one free-text column: a '|' in it is rejoined (tests/test_sacct_pipe_in_text.py).
     text = (
         HDR + "\n"
         "1|ok|COMPLETED|0:0|||00:01:00|UNLIMITED|n1|\n"
         "2|bad|name|FAILED|1:0|||00:01:00|UNLIMITED|n1|\n"
         "3|ok|FAILED|2:0|||00:01:00|Partition_Limit|None assigned|\n"
+        "4|short|FAILED|1:0|||00:01:00|UNLIMITED|n1\n"
     )
     r = parse_sacct_text(text, "x.psv")
     _check_result(r)
-    assert r.rejects.rows() == [("x.psv", 3, "2|bad|name|FAILED|1:0|||00:01:00|UNLIMITED|n1|", "expected 10 fields, got 11")]
-    assert r.records["job_id"].to_list() == ["1", "3"]
-    assert r.records["timelimit_s"].to_list() == [None, None]
-    assert r.records["nodes"].to_list() == [["n1"], []]
-    assert r.records["nodelist"].to_list() == ["n1", "None assigned"]
-    assert r.records["n_gpus"].to_list() == [0, 0]  # AllocTRES column present but no GPU
+    assert r.rejects.rows() == [("x.psv", 5, "4|short|FAILED|1:0|||00:01:00|UNLIMITED|n1", "expected 10 fields, got 9")]
+    assert r.records["job_id"].to_list() == ["1", "2", "3"]
+    assert r.records["name"].to_list() == ["ok", "bad|name", "ok"]
+    assert r.records["timelimit_s"].to_list() == [None, None, None]
+    assert r.records["nodes"].to_list() == [["n1"], ["n1"], []]
+    assert r.records["nodelist"].to_list() == ["n1", "n1", "None assigned"]
+    assert r.records["n_gpus"].to_list() == [0, 0, 0]  # AllocTRES column present but no GPU
 
 
 def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
@@ -363,7 +366,8 @@ def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
     assert together.records.equals(pl.concat([r.records for r in alone]))
     assert together.rejects.equals(pl.concat([r.rejects for r in alone]))
     assert together.rows_read == sum(r.rows_read for r in alone) == 5
-    assert [(f, n) for f, n, *_ in together.rejects.rows()] == [("a.psv", 3), ("a.psv", 4), ("b.psv", 4)]
+    # (a.psv line 3's '|' in JobName is rejoined: the record loads.)
+    assert [(f, n) for f, n, *_ in together.rejects.rows()] == [("a.psv", 4), ("b.psv", 4)]
 
 
 def test_stamps_with_a_space_for_the_t_load_like_the_t(tmp_path: Path) -> None:

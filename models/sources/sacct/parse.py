@@ -26,7 +26,13 @@ Conventions (lossless but typed):
   dump with; a dump may mix such stamps with local ones (``%FT%T``, ``"%F %T"``).
 * GPUs come from AllocTRES/AllocGRES whenever the dump has one of them and the row's value is not
   empty; else from ReqTRES/ReqGRES. A GPU entry whose count is not a whole number
-  (``gres/gpu=8x``) rejects the record.
+  (``gres/gpu=8x``) rejects the record. ``sacct --json`` follows the same rule: ``tres.allocated``
+  when it lists any TRES, else ``tres.requested`` (a pending job's ``allocated`` is ``[]``).
+* Slurm does not escape the delimiter inside text in ``-P`` output (``--wrap="a | b"``). A record
+  with more fields than the header loads when the header has exactly one column of user-typed
+  text (:data:`PIPE_TEXT_FIELDS`: JobName, SubmitLine, Comment, WorkDir, Constraints...): the
+  extra fields are rejoined into it with the delimiter. With two or more such columns the split
+  is ambiguous and the record is rejected, the reason naming them (re-dump with ``--delimiter``).
 * Given a ``cluster`` (the pipeline passes cluster.yaml's), a dump whose Cluster column names
   several clusters (``sacct -M all``) keeps only the rows of ``cluster`` (compared
   case-insensitively); the other clusters' rows are rejects, and all rows are when none of the
@@ -89,6 +95,7 @@ from gpusre.models.ingest.slurm_values import (
 __all__ = [
     "SACCT_RECORD_SCHEMA",
     "REJECT_SCHEMA",
+    "PIPE_TEXT_FIELDS",
     "SLURM_STATES",
     "SacctFormatError",
     "SacctParseResult",
@@ -722,6 +729,10 @@ def _typed_text_records(
     rejects = bad.select("source_file", "line_no", c("raw_line").alias("raw")).with_columns(
         errors.alias("error")
     )
+    if "_rejoined" in bad.columns:  # a record repaired by _rejoin_free_text: say so first
+        rejects = rejects.with_columns(
+            pl.concat_str([bad.get_column("_rejoined"), c("error")], separator=": ", ignore_nulls=True)
+            .alias("error"))
     return records, rejects
 
 
@@ -759,6 +770,8 @@ class SplitLayout(NamedTuple):
     n_fields: int
     trailing_delimiter: bool  # sacct --parsable: every line ends with the delimiter
     positions: tuple[tuple[str, int], ...]  # (field key, index in the split line), by key
+    #: (Slurm's field name, index) of the columns whose text may hold the delimiter (:data:`PIPE_TEXT_FIELDS`).
+    text_columns: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -785,6 +798,14 @@ class SacctTextDump:
 #: Fields whose value is free text: a record cut inside one changes no number, so a last line
 #: without a line break that ends in one is read as whole (as a node log's message text is).
 _FREE_TEXT_KEYS = frozenset({"name", "comment"})
+
+#: sacct fields (lower case -> Slurm's spelling) holding strings a user or admin typed, which may contain ``|``: sacct
+#: ``-P`` prints them unescaped (``--wrap="a | b"`` in SubmitLine, ``--constraint="a100|h100"``,
+#: ``-L "lic1|lic2"``). Names, accounts, states and hostlists cannot hold it.
+PIPE_TEXT_FIELDS: dict[str, str] = {name.lower(): name for name in (
+    "JobName", "Comment", "AdminComment", "SystemComment", "SubmitLine", "WorkDir", "Constraints",
+    "WCKey", "Extra", "Container", "StdIn", "StdOut", "StdErr", "Licenses",
+)}
 
 
 def read_sacct_text(
@@ -886,7 +907,19 @@ def read_sacct_dumps(
 
 
 def _split_layout(delim: str, layout: _Layout, index: dict[str, int]) -> SplitLayout:
-    return SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())))
+    # Slurm's spelling, not the header's: dumps differing only in the case of their names type together.
+    text_columns = tuple((PIPE_TEXT_FIELDS[name.strip().lower()], i) for i, name in enumerate(layout.fields)
+                         if name.strip().lower() in PIPE_TEXT_FIELDS)
+    return SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())),
+                       text_columns)
+
+
+def _field_count(parts: list[str], layout: SplitLayout) -> int:
+    """Fields of a split line, as :func:`_split_fields` counts them: ``--parsable``'s trailing
+    delimiter is not one, and the extra fields a delimiter inside the dump's one free-text column
+    made are not either (they rejoin into that column)."""
+    n = len(parts) - (layout.trailing_delimiter and parts[-1] == "")
+    return layout.n_fields if n > layout.n_fields and len(layout.text_columns) == 1 else n
 
 
 def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -900,7 +933,7 @@ def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayou
     delimiter at its end, or a last field of free text (a cut there changes no number; the same
     rule as a node log's message text). Comment and blank lines are not records either way.
     """
-    delim, n_fields, trailing, positions = layout
+    delim, n_fields, trailing, positions = layout[:4]
     last = lines.filter(pl.col("line_no") == cut_line)
     if last.is_empty():
         return lines, pl.DataFrame(schema=REJECT_SCHEMA)
@@ -910,9 +943,9 @@ def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayou
     parts = raw.split(delim)
     last_key = next((key for key, i in positions if i == n_fields - 1), None)
     if trailing:
-        whole = len(parts) == n_fields + 1 and parts[-1] == ""
+        whole = parts[-1] == "" and _field_count(parts, layout) == n_fields
     else:
-        whole = len(parts) == n_fields and last_key in _FREE_TEXT_KEYS
+        whole = _field_count(parts, layout) == n_fields and last_key in _FREE_TEXT_KEYS
     if whole:
         return lines, pl.DataFrame(schema=REJECT_SCHEMA)
     reject = last.select("source_file", "line_no", pl.col("raw_line").alias("raw"),
@@ -920,9 +953,42 @@ def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayou
     return lines.filter(pl.col("line_no") != cut_line), reject.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
 
 
+def _rejoin_free_text(
+    lines: pl.DataFrame, parts: pl.Series, n_parts: pl.Series, good: pl.Series, layout: SplitLayout
+) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """(``parts``, ``good``, the rows repaired or an empty Series): records with too many fields
+    repaired when the dump has exactly one free-text column (:data:`PIPE_TEXT_FIELDS`). Slurm does
+    not escape the delimiter in ``-P`` output, so the extra fields are pieces of that column,
+    rejoined with the delimiter; every other field keeps its position. With two or more such
+    columns which one held the delimiter cannot be told: nothing is repaired. Runs on the few
+    rejected lines only."""
+    delim, n_fields, _, _, text_columns = layout
+    none = pl.Series("_fix", [], pl.Boolean)
+    if len(text_columns) != 1:
+        return parts, good, none
+    col = text_columns[0][1]
+    raw = lines.get_column("raw_line")
+    fix = (~good & (n_parts > n_fields) & ~raw.str.contains(r"^(?:\s*$|#)")
+           & ~raw.str.starts_with(_SACCT_MESSAGE))
+    if not fix.any():
+        return parts, good, none
+    p, extra = pl.col("_parts"), (pl.col("_n") - n_fields).cast(pl.Int64)
+    frame = pl.DataFrame([pl.int_range(len(parts), eager=True).alias("_i"), parts.alias("_parts"),
+                          n_parts.alias("_n")])
+    repaired = frame.filter(fix).select(
+        "_i",
+        pl.concat_list(
+            p.list.slice(0, col), p.list.slice(col, extra + 1).list.join(delim), p.list.slice(extra + col + 1)
+        ).alias("_parts"),
+    )
+    # (List Series have no scatter: the repaired rows go back in place by their row index.)
+    parts = pl.concat([frame.filter(~fix).drop("_n"), repaired]).sort("_i").get_column("_parts")
+    return parts.alias(parts.name), good | fix, fix
+
+
 def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Record lines -> (String columns by field key + source_file/line_no/raw_line, field-count rejects)."""
-    delim, n_fields, trailing, index = layout
+    delim, n_fields, trailing, index, text_columns = layout
     raw = lines.get_column("raw_line")
     # One split gives both the field count and the fields (no separate delimiter count).
     parts = raw.str.split(delim)
@@ -937,7 +1003,25 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
     if bool(good.all()):
         count_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
     else:
-        # Few lines: blank/comment lines are skipped, the rest are rejected for their field count.
+        # Few lines: blank/comment lines are skipped, a delimiter inside free text is rejoined when
+        # that can only be one column, the rest are rejected for their field count.
+        parts, good, fixed = _rejoin_free_text(lines, parts, n_parts, good, layout)
+        if fixed.len():
+            # Kept for the reject reason should the rejoined record still not type.
+            lines = lines.with_columns(
+                pl.when(fixed).then(pl.format(
+                    f"expected {n_fields} fields, got {{}} (the extra ones rejoined into "
+                    f"{text_columns[0][0]} as text holding '{delim}')", n_parts)).alias("_rejoined"))
+        count_error = pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n"))
+        if len(text_columns) > 1:
+            names = ", ".join(name for name, _ in text_columns)
+            count_error = (
+                pl.when(pl.col("_n") > n_fields)
+                .then(pl.format(f"expected {n_fields} fields, got {{}}: a '{delim}' inside a free-text field "
+                                f"({names}) cannot be told apart from the delimiter; re-dump with --delimiter "
+                                "set to a string no field holds", pl.col("_n")))
+                .otherwise(count_error)
+            )
         count_rejects = (
             lines.with_columns(n_parts.alias("_n"))
             .filter(~good)
@@ -948,7 +1032,7 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
                 pl.col("raw_line").alias("raw"),
                 pl.when(pl.col("raw_line").str.starts_with(_SACCT_MESSAGE))
                 .then(pl.lit("sacct's own message, not a record: the dump may be incomplete"))
-                .otherwise(pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n"))).alias("error"),
+                .otherwise(count_error).alias("error"),
             )
         )
         lines = lines.filter(good)
@@ -961,6 +1045,7 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
             "raw_line",
             "source_file",
             *(pl.col("_parts").list.get(i).alias(key) for key, i in index),
+            *(["_rejoined"] if "_rejoined" in lines.columns else []),
         )
         .collect(optimizations=_PLAIN)
         # Single-chunk columns: hstacking lookups onto many-chunk columns makes every later query
@@ -1047,8 +1132,10 @@ def parse_sacct_text(
             Cluster column names several clusters, the one whose rows load (the others' are rejects;
             all rows are when none of the names is ``cluster``); None loads every cluster's rows.
 
-    Records with a wrong field count, malformed JobID/ExitCode/timestamp/duration/integer/hostlist/
-    GPU count, an unknown state or another cluster's name (above) become rejects with ``line_no`` and a reason; the rest load.
+    Records with a wrong field count (unless a delimiter inside the one free-text column made it,
+    above), malformed JobID/ExitCode/timestamp/duration/integer/hostlist/GPU count, an unknown
+    state or another cluster's name (above) become rejects with ``line_no`` and a reason; the
+    rest load.
 
     Raises:
         SacctFormatError: empty input, fixed-width sacct output, no header and no ``fields``,
@@ -1112,8 +1199,28 @@ def _json_exit(exit_code: Any) -> tuple[int | None, int | None]:
     return (None if code is None else int(code)), (None if signal is None else int(signal))
 
 
+def _json_job_tres(tres: Any) -> tuple[int | None, str | None, int | None, int | None]:
+    """A job's ``tres`` object -> (n_gpus, gpu_type, n_cpus, n_nodes), by the text dumps' rule:
+    GPUs from ``tres.allocated`` when it lists any TRES, else from ``tres.requested`` (a pending
+    job has ``allocated: []``), as AllocTRES else ReqTRES; CPUs and nodes from the allocation only.
+
+    Slurm 21.08-25.x (data_parser v0.0.37-v0.0.43) print both as lists of ``{type, name, id,
+    count}``; a step's ``requested`` is usage statistics (``{max, min, average, total}``), never
+    a request, so it is not read (steps use :func:`_json_tres` of ``allocated``).
+    """
+    if not isinstance(tres, dict):
+        return None, None, None, None
+    allocated, requested = tres.get("allocated"), tres.get("requested")
+    n_gpus, gpu_type, cpus, nodes = _json_tres(allocated)
+    if not (isinstance(allocated, list) and allocated) and isinstance(requested, list) and requested:
+        n_gpus, gpu_type, _, _ = _json_tres(requested)
+    return n_gpus, gpu_type, cpus, nodes
+
+
 def _json_tres(allocated: Any) -> tuple[int | None, str | None, int | None, int | None]:
-    """tres.allocated list -> (n_gpus, gpu_type, n_cpus, n_nodes)."""
+    """A TRES list (``tres.allocated`` / ``tres.requested``) -> (n_gpus, gpu_type, n_cpus, n_nodes):
+    the untyped ``gres/gpu`` count wins, else typed ``gpu:TYPE`` entries are summed (as
+    :func:`~gpusre.models.ingest.slurm_values.tres_gpus`); None when not a list."""
     if not isinstance(allocated, list):
         return None, None, None, None
     total: int | None = None
@@ -1174,7 +1281,7 @@ def _json_records(job: dict[str, Any], line_no: int, source_file: str, cluster: 
     state, state_raw = _json_state(job.get("state"))
     exit_code, exit_signal = _json_exit(job.get("exit_code"))
     t = job.get("time") or {}
-    n_gpus, gpu_type, n_cpus, n_nodes = _json_tres((job.get("tres") or {}).get("allocated"))
+    n_gpus, gpu_type, n_cpus, n_nodes = _json_job_tres(job.get("tres"))
     nodelist, nodes = _nodes(job.get("nodes"))
     limit_min = _number(t.get("limit"))
     comment = job.get("comment")
