@@ -190,7 +190,14 @@ def test_slo_status_numbers_match_the_mart(report: tuple[ReportPaths, str, str],
     last = dict(mart.execute("SELECT sli, budget_remaining FROM marts.slo_daily WHERE day = ?", [window[1]]).fetchall())
     for sli, remaining in last.items():
         if remaining is not None:
-            assert rows[SLI_LABELS[sli]][6] == f"{remaining * 100:.0f} %".replace("-", "\u2212")
+            # column 6 is "Rolling budget exhausted" (the mart's first exhausted day in the window), 7 its budget
+            assert rows[SLI_LABELS[sli]][7] == f"{remaining * 100:.0f} %".replace("-", "\u2212")
+    spans = dict(mart.execute("SELECT sli, min(greatest(start_day, ?::DATE)) FROM marts.slo_exhausted_spans "
+                              "WHERE end_day >= ? AND start_day <= ? GROUP BY sli",
+                              [window[0], window[0], window[1]]).fetchall())
+    for sli in last:
+        gone = rows[SLI_LABELS[sli]][6]
+        assert gone == (spans[sli].isoformat() if sli in spans else "–") or gone.startswith(spans[sli].isoformat()), sli
     met = sum(1 for _, g, t, o in sums if t and g / t >= o)
     assert text.count(f"{met} of {sum(1 for s in sums if s[2])} SLOs met their objective") == 1
 

@@ -95,6 +95,14 @@ def plural(n: int | float | None, word: str, plural_form: str | None = None) -> 
     return f"{fmt_int(n)} {word if n == 1 else (plural_form or word + 's')}"
 
 
+def jobs_and_requeued_runs(jobs: int | None, runs: int | None, word: str = "job") -> str:
+    """'13 jobs + 1 requeued run' (runs beyond the jobs are earlier runs of requeued jobs, e.g. a NODE_FAIL
+    Slurm ran again), '3 jobs' when none was requeued: the one wording every report gives the infrastructure's
+    victims, so a count of 14 runs never reads as 14 failed jobs beside a '13 + 1' elsewhere."""
+    requeued = (runs or 0) - (jobs or 0)
+    return plural(jobs or 0, word) + (f" + {plural(requeued, 'requeued run')}" if requeued > 0 else "")
+
+
 def truncate(text: object, max_len: int) -> str:
     """Text cut to ``max_len`` characters with an ellipsis; control characters become spaces."""
     s = "" if text is None else str(text)

@@ -16,11 +16,57 @@ from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 
 @dataclass(frozen=True)
 class NightlyMeta:
+    """The report day and the period the report covers: ``period_last`` ends at the report day when the
+    data holds a complete day after it (a re-render for a past night shows what that night showed; the
+    dump's trailing partial day stays in, as the night's own report had it); ``data_last`` is the data's own
+    last job end day (None: the same as ``period_last``), for the snapshot marts that cannot be bounded."""
+
     report_date: date
     period_first: date | None
     period_last: date | None
     generated_at: datetime
     warehouse_label: str
+    data_last: date | None = None
+
+    @property
+    def past(self) -> bool:
+        """True when the period stops before the data's last job end day: a retrospective re-render."""
+        return self.data_last is not None and self.period_last is not None and self.data_last > self.period_last
+
+    @property
+    def through(self) -> date:
+        """The last UTC day the report counts: the report day on a retrospective re-render, else every
+        day (``date.max``) — the night's own report counted the dump's trailing sliver too."""
+        return self.report_date if self.past else date.max
+
+
+def unbounded_note(meta: NightlyMeta, what: str) -> str:
+    """' {what} is a snapshot of the whole record, through 2026-11-28: it cannot be bounded by the report
+    day 2026-11-26.' on a retrospective re-render (:attr:`NightlyMeta.past`), else ''. Said in the section
+    rather than mixing periods silently: a mart computed as of the data's end has no per-day rows to cut."""
+    if not meta.past or meta.data_last is None:
+        return ""
+    return (f" {what} is a snapshot of the whole record, through {meta.data_last.isoformat()}: it cannot be "
+            f"bounded by the report day {meta.report_date.isoformat()}.")
+
+
+#: The nightly sections whose marts are whole-record snapshots (no per-day rows to cut at the report day),
+#: by section key, with the subject of the note :func:`unbounded_note` adds on a past night's re-render.
+#: Suspect nodes and the taxonomy say it in their own text.
+SNAPSHOT_SECTIONS: dict[str, str] = {
+    "findings": "Each finding",
+    "states": "This table",
+    "sizes": "This table",
+    "runtime": "This table",
+    "queue": "This table",
+    "shift": "The size shift",
+    "published": "This cluster's column",
+    "top": "This ranking",
+    "repairs": "The repair-time table",
+    "drain_reasons": "This ranking",
+    "health_checks": "The health-check table",
+    "alert_hygiene": "The rule table",
+}
 
 
 #: Shown by every node-state section when no Slurm node-state history has been ingested.
@@ -98,18 +144,53 @@ def latest_record_day(con: duckdb.DuckDBPyConnection) -> date | None:
     return scalar(con, "SELECT max(day) FROM raw.record_days")
 
 
-def job_totals(con: duckdb.DuckDBPyConnection, day: date | None = None) -> dict[str, Any] | None:
+#: The 'all' row of marts.job_totals cut at a day: the sum of its 'day' rows up to it (a plain scalar
+#: sum of a mart's rows, no grouping), each column as the mart's 'all' row has it.
+_TOTALS_THROUGH = """SELECT 'all' AS scope, NULL::DATE AS day, min(day) AS first_day, max(day) AS last_day,
+    coalesce(sum(gpu_jobs), 0) AS gpu_jobs, coalesce(sum(gpu_runs), 0) AS gpu_runs, sum(gpu_hours) AS gpu_hours,
+    coalesce(sum(failed_jobs), 0) AS failed_jobs, coalesce(sum(failed_runs), 0) AS failed_runs,
+    sum(failed_gpu_hours) AS failed_gpu_hours,
+    sum(failed_gpu_hours) / nullif(sum(gpu_hours), 0) AS failed_share_gpu_hours
+    FROM marts.job_totals WHERE scope = 'day' AND day <= ?"""
+
+
+def job_totals(con: duckdb.DuckDBPyConnection, day: date | None = None, *,
+               through: date | None = None) -> dict[str, Any] | None:
     """The marts.job_totals row of the whole record (or of one UTC end ``day``): the one GPU job count,
-    GPU-hours and failed share every nightly section quotes; None when the mart is missing or has no row."""
+    GPU-hours and failed share every nightly section quotes; None when the mart is missing or has no row.
+    ``through``: the whole record up to that end day (the report day), the mart's day rows summed; the
+    mart's own 'all' row when nothing ends after it."""
     if table_status(con, "marts.job_totals") is not None:
         return None
-    rows = (query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'day' AND day = ?", [day]) if day
-            else query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'all'"))
+    if day:
+        rows = query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'day' AND day = ?", [day])
+    elif through is not None and scalar(con, "SELECT count(*) FROM marts.job_totals WHERE scope = 'day' AND day > ?",
+                                        [through]):
+        rows = [r for r in query_rows(con, _TOTALS_THROUGH, [through]) if r["first_day"] is not None]
+    else:
+        rows = query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'all'")
     return rows[0] if rows else None
 
 
+def summary_through(con: duckdb.DuckDBPyConnection, through: date | None) -> list[dict[str, Any]]:
+    """marts.failure_attribution_summary's whole-record rows (attribution, state, n, runs, lost), or — on a
+    retrospective re-render (``through`` before the data's last day) — its 'day' rows up to ``through``
+    added up per attribution and state (a window sum over the mart's own rows: counts and GPU-hours add
+    across days, nothing is re-derived), so a past night's report counts what that night's did."""
+    later = through is not None and scalar(
+        con, "SELECT count(*) FROM marts.failure_attribution_summary WHERE scope = 'day' AND day > ?", [through])
+    if not later:
+        return query_rows(con, "SELECT attribution, state, jobs AS n, runs, lost_gpu_hours AS lost "
+                               "FROM marts.failure_attribution_summary WHERE scope = 'all'")
+    return query_rows(con, """SELECT DISTINCT attribution, state,
+                                     sum(jobs) OVER w AS n, sum(runs) OVER w AS runs, sum(lost_gpu_hours) OVER w AS lost
+                              FROM marts.failure_attribution_summary WHERE scope = 'day' AND day <= ?
+                              WINDOW w AS (PARTITION BY attribution, state)""", [through])
+
+
 def total_cells(con: duckdb.DuckDBPyConnection, *, runs: bool = False) -> list[Cell] | None:
-    """The 'All GPU jobs' row of a jobs / share / [runs /] GPU-hours / share table, from marts.job_totals."""
+    """The 'All GPU jobs' row of a jobs / share / [runs /] GPU-hours / share table, from marts.job_totals
+    (the whole record: the tables it ends are whole-record snapshots too)."""
     tot = job_totals(con)
     if tot is None:
         return None

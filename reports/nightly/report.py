@@ -18,8 +18,15 @@ from gpusre.reports.kit import zone
 from gpusre.reports.kit.formatting import MISSING, fmt_date, period_text, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
-from gpusre.reports.kit.warehouse import query_rows
-from gpusre.reports.nightly.meta import NightlyMeta, latest_complete_day, latest_complete_log_day, latest_record_day
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.nightly.meta import (
+    SNAPSHOT_SECTIONS,
+    NightlyMeta,
+    latest_complete_day,
+    latest_complete_log_day,
+    latest_record_day,
+    unbounded_note,
+)
 from gpusre.reports.nightly.sections import (
     alert_flood,
     alert_hygiene,
@@ -105,9 +112,21 @@ def build_nightly_context(
     if report_date is None:
         report_date = (latest_complete_day(con) or period["b"] or latest_complete_log_day(con)
                        or latest_record_day(con) or datetime.now(timezone.utc).date())
-    meta = NightlyMeta(report_date, period["a"], period["b"], generated_at or datetime.now(timezone.utc),
-                       warehouse_label)
+    # The period ends with the report day when a complete day follows it: a re-render for a past night
+    # shows what that night showed. A trailing partial day (the dump's 00:05 sliver) is no later night: the
+    # night's own report counted it, and so does its re-render.
+    last = period["b"]
+    if last is not None and last > report_date and _complete_day_after(con, report_date):
+        last = report_date
+    first = period["a"] if period["a"] is None or last is None or period["a"] <= last else None
+    meta = NightlyMeta(report_date, first, last if first is not None else None,
+                       generated_at or datetime.now(timezone.utc), warehouse_label, period["b"])
     sections = build_sections(con, meta, NIGHTLY_SECTIONS, "nightly")
+    for sec in sections:
+        # A past night's re-render: the snapshot marts run to the data's end, said rather than mixed in.
+        note = unbounded_note(meta, SNAPSHOT_SECTIONS.get(sec.key, ""))
+        if note and sec.key in SNAPSHOT_SECTIONS and not sec.no_data:
+            sec.notes.append(note.strip())
     try:
         warnings = coverage_warnings(con, meta.report_date, meta.report_date,
                                      gaps_since=meta.report_date - timedelta(days=GAP_WARN_DAYS - 1))
@@ -134,6 +153,14 @@ def build_nightly_context(
         "sections": sections,
         "by_key": by_key,
     }
+
+
+def _complete_day_after(con: duckdb.DuckDBPyConnection, day: date) -> bool:
+    """Whether the data covers a complete UTC day after ``day`` (marts.day_coverage; without that mart, a
+    job end day two or more days later — the day right after may be the dump's sliver)."""
+    if table_status(con, "marts.day_coverage") is None:
+        return bool(scalar(con, "SELECT count(*) FROM marts.day_coverage WHERE day > ? AND NOT partial", [day]))
+    return bool(scalar(con, "SELECT count(*) FROM core.jobs WHERE end_day > ?", [day + timedelta(days=1)]))
 
 
 def render_nightly_report(

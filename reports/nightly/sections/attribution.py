@@ -29,7 +29,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import cause_label, component_label, state_cell
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.reports.nightly.meta import NightlyMeta, summary_through
 
 _ATTRIBUTIONS = ("infrastructure", "user", "unknown")
 
@@ -58,16 +58,18 @@ def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
     return ", ".join(parts[:-1]) + f" and {parts[-1]}"
 
 
-def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None) -> tuple[
-        int, dict[str, dict[str, Any]]]:
+def attribution_counts(con: duckdb.DuckDBPyConnection, day: date | None = None, *,
+                       through: date | None = None) -> tuple[int, dict[str, dict[str, Any]]]:
     """Failed jobs, attributed runs and lost GPU-hours by attribution (marts.failure_attribution_summary),
-    over the whole record or one UTC end ``day``: (total failed jobs, {attribution: {"n": failed jobs,
-    "runs": attributed runs — the jobs' final runs and the requeued jobs' earlier ones, "lost": GPU-hours
-    lost over those runs}})."""
-    rows = query_rows(con, "SELECT attribution, jobs AS n, runs, lost_gpu_hours AS lost "
-                           "FROM marts.failure_attribution_summary "
-                           "WHERE state = '(all)' AND " + ("scope = 'day' AND day = ?" if day else "scope = 'all'"),
-                      [day] if day else [])
+    over the whole record (up to the end day ``through`` when given: the report day) or one UTC end ``day``:
+    (total failed jobs, {attribution: {"n": failed jobs, "runs": attributed runs — the jobs' final runs and
+    the requeued jobs' earlier ones, "lost": GPU-hours lost over those runs}})."""
+    if day:
+        rows = query_rows(con, "SELECT attribution, state, jobs AS n, runs, lost_gpu_hours AS lost "
+                               "FROM marts.failure_attribution_summary "
+                               "WHERE state = '(all)' AND scope = 'day' AND day = ?", [day])
+    else:
+        rows = [r for r in summary_through(con, through) if r["state"] == ALL]
     total = next((r["n"] for r in rows if r["attribution"] == "(all)"), 0)
     return total, {r["attribution"]: r for r in rows if r["attribution"] != "(all)"}
 
@@ -89,7 +91,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if reason:
         sec.no_data = reason
         return sec
-    total, every = attribution_counts(con)
+    total, every = attribution_counts(con, through=meta.through)
     night_total, night = attribution_counts(con, meta.report_date)
     period = period_text(fmt_date(meta.period_first) if meta.period_first else None,
                           fmt_date(meta.period_last) if meta.period_last else None)
@@ -101,7 +103,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     night_runs = any(r["runs"] for r in night.values())
     # The unknown jobs the node logs did not cover (rule NO_LOGS_RULE): "0 infrastructure" must not read
     # as a fact where no log could have shown the fault.
-    unlogged = scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ?", [NO_LOGS_RULE]) or 0
+    unlogged = scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ? AND "
+                           f"{utc_day_sql('end_ts')} <= ?", [NO_LOGS_RULE, meta.through]) or 0
     night_unlogged = scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ? AND "
                                  f"{utc_day_sql('end_ts')} = ?", [NO_LOGS_RULE, meta.report_date]) or 0
     sec.lead = (f"Of {plural(total, 'interrupted job')} in {period} (failed, timed out, out of memory, node failure, "
@@ -110,8 +113,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         else f"none failed on {d}, but runs of requeued jobs did: {_attribution_phrase(night, night_total)}."
         if night_runs else f"none failed on {d}.") + _unlogged_text(unlogged, night_unlogged, d)
 
-    cells = query_rows(con, """SELECT attribution, state, jobs AS n, runs, lost_gpu_hours AS lost
-                               FROM marts.failure_attribution_summary WHERE scope = 'all'""")
+    cells = summary_through(con, meta.through)
     n = {(r["attribution"], r["state"]): r["n"] for r in cells}
     runs = {(r["attribution"], r["state"]): r["runs"] for r in cells}
     lost = {(r["attribution"], r["state"]): r["lost"] for r in cells}
@@ -134,7 +136,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         + [Column("Jobs", True), Column("Share", True)]
         + ([Column("Requeued runs", True)] if with_requeued else []) + [Column("Lost GPU-hours", True)],
         rows,
-        caption="Failed jobs of the whole period by attribution and final state. "
+        caption=f"Failed jobs of {period} by attribution and final state. "
                 + ("Requeued runs: earlier runs of requeued jobs that failed (e.g. NODE_FAIL), attributed the same "
                    "way; no failed job, as Slurm ran the job again. " if with_requeued else "")
                 + "Lost GPU-hours count infrastructure failures only"

@@ -16,6 +16,7 @@ from gpusre.reports.kit.formatting import (
     fmt_int,
     fmt_num,
     fmt_pct,
+    period_text,
     plural,
     sentence_case,
     truncate,
@@ -64,7 +65,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = f"No GPU job ended in {', '.join(FAILED_STATES[:-1])} or {FAILED_STATES[-1]} on {d}."
         return sec
     share = agg["share"]
-    whole = job_totals(con)
+    whole = job_totals(con, through=meta.through)
     # The table leads with the infrastructure's failures; the lead names the largest job by GPU-hours.
     top = query_rows(con, """SELECT job_id, state, gpu_hours FROM core.jobs
                              WHERE end_day = ? AND list_contains(?, state) AND n_gpus > 0 AND end_ts IS NOT NULL
@@ -75,7 +76,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                 + f", using {fmt_num(agg['gpuh'])} GPU-hours "
                 f"({fmt_pct(share)} of that day's GPU-hours); the largest job was {top['job_id']} "
                 f"({top['state']}, {fmt_num(top['gpu_hours'])} GPU-hours)"
-                + (f"; over the whole period failed runs hold {fmt_pct(whole['failed_share_gpu_hours'])} of GPU-hours."
+                + (f"; over {period_text(fmt_date(whole['first_day']), fmt_date(whole['last_day']))} failed runs hold "
+                   f"{fmt_pct(whole['failed_share_gpu_hours'])} of GPU-hours."
                    if whole else "."))
     sec.add(Table(
         [Column("Job ID"), Column("User"), Column("Name"), Column("GPUs", True), Column("Elapsed", True),

@@ -31,7 +31,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit.section import NO_DATA, Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.reports.nightly.meta import NightlyMeta, job_totals
 from gpusre.reports.nightly.sections.attribution import attribution_counts
 
 #: Last night is compared with the median of this many days before it (those the data covers).
@@ -90,7 +90,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
              "first_day": None, "last_day": None}
     tot = night = empty
     if reason is None:
-        tot = query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'all'")[0]
+        # Up to the report day: a re-render for a past night counts what that night's report counted.
+        tot = job_totals(con, through=meta.through) or empty
         night = (query_rows(con, "SELECT * FROM marts.job_totals WHERE scope = 'day' AND day = ?",
                             [meta.report_date]) or [empty])[0]
     util = night_util = None
@@ -133,8 +134,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = (
             # Two measures: the ended jobs' GPU-hours (by end day) and the cluster's allocation per day.
             f"From {period}, {plural(tot['gpu_jobs'], 'GPU job')} ended, having used {fmt_int(tot['gpu_hours'])} GPU-hours"
-            # Its own span, said: the mean runs to the report day (as the Utilization section's), while
-            # the job count covers every day loaded — one sentence must not pass one off as the other.
+            # Its own span, said: the mean counts complete days only (as the Utilization section's), the
+            # job count every end day up to the report day — one sentence must not pass one off as the other.
             + (f"; the cluster's mean utilization was {fmt_pct(util)} over the "
                f"{plural(util_row['days'], 'complete day')} "
                f"{period_text(fmt_date(util_row['first_day']), fmt_date(util_row['last_day']))}"
@@ -233,7 +234,7 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
         if reason and "has not been built" in reason:
             raise LookupError(reason)
         night_total, night = (0, {}) if reason else attribution_counts(con, meta.report_date)
-        all_total, every = (0, {}) if reason else attribution_counts(con)
+        all_total, every = (0, {}) if reason else attribution_counts(con, through=meta.through)
         none = {"n": 0, "runs": 0, "lost": 0.0}
         # Failed jobs left unknown because the node logs did not cover their nodes (NO_LOGS_RULE): "0"
         # infrastructure failures must not read as a fact where no log could have shown one.
@@ -241,7 +242,8 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
             f"Infra failures {d}": scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ? "
                                                f"AND {utc_day_sql('end_ts')} = ?", [NO_LOGS_RULE, meta.report_date]),
             "Infra failures, whole period": scalar(con, "SELECT count(*) FROM marts.job_failure_attribution "
-                                                        "WHERE rule = ?", [NO_LOGS_RULE])}
+                                                        f"WHERE rule = ? AND {utc_day_sql('end_ts')} <= ?",
+                                                   [NO_LOGS_RULE, meta.through])}
         for label, counts, total, tone in ((f"Infra failures {d}", night, night_total, True),
                                            ("Infra failures, whole period", every, all_total, False)):
             card = _infra_card(label, counts.get("infrastructure", none), total, tone)
@@ -258,7 +260,8 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
         status = table_status(con, "marts.hw_incidents")
         if status and "has not been built" in status:
             raise LookupError(status)
-        inc = {"n": scalar(con, "SELECT count(*) FROM marts.hw_incidents"),
+        inc = {"n": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} <= ?",
+                           [meta.through]),
                "night": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} = ?",
                                [meta.report_date])}
         if no_logs and not inc["n"]:
@@ -278,8 +281,11 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
             raise LookupError(status)
         nodes = [] if status else [r["node"] for r in query_rows(con, "SELECT node FROM marts.suspect_nodes "
                                                                  "ORDER BY score DESC, node")]
+        # A snapshot as of the data's end (no per-day rows): a past night's card says so.
+        asof = f" · as of {fmt_date(meta.data_last)}" if meta.past else ""
         cards.append({"label": "Suspect nodes", "value": fmt_int(len(nodes)),
-                      "sub": truncate(compress_hostlist(nodes), 40) if nodes else "none stands out from the fleet",
+                      "sub": (truncate(compress_hostlist(nodes), 40) if nodes else "none stands out from the fleet")
+                             + asof,
                       "tone": "bad" if nodes else "good"})
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report suspect-node card: %s", exc)

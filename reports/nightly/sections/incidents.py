@@ -1,6 +1,6 @@
 """Nightly report section "Top incidents by lost GPU-hours" (``#incidents``).
 
-Reads marts.hw_incidents; formats, computes nothing."""
+Reads marts.hw_incidents (those that began by the end of the report day); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -32,16 +32,20 @@ from gpusre.reports.kit.formatting import (
     truncate,
 )
 from gpusre.reports.kit.labels import cause_label, incident_component
-from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_INCIDENTS = 10
 
 
-def _recovery_text(r: dict[str, Any]) -> str:
+def _recovery_text(r: dict[str, Any], day: str = "") -> str:
+    """Hours until a completing job started on the incident's nodes; ``day``: the report day, when that
+    start came after it (a past night's re-render shows what that night showed: not yet)."""
     if r["nodes_recovered"] is None:  # no Slurm accounting: nobody knows whether the nodes ran jobs again
         return "unknown"
+    if r.get("later"):
+        return f"not yet by the end of {day}"
     if r["hours_to_recovery"] is not None:
         return span_hours(r["hours_to_recovery"])
     n_nodes = len(r["nodes"] or [])
@@ -57,24 +61,31 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                  "incidents come from the node logs, so whether any happened is unknown."
                                  if "syslog" in missing_sources(con) else ""))
         return sec
-    agg = query_rows(con, """SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
-                               count(*) FILTER (WHERE recovered_ts IS NULL AND len(nodes) > 0) AS open,
+    # Incidents that began up to the end of the report day: a past night's re-render shows what it showed.
+    on_or_before = f"{utc_day_sql('start_ts')} <= ?"
+    if not scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {on_or_before}", [meta.through]):
+        sec.no_data = f"{NO_DATA}: no hardware incident began by the end of {fmt_date(meta.report_date)}."
+        return sec
+    agg = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
+                               count(*) FILTER (WHERE (recovered_ts IS NULL OR {utc_day_sql('recovered_ts')} > ?)
+                                                AND len(nodes) > 0) AS open,
                                count(*) FILTER (WHERE affected_jobs IS NULL) AS unknown
-                        FROM marts.hw_incidents""")[0]
+                        FROM marts.hw_incidents WHERE {on_or_before}""", [meta.through, meta.through])[0]
     # The one "costliest" order of every report (COSTLIEST_ORDER); without any job impact (no Slurm
     # accounting) nothing is costliest, and the lead says the rows are those with the most events.
     order = (f"n_events DESC NULLS LAST, {COSTLIEST_ORDER}" if agg["unknown"] == agg["n"] else COSTLIEST_ORDER)
     rows = query_rows(con, f"""SELECT incident_id, component, scope, cause_class, start_ts, nodes, n_events, label_source,
                                  root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
-                                 hours_to_recovery
-                          FROM marts.hw_incidents
+                                 hours_to_recovery, coalesce({utc_day_sql('recovered_ts')} > ?, false) AS later
+                          FROM marts.hw_incidents WHERE {on_or_before}
                           ORDER BY {order}
-                          LIMIT {_TOP_N_INCIDENTS}""")
+                          LIMIT {_TOP_N_INCIDENTS}""", [meta.through, meta.through])
     top = rows[0]
     shown_lost = sum(r["lost_gpu_hours"] or 0.0 for r in rows)
     # Incidents that lost as much as the costliest: the one order picks it (as the SLO review does), the
     # sentence says it is one of them.
-    tied = (scalar(con, "SELECT count(*) FROM marts.hw_incidents WHERE lost_gpu_hours = ?", [top["lost_gpu_hours"]])
+    tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE lost_gpu_hours = ? AND {on_or_before}",
+                   [top["lost_gpu_hours"], meta.through])
             if is_number(top["lost_gpu_hours"]) and top["lost_gpu_hours"] > 0 else 0)
     where = (f" under {top['leaf_switch']}" if top["leaf_switch"] else
              f" on {nodes_phrase(top['nodes'], 40)}" if top["nodes"] else "")
@@ -92,7 +103,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             + tie_text(tied, top["lost_gpu_hours"])
             # "Recovered" here is "started a job that went on to complete" (recovered_ts: that job's start),
             # not MTTR's "back in service": named apart.
-            + (f"; on the nodes of {plural(agg['open'], 'incident')} no job started after the incident has completed yet."
+            + (f"; on the nodes of {plural(agg['open'], 'incident')} no job started after the incident has completed yet"
+               + (f" by the end of {fmt_date(meta.report_date)}." if meta.past else ".")
                if agg["open"] else "; on every incident's nodes a job started since its end has completed.")
         )
 
@@ -110,8 +122,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           cause(r), Cell(nodes_phrase(r["nodes"], 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])),
           Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num)),
-          Cell(_recovery_text(r))] for r in rows],
-        caption="Whole period. Root cause: the worst event's catalog name, or the operator's label from "
+          Cell(_recovery_text(r, fmt_date(meta.report_date)))] for r in rows],
+        caption=(f"Incidents that began by the end of {fmt_date(meta.report_date)}." if meta.past else "Whole period.")
+                + " Root cause: the worst event's catalog name, or the operator's label from "
                 "incidents.csv (marked \u201coperator\u201d). Jobs hit: jobs attributed to the incident. "
                 f"{COMPLETING_JOB_CAPTION} (Back in service, as the repair-time table times it, may be earlier.)"
                 + (f" Jobs hit, lost GPU-hours and the completing job's start are {UNKNOWN_NO_ACCOUNTING} (not 0)."

@@ -38,7 +38,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import incident_action, incident_kind
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text
+from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text, unbounded_note
 from gpusre.reports.nightly.sections.attribution import attribution_counts
 
 #: Last night's hardware incidents listed (most lost GPU-hours first); the rest are counted ("N more").
@@ -184,15 +184,17 @@ def _signals(r: dict[str, Any]) -> str:
 
 def _over(meta: NightlyMeta) -> str:
     """'the last 28 days' of marts.suspect_nodes' lookback, or the days of data when fewer (a week's
-    warehouse: 'the 7 days of data, 2026-11-18 … 2026-11-24, of a 28-day window')."""
-    return days_of_data_text(LOOKBACK.days, meta.period_first, meta.report_date)
+    warehouse: 'the 7 days of data, 2026-11-18 … 2026-11-24, of a 28-day window'). The mart's lookback ends
+    at the data's last day, after the report day on a past night's re-render: named as it is, and said a
+    snapshot (:func:`~gpusre.reports.nightly.meta.unbounded_note`) where the text is used."""
+    return days_of_data_text(LOOKBACK.days, meta.period_first, meta.data_last or meta.report_date)
 
 
 def _lookback_days(meta: NightlyMeta) -> int:
     """Days of the suspect-node lookback the data covers (28, or fewer in a younger warehouse)."""
     if meta.period_first is None:
         return LOOKBACK.days
-    return max(1, min(LOOKBACK.days, (meta.report_date - meta.period_first).days + 1))
+    return max(1, min(LOOKBACK.days, ((meta.data_last or meta.report_date) - meta.period_first).days + 1))
 
 
 def _repeat_text(rep: dict[str, Any], meta: NightlyMeta) -> str:
@@ -201,14 +203,15 @@ def _repeat_text(rep: dict[str, Any], meta: NightlyMeta) -> str:
     if rep.get("no_incident"):
         return "none: no hardware incident began."
     over = _over(meta)
+    snapshot = unbounded_note(meta, "The suspect-node list")
     if not rep["rows"]:
-        return f"no node of last night's incidents stands out from the fleet over {over}."
+        return f"no node of last night's incidents stands out from the fleet over {over}." + snapshot
     full = over == f"the last {LOOKBACK.days} days"
     # A younger warehouse says its days once, before the nodes, not "in the last 28 days" after each one.
     named = "; ".join(f"{r['node']} ({_signals(r)}{' in ' + over if full else ''}) \u2014 recommended: "
                       f"{r['recommended_action'] or MISSING}" for r in rep["rows"])
     more = f"; and {fmt_int(rep['n'] - len(rep['rows']))} more" if rep["n"] > len(rep["rows"]) else ""
-    return ("" if full else f"over {over}: ") + named + more + "."
+    return ("" if full else f"over {over}: ") + named + more + "." + snapshot
 
 
 def _alerts(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any]:

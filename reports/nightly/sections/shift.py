@@ -73,7 +73,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     periods = sorted({r["period"] for r in months})
     # the months, or the days of data in them when fewer ('2026-11-18 … 2026-11-24', not '2026-11')
     span = months_or_days_text(periods[0] if periods else None, periods[-1] if periods else None,
-                               meta.period_first, meta.period_last)
+                               meta.period_first, meta.data_last or meta.period_last)
     if months:
         order: dict[str, int] = {}
         for r in months:

@@ -28,7 +28,7 @@ def _state_period_label(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> st
     months = query_rows(con, "SELECT min(period) AS a, max(period) AS b FROM marts.gpu_time_by_state "
                         "WHERE period_type = 'month'")
     first, last = (months[0]["a"], months[0]["b"]) if months else (None, None)
-    return months_or_days_text(first, last, meta.period_first, meta.period_last)
+    return months_or_days_text(first, last, meta.period_first, meta.data_last or meta.period_last)
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:

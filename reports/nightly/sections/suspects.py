@@ -18,15 +18,17 @@ from gpusre.reports.kit.formatting import (
 )
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
-from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.reports.nightly.meta import NightlyMeta, unbounded_note
 
 _TOP_N_SUSPECTS = 20
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     sec = Section("suspects", "Suspect nodes")
-    # The mart's lookback ends at the data's end; a warehouse holding fewer days says how many it holds.
-    over = days_of_data_text(LOOKBACK.days, meta.period_first, meta.report_date)
+    # The mart's lookback ends at the data's end (not the report day: a snapshot, no per-day rows); a
+    # warehouse holding fewer days says how many it holds, and a past night's report says it is a snapshot.
+    over = days_of_data_text(LOOKBACK.days, meta.period_first, meta.data_last or meta.report_date)
+    snapshot = unbounded_note(meta, "This list")
     status = table_status(con, "marts.suspect_nodes")
     if status and "has not been built" in status:
         sec.no_data = status
@@ -37,7 +39,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             sec.no_data = events
         else:
             sec.lead = ("No node stands out from the fleet: none is 3 robust deviations above the fleet median "
-                        f"in failure episodes or failed jobs over {over}.")
+                        f"in failure episodes or failed jobs over {over}." + snapshot)
         return sec
     rows = query_rows(con, f"""SELECT node, xid_episodes, hw_episodes, infra_failed_jobs, node_fail_jobs, score, reason,
                                  worst_event, recommended_action
@@ -46,7 +48,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     top = rows[0]
     sec.lead = (f"{plural(n, 'node')} {'stands' if n == 1 else 'stand'} out from the fleet over {over} "
                 f"({compress_hostlist([r['node'] for r in rows]) if n <= len(rows) else 'top: ' + top['node']}); "
-                f"the worst, {top['node']}, has {top['reason']} — recommended: {top['recommended_action']}.")
+                f"the worst, {top['node']}, has {top['reason']} — recommended: {top['recommended_action']}." + snapshot)
     sec.add(Table(
         [Column("Node"), Column("Score (z)", True), Column("Reason"), Column("Worst event"),
          Column("Recommended action"), Column("HW ep.", True), Column("Xid ep.", True),

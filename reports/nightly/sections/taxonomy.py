@@ -1,6 +1,8 @@
 """Nightly report section "Failure taxonomy" (``#taxonomy``).
 
-Reads marts.failure_taxonomy; formats, computes nothing."""
+Reads marts.failure_taxonomy (whole record: it has no per-day rows, so a past night's re-render says so) and
+marts.failure_attribution_summary (the infrastructure's failed jobs and requeued runs, worded as "Why jobs failed"
+words them); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from gpusre.reports.kit.formatting import (
     fmt_num,
     fmt_pct,
     gpuh,
+    jobs_and_requeued_runs,
     months_or_days_text,
     plural,
 )
@@ -22,7 +25,7 @@ from gpusre.reports.kit.labels import cause_label, component_label
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
-from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.reports.nightly.meta import NightlyMeta, unbounded_note
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -58,6 +61,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     top = order[0]
     # Without Slurm accounting the mart's job columns are NULL: the incidents' cost is unknown, not 0.
     unknown = all(r["affected_jobs"] is None for r in raw)
+    # The jobs it failed and the requeued runs it killed, as the headline and "Why jobs failed" word them
+    # (the mart's affected_jobs counts a requeued job whose run was killed as a job: 13 + 1 = 14).
+    infra = [] if table_status(con, "marts.failure_attribution_summary") else query_rows(
+        con, "SELECT jobs, runs FROM marts.failure_attribution_summary "
+             "WHERE scope = 'all' AND attribution = 'infrastructure' AND state = '(all)'")
+    killed = (jobs_and_requeued_runs(infra[0]["jobs"], infra[0]["runs"], "infrastructure-failed job")
+              if infra and infra[0]["runs"] == tot_jobs else plural(tot_jobs, "infrastructure-failed job"))
     by_component = ", ".join(f"{k} {fmt_int(groups[k]['incidents'])}" for k in by_inc)
     if unknown:
         sec.lead = (f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
@@ -67,12 +77,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = (
             f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
             + (f" — {by_component} —" if by_inc else "")
-            + f" and {plural(tot_jobs, 'infrastructure-failed job')}, costing {gpuh(tot_lost)} GPU-hours"
+            + f" and {killed}, costing {gpuh(tot_lost)} GPU-hours"
             # named denominator: the SLO review's incident shares are of incident losses only, a smaller total
             + (f"; the most work was lost to {top} ({gpuh(groups[top]['lost'])} GPU-h, "
                f"{fmt_pct(groups[top]['lost'] / tot_lost)} of the {gpuh(tot_lost)} GPU-h lost to the "
                "infrastructure)." if tot_lost > 0 else ".")
         )
+    sec.lead += unbounded_note(meta, "The taxonomy")
 
     def job_cells(jobs: int, lost: float, share: float | None) -> list[Cell]:
         if unknown:
@@ -86,14 +97,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             "Lost GPU-hours (work since the last checkpoint + restart)")))
     sec.add(Table(
         [Column("Component"), Column("Cause class"), Column("Incidents", True), Column("Events", True),
-         Column("Affected jobs", True), Column("Lost GPU-hours", True), Column("Share of lost", True)],
+         Column("Jobs killed", True), Column("Lost GPU-hours", True), Column("Share of lost", True)],
         [[Cell(k), Cell(", ".join(sorted(groups[k]["causes"], key=lambda c: (-groups[k]["causes"][c], c)))),
           Cell(fmt_int(groups[k]["incidents"])), Cell(fmt_int(groups[k]["events"])),
           *job_cells(groups[k]["jobs"], groups[k]["lost"], groups[k]["lost"] / tot_lost if tot_lost else None)]
          for k in order]
         + [[Cell("Total"), Cell(""), Cell(fmt_int(tot_inc)), Cell(fmt_int(sum(g["events"] for g in groups.values()))),
             *job_cells(tot_jobs, tot_lost, 1.0 if tot_lost else None)]],
-        caption=f"Whole record ({period}). Events are the failure log lines merged into the incidents; jobs without a "
+        caption=f"Whole record ({period}). Jobs killed: failed jobs and requeued runs the component killed (a job "
+                "Slurm requeued counts once). Events are the failure log lines merged into the incidents; jobs without a "
                 "matching incident (e.g. NODE_FAIL with no log evidence) count under their own component. Share "
                 "of lost: of all GPU-hours lost to the infrastructure, failures no incident explains included."
                 + (f" Affected jobs and lost GPU-hours: {UNKNOWN_NO_ACCOUNTING}." if unknown else ""),
@@ -104,7 +116,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
 def _period_label(first_month: str | None, last_month: str | None, meta: NightlyMeta) -> str:
     """'2026-09 … 2026-10' when the data covers those months whole, else the days it covers in them
     ('2026-11-18 … 2026-11-24'): :func:`~gpusre.reports.kit.formatting.months_or_days_text`."""
-    return months_or_days_text(first_month, last_month, meta.period_first, meta.period_last)
+    return months_or_days_text(first_month, last_month, meta.period_first, meta.data_last or meta.period_last)
 
 
 SECTION = SectionSpec("taxonomy", "Failure taxonomy", build)

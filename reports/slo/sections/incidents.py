@@ -1,6 +1,7 @@
 """SLO review section "Top incidents by lost GPU-hours" (``#incidents``).
 
-Reads marts.hw_incidents, marts.hw_incidents_by_component; formats, computes nothing."""
+Reads marts.hw_incidents, marts.hw_incidents_by_component, marts.job_failure_attribution (which of the jobs
+the incidents hit ended failed, the rest being requeued runs); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gpusre.reports.kit.formatting import (
     fmt_num,
     fmt_pct,
     is_number,
+    jobs_and_requeued_runs,
     nodes_text,
     plural,
     span_hours,
@@ -67,11 +69,18 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {where} AND lost_gpu_hours = ?",
                    [w.start, w.end, top["lost_gpu_hours"]]) if is_number(top["lost_gpu_hours"]) else 0)
     lost = float(agg["lost"])
+    # affected_jobs counts a requeued job whose run an incident killed; worded as the nightly words it
+    # ("13 jobs + 1 requeued run"), the failed jobs being those attributed to the window's incidents.
+    failed = None if table_status(con, "marts.job_failure_attribution") else scalar(
+        con, "SELECT count(*) FROM marts.job_failure_attribution WHERE attribution = 'infrastructure' AND incident_id IN "
+             f"(SELECT incident_id FROM marts.hw_incidents WHERE {where})", [w.start, w.end])
+    hit = (jobs_and_requeued_runs(failed, agg["jobs"]) if failed is not None and failed <= agg["jobs"]
+           else plural(agg["jobs"], "job"))
     # NULL job impact: no Slurm accounting was loaded (marts.hw_incidents), unknown rather than none
     unknown = not agg["known"]
     take = (f"{plural(agg['n'], 'hardware incident')} started in the window; which jobs they hit and the GPU-hours "
             "they cost are unknown: no Slurm accounting was loaded." if unknown else
-            f"{plural(agg['n'], 'hardware incident')} started in the window, hit {plural(agg['jobs'], 'job')} and "
+            f"{plural(agg['n'], 'hardware incident')} started in the window, hit {hit} and "
             f"lost {fmt_num(lost, 1)} GPU-hours"
             # named denominator: the nightly's taxonomy shares are of every infrastructure loss, a larger total
             + (f"; {order[0]} cost the most ({fmt_num(groups[order[0]][1], 1)} GPU-h, "

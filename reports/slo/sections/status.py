@@ -47,6 +47,28 @@ def _exhausted_clause(s: SliWindow) -> str:
             f"{fmt_budget(worst['worst_budget_remaining'])} on {fmt_date(worst['worst_day'])}")
 
 
+def _rolling_gone(s: SliWindow) -> str | None:
+    """'2026-11-24' — the first window day marts.slo_exhausted_spans has the rolling budget exhausted on (the
+    mart's answer, not recomputed), '2026-11-01 (since 2026-10-20)' when that span began before the window;
+    None when it never was in the window."""
+    if not s.exhausted_spans:
+        return None
+    r = min(s.exhausted_spans, key=lambda r: r["from_day"])
+    return fmt_date(r["from_day"]) + (f" (since {fmt_date(r['start_day'])})" if r["start_day"] < r["from_day"] else "")
+
+
+def _gone_text(s: SliWindow, rolling: bool = True) -> str:
+    """', its 30-day rolling budget exhausted from 2026-11-24; the window's budget overspent from 2026-11-25':
+    the mart's rolling budget first, then the window's own (sized on the window's events, counted from its
+    first day) — two budgets, each named, so neither date reads as the other's."""
+    parts = []
+    if _rolling_gone(s):
+        parts.append(f"its {_period(s)} rolling budget exhausted from {_rolling_gone(s)}")
+    if s.exhausted_on:
+        parts.append(f"the window's budget overspent from {fmt_date(s.exhausted_on)}")
+    return (", " + "; ".join(parts)) if parts else ""
+
+
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec = Section("slo", "SLO status and error budgets",
                      scope=f"Window {w.text} ({w.days} days), from marts.slo_daily.")
@@ -73,7 +95,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if missed:
         parts.append("missed: " + ", ".join(
             f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} (objective {fmt_objective(s.objective)}"
-            + (f", budget gone on {fmt_date(s.exhausted_on)}" if s.exhausted_on else "")
+            + _gone_text(s, rolling=s not in broke)
             + (f"; {_exhausted_clause(s)})" if s in broke else ")") for s in missed))
     unmeasured = [s for s in slis if s.met is None]
     if unmeasured:
@@ -88,10 +110,15 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     with_budget = [s for s in slis if s.budget_left is not None]
     if with_budget:
         ends = ", ".join(f"{lower_first(sli_label(s.sli))} {fmt_budget(s.budget_left)}" for s in with_budget)
+        # Two budgets, each named: marts.slo_exhausted_spans' rolling budget (the mart's answer), and the
+        # window's own budget (sized on the window's events, counted from its first day: the burn-down's line).
+        rolled = min((s for s in with_budget if s.exhausted_spans), default=None,
+                     key=lambda s: min(r["from_day"] for r in s.exhausted_spans))
         first = min((s for s in with_budget if s.exhausted_on), key=lambda s: s.exhausted_on, default=None)  # type: ignore[arg-type,return-value]
         if first and first.exhausted_on:
-            verdict = (f"; {lower_first(sli_label(first.sli))} ran out first, on {fmt_date(first.exhausted_on)} "
-                       f"(day {(first.exhausted_on - w.start).days + 1} of {w.days})")
+            verdict = (f"; {lower_first(sli_label(first.sli))} overspent the window's budget first, on "
+                       f"{fmt_date(first.exhausted_on)} (day {(first.exhausted_on - w.start).days + 1} of "
+                       f"{w.days}, counted from the window's first day)")
         elif pooled:
             verdict = "; no SLO overspent the budget of the window as a whole"
         else:
@@ -100,6 +127,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             verdict += (", but the rolling budget was exhausted inside the window: " + "; ".join(
                 f"{lower_first(sli_label(s.sli))}'s {_period(s)} budget on {fmt_int(s.days_exhausted)} "
                 f"day{'s' if s.days_exhausted != 1 else ''}: {_spans_text(s, counts=False)}" for s in broke))
+        elif rolled:
+            verdict += (f"; {lower_first(sli_label(rolled.sli))}'s {_period(rolled)} rolling budget "
+                        f"(marts.slo_exhausted_spans) was exhausted first, from {_rolling_gone(rolled)}")
         elif pooled:
             verdict += ", nor its rolling budget on any day of it"
         take = f"Error budget left at the end of the window: {ends}{verdict}."
@@ -118,21 +148,24 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     estimated = [s for s in slis if s.sli == "node_availability" and "incidents" in s.sources]
     sec.items.append(Table(
         [Column("SLI"), Column("Objective", True), Column("Over window", True), Column("Met", nowrap=True),
-         Column("Budget left", True), Column("Budget gone", nowrap=True), Column("Rolling budget", True),
+         Column("Budget left", True), Column("Window budget gone", nowrap=True),
+         Column("Rolling budget exhausted", nowrap=True), Column("Rolling budget", True),
          Column("Burn 1 d / 3 d", True), Column("Status", nowrap=True), Column("Days", True)],
         [[Cell(sli_label(s.sli), title=s.definition or s.sli), Cell(fmt_objective(s.objective)), Cell(fmt_sli(s.value)),
           Cell(MISSING if s.met is None else ("yes" if s.met else "no")
                + (f" as a whole; {_period(s)} budget exhausted" if s in broke else ""),
                swatch=None if s.met is None else ("#2e7d32" if s.met and s not in broke else "#c62828")),
           Cell(fmt_budget(s.budget_left)), Cell(fmt_date(s.exhausted_on) if s.exhausted_on else MISSING),
+          Cell(_rolling_gone(s) or MISSING),
           Cell(fmt_budget(s.last["budget_remaining"])),
           Cell(f"{fmt_num(s.last['burn_rate_short'], 2)} / {fmt_num(s.last['burn_rate_long'], 2)}"),
           Cell(str(s.last["status"] or MISSING).replace("_", " "), swatch=charts.slo_status_colour(s.last["status"])),
           Cell(f"{fmt_int(s.days_measured)} / {fmt_int(w.days)}"
                + (f" + {fmt_int(s.days_partial)} partial" if s.days_partial else ""))] for s in slis],
         caption="Over window = Σ good / Σ total of the window's days. Budget left = 1 − bad / ((1 − objective) × "
-                "total) over the window (negative = overspent); budget gone = the first day the window's cumulative "
-                "bad events exceeded it. Rolling budget, burn rates and status are marts.slo_daily's values on "
+                "total) over the window (negative = overspent); window budget gone = the first day the window's cumulative "
+                "bad events exceeded that budget (sized on the whole window's events); rolling budget exhausted = the "
+                "first day of the window marts.slo_exhausted_spans has the rolling budget exhausted on. Rolling budget, burn rates and status are marts.slo_daily's values on "
                 + (f"{to}, the last day (no complete day: the data covers it only in part): " if last_partial else
                    f"{to}, the last complete day (marts.day_coverage) — not a partial last day: ")
                 + 
