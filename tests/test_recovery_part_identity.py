@@ -24,9 +24,10 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
+from node_event_lines import events_with_parts
+
 from gpusre.models.failures.attribution import HUNG_RULE, attribute_failures
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents
-from gpusre.models.logs.event_catalog import classify_messages
 from gpusre.models.reliability.repair_times import (PART_COLUMNS, join_asof_same_part, link_incidents,
                                                     recovery_ends)
 
@@ -62,16 +63,10 @@ PROBE_LINES = [(t(17, 59, 50), "u07", down(MLX5_5, "mlx5_5")), (t(18), "u07", do
 def events(lines: list[tuple[datetime, str, str]], *, overrides: dict[int, dict] | None = None) -> pl.DataFrame:
     """core.node_events rows (EVENT_SCHEMA and the part columns) of ``(ts, node, raw line)``, classified as the
     ingest does; ``overrides``: column values to set on some event ids (hand-typed lines of other sites)."""
-    classified = classify_messages(pl.Series([m for _, _, m in lines]))
-    frame = pl.concat([
-        pl.DataFrame({"event_id": list(range(1, len(lines) + 1)), "ts": [ts for ts, _, _ in lines],
-                      "node": [n for _, n, _ in lines]}, schema={"event_id": pl.Int64, "ts": DT, "node": pl.String}),
-        classified.select(c for c in dict.fromkeys((*EVENT_SCHEMA, *PART_COLUMNS))
-                          if c in classified.columns and c not in ("event_id", "ts", "node"))], how="horizontal")
+    frame = events_with_parts(lines)
     for event_id, values in (overrides or {}).items():
         frame = frame.with_columns(pl.when(pl.col("event_id") == event_id).then(pl.lit(v, pl.String))
                                    .otherwise(pl.col(c)).alias(c) for c, v in values.items())
-    assert frame["kind"].null_count() == 0
     return frame
 
 

@@ -17,8 +17,9 @@ Failure events (:func:`failure_events`)
 Merging (:func:`merge_incidents`), in this order:
     1. *Fabric*: network failure events (component ``network``) of the nodes under one leaf switch
        are chained in time (a gap of at most ``window`` keeps the chain). A chain touching at least
-       ``fabric_min_nodes`` distinct nodes, that many out at one moment (a node is out until the
-       recovery it logs: cable faults in turn are not a switch failure), is one ``network_switch``
+       ``fabric_min_nodes`` distinct nodes, that many out at one moment (a node is out while any part
+       it lost is, until that part's recovery: cable faults in turn are not a switch failure, and on an
+       8-rail node one rail back ``ACTIVE`` does not bring back another), is one ``network_switch``
        incident (scope ``leaf_switch``). Link failures no leaf took that come in a burst — chained with
        gaps of at most :data:`FABRIC_SIMULTANEITY` (60 s), ``fabric_min_nodes`` nodes out at once — are
        one ``network_switch`` incident of scope ``fabric`` (nodes under several leaves with too few each,
@@ -49,8 +50,10 @@ Merging (:func:`merge_incidents`), in this order:
        consecutive events of the same node and component continues the incident, a longer gap
        starts a new one; an informational Xid escalated by its repeat threshold chains with the
        escalated repeats of its GPU across the repeat window (a failing HBM is one fault); a part that
-       came back by itself (a recovery line: port ``ACTIVE``, sensor deasserted) and failed again within
-       a day, with no repair of its node in between, is one flapping fault. A
+       came back by itself (a recovery line about that part: port ``ACTIVE``, sensor deasserted) and failed
+       again within a day, with no repair of its node in between, is one flapping fault (the part as
+       :func:`~gpusre.models.reliability.repair_times.same_part` tells it: rail B's flap between two
+       failures of rail A chains nothing; a line naming no part answers for every part of its node). A
        health-check episode attaches to the fault it follows and takes no part in the co-occurrence
        signatures (a check failing for hours would bridge faults far apart); a signature's cause
        names the incident only when logged before its effect, or at most the row's
@@ -99,7 +102,7 @@ from gpusre.models.logs.event_catalog import (
 from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
 from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.reliability.repair_times import recovery_lines
+from gpusre.models.reliability.repair_times import PART_COLUMNS, join_asof_same_part, recovery_lines, with_parts
 
 __all__ = [
     "EVENT_SCHEMA",
@@ -366,11 +369,14 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
     with gaps of at most ``episode_gap``: NHC repeats a failing check on every run until the
     condition clears, and an SRE counts the episode once.
     """
+    ev = with_parts(ev)
     hc = ev.filter(pl.col("kind") == HEALTH_CHECK_KIND)
     logs = ev.filter(pl.col("kind") != HEALTH_CHECK_KIND).select(
         "node", pl.col("ts").alias("start"), pl.col("ts").alias("end"), "kind", "code", "component",
         "cause_class", "severity", "action",
         pl.concat_list(pl.col("gpu_pci")).list.drop_nulls().alias("gpus"),
+        # the part the line names (a NIC's PCI address and port, a GPU's): recoveries count per part
+        *PART_COLUMNS,
         pl.lit(1, pl.Int64).alias("n_events"), pl.concat_list(pl.col("event_id")).alias("event_ids"),
         pl.lit(False).alias("is_hc"),
         # an informational Xid repeated past its threshold: keyed by its GPU to chain the repeats
@@ -393,7 +399,9 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
              pl.col("severity").first(), pl.col("action").first(),
              pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
              pl.len().cast(pl.Int64).alias("n_events"), pl.col("event_id").sort().alias("event_ids"))
-        .with_columns(pl.lit(True).alias("is_hc"), pl.lit(None, pl.String).alias("_repeat_key"))
+        .with_columns(pl.lit(True).alias("is_hc"), pl.lit(None, pl.String).alias("_repeat_key"),
+                      # a check run names no part it failed on: it answers for every part of its node
+                      *(pl.lit(None, pl.String).alias(c) for c in PART_COLUMNS))
         .select(logs.columns)
     )
     items = pl.concat([logs, episodes], how="vertical_relaxed")
@@ -407,30 +415,54 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
 def _first_recovery(frame: pl.DataFrame, at: str, recoveries: pl.DataFrame, node: str,
                     by_class: bool = False) -> pl.DataFrame:
     """``frame`` with ``_up``: the first recovery line (``recoveries``: ``node``, ``component_class``,
-    ``_up``) its row's node (column ``node``) logged strictly after ``at`` — of the row's
-    ``component_class`` when ``by_class`` — or null. The one question the switch simultaneity and
-    the flap chain ask of the recovery lines."""
+    ``_up``, the :data:`~gpusre.models.reliability.repair_times.PART_COLUMNS`) its row's node (column
+    ``node``) logged strictly after ``at`` about the row's part — of the row's ``component_class`` when
+    ``by_class`` — or null. The one question the switch simultaneity and the flap chain ask of the
+    recovery lines.
+
+    The part is :func:`~gpusre.models.reliability.repair_times.same_part`'s: on an 8-rail node one NIC back
+    ``ACTIVE`` is no recovery of another NIC still down. A row or a line naming no part (a site whose link
+    lines name no port, a health-check episode) matches every part of its node, as before parts were read.
+    """
     by = [node, "component_class"] if by_class else [node]
-    rec = recoveries.select(pl.col("node").alias(node), *(["component_class"] if by_class else []), "_up").sort("_up")
-    return frame.sort(at).join_asof(rec, left_on=at, right_on="_up", by=by, strategy="forward",
-                                    allow_exact_matches=False, check_sortedness=False)
+    rec = with_parts(recoveries).select(pl.col("node").alias(node), *(["component_class"] if by_class else []),
+                                        "_up", *PART_COLUMNS)
+    return join_asof_same_part(with_parts(frame), rec, left_on=at, right_on="_up", by=by, strategy="forward",
+                               allow_exact_matches=False)
 
 
 def _simultaneous(cand: pl.DataFrame, key: str, recoveries: pl.DataFrame | None, need: int) -> pl.DataFrame:
     """(``key``, ``_isl``, ``_onset``) islands in which at least ``need`` nodes were out at one moment, and
-    the first such moment (``_onset``: when the outage became multi-node). A node is out from its first
-    evidence in the island until the first recovery it logged after its last (``recoveries``: ``node``,
-    ``_up``), or to the island's end when it logged none: cable faults in turn on one leaf, each link back
-    ``ACTIVE`` before the next went down, are not a switch failure."""
-    down = cand.group_by(key, "_isl", "_nkey").agg(pl.col("start").min().alias("_from"), pl.col("end").max().alias("_last"))
+    the first such moment (``_onset``: when the outage became multi-node). A node is out while any of its
+    downed parts is (:data:`~gpusre.models.reliability.repair_times.PART_COLUMNS`: an 8-rail node with one
+    rail back ``ACTIVE`` and another still down is out); a part is out from its first evidence in the
+    island until the first recovery of that part (:func:`_first_recovery`; ``recoveries``: ``node``,
+    ``_up``, the part columns) logged after its last, or to the island's end when it logged none: cable
+    faults in turn on one leaf, each link back ``ACTIVE`` before the next went down, are not a switch
+    failure. Evidence naming no part (a portless link line, a health check) is one part answered by any
+    recovery of its node: without part columns a node is out until the first recovery after its last
+    evidence."""
+    parts = [*PART_COLUMNS]
+    cand = with_parts(cand)
+    down = (cand.group_by(key, "_isl", "_nkey", *parts)
+            .agg(pl.col("start").min().alias("_from"), pl.col("end").max().alias("_last")))
     if recoveries is not None and not recoveries.is_empty():
         down = _first_recovery(down, "_last", recoveries, "_nkey")
     else:
         down = down.with_columns(pl.lit(None, _UTC).alias("_up"))
-    marks = pl.concat([down.select(key, "_isl", pl.col("_from").alias("_t"), pl.lit(1, pl.Int64).alias("_d")),
-                       down.drop_nulls("_up").select(key, "_isl", pl.col("_up").alias("_t"), pl.lit(-1, pl.Int64).alias("_d"))])
+    marks = pl.concat([down.select(key, "_isl", "_nkey", pl.col("_from").alias("_t"), pl.lit(1, pl.Int64).alias("_d")),
+                       down.drop_nulls("_up").select(key, "_isl", "_nkey", pl.col("_up").alias("_t"),
+                                                     pl.lit(-1, pl.Int64).alias("_d"))])
+    # Parts out per node, then the moments the node goes out (0 -> some) and comes back (some -> 0): the
+    # count below is of nodes, however many rails each lost.
+    node = ["_nkey", key, "_isl"]
+    out = pl.col("_parts") > 0
+    nodes = (marks.sort(key, "_isl", "_nkey", "_t", "_d")
+             .with_columns(pl.col("_d").cum_sum().over(node).alias("_parts"))
+             .with_columns((out.cast(pl.Int64) - out.shift(1).over(node).fill_null(False).cast(pl.Int64)).alias("_d"))
+             .filter(pl.col("_d") != 0))
     # a recovery at the very moment another node goes down is not an overlap: -1 sorts first
-    peak = (marks.sort(key, "_isl", "_t", "_d").with_columns(pl.col("_d").cum_sum().over(key, "_isl").alias("_n"))
+    peak = (nodes.sort(key, "_isl", "_t", "_d").with_columns(pl.col("_d").cum_sum().over(key, "_isl").alias("_n"))
             .group_by(key, "_isl").agg(pl.col("_n").max(), pl.col("_t").filter(pl.col("_n") >= need).min().alias("_onset")))
     return peak.filter(pl.col("_n") >= need).select(key, "_isl", "_onset")
 
@@ -574,35 +606,58 @@ def _rack_edges(items: pl.DataFrame, taken: pl.DataFrame, min_nodes: int | None,
     return pl.concat(frames) if frames else pl.DataFrame(schema=_WIDE_SCHEMA)
 
 
-def _flap_edges(blocks: pl.DataFrame, recoveries: pl.DataFrame | None, outages: pl.DataFrame | None) -> pl.DataFrame:
-    """(``_a``, ``_b``) edges between consecutive blocks of one node and component where the part came
-    back by itself in between (a recovery of its class logged after the first block) and failed again
-    within :data:`FLAP_WINDOW`, with no repair in between (an outage of the node that ended there: drained
-    and returned). A flapping port, or a sensor that asserts and deasserts, is one fault until repaired
-    — not one incident per flap. ``blocks``: ``_root``, ``_nkey``, ``component``, ``component_class``,
-    ``_lstart``, ``_lend`` (span of the block's logged evidence, its health checks aside; null for a
-    block of health checks alone), ``_chainable`` (no evidence of the block is in a multi-node incident)."""
+def _flap_edges(blocks: pl.DataFrame, segments: pl.DataFrame, recoveries: pl.DataFrame | None,
+                outages: pl.DataFrame | None) -> pl.DataFrame:
+    """(``_a``, ``_b``) edges between blocks of one node and component where a part failed in the earlier
+    block, came back by itself (a recovery of its class about that part, logged after the part's last
+    failure there) and failed again in the later block within :data:`FLAP_WINDOW`, with no repair in between
+    (an outage of the node that ended there: drained and returned). A flapping port, or a sensor that
+    asserts and deasserts, is one fault until repaired — not one incident per flap.
+
+    A part's earlier block is the last one before its later block with a failure of the same part
+    (:func:`~gpusre.models.reliability.repair_times.same_part`): on an 8-rail node rail B flapping between
+    two failures of rail A says nothing of A, and B's ``ACTIVE`` does not chain them. Lines naming no part
+    are one part that any recovery of the class answers, so without part columns this is the earlier rule:
+    consecutive blocks, any recovery of the class in between.
+
+    ``blocks``: ``_root``, ``_nkey``, ``component``, ``component_class``, ``_lstart`` (first logged evidence;
+    null for a block of health checks alone), ``_chainable`` (no evidence of the block is in a multi-node
+    incident). ``segments``: per block (``_root``) and part (the part columns), ``_s`` and ``_e``: the span
+    of that part's logged evidence in the block (its health checks aside)."""
     schema = {"_a": pl.UInt32, "_b": pl.UInt32}
-    if recoveries is None or recoveries.is_empty() or blocks.is_empty():
+    if recoveries is None or recoveries.is_empty() or segments.is_empty():
         return pl.DataFrame(schema=schema)
     keys = ["_nkey", "component"]
-    # Blocks chain by the span of their logged evidence (``_lstart``, ``_lend``): the recovery line
-    # answers the kernel's failure line, while a health check runs on its own clock and may lag both.
-    # Health checks alone take no part (nor stand between two flaps); a block of a multi-node incident
-    # breaks the chain (its waves are _wide_edges' to join).
-    pairs = (blocks.filter(pl.col("_lstart").is_not_null()).sort(*keys, "_lstart", "_root")
-             .with_columns(pl.col("_root").shift(1).over(keys).alias("_prev"),
-                           pl.col("_lend").shift(1).over(keys).alias("_prev_end"),
-                           pl.col("_chainable").shift(1).over(keys).alias("_prev_chainable"))
+    # Blocks chain by the span of their logged evidence: the recovery line answers the kernel's failure
+    # line, while a health check runs on its own clock and may lag both. Health checks alone take no part
+    # (nor stand between two flaps); a block of a multi-node incident breaks the chain (its waves are
+    # _wide_edges' to join).
+    seg = with_parts(segments).join(
+        blocks.filter(pl.col("_lstart").is_not_null())
+        .select("_root", *keys, "component_class", "_lstart", "_chainable"), on="_root")
+    earlier = seg.select(*keys, *PART_COLUMNS, pl.col("_root").alias("_prev"), pl.col("_e").alias("_prev_end"),
+                         pl.col("_chainable").alias("_prev_chainable"),
+                         *(pl.col(c).alias(f"_prev_{c}") for c in PART_COLUMNS))
+    # Each part's previous failure: the latest one of the same part ending before this block's first logged
+    # evidence (blocks of a node and component are disjoint in time, so it is in an earlier block).
+    pairs = (join_asof_same_part(seg, earlier, left_on="_lstart", right_on="_prev_end", by=keys,
+                                 strategy="backward", allow_exact_matches=False)
              .filter(pl.col("_prev").is_not_null() & pl.col("_chainable") & pl.col("_prev_chainable")
-                     & (pl.col("_lstart") - pl.col("_prev_end") <= FLAP_WINDOW)))
+                     & (pl.col("_s") - pl.col("_prev_end") <= FLAP_WINDOW)))
+    # The recovery must be about the part both failures name: asked with the side naming more of it (a
+    # NIC's address and port over a portless line of the same node).
+    named = pl.sum_horizontal(pl.col(c).is_not_null() for c in PART_COLUMNS)
+    prev_named = pl.sum_horizontal(pl.col(f"_prev_{c}").is_not_null() for c in PART_COLUMNS)
+    pairs = (pairs.with_columns(pl.when(prev_named > named).then(pl.col(f"_prev_{c}")).otherwise(pl.col(c)).alias(c)
+                                for c in PART_COLUMNS)
+             .with_row_index("_pair"))
     pairs = (_first_recovery(pairs, "_prev_end", recoveries, "_nkey", by_class=True)
-             .filter(pl.col("_up") < pl.col("_lstart")).drop("_up"))
+             .filter(pl.col("_up") < pl.col("_s")).drop("_up"))
     if outages is not None and not outages.is_empty() and pairs.height:
         out = outages.select(pl.col("node").alias("_nkey"), pl.col("outage_end_ts").cast(_UTC).alias("_oe"))
-        repaired = (pairs.join(out, on="_nkey").filter((pl.col("_oe") > pl.col("_prev_end")) & (pl.col("_oe") < pl.col("_lstart")))
-                    .select("_root").unique())
-        pairs = pairs.join(repaired, on="_root", how="anti")
+        repaired = (pairs.join(out, on="_nkey").filter((pl.col("_oe") > pl.col("_prev_end")) & (pl.col("_oe") < pl.col("_s")))
+                    .select("_pair").unique())
+        pairs = pairs.join(repaired, on="_pair", how="anti")
     return pairs.select(pl.col("_root").alias("_a"), pl.col("_prev").alias("_b")).cast(schema)
 
 
@@ -637,8 +692,7 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
                                        # at 18:30 is a block with a check in it, and it once chained
                                        # with no later flap (an evaluator's gpu13: two incidents).
                                        (~pl.col("_wide").any()).alias("_chainable"),
-                                       pl.col("start").filter(logged_item).min().alias("_lstart"),
-                                       pl.col("end").filter(logged_item).max().alias("_lend")))
+                                       pl.col("start").filter(logged_item).min().alias("_lstart")))
     # Health-check episodes take no part in the signatures, not even inside a block of their component:
     # an episode failing for hours would bridge faults far apart (a GPU lost at 02:00, its check failing
     # until 06:00, a DBE on another GPU at 02:40); each attaches to its nearest fault below.
@@ -674,7 +728,10 @@ def _node_edges(items: pl.DataFrame, window: timedelta, outages: pl.DataFrame | 
             (pl.col("end") >= pl.col("_os") - window) & (pl.col("_oe").is_null() | (pl.col("start") <= pl.col("_oe"))))
         edges.append(inside.select(pl.col("_root").alias("_a"),
                                    pl.col("_root").min().over("_nkey", "_os", "component_class").alias("_b")))
-    edges.append(_flap_edges(blocks, recoveries, outages))
+    # (per block and part: the flap chain asks whether the part that failed again came back in between)
+    segments = (it.filter(logged_item).pipe(with_parts).group_by("_root", *PART_COLUMNS)
+                .agg(pl.col("start").min().alias("_s"), pl.col("end").max().alias("_e")))
+    edges.append(_flap_edges(blocks, segments, recoveries, outages))
     # A health-check episode attaches to the fault it overlaps on its node (the nearest log evidence
     # within the window, whatever its class: checks are symptoms, and their names can mislead); one whose
     # check names no known component may also join other health-check evidence; neither is then a fault
@@ -954,7 +1011,12 @@ def merge_incidents(
         ``(incidents, membership)`` with :data:`INCIDENT_SCHEMA` and :data:`MEMBERSHIP_SCHEMA`,
         incidents sorted by ``start_ts``, ``incident_id``.
     """
+    # failure_events keeps EVENT_SCHEMA's columns: the part each line names (a NIC's PCI address and port)
+    # comes back by event id, for the recoveries to be matched per part (_first_recovery).
     ev = failure_events(events)
+    parts = with_parts(events).select(pl.col("event_id").cast(pl.Int64),
+                                      *(c for c in PART_COLUMNS if c not in EVENT_SCHEMA))
+    ev = ev.join(parts.unique("event_id"), on="event_id", how="left", maintain_order="left")
     messages = events.select("event_id", pl.col("message").cast(pl.String)) if "message" in events.columns else None
     items = (_evidence(ev, messages, episode_gap).join(_leaf_of(topology), on="node", how="left")
              .join(_group_of(racks, "_rack"), on="node", how="left")
