@@ -15,7 +15,7 @@ from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.accounting_span import accounting_span
+from gpusre.models.accounting_span import accounting_span, counted_end, data_span_of
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.ingest.ledger import loaded_rows
 from gpusre.models.ingest.reconcile import mismatched_files
@@ -190,12 +190,16 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
     maintenance = maintenance_spans(config)
     with warehouse.connect() as con:
-        # The history ends where the accounting does when that is later: no event after the last
-        # one means in service (an open event: down) until the data's end, not until that event —
-        # unless the dumps say they were cut earlier (a missing nightly dump): then nothing after the
-        # cut is measured from node states (models/sources/slurm_events/ingest.py, node_states_end).
-        accounting_from, accounting_as_of = accounting_span(con)
-        as_of, _ = node_states_end(con, accounting_as_of)
+        # The history ends at the data's one end (models/accounting_span.py, data_span: the accounting's
+        # last moment, to midnight when it misses at most an hour of its day): no event after the last
+        # one means in service (an open event: down) until then, not until that event nor a node-state
+        # dump's cut at 00:05 the next day — unless the dumps say they were cut earlier (a missing
+        # nightly dump): then nothing after the cut is measured (slurm_events.ingest.node_states_end).
+        accounting_first, accounting_last = accounting_span(con)
+        accounting_from, accounting_end = data_span_of(accounting_first, accounting_last)
+        as_of, cut_early = node_states_end(con, accounting_last)
+        if as_of is not None and not cut_early:
+            as_of = accounting_end if accounting_end is not None else counted_end(as_of)
         as_of = as_of.astimezone(timezone.utc) if as_of is not None else None
         states = con.sql("SELECT * FROM core.node_states").pl()
         if config.node_names:
@@ -219,16 +223,16 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
             starts = [t for t in (_midnight(first) if first is not None else None, dumps_from) if t is not None]
             history_from = min(starts).astimezone(timezone.utc) if starts else as_of
             # Observed days only, the ones the node_availability SLI reads (models/reliability/slo.py):
-            # with accounting, from its first moment (a drain open since weeks before the first dump
+            # with accounting, from its first day (a drain open since weeks before the first dump
             # says nothing about the other nodes then: no row claims them in service); without it,
-            # from the first moment any source speaks for (the first node-log line, event or dump). The
-            # first day counts from that moment, as the last day counts up to as_of.
+            # from the first day any source speaks for (the first node-log line, event or dump). The
+            # first day counts whole from its midnight (data_span's rule), the last up to as_of.
             if accounting_from is not None:
                 observed_from = accounting_from.astimezone(timezone.utc)
             else:
-                observed_from = min(t for t in (first, dumps_from, _first_log_line(con), as_of)
-                                    if t is not None).astimezone(timezone.utc)
-            observed_from = max(observed_from, history_from,
+                observed_from = _midnight(min(t for t in (first, dumps_from, _first_log_line(con), as_of)
+                                              if t is not None))
+            observed_from = max(observed_from, _midnight(history_from),
                                 _midnight(as_of - timedelta(days=MAX_HISTORY_DAYS)))
             start_day = observed_from.date()
             # A generic reason ("Not responding") takes its outage's cause: the part its chain's drain
@@ -237,7 +241,9 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
             incidents, _ = _incidents_with_evidence(con)
             links = incident_outage_links(incidents, states) if incidents is not None else None
             caused = outage_causes(states, links)
-            daily = node_availability_daily(caused, nodes, start_day, as_of.date(), as_of=as_of,
+            # as_of at a midnight ends the day before it: no row for a day the data does not reach
+            last_day = (as_of - timedelta(microseconds=1)).date()
+            daily = node_availability_daily(caused, nodes, start_day, last_day, as_of=as_of,
                                             maintenance=maintenance, observed_from=observed_from)
             # The same clipped, attributed down time as the daily mart, so node-hours add up.
             segments = down_segments(caused, as_of, maintenance, since=observed_from)

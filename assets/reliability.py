@@ -17,6 +17,7 @@ from gpusre.assets.job_trends import UTILIZATION_DAILY
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.node_states import INCIDENT_REPAIRS, NODE_AVAILABILITY_DAILY
 from gpusre.assets.data_coverage import DAY_COVERAGE
+from gpusre.models.accounting_span import counted_end
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.failures.node_loss import write_node_hardware_loss
 from gpusre.models.reliability.marts import RELIABILITY_MARTS, compute_reliability_marts, read_reliability_inputs
@@ -80,7 +81,10 @@ def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
             for name in ("goodput_daily", "slo_daily"):
                 if table_exists(con, f"marts.{name}"):
                     mark_partial_days(con, f"marts.{name}")
-            n_loss_rows = write_node_hardware_loss(con, config.gpus_per_node, inputs.as_of, config.gpus_by_node)
+            # An incident still open is down until the data's one end (models/accounting_span.py), as in
+            # marts.node_availability_daily, not the accounting's last record.
+            loss_end = counted_end(inputs.as_of) if inputs.as_of is not None else None
+            n_loss_rows = write_node_hardware_loss(con, config.gpus_per_node, loss_end, config.gpus_by_node)
         top_loss = (con.sql("SELECT period, node, down_gpu_hours, job_lost_gpu_hours FROM marts.node_hardware_loss "
                             "ORDER BY month DESC, down_gpu_hours + job_lost_gpu_hours DESC LIMIT 10").pl()
                     if table_exists(con, "marts.node_hardware_loss") else pl.DataFrame())

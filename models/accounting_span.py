@@ -18,17 +18,24 @@ in-service figure — ``marts.utilization_daily``, ``marts.goodput_daily``, ``ma
 ``observed_hours`` and the SLIs' totals: whole UTC days (24 h), except the day of the span's end when more
 than :data:`MAX_GAP_MINUTES` of it lie after it (the minutes of the next day a dump cut at 00:05 reaches):
 that day counts its hours up to the end, so "now" is not diluted by hours that have not happened. The first
-day counts whole even when the data begins inside it (the quiet half hour before the first job at 00:30 is
-idle capacity; a dump that begins at noon makes the day partial in ``marts.day_coverage``, left out of
-means): utilization_daily is written before the first record's time is known for sure (raw.record_days is
-refreshed later in a run), and a cut there made complete days look partial. Two marts once cut the same day
+day counts whole even when the data begins inside it (the quiet hours before the first job at 04:30 are
+idle capacity, ``marts.day_coverage`` included): utilization_daily is written before the first record's
+time is known for sure (raw.record_days is refreshed later in a run), and a cut there made complete days
+look partial.
+
+**The data's span** (:func:`data_span`): from the first day's midnight (:func:`day_start`) to the moment the
+data counts up to (:func:`counted_end`: the next midnight when the last moment misses at most
+:data:`MAX_GAP_MINUTES` of its day, else that moment). Open outages, drains and repairs are down until
+that end, MTBF exposure and its failure window run over it, and no daily mart has a row after its last
+day. Four ends once coexisted (the log's last line, the accounting's, midnight, a node-state dump's cut
+at 00:05 the next day): one open drain showed three durations and the availability two values. Two marts once cut the same day
 differently (goodput at the first job start and last job end, utilization at midnight): goodput came out
 above utilization.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, time, timedelta, timezone
 
 import duckdb
 
@@ -37,7 +44,7 @@ from gpusre.models.warehouse import table_exists
 import polars as pl
 
 __all__ = ["ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
-           "capacity_hours_expr"]
+           "capacity_hours_expr", "counted_end", "data_span", "data_span_of", "day_start"]
 
 #: A day with more than this much of it outside the data span is partial (and counts only its covered
 #: hours of capacity). An hour absorbs the quiet minutes before a complete day's first record and after its
@@ -71,6 +78,45 @@ def accounting_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, da
     sql = ACCOUNTING_SPAN_SQL if table_exists(con, "raw.record_days") else _SPAN_SQL.format(recorded="NULL")
     first, last = con.sql(sql).fetchall()[0]
     return (first.astimezone(timezone.utc) if first else None, last.astimezone(timezone.utc) if last else None)
+
+
+def day_start(ts: datetime) -> datetime:
+    """Midnight (UTC) of ``ts``'s UTC day: where the data's first day starts counting (the first day
+    counts whole, :func:`capacity_hours_expr`).
+
+    >>> day_start(datetime(2026, 11, 24, 4, 30, tzinfo=timezone.utc)).isoformat()
+    '2026-11-24T00:00:00+00:00'
+    """
+    return datetime.combine(ts.astimezone(timezone.utc).date(), time(), tzinfo=timezone.utc)
+
+
+def counted_end(end: datetime, max_gap_minutes: float = MAX_GAP_MINUTES) -> datetime:
+    """The moment the data counts up to, given its last moment ``end``: the next midnight when ``end``
+    misses at most ``max_gap_minutes`` of its day (the last day then counts whole, as its capacity
+    does), else ``end`` itself. Open outages, drains and repairs are counted to it, so a day's down
+    hours and its capacity hours end at the same moment.
+
+    >>> d = lambda h, m=0: datetime(2026, 11, 28, h, m, tzinfo=timezone.utc)
+    >>> [counted_end(t).isoformat() for t in (d(23, 30), d(22, 30), d(0))]
+    ['2026-11-29T00:00:00+00:00', '2026-11-28T22:30:00+00:00', '2026-11-28T00:00:00+00:00']
+    """
+    end = end.astimezone(timezone.utc)
+    midnight = day_start(end) + timedelta(days=1)
+    # end exactly at a midnight is that midnight (day_start(end) == end): nothing left of a day to fill
+    return midnight if day_start(end) != end and midnight - end <= timedelta(minutes=max_gap_minutes) else end
+
+
+def data_span(con: duckdb.DuckDBPyConnection) -> tuple[datetime | None, datetime | None]:
+    """``(start, end)`` of the data by the one day rule: midnight of the accounting's first day, and the
+    moment it counts up to (:func:`counted_end` of the accounting's last moment) — the span every mart's
+    days, capacity, exposure and open outages share. ``(None, None)`` without jobs (callers fall back to
+    the other sources' spans, through the same two functions)."""
+    return data_span_of(*accounting_span(con))
+
+
+def data_span_of(first: datetime | None, last: datetime | None) -> tuple[datetime | None, datetime | None]:
+    """:func:`data_span` of an accounting span ``(first, last)`` already read (:func:`accounting_span`)."""
+    return (day_start(first) if first is not None else None, counted_end(last) if last is not None else None)
 
 
 def capacity_hours_expr(day: pl.Expr, until: datetime | None,

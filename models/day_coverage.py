@@ -1,10 +1,12 @@
 """Which UTC days the data covers fully: ``marts.day_coverage`` and the ``partial`` column of every daily mart.
 
-A day at either end of the data (the first dump starting mid-day, the last one ending at 00:07) is
-*partial*: its counts are real but cover only part of the day, so a mean, a minimum or a trend over
-days that includes it is wrong (the demo's last day showed as "lowest utilization 0.8 %"). Coverage is
-defined once, in ``sql/marts/day_coverage.sql``: the intersection of the spans (first .. last record) of
-the dense sources, Slurm accounting (its span: :mod:`gpusre.models.accounting_span`) and node logs; a day is complete when at most
+A day at the end of the data (the last dump ending at 00:07, a log that stops at noon) is *partial*: its
+counts are real but cover only part of the day, so a mean, a minimum or a trend over days that includes it
+is wrong (the demo's last day showed as "lowest utilization 0.8 %"). Coverage is defined once, in
+``sql/marts/day_coverage.sql``: the intersection of the spans of the dense sources, Slurm accounting (its
+span: :mod:`gpusre.models.accounting_span`) and node logs, by the one day rule of that module — each span
+from its first day's midnight (the first day counts whole, as its capacity does), the covered span to
+:func:`~gpusre.models.accounting_span.counted_end` of its end; a day is complete when at most
 :data:`MAX_GAP_MINUTES` of it lie outside that span.
 
 Every daily mart carries ``partial`` (:func:`mark_partial_days`, refreshed for all rows each time the

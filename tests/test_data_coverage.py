@@ -164,18 +164,19 @@ def test_missing_days_are_shown_as_runs() -> None:
 def test_day_coverage_and_partial_flags(warehouse: Path) -> None:
     """Hand-computed: the accounting's span 03-01 10:00 (job 1's start: the earliest start on the day of
     the first record, job 1's end at 12:00) .. 03-04 00:30, node logs 03-01 10:00 .. 03-03 20:00;
-    covered = their intersection 03-01 10:00 .. 03-03 20:00."""
+    covered = their intersection, each from its first day's midnight (the first day counts whole,
+    models/accounting_span.py): 03-01 00:00 .. 03-03 20:00."""
     con = connect(warehouse, read_only=True)
     try:
         cov = con.sql("SELECT day, covered_hours, partial, sources FROM marts.day_coverage ORDER BY day").fetchall()
         log_partial = con.sql("SELECT day, partial FROM marts.log_coverage_daily ORDER BY day").fetchall()
     finally:
         con.close()
-    assert cov == [(date(2026, 3, 1), 14.0, True, "sacct, syslog"),   # from 10:00: 10 h uncovered
+    assert cov == [(date(2026, 3, 1), 24.0, False, "sacct, syslog"),  # the first day whole, from midnight
                    (date(2026, 3, 2), 24.0, False, "sacct, syslog"),
                    (date(2026, 3, 3), 20.0, True, "sacct, syslog"),   # node logs end at 20:00: 4 h > 1 h
                    (date(2026, 3, 4), 0.0, True, "sacct, syslog")]    # only accounting reaches past midnight
-    assert log_partial == [(date(2026, 3, 1), True), (date(2026, 3, 2), False), (date(2026, 3, 3), True)]
+    assert log_partial == [(date(2026, 3, 1), False), (date(2026, 3, 2), False), (date(2026, 3, 3), True)]
 
 
 #: The definition of "busy" before it was generated per job: a range join of jobs and days. Kept as

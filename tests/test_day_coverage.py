@@ -43,14 +43,16 @@ def _coverage(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     return con.sql("SELECT day, round(covered_hours, 4), partial FROM marts.day_coverage ORDER BY day").fetchall()
 
 
-def test_demo_shape_first_day_from_noon_last_day_to_seven_past_midnight(con: duckdb.DuckDBPyConnection) -> None:
-    # accounting 10-27 12:00 .. 10-30 00:07; node logs 10-27 00:00 .. 10-30 00:05 -> covered 10-27 12:00 .. 10-30 00:05
+def test_demo_shape_first_day_whole_last_day_to_seven_past_midnight(con: duckdb.DuckDBPyConnection) -> None:
+    # accounting 10-27 12:00 .. 10-30 00:07; node logs 10-27 00:00 .. 10-30 00:05 -> covered 10-27 00:00 (the
+    # first day counts whole from midnight, models/accounting_span.py) .. 10-30 00:05 (23 h 55 min before
+    # its midnight: the day is cut there)
     _sacct(con, _ts(27, 12), _ts(28, 6), _ts(30, 0, 7))
     _syslog(con, _ts(27, 0), _ts(29, 23, 59), _ts(30, 0, 5))
     assert build_day_coverage(con) == 4
-    assert _coverage(con) == [(date(2026, 10, 27), 12.0, True), (date(2026, 10, 28), 24.0, False),
+    assert _coverage(con) == [(date(2026, 10, 27), 24.0, False), (date(2026, 10, 28), 24.0, False),
                               (date(2026, 10, 29), 24.0, False), (date(2026, 10, 30), round(5 / 60, 4), True)]
-    assert complete_days(con) == (date(2026, 10, 28), date(2026, 10, 29))
+    assert complete_days(con) == (date(2026, 10, 27), date(2026, 10, 29))
 
 
 def test_gap_tolerance(con: duckdb.DuckDBPyConnection) -> None:
@@ -59,7 +61,8 @@ def test_gap_tolerance(con: duckdb.DuckDBPyConnection) -> None:
     build_day_coverage(con)
     assert [r[2] for r in _coverage(con)] == [False, False]  # default: up to 60 min uncovered is complete
     build_day_coverage(con, max_gap_minutes=30)
-    assert _coverage(con) == [(date(2026, 10, 1), round(23 + 40 / 60, 4), False),
+    # the first day counts whole from midnight; the last is cut at 23:10 (50 min > 30 before midnight)
+    assert _coverage(con) == [(date(2026, 10, 1), 24.0, False),
                               (date(2026, 10, 2), round(23 + 10 / 60, 4), True)]
 
 
@@ -89,7 +92,9 @@ def test_accounting_span_not_its_first_record_time(con: duckdb.DuckDBPyConnectio
     Job a started two days before the dumps (listed because it ran inside them) and ended 10-01 06:00,
     the first record time; job b started 10-01 00:00; job c started 10-02 20:00 and has run 4 h at the
     last dump. Span: 10-01 00:00 (the earliest start on the first record's day) .. 10-03 00:00 (c's
-    start + elapsed) — both days complete, where the records' own times (06:00 .. 20:00) made both partial."""
+    start + elapsed) — both days complete, where the records' own times (06:00 .. 20:00) made both partial.
+    Node logs 10-01 00:01 .. 10-02 23:58: covered to 23:58, 2 min before midnight -> the day whole, and no
+    row for 10-03 (the data ends at its midnight)."""
     rows = [("a", "COMPLETED", datetime(2026, 9, 29, 0, tzinfo=UTC), _ts(1, 6), 54 * 3600),
             ("b", "COMPLETED", _ts(1, 0), _ts(1, 8), 8 * 3600),
             ("c", "RUNNING", _ts(2, 20), None, 4 * 3600)]
@@ -101,9 +106,7 @@ def test_accounting_span_not_its_first_record_time(con: duckdb.DuckDBPyConnectio
                     [i + 2, job, start, start, end, elapsed])
     _syslog(con, _ts(1, 0, 1), _ts(2, 23, 58))
     build_day_coverage(con)
-    assert _coverage(con) == [(date(2026, 10, 1), round(24 - 1 / 60, 4), False),
-                              (date(2026, 10, 2), round(24 - 2 / 60, 4), False),
-                              (date(2026, 10, 3), 0.0, True)]
+    assert _coverage(con) == [(date(2026, 10, 1), 24.0, False), (date(2026, 10, 2), 24.0, False)]
     freshness_last = con.sql("SELECT max(last_ts) FROM raw.record_days WHERE source_kind = 'sacct'").fetchall()[0][0]
     assert freshness_last == _ts(3, 0)  # the running job's record speaks up to start + elapsed
 

@@ -194,11 +194,15 @@ def test_failure_window_is_the_accounting_span_cut_to_the_node_logs() -> None:
 
     assert doctest.testmod(reliability_marts).failed == 0
     d = lambda h: datetime(2026, 8, 1, tzinfo=UTC) + timedelta(hours=h)  # noqa: E731
-    # Logs from 05:00 (the first dump's local midnight) to 40 h: the exposure starts and ends with them.
-    assert failure_window(d(0), d(48), (d(5), d(40))) == (d(5), d(40))
-    # Logs wider than the accounting, or no logs: the accounting's span.
-    assert failure_window(d(5), d(40), (d(0), d(48))) == (d(5), d(40))
-    assert failure_window(d(5), d(40), (None, None)) == (d(5), d(40))
+    # Logs from 05:00 (the first dump's local midnight) to 40 h (16:00, 8 h before midnight): the first day
+    # counts whole from its midnight (models/accounting_span.py), the window ends with the logs.
+    assert failure_window(d(0), d(48), (d(5), d(40))) == (d(0), d(40))
+    # Logs wider than the accounting, or no logs: the accounting's span, from its first day's midnight.
+    assert failure_window(d(5), d(40), (d(0), d(48))) == (d(0), d(40))
+    assert failure_window(d(5), d(40), (None, None)) == (d(0), d(40))
+    # Logs ending at 23:17 and accounting at 23:30 (at most an hour before midnight): both end at midnight,
+    # where the capacity and the open outages end (outside probe z: the window once ended at 23:17).
+    assert failure_window(d(0), d(47.5), (d(0.3), d(47 + 17 / 60))) == (d(0), d(48))
 
 
 # --------------------------------------------------------------------------------------------

@@ -143,20 +143,22 @@ def test_mtbf_exposure_is_the_sli_in_service_hours(full):
     exposure = con.sql("SELECT exposure_hours FROM marts.mtbf WHERE scope = 'cluster' AND period = 'all'").fetchall()[0][0]
     # The SLI's good hours count whole days from 11-01 00:00 (one day definition with capacity): 96 + 77 +
     # 90 + 48 = 311; gpu004 stayed up through the planned window and is exposed (the old rule subtracted its
-    # 6 h too). MTBF exposure counts only what the node logs could have seen a failure in: from their first
-    # line 11-01 12:00 to their last 11-04 11:50 — the SLI's hours less 11-01's unlogged half day (48) and
-    # 4 nodes × 10 min at the end.
+    # 6 h too). MTBF exposure runs over the same days (models/accounting_span.py: the node logs' first day
+    # counts whole from its midnight too — outside probe z: exposure once left out the first day's hours
+    # before the first line, and MTBF disagreed with the availability) up to the logs' last line 11-04 11:50
+    # (more than an hour before midnight: the failure window stops there): the SLI's hours less 4 nodes × 10 min.
     good = sum(v[0] for v in _sli(con, "node_availability").values())
     assert good == pytest.approx(311.0)
-    assert exposure == pytest.approx(311.0 - 48.0 - 4 / 6)
+    assert exposure == pytest.approx(311.0 - 4 / 6)
 
 
 def test_status_is_quoted_from_the_last_complete_day(full):
     _, md = full
     assert "values on 2026-11-03, the last complete day" in md
-    # the default window ends on the last complete day 11-03: 11-02 and 11-03 are complete days, 11-01 a half
-    # day — its events count in the sums, not as a day of the window
-    assert "| 2 / 30 + 1 partial |" in md
+    # the default window ends on the last complete day 11-03: 11-01 .. 11-03 are complete days — 11-01 too,
+    # although its data begins at 12:00 (the first day counts whole, models/accounting_span.py)
+    row = next(line for line in md.splitlines() if line.startswith("| Node availability |"))
+    assert row.endswith("| 3 / 30 |")
 
 
 def test_accounting_only_leaves_mtbf_and_availability_unknown(tmp_path):
@@ -178,9 +180,11 @@ def test_node_logs_without_states_say_estimated(tmp_path):
 def test_without_accounting_the_failure_marts_and_availability_exist(tmp_path):
     con, md = _run(tmp_path, sacct=False)
     assert {r[0] for r in con.sql("SELECT DISTINCT sli FROM marts.slo_daily").fetchall()} == {"node_availability"}
-    # exposure over the node logs' span 11-01 12:00 .. 11-04 ~12:00 with the node states' in-service hours
+    # exposure over the node logs' span from its first day's midnight, 11-01 00:00 .. 11-04 11:50 (4 × 83 h 50 min
+    # = 335 1/3 node-hours) less the node states' down hours (gpu001 06-13, gpu002 06-12 and 02-08, gpu003 06-12:
+    # 25 h) — the same as with accounting
     exposure = con.sql("SELECT exposure_hours FROM marts.mtbf WHERE scope = 'cluster' AND period = 'all'").fetchall()[0][0]
-    assert exposure == pytest.approx(263.0 - 4 / 6)
+    assert exposure == pytest.approx(311.0 - 4 / 6)
     assert con.sql("SELECT count(*) FROM marts.node_failure_rate WHERE variant = 'hw_incidents'").fetchall()[0][0] > 0
     assert "no Slurm accounting" in md
 

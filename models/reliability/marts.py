@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 import duckdb
 import polars as pl
 
-from gpusre.models.accounting_span import accounting_span
+from gpusre.models.accounting_span import accounting_span, counted_end, day_start
 from gpusre.models.failures.hw_incidents import span_islands
 from gpusre.models.reliability.error_budget import exhausted_spans
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
@@ -82,7 +82,9 @@ class ReliabilitySettings:
 
 @dataclass
 class ReliabilityInputs:
-    """Frames read from the warehouse; ``t0``/``as_of`` bound the observed span (UTC)."""
+    """Frames read from the warehouse; ``t0``/``as_of`` bound the observed span (UTC): the first day's
+    midnight and the accounting's last moment (jobs still running run until it; outages, exposure and
+    the failure window run to :func:`~gpusre.models.accounting_span.counted_end` of it)."""
 
     jobs: pl.DataFrame
     instances: pl.DataFrame
@@ -178,9 +180,10 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
     observed = [r[0] for r in con.sql(
         "SELECT DISTINCT unnest(nodes) AS n FROM core.job_instances ORDER BY n").fetchall() if r[0] is not None]
     # "Now" is the latest time the dumps show (a running job's start + elapsed), as for utilization;
-    # the start is the accounting's first moment, not its day's midnight: a dump that begins at noon
-    # speaks for 12 hours of its first day, as the last dump's day counts only up to "now".
-    t0, as_of = accounting_span(con)
+    # the start is the first day's midnight: the first day counts whole, as its capacity does
+    # (models/accounting_span.py, data_span), so MTBF exposure and the in-service hours agree.
+    first, as_of = accounting_span(con)
+    t0 = day_start(first) if first is not None else None
     log_span: tuple[datetime | None, datetime | None] = (None, None)
     if _table_exists(con, "raw", "record_days"):  # refreshed by marts.day_coverage, which these marts follow
         lo, hi = con.sql("SELECT min(first_ts), max(last_ts) FROM raw.record_days "
@@ -202,30 +205,36 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
 
 
 def observation_span(inputs: ReliabilityInputs) -> tuple[datetime, datetime] | None:
-    """The span the reliability marts speak for: the accounting's (first moment .. latest moment the
-    dumps show) when there is accounting, else the node logs' and node states' together (first line or
-    event .. last); None without any of them."""
+    """The span the reliability marts speak for: the accounting's (first day's midnight .. latest moment
+    the dumps show) when there is accounting, else the node logs' and node states' together (first line's
+    or event's midnight .. last); None without any of them."""
     if inputs.t0 is not None and inputs.as_of is not None:
         return inputs.t0, inputs.as_of
     spans = [s for s in (inputs.log_span, inputs.states_span) if s[0] is not None and s[1] is not None]
     if not spans:
         return None
-    lo, hi = min(s[0] for s in spans), max(s[1] for s in spans)  # type: ignore[type-var]
+    lo, hi = day_start(min(s[0] for s in spans)), max(s[1] for s in spans)  # type: ignore[type-var]
     return (lo, hi) if lo < hi else None
 
 
 def failure_window(t0: datetime, t1: datetime, log_span: tuple[datetime | None, datetime | None]) -> tuple[datetime, datetime]:
-    """The span in which hardware failures could be observed: the accounting's span cut to the node logs'
-    (incidents come from the logs; exposure outside them would count node-hours nobody watched).
+    """The span in which hardware failures could be observed: the data's span cut to the node logs'
+    (incidents come from the logs; exposure outside them would count node-hours nobody watched), both
+    by the one day rule (models/accounting_span.py): from their first day's midnight to
+    :func:`~gpusre.models.accounting_span.counted_end` of their last moment — a log whose last line is at
+    23:17 watched that day whole, as the capacity and the in-service hours count it.
 
     >>> from datetime import datetime, timezone
-    >>> d = lambda h: datetime(2026, 8, 1, h, tzinfo=timezone.utc)
-    >>> failure_window(d(0), d(23), (d(5), None))
-    (datetime.datetime(2026, 8, 1, 5, 0, tzinfo=datetime.timezone.utc), datetime.datetime(2026, 8, 1, 23, 0, tzinfo=datetime.timezone.utc))
+    >>> d = lambda h, m=0: datetime(2026, 8, 1, h, m, tzinfo=timezone.utc)
+    >>> [t.strftime("%d %H:%M") for t in failure_window(d(0), d(23, 30), (d(5), d(23, 17)))]
+    ['01 00:00', '02 00:00']
+    >>> [t.strftime("%d %H:%M") for t in failure_window(d(0), d(23, 30), (d(5), d(15)))]
+    ['01 00:00', '01 15:00']
     """
+    t0, t1 = day_start(t0), counted_end(t1)
     lo, hi = log_span
-    f0 = max(t0, lo) if lo is not None else t0
-    f1 = min(t1, hi) if hi is not None else t1
+    f0 = max(t0, day_start(lo)) if lo is not None else t0
+    f1 = min(t1, counted_end(hi)) if hi is not None else t1
     return (f0, f1) if f0 < f1 else (t0, t1)
 
 
@@ -245,6 +254,9 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     if span is None:
         return {name: pl.DataFrame() for name in RELIABILITY_MARTS}
     t0, t1 = span
+    # Outages open at the end, planned windows and the SLIs' days run to the data's one end (the next
+    # midnight when t1 misses at most an hour of its day); running jobs stop at t1, the last moment seen.
+    end = counted_end(t1)
     # Which sources speak: jobs (accounting) for goodput, ETTR, job MTTF and the job SLIs; failure
     # evidence (node logs, or the operator's incident log) for MTBF and r_f — without it zero
     # failures would read as a lower bound on MTBF, when nothing could have been seen.
@@ -281,15 +293,15 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     # node-state maintenance out through the node states themselves.
     windows = with_state_maintenance(settings.maintenance, maintenance_from_node_states(
         inputs.maintenance_outages.filter(pl.col("node").is_in(nodes)), len(nodes)))
-    down_spans = _down_spans(incidents, t1)
+    down_spans = _down_spans(incidents, end)
     if settings.node_names:  # a host outside the fleet (a rack's switch tray) has no node-hours to lose
         down_spans = down_spans.filter(pl.col("node").is_in(list(settings.node_names)))
-    down = _down_node_hours_daily(incidents, t1, down_spans)
+    down = _down_node_hours_daily(incidents, end, down_spans)
     slo_args = dict(
         targets=[t for t in settings.slo_targets if has_jobs or t.sli == "node_availability"],
         window_days=settings.slo_window_days,
-        maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, t1), down=down,
-        node_count=len(nodes), ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=t1,
+        maintenance_node_hours=_maintenance_daily(nodes, settings.maintenance, t0, end), down=down,
+        node_count=len(nodes), ettr_min_run_gpus=settings.ettr_min_run_gpus, t0=t0, t1=end,
         ettr_includes_queue_wait=settings.ettr_includes_queue_wait,
         availability=inputs.availability if has_states else None, estimate_availability=has_logs,
         down_spans=down_spans)
@@ -324,7 +336,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     gpus_frame = _node_gpus_frame(settings)
     goodput = goodput_daily(inst, inputs.utilization, t1, inputs.availability if has_states else None,
                             settings.gpus_per_node, since=t0,
-                            maintenance=_maintenance_daily(nodes, settings.maintenance, t0, t1,
+                            maintenance=_maintenance_daily(nodes, settings.maintenance, t0, end,
                                                            settings.node_gpus if gpus_frame is not None else None,
                                                            settings.gpus_per_node),
                             node_gpus=gpus_frame)
@@ -439,7 +451,9 @@ def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime, spans: pl.Data
     if not spans.height:
         return pl.DataFrame(schema={"day": pl.Date, "down_node_hours": pl.Float64})
     merged = spans.rename({"end_ts": "up_ts"}).with_row_index("_span")
-    spans = (merged.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), pl.col("up_ts").dt.date()).alias("day"))
+    # an end at midnight closes the day before it (no empty row for a day the data does not reach)
+    last = (pl.col("up_ts") - pl.duration(microseconds=1)).dt.date()
+    spans = (merged.with_columns(pl.date_ranges(pl.col("start_ts").dt.date(), last).alias("day"))
              .explode("day")
              .with_columns(pl.col("day").cast(pl.Datetime("us")).dt.replace_time_zone("UTC").alias("_d0"))
              .with_columns((pl.col("_d0") + pl.duration(days=1)).alias("_d1"))

@@ -22,6 +22,11 @@
 -- no earlier than the day its file is named for (the last YYYY-MM-DD in the path: the rule of
 -- gpusre.models.alerts.clustering._FILE_DAY_SQL, which the alert data span and the notification days
 -- use too); a logger's (or snapshot's) time stays what it says.
+-- Node states are dated by their node events only (raw.slurm_events, event_type 'node'): a cluster event
+-- (the "Cluster Registered TRES" period every sacctmgr dump lists, begun at the last slurmctld restart,
+-- weeks before) is not a node-state record (README keeps it apart, core.cluster_events), and once made the
+-- node-state data "begin" weeks early with every day between "without records". records still counts
+-- every line loaded (raw.record_days).
 -- A meta-alert's start (a Watchdog's, re-sent unchanged from its first firing) dates nothing: $meta_alerts is
 -- the catalog's pattern (gpusre.models.alerts.clustering.meta_alert_pattern, models/catalog/alert_meta.csv).
 -- Parameters: $acct_from / $acct_to TIMESTAMPTZ, $meta_alerts VARCHAR.
@@ -35,7 +40,10 @@ WITH alert_times AS (
     FROM raw.alert_notifications
 ), per_day AS (
     SELECT source_kind, day, sum(records) AS n, min(first_ts) AS first_ts, max(last_ts) AS last_ts
-    FROM raw.record_days WHERE source_kind <> 'alerts' GROUP BY ALL
+    FROM raw.record_days WHERE source_kind NOT IN ('alerts', 'slurm_events') GROUP BY ALL
+    UNION ALL
+    SELECT 'slurm_events', CAST(timezone('UTC', start_ts) AS DATE), count(*), min(start_ts), max(start_ts)
+    FROM raw.slurm_events WHERE event_type = 'node' AND start_ts IS NOT NULL GROUP BY ALL
     UNION ALL
     SELECT 'alerts', CAST(timezone('UTC', ts) AS DATE), count(*), min(ts), max(ts)
     FROM alert_times WHERE ts IS NOT NULL GROUP BY ALL
@@ -57,6 +65,8 @@ WITH alert_times AS (
     SELECT 'slurm_events' AS source_kind,
            CASE WHEN cut IS NOT NULL AND (last_ts IS NULL OR last_ts <= cut) THEN cut END AS history_end_ts
     FROM states_cut
+), loaded AS (
+    SELECT source_kind, sum(records)::BIGINT AS records FROM raw.record_days GROUP BY ALL
 ), files AS (
     SELECT source_kind, count(*) AS files, count(*) FILTER (WHERE status = 'refused') AS files_refused,
            max(ingested_at) AS last_ingested_at
@@ -65,7 +75,7 @@ WITH alert_times AS (
 SELECT f.source_kind,
        coalesce(src.dense, false)                AS dense,           -- an empty day means missing data
        f.files, f.files_refused, f.last_ingested_at,
-       coalesce(s.records, 0)                    AS records,
+       coalesce(CASE WHEN f.source_kind = 'slurm_events' THEN l.records END, s.records, 0) AS records,
        CASE WHEN f.source_kind = 'sacct' THEN least(s.first_record_ts, $acct_from::TIMESTAMPTZ)
             ELSE s.first_record_ts END AS first_record_ts,
        CASE WHEN f.source_kind = 'sacct' THEN greatest(s.last_record_ts, $acct_to::TIMESTAMPTZ)
@@ -80,5 +90,6 @@ FROM files AS f
 LEFT JOIN span AS s USING (source_kind)
 LEFT JOIN empty AS e USING (source_kind)
 LEFT JOIN states_end AS h USING (source_kind)
+LEFT JOIN loaded AS l USING (source_kind)
 JOIN raw.sources AS src USING (source_kind)
 ORDER BY f.source_kind;

@@ -10,6 +10,11 @@
 -- Slurm accounting's span is the one every analytic uses (models/accounting_span.py: from the earliest
 -- job start on its first record's day — a dump's first record is a job end, hours after jobs started
 -- at midnight — to the latest moment the dumps show), passed in as $acct_from / $acct_to.
+-- Days follow the one day rule of models/accounting_span.py (day_start / counted_end, the rule of every
+-- capacity, in-service and exposure figure): every source's span starts at its first day's midnight (the
+-- first day counts whole: a first job at 04:30 leaves quiet hours, not a partial day), and the covered
+-- span ends at the next midnight when its end misses at most $max_gap_minutes of that day (else at the
+-- end) — so covered_to is the moment open outages and repairs are counted to, and no day after it has a row.
 -- Parameters: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES), $acct_from / $acct_to
 -- TIMESTAMPTZ (NULL without jobs: the records' own span).
 CREATE OR REPLACE TABLE marts.day_coverage AS
@@ -18,16 +23,33 @@ WITH record_spans AS (
     FROM raw.record_days AS r JOIN raw.sources AS s USING (source_kind) WHERE s.dense GROUP BY ALL
 ), spans AS (
     SELECT source_kind,
-           CASE WHEN source_kind = 'sacct' THEN COALESCE($acct_from::TIMESTAMPTZ, first_ts) ELSE first_ts END AS first_ts,
+           timezone('UTC', timezone('UTC', CASE WHEN source_kind = 'sacct' THEN COALESCE($acct_from::TIMESTAMPTZ, first_ts)
+                                                ELSE first_ts END)::DATE::TIMESTAMP) AS first_ts,
            CASE WHEN source_kind = 'sacct' THEN COALESCE($acct_to::TIMESTAMPTZ, last_ts) ELSE last_ts END AS last_ts
     FROM record_spans
-), span AS (
-    SELECT max(first_ts) AS covered_from, min(last_ts) AS covered_to,
-           min(first_ts) AS any_from, max(last_ts) AS any_to,
+), raw_span AS (
+    SELECT max(first_ts) AS covered_from, min(last_ts) AS last_covered,
+           min(first_ts) AS any_from, max(last_ts) AS last_any,
            string_agg(source_kind, ', ' ORDER BY source_kind) AS sources
     FROM spans HAVING count(*) > 0
+), ends AS (
+    -- counted_end of both ends: t, or its next midnight when t lies inside a day and at most $max_gap_minutes before it
+    SELECT *, timezone('UTC', (timezone('UTC', t)::DATE + 1)::TIMESTAMP) AS next_midnight
+    FROM (SELECT 'covered' AS which, last_covered AS t FROM raw_span UNION ALL SELECT 'any', last_any FROM raw_span)
+), counted AS (
+    SELECT which, CASE WHEN t <> timezone('UTC', timezone('UTC', t)::DATE::TIMESTAMP)
+                        AND epoch_us(next_midnight) - epoch_us(t) <= $max_gap_minutes::DOUBLE * 6e7
+                       THEN next_midnight ELSE t END AS t
+    FROM ends
+), span AS (
+    SELECT s.covered_from, s.any_from, s.sources,
+           (SELECT t FROM counted WHERE which = 'covered') AS covered_to,
+           (SELECT t FROM counted WHERE which = 'any') AS any_to
+    FROM raw_span AS s
 ), days AS (
-    SELECT unnest(generate_series(timezone('UTC', any_from)::DATE, timezone('UTC', any_to)::DATE, INTERVAL 1 DAY))::DATE AS day
+    -- up to the day of the instant before the end: an end at midnight closes the day before it
+    SELECT unnest(generate_series(timezone('UTC', any_from)::DATE,
+                                  timezone('UTC', any_to - INTERVAL 1 MICROSECOND)::DATE, INTERVAL 1 DAY))::DATE AS day
     FROM span
 ), bounded AS (
     SELECT d.day,

@@ -12,8 +12,8 @@
 --                       incident's start until the node again completed a job (recovered_ts; $as_of while it
 --                       has not), as the node_availability SLI estimates it. "Covered" is the availability
 --                       mart's own decision (one definition): every row of marts.node_availability_daily is a
---                       node-day the history covers, its observed_hours (from midnight; on the mart's first
---                       day, up to midnight) in service unless a state says down — so a node the history
+--                       node-day the history covers, its observed_hours (from midnight: every day counts from
+--                       its midnight, the first one too — models/accounting_span.py) in service unless a state says down — so a node the history
 --                       covers and never shows out was in service (0 h), as MTBF exposure and the SLI count
 --                       it; only node-days without a row (no node-state history, days before it starts or
 --                       after it ends — a missing dump) fall back to the incident estimate. An incident an operator labelled in
@@ -28,21 +28,17 @@
 -- rows for other windows. month_complete: every day of the month is a complete day (marts.day_coverage).
 -- Parameters: $gpus_per_node INTEGER (GPUs of a node $gpu_nodes does not name), $gpu_nodes VARCHAR[] and
 -- $gpu_counts INTEGER[] (parallel lists: each listed node's GPUs, cluster.yaml gpus_by_node; may be empty),
--- $as_of TIMESTAMPTZ (end of the data).
+-- $as_of TIMESTAMPTZ (the data's one end, models/accounting_span.py counted_end: the moment open outages count to).
 CREATE OR REPLACE TABLE marts.node_hardware_loss AS
 WITH node_gpus AS (
     SELECT unnest($gpu_nodes::VARCHAR[]) AS node, unnest($gpu_counts::INTEGER[]) AS gpus
-), history AS (
-    SELECT min(day) AS first_day, max(day) AS last_day FROM marts.node_availability_daily
 ), covered AS (
-    -- The span of each node-day the history covers, in epoch µs: observed_hours from midnight, except on the
-    -- mart's first day (observation starts inside it) where they run up to the next midnight.
+    -- The span of each node-day the history covers, in epoch µs: observed_hours from the day's midnight
+    -- (the mart's first day counts whole too; its last day may stop at the data's end).
     SELECT a.node, a.day,
-           CASE WHEN a.day = h.first_day AND a.day < h.last_day
-                THEN epoch_us(timezone('UTC', (a.day + 1)::TIMESTAMP)) - a.observed_hours * 3.6e9
-                ELSE epoch_us(timezone('UTC', a.day::TIMESTAMP)) END AS lo_us,
+           epoch_us(timezone('UTC', a.day::TIMESTAMP)) AS lo_us,
            a.observed_hours * 3.6e9 AS len_us
-    FROM marts.node_availability_daily AS a, history AS h
+    FROM marts.node_availability_daily AS a
 ), state_down AS (
     SELECT node, date_trunc('month', day)::DATE AS month, sum(down_hardware_hours) AS down_hours
     FROM marts.node_availability_daily
