@@ -303,7 +303,7 @@ def test_mart_period_one_month_and_a_window_over_the_whole_data() -> None:
         "all", "all", "2026-11-18 … 2026-11-24 (the whole record)", True)
     # A window short of the data: the whole record, its one month named once.
     assert mart_period(con, w(date(2026, 11, 20), date(2026, 11, 24)), "mtbf") == MartPeriod(
-        "all", "all", "whole record (2026-11)", False)
+        "all", "all", "whole record (2026-11-18 … 2026-11-24)", False)
     # Without marts.day_coverage the span is unknown: as before, but the month once.
     bare = duckdb.connect()
     _mtbf_month(bare, coverage=False)

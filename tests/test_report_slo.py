@@ -471,8 +471,17 @@ def test_a_one_month_window_headlines_that_months_reliability_rows(warehouse: Pa
                                f"(95 % CI {rlo:.2f}–{rhi:.2f}) in {month}")
     # Whole-record figures the marts hold no period for are named as the whole record, with its span.
     assert "Over the whole record 20" in _takeaways(section(page, "mttf"))[0]
-    # A window no mart row matches: the whole-record figure, labelled with its months.
-    record = f"whole record ({months[0]} … {months[-1]})"
+    # A window no mart row matches: the whole-record figure, labelled with its span — its days, since the
+    # simulated data starts / ends inside its months (marts.day_coverage's first to last complete day; a
+    # partial last day only when a failure started on it). It read "whole record (2026-08 … 2026-09)" for
+    # data ending 09-15.
+    first, last, partial = mart.execute(
+        "SELECT min(day), max(day) FILTER (WHERE NOT partial), max(day) FROM marts.day_coverage").fetchone()
+    if partial > last and mart.execute("SELECT count(*) FROM marts.hw_incidents WHERE CAST(timezone('UTC', start_ts) "
+                                       "AS DATE) > ?", [last]).fetchone()[0]:
+        last = partial
+    assert (first.day, last.day) != (1, _month_window(months[-1])[1].day), "the record is not whole months"
+    record = f"whole record ({first:%Y-%m-%d} … {last:%Y-%m-%d})"
     assert f"MTBF per node {_h(whole)} " in " ".join(visible_text(section(rolling, "summary")).split())
     assert f"· {record}" in visible_text(section(rolling, "summary"))
     assert f"over the {record}, not the window" in _takeaways(section(rolling, "failure-rate"))[0]

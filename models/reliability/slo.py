@@ -39,7 +39,7 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "sli": pl.String(), "value": pl.Float64(), "objective": pl.Float64(), "good": pl.Float64(),
     "total": pl.Float64(), "budget_remaining": pl.Float64(), "burn_rate_short": pl.Float64(),
     "burn_rate_long": pl.Float64(), "status": pl.String(), "ettr": pl.Float64(), "ettr_excl_queue": pl.Float64(),
-    "definition": pl.String(), "source": pl.String(), "window_days": pl.Int32(),
+    "definition": pl.String(), "source": pl.String(), "window_days": pl.Int32(), "window_days_covered": pl.Int32(),
 }
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {

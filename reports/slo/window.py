@@ -12,7 +12,7 @@ import duckdb
 
 from gpusre.reports.coverage import loaded_sources
 from gpusre.reports.kit.formatting import fmt_date, period_text
-from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import latest_complete_day, latest_record_day
 from gpusre.reports.slo.terms import SLI_ORDER
 
@@ -69,8 +69,12 @@ class SliWindow:
     definition: str | None = None
     #: the rolling budget's period in days (marts.slo_daily.window_days; None in a warehouse before the column)
     window_days: int | None = None
-    #: the complete day in the window with the lowest rolling budget (its marts.slo_daily row), None without one
+    #: the complete day in the window with the lowest rolling budget whose trailing period held
+    #: ``window_days`` days of data (its marts.slo_daily row, with ``data_days``), None without one
     worst_rolling: dict[str, Any] | None = None
+    #: the same among the window's complete days whose trailing period held fewer days of data (the record's
+    #: first ``window_days - 1`` days: a budget over 5 days of data, not 30), None without one
+    worst_rolling_short: dict[str, Any] | None = None
     #: marts.slo_exhausted_spans rows meeting the window: when the rolling budget was exhausted
     exhausted_spans: list[dict[str, Any]] = field(default_factory=list)
 
@@ -100,6 +104,13 @@ class SliWindow:
         return self.window_days is not None and len(self.days) > self.window_days
 
     @property
+    def lowest_rolling(self) -> dict[str, Any] | None:
+        """The lowest rolling budget a review quotes for the window: over a full period of data when the
+        window has such a day, else the short-period one (which the text labels "over the first N days of
+        data")."""
+        return self.worst_rolling or self.worst_rolling_short
+
+    @property
     def days_exhausted(self) -> int:
         """Days of the window on which the rolling budget was exhausted (spans clipped to the window)."""
         return sum(int(s["days_in_window"]) for s in self.exhausted_spans)
@@ -112,9 +123,11 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
     source = "source" if "source" in cols else "NULL"
     definition = "definition" if "definition" in cols else "NULL"
     window_days = "window_days" if "window_days" in cols else "NULL"
+    # days of data the rolling budget spans (error_budget.rolling_burn_rates computes it; the mart may carry it)
+    data_days = "window_days_covered" if "window_days_covered" in cols else "NULL"
     rows = query_rows(con, f"""SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
                                 burn_rate_long, status, {partial} AS partial, {source} AS source,
-                                {definition} AS definition, {window_days} AS window_days
+                                {definition} AS definition, {window_days} AS window_days, {data_days} AS data_days
                          FROM marts.slo_daily WHERE day BETWEEN ? AND ? ORDER BY sli, day""", [w.start, w.end])
     spans: dict[str, list[dict[str, Any]]] = {}
     if table_status(con, "marts.slo_exhausted_spans") is None:
@@ -132,6 +145,11 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
     out = []
     for sli in sorted(by, key=lambda s: (SLI_ORDER.index(s) if s in SLI_ORDER else 99, s)):
         rs = by[sli]
+        period = next((int(r["window_days"]) for r in reversed(rs) if r["window_days"] is not None), None)
+        _data_days(con, sli, rs, period)
+        complete = [r for r in rs if r["budget_remaining"] is not None and not r["partial"]]
+        full = [r for r in complete if period is None or r["data_days"] is None or r["data_days"] >= period]
+        short = [r for r in complete if r not in full]
         objective = next((r["objective"] for r in reversed(rs) if r["objective"] is not None), None)
         good = sum(float(r["good"] or 0.0) for r in rs)
         total = sum(float(r["total"] or 0.0) for r in rs)
@@ -145,10 +163,11 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
                         tuple(sorted({part for r in rs if r["source"] and (r["total"] or 0) > 0
                                       for part in r["source"].split("+")})),
                         next((r["definition"] for r in reversed(rs) if r["definition"]), None),
-                        next((int(r["window_days"]) for r in reversed(rs) if r["window_days"] is not None), None),
-                        # a row of the mart, chosen, not computed: the lowest rolling budget of a complete day
-                        min((r for r in rs if r["budget_remaining"] is not None and not r["partial"]),
-                            key=lambda r: (r["budget_remaining"], r["day"]), default=None),
+                        period,
+                        # rows of the mart, chosen, not computed: the lowest rolling budget of a complete day,
+                        # over a full period of data and over the record's first, shorter ones
+                        min(full, key=lambda r: (r["budget_remaining"], r["day"]), default=None),
+                        min(short, key=lambda r: (r["budget_remaining"], r["day"]), default=None),
                         spans.get(sli, []))
         allowed = sw.allowed
         bad = 0.0
@@ -159,6 +178,22 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
                 sw.exhausted_on = r["day"]
         out.append(sw)
     return out
+
+
+def _data_days(con: duckdb.DuckDBPyConnection, sli: str, rs: list[dict[str, Any]], period: int | None) -> None:
+    """Set each row's ``data_days``: the days of data its rolling budget spans — ``period``
+    (slo.window_days) once the record is that long, fewer on its first days (a budget on 2026-09-05 over a
+    record starting 2026-09-01 counts 5 days). marts.slo_daily's own ``window_days_covered`` when it carries
+    it; else the days from the SLI's first day in marts.slo_daily, capped at ``period``."""
+    if period is None or all(r["data_days"] is not None for r in rs):
+        return
+    first = scalar(con, "SELECT min(day) FROM marts.slo_daily WHERE sli = ?", [sli])
+    if isinstance(first, datetime):
+        first = first.date()
+    for r in rs:
+        if r["data_days"] is None and first is not None:
+            day = r["day"].date() if isinstance(r["day"], datetime) else r["day"]
+            r["data_days"] = min(period, (day - first).days + 1)
 
 
 def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DAYS) -> tuple[date, date]:
@@ -197,7 +232,8 @@ class MartPeriod:
     period_type: str
     period: str
     #: '2026-09', '2026-09 … 2026-10 (the whole record)', '2026-11-18 … 2026-11-24 (the whole record)' (the
-    #: days of a record shorter than its months), or 'whole record (2026-09 … 2026-10)'
+    #: days of a record shorter than its months), 'whole record (2026-09 … 2026-10)' or 'whole record
+    #: (2026-11-28 … 2026-11-29)' (not the window's: the record holds days outside it)
     label: str
     #: True when the row covers exactly the window's months, or the window covers the whole data span: the
     #: window's own figure
@@ -211,19 +247,27 @@ def _month_bounds(month: str) -> tuple[date, date]:
 
 
 def _data_span(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
-    """The data's first day and its last complete day (marts.day_coverage; the last day itself when none is
-    complete): the days a whole-record row covers. None before that mart exists."""
+    """The days a whole-record row covers (marts.day_coverage): the data's first day to its last complete
+    day — and on to its partial last day when a hardware incident (marts.hw_incidents) started on it: the
+    whole-record row counts that failure, so a window that stops before the day does not hold the whole
+    record, and its label must reach that day. A sliver without failures (a dump cut at 00:15) does not
+    count. None before that mart exists."""
     try:
         if table_status(con, "marts.day_coverage") is not None:
             return None
-        got = query_rows(con, "SELECT min(day) AS a, COALESCE(max(day) FILTER (WHERE NOT partial), max(day)) AS b "
-                              "FROM marts.day_coverage")
+        got = query_rows(con, "SELECT min(day) AS a, COALESCE(max(day) FILTER (WHERE NOT partial), max(day)) AS b, "
+                              "max(day) AS c FROM marts.day_coverage")
+        if not got or got[0]["a"] is None or got[0]["b"] is None:
+            return None
+        a, b, c = ((x.date() if isinstance(x, datetime) else x) for x in (got[0]["a"], got[0]["b"], got[0]["c"]))
+        if c > b and table_status(con, "marts.hw_incidents") is None:
+            late = scalar(con, f"SELECT max({utc_day_sql('start_ts')}) FROM marts.hw_incidents "
+                               f"WHERE {utc_day_sql('start_ts')} > ?", [b])
+            if late is not None:
+                b = max(b, late.date() if isinstance(late, datetime) else late)
     except duckdb.Error as exc:
         log.warning("SLO report data span: %s", exc)
         return None
-    if not got or got[0]["a"] is None or got[0]["b"] is None:
-        return None
-    a, b = ((x.date() if isinstance(x, datetime) else x) for x in (got[0]["a"], got[0]["b"]))
     return a, b
 
 
@@ -232,19 +276,21 @@ def mart_period(con: duckdb.DuckDBPyConnection, w: SloWindow, table: str, where:
 
     A review of a window headlines that window, never a whole-record figure that reads as one. The marts
     hold calendar months (UTC) and the whole record, so: a window that covers exactly one month the mart
-    holds, and no part of another, quotes that month's row; one that covers every month the mart holds
-    quotes ``all`` (the whole record *is* the window then). Anything else (30 rolling days, a run of
-    months short of the record) has no row of its own: the ``all`` row, labelled as the whole record with
-    its span so nobody reads it as the window's. Month rows are clipped to the data span, so a month the
-    data starts in part-way still matches. A window that covers the whole data span (marts.day_coverage: its
-    first day to its last complete day) quotes ``all`` as the window's own figure too — 30 days over a
-    warehouse of 7 are those 7 — named by the days the data covers when they are not whole months. A single
-    month is named once ('2026-11', not '2026-11 … 2026-11'). ``where`` narrows the rows
-    (``variant = 'hw_incidents'``)."""
+    holds, and no part of another, quotes that month's row (when that month is the whole record, the
+    section finds the same figures in the ``all`` row); one that covers every month the mart holds quotes
+    ``all`` (the whole record *is* the window then). Anything else (30 rolling days, a run of months short
+    of the record) has no row of its own: the ``all`` row, labelled as the whole record with its span so
+    nobody reads it as the window's — by its days when the data does not fill its months. Month rows are
+    clipped to the data span, so a month the data starts in part-way still matches. A window that covers
+    the whole data span (marts.day_coverage: its first day to its last complete one, or to a partial last
+    day a hardware incident started on, since the ``all`` row counts that failure) quotes ``all`` as the
+    window's own figure
+    too — 30 days over a warehouse of 7 are those 7 — named by the days the data covers when they are not
+    whole months. A single month is named once ('2026-11', not '2026-11 … 2026-11'). ``where`` narrows the
+    rows (``variant = 'hw_incidents'``)."""
     months = sorted(r["period"] for r in query_rows(
         con, f"SELECT DISTINCT period FROM marts.{table} WHERE period_type = 'month' AND {where}"))
     span_months = period_text(months[0], months[-1]) if months else None
-    record = f"whole record ({span_months})" if months else "whole record"
     touched = [m for m in months if _month_bounds(m)[0] <= w.end and _month_bounds(m)[1] >= w.start]
     inside = [m for m in touched if w.start <= _month_bounds(m)[0] and _month_bounds(m)[1] <= w.end]
     if touched and touched == inside:
@@ -252,14 +298,17 @@ def mart_period(con: duckdb.DuckDBPyConnection, w: SloWindow, table: str, where:
             return MartPeriod("month", inside[0], inside[0], True)
         if inside == months:
             return MartPeriod("all", "all", f"{span_months} (the whole record)", True)
-    span = _data_span(con) if months and touched == months else None
-    if span is not None and w.start <= span[0] and span[1] <= w.end:
-        # The window holds every day of data: the whole record is the window's figure, named by its days
-        # unless they fill its months (a week of November is not "2026-11").
-        whole = _month_bounds(months[0])[0] >= span[0] and _month_bounds(months[-1])[1] <= span[1]
-        days = span_months if whole else period_text(fmt_date(span[0]), fmt_date(span[1]))
+    span = _data_span(con) if months else None
+    # The whole record's days: its months when the data fills them, else the days themselves (a week of
+    # November is not "2026-11"; a record that runs into a partial 11-29 is not "2026-11-28").
+    days = span_months
+    if span is not None and not (_month_bounds(months[0])[0] >= span[0] and _month_bounds(months[-1])[1] <= span[1]):
+        days = period_text(fmt_date(span[0]), fmt_date(span[1]))
+    if span is not None and touched == months and w.start <= span[0] and span[1] <= w.end:
+        # The window holds every day of data (a partial last day included): the whole record is the
+        # window's figure.
         return MartPeriod("all", "all", f"{days} (the whole record)", True)
-    return MartPeriod("all", "all", record, False)
+    return MartPeriod("all", "all", f"whole record ({days})" if months else "whole record", False)
 
 
 def record_text(con: duckdb.DuckDBPyConnection, source: str = "sacct") -> str:

@@ -51,6 +51,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                          FROM marts.node_failure_rate ORDER BY period_type <> 'all', variant <> 'hw_incidents',
                                                              variant, period""")
     rows = [r for r in rows if r["period_type"] == "all" or r["period"] in months]
+    fetched = rows  # the window's own row is looked up here, whichever the table shows
     if only_month(con, "node_failure_rate") and any(r["period_type"] == "all" for r in rows):
         # One month of data: its rows repeat the whole record's; show them once.
         rows = [r for r in rows if r["period_type"] == "all"]
@@ -68,7 +69,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     # The window's own row when the mart holds one (a calendar month, or the whole record), else the whole
     # record, named with its span: a monthly review must not headline a rate that includes other months.
     mp = mart_period(con, w, "node_failure_rate", "variant = 'hw_incidents'")
-    main = next((r for r in rows if (r["period_type"], r["period"]) == (mp.period_type, mp.period)
+    main = next((r for r in fetched if (r["period_type"], r["period"]) == (mp.period_type, mp.period)
                  and r["variant"] == "hw_incidents"), rows[0])
     over = (mp.label if mp.is_window else
             f"{mp.label}, not the window {w.text} alone (marts.node_failure_rate holds calendar months and the "

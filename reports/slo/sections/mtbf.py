@@ -56,10 +56,17 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.mtbf has no cluster or component-class rows."
         return sec
-    one_month = only_month(con, "mtbf") is not None and any(r["period_type"] == "all" for r in rows)
+    fetched = rows  # every row read: the window's own row is looked up here, whichever the table shows
+    only = only_month(con, "mtbf")
+    one_month = only is not None and any(r["period_type"] == "all" for r in rows)
     if one_month:
         # One month of data: "2026-11" and "whole record" are the same rows; show them once.
         rows = [r for r in rows if r["period_type"] == "all"]
+
+    def period_cell(r: dict[str, Any]) -> str:
+        if r["period_type"] != "all":
+            return r["period"]
+        return f"whole record ({only})" if one_month else "whole record"
 
     def cat(r: dict[str, Any]) -> str:
         return "all" if r["scope"] == "cluster" else (r["component"] or "other")
@@ -69,7 +76,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     periods = ["all"] + [m for m in months if any(r["period"] == m for r in rows)]
     ordered = sorted(rows, key=lambda r: (cats.index(cat(r)), periods.index(r["period"]) if r["period"] in periods
                                           else 99))
-    chart_rows = [(class_label(cat(r)), "whole record" if r["period_type"] == "all" else r["period"],
+    chart_rows = [(class_label(cat(r)), period_cell(r),
                    r["mtbf_hours"] if r["sufficient"] else None, r["ci_low"], r["ci_high"], bool(r["sufficient"]))
                   for r in ordered]
 
@@ -82,7 +89,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                               FROM marts.mtbf_trend
                               ORDER BY comparison <> 'month over month', comparison, scope <> 'cluster',
                                        component""")
-    month_rows = {(cat(r), r["period"]): r for r in rows if r["period_type"] == "month"}
+    month_rows = {(cat(r), r["period"]): r for r in fetched if r["period_type"] == "month"}
 
     def trend_clause(t: dict[str, Any]) -> str:
         label = "cluster" if t["scope"] == "cluster" else class_label(t["component"])
@@ -102,15 +109,17 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return text
 
     # Headline the window's own row (a calendar month, or the whole record when the window covers it); a
-    # whole-record figure is named as such, so nobody reads it as the window's.
+    # whole-record figure is named as such, so nobody reads it as the window's. The row whose period is the
+    # window's, from every row read: with one month of data the table shows only the whole-record rows (the
+    # same figures), and the month's lead must not read "too few failures" for want of the row it hid.
     mp = mart_period(con, w, "mtbf")
-    head = {cat(r): r for r in rows if (r["period_type"], r["period"]) == (mp.period_type, mp.period)}
+    head = {cat(r): r for r in fetched if (r["period_type"], r["period"]) == (mp.period_type, mp.period)}
     c = head.get("all")
     if mp.is_window:
         lead = (f"In {mp.label} the cluster's MTBF per node was {fmt_hours(c['mtbf_hours'])} (95 % CI "
                 f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"]
-                else f"Too few failures for a cluster MTBF in {mp.label}"
-                + (f" ({plural(c['failures'], 'failure')})" if c else ""))
+                else f"Too few failures for a cluster MTBF in {mp.label} ({plural(c['failures'], 'failure')})" if c
+                else f"marts.mtbf has no cluster row for {mp.label}")
     else:
         lead = (f"Over the {mp.label} the cluster's MTBF per node is {fmt_hours(c['mtbf_hours'])} (95 % CI "
                 f"{fmt_ci(c['ci_low'], c['ci_high'])}, {plural(c['failures'], 'failure')})" if c and c["sufficient"]
@@ -148,7 +157,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
 
     def mtbf_cells(r: dict[str, Any]) -> list[Cell]:
         ok = bool(r["sufficient"])
-        return [Cell(class_label(cat(r))), Cell("whole record" if r["period_type"] == "all" else r["period"]),
+        return [Cell(class_label(cat(r))), Cell(period_cell(r)),
                 Cell(fmt_int(r["failures"])), Cell(fmt_int(r["exposure_hours"])),
                 Cell(fmt_hours(r["mtbf_hours"]) if ok and is_number(r["mtbf_hours"]) else "insufficient data"),
                 Cell(fmt_ci(r["ci_low"], r["ci_high"])),

@@ -5,7 +5,9 @@ Reads marts.slo_daily, marts.slo_exhausted_spans, marts.ettr_runs; formats, comp
 A window longer than the rolling budget (a quarter against slo.window_days = 30) pools its days: an SLO
 met over the quarter can have exhausted its 30-day budget in one month of it. Then every verdict is
 qualified ("met over the window as a whole") and the section names the exhausted periods and the lowest
-rolling budget per SLI (marts.slo_exhausted_spans, marts.slo_daily)."""
+rolling budget per SLI (marts.slo_exhausted_spans, marts.slo_daily) — the lowest of the window's days, one value
+in the sentence and the table, over a full slo.window_days of data (a budget over the record's first few days
+is labelled "over the first N days of data" and quoted only when the window has no full-period day)."""
 
 from __future__ import annotations
 
@@ -40,11 +42,29 @@ def _spans_text(s: SliWindow, counts: bool = True) -> str:
     return ", ".join(out)
 
 
+def _short_text(r: dict) -> str:
+    """' over the first 5 days of data' for a rolling budget whose trailing period held fewer days of data
+    than slo.window_days (the record's first days); '' for a full period."""
+    n = r.get("data_days")
+    w = r.get("window_days")
+    if n is None or w is None or n >= w:
+        return ""
+    return f" over the first {fmt_int(n)} day{'s' if n != 1 else ''} of data"
+
+
+def _lowest_text(s: SliWindow) -> str:
+    """'−186 % on 2026-10-03': the window's lowest rolling budget (its complete days, over a full period of
+    data when it has one; else labelled '… over the first 5 days of data')."""
+    r = s.lowest_rolling
+    return "" if r is None else (f"{fmt_budget(r['budget_remaining'])} on {fmt_date(r['day'])}{_short_text(r)}")
+
+
 def _exhausted_clause(s: SliWindow) -> str:
-    """'its 30-day budget was exhausted 2026-08-07 … 2026-09-05 (30 days), lowest −124 % on 2026-08-25'."""
-    worst = min(s.exhausted_spans, key=lambda r: r["worst_budget_remaining"])
-    return (f"its {_period(s)} budget was exhausted {_spans_text(s)}, lowest "
-            f"{fmt_budget(worst['worst_budget_remaining'])} on {fmt_date(worst['worst_day'])}")
+    """'its 30-day budget was exhausted 2026-08-07 … 2026-09-05 (30 days), lowest −124 % on 2026-08-25': the
+    lowest of the window's days, the value the rolling-budget table shows (not the whole span's, which may
+    lie before the window)."""
+    low = _lowest_text(s)
+    return f"its {_period(s)} budget was exhausted {_spans_text(s)}" + (f", lowest {low}" if low else "")
 
 
 def _rolling_gone(s: SliWindow) -> str | None:
@@ -157,7 +177,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                swatch=None if s.met is None else ("#2e7d32" if s.met and s not in broke else "#c62828")),
           Cell(fmt_budget(s.budget_left)), Cell(fmt_date(s.exhausted_on) if s.exhausted_on else MISSING),
           Cell(_rolling_gone(s) or MISSING),
-          Cell(fmt_budget(s.last["budget_remaining"])),
+          Cell(fmt_budget(s.last["budget_remaining"]), sub=(_short_text(s.last).strip() or None)
+               if s.last["budget_remaining"] is not None else None),
           Cell(f"{fmt_num(s.last['burn_rate_short'], 2)} / {fmt_num(s.last['burn_rate_long'], 2)}"),
           Cell(str(s.last["status"] or MISSING).replace("_", " "), swatch=charts.slo_status_colour(s.last["status"])),
           Cell(f"{fmt_int(s.days_measured)} / {fmt_int(w.days)}"
@@ -177,14 +198,14 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                 + (" Node availability is estimated from hardware incidents (no node-state history)"
                    + (" on some days" if "node_states" in estimated[0].sources else "") + "." if estimated else ""),
     ))
-    long = [s for s in slis if s.longer_than_budget and s.worst_rolling is not None]
+    long = [s for s in slis if s.longer_than_budget and s.lowest_rolling is not None]
     if long:
         sec.items.append(Table(
             [Column("SLI"), Column("Budget period", True), Column("Lowest rolling budget", True),
              Column("On", nowrap=True), Column("Days exhausted", True), Column("Exhausted")],
             [[Cell(sli_label(s.sli)), Cell(f"{fmt_int(s.window_days)} days"),
-              Cell(fmt_budget(s.worst_rolling["budget_remaining"])),  # type: ignore[index]
-              Cell(fmt_date(s.worst_rolling["day"])),  # type: ignore[index]
+              Cell(fmt_budget(s.lowest_rolling["budget_remaining"])),  # type: ignore[index]
+              Cell(fmt_date(s.lowest_rolling["day"]), sub=_short_text(s.lowest_rolling).strip() or None),  # type: ignore[index,arg-type]
               Cell(f"{fmt_int(s.days_exhausted)} / {fmt_int(w.days)}",
                    swatch="#c62828" if s.exhausted_spans else "#2e7d32"),
               Cell(_spans_text(s) or "never")] for s in long],
@@ -192,8 +213,21 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                     "pool every day, so a month that overspent can hide in it. Here, per SLI, marts.slo_daily's "
                     "rolling budget (over the trailing slo.window_days days ending on each day) on the window's "
                     "complete days: the lowest, and the periods it was exhausted (≤ 0, status exhausted; "
-                    "marts.slo_exhausted_spans, clipped to the window).",
+                    "marts.slo_exhausted_spans, clipped to the window). The lowest is taken over days whose "
+                    "trailing period holds slo.window_days days of data; only a window without such a day "
+                    "quotes a budget over the record's first, fewer days, and says so (\"over the first 5 days "
+                    "of data\").",
         ))
+    # The record's first days: a rolling budget over a few days of data swings on one event (one kill in 35
+    # runs over 5 days is −471 %). Never headlined next to a full-period figure; said, labelled, in a note.
+    early = [s for s in slis if s.worst_rolling is not None and s.worst_rolling_short is not None
+             and s.worst_rolling_short["budget_remaining"] < s.worst_rolling["budget_remaining"]]
+    if early:
+        sec.notes.append("Before the record holds slo.window_days days, the rolling budget counts fewer days and "
+                         "swings on single events; not quoted as the lowest above: " + ", ".join(
+                             f"{lower_first(sli_label(s.sli))} {fmt_budget(s.worst_rolling_short['budget_remaining'])} "  # type: ignore[index]
+                             f"on {fmt_date(s.worst_rolling_short['day'])}{_short_text(s.worst_rolling_short)}"  # type: ignore[index,arg-type]
+                             for s in early) + ".")
     partial = [s for s in slis if s.days and s.days[-1] < w.end]
     if partial:
         sec.notes.append("marts.slo_daily ends before the window does for " + ", ".join(
