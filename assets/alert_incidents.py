@@ -15,12 +15,13 @@ import polars as pl
 from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.alerts.clustering import (
-    ALERT_DATA_SPAN_SQL,
     MAINTENANCE_SCHEMA,
     NOTIFICATION_DAYS_SQL,
     AlertClusteringSettings,
     Topology,
+    alert_data_span_sql,
     alert_marts,
+    data_end,
 )
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.ingest import SUPPRESSED_SQL, alert_settings
@@ -145,11 +146,13 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
                 "SELECT job_id || $sep || instance_no::VARCHAR AS job_id, attribution, lost_gpu_hours, incident_id "
                 "FROM marts.instance_failure_attribution", params={"sep": RUN_KEY_SEP}).pl()], how="vertical_relaxed")
         # Notifications by the day they were received, and the span of the alert data: the first to
-        # the last webhook delivery (resolves and repeats included). Coverage is judged inside it, and
-        # an incident whose alert still fires is ongoing until its end.
+        # the last webhook delivery (resolves and repeats included; a file named for a day covers that
+        # day, up to the data's end). Coverage is judged inside it, and an incident whose alert still
+        # fires is ongoing until its end.
         raw = table_exists(con, "raw.alert_notifications")
         notifications = con.sql(NOTIFICATION_DAYS_SQL).pl() if raw else None
-        span = tuple(con.sql(ALERT_DATA_SPAN_SQL).fetchall()[0]) if raw else None
+        span = (tuple(con.sql(alert_data_span_sql("$data_end"), params={"data_end": data_end(con)}).fetchall()[0])
+                if raw else None)
         as_of = span[1] if span else None
         marts = alert_marts(
             alerts if alerts is not None else pl.DataFrame(),

@@ -18,7 +18,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from gpusre.models.alerts.clustering import ALERT_DATA_SPAN_SQL, alert_coverage, alert_data_span, alert_marts
+from gpusre.models.alerts.clustering import (ALERT_DATA_SPAN_SQL, alert_coverage, alert_data_span, alert_data_span_sql,
+                                             alert_marts)
 from gpusre.pipelines.runner import run_pipeline
 from gpusre.reports.nightly.report import render_nightly_report
 
@@ -119,6 +120,11 @@ def test_alert_data_span_sql_reads_receipts_resolves_and_repeats() -> None:
                     "starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     first, last = con.sql(ALERT_DATA_SPAN_SQL).fetchall()[0]
     assert (first, last) == (_t(2, 10, 0, 30), _t(2, 20, 15))
+    # With the data's end at 23:00, the file of 11-02 covers that day up to it; at 19:00, the receipt
+    # at 20:15 still ends the span (the cap never cuts a delivery).
+    for end, expected in (("23:00", _t(2, 23)), ("19:00", _t(2, 20, 15))):
+        capped = alert_data_span_sql(f"TIMESTAMPTZ '2026-11-02 {end}:00+00'")
+        assert con.sql(capped).fetchall()[0] == (_t(2, 10, 0, 30), expected)
     con.execute("DELETE FROM raw.alert_notifications")
     assert con.sql(ALERT_DATA_SPAN_SQL).fetchall()[0] == (None, None)
 
@@ -157,7 +163,8 @@ def _landing(root: Path, *, resolve: bool = True) -> Path:
     """Two days, four nodes. Node logs: gpu002 IB link down 11-02 02:00 (before any alert data),
     gpu001 Xid 79 11-02 10:00, gpu002 Xid 48 11-02 15:00, gpu003 Xid 48 11-03 05:00. Alerts: the
     Xid 79 fires at 10:00:30 (file of 11-02) and its resolve, endsAt 11-03 02:00, arrives in the
-    file of 11-03 — the last delivery: the alert data ends 11-03 02:00."""
+    file of 11-03 — the last delivery; that file covers 11-03: the alert data ends at the data's end,
+    the node logs' last line 11-03 23:40:07."""
     landing = root / "landing"
     (landing / "sacct").mkdir(parents=True)
     (landing / "cluster.yaml").write_text(CLUSTER_YAML)
@@ -215,13 +222,15 @@ def test_e2e_coverage_mart_and_nightly_text(warehouse: Path, tmp_path: Path) -> 
         hw = dict(con.sql("SELECT nodes[1] || ' ' || component, incident_id FROM marts.hw_incidents").fetchall())
         assert sorted(hw) == ["gpu001 pcie_bus", "gpu002 gpu_memory", "gpu002 network", "gpu003 gpu_memory"]
         cov = {r[0]: r[1:] for r in con.sql("SELECT incident_id, covered, n_alerts FROM marts.alert_coverage").fetchall()}
-        # Judged: the Xid 79 (covered) and gpu002's DBE at 15:00, 5 h after the last alert start but
-        # before the resolve delivered at 11-03 02:00. Not judged: the link down (before the alert
-        # data) and gpu003's DBE at 11-03 05:00 (after it).
-        assert cov == {hw["gpu001 pcie_bus"]: (True, 1), hw["gpu002 gpu_memory"]: (False, 0)}
-        # The span it was judged in: the firing delivered 11-02 10:00:30, the resolve showing 11-03 02:00.
+        # Judged: the Xid 79 (covered), gpu002's DBE at 15:00, 5 h after the last alert start but
+        # before the resolve delivered at 11-03 02:00, and gpu003's DBE at 11-03 05:00: the file of
+        # 11-03 covers that day. Not judged: the link down (before the alert data).
+        assert cov == {hw["gpu001 pcie_bus"]: (True, 1), hw["gpu002 gpu_memory"]: (False, 0),
+                       hw["gpu003 gpu_memory"]: (False, 0)}
+        # The span it was judged in: the firing delivered 11-02 10:00:30 to the end of 11-03, the day
+        # of the resolve's file, capped at the data's end (the node logs' last line, 23:40:07).
         assert con.sql("SELECT first_ts, last_ts, span_source FROM marts.alert_data_span").fetchall() == [
-            (_t(2, 10, 0, 30), _t(3, 2), "deliveries")]
+            (_t(2, 10, 0, 30), _t(3, 23, 40, 7), "deliveries")]
         inc = con.sql("SELECT incident_id, ongoing, start_ts, end_ts FROM marts.alert_incidents").fetchall()
         assert [(i[1], i[2], i[3]) for i in inc] == [(False, _t(2, 10, 0, 30), _t(3, 2))]
         md = render_nightly_report(con, tmp_path, report_date=date(2026, 11, 3)).markdown.read_text()
@@ -229,12 +238,12 @@ def test_e2e_coverage_mart_and_nightly_text(warehouse: Path, tmp_path: Path) -> 
     finally:
         con.close()
     hygiene = _lead(md, "Alert hygiene")
-    assert ("1 of 2 hardware incidents in 2026-11-02 … 2026-11-03 had no alert on their nodes "
-            "(missing coverage: GPU memory 1).") in hygiene
+    assert ("2 of 3 hardware incidents in 2026-11-02 … 2026-11-03 had no alert on their nodes "
+            "(missing coverage: GPU memory 2).") in hygiene
     assert ("Alert coverage is judged on the hardware incidents that started while alert notifications were "
-            "arriving, 2026-11-02 10:00 UTC … 2026-11-03 02:00 UTC (first to last delivery, resolves and repeats "
-            "included), and on any an alert was about; not judged, the alert data not reaching them: 1 that started "
-            "before the first delivery and 1 that started after the last delivery.") in hygiene
+            "arriving, 2026-11-02 10:00 UTC … 2026-11-03 23:40 UTC") in hygiene
+    assert ("and on any an alert was about; not judged, the alert data not reaching them: 1 that started "
+            "before the first delivery.") in hygiene
     # The incident started 11-02 and ended 11-03: the 11-03 report says so (the 11-02 one does not).
     resolved = (f"1 alert incident that started earlier ended on 2026-11-03: \u201cGPUXidError on gpu001\u201d "
                 f"({inc[0][0]}, 2026-11-02 10:00 UTC \u2192 2026-11-03 02:00 UTC, 16.0 h).")
@@ -243,28 +252,29 @@ def test_e2e_coverage_mart_and_nightly_text(warehouse: Path, tmp_path: Path) -> 
 
 
 def test_e2e_incidents_after_the_alert_data_stay_unjudged(tmp_path: Path) -> None:
-    # Only the firing notification of 10:00:30 was delivered (the resolve has not arrived): the alert
-    # data is that one instant. Judged: the Xid 79 its alert was about (covered). Not judged: the link
-    # down before it; gpu002's DBE at 15:00 and gpu003's at 11-03 05:00 after it — no verdict either
-    # way (the old rule's "every incident had an alert" only because nothing after it was looked at).
+    # Only the firing notification of 10:00:30 was delivered (the resolve has not arrived), in the file
+    # of 11-02: the alert data covers 11-02 10:00:30 to 11-03 00:00. Judged: the Xid 79 its alert was
+    # about (covered) and gpu002's DBE at 15:00 (missed). Not judged: the link down before it and
+    # gpu003's DBE at 11-03 05:00 after it — no verdict either way.
     run_pipeline(_landing(tmp_path, resolve=False), tmp_path / "w.duckdb", tmp_path / "reports")
     con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
     try:
         con.execute("SET TimeZone = 'UTC'")
         cov = con.sql("SELECT h.nodes[1] || ' ' || h.component, c.covered, c.n_alerts FROM marts.alert_coverage c "
                       "JOIN marts.hw_incidents h USING (incident_id)").fetchall()
-        assert cov == [("gpu001 pcie_bus", True, 1)]
-        assert con.sql("SELECT count(*) FROM marts.hw_incidents_without_alert").fetchall()[0][0] == 0
+        assert cov == [("gpu001 pcie_bus", True, 1), ("gpu002 gpu_memory", False, 0)]
+        assert con.sql("SELECT count(*) FROM marts.hw_incidents_without_alert").fetchall()[0][0] == 1
+        # Still firing at the end of the alert data, the end of its file's day.
         ongoing = con.sql("SELECT ongoing, end_ts FROM marts.alert_incidents").fetchall()
-        assert ongoing == [(True, _t(2, 10, 0, 30))]
+        assert ongoing == [(True, _t(3, 0))]
         md = render_nightly_report(con, tmp_path / "out", report_date=date(2026, 11, 3)).markdown.read_text()
     finally:
         con.close()
     hygiene = _lead(md, "Alert hygiene")
-    assert ("the one hardware incident in 2026-11-02 … 2026-11-03 had an alert on its nodes. Alert coverage is "
-            "judged on the hardware incidents that started while alert notifications were arriving, 2026-11-02 "
-            "10:00 UTC (first to last delivery, resolves and repeats included), and on any an alert was about; "
-            "not judged, the alert data not reaching them: 1 that started before the first delivery and 2 that "
-            "started after the last delivery.") in hygiene
+    assert ("1 of 2 hardware incidents in 2026-11-02 … 2026-11-03 had no alert on their nodes "
+            "(missing coverage: GPU memory 1). Alert coverage is judged on the hardware incidents that started "
+            "while alert notifications were arriving, 2026-11-02 10:00 UTC … 2026-11-03 00:00 UTC") in hygiene
+    assert ("not judged, the alert data not reaching them: 1 that started before the first delivery and 1 that "
+            "started after the end of the alert data.") in hygiene
     # Still firing at the end of the data: not listed as ended.
     assert "started earlier ended" not in _lead(md, "Alert incidents of 2026-11-03")

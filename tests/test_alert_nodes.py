@@ -156,7 +156,8 @@ ANNOTATED: list[tuple[dict[str, str], dict[str, str]]] = [
     ({"alertname": "A", "device": "eth0"}, {"summary": "link down on 10.0.0.7"}),         # an alias in the text
     ({"alertname": "A", "instance": "10.0.0.7:9100", "device": "mlx5_0"}, {}),           # an alias in a label
     ({"alertname": "A"}, {"summary": "gpu0055 and xgpu005 and 5.5"}),                    # no whole word
-    # Labels naming a server or a switch keep the alert on it, whatever its text says.
+    # A server that is no node (a service, an exporter) reports on the node its text names; a
+    # switch of its own keeps the alert on the switch, whatever its text says.
     ({"alertname": "A", "instance": "slurmctl01:9341"}, {"summary": "slurmctld lost gpu005"}),
     ({"alertname": "A", "switch": "leaf03"}, {"summary": "port 12 to gpu005 down"}),
     ({"alertname": "A", "instance": "http://[fe80::1]:9100/metrics"}, {"summary": "gpu005 down"}),
@@ -184,7 +185,7 @@ def test_sql_form_agrees_with_the_rule(known: list[str]) -> None:
     assert got == {i: locate(labels, mapping, known, notes) for i, (labels, notes) in enumerate(sets)}
     if known:  # the step-5 cases by hand
         assert [got[len(LABEL_SETS) + i].node for i in range(len(ANNOTATED))] == [
-            "gpu005", "gpu006", None, "gpu005", "gpu001", None, "gpu007", "gpu007", None, None, None, "gpu005"]
+            "gpu005", "gpu006", None, "gpu005", "gpu001", None, "gpu007", "gpu007", None, "gpu005", None, "gpu005"]
         assert got[len(LABEL_SETS) + 5] == AlertLocation(None, "gpu[001-002]", "nodelist")
     else:  # without a node list no annotation word is a node
         assert [got[len(LABEL_SETS) + i].node for i in (0, 1, 2, 3, 6, 8)] == [None] * 6

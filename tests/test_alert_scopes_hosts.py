@@ -163,7 +163,8 @@ def test_a_watchdog_never_dates_the_start_and_a_dated_file_bounds_its_deliveries
         ("alerts/2026-11-23.jsonl", 1, 1, None, "Watchdog", "firing", _t(1), None),
         ("alerts/2026-11-23.jsonl", 2, 1, None, "DCGMXidErrors", "firing", _t(23, 6, 0, 45), None),
         # 11-24 file: a repeat of the 11-23 alert (shows 11-23 06:00:45: delivered no earlier than 11-24
-        # 00:00) and its resolve, endsAt 11-24 11:30: the last delivery.
+        # 00:00) and its resolve, endsAt 11-24 11:30: the last delivery (no data's end here: the file's
+        # day is not extended, see tests/test_alert_span_file_day.py).
         ("alerts/2026-11-24.jsonl", 1, 1, None, "DCGMXidErrors", "firing", _t(23, 6, 0, 45), None),
         ("alerts/2026-11-24.jsonl", 2, 1, None, "DCGMXidErrors", "resolved", _t(23, 6, 0, 45), _t(24, 11, 30)),
         # No date in the name, meta-alerts only: no known delivery time, dates nothing.
@@ -271,9 +272,10 @@ def test_e2e_scopes_span_and_freshness(warehouse: Path, tmp_path: Path) -> None:
             "SlurmJobFailed on gpu[004-006]": (
                 "node", ["gpu004", "gpu005", "gpu006"], f"hardware incident {hw} (pcie_bus) on gpu005"),
         }
-        # The Watchdog's start (11-01) dates nothing: its first delivery is in the file of 11-23.
+        # The Watchdog's start (11-01) dates nothing: its first delivery is in the file of 11-23. The
+        # file of 11-24 covers that day, up to the data's end: the node logs' last line, 11-24 23:30.
         assert con.sql("SELECT first_ts, last_ts, span_source FROM marts.alert_data_span").fetchall() == [
-            (_t(23), _t(24, 10, 30), "deliveries")]
+            (_t(23), _t(24, 23, 30), "deliveries")]
         fresh = con.sql("SELECT first_record_ts, last_record_ts, n_empty_days FROM marts.data_freshness "
                         "WHERE source_kind = 'alerts'").fetchall()
         # Records: the alerts' starts (20:00:30, 10:05 twice), the Watchdogs at their files' day.

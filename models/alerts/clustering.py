@@ -76,7 +76,7 @@ Meta-alerts
     ``models/catalog/alert_meta.csv``), are the alert pipeline's heartbeat: :func:`alert_marts` leaves
     them out of every incident, rule and daily count. A delivery of them still dates the alert data
     by its logger's time or its file's name date, never by their ``startsAt`` (re-sent unchanged from
-    the first firing, weeks before: :data:`ALERT_DATA_SPAN_SQL`).
+    the first firing, weeks before: :func:`alert_data_span_sql`).
 
 Root-cause candidate, per incident
     An alert Alertmanager *inhibited* (``suppressed``, from its ``/api/v2/alerts`` snapshots: a
@@ -150,9 +150,13 @@ Compression and coverage
     alert data that no alert matched (the matching rule above) — missing alert coverage.
 
 Span of the alert data (:func:`alert_coverage`, and where precision can be judged)
-    From the first to the last webhook delivery (:data:`ALERT_DATA_SPAN_SQL`): a delivery was received
+    From the first to the last webhook delivery (:func:`alert_data_span_sql`): a delivery was received
     at its logger's timestamp, else no earlier than the latest time its payload shows (a start, or a
-    resolved alert's end). A resolve, a repeat or a delivery that brought no new alert shows
+    resolved alert's end). A file dated only by its name covers the whole day it is named for: the
+    span reaches the next midnight, capped at the data's end (:func:`data_end`; without one, as in an
+    alerts-only landing, it ends at the last delivery), so the day's last hardware incidents are
+    judged even when the day's last delivery (a Watchdog heartbeat) came before them. A resolve, a
+    repeat or a delivery that brought no new alert shows
     Alertmanager was working until then just as a new alert does: the span is not the first to the
     last alert *start*, which would leave every hardware incident after the last alert to fire
     unjudged and let the next unrelated alert flip the verdict on it. Without the notifications, the
@@ -174,19 +178,23 @@ from functools import lru_cache
 from importlib import resources
 from typing import NamedTuple
 
+import duckdb
 import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from gpusre.models.accounting_span import accounting_span
 from gpusre.models.alerts.floods import EPISODE_SCHEMA, FloodSettings, detect_floods
 from gpusre.models.alerts.nodes import DEFAULT_HOST_LOCAL_LABELS, DEFAULT_NODE_LABELS, alert_nodes
 from gpusre.models.component_classes import load_component_classes
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
+from gpusre.models.sources.slurm_events.ingest import events_as_of
 from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, run_key_job
+from gpusre.models.warehouse import table_exists
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -205,6 +213,8 @@ __all__ = [
     "COVERAGE_SCHEMA",
     "UNCOVERED_SCHEMA",
     "ALERT_DATA_SPAN_SQL",
+    "alert_data_span_sql",
+    "data_end",
     "alert_daily",
     "alert_data_span",
     "alert_data_span_mart",
@@ -1315,32 +1325,65 @@ GROUP BY day ORDER BY day
 """
 
 
-#: The span of the alert data: ``first_ts``, ``last_ts`` (UTC) of the webhook deliveries of
-#: ``raw.alert_notifications`` (one per JSON value, as in :data:`NOTIFICATION_DAYS_SQL`). A delivery
-#: was received at its logger's timestamp (``received_at``; a snapshot's time), else no earlier than
-#: the latest time its payload shows (:data:`_SHOWN_SQL`, meta-alerts never) nor than the start of
-#: the day its file is named for (:data:`_FILE_DAY_SQL`): a Watchdog re-sent with its start of
-#: three weeks before, in ``alerts/2026-11-23.jsonl``, dates the span from 2026-11-23, not from its
-#: start. A delivery with neither (meta-alerts only, in a file without a date) dates nothing. Both
-#: NULL without notifications.
-ALERT_DATA_SPAN_SQL = r"""
+def alert_data_span_sql(data_end: str = "NULL") -> str:
+    """SQL: one row ``first_ts``, ``last_ts`` (UTC), the span of the alert data, from the webhook
+    deliveries of ``raw.alert_notifications`` (one per JSON value, as in :data:`NOTIFICATION_DAYS_SQL`).
+
+    A delivery was received at its logger's timestamp (``received_at``; a snapshot's time), else no
+    earlier than the latest time its payload shows (:data:`_SHOWN_SQL`, meta-alerts never) nor than
+    the start of the day its file is named for (:data:`_FILE_DAY_SQL`): a Watchdog re-sent with its
+    start of three weeks before, in ``alerts/2026-11-23.jsonl``, dates the span from 2026-11-23, not
+    from its start. A file named for day D holds that day's deliveries: it covers day D, so the span
+    reaches D+1 00:00 (a day's last hardware incident is judged though no alert came after it), or the
+    latest time a delivery shows when later — capped at ``data_end`` (an SQL expression, the data's
+    end: :func:`data_end`), which never pulls the span below what a delivery shows. With ``data_end``
+    NULL (no other source says how far the data reaches: an alerts-only landing) the span ends at
+    the last delivery: nothing past it is known to have been observed. A delivery
+    with neither (meta-alerts only, in a file without a date) dates nothing. Both NULL without
+    notifications."""
+    file_day = "timezone('UTC', CAST(" + _FILE_DAY_SQL + " AS TIMESTAMP))"
+    return r"""
 WITH d AS (
-    SELECT source_file, line_no, payload_no, max(received_at) AS received_at, max(""" + _SHOWN_SQL + r""") AS shown
+    SELECT source_file, line_no, payload_no, max(received_at) AS received_at, max(""" + _SHOWN_SQL + r""") AS shown,
+           any_value(""" + file_day + r""") AS file_day
     FROM raw.alert_notifications
     GROUP BY source_file, line_no, payload_no
 ), t AS (
-    SELECT coalesce(received_at, greatest(shown, timezone('UTC', CAST(""" + _FILE_DAY_SQL + r""" AS TIMESTAMP)))) AS ts
-    FROM d
+    SELECT coalesce(received_at, greatest(shown, file_day)) AS ts,
+           -- greatest/least skip NULLs: without a data's end, no extension (not an uncapped one)
+           coalesce(received_at, greatest(shown, file_day,
+                                          CASE WHEN e.data_end IS NOT NULL
+                                               THEN least(file_day + INTERVAL 1 DAY, e.data_end) END)) AS ts_end
+    FROM d, (SELECT CAST(""" + data_end + r""" AS TIMESTAMPTZ) AS data_end) AS e
 )
-SELECT min(ts) AS first_ts, max(ts) AS last_ts FROM t
+SELECT min(ts) AS first_ts, max(ts_end) AS last_ts FROM t
 """
+
+
+#: :func:`alert_data_span_sql` without a data's end: first to last delivery.
+ALERT_DATA_SPAN_SQL = alert_data_span_sql()
+
+
+def data_end(con: duckdb.DuckDBPyConnection) -> object | None:
+    """The data's end the alert data's span is capped at (:func:`alert_data_span_sql`): the latest of
+    the accounting's last moment (:func:`~gpusre.models.accounting_span.accounting_span`), the node
+    logs' last line (``raw.record_days``) and the node-state history's last observation — the ends
+    the reliability marts read, so no span runs past what any source saw. None without any of them
+    (an alerts-only landing: the span ends at the last delivery)."""
+    ends = [accounting_span(con)[1]]
+    if table_exists(con, "raw.record_days"):
+        ends.append(con.sql("SELECT max(last_ts) FROM raw.record_days WHERE source_kind = 'syslog'").fetchall()[0][0])
+    if table_exists(con, "raw.slurm_events"):
+        ends.append(events_as_of(con))
+    ends = [e for e in ends if e is not None]
+    return max(ends) if ends else None
 
 
 def alert_data_span(alerts: pl.DataFrame, data_span: tuple[object, object] | None = None) -> tuple[object, object]:
     """The span of the alert data as two UTC datetimes (None, None without alerts): ``data_span``
-    (:data:`ALERT_DATA_SPAN_SQL`'s first and last delivery) when known, else the first alert start
-    to the latest alert start or end (each alert was notified when it started, and a resolved one
-    when it ended)."""
+    (:func:`alert_data_span_sql`: first delivery to last, or to the end of the last day a file is
+    named for) when known, else the first alert start to the latest alert start or end (each alert
+    was notified when it started, and a resolved one when it ended)."""
     if data_span is not None and data_span[0] is not None and data_span[1] is not None:
         return pl.select(pl.lit(data_span[0]).cast(_TS).alias("lo"), pl.lit(data_span[1]).cast(_TS).alias("hi")).row(0)
     if alerts.is_empty():
@@ -1356,7 +1399,7 @@ ALERT_DATA_SPAN_SCHEMA: dict[str, pl.DataType] = {"first_ts": _TS, "last_ts": _T
 
 def alert_data_span_mart(alerts: pl.DataFrame, data_span: tuple[object, object] | None = None) -> pl.DataFrame:
     """``marts.alert_data_span`` (:data:`ALERT_DATA_SPAN_SCHEMA`): :func:`alert_data_span` as one row,
-    ``span_source`` ``deliveries`` (first to last webhook delivery) or ``alert_times`` (without the
+    ``span_source`` ``deliveries`` (:func:`alert_data_span_sql`) or ``alert_times`` (without the
     notifications: first alert start to the latest start or end); no row without alert data."""
     lo, hi = alert_data_span(alerts, data_span)
     if lo is None:
@@ -1556,7 +1599,7 @@ def alert_marts(
     ``alert_daily``); ``maintenance``: maintenance periods (:func:`rule_quality`); ``node_labels``:
     the node mapping's node labels (hostlist targets); ``host_local_labels``: its host-local labels
     (:func:`cluster_alerts`); ``as_of``: the end of the alert data;
-    ``data_span``: the first and last webhook delivery (:data:`ALERT_DATA_SPAN_SQL`), the span in
+    ``data_span``: the span of the webhook deliveries (:func:`alert_data_span_sql`), the span in
     which coverage and precision are judged (None: from the alerts' own times)."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)

@@ -40,14 +40,16 @@ The rule (:func:`locate`, and the same rule set-based over a table in :func:`loc
    host that is no node is qualified by that host, ``10.0.0.21/eth0``: ``eth0`` of two hosts are
    two things. A network file system's device (``10.0.9.1@o2ib:/scratch``, ``nfs01:/home``) names
    the file system every client shares and stays as it is.
-5. **Annotation fallback**: with a node list, an alert whose labels give no node (nor several) and
-   name no host but by address (every node-label value an IP address or ``localhost``, or none) and
-   no switch, file system or other device of its own (only host-local target labels) takes the node
-   its ``summary`` / ``description`` / ``message`` annotations name — a whole word that normalizes
+5. **Annotation fallback**: with a node list, an alert whose labels give no node (nor several) —
+   none, an address, or a host that is no node of the list: a service, an exporter, a proxy such as
+   ``redfish-exporter.monitoring.svc:9610`` that reports on nodes it is not — and no switch, file
+   system or other device of its own (only host-local target labels) takes the node its
+   ``summary`` / ``description`` / ``message`` annotations name — a whole word that normalizes
    (step 2, aliases included) to a node of the list — when they name exactly one node (several:
-   none). An alert whose labels name a server or a switch stays about that (a switch's "port to
-   gpu005 down" stays on the switch). ``core.alerts`` keeps no column saying so: ``node`` is set,
-   ``labels`` show that no label named it.
+   none). An alert whose labels name a switch, file system or device stays about that (a switch's
+   "port to gpu005 down" stays on the switch); one whose annotations name no node keeps its host as
+   target. ``core.alerts`` keeps no column saying so: ``node`` is set, ``labels`` show that no
+   label named it.
 
 >>> locate({"alertname": "NodeDown", "instance": "gpu001.cluster.local:9100"}, NodeMapping())
 AlertLocation(node='gpu001', target=None, target_label=None)
@@ -68,6 +70,9 @@ AlertLocation(node='gpu005', target=None, target_label=None)
 >>> locate({"alertname": "A"}, NodeMapping(), known_nodes=["gpu005", "gpu006"],
 ...        annotations={"summary": "gpu005 and gpu006 disagree"})
 AlertLocation(node=None, target=None, target_label=None)
+>>> locate({"instance": "redfish-exporter.monitoring.svc:9610"}, NodeMapping(), known_nodes=["gpu005"],
+...        annotations={"summary": "PSU1 on gpu005 reports AC lost"})
+AlertLocation(node='gpu005', target=None, target_label=None)
 """
 
 from __future__ import annotations
@@ -99,6 +104,7 @@ __all__ = [
     "NODE_ANNOTATIONS",
     "NodeMapping",
     "annotation_words",
+    "annotation_values_sql",
     "NodeRewrite",
     "locate",
     "label_values_sql",
@@ -133,10 +139,6 @@ NODE_ANNOTATIONS: tuple[str, ...] = ("summary", "description", "message")
 #: RE2 and Python agree on both.
 _WORD = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _HOST_WORD = r"[A-Za-z]|^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+\.?$"
-#: A label value that names a host only by address (scheme, brackets, port and path allowed) or is
-#: loopback: an alert with nothing else in its node labels may take its node from the annotations.
-_ADDRESS_VALUE = (r"(?i)^\s*(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]*@)?\[?(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|"
-                  r"[0-9a-f]*:[0-9a-f:.]*|localhost(?:\.localdomain)?)\]?(?::[0-9]+)?(?:/.*)?\s*$")
 #: In a host-local label, a network file system's device (``<nid>@o2ib:/<fs>``, ``<server>:/<export>``).
 _REMOTE_DEVICE_MARK = ":/"
 
@@ -420,11 +422,10 @@ def locate(labels: Mapping[str, str], mapping: NodeMapping | None = None,
 
 
 def _reads_annotations(labels: Mapping[str, str], mapping: NodeMapping) -> bool:
-    """Whether step 5 may read the annotations: the labels name no host but by address, and no
-    target of its own (a host-local one aside)."""
-    own_targets = [k for k in mapping.target_labels if k not in mapping.host_local_labels]
-    return (all(re.match(_ADDRESS_VALUE, labels[k]) for k in mapping.node_labels if labels.get(k))
-            and not any(labels.get(k) for k in own_targets))
+    """Whether step 5 may read the annotations of an alert whose labels give no node: it has no
+    target of its own (a host-local one aside). Its host labels may name anything that is no node —
+    an address, a service, an exporter: such a relay reports on nodes, it is not their subject."""
+    return not any(labels.get(k) for k in mapping.target_labels if k not in mapping.host_local_labels)
 
 
 def _scrape_skipped(mapping: NodeMapping, without_node_list: bool, target_values: list[str | None]) -> frozenset[str]:
@@ -447,12 +448,33 @@ def _paths(names: list[str]) -> str:
     return "[" + ", ".join(_literal('$."' + n.replace('"', '\\"') + '"') for n in names) + "]"
 
 
+def _words_sql(annotations: str) -> str:
+    """SQL: the :func:`annotation_words` of an ``annotations`` JSON column (distinct; in no order —
+    the rule counts nodes, the words' order means nothing to it)."""
+    texts = ", ".join(f"{annotations}->>{_literal(k)}" for k in NODE_ANNOTATIONS)
+    return (f"coalesce(list_distinct(list_filter(regexp_extract_all(concat_ws(' ', {texts}), {_literal(_WORD)}), "
+            f"lambda w: regexp_matches(w, {_literal(_HOST_WORD)}))), []::VARCHAR[])")
+
+
+def _own_target_sql(mapping: NodeMapping, target_values: str) -> str:
+    """SQL: whether an alert has a target label of its own (not host-local): step 5 reads no words then."""
+    own = [i + 1 for i, k in enumerate(mapping.target_labels) if k not in mapping.host_local_labels]
+    if not own:
+        return "false"
+    return (f"(len(list_filter(list_select({target_values}, [{', '.join(map(str, own))}]), "
+            "lambda x: x IS NOT NULL AND x <> '')) > 0)")
+
+
 def label_values_sql(mapping: NodeMapping, *, alerts: str, annotations: str | None = "annotations") -> str:
     """SQL: ``(alert_id, node_values, target_values)`` per row of ``alerts(alert_id, labels JSON)``
     — the values of ``node_labels`` and ``target_labels`` in rule order (NULL where absent), each
     list from one parse of the labels. ``node_values`` goes on with the :func:`annotation_words` of
-    the ``annotations`` JSON column (None: no such column), the candidates of step 5: element
-    ``len(node_labels) + 1`` on is one."""
+    the ``annotations`` JSON column (None: no such column) of every alert with no target of its
+    own, the candidates of step 5: element ``len(node_labels) + 1`` on is one.
+
+    One pass: the words of alerts whose labels do name a node are mapped for nothing. Over many
+    alerts, select with ``annotations=None``, map those values, then add the words of the alerts
+    still without a node with :func:`annotation_values_sql`."""
     targets = _paths(mapping.target_labels) if mapping.target_labels else "[]::VARCHAR[]"
     node_values = f"json_extract_string(labels, {_paths(mapping.node_labels)})"
     if annotations is None:
@@ -462,27 +484,42 @@ SELECT alert_id,
        json_extract_string(labels, {targets}) AS target_values
 FROM {alerts}
 """
-    texts = ", ".join(f"{annotations}->>{_literal(k)}" for k in NODE_ANNOTATIONS)
-    words = (f"list_distinct(list_filter(regexp_extract_all(concat_ws(' ', {texts}), {_literal(_WORD)}), "
-             f"lambda w: regexp_matches(w, {_literal(_HOST_WORD)})))")
-    own = [i + 1 for i, k in enumerate(mapping.target_labels) if k not in mapping.host_local_labels]
-    own_target = (f"len(list_filter(list_select(target_values, [{', '.join(map(str, own))}]), "
-                  "lambda x: x IS NOT NULL AND x <> '')) > 0") if own else "false"
-    # Step 5's words only where it may read them (see _reads_annotations): an alert's words are
-    # distinct names to map, a cost the alerts with a host in their labels need not pay.
-    # list_distinct does not keep order; the words' order means nothing to the rule (it counts nodes).
     return f"""
 SELECT alert_id,
-       CASE WHEN NOT {own_target}
-                 AND len(list_filter(label_values, lambda x: x IS NOT NULL AND x <> ''
-                                     AND NOT regexp_full_match(x, {_literal(_ADDRESS_VALUE)}))) = 0
-            THEN list_concat(label_values, coalesce({words}, []::VARCHAR[]))
+       CASE WHEN NOT {_own_target_sql(mapping, 'target_values')}
+            THEN list_concat(label_values, {_words_sql(annotations)})
             ELSE label_values END AS node_values,
        target_values
 FROM (SELECT alert_id, {annotations},
              {node_values} AS label_values,
              json_extract_string(labels, {targets}) AS target_values
       FROM {alerts})
+"""
+
+
+def annotation_values_sql(mapping: NodeMapping, *, values: str, alerts: str, names: str,
+                          annotations: str = "annotations") -> str:
+    """SQL: the rows of ``values`` (:func:`label_values_sql` with ``annotations=None``) with the
+    :func:`annotation_words` of ``alerts.annotations`` added to ``node_values`` (step 5's candidates)
+    for the alerts whose labels name no node — no value of theirs with a ``node`` or ``nodes`` in
+    ``names`` (the mapping of those values, as :func:`location_sql` reads it) — and no target of
+    their own. Only those alerts' words need mapping: the fallback's cost stays with the alerts
+    that need it."""
+    return f"""
+WITH labelled AS (
+    SELECT DISTINCT c.alert_id
+    FROM (SELECT alert_id, unnest(node_values) AS value FROM {values}) AS c
+    JOIN {names} AS m ON m.value = c.value
+    WHERE m.node IS NOT NULL OR m.nodes IS NOT NULL
+)
+SELECT v.alert_id,
+       CASE WHEN l.alert_id IS NULL AND NOT {_own_target_sql(mapping, 'v.target_values')}
+            THEN list_concat(v.node_values, {_words_sql('a.' + annotations)})
+            ELSE v.node_values END AS node_values,
+       v.target_values
+FROM {values} AS v
+JOIN {alerts} AS a USING (alert_id)
+LEFT JOIN labelled AS l USING (alert_id)
 """
 
 

@@ -45,7 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpusre.models.alerts.clustering import AlertClusteringSettings
 from gpusre.models.alerts.floods import FloodSettings
-from gpusre.models.alerts.nodes import NodeMapping, host_names, label_values_sql, location_sql, node_lists, node_names
+from gpusre.models.alerts.nodes import (NodeMapping, annotation_values_sql, host_names, label_values_sql,
+                                       location_sql, node_lists, node_names)
 from gpusre.models.ingest.background_writer import BackgroundWriter
 from gpusre.models.sources.alerts.parse import (
     DESCRIPTION_SQL,
@@ -505,6 +506,24 @@ WHERE json_array_length(s.st->'inhibitedby') > 0 OR json_array_length(s.st->'sil
 """
 
 
+_NAMES_SCHEMA = {"value": pl.String, "node": pl.String, "host": pl.String, "nodes": pl.String}
+
+
+def _map_values(con: duckdb.DuckDBPyConnection, mapping: NodeMapping, known_nodes: Sequence[str],
+                mapped: pl.DataFrame) -> pl.DataFrame:
+    """``mapped`` and the node, host and node list of every candidate value of ``_alert_label_values``
+    not in it yet (each distinct value mapped once)."""
+    values = con.sql(
+        """SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM _alert_label_values)
+           WHERE value IS NOT NULL AND value <> '' ORDER BY value"""
+    ).pl()["value"]
+    values = values.filter(~values.is_in(mapped["value"].implode()))
+    new = pl.DataFrame({"value": values, "node": node_names(values, mapping, known_nodes),
+                        "host": host_names(values, mapping),
+                        "nodes": node_lists(values, mapping, known_nodes)}, schema=_NAMES_SCHEMA)
+    return pl.concat([mapped, new])
+
+
 def build_core_alerts(
     con: duckdb.DuckDBPyConnection,
     settings: AlertSettings | None = None,
@@ -524,14 +543,19 @@ def build_core_alerts(
         with unordered_inserts(con):  # TEMP tables: their row order does not matter
             con.execute(_DEDUP_SQL.replace("__MAX_FOR_US__", str(settings.max_for_us)))
             con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_label_values AS "
-                        f"{label_values_sql(mapping, alerts='_alerts_dedup')}")
-        values = con.sql(
-            """SELECT DISTINCT value FROM (SELECT unnest(node_values) AS value FROM _alert_label_values)
-               WHERE value IS NOT NULL AND value <> '' ORDER BY value"""
-        ).pl()["value"]
-        names = pl.DataFrame({"value": values, "node": node_names(values, mapping, known_nodes),
-                              "host": host_names(values, mapping),
-                              "nodes": node_lists(values, mapping, known_nodes)})
+                        f"{label_values_sql(mapping, alerts='_alerts_dedup', annotations=None)}")
+        names = _map_values(con, mapping, known_nodes, pl.DataFrame(schema=_NAMES_SCHEMA))
+        if known_nodes:
+            # Step 5 of the node rule (annotation fallback): the annotation words of the alerts whose
+            # labels named no node, then the mapping of the words not mapped yet.
+            con.register("_alert_node_names", names.to_arrow())
+            with unordered_inserts(con):
+                con.execute("CREATE OR REPLACE TEMP TABLE _alert_note_values AS "
+                            + annotation_values_sql(mapping, values="_alert_label_values", alerts="_alerts_dedup",
+                                                    names="_alert_node_names"))
+            con.unregister("_alert_node_names")
+            con.execute("DROP TABLE _alert_label_values; ALTER TABLE _alert_note_values RENAME TO _alert_label_values")
+            names = _map_values(con, mapping, known_nodes, names)
         con.register("_alert_node_names", names.to_arrow())
         con.register("_miner_templates", templates.to_arrow())
         with transaction(con):
@@ -569,6 +593,7 @@ def build_core_alerts(
                 pass
         con.execute("DROP TABLE IF EXISTS _alerts_dedup; DROP TABLE IF EXISTS _alert_files; "
                     "DROP TABLE IF EXISTS _alert_rows; DROP TABLE IF EXISTS _alert_label_values; "
+                    "DROP TABLE IF EXISTS _alert_note_values; "
                     "DROP TABLE IF EXISTS _alert_activations")
     n_alerts = con.sql("SELECT count(*) FROM core.alerts").fetchall()[0][0]
     n_templates = con.sql("SELECT count(*) FROM core.alert_templates").fetchall()[0][0]

@@ -79,7 +79,8 @@ def _unjudged_text(con: duckdb.DuckDBPyConnection, first: Any, last: Any, window
     alert data then, whether they alerted is unknown, neither covered nor missed."""
     text = (f"Alert coverage is judged on the hardware incidents that started while alert notifications were "
             f"arriving, {period_text(fmt_date(first), fmt_date(last))} (first to last delivery, resolves and "
-            "repeats included), and on any an alert was about")
+            "repeats included; a file dated by its name covers its day, up to the data's end), and on any an alert "
+            "was about")
     if table_status(con, "marts.hw_incidents") is not None or not _built(con, "marts.alert_coverage"):
         return text + "."
     row = query_rows(con, f"""SELECT count(*) FILTER (WHERE h.start_ts < ?) AS before,
@@ -90,7 +91,7 @@ def _unjudged_text(con: duckdb.DuckDBPyConnection, first: Any, last: Any, window
                                                 WHERE c.incident_id = h.incident_id)""",
                      [first, last, *window])[0]
     out = [f"{fmt_int(n)} that started {when}" for n, when in
-           ((row["before"], "before the first delivery"), (row["after"], "after the last delivery")) if n]
+           ((row["before"], "before the first delivery"), (row["after"], "after the end of the alert data")) if n]
     if out:
         text += f"; not judged, the alert data not reaching them: {' and '.join(out)}"
     return text + "."
