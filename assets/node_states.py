@@ -46,6 +46,7 @@ from gpusre.models.reliability.repair_times import (
     load_fault_clears,
     load_health_evidence_kinds,
     load_recovery_kinds,
+    operator_label_evidence,
     recovery_ends,
     repair_times,
 )
@@ -268,16 +269,19 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
 
 
 def _incidents_with_evidence(con) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:  # noqa: ANN001
-    """``marts.hw_incidents`` with each incident's ``first_evidence_ts`` (when the members are there), and the
-    member events (:func:`_member_events`); ``(None, None)`` before the node-log marts ran."""
+    """``marts.hw_incidents`` with each incident's ``first_evidence_ts`` and, for an operator-labelled one, the
+    classes of its folded evidence and the end the operator wrote (``operator_label_evidence``; when the members
+    are there), and the member events (:func:`_member_events`); ``(None, None)`` before the node-log marts ran."""
     if not table_exists(con, "marts.hw_incidents"):
         return None, None
     wanted = ("incident_id", "component", "component_class", "scope", "start_ts", "end_ts", "nodes",
-              "n_health_check_episodes", "recovered_ts", "action")
+              "n_health_check_episodes", "recovered_ts", "action", "label_source")
     incidents = con.sql(f"SELECT {select_columns(con, 'marts.hw_incidents', wanted)} FROM marts.hw_incidents").pl()
     members = _member_events(con)
     if members is not None:
-        incidents = incidents.join(first_evidence(members), on="incident_id", how="left", maintain_order="left")
+        incidents = (incidents.join(first_evidence(members), on="incident_id", how="left", maintain_order="left")
+                     .join(operator_label_evidence(incidents, members), on="incident_id", how="left",
+                           maintain_order="left"))
     return incidents, members
 
 
@@ -288,22 +292,29 @@ def _recoveries(con, incidents: pl.DataFrame) -> pl.DataFrame | None:  # noqa: A
         return None
     # Class recoveries (a port back ACTIVE), and the reboot lines that clear a lasting GPU fault (an Xid 79).
     kinds = sorted(set(load_recovery_kinds()["kind"].to_list()) | set(load_fault_clears()["kind"].to_list()))
-    evidence = con.sql("""SELECT m.incident_id, e.node, max(e.ts) AS last_ts
+    # Per node and part (the NIC's or GPU's address, the port): each part is back with its own recovery line.
+    evidence = con.sql("""SELECT m.incident_id, e.node, e.device_pci, e.gpu_pci, e.port, max(e.ts) AS last_ts
                           FROM marts.hw_incident_members AS m JOIN core.node_events AS e USING (event_id)
                           GROUP BY ALL""").pl()
     action = pl.col("action") if "action" in incidents.columns else pl.lit(None, pl.String)
+    # An operator label's folded evidence keeps its classes' recovery lines (operator_label_evidence).
+    folded = (pl.col("evidence_classes") if "evidence_classes" in incidents.columns
+              else pl.lit(None, pl.List(pl.String)))
     evidence = evidence.join(incidents.select("incident_id", pl.coalesce("component_class", class_of(pl.col("component")))
-                                              .alias("component_class"), action.cast(pl.String).alias("action")),
+                                              .alias("component_class"), action.cast(pl.String).alias("action"),
+                                              folded.alias("evidence_classes")),
                              on="incident_id")
-    events = con.sql("SELECT node, ts, kind FROM core.node_events WHERE list_contains(?, kind)", params=[kinds]).pl()
+    events = con.sql("SELECT node, ts, kind, device_pci, gpu_pci, port FROM core.node_events "
+                     "WHERE list_contains(?, kind)", params=[kinds]).pl()
     return recovery_ends(evidence, events)
 
 
 def _member_events(con) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
-    """``incident_id``, ``node``, ``ts``, ``kind`` of every incident's events; None without the tables."""
+    """``incident_id``, ``node``, ``ts``, ``kind``, ``component`` of every incident's events; None without the
+    tables."""
     if not (table_exists(con, "marts.hw_incident_members") and table_exists(con, "core.node_events")):
         return None
-    return con.sql("""SELECT m.incident_id, e.node, e.ts, e.kind
+    return con.sql("""SELECT m.incident_id, e.node, e.ts, e.kind, e.component
                       FROM marts.hw_incident_members AS m JOIN core.node_events AS e USING (event_id)""").pl()
 
 

@@ -29,11 +29,20 @@ to the drain. An incident without log evidence is measured from its start.
   system's outage); when health checks saw it, to the first
   evidence of health after each node's last failure (:func:`health_check_ends`: a passing run of the
   check, a reboot, else the check's next run — a failing check's last failure is the last moment the part
-  was known broken, so the repair came after it); else — for one-node incidents only — to the first
+  was known broken, so the repair came after it); else, for an incident with nodes whose operator wrote
+  its end in ``incidents.csv`` (:func:`operator_label_evidence`), to that end (``repair_source``
+  ``operator``: logged lines time a repair to the second, a human to a rounded hour, but the human's
+  word beats a guess from the next job); else — for one-node incidents only — to the first
   job on its node that completed afterwards (``recovered_ts`` of ``marts.hw_incidents``; across many
   nodes that waits for the slowest node's next job, which says nothing about the repair).
   ``repair_source`` says which (``node_states``, ``recovery_events``, ``health_check_pass``, ``reboot``,
-  ``health_checks``, ``job_completed``), and the summaries count each.
+  ``health_checks``, ``operator``, ``job_completed``), and the summaries count each.
+
+**Operator labels.** An operator's label names the incident's cause, not the class of the lines it
+folds: an Xid 79 relabelled ``PSU`` (class power) is still a GPU off the bus, drained "Xid 79 GPU
+fallen off the bus" and back after its reboot. So for an operator-labelled incident the classes of the
+evidence it folded (its members' components: ``evidence_classes``) count as its own, in addition to the
+label's, when matching drains (the other-class rule above) and recovery lines (:func:`recovery_ends`).
 
 Summaries per component class (the classes MTBF uses, and ``all``): p50/p90 of both, the mean time
 to repair, and a distribution-free 95 % interval for the median time to repair from order statistics
@@ -66,6 +75,7 @@ __all__ = [
     "PART_COLUMNS",
     "RECOVERY_END_SCHEMA",
     "REPAIR_TIMES_SCHEMA",
+    "OPERATOR_EVIDENCE_SCHEMA",
     "action_clearing_lines",
     "first_evidence",
     "health_check_ends",
@@ -74,6 +84,7 @@ __all__ = [
     "link_incidents",
     "median_ci",
     "node_outages",
+    "operator_label_evidence",
     "outage_chains",
     "recovery_ends",
     "repair_times",
@@ -107,7 +118,8 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "hours_to_repair": pl.Float64(),
     "repair_state": pl.String(),          # repaired | ongoing | not_drained | no_nodes
     "repair_source": pl.String(),         # node_states | recovery_events | health_check_pass | reboot
-                                          # | health_checks (the check's next run) | job_completed
+                                          # | health_checks (the check's next run) | operator (incidents.csv end)
+                                          # | job_completed
     "repaired_ts": _UTC,                  # the repair end hours_to_repair runs to
     "drain_reason_class": pl.String(),    # first reason naming a part in the first linked outage's chain
     "drain_reason": pl.String(),          # (outage_chains), else the outage's first reason (Not responding)
@@ -228,14 +240,20 @@ def link_incidents(
     An outage is the incident's only on one of its own nodes, starting from ``before`` its first
     evidence to ``after_end`` after its last (at most ``window`` after its start), and not drained
     for another class of fault only: a drain whose reasons name only a different component class (a
-    GPU Xid drain during a storage outage) belongs to another incident. The node is back in service
-    when the chain of its linked outage ends (:func:`outage_chains`).
+    GPU Xid drain during a storage outage) belongs to another incident. An operator-labelled
+    incident's classes are its label's and those of the evidence it folded (``evidence_classes``,
+    module docstring). The node is back in service when the chain of its linked outage ends
+    (:func:`outage_chains`).
+
+    Repair end, first that applies: node states; a logged recovery (``recoveries``); health checks;
+    the operator's end (``operator_end_ts``, incidents with nodes); the next completed job (one node).
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List; empty = no node);
             optionally ``first_evidence_ts`` (:func:`first_evidence`; detect and repair run from it when
             set), ``component_class``, ``scope``, ``end_ts``, ``n_health_check_episodes`` and
-            ``recovered_ts`` for the fallbacks (module docstring).
+            ``recovered_ts`` for the fallbacks (module docstring), and :func:`operator_label_evidence`'s
+            ``evidence_classes`` and ``operator_end_ts``.
         states: core.node_states (see :func:`node_outages`); may be empty.
         recoveries: :func:`recovery_ends` output (``incident_id``, ``recovered_ts``, ``repair_source``:
             ``recovery_events``, or ``reboot`` for a lasting GPU fault a boot cleared; when missing,
@@ -282,13 +300,21 @@ def link_incidents(
     # evidence, at the usual interval — its last failure is the last moment the part was known broken.
     checked = (pl.col("_hc") > 0) | pl.col("_hc_end").is_not_null()
     hc_end = pl.coalesce("_hc_end", pl.max_horizontal("_evidence_end", "_t0") + DEFAULT_CHECK_INTERVAL)
+    # The end an operator wrote comes after every logged sign (they time the repair to the line, the
+    # operator to a rounded hour) and before the next job (which times the queue, not the repair); it
+    # speaks for every node the operator named, so it needs no one-node rule. An end before the
+    # incident's first signal says nothing about its repair.
+    has_nodes = pl.col("nodes").list.len().fill_null(0) > 0
+    operator_end = has_nodes & (pl.col("_operator_end") >= pl.col("_t0")).fill_null(False)
     source = (pl.when(drained).then(pl.lit("node_states"))
               .when(pl.col("_logged_up").is_not_null()).then(pl.coalesce("_logged_source", pl.lit(_RECOVERY_SOURCE)))
               .when(checked).then(pl.coalesce("_hc_source", pl.lit("health_checks")))
+              .when(operator_end).then(pl.lit(OPERATOR_SOURCE))
               .when(one_node & pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
     repaired_at = (pl.when(drained).then(pl.col("back_in_service_ts"))
                    .when(pl.col("_logged_up").is_not_null()).then(pl.col("_logged_up"))
                    .when(checked).then(hc_end)
+                   .when(operator_end).then(pl.col("_operator_end"))
                    .when(one_node).then(pl.col("_recovered")))
     out = inc.join(per_incident, on="incident_id", how="left", maintain_order="left").with_columns(
         pl.col("linked_nodes").fill_null(0),
@@ -318,11 +344,65 @@ def _incident_frame(incidents: pl.DataFrame) -> pl.DataFrame:
         optional("first_evidence_ts", _UTC).alias("first_evidence_ts"), "nodes",
         optional("end_ts", _UTC).alias("_evidence_end"),
         optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
-        optional("recovered_ts", _UTC).alias("_recovered"))
+        optional("recovered_ts", _UTC).alias("_recovered"),
+        optional("operator_end_ts", _UTC).alias("_operator_end"),
+        optional("evidence_classes", pl.List(pl.String())).alias("_evidence_classes"))
         # Detect and repair run from the first signal (_t0); the link window opens at the earlier of it
         # and an operator's start (the humans may have seen it first).
-        .with_columns(pl.coalesce("first_evidence_ts", "incident_start_ts").alias("_t0"))
+        .with_columns(pl.coalesce("first_evidence_ts", "incident_start_ts").alias("_t0"),
+                      # The classes whose drains are the incident's: its own, and an operator label's folded evidence's.
+                      _incident_classes(pl.col("component_class"), pl.col("_evidence_classes")).alias("_classes"))
         .with_columns(pl.min_horizontal("_t0", "incident_start_ts").alias("_open")))
+
+
+def _incident_classes(component_class: pl.Expr, evidence_classes: pl.Expr) -> pl.Expr:
+    """The component classes whose drains and recovery lines are an incident's: its own class and the
+    ``evidence_classes`` of an operator label's folded evidence (null: none), without nulls or repeats."""
+    return (pl.concat_list(component_class, evidence_classes.fill_null(pl.lit([], pl.List(pl.String))))
+            .list.drop_nulls().list.unique().list.sort())
+
+
+#: ``repair_source`` of a repair ended at the end an operator wrote in ``incidents.csv``.
+OPERATOR_SOURCE = "operator"
+#: ``marts.hw_incidents.label_source`` of an incident an operator labelled.
+_OPERATOR_LABEL = "operator"
+
+#: :func:`operator_label_evidence` output.
+OPERATOR_EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
+    "incident_id": pl.String(), "evidence_classes": pl.List(pl.String()), "operator_end_ts": _UTC}
+
+
+def operator_label_evidence(incidents: pl.DataFrame, members: pl.DataFrame) -> pl.DataFrame:
+    """:data:`OPERATOR_EVIDENCE_SCHEMA`, one row per operator-labelled incident (``label_source`` =
+    ``operator``; none without the column):
+
+    * ``evidence_classes``: the component classes of the evidence the label folded (its members'
+      components, sorted; empty without evidence) — still the incident's own for drains and recoveries;
+    * ``operator_end_ts``: the end the operator wrote, when it is one: ``end_ts`` later than the last
+      evidence line, or any ``end_ts`` of an incident without evidence. A labelled incident's end is the
+      later of the operator's and its evidence's (``marts.hw_incidents``), so an end no later than the last
+      line may be the logs' own and is no operator's statement (null).
+
+    Args:
+        incidents: ``incident_id``, ``end_ts``, optionally ``label_source``.
+        members: the incidents' events: ``incident_id``, ``ts``, optionally ``component`` (without it no
+            classes).
+    """
+    if "label_source" not in incidents.columns:
+        return pl.DataFrame(schema=OPERATOR_EVIDENCE_SCHEMA)
+    component = pl.col("component").cast(pl.String) if "component" in members.columns else pl.lit(None, pl.String)
+    evidence = (members.select("incident_id", pl.col("ts").cast(_UTC),
+                               pl.when(component.is_not_null()).then(class_of(component)).alias("_class"))
+                .group_by("incident_id")
+                .agg(pl.col("_class").drop_nulls().unique().sort().alias("evidence_classes"),
+                     pl.col("ts").max().alias("_last")))
+    end = pl.col("end_ts")
+    return (incidents.filter(pl.col("label_source") == _OPERATOR_LABEL)
+            .select("incident_id", end.cast(_UTC))
+            .join(evidence, on="incident_id", how="left")
+            .select("incident_id", pl.col("evidence_classes").fill_null(pl.lit([], pl.List(pl.String))),
+                    pl.when(pl.col("_last").is_null() | (end > pl.col("_last"))).then(end).alias("operator_end_ts"))
+            .sort("incident_id").cast(OPERATOR_EVIDENCE_SCHEMA))  # type: ignore[arg-type]
 
 
 def _linkable_outages(states: pl.DataFrame) -> pl.DataFrame:
@@ -343,9 +423,9 @@ def _linked_pairs(inc: pl.DataFrame, outages: pl.DataFrame, *, before: timedelta
                     pl.col("_t0") + window,
                     pl.max_horizontal("_evidence_end", "_t0") + after_end))
                 # Another class's drain is another incident's, unless the outage's drains (merged when
-                # they overlap: a GPU ECC drain, then the IB link's) name this incident's class too.
-                & (pl.col("_reason_cc").is_null() | (pl.col("_reason_cc") == pl.col("component_class"))
-                   | pl.col("_reason_ccs").list.contains(pl.col("component_class"))))
+                # they overlap: a GPU ECC drain, then the IB link's) name one of this incident's classes too.
+                & (pl.col("_reason_cc").is_null() | pl.col("_classes").list.contains(pl.col("_reason_cc"))
+                   | (pl.col("_reason_ccs").list.set_intersection(pl.col("_classes")).list.len() > 0)))
         .sort("incident_id", "node", "outage_start_ts")
         .unique(["incident_id", "node"], keep="first", maintain_order=True)  # the node's first outage
     )
@@ -656,6 +736,11 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     boot). ``repair_source`` is that of the incident's last node (``recovery_events``
     or ``reboot``; on a tie, ``reboot``).
 
+    An operator-labelled incident's evidence rows may carry ``evidence_classes`` (:func:`operator_label_evidence`):
+    a recovery of any of those classes ends the row too, as of its ``component_class`` (the label's), and a
+    reboot clears its lasting fault unless every one of its classes has recovery lines of its own (an Xid 79
+    relabelled ``PSU`` is still a GPU off the bus, cleared by a boot).
+
     A recovery or clearing line counts for the part it names (:data:`PART_COLUMNS`, :func:`same_part`): when
     the evidence carries the part columns, give one row per incident, node and part with that part's last
     evidence — a node with two NICs down is back when both are; a line or evidence row naming no part
@@ -664,7 +749,8 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     Args:
         evidence: one row per incident and node (or node and part): ``incident_id``, ``component_class``,
             ``node``, ``last_ts``; optionally ``action`` (``marts.hw_incidents.action``; without it no reboot
-            counts) and the :data:`PART_COLUMNS` (without them, any recovery of the node's class counts).
+            counts), the :data:`PART_COLUMNS` (without them, any recovery of the node's class counts) and
+            ``evidence_classes`` (List; null or missing: the row's ``component_class`` only).
         events: node events with ``node``, ``ts``, ``kind``, optionally the part columns (others are ignored).
     """
     rec = recovery_lines(events).sort("_up")
@@ -674,12 +760,18 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     action = pl.col("action").cast(pl.String) if "action" in evidence.columns else pl.lit(None, pl.String)
     # A class with recovery lines of its own (a port's ACTIVE, a file system reconnected) is ended by those only:
     # a boot does not bring a link back, even when the incident's cause names a reset (an operator's class).
-    classes_with_recoveries = load_recovery_kinds()["component_class"].unique().implode()
-    own_recovery = pl.col("component_class").cast(pl.String).is_in(classes_with_recoveries)
-    lasting = action.is_in(load_lasting_fault_actions()) & ~own_recovery.fill_null(False)
-    per_node = with_parts(evidence).select(
-        "incident_id", pl.col("component_class").cast(pl.String), "node", pl.col("last_ts").cast(_UTC),
+    classes_with_recoveries = pl.lit(sorted(load_recovery_kinds()["component_class"].unique().to_list()),
+                                     pl.List(pl.String))
+    extra = (pl.col("evidence_classes").cast(pl.List(pl.String)) if "evidence_classes" in evidence.columns
+             else pl.lit(None, pl.List(pl.String)))
+    classes = _incident_classes(pl.col("component_class").cast(pl.String), extra)
+    own_recovery = (classes.list.len() > 0) & (classes.list.set_difference(classes_with_recoveries).list.len() == 0)
+    lasting = action.is_in(load_lasting_fault_actions()) & ~own_recovery
+    # One row per evidence row (_row) and class whose recovery may end it (an operator label's folded classes).
+    per_node = (with_parts(evidence).select(
+        "incident_id", classes.alias("component_class"), "node", pl.col("last_ts").cast(_UTC),
         pl.when(lasting).then(pl.lit(ACTION_TOKEN) + action).alias("_fault"), *PART_COLUMNS).drop_nulls("node")
+        .with_row_index("_row").explode("component_class"))
     # Each part's own recovery: one NIC back ACTIVE is no repair of another NIC still down.
     per_node = join_asof_same_part(per_node, rec, left_on="last_ts", right_on="_up", by=["node", "component_class"],
                                    strategy="forward", tolerance=RECOVERY_HORIZON)
@@ -691,7 +783,10 @@ def recovery_ends(evidence: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
                               pl.when(pl.col("_up").is_not_null() & ~(pl.col("_boot") < pl.col("_up")).fill_null(False))
                               .then(pl.lit(_RECOVERY_SOURCE)).when(pl.col("_boot").is_not_null())
                               .then(pl.lit(_REBOOT_SOURCE)).alias("repair_source"))
-                .with_columns((pl.col("repair_source") == _RECOVERY_SOURCE).cast(pl.Int64).alias("_rank")))
+                .with_columns((pl.col("repair_source") == _RECOVERY_SOURCE).cast(pl.Int64).alias("_rank"))
+                # A row's classes are alternatives: its first recovery of any (a class recovery on a tie).
+                .sort("_row", "_end", "_rank", descending=[False, False, True], nulls_last=True)
+                .unique("_row", keep="first", maintain_order=True))
     # The incident is repaired with its last node; on a tie, the weaker evidence (the reboot) names the source.
     return (per_node.sort("incident_id", "_end", "_rank", descending=[False, False, True], nulls_last=False)
             .group_by("incident_id", maintain_order=True)

@@ -121,6 +121,7 @@ REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back A
                       "health_check_pass": "a passing run of its health check after the last failure",
                       "reboot": "the node's reboot after its last failing health check",
                       "health_checks": "the health check's next run after its last failure",
+                      "operator": "the end the operator wrote in incidents.csv",
                       "job_completed": "the node running a job again"}
 
 def nodes_phrase(nodes: Any, max_len: int) -> str:
@@ -172,6 +173,7 @@ _REPAIR_END = {"node_states": ("last linked node back in service", "the last lin
                "health_check_pass": ("health check passing again", "the first passing run of its health check"),
                "reboot": ("node rebooted after its last failing health check", "the node's reboot"),
                "health_checks": ("health check's next run after its last failure", "the health check's next run"),
+               "operator": ("end written by the operator (incidents.csv)", "the end the operator wrote"),
                "job_completed": ("a job that went on to complete started on its node",
                                  "the start of a job on its node that went on to complete")}
 
