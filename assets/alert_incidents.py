@@ -1,6 +1,6 @@
 """Marts: alert incidents (clusters of core.alerts with a root-cause candidate and blast radius),
-their members, daily compression, flood episodes, alert-rule hygiene, and the hardware incidents
-the alerts can judge with those no alert covered.
+their members, daily compression, flood episodes, alert-rule hygiene, the hardware incidents
+the alerts can judge with those no alert covered, and the gaps in which an alert rule was blind.
 
 Thin: read core.alerts, marts.hw_incidents, core.jobs, marts.job_failure_attribution and the
 cluster.yaml topology, call :func:`gpusre.models.alerts.clustering.alert_marts`, write every mart in
@@ -45,10 +45,11 @@ ALERT_RULE_QUALITY = dg.AssetKey(["marts", "alert_rule_quality"])
 HW_WITHOUT_ALERT = dg.AssetKey(["marts", "hw_incidents_without_alert"])
 ALERT_COVERAGE = dg.AssetKey(["marts", "alert_coverage"])
 ALERT_DATA_SPAN = dg.AssetKey(["marts", "alert_data_span"])
+ALERT_MONITORING_GAPS = dg.AssetKey(["marts", "alert_monitoring_gaps"])
 
 _DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE, NODE_STATES]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
-              "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications FROM core.alerts")
+              "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications, description FROM core.alerts")
 
 
 def _clustering_settings(config) -> AlertClusteringSettings:  # noqa: ANN001 - ClusterConfig
@@ -110,6 +111,9 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
         dg.AssetSpec(ALERT_DATA_SPAN, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row: the span of the alert data alert coverage is judged in (first to last "
                      "webhook delivery, resolves and repeats included; without notifications, the alerts' own times)."),
+        dg.AssetSpec(ALERT_MONITORING_GAPS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
+                     description="One row per gap of one alert rule: a Grafana DatasourceNoData / DatasourceError "
+                     "meta-alert said the rule (its rulename) could not be evaluated from start to end."),
         dg.AssetSpec(HW_WITHOUT_ALERT, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="Hardware incidents (within the span of the alert data) with no alert on their "
                      "nodes in their window: missing alert coverage."),
@@ -172,6 +176,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             replace_table(con, "marts.alert_coverage", marts.coverage)
             replace_table(con, "marts.hw_incidents_without_alert", marts.hw_without_alert)
             replace_table(con, "marts.alert_data_span", marts.data_span)
+            replace_table(con, "marts.alert_monitoring_gaps", marts.monitoring_gaps)
     inc = marts.incidents
     n_alerts = marts.members.height
     ratio = round(n_alerts / inc.height, 2) if inc.height else None
@@ -206,6 +211,9 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
         "dagster/row_count": marts.data_span.height,
         "span": (f"{span_row['first_ts']} .. {span_row['last_ts']} ({span_row['span_source']})" if span_row
                  else dg.MetadataValue.null())})
+    yield dg.MaterializeResult(asset_key=ALERT_MONITORING_GAPS, metadata={
+        "dagster/row_count": marts.monitoring_gaps.height,
+        "preview": _preview(marts.monitoring_gaps.select("rule_name", "gap_kind", "start_ts", "end_ts", "ongoing"))})
     yield dg.MaterializeResult(asset_key=HW_WITHOUT_ALERT, metadata={
         "dagster/row_count": marts.hw_without_alert.height,
         "preview": _preview(marts.hw_without_alert.select("incident_id", "component", "start_ts", "nodes"))})

@@ -72,11 +72,16 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        Cost: 2–4 s for 200,000 alerts on a busy 2-core machine (all of :func:`alert_marts`).
 
 Meta-alerts
-    Alerts that fire always, by design (``Watchdog``, ``DeadMansSwitch``, ``InfoInhibitor``; rule file
-    ``models/catalog/alert_meta.csv``), are the alert pipeline's heartbeat: :func:`alert_marts` leaves
-    them out of every incident, rule and daily count. A delivery of them still dates the alert data
-    by its logger's time or its file's name date, never by their ``startsAt`` (re-sent unchanged from
-    the first firing, weeks before: :func:`alert_data_span_sql`).
+    Alerts about the alert pipeline, not the cluster (rule file ``models/catalog/alert_meta.csv``,
+    matched by alert name and, where needed, a label): ``heartbeat`` — fire always, by design
+    (``Watchdog``, ``DeadMansSwitch``, ``InfoInhibitor``); ``monitoring_gap`` — Grafana's
+    ``DatasourceNoData`` / ``DatasourceError`` (with a ``rulename`` label): the rule it names could not
+    be evaluated, it was blind; ``test`` — Grafana's contact-point Test button (``TestAlert``,
+    ``instance=Grafana``), never resolved. :func:`alert_marts` leaves them all out of every incident,
+    rule and daily count; each monitoring gap is a row of ``marts.alert_monitoring_gaps``
+    (:func:`monitoring_gaps`: rule, start, end). A delivery of them still dates the alert data by its
+    logger's time or its file's name date, and a heartbeat never by its ``startsAt`` (re-sent
+    unchanged from the first firing, weeks before: :func:`alert_data_span_sql`).
 
 Root-cause candidate, per incident
     An alert Alertmanager *inhibited* (``suppressed``, from its ``/api/v2/alerts`` snapshots: a
@@ -87,7 +92,9 @@ Root-cause candidate, per incident
     hardware incident's own nodes), then (2) by *level* — fabric (switches) above storage
     above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
     reaction to a fault, never its cause when the fault alerted too) above other — then (3) the
-    earliest start (reason "earliest alert at the most upstream level (fabric: leaf switch leaf01)"). The level of an alert comes from the rule
+    earliest start, then the first node by name (reason "earliest alert at the most upstream level
+    (fabric: leaf switch leaf01)"); a root whose rule fired at that same moment on several nodes of the
+    incident is named on all of them (``GPU temperature high on h200-[001-005]``). The level of an alert comes from the rule
     file ``models/catalog/alert_levels.csv`` (first matching row wins; conditions on alertname,
     target_label, a label value and whether the alert is on a node); a fabric level on no node is a
     switch's or subnet manager's, so an alert on a host-local target of a host outside the node list
@@ -230,7 +237,12 @@ __all__ = [
     "NOTIFICATION_DAYS_SQL",
     "is_meta_alert",
     "load_meta_alerts",
+    "META_KINDS",
+    "MetaAlertRule",
+    "MONITORING_GAP_SCHEMA",
+    "meta_alert_kind",
     "meta_alert_pattern",
+    "monitoring_gaps",
     "rule_quality",
     "sessionize",
     "template_cooccurrence",
@@ -351,6 +363,7 @@ ALERT_SCHEMA: dict[str, pl.DataType] = {
     "n_notifications": pl.Int64(),
     # Alertmanager held it back (``SUPPRESSED_SQL`` of the alert ingest): inhibited | silenced | null
     "suppressed": pl.String(),
+    "description": pl.String(),  # the monitoring-gap mart's reason (Grafana's annotation Error)
 }
 _REQUIRED = ("alert_id", "fingerprint", "starts_at")
 
@@ -469,25 +482,62 @@ def load_alert_levels(file_name: str = LEVELS_FILE) -> tuple[AlertLevelRule, ...
 
 
 META_FILE = "alert_meta.csv"
+#: Kinds of meta-alert (``models/catalog/alert_meta.csv``): ``heartbeat`` — fires always by design
+#: (``Watchdog``; its ``startsAt`` is its first firing, weeks old, and dates nothing); ``monitoring_gap``
+#: — a rule could not be evaluated (Grafana's ``DatasourceNoData`` / ``DatasourceError``: the rule was
+#: blind, reported in ``marts.alert_monitoring_gaps``); ``test`` — a delivery test (Grafana's contact-point
+#: Test button), never resolved.
+META_KINDS = ("heartbeat", "monitoring_gap", "test")
+
+
+class MetaAlertRule(NamedTuple):
+    """One row of ``models/catalog/alert_meta.csv``: an alert about the alert pipeline, not the cluster."""
+
+    rule_id: str
+    alertname: str          # regex the whole alert name matches, any case
+    label: str | None       # a label the alert must carry (Grafana's ``rulename``), else no condition
+    value: str | None       # regex the whole label value matches, any case; None: the label is present
+    kind: str               # one of META_KINDS
+    example: str            # ``alertname`` or ``alertname{label=value}``, checked by a test
 
 
 @lru_cache(maxsize=4)
-def load_meta_alerts(file_name: str = META_FILE) -> tuple[tuple[str, str, str], ...]:
-    """The meta-alert rules of ``models/catalog/<file_name>``: ``(rule_id, alertname regex, example)``.
-    A meta-alert (``Watchdog``, ``DeadMansSwitch``, ``InfoInhibitor``) fires always, by design, to
-    prove the alert pipeline works or to drive inhibition: a heartbeat, never an incident."""
+def load_meta_alerts(file_name: str = META_FILE) -> tuple[MetaAlertRule, ...]:
+    """The meta-alert rules of ``models/catalog/<file_name>`` (:class:`MetaAlertRule`). A meta-alert
+    is about the alert pipeline, not the cluster: a heartbeat that fires always (``Watchdog``), a rule
+    that could not be evaluated (Grafana's ``DatasourceNoData``), a delivery test — never an incident."""
     text = resources.files("gpusre.models.catalog").joinpath(file_name).read_text(encoding="utf-8")
-    return tuple((r["rule_id"], r["alertname"], r["example"]) for r in csv.DictReader(text.splitlines()))
+    rules = []
+    for r in csv.DictReader(text.splitlines()):
+        if r["kind"] not in META_KINDS:
+            raise ValueError(f"{file_name}: rule {r['rule_id']}: unknown kind {r['kind']!r}")
+        rules.append(MetaAlertRule(r["rule_id"], r["alertname"], r.get("label") or None, r.get("value") or None,
+                                   r["kind"], r["example"]))
+    return tuple(rules)
 
 
-def is_meta_alert(alertname: pl.Expr, rules: Sequence[tuple[str, str, str]] | None = None) -> pl.Expr:
-    """Whether ``alertname`` is a meta-alert (:func:`load_meta_alerts`: the whole name matches a rule,
-    any case)."""
+def meta_alert_kind(alertname: pl.Expr, labels: pl.Expr | None = None,
+                    rules: Sequence[MetaAlertRule] | None = None) -> pl.Expr:
+    """The kind (:data:`META_KINDS`) of the first meta-alert rule (:func:`load_meta_alerts`) that
+    ``alertname`` (the whole name, any case) and ``labels`` (JSON text) match, else null. A rule with a
+    label condition matches nothing without ``labels``."""
     rules = rules if rules is not None else load_meta_alerts()
-    if not rules:
-        return pl.lit(False)
-    pattern = "(?i)^(?:" + "|".join(f"(?:{r[1]})" for r in rules) + ")$"
-    return alertname.fill_null("").str.contains(pattern)
+    out = pl.lit(None, dtype=pl.String)
+    # Built last rule first, so the first matching rule wins.
+    for r in reversed(rules):
+        hit = alertname.fill_null("").str.contains(f"(?i)^(?:{r.alertname})$")
+        if r.label is not None:
+            got = labels.str.json_path_match(f"$.{r.label}") if labels is not None else pl.lit(None, dtype=pl.String)
+            hit = hit & (got.is_not_null() if r.value is None
+                         else got.fill_null("").str.contains(f"(?i)^(?:{r.value})$"))
+        out = pl.when(hit).then(pl.lit(r.kind)).otherwise(out)
+    return out
+
+
+def is_meta_alert(alertname: pl.Expr, rules: Sequence[MetaAlertRule] | None = None,
+                  labels: pl.Expr | None = None) -> pl.Expr:
+    """Whether an alert is a meta-alert (:func:`meta_alert_kind` is not null)."""
+    return meta_alert_kind(alertname, labels, rules).is_not_null()
 
 
 #: Labels that name a (shared) file system; ``device`` and ``mountpoint`` only count for
@@ -1058,8 +1108,21 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         pl.when(pl.col("hw_incident_id").is_null())
         .then(pl.col("level").replace_strict(LEVEL_RANK, default=len(LEVEL_RANK), return_dtype=pl.Int32))
         .otherwise(0).alias("_rank"),
-    ).sort("_c", "_inhibited", "_client", "_no_hw", "_rank", "_ts", "alert_id")
+    # Ties (one rule on several nodes at the same second) go to the first node by name, then target:
+    # the root agrees with a timeline sorted by time and node (the alert_id hash would pick any).
+    ).sort("_c", "_inhibited", "_client", "_no_hw", "_rank", "_ts", "node", "target", "alert_id", nulls_last=True)
     roots = pl.concat([single, ranked.unique("_c", keep="first", maintain_order=True).select(single.columns)])
+    # A root that fired at the same moment on several nodes of its incident (one rule evaluated over a
+    # rack) is named on all of them, as a hostlist: "GPU temperature high on h200-[001-005]".
+    same = (multi.filter(pl.col("node").is_not_null())
+            .group_by("_c", "alertname", "_ts").agg(pl.col("node").unique().sort().alias("_same"))
+            .filter(pl.col("_same").list.len() > 1))
+    if same.height:
+        same = same.with_columns(pl.Series("_same_where", [compress_hostlist(n) for n in same["_same"]],
+                                           dtype=pl.String)).drop("_same")
+        roots = roots.join(same, on=["_c", "alertname", "_ts"], how="left", nulls_equal=True,
+                           maintain_order="left").with_columns(
+            pl.coalesce("_same_where", "node").alias("node")).drop("_same_where")
 
     def one(expr: pl.Expr) -> pl.Expr:
         return pl.concat_list(expr).list.drop_nulls()
@@ -1280,15 +1343,17 @@ _FILE_DAY_SQL = r"try_strptime(list_last(regexp_extract_all(source_file, '(\d{4}
 
 def meta_alert_pattern() -> str:
     """The regular expression (RE2, as DuckDB's ``regexp_matches`` takes it) a whole alert name matches when
-    it is a meta-alert (:func:`is_meta_alert`, the same catalog rules); one that matches nothing without rules.
-    For SQL marts that take it as a parameter (``marts.data_freshness``)."""
-    rules = load_meta_alerts()
-    return ("(?i)^(?:" + "|".join(f"(?:{r[1]})" for r in rules) + ")$") if rules else "$^."
+    it is a heartbeat meta-alert (the catalog's ``heartbeat`` rules, :func:`load_meta_alerts`): the alerts
+    whose ``startsAt`` is their first firing, weeks old, and dates nothing; one that matches nothing
+    without such rules. For SQL marts that take it as a parameter (``marts.data_freshness``). (A Grafana
+    ``DatasourceNoData`` or test alert starts when it is sent: its start dates the data.)"""
+    rules = [r for r in load_meta_alerts() if r.kind == "heartbeat" and r.label is None]
+    return ("(?i)^(?:" + "|".join(f"(?:{r.alertname})" for r in rules) + ")$") if rules else "$^."
 
 
 def _meta_alert_sql(column: str = "alertname") -> str:
-    """SQL: whether ``column`` is a meta-alert (:func:`is_meta_alert`, the same catalog rules)."""
-    if not load_meta_alerts():
+    """SQL: whether ``column`` is a heartbeat meta-alert (:func:`meta_alert_pattern`)."""
+    if meta_alert_pattern() == "$^.":
         return "false"
     pattern = meta_alert_pattern().replace("'", "''")
     return f"coalesce(regexp_matches({column}, '{pattern}'), false)"
@@ -1576,6 +1641,43 @@ class AlertMarts(NamedTuple):
     coverage: pl.DataFrame
     hw_without_alert: pl.DataFrame
     data_span: pl.DataFrame
+    monitoring_gaps: pl.DataFrame
+
+
+#: ``marts.alert_monitoring_gaps``: one row per gap of one alert rule (a meta-alert of kind
+#: ``monitoring_gap``: Grafana's ``DatasourceNoData`` / ``DatasourceError``).
+MONITORING_GAP_SCHEMA: dict[str, pl.DataType] = {
+    "alert_id": pl.Int64(),
+    "rule_name": pl.String(),      # the blind rule: label rulename (else the alert name)
+    "rule_uid": pl.String(),       # label __alert_rule_uid__
+    "gap_kind": pl.String(),       # the meta-alert's name: DatasourceNoData | DatasourceError
+    "datasource_uid": pl.String(),
+    "start_ts": _TS,
+    "end_ts": _TS,                 # its resolve; still firing: the end of the alert data
+    "ongoing": pl.Boolean(),       # still firing at the end of the alert data
+    "duration_s": pl.Float64(),    # end - start; NULL while ongoing (no duration yet)
+    "reason": pl.String(),         # the alert's description (Grafana's annotation Error)
+}
+
+
+def monitoring_gaps(alerts: pl.DataFrame, as_of: object | None = None) -> pl.DataFrame:
+    """``marts.alert_monitoring_gaps`` (:data:`MONITORING_GAP_SCHEMA`) from the meta-alerts of kind
+    ``monitoring_gap`` in ``alerts`` (:data:`ALERT_SCHEMA`): one row per alert, i.e. per rule and gap —
+    the rule its ``rulename`` label names was blind from its start to its end (still firing: until
+    ``as_of``, the end of the alert data, and ``ongoing``)."""
+    if alerts.is_empty():
+        return pl.DataFrame(schema=MONITORING_GAP_SCHEMA)
+    label = lambda name: pl.col("labels").str.json_path_match(f"$.{name}")  # noqa: E731
+    out = alerts.select(
+        "alert_id", pl.coalesce(label("rulename"), pl.col("alertname")).alias("rule_name"),
+        label("__alert_rule_uid__").alias("rule_uid"), pl.col("alertname").alias("gap_kind"),
+        label("datasource_uid").alias("datasource_uid"), _utc(alerts, "starts_at").alias("start_ts"),
+        _utc(alerts, "ends_at").alias("_end"), pl.col("description").alias("reason"))
+    return out.with_columns(
+        pl.col("_end").is_null().alias("ongoing"),
+        pl.coalesce("_end", pl.lit(as_of).cast(_TS)).alias("end_ts"),
+        ((pl.col("_end") - pl.col("start_ts")).dt.total_microseconds() / 1e6).alias("duration_s"),
+    ).select([pl.col(c).cast(t) for c, t in MONITORING_GAP_SCHEMA.items()]).sort("start_ts", "rule_name", "alert_id")
 
 
 def alert_marts(
@@ -1603,9 +1705,12 @@ def alert_marts(
     which coverage and precision are judged (None: from the alerts' own times)."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
-    # Meta-alerts (the always-firing Watchdog) are the pipeline's heartbeat, not incidents: their
-    # deliveries still date the span of the alert data (data_span comes from the notifications).
-    alerts = alerts.filter(~is_meta_alert(pl.col("alertname")))
+    # Meta-alerts (the always-firing Watchdog, a Grafana rule that could not be evaluated, a delivery
+    # test) are about the alert pipeline, not incidents: their deliveries still date the span of the
+    # alert data (data_span comes from the notifications); the rules they left blind are a mart.
+    kind = meta_alert_kind(pl.col("alertname"), pl.col("labels"))
+    gaps = monitoring_gaps(alerts.filter(kind == "monitoring_gap"), as_of)
+    alerts = alerts.filter(kind.is_null())
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
                                         floods=floods, node_labels=node_labels, as_of=as_of,
@@ -1622,4 +1727,5 @@ def alert_marts(
         coverage=coverage,
         hw_without_alert=hw_incidents_without_alert(coverage),
         data_span=alert_data_span_mart(alerts, data_span),
+        monitoring_gaps=gaps,
     )

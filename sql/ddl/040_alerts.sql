@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS lake.alert_notifications (
     value                VARCHAR,             -- Prometheus API value, Grafana valueString / values
     template_id          BIGINT               -- Drain3 template of 'alertname: summary' (miner 'alerts'):
                                               -- summary = annotations summary, else title; else the
-                                              -- description (annotations description, else message)
+                                              -- description (annotations description, else message, else Error, else the summary)
 );
 -- Without a lake (the bare DDL), raw.alert_notifications reads the empty lake.alert_notifications; opening the warehouse with
 -- gpusre.models.warehouse.connect points it at the Parquet files.
@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS core.alerts (
     ends_at             TIMESTAMPTZ,
     labels              JSON NOT NULL,        -- of the first notification received
     summary             VARCHAR,              -- annotations summary (else title) of the first notification
-    description         VARCHAR,              -- annotations description (else message)
+    description         VARCHAR,              -- annotations description (else message, else Error, else the summary)
     template_id         BIGINT,
     source_file         VARCHAR NOT NULL,     -- file of the notification that decided status/ends_at
     n_notifications     BIGINT NOT NULL,

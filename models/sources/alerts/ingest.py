@@ -22,7 +22,12 @@ occurrence of its fingerprint that starts at or after it, before the next activa
 showed and at most ``alerts.max_for_minutes`` (60) later; else it is an occurrence of its own.
 **Status rule**: the payloads do not say when a notification was sent, and a firing notification's
 ``endsAt`` is only Alertmanager's resolve-timeout guess, so an alert is ``resolved`` when *any* notification of it was resolved (``ends_at`` = the earliest ``endsAt`` of
-its resolved notifications), else ``firing`` with ``ends_at`` NULL. A zero-time endsAt
+its resolved notifications), else ``firing`` with ``ends_at`` NULL. A Grafana resolve whose
+``grafana_state_reason`` says Grafana stopped looking (:data:`NOT_A_RECOVERY`: ``MissingSeries`` —
+the series vanished, often because the node or its exporter died —, a paused, deleted or edited
+rule) is no recovery: the alert stays ``firing`` (end unknown) unless a normal resolve ends it, or
+until the next occurrence of its fingerprint starts (then ``resolved`` at that start, the latest
+it can have ended). A zero-time endsAt
 (``0001-01-01T00:00:00Z``) is "not ended". Fields that can vary between notifications (labels
 order, summary, description, template) come from the first notification received, in received
 order (file name order, then ``seq``, the position in the file). An ``/api/v2/alerts`` snapshot shows
@@ -74,6 +79,7 @@ from gpusre.models.sources.registry import lake_table
 __all__ = [
     "ALERT_MINER",
     "AlertSettings",
+    "NOT_A_RECOVERY",
     "SOURCE_KIND",
     "SUPPRESSED_SQL",
     "alert_settings",
@@ -92,6 +98,13 @@ ALERT_LAKE = lake_table("alerts")
 BATCH_BYTES = 64 << 20
 
 _STAGE = "_stage_alert_notifications"
+
+#: Grafana's ``grafana_state_reason`` annotation on a resolved notification that is no recovery:
+#: Grafana resolved the alert because it stopped looking, not because the condition cleared —
+#: ``MissingSeries`` (the series vanished: often the node or its exporter died), ``Paused``,
+#: ``RuleDeleted``, ``Updated`` (the rule was paused, deleted or edited). Such a resolve does not
+#: end the alert (:func:`build_core_alerts`).
+NOT_A_RECOVERY: tuple[str, ...] = ("MissingSeries", "Paused", "RuleDeleted", "Updated")
 
 
 class AlertSettings(BaseModel):
@@ -401,7 +414,10 @@ FROM raw.ingested_files WHERE source_kind = '{SOURCE_KIND}';
 CREATE OR REPLACE TEMP TABLE _alert_rows AS
 SELECT (f.file_rank << 32) + r.seq AS ord, r.fingerprint, r.starts_at,
        date_trunc('millisecond', r.starts_at) AS start_ms, r.format = 'prometheus_api' AS from_prometheus,
-       r.status, r.ends_at, r.alertname, r.labels, r.annotations, r.template_id,
+       -- A Grafana resolve that is no recovery (NOT_A_RECOVERY: the series vanished, the rule was paused...)
+       CASE WHEN r.status = 'resolved' AND r.annotations->>'grafana_state_reason' IN (__NOT_A_RECOVERY__)
+            THEN 'lost' ELSE r.status END AS status,
+       r.ends_at, r.alertname, r.labels, r.annotations, r.template_id,
        r.received_at, {SNAPSHOT_SQL} AS from_snapshot, regexp_replace(source_file, '/[^/]*$', '') AS source_dir
 FROM raw.alert_notifications AS r JOIN _alert_files AS f USING (source_file);
 RESET disabled_optimizers;
@@ -417,7 +433,7 @@ WITH prom AS (
     FROM (SELECT DISTINCT fingerprint, start_ms FROM _alert_rows WHERE from_prometheus AND status = 'firing')
 ), fired AS (
     SELECT DISTINCT fingerprint, start_ms AS fired_ms FROM _alert_rows
-    WHERE NOT from_prometheus AND status IN ('firing', 'resolved')
+    WHERE NOT from_prometheus AND status IN ('firing', 'resolved', 'lost')
 )
 SELECT p.fingerprint, p.start_ms, f.fired_ms
 FROM prom AS p ASOF JOIN fired AS f ON f.fingerprint = p.fingerprint AND f.fired_ms >= p.start_ms
@@ -433,7 +449,7 @@ WITH n AS (
     FROM _alert_rows AS r
     LEFT JOIN _alert_activations AS a
            ON r.from_prometheus AND a.fingerprint = r.fingerprint AND a.start_ms = r.start_ms
-    WHERE r.status IN ('firing', 'resolved')
+    WHERE r.status IN ('firing', 'resolved', 'lost')
 ), g AS (
     SELECT fingerprint, occurrence_ms,
            -- The most precise start of the firing (a truncated one is never later); an activeAt
@@ -445,9 +461,17 @@ WITH n AS (
            min(ends_at) FILTER (WHERE status = 'resolved') AS resolved_ends_at,
            min(ord) AS first_ord,
            coalesce(min(ord) FILTER (WHERE status = 'resolved'), max(ord)) AS deciding_ord,
-           max(received_at) FILTER (WHERE NOT from_snapshot) AS last_notified
+           max(received_at) FILTER (WHERE NOT from_snapshot) AS last_notified,
+           bool_or(status = 'lost') AS lost
     FROM n
     GROUP BY fingerprint, occurrence_ms
+), lost AS (
+    -- An occurrence whose only resolves were no recovery (its series vanished): its end is unknown,
+    -- it still fires — until the fingerprint's next occurrence starts (the series came back and
+    -- the rule fired anew), the latest it can have lasted as this occurrence.
+    SELECT fingerprint, occurrence_ms,
+           lead(starts_at) OVER (PARTITION BY fingerprint ORDER BY occurrence_ms) AS next_start, lost
+    FROM g
 ), snapshots AS (
     SELECT DISTINCT source_dir, received_at AS snap_ts FROM _alert_rows WHERE from_snapshot AND received_at IS NOT NULL
 ), seen AS (
@@ -470,14 +494,18 @@ WITH n AS (
 )
 SELECT ('0x' || left(md5(g.fingerprint || '|' || epoch_us(g.occurrence_ms)::VARCHAR), 15))::BIGINT AS alert_id,
        g.fingerprint, g.starts_at, first.alertname,
-       CASE WHEN g.resolved OR e.gone_at IS NOT NULL THEN 'resolved' ELSE 'firing' END AS status,
-       CASE WHEN g.resolved THEN g.resolved_ends_at ELSE e.gone_at END AS ends_at,
+       CASE WHEN g.resolved OR e.gone_at IS NOT NULL OR (l.lost AND l.next_start IS NOT NULL) THEN 'resolved'
+            ELSE 'firing' END AS status,
+       CASE WHEN g.resolved THEN g.resolved_ends_at
+            WHEN e.gone_at IS NOT NULL THEN e.gone_at
+            WHEN l.lost THEN l.next_start END AS ends_at,
        first.labels, first.annotations, first.template_id,
        deciding.source_file, g.n_notifications, first_file.source_file AS first_received_file
 FROM g
 -- (unless a notification received after that snapshot still showed it)
 LEFT JOIN gone AS e ON e.fingerprint = g.fingerprint AND e.occurrence_ms = g.occurrence_ms
                    AND (g.last_notified IS NULL OR g.last_notified <= e.gone_by)
+JOIN lost AS l ON l.fingerprint = g.fingerprint AND l.occurrence_ms = g.occurrence_ms
 JOIN first ON first.ord = g.first_ord
 JOIN _alert_files AS first_file ON first_file.file_rank = g.first_ord >> 32
 JOIN _alert_files AS deciding ON deciding.file_rank = g.deciding_ord >> 32;
@@ -541,7 +569,8 @@ def build_core_alerts(
     try:
         # TEMP tables first (the warehouse is untouched), then one transaction replaces the tables.
         with unordered_inserts(con):  # TEMP tables: their row order does not matter
-            con.execute(_DEDUP_SQL.replace("__MAX_FOR_US__", str(settings.max_for_us)))
+            con.execute(_DEDUP_SQL.replace("__MAX_FOR_US__", str(settings.max_for_us))
+                        .replace("__NOT_A_RECOVERY__", ", ".join(f"'{r}'" for r in NOT_A_RECOVERY)))
             con.execute(f"CREATE OR REPLACE TEMP TABLE _alert_label_values AS "
                         f"{label_values_sql(mapping, alerts='_alerts_dedup', annotations=None)}")
         names = _map_values(con, mapping, known_nodes, pl.DataFrame(schema=_NAMES_SCHEMA))

@@ -15,7 +15,8 @@ Formats, detected per payload (a file may mix them):
     and adds one reject naming how many Alertmanager dropped.
 ``grafana``
     Grafana-managed alerting webhook: the same envelope plus ``orgId``/``version`` ``"1"``; alerts
-    also carry ``valueString``/``values`` (kept as ``value``).
+    also carry ``valueString``/``values`` (kept as ``value``). Its ``truncatedAlerts`` (the contact
+    point's "Max alerts") is a reject as Alertmanager's is.
 ``prometheus_api``
     A Prometheus ``/api/v1/alerts`` response, ``{"status":"success","data":{"alerts":[...]}}``:
     ``state`` (``firing``/``pending``), ``activeAt`` (taken as ``startsAt``), ``value``; no
@@ -515,9 +516,12 @@ _PAYLOAD_JSON = json.dumps(_PAYLOAD_STRUCT)
 _BARE_ALERT = "struct_pack(" + ", ".join(f'"{k}" := p."{k}"' for k in _ALERT_FIELDS) + ")"
 
 #: ``summary`` and ``description`` of an alert from its ``annotations`` JSON (Grafana and some rule
-#: sets say ``title`` / ``message``). Not stored in raw: derived where needed.
+#: sets say ``title`` / ``message``). The description falls back to ``description``, then ``message``,
+#: then Grafana's ``Error`` (the query error a ``DatasourceError`` alert carries, its only text), then
+#: the summary: an alert with any text has a description. Not stored in raw: derived where needed.
 SUMMARY_SQL = "coalesce(NULLIF(annotations->>'summary', ''), NULLIF(annotations->>'title', ''))"
-DESCRIPTION_SQL = "coalesce(NULLIF(annotations->>'description', ''), NULLIF(annotations->>'message', ''))"
+DESCRIPTION_SQL = ("coalesce(NULLIF(annotations->>'description', ''), NULLIF(annotations->>'message', ''), "
+                   "NULLIF(annotations->>'Error', ''), " + SUMMARY_SQL + ")")
 #: The text an alert is templated by: ``alertname: summary`` (else the description, else just
 #: the alert name). Needs columns ``alertname``, ``summary``, ``description``.
 TEMPLATE_TEXT_SQL = """CASE WHEN coalesce(summary, description) IS NULL THEN coalesce(alertname, '')
@@ -584,7 +588,9 @@ WITH payloads AS (
     -- Only scalars travel with each alert: unnest copies every carried column once per alert.
     SELECT source_file, line_no, prefix, raw, in_array, payload_no::INTEGER AS payload_no, payload, format, doc_updated,
            p.receiver AS receiver, p.groupKey AS group_key, p.status AS payload_status,
-           CASE WHEN format = 'alertmanager' THEN p.truncatedAlerts END AS truncated_alerts,
+           -- Both webhooks cut the list at the receiver's limit (Alertmanager's max_alerts, Grafana's
+           -- contact-point "Max alerts") and say how many they dropped.
+           CASE WHEN format IN ('alertmanager', 'grafana') THEN p.truncatedAlerts END AS truncated_alerts,
            CASE WHEN record_error IS NOT NULL THEN record_error
                 WHEN NOT is_object THEN 'not an alert payload: a JSON ' || CASE json_type(payload)
                      WHEN 'ARRAY' THEN 'array' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
@@ -682,12 +688,15 @@ WITH payloads AS (
 )
 SELECT * FROM flat
 UNION ALL BY NAME
--- Alertmanager dropped alerts from this notification (its receiver's max_alerts): the alerts it
--- sent load; the ones it dropped are a reject of their own, so the loss shows.
+-- Alertmanager (Grafana) dropped alerts from this notification (the receiver's max_alerts, the contact
+-- point's "Max alerts"): the alerts it sent load; the ones it dropped are a reject of their own, so the loss shows.
 SELECT source_file, line_no, payload_no, format,
-       CASE WHEN in_array THEN 'payload ' || payload_no || ': ' ELSE '' END || 'Alertmanager truncated '
+       CASE WHEN in_array THEN 'payload ' || payload_no || ': ' ELSE '' END
+       || CASE WHEN format = 'grafana' THEN 'Grafana' ELSE 'Alertmanager' END || ' truncated '
        || truncated_alerts || ' alert' || CASE WHEN truncated_alerts = 1 THEN '' ELSE 's' END
-       || ' from this notification (max_alerts); the alerts it sent are loaded' AS error,
+       || ' from this notification ('
+       || CASE WHEN format = 'grafana' THEN 'the contact point''s Max alerts' ELSE 'max_alerts' END
+       || '); the alerts it sent are loaded' AS error,
        left(rtrim(coalesce(raw, payload), chr(13) || chr(10)), {MAX_RAW_CHARS}) AS reject_raw
 FROM listed
 WHERE truncated_alerts > 0 AND payload_error IS NULL

@@ -1,7 +1,7 @@
 """Nightly report section "Data quality" (``#quality``).
 
 Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily (stopped nodes, hosts outside the
-node list), raw.ingested_files, raw.record_days,
+node list), marts.alert_monitoring_gaps (alert rules that could not be evaluated), raw.ingested_files, raw.record_days,
 raw.rejects;
 formats, computes nothing."""
 
@@ -16,13 +16,14 @@ from gpusre.reports.coverage import SOURCE_LABELS, ends_early, freshness_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
+    fmt_duration,
     fmt_int,
     fmt_pct,
     plural,
     truncate,
 )
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
-from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
+from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_REJECTS = 20
@@ -105,6 +106,32 @@ def _outside_hosts_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> st
             f"name, not a node ({'its' if one else 'their'} events and incidents too){silent}: add "
             f"{'it' if one else 'them'} to cluster.yaml node_aliases if {'it is a node' if one else 'they are nodes'} "
             "(marts.log_coverage_daily.outside_hosts).")
+
+
+def _monitoring_gaps(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> tuple[str, Table] | None:
+    """The alert rules that could not be evaluated on the report day (Grafana DatasourceNoData /
+    DatasourceError: ``marts.alert_monitoring_gaps``): a fault they watch would have gone unalerted, so the
+    reader is told beside the other input gaps."""
+    if table_status(con, "marts.alert_monitoring_gaps"):
+        return None
+    rows = query_rows(con, f"""SELECT rule_name, gap_kind, start_ts, end_ts, ongoing, duration_s, reason
+                               FROM marts.alert_monitoring_gaps
+                               WHERE {utc_day_sql('start_ts')} <= ? AND {utc_day_sql('end_ts')} >= ?
+                               ORDER BY start_ts, rule_name""", [meta.report_date, meta.report_date])
+    if not rows:
+        return None
+    n = len({r["rule_name"] for r in rows})
+    text = (f"{plural(n, 'alert rule')} could not be evaluated for part of {fmt_date(meta.report_date)} (Grafana "
+            "DatasourceNoData / DatasourceError): the faults they watch would have gone unalerted.")
+    table = Table(
+        [Column("Rule"), Column("Kind"), Column("From"), Column("To"), Column("Duration", True), Column("Reason")],
+        [[Cell(r["rule_name"] or MISSING), Cell(r["gap_kind"] or MISSING), Cell(fmt_date(r["start_ts"])),
+          Cell("ongoing" if r["ongoing"] else fmt_date(r["end_ts"])),
+          Cell(MISSING if r["duration_s"] is None else fmt_duration(r["duration_s"])),
+          Cell(truncate(r["reason"] or MISSING, 80), title=r["reason"])] for r in rows],
+        caption="Monitoring gaps: alert rules that were blind (marts.alert_monitoring_gaps, UTC).",
+    )
+    return text, table
 
 
 def _freshness_table(rows: list[dict[str, Any]], meta: NightlyMeta) -> Table:
@@ -203,6 +230,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     freshness = freshness_rows(con)
     if freshness:
         sec.add(_freshness_table(freshness, meta))
+    gaps = _monitoring_gaps(con, meta)
+    if gaps is not None:
+        sec.lead = f"{sec.lead} {gaps[0]}" if sec.lead else gaps[0]
+        sec.add(gaps[1])
     stopped = _stopped_table(con, meta)
     if stopped is not None:
         sec.add(stopped)
