@@ -20,7 +20,7 @@ from gpusre.models.failures.attribution import (attribute_failures_with, node_st
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
-from gpusre.models.failures.hw_incidents import merge_incidents
+from gpusre.models.failures.hw_incidents import merge_incidents, not_a_failure_events
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
@@ -87,7 +87,8 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
                      "(or >= 3 nodes) losing links within 60 s of each other = one fabric incident; power or "
                      "thermal failures on >= 3 nodes of one rack (NVLink failures on >= 3 hosts of one cluster.yaml "
                      "NVLink domain) within 60 s = one rack incident; "
-                     "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win. "
+                     "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win "
+                     "(component none / false_positive / not_a_failure: kept, cause_class not_a_failure, no failure). "
                      "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
         dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per job that ended in a failure state (or was cancelled by root): "
@@ -178,10 +179,11 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         # Every run counts: a NODE_FAIL that killed a run Slurm requeued is a failure of the node.
         suspect_runs = pl.concat([jobs.select("job_id", "state", "end_ts", "nodes"),
                                   earlier.select(run_key(), "state", "end_ts", "nodes")], how="vertical_relaxed")
-        suspect_attr = pl.concat([attribution.select("job_id", "attribution"),
-                                  instance_attr.select(run_key(), "attribution")], how="vertical_relaxed")
+        # An incident the operator marked not a failure (and a job only it killed) is no lemon signal.
+        suspect_attr = pl.concat([attribution.select("job_id", "attribution", "cause_class"),
+                                  instance_attr.select(run_key(), "attribution", "cause_class")], how="vertical_relaxed")
         suspects = (suspect_nodes(events, suspect_attr, suspect_runs, as_of=as_of, fleet=config.node_names or None,
-                                  accounting=accounting)
+                                  accounting=accounting, not_failure_events=not_a_failure_events(incidents, members))
                     if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))
         with transaction(con):
             replace_table(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))

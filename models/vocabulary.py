@@ -28,6 +28,13 @@ instance of a requeued job):
                            such an end continues the training run (only COMPLETED ends a run)
 =========================  ==============================================================================
 
+Incidents that are no failure: an ``incidents.csv`` row whose ``component`` is one of
+:data:`NOT_A_FAILURE_WORDS` marks the tool-made incidents it overlaps as not a failure (a false
+positive: the network team's cable test took a link down). They keep their ``marts.hw_incidents`` row
+(the audit trail) with component, component class and cause class :data:`NOT_A_FAILURE`; every failure
+count (MTBF, failure rates, the taxonomy, suspect nodes, MTTR, the reports' incident counts) keeps only
+the incidents :func:`is_failure_incident` (SQL: ``core.is_failure_incident(cause_class)``) accepts.
+
 Duration formatting is presentation (``reports/formatting.py``), not domain vocabulary.
 """
 
@@ -45,6 +52,7 @@ __all__ = [
     "CPU_BUCKET", "SIZE_BUCKETS", "SIZE_BUCKET_LABELS", "size_bucket", "size_bucket_order", "size_bucket_expr",
     "size_bucket_order_expr", "bucket_order_of",
     "COMPONENT_CLASSES", "CLASS_LABELS", "class_label", "class_of", "load_component_classes", "with_component_class",
+    "NOT_A_FAILURE", "NOT_A_FAILURE_WORDS", "is_not_a_failure_word", "is_failure_incident", "failure_incidents",
     "sql_macros",
 ]
 
@@ -148,6 +156,55 @@ def size_bucket_expr(col: str = "n_gpus") -> pl.Expr:
     return size_bucket_order_expr(col).replace_strict(dict(enumerate(SIZE_BUCKET_LABELS)), return_dtype=pl.String)
 
 
+# --- incidents that are no failure -------------------------------------------------------------------
+
+#: Component, component class and cause class of a tool-made incident the operator marked as not a
+#: failure. Not an event cause class (``event_catalog.CAUSE_CLASSES``): no log line is one by itself,
+#: only an operator's word makes an incident one, so no catalog row may carry it.
+NOT_A_FAILURE = "not_a_failure"
+#: ``incidents.csv`` components (any case; spaces or hyphens for underscores: ``False positive``) that
+#: mark the overlapping tool-made incidents as not a failure. ``none`` is what an operator writes in a
+#: "component" column when nothing failed.
+NOT_A_FAILURE_WORDS: tuple[str, ...] = ("none", "false_positive", NOT_A_FAILURE)
+
+
+def is_not_a_failure_word(component: pl.Expr) -> pl.Expr:
+    """Whether an operator's ``component`` text is one of :data:`NOT_A_FAILURE_WORDS` (null: false).
+
+    >>> pl.select(is_not_a_failure_word(pl.lit(" False-Positive "))).item()
+    True
+    """
+    words = component.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s\-]+", "_")
+    return words.is_in(list(NOT_A_FAILURE_WORDS)).fill_null(False)
+
+
+def is_failure_incident(cause_class: pl.Expr | None = None) -> pl.Expr:
+    """Whether an incident counts as a failure: every incident but those an operator marked
+    :data:`NOT_A_FAILURE` (a null cause class, e.g. an old mart's operator-only row, counts).
+
+    >>> pl.DataFrame({"cause_class": ["hardware", None, "not_a_failure"]}).select(is_failure_incident()).to_series().to_list()
+    [True, True, False]
+    """
+    cause = pl.col("cause_class") if cause_class is None else cause_class
+    return cause.ne_missing(pl.lit(NOT_A_FAILURE))
+
+
+def failure_incident_sql(cause_class: str = "cause_class") -> str:
+    """The SQL test of :func:`is_failure_incident` on column ``cause_class`` (what the macro
+    ``core.is_failure_incident`` holds), for readers that may meet a warehouse without the macros.
+
+    >>> failure_incident_sql("i.cause_class")
+    "i.cause_class IS DISTINCT FROM 'not_a_failure'"
+    """
+    return f"{cause_class} IS DISTINCT FROM '{NOT_A_FAILURE}'"
+
+
+def failure_incidents(incidents: pl.DataFrame) -> pl.DataFrame:
+    """The rows of an incidents frame that count as failures (:func:`is_failure_incident`); a frame
+    without ``cause_class`` (hand-built, or read narrowly) is returned whole."""
+    return incidents.filter(is_failure_incident()) if "cause_class" in incidents.columns else incidents
+
+
 # --- SQL -------------------------------------------------------------------------------------------------
 
 def _in_list(states: tuple[str, ...]) -> str:
@@ -155,7 +212,8 @@ def _in_list(states: tuple[str, ...]) -> str:
 
 
 def sql_macros() -> str:
-    """DuckDB ``CREATE OR REPLACE MACRO`` statements for the state sets and size buckets (idempotent)."""
+    """DuckDB ``CREATE OR REPLACE MACRO`` statements for the state sets, size buckets and the failure-incident
+    test (idempotent)."""
     order_cases = "\n".join(f"         WHEN n_gpus <= {hi} THEN {i}" for i, (_, _, hi) in
                             enumerate(SIZE_BUCKETS, start=1) if hi is not None)
     label_cases = "\n".join(f"         WHEN n_gpus <= {hi} THEN '{label}'" for label, _, hi in SIZE_BUCKETS
@@ -169,6 +227,7 @@ CREATE OR REPLACE MACRO core.is_node_failure_state(s) AS s IN ({_in_list(NODE_FA
 CREATE OR REPLACE MACRO core.job_outcome(s) AS
     CASE WHEN s = 'COMPLETED' THEN 'completed' WHEN s = 'CANCELLED' THEN 'cancelled'
          WHEN core.is_failed_state(s) THEN 'failed' END;
+CREATE OR REPLACE MACRO core.is_failure_incident(cause_class) AS {failure_incident_sql()};
 CREATE OR REPLACE MACRO core.size_bucket_order(n_gpus) AS
     CASE WHEN n_gpus IS NULL OR n_gpus <= 0 THEN 0
 {order_cases}

@@ -21,6 +21,7 @@ from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import table_exists
 from gpusre.reports.kit.formatting import fmt_date, fmt_int, plural, truncate
 from gpusre.reports.kit.warehouse import query_rows, scalar
+from gpusre.models.vocabulary import failure_incident_sql
 
 __all__ = ["DAY_FILES", "DENSE_SOURCES", "FRESH_SLACK", "GAP_WARN_DAYS", "SOURCES", "SOURCE_LABELS", "coverage_warnings",
            "ends_early", "freshness_rows", "history_ends_early", "later_partial_days", "loaded_sources"]
@@ -192,8 +193,10 @@ def _topology_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
         return []
     n_inc, n_nodes = con.sql("SELECT count(DISTINCT incident_id), count(DISTINCT node) FROM "
                              "(SELECT incident_id, unnest(nodes) AS node FROM marts.hw_incidents "
-                             "WHERE component_class = 'network' AND scope = 'node')").fetchall()[0]
-    n_fabric = scalar(con, "SELECT count(*) FROM marts.hw_incidents WHERE scope = 'fabric'") or 0
+                             f"WHERE component_class = 'network' AND scope = 'node' AND {failure_incident_sql()})"
+                             ).fetchall()[0]
+    n_fabric = scalar(con, "SELECT count(*) FROM marts.hw_incidents WHERE scope = 'fabric' "
+                           f"AND {failure_incident_sql()}") or 0
     said: list[str] = []
     if n_nodes >= 2:
         said.append(f"a leaf switch that fails counts as one network incident per node it cut off "

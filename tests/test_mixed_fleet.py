@@ -134,8 +134,8 @@ def test_node_hardware_loss_uses_the_nodes_own_gpus(tmp_path: Path) -> None:
                     "('s', 2, 'allocation', '1', ?), ('s', 3, 'allocation', '2', ?)",
                     [datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 5, tzinfo=UTC)])
         con.execute("CREATE TABLE marts.hw_incidents (incident_id VARCHAR, nodes VARCHAR[], start_ts TIMESTAMPTZ, "
-                    "recovered_ts TIMESTAMPTZ, scope VARCHAR)")
-        con.executemany("INSERT INTO marts.hw_incidents VALUES (?, ?, ?, ?, 'node')", [
+                    "recovered_ts TIMESTAMPTZ, scope VARCHAR, cause_class VARCHAR)")
+        con.executemany("INSERT INTO marts.hw_incidents VALUES (?, ?, ?, ?, 'node', 'hardware')", [
             ("A", ["gpu022"], datetime(2026, 10, 2, 6, tzinfo=UTC), datetime(2026, 10, 3, tzinfo=UTC)),
             ("B", ["gpu001"], datetime(2026, 10, 2, 6, tzinfo=UTC), datetime(2026, 10, 2, 8, tzinfo=UTC))])
         con.execute("CREATE TABLE marts.job_failure_attribution (job_id VARCHAR, attribution VARCHAR, "

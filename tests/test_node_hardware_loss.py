@@ -29,12 +29,14 @@ def con(tmp_path: Path):  # noqa: ANN201 - DuckDB connection
     c.execute("INSERT INTO lake.sacct_records (source_file, line_no, record_type, job_id, end_ts) VALUES "
               "('s', 2, 'allocation', '1', ?), ('s', 3, 'allocation', '2', ?)", [t(9, 1), AS_OF])
     c.execute("CREATE TABLE marts.hw_incidents (incident_id VARCHAR, nodes VARCHAR[], start_ts TIMESTAMPTZ, "
-              "recovered_ts TIMESTAMPTZ, scope VARCHAR)")
-    c.executemany("INSERT INTO marts.hw_incidents VALUES (?, ?, ?, ?, ?)", [
-        ("A", ["n1"], t(9, 10, 12), t(9, 11), "node"),          # 12 h in September
-        ("B", ["n2"], t(9, 30, 18), t(10, 1, 6), "node"),       # 6 h in September, 6 h in October
-        ("C", ["n3"], t(9, 5, 10), t(9, 6, 12), "node"),        # n3 has node states: they give its down time
-        ("D", ["n1", "n2"], t(9, 20), t(9, 20, 1), "leaf_switch"),  # not node scope: no down time
+              "recovered_ts TIMESTAMPTZ, scope VARCHAR, cause_class VARCHAR)")
+    c.executemany("INSERT INTO marts.hw_incidents VALUES (?, ?, ?, ?, ?, ?)", [
+        ("A", ["n1"], t(9, 10, 12), t(9, 11), "node", "hardware"),          # 12 h in September
+        ("B", ["n2"], t(9, 30, 18), t(10, 1, 6), "node", "hardware"),       # 6 h in September, 6 h in October
+        ("C", ["n3"], t(9, 5, 10), t(9, 6, 12), "node", "hardware"),        # n3 has node states: they give its down time
+        ("D", ["n1", "n2"], t(9, 20), t(9, 20, 1), "leaf_switch", "hardware"),  # not node scope: no down time
+        # The operator marked it not a failure (incidents.csv): no down time, no incident count.
+        ("E", ["n1"], t(9, 15), t(9, 15, 6), "node", "not_a_failure"),
     ])
     c.executemany("INSERT INTO marts.node_availability_daily (day, node, observed_hours, in_service_hours, down_hours, "
                   "down_hardware_hours, down_maintenance_hours, down_health_check_hours, down_other_hours, source) "

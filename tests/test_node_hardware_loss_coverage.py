@@ -41,8 +41,8 @@ def _warehouse(path: Path, states: pl.DataFrame, incidents: list[tuple], *, hist
     con.execute("INSERT INTO marts.node_availability_daily BY NAME SELECT * FROM _daily")
     con.unregister("_daily")
     con.execute("CREATE TABLE marts.hw_incidents (incident_id VARCHAR, nodes VARCHAR[], start_ts TIMESTAMPTZ, "
-                "recovered_ts TIMESTAMPTZ, scope VARCHAR)")
-    con.executemany("INSERT INTO marts.hw_incidents VALUES (?, ?, ?, ?, 'node')", incidents)
+                "recovered_ts TIMESTAMPTZ, scope VARCHAR, cause_class VARCHAR)")
+    con.executemany("INSERT INTO marts.hw_incidents VALUES (?, ?, ?, ?, 'node', 'hardware')", incidents)
     con.execute("INSERT INTO core.jobs (job_id, state, nodes, restarts, source_file, line_no) VALUES "
                 "('j1', 'NODE_FAIL', ['n1'], 0, 's', 1)")
     con.execute("CREATE TABLE marts.job_failure_attribution (job_id VARCHAR, attribution VARCHAR, "

@@ -22,6 +22,7 @@ import duckdb
 from gpusre.reports.incident.terms import COSTLIEST_ORDER, nodes_phrase, tie_text
 from gpusre.reports.kit.formatting import days_of_data_text, shorten
 from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.models.vocabulary import sql_macros
 
 ROOT = Path(__file__).resolve().parents[1]
 UTC = timezone.utc
@@ -94,6 +95,7 @@ def _incidents_mart(con: duckdb.DuckDBPyConnection) -> None:
                     "2048, 1024.0, NULL, NULL, ?, 1.0, ?)", [iid, comp, f"{start}+00", nodes, jobs, sw, n_ev])
     con.execute("INSERT INTO marts.hw_incidents VALUES ('inc-e', 'pcie_bus', 'hardware', 'high', "
                 "'2026-11-19 09:00+00'::TIMESTAMPTZ, ['gpu0333'], 'node', 1, 512, 256.0, 'xid 79', NULL, NULL, 2.0, 50)")
+    con.execute(sql_macros())  # core.is_failure_incident, as every warehouse has it
     con.execute((ROOT / "sql" / "marts" / "hw_incidents_by_component.sql").read_text())
 
 

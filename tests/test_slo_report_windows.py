@@ -107,8 +107,9 @@ def partial_tail() -> duckdb.DuckDBPyConnection:
     _reliability(con, [("2026-11", 3, 688.88)], (3, 688.88),
                  [(date(2026, 11, 28), False), (date(2026, 11, 29), True)])
     con.execute("""CREATE TABLE marts.hw_incidents AS SELECT * FROM (VALUES
-                     (TIMESTAMPTZ '2026-11-28 10:12:29+00', 8.0), (TIMESTAMPTZ '2026-11-29 08:00:05+00', 4.0),
-                     (TIMESTAMPTZ '2026-11-29 12:00:00+00', 8.0)) t(start_ts, lost_gpu_hours)""")
+                     (TIMESTAMPTZ '2026-11-28 10:12:29+00', 8.0, 'hardware'),
+                     (TIMESTAMPTZ '2026-11-29 08:00:05+00', 4.0, 'hardware'),
+                     (TIMESTAMPTZ '2026-11-29 12:00:00+00', 8.0, 'hardware')) t(start_ts, lost_gpu_hours, cause_class)""")
     yield con
     con.close()
 

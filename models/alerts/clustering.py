@@ -200,7 +200,7 @@ from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
 from gpusre.models.sources.slurm_events.ingest import events_as_of
-from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, run_key_job
+from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, failure_incidents, run_key_job
 from gpusre.models.warehouse import table_exists
 
 __all__ = [
@@ -1715,7 +1715,9 @@ def alert_marts(
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
                                         floods=floods, node_labels=node_labels, as_of=as_of,
                                         host_local_labels=host_local_labels)
-    coverage = alert_coverage(alerts, hw_incidents, topology, settings, node_labels, data_span)
+    # An incident the operator marked not a failure (a cable test) is no 'incident without alert'.
+    coverage = alert_coverage(alerts, failure_incidents(hw_incidents) if hw_incidents is not None else None,
+                              topology, settings, node_labels, data_span)
     return AlertMarts(
         incidents=incidents,
         members=members,

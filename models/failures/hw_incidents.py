@@ -67,9 +67,18 @@ Merging (:func:`merge_incidents`), in this order:
        ``operator``, ``operator_id``). Its ``scope`` is the widest of the evidence it folds
        (:data:`SCOPE_ORDER`: ``node``, ``rack``, ``leaf_switch``, ``fabric``, ``cluster``): labelling an
        incident says who explained it, not how far it spread, so per-node analytics keep counting it. Operator incidents with no matching events are
-       kept (``n_events`` = 0): a human saw an outage the logs do not show, and attribution should
+       kept (``n_events`` = 0; not the "not a failure" rows of rule 6): a human saw an outage the logs do not show, and attribution should
        still see it; their scope is ``node`` for one named node, ``cluster`` for none (the whole
        cluster), ``nodes`` for several (how far it spread is not known).
+    6. *Not a failure*: an operator row whose component is one of
+       :data:`~gpusre.models.vocabulary.NOT_A_FAILURE_WORDS` (``none``, ``false_positive``, ``not_a_failure``)
+       folds the event incidents it overlaps by the same rule (same nodes — none = all — and overlapping
+       time) into one incident whose component, component class and cause class are
+       :data:`~gpusre.models.vocabulary.NOT_A_FAILURE` (the network team's cable test took a link down: the
+       logs were right, the fleet did not fail). The row stays (``label_source`` ``operator``, the operator's
+       root cause and notes: the audit trail of the decision); every failure count leaves it out
+       (:func:`~gpusre.models.vocabulary.is_failure_incident`). Such a row overlapping no event incident makes
+       no incident: there is nothing to mark, and a human's "nothing failed" is no outage.
 
 Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
 first timestamp (ISO-8601 UTC) and first node. A fabric incident that joins leaf incidents keeps the id
@@ -92,7 +101,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from gpusre.models.component_classes import nvlink_domain_components, rack_wide_components
-from gpusre.models.vocabulary import HEALTH_CHECK_KIND, class_of
+from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of, is_failure_incident
 from gpusre.models.logs.event_catalog import (
     CAUSE_CLASSES,
     SEVERITY_RANK,
@@ -121,6 +130,7 @@ __all__ = [
     "failure_events",
     "incident_id",
     "merge_incidents",
+    "not_a_failure_events",
     "operator_incident_id",
     "severity_rank",
     "span_islands",
@@ -934,11 +944,17 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
     # Operator logs are hand-kept and short: hashing row by row is cheap.
     op = op.with_columns(pl.Series("_op_incident_id", [operator_incident_id(i) for i in op["operator_id"].to_list()],
                                    dtype=pl.String))
-    return op.join(by_op, on="operator_id", how="left").select(
+    dismissed = pl.col("_op_component").eq_missing(pl.lit(NOT_A_FAILURE))
+    labelled = op.join(by_op, on="operator_id", how="left")
+    # "Not a failure" with no tool-made incident under it marks nothing: no incident (rule 6).
+    labelled = labelled.filter(~dismissed | pl.col("_ev_incident_id").is_not_null())
+    return labelled.select(
         pl.coalesce("_ev_incident_id", "_op_incident_id").alias("incident_id"),
         pl.col("_op_component").alias("component"),
-        # Humans give no cause class; the worst folded event's is the best evidence we have.
-        pl.col("cause_class").fill_null("unknown"),
+        # Humans give no cause class; the worst folded event's is the best evidence we have — unless the
+        # operator said it was no failure, which every failure count reads from the cause class.
+        pl.when(dismissed).then(pl.lit(NOT_A_FAILURE)).otherwise(pl.col("cause_class").fill_null("unknown"))
+        .alias("cause_class"),
         "severity",
         "action",
         pl.min_horizontal("_op_start", "_ev_start").alias("start_ts"),
@@ -954,11 +970,26 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
         pl.col("_op_root_cause").alias("root_cause"),
         "operator_id",
         "notes",
-        class_of(pl.col("_op_component")).alias("component_class"),
+        # its own class, not the catalog's ``other``: a report grouping by class shows it apart
+        pl.when(dismissed).then(pl.lit(NOT_A_FAILURE)).otherwise(class_of(pl.col("_op_component")))
+        .alias("component_class"),
         pl.col("evidence_kinds").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("n_health_check_episodes").fill_null(0),
         (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
     )
+
+
+def not_a_failure_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:
+    """``event_id`` of the failure events merged into incidents an operator marked not a failure
+    (:func:`~gpusre.models.vocabulary.is_failure_incident` false): what per-node failure signals built
+    on events (suspect nodes) leave out, as the incident counts leave the incident out.
+
+    Args:
+        incidents: ``incident_id``, ``cause_class`` (the first output of :func:`merge_incidents`).
+        membership: ``event_id``, ``incident_id`` (the second).
+    """
+    dismissed = incidents.filter(~is_failure_incident()).select("incident_id")
+    return membership.join(dismissed, on="incident_id", how="semi").select(pl.col("event_id").cast(pl.Int64)).unique()
 
 
 def _recoveries(events: pl.DataFrame) -> pl.DataFrame | None:
@@ -1001,7 +1032,10 @@ def merge_incidents(
             (power, thermal; NVLink for a domain) that make one ``rack`` incident (default :data:`RACK_MIN_NODES`).
         nvlink_domains: NVLink domain -> its hosts (as ``cluster.yaml`` ``nvlink_domains``; may name NVSwitch
             trays outside the fleet); without it NVLink faults are per node (HGX: the node is the domain).
-        operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional).
+        operator: operator incidents with the :data:`OPERATOR_SCHEMA` columns (``notes`` optional); a
+            ``component`` of :data:`~gpusre.models.vocabulary.NOT_A_FAILURE` marks what it overlaps as not
+            a failure (rule 6; :func:`~gpusre.models.sources.incidents.parse.catalog_component` maps the
+            operator's words to it).
         episode_gap: the largest gap between failures of one health check that keeps its episode.
         min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.
         outages: node outages from Slurm node states (``node``, ``outage_start_ts``, ``outage_end_ts``,

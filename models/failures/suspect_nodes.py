@@ -55,7 +55,7 @@ import polars as pl
 
 from gpusre.models.logs.event_catalog import ACTIONS, load_log_patterns
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
-from gpusre.models.vocabulary import run_key_job
+from gpusre.models.vocabulary import is_failure_incident, run_key_job
 
 __all__ = ["EPISODE_GAP", "LOOKBACK", "MAD_SCALE", "QUIET_FACTOR", "RECOMMENDED_ACTIONS", "RMA_EPISODES", "SIGNALS",
            "SOFT_FIXES", "SUSPECT_SCHEMA", "WATCH_ACTION", "rma_action", "suspect_nodes"]
@@ -150,13 +150,15 @@ def suspect_nodes(
     z: float = 3.0,
     fleet: Sequence[str] | None = None,
     accounting: bool = True,
+    not_failure_events: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Nodes whose failure signals over the lookback are ``z`` robust deviations above the fleet.
 
     Args:
         events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
         attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``job_id``,
-            ``attribution``).
+            ``attribution``, optionally ``cause_class``: a job attributed to an incident the operator marked
+            not a failure, :func:`~gpusre.models.vocabulary.is_failure_incident`, is no failure of its nodes).
         jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``), and the earlier runs of
             requeued jobs keyed ``<job_id>#<instance_no>`` (:data:`~gpusre.models.vocabulary.RUN_KEY_SEP`);
             a run counts when its ``end_ts`` falls in the lookback.
@@ -168,6 +170,9 @@ def suspect_nodes(
         accounting: false without Slurm accounting (``core.jobs`` empty): the job signals
             (``infra_failed_jobs``, ``node_fail_jobs``) are then unknown, null rather than 0, and the
             score rests on the event signals alone (as it does when every node has 0 of them).
+        not_failure_events: ``event_id`` of the events merged into incidents the operator marked not a
+            failure (:func:`~gpusre.models.failures.hw_incidents.not_a_failure_events`): a cable test's
+            link flap is no episode of its node. None: every event counts.
 
     Returns:
         Suspect nodes only, :data:`SUSPECT_SCHEMA`, by ``score`` descending then node. ``reason``
@@ -176,6 +181,11 @@ def suspect_nodes(
     start = as_of - lookback
     in_window = (pl.col("ts") >= start) & (pl.col("ts") < as_of)
     ev = events.select(*EVENT_SCHEMA).filter(in_window)
+    if not_failure_events is not None:
+        # An operator's "not a failure" is no episode, as it is no incident in the counts.
+        ev = ev.join(not_failure_events.select(pl.col("event_id").cast(pl.Int64)), on="event_id", how="anti")
+    if "cause_class" in attribution.columns:
+        attribution = attribution.filter(is_failure_incident())
 
     failures = failure_events(ev)
     # Xid/SXid lines of any kind (an Xid 64 is ecc_row_remap); informational ones only when escalated.

@@ -10,6 +10,12 @@ one incident's cost is never split). Infrastructure-attributed jobs with no inci
 without evidence, component ``unknown (suspected)``) get their own rows, in the period of their
 ``end_ts``, with ``incidents`` = 0; so per period the taxonomy's ``lost_gpu_hours`` add up to the
 attribution's infrastructure total.
+
+Incidents an operator marked not a failure (``incidents.csv`` component ``none`` / ``false_positive`` /
+``not_a_failure``: :func:`~gpusre.models.vocabulary.is_failure_incident` false) are no failures: the
+taxonomy counts neither them nor their events. A job one of them killed stays attributed to the
+infrastructure (the link really went down under it), so its lost GPU-hours keep a row — component and
+cause class ``not_a_failure``, ``incidents`` = 0 — and the sum above still holds.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 from typing import Literal
 
 import polars as pl
+
+from gpusre.models.vocabulary import is_failure_incident
 
 __all__ = ["IMPACT_SCHEMA", "TAXONOMY_SCHEMA", "failure_taxonomy", "incident_impact"]
 
@@ -74,6 +82,7 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
     Returns:
         :data:`TAXONOMY_SCHEMA`, sorted by period, then lost GPU-hours and incidents descending.
         A null cause class (e.g. an operator incident without events) is reported as ``unknown``.
+        An incident marked not a failure counts no incident and no event (module docstring).
     """
     keys = ["period", "component", "cause_class"]
     inc = incidents.select(
@@ -83,7 +92,8 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
         pl.col("cause_class").fill_null("unknown"),
         pl.col("n_events").cast(pl.Int64),
     )
-    per_incident = inc.group_by(keys).agg(
+    # Only failures are counted; the jobs below still find an incident marked not a failure by its id.
+    per_incident = inc.filter(is_failure_incident()).group_by(keys).agg(
         pl.len().cast(pl.Int64).alias("incidents"), pl.col("n_events").sum().alias("events")
     )
     infra = attribution.filter(pl.col("attribution") == "infrastructure")

@@ -41,7 +41,7 @@ from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, charge_interruptions, ettr_runs, run_instances
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
 from gpusre.models.sources.slurm_events.ingest import events_as_of
-from gpusre.models.vocabulary import NODE_FAILURE_STATES
+from gpusre.models.vocabulary import NODE_FAILURE_STATES, failure_incidents
 
 #: No job instances (no accounting): :func:`node_failure_rate` gets its hw_incidents rows only.
 _NO_INSTANCES = pl.DataFrame(schema={"n_gpus": pl.Int64, "infra_failure": pl.Boolean, "elapsed_eff_s": pl.Float64,
@@ -164,9 +164,10 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
     repaired = ("(SELECT repaired_ts FROM marts.incident_repairs AS r WHERE r.incident_id = i.incident_id)"
                 if _table_exists(con, "marts", "incident_repairs") else "NULL::TIMESTAMPTZ")
     incidents = _read(con, "marts", "hw_incidents",
-                      "SELECT incident_id, component, severity, start_ts, end_ts, nodes, scope, recovered_ts, "
+                      "SELECT incident_id, component, cause_class, severity, start_ts, end_ts, nodes, scope, recovered_ts, "
                       f"{repaired} AS repaired_ts FROM marts.hw_incidents AS i ORDER BY incident_id",
-                      {"incident_id": pl.String, "component": pl.String, "severity": pl.String, "start_ts": pl.Datetime("us", "UTC"),
+                      {"incident_id": pl.String, "component": pl.String, "cause_class": pl.String,
+                       "severity": pl.String, "start_ts": pl.Datetime("us", "UTC"),
                        "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String), "scope": pl.String,
                        "recovered_ts": pl.Datetime("us", "UTC"), "repaired_ts": pl.Datetime("us", "UTC")})
     utilization = _read(con, "marts", "utilization_daily",
@@ -276,7 +277,9 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     else:
         exposure = node_exposure(nodes, f0, f1, settings.maintenance)
         source = "cluster.yaml nodes minus planned maintenance (no node-state history)"
-    incidents = inputs.incidents.filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
+    # An incident the operator marked not a failure (a cable test's link flap) is no failure and no
+    # unplanned outage: MTBF, r_f, the TBF fit and the estimated down hours all leave it out.
+    incidents = failure_incidents(inputs.incidents).filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
     if settings.node_names and "nodes" in incidents.columns:
         # Exposure is the listed fleet's: an incident only on hosts outside it (a login node, a file
         # server, an address a central syslog could not resolve) is no failure of the fleet. One with

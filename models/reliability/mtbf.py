@@ -2,7 +2,10 @@
 
 * **Failures** are hardware incidents (``marts.hw_incidents``: one incident per fault, its evidence of
   every kind merged by the co-occurrence catalog, fabric- and storage-wide incidents counted once)
-  that started in the period; the nightly, SLO and retrospective reports count the same rows.
+  that started in the period; the nightly, SLO and retrospective reports count the same rows. An
+  incident the operator marked not a failure (``incidents.csv`` component ``none`` / ``false_positive``
+  / ``not_a_failure``: cause class ``not_a_failure``) is no failure: every function here drops it
+  (:func:`~gpusre.models.vocabulary.failure_incidents`) when the frame carries ``cause_class``.
 * **Exposure** is node-hours in service: every node of ``cluster.yaml`` for the whole period (clipped
   to the observed span of data) minus its planned maintenance windows (:func:`node_exposure`), or,
   with node-state history, minus the down time it records (:func:`exposure_from_availability`). The
@@ -31,7 +34,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
-from gpusre.models.vocabulary import with_component_class
+from gpusre.models.vocabulary import failure_incidents, with_component_class
 from gpusre.models.reliability.failure_rates import add_mtbf_columns
 from gpusre.models.reliability.weibull_fit import fit_weibull
 
@@ -184,7 +187,8 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
     ``node`` for the ``all`` period.
 
     Args:
-        incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List), ``scope``.
+        incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List), ``scope``; with
+            ``cause_class``, those marked not a failure are left out.
         exposure: :func:`node_exposure` output.
         gpus_per_node: GPUs of a node ``node_gpus`` does not name.
         node_gpus: node -> GPUs (cluster.yaml ``node_gpus``, a mixed fleet); None or {}: every node has
@@ -195,6 +199,7 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
     GPUs-per-node approximation is needed. Nodes ``node_gpus`` does not name (the ``(unseen-i)`` padding of
     a count-only fleet) have ``gpus_per_node``.
     """
+    incidents = failure_incidents(incidents)  # an operator's "not a failure" is none
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
     inc = with_component_class(incidents.select(cols))
     inc_p = _incident_periods(inc, periods(t0, t1))
@@ -262,6 +267,7 @@ def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1:
     less than ``same_failure_h`` apart are one failure: one fault often shows as incidents of several
     components (an Xid 79 and the PCIe AER beside it), and near-zero gaps would fake infant mortality.
     """
+    incidents = failure_incidents(incidents)  # an operator's "not a failure" is none
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
     inc = with_component_class(incidents.select(cols).filter(pl.col("scope") == "node")
                                .select("component", "start_ts", "nodes"))
@@ -387,6 +393,7 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
     value. ``period`` / ``previous_period`` name the sides to the minute ("2026-10-01 18:00 to
     2026-10-31 23:59"). ``direction`` is ``insufficient data`` when neither side has ``min_failures``.
     """
+    incidents = failure_incidents(incidents)  # an operator's "not a failure" is none
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
     inc = with_component_class(incidents.select(cols))
     rows = []

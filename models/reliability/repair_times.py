@@ -67,7 +67,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
-from gpusre.models.vocabulary import HEALTH_CHECK_KIND, class_of
+from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of
 from gpusre.models.failures.drain_reasons import load_drain_reason_rules
 
 __all__ = [
@@ -851,7 +851,10 @@ def _summary(component_class: str, part: pl.DataFrame) -> dict[str, object]:
 
 
 def repair_times(linked: pl.DataFrame) -> pl.DataFrame:
-    """:data:`REPAIR_TIMES_SCHEMA`: ``all`` first, then one row per component class (by incidents, descending)."""
+    """:data:`REPAIR_TIMES_SCHEMA`: ``all`` first, then one row per component class (by incidents, descending).
+    Incidents the operator marked not a failure (incidents.csv) keep their ``marts.incident_repairs`` row but no
+    repair time: nothing failed, nothing was repaired."""
+    linked = linked.filter(pl.col("component_class").ne_missing(NOT_A_FAILURE))
     if linked.height == 0:
         return pl.DataFrame(schema=REPAIR_TIMES_SCHEMA)
     linked = linked.with_columns(pl.col("component_class").fill_null("other"))

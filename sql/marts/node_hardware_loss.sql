@@ -47,7 +47,7 @@ WITH node_gpus AS (
 ), node_incidents AS (
     SELECT incident_id, unnest(nodes) AS node, start_ts, coalesce(recovered_ts, $as_of::TIMESTAMPTZ) AS up_ts
     FROM marts.hw_incidents
-    WHERE scope = 'node'
+    WHERE scope = 'node' AND core.is_failure_incident(cause_class)  -- not an operator-marked false positive
 ), incident_days AS (
     -- Each incident cut at UTC midnights: [lo, hi) of every day it spans, in epoch µs.
     SELECT i.node, d.day,
@@ -97,7 +97,8 @@ WITH node_gpus AS (
     SELECT node, month, count(*) AS jobs_killed, sum(lost) AS job_lost_gpu_hours FROM job_loss GROUP BY ALL
 ), incident_count AS (
     SELECT node, date_trunc('month', timezone('UTC', start_ts))::DATE AS month, count(DISTINCT incident_id) AS n
-    FROM (SELECT incident_id, unnest(nodes) AS node, start_ts FROM marts.hw_incidents) GROUP BY ALL
+    FROM (SELECT incident_id, unnest(nodes) AS node, start_ts FROM marts.hw_incidents
+          WHERE core.is_failure_incident(cause_class)) GROUP BY ALL
 ), keys AS (
     SELECT node, month FROM down UNION SELECT node, month FROM job_month
 ), months AS (

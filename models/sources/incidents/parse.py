@@ -13,6 +13,12 @@ stripped, and ``component`` is put into the catalog's vocabulary: a catalog comp
 ``network``, ``Lustre`` -> ``storage``, ``PSU`` -> ``host_power``), else kept as written (class
 ``other``, e.g. ``ip_configuration``). Otherwise an operator's ``GPU`` incident would count under
 ``other`` in MTBF per class.
+
+A ``component`` of :data:`~gpusre.models.vocabulary.NOT_A_FAILURE_WORDS` (``none``, ``false_positive``,
+``not_a_failure``; any case, spaces or hyphens for underscores) becomes
+:data:`~gpusre.models.vocabulary.NOT_A_FAILURE`: the row says the tool-made incidents it overlaps were no
+failure (a false positive), which :func:`~gpusre.models.failures.hw_incidents.merge_incidents` applies.
+Before, ``none`` was kept as written and counted as a failure of class ``other``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from gpusre.models.component_classes import load_component_classes
 from gpusre.models.failures.drain_reasons import classify_reasons
 from gpusre.models.failures.hw_incidents import OPERATOR_SCHEMA
 from gpusre.models.ingest.hostlist import HostlistError, expand_hostlist
+from gpusre.models.vocabulary import NOT_A_FAILURE, is_not_a_failure_word
 from gpusre.models.ingest.landing_files import CUT_LAST_LINE, LandingRead, read_landing_file, unterminated_last_line
 
 __all__ = ["INCIDENTS_FILE", "parse_operator_incidents", "read_operator_incidents"]
@@ -51,15 +58,17 @@ def _header_name(name: str) -> str:
 def catalog_component(component: pl.Series) -> pl.Series:
     """Operator component text in the catalog's vocabulary (see the module docstring); null stays null.
 
-    >>> catalog_component(pl.Series(["GPU", " InfiniBand", "ip_configuration"])).to_list()
-    ['gpu', 'network', 'ip_configuration']
+    >>> catalog_component(pl.Series(["GPU", " InfiniBand", "ip_configuration", "None"])).to_list()
+    ['gpu', 'network', 'ip_configuration', 'not_a_failure']
     """
     text = component.str.strip_chars()
     known = load_component_classes()["component"]
     lowered = text.str.to_lowercase()
     by_rules = classify_reasons(text)["reason_component"]
     return (pl.select(
-        pl.when(lowered.is_in(known.implode())).then(lowered)
+        # checked first: a reserved word is the operator's verdict, not a component to look up
+        pl.when(is_not_a_failure_word(pl.lit(text))).then(pl.lit(NOT_A_FAILURE))
+        .when(lowered.is_in(known.implode())).then(lowered)
         .when(by_rules.ne("other") & by_rules.is_not_null()).then(by_rules)
         .otherwise(text)
     ).to_series().alias(component.name))

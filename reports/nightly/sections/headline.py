@@ -16,7 +16,7 @@ import duckdb
 
 from gpusre.models.failures.attribution import NO_LOGS_RULE
 from gpusre.models.ingest.hostlist import compress_hostlist
-from gpusre.models.vocabulary import FAILED_STATES
+from gpusre.models.vocabulary import FAILED_STATES, failure_incident_sql
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -260,9 +260,11 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
         status = table_status(con, "marts.hw_incidents")
         if status and "has not been built" in status:
             raise LookupError(status)
-        inc = {"n": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} <= ?",
+        inc = {"n": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} <= ? "
+                                f"AND {failure_incident_sql()}",
                            [meta.through]),
-               "night": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} = ?",
+               "night": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} = ? "
+                                    f"AND {failure_incident_sql()}",
                                [meta.report_date])}
         if no_logs and not inc["n"]:
             # Incidents come from the node logs: without them none seen is no evidence that none happened.

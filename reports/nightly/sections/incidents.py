@@ -35,6 +35,7 @@ from gpusre.reports.kit.labels import cause_label, incident_component
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta
+from gpusre.models.vocabulary import failure_incident_sql
 
 _TOP_N_INCIDENTS = 10
 
@@ -62,7 +63,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                  if "syslog" in missing_sources(con) else ""))
         return sec
     # Incidents that began up to the end of the report day: a past night's re-render shows what it showed.
-    on_or_before = f"{utc_day_sql('start_ts')} <= ?"
+    # Incidents the operator marked not a failure (incidents.csv) stay out of every count and list.
+    on_or_before = f"{utc_day_sql('start_ts')} <= ? AND {failure_incident_sql()}"
     if not scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {on_or_before}", [meta.through]):
         sec.no_data = f"{NO_DATA}: no hardware incident began by the end of {fmt_date(meta.report_date)}."
         return sec

@@ -40,6 +40,7 @@ from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSp
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text, unbounded_note
 from gpusre.reports.nightly.sections.attribution import attribution_counts
+from gpusre.models.vocabulary import failure_incident_sql
 
 #: Last night's hardware incidents listed (most lost GPU-hours first); the rest are counted ("N more").
 TOP_N_INCIDENTS = 8
@@ -49,6 +50,8 @@ TOP_N_NODES = 5
 TOP_N_ACTIONS = 4
 
 _ON_DAY = f"{utc_day_sql('start_ts')} = ?"
+#: The night's hardware incidents: those the operator marked not a failure (incidents.csv) stay out.
+_HW_ON_DAY = f"{_ON_DAY} AND {failure_incident_sql()}"
 
 
 def _lower_first(text: str) -> str:
@@ -79,7 +82,7 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
     reason = table_status(con, "marts.hw_incidents")
     if reason and "has not been built" in reason:
         return {"reason": reason, "n": None, "rows": []}
-    n = 0 if reason else scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_ON_DAY}", [meta.report_date])
+    n = 0 if reason else scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_HW_ON_DAY}", [meta.report_date])
     if not n and "syslog" in missing:
         # Incidents come from the node logs: none seen without them is no evidence that none happened.
         return {"reason": f"{NOT_LOADED['syslog']} were loaded (landing/syslog/): whether one began is unknown",
@@ -87,12 +90,12 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
     cols = select_columns(con, "marts.hw_incidents", ["affected_gpus", "leaf_switch", "action"])
     rows = [] if not n else query_rows(con, f"""SELECT incident_id, component, scope, start_ts, nodes, affected_jobs,
                                                    lost_gpu_hours, {cols}
-                                            FROM marts.hw_incidents WHERE {_ON_DAY}
+                                            FROM marts.hw_incidents WHERE {_HW_ON_DAY}
                                             ORDER BY {COSTLIEST_ORDER}
                                             LIMIT {TOP_N_INCIDENTS}""", [meta.report_date])
     # The night's incidents that lost as much as its costliest: the one order picks it, the sentence says so.
     lost = rows[0]["lost_gpu_hours"] if rows else None
-    tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_ON_DAY} AND lost_gpu_hours = ?",
+    tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_HW_ON_DAY} AND lost_gpu_hours = ?",
                    [meta.report_date, lost]) if is_number(lost) and lost > 0 else 0)
     return {"reason": None, "n": n, "rows": rows, "tied": tied}
 
@@ -165,7 +168,8 @@ def _repeat_nodes(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, inc: dict[s
         return {"reason": inc["reason"], "rows": [], "n": 0}
     if status or not inc["n"]:
         return {"reason": None, "rows": [], "n": 0, "no_incident": not inc["n"]}
-    where = f"s.node IN (SELECT unnest(i.nodes) FROM marts.hw_incidents AS i WHERE {utc_day_sql('i.start_ts')} = ?)"
+    where = (f"s.node IN (SELECT unnest(i.nodes) FROM marts.hw_incidents AS i WHERE {utc_day_sql('i.start_ts')} = ? "
+             f"AND {failure_incident_sql('i.cause_class')})")
     n = scalar(con, f"SELECT count(*) FROM marts.suspect_nodes AS s WHERE {where}", [meta.report_date])
     rows = query_rows(con, f"""SELECT s.node, s.hw_episodes, s.xid_episodes, s.infra_failed_jobs, s.worst_event,
                                   s.recommended_action, s.score

@@ -29,6 +29,7 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.slo.window import SloWindow
+from gpusre.models.vocabulary import failure_incident_sql
 
 _TOP_N_INCIDENTS = 10
 
@@ -40,7 +41,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if reason:
         sec.no_data = reason
         return sec
-    where = f"{utc_day_sql('start_ts')} BETWEEN ? AND ?"
+    # Incidents the operator marked not a failure (incidents.csv) stay out of the counts and the list.
+    where = f"{utc_day_sql('start_ts')} BETWEEN ? AND ? AND {failure_incident_sql()}"
     agg = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
                                 coalesce(sum(affected_jobs), 0) AS jobs, count(affected_jobs) AS known
                          FROM marts.hw_incidents WHERE {where}""", [w.start, w.end])[0]

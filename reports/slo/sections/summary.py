@@ -14,6 +14,7 @@ from gpusre.reports.kit.section import Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label
 from gpusre.reports.slo.window import SloWindow, failure_evidence, mart_period, sli_windows
+from gpusre.models.vocabulary import failure_incident_sql
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,8 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
         if table_status(con, "marts.hw_incidents") is None:
             i = query_rows(con, f"""SELECT count(*) AS n, coalesce(sum(lost_gpu_hours), 0) AS lost,
                                       count(*) > 0 AND count(lost_gpu_hours) = 0 AS unknown FROM marts.hw_incidents
-                               WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?""", [w.start, w.end])[0]
+                               WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?
+                                 AND {failure_incident_sql()}""", [w.start, w.end])[0]
             cards.append({"label": "Hardware incidents", "value": fmt_int(i["n"]),
                           "sub": ("GPU-h lost unknown: no Slurm accounting · window" if i["unknown"]
                                   else f"{fmt_num(i['lost'], 0)} GPU-h lost in them · window"), "tone": ""})
