@@ -48,7 +48,7 @@ def job_mttf_by_size(inst: pl.DataFrame, min_failures: int = 3) -> pl.DataFrame:
     ``runtime_hours``, ``gpu_hours``, ``mttf_hours``, ``ci_low``, ``ci_high``, ``sufficient``, ``note``."""
     agg = (inst.with_columns(size_bucket_expr().alias("gpus_bucket"))
            .group_by("gpus_bucket")
-           .agg(pl.col("job_id").n_unique().alias("jobs"), pl.len().alias("instances"),
+           .agg(pl.col("job_id").n_unique().cast(pl.Int64).alias("jobs"), pl.len().cast(pl.Int64).alias("instances"),
                 pl.col("infra_failure").sum().cast(pl.Int64).alias("infra_failures"),
                 (pl.col("elapsed_eff_s").sum() / 3600).alias("runtime_hours"),
                 (pl.col("elapsed_eff_s") * pl.col("n_gpus")).sum().truediv(3600).alias("gpu_hours"))
