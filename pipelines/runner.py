@@ -455,8 +455,8 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
     summary.node_events = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "node_events"])),
                                  "dagster/row_count")
     progress(f"      {summary.files_changed} new/changed file(s), {len(summary.files_refused)} refused; "
-             f"{summary.rows_rejected:,} records rejected; {summary.jobs:,} jobs, {summary.node_events:,} node "
-             f"events ({time.monotonic() - t0:.1f} s)")
+             f"{summary.rows_rejected:,} records rejected; core.jobs {summary.jobs:,} jobs (every state, CPU jobs and "
+             f"jobs cancelled while pending too), {summary.node_events:,} node events ({time.monotonic() - t0:.1f} s)")
     for source in SOURCES:
         progress(f"      {summary.sources[source.name].line(source.name, source.label)}")
 
