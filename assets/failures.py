@@ -15,8 +15,8 @@ from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.accounting_span import accounting_span
-from gpusre.models.failures.attribution import (attribute_failures_with, node_state_evidence, prepare_evidence,
-                                                with_run_losses)
+from gpusre.models.failures.attribution import (attribute_failures_with, minutes_since_link_recovery,
+                                                node_state_evidence, prepare_evidence, with_run_losses)
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
@@ -162,6 +162,10 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         losses = run_losses(con, attribution, instance_attr, rules, accounting_end)
         attribution, instance_attr = with_run_losses(attribution, losses), with_run_losses(instance_attr, losses)
         failed = attribution.filter(pl.col("attribution") != "none")
+        # How long after a link came back each multi-node failure ended (the nightly's collective-timeout hint).
+        failed = failed.join(minutes_since_link_recovery(
+            jobs.filter(pl.col("job_id").is_in(failed.get_column("job_id").implode())), evidence),
+            on="job_id", how="left")
         # An incident's kills include the instances Slurm requeued (the job itself may later complete).
         kills = [a.select("job_id", "attribution", "incident_id", "n_gpus", "lost_gpu_hours")
                  for a in (attribution, instance_attr)]

@@ -134,6 +134,8 @@ from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, 
 
 __all__ = [
     "ATTRIBUTION_SCHEMA",
+    "LINK_RECOVERY_LOOKBACK",
+    "minutes_since_link_recovery",
     "COLLECTIVE_TIMEOUT",
     "DETECTION_KINDS",
     "HET_SIBLING_RULE",
@@ -235,6 +237,9 @@ ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
     "evidence_node_state": pl.String(),
     "lost_gpu_hours": pl.Float64(),
 }
+
+#: How far back :func:`minutes_since_link_recovery` looks for a link that came back before a job's end.
+LINK_RECOVERY_LOOKBACK = timedelta(hours=2)
 
 #: Output of :func:`node_state_evidence`: one row per node outage with a hardware reason.
 NODE_STATE_EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
@@ -925,3 +930,33 @@ def with_run_losses(attribution: pl.DataFrame, losses: pl.DataFrame) -> pl.DataF
                           .then(pl.coalesce("_run_lost", "lost_gpu_hours"))
                           .otherwise(pl.col("lost_gpu_hours")).alias("lost_gpu_hours"))
             .drop("_run_lost"))
+
+
+def minutes_since_link_recovery(jobs: pl.DataFrame, evidence: AttributionEvidence, *,
+                                lookback: timedelta = LINK_RECOVERY_LOOKBACK) -> pl.DataFrame:
+    """``job_id``, ``minutes_since_link_recovery``: for each multi-node job of ``jobs`` (``job_id``, ``nodes``,
+    ``end_ts``), the minutes from the last network recovery (a link back up: ``recovery_events.csv`` class
+    ``network``) any of its nodes logged within ``lookback`` before its end, to its end; null for a job on one node
+    or without such a recovery.
+
+    Why: a multi-node job hangs on its broken connections until its collective times out, so one that died an
+    hour after a link came back is blamed on its user when the site's NCCL/PyTorch timeout is longer than
+    ``attribution.collective_timeout_min``: the column lets the nightly say so and name the setting.
+    """
+    schema = {"job_id": pl.String, "minutes_since_link_recovery": pl.Float64}
+    links = evidence.recoveries.filter(pl.col("_class") == "network").select("node", "_rec_ts").sort("_rec_ts")
+    if jobs.is_empty() or links.is_empty():
+        return jobs.select(pl.col("job_id").cast(pl.String), pl.lit(None, pl.Float64).alias("minutes_since_link_recovery"))
+    multi = pl.col("nodes").list.drop_nulls().list.unique().list.len() > 1
+    job_nodes = (jobs.filter(multi & pl.col("end_ts").is_not_null())
+                 .select(pl.col("job_id").cast(pl.String), pl.col("end_ts").cast(pl.Datetime("us", "UTC")),
+                         pl.col("nodes").cast(pl.List(pl.String)))
+                 .explode("nodes").rename({"nodes": "node"}).drop_nulls("node").sort("end_ts"))
+    last = (job_nodes.join_asof(links, left_on="end_ts", right_on="_rec_ts", by="node", strategy="backward",
+                                check_sortedness=False)
+            .filter(pl.col("_rec_ts").is_not_null() & (pl.col("end_ts") - pl.col("_rec_ts") <= lookback))
+            .group_by("job_id")
+            .agg(((pl.col("end_ts") - pl.col("_rec_ts")).min().dt.total_seconds() / 60).alias(
+                "minutes_since_link_recovery")))
+    return (jobs.select(pl.col("job_id").cast(pl.String)).join(last, on="job_id", how="left")
+            .select(*schema).cast(schema))  # type: ignore[arg-type]

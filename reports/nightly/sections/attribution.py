@@ -1,6 +1,7 @@
 """Nightly report section "Why jobs failed" (``#attribution``).
 
-Reads marts.failure_attribution_summary, marts.job_failure_attribution; formats, computes nothing."""
+Reads marts.failure_attribution_summary, marts.job_failure_attribution (with its
+minutes_since_link_recovery, for the collective-timeout hint); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import duckdb
 
 from gpusre.models.failures.attribution import NO_LOGS_RULE
 from gpusre.models.vocabulary import FAILED_STATES
-from gpusre.models.warehouse import select_columns
+from gpusre.models.warehouse import select_columns, table_columns
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -83,6 +84,28 @@ def _unlogged_text(n: int, night_n: int, d: str) -> str:
             "fault there would have left no trace — unknown, not the user's.")
 
 
+def _collective_timeout_hint(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str:
+    """' 2 multi-node jobs blamed on their users ended 34–52 min after a link on their nodes came back: …' —
+    a multi-node job hangs until its collective times out, so when the site's timeout is longer than
+    attribution.collective_timeout_min those are the link's failures; the reader is told which setting."""
+    if "minutes_since_link_recovery" not in table_columns(con, "marts.job_failure_attribution"):
+        return ""
+    row = query_rows(con, f"""SELECT count(*) AS n, min(minutes_since_link_recovery) AS lo,
+                                     max(minutes_since_link_recovery) AS hi
+                              FROM marts.job_failure_attribution
+                              WHERE attribution = 'user' AND minutes_since_link_recovery IS NOT NULL
+                                AND {utc_day_sql('end_ts')} <= ?""", [meta.through])[0]
+    if not row["n"]:
+        return ""
+    span = (f"{row['lo']:.0f} min" if round(row["lo"]) == round(row["hi"])
+            else f"{row['lo']:.0f}–{row['hi']:.0f} min")
+    return (f" {plural(row['n'], 'multi-node job')} blamed on {'its user' if row['n'] == 1 else 'their users'} "
+            f"ended {span} after a link on {'its' if row['n'] == 1 else 'their'} nodes came back "
+            "(marts.job_failure_attribution.minutes_since_link_recovery): if the site's NCCL / PyTorch collective "
+            "timeout is longer than cluster.yaml attribution.collective_timeout_min (default 30), raise it and "
+            "those become the link's failures.")
+
+
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     d = fmt_date(meta.report_date)
     sec = Section("attribution", "Why jobs failed")
@@ -112,6 +135,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}." if night_total
         else f"none failed on {d}, but runs of requeued jobs did: {_attribution_phrase(night, night_total)}."
         if night_runs else f"none failed on {d}.") + _unlogged_text(unlogged, night_unlogged, d)
+    sec.lead += _collective_timeout_hint(con, meta)
 
     cells = summary_through(con, meta.through)
     n = {(r["attribution"], r["state"]): r["n"] for r in cells}
