@@ -107,8 +107,9 @@ def test_rack_power_trip_in_node_hardware_loss(tmp_path: Path) -> None:
         con.register("_daily", daily.to_arrow())
         con.execute("INSERT INTO marts.node_availability_daily BY NAME SELECT * FROM _daily")
         con.execute("CREATE TABLE marts.hw_incidents (incident_id VARCHAR, nodes VARCHAR[], start_ts TIMESTAMPTZ, "
-                    "recovered_ts TIMESTAMPTZ, scope VARCHAR)")
-        con.execute("INSERT INTO marts.hw_incidents VALUES ('pdu-r5', ?, ?, ?, 'rack')", [RACK, t(3), t(5, 5)])
+                    "recovered_ts TIMESTAMPTZ, scope VARCHAR, cause_class VARCHAR)")
+        con.execute("INSERT INTO marts.hw_incidents VALUES ('pdu-r5', ?, ?, ?, 'rack', 'hardware')",
+                    [RACK, t(3), t(5, 5)])
         for table in ("job_failure_attribution", "instance_failure_attribution"):
             con.execute(f"CREATE TABLE marts.{table} (job_id VARCHAR, instance_no INTEGER, attribution VARCHAR, "
                         "incident_id VARCHAR, end_ts TIMESTAMPTZ, lost_gpu_hours DOUBLE)")
