@@ -29,10 +29,18 @@ Conventions (lossless but typed):
   (``gres/gpu=8x``) rejects the record. ``sacct --json`` follows the same rule: ``tres.allocated``
   when it lists any TRES, else ``tres.requested`` (a pending job's ``allocated`` is ``[]``).
 * Slurm does not escape the delimiter inside text in ``-P`` output (``--wrap="a | b"``). A record
-  with more fields than the header loads when the header has exactly one column of user-typed
-  text (:data:`PIPE_TEXT_FIELDS`: JobName, SubmitLine, Comment, WorkDir, Constraints...): the
-  extra fields are rejoined into it with the delimiter. With two or more such columns the split
-  is ambiguous and the record is rejected, the reason naming them (re-dump with ``--delimiter``).
+  with more fields than the header is repaired by rejoining the extra fields, with the
+  delimiter, into a column of user-typed text (:data:`PIPE_TEXT_FIELDS`: JobName, SubmitLine,
+  Comment, WorkDir, Constraints...). When the header has exactly one such column they go to it.
+  When it has several, each column is tried with all the extra fields; a try is valid when every
+  other field then has its form (it types as any record: stamps, durations, states, JobIDs,
+  numbers, and :data:`_FIELD_FORMS` for TRES/GRES and NodeList). The record loads when one try is
+  valid, or several that read every other typed field alike (text columns side by side); the
+  text then goes to the first of them in :data:`PIPE_TEXT_FIELDS`' order (SubmitLine, Comment,
+  WorkDir, ..., JobName last). Tries that read the other fields differently, or no valid try,
+  reject the record, the reason naming the columns (re-dump with ``--delimiter``).
+* A TRES/GRES or NodeList field that is not of its form (a space or quote in a host name, a TRES
+  entry without ``=``) rejects the record.
 * Given a ``cluster`` (the pipeline passes cluster.yaml's), a dump whose Cluster column names
   several clusters (``sacct -M all``) keeps only the rows of ``cluster`` (compared
   case-insensitively); the other clusters' rows are rejects, and all rows are when none of the
@@ -57,7 +65,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -374,6 +382,26 @@ _PLAIN = pl.QueryOptFlags(comm_subplan_elim=False, comm_subexpr_elim=False, clus
 _JOB_ID_PARTS = ("job_id", "base", "task", "tasks", "het", "step")  # fields of parse_job_id
 _GPU_KEYS = ("alloctres", "allocgres", "reqtres", "reqgres")
 _GPU_DISPLAY = {"alloctres": "AllocTRES", "allocgres": "AllocGRES", "reqtres": "ReqTRES", "reqgres": "ReqGRES"}
+_FORM_DISPLAY = {**_GPU_DISPLAY, "nodelist": "NodeList"}
+
+
+_TRES_FORM = r"^(?:[^,=\s]+=[^,=\s]*(?:,[^,=\s]+=[^,=\s]*)*)?$"  # cpu=8,mem=64G,gres/gpu:h100=4
+_GRES_FORM = r"^[^\s\"']*$"  # gpu:8, gpu:h100:4(IDX:0-1,4-5): no space or quote
+#: The form of the fields whose typing reads any text (a hostlist is any name, a TRES string
+#: without a GPU entry is 0 GPUs); every other typed field is checked by parsing it (stamps,
+#: durations, states, JobIDs, integers). A record whose field lacks its form is rejected, and a
+#: candidate placement of a ``|`` in free text is only valid with these forms
+#: (:func:`_pick_text_column`): one definition for both.
+_FIELD_FORMS: dict[str, str] = {
+    "alloctres": _TRES_FORM, "reqtres": _TRES_FORM, "allocgres": _GRES_FORM, "reqgres": _GRES_FORM,
+    # Host names and ranges (gpu[01-04,07],n2), or what sacct prints when there are none.
+    "nodelist": r"^(?:[\w.\-\[\],]*|None assigned|\(null\)|None)$",
+}
+
+
+def _form_bad(key: str) -> pl.Expr:
+    """``_{key}_bad``: the field holds text without the form of :data:`_FIELD_FORMS`."""
+    return (~pl.col(key).str.contains(_FIELD_FORMS[key])).fill_null(False).alias(f"_{key}_bad")
 
 
 def _gpu_exprs(present: set[str]) -> list[pl.Expr]:
@@ -445,11 +473,22 @@ def _cluster_rejects(pairs: pl.DataFrame, cluster: str | None) -> pl.DataFrame |
                         orient="row")
 
 
+def _space_for_t(df: pl.DataFrame, present: Iterable[str]) -> bool:
+    """Whether the dumps of ``df`` (string fields by key) print stamps as ``"%F %T"``: a site's
+    SLURM_TIME_FORMAT or a converted trace (``2026-11-30 01:00:00``). A sample of the first lines
+    of every dump is enough: each prints its stamps one way."""
+    sample = df.filter(pl.col("line_no") <= 100)
+    return any(has_space_for_t(sample.get_column(k)) for k in _TS_KEYS if k in present)
+
+
 def _typed_text_records(
-    df: pl.DataFrame, present: set[str], timezone: str, cluster: str | None
+    df: pl.DataFrame, present: set[str], timezone: str, cluster: str | None, *, space_for_t: bool | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """From string columns named by field key (+ source_file, line_no, raw_line) to
-    (records in :data:`SACCT_RECORD_SCHEMA` order, rejects with their reasons)."""
+    (records in :data:`SACCT_RECORD_SCHEMA` order, rejects with their reasons).
+
+    ``space_for_t`` overrides the stamp form read off ``df`` (:func:`_space_for_t`), for a frame
+    of a few lines typed on their dump's behalf."""
     c = pl.col
     df = df.with_columns(pl.lit(None, pl.String).alias(k) for k in _ALL_KEYS if k not in present)
     base = df.lazy()
@@ -482,7 +521,7 @@ def _typed_text_records(
             tres_count(c("alloctres"), key).cast(pl.Int32, strict=False).alias(f"_tres_{key}")
             for key in ("cpu", "node") if "alloctres" in present
         ]
-        distinct_specs.append((gpu_keys, [*_gpu_exprs(present), *tres_exprs]))
+        distinct_specs.append((gpu_keys, [*_gpu_exprs(present), *tres_exprs, *(_form_bad(k) for k in gpu_keys)]))
     # The Slurm clusters each dump names (`sacct -M all` dumps name several).
     cluster_pairs = [base.select("source_file", "cluster").unique()] if "cluster" in present else []
     # One collect_all per stage: fewer round trips (they dominate small daily files) and the
@@ -500,7 +539,8 @@ def _typed_text_records(
             lookups.append((["source_file", "cluster"], cluster_table))
     # Once per distinct value only: hostlists (Polars, unusual forms in Python) and pending array ranges.
     if "nodelist" in present:
-        lookups.append((["nodelist"], expand_hostlists(df.get_column("nodelist"), out="_nodes")))
+        lookups.append((["nodelist"], expand_hostlists(df.get_column("nodelist"), out="_nodes")
+                        .with_columns(_form_bad("nodelist"))))
     # Joins on the key columns only, then hstack: joining the wide frame (raw_line included)
     # would gather every column once per lookup.
     queries = [
@@ -538,15 +578,14 @@ def _typed_text_records(
         "_gpu_n": pl.Int64, "_gpu_type": pl.String, "_gpu_err": pl.String, "_cluster_err": pl.String,
         "_tres_cpu": pl.Int32, "_tres_node": pl.Int32, "_nodes": pl.List(pl.String), "_nodes_err": pl.String,
         "_task_ids": pl.List(pl.Int64), "_task_ids_err": pl.String,
+        **{f"_{k}_bad": pl.Boolean for k in _FIELD_FORMS},
     }
     have = {s.name for s in columns}
     lf = df.hstack(columns).lazy().with_columns(
         pl.lit(None, dtype).alias(name) for name, dtype in missing.items() if name not in have
     )
-    # A site's SLURM_TIME_FORMAT="%F %T" (or a converted trace) prints "2026-11-30 01:00:00": read
-    # it when a sample of any dump in the batch has it (each dump prints its stamps one way).
-    sample = df.filter(pl.col("line_no") <= 100)  # the first lines of every dump
-    space_for_t = any(has_space_for_t(sample.get_column(k)) for k in _TS_KEYS if k in present)
+    if space_for_t is None:
+        space_for_t = _space_for_t(df, present)
     # SLURM_TIME_FORMAT="%FT%T%z" stamps carry their UTC offset: exact instants (`_{k}_exact`), never
     # localized. Checked on every value (lengths only): a dump may mix both forms. The naive parse
     # is null for them, so each stamp has at most one of `_{k}` and `_{k}_exact`.
@@ -598,6 +637,11 @@ def _typed_text_records(
                 ("ncpus", {""}),
                 ("restarts", {""}),
             )
+            if k in present
+        ),
+        *(
+            (c(f"_{k}_bad").fill_null(False), pl.format(f"malformed {_FORM_DISPLAY[k]} '{{}}'", c(k)))
+            for k in _FIELD_FORMS
             if k in present
         ),
         (
@@ -802,9 +846,12 @@ _FREE_TEXT_KEYS = frozenset({"name", "comment"})
 #: sacct fields (lower case -> Slurm's spelling) holding strings a user or admin typed, which may contain ``|``: sacct
 #: ``-P`` prints them unescaped (``--wrap="a | b"`` in SubmitLine, ``--constraint="a100|h100"``,
 #: ``-L "lic1|lic2"``). Names, accounts, states and hostlists cannot hold it.
+#: Listed from the likeliest to hold a shell pipe to the least: when a record's extra fields fit
+#: several of a dump's columns alike, they go to the first (JobName last: a ``|`` in a job name is
+#: rare, and the name groups training runs).
 PIPE_TEXT_FIELDS: dict[str, str] = {name.lower(): name for name in (
-    "JobName", "Comment", "AdminComment", "SystemComment", "SubmitLine", "WorkDir", "Constraints",
-    "WCKey", "Extra", "Container", "StdIn", "StdOut", "StdErr", "Licenses",
+    "SubmitLine", "Comment", "WorkDir", "AdminComment", "SystemComment", "Constraints", "WCKey", "Extra",
+    "Container", "StdIn", "StdOut", "StdErr", "Licenses", "JobName",
 )}
 
 
@@ -916,10 +963,11 @@ def _split_layout(delim: str, layout: _Layout, index: dict[str, int]) -> SplitLa
 
 def _field_count(parts: list[str], layout: SplitLayout) -> int:
     """Fields of a split line, as :func:`_split_fields` counts them: ``--parsable``'s trailing
-    delimiter is not one, and the extra fields a delimiter inside the dump's one free-text column
-    made are not either (they rejoin into that column)."""
+    delimiter is not one, and the extra fields a delimiter inside a free-text column made are not
+    either (they rejoin into that column, :func:`_rejoin_free_text`, or the record is rejected
+    for them)."""
     n = len(parts) - (layout.trailing_delimiter and parts[-1] == "")
-    return layout.n_fields if n > layout.n_fields and len(layout.text_columns) == 1 else n
+    return layout.n_fields if n > layout.n_fields and layout.text_columns else n
 
 
 def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -953,37 +1001,109 @@ def _reject_cut_last_line(lines: pl.DataFrame, cut_line: int, layout: SplitLayou
     return lines.filter(pl.col("line_no") != cut_line), reject.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
 
 
+_NO_REJOIN = pl.DataFrame(schema={"_into": pl.String, "_readings": pl.String})
+
+
+def _placed(col: int, extra: pl.Expr, delim: str) -> pl.Expr:
+    """``_parts`` (a split line with ``extra`` fields too many) with field ``col`` and the
+    ``extra`` fields after it joined back into one with ``delim``: the other fields keep their place."""
+    p = pl.col("_parts")
+    return pl.concat_list(p.list.slice(0, col), p.list.slice(col, extra + 1).list.join(delim),
+                          p.list.slice(extra + col + 1))
+
+
 def _rejoin_free_text(
     lines: pl.DataFrame, parts: pl.Series, n_parts: pl.Series, good: pl.Series, layout: SplitLayout
-) -> tuple[pl.Series, pl.Series, pl.Series]:
-    """(``parts``, ``good``, the rows repaired or an empty Series): records with too many fields
-    repaired when the dump has exactly one free-text column (:data:`PIPE_TEXT_FIELDS`). Slurm does
-    not escape the delimiter in ``-P`` output, so the extra fields are pieces of that column,
-    rejoined with the delimiter; every other field keeps its position. With two or more such
-    columns which one held the delimiter cannot be told: nothing is repaired. Runs on the few
-    rejected lines only."""
+) -> tuple[pl.Series, pl.Series, pl.DataFrame]:
+    """(``parts``, ``good``, notes): records with too many fields repaired. Slurm does not escape
+    the delimiter in ``-P`` output, so the extra fields are pieces of a free-text column
+    (:data:`PIPE_TEXT_FIELDS`), rejoined into it with the delimiter; every other field keeps its
+    position. With one such column in the dump they go to it (a record that then does not type
+    is rejected saying so). With several, see :func:`_pick_text_column`.
+
+    ``notes`` (one row per line, or no rows when nothing was tried) has ``_into``, the column the
+    extra fields were rejoined into, and ``_readings``, the columns whose readings all type but
+    disagree on the other fields (the record stays rejected). Runs on the few rejected lines only.
+    """
     delim, n_fields, _, _, text_columns = layout
-    none = pl.Series("_fix", [], pl.Boolean)
-    if len(text_columns) != 1:
-        return parts, good, none
-    col = text_columns[0][1]
+    if not text_columns:
+        return parts, good, _NO_REJOIN
     raw = lines.get_column("raw_line")
     fix = (~good & (n_parts > n_fields) & ~raw.str.contains(r"^(?:\s*$|#)")
            & ~raw.str.starts_with(_SACCT_MESSAGE))
     if not fix.any():
-        return parts, good, none
-    p, extra = pl.col("_parts"), (pl.col("_n") - n_fields).cast(pl.Int64)
-    frame = pl.DataFrame([pl.int_range(len(parts), eager=True).alias("_i"), parts.alias("_parts"),
-                          n_parts.alias("_n")])
-    repaired = frame.filter(fix).select(
-        "_i",
-        pl.concat_list(
-            p.list.slice(0, col), p.list.slice(col, extra + 1).list.join(delim), p.list.slice(extra + col + 1)
-        ).alias("_parts"),
+        return parts, good, _NO_REJOIN
+    frame = pl.DataFrame([pl.int_range(len(parts), eager=True).alias("_i"), lines.get_column("line_no"),
+                          parts.alias("_parts"), n_parts.alias("_n")])
+    if len(text_columns) == 1:
+        name, col = text_columns[0]
+        chosen = frame.filter(fix).select(
+            "_i", _placed(col, (pl.col("_n") - n_fields).cast(pl.Int64), delim).alias("_parts"),
+            pl.lit(name).alias("_into"), pl.lit(None, pl.String).alias("_readings"))
+    else:
+        first_good = frame.filter(good & (pl.col("line_no") <= 100)).select("line_no", "_parts")
+        chosen = _pick_text_column(lines.filter(fix), frame.filter(fix), first_good, layout)
+    merged = frame.join(chosen, on="_i", how="left", maintain_order="left", suffix="_new")
+    repaired = merged.get_column("_into").is_not_null()
+    parts = merged.select(pl.when(repaired).then(pl.col("_parts_new")).otherwise(pl.col("_parts"))).to_series()
+    return parts.alias(parts.name), good | repaired, merged.select("_into", "_readings")
+
+
+def _pick_text_column(
+    lines: pl.DataFrame, frame: pl.DataFrame, first_good: pl.DataFrame, layout: SplitLayout
+) -> pl.DataFrame:
+    """Which free-text column a record's extra fields belong to, when the dump has several.
+
+    ``lines`` are the records with extra fields, ``frame`` their (``_i``, ``line_no``, ``_parts``,
+    ``_n``), ``first_good`` the (``line_no``, ``_parts``) of the dump's first well-formed lines.
+    A candidate puts all the extra fields in one text column (a delimiter in two text fields of
+    one record is rare: mixes are not tried); it is valid when the record then types as the
+    parser types every record (:func:`_typed_text_records`: stamps, durations, states, job ids,
+    TRES, numbers, hostlists). One valid candidate, or several that agree on every typed field
+    outside the text columns (text columns side by side: JobName|SubmitLine), repairs the record,
+    the text going to the candidate column first in :data:`PIPE_TEXT_FIELDS`. Valid candidates
+    that disagree, or none, leave it rejected. Returns (``_i``, ``_parts``, ``_into``,
+    ``_readings``) per repaired or disagreeing record (see :func:`_rejoin_free_text`).
+    """
+    delim, n_fields, _, index, text_columns = layout
+    preference = list(PIPE_TEXT_FIELDS.values())
+    extra = (pl.col("_n") - n_fields).cast(pl.Int64)
+    candidates = pl.concat([
+        frame.select("_i", "line_no", _placed(col, extra, delim).alias("_parts"), pl.lit(name).alias("_into"),
+                     pl.lit(preference.index(name)).alias("_rank"), pl.lit(col).alias("_col"))
+        for name, col in text_columns
+    ]).with_row_index("_cid").with_columns(pl.col("_cid").cast(pl.Int64))
+    present = {key for key, _ in index}
+    # The stamp form the dump's typing will read: from its first lines and these records.
+    stamps = [pl.col("_parts").list.get(i).alias(key) for key, i in index if key in _TS_KEYS]
+    space_for_t = _space_for_t(pl.concat([first_good, candidates.select("line_no", "_parts")])
+                               .select("line_no", *stamps), present)
+    meta = lines.select("source_file", "raw_line").hstack([frame.get_column("_i")])
+    typed, _ = _typed_text_records(
+        candidates.join(meta, on="_i", maintain_order="left").select(
+            # Each candidate's id as its line number: records come back by line number.
+            pl.col("_cid").alias("line_no"), "source_file", "raw_line",
+            *(pl.col("_parts").list.get(i).alias(key) for key, i in index)),
+        present, "UTC", None, space_for_t=space_for_t)  # (neither zone nor cluster makes a field malformed)
+    text_at = {col for _, col in text_columns}
+    # The typed fields outside the text columns; split on the delimiter, none holds it, so joined
+    # with it they compare as a whole.
+    reading = pl.concat_str([pl.col("_parts").list.get(i) for _, i in index if i not in text_at], separator=delim)
+    per_record = (
+        candidates.filter(pl.col("_cid").is_in(typed.get_column("line_no").implode()))
+        .with_columns(reading.alias("_reading"))
+        .sort("_rank")
+        .group_by("_i", maintain_order=True)
+        .agg(pl.col("_reading").n_unique().alias("_n_readings"), pl.col("_parts").first(),
+             pl.col("_into").first(), pl.col("_into").sort_by("_col").str.join(" or ").alias("_all"))
     )
-    # (List Series have no scatter: the repaired rows go back in place by their row index.)
-    parts = pl.concat([frame.filter(~fix).drop("_n"), repaired]).sort("_i").get_column("_parts")
-    return parts.alias(parts.name), good | fix, fix
+    agree = pl.col("_n_readings") == 1
+    return per_record.select(
+        "_i",
+        pl.when(agree).then(pl.col("_parts")).alias("_parts"),
+        pl.when(agree).then(pl.col("_into")).alias("_into"),
+        pl.when(~agree).then(pl.col("_all")).alias("_readings"),
+    )
 
 
 def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -1004,22 +1124,26 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
         count_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
     else:
         # Few lines: blank/comment lines are skipped, a delimiter inside free text is rejoined when
-        # that can only be one column, the rest are rejected for their field count.
-        parts, good, fixed = _rejoin_free_text(lines, parts, n_parts, good, layout)
-        if fixed.len():
+        # the column it was in can be told, the rest are rejected for their field count.
+        parts, good, notes = _rejoin_free_text(lines, parts, n_parts, good, layout)
+        if notes.height:
             # Kept for the reject reason should the rejoined record still not type.
             lines = lines.with_columns(
-                pl.when(fixed).then(pl.format(
-                    f"expected {n_fields} fields, got {{}} (the extra ones rejoined into "
-                    f"{text_columns[0][0]} as text holding '{delim}')", n_parts)).alias("_rejoined"))
+                pl.when(notes.get_column("_into").is_not_null()).then(pl.format(
+                    f"expected {n_fields} fields, got {{}} (the extra ones rejoined into {{}} as text holding "
+                    f"'{delim}')", n_parts, notes.get_column("_into"))).alias("_rejoined"),
+                notes.get_column("_readings"))
         count_error = pl.format(f"expected {n_fields} fields, got {{}}", pl.col("_n"))
         if len(text_columns) > 1:
             names = ", ".join(name for name, _ in text_columns)
+            # Several columns could hold it, and the record reads differently with each.
+            readings = pl.format(" (it fits {}, with other fields read differently)",
+                                 pl.col("_readings")) if notes.height else pl.lit(None, pl.String)
             count_error = (
                 pl.when(pl.col("_n") > n_fields)
                 .then(pl.format(f"expected {n_fields} fields, got {{}}: a '{delim}' inside a free-text field "
-                                f"({names}) cannot be told apart from the delimiter; re-dump with --delimiter "
-                                "set to a string no field holds", pl.col("_n")))
+                                f"({names}) cannot be told apart from the delimiter{{}}; re-dump with --delimiter "
+                                "set to a string no field holds", pl.col("_n"), readings.fill_null("")))
                 .otherwise(count_error)
             )
         count_rejects = (
@@ -1132,10 +1256,10 @@ def parse_sacct_text(
             Cluster column names several clusters, the one whose rows load (the others' are rejects;
             all rows are when none of the names is ``cluster``); None loads every cluster's rows.
 
-    Records with a wrong field count (unless a delimiter inside the one free-text column made it,
-    above), malformed JobID/ExitCode/timestamp/duration/integer/hostlist/GPU count, an unknown
-    state or another cluster's name (above) become rejects with ``line_no`` and a reason; the
-    rest load.
+    Records with a wrong field count (unless a delimiter inside a free-text column made it and the
+    column can be told, above), malformed JobID/ExitCode/timestamp/duration/integer/hostlist/TRES/
+    GPU count, an unknown state or another cluster's name (above) become rejects with ``line_no``
+    and a reason; the rest load.
 
     Raises:
         SacctFormatError: empty input, fixed-width sacct output, no header and no ``fields``,
