@@ -2,7 +2,8 @@
 their members, daily compression, flood episodes, alert-rule hygiene, the hardware incidents
 the alerts can judge with those no alert covered, and the gaps in which an alert rule was blind.
 
-Thin: read core.alerts, marts.hw_incidents, core.jobs, marts.job_failure_attribution and the
+Thin: read core.alerts, marts.hw_incidents, marts.incident_repairs (how long an uncovered incident
+lasted), core.jobs, marts.job_failure_attribution and the
 cluster.yaml topology, call :func:`gpusre.models.alerts.clustering.alert_marts`, write every mart in
 one transaction. Recomputed in full each run (alerts are few next to log lines: a month of a
 2,000-node cluster is a few hundred thousand). A warehouse without alerts (or without the failure
@@ -36,6 +37,7 @@ CORE_JOBS = dg.AssetKey(["core", "jobs"])
 HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
 ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
 NODE_STATES = dg.AssetKey(["core", "node_states"])  # maintenance periods (rule hygiene)
+INCIDENT_REPAIRS = dg.AssetKey(["marts", "incident_repairs"])  # repair time of an uncovered incident
 
 ALERT_INCIDENTS = dg.AssetKey(["marts", "alert_incidents"])
 ALERT_INCIDENT_MEMBERS = dg.AssetKey(["marts", "alert_incident_members"])
@@ -47,7 +49,7 @@ ALERT_COVERAGE = dg.AssetKey(["marts", "alert_coverage"])
 ALERT_DATA_SPAN = dg.AssetKey(["marts", "alert_data_span"])
 ALERT_MONITORING_GAPS = dg.AssetKey(["marts", "alert_monitoring_gaps"])
 
-_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE, NODE_STATES]
+_DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE, NODE_STATES, INCIDENT_REPAIRS]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
               "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications, description FROM core.alerts")
 
@@ -116,7 +118,8 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
                      "meta-alert said the rule (its rulename) could not be evaluated from start to end."),
         dg.AssetSpec(HW_WITHOUT_ALERT, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="Hardware incidents (within the span of the alert data) with no alert on their "
-                     "nodes in their window: missing alert coverage."),
+                     "nodes in their window: missing alert coverage; with the repair time where known and how long "
+                     "each lasted (to its repair, else to its last evidence)."),
     ],
     pool=WAREHOUSE_POOL,
 )
@@ -130,6 +133,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             held = con.sql(SUPPRESSED_SQL).pl()
             alerts = alerts.join(held, on="alert_id", how="left")
         hw = _read(con, "marts.hw_incidents", "SELECT * FROM marts.hw_incidents")
+        repairs = _read(con, "marts.incident_repairs", "SELECT incident_id, repaired_ts FROM marts.incident_repairs")
         # Pre-filter on the configured killed_states (cluster.yaml alerts.clustering.killed_states), the
         # same set the model counts, so a site that adds TIMEOUT gets its TIMEOUT jobs counted.
         # Without Slurm accounting (no job at all) the jobs an incident killed are unknown: None.
@@ -164,7 +168,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
             settings=settings, flood_settings=alert_settings(config).floods, notifications=notifications,
             maintenance=_maintenance(con, config), node_labels=alert_settings(config).nodes.node_labels,
             host_local_labels=tuple(alert_settings(config).nodes.host_local_labels),
-            as_of=as_of, data_span=span,
+            as_of=as_of, data_span=span, repairs=repairs,
         )
         with transaction(con):
             replace_table(con, "marts.alert_incidents", marts.incidents)

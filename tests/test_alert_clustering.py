@@ -136,8 +136,9 @@ def test_hand_built_incidents() -> None:
     assert xid["scope"] == "node"
 
     disk = of[ids["disk"]]
-    assert disk["n_alerts"] == 1 and disk["hw_incident_id"] is None and disk["root_level"] == "node"
-    assert disk["root_cause_reason"] == "earliest alert at the most upstream level (node gpu070)"
+    # A disk filling up is capacity housekeeping (alert_levels.csv), never failure evidence.
+    assert disk["n_alerts"] == 1 and disk["hw_incident_id"] is None and disk["root_level"] == "housekeeping"
+    assert disk["root_cause_reason"] == "earliest alert at the most upstream level (housekeeping: capacity on gpu070)"
 
     lustre = incidents.filter(pl.col("alertnames").list.contains("NodeFilesystemReadOnly")).row(0, named=True)
     assert lustre["n_alerts"] == 30 and lustre["n_nodes"] == 30
@@ -217,7 +218,9 @@ def test_levels_from_the_rule_file() -> None:
     a.add("GpuHighTemperature", T0, node="gpu001", labels=DCGM)
     a.add("DCGMExporterLag", T0, node="gpu001", labels={"job": "dcgm-exporter"})
     a.add("PrometheusRuleFailures", T0, target="prometheus-0", target_label="instance")
-    assert alert_levels(a.frame()).to_list() == ["fabric", "storage", "storage", "node", "node", "gpu", "gpu", "other"]
+    # An OST almost full and a host out of disk space are capacity housekeeping, not storage / node faults.
+    assert alert_levels(a.frame()).to_list() == ["fabric", "housekeeping", "storage", "housekeeping", "node", "gpu",
+                                                 "gpu", "other"]
     incidents, _ = cluster_alerts(a.frame().tail(1), TOPO)
     assert incidents["root_cause_reason"].to_list() == ["earliest alert at the most upstream level (other: prometheus-0)"]
     assert incidents["scope"].to_list() == ["service"]  # an alert on no node is a service alert, not cluster-wide

@@ -46,7 +46,17 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        within ``hw_before_minutes`` of the start of a network incident wider than a node
        (``leaf_switch``/``fabric``/``cluster`` scope): the upstream side of that outage. Such an
        upstream alert links the alerts of *every* incident it matched (several leaves that went
-       down at the spine's minute are one outage), not only its nearest.
+       down at the spine's minute are one outage), not only its nearest. Likewise a storage alert on no
+       Slurm node (the server side: an MDT/OST, a file server) gets each shared-storage incident
+       (component class ``storage``) wider than one node whose window its firing [start, end]
+       overlaps: the clients' logs see the hang, the server's alert is its upstream side. Two kinds of
+       alert are never about such incidents: a *node-local file system* alert (on a node, with a
+       ``device``/``mountpoint``/``fstype`` label, and not at storage level — the level rules put a
+       network ``fstype`` or a ``host:/export`` ``device`` at storage level; ``/dev/md0`` xfs at
+       ``/local/scratch`` is one node's disk) is about no shared-storage incident, and a ``housekeeping``
+       alert (capacity: a file system almost full, out of inodes, predicted to fill — never failure
+       evidence, like the capacity health checks) is about no hardware incident at all; both still
+       form their alert incidents.
 
        **Template co-occurrence** (:func:`template_cooccurrence`), from the alert history itself:
        a *basket* is a session cut into ``gap``-long time buckets (a busy cluster's sessions never
@@ -91,7 +101,8 @@ Root-cause candidate, per incident
     (reason "hardware incident <id> (<component>) on <node>"; a root on a job's hostlist names the
     hardware incident's own nodes), then (2) by *level* — fabric (switches) above storage
     above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
-    reaction to a fault, never its cause when the fault alerted too) above other — then (3) the
+    reaction to a fault, never its cause when the fault alerted too) above other above housekeeping
+    (a capacity alert: a disk almost full is no fault) — then (3) the
     earliest start, then the first node by name (reason "earliest alert at the most upstream level
     (fabric: leaf switch leaf01)"); a root whose rule fired at that same moment on several nodes of the
     incident is named on all of them (``GPU temperature high on h200-[001-005]``). The level of an alert comes from the rule
@@ -154,7 +165,11 @@ Compression and coverage
     its start day) and the webhook deliveries they came in, the alerts and incidents that started
     that day, alerts / incidents and flood episodes. :func:`alert_floods`: each episode with the incidents its
     alerts belong to. :func:`hw_incidents_without_alert`: hardware incidents inside the span of the
-    alert data that no alert matched (the matching rule above) — missing alert coverage.
+    alert data that no alert matched (the matching rule above, levels included: the very match that
+    gives an alert incident its ``hw_incident_id``, so the two marts agree) — missing alert coverage;
+    ``duration_s`` runs from its start to its repair (``marts.incident_repairs.repaired_ts``: a Lustre
+    "Connection restored") where known, else to its last evidence (``end_ts``: an OST outage of 40 min
+    may log errors for only 6 s).
 
 Span of the alert data (:func:`alert_coverage`, and where precision can be judged)
     From the first to the last webhook delivery (:func:`alert_data_span_sql`): a delivery was received
@@ -416,6 +431,10 @@ RULE_QUALITY_SCHEMA: dict[str, pl.DataType] = {
 UNCOVERED_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
     "nodes": pl.List(pl.String()), "scope": pl.String(),
+    # When it was repaired (marts.incident_repairs.repaired_ts: a Lustre "Connection restored"), else NULL;
+    # end_ts is only its last error line (an OST outage of 40 min logs errors for 6 s).
+    "repaired_ts": _TS,
+    "duration_s": pl.Float64(),         # start to repair where known, else to the last evidence
 }
 COVERAGE_SCHEMA: dict[str, pl.DataType] = {**UNCOVERED_SCHEMA, "covered": pl.Boolean(), "n_alerts": pl.Int64()}
 _HW_SCHEMA: dict[str, pl.DataType] = {
@@ -428,7 +447,10 @@ _HW_SCHEMA: dict[str, pl.DataType] = {
 #: Most upstream first: a switch outage explains node alerts, a node outage explains GPU alerts; a
 #: Slurm alert (a drained or down node, a failed job) is the scheduler's reaction to a fault, below
 #: the fault's own alerts.
-LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "slurm": 4, "other": 5}
+#: ``housekeeping`` (a capacity alert: a disk almost full, predicted to fill) is no fault at all, below
+#: even an unplaced service alert.
+LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "slurm": 4, "other": 5,
+                              "housekeeping": 6}
 #: Levels whose alerts, when on no Slurm node, are the server or fabric side of a fault.
 _SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage")
 LEVELS_FILE = "alert_levels.csv"
@@ -554,8 +576,14 @@ _REMOTE_DEVICE = r":/(?:[^:]*/)?([^/:]+)/*$"
 _MOUNT_NAME = r"([^/]+)/*$"
 
 
+#: Labels that make an alert a file-system alert (node_exporter's ``NodeFilesystem*``): on a node and
+#: not at storage level (a network ``fstype`` or ``device`` makes it one, ``alert_levels.csv``), it is
+#: about a node-local file system (``/dev/md0`` xfs at ``/local/scratch``), never the shared storage.
+_FS_ALERT_LABELS = ("device", "mountpoint", "fstype")
+
+
 def _label_columns(rules: Sequence[AlertLevelRule]) -> list[str]:
-    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | {"device", "mountpoint"})
+    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | set(_FS_ALERT_LABELS))
 
 
 def alert_levels(alerts: pl.DataFrame, rules: Sequence[AlertLevelRule] | None = None) -> pl.Series:
@@ -768,7 +796,8 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
         pairs = _window_pairs(windows, pts, "_k")
         parts.append(pairs.join(windows.select("_w", "_h"), on="_w").select(pl.col("_p").alias("_i"), "_h"))
     parts.append(_upstream_pairs(al, inc, settings))
-    matches = pl.concat(parts).unique()
+    parts.append(_storage_server_pairs(al, inc, settings))
+    matches = _hw_reach(pl.concat(parts).unique(), al, inc)
     matches = matches.join(inc.select("_h", pl.col("incident_id").alias("hw_incident_id"),
                                       pl.col("start_ts").alias("_hw_start"), pl.col("component").alias("_hw_component"),
                                       pl.col("scope").alias("_hw_scope"),
@@ -824,6 +853,45 @@ def _upstream_pairs(al: pl.DataFrame, inc: pl.DataFrame, settings: AlertClusteri
     near = settings._us(settings.hw_before_minutes)
     return (ups.select("_i", "_ts").join(wide.select("_h", pl.col("start_ts").dt.epoch("us").alias("_hs")), how="cross")
             .filter((pl.col("_ts") - pl.col("_hs")).abs() <= near).select("_i", "_h"))
+
+
+def _storage_components() -> list[str]:
+    """The components of class ``storage`` (``component_classes.csv``): the shared file systems."""
+    return load_component_classes().filter(pl.col("component_class") == "storage")["component"].to_list()
+
+
+def _hw_reach(pairs: pl.DataFrame, al: pl.DataFrame, inc: pl.DataFrame) -> pl.DataFrame:
+    """``pairs`` (``_i``, ``_h``) without what an alert can never be about: a ``housekeeping`` alert (a
+    disk almost full: capacity, never failure evidence) no hardware incident, a node-local file-system
+    alert (``_local_fs``) no shared-storage one — a /local/scratch xfs filling up on 24 nodes during a
+    Lustre MDS hang once took the hang's 13 jobs. (Without levels, as for coverage without rules: all.)"""
+    if "level" not in al.columns or pairs.is_empty():
+        return pairs
+    storage = inc.filter(pl.col("component").is_in(_storage_components())).select(pl.col("_h").cast(pl.Int64))
+    local = al.filter(pl.col("_local_fs")).select(pl.col("_i").cast(pl.Int64))
+    return (pairs.join(al.filter(pl.col("level") == "housekeeping").select(pl.col("_i").cast(pl.Int64)), on="_i", how="anti")
+            .join(pairs.join(local, on="_i").join(storage, on="_h"), on=["_i", "_h"], how="anti"))
+
+
+def _storage_server_pairs(al: pl.DataFrame, inc: pl.DataFrame, settings: AlertClusteringSettings) -> pl.DataFrame:
+    """``(_i, _h)``: a storage alert on no Slurm node (the server side: an MDT/OST, a file server such as
+    ``home01:9100``) and each shared-storage hardware incident (component class ``storage``) wider than
+    one node whose window [start − ``hw_before_minutes``, end + ``hw_after_minutes``] its firing
+    [start, end] overlaps. The clients' logs see the file system hang; the server's alert is the
+    upstream side of that same outage (and its root), not an incident with no jobs. A one-node storage
+    incident (one client's quota, one node's mount) is that client's, never a server's."""
+    empty = pl.DataFrame(schema={"_i": pl.Int64, "_h": pl.Int64})
+    if "level" not in al.columns:
+        return empty
+    shared = inc.filter(pl.col("component").is_in(_storage_components())
+                        & ((pl.col("scope").fill_null("node") != "node") | (pl.col("nodes").list.len() > 1)))
+    servers = al.filter((pl.col("level") == "storage") & ~pl.col("_has_node"))
+    if shared.is_empty() or servers.is_empty():
+        return empty
+    # An alert still firing (no end) counts from its start only: one left firing for days claims nothing later.
+    fired = servers.select("_i", "_ts", pl.max_horizontal(pl.col("ends_at").dt.epoch("us"), pl.col("_ts")).alias("_te"))
+    return (fired.join(shared.select("_h", "_lo", "_hi"), how="cross")
+            .filter((pl.col("_ts") <= pl.col("_hi")) & (pl.col("_te") >= pl.col("_lo"))).select("_i", "_h"))
 
 
 def _id_of(key: str) -> str:
@@ -900,6 +968,12 @@ def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLeve
         pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"),
         pl.coalesce(pl.col("template_id").cast(pl.String), pl.lit("name:") + pl.col("alertname"), pl.lit("none")).alias("_tkey"),
     )
+    # A node-local file system (a block device, xfs / ext4 / tmpfs: the catalog put no network file
+    # system's alert at storage level) is one node's disk: never about a shared-storage incident, even
+    # when its mountpoint is named like the Lustre file system (/local/scratch vs fsname scratch).
+    al = al.with_columns(
+        (pl.col("_has_node") & ~pl.col("level").is_in(list(_SERVER_SIDE_LEVELS))
+         & pl.any_horizontal([pl.col(f"_lb_{n}").is_not_null() for n in _FS_ALERT_LABELS])).alias("_local_fs"))
     fs_target = pl.when(pl.col("target_label").is_in(list(_FS_TARGET_LABELS))).then(pl.col("target"))
     fs = pl.coalesce(fs_target, *[pl.col(f"_lb_{n}") for n in _FS_LABELS]).str.replace(_LUSTRE_TARGET, "$1")
     return al.with_columns(
@@ -1164,6 +1238,7 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         .when(pl.col("level") == "gpu").then(pl.lit("GPU on ") + _where("node", "target"))
         .when(pl.col("level") == "node").then(pl.lit("node ") + _where("node", "target"))
         .when(pl.col("level") == "slurm").then(pl.lit("Slurm reaction on ") + _where("node", "target"))
+        .when(pl.col("level") == "housekeeping").then(pl.lit("housekeeping: capacity on ") + _where("node", "target"))
         .otherwise(pl.concat_str(pl.lit("other"), pl.lit(": ") + pl.coalesce("node", "target"), ignore_nulls=True))
     )
     reason = (
@@ -1581,28 +1656,36 @@ def rule_quality(alerts: pl.DataFrame, members: pl.DataFrame, incidents: pl.Data
 def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topology: Topology | None = None,
                    settings: AlertClusteringSettings | None = None,
                    node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
-                   data_span: tuple[object, object] | None = None) -> pl.DataFrame:
+                   data_span: tuple[object, object] | None = None,
+                   host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS,
+                   repairs: pl.DataFrame | None = None) -> pl.DataFrame:
     """``marts.alert_coverage``: the hardware incidents the alert data can judge, each with whether
     an alert covered it. An incident is judged when it started within the span of the alert data
     (:func:`alert_data_span` of ``data_span``: first to last delivery, both included) or an alert
     matched it (one that began seconds before the first alert is still covered by it). An alert
-    covers the incident it is about: on its nodes in [start − 10 min, end + 30 min] and nearer to it
-    than to another incident, or targeting its leaf switch. ``n_alerts``: the alerts that are about it."""
+    covers the incident it is about — the very match :func:`cluster_alerts` gives it (its
+    ``hw_incident_id``), levels included: on its nodes in [start − 10 min, end + 30 min] and nearer to
+    it than to another incident, targeting its leaf switch, or the fabric / storage server side of a
+    wide incident; never a capacity alert. ``n_alerts``: the alerts that are about it.
+    ``repairs``: ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``): ``repaired_ts`` and
+    ``duration_s`` (start to repair where known, else to the last evidence)."""
     settings = settings or AlertClusteringSettings()
     if hw_incidents is None or hw_incidents.is_empty() or alerts.is_empty():
         return pl.DataFrame(schema=COVERAGE_SCHEMA)
     hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes"))
-    al = _conform(alerts, ALERT_SCHEMA, _REQUIRED).with_row_index("_i").with_columns(
-        pl.col("_i").cast(pl.Int64), pl.col("starts_at").dt.epoch("us").alias("_ts"))
-    leaves = sorted((topology or Topology()).leaves)
-    al = al.with_columns(pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"))
-    al = _with_nodes(al, node_labels)
-    an = al.select("_i", "_ts", pl.col("_nodes").alias("node")).explode("node").drop_nulls("node")
-    about = (_match_hw(al, hw, settings, an).unique("_i", keep="first")
+    topology = topology or Topology()
+    al = _prepare(alerts, topology, load_alert_levels(), node_labels, host_local_labels)
+    about = (_match_hw(al, hw, settings, _node_rows(al, topology)).unique("_i", keep="first")
              .group_by("hw_incident_id").agg(pl.len().cast(pl.Int64).alias("n_alerts")))
     lo, hi = alert_data_span(al, data_span)
+    repaired = (_conform(repairs, {"incident_id": pl.String(), "repaired_ts": _TS}, ("incident_id", "repaired_ts"))
+                .drop_nulls("repaired_ts").unique("incident_id") if repairs is not None
+                else pl.DataFrame(schema={"incident_id": pl.String, "repaired_ts": _TS}))
     out = (hw.join(about, left_on="incident_id", right_on="hw_incident_id", how="left")
-           .with_columns(pl.col("n_alerts").fill_null(0), (pl.col("n_alerts").fill_null(0) > 0).alias("covered"))
+           .join(repaired, on="incident_id", how="left")
+           .with_columns(pl.col("n_alerts").fill_null(0), (pl.col("n_alerts").fill_null(0) > 0).alias("covered"),
+                         ((pl.max_horizontal("repaired_ts", "end_ts") - pl.col("start_ts")).dt.total_microseconds()
+                          / 1e6).alias("duration_s"))
            .filter(pl.col("covered") | pl.col("start_ts").is_between(lo, hi)))
     return out.select([pl.col(c).cast(t) for c, t in COVERAGE_SCHEMA.items()]).sort("start_ts", "incident_id")
 
@@ -1695,6 +1778,7 @@ def alert_marts(
     as_of: object | None = None,
     data_span: tuple[object, object] | None = None,
     host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS,
+    repairs: pl.DataFrame | None = None,
 ) -> AlertMarts:
     """All alert marts from ``core.alerts`` (may be empty), hardware incidents, jobs and attribution;
     ``notifications``: notifications received per UTC day (:data:`NOTIFICATION_DAYS_SQL`, for
@@ -1702,7 +1786,9 @@ def alert_marts(
     the node mapping's node labels (hostlist targets); ``host_local_labels``: its host-local labels
     (:func:`cluster_alerts`); ``as_of``: the end of the alert data;
     ``data_span``: the span of the webhook deliveries (:func:`alert_data_span_sql`), the span in
-    which coverage and precision are judged (None: from the alerts' own times)."""
+    which coverage and precision are judged (None: from the alerts' own times); ``repairs``:
+    ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``), how long each uncovered incident
+    lasted (:func:`alert_coverage`)."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
     # Meta-alerts (the always-firing Watchdog, a Grafana rule that could not be evaluated, a delivery
@@ -1717,7 +1803,7 @@ def alert_marts(
                                         host_local_labels=host_local_labels)
     # An incident the operator marked not a failure (a cable test) is no 'incident without alert'.
     coverage = alert_coverage(alerts, failure_incidents(hw_incidents) if hw_incidents is not None else None,
-                              topology, settings, node_labels, data_span)
+                              topology, settings, node_labels, data_span, host_local_labels, repairs)
     return AlertMarts(
         incidents=incidents,
         members=members,

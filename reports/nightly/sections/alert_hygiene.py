@@ -150,7 +150,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
 
     uncovered: list[dict[str, Any]] = []
     if c_status is None:
-        uncovered = query_rows(con, f"""SELECT incident_id, component, start_ts, end_ts, nodes, scope
+        uncovered = query_rows(con, f"""SELECT incident_id, component, start_ts, end_ts, nodes, scope, duration_s
                                    FROM marts.hw_incidents_without_alert
                                    WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?
                                    ORDER BY start_ts DESC, incident_id""", [first, last])
@@ -217,14 +217,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
              Column("Nodes", nowrap=True), Column("Scope")],
             [[Cell(str(r["incident_id"]), mono=True), Cell(component_label(r["component"])),
               Cell(fmt_date(r["start_ts"])),
-              Cell(span_hours((r["end_ts"] - r["start_ts"]).total_seconds() / 3600)
-                   if r["start_ts"] is not None and r["end_ts"] is not None else MISSING),
+              Cell(span_hours(r["duration_s"] / 3600) if r["duration_s"] is not None else MISSING),
               Cell(nodes_phrase(r["nodes"], 30), mono=True, title=nodes_text(r["nodes"])),
               Cell(str(r["scope"] or MISSING))] for r in shown],
             caption=(f"Latest {len(shown)} of {fmt_int(len(uncovered))}" if len(uncovered) > len(shown) else "The")
                     + f" hardware incidents (marts.hw_incidents) of {window} with no alert on their nodes from 10 min "
                       "before to 30 min after them (nor on their leaf switch), newest first: the alert rules miss "
-                      "these failures. Only incidents the alert data can judge are checked: those that started within its span (first to last webhook delivery), and any an alert was about.",
+                      "these failures. Lasted: from the first evidence to the repair where known "
+                      "(marts.incident_repairs: a restored connection, the node back in service), else to the last "
+                      "evidence. Only incidents the alert data can judge are checked: those that started within its span (first to last webhook delivery), and any an alert was about.",
         ))
     return sec
 
