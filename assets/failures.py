@@ -20,17 +20,17 @@ from gpusre.models.failures.attribution import (attribute_failures_with, minutes
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
-from gpusre.models.failures.hw_incidents import merge_incidents, not_a_failure_events
+from gpusre.models.failures.hw_incidents import merge_incidents, not_a_failure_events, planned_maintenance
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
 from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
 from gpusre.models.reliability.training_runs import RunRules, infra_interruption_losses, run_mates
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
-from gpusre.models.vocabulary import run_key
+from gpusre.models.vocabulary import INFRASTRUCTURE, run_key
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
-from gpusre.pipelines.reliability_settings import reliability_settings
+from gpusre.pipelines.reliability_settings import maintenance_spans, reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
 HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
@@ -63,7 +63,7 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
     (:func:`~gpusre.models.reliability.training_runs.infra_interruption_losses`), assembling only the
     runs that hold one: the jobs that can share a run with an infrastructure-killed job
     (:func:`~gpusre.models.reliability.training_runs.run_mates`), not the year's million."""
-    infra = pl.col("attribution") == "infrastructure"
+    infra = pl.col("attribution") == INFRASTRUCTURE
     killed = pl.concat([attribution.filter(infra).select("job_id"), instance_attr.filter(infra).select("job_id")])
     if killed.is_empty() or as_of is None:
         return pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int64, "is_latest": pl.Boolean,
@@ -92,7 +92,7 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
                      "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
         dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per job that ended in a failure state (or was cancelled by root): "
-                     "infrastructure / user / unknown, component, evidence events and lost GPU-hours "
+                     "infrastructure / planned (maintenance on its node, no fault) / user / unknown, component, evidence events and lost GPU-hours "
                      "(after Meta, HPCA 2025: events 10 min before to 5 min after the end on the job's nodes; "
                      "Slurm node states with a hardware reason when core.node_states is ingested)."),
         dg.AssetSpec(INSTANCE_ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
@@ -132,9 +132,15 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         as_of = accounting_end or con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
         states = con.sql("SELECT * FROM core.node_states").pl() if table_exists(con, "core.node_states") else None
         outages = node_outages(states.select("node", "start_ts", "end_ts")) if states is not None else None
+        # Planned maintenance as node availability and MTBF exposure take it out (ongoing: to the last event):
+        # what a node logs in it is no failure evidence, and a job it ended no failure.
+        last_event = con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
+        planned = planned_maintenance(states, maintenance_spans(config),
+                                      max((t for t in (as_of, last_event) if t is not None), default=None),
+                                      config.node_names or None)
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None,
                                              racks=config.racks or None, nvlink_domains=config.nvlink_domains or None,
-                                             operator=operator, outages=outages)
+                                             operator=operator, outages=outages, planned=planned)
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(
@@ -148,7 +154,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         jobs = with_policy(jobs)
         hw_outages = node_state_evidence(states) if states is not None else None
         # The latest instances and the earlier ones are weighed against the same evidence, prepared once.
-        evidence = prepare_evidence(events, incidents, hw_outages, log_days(con))
+        evidence = prepare_evidence(events, incidents, hw_outages, log_days(con), planned)
         # A multi-node job hangs on a link flap until its collective times out (cluster.yaml).
         collective = timedelta(minutes=config.attribution.collective_timeout_min)
         attribution = attribute_failures_with(jobs, evidence, collective_timeout=collective)
@@ -187,7 +193,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         suspect_attr = pl.concat([attribution.select("job_id", "attribution", "cause_class"),
                                   instance_attr.select(run_key(), "attribution", "cause_class")], how="vertical_relaxed")
         suspects = (suspect_nodes(events, suspect_attr, suspect_runs, as_of=as_of, fleet=config.node_names or None,
-                                  accounting=accounting, not_failure_events=not_a_failure_events(incidents, members))
+                                  accounting=accounting, not_failure_events=not_a_failure_events(incidents, members),
+                                  planned=planned)
                     if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))
         with transaction(con):
             replace_table(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))

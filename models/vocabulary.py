@@ -35,6 +35,11 @@ positive: the network team's cable test took a link down). They keep their ``mar
 count (MTBF, failure rates, the taxonomy, suspect nodes, MTTR, the reports' incident counts) keeps only
 the incidents :func:`is_failure_incident` (SQL: ``core.is_failure_incident(cause_class)``) accepts.
 
+Job failure attribution (``marts.job_failure_attribution.attribution``) takes one of :data:`ATTRIBUTIONS`:
+``infrastructure`` (a fault of the fleet: the job-success SLI's failures, job MTTF, suspect nodes, the
+incidents' kills), ``planned`` (:data:`PLANNED`: planned maintenance on one of its nodes ended it, no fault
+— lost work shown as its own class, never a failure), ``user``, ``unknown`` and ``none`` (not a failure).
+
 Duration formatting is presentation (``reports/formatting.py``), not domain vocabulary.
 """
 
@@ -52,6 +57,8 @@ __all__ = [
     "CPU_BUCKET", "SIZE_BUCKETS", "SIZE_BUCKET_LABELS", "size_bucket", "size_bucket_order", "size_bucket_expr",
     "size_bucket_order_expr", "bucket_order_of",
     "COMPONENT_CLASSES", "CLASS_LABELS", "class_label", "class_of", "load_component_classes", "with_component_class",
+    "INFRASTRUCTURE", "PLANNED", "USER", "UNKNOWN", "NOT_ATTRIBUTED", "ATTRIBUTIONS", "LOSS_ATTRIBUTIONS",
+    "PLANNED_COMPONENT", "PLANNED_CAUSE_CLASS",
     "NOT_A_FAILURE", "NOT_A_FAILURE_WORDS", "is_not_a_failure_word", "is_failure_incident", "failure_incidents",
     "sql_macros",
 ]
@@ -154,6 +161,29 @@ def size_bucket_order_expr(col: str = "n_gpus") -> pl.Expr:
 def size_bucket_expr(col: str = "n_gpus") -> pl.Expr:
     """:func:`size_bucket` as a Polars expression (String)."""
     return size_bucket_order_expr(col).replace_strict(dict(enumerate(SIZE_BUCKET_LABELS)), return_dtype=pl.String)
+
+
+# --- job failure attribution ---------------------------------------------------------------------------
+
+#: A fault of the fleet ended the job (node logs, node states, Slurm's NODE_FAIL): a failure of the
+#: infrastructure, counted by the job-success SLI, job MTTF, suspect nodes and the incidents' kills.
+INFRASTRUCTURE = "infrastructure"
+#: Planned maintenance on one of its nodes ended the job (a Slurm NODE_FAIL of the maintenance reboot, a
+#: root cancel as the drain began) and no fault of its own did: lost work, but no failure of anything.
+PLANNED = "planned"
+#: The user's code or its own limits ended the job.
+USER = "user"
+#: Nothing says who ended it.
+UNKNOWN = "unknown"
+#: Not a failure (completed, preempted, cancelled by its user, still running).
+NOT_ATTRIBUTED = "none"
+#: The attribution values in the order reports list them (``none`` rows are not in the failure marts).
+ATTRIBUTIONS: tuple[str, ...] = (INFRASTRUCTURE, PLANNED, USER, UNKNOWN)
+#: Attributions whose interrupted work is charged as lost GPU-hours (the user's failures count as delivered).
+LOSS_ATTRIBUTIONS: tuple[str, ...] = (INFRASTRUCTURE, PLANNED)
+#: Component and cause class of a :data:`PLANNED` attribution.
+PLANNED_COMPONENT = "maintenance"
+PLANNED_CAUSE_CLASS = "planned_maintenance"
 
 
 # --- incidents that are no failure -------------------------------------------------------------------

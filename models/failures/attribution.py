@@ -39,6 +39,15 @@ rule  condition                                                          attribu
       and the operator's ``PSU failure - replace PSU2`` are one outage)
       starting within [end − ``before``, end + ``after``] and not over by
       the job's start (a node given back in service)
+2p    its end falls in planned maintenance of one of its nodes (from      planned          ``maintenance``
+      ``before`` ahead of the period's start to its end:                                   (cause class
+      :func:`~gpusre.models.failures.hw_incidents.planned_maintenance`,                    ``planned_maintenance``)
+      the node states and cluster.yaml windows node availability and
+      MTBF take out) and no infrastructure evidence of its own (rules
+      2, 2b: an operator's not-a-failure incident is none) nor user
+      evidence (rule 5) names a fault: the maintenance's reboot or
+      root cancel ended it (:data:`PLANNED_RULE`). Not a failure: no
+      job-success SLI failure, job MTTF, suspect-node or incident kill
 2d    a component of a heterogeneous job (``het_job_id``) whose own rule   infrastructure   the sibling's (and its
       rests on no evidence (8, 9, 7, 7b, 7c) and that ended within                          incident, evidence)
       ``clock_skew`` of an infrastructure-attributed sibling: Slurm tore
@@ -100,7 +109,14 @@ level: Slurm accounting does not say which GPU PCI address a job held, so an Xid
 job's node counts (an over-attribution for jobs sharing a node, the usual case being whole-node
 jobs).
 
-Lost GPU-hours (infrastructure only, 0 otherwise) are what goodput and ETTR charge the interruption
+The planned rule (2p) sits after the rules of a job's own limits (1a-1c) and before rule 2, but does not
+apply when rule 2 or 2b has real evidence: a fault logged on the node (not the maintenance's own lines,
+which :func:`prepare_evidence` leaves out: :func:`~gpusre.models.failures.hw_incidents.planned_evidence`)
+or a failure incident covering the end still wins; an incident an operator marked not a failure (the
+maintenance written in ``incidents.csv``) does not. It covers every interrupted state — NODE_FAIL,
+CANCELLED by root/SlurmUser, REQUEUED, FAILED with a signal — but the limits: a TIMEOUT is still the user's.
+
+Lost GPU-hours (infrastructure and planned, 0 otherwise) are what goodput and ETTR charge the interruption
 (:func:`~gpusre.models.reliability.training_runs.interruption_losses`): GPUs × the expected work since
 the last checkpoint — checkpoint phase unknown: ``t − t²/2Δ`` for ``t < Δ``, else ``Δ/2``, with t the
 instance's elapsed time less its own start-up when it restarts its run
@@ -124,9 +140,12 @@ from typing import Any
 
 import polars as pl
 
-from gpusre.models.vocabulary import HEALTH_CHECK_KIND, INTERRUPTED_STATES, NODE_FAILURE_STATES, class_of
+from gpusre.models.vocabulary import (HEALTH_CHECK_KIND, INFRASTRUCTURE, INTERRUPTED_STATES, LOSS_ATTRIBUTIONS,
+                                      NODE_FAILURE_STATES, PLANNED, PLANNED_CAUSE_CLASS, PLANNED_COMPONENT, class_of,
+                                      is_failure_incident)
 from gpusre.models.reliability.training_runs import lost_work_expr
-from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
+from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, PLANNED_SCHEMA, failure_events, periods_of,
+                                                 planned_evidence, severity_rank)
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
 from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, join_asof_same_part, load_fault_clears,
                                                     load_lasting_fault_actions, load_open_fault_kinds,
@@ -146,6 +165,7 @@ __all__ = [
     "GRACE_CLASSES",
     "NO_LOGS_RULE",
     "OPEN_FAULT_LOOKBACK",
+    "PLANNED_RULE",
     "RECOVERY_GRACE",
     "SUSPECTED_COMPONENT",
     "AttributionEvidence",
@@ -212,6 +232,8 @@ COLLECTIVE_TIMEOUT = timedelta(minutes=30)
 #: The rule of a TIMEOUT job whose node had a lasting fault still open at its end (a port down, a GPU off
 #: the bus, with no recovery before the end): the job hung on it until its time limit (rule 1a).
 HUNG_RULE = "time limit reached while hung on a lasting fault"
+#: The rule of a job that planned maintenance of one of its nodes ended, with no fault of its own (rule 2p).
+PLANNED_RULE = "planned maintenance on its node"
 #: The rule of a heterogeneous-job component torn down with an infrastructure-killed sibling (rule 2d).
 HET_SIBLING_RULE = "het-job sibling component killed by the infrastructure"
 #: The rule of a job with a non-zero exit and an Xid/SXid code the catalog does not know on its nodes
@@ -463,6 +485,9 @@ class AttributionEvidence:
     uncatalogued: pl.DataFrame
     #: :data:`LOG_DAYS_SCHEMA`: the (node, UTC day) pairs the node logs cover; None = unknown (all covered).
     log_days: pl.DataFrame | None = None
+    #: :data:`~gpusre.models.failures.hw_incidents.PLANNED_SCHEMA`: the nodes' planned-maintenance periods
+    #: (rule 2p); None = none known.
+    planned: pl.DataFrame | None = None
 
 
 def prepare_evidence(
@@ -470,15 +495,24 @@ def prepare_evidence(
     incidents: pl.DataFrame,
     node_states: pl.DataFrame | None = None,
     log_days: pl.DataFrame | None = None,
+    planned: pl.DataFrame | None = None,
 ) -> AttributionEvidence:
     """The evidence of :func:`attribute_failures_with` (arguments as :func:`attribute_failures`'s).
+
+    ``planned``: the nodes' planned-maintenance periods
+    (:func:`~gpusre.models.failures.hw_incidents.planned_maintenance`): the failure lines logged in them
+    (:func:`~gpusre.models.failures.hw_incidents.planned_evidence`) are no evidence, and a job ending in one
+    is the maintenance's (rule 2p).
 
     ``log_days``: :data:`LOG_DAYS_SCHEMA` rows, the (node, UTC day) pairs with at least one node-log
     line (``raw.record_days``; an empty frame when no node log was loaded); the nodes' event days are
     added (a node that logged an event logged a line). ``None``: coverage unknown, every node covered."""
     # failure_events keeps EVENT_SCHEMA's columns: the part each line names comes back by event id.
     parts = with_parts(events).select("event_id", *(c for c in PART_COLUMNS if c not in EVENT_SCHEMA))
-    infra = failure_events(events).join(parts.unique("event_id"), on="event_id", how="left", maintain_order="left")
+    infra = failure_events(events)
+    # The maintenance's own lines (a link dropped by the flash on a drained node) are no fault's evidence.
+    infra = (infra.join(planned_evidence(infra, planned), on="event_id", how="anti")
+             .join(parts.unique("event_id"), on="event_id", how="left", maintain_order="left"))
     if log_days is not None:
         # A node that logged an event that day logged a line (hand-built event tables have no record days).
         log_days = pl.concat([
@@ -490,6 +524,7 @@ def prepare_evidence(
     # A port down until it is back ACTIVE; a GPU off the bus (an action saying reset or reboot) until the
     # node reboots or is back in service.
     lasting = pl.col("kind").is_in(load_open_fault_kinds()) | pl.col("action").is_in(load_lasting_fault_actions())
+    uncatalogued = events.filter((pl.col("cause_class") == "unknown") & pl.col("kind").is_in(["xid", "sxid"]))
     return AttributionEvidence(
         failures=_indexed(infra),
         open_failures=_indexed(infra.filter(lasting)),
@@ -508,9 +543,9 @@ def prepare_evidence(
         ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
         outages=outages,
         clearings=_clearings(events, outages),
-        uncatalogued=_indexed(events.filter(
-            (pl.col("cause_class") == "unknown") & pl.col("kind").is_in(["xid", "sxid"]))),
+        uncatalogued=_indexed(uncatalogued.join(planned_evidence(uncatalogued, planned), on="event_id", how="anti")),
         log_days=log_days,
+        planned=planned.select(pl.col(c).cast(t) for c, t in PLANNED_SCHEMA.items()) if planned is not None else None,
     )
 
 
@@ -520,9 +555,11 @@ def attribute_failures(
     incidents: pl.DataFrame,
     node_states: pl.DataFrame | None = None,
     log_days: pl.DataFrame | None = None,
+    planned: pl.DataFrame | None = None,
     **rules: Any,
 ) -> pl.DataFrame:
-    """Attribute every job's end to infrastructure, the user, unknown or none (rules in the module docstring).
+    """Attribute every job's end to infrastructure, planned maintenance, the user, unknown or none (rules in the
+    module docstring).
 
     Args:
         jobs: as :func:`attribute_failures_with`.
@@ -534,12 +571,13 @@ def attribute_failures(
             site ingests no Slurm node-state history.
         log_days: the node logs' coverage (:func:`prepare_evidence`; rules 4a, 7b); ``None``: unknown,
             every node counts as covered.
+        planned: the nodes' planned-maintenance periods (:func:`prepare_evidence`; rule 2p); ``None``: none.
         rules: the keyword arguments of :func:`attribute_failures_with`.
 
     Returns:
         As :func:`attribute_failures_with`.
     """
-    return attribute_failures_with(jobs, prepare_evidence(events, incidents, node_states, log_days), **rules)
+    return attribute_failures_with(jobs, prepare_evidence(events, incidents, node_states, log_days, planned), **rules)
 
 
 def attribute_failures_with(
@@ -573,7 +611,7 @@ def attribute_failures_with(
     Returns:
         One row per input job: :data:`ATTRIBUTION_SCHEMA` (plus ``instance_no`` after ``job_id``
         when the input has it); ``evidence_event_ids`` sorted, empty when none; ``lost_gpu_hours``
-        of an infrastructure row as if it were its run's first instance with no restart after it
+        of an infrastructure or planned row as if it were its run's first instance with no restart after it
         (:func:`with_run_losses` knows the runs).
     """
     keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
@@ -771,6 +809,16 @@ def attribute_failures_with(
         .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"))
     )
 
+    # (rule 2p) Jobs that ended in planned maintenance of one of their nodes, from ``before`` ahead of its
+    # start (the root cancel as the drain begins, a NODE_FAIL as the reboot's kill is accounted) to its end.
+    if evidence.planned is None or evidence.planned.is_empty():
+        planned_jobs = pl.DataFrame(schema={"_j": pl.UInt32})
+    else:
+        planned_jobs = (periods_of(job_nodes, evidence.planned)
+                        .filter((pl.col("end_ts") >= pl.col("_pm_start") - before)
+                                & (pl.col("_pm_end").is_null() | (pl.col("end_ts") <= pl.col("_pm_end"))))
+                        .select("_j").unique())
+
     # Jobs a node of which logged no line on the end day: no evidence there is no evidence (rules 4a, 7b).
     if evidence.log_days is None:
         unlogged_jobs = pl.DataFrame(schema={"_j": pl.UInt32})
@@ -780,10 +828,17 @@ def attribute_failures_with(
     j = (j.join(infra_by_job, on="_j", how="left").join(covering, on="_j", how="left")
          .join(user_by_job, on="_j", how="left").join(outage_by_job, on="_j", how="left")
          .join(hung_by_job, on="_j", how="left").join(uncatalogued_by_job, on="_j", how="left")
-         .join(unlogged_jobs.with_columns(pl.lit(True).alias("_unlogged")), on="_j", how="left"))
+         .join(unlogged_jobs.with_columns(pl.lit(True).alias("_unlogged")), on="_j", how="left")
+         .join(planned_jobs.with_columns(pl.lit(True).alias("_planned")), on="_j", how="left"))
     unlogged = pl.col("_unlogged").fill_null(False)
     has_infra = pl.col("_infra_ids").is_not_null() | pl.col("incident_id").is_not_null()
     has_user = pl.col("_user_ids").is_not_null()
+    # Evidence of a fault, not an operator's "not a failure" (the maintenance written in incidents.csv).
+    has_fault = pl.col("_infra_ids").is_not_null() | (
+        pl.col("incident_id").is_not_null() & is_failure_incident(pl.col("_inc_class")))
+    # (rule 2p) A NODE_FAIL in maintenance is its reboot, whatever the application logged before it died.
+    in_planned = (pl.col("_planned").fill_null(False) & ~has_fault & pl.col("_state_component").is_null()
+                  & (~has_user | state.is_in(NODE_FAILURE_STATES)))
     infra_class = class_of(pl.coalesce("_inc_component", "_ev_component"))
     # (rule 1c) the user's crash on a node the storage/network fault also touched
     user_beside_infra = (
@@ -806,7 +861,8 @@ def attribute_failures_with(
         (has_infra & has_user & infra_class.is_in(list(UNRELATED_TO_APP_ERRORS)) & user_beside_infra,
          decide("user", "user-application event; the storage/network fault beside it cannot cause it",
                 pl.col("_user_component"), "user_application")),
-        (has_infra, decide("infrastructure",
+        (in_planned, decide(PLANNED, PLANNED_RULE, PLANNED_COMPONENT, PLANNED_CAUSE_CLASS)),
+        (has_infra, decide(INFRASTRUCTURE,
                            pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
                            .otherwise(pl.lit("incident covers job end")),
                            pl.coalesce("_inc_component", "_ev_component"), pl.coalesce("_inc_class", "_ev_class"))),
@@ -837,7 +893,9 @@ def attribute_failures_with(
         .otherwise(pl.col("_infra_ids")).alias("_infra_ids"))
     j = _with_het_siblings(j, keys, clock_skew)
 
-    infra_rows = pl.col("attribution") == "infrastructure"
+    infra_rows = pl.col("attribution") == INFRASTRUCTURE
+    # Planned maintenance loses work too: charged as its own class, never as a failure.
+    loss_rows = pl.col("attribution").is_in(list(LOSS_ATTRIBUTIONS))
     elapsed = pl.coalesce(
         pl.col("elapsed_s"), (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds(), pl.lit(0)
     ).cast(pl.Float64)
@@ -864,7 +922,7 @@ def attribute_failures_with(
         pl.when(infra_rows).then(pl.col("incident_id")).alias("incident_id"),
         evidence.alias("evidence_event_ids"),
         pl.when(infra_rows).then(pl.col("_state_evidence")).alias("evidence_node_state"),
-        pl.when(infra_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
+        pl.when(loss_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
     )
     none_rows = not_candidates.select(
         "_j", *keys, "state", "end_ts", "n_gpus",

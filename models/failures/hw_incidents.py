@@ -70,6 +70,13 @@ Merging (:func:`merge_incidents`), in this order:
        kept (``n_events`` = 0; not the "not a failure" rows of rule 6): a human saw an outage the logs do not show, and attribution should
        still see it; their scope is ``node`` for one named node, ``cluster`` for none (the whole
        cluster), ``nodes`` for several (how far it spread is not known).
+    0. *Planned maintenance* (``planned``, :func:`planned_maintenance`): failure evidence a node logs while
+       it is in planned maintenance — the firmware flash that drops a link or loses a GPU on a node drained
+       for it — is the maintenance's work, not a fault (:func:`planned_evidence`): it makes no incident, so
+       no MTBF failure, repair time or to-do. The lines stay in ``core.node_events``. A fault logged before the
+       maintenance began is a failure: its evidence inside the maintenance, chained to it (same node and
+       component, gaps of at most ``window``), stays with it. A fault still logged after the maintenance
+       ended is a failure from its first line after it.
     6. *Not a failure*: an operator row whose component is one of
        :data:`~gpusre.models.vocabulary.NOT_A_FAILURE_WORDS` (``none``, ``false_positive``, ``not_a_failure``)
        folds the event incidents it overlaps by the same rule (same nodes — none = all — and overlapping
@@ -111,6 +118,7 @@ from gpusre.models.logs.event_catalog import (
 from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
 from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.reliability.node_availability import MaintenanceSpan, down_segments
 from gpusre.models.reliability.repair_times import PART_COLUMNS, join_asof_same_part, recovery_lines, with_parts
 
 __all__ = [
@@ -121,6 +129,7 @@ __all__ = [
     "MEMBERSHIP_SCHEMA",
     "OPERATOR_NODES_SCOPE",
     "OPERATOR_SCHEMA",
+    "PLANNED_SCHEMA",
     "FABRIC_SIMULTANEITY",
     "NVLINK_DOMAIN_CLASSES",
     "RACK_CLASSES",
@@ -132,6 +141,9 @@ __all__ = [
     "merge_incidents",
     "not_a_failure_events",
     "operator_incident_id",
+    "periods_of",
+    "planned_evidence",
+    "planned_maintenance",
     "severity_rank",
     "span_islands",
 ]
@@ -190,6 +202,13 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "cause_class": pl.String(),
     "severity": pl.String(),
     "action": pl.String(),
+}
+#: Planned-maintenance periods (:func:`planned_maintenance`): one row per node and period; ``node`` null =
+#: every node (a cluster.yaml window naming none, without a fleet list to expand it).
+PLANNED_SCHEMA: dict[str, pl.DataType] = {
+    "node": pl.String(),
+    "start_ts": pl.Datetime("us", "UTC"),
+    "end_ts": pl.Datetime("us", "UTC"),
 }
 #: Output of :func:`merge_incidents` (first frame).
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {
@@ -992,6 +1011,88 @@ def not_a_failure_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> p
     return membership.join(dismissed, on="incident_id", how="semi").select(pl.col("event_id").cast(pl.Int64)).unique()
 
 
+def planned_maintenance(states: pl.DataFrame | None, windows: Sequence[MaintenanceSpan], as_of: datetime | None,
+                        nodes: Sequence[str] | None = None) -> pl.DataFrame:
+    """Each node's planned-maintenance periods (:data:`PLANNED_SCHEMA`): the one definition node availability,
+    MTBF exposure and goodput's ``maintenance_gpu_hours`` take out, reused here.
+
+    With Slurm node-state history (``states``: ``core.node_states`` rows, non-empty), the down time
+    :func:`~gpusre.models.reliability.node_availability.down_segments` classes ``maintenance``: a state whose
+    reason class is maintenance (``catalog/drain_reasons.csv``) from its start to its end (ongoing: ``as_of``),
+    and any down time inside a cluster.yaml window. A node that stayed in service through a window was
+    exposed (MTBF counts its hours) and its faults count. Without node states, the cluster.yaml ``windows``
+    naming the node, as MTBF exposure subtracts them then (``nodes``: the fleet a window naming none
+    covers; None leaves such a window's ``node`` null = every node).
+
+    >>> from datetime import datetime, timezone
+    >>> t = lambda h: datetime(2026, 11, 25, h, tzinfo=timezone.utc)
+    >>> states = pl.DataFrame({"node": ["n1", "n2"], "start_ts": [t(6), t(1)], "end_ts": [t(12), t(2)],
+    ...                        "availability_class": ["maintenance", "hardware"]})
+    >>> [(n, a.hour, b.hour) for n, a, b in planned_maintenance(states, [], t(23)).rows()]
+    [('n1', 6, 12)]
+    """
+    if states is not None and states.height and as_of is not None:
+        segments = down_segments(states, as_of, windows).filter(pl.col("availability_class") == "maintenance")
+        # down_segments cuts at window edges and attribution changes: touching pieces are one period.
+        seg = segments.select("node", "start_ts", "end_ts").sort("node", "start_ts")
+        gap = pl.col("start_ts") > pl.col("end_ts").cum_max().shift(1).over("node")
+        periods = (seg.with_columns(gap.fill_null(True).cum_sum().alias("_p"))
+                   .group_by("node", "_p").agg(pl.col("start_ts").min(), pl.col("end_ts").max()).drop("_p"))
+    else:
+        fleet = list(nodes) if nodes else None
+        rows = [(n, w.start, w.end) for w in windows
+                for n in (sorted(w.nodes) if w.nodes is not None else (fleet or [None]))]
+        periods = pl.DataFrame(rows, schema={"node": pl.String, "start_ts": pl.Datetime("us", "UTC"),
+                                             "end_ts": pl.Datetime("us", "UTC")}, orient="row")
+    return periods.select(pl.col(c).cast(t) for c, t in PLANNED_SCHEMA.items()).sort("node", "start_ts", nulls_last=True)
+
+
+def periods_of(frame: pl.DataFrame, planned: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (with ``node``) joined with the planned-maintenance periods of its node (:data:`PLANNED_SCHEMA`,
+    columns ``_pm_start``, ``_pm_end``): a period with a null ``node`` is every node's."""
+    p = planned.select("node", pl.col("start_ts").alias("_pm_start"), pl.col("end_ts").alias("_pm_end"))
+    return pl.concat([frame.join(p.drop_nulls("node"), on="node"),
+                      frame.join(p.filter(pl.col("node").is_null()).drop("node"), how="cross")])
+
+
+def planned_evidence(failures: pl.DataFrame, planned: pl.DataFrame | None,
+                     window: timedelta = timedelta(minutes=30)) -> pl.DataFrame:
+    """``event_id`` of the failure events (:func:`failure_events`) that are the maintenance's work, not failure
+    evidence: logged while their node was in planned maintenance (``planned``, :func:`planned_maintenance`:
+    from a period's start to its end, inclusive), unless they continue a fault logged before it — a chain of
+    the same node and component, gaps of at most ``window`` (the incident window), holding an earlier line
+    outside any planned period: a fault found before the drain began is a failure, and its lines in the
+    maintenance are still its lines. Lines after the period count again: a GPU still lost after the flash
+    is a failure from its first line after it.
+
+    >>> from datetime import datetime, timezone
+    >>> t = lambda h, m=0: datetime(2026, 11, 25, h, m, tzinfo=timezone.utc)
+    >>> ev = pl.DataFrame({"event_id": [1, 2, 3, 4], "node": ["n1", "n1", "n2", "n2"],
+    ...                    "component": ["network", "network", "gpu", "gpu"], "ts": [t(7, 50), t(12, 5), t(5, 55), t(6, 10)]})
+    >>> periods = pl.DataFrame({"node": ["n1", "n2"], "start_ts": [t(6), t(6)], "end_ts": [t(12), t(12)]})
+    >>> planned_evidence(ev, periods)["event_id"].to_list()
+    [1]
+    """
+    out = pl.DataFrame(schema={"event_id": pl.Int64})
+    if planned is None or planned.is_empty() or failures.is_empty():
+        return out
+    ev = failures.select(pl.col("event_id").cast(pl.Int64), "node", "component",
+                         pl.col("ts").cast(pl.Datetime("us", "UTC")))
+    inside = (periods_of(ev.select("event_id", "node", "ts"), planned)
+              .filter(pl.col("ts").is_between(pl.col("_pm_start"), pl.col("_pm_end")))
+              .select("event_id").unique().with_columns(pl.lit(True).alias("_in")))
+    if inside.is_empty():
+        return out
+    key = ["node", "component"]
+    chained = (ev.join(inside, on="event_id", how="left").with_columns(pl.col("_in").fill_null(False))
+               .sort(*key, "ts", "event_id", nulls_last=True)
+               .with_columns(((pl.col("ts") - pl.col("ts").shift(1)).over(key) > window).fill_null(True)
+                             .cum_sum().over(key).alias("_chain"))
+               # lines outside maintenance so far in the chain: > 0 means the fault began before it
+               .with_columns((~pl.col("_in")).cast(pl.Int64).cum_sum().over(*key, "_chain").alias("_before")))
+    return chained.filter(pl.col("_in") & (pl.col("_before") == 0)).select("event_id").unique().sort("event_id")
+
+
 def _recoveries(events: pl.DataFrame) -> pl.DataFrame | None:
     """``node``, ``component_class``, ``_up``: the recovery lines (a port back ``ACTIVE``, a Lustre
     client reconnected) among ``events``; None when the events carry no ``kind``."""
@@ -1012,6 +1113,7 @@ def merge_incidents(
     episode_gap: timedelta = EPISODE_GAP,
     min_episode_runs: int = MIN_EPISODE_RUNS,
     outages: pl.DataFrame | None = None,
+    planned: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Merge failure events into incidents (rules in the module docstring).
 
@@ -1040,6 +1142,8 @@ def merge_incidents(
         min_episode_runs: failed runs that make a health-check episode with no other evidence a fault.
         outages: node outages from Slurm node states (``node``, ``outage_start_ts``, ``outage_end_ts``,
             as :func:`~gpusre.models.reliability.repair_times.node_outages` merges them), or None.
+        planned: the nodes' planned-maintenance periods (:func:`planned_maintenance`); their failure
+            evidence (:func:`planned_evidence`) is no incident (rule 0). None: no maintenance known.
 
     Returns:
         ``(incidents, membership)`` with :data:`INCIDENT_SCHEMA` and :data:`MEMBERSHIP_SCHEMA`,
@@ -1048,6 +1152,8 @@ def merge_incidents(
     # failure_events keeps EVENT_SCHEMA's columns: the part each line names (a NIC's PCI address and port)
     # comes back by event id, for the recoveries to be matched per part (_first_recovery).
     ev = failure_events(events)
+    # Rule 0: what a node logs while it is in planned maintenance is the maintenance's work.
+    ev = ev.join(planned_evidence(ev, planned, window), on="event_id", how="anti")
     parts = with_parts(events).select(pl.col("event_id").cast(pl.Int64),
                                       *(c for c in PART_COLUMNS if c not in EVENT_SCHEMA))
     ev = ev.join(parts.unique("event_id"), on="event_id", how="left", maintain_order="left")

@@ -11,7 +11,11 @@ four signals per node over ``[as_of − lookback, as_of)``:
 * ``hw_episodes`` — episodes of failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
 * ``infra_failed_jobs`` — jobs attributed to infrastructure that ran on the node, a run Slurm
   requeued included (a job killed twice counts once);
-* ``node_fail_jobs`` — jobs with a NODE_FAIL run on the node (requeued runs included).
+* ``node_fail_jobs`` — jobs with a NODE_FAIL run on the node (requeued runs included), but those planned
+  maintenance ended (attribution ``planned``: the maintenance reboot).
+
+None of them counts what a node logs in planned maintenance (``planned``: a firmware flash drops links and
+loses GPUs on purpose) nor a job the maintenance ended.
 
 Event signals count *episodes*, not lines: events of the node with gaps up to :data:`EPISODE_GAP`
 (1 h) are one episode, because one fault logs a burst of lines (Xid 79 + PCIe AER + "fallen off the
@@ -54,8 +58,8 @@ from functools import lru_cache
 import polars as pl
 
 from gpusre.models.logs.event_catalog import ACTIONS, load_log_patterns
-from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, severity_rank
-from gpusre.models.vocabulary import is_failure_incident, run_key_job
+from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, failure_events, planned_evidence, severity_rank
+from gpusre.models.vocabulary import PLANNED, is_failure_incident, run_key_job
 
 __all__ = ["EPISODE_GAP", "LOOKBACK", "MAD_SCALE", "QUIET_FACTOR", "RECOMMENDED_ACTIONS", "RMA_EPISODES", "SIGNALS",
            "SOFT_FIXES", "SUSPECT_SCHEMA", "WATCH_ACTION", "rma_action", "suspect_nodes"]
@@ -151,6 +155,7 @@ def suspect_nodes(
     fleet: Sequence[str] | None = None,
     accounting: bool = True,
     not_failure_events: pl.DataFrame | None = None,
+    planned: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Nodes whose failure signals over the lookback are ``z`` robust deviations above the fleet.
 
@@ -173,6 +178,10 @@ def suspect_nodes(
         not_failure_events: ``event_id`` of the events merged into incidents the operator marked not a
             failure (:func:`~gpusre.models.failures.hw_incidents.not_a_failure_events`): a cable test's
             link flap is no episode of its node. None: every event counts.
+        planned: the nodes' planned-maintenance periods
+            (:func:`~gpusre.models.failures.hw_incidents.planned_maintenance`): the failure lines a node logs in
+            them (:func:`~gpusre.models.failures.hw_incidents.planned_evidence`) are no episode, and a job ended by
+            the maintenance (attribution ``planned``, a NODE_FAIL of its reboot) no failed job. None: none known.
 
     Returns:
         Suspect nodes only, :data:`SUSPECT_SCHEMA`, by ``score`` descending then node. ``reason``
@@ -188,6 +197,11 @@ def suspect_nodes(
         attribution = attribution.filter(is_failure_incident())
 
     failures = failure_events(ev)
+    # The maintenance's own lines (a flash that drops a link on a drained node) are no failure of the node.
+    in_maintenance = planned_evidence(failures, planned)
+    if in_maintenance.height:
+        failures = failures.join(in_maintenance, on="event_id", how="anti")
+        ev = ev.join(in_maintenance, on="event_id", how="anti")
     # Xid/SXid lines of any kind (an Xid 64 is ecc_row_remap); informational ones only when escalated.
     escalated = failures.filter("escalated").select("event_id")
     xid = _episodes(ev.filter(
@@ -215,6 +229,8 @@ def suspect_nodes(
         jobs.filter((pl.col("end_ts") >= start) & (pl.col("end_ts") < as_of))
         .select(pl.col("job_id").cast(pl.String), "state", "nodes", pl.col("end_ts").cast(pl.Datetime("us", "UTC")))
         .join(attribution.select(pl.col("job_id").cast(pl.String), "attribution").unique("job_id"), on="job_id", how="left")
+        # a NODE_FAIL of the maintenance's reboot is no failure of the node
+        .filter(pl.col("attribution").ne_missing(PLANNED))
         .explode("nodes")
         .rename({"nodes": "node"})
         .drop_nulls("node")

@@ -24,7 +24,7 @@ from typing import Literal
 
 import polars as pl
 
-from gpusre.models.vocabulary import is_failure_incident
+from gpusre.models.vocabulary import INFRASTRUCTURE, is_failure_incident
 
 __all__ = ["IMPACT_SCHEMA", "TAXONOMY_SCHEMA", "failure_taxonomy", "incident_impact"]
 
@@ -96,7 +96,7 @@ def failure_taxonomy(incidents: pl.DataFrame, attribution: pl.DataFrame, period:
     per_incident = inc.filter(is_failure_incident()).group_by(keys).agg(
         pl.len().cast(pl.Int64).alias("incidents"), pl.col("n_events").sum().alias("events")
     )
-    infra = attribution.filter(pl.col("attribution") == "infrastructure")
+    infra = attribution.filter(pl.col("attribution") == INFRASTRUCTURE)
     with_incident = infra.filter(pl.col("incident_id").is_not_null()).select(
         "job_id", "incident_id", "lost_gpu_hours").join(inc.select("incident_id", *keys), on="incident_id", how="inner")
     without_incident = infra.filter(pl.col("incident_id").is_null()).select(
@@ -149,7 +149,7 @@ def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl
         return (incidents.select("incident_id")
                 .with_columns(pl.lit(None, t).alias(c) for c, t in IMPACT_SCHEMA.items() if c != "incident_id")
                 .select(pl.col(c).cast(t) for c, t in IMPACT_SCHEMA.items()).sort("incident_id"))
-    kills = attribution.filter((pl.col("attribution") == "infrastructure") & pl.col("incident_id").is_not_null())
+    kills = attribution.filter((pl.col("attribution") == INFRASTRUCTURE) & pl.col("incident_id").is_not_null())
     # A job killed twice by one incident (a requeued instance, then the job) is one affected job of
     # its GPUs; both losses count.
     per_job = kills.group_by("incident_id", "job_id").agg(pl.col("n_gpus").max(), pl.col("lost_gpu_hours").sum())

@@ -27,6 +27,9 @@ Per interruption the same two losses are the attribution marts' ``lost_gpu_hours
 interruptions (not preemption, which costs goodput but is no failure) they sum to these columns.
 
 User failures, cancellations and timeouts are the user's: their GPU-hours count as delivered.
+An instance planned maintenance ended (attribution ``planned``: the maintenance reboot's NODE_FAIL, a root
+cancel as the drain began) is no interruption here either: its lost work is shown as its own class in the
+attribution marts (``lost_gpu_hours`` of ``planned`` rows), not as a failure's.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from gpusre.models.accounting_span import capacity_hours_expr
-from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES
+from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES, INFRASTRUCTURE, PLANNED
 
 __all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
 
@@ -55,14 +58,17 @@ GOODPUT_SCHEMA: dict[str, pl.DataType] = {
 def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
     """Boolean per row of ``inst``: did the infrastructure (or preemption) end this instance?
 
-    ``attribution`` has ``job_id``, ``instance_no``, ``attribution`` for attributed instances.
+    ``attribution`` has ``job_id``, ``instance_no``, ``attribution`` for attributed instances. A NODE_FAIL
+    attributed to planned maintenance (``planned``: the maintenance reboot) is no infrastructure
+    interruption: its lost work is the maintenance's (the attribution marts' ``lost_gpu_hours`` of class
+    ``planned``), not ``lost_failure``.
     """
-    infra = attribution.filter(pl.col("attribution") == "infrastructure").select(
-        "job_id", "instance_no", pl.lit(True).alias("_infra"))
+    attr = attribution.select("job_id", "instance_no", "attribution").unique(["job_id", "instance_no"], keep="first")
     flagged = inst.select("job_id", "instance_no", "state").join(
-        infra, on=["job_id", "instance_no"], how="left", maintain_order="left")
-    return (flagged.get_column("state").is_in(INFRA_INTERRUPT_STATES)
-            | flagged.get_column("_infra").fill_null(False)).alias("infra_interrupted")
+        attr, on=["job_id", "instance_no"], how="left", maintain_order="left")
+    a = flagged.get_column("attribution")
+    return ((flagged.get_column("state").is_in(INFRA_INTERRUPT_STATES) & a.ne_missing(PLANNED))
+            | a.eq_missing(INFRASTRUCTURE)).alias("infra_interrupted")
 
 
 def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,

@@ -41,7 +41,7 @@ from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, charge_interruptions, ettr_runs, run_instances
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
 from gpusre.models.sources.slurm_events.ingest import events_as_of
-from gpusre.models.vocabulary import NODE_FAILURE_STATES, failure_incidents
+from gpusre.models.vocabulary import INFRASTRUCTURE, NODE_FAILURE_STATES, PLANNED, failure_incidents
 
 #: No job instances (no accounting): :func:`node_failure_rate` gets its hw_incidents rows only.
 _NO_INSTANCES = pl.DataFrame(schema={"n_gpus": pl.Int64, "infra_failure": pl.Boolean, "elapsed_eff_s": pl.Float64,
@@ -328,9 +328,11 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     attr = _instance_attribution(inputs)
     inst = inst.with_columns(pl.col("instance_no").cast(pl.Int32))
     inst = charge_interruptions(inst.with_columns(infra_interrupted(inst, attr)))
-    infra_fail = (inst.join(attr.filter(pl.col("attribution") == "infrastructure").select(
-        "job_id", "instance_no", pl.lit(True).alias("_a")), on=["job_id", "instance_no"], how="left")
-        .select((pl.col("state").is_in(NODE_FAILURE_STATES) | pl.col("_a").fill_null(False))
+    # A NODE_FAIL is the infrastructure's unless planned maintenance of its node ended it.
+    infra_fail = (inst.join(attr.select("job_id", "instance_no", pl.col("attribution").alias("_attribution")),
+                            on=["job_id", "instance_no"], how="left")
+        .select(((pl.col("state").is_in(NODE_FAILURE_STATES) & pl.col("_attribution").ne_missing(PLANNED))
+                 | (pl.col("_attribution") == INFRASTRUCTURE).fill_null(False))
                 .alias("infra_failure")).to_series())
     inst = inst.with_columns(infra_fail)
 

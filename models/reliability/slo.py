@@ -31,7 +31,7 @@ import polars as pl
 from gpusre.models.accounting_span import capacity_hours_expr
 from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT, ettr_definition
-from gpusre.models.vocabulary import run_key
+from gpusre.models.vocabulary import INFRASTRUCTURE, run_key
 
 __all__ = ["SloTarget", "SLO_DAILY_SCHEMA", "daily_sli_counts", "slo_daily"]
 
@@ -49,7 +49,8 @@ SLI_DEFINITIONS: dict[str, str] = {
                           "until its repair, as time to repair measures it)."),
     "job_infra_success": ("GPU job runs that ended that day and were not killed by the infrastructure, over all GPU "
                           "job runs that ended that day (a job's final run and the earlier runs Slurm requeued: a run "
-                          "a node failure killed counts as killed even when the job completed after its requeue)."),
+                          "a node failure killed counts as killed even when the job completed after its requeue; a run planned "
+                          "maintenance on its node ended, with no fault, is not killed by the infrastructure)."),
     "goodput": ("Productive GPU-hours over capacity GPU-hours minus planned maintenance (the SLO's budget is not "
                 "spent by planned maintenance, as node availability's is not; marts.goodput_daily.goodput keeps "
                 "maintenance in its capacity)."),
@@ -140,14 +141,14 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
         avail = avail.filter(pl.col("source") != "incidents")
     if not job_slis:
         return avail.with_columns(pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
-    infra = job_attribution.filter(pl.col("attribution") == "infrastructure").select("job_id", pl.lit(1).alias("_bad"))
+    infra = job_attribution.filter(pl.col("attribution") == INFRASTRUCTURE).select("job_id", pl.lit(1).alias("_bad"))
     all_runs = jobs.select("job_id", "start_ts", "end_ts")
     if earlier_runs is not None and earlier_runs.height:
         all_runs = pl.concat([all_runs.with_columns(pl.col("job_id").cast(pl.String)),
                               earlier_runs.select(run_key(), "start_ts", "end_ts")], how="vertical_relaxed")
         if earlier_attribution is not None and earlier_attribution.height:
             infra = pl.concat([infra.with_columns(pl.col("job_id").cast(pl.String)),
-                               earlier_attribution.filter(pl.col("attribution") == "infrastructure")
+                               earlier_attribution.filter(pl.col("attribution") == INFRASTRUCTURE)
                                .select(run_key(), pl.lit(1).alias("_bad"))], how="vertical_relaxed")
     ended = (all_runs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
              .join(infra, on="job_id", how="left")

@@ -5,7 +5,9 @@
 -- marts.hw_incidents and marts.failure_taxonomy count, so every section shows one figure per day.
 -- jobs counts failed jobs (final runs only: a requeued job that later completed is no failed job), runs
 -- every attributed run (jobs + the requeued runs), lost_gpu_hours the work lost over every run
--- (infrastructure failures only carry lost work). scope 'all' (day NULL) is the whole record, scope 'day'
+-- (infrastructure failures and 'planned' runs carry lost work). attribution 'planned' (planned maintenance
+-- on the run's node ended it, no fault: models/vocabulary.py ATTRIBUTIONS) is its own row, no failure: a
+-- reader of infrastructure failures reads attribution = 'infrastructure', never the '(all)' total. scope 'all' (day NULL) is the whole record, scope 'day'
 -- one UTC day of the run's end. attribution '(all)' and state '(all)' rows are the totals over
 -- attributions / states, so a report reads every count it shows instead of adding rows up.
 -- marts.instance_failure_attribution is written with marts.job_failure_attribution (assets/failures.py);

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.failures.attribution import NO_LOGS_RULE
-from gpusre.models.vocabulary import FAILED_STATES
+from gpusre.models.vocabulary import ATTRIBUTIONS, FAILED_STATES, INFRASTRUCTURE, PLANNED
 from gpusre.models.warehouse import select_columns, table_columns
 from gpusre.reports.kit.formatting import (
     MISSING,
@@ -32,7 +32,14 @@ from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta, summary_through
 
-_ATTRIBUTIONS = ("infrastructure", "user", "unknown")
+_ATTRIBUTIONS = ATTRIBUTIONS
+#: How the lead and the table name an attribution value (the others: as they are).
+_LABELS = {PLANNED: "planned maintenance"}
+
+
+def _label(attribution: str) -> str:
+    """'planned maintenance' for ``planned``; other values as they are."""
+    return _LABELS.get(attribution, attribution)
 
 _TOP_N_INFRA_JOBS = 20
 #: The total rows of marts.failure_attribution_summary.
@@ -46,13 +53,20 @@ def _requeued(row: dict[str, Any]) -> str:
 
 
 def _attribution_phrase(counts: dict[str, dict[str, Any]], total: int) -> str:
-    """'6 were infrastructure + 1 requeued run (2,310 GPU-h lost), 33 user, 2 unknown': failed jobs by
-    attribution, the requeued runs beside them, and the GPU-hours lost over all of those runs."""
+    """'6 were infrastructure + 1 requeued run (2,310 GPU-h lost), 2 planned maintenance (8 GPU-h lost), 33 user,
+    2 unknown': failed jobs by attribution, the requeued runs beside them, and the GPU-hours lost over all of
+    those runs (planned maintenance named only when it ended a run)."""
     none = {"n": 0, "runs": 0, "lost": 0.0}
-    infra = counts.get("infrastructure", none)
+    infra = counts.get(INFRASTRUCTURE, none)
     parts = [f"{fmt_int(infra['n'])} {'was' if infra['n'] == 1 else 'were'} infrastructure" + _requeued(infra)
              + (f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["runs"] else "")]
-    parts += [f"{fmt_int(counts.get(a, none)['n'])} {a}" + _requeued(counts.get(a, none)) for a in _ATTRIBUTIONS[1:]]
+    for a in _ATTRIBUTIONS[1:]:
+        c = counts.get(a, none)
+        if a == PLANNED:  # named only when maintenance ended any: no failure, but lost work
+            if c["runs"]:
+                parts.append(f"{fmt_int(c['n'])} {_label(a)}" + _requeued(c) + f" ({gpuh(c['lost'] or 0.0)} GPU-h lost)")
+            continue
+        parts.append(f"{fmt_int(c['n'])} {a}" + _requeued(c))
     other = total - sum(counts.get(a, {"n": 0})["n"] for a in _ATTRIBUTIONS)
     if other:
         parts.append(f"{fmt_int(other)} other")
@@ -150,7 +164,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     rows = []
     for a in attrs + [ALL]:
         tot = n.get((a, ALL), 0)
-        rows.append([Cell("Total" if a == ALL else sentence_case(str(a)))]
+        rows.append([Cell("Total" if a == ALL else sentence_case(_label(str(a))))]
                     + [Cell(fmt_int(n[(a, st)]) if n.get((a, st)) else MISSING) for st in states]
                     + [Cell(fmt_int(tot)), Cell(fmt_pct(tot / total if total else None))]
                     + ([Cell(fmt_int(runs.get((a, ALL), 0) - tot))] if with_requeued else [])
@@ -163,7 +177,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         caption=f"Failed jobs of {period} by attribution and final state. "
                 + ("Requeued runs: earlier runs of requeued jobs that failed (e.g. NODE_FAIL), attributed the same "
                    "way; no failed job, as Slurm ran the job again. " if with_requeued else "")
-                + "Lost GPU-hours count infrastructure failures only"
+                + "Lost GPU-hours count infrastructure failures and planned maintenance only (planned: jobs "
+                  "maintenance on their nodes ended, no failure)"
                 + (", over the jobs and the requeued runs" if with_requeued else "")
                 + ": the work since the last checkpoint + the restart overhead.",
     ))
@@ -173,7 +188,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     jobs = query_rows(con, f"""SELECT job_id, state, end_ts, n_gpus, component, cause_class, incident_id,
                                  len(evidence_event_ids) AS n_evidence, {cols}, rule, lost_gpu_hours
                           FROM marts.job_failure_attribution
-                          WHERE attribution = 'infrastructure' AND {utc_day_sql('end_ts')} = ?
+                          WHERE attribution = '{INFRASTRUCTURE}' AND {utc_day_sql('end_ts')} = ?
                           ORDER BY lost_gpu_hours DESC NULLS LAST, end_ts, job_id""", [meta.report_date])
     if jobs:
         shown = jobs[:_TOP_N_INFRA_JOBS]

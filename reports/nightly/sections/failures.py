@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import duckdb
 
-from gpusre.models.vocabulary import FAILED_STATES
+from gpusre.models.vocabulary import FAILED_STATES, INFRASTRUCTURE, LOSS_ATTRIBUTIONS, PLANNED
 from gpusre.models.warehouse import select_columns
 from gpusre.reports.kit.formatting import (
     MISSING,
@@ -28,6 +28,8 @@ from gpusre.reports.nightly.meta import NightlyMeta, job_totals, reason_text
 
 _TOP_N_FAILURES = 20
 _ATTRIBUTION_COLUMNS = ["job_id", "attribution", "lost_gpu_hours"]
+#: An attribution value as the table names it (the others: as they are).
+_ATTRIBUTION_LABELS = {PLANNED: "planned maintenance"}
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -52,7 +54,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                                FROM core.jobs AS j LEFT JOIN {attr} AS a ON a.job_id = j.job_id
                                WHERE j.end_day = ? AND list_contains(?, j.state) AND j.n_gpus > 0
                                  AND j.end_ts IS NOT NULL
-                               ORDER BY a.attribution = 'infrastructure' DESC NULLS LAST,
+                               ORDER BY a.attribution = '{INFRASTRUCTURE}' DESC NULLS LAST,
                                         a.lost_gpu_hours DESC NULLS LAST, j.gpu_hours DESC NULLS LAST, j.job_id
                                LIMIT {_TOP_N_FAILURES}""",
                       [meta.report_date, list(FAILED_STATES)])
@@ -87,13 +89,14 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(truncate(r["name"], 40), title=r["name"]), Cell(fmt_int(r["n_gpus"])),
           Cell(fmt_duration(r["elapsed_s"]), mono=True), state_cell(r["state"]),
           Cell(MISSING if r["exit_code"] is None else f"{r['exit_code']}:{r['exit_signal'] or 0}", mono=True),
-          Cell(sentence_case(r["attribution"]) if r["attribution"] else MISSING), Cell(fmt_num(r["gpu_hours"])),
-          Cell(fmt_num(r["lost_gpu_hours"]) if r["attribution"] == "infrastructure" else MISSING)] for r in rows],
+          Cell(sentence_case(_ATTRIBUTION_LABELS.get(r["attribution"], r["attribution"])) if r["attribution"]
+               else MISSING), Cell(fmt_num(r["gpu_hours"])),
+          Cell(fmt_num(r["lost_gpu_hours"]) if r["attribution"] in LOSS_ATTRIBUTIONS else MISSING)] for r in rows],
         caption=f"Top {len(rows)} of {fmt_int(agg['n'])} failed jobs: those the infrastructure failed first, then by "
                 "lost and used GPU-hours; exit code as code:signal. Attribution as in \u201cWhy jobs failed\u201d "
                 "(marts.job_failure_attribution"
                 + (f"; {reason_text(status)}" if status else "")
-                + "); lost GPU-hours for infrastructure failures only.",
+                + "); lost GPU-hours for infrastructure failures and planned maintenance (no failure) only.",
     ))
     return sec
 
