@@ -35,7 +35,9 @@ KIND_LABELS = {"xid": "Xid", "sxid": "SXid", "ecc_row_remap": "ECC row remap", "
                 "health_check": "NHC health check", "pcie_aer": "PCIe AER", "lustre_error": "Lustre error",
                 "kernel_panic": "kernel panic", "oom_kill": "OOM kill", "slurmd_error": "slurmd error",
                 "nic_link_down": "NIC link down", "edac_ce": "EDAC corrected", "edac_ue": "EDAC uncorrected",
-                "mce": "MCE", "gsp_timeout": "GSP timeout"}
+                "mce": "MCE", "gsp_timeout": "GSP timeout", "lustre_disconnect": "Lustre connection lost",
+                "storage_quota": "quota / file system full", "storage_user_error": "file-system user error",
+                "ipoib_mcast_join_failed": "IPoIB multicast join failed"}
 
 
 def as_utc(ts: datetime | None) -> datetime | None:

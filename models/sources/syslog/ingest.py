@@ -39,6 +39,7 @@ from gpusre.models.ingest.staging import (IngestPlan, StagedFile, clear_staged, 
 from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA, PLACEHOLDER_HOST, REJECT_SCHEMA, SyslogBatchResult,
                                                SyslogInput, host_from_filename,
                                                parse_syslog_batch)
+from gpusre.models.sources.syslog.link_states import with_logical_link_losses
 from gpusre.models.logs.templates import TemplateConfig, TemplateMiner, canonical_forms, distinct_first_seen
 from gpusre.models.warehouse import append_arrow, transaction
 from gpusre.models.ingest.lake import delete_lake_files, remove_unlisted_files, version_files, write_file_sets
@@ -161,6 +162,9 @@ def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping)
         node = pl.select(pl.when(lines["host"].is_in(placeholders.implode()) & by_file.is_not_null())
                          .then(by_file).otherwise(node)).to_series().alias("node")
     rows = pl.concat([lines.with_columns(node=node, message_key=keys), events], how="horizontal")
+    # A port leaving ACTIVE for INIT/ARMED (the subnet manager dropped it) is a link loss; the same
+    # lines at a bring-up are not: only the port's previous state tells (link_states).
+    rows = with_logical_link_losses(rows)
     seen = (rows.select("source_file", "message_key").with_row_index("seq")
             .unique(["source_file", "message_key"], keep="first", maintain_order=True)
             .join(distinct, on="message_key", how="left", maintain_order="left"))
