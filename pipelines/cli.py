@@ -48,6 +48,9 @@ def _run(landing: Path, warehouse: Path, reports: Path, workers: int | None = No
     if (refusal := catalog_clash_error(warehouse)) is not None:  # before any file is made next to it
         print(f"gpusre: error: {refusal}", file=sys.stderr)
         return EXIT_USAGE
+    if (problem := _reports_dir_error(reports)) is not None:  # before the ingest, not after it
+        print(f"gpusre: error: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     # The run lock first, before Dagster is imported (seconds): a second run is refused at once.
     with warehouse_lock(warehouse, _progress):
         return _run_locked(landing, warehouse, reports, workers)
@@ -131,6 +134,16 @@ def _default_workers() -> int | None:
     return max(1, int(env)) if env and env.isdigit() else None
 
 
+def _reports_dir_error(reports: Path) -> str | None:
+    """Create the report directory up front; the one-line reason when it cannot be (its parent is a file,
+    no permission): found before the ingest, not after it as a failed roll-up."""
+    try:
+        reports.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"{reports}: cannot create the report directory ({exc.strerror or exc})"
+    return None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     reports = Path(args.reports) if args.reports else Path(args.warehouse).parent / "reports"
     return _run(Path(args.landing), Path(args.warehouse), reports, args.workers)
@@ -194,7 +207,19 @@ def _render_report(warehouse_arg: str, render: Callable[[duckdb.DuckDBPyConnecti
 
 def _cmd_report_nightly(args: argparse.Namespace) -> int:
     from gpusre.reports.nightly import render_nightly_report
+    from gpusre.reports.nightly.meta import data_days
 
+    if args.date is not None:
+        # A day outside the data would render every count as a quiet night ("To do: nothing"): refused.
+        _, con = _open_warehouse(args.warehouse, read_only=True)
+        try:
+            first, last = data_days(con)
+        finally:
+            con.close()
+        if first is not None and last is not None and not first <= args.date <= last:
+            print(f"gpusre: error: {args.date.isoformat()} is outside the data ({first.isoformat()} … "
+                  f"{last.isoformat()}): no source has a record that day to report on", file=sys.stderr)
+            return EXIT_FAILED
     return _render_report(args.warehouse, lambda con, label: render_nightly_report(
         con, Path(args.out), report_date=args.date, warehouse_label=label), read_only=False)
 
@@ -373,7 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     nightly = report_sub.add_parser("nightly", help="nightly HTML + Markdown report")
     nightly.add_argument("--warehouse", required=True)
     nightly.add_argument("--out", required=True)
-    nightly.add_argument("--date", type=_iso_date, help="report day (default: latest day with data)")
+    nightly.add_argument("--date", type=_iso_date, help="report day (default: the last UTC day Slurm accounting covers completely; without "
+                              "accounting, the last day every dense source covers completely)")
     nightly.set_defaults(func=_cmd_report_nightly)
     slo = report_sub.add_parser("slo", help="SLO review HTML + Markdown report for a window of days")
     slo.add_argument("--warehouse", required=True)

@@ -83,6 +83,8 @@ class RunSummary:
     rows_loaded: int = 0
     rows_rejected: int = 0  # records rejected this run, every source
     log_lines_loaded: int = 0
+    #: Sources whose landing folder does not exist: said as such, not as "0 new/changed file(s)" (a quiet night).
+    absent_sources: frozenset[str] = frozenset()
     node_events: int = 0
     jobs: int = 0
     days_recomputed: int = 0
@@ -433,8 +435,10 @@ def _run_locked(landing: Path, warehouse: Path, reports: Path, progress: Callabl
     home = dagster_home(warehouse)
     job_args = {"warehouse": str(warehouse), "landing": str(landing), "reports": str(reports), "workers": workers}
     with _instance(home) as instance:
-        return _run_jobs(defs, instance, warehouse, progress, started, RunSummary(dagster_home=home),
-                         job_args if workers > 1 else None)
+        # Folder sources only: incidents.csv is an operator's optional file, absent on most sites.
+        absent = frozenset(s.name for s in SOURCES if "." not in s.landing and not (landing / s.landing).exists())
+        return _run_jobs(defs, instance, warehouse, progress, started,
+                         RunSummary(dagster_home=home, absent_sources=absent), job_args if workers > 1 else None)
 
 
 def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Path,
@@ -458,7 +462,12 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
              f"{summary.rows_rejected:,} records rejected; core.jobs {summary.jobs:,} jobs (every state, CPU jobs and "
              f"jobs cancelled while pending too), {summary.node_events:,} node events ({time.monotonic() - t0:.1f} s)")
     for source in SOURCES:
-        progress(f"      {summary.sources[source.name].line(source.name, source.label)}")
+        src = summary.sources[source.name]
+        if source.name in summary.absent_sources and not src.files_changed:
+            progress(f"      {source.name}: no {source.landing}/ folder in the landing directory: nothing of this "
+                     "source was collected")
+        else:
+            progress(f"      {src.line(source.name, source.label)}")
 
     con = connect(warehouse)
     try:

@@ -175,6 +175,9 @@ def test_nightly_without_accounting_says_unknown(runs: dict[str, Path]) -> None:
     assert "0.0 %" not in checks
     taxonomy = _section(md, "Failure taxonomy")
     assert "unknown: no Slurm accounting" in taxonomy and "0 infrastructure-failed jobs" not in taxonomy
+    # the failed jobs of the night are unknown, not "No GPU job ended in FAILED ..."
+    assert "No GPU job ended in" not in md
+    assert re.search(r"The failed GPU jobs of \d{4}-\d\d-\d\d are unknown: no Slurm accounting", md)
     # the full run shows numbers
     full = _visible(_nightly(runs["full"]))
     assert "unknown: no Slurm accounting" not in full

@@ -171,7 +171,7 @@ def test_user_failures_alone_raise_no_alarm(tmp_path: Path) -> None:
     assert entries["Hardware incidents"] == entries["Nodes failing again"] == unknown
     assert entries["To do"] == unknown + "."
     assert entries["Jobs the infrastructure killed"] == "no job failed."
-    assert sec.lead == "On 2026-10-30: 0 jobs killed by the infrastructure."
+    assert sec.lead == "On 2026-10-30: hardware incidents unknown, 0 jobs killed by the infrastructure."
     con.close()
 
 

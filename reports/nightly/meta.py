@@ -4,7 +4,7 @@ the warehouse holds (node states, alerts), and the one GPU job total (marts.job_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import duckdb
@@ -197,3 +197,96 @@ def total_cells(con: duckdb.DuckDBPyConnection, *, runs: bool = False) -> list[C
     return [Cell("All GPU jobs"), Cell(fmt_int(tot["gpu_jobs"])), Cell(fmt_pct(1.0 if tot["gpu_jobs"] else None)),
             *([Cell(fmt_int(tot["gpu_runs"]))] if runs else []),
             Cell(fmt_num(tot["gpu_hours"])), Cell(fmt_pct(1.0 if tot["gpu_hours"] else None))]
+
+
+def nightly_report_day(con: duckdb.DuckDBPyConnection) -> date | None:
+    """The default report day of the nightly: the last UTC day Slurm accounting covers completely
+    (marts.day_coverage.accounting_complete) or every dense source does — a node log that stopped at
+    midnight leaves the next day without node data, and re-rendering the day before in silence read as a
+    quiet night; the report then says at the top which sources have nothing for the day
+    (:func:`sources_without_day`). Without accounting, :func:`latest_complete_day`'s rule."""
+    if table_status(con, "marts.day_coverage") is None and scalar(
+            con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'marts' AND table_name = 'day_coverage' "
+                 "AND column_name = 'accounting_complete'"):
+        day = scalar(con, "SELECT max(day) FROM marts.day_coverage WHERE accounting_complete OR NOT partial")
+        if day is not None:
+            return day
+    return latest_complete_day(con)
+
+
+def data_days(con: duckdb.DuckDBPyConnection) -> tuple[date | None, date | None]:
+    """The first and last UTC day any source has a record on (``raw.record_days``; ``None, None`` when none)."""
+    if table_status(con, "raw.record_days") is not None:
+        return None, None
+    row = query_rows(con, "SELECT min(day) AS a, max(day) AS b FROM raw.record_days WHERE records > 0")
+    return (row[0]["a"], row[0]["b"]) if row else (None, None)
+
+
+#: What a source that has nothing for the report day leaves unknown, by source kind.
+SOURCE_UNKNOWNS: dict[str, str] = {
+    "sacct": "the jobs that ended, failed or were killed by the infrastructure are unknown",
+    "syslog": "hardware incidents, node events and the cause of failed jobs are unknown",
+    "slurm_events": "node availability and drains are unknown",
+    "alerts": "alert incidents are unknown",
+}
+#: A source's name inside a sentence, by source kind.
+SOURCE_NAMES: dict[str, str] = {"sacct": "Slurm accounting", "syslog": "node logs",
+                                "slurm_events": "node-state history", "alerts": "alert data"}
+
+
+def sources_without_day(con: duckdb.DuckDBPyConnection, day: date) -> dict[str, str]:
+    """The sources that loaded records but have none for ``day``, each with why ('they end on 2026-11-10',
+    'they begin on 2026-11-12', 'none that day'), from marts.data_freshness (first and last record, empty
+    days). A day a loaded file is named for (or a later one, past the last record) counts as covered (a file read and found empty: a quiet day);
+    a sparse source (alerts, node states) is quiet, not missing, on an empty day inside its span."""
+    from gpusre.models.day_coverage import loaded_file_days
+    from gpusre.reports.coverage import freshness_rows
+
+    out: dict[str, str] = {}
+    for r in freshness_rows(con):
+        if not r["records"] or r["first_record_ts"] is None or r["last_record_ts"] is None:
+            continue
+        first = r["first_record_ts"].astimezone(timezone.utc).date()
+        last = r["last_record_ts"].astimezone(timezone.utc).date()
+        if day > last:
+            why = f"the last record is on {last.isoformat()}"
+        elif day < first:
+            why = f"the first record is on {first.isoformat()}"
+        elif r["dense"] and day in (r["empty_days"] or []):
+            why = "no record that day"
+        else:
+            continue
+        cut = r.get("history_end_ts")
+        if cut is not None and cut >= datetime.combine(day + timedelta(days=1), datetime.min.time(), timezone.utc) \
+                - timedelta(hours=1):
+            continue  # a node-state dump cut at that day's end saw all of it: no event is a quiet day
+        named = loaded_file_days(con, r["source_kind"])
+        if day in named or (day > last and any(d >= day for d in named)):
+            continue  # a file for that day (or later) was read and held nothing for it: quiet, not missing
+        out[r["source_kind"]] = why
+    return out
+
+
+def day_source_warnings(con: duckdb.DuckDBPyConnection, day: date) -> list[str]:
+    """A sentence for the top of the report per source with no data for ``day`` (:func:`sources_without_day`),
+    with what that leaves unknown; [] when every loaded source has some."""
+    return [f"No {SOURCE_NAMES.get(k, k)} for {day.isoformat()} ({why}): {SOURCE_UNKNOWNS.get(k, 'its figures are unknown')} "
+            "for that day, not zero — land the missing files and run again."
+            for k, why in sorted(sources_without_day(con, day).items())]
+
+
+def later_data_note(con: duckdb.DuckDBPyConnection, report_day: date) -> list[str]:
+    """A sentence when some source has records after ``report_day``: the day reported is not the last day
+    with data (the accounting does not cover a later day completely), said with the command for that day —
+    a run must never re-render an older day in silence. [] when the report day is the last day of data."""
+    last = data_days(con)[1]
+    if last is None or last <= report_day:
+        return []
+    sources = [r["source_kind"] for r in query_rows(
+        con, "SELECT DISTINCT source_kind FROM raw.record_days WHERE day > ? AND records > 0 ORDER BY source_kind",
+        [report_day])]
+    named = ", ".join(SOURCE_NAMES.get(s, s) for s in sources)
+    return [f"This report is for {report_day.isoformat()}, not {last.isoformat()}, the last day with data ({named}): "
+            f"no day after {report_day.isoformat()} is covered completely by Slurm accounting (or, without it, by "
+            f"every dense source). For {last.isoformat()} as it stands: "
+            f"`gpusre report nightly --date {last.isoformat()}`."]

@@ -22,9 +22,11 @@ from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 from gpusre.reports.nightly.meta import (
     SNAPSHOT_SECTIONS,
     NightlyMeta,
-    latest_complete_day,
+    day_source_warnings,
+    later_data_note,
     latest_complete_log_day,
     latest_record_day,
+    nightly_report_day,
     unbounded_note,
 )
 from gpusre.reports.nightly.sections import (
@@ -110,7 +112,7 @@ def build_nightly_context(
     period = query_rows(con, "SELECT min(end_day) AS a, max(end_day) AS b FROM core.jobs")[0]
     defaulted = report_date is None
     if report_date is None:
-        report_date = (latest_complete_day(con) or period["b"] or latest_complete_log_day(con)
+        report_date = (nightly_report_day(con) or period["b"] or latest_complete_log_day(con)
                        or latest_record_day(con) or datetime.now(timezone.utc).date())
     # The period ends with the report day when a complete day follows it: a re-render for a past night
     # shows what that night showed. A trailing partial day (the dump's 00:05 sliver) is no later night: the
@@ -127,13 +129,16 @@ def build_nightly_context(
         note = unbounded_note(meta, SNAPSHOT_SECTIONS.get(sec.key, ""))
         if note and sec.key in SNAPSHOT_SECTIONS and not sec.no_data:
             sec.notes.append(note.strip())
+    # Said first, never an older day re-rendered in silence: why the report day is not the last day with
+    # data (the default day only: an explicit --date is the reader's choice). Then the sources with nothing
+    # for the report day: their figures are unknown, and every section would read as a quiet night.
+    later = (later_partial_days(con, meta.report_date) or later_data_note(con, meta.report_date)) if defaulted else []
+    warnings = later + day_source_warnings(con, meta.report_date)
     try:
-        warnings = coverage_warnings(con, meta.report_date, meta.report_date,
+        warnings += coverage_warnings(con, meta.report_date, meta.report_date,
                                      gaps_since=meta.report_date - timedelta(days=GAP_WARN_DAYS - 1))
     except duckdb.Error as exc:
-        warnings = [f"Input coverage could not be checked: {truncate(exc, 200)}"]
-    if defaulted:
-        warnings += later_partial_days(con, meta.report_date)
+        warnings += [f"Input coverage could not be checked: {truncate(exc, 200)}"]
     by_key = {s.key: s for s in sections}
     prov = by_key["quality"].facts
     return {
@@ -173,8 +178,8 @@ def render_nightly_report(
 ) -> ReportPaths:
     """Render the nightly report to ``out_dir/nightly-YYYY-MM-DD.html`` and ``.md``.
 
-    ``report_date`` is "last night" (default: the last UTC day the dumps cover completely, or today in
-    UTC for an empty warehouse); ``warehouse_label`` names the DuckDB file in the footer;
+    ``report_date`` is "last night" (default: :func:`~gpusre.reports.nightly.meta.nightly_report_day`, the
+    last UTC day Slurm accounting covers completely, or today in UTC for an empty warehouse); ``warehouse_label`` names the DuckDB file in the footer;
     ``cluster_timezone`` (cluster.yaml's ``timezone``) is named in the header when it is not UTC. Missing or
     empty marts yield "No data yet" in their section. Returns the two paths written.
     """

@@ -15,6 +15,9 @@
 -- first day counts whole: a first job at 04:30 leaves quiet hours, not a partial day), and the covered
 -- span ends at the next midnight when its end misses at most $max_gap_minutes of that day (else at the
 -- end) — so covered_to is the moment open outages and repairs are counted to, and no day after it has a row.
+-- accounting_hours / accounting_complete: the same for Slurm accounting's span alone (its counted end), so
+-- a day the accounting covers completely stays a report day when another source stopped at midnight (the
+-- nightly says which source has nothing for it rather than re-render the day before); NULL without jobs.
 -- Parameters: $max_gap_minutes DOUBLE (models.day_coverage.MAX_GAP_MINUTES), $acct_from / $acct_to
 -- TIMESTAMPTZ (NULL without jobs: the records' own span).
 CREATE OR REPLACE TABLE marts.day_coverage AS
@@ -46,6 +49,14 @@ WITH record_spans AS (
            (SELECT t FROM counted WHERE which = 'covered') AS covered_to,
            (SELECT t FROM counted WHERE which = 'any') AS any_to
     FROM raw_span AS s
+), acct AS (
+    -- Slurm accounting's own span, its end counted as the covered span's is (0 or 1 row)
+    SELECT first_ts AS acct_from,
+           CASE WHEN last_ts <> timezone('UTC', timezone('UTC', last_ts)::DATE::TIMESTAMP)
+                 AND epoch_us(timezone('UTC', (timezone('UTC', last_ts)::DATE + 1)::TIMESTAMP)) - epoch_us(last_ts)
+                     <= $max_gap_minutes::DOUBLE * 6e7
+                THEN timezone('UTC', (timezone('UTC', last_ts)::DATE + 1)::TIMESTAMP) ELSE last_ts END AS acct_to
+    FROM spans WHERE source_kind = 'sacct'
 ), days AS (
     -- up to the day of the instant before the end: an end at midnight closes the day before it
     SELECT unnest(generate_series(timezone('UTC', any_from)::DATE,
@@ -55,10 +66,13 @@ WITH record_spans AS (
     SELECT d.day,
            timezone('UTC', d.day::TIMESTAMP)       AS d0,
            timezone('UTC', (d.day + 1)::TIMESTAMP) AS d1,
-           s.covered_from, s.covered_to, s.sources
-    FROM days AS d, span AS s
+           s.covered_from, s.covered_to, s.sources, a.acct_from, a.acct_to
+    FROM days AS d CROSS JOIN span AS s LEFT JOIN acct AS a ON true
 ), covered AS (
-    SELECT *, greatest(epoch_us(least(covered_to, d1)) - epoch_us(greatest(covered_from, d0)), 0) / 3.6e9 AS covered_hours
+    SELECT *, greatest(epoch_us(least(covered_to, d1)) - epoch_us(greatest(covered_from, d0)), 0) / 3.6e9 AS covered_hours,
+           CASE WHEN acct_to IS NOT NULL
+                THEN greatest(epoch_us(least(acct_to, d1)) - epoch_us(greatest(acct_from, d0)), 0) / 3.6e9 END
+               AS accounting_hours
     FROM bounded
 )
 SELECT day,
@@ -66,6 +80,8 @@ SELECT day,
        CASE WHEN covered_hours > 0 THEN least(covered_to, d1) END     AS covered_to,    -- last covered instant
        covered_hours,                                                                   -- 0 .. 24
        covered_hours < 24 - $max_gap_minutes::DOUBLE / 60 AS partial,
-       sources                                                                          -- sources whose spans define it
+       sources,                                                                         -- sources whose spans define it
+       accounting_hours,                                                                -- Slurm accounting's alone, 0 .. 24
+       accounting_hours >= 24 - $max_gap_minutes::DOUBLE / 60 AS accounting_complete    -- NULL without jobs
 FROM covered
 ORDER BY day;

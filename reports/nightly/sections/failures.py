@@ -24,7 +24,8 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import state_cell
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
-from gpusre.reports.nightly.meta import NightlyMeta, job_totals, reason_text
+from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
+from gpusre.reports.nightly.meta import NightlyMeta, job_totals, reason_text, sources_without_day
 
 _TOP_N_FAILURES = 20
 _ATTRIBUTION_COLUMNS = ["job_id", "attribution", "lost_gpu_hours"]
@@ -64,7 +65,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     agg = night[0] if night else {"n": 0, "runs": 0, "gpuh": 0.0, "share": None}
     requeued = (agg["runs"] or 0) - (agg["n"] or 0)  # failed runs Slurm requeued: no failed job, same GPU time
     if not rows:
-        sec.lead = f"No GPU job ended in {', '.join(FAILED_STATES[:-1])} or {FAILED_STATES[-1]} on {d}."
+        gaps = sources_without_day(con, meta.report_date)
+        if "sacct" in missing_sources(con):
+            sec.lead = f"The failed GPU jobs of {d} are {UNKNOWN_NO_ACCOUNTING}."
+        elif "sacct" in gaps:
+            sec.lead = f"The failed GPU jobs of {d} are unknown: no Slurm accounting for that day ({gaps['sacct']})."
+        else:
+            sec.lead = f"No GPU job ended in {', '.join(FAILED_STATES[:-1])} or {FAILED_STATES[-1]} on {d}."
         return sec
     share = agg["share"]
     whole = job_totals(con, through=meta.through)

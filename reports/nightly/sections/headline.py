@@ -31,7 +31,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, missing_sources
 from gpusre.reports.kit.section import NO_DATA, Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, job_totals
+from gpusre.reports.nightly.meta import NightlyMeta, job_totals, sources_without_day
 from gpusre.reports.nightly.sections.attribution import attribution_counts
 
 #: Last night is compared with the median of this many days before it (those the data covers).
@@ -266,13 +266,16 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
                "night": scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {utc_day_sql('start_ts')} = ? "
                                     f"AND {failure_incident_sql()}",
                                [meta.report_date])}
+        # Node logs that stopped before the report day (or not yet begun) know nothing of its incidents.
+        day_gap = "syslog" in sources_without_day(con, meta.report_date)
         if no_logs and not inc["n"]:
             # Incidents come from the node logs: without them none seen is no evidence that none happened.
             cards.append({"label": "Hardware incidents", "value": MISSING, "sub": "unknown: no node logs", "tone": ""})
         else:
+            night = (f"unknown for {d}: no node logs that day" if day_gap and not inc["night"]
+                     else f"{fmt_int(inc['night'])} began {d}")
             cards.append({"label": "Hardware incidents", "value": fmt_int(inc["n"]),
-                          "sub": f"whole period · {fmt_int(inc['night'])} began {d}",
-                          "tone": "bad" if inc["night"] else ""})
+                          "sub": f"whole period · {night}", "tone": "bad" if inc["night"] else ""})
     except (duckdb.Error, LookupError) as exc:
         log.warning("nightly report incident card: %s", exc)
         cards.append({"label": "Hardware incidents", "value": MISSING, "sub": "marts.hw_incidents not available",
@@ -283,6 +286,10 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
             raise LookupError(status)
         nodes = [] if status else [r["node"] for r in query_rows(con, "SELECT node FROM marts.suspect_nodes "
                                                                  "ORDER BY score DESC, node")]
+        if not nodes and table_status(con, "core.node_events") is not None:
+            # Suspects are scored on node-log episodes (as the section says): none flagged without any is no
+            # evidence of a healthy fleet.
+            raise LookupError("unknown: no node logs")
         # A snapshot as of the data's end (no per-day rows): a past night's card says so.
         asof = f" · as of {fmt_date(meta.data_last)}" if meta.past else ""
         cards.append({"label": "Suspect nodes", "value": fmt_int(len(nodes)),
@@ -290,9 +297,11 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
                              + asof,
                       "tone": "bad" if nodes else "good"})
     except (duckdb.Error, LookupError) as exc:
-        log.warning("nightly report suspect-node card: %s", exc)
-        cards.append({"label": "Suspect nodes", "value": MISSING, "sub": "marts.suspect_nodes not available",
-                      "tone": ""})
+        unknown = str(exc).startswith("unknown")
+        if not unknown:
+            log.warning("nightly report suspect-node card: %s", exc)
+        cards.append({"label": "Suspect nodes", "value": MISSING,
+                      "sub": str(exc) if unknown else "marts.suspect_nodes not available", "tone": ""})
     return cards
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.failures.suspect_nodes import LOOKBACK
+from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import select_columns
 from gpusre.reports.incident.terms import (
     COSTLIEST_ORDER,
@@ -38,7 +39,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import incident_action, incident_kind
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text, unbounded_note
+from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text, sources_without_day, unbounded_note
 from gpusre.reports.nightly.sections.attribution import attribution_counts
 from gpusre.models.vocabulary import failure_incident_sql
 
@@ -77,8 +78,21 @@ def _where_phrase(r: dict[str, Any]) -> str:
     return f" {'under' if r.get('leaf_switch') else 'on'} {where}"
 
 
-def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: frozenset[str]) -> dict[str, Any]:
-    """Last night's hardware incidents: count, the top rows, the sentence; ``reason`` when unknown."""
+def _silent_nodes(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any] | None:
+    """marts.log_coverage_daily's row of the report day when nodes that ran jobs logged nothing (the nodes
+    that logged, the silent ones), else None: "none began" holds only for the nodes that logged."""
+    if table_status(con, "marts.log_coverage_daily") is not None:
+        return None
+    rows = query_rows(con, "SELECT nodes_logging, n_silent_nodes, silent_nodes FROM marts.log_coverage_daily "
+                           "WHERE day = ? AND n_silent_nodes > 0", [meta.report_date])
+    return rows[0] if rows else None
+
+
+def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: frozenset[str],
+               gaps: dict[str, str]) -> dict[str, Any]:
+    """Last night's hardware incidents: count, the top rows, the sentence; ``reason`` when unknown (no node
+    logs, or none for the report day: ``gaps`` is :func:`~gpusre.reports.nightly.meta.sources_without_day`);
+    ``silent`` when nodes that ran jobs logged nothing that day."""
     reason = table_status(con, "marts.hw_incidents")
     if reason and "has not been built" in reason:
         return {"reason": reason, "n": None, "rows": []}
@@ -87,6 +101,10 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
         # Incidents come from the node logs: none seen without them is no evidence that none happened.
         return {"reason": f"{NOT_LOADED['syslog']} were loaded (landing/syslog/): whether one began is unknown",
                 "n": None, "rows": []}
+    if not n and "syslog" in gaps:
+        # Logs that stopped (or not yet begun) say nothing of that day either.
+        return {"reason": f"no node log line on {fmt_date(meta.report_date)} ({gaps['syslog']}): whether one "
+                          "began is unknown", "n": None, "rows": []}
     cols = select_columns(con, "marts.hw_incidents", ["affected_gpus", "leaf_switch", "action"])
     rows = [] if not n else query_rows(con, f"""SELECT incident_id, component, scope, start_ts, nodes, affected_jobs,
                                                    lost_gpu_hours, {cols}
@@ -97,12 +115,21 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
     lost = rows[0]["lost_gpu_hours"] if rows else None
     tied = (scalar(con, f"SELECT count(*) FROM marts.hw_incidents WHERE {_HW_ON_DAY} AND lost_gpu_hours = ?",
                    [meta.report_date, lost]) if is_number(lost) and lost > 0 else 0)
-    return {"reason": None, "n": n, "rows": rows, "tied": tied}
+    return {"reason": None, "n": n, "rows": rows, "tied": tied, "silent": _silent_nodes(con, meta)}
+
+
+def _silent_text(silent: dict[str, Any]) -> str:
+    """'15 nodes logged; 1 node that ran jobs logged nothing (gpu12)' — whose night nothing is known of."""
+    return (f"{plural(silent['n_silent_nodes'], 'node')} that ran jobs logged nothing "
+            f"({truncate(compress_hostlist(silent['silent_nodes']), 60)})")
 
 
 def _incident_text(inc: dict[str, Any]) -> str:
     if inc["reason"]:
         return reason_text(inc["reason"])
+    if not inc["n"] and inc.get("silent"):
+        return (f"none began on the {plural(inc['silent']['nodes_logging'], 'node')} that logged; "
+                f"{_silent_text(inc['silent'])}: whether one began there is unknown.")
     if not inc["n"]:
         return "none began."
     top = inc["rows"][0]
@@ -167,7 +194,7 @@ def _repeat_nodes(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, inc: dict[s
     if inc["reason"]:
         return {"reason": inc["reason"], "rows": [], "n": 0}
     if status or not inc["n"]:
-        return {"reason": None, "rows": [], "n": 0, "no_incident": not inc["n"]}
+        return {"reason": None, "rows": [], "n": 0, "no_incident": not inc["n"], "silent": inc.get("silent")}
     where = (f"s.node IN (SELECT unnest(i.nodes) FROM marts.hw_incidents AS i WHERE {utc_day_sql('i.start_ts')} = ? "
              f"AND {failure_incident_sql('i.cause_class')})")
     n = scalar(con, f"SELECT count(*) FROM marts.suspect_nodes AS s WHERE {where}", [meta.report_date])
@@ -205,7 +232,8 @@ def _repeat_text(rep: dict[str, Any], meta: NightlyMeta) -> str:
     if rep["reason"]:
         return reason_text(rep["reason"])
     if rep.get("no_incident"):
-        return "none: no hardware incident began."
+        return ("none among the nodes that logged: no hardware incident began there." if rep.get("silent")
+                else "none: no hardware incident began.")
     over = _over(meta)
     snapshot = unbounded_note(meta, "The suspect-node list")
     if not rep["rows"]:
@@ -218,10 +246,14 @@ def _repeat_text(rep: dict[str, Any], meta: NightlyMeta) -> str:
     return ("" if full else f"over {over}: ") + named + more + "." + snapshot
 
 
-def _alerts(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> dict[str, Any]:
+def _alerts(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, gaps: dict[str, str]) -> dict[str, Any]:
     reason = alert_history(con) or table_status(con, "marts.alert_incidents")
     if reason:
         return {"reason": reason}
+    if "alerts" in gaps:
+        # Alerts that stopped before the report day: none seen that day is no evidence that none fired.
+        return {"reason": f"no alert data for {fmt_date(meta.report_date)} ({gaps['alerts']}): whether one "
+                          "started is unknown"}
     n = scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {_ON_DAY}", [meta.report_date])
     # The largest as "Alert incidents by size" orders them: most alerts first.
     top = (query_rows(con, f"""SELECT incident_id, n_alerts, n_nodes, root_cause_candidate FROM marts.alert_incidents
@@ -253,8 +285,14 @@ def _todo(inc: dict[str, Any], rep: dict[str, Any]) -> list[str]:
 def _todo_text(todo: list[str], inc: dict[str, Any]) -> str:
     """The first :data:`TOP_N_ACTIONS` actions ('; and 3 more below'), or why there is none to name."""
     if not todo:
-        return (reason_text(inc["reason"]) + "." if inc["reason"]
-                else "nothing: no hardware incident or node failing again to act on.")
+        if inc["reason"]:
+            return reason_text(inc["reason"]) + "."
+        if inc.get("silent"):
+            # Nothing seen is not nothing to do: the silent nodes' log shipping is the action.
+            return (f"check the log shipping of the {plural(inc['silent']['n_silent_nodes'], 'node')} that logged "
+                    f"nothing ({truncate(compress_hostlist(inc['silent']['silent_nodes']), 60)}); no hardware "
+                    "incident or node failing again on the nodes that logged.")
+        return "nothing: no hardware incident or node failing again to act on."
     more = len(todo) - TOP_N_ACTIONS
     return "; ".join(todo[:TOP_N_ACTIONS]) + (f"; and {fmt_int(more)} more below" if more > 0 else "") + "."
 
@@ -266,10 +304,11 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     d = fmt_date(meta.report_date)
     sec = Section("last_night", f"Last night ({d})", template="definitions")
     missing = missing_sources(con)
-    inc = _incidents(con, meta, missing)
+    gaps = sources_without_day(con, meta.report_date)
+    inc = _incidents(con, meta, missing, gaps)
     jobs = _jobs(con, meta, missing)
     rep = _repeat_nodes(con, meta, inc)
-    al = _alerts(con, meta)
+    al = _alerts(con, meta, gaps)
     reasons = [p["reason"] for p in (inc, jobs, al)]
     if all(reasons):  # nothing to say about last night: one line, as the other sections say it
         sec.no_data = f"{NO_DATA}: " + "; ".join(_lower_first(reason_text(r)) for r in reasons) + "."
@@ -277,15 +316,27 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
 
     summary = []
     if inc["n"] is not None:
-        summary.append(plural(inc["n"], "hardware incident"))
+        summary.append(plural(inc["n"], "hardware incident")
+                       + (f" on the nodes that logged ({fmt_int(inc['silent']['n_silent_nodes'])} logged nothing)"
+                          if not inc["n"] and inc.get("silent") else ""))
+    elif not inc["reason"].startswith(NO_DATA):
+        summary.append("hardware incidents unknown")
     if not jobs["reason"]:
-        infra = jobs["counts"].get("infrastructure", {"n": 0, "runs": 0, "lost": 0.0})
-        summary.append(f"{plural(infra['n'], 'job')} killed by the infrastructure"
-                       + (f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["runs"] else ""))
+        none = {"n": 0, "runs": 0, "lost": 0.0}
+        infra, unknown = (jobs["counts"].get(a, none) for a in ("infrastructure", "unknown"))
+        lost = f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["runs"] else ""
+        if unknown["n"]:
+            # Failed jobs of unknown cause may be the infrastructure's: the count is a floor, not a fact.
+            summary.append((f"at least {plural(infra['n'], 'job')}{lost}" if infra["n"] else "an unknown number of jobs")
+                           + f" killed by the infrastructure ({plural(unknown['n'], 'failed job')} of unknown cause)")
+        else:
+            summary.append(f"{plural(infra['n'], 'job')} killed by the infrastructure{lost}")
     if rep["n"]:
         summary.append(f"{plural(rep['n'], 'node')} failing again")
     if not al["reason"]:
         summary.append(plural(al["n"], "alert incident"))
+    elif "alerts" in gaps:
+        summary.append("alert incidents unknown")
     sec.lead = (f"On {d}: " + ", ".join(summary) + ".") if summary else ""
     todo = _todo(inc, rep)
     sec.entries = [

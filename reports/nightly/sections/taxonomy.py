@@ -69,15 +69,20 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     killed = (jobs_and_requeued_runs(infra[0]["jobs"], infra[0]["runs"], "infrastructure-failed job")
               if infra and infra[0]["runs"] == tot_jobs else plural(tot_jobs, "infrastructure-failed job"))
     by_component = ", ".join(f"{k} {fmt_int(groups[k]['incidents'])}" for k in by_inc)
+    # Incidents come from the node logs: without any, "0 incidents" would be no evidence, said as a fact.
+    incidents = (f"there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
+                 if tot_inc or "syslog" not in missing_sources(con) else
+                 "the incidents are unknown (no node logs were loaded: incidents come from the node logs)")
     if unknown:
-        sec.lead = (f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
+        sec.lead = (f"In {period} {incidents}"
                     + (f" ({by_component})" if by_inc else "")
                     + f"; the jobs they failed and the GPU-hours lost are {UNKNOWN_NO_ACCOUNTING}.")
     else:
         sec.lead = (
-            f"In {period} there {'was' if tot_inc == 1 else 'were'} {plural(tot_inc, 'incident')}"
+            f"In {period} {incidents}"
             + (f" — {by_component} —" if by_inc else "")
-            + f" and {killed}, costing {gpuh(tot_lost)} GPU-hours"
+            + (" and " if tot_inc or "syslog" not in missing_sources(con) else " and the accounting shows ")
+            + f"{killed}, costing {gpuh(tot_lost)} GPU-hours"
             # named denominator: the SLO review's incident shares are of incident losses only, a smaller total
             + (f"; the most work was lost to {top} ({gpuh(groups[top]['lost'])} GPU-h, "
                f"{fmt_pct(groups[top]['lost'] / tot_lost)} of the {gpuh(tot_lost)} GPU-h lost to the "
