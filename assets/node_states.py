@@ -15,7 +15,7 @@ from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.failures import HW_INCIDENTS
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
-from gpusre.models.accounting_span import accounting_span, counted_end, data_span_of
+from gpusre.models.accounting_span import accounting_span, counted_end, data_span_of, node_history_end
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.ingest.ledger import loaded_rows
 from gpusre.models.ingest.reconcile import mismatched_files
@@ -173,7 +173,9 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
                      "earliest open event), over the observed span: from the accounting's first moment (not before the "
                      "first loaded dump's day, as its file name gives it, or else the first event's day) to the data's end (the accounting's last moment, or the last observation "
                      "when later; an ongoing event is down until then) — or to the last dump's cut when the dumps end "
-                     "earlier (a missing dump: nothing after it is measured), "
+                     "earlier (a missing dump: nothing after it is measured); without accounting, to the last "
+                     "observation or the end of the last dump's named day when later (not past the newest "
+                     "record's day), "
                      "cluster.yaml maintenance windows count as maintenance; a state with a generic reason (Not "
                      "responding) takes the cause of its outage: the part its repair chain's drain names, else the "
                      "hardware incident linked to it (as marts.incident_repairs links them); partial = the data covers the day "
@@ -199,6 +201,10 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
         accounting_first, accounting_last = accounting_span(con)
         accounting_from, accounting_end = data_span_of(accounting_first, accounting_last)
         as_of, cut_early = node_states_end(con, accounting_last)
+        if accounting_last is None and as_of is not None:
+            # No accounting: the history runs to the end of the last name-dated dump's day (a full day's
+            # dump with nothing open at its end), not to its last event (models/accounting_span.py).
+            as_of = node_history_end(con, config.timezone) or as_of
         if as_of is not None and not cut_early:
             as_of = accounting_end if accounting_end is not None else counted_end(as_of)
         as_of = as_of.astimezone(timezone.utc) if as_of is not None else None
@@ -328,12 +334,14 @@ def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 -
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(INCIDENT_REPAIRS, deps=[NODE_STATES, HW_INCIDENTS, CORE_JOBS], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident with the node outage it caused (the first merged "
                      "drain/down period of its own nodes starting 30 min before to 24 h after it, and the outages chained to it, "
                      "<= 30 min in service between): hours to detect, "
                      "hours to repair (first evidence until the last node is back in service; without node states "
                      "a logged recovery (for a lasting GPU fault, an Xid 79, also a reboot), "
+                     "also for an outage still open where a cut node-state history ends (a missing dump: the "
+                     "evidence after the cut), "
                      "the first sign of health after its last failing health check (a passing "
                      "run, a reboot, else the check's next run) or the first completed job, as repair_source says)."),
         dg.AssetSpec(REPAIR_TIMES_MONTHLY, deps=[NODE_STATES, HW_INCIDENTS], group_name="marts", kinds={"duckdb"},
@@ -350,7 +358,12 @@ def repair_time_marts(warehouse: WarehouseResource):
         incidents, members = _incidents_with_evidence(con)
         if incidents is not None:
             checks = health_check_ends(members, _health_lines(con, members)) if members is not None else None
-            linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents), health_checks=checks)
+            # A history cut before the accounting ends (a missing dump): an outage open at the cut is timed
+            # by the log evidence after it, not left ongoing (models/reliability/repair_times.py).
+            cut, cut_early = (node_states_end(con, accounting_span(con)[1]) if table_exists(con, "raw.slurm_events")
+                              else (None, False))
+            linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents), health_checks=checks,
+                                    history_end=cut if cut_early else None)
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
         summary = repair_times(linked)

@@ -70,7 +70,7 @@ _DEPS = [CORE_JOBS, HW_INCIDENTS, ATTRIBUTION, UTILIZATION_DAILY, NODE_AVAILABIL
 def reliability_marts(warehouse: WarehouseResource, landing: LandingResource):
     config = landing.cluster_config()
     with warehouse.connect() as con:
-        inputs = read_reliability_inputs(con)
+        inputs = read_reliability_inputs(con, config.timezone)
         marts = compute_reliability_marts(inputs, reliability_settings(config))
         with transaction(con):
             for name, frame in marts.items():

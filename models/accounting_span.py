@@ -44,7 +44,7 @@ from gpusre.models.warehouse import table_exists
 import polars as pl
 
 __all__ = ["ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
-           "capacity_hours_expr", "counted_end", "data_span", "data_span_of", "day_start"]
+           "capacity_hours_expr", "counted_end", "data_span", "data_span_of", "day_start", "node_history_end"]
 
 #: A day with more than this much of it outside the data span is partial (and counts only its covered
 #: hours of capacity). An hour absorbs the quiet minutes before a complete day's first record and after its
@@ -137,3 +137,36 @@ def capacity_hours_expr(day: pl.Expr, until: datetime | None,
     hi = pl.min_horizontal(d1, pl.lit(until.astimezone(timezone.utc), utc)) if until is not None else d1
     covered = ((hi - d0).dt.total_microseconds() / 3.6e9).clip(lower_bound=0.0)
     return pl.when(covered >= 24.0 - max_gap_minutes / 60.0).then(pl.lit(24.0)).otherwise(covered)
+
+
+def node_history_end(con: duckdb.DuckDBPyConnection, timezone_name: str = "UTC") -> datetime | None:
+    """Where the node-state history ends when no accounting says where the data ends: the latest moment
+    its events show (``events_as_of``: a start, an end, a dump's cut), or the end of the last
+    ``sacctmgr show event`` dump's day when later — a dump named for its day (``events_2026-11-11.txt``,
+    ``dump_day_start``) lists every event of that day, so a day it shows no event open at its end was in
+    service to midnight, as an alert webhook file covers its named day. Never past the end of the UTC day
+    of the newest record of any source (``raw.record_days``, the events): a file named for a later day
+    (a typo, a dump cut early) does not stretch the history over days nothing was seen on. None before
+    any node-state event or dump was loaded.
+
+    With accounting, the accounting's end decides (``node_states_end``); this is its no-accounting case,
+    one rule for the node-availability mart's last day and the reliability marts' span."""
+    # imported here: the node-state ingest imports models that import this module
+    from gpusre.models.sources.slurm_events.ingest import SLURM_EVENTS_KIND, events_as_of
+    from gpusre.models.sources.slurm_events.parse import dump_day_start
+
+    if not table_exists(con, "raw.slurm_events"):
+        return None
+    shown = events_as_of(con)
+    named = [dump_day_start(f, timezone_name) for (f,) in con.sql(
+        "SELECT source_file FROM raw.ingested_files WHERE source_kind = ? AND status = 'loaded'",
+        params=[SLURM_EVENTS_KIND]).fetchall()] if table_exists(con, "raw.ingested_files") else []
+    named_ends = [d + timedelta(days=1) for d in named if d is not None]
+    newest = [t for t in (shown, *((con.sql("SELECT max(last_ts) FROM raw.record_days").fetchall()[0][0],)
+                                   if table_exists(con, "raw.record_days") else ())) if t is not None]
+    if not named_ends or not newest:
+        return shown.astimezone(timezone.utc) if shown is not None else None
+    cap = day_start(max(newest)) + timedelta(days=1)
+    ends = [t for t in (shown, min(max(named_ends), cap)) if t is not None]
+    return max(ends).astimezone(timezone.utc)
+

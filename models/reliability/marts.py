@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 import duckdb
 import polars as pl
 
-from gpusre.models.accounting_span import accounting_span, counted_end, day_start
+from gpusre.models.accounting_span import accounting_span, counted_end, day_start, node_history_end
 from gpusre.models.failures.hw_incidents import span_islands
 from gpusre.models.reliability.error_budget import exhausted_spans
 from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
@@ -40,7 +40,6 @@ from gpusre.models.reliability.mtbf import (
 from gpusre.models.reliability.slo import SloTarget, slo_daily
 from gpusre.models.reliability.training_runs import RunRules, assign_runs, charge_interruptions, ettr_runs, run_instances
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT
-from gpusre.models.sources.slurm_events.ingest import events_as_of
 from gpusre.models.vocabulary import INFRASTRUCTURE, NODE_FAILURE_STATES, PLANNED, failure_incidents
 
 #: No job instances (no accounting): :func:`node_failure_rate` gets its hw_incidents rows only.
@@ -148,8 +147,9 @@ def run_instances_sql(only: str | None = None) -> str:
         ORDER BY i.job_id, i.instance_no"""
 
 
-def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs:
-    """Narrow reads of core.jobs (first submit of each job), core.job_instances, attribution, incidents, utilization."""
+def read_reliability_inputs(con: duckdb.DuckDBPyConnection, timezone_name: str = "UTC") -> ReliabilityInputs:
+    """Narrow reads of core.jobs (first submit of each job), core.job_instances, attribution, incidents, utilization.
+    ``timezone_name``: the cluster's, which dates the node-state dumps' file names."""
     jobs = con.sql(run_jobs_sql()).pl()
     instances = con.sql(run_instances_sql()).pl()
     attr_schema = {"job_id": pl.String, "attribution": pl.String, "state": pl.String}
@@ -193,7 +193,8 @@ def read_reliability_inputs(con: duckdb.DuckDBPyConnection) -> ReliabilityInputs
     states_span: tuple[datetime | None, datetime | None] = (None, None)
     if _table_exists(con, "core", "node_states") and _table_exists(con, "raw", "slurm_events"):
         lo = con.sql("SELECT min(start_ts) FROM core.node_states").fetchall()[0][0]
-        hi = events_as_of(con) if lo is not None else None
+        # the node-state history's end without accounting (with it, the accounting's span decides)
+        hi = node_history_end(con, timezone_name) if lo is not None else None
         states_span = (lo.astimezone(timezone.utc) if lo else None, hi.astimezone(timezone.utc) if hi else None)
     incident_log = bool(_table_exists(con, "raw", "ingested_files") and con.sql(
         "SELECT count(*) FROM raw.ingested_files WHERE source_kind = 'incidents'").fetchall()[0][0])
@@ -366,7 +367,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         "tbf_weibull": tbf_weibull(incidents, nodes, f0, f1) if has_evidence else pl.DataFrame(),
         "node_failure_rate": rf,
         "job_mttf_by_size": job_mttf_by_size(inst, settings.min_failures),
-        "job_mttf_projection": job_mttf_projection(inst),
+        "job_mttf_projection": _with_fit_failures(job_mttf_projection(inst), inst, settings.min_failures),
         "job_survival": job_survival(inst),
         "ettr_runs": runs_mart,
         "ettr_by_size": by_size,
@@ -375,6 +376,15 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
         "slo_daily": slo,
         "slo_exhausted_spans": exhausted_spans(slo),
     }
+
+
+def _with_fit_failures(projection: pl.DataFrame, inst: pl.DataFrame, min_failures: int) -> pl.DataFrame:
+    """The projection mart with the infrastructure failures its 1/N fit rests on (``failures``: those of the
+    instances it fits, with runtime) and whether they reach ``min_failures`` (``sufficient``, the threshold
+    the MTBF and job-MTTF marts use): a fit through one failure projects noise (an exponent CI of ±50,000)."""
+    n = int(inst.filter(pl.col("elapsed_eff_s") > 0).get_column("infra_failure").sum() or 0) if inst.height else 0
+    return projection.with_columns(pl.lit(n, pl.Int64).alias("failures"),
+                                   pl.lit(n >= min_failures).alias("sufficient"))
 
 
 def _ettr_target(settings: ReliabilitySettings) -> float:

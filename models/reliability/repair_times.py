@@ -37,6 +37,10 @@ to the drain. An incident without log evidence is measured from its start.
   nodes that waits for the slowest node's next job, which says nothing about the repair).
   ``repair_source`` says which (``node_states``, ``recovery_events``, ``health_check_pass``, ``reboot``,
   ``health_checks``, ``operator``, ``job_completed``), and the summaries count each.
+* **A node-state history cut early** (a missing nightly dump: the dumps end before the other data does,
+  ``history_end`` of :func:`link_incidents`): a chain still open at the cut is open only because the
+  history ends there. Its repair falls back to the same log evidence, taken only at or after the cut
+  (before it the node was still out), else it stays ``ongoing``.
 
 **Operator labels.** An operator's label names the incident's cause, not the class of the lines it
 folds: an Xid 79 relabelled ``PSU`` (class power) is still a GPU off the bus, drained "Xid 79 GPU
@@ -59,7 +63,7 @@ to repair, and a distribution-free 95 % interval for the median time to repair f
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from importlib import resources
 
@@ -234,6 +238,7 @@ def link_incidents(
     after_end: timedelta = LINK_AFTER_END,
     recoveries: pl.DataFrame | None = None,
     health_checks: pl.DataFrame | None = None,
+    history_end: datetime | None = None,
 ) -> pl.DataFrame:
     """One row per incident (:data:`INCIDENT_REPAIR_SCHEMA`) with its detection and repair times.
 
@@ -261,6 +266,11 @@ def link_incidents(
         health_checks: :func:`health_check_ends` output (``incident_id``, ``repaired_ts``,
             ``repair_source``), or None: an incident with health-check episodes but no row then ends at
             the check's next run after its evidence, at :data:`DEFAULT_CHECK_INTERVAL`.
+        history_end: where the node-state history ends when its dumps were cut before the other data
+            ends (a missing nightly dump; None: not cut). A chain still open then is open only because
+            the history ends: nothing after it is known from node states, so its repair falls back to
+            the log evidence after that moment (the fallbacks above, in the same order, each only when
+            at or after ``history_end``; ``repair_source`` says which), else stays ``ongoing``.
     """
     outages = _linkable_outages(states)
     if recoveries is None:
@@ -306,16 +316,27 @@ def link_incidents(
     # incident's first signal says nothing about its repair.
     has_nodes = pl.col("nodes").list.len().fill_null(0) > 0
     operator_end = has_nodes & (pl.col("_operator_end") >= pl.col("_t0")).fill_null(False)
-    source = (pl.when(drained).then(pl.lit("node_states"))
-              .when(pl.col("_logged_up").is_not_null()).then(pl.coalesce("_logged_source", pl.lit(_RECOVERY_SOURCE)))
-              .when(checked).then(pl.coalesce("_hc_source", pl.lit("health_checks")))
-              .when(operator_end).then(pl.lit(OPERATOR_SOURCE))
-              .when(one_node & pl.col("_recovered").is_not_null()).then(pl.lit("job_completed")))
-    repaired_at = (pl.when(drained).then(pl.col("back_in_service_ts"))
-                   .when(pl.col("_logged_up").is_not_null()).then(pl.col("_logged_up"))
-                   .when(checked).then(hc_end)
-                   .when(operator_end).then(pl.col("_operator_end"))
-                   .when(one_node).then(pl.col("_recovered")))
+    # The log-evidence fallbacks, in order: (applies, repair end, repair_source).
+    fallbacks = [(pl.col("_logged_up").is_not_null(), pl.col("_logged_up"),
+                  pl.coalesce("_logged_source", pl.lit(_RECOVERY_SOURCE))),
+                 (checked, hc_end, pl.coalesce("_hc_source", pl.lit("health_checks"))),
+                 (operator_end, pl.col("_operator_end"), pl.lit(OPERATOR_SOURCE)),
+                 (one_node & pl.col("_recovered").is_not_null(), pl.col("_recovered"), pl.lit("job_completed"))]
+    # A chain open at a cut history's end: the log evidence after the cut (before it, the node was still out).
+    cut_open = drained & pl.col("back_in_service_ts").is_null()
+    if history_end is not None:
+        after_cut = [(cond & (end >= pl.lit(history_end).cast(_UTC)).fill_null(False), end, src)
+                     for cond, end, src in fallbacks]
+    else:
+        after_cut = [(pl.lit(False), end, src) for _, end, src in fallbacks]
+    source = pl.when(cut_open & after_cut[0][0]).then(after_cut[0][2])
+    repaired_at = pl.when(cut_open & after_cut[0][0]).then(after_cut[0][1])
+    for cond, end, src in after_cut[1:]:
+        source, repaired_at = source.when(cut_open & cond).then(src), repaired_at.when(cut_open & cond).then(end)
+    source = source.when(drained).then(pl.lit("node_states"))
+    repaired_at = repaired_at.when(drained).then(pl.col("back_in_service_ts"))
+    for cond, end, src in fallbacks:
+        source, repaired_at = source.when(cond).then(src), repaired_at.when(cond).then(end)
     out = inc.join(per_incident, on="incident_id", how="left", maintain_order="left").with_columns(
         pl.col("linked_nodes").fill_null(0),
         hours("drain_start_ts", "_t0").clip(lower_bound=0.0).alias("hours_to_detect"),
@@ -324,7 +345,8 @@ def link_incidents(
     ).with_columns(
         hours("repaired_ts", "_t0").clip(lower_bound=0.0).alias("hours_to_repair"),
         pl.when(pl.col("nodes").list.len().fill_null(0) == 0).then(pl.lit("no_nodes"))
-        .when(drained & pl.col("back_in_service_ts").is_null()).then(pl.lit("ongoing"))
+        .when(drained & pl.col("back_in_service_ts").is_null() & pl.col("repaired_ts").is_null())
+        .then(pl.lit("ongoing"))
         .when(pl.col("repaired_ts").is_not_null()).then(pl.lit("repaired"))
         .otherwise(pl.lit("not_drained")).alias("repair_state"),
     )

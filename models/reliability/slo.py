@@ -31,7 +31,7 @@ import polars as pl
 from gpusre.models.accounting_span import capacity_hours_expr
 from gpusre.models.reliability.error_budget import rolling_burn_rates, slo_status
 from gpusre.models.reliability.ettr_model import ETTR_INCLUDES_QUEUE_WAIT, ettr_definition
-from gpusre.models.vocabulary import INFRASTRUCTURE, run_key
+from gpusre.models.vocabulary import INFRASTRUCTURE, UNKNOWN, run_key
 
 __all__ = ["SloTarget", "SLO_DAILY_SCHEMA", "daily_sli_counts", "slo_daily"]
 
@@ -40,6 +40,9 @@ SLO_DAILY_SCHEMA: dict[str, pl.DataType] = {
     "total": pl.Float64(), "budget_remaining": pl.Float64(), "burn_rate_short": pl.Float64(),
     "burn_rate_long": pl.Float64(), "status": pl.String(), "ettr": pl.Float64(), "ettr_excl_queue": pl.Float64(),
     "definition": pl.String(), "source": pl.String(), "window_days": pl.Int32(), "window_days_covered": pl.Int32(),
+    # job_infra_success only (NULL on the other SLIs): failed runs of unknown cause, counted good — the
+    # value is an upper bound while it is > 0 (no node-log evidence either way)
+    "unknown_failures": pl.Int64(),
 }
 #: What each SLI measures, for the ``definition`` column (ETTR's depends on settings: :func:`ettr_definition`).
 SLI_DEFINITIONS: dict[str, str] = {
@@ -141,22 +144,28 @@ def daily_sli_counts(*, node_count: int, maintenance_node_hours: pl.DataFrame, d
         avail = avail.filter(pl.col("source") != "incidents")
     if not job_slis:
         return avail.with_columns(pl.min_horizontal("good", "total").clip(lower_bound=0).alias("good"))
-    infra = job_attribution.filter(pl.col("attribution") == INFRASTRUCTURE).select("job_id", pl.lit(1).alias("_bad"))
+    # Per run: killed by the infrastructure (bad), or failed of unknown cause (good by the SLI's definition —
+    # not attributed to the infrastructure — but counted, so the value can be read as the upper bound it is).
+    flags = [(pl.col("attribution") == INFRASTRUCTURE).cast(pl.Int64).alias("_bad"),
+             (pl.col("attribution") == UNKNOWN).cast(pl.Int64).alias("_unknown")]
+    attributed = job_attribution.select("job_id", *flags)
     all_runs = jobs.select("job_id", "start_ts", "end_ts")
     if earlier_runs is not None and earlier_runs.height:
         all_runs = pl.concat([all_runs.with_columns(pl.col("job_id").cast(pl.String)),
                               earlier_runs.select(run_key(), "start_ts", "end_ts")], how="vertical_relaxed")
         if earlier_attribution is not None and earlier_attribution.height:
-            infra = pl.concat([infra.with_columns(pl.col("job_id").cast(pl.String)),
-                               earlier_attribution.filter(pl.col("attribution") == INFRASTRUCTURE)
-                               .select(run_key(), pl.lit(1).alias("_bad"))], how="vertical_relaxed")
+            attributed = pl.concat([attributed.with_columns(pl.col("job_id").cast(pl.String)),
+                                    earlier_attribution.select(run_key(), *flags)], how="vertical_relaxed")
+    attributed = attributed.filter((pl.col("_bad") + pl.col("_unknown")) > 0).unique("job_id", keep="first")
     ended = (all_runs.filter(pl.col("end_ts").is_not_null() & pl.col("start_ts").is_not_null())
-             .join(infra, on="job_id", how="left")
+             .join(attributed, on="job_id", how="left")
              .group_by(pl.col("end_ts").dt.date().alias("day"))
-             .agg(pl.len().cast(pl.Float64).alias("total"), pl.col("_bad").fill_null(0).sum().cast(pl.Float64).alias("bad")))
+             .agg(pl.len().cast(pl.Float64).alias("total"), pl.col("_bad").fill_null(0).sum().cast(pl.Float64).alias("bad"),
+                  pl.col("_unknown").fill_null(0).sum().cast(pl.Int64).alias("unknown_failures")))
     jobs_sli = days.select("day").join(ended, on="day", how="left").select(
         "day", pl.lit("job_infra_success").alias("sli"),
-        (pl.col("total").fill_null(0) - pl.col("bad").fill_null(0)).alias("good"), pl.col("total").fill_null(0))
+        (pl.col("total").fill_null(0) - pl.col("bad").fill_null(0)).alias("good"), pl.col("total").fill_null(0),
+        pl.col("unknown_failures").fill_null(0))
     big = (runs.filter(~pl.col("ongoing") & (pl.col("n_gpus") >= ettr_min_run_gpus))
            # fixed order for the float sums (rows equal in these columns add the same terms)
            .sort("last_end_ts", "productive_s", "wallclock_s", "n_gpus")
@@ -265,7 +274,8 @@ def slo_daily(*, targets: Sequence[SloTarget], window_days: int, t0: datetime, t
             pl.lit(definitions[target.sli]).alias("definition"),
             # the budget period budget_remaining covers: a review of a longer window must not pool it away
             pl.lit(window_days, dtype=pl.Int32).alias("window_days"),
-        ).join(series.select("day", *(c for c in ("ettr", "ettr_excl_queue", "source") if c in series.columns)),
+        ).join(series.select("day", *(c for c in ("ettr", "ettr_excl_queue", "source", "unknown_failures")
+                                      if c in series.columns)),
                on="day", how="left"))
     if not frames:
         return pl.DataFrame(schema=SLO_DAILY_SCHEMA)

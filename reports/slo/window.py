@@ -77,6 +77,17 @@ class SliWindow:
     worst_rolling_short: dict[str, Any] | None = None
     #: marts.slo_exhausted_spans rows meeting the window: when the rolling budget was exhausted
     exhausted_spans: list[dict[str, Any]] = field(default_factory=list)
+    #: job_infra_success only: failed runs of unknown cause in the window (marts.slo_daily.unknown_failures),
+    #: counted good — the value is then an upper bound
+    unknown_failures: int = 0
+
+    @property
+    def value_if_unknown_bad(self) -> float | None:
+        """The value were every failure of unknown cause the infrastructure's: the lower end of what the
+        SLI can be (None without such failures)."""
+        if not self.unknown_failures or self.total <= 0:
+            return None
+        return max(0.0, self.good - self.unknown_failures) / self.total
 
     @property
     def value(self) -> float | None:
@@ -125,9 +136,11 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
     window_days = "window_days" if "window_days" in cols else "NULL"
     # days of data the rolling budget spans (error_budget.rolling_burn_rates computes it; the mart may carry it)
     data_days = "window_days_covered" if "window_days_covered" in cols else "NULL"
+    unknown = "unknown_failures" if "unknown_failures" in cols else "NULL"
     rows = query_rows(con, f"""SELECT day, sli, value, objective, good, total, budget_remaining, burn_rate_short,
                                 burn_rate_long, status, {partial} AS partial, {source} AS source,
-                                {definition} AS definition, {window_days} AS window_days, {data_days} AS data_days
+                                {definition} AS definition, {window_days} AS window_days, {data_days} AS data_days,
+                                {unknown} AS unknown_failures
                          FROM marts.slo_daily WHERE day BETWEEN ? AND ? ORDER BY sli, day""", [w.start, w.end])
     spans: dict[str, list[dict[str, Any]]] = {}
     if table_status(con, "marts.slo_exhausted_spans") is None:
@@ -168,7 +181,9 @@ def sli_windows(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[SliWindow]
                         # over a full period of data and over the record's first, shorter ones
                         min(full, key=lambda r: (r["budget_remaining"], r["day"]), default=None),
                         min(short, key=lambda r: (r["budget_remaining"], r["day"]), default=None),
-                        spans.get(sli, []))
+                        spans.get(sli, []),
+                        # the window's days' counts, as good and total are (Σ of the mart's daily rows)
+                        sum(int(r["unknown_failures"] or 0) for r in rs))
         allowed = sw.allowed
         bad = 0.0
         for r in rs:

@@ -1,6 +1,7 @@
 """Nightly report section "Nodes out of service now" (``#out_of_service``).
 
-Reads core.node_states, marts.node_availability_daily; formats, computes nothing (a node's outage is merged by
+Reads core.node_states, marts.node_availability_daily, marts.data_freshness (where a cut node-state history
+ends), marts.incident_repairs (the log evidence after that end); formats, computes nothing (a node's outage is merged by
 the repair-time model, :func:`gpusre.models.reliability.repair_times.node_outages`)."""
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if reason:
         sec.no_data = reason
         return sec
-    # "Now" is the end of the report day (UTC): open events, and those that ended only afterwards.
-    cutoff = datetime.combine(meta.report_date + timedelta(days=1), time(), tzinfo=timezone.utc)
+    # "Now" is the end of the report day (UTC): open events, and those that ended only afterwards — unless
+    # the node-state history ends before it (a missing dump): then the state is known only up to that end.
+    day_end = datetime.combine(meta.report_date + timedelta(days=1), time(), tzinfo=timezone.utc)
+    cut = _history_cut(con)
+    cut = cut if cut is not None and cut < day_end else None
+    cutoff = cut or day_end
     rows = query_rows(con, """SELECT node, state, start_ts, end_ts, reason, reason_class, availability_class
                          FROM core.node_states
                          WHERE start_ts < ? AND (end_ts IS NULL OR end_ts > ?)
@@ -74,20 +79,34 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         n["hours"] = (cutoff - since).total_seconds() / 3600
     out = sorted(nodes.values(), key=lambda n: (-n["hours"], n["node"]))
     of = f" of {fmt_int(n_nodes)}" if n_nodes else ""
+    when = (f"the end of {d} (UTC)" if cut is None else
+            f"the node-state history's end, {fmt_date(cut)} (the dumps stop there; later state unknown)")
     if not out:
-        sec.lead = (f"All{of} nodes were in service at the end of {d} (UTC): no drain or down event was open."
-                    if of else f"No node was out of service at the end of {d} (UTC): no drain or down event was open.")
+        sec.lead = (f"All{of} nodes were in service at {when}: no drain or down event was open."
+                    if of else f"No node was out of service at {when}: no drain or down event was open.")
         return sec
+    later = _later_evidence(con, cut) if cut is not None else {}
     by_class: dict[str, int] = {}
     for n in out:
         key = (n["availability_class"] or "unknown").replace("_", " ")
         by_class[key] = by_class.get(key, 0) + 1
     classes = ", ".join(f"{fmt_int(v)} {k}" for k, v in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0])))
     top = out[0]
-    sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 and not of else 's'} "
-                f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
-                f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} ({span_hours(top['hours'])})"
-                + (f" for \u201c{truncate(top['reason'], 80)}\u201d." if top["reason"] else ", with no reason given."))
+    reason_text = (f" for \u201c{truncate(top['reason'], 80)}\u201d" if top["reason"] else ", with no reason given")
+    if cut is None:
+        sec.lead = (f"At the end of {d} (UTC) {fmt_int(len(out))}{of} node{'' if len(out) == 1 and not of else 's'} "
+                    f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
+                    f"has been {' → '.join(top['states'])} since {fmt_date(top['start_ts'])} "
+                    f"({span_hours(top['hours'])}){reason_text}.")
+    else:
+        # The dumps end before the day does: the state at their end, and what the node logs show after it.
+        ev = later.get(top["node"])
+        sec.lead = (f"At {when} {fmt_int(len(out))}{of} node{'' if len(out) == 1 and not of else 's'} "
+                    f"{'was' if len(out) == 1 else 'were'} out of service ({classes}); the longest, {top['node']}, "
+                    f"was {' → '.join(top['states'])} then (since {fmt_date(top['start_ts'])}, "
+                    f"{span_hours(top['hours'])} by that end){reason_text}"
+                    + (f"; the node logs show {_EVIDENCE.get(ev[0], ev[0])} at {fmt_date(ev[1])}." if ev else
+                       "; nothing after it says when it came back."))
     shown = out[:_TOP_N_OUT]
     sec.add(Table(
         [Column("Node"), Column("State", nowrap=True), Column("Since", nowrap=True), Column("Out for", True),
@@ -95,15 +114,62 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [[Cell(n["node"], mono=True), Cell(" → ".join(n["states"])), Cell(fmt_date(n["start_ts"])),
           Cell(span_hours(n["hours"])), Cell(truncate(n["reason"], 70) if n["reason"] else MISSING, title=n["reason"]),
           Cell(f"{n['reason_class'] or MISSING} ({(n['availability_class'] or 'unknown').replace('_', ' ')})"),
-          Cell(fmt_date(n["back"]) if n["back"] else "not yet")] for n in shown],
+          Cell(fmt_date(n["back"]) if n["back"] else _back_text(n["node"], cut, later))] for n in shown],
         caption=(f"Longest {len(shown)} of {fmt_int(len(out))} nodes" if len(out) > len(shown) else "Nodes")
-                + f" with a drain/down event open at the end of {d}, longest first; since = the start of the node's "
+                + f" with a drain/down event open at {when}, longest first; since = the start of the node's "
                   "continuous outage (overlapping or touching drain/down events merged, as time to repair merges "
-                  "them), out for = time from then up to the end of the day. "
+                  "them), out for = time from then up to "
+                + ("the end of the day. " if cut is None else
+                   "the node-state history's end (a later sacctmgr dump is missing; after it the state is "
+                   "unknown, and Back in service gives the node logs' first sign of repair after it, as "
+                   "marts.incident_repairs times it). ")
+                + 
                   "One row per node: state, reason and class of its earliest open event (the original cause); "
                   "\u201cBack in service\u201d is known when a later dump closed the event.",
     ))
     return sec
+
+
+#: marts.incident_repairs.repair_source -> what the node logs show.
+_EVIDENCE = {"reboot": "a reboot", "recovery_events": "a logged recovery", "health_check_pass": "a passing health check",
+             "health_checks": "the health check's next run", "operator": "the end the operator wrote",
+             "job_completed": "a job completed on it"}
+
+
+def _history_cut(con: duckdb.DuckDBPyConnection) -> datetime | None:
+    """Where the node-state history ends when its dumps end before the accounting does (a missing nightly
+    dump: marts.data_freshness.history_end_ts with ends_before_accounting), else None."""
+    if table_status(con, "marts.data_freshness") is not None or not scalar(
+            con, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'marts' "
+                 "AND table_name = 'data_freshness' AND column_name = 'ends_before_accounting'"):
+        return None
+    cut = scalar(con, "SELECT history_end_ts FROM marts.data_freshness WHERE source_kind = 'slurm_events' "
+                      "AND ends_before_accounting")
+    return cut.astimezone(timezone.utc) if cut is not None else None
+
+
+def _later_evidence(con: duckdb.DuckDBPyConnection, cut: datetime) -> dict[str, tuple[str, datetime]]:
+    """node -> (repair_source, repaired_ts) of the incident repairs marts.incident_repairs timed from the node
+    logs after the history's end ``cut`` (an outage open at the cut: repair_times' fallback)."""
+    if table_status(con, "marts.incident_repairs") is not None:
+        return {}
+    rows = query_rows(con, """SELECT unnest(nodes) AS node, repair_source, repaired_ts FROM marts.incident_repairs
+                              WHERE drain_start_ts IS NOT NULL AND back_in_service_ts IS NULL
+                                AND repaired_ts >= ? AND repair_source <> 'node_states'
+                              ORDER BY repaired_ts""", [cut])
+    out: dict[str, tuple[str, datetime]] = {}
+    for r in rows:
+        out.setdefault(r["node"], (r["repair_source"], r["repaired_ts"]))
+    return out
+
+
+def _back_text(node: str, cut: datetime | None, later: dict[str, tuple[str, datetime]]) -> str:
+    """'not yet'; after a cut history 'unknown after 2026-11-11 00:05 UTC; reboot 2026-11-11 02:20 UTC'."""
+    if cut is None:
+        return "not yet"
+    ev = later.get(node)
+    return f"unknown after {fmt_date(cut)}" + (f"; node logs: {_EVIDENCE.get(ev[0], ev[0])} {fmt_date(ev[1])}"
+                                                if ev else "")
 
 
 SECTION = SectionSpec("out_of_service", "Nodes out of service now", build)

@@ -53,9 +53,18 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                          FROM marts.job_mttf_by_size ORDER BY bucket_order""")
     proj: list[dict[str, Any]] = []
     if table_status(con, "marts.job_mttf_projection") is None:
-        proj = query_rows(con, """SELECT kind, gpus_bucket, n_gpus, mttf_hours, ci_low, ci_high, r_gpu_per_hour, exponent,
-                                    exponent_ci_low, exponent_ci_high
+        cols = {r["column_name"] for r in query_rows(
+            con, "SELECT column_name FROM information_schema.columns "
+                 "WHERE table_schema = 'marts' AND table_name = 'job_mttf_projection'")}
+        # failures the fit rests on, and whether they reach reliability.min_failures (older marts: unknown, shown)
+        extra = "failures, sufficient" if {"failures", "sufficient"} <= cols else "NULL AS failures, NULL AS sufficient"
+        proj = query_rows(con, f"""SELECT kind, gpus_bucket, n_gpus, mttf_hours, ci_low, ci_high, r_gpu_per_hour, exponent,
+                                    exponent_ci_low, exponent_ci_high, {extra}
                              FROM marts.job_mttf_projection ORDER BY n_gpus""")
+    # Below reliability.min_failures the fit is noise (one failure: an exponent CI of ±50,000): no projection.
+    thin = next((r for r in proj if r["sufficient"] is False), None)
+    if thin is not None:
+        proj = []
     medians = {r["gpus_bucket"]: r["n_gpus"] for r in proj if r["kind"] != "projected" and r["gpus_bucket"]}
     projected = [r for r in proj if r["kind"] == "projected"]
     measured = [(r["gpus_bucket"], float(medians.get(r["gpus_bucket"]) or _BUCKET_MID.get(r["gpus_bucket"], 1)),
@@ -82,7 +91,12 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                      f"{fmt_hours(b['mttf_hours'])} (95 % CI {fmt_ci(b['ci_low'], b['ci_high'])})")
     else:
         parts.append("No size bucket has enough infrastructure failures for a measured MTTF")
-    if p0 and projected:
+    if thin is not None:
+        n = thin["failures"]
+        parts.append(f"the 1/N projection to larger jobs: insufficient data ({fmt_int(n)} "
+                     f"infrastructure failure{'s' if n != 1 else ''}; below reliability.min_failures no projection "
+                     "is given)")
+    elif p0 and projected:
         meta = dict(META_RSC1_MTTF)
         shown = [r for r in projected if r["n_gpus"] in meta and is_number(r["mttf_hours"])]
         if shown:

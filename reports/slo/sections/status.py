@@ -18,7 +18,8 @@ from gpusre.reports.kit.formatting import MISSING, fmt_date, fmt_int, fmt_num, l
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import scalar, table_status
-from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_sli, sli_label
+from gpusre.reports.coverage import loaded_sources
+from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_sli, sli_label, unknown_bound_text
 from gpusre.reports.slo.window import SliWindow, SloWindow, sli_windows, source_status
 
 
@@ -77,6 +78,15 @@ def _rolling_gone(s: SliWindow) -> str | None:
     return fmt_date(r["from_day"]) + (f" (since {fmt_date(r['start_day'])})" if r["start_day"] < r["from_day"] else "")
 
 
+def _value_text(s: SliWindow) -> str:
+    """'92.31 %', or '92.31 % at most (4 failed jobs of unknown cause)' when failures nobody could attribute
+    count as good (marts.slo_daily.unknown_failures)."""
+    if not s.unknown_failures or s.value is None:
+        return fmt_sli(s.value)
+    n = s.unknown_failures
+    return f"{fmt_sli(s.value)} at most ({fmt_int(n)} failed job{'s' if n != 1 else ''} of unknown cause)"
+
+
 def _gone_text(s: SliWindow, rolling: bool = True) -> str:
     """', its 30-day rolling budget exhausted from 2026-11-24; the window's budget overspent from 2026-11-25':
     the mart's rolling budget first, then the window's own (sized on the window's events, counted from its
@@ -110,11 +120,11 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
              + (" as a whole" if pooled else "")]
     if met:
         parts.append(("met over the window as a whole: " if pooled else "met: ") + ", ".join(
-            f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} (objective {fmt_objective(s.objective)}"
+            f"{lower_first(sli_label(s.sli))} {_value_text(s)} (objective {fmt_objective(s.objective)}"
             + (f"; but {_exhausted_clause(s)})" if s in broke else ")") for s in met))
     if missed:
         parts.append("missed: " + ", ".join(
-            f"{lower_first(sli_label(s.sli))} {fmt_sli(s.value)} (objective {fmt_objective(s.objective)}"
+            f"{lower_first(sli_label(s.sli))} {_value_text(s)} (objective {fmt_objective(s.objective)}"
             + _gone_text(s, rolling=s not in broke)
             + (f"; {_exhausted_clause(s)})" if s in broke else ")") for s in missed))
     unmeasured = [s for s in slis if s.met is None]
@@ -166,12 +176,16 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     to = " / ".join(fmt_date(d) for d in quoted)
     last_partial = any(s.last.get("partial") for s in slis)
     estimated = [s for s in slis if s.sli == "node_availability" and "incidents" in s.sources]
+    node_logs = "syslog" in loaded_sources(con)
     sec.items.append(Table(
         [Column("SLI"), Column("Objective", True), Column("Over window", True), Column("Met", nowrap=True),
          Column("Budget left", True), Column("Window budget gone", nowrap=True),
          Column("Rolling budget exhausted", nowrap=True), Column("Rolling budget", True),
          Column("Burn 1 d / 3 d", True), Column("Status", nowrap=True), Column("Days", True)],
-        [[Cell(sli_label(s.sli), title=s.definition or s.sli), Cell(fmt_objective(s.objective)), Cell(fmt_sli(s.value)),
+        [[Cell(sli_label(s.sli), title=s.definition or s.sli), Cell(fmt_objective(s.objective)),
+          Cell(fmt_sli(s.value),
+               sub=unknown_bound_text(s.unknown_failures, s.value_if_unknown_bad, node_logs)
+               if s.unknown_failures and s.value is not None else None),
           Cell(MISSING if s.met is None else ("yes" if s.met else "no")
                + (f" as a whole; {_period(s)} budget exhausted" if s in broke else ""),
                swatch=None if s.met is None else ("#2e7d32" if s.met and s not in broke else "#c62828")),

@@ -12,7 +12,7 @@ from gpusre.reports.coverage import loaded_sources
 from gpusre.reports.kit.formatting import fmt_ci, fmt_hours, fmt_int, fmt_num
 from gpusre.reports.kit.section import Section, SectionSpec
 from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
-from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label
+from gpusre.reports.slo.terms import fmt_budget, fmt_objective, fmt_rate, fmt_sli, sli_label, unknown_bound_text
 from gpusre.reports.slo.window import SloWindow, failure_evidence, mart_period, sli_windows
 from gpusre.models.vocabulary import failure_incident_sql
 
@@ -24,11 +24,15 @@ def _cards(con: duckdb.DuckDBPyConnection, w: SloWindow) -> list[dict[str, str]]
     try:
         if table_status(con, "marts.slo_daily") is None:
             slis = sli_windows(con, w)
+            node_logs = "syslog" in loaded_sources(con)
             for s in slis:
                 est = ("" if s.sli != "node_availability" or "incidents" not in s.sources else
                        " · estimated from hardware incidents (no node-state history)" if len(s.sources) == 1 else
                        " · partly estimated from hardware incidents (days without node-state history)")
-                cards.append({"label": sli_label(s.sli), "value": fmt_sli(s.value),
+                if s.unknown_failures and s.value is not None:  # an upper bound: failures of unknown cause count good
+                    est += " · " + unknown_bound_text(s.unknown_failures, s.value_if_unknown_bad, node_logs)
+                cards.append({"label": sli_label(s.sli),
+                              "value": fmt_sli(s.value),
                               "sub": (f"objective {fmt_objective(s.objective)} · budget left {fmt_budget(s.budget_left)}"
                                       if s.value is not None else f"objective {fmt_objective(s.objective)} · no events")
                               + est,
