@@ -115,8 +115,9 @@ def test_a_false_positive_keeps_its_row_marked_not_a_failure() -> None:
     assert (fp["label_source"], fp["root_cause"], fp["notes"]) == (
         "operator", "false positive: netops cable test", "not a failure")
     assert (fp["nodes"], fp["n_events"], fp["scope"]) == (["gpu01"], 1, "node")
-    # the operator's span and the evidence's together: 12:55 .. 13:15
-    assert (fp["start_ts"], fp["end_ts"]) == (T0 - 5 * M, T0 + 15 * M)
+    # the marked incident's own span (one line at 13:00), not the operator's 12:55 .. 13:15: a mark folds
+    # nothing and widens nothing (rule 6)
+    assert (fp["start_ts"], fp["end_ts"]) == (T0, T0)
     assert members.filter(pl.col("incident_id") == fp["incident_id"])["event_id"].to_list() == [1]
     # gpu05's Xid 79 is untouched: another node.
     other = incidents.filter(pl.col("operator_id").is_null()).row(0, named=True)
@@ -138,15 +139,15 @@ def test_a_reserved_row_over_no_tool_incident_makes_none() -> None:
 
 def test_a_reserved_row_without_nodes_marks_every_overlapping_incident() -> None:
     # A fabric-wide test: empty nodes = the whole cluster (the rule of every operator row). gpu01's and
-    # gpu03's links (two separate node incidents: fewer than 3 nodes, no leaf) fold into one marked incident;
-    # gpu05's Xid 79 five days later does not overlap.
+    # gpu03's links (two separate node incidents: fewer than 3 nodes, no leaf) are each marked, on its own
+    # row (a mark folds nothing together); gpu05's Xid 79 five days later does not overlap.
     ev_rows = events([ev(1, 0 * M, "gpu01", LINK_DOWN), ev(2, 2 * M, "gpu03", LINK_DOWN),
                       ev(3, 5 * 24 * H, "gpu05", XID79)])
     row = ("OPS-106", T0 - 5 * M, T0 + 15 * M, NOT_A_FAILURE, "fabric firmware test", None, "")
     incidents, members = merge_incidents(ev_rows, operator=operator([row]))
     marked = incidents.filter(~is_failure_incident())
-    assert marked.height == 1 and marked.row(0, named=True)["nodes"] == ["gpu01", "gpu03"]
-    assert marked["n_events"].to_list() == [2]
+    assert marked.height == 2 and marked["nodes"].to_list() == [["gpu01"], ["gpu03"]]
+    assert marked["n_events"].to_list() == [1, 1] and marked["operator_id"].to_list() == ["OPS-106"] * 2
     assert sorted(not_a_failure_events(incidents, members)["event_id"].to_list()) == [1, 2]
     assert failure_incidents(incidents)["component"].to_list() == ["pcie_bus"]
 

@@ -79,11 +79,13 @@ Merging (:func:`merge_incidents`), in this order:
        ended is a failure from its first line after it.
     6. *Not a failure*: an operator row whose component is one of
        :data:`~gpusre.models.vocabulary.NOT_A_FAILURE_WORDS` (``none``, ``false_positive``, ``not_a_failure``)
-       folds the event incidents it overlaps by the same rule (same nodes — none = all — and overlapping
-       time) into one incident whose component, component class and cause class are
+       marks each event incident it overlaps by the same rule (same nodes — none = all — and overlapping
+       time) as not a failure: its component, component class and cause class become
        :data:`~gpusre.models.vocabulary.NOT_A_FAILURE` (the network team's cable test took a link down: the
-       logs were right, the fleet did not fail). The row stays (``label_source`` ``operator``, the operator's
-       root cause and notes: the audit trail of the decision); every failure count leaves it out
+       logs were right, the fleet did not fail). It folds nothing together: each marked incident keeps its
+       own row, nodes, scope and times (two flaps of two nodes during one cable swap stay two). Each row
+       stays (``label_source`` ``operator``, the operator's id, root cause and notes: the audit trail of the
+       decision); every failure count leaves it out
        (:func:`~gpusre.models.vocabulary.is_failure_incident`). Such a row overlapping no event incident makes
        no incident: there is nothing to mark, and a human's "nothing failed" is no outage.
 
@@ -927,16 +929,9 @@ def _operator_scope(ev_scope: pl.Expr, op_nodes: pl.Expr) -> pl.Expr:
             .otherwise(pl.lit(OPERATOR_NODES_SCOPE)))
 
 
-def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
-    """One incident per operator row (:func:`_operator_frame`), labelled by the operator, over the event
-    groups ``folded`` into it (aggregated groups with their ``incident_id`` and matched ``operator_id``).
-
-    The id is the earliest folded group's (its first evidence: the id the events alone gave, which the
-    previous night's report printed), so labelling an incident, or editing the label's text or start
-    later, never changes its id; only a row with no evidence gets :func:`operator_incident_id`. The
-    scope says how far the fault spread, as for event incidents (:func:`_operator_scope`); who labelled
-    it is ``label_source``.
-    """
+def _folded_aggregate(folded: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The event groups ``folded`` (aggregated, with ``incident_id``) summed up per ``key``: the evidence an
+    operator incident takes over (its id, widest scope, worst classes, span, nodes, GPUs, counts)."""
     folded = folded.with_columns(
         severity_rank(pl.col("severity")).alias("_rank"),
         pl.col("scope").replace_strict({s: i for i, s in enumerate(SCOPE_ORDER)}, default=0,
@@ -944,7 +939,7 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
     )
     worst = [pl.col("_rank"), pl.col("start_ts")]
     earliest = [pl.col("start_ts"), pl.col("incident_id")]
-    by_op = folded.group_by("operator_id").agg(
+    return folded.group_by(key).agg(
         pl.col("incident_id").sort_by(earliest).first().alias("_ev_incident_id"),
         pl.col("scope").sort_by("_scope_rank").last().alias("_ev_scope"),
         pl.col("cause_class").sort_by(worst).first(),
@@ -960,11 +955,36 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
         pl.col("evidence_kinds").list.explode(keep_nulls=False, empty_as_null=False).drop_nulls().unique().sort(),
         pl.col("n_health_check_episodes").sum(),
     )
+
+
+def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
+    """One incident per operator row (:func:`_operator_frame`), labelled by the operator, over the event
+    groups ``folded`` into it (aggregated groups with their ``_group``, ``incident_id`` and matched
+    ``operator_id``) — except a "not a failure" row, which marks each group it overlaps on its own row
+    (rule 6). ``_group`` is the marked group of such a row, else null (the membership's key).
+
+    The id is the earliest folded group's (its first evidence: the id the events alone gave, which the
+    previous night's report printed), so labelling an incident, or editing the label's text or start
+    later, never changes its id; only a row with no evidence gets :func:`operator_incident_id`. The
+    scope says how far the fault spread, as for event incidents (:func:`_operator_scope`); who labelled
+    it is ``label_source``.
+    """
+    by_op = _folded_aggregate(folded, "operator_id")
     # Operator logs are hand-kept and short: hashing row by row is cheap.
     op = op.with_columns(pl.Series("_op_incident_id", [operator_incident_id(i) for i in op["operator_id"].to_list()],
                                    dtype=pl.String))
     dismissed = pl.col("_op_component").eq_missing(pl.lit(NOT_A_FAILURE))
     labelled = op.join(by_op, on="operator_id", how="left")
+    # "Not a failure" marks each incident it overlaps, folding none together: one row per folded group,
+    # with that group's own span and nodes (rule 6).
+    marks = (op.filter(dismissed).select("operator_id")
+             .join(folded.select("operator_id", "_group"), on="operator_id", how="inner"))
+    labelled = pl.concat([labelled.filter(~dismissed).with_columns(pl.lit(None, pl.String).alias("_group")),
+                          labelled.filter(dismissed).drop(by_op.drop("operator_id").columns)
+                          .join(marks, on="operator_id", how="left")
+                          .join(_folded_aggregate(folded, "_group"), on="_group", how="left")],
+                         how="diagonal_relaxed")
+    own = dismissed & pl.col("_ev_incident_id").is_not_null()
     # "Not a failure" with no tool-made incident under it marks nothing: no incident (rule 6).
     labelled = labelled.filter(~dismissed | pl.col("_ev_incident_id").is_not_null())
     return labelled.select(
@@ -976,9 +996,10 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
         .alias("cause_class"),
         "severity",
         "action",
-        pl.min_horizontal("_op_start", "_ev_start").alias("start_ts"),
-        pl.max_horizontal("_op_end", "_ev_end").alias("end_ts"),
-        pl.concat_list(pl.col("_op_nodes"), pl.col("_ev_nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+        pl.when(own).then(pl.col("_ev_start")).otherwise(pl.min_horizontal("_op_start", "_ev_start")).alias("start_ts"),
+        pl.when(own).then(pl.col("_ev_end")).otherwise(pl.max_horizontal("_op_end", "_ev_end")).alias("end_ts"),
+        pl.concat_list(pl.when(own).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.col("_op_nodes")),
+                       pl.col("_ev_nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))))
         .list.unique().list.sort().alias("nodes"),
         pl.col("gpus").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("n_events").fill_null(0),
@@ -995,6 +1016,7 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
         pl.col("evidence_kinds").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("n_health_check_episodes").fill_null(0),
         (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
+        "_group",
     )
 
 
@@ -1209,11 +1231,14 @@ def merge_incidents(
         folded = groups.join(matched, on="_group", how="inner")
         operator_incidents = _operator_incidents(op, folded)
         frames.append(operator_incidents)
+        folding = operator_incidents.filter(pl.col("_group").is_null())
         membership_parts.append(
-            members.join(matched, on="_group").join(operator_incidents.select("operator_id", "incident_id"),
-                                                    on="operator_id")
+            members.join(matched, on="_group").join(folding.select("operator_id", "incident_id"), on="operator_id")
             .select("event_id", "incident_id")
         )
+        # A "not a failure" row's incidents are each one group's (rule 6).
+        membership_parts.append(members.join(operator_incidents.drop_nulls("_group").select("_group", "incident_id"),
+                                             on="_group").select("event_id", "incident_id"))
 
     incidents = pl.concat(
         [f.select(pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()) for f in frames]

@@ -653,7 +653,9 @@ def health_check_ends(evidence: pl.DataFrame, events: pl.DataFrame,
 
 #: The ``core.node_events`` columns that name the part a line is about: the device's PCI address (a NIC's),
 #: the GPU's, and the port. An 8-rail node logs a ``Link DOWN`` per NIC: one NIC's ``Link ACTIVE`` is no
-#: recovery of another's, nor a GPU's reset of another GPU (:func:`same_part`).
+#: recovery of another's, nor a GPU's reset of another GPU (:func:`same_part`). A line naming a NIC by its
+#: interface only (networkd's ``ibp26s0: Lost carrier``) carries the address the node's kernel lines link
+#: that interface to, set at ingest (:mod:`~gpusre.models.sources.syslog.nic_identity`).
 PART_COLUMNS: tuple[str, ...] = ("device_pci", "gpu_pci", "port")
 
 
@@ -664,17 +666,26 @@ def with_parts(frame: pl.DataFrame) -> pl.DataFrame:
                               for c in PART_COLUMNS)
 
 
+def _port_number(suffix: str = "") -> pl.Expr:
+    """The port is a device's port number (``Port: 1`` of an HCA at a PCI address), not a name."""
+    return pl.col("device_pci" + suffix).is_not_null() & pl.col("port" + suffix).str.contains(r"^\d+$").fill_null(False)
+
+
 def same_part(suffix: str) -> pl.Expr:
     """True where a row and the other side of a join (its :data:`PART_COLUMNS` suffixed ``suffix``) name the
     same part: the GPU addresses agree where both carry one, the device addresses too, and the ports where
-    both carry one relative to the same kind of name — both with a device address (``Port: 1`` of an HCA)
-    or both without (an interface name, ``ibp59s0``): the kernel's ``mlx5_0: Port: 1`` and networkd's
-    ``ibp59s0`` may be one port. A column either lacks says nothing, so a line that names no part (a
-    reboot, a site's portless ``link down``) matches every part of its node."""
+    both carry one of the same kind — both a device's port number (``Port: 1`` of an HCA), or both a name
+    (an interface, ``ibp59s0``; a Lustre target) unless both lines carry a device address, which then says
+    which NIC (its ``mlx5_0`` and ``ibp59s0`` are one). The kernel's ``mlx5_0: Port: 1`` and networkd's
+    ``ibp59s0`` may be one port: a number and a name are not compared. A column either lacks says
+    nothing, so a line that names no part (a reboot, a site's portless ``link down``) matches every part
+    of its node, and an interface no kernel line of its node linked to an address matches every NIC."""
     def agree(c: str) -> pl.Expr:
         return pl.col(c).is_null() | pl.col(c + suffix).is_null() | (pl.col(c) == pl.col(c + suffix))
-    port_namespaces_differ = pl.col("device_pci").is_null() != pl.col("device_pci" + suffix).is_null()
-    return agree("device_pci") & agree("gpu_pci") & (port_namespaces_differ | agree("port"))
+    number, other_number = _port_number(), _port_number(suffix)
+    both_devices = pl.col("device_pci").is_not_null() & pl.col("device_pci" + suffix).is_not_null()
+    compared = (number & other_number) | (~number & ~other_number & ~both_devices)
+    return agree("device_pci") & agree("gpu_pci") & (~compared | agree("port"))
 
 
 def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, right_on: str, by: list[str],
@@ -683,13 +694,16 @@ def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str
     ``left`` row (:func:`same_part`): each row's nearest line about its own part, or one naming no part.
 
     Both frames carry the :data:`PART_COLUMNS` (:func:`with_parts`); ``right``'s are not returned. As-of
-    joins need equal keys, so the rows are grouped by which part columns they carry (a handful of shapes:
-    a NIC line carries its PCI address and port, a reboot none) and each pair of shapes is joined by the
-    columns :func:`same_part` compares for it; a left row keeps its nearest match over the pairs.
+    joins need equal keys, so the rows are grouped by which part columns they carry and whether the port
+    is a device's number (a handful of shapes: a NIC line carries its PCI address and port, a reboot none)
+    and each pair of shapes is joined by the columns :func:`same_part` compares for it; a left row keeps
+    its nearest match over the pairs.
     ``options``: ``join_asof``'s (``tolerance``, ``allow_exact_matches``).
     """
     device, gpu, port = (1 << i for i in range(len(PART_COLUMNS)))
-    shape = pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int32) * (1 << i) for i, c in enumerate(PART_COLUMNS))
+    number = 1 << len(PART_COLUMNS)
+    shape = (pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int32) * (1 << i) for i, c in enumerate(PART_COLUMNS))
+             + _port_number().cast(pl.Int32) * number)
     brought = [c for c in right.columns if c not in (*by, *PART_COLUMNS)]
     lft = left.with_row_index("_lrow").with_columns(shape.alias("_shape"))
     rgt = right.with_columns(shape.alias("_shape"))
@@ -697,8 +711,8 @@ def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str
     for (lshape,), lpart in lft.partition_by("_shape", as_dict=True).items():
         for (rshape,), rpart in rgt.partition_by("_shape", as_dict=True).items():
             both = lshape & rshape
-            if (lshape & device) != (rshape & device):  # a port number of a device is no interface name
-                both &= ~port
+            if (lshape & number) != (rshape & number) or (not lshape & number and both & device):
+                both &= ~port  # a port number is no name; two names of device-addressed lines: the address decides
             shared = [c for c, bit in zip(PART_COLUMNS, (device, gpu, port), strict=True) if both & bit]
             matches.append(
                 lpart.select("_lrow", *by, *shared, left_on).sort(left_on)

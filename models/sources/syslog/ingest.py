@@ -1,8 +1,10 @@
 """Load node logs from ``landing/syslog`` into ``raw.syslog_lines`` — incrementally and losslessly.
 
 Per new or changed file (SHA-256, like sacct dumps): parse the lines (:mod:`gpusre.models.sources.syslog.parse`),
-recognize events (:mod:`gpusre.models.logs.event_catalog`), key every line by its masked message, and
-replace the file's rows. Unparseable lines go to ``raw.rejects``.
+recognize events (:mod:`gpusre.models.logs.event_catalog`), re-read the port-state lines in sequence
+(:mod:`~gpusre.models.sources.syslog.link_states`), give a line naming a NIC by its interface only the PCI
+address the node's kernel lines link it to (:mod:`~gpusre.models.sources.syslog.nic_identity`), key every
+line by its masked message, and replace the file's rows. Unparseable lines go to ``raw.rejects``.
 
 Three steps (:mod:`gpusre.models.ingest.staging`), so that parsing runs in several processes:
 :func:`plan_syslog` (reads the ledger, the miner's config and the jobs' time span; splits the files
@@ -40,6 +42,7 @@ from gpusre.models.sources.syslog.parse import (FILE_COUNTS_SCHEMA, LINE_SCHEMA,
                                                SyslogInput, host_from_filename,
                                                parse_syslog_batch)
 from gpusre.models.sources.syslog.link_states import with_logical_link_losses
+from gpusre.models.sources.syslog.nic_identity import with_nic_addresses
 from gpusre.models.logs.templates import TemplateConfig, TemplateMiner, canonical_forms, distinct_first_seen
 from gpusre.models.warehouse import append_arrow, transaction
 from gpusre.models.ingest.lake import delete_lake_files, remove_unlisted_files, version_files, write_file_sets
@@ -165,6 +168,9 @@ def _lines_frame(lines: pl.DataFrame, masker: TemplateMiner, hosts: HostMapping)
     # A port leaving ACTIVE for INIT/ARMED (the subnet manager dropped it) is a link loss; the same
     # lines at a bring-up are not: only the port's previous state tells (link_states).
     rows = with_logical_link_losses(rows)
+    # networkd's 'ibp26s0: Gained carrier' names the interface only: it takes the PCI address the node's
+    # kernel lines link ibp26s0 to, so it clears that NIC's Link DOWN, not another rail's (nic_identity).
+    rows = with_nic_addresses(rows)
     seen = (rows.select("source_file", "message_key").with_row_index("seq")
             .unique(["source_file", "message_key"], keep="first", maintain_order=True)
             .join(distinct, on="message_key", how="left", maintain_order="left"))
