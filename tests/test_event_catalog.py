@@ -415,7 +415,8 @@ def test_each_row_is_classified_independently_of_its_neighbours(lines: list[str]
 
 
 def test_a_record_line_takes_its_records_severity() -> None:
-    assert set(_RECORD_ROWS["pattern_id"]) == {"ghes_record_severity", "ghes_memory_error"}
+    assert set(_RECORD_ROWS["pattern_id"]) == {"ghes_record_severity", "ghes_memory_error", "ghes_pcie_error",
+                                               "ghes_pcie_device", "ghes_processor_error", "ghes_other_section"}
     fatal, memory = "{1}[Hardware Error]: event severity: fatal", "{1}[Hardware Error]:   section_type: memory error"
     corrected = "{2}[Hardware Error]: event severity: corrected"
     out = classify_messages(pl.Series([memory, fatal, NOISE, memory, corrected, memory.replace("{1}", "{2}"), memory]))

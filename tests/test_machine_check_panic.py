@@ -71,7 +71,8 @@ def test_other_panics_and_the_machine_check_report_lines_keep_their_rows() -> No
         "mce: [Hardware Error]: Machine check events logged",
     ])).select("pattern_id", "component", "severity")
     assert out.rows() == [("kernel_panic", "os", "critical"), ("kernel_panic", "os", "critical"),
-                          ("mce_hardware_error", "host_cpu", "medium"), ("mce_hardware_error", "host_cpu", "medium")]
+                          # the bank's status word be00...: VAL|UC|EN, PCC set -> an uncorrected error, context corrupt
+                          ("mce_status_uncorrected_pcc", "host_cpu", "critical"), ("mce_hardware_error", "host_cpu", "medium")]
 
 
 def test_the_machine_check_rows_come_before_the_generic_ones() -> None:
@@ -82,16 +83,18 @@ def test_the_machine_check_rows_come_before_the_generic_ones() -> None:
 
 def test_dimm_ue_decoded_after_the_reboot_names_the_machine_check_crash() -> None:
     events = node_log(MCE_LINES + REBOOT_LINES)
-    # Failures: the "Machine check:" line, the panic and the EDAC UE (the other mce lines are medium).
-    assert sorted(failure_events(events)["kind"].to_list()) == ["edac_ue", "kernel_panic", "mce"]
+    # Failures: the bank's uncorrected status line (UC|PCC), the "Machine check:" line, the panic and the EDAC UE
+    # (the other mce lines are medium).
+    assert sorted(failure_events(events)["kind"].to_list()) == ["edac_ue", "kernel_panic", "mce", "mce"]
     incidents, members = merge_incidents(events)
     assert incidents.height == 1
     row = incidents.row(0, named=True)
     assert (row["component"], row["component_class"], row["cause_class"]) == ("host_memory", "host", "hardware")
-    assert (row["root_cause"], row["action"], row["n_events"]) == ("edac_ue", "DRAIN_NODE", 3)
-    # from the first failure (the "Machine check:" line, 1 s) to the UE; the lower-severity mce lines are no failures
-    assert (row["start_ts"], row["end_ts"]) == (T0 + S, T0 + 6 * M + 31 * S)
-    assert members.height == 3
+    assert (row["root_cause"], row["action"], row["n_events"]) == ("edac_ue", "DRAIN_NODE", 4)
+    # from the first failure (the bank's uncorrected status line, 0 s) to the UE; the lower-severity mce lines are
+    # no failures
+    assert (row["start_ts"], row["end_ts"]) == (T0, T0 + 6 * M + 31 * S)
+    assert members.height == 4
 
     job = pl.DataFrame([{"job_id": "9002", "state": "NODE_FAIL", "nodes": [NODE], "n_gpus": 8,
                          "start_ts": T0 - 4 * timedelta(hours=1), "end_ts": T0 + 5 * M + 2 * S,

@@ -14,7 +14,9 @@ module only loads, validates and applies them (no per-code ``if`` anywhere):
   so: cause class ``unknown`` (:data:`UNCATALOGUED_CAUSE`), action ``CHECK_CATALOG``, severity at
   most ``medium``. New drivers add Xids every release: such a line is kept with its code, visible
   as uncatalogued (``marts.uncatalogued_codes``), and is no failure evidence until the catalog
-  gives its code classes.
+  gives its code classes. A row without a ``catalog`` may still extract a code and keeps its own
+  classes: the Xid 154 rows read the recovery action the line spells out (``GPU Reset Required`` →
+  ``RESET_GPU``) and come before the generic Xid row.
 
 :func:`classify_messages` runs on whole columns: one Aho–Corasick pass (``str.contains_any``) over
 all messages keeps only lines holding some pattern's literal, then each pattern's regex runs on
@@ -142,7 +144,9 @@ _GROUPS = ("code", "pci", "port", "gpu", "fatal", "record")
 #: NVSwitch driver prints ``Fatal`` / ``Non-fatal`` on each SXid (NVIDIA's Fabric Manager guide: a
 #: non-fatal SXid is informational; Fabric Manager neither stops jobs nor blocks launches), Fabric
 #: Manager ``detected NVSwitch fatal|non-fatal error``, APEI/GHES ``event severity: fatal|recoverable|
-#: corrected|info``. Words not listed leave the catalog severity; an informational line is never raised.
+#: corrected|info``, and NVLink5 Xids 144-150 ``Nonfatal`` / ``Fatal`` per sub-code (NVIDIA's Xid catalog: a
+#: Nonfatal sub-code is IGNORE; the Xid pattern captures only the non-fatal words, so a ``Fatal`` one keeps its
+#: catalog severity). Words not listed leave the catalog severity; an informational line is never raised.
 FATALITY_WORDS: dict[str, tuple[str, str]] = {
     "fatal": ("floor", "high"),
     "non-fatal": ("cap", "medium"),
@@ -487,8 +491,8 @@ def classify_messages(messages: pl.Series) -> pl.DataFrame:
     ``pattern_id``. Rows that match no pattern are all null. For Xid/SXid rows the classes come
     from the catalog by code; a code the catalog does not know takes the pattern row's classes,
     which say so (cause class ``unknown``, action ``CHECK_CATALOG``). A line's own
-    fatality word (``Non-fatal`` SXid, GHES ``event severity: corrected``) adjusts the severity
-    (:data:`FATALITY_WORDS`).
+    fatality word (``Non-fatal`` SXid, ``Nonfatal`` NVLink5 Xid, GHES ``event severity: corrected``)
+    adjusts the severity (:data:`FATALITY_WORDS`).
 
     Each row is classified on its own text, except the lines of a multi-line record (a pattern
     with a ``(?P<record>...)`` group: GHES ``{N}[Hardware Error]:`` lines), which take their
