@@ -92,7 +92,7 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
                      description="One row per alert incident: alerts in one session (starts <= 10 min apart) linked "
                      "by node, rack/leaf switch, storage target, shared hardware incident or template co-occurrence "
                      "(connected components). Root-cause candidate (hardware incident, else the earliest alert at the "
-                     "most upstream level: fabric > storage > node > GPU) with its reason, scope, flood flag, jobs "
+                     "most upstream level: fabric > storage > rack > node > GPU) with its reason, scope, flood flag, jobs "
                      "killed and lost GPU-hours."),
         dg.AssetSpec(ALERT_INCIDENT_MEMBERS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alert: its incident, whether it is the root, its level and hardware incident."),

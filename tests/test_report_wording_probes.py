@@ -238,14 +238,15 @@ def test_hardware_incident_says_its_evidence_spans_7_s_and_it_was_down_12_min(co
     page, md = paths.html.read_text(), " ".join(paths.markdown.read_text().split())
     summary = visible_text(section(page, "summary"))
     assert ("Hardware incident inc-leaf01, Interconnect switch failure under leaf01 (ib_link_down), started "
-            "2026-11-01 03:00:01 UTC; its evidence spans 7 s (16 events) and it was down 12 min, to the links' "
+            "2026-11-01 03:00:01 UTC; its log evidence spans 7 s (16 events), to its last line at 2026-11-01 "
+            "03:00:08 UTC, and it was down 12 min, to the links' "
             "recovery at 2026-11-01 03:12:08 UTC; it killed 2 jobs and lost 24.0 GPU-hours.") in summary
-    assert "lasted" not in summary and "UTC · evidence spans 7 s" in summary
-    # The header: the evidence span, then the repair — not "03:00:01 UTC → 03:00:08 UTC" as the incident.
+    assert "lasted" not in summary and "UTC · log evidence spans 7 s" in summary
+    # The header: the log evidence's span, then the repair — not "03:00:01 UTC → 03:00:08 UTC" as the incident.
     assert _subheading(page) == ("hardware incident · Interconnect switch failure under leaf01 (ib_link_down) · "
-                                 "evidence 2026-11-01 03:00:01 UTC → 2026-11-01 03:00:08 UTC · links back ACTIVE "
+                                 "log evidence 2026-11-01 03:00:01 UTC → 2026-11-01 03:00:08 UTC · links back ACTIVE "
                                  "2026-11-01 03:12:08 UTC")
-    assert ("evidence 2026-11-01 03:00:01 UTC → 2026-11-01 03:00:08 UTC · links back ACTIVE 2026-11-01 03:12:08 UTC"
+    assert ("log evidence 2026-11-01 03:00:01 UTC → 2026-11-01 03:00:08 UTC · links back ACTIVE 2026-11-01 03:12:08 UTC"
             in md)
     # The key moments include the recovery, as a drained incident's "last linked node back in service".
     timeline = visible_text(section(page, "timeline"))
@@ -258,9 +259,9 @@ def test_hardware_incident_says_its_evidence_spans_7_s_and_it_was_down_12_min(co
 def test_incident_summary_says_when_the_last_node_started_a_completing_job(con: duckdb.DuckDBPyConnection) -> None:
     lead = build_incident_context(con, GPU, cluster_timezone="UTC")["by_key"]["summary"].lead
     ctx = build_incident_context(con, GPU, cluster_timezone="UTC")
-    assert ctx["meta"]["span"] == "evidence at 2026-10-31 10:00:00 UTC"
+    assert ctx["meta"]["span"] == "log evidence at 2026-10-31 10:00:00 UTC"
     assert lead == ("Hardware incident inc-gpu007, PCIe bus failure on gpu007 (xid 79), started 2026-10-31 10:00:00 "
-                    "UTC; its evidence is a single moment (1 event); the last of its nodes started a job that went "
+                    "UTC; its log evidence is a single moment (1 event); the last of its nodes started a job that went "
                     "on to complete 2.0 h after its last evidence; it killed 0 jobs and lost 0.0 GPU-hours.")
 
 

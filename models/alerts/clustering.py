@@ -49,7 +49,13 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        down at the spine's minute are one outage), not only its nearest. Likewise a storage alert on no
        Slurm node (the server side: an MDT/OST, a file server) gets each shared-storage incident
        (component class ``storage``) wider than one node whose window its firing [start, end]
-       overlaps: the clients' logs see the hang, the server's alert is its upstream side. Two kinds of
+       overlaps: the clients' logs see the hang, the server's alert is its upstream side. And a rack alert on
+       no Slurm node (level ``rack``: a ``rack`` label, a ``pdu`` label) that names a rack of cluster.yaml —
+       the ``rack`` label's value, or the rack's name as a whole token of the ``pdu`` label
+       (``pdu-r02-a`` → ``r02``) — gets each ``rack``-scope hardware incident of that rack (all its nodes in
+       it) of class power or thermal whose window its firing overlaps, and links the alerts of each: the
+       nodes' BMCs log the power loss, the PDU's alert is its upstream side (a rack's power loss is one
+       alert incident, rooted at the PDU). Two kinds of
        alert are never about such incidents: a *node-local file system* alert (on a node, with a
        ``device``/``mountpoint``/``fstype`` label, and not at storage level — the level rules put a
        network ``fstype`` or a ``host:/export`` ``device`` at storage level; ``/dev/md0`` xfs at
@@ -96,10 +102,11 @@ Meta-alerts
 Root-cause candidate, per incident
     An alert Alertmanager *inhibited* (``suppressed``, from its ``/api/v2/alerts`` snapshots: a
     consequence it tied to another firing alert) is ranked after every other; a *silenced* root's
-    reason ends "; silenced in Alertmanager". Then: the server or fabric side on no node first (an
+    reason ends "; silenced in Alertmanager". Then: the server, fabric or rack side on no node first (a PDU, an
     OST, a switch: the cause before its clients' symptoms), (1) those matched to a hardware incident
     (reason "hardware incident <id> (<component>) on <node>"; a root on a job's hostlist names the
-    hardware incident's own nodes), then (2) by *level* — fabric (switches) above storage
+    hardware incident's own nodes), then (2) by *level* — fabric (switches) above storage above rack (a PDU
+    or a rack's cooling, on no node)
     above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
     reaction to a fault, never its cause when the fault alerted too) above other above housekeeping
     (a capacity alert: a disk almost full is no fault) — then (3) the
@@ -113,7 +120,7 @@ Root-cause candidate, per incident
     ``ainc-`` + 12 hex digits of SHA-1 over the root alert's fingerprint and start, stable across
     reruns. ``scope``: leaf_switch for a switch root (or a root matched to a leaf-switch hardware
     incident), fabric for another fabric root on no node (a subnet manager), storage for a storage
-    root, else service (no node: a service alert, a host outside the node list), and from the
+    root, rack for a rack root with no node alert, else service (no node: a service alert, a host outside the node list), and from the
     incident's *evidence nodes* — the nodes of its alerts on one node, and of a hostlist alert only
     those of the hardware incident it is about (a failed job's ``nodelist`` names the job's nodes, not
     how far the fault reached) —: node (one), nodes (none: several nodes only hostlists name, spread
@@ -447,12 +454,20 @@ _HW_SCHEMA: dict[str, pl.DataType] = {
 #: Most upstream first: a switch outage explains node alerts, a node outage explains GPU alerts; a
 #: Slurm alert (a drained or down node, a failed job) is the scheduler's reaction to a fault, below
 #: the fault's own alerts.
+#: ``rack`` (an alert on no node naming a rack: its PDU, its cooling) sits above the rack's nodes: a PDU
+#: trip explains every BMC and exporter alert of the rack, never the reverse.
 #: ``housekeeping`` (a capacity alert: a disk almost full, predicted to fill) is no fault at all, below
 #: even an unplaced service alert.
-LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "node": 2, "gpu": 3, "slurm": 4, "other": 5,
-                              "housekeeping": 6}
-#: Levels whose alerts, when on no Slurm node, are the server or fabric side of a fault.
-_SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage")
+LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "rack": 2, "node": 3, "gpu": 4, "slurm": 5, "other": 6,
+                              "housekeeping": 7}
+#: Levels whose alerts, when on no Slurm node, are the server, fabric or rack side of a fault.
+_SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage", "rack")
+#: Labels that name a rack of cluster.yaml (``rack="r02"``) or a PDU of one (``pdu="pdu-r02-a"``: the rack
+#: name as a whole token of it) on an alert on no node (:func:`_alert_rack`).
+_RACK_LABELS = ("rack", "pdu")
+#: Component classes a rack can lose at once (its PDU, its cooling): a rack-scope hardware incident of
+#: these is what a rack-level alert is about.
+_RACK_CLASSES = ("power", "thermal")
 LEVELS_FILE = "alert_levels.csv"
 
 
@@ -463,6 +478,8 @@ class AlertLevelRule:
     ``alertname``: regex searched in the alertname; ``target_label``: regex the whole target
     label must match; ``label``/``value``: that label's value must match ``value`` entirely;
     ``has_node``: the alert is (``true``) or is not (``false``) on a Slurm node. Case-insensitive.
+    ``example``: an alert the row classifies (``Name{label=value} target_label=target @node``), checked
+    by a test to be matched first by this row.
     """
 
     rule_id: str
@@ -472,6 +489,7 @@ class AlertLevelRule:
     label: str | None = None
     value: re.Pattern[str] | None = None
     has_node: bool | None = None
+    example: str = ""
 
     def matches(self, alertname: str, target_label: str | None, has_node: bool,
                 labels: Mapping[str, str | None]) -> bool:
@@ -499,7 +517,7 @@ def load_alert_levels(file_name: str = LEVELS_FILE) -> tuple[AlertLevelRule, ...
             raise ValueError(f"{file_name}: rule {row['rule_id']}: unknown level {level!r}")
         has_node = {"true": True, "false": False, "": None}[(row.get("has_node") or "").strip().lower()]
         rules.append(AlertLevelRule(row["rule_id"], level, rx("alertname"), rx("target_label"),
-                                    row.get("label") or None, rx("value"), has_node))
+                                    row.get("label") or None, rx("value"), has_node, (row.get("example") or "").strip()))
     return tuple(rules)
 
 
@@ -583,7 +601,7 @@ _FS_ALERT_LABELS = ("device", "mountpoint", "fstype")
 
 
 def _label_columns(rules: Sequence[AlertLevelRule]) -> list[str]:
-    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | set(_FS_ALERT_LABELS))
+    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | set(_FS_ALERT_LABELS) | set(_RACK_LABELS))
 
 
 def alert_levels(alerts: pl.DataFrame, rules: Sequence[AlertLevelRule] | None = None) -> pl.Series:
@@ -771,11 +789,12 @@ def _template_groups(tkeys: pl.Series, related: pl.DataFrame) -> pl.Series:
 
 
 def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSettings,
-              an: pl.DataFrame | None = None) -> pl.DataFrame:
+              an: pl.DataFrame | None = None, topology: Topology | None = None) -> pl.DataFrame:
     """Every (alert ``_i``, hardware incident) match: alert on an incident node within its window, or
     alert targeting the incident's leaf switch. Columns ``_i``, ``hw_incident_id``, ``_hw_start``,
     ``_hw_component``, ``_hw_scope``; per alert the nearest incident first (the alert's own).
-    ``an``: one row per (alert ``_i``, ``node``, ``_ts``) (an alert on several nodes); default: ``al.node``."""
+    ``an``: one row per (alert ``_i``, ``node``, ``_ts``) (an alert on several nodes); default: ``al.node``;
+    ``topology``: which rack each incident's nodes sit in (:func:`_rack_pairs`)."""
     schema = {"_i": pl.Int64, "hw_incident_id": pl.String, "_hw_start": _TS, "_hw_component": pl.String,
               "_hw_scope": pl.String}
     if hw.is_empty() or al.is_empty():
@@ -797,6 +816,7 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
         parts.append(pairs.join(windows.select("_w", "_h"), on="_w").select(pl.col("_p").alias("_i"), "_h"))
     parts.append(_upstream_pairs(al, inc, settings))
     parts.append(_storage_server_pairs(al, inc, settings))
+    parts.append(_rack_pairs(al, inc, topology or Topology()))
     matches = _hw_reach(pl.concat(parts).unique(), al, inc)
     matches = matches.join(inc.select("_h", pl.col("incident_id").alias("hw_incident_id"),
                                       pl.col("start_ts").alias("_hw_start"), pl.col("component").alias("_hw_component"),
@@ -827,9 +847,14 @@ def _upstream_edges(al: pl.DataFrame, matches: pl.DataFrame, primary: pl.DataFra
     """Links from an upstream alert (:func:`_upstream_alert`) to one alert about each wide network
     hardware incident it matched (:func:`_upstream_pairs`), not only its nearest: a spine that fails
     takes down several leaves at once, and until the node logs make that one incident, its alert is
-    what ties their alerts together."""
-    ups = al.filter(_upstream_alert()).select("_i")
-    wide = matches.join(ups, on="_i").filter(pl.col("_hw_scope").is_in(list(_WIDE_SCOPES))).select("_i", "hw_incident_id")
+    what ties their alerts together. Likewise a rack alert (a PDU naming its rack, :func:`_rack_pairs`) links
+    each rack-scope incident it matched: a rack's power and thermal incidents are one outage."""
+    rack_side = (pl.col("level") == "rack") & pl.col("_alert_rack").is_not_null()
+    ups = al.filter(_upstream_alert() | rack_side).select("_i", rack_side.alias("_rack_side"))
+    wide = (matches.join(ups, on="_i")
+            .filter(pl.when(pl.col("_rack_side")).then(pl.col("_hw_scope") == "rack")
+                    .otherwise(pl.col("_hw_scope").is_in(list(_WIDE_SCOPES))))
+            .select("_i", "hw_incident_id"))
     about = (primary.join(ups, on="_i", how="anti").sort("_i").unique("hw_incident_id", keep="first")
              .select(pl.col("_i").alias("_j"), "hw_incident_id"))
     e = wide.join(about, on="hw_incident_id")
@@ -894,6 +919,35 @@ def _storage_server_pairs(al: pl.DataFrame, inc: pl.DataFrame, settings: AlertCl
             .filter((pl.col("_ts") <= pl.col("_hi")) & (pl.col("_te") >= pl.col("_lo"))).select("_i", "_h"))
 
 
+def _rack_pairs(al: pl.DataFrame, inc: pl.DataFrame, topology: Topology) -> pl.DataFrame:
+    """``(_i, _h)``: an alert on no Slurm node that names a rack of cluster.yaml (``_alert_rack``: a ``rack``
+    label, a ``pdu`` label naming the rack) and each ``rack``-scope hardware incident of that rack (all its
+    nodes in it) of a class a rack loses at once (:data:`_RACK_CLASSES`: power, thermal) whose window
+    [start − ``hw_before_minutes``, end + ``hw_after_minutes``] its firing [start, end] overlaps. The nodes'
+    BMCs log the power loss; the PDU's alert is the upstream side of that same outage (and its root), not a
+    service incident with no jobs."""
+    empty = pl.DataFrame(schema={"_i": pl.Int64, "_h": pl.Int64})
+    if "_alert_rack" not in al.columns or not topology.node_rack:
+        return empty
+    alerts = al.filter(pl.col("_alert_rack").is_not_null())
+    classes = load_component_classes().filter(pl.col("component_class").is_in(list(_RACK_CLASSES)))["component"]
+    racked = inc.filter((pl.col("scope") == "rack") & pl.col("component").is_in(classes.to_list()))
+    if alerts.is_empty() or racked.is_empty():
+        return empty
+    # The incident's rack: the one rack all its nodes sit in (a node outside the topology: none).
+    rack_of = (racked.select("_h", pl.col("nodes").alias("node")).explode("node")
+               .join(topology.frame().select("node", "_rack"), on="node", how="left")
+               .group_by("_h").agg(pl.col("_rack").unique().alias("_racks"))
+               .filter(pl.col("_racks").list.len() == 1)
+               .select("_h", pl.col("_racks").list.first().alias("_alert_rack")).drop_nulls("_alert_rack"))
+    # An alert still firing (no end) counts from its start only, as for the storage server side.
+    fired = alerts.select("_i", "_ts", "_alert_rack",
+                          pl.max_horizontal(pl.col("ends_at").dt.epoch("us"), pl.col("_ts")).alias("_te"))
+    return (fired.join(racked.select("_h", "_lo", "_hi").join(rack_of, on="_h"), on="_alert_rack")
+            .filter((pl.col("_ts") <= pl.col("_hi")) & (pl.col("_te") >= pl.col("_lo")))
+            .select(pl.col("_i").cast(pl.Int64), pl.col("_h").cast(pl.Int64)))
+
+
 def _id_of(key: str) -> str:
     return "ainc-" + hashlib.sha1(key.encode()).hexdigest()[:12]
 
@@ -947,6 +1001,24 @@ def _host_local_unplaced(host_local_labels: Sequence[str]) -> pl.Expr:
             & ~pl.col("target").fill_null("").str.contains(_REMOTE_DEVICE_MARK, literal=True))
 
 
+def _alert_rack(topology: Topology) -> pl.Expr:
+    """The cluster.yaml rack an alert on no Slurm node names: its ``rack`` label when that is a rack of the
+    topology, else a rack named as a whole token of its ``pdu`` label (``pdu-r02-a`` feeds ``r02``; the
+    longest rack name first, so ``r1`` never claims ``pdu-r10-a``); null otherwise (a rack label cluster.yaml
+    does not know, a PDU naming none). Read from ``_lb_rack`` / ``_lb_pdu``."""
+    racks = sorted(set(topology.node_rack.values()), key=lambda r: (-len(r), r))
+    if not racks:
+        return pl.lit(None, dtype=pl.String)
+    pdu = pl.col("_lb_pdu").fill_null("")
+    named = pl.lit(None, dtype=pl.String)
+    # Built last rack first, so the longest matching name wins.
+    for rack in reversed(racks):
+        token = f"(?i)(?:^|[^A-Za-z0-9]){re.escape(rack)}(?:$|[^A-Za-z0-9])"
+        named = pl.when(pdu.str.contains(token)).then(pl.lit(rack)).otherwise(named)
+    by_label = pl.when(pl.col("_lb_rack").is_in(racks)).then(pl.col("_lb_rack"))
+    return pl.when(~pl.col("_has_node")).then(pl.coalesce(by_label, named))
+
+
 def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLevelRule],
              node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
              host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS) -> pl.DataFrame:
@@ -966,6 +1038,7 @@ def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLeve
         pl.when((pl.col("level") == "fabric") & _host_local_unplaced(host_local_labels)).then(pl.lit("other"))
         .otherwise(pl.col("level")).alias("level"),
         pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"),
+        _alert_rack(topology).alias("_alert_rack"),
         pl.coalesce(pl.col("template_id").cast(pl.String), pl.lit("name:") + pl.col("alertname"), pl.lit("none")).alias("_tkey"),
     )
     # A node-local file system (a block device, xfs / ext4 / tmpfs: the catalog put no network file
@@ -1041,7 +1114,7 @@ def cluster_alerts(
     an = _node_rows(al, topology, ("_s", "alertname", "_group"))
 
     hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")) if hw_incidents is not None else None
-    matches = _match_hw(al, hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA), settings, an)
+    matches = _match_hw(al, hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA), settings, an, topology)
 
     # Each alert's own hardware incident (the nearest its start): an alert between two faults of
     # one node links only the one it is about, never the two together.
@@ -1172,7 +1245,7 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         # inhibitor, e.g. NodeNetworkReceiveErrs under InfinibandPortDown): never the root while the
         # incident holds an alert that is not inhibited.
         (pl.col("suppressed") == "inhibited").fill_null(False).alias("_inhibited"),
-        # The server or fabric side (an OST, a switch: upstream and on no node) names the cause before
+        # The server, fabric or rack side (an OST, a switch, a PDU: upstream and on no node) names the cause before
         # the client symptoms that fire within minutes of it, even when those match a hardware incident.
         ~(pl.col("level").is_in(list(_SERVER_SIDE_LEVELS)) & ~pl.col("_has_node")).alias("_client"),
         pl.col("hw_incident_id").is_null().alias("_no_hw"),
@@ -1235,6 +1308,7 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
             .when(pl.col("target").is_not_null()).then(pl.lit("fabric: ") + pl.col("target"))
             .otherwise(pl.lit("fabric")))
         .when(pl.col("level") == "storage").then(pl.lit("storage: ") + pl.col("_storage").str.replace("^rule:", ""))
+        .when(pl.col("level") == "rack").then(pl.lit("rack: ") + pl.coalesce("_alert_rack", _where("node", "target")))
         .when(pl.col("level") == "gpu").then(pl.lit("GPU on ") + _where("node", "target"))
         .when(pl.col("level") == "node").then(pl.lit("node ") + _where("node", "target"))
         .when(pl.col("level") == "slurm").then(pl.lit("Slurm reaction on ") + _where("node", "target"))
@@ -1286,6 +1360,8 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
         .when(pl.col("root_level") == "fabric").then(pl.lit("cluster"))
         .when(pl.col("_hw_scope") == "leaf_switch").then(pl.lit("leaf_switch"))
         .when((pl.col("root_level") == "storage") | (pl.col("_hw_component") == "storage")).then(pl.lit("storage"))
+        # A PDU or rack-cooling alert alone (no node alert came with it) is still about its rack.
+        .when((pl.col("root_level") == "rack") & (n_nodes == 0)).then(pl.lit("rack"))
         .when(n_nodes == 0).then(pl.lit("service"))
         .when(n_ev == 1).then(pl.lit("node"))
         .when(n_ev == 0).then(pl.lit("nodes"))
@@ -1665,7 +1741,7 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
     matched it (one that began seconds before the first alert is still covered by it). An alert
     covers the incident it is about — the very match :func:`cluster_alerts` gives it (its
     ``hw_incident_id``), levels included: on its nodes in [start − 10 min, end + 30 min] and nearer to
-    it than to another incident, targeting its leaf switch, or the fabric / storage server side of a
+    it than to another incident, targeting its leaf switch, or the fabric / storage server / rack PDU side of a
     wide incident; never a capacity alert. ``n_alerts``: the alerts that are about it.
     ``repairs``: ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``): ``repaired_ts`` and
     ``duration_s`` (start to repair where known, else to the last evidence)."""
@@ -1675,7 +1751,7 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
     hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes"))
     topology = topology or Topology()
     al = _prepare(alerts, topology, load_alert_levels(), node_labels, host_local_labels)
-    about = (_match_hw(al, hw, settings, _node_rows(al, topology)).unique("_i", keep="first")
+    about = (_match_hw(al, hw, settings, _node_rows(al, topology), topology).unique("_i", keep="first")
              .group_by("hw_incident_id").agg(pl.len().cast(pl.Int64).alias("n_alerts")))
     lo, hi = alert_data_span(al, data_span)
     repaired = (_conform(repairs, {"incident_id": pl.String(), "repaired_ts": _TS}, ("incident_id", "repaired_ts"))

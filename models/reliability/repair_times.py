@@ -114,6 +114,7 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "scope": pl.String(),
     "incident_start_ts": _UTC,
     "first_evidence_ts": _UTC,            # its first log line (null: none); detect and repair run from it
+    "last_evidence_ts": _UTC,             # its last log line: with the first, the span of its log evidence
     "nodes": pl.List(pl.String()),
     "linked_nodes": pl.Int64(),
     "drain_start_ts": _UTC,
@@ -363,7 +364,8 @@ def _incident_frame(incidents: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(optional("component_class", pl.String()), class_of(pl.col("component"))).alias("component_class"),
         optional("scope", pl.String()).alias("scope"),
         pl.col("start_ts").cast(_UTC).alias("incident_start_ts"),
-        optional("first_evidence_ts", _UTC).alias("first_evidence_ts"), "nodes",
+        optional("first_evidence_ts", _UTC).alias("first_evidence_ts"),
+        optional("last_evidence_ts", _UTC).alias("last_evidence_ts"), "nodes",
         optional("end_ts", _UTC).alias("_evidence_end"),
         optional("n_health_check_episodes", pl.Int64()).fill_null(0).alias("_hc"),
         optional("recovered_ts", _UTC).alias("_recovered"),
@@ -569,13 +571,15 @@ HEALTH_CHECK_END_SCHEMA: dict[str, pl.DataType] = {
 
 
 def first_evidence(members: pl.DataFrame) -> pl.DataFrame:
-    """``incident_id``, ``first_evidence_ts``: each incident's first log line.
+    """``incident_id``, ``first_evidence_ts``, ``last_evidence_ts``: each incident's first and last log line
+    (an operator's window from incidents.csv is never log evidence).
 
     Args:
         members: the incidents' events (``marts.hw_incident_members`` joined to ``core.node_events``):
             ``incident_id``, ``ts``.
     """
-    return (members.group_by("incident_id").agg(pl.col("ts").cast(_UTC).min().alias("first_evidence_ts"))
+    return (members.group_by("incident_id").agg(pl.col("ts").cast(_UTC).min().alias("first_evidence_ts"),
+                                                 pl.col("ts").cast(_UTC).max().alias("last_evidence_ts"))
             .sort("incident_id"))
 
 

@@ -133,9 +133,18 @@ class Incident:
                 nodes |= set(h.get("nodes") or [])
         self.nodes: list[str] = sorted(nodes)
         self.anchor_nodes: list[str] = sorted(set(row.get("nodes") or []))
-        linked = self.alert_incidents + self.hw_incidents
-        self.t0: datetime = min([self.start] + [as_utc(r["start_ts"]) for r in linked if r.get("start_ts")])
-        self.t1: datetime = max([self.end] + [as_utc(r["end_ts"]) or as_utc(r["start_ts"]) for r in self.hw_incidents])
+        # The first sign and the end of the outage: the first log line or alert, to the last log line, the
+        # repair (a Lustre recovery 45 min after 64 s of error lines) and the drain. An operator's times
+        # (incidents.csv) are no sign the cluster gave: they widen the window drawn, not the offsets.
+        starts = [self.start if kind == "alert" else None] + [as_utc(r["start_ts"]) for r in self.alert_incidents]
+        ends = [self.end if kind == "alert" else None]
+        for h in self.hw_incidents:
+            first, last = self.evidence_span(h)
+            starts.append(first)
+            ends.append(last)
+        ends += [as_utc(r.get("repaired_ts")) for r in self.safe("repairs", [])]
+        self.t0: datetime = min(t for t in starts if t is not None)
+        self.t1: datetime = max([t for t in ends if t is not None] or [self.t0])
         if kind == "alert":
             self.t1 = max(self.t1, self.safe("last_alert_start", None) or self.t1)
         drain = self.drain_start
@@ -144,6 +153,10 @@ class Incident:
         span = self.t1 - self.t0
         margin = max(MARGIN_MIN, span * MARGIN_SHARE)
         self.w0, self.w1 = self.t0 - margin, self.t1 + margin
+        for h in self.hw_incidents:
+            op = self.operator_span(h)
+            if op is not None:
+                self.w0, self.w1 = min(self.w0, op[0]), max(self.w1, op[1])
 
     def safe(self, name: str, default: Any) -> Any:
         """Attribute ``name`` for a section that only uses it in passing: a query error gives ``default``
@@ -164,6 +177,47 @@ class Incident:
     @property
     def hw_incident_ids(self) -> list[str]:
         return [str(r["incident_id"]) for r in self.hw_incidents]
+
+    def _repair_row(self, incident_id: str) -> dict[str, Any] | None:
+        return next((r for r in self.safe("repairs", []) if r.get("incident_id") == incident_id), None)
+
+    def evidence_span(self, h: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+        """A linked hardware incident's log evidence: its first and last log line. From
+        ``marts.incident_repairs.first_evidence_ts`` / ``last_evidence_ts``; a warehouse built before
+        ``last_evidence_ts``: its member events' last line (the rows :attr:`events` already read). An
+        incident nobody labelled spans its evidence (``start_ts`` / ``end_ts``); an operator's (incidents.csv)
+        spans the operator's window too, never taken for evidence. ``(None, None)``: no log evidence."""
+        rep = self._repair_row(str(h["incident_id"])) or {}
+        first, last = as_utc(rep.get("first_evidence_ts")), as_utc(rep.get("last_evidence_ts"))
+        if first is not None and last is None:
+            last = self._last_member_line(str(h["incident_id"]))
+        if h.get("label_source") != "operator":
+            first = first or as_utc(h.get("start_ts"))
+            last = last or as_utc(h.get("end_ts")) or first
+        return first, last if last is None or first is None or last >= first else first
+
+    def _last_member_line(self, incident_id: str) -> datetime | None:
+        """The latest member event of a hardware incident (marts.hw_incident_members, core.node_events): the
+        last evidence line, for a warehouse whose marts.incident_repairs predates ``last_evidence_ts``."""
+        if not (table_exists(self.con, "marts.hw_incident_members") and table_exists(self.con, "core.node_events")):
+            return None
+        try:
+            row = self.con.execute("""SELECT e.ts FROM core.node_events e JOIN marts.hw_incident_members m USING (event_id)
+                                      WHERE m.incident_id = ? ORDER BY e.ts DESC LIMIT 1""", [incident_id]).fetchone()
+        except duckdb.Error as exc:
+            self.failed["last evidence"] = f"{type(exc).__name__}: {truncate(exc, 200)}"
+            return None
+        return as_utc(row[0]) if row else None
+
+    @staticmethod
+    def operator_span(h: dict[str, Any]) -> tuple[datetime, datetime] | None:
+        """The span of an operator-labelled hardware incident (``label_source`` operator): the operator's
+        start and end of ``incidents.csv`` joined with its log evidence (``marts.hw_incidents.start_ts`` /
+        ``end_ts``); None for an incident nobody labelled."""
+        if h.get("label_source") != "operator" or h.get("start_ts") is None:
+            return None
+        start = as_utc(h["start_ts"])
+        return start, as_utc(h.get("end_ts")) or start  # type: ignore[return-value]
 
     @cached_property
     def last_alert_start(self) -> datetime | None:
@@ -296,9 +350,16 @@ class Incident:
 
     @property
     def job_window(self) -> tuple[datetime, datetime]:
-        """Failures on the nodes ending in this window are listed (and, for an alert incident, counted)."""
-        last = (self.safe("last_alert_start", None) or self.start) if self.kind == "alert" else self.end
-        return self.start - JOB_BEFORE, last + JOB_AFTER
+        """Failures on the nodes ending in this window are listed (and, for an alert incident, counted: the
+        mart's rule, to its last alert start). A hardware incident's runs from its first sign to its repair
+        (``marts.incident_repairs.repaired_ts``) when known, else its last evidence: the jobs a Lustre outage
+        kills die while it lasts, not only while its error lines are logged."""
+        if self.kind == "alert":
+            return self.start - JOB_BEFORE, (self.safe("last_alert_start", None) or self.start) + JOB_AFTER
+        first, last = self.evidence_span(self.row)
+        repaired = as_utc((self._repair_row(self.id) or {}).get("repaired_ts"))
+        end = max([t for t in (last, repaired) if t is not None] or [self.end])
+        return (first or self.start) - JOB_BEFORE, end + JOB_AFTER
 
     @cached_property
     def failed_jobs(self) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from gpusre.reports.incident.terms import (
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     incident_missing,
+    operator_text,
     repair_end,
     what_text,
     when_text,
@@ -72,16 +73,25 @@ def _incident_warnings(con: duckdb.DuckDBPyConnection, inc: Incident) -> list[st
 
 
 def _span_text(inc: Incident) -> str:
-    """The header's time span. An alert incident: its start → end. A hardware incident's ``end_ts`` is its
-    last evidence, not the end of the outage: 'evidence A → B', then the repair end when one is known
-    ('· links back ACTIVE C', from marts.incident_repairs)."""
+    """The header's time span. An alert incident: its start → end. A hardware incident: its log evidence,
+    first → last line ('log evidence A → B'; ``end_ts`` is no end of the outage), an operator's window
+    (incidents.csv) labelled as the operator's, then the repair end when one is known ('· links back ACTIVE
+    C', from marts.incident_repairs)."""
     if inc.kind != "hw":
         return f"{when_text(inc.start)} → {when_text(inc.end)}"
-    text = (f"evidence {when_text(inc.start)} → {when_text(inc.end)}" if inc.end > inc.start else
-            f"evidence at {when_text(inc.start)}")
+    first, last = inc.evidence_span(inc.row)
+    parts = []
+    if first is not None:
+        parts.append(f"log evidence {when_text(first)} → {when_text(last)}" if last and last > first else
+                     f"log evidence at {when_text(first)}")
+    op = inc.operator_span(inc.row)
+    if op is not None:
+        parts.append(f"{operator_text(inc.row)} {when_text(op[0])} → {when_text(op[1])}")
     own = [r for r in inc.safe("repairs", []) if r.get("incident_id") == inc.id]
     end = repair_end(own[0] if own else None)
-    return text + (f" · {end[1]} {when_text(end[0])}" if end else "")
+    if end:
+        parts.append(f"{end[1]} {when_text(end[0])}")
+    return " · ".join(parts) or f"{when_text(inc.start)} → {when_text(inc.end)}"
 
 
 def build_incident_context(con: duckdb.DuckDBPyConnection, incident_id: str, *, warehouse_label: str = "",

@@ -126,6 +126,14 @@ REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back A
                       "operator": "the end the operator wrote in incidents.csv",
                       "job_completed": "the node running a job again"}
 
+def operator_text(h: dict[str, Any]) -> str:
+    """What an operator-labelled hardware incident's ``start_ts`` → ``end_ts`` are: "the operator's window
+    (incidents.csv OPS-1187, joined with the log evidence)" — the operator's start and end joined with the log lines,
+    never evidence of their own (no log line need exist at either time)."""
+    op = f" {h['operator_id']}" if h.get("operator_id") else ""
+    return f"the operator's window (incidents.csv{op}, joined with the log evidence)"
+
+
 def nodes_phrase(nodes: Any, max_len: int) -> str:
     """A hostlist within about ``max_len`` characters, cut only between whole names:
     'gpu[0001-0004,0009]' or 'gpu[0001-0004] and 3 more nodes' — never 'gpu[0001-00…'."""

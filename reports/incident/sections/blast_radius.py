@@ -66,16 +66,22 @@ def build(inc: Incident) -> Section:
                   if a["in_incident"] and a["labels_map"].get("gpu") not in (None, "")
                   and (a.get("level") == "gpu" or a.get("is_root"))}
     faulty_text = f" ({truncate(', '.join(sorted(faulty)), 60)})" if faulty else ""
-    sec.lead = (f"{plural(len(inc.anchor_nodes), 'node')}"
-                + (f" ({truncate(nodes_text(inc.anchor_nodes), 40)})" if inc.anchor_nodes else "")
+    # An alert incident on no Slurm node (a storage server, a PDU): the nodes of the hardware incidents it
+    # is about, said so — "0 nodes" next to the 40 jobs they ran would read as a contradiction.
+    from_hw = inc.kind == "alert" and not inc.anchor_nodes and bool(inc.nodes)
+    shown = inc.nodes if from_hw else inc.anchor_nodes
+    sec.lead = (f"{plural(len(shown), 'node')}"
+                + (f" of hardware incident{'s' if len(inc.hw_incident_ids) > 1 else ''} "
+                   f"{', '.join(inc.hw_incident_ids)}" if from_hw else "")
+                + (f" ({truncate(nodes_text(shown), 40)})" if shown else "")
                 + f", {plural(len(faulty), 'faulty GPU')} named by its evidence{faulty_text}, "
                 + (f"and its job impact (jobs killed, their GPUs and users, lost GPU-hours) is {UNKNOWN_NO_ACCOUNTING}."
                    if no_jobs else
                    f"{plural(n_mart or 0, 'job')} killed ({fmt_int(gpus)} GPUs of {plural(len(users), 'user')}) and "
                    f"{gpuh(lost_mart)} lost GPU-hours."))
-    if inc.kind == "alert" and not inc.anchor_nodes and inc.nodes:
+    if from_hw:
         sec.notes.append(f"The alert incident names no Slurm node; the nodes of its hardware incident "
-                         f"({truncate(nodes_text(inc.nodes), 60)}) are shown on the timeline.")
+                         f"({truncate(nodes_text(inc.nodes), 60)}) are counted and shown on the timeline.")
     if not no_jobs and n_mart is not None and (len(job_gpus) != int(n_mart) or abs(lost_rows - float(lost_mart or 0.0)) > 0.05):
         sec.notes.append(f"The jobs listed below add up to {len(job_gpus)} jobs and {gpuh(lost_rows)} GPU-hours, the "
                          f"mart says {fmt_int(n_mart)} and {gpuh(lost_mart)}: the marts were built before the latest "
@@ -93,7 +99,7 @@ def build(inc: Incident) -> Section:
                          f"and lost {gpuh(h.get('lost_gpu_hours'))} GPU-hours by its own attribution.")
     if not jobs and no_jobs:
         sec.items.append(Table([Column("Measure"), Column("Value", True)], [
-            [Cell("Nodes"), Cell(fmt_int(len(inc.anchor_nodes)))],
+            [Cell("Nodes"), Cell(fmt_int(len(shown)))],
             [Cell("Jobs killed"), Cell(UNKNOWN_NO_ACCOUNTING)], [Cell("Lost GPU-hours"), Cell(UNKNOWN_NO_ACCOUNTING)]],
             caption="No Slurm accounting was loaded (landing/sacct/): which jobs ran on these nodes "
                     f"in {when_text(inc.job_window[0])} … {when_text(inc.job_window[1])} and which the incident killed "
@@ -101,7 +107,7 @@ def build(inc: Incident) -> Section:
         return sec
     if not jobs:
         sec.items.append(Table([Column("Measure"), Column("Value", True)], [
-            [Cell("Nodes"), Cell(fmt_int(len(inc.anchor_nodes)))], [Cell("Jobs killed"), Cell(fmt_int(n_mart or 0))],
+            [Cell("Nodes"), Cell(fmt_int(len(shown)))], [Cell("Jobs killed"), Cell(fmt_int(n_mart or 0))],
             [Cell("Lost GPU-hours"), Cell(gpuh(lost_mart))]],
             caption=f"No job ended FAILED or NODE_FAIL on these nodes in {when_text(inc.job_window[0])} … "
                     f"{when_text(inc.job_window[1])}"

@@ -22,7 +22,8 @@ def build(inc: Incident) -> Section:
     sec = Section("repair", "Time to detect and repair")
     alerts = inc.safe("alerts", [])
     first_alert = min((a["starts_at"] for a in alerts if a["in_incident"]), default=None)
-    hw_start = min((as_utc(h["start_ts"]) for h in inc.hw_incidents), default=None)
+    # From the first log line (an operator's start in incidents.csv is no hardware event).
+    hw_start = min((inc.evidence_span(h)[0] or as_utc(h["start_ts"]) for h in inc.hw_incidents), default=None)
     alert_delay = (first_alert - hw_start).total_seconds() if first_alert and hw_start else None
     missing = incident_missing(inc)
     no_states = "slurm_events" in missing
@@ -88,11 +89,11 @@ def build(inc: Incident) -> Section:
         parts.append("no alert fired for it")
     sec.lead = "; ".join(parts) + "."
     sec.items.append(Table(
-        [Column("Hardware incident", nowrap=True), Column("Start (UTC)", nowrap=True),
+        [Column("Hardware incident", nowrap=True), Column("First evidence (UTC)", nowrap=True),
          Column("Drained (UTC)", nowrap=True), Column("Back in service (UTC)", nowrap=True), Column("Detect", True),
          Column("Repair", True), Column("State", nowrap=True), Column("Drain reason")],
         [[Cell(str(x["incident_id"]), mono=True, title=component_label(x.get("component"))),
-          Cell(at_text(x.get("incident_start_ts"))), Cell(at_text(x.get("drain_start_ts"))),
+          Cell(at_text(x.get("first_evidence_ts") or x.get("incident_start_ts"))), Cell(at_text(x.get("drain_start_ts"))),
           Cell(at_text(x.get("back_in_service_ts"))), Cell(span_hours(x.get("hours_to_detect"))),
           Cell(span_hours(x.get("hours_to_repair"))), Cell(str(x.get("repair_state") or MISSING).replace("_", " ")),
           Cell(truncate(x.get("drain_reason"), 48), title=x.get("drain_reason"))] for x in inc.repairs],

@@ -12,6 +12,7 @@ from gpusre.reports.incident.terms import (
     as_utc,
     incident_missing,
     nodes_phrase,
+    operator_text,
     repair_end,
     root_alert,
     what_text,
@@ -55,6 +56,15 @@ def build(inc: Incident) -> Section:
     no_jobs = "sacct" in missing or (inc.kind == "hw" and r.get("affected_jobs") is None)
     no_states = "slurm_events" in missing
     dur = (inc.end - inc.start).total_seconds()
+    # A hardware incident: its log evidence's first and last line (an operator's window is not evidence).
+    first, last = inc.evidence_span(inc.row) if inc.kind == "hw" else (inc.start, inc.end)
+    ev_dur = (last - first).total_seconds() if first is not None and last is not None else 0.0
+    op = inc.operator_span(inc.row) if inc.kind == "hw" else None
+    # An alert incident on no Slurm node (a storage server, a PDU) counts the nodes of the hardware
+    # incidents it is about, and says so.
+    shown_nodes, nodes_from_hw = inc.anchor_nodes, False
+    if inc.kind == "alert" and not inc.anchor_nodes and inc.nodes:
+        shown_nodes, nodes_from_hw = inc.nodes, True
     where = nodes_phrase(inc.anchor_nodes, 60) if inc.anchor_nodes else (
         str(root_alert(inc)["target"]) if inc.kind == "alert" and root_alert(inc) and root_alert(inc)["target"]
         else "no Slurm node")
@@ -85,33 +95,53 @@ def build(inc: Incident) -> Section:
                         f"{plural(r.get('n_alerts'), 'alert')}, root-cause candidate {what_text(inc)}{hw}; {impact}.")
     else:
         jobs, lost = r.get("affected_jobs"), r.get("lost_gpu_hours")
-        # end_ts is the last evidence, not the end of the outage: the evidence "spans", and the outage is
-        # stated once, from the first evidence to the repair record's end (the duration the card and the
-        # repair section show); the job-based recovery only without one.
+        # The log evidence "spans" (its last line is no end of the outage), and the outage is stated once,
+        # from the first evidence to the repair record's end (the duration the card and the repair section
+        # show); the job-based recovery only without one.
         own = [x for x in inc.safe("repairs", []) if x.get("incident_id") == inc.id]
         rep0 = own[0] if own else None
         end = repair_end(rep0)
         at = f", at {when_text(end[0])}" if end else ""
+        # The repair duration runs from the first log line (marts.incident_repairs.first_evidence_ts: the
+        # start this sentence states), else from the incident's start — an operator's, when one labelled it
+        # without log evidence: then said.
+        t0 = as_utc(rep0.get("first_evidence_ts")) if rep0 else None
+        since = f"the operator's start ({when_text(inc.start)})" if t0 is None and op else "the first evidence"
         if rep0 and is_number(rep0.get("hours_to_repair")) and no_states:
             # Without node states the repair end is an estimate: say from what, never "back in service".
             down = (f"; {NOT_LOADED['slurm_events']}: repair time estimated from "
                     f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
-                    f"{span_hours(rep0['hours_to_repair'])} after the first evidence{at}")
+                    f"{span_hours(rep0['hours_to_repair'])} after {since}{at}")
         elif end and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
             # no drain linked: the nodes never left service; the outage ends when they recovered
-            down = f" and it was down {span_hours(rep0['hours_to_repair'])}, to {end[2]} at {when_text(end[0])}"
+            down = (f" and it was down {span_hours(rep0['hours_to_repair'])}"
+                    + (f" from {since}" if since != "the first evidence" else "")
+                    + f", to {end[2]} at {when_text(end[0])}")
         elif rep0 and is_number(rep0.get("hours_to_repair")):
-            down = f" and every node was back in service {span_hours(rep0['hours_to_repair'])} after the first evidence{at}"
+            down = f" and every node was back in service {span_hours(rep0['hours_to_repair'])} after {since}{at}"
         elif is_number(r.get("hours_to_recovery")):
             down = (f"; the last of its nodes started a job that went on to complete {span_hours(r['hours_to_recovery'])} "
                     "after its last evidence")
         else:
             down = ""
-        evidence = (f"its evidence spans {fmt_span(dur)}" if dur > 0 else "its evidence is a single moment") + \
-            f" ({plural(r.get('n_events'), 'event')})"
+        # The log evidence's own first and last line; an operator's window (incidents.csv) is named as the
+        # operator's, never as evidence (OPS-1180's 01:08 → 01:56 has no log line at either time).
+        if first is None:
+            evidence = f"it has no log evidence ({plural(r.get('n_events'), 'event')})"
+        elif ev_dur > 0:
+            evidence = (f"its log evidence spans {fmt_span(ev_dur)} ({plural(r.get('n_events'), 'event')}), "
+                        f"to its last line at {when_text(last)}")
+        else:
+            evidence = f"its log evidence is a single moment ({plural(r.get('n_events'), 'event')})"
+        started = f"started {when_text(first or inc.start)}"
+        if op:
+            started += ((", its first log line; " if first is not None else "; ")
+                        + f"{operator_text(r)} is {when_text(op[0])} → {when_text(op[1])}")
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
                   f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
-        sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, started {when_text(inc.start)}; {evidence}{down}; "
+        # "…, to its last line at X, and it was down …": the clause after the last-line time is set off.
+        sep = "," if first is not None and ev_dur > 0 and down.startswith(" and") else ""
+        sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, {started}; {evidence}{sep}{down}; "
                     f"{impact}.")
     repairs = inc.safe("repairs", [])
     rep = repairs[0] if repairs else None
@@ -121,12 +151,14 @@ def build(inc: Incident) -> Section:
     cards = [
         {"label": "Incident", "value": "Alert incident" if inc.kind == "alert" else "Hardware incident",
          "sub": inc.id, "tone": ""},
-        {"label": "Started", "value": as_utc(inc.start).strftime("%m-%d %H:%M:%S"),
+        {"label": "Started", "value": as_utc(first or inc.start).strftime("%m-%d %H:%M:%S"),
          "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}" if inc.kind == "alert"
-         else f"UTC · evidence spans {fmt_span(dur)}" if dur > 0 else "UTC · one moment of evidence",
+         else "UTC · no log evidence (operator's start)" if first is None
+         else f"UTC · log evidence spans {fmt_span(ev_dur)}" if ev_dur > 0 else "UTC · one moment of log evidence",
          "tone": "bad" if ongoing(inc) else ""},
-        {"label": "Nodes", "value": fmt_int(len(inc.anchor_nodes)), "sub": nodes_phrase(inc.anchor_nodes, 34),
-         "tone": ""},
+        {"label": "Nodes", "value": fmt_int(len(shown_nodes)),
+         "sub": (f"of hardware incident {', '.join(inc.hw_incident_ids)}: " if nodes_from_hw else "")
+         + nodes_phrase(shown_nodes, 34), "tone": ""},
         {"label": "Jobs killed", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else
         {"label": "Jobs killed", "value": fmt_int(jobs or 0),
          "sub": f"{plural(len(users), 'user')} · {fmt_int(gpus)} GPUs", "tone": "bad" if jobs else ""},

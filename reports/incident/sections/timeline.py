@@ -23,6 +23,7 @@ from gpusre.reports.incident.terms import (
     lane_keys,
     nodes_phrase,
     offset_text,
+    operator_text,
     repair_end,
     what_text,
     when_text,
@@ -50,6 +51,16 @@ _MAX_STATE_LANES = 8
 _STATE_LANE_LABEL = 30
 
 _MAX_MOMENTS = 24
+
+#: How the key moments of an operator's window begin (never the first sign of the incident).
+_OPERATOR_MOMENTS = ("start of ", "end of ")
+
+#: Rows of a table the Markdown summary shows (``templates/base.md.j2``: the rest is "in the HTML report").
+_MD_ROWS = 10
+
+#: Key moments kept apart, in a table of their own, when there are more than the Markdown shows: the last
+#: ones (the recovery, the repair, the last alert resolved) are what a postmortem pastes.
+_TAIL_MOMENTS = 4
 
 
 def _timeline_lanes(inc: Incident) -> tuple[list[tuple[str, str, list[charts.TimelineItem]]], list[str]]:
@@ -144,11 +155,18 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         out.append((as_utc(e["ts"]), f"first event of hardware incident {hid}: {event_label(e['kind'], e['code'])} on "
                                    f"{e['node']} — {truncate(e.get('message'), 120)}"))
     for h in inc.hw_incidents:
-        if h["incident_id"] not in first_events:
-            out.append((as_utc(h["start_ts"]), f"hardware incident {h['incident_id']} starts "
-                                             f"({incident_component(h['component'], h.get('scope'))})"))
-        if h.get("end_ts") and as_utc(h["end_ts"]) != as_utc(h["start_ts"]):
-            out.append((as_utc(h["end_ts"]), f"last evidence of hardware incident {h['incident_id']}"))
+        first, last = inc.evidence_span(h)
+        if h["incident_id"] not in first_events and first is not None:
+            out.append((first, f"hardware incident {h['incident_id']} starts "
+                               f"({incident_component(h['component'], h.get('scope'))})"))
+        if first is not None and last is not None and last != first:
+            out.append((last, f"last evidence of hardware incident {h['incident_id']} (its last log line)"))
+        # The operator's times are the operator's (incidents.csv), never a log line: said as such.
+        op = inc.operator_span(h)
+        if op is not None:
+            out.append((op[0], f"{_OPERATOR_MOMENTS[0]}{operator_text(h)} for hardware incident {h['incident_id']}"))
+            if op[1] != op[0]:
+                out.append((op[1], f"{_OPERATOR_MOMENTS[1]}{operator_text(h)} for hardware incident {h['incident_id']}"))
     seen_incidents: set[str] = set()
     alerts = inc.safe("alerts", [])
     for a in alerts:
@@ -219,7 +237,9 @@ def build(inc: Incident) -> Section:
     n_events = len(inc.safe("events", []))
     n_jobs = len({j["job_id"] for j in inc.safe("jobs", [])})
     n_drains = sum(1 for s in inc.safe("node_states", []) if inc.w0 <= s["start_ts"] <= inc.w1)
-    first = moments[0] if moments else None
+    # It began with the first sign the cluster gave, not with an operator's start (incidents.csv).
+    first = next((m for m in moments if not (m[1].startswith(_OPERATOR_MOMENTS) and "the operator's window" in m[1])),
+                 moments[0] if moments else None)
     # A source never loaded is named, not counted: "0 jobs running" would claim the nodes were idle.
     missing = incident_missing(inc)
     kinds = (("alerts", "alerts", plural(n_alerts, "incident alert")),
@@ -262,14 +282,26 @@ def build(inc: Incident) -> Section:
                 lanes, (z0, z1), f"Onset of {inc.id}, first hour (UTC)", spans=spans, marks=zmarks, legend=legend)),
                 ztake))
     if moments:
-        shown = moments[:_MAX_MOMENTS]
-        sec.items.append(Table(
-            [Column("Time (UTC)", nowrap=True), Column("From start", True), Column("What happened")],
-            [[Cell(at_text(t)), Cell(offset_text(t, inc.t0), mono=True), Cell(truncate(text, 180), title=text)]
-             for t, text in shown],
-            caption=f"Key moments, offsets from the first sign of the incident ({when_text(inc.t0)})."
-                    + (f" First {_MAX_MOMENTS} of {len(moments)}." if len(moments) > _MAX_MOMENTS else ""),
-        ))
+        columns = [Column("Time (UTC)", nowrap=True), Column("From start", True), Column("What happened")]
+
+        def rows(part: list[tuple[datetime, str]]) -> list[list[Cell]]:
+            return [[Cell(at_text(t)), Cell(offset_text(t, inc.t0), mono=True), Cell(truncate(text, 180), title=text)]
+                    for t, text in part]
+
+        caption = f"Key moments, offsets from the first sign of the incident ({when_text(inc.t0)})."
+        if len(moments) <= _MD_ROWS:
+            sec.items.append(Table(columns, rows(moments), caption=caption))
+        else:
+            # Onset and end in two tables: the Markdown cuts a long table after its first rows, and the
+            # recovery is what a postmortem needs most.
+            head = moments[:min(len(moments) - _TAIL_MOMENTS, _MAX_MOMENTS - _TAIL_MOMENTS)]
+            tail = moments[-_TAIL_MOMENTS:]
+            skipped = len(moments) - len(head) - len(tail)
+            sec.items.append(Table(columns, rows(head), caption=caption + (
+                f" The first {len(head)} of {len(moments)}; {skipped} more before the last {len(tail)}."
+                if skipped else f" The first {len(head)} of {len(moments)}; the last {len(tail)} follow.")))
+            sec.items.append(Table(columns, rows(tail),
+                                   caption=f"Key moments, continued: the last {len(tail)}, to the recovery."))
     sec.notes = notes + [f"Not drawn: {name.replace('_', ' ')} could not be read ({err})."
                          for name, err in inc.failed.items()]
     if inc.back_in_service and inc.back_in_service > inc.w1:

@@ -136,7 +136,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         caption=(f"Top {len(rows)} of {fmt_int(n)}" if n > len(rows) else f"All {fmt_int(n)}")
                 + f" alert incidents that started on {d}, most alerts first (hover over a node count for the nodes). "
                   "Root-cause candidate: the alert matched to a hardware incident, else the earliest at the most "
-                  "upstream level (fabric > storage > node > GPU > Slurm's reaction). Jobs killed: jobs with a run (requeued runs included) "
+                  "upstream level (fabric > storage > rack > node > GPU > Slurm's reaction). Jobs killed: jobs with a run (requeued runs included) "
                   "that ended FAILED / NODE_FAIL on its nodes from "
                   "15 min before its start to 5 min after its last alert, unless attributed to the user"
                 + (f" ({UNKNOWN_NO_ACCOUNTING})" if no_jobs else "") + ". "
