@@ -35,14 +35,13 @@ from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.ingest import build_core_alerts, ingest_alert_files
 from gpusre.models.warehouse import connect
 
-ZERO = "0001-01-01T00:00:00Z"
+from alertmanager_payloads import ALERT_SQL, webhook_payload
+
 NODES = expand_hostlist("dgx[01-32]")
 R02 = expand_hostlist("dgx[17-32]")
 SW02 = expand_hostlist("dgx[09-16,25-32]")
 TOPO = Topology.from_groups(racks={"r01": "dgx[01-16]", "r02": "dgx[17-32]"},
                             leaf_switches={"sw01": "dgx[01-08,17-24]", "sw02": "dgx[09-16,25-32]"})
-ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
-             "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications, description FROM core.alerts")
 DAY = datetime(2026, 12, 1, tzinfo=UTC)
 DT = pl.Datetime("us", "UTC")
 
@@ -51,18 +50,6 @@ def at(hh: int, mm: int, ss: int = 0) -> datetime:
     return DAY.replace(hour=hh, minute=mm, second=ss)
 
 
-def _iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def _payload(labels: dict, start: datetime, end: datetime | None, fp: str) -> dict:
-    status = "resolved" if end is not None else "firing"
-    alert = {"status": status, "labels": labels, "annotations": {"summary": labels["alertname"]},
-             "startsAt": _iso(start), "endsAt": _iso(end) if end else ZERO,
-             "generatorURL": "http://prometheus01:9090/graph", "fingerprint": fp}
-    return {"version": "4", "groupKey": "{}:{}", "truncatedAlerts": 0, "status": status, "receiver": "sre-webhook",
-            "groupLabels": {"alertname": labels["alertname"]}, "commonLabels": labels, "commonAnnotations": {},
-            "externalURL": "http://alertmanager01:9093", "alerts": [alert]}
 
 
 PDU = {"alertname": "PDUBreakerTripped", "pdu": "pdu-r02-a", "rack": "r02", "instance": "pdu-r02-a.mgmt:9116",
@@ -114,7 +101,7 @@ def _ingest(tmp: Path, alerts: list[tuple[dict, datetime, datetime]]) -> pl.Data
     lines = []
     for i, (labels, start, end) in enumerate(alerts):
         fp = f"{i + 1:016x}"
-        lines += [_payload(labels, start, None, fp), _payload(labels, start, end, fp)]
+        lines += [webhook_payload(labels, start, None, fp), webhook_payload(labels, start, end, fp)]
     path.write_text("".join(json.dumps(p) + "\n" for p in lines))
     con = connect(tmp / "w.duckdb")
     ingest_alert_files(con, tmp / "landing")

@@ -34,12 +34,11 @@ from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.ingest import build_core_alerts, ingest_alert_files
 from gpusre.models.warehouse import connect
 
-ZERO = "0001-01-01T00:00:00Z"
+from alertmanager_payloads import ALERT_SQL, webhook_payload
+
 NODES = expand_hostlist("hgx[001-064]")
 LEAVES = {"leaf01": "hgx[001-016]", "leaf02": "hgx[017-032]", "leaf03": "hgx[033-048]", "leaf04": "hgx[049-064]"}
 TOPO = Topology.from_groups(racks={f"r{i}": v for i, v in enumerate(LEAVES.values(), 1)}, leaf_switches=LEAVES)
-ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
-             "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications, description FROM core.alerts")
 DAY = datetime(2026, 11, 28, tzinfo=UTC)
 
 
@@ -47,18 +46,6 @@ def at(hh: int, mm: int, ss: int = 0) -> datetime:
     return DAY.replace(hour=hh, minute=mm, second=ss)
 
 
-def _iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def _payload(labels: dict, start: datetime, end: datetime | None, fp: str) -> dict:
-    status = "resolved" if end is not None else "firing"
-    alert = {"status": status, "labels": labels, "annotations": {"summary": labels["alertname"]},
-             "startsAt": _iso(start), "endsAt": _iso(end) if end else ZERO,
-             "generatorURL": "http://prometheus01:9090/graph", "fingerprint": fp}
-    return {"version": "4", "groupKey": "{}:{}", "truncatedAlerts": 0, "status": status, "receiver": "sre-webhook",
-            "groupLabels": {"alertname": labels["alertname"]}, "commonLabels": labels, "commonAnnotations": {},
-            "externalURL": "http://alertmanager01:9093", "alerts": [alert]}
 
 
 MDS = {"alertname": "LustreMDTUnresponsive", "instance": "mds01:9100", "job": "lustre", "mdt": "scratch-MDT0000",
@@ -138,7 +125,7 @@ def marts(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - AlertMart
     lines = []
     for i, (labels, start, end) in enumerate(ALERTS):
         fp = f"{i + 1:016x}"
-        lines += [_payload(labels, start, None, fp), _payload(labels, start, end, fp)]
+        lines += [webhook_payload(labels, start, None, fp), webhook_payload(labels, start, end, fp)]
     path.write_text("".join(json.dumps(p) + "\n" for p in lines))
     con = connect(tmp / "w.duckdb")
     ingest_alert_files(con, tmp / "landing")
