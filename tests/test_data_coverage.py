@@ -119,9 +119,10 @@ def test_nightly_report_warns_about_incomplete_inputs(warehouse: Path, tmp_path:
 
 
 def test_the_default_nightly_day_names_the_later_partial_day(warehouse: Path, tmp_path: Path) -> None:
-    """The default report day is the last day every dense source covers completely (03-02 here: the
-    node logs' last record is 03-03 20:00). Reporting it in silence reads as "last night"; the report
-    says that 03-03 has data up to 20:00 and how to render it. An explicit --date says nothing of it."""
+    """The default report day is the last day Slurm accounting covers completely (03-03 here), even when
+    another dense source stops inside it (the node logs' last record is 03-03 20:00): the report says so
+    at the top — events after 20:00 are unknown — and names the later day the dump reaches into (03-04)
+    with the command to render it. An explicit --date says nothing of it."""
     con = connect(warehouse)
     try:
         default = render_nightly_report(con, tmp_path / "default")
@@ -129,11 +130,13 @@ def test_the_default_nightly_day_names_the_later_partial_day(warehouse: Path, tm
     finally:
         con.close()
     text = visible_text(default.html.read_text())
-    assert "nightly-2026-03-02" in default.html.name
-    assert ("This report is for 2026-03-02, the last day every dense source covers completely: 2026-03-03 is "
-            "covered only until 20:00 UTC (20.0 h;") in text
-    assert "gpusre report nightly --date 2026-03-03" in text
-    assert "the last day every dense source covers completely" not in visible_text(explicit.html.read_text())
+    assert "nightly-2026-03-03" in default.html.name
+    assert ("Data warning: This report is for 2026-03-03, not 2026-03-04, the last day with data (Slurm "
+            "accounting): no day after 2026-03-03 is covered completely by Slurm accounting") in text
+    assert "gpusre report nightly --date 2026-03-04" in text
+    assert ("Data warning: Node logs end at 2026-03-03 20:00 UTC (the last record), before the end of "
+            "2026-03-03: node events, hardware incidents and failure attribution after that are incomplete") in text
+    assert "This report is for" not in visible_text(explicit.html.read_text())
 
 
 def test_slo_report_warns_about_gaps_in_its_window(warehouse: Path, tmp_path: Path) -> None:

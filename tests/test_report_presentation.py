@@ -256,7 +256,7 @@ def test_last_night_costliest_tie_and_days_of_data() -> None:
     con.execute("UPDATE marts.hw_incidents SET start_ts = start_ts + INTERVAL (date_diff('day', start_ts::DATE, "
                 "DATE '2026-11-24')) DAY WHERE incident_id IN ('inc-a', 'inc-b')")
     meta = _week()
-    inc = ln._incidents(con, meta, frozenset())
+    inc = ln._incidents(con, meta, frozenset(), {})
     assert [r["incident_id"] for r in inc["rows"]] == ["inc-d", "inc-b", "inc-a"]
     assert ln._incident_text(inc) == (
         "3 began; the costliest, Interconnect switch failure under leaf05 (gpu[0065-0080]) at 03:05 UTC, killed 1 job "

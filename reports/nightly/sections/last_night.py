@@ -12,7 +12,6 @@ from typing import Any
 import duckdb
 
 from gpusre.models.failures.suspect_nodes import LOOKBACK
-from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.warehouse import select_columns
 from gpusre.reports.incident.terms import (
     COSTLIEST_ORDER,
@@ -121,7 +120,7 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
 def _silent_text(silent: dict[str, Any]) -> str:
     """'15 nodes logged; 1 node that ran jobs logged nothing (gpu12)' — whose night nothing is known of."""
     return (f"{plural(silent['n_silent_nodes'], 'node')} that ran jobs logged nothing "
-            f"({truncate(compress_hostlist(silent['silent_nodes']), 60)})")
+            f"({nodes_phrase(silent['silent_nodes'], 60)})")
 
 
 def _incident_text(inc: dict[str, Any]) -> str:
@@ -290,7 +289,7 @@ def _todo_text(todo: list[str], inc: dict[str, Any]) -> str:
         if inc.get("silent"):
             # Nothing seen is not nothing to do: the silent nodes' log shipping is the action.
             return (f"check the log shipping of the {plural(inc['silent']['n_silent_nodes'], 'node')} that logged "
-                    f"nothing ({truncate(compress_hostlist(inc['silent']['silent_nodes']), 60)}); no hardware "
+                    f"nothing ({nodes_phrase(inc['silent']['silent_nodes'], 60)}); no hardware "
                     "incident or node failing again on the nodes that logged.")
         return "nothing: no hardware incident or node failing again to act on."
     more = len(todo) - TOP_N_ACTIONS
