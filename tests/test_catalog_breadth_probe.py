@@ -168,7 +168,7 @@ def test_the_fabric_manager_service_dying_is_an_nvswitch_fault() -> None:
              at("nvidia-fabricmanager.service: Deactivated successfully.", "systemd[1]", "13:00:01")]
     events = ingest(lines)
     assert events.select("kind", "component", "cause_class", "severity", "action").rows() == [
-        ("fabric_manager_down", "nvswitch", "driver_firmware", "high", "RESET_FABRIC")] * 2
+        ("fabric_manager_down", "nvswitch", "driver_firmware", "high", "RESTART_FM")] * 2
     got = incidents(events)
     assert got.height == 1 and got["component"][0] == "nvswitch"
 

@@ -155,6 +155,19 @@ def test_a_day_the_accounting_covers_is_the_report_day_when_the_logs_stopped(sto
         "cause of failed jobs are unknown for that day, not zero — land the missing files and run again.")
 
 
+def test_the_slo_review_window_ends_on_the_nightlys_day(stop: Path) -> None:
+    """One rule for "the last complete day" in both reports: the SLO review's default window ends where the
+    nightly's default day is (D2, which the accounting covers though the node logs stopped), not a day earlier."""
+    from gpusre.reports.nightly.meta import nightly_report_day
+    from gpusre.reports.slo.window import default_window
+
+    con = connect(stop, read_only=True)
+    try:
+        assert default_window(con, days=7)[1] == nightly_report_day(con) == D2
+    finally:
+        con.close()
+
+
 def test_last_night_says_unknown_where_the_node_logs_stopped(stop: Path) -> None:
     ctx = _context(stop)
     sec = ctx["by_key"]["last_night"]

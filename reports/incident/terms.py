@@ -37,7 +37,11 @@ KIND_LABELS = {"xid": "Xid", "sxid": "SXid", "ecc_row_remap": "ECC row remap", "
                 "nic_link_down": "NIC link down", "edac_ce": "EDAC corrected", "edac_ue": "EDAC uncorrected",
                 "mce": "MCE", "gsp_timeout": "GSP timeout", "lustre_disconnect": "Lustre connection lost",
                 "storage_quota": "quota / file system full", "storage_user_error": "file-system user error",
-                "ipoib_mcast_join_failed": "IPoIB multicast join failed"}
+                "ipoib_mcast_join_failed": "IPoIB multicast join failed", "ipmi_memory": "BMC memory ECC",
+                "ipmi_memory_ce": "BMC memory ECC corrected", "ipmi_pcie": "BMC PCIe bus error",
+                "ipmi_sel_cleared": "BMC event cleared", "fabric_manager_down": "Fabric Manager down",
+                "ghes_pcie_error": "firmware PCIe error (GHES)", "ghes_processor_error": "firmware CPU error (GHES)",
+                "ghes_error": "firmware hardware error (GHES)"}
 
 
 def as_utc(ts: datetime | None) -> datetime | None:

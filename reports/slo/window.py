@@ -13,7 +13,7 @@ import duckdb
 from gpusre.reports.coverage import loaded_sources
 from gpusre.reports.kit.formatting import fmt_date, period_text
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import latest_complete_day, latest_record_day
+from gpusre.reports.nightly.meta import latest_record_day, nightly_report_day
 from gpusre.reports.slo.terms import SLI_ORDER
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,8 @@ def default_window(con: duckdb.DuckDBPyConnection, days: int = DEFAULT_WINDOW_DA
         if table_status(con, "marts.slo_daily") is None:
             end = scalar(con, "SELECT max(day) FROM marts.slo_daily")
         if table_status(con, "core.jobs") is None:
-            complete = latest_complete_day(con)
+            # The nightly's default day: the last the job dumps cover completely (one rule for both reports).
+            complete = nightly_report_day(con)
             if complete is not None and (end is None or complete < end):
                 end = complete
         else:  # no accounting: node states run to their dump's cut, hours past the last record
