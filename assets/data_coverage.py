@@ -11,7 +11,7 @@ import dagster as dg
 from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import RAW_SYSLOG
 from gpusre.assets.metadata import markdown_preview
-from gpusre.models.accounting_span import accounting_span
+from gpusre.models.accounting_span import accounting_span, node_history_end
 from gpusre.models.alerts.clustering import meta_alert_pattern
 from gpusre.models.day_coverage import build_day_coverage, loaded_file_days, mark_partial_days, refresh_partial_flags
 from gpusre.models.sources.registry import record_sources
@@ -54,7 +54,9 @@ def data_coverage_marts(warehouse: WarehouseResource, landing: LandingResource):
             n_days = build_day_coverage(con)  # refreshes raw.record_days, which data_freshness reads too
             refresh_partial_flags(con)  # the daily marts written before it this run (or on earlier nights)
             acct_from, acct_to = accounting_span(con)
-            run_mart_sql(con, "data_freshness", {"acct_from": acct_from, "acct_to": acct_to,
+            # without accounting the node-state history's end is node_history_end's (node availability's too)
+            states_to = node_history_end(con, config.timezone) if acct_to is None else None
+            run_mart_sql(con, "data_freshness", {"acct_from": acct_from, "acct_to": acct_to, "states_to": states_to,
                                                  "meta_alerts": meta_alert_pattern()})
             # the node list, so hosts outside it (an address a relay printed) are named, not counted as nodes
             con.execute("SET VARIABLE gpusre_fleet = ?::VARCHAR[]", [config.node_names])

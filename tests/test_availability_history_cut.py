@@ -226,8 +226,13 @@ def test_node_states_only_run_to_the_end_of_the_last_dumps_day(tmp_path: Path) -
             "GROUP BY day ORDER BY day").fetchall()}
         na = {str(d): (g, tot) for d, g, tot in con.sql(
             "SELECT day, good, total FROM marts.slo_daily WHERE sli = 'node_availability' ORDER BY day").fetchall()}
+        con.execute("SET TimeZone = 'UTC'")
+        (history_end,), = con.sql("SELECT CAST(history_end_ts AS VARCHAR) FROM marts.data_freshness "
+                                   "WHERE source_kind = 'slurm_events'").fetchall()
     finally:
         con.close()
+    # the freshness mart says where that history ends, as node availability reads it
+    assert history_end == "2026-11-12 00:00:00+00"
     assert daily == {"2026-11-10": (pytest.approx(96.0), pytest.approx(96 - 65 / 12)),
                      "2026-11-11": (pytest.approx(96.0), pytest.approx(96 - 31 / 12 - 2))}
     assert na["2026-11-11"] == (pytest.approx(96 - 31 / 12 - 2), pytest.approx(96.0))

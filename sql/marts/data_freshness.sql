@@ -29,7 +29,9 @@
 -- every line loaded (raw.record_days).
 -- A meta-alert's start (a Watchdog's, re-sent unchanged from its first firing) dates nothing: $meta_alerts is
 -- the catalog's pattern (gpusre.models.alerts.clustering.meta_alert_pattern, models/catalog/alert_meta.csv).
--- Parameters: $acct_from / $acct_to TIMESTAMPTZ, $meta_alerts VARCHAR.
+-- Without accounting, a history no dump cut ends where models/accounting_span.node_history_end says
+-- ($states_to: the last dump's named day, never past the newest record's day), as node availability reads it.
+-- Parameters: $acct_from / $acct_to TIMESTAMPTZ, $states_to TIMESTAMPTZ (NULL with accounting), $meta_alerts VARCHAR.
 CREATE OR REPLACE TABLE marts.data_freshness AS
 WITH alert_times AS (
     SELECT coalesce(received_at, greatest(
@@ -63,7 +65,8 @@ WITH alert_times AS (
     FROM raw.slurm_events
 ), states_end AS (
     SELECT 'slurm_events' AS source_kind,
-           CASE WHEN cut IS NOT NULL AND (last_ts IS NULL OR last_ts <= cut) THEN cut END AS history_end_ts
+           CASE WHEN cut IS NOT NULL AND (last_ts IS NULL OR last_ts <= cut) THEN cut
+                WHEN $acct_to::TIMESTAMPTZ IS NULL THEN $states_to::TIMESTAMPTZ END AS history_end_ts
     FROM states_cut
 ), loaded AS (
     SELECT source_kind, sum(records)::BIGINT AS records FROM raw.record_days GROUP BY ALL
