@@ -147,7 +147,8 @@ def test_a_labelled_incident_is_measured_from_its_first_evidence() -> None:
     # next day = 29 h 50 min. The incident keeps the operator's start.
     members = _frame([("ops", _t(3, 3, 10), "xid"), ("ops", _t(3, 3, 15), "health_check"),
                       ("ops", _t(3, 3, 20), "health_check")], ("incident_id", "ts", "kind"))
-    assert first_evidence(members).rows() == [("ops", _t(3, 3, 10))]
+    # first and last log line: the span of its log evidence
+    assert first_evidence(members).rows() == [("ops", _t(3, 3, 10), _t(3, 3, 20))]
     incidents = pl.DataFrame({"incident_id": ["ops"], "component": ["gpu"], "start_ts": [_t(3, 3, 5)],
                               "end_ts": [_t(4, 9)], "nodes": [["gpu006"]]},
                              schema_overrides={"start_ts": DT, "end_ts": DT})
