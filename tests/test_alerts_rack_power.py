@@ -32,10 +32,8 @@ import pytest
 
 from gpusre.models.alerts.clustering import Topology, alert_levels, alert_marts, load_alert_levels
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.sources.alerts.ingest import build_core_alerts, ingest_alert_files
-from gpusre.models.warehouse import connect
 
-from alertmanager_payloads import ALERT_SQL, webhook_payload
+from alertmanager_payloads import ingest_alerts
 
 NODES = expand_hostlist("dgx[01-32]")
 R02 = expand_hostlist("dgx[17-32]")
@@ -96,19 +94,7 @@ ATTRIBUTION = pl.DataFrame({"job_id": ["41102", "41103", "41078"], "attribution"
 
 
 def _ingest(tmp: Path, alerts: list[tuple[dict, datetime, datetime]]) -> pl.DataFrame:
-    path = tmp / "landing" / "alerts" / "2026-12-01.jsonl"
-    path.parent.mkdir(parents=True)
-    lines = []
-    for i, (labels, start, end) in enumerate(alerts):
-        fp = f"{i + 1:016x}"
-        lines += [webhook_payload(labels, start, None, fp), webhook_payload(labels, start, end, fp)]
-    path.write_text("".join(json.dumps(p) + "\n" for p in lines))
-    con = connect(tmp / "w.duckdb")
-    ingest_alert_files(con, tmp / "landing")
-    build_core_alerts(con, known_nodes=NODES)
-    frame = con.sql(ALERT_SQL).pl()
-    con.close()
-    return frame
+    return ingest_alerts(tmp, "2026-12-01", alerts, NODES)
 
 
 def _marts(tmp: Path, alerts: list[tuple[dict, datetime, datetime]], hw: pl.DataFrame = HW):  # noqa: ANN202

@@ -31,10 +31,8 @@ import pytest
 from gpusre.models.alerts.clustering import Topology, alert_levels, alert_marts
 from gpusre.models.alerts.floods import FloodSettings, arrival_counts
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.sources.alerts.ingest import build_core_alerts, ingest_alert_files
-from gpusre.models.warehouse import connect
 
-from alertmanager_payloads import ALERT_SQL, webhook_payload
+from alertmanager_payloads import ingest_alerts
 
 NODES = expand_hostlist("hgx[001-064]")
 LEAVES = {"leaf01": "hgx[001-016]", "leaf02": "hgx[017-032]", "leaf03": "hgx[033-048]", "leaf04": "hgx[049-064]"}
@@ -120,18 +118,7 @@ REPAIRS = pl.DataFrame({"incident_id": ["inc-mds", "inc-ost", "inc-quota", "inc-
 @pytest.fixture(scope="module")
 def marts(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - AlertMarts
     tmp = tmp_path_factory.mktemp("storage_servers")
-    path = tmp / "landing" / "alerts" / "2026-11-28.jsonl"
-    path.parent.mkdir(parents=True)
-    lines = []
-    for i, (labels, start, end) in enumerate(ALERTS):
-        fp = f"{i + 1:016x}"
-        lines += [webhook_payload(labels, start, None, fp), webhook_payload(labels, start, end, fp)]
-    path.write_text("".join(json.dumps(p) + "\n" for p in lines))
-    con = connect(tmp / "w.duckdb")
-    ingest_alert_files(con, tmp / "landing")
-    build_core_alerts(con, known_nodes=NODES)
-    alerts = con.sql(ALERT_SQL).pl()
-    con.close()
+    alerts = ingest_alerts(tmp, "2026-11-28", ALERTS, NODES)
     jobs = pl.DataFrame({"job_id": [j[0] for j in JOBS], "state": ["FAILED"] * len(JOBS),
                          "end_ts": [j[1] for j in JOBS], "nodes": [j[2] for j in JOBS]},
                         schema={"job_id": pl.String, "state": pl.String, "end_ts": pl.Datetime("us", "UTC"),
