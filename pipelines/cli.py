@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -178,13 +178,35 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _run(landing, out / "warehouse.duckdb", out / "reports")
 
 
-def _open_warehouse(path: str, read_only: bool) -> tuple[Path, duckdb.DuckDBPyConnection]:
-    """An existing warehouse file and a connection to it (a missing file is a one-line user error)."""
+#: Snapshots a report of this command already said it reads instead of the busy warehouse.
+_SNAPSHOT_NOTED: set[str] = set()
+
+
+def _open_warehouse(path: str, read_only: bool, *, report: bool = False) -> tuple[Path, duckdb.DuckDBPyConnection]:
+    """An existing warehouse file and a connection to it (a missing file is a one-line user error).
+
+    ``report``: a report reads what a run is writing only through the run's snapshot. While a run holds
+    the warehouse (its run lock), the marts are half way between two nights and DuckDB may refuse the
+    file anyway, so the report is rendered from ``<warehouse>.snapshot.duckdb`` (the last complete run)
+    with a one-line note saying so; without a snapshot yet, a one-line "busy" error."""
     from gpusre.models.warehouse import connect
+    from gpusre.models.warehouse_snapshot import snapshot_path
+    from gpusre.pipelines.run_lock import WarehouseBusy, busy_holder
 
     warehouse = Path(path)
     if not warehouse.is_file():
         raise FileNotFoundError(f"{warehouse}: warehouse file does not exist")
+    if report and (holder := busy_holder(warehouse)) is not None:
+        snapshot = snapshot_path(warehouse)
+        if not snapshot.is_file():
+            raise WarehouseBusy(f"warehouse busy: {holder}, and no snapshot of a complete run to read yet "
+                                f"({snapshot}); run the report again when the run ends")
+        published = datetime.fromtimestamp(snapshot.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        if str(snapshot) not in _SNAPSHOT_NOTED:  # once per command (nightly --date opens twice)
+            _SNAPSHOT_NOTED.add(str(snapshot))
+            print(f"gpusre: note: the warehouse is busy ({holder}): rendered from the snapshot of the last complete "
+                  f"run, published {published} ({snapshot}); the run in progress is not in it", file=sys.stderr)
+        return snapshot, connect(snapshot, read_only=True)
     return warehouse, connect(warehouse, read_only=read_only)
 
 
@@ -192,7 +214,7 @@ def _render_report(warehouse_arg: str, render: Callable[[duckdb.DuckDBPyConnecti
                    read_only: bool = True, usage_errors: tuple[type[Exception], ...] = ()) -> int:
     """Open the warehouse, ``render(con, warehouse_label)`` a report, print its HTML and Markdown
     paths; ``usage_errors`` raised by ``render`` are one-line user errors (exit code 2)."""
-    warehouse, con = _open_warehouse(warehouse_arg, read_only=read_only)
+    warehouse, con = _open_warehouse(warehouse_arg, read_only=read_only, report=True)
     try:
         paths = render(con, str(warehouse))
     except usage_errors as exc:
@@ -211,7 +233,7 @@ def _cmd_report_nightly(args: argparse.Namespace) -> int:
 
     if args.date is not None:
         # A day outside the data would render every count as a quiet night ("To do: nothing"): refused.
-        _, con = _open_warehouse(args.warehouse, read_only=True)
+        _, con = _open_warehouse(args.warehouse, read_only=True, report=True)
         try:
             first, last = data_days(con)
         finally:

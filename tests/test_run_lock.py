@@ -140,6 +140,35 @@ def test_reader_holding_the_file_is_pointed_at_the_snapshot(landing: Path, tmp_p
     assert err.strip().count("\n") == 0, err
 
 
+def test_reports_during_a_run_read_the_snapshot_with_a_note(landing: Path, tmp_path: Path) -> None:
+    """A report asked for while a run holds the warehouse reads the last complete run's snapshot and says
+    so in one line; before any snapshot exists it is a one-line "busy" error, never a traceback."""
+    wh, out = tmp_path / "w.duckdb", tmp_path / "out"
+    done = _start_run(landing, wh)
+    assert done.wait(timeout=300) == 0
+    holder = hold_lock(wh)
+    try:
+        reports = {"nightly": ["nightly"], "slo": ["slo"], "dated nightly": ["nightly", "--date", "2026-09-01"]}
+        for name, args in reports.items():
+            proc = subprocess.run([*GPUSRE, "report", *args, "--warehouse", str(wh), "--out", str(out)],
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, (name, proc.stderr)
+            notes = [line for line in proc.stderr.splitlines() if line.startswith("gpusre: note: the warehouse is busy")]
+            assert len(notes) == 1, (name, proc.stderr)  # once, though nightly --date opens it twice
+            assert f"run {holder.pid} since" in notes[0] and str(snapshot_path(wh)) in notes[0]
+            html = Path(proc.stdout.splitlines()[0])
+            assert html.is_file() and str(snapshot_path(wh)) in html.read_text()  # the label names what was read
+        snapshot_path(wh).unlink()
+        proc = subprocess.run([*GPUSRE, "report", "slo", "--warehouse", str(wh), "--out", str(out)],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert f"warehouse busy: run {holder.pid} since" in proc.stderr and "no snapshot" in proc.stderr
+
+
 def _one_sacct_landing(tmp_path: Path) -> Path:
     landing = tmp_path / "landing"
     (landing / "sacct").mkdir(parents=True)
