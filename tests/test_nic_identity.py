@@ -11,9 +11,11 @@ ibp156s0's ``Link DOWN``: the incident was "repaired" at 10:02:01 (0.034 h) and 
 
 Rule (``models/sources/syslog/nic_identity.py``): at ingest, within one batch (whole files: a node's day), a
 line whose part is an interface name and that carries no address takes the address the node's kernel lines
-link that name to (``<driver> <pci> <name>: ``); a name never linked (or linked to two addresses) stays
-without one and matches any part of its node, as before. ``same_part`` compares a port number with a port
-number and a name with a name, and two names only where a line lacks an address.
+link that name to (``<driver> <pci> <name>: ``), else the address its systemd predictable name encodes
+(``ibp26s0`` is ``0000:1a:00.0``); a name neither ties to an address (``ib0``; one linked to two addresses)
+stays without one and then matches only lines of its own name or naming no part, never a NIC identified by
+its address (outside probe AH, 2026-11-03; ``tests/test_nic_identity_spellings.py``). ``same_part`` compares
+a port number with a port number and a name with a name, and two names only where a line lacks an address.
 
 Hand-computed figures: the incident is repaired when ibp156s0 is back, 13:00:00 - 10:00:00 = 3.0 h; job 1010
 (one node, 4 GPUs, 09:00 .. 10:30, 1.5 h >= the 1-h checkpoint interval) loses 4 x 0.5 = 2.0 GPU-h.
@@ -64,12 +66,15 @@ BOTH = [(t(10), kernel(RAIL_A, "ibp26s0", "DOWN")), (t(10, 0, 1), networkd("ibp2
         (t(10, 0, 5), kernel(RAIL_B, "ibp156s0", "DOWN")), (t(10, 0, 6), networkd("ibp156s0", "Lost")),
         (t(10, 2), kernel(RAIL_A, "ibp26s0", "ACTIVE")), (t(10, 2, 1), networkd("ibp26s0", "Gained")),
         (t(13), kernel(RAIL_B, "ibp156s0", "ACTIVE")), (t(13, 0, 1), networkd("ibp156s0", "Gained"))]
-#: The same outage logged by networkd only (landing_v2 of the probe).
+#: The same outage logged by networkd only (landing_v2 of the probe): the names alone give the addresses.
 NETWORKD_ONLY = [(at, text) for at, text in BOTH if text.startswith("systemd-networkd")]
-#: The kernel names the RDMA devices (mlx5_0 / mlx5_1), never the interfaces networkd names: nothing links
-#: ibp26s0 or ibp156s0 to an address.
+#: The kernel names the RDMA devices (mlx5_0 / mlx5_1), never the interfaces networkd names: no kernel line
+#: links ibp26s0 or ibp156s0, their spelling does (26 = 0x1a, 156 = 0x9c).
 UNLINKED = [(at, text.replace("ibp26s0: Port", "mlx5_0: Port").replace("ibp156s0: Port", "mlx5_1: Port"))
             for at, text in BOTH]
+#: As UNLINKED, with the kernel's own interface names (net.ifnames=0: ib0 / ib1, no rename line): nothing
+#: ties ib0 or ib1 to an address.
+UNNAMED = [(at, text.replace("ibp26s0", "ib0").replace("ibp156s0", "ib1")) for at, text in UNLINKED]
 
 
 def ingest(files: dict[str, list[tuple[datetime, str]]]) -> pl.DataFrame:
@@ -101,18 +106,26 @@ def test_networkd_lines_take_their_nics_address() -> None:
         ("h200-003", "ib_link_up", RAIL_B, "1"), ("h200-003", "ib_link_up", RAIL_B, "ibp156s0")]
 
 
-def test_networkd_only_and_unlinked_names_stay_without_an_address() -> None:
-    assert ingest({"n1": NETWORKD_ONLY})["device_pci"].to_list() == [None] * 4
+def test_networkd_only_and_unlinked_names_take_the_address_their_name_encodes() -> None:
+    # (was: stayed without an address) ibp26s0 is bus 26 = 0x1a, slot 0: 0000:1a:00.0; ibp156s0 0000:9c:00.0
+    assert ingest({"n1": NETWORKD_ONLY})["device_pci"].to_list() == [RAIL_A, RAIL_B, RAIL_A, RAIL_B]
     ev = ingest({"n1": UNLINKED})
-    # the kernel's lines link mlx5_0 / mlx5_1, names no line of networkd uses
+    assert ev.filter(pl.col("port").str.starts_with("ib"))["device_pci"].to_list() == [RAIL_A, RAIL_B, RAIL_A, RAIL_B]
+
+
+def test_kernel_names_stay_without_an_address() -> None:
+    # the kernel's lines link mlx5_0 / mlx5_1, names no line of networkd uses, and ib0 / ib1 encode nothing
+    ev = ingest({"n1": UNNAMED})
     assert ev.filter(pl.col("port").str.starts_with("ib"))["device_pci"].to_list() == [None] * 4
 
 
 def test_a_link_counts_on_its_own_node_only() -> None:
-    # h200-004 logs networkd lines for ibp26s0 but no kernel line: h200-003's link is not its own.
-    ev = ingest({"h200-003": BOTH[:2], "h200-004": [(t(11), networkd("ibp26s0", "Lost"))]})
-    assert parts(ev) == [("h200-003", "ib_link_down", RAIL_A, "1"), ("h200-003", "ib_link_down", RAIL_A, "ibp26s0"),
-                         ("h200-004", "ib_link_down", None, "ibp26s0")]
+    # h200-004 logs networkd lines for ib0 but no kernel line: h200-003's link of ib0 is not its own (and the
+    # kernel's name ib0 encodes no address).
+    ev = ingest({"h200-003": [(t(10), kernel(RAIL_A, "ib0", "DOWN")), (t(10, 0, 1), networkd("ib0", "Lost"))],
+                 "h200-004": [(t(11), networkd("ib0", "Lost"))]})
+    assert parts(ev) == [("h200-003", "ib_link_down", RAIL_A, "1"), ("h200-003", "ib_link_down", RAIL_A, "ib0"),
+                         ("h200-004", "ib_link_down", None, "ib0")]
 
 
 def test_a_name_linked_to_two_addresses_is_not_resolved() -> None:
@@ -137,7 +150,8 @@ def test_a_name_linked_to_two_addresses_is_not_resolved() -> None:
 #: (device_pci, port) shapes of the lines above: kernel (address, number), networkd resolved (address, name)
 #: and unresolved (no address, name), RDMA-device name with address, a Lustre target, a portless line.
 SHAPES = [(RAIL_A, "1"), (RAIL_B, "1"), (RAIL_A, "2"), (RAIL_A, "ibp26s0"), (RAIL_A, "mlx5_0"), (RAIL_B, "ibp156s0"),
-          (None, "ibp26s0"), (None, "ibp156s0"), (None, "lustre1-OST0003"), (None, None), (RAIL_A, None)]
+          (None, "ibp26s0"), (None, "ibp156s0"), (None, "lustre1-OST0003"), (None, None), (RAIL_A, None),
+          (RAIL_A, "ib1"), (None, "ib1")]
 
 
 @pytest.mark.parametrize(("a", "b", "same"), [
@@ -147,7 +161,10 @@ SHAPES = [(RAIL_A, "1"), (RAIL_B, "1"), (RAIL_A, "2"), (RAIL_A, "ibp26s0"), (RAI
     ((RAIL_A, "ibp26s0"), (RAIL_A, "mlx5_0"), True),   # two names of one address: the address decides
     ((None, "ibp26s0"), (RAIL_A, "ibp26s0"), True),    # a name unresolved in its batch, resolved in another
     ((None, "ibp156s0"), (RAIL_A, "ibp26s0"), False),  # two interfaces
-    ((None, "ibp156s0"), (RAIL_A, "1"), True),         # never linked: matches any NIC of its node (as before)
+    ((None, "ib1"), (RAIL_A, "1"), False),             # a name alone is no NIC identified by its address (was True)
+    ((None, "ib1"), (RAIL_A, "ib1"), True),            # ... unless that line names it so
+    ((None, "ib1"), (RAIL_A, None), False),            # (the kernel's 'enp24s0np0: Link down' carries no port)
+    ((None, "ib1"), (None, None), True),               # a line naming no part still answers for it
     ((None, None), (RAIL_B, "1"), True),               # a line naming no part
 ])
 def test_same_part(a: tuple, b: tuple, same: bool) -> None:
@@ -208,12 +225,21 @@ def test_networkd_only_node_is_unchanged() -> None:
     assert (row["attribution"], row["component"], row["lost_gpu_hours"]) == ("infrastructure", "network", 2.0)
 
 
-def test_a_node_whose_interfaces_are_never_linked_is_unchanged() -> None:
-    # Nothing links ibp26s0 to an address: its Gained carrier (10:02:01) matches any NIC of the node and
-    # still answers for mlx5_1's DOWN, as before — the tool does not guess.
+def test_a_node_whose_interfaces_only_their_names_place_is_repaired_with_its_last_rail() -> None:
+    # (was: repaired 10:02:01, job 'user') No kernel line links ibp26s0, its name places it on 0000:1a:00.0:
+    # its Gained carrier (10:02:01) is no recovery of mlx5_1's (0000:9c:00.0) DOWN, mlx5_1's ACTIVE (13:00) is.
     row, repaired = attribute_and_repair(ingest({"h200-003": UNLINKED}))
-    assert repaired == t(10, 2, 1)
-    assert row["attribution"] == "user"
+    assert repaired == t(13)
+    assert (row["attribution"], row["component"], row["lost_gpu_hours"]) == ("infrastructure", "network", 2.0)
+
+
+def test_a_node_whose_interfaces_nothing_places_is_repaired_with_its_last_rail() -> None:
+    # (was: ib0's Gained carrier cleared mlx5_1's DOWN) ib0 and ib1 are tied to no address: ib0's Gained
+    # carrier (10:02:01) answers for ib0's own Lost carrier only; mlx5_1 waits for its ACTIVE (13:00:00) and
+    # ib1's Lost carrier for ib1's Gained carrier (13:00:01), the last: 3 h 0 min 1 s.
+    row, repaired = attribute_and_repair(ingest({"h200-003": UNNAMED}))
+    assert repaired == t(13, 0, 1)
+    assert (row["attribution"], row["component"], row["lost_gpu_hours"]) == ("infrastructure", "network", 2.0)
 
 
 # --- end to end ----------------------------------------------------------------------------------------------
@@ -239,7 +265,8 @@ def _later(lines: list[tuple[datetime, str]], hours: int) -> list[tuple[datetime
 
 
 #: gpu01: the probe's h200-003 (kernel + networkd) from 10:00; gpu02: networkd only, 4 h later; gpu03: the
-#: kernel names mlx5_N only, 8 h later (apart in time: three nodes' links down at once are a fabric incident).
+#: kernel names mlx5_N only and networkd the kernel's ib0 / ib1, 8 h later (apart in time: three nodes' links
+#: down at once are a fabric incident).
 #: One job per node, FAILED 30 min after its node's first DOWN after 1.5 h (8 GPUs: 8 x 0.5 = 4.0 GPU-h when
 #: infrastructure).
 LANDING = {
@@ -250,7 +277,7 @@ LANDING = {
         _job(1020, "gpu01", "COMPLETED", "0:0", "2026-11-29T20:00:00", "2026-11-29T23:30:00", "03:30:00")]) + "\n",
     "syslog/2026-11-29/gpu01.log": _log("gpu01", BOTH),
     "syslog/2026-11-29/gpu02.log": _log("gpu02", _later(NETWORKD_ONLY, 4)),
-    "syslog/2026-11-29/gpu03.log": _log("gpu03", _later(UNLINKED, 8)),
+    "syslog/2026-11-29/gpu03.log": _log("gpu03", _later(UNNAMED, 8)),
 }
 
 
@@ -263,7 +290,7 @@ def test_pipeline_stores_the_resolved_address(warehouse: Path) -> None:
     rows = query_rows(warehouse, "SELECT node, kind, device_pci, port FROM core.node_events "
                                  "WHERE component = 'network' ORDER BY node, ts")
     assert rows[:8] == parts(ingest({"gpu01": BOTH}))
-    assert [r[2] for r in rows if r[0] == "gpu02"] == [None] * 4
+    assert [r[2] for r in rows if r[0] == "gpu02"] == [RAIL_A, RAIL_B, RAIL_A, RAIL_B]  # by their names (was NULL)
     assert [r[2] for r in rows if r[0] == "gpu03" and r[3].startswith("ib")] == [None] * 4
 
 
@@ -273,8 +300,8 @@ def test_pipeline_repairs_and_attribution(warehouse: Path) -> None:
     assert [(n, ts.astimezone(UTC), h, s) for n, ts, h, s in repairs] == [
         ("gpu01", t(13), 3.0, "recovery_events"),          # was 10:02:01 (0.034 h)
         ("gpu02", t(17, 0, 1), 3.0, "recovery_events"),    # 14:00:01 .. 17:00:01, unchanged
-        ("gpu03", t(18, 2, 1), 0.034, "recovery_events")]  # nothing links the names: unchanged
+        ("gpu03", t(21, 0, 1), 3.0, "recovery_events")]    # ib1 back 21:00:01 (was 18:02:01: ib0 cleared mlx5_1)
     jobs = query_rows(warehouse, "SELECT job_id, attribution, component, lost_gpu_hours "
                                  "FROM marts.job_failure_attribution ORDER BY job_id")
     assert jobs == [("1011", "infrastructure", "network", 4.0), ("1012", "infrastructure", "network", 4.0),
-                    ("1013", "user", "user_application", 0.0)]
+                    ("1013", "infrastructure", "network", 4.0)]  # was user

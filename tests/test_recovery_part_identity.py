@@ -30,6 +30,7 @@ from gpusre.models.failures.attribution import HUNG_RULE, attribute_failures
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents
 from gpusre.models.reliability.repair_times import (PART_COLUMNS, join_asof_same_part, link_incidents,
                                                     recovery_ends)
+from gpusre.models.sources.syslog.nic_identity import pci_of_interface_name
 
 UTC = timezone.utc
 DT = pl.Datetime("us", "UTC")
@@ -131,12 +132,20 @@ def test_lines_that_name_no_part_still_clear_by_node_and_class() -> None:
 
 def test_a_port_name_and_a_device_port_number_are_not_compared() -> None:
     # The kernel's DOWN names the HCA and its port number ("0000:40:00.0", "1"); networkd's "Gained carrier"
-    # names the interface ("ibp64s0") and no PCI address: not the same namespace, so they may be one port —
-    # the recovery at 18:00:30 clears the DOWN (node + class), and the job is the user's.
-    ev = events([(t(18), "u07", down(MLX5_2, "mlx5_2")),
-                 (t(18, 0, 30), "u07", "systemd-networkd[1187]: ibp64s0: Gained carrier")])
-    assert ev.select(PART_COLUMNS).rows() == [(MLX5_2, None, "1"), (None, None, "ibp64s0")]
+    # names the interface ("ibp64s0"), which the ingest places on the NIC its name encodes (bus 64 = 0x40:
+    # nic_identity): one NIC, and a number and a name are not compared — the recovery at 18:00:30 clears the
+    # DOWN, and the job is the user's.
+    assert pl.select(pci_of_interface_name(pl.lit("ibp64s0"))).item() == MLX5_2
+    lines = [(t(18), "u07", down(MLX5_2, "mlx5_2")),
+             (t(18, 0, 30), "u07", "systemd-networkd[1187]: ibp64s0: Gained carrier")]
+    ev = events(lines, overrides={2: {"device_pci": MLX5_2}})
+    assert ev.select(PART_COLUMNS).rows() == [(MLX5_2, None, "1"), (MLX5_2, None, "ibp64s0")]
     assert attribute([job("1006", ["u07", "u08"])], ev)["1006"]["attribution"] == "user"
+    # (was: 'user' too) An interface nothing ties to an address (the kernel's own name ib0) is no recovery of
+    # a NIC identified by its address: mlx5_2 is open at 18:40 (40 min) -> infrastructure, 16 x 0.5 = 8.0 GPU-h.
+    ev = events([lines[0], (t(18, 0, 30), "u07", "systemd-networkd[1187]: ib0: Gained carrier")])
+    assert ev.select(PART_COLUMNS).rows() == [(MLX5_2, None, "1"), (None, None, "ib0")]
+    assert verdict(attribute([job("1006", ["u07", "u08"])], ev)["1006"]) == ("infrastructure", "hardware", [1], 8.0)
 
 
 def test_a_timed_out_job_hung_on_the_rail_still_down() -> None:
@@ -218,9 +227,9 @@ def test_repair_of_a_lasting_gpu_fault_by_the_gpu_it_names() -> None:
 def test_join_asof_same_part_compares_the_columns_both_carry() -> None:
     # Faults (left): f1 NIC 40 port 1; f2 no part; f3 interface ibp1 (no PCI). Recoveries (right, after 01:00):
     # r1 01:10 NIC 9a port 1 (another NIC); r2 01:20 port 1 of NIC 40; r3 01:30 no part; r4 01:05 ibp2.
-    # f1 -> r2 (r1 another device; r4's interface name is no port number of a device: not compared -> r4 at
-    # 01:05 matches). f2 -> r4 01:05 (no part: anything). f3 -> r1 01:10 (r1's port number is not compared with
-    # an interface name; r4 names another interface).
+    # f1 -> r2 01:20 (r1 another device; r4 an interface nothing placed: no recovery of an addressed NIC —
+    # was r4). f2 -> r4 01:05 (no part: anything). f3 -> r3 01:30 (r1 and r2 are NICs identified by address,
+    # f3 is not — was r1; r4 names another interface; r3 names no part).
     left = pl.DataFrame({"node": ["n"] * 3, "at": [t(1)] * 3, "device_pci": [MLX5_2, None, None],
                          "gpu_pci": [None] * 3, "port": ["1", None, "ibp1"]},
                         schema_overrides={"at": DT, "gpu_pci": pl.String})
@@ -228,7 +237,7 @@ def test_join_asof_same_part_compares_the_columns_both_carry() -> None:
                           "device_pci": [MLX5_5, MLX5_2, None, None], "gpu_pci": [None] * 4,
                           "port": ["1", "1", None, "ibp2"]}, schema_overrides={"up": DT, "gpu_pci": pl.String})
     got = join_asof_same_part(left, right, left_on="at", right_on="up", by=["node"], strategy="forward")
-    assert got["up"].to_list() == [t(1, 5), t(1, 5), t(1, 10)]
-    # Without r4: f1 -> r2 01:20 (r1 names another NIC), f2 -> r1 01:10, f3 -> r1 01:10.
+    assert got["up"].to_list() == [t(1, 20), t(1, 5), t(1, 30)]
+    # Without r4: f1 -> r2 01:20 (r1 names another NIC), f2 -> r1 01:10, f3 -> r3 01:30.
     got = join_asof_same_part(left, right.head(3), left_on="at", right_on="up", by=["node"], strategy="forward")
-    assert got["up"].to_list() == [t(1, 20), t(1, 10), t(1, 10)]
+    assert got["up"].to_list() == [t(1, 20), t(1, 10), t(1, 30)]

@@ -49,10 +49,14 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        down at the spine's minute are one outage), not only its nearest. Likewise a storage alert on no
        Slurm node (the server side: an MDT/OST, a file server) gets each shared-storage incident
        (component class ``storage``) wider than one node whose window its firing [start, end]
-       overlaps: the clients' logs see the hang, the server's alert is its upstream side. And a rack alert on
-       no Slurm node (level ``rack``: a ``rack`` label, a ``pdu`` label) that names a rack of cluster.yaml —
-       the ``rack`` label's value, or the rack's name as a whole token of the ``pdu`` label
-       (``pdu-r02-a`` → ``r02``) — gets each ``rack``-scope hardware incident of that rack (all its nodes in
+       overlaps: the clients' logs see the hang, the server's alert is its upstream side (a storage alert: a
+       file system's, or a storage system's by its vendor — NetApp, DDN SFA, Pure, VAST, Weka, GPFS… — or by
+       the object it names — a volume, aggregate, LUN, SVM, virtual disk —, ``alert_levels.csv``). And a rack
+       alert on no Slurm node (level ``rack``: a PDU/UPS label such as ``pdu``/``pdu_name``/``ups``, a PDU
+       host's ``instance``, or a rack/location label such as ``rack``/``location``/``sysLocation`` on a power or
+       cooling alert) that names a rack of cluster.yaml — the rack's name as a whole token of such a label
+       (``pdu-r02-a``, ``row3-rack-r03``, ``pdu-r03.mgmt:161``: :func:`_alert_racks`) — gets each
+       ``rack``-scope hardware incident of that rack (all its nodes in
        it) of class power or thermal whose window its firing overlaps, and links the alerts of each: the
        nodes' BMCs log the power loss, the PDU's alert is its upstream side (a rack's power loss is one
        alert incident, rooted at the PDU). Two kinds of
@@ -60,9 +64,11 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
        ``device``/``mountpoint``/``fstype`` label, and not at storage level — the level rules put a
        network ``fstype`` or a ``host:/export`` ``device`` at storage level; ``/dev/md0`` xfs at
        ``/local/scratch`` is one node's disk) is about no shared-storage incident, and a ``housekeeping``
-       alert (capacity: a file system almost full, out of inodes, predicted to fill — never failure
-       evidence, like the capacity health checks) is about no hardware incident at all; both still
-       form their alert incidents.
+       alert (capacity: a file system almost full, out of inodes, predicted to fill, a quota or storage
+       limit reached — never failure evidence, like the capacity health checks and a client's EDQUOT) is
+       about no hardware incident at all; both still form their alert incidents. Every key above links a
+       housekeeping alert only with housekeeping alerts: a user's quota alert on ``/lustre/scratch`` shares
+       the file system with the OST outage that starts minutes later, but it is no part of it.
 
        **Template co-occurrence** (:func:`template_cooccurrence`), from the alert history itself:
        a *basket* is a session cut into ``gap``-long time buckets (a busy cluster's sessions never
@@ -118,7 +124,9 @@ Root-cause candidate, per incident
     switch's or subnet manager's, so an alert on a host-local target of a host outside the node list
     (``device``/``mountpoint``, ``10.0.4.3/mlx5_0``: an IB port of a server) is level other. The incident ``id`` is
     ``ainc-`` + 12 hex digits of SHA-1 over the root alert's fingerprint and start, stable across
-    reruns. ``scope``: leaf_switch for a switch root (or a root matched to a leaf-switch hardware
+    reruns. ``scope``: for a fabric root on no leaf switch (a subnet manager, a spine) about a network
+    hardware incident wider than a leaf, that incident's scope (``fabric``/``cluster``: an SM failover
+    whose own alerts fired on 3 nodes of one leaf spans 20 nodes of two); leaf_switch for a switch root (or a root matched to a leaf-switch hardware
     incident), fabric for another fabric root on no node (a subnet manager), storage for a storage
     root, rack for a rack root with no node alert, else service (no node: a service alert, a host outside the node list), and from the
     incident's *evidence nodes* — the nodes of its alerts on one node, and of a hostlist alert only
@@ -462,9 +470,6 @@ LEVEL_RANK: dict[str, int] = {"fabric": 0, "storage": 1, "rack": 2, "node": 3, "
                               "housekeeping": 7}
 #: Levels whose alerts, when on no Slurm node, are the server, fabric or rack side of a fault.
 _SERVER_SIDE_LEVELS: tuple[str, ...] = ("fabric", "storage", "rack")
-#: Labels that name a rack of cluster.yaml (``rack="r02"``) or a PDU of one (``pdu="pdu-r02-a"``: the rack
-#: name as a whole token of it) on an alert on no node (:func:`_alert_rack`).
-_RACK_LABELS = ("rack", "pdu")
 #: Component classes a rack can lose at once (its PDU, its cooling): a rack-scope hardware incident of
 #: these is what a rack-level alert is about.
 _RACK_CLASSES = ("power", "thermal")
@@ -476,8 +481,10 @@ class AlertLevelRule:
     """One row of ``alert_levels.csv``: every non-empty condition must hold.
 
     ``alertname``: regex searched in the alertname; ``target_label``: regex the whole target
-    label must match; ``label``/``value``: that label's value must match ``value`` entirely;
-    ``has_node``: the alert is (``true``) or is not (``false``) on a Slurm node. Case-insensitive.
+    label must match; ``label``/``value``: one label name, or several separated by ``|`` (the
+    spellings of one thing: ``pdu|pdu_name``), of which one must be present with a value matching
+    ``value`` entirely (no ``value``: any); ``has_node``: the alert is (``true``) or is not
+    (``false``) on a Slurm node. Case-insensitive.
     ``example``: an alert the row classifies (``Name{label=value} target_label=target @node``), checked
     by a test to be matched first by this row.
     """
@@ -497,11 +504,23 @@ class AlertLevelRule:
             return False
         if self.target_label is not None and not (target_label and self.target_label.fullmatch(target_label)):
             return False
-        if self.label is not None:
-            got = labels.get(self.label)
-            if got is None or (self.value is not None and not self.value.fullmatch(got)):
-                return False
+        if self.label is not None and self.label_value(labels) is None:
+            return False
         return self.has_node is None or self.has_node == has_node
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label names the ``label`` condition accepts, in the order written (none: no condition)."""
+        return tuple(n.strip() for n in self.label.split("|") if n.strip()) if self.label else ()
+
+    def label_value(self, labels: Mapping[str, str | None]) -> str | None:
+        """The value of the first of :attr:`labels` present in ``labels`` whose value matches ``value``
+        entirely (any value without one), else None."""
+        for name in self.labels:
+            got = labels.get(name)
+            if got is not None and (self.value is None or self.value.fullmatch(got)):
+                return got
+        return None
 
 
 @lru_cache(maxsize=4)
@@ -601,7 +620,7 @@ _FS_ALERT_LABELS = ("device", "mountpoint", "fstype")
 
 
 def _label_columns(rules: Sequence[AlertLevelRule]) -> list[str]:
-    return sorted({r.label for r in rules if r.label} | set(_FS_LABELS) | set(_FS_ALERT_LABELS) | set(_RACK_LABELS))
+    return sorted({n for r in rules for n in r.labels} | set(_FS_LABELS) | set(_FS_ALERT_LABELS))
 
 
 def alert_levels(alerts: pl.DataFrame, rules: Sequence[AlertLevelRule] | None = None) -> pl.Series:
@@ -626,7 +645,7 @@ def _with_labels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Dat
 
 
 def _levels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Series:
-    names = [n for n in _label_columns(rules) if any(r.label == n for r in rules)]
+    names = [n for n in _label_columns(rules) if any(n in r.labels for r in rules)]
     # On a node: its node, or (``_has_node``) the nodes of a hostlist label.
     has_node = pl.col("_has_node") if "_has_node" in frame.columns else pl.col("node").is_not_null().alias("_has_node")
     cols = ["alertname", "target_label", has_node, *[f"_lb_{n}" for n in names]]
@@ -920,8 +939,8 @@ def _storage_server_pairs(al: pl.DataFrame, inc: pl.DataFrame, settings: AlertCl
 
 
 def _rack_pairs(al: pl.DataFrame, inc: pl.DataFrame, topology: Topology) -> pl.DataFrame:
-    """``(_i, _h)``: an alert on no Slurm node that names a rack of cluster.yaml (``_alert_rack``: a ``rack``
-    label, a ``pdu`` label naming the rack) and each ``rack``-scope hardware incident of that rack (all its
+    """``(_i, _h)``: an alert on no Slurm node that names a rack of cluster.yaml (``_alert_rack``, :func:`_alert_racks`:
+    a rack, PDU or location label naming the rack) and each ``rack``-scope hardware incident of that rack (all its
     nodes in it) of a class a rack loses at once (:data:`_RACK_CLASSES`: power, thermal) whose window
     [start − ``hw_before_minutes``, end + ``hw_after_minutes``] its firing [start, end] overlaps. The nodes'
     BMCs log the power loss; the PDU's alert is the upstream side of that same outage (and its root), not a
@@ -1001,22 +1020,43 @@ def _host_local_unplaced(host_local_labels: Sequence[str]) -> pl.Expr:
             & ~pl.col("target").fill_null("").str.contains(_REMOTE_DEVICE_MARK, literal=True))
 
 
-def _alert_rack(topology: Topology) -> pl.Expr:
-    """The cluster.yaml rack an alert on no Slurm node names: its ``rack`` label when that is a rack of the
-    topology, else a rack named as a whole token of its ``pdu`` label (``pdu-r02-a`` feeds ``r02``; the
-    longest rack name first, so ``r1`` never claims ``pdu-r10-a``); null otherwise (a rack label cluster.yaml
-    does not know, a PDU naming none). Read from ``_lb_rack`` / ``_lb_pdu``."""
+def _alert_racks(al: pl.DataFrame, rules: Sequence[AlertLevelRule], topology: Topology) -> pl.Series:
+    """``_alert_rack``: the cluster.yaml rack a ``rack``-level alert on no Slurm node names, else null.
+
+    A rack is named by its name as a whole token (delimited by anything but a letter or digit, any case)
+    of the value of a label a ``rack``-level rule of ``alert_levels.csv`` reads — ``rack="r02"``,
+    ``pdu_name="r03-pdu-b"``, ``location="row3-rack-r03"``, ``instance="pdu-r03.mgmt:161"`` — in the
+    catalog's order (its rules, then each rule's label names), a value counting only where it matches
+    that rule's ``value`` (an ``instance`` only when it names a PDU host). In one value the longest rack
+    name wins, so ``r1`` never claims ``pdu-r10-a``. Null for a rack cluster.yaml does not know, a PDU
+    naming none. (The label names and conditions are catalog data: a site's spelling is a row there.)
+    Each distinct combination of those label values is read once."""
     racks = sorted(set(topology.node_rack.values()), key=lambda r: (-len(r), r))
-    if not racks:
-        return pl.lit(None, dtype=pl.String)
-    pdu = pl.col("_lb_pdu").fill_null("")
-    named = pl.lit(None, dtype=pl.String)
-    # Built last rack first, so the longest matching name wins.
-    for rack in reversed(racks):
-        token = f"(?i)(?:^|[^A-Za-z0-9]){re.escape(rack)}(?:$|[^A-Za-z0-9])"
-        named = pl.when(pdu.str.contains(token)).then(pl.lit(rack)).otherwise(named)
-    by_label = pl.when(pl.col("_lb_rack").is_in(racks)).then(pl.col("_lb_rack"))
-    return pl.when(~pl.col("_has_node")).then(pl.coalesce(by_label, named))
+    rack_rules = [r for r in rules if r.level == "rack" and r.labels]
+    if not racks or not rack_rules or al.is_empty():
+        return pl.Series("_alert_rack", [None] * al.height, dtype=pl.String)
+    by_lower = {r.lower(): r for r in racks}
+    token = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(re.escape(r) for r in racks) + r")(?![A-Za-z0-9])",
+                       re.IGNORECASE)
+    names = sorted({n for r in rack_rules for n in r.labels})
+    cols = [f"_lb_{n}" for n in names]
+    keyed = al.select(((pl.col("level") == "rack") & ~pl.col("_has_node")).alias("_mine"), *cols)
+    combos = keyed.filter("_mine").unique()
+
+    def named(values: Mapping[str, str | None]) -> str | None:
+        for rule in rack_rules:
+            for name in rule.labels:
+                got = values.get(name)
+                if got is None or (rule.value is not None and not rule.value.fullmatch(got)):
+                    continue
+                found = token.findall(got)
+                if found:
+                    return by_lower[max(found, key=len).lower()]
+        return None
+
+    found = [named(dict(zip(names, row[1:]))) for row in combos.iter_rows()]
+    combos = combos.with_columns(pl.Series("_alert_rack", found, dtype=pl.String))
+    return keyed.join(combos, on=keyed.columns, how="left", nulls_equal=True, maintain_order="left")["_alert_rack"]
 
 
 def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLevelRule],
@@ -1038,9 +1078,9 @@ def _prepare(alerts: pl.DataFrame, topology: Topology, rules: Sequence[AlertLeve
         pl.when((pl.col("level") == "fabric") & _host_local_unplaced(host_local_labels)).then(pl.lit("other"))
         .otherwise(pl.col("level")).alias("level"),
         pl.when(pl.col("target").is_in(leaves)).then(pl.col("target")).otherwise(None).alias("_target_leaf"),
-        _alert_rack(topology).alias("_alert_rack"),
         pl.coalesce(pl.col("template_id").cast(pl.String), pl.lit("name:") + pl.col("alertname"), pl.lit("none")).alias("_tkey"),
     )
+    al = al.with_columns(_alert_racks(al, rules, topology), (pl.col("level") == "housekeeping").alias("_hk"))
     # A node-local file system (a block device, xfs / ext4 / tmpfs: the catalog put no network file
     # system's alert at storage level) is one node's disk: never about a shared-storage incident, even
     # when its mountpoint is named like the Lustre file system (/local/scratch vs fsname scratch).
@@ -1161,23 +1201,26 @@ def _links(al: pl.DataFrame, an: pl.DataFrame, matches: pl.DataFrame, related: p
     def h(expr: pl.Expr) -> pl.Expr:
         return pl.when(expr.is_not_null()).then(expr.hash(7))
 
+    # Every key holds ``_hk`` (a housekeeping alert: a disk almost full, a user's quota): housekeeping links
+    # only housekeeping. A quota alert on /lustre/scratch shares the file system's target with the OST
+    # outage 7 min later, but it is no fault: it forms its own incident, never the outage's root or start.
     hashed = al.select(
-        "_i", "_s", "_ts",
+        "_i", "_s", "_ts", "_hk",
         h(pl.when(pl.col("node").is_null()).then(pl.col("target"))).alias("target"),
         h(pl.col("_storage")).alias("storage"),
     )
-    by_node = an.select(
-        "_i", "_s", "_ts", h(pl.col("node")).alias("node"),
+    by_node = an.join(al.select("_i", "_hk"), on="_i", how="left").select(
+        "_i", "_s", "_ts", "_hk", h(pl.col("node")).alias("node"),
         h(pl.col("_rack")).alias("rack"), h(pl.col("_leaf")).alias("leaf"),
         h(pl.col("alertname")).alias("alertname"), h(pl.col("_group")).alias("group"),
     )
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    out["node"] = _chain_edges(by_node, ["node"], settings.gap_us)
+    out["node"] = _chain_edges(by_node, ["node", "_hk"], settings.gap_us)
     for key in ("target", "storage"):
-        out[key] = _chain_edges(hashed, [key], settings.gap_us)
+        out[key] = _chain_edges(hashed, [key, "_hk"], settings.gap_us)
     for scope in ("rack", "leaf"):
         for what in ("alertname", "group"):
-            out[f"{scope}_{what}"] = _chain_edges(by_node, [scope, what], settings.peer_gap_us)
+            out[f"{scope}_{what}"] = _chain_edges(by_node, [scope, what, "_hk"], settings.peer_gap_us)
     # One hardware incident is one alert incident for as long as it is open, across sessions: a second
     # wave of link-down alerts an hour later belongs to the switch that is still broken.
     out["hw_incident"] = _chain_edges(
@@ -1186,17 +1229,17 @@ def _links(al: pl.DataFrame, an: pl.DataFrame, matches: pl.DataFrame, related: p
     out["flap"] = _flap_edges(al, settings.flap_us)
     # Switch alert -> alerts on its leaf's nodes.
     out["switch"] = _nearest_edges(
-        an.filter(pl.col("_leaf").is_not_null()).select("_i", "_s", "_ts", "_leaf"),
-        al.filter(pl.col("_target_leaf").is_not_null()).select(pl.col("_i").alias("_j"), "_s", "_ts",
+        an.filter(pl.col("_leaf").is_not_null()).select("_i", "_s", "_ts", "_leaf").join(al.select("_i", "_hk"), on="_i"),
+        al.filter(pl.col("_target_leaf").is_not_null()).select(pl.col("_i").alias("_j"), "_s", "_ts", "_hk",
                                                                pl.col("_target_leaf").alias("_leaf")),
-        ["_s", "_leaf"], settings.gap_us)
+        ["_s", "_leaf", "_hk"], settings.gap_us)
     # Unplaced alert -> nearest alert of each co-occurring template.
     if not related.is_empty():
         both = pl.concat([related.select("a", "b"), related.select(pl.col("b").alias("a"), pl.col("a").alias("b"))])
-        left = (al.filter(~pl.col("_has_node")).select("_i", "_s", "_ts", pl.col("_tkey").alias("a"))
-                .join(both, on="a").select("_i", "_s", "_ts", pl.col("b").alias("_t")))
-        right = al.select(pl.col("_i").alias("_j"), "_s", "_ts", pl.col("_tkey").alias("_t"))
-        out["cooccurrence"] = _nearest_edges(left, right, ["_s", "_t"], settings.gap_us)
+        left = (al.filter(~pl.col("_has_node")).select("_i", "_s", "_ts", "_hk", pl.col("_tkey").alias("a"))
+                .join(both, on="a").select("_i", "_s", "_ts", "_hk", pl.col("b").alias("_t")))
+        right = al.select(pl.col("_i").alias("_j"), "_s", "_ts", "_hk", pl.col("_tkey").alias("_t"))
+        out["cooccurrence"] = _nearest_edges(left, right, ["_s", "_t", "_hk"], settings.gap_us)
     return out
 
 def _where(node: str, target: str) -> pl.Expr:
@@ -1353,8 +1396,14 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     # subnet manager, a switch outside the topology) or a service alert. Node scopes count the
     # evidence nodes only (_evidence_aggs): a failed job's hostlist is no rack event, and several
     # nodes that only hostlists name are "nodes" (spread unknown).
+    # A fabric root on no leaf switch (a subnet manager, a spine) about a network hardware incident wider
+    # than a leaf (an SM failover on 20 nodes of 2 leaves: scope fabric) takes that incident's scope: the
+    # few nodes whose own alerts fired (3 under one leaf) must not point the SRE at one leaf switch.
+    wide_root = ((pl.col("root_level") == "fabric") & pl.col("_target_leaf").is_null()
+                 & pl.col("_hw_scope").is_in(["fabric", "cluster"]).fill_null(False))
     scope = (
-        pl.when((pl.col("root_level") == "fabric") & (pl.col("_target_leaf").is_not_null() | one_leaf & (n_nodes > 0)))
+        pl.when(wide_root).then(pl.col("_hw_scope"))
+        .when((pl.col("root_level") == "fabric") & (pl.col("_target_leaf").is_not_null() | one_leaf & (n_nodes > 0)))
         .then(pl.lit("leaf_switch"))
         .when((pl.col("root_level") == "fabric") & (n_nodes == 0)).then(pl.lit("fabric"))
         .when(pl.col("root_level") == "fabric").then(pl.lit("cluster"))

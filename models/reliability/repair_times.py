@@ -683,13 +683,29 @@ def same_part(suffix: str) -> pl.Expr:
     which NIC (its ``mlx5_0`` and ``ibp59s0`` are one). The kernel's ``mlx5_0: Port: 1`` and networkd's
     ``ibp59s0`` may be one port: a number and a name are not compared. A column either lacks says
     nothing, so a line that names no part (a reboot, a site's portless ``link down``) matches every part
-    of its node, and an interface no kernel line of its node linked to an address matches every NIC."""
+    of its node. But a line naming its part by a name alone, no address (an interface nothing tied to its
+    NIC at ingest, :mod:`~gpusre.models.sources.syslog.nic_identity`: ``ib0`` with no rename line; a
+    Lustre target), is the same part as a line carrying an address only where that line names it by the
+    same name: which NIC ``ib0`` is, is unknown, and the kernel that printed a part's ``Link DOWN`` with
+    its address prints its ``Link ACTIVE`` with it too, so that part needs no guess to be cleared. (Not
+    "the node's only NIC down": another NIC may be down without a line of its own, and which parts are
+    down is no property of a pair of lines.)"""
     def agree(c: str) -> pl.Expr:
         return pl.col(c).is_null() | pl.col(c + suffix).is_null() | (pl.col(c) == pl.col(c + suffix))
     number, other_number = _port_number(), _port_number(suffix)
     both_devices = pl.col("device_pci").is_not_null() & pl.col("device_pci" + suffix).is_not_null()
     compared = (number & other_number) | (~number & ~other_number & ~both_devices)
-    return agree("device_pci") & agree("gpu_pci") & (~compared | agree("port"))
+    placed, other_placed = _addressed(), _addressed(suffix)
+    unplaced = ~placed & pl.col("port").is_not_null()
+    other_unplaced = ~other_placed & pl.col("port" + suffix).is_not_null()
+    same_name = (~number & ~other_number & (pl.col("port") == pl.col("port" + suffix))).fill_null(False)
+    blind = (unplaced & other_placed) | (other_unplaced & placed)
+    return agree("device_pci") & agree("gpu_pci") & (~compared | agree("port")) & (~blind | same_name)
+
+
+def _addressed(suffix: str = "") -> pl.Expr:
+    """The line carries a PCI address (a NIC's or a GPU's): it identifies its part by address."""
+    return pl.col("device_pci" + suffix).is_not_null() | pl.col("gpu_pci" + suffix).is_not_null()
 
 
 def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, right_on: str, by: list[str],
@@ -715,6 +731,8 @@ def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str
     for (lshape,), lpart in lft.partition_by("_shape", as_dict=True).items():
         for (rshape,), rpart in rgt.partition_by("_shape", as_dict=True).items():
             both = lshape & rshape
+            if _blind(lshape, rshape, port, device | gpu) and (not both & port or (lshape | rshape) & number):
+                continue  # a name alone and an addressed line naming it otherwise (or not at all): never one part
             if (lshape & number) != (rshape & number) or (not lshape & number and both & device):
                 both &= ~port  # a port number is no name; two names of device-addressed lines: the address decides
             shared = [c for c, bit in zip(PART_COLUMNS, (device, gpu, port), strict=True) if both & bit]
@@ -726,6 +744,14 @@ def join_asof_same_part(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str
     best = (pl.concat(matches).drop_nulls(right_on)
             .sort(right_on, descending=strategy == "backward").unique("_lrow", keep="first"))
     return lft.drop("_shape").join(best, on="_lrow", how="left", maintain_order="left").drop("_lrow")
+
+
+def _blind(lshape: int, rshape: int, port: int, address: int) -> bool:
+    """One shape names its part by a name alone (a port, no address) and the other carries an address
+    (:func:`same_part`: they are one part only where both name it by the same name)."""
+    def unplaced(shape: int) -> bool:
+        return bool(shape & port) and not shape & address
+    return (unplaced(lshape) and bool(rshape & address)) or (unplaced(rshape) and bool(lshape & address))
 
 
 def recovery_lines(events: pl.DataFrame) -> pl.DataFrame:
