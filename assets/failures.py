@@ -25,9 +25,9 @@ from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
 from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
-from gpusre.models.reliability.training_runs import RunRules, infra_interruption_losses, run_mates
+from gpusre.models.reliability.training_runs import RunRules, attributed_interruption_losses, run_mates
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
-from gpusre.models.vocabulary import INFRASTRUCTURE, run_key
+from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, run_key
 from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import maintenance_spans, reliability_settings
@@ -59,12 +59,12 @@ def log_days(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instance_attr: pl.DataFrame,
                rules: RunRules, as_of: datetime | None) -> pl.DataFrame:
-    """What goodput and ETTR charge each infrastructure-attributed instance
-    (:func:`~gpusre.models.reliability.training_runs.infra_interruption_losses`), assembling only the
-    runs that hold one: the jobs that can share a run with an infrastructure-killed job
+    """What goodput and ETTR charge each instance the infrastructure or planned maintenance ended
+    (:func:`~gpusre.models.reliability.training_runs.attributed_interruption_losses`), assembling only the
+    runs that hold one: the jobs that can share a run with such a job
     (:func:`~gpusre.models.reliability.training_runs.run_mates`), not the year's million."""
-    infra = pl.col("attribution") == INFRASTRUCTURE
-    killed = pl.concat([attribution.filter(infra).select("job_id"), instance_attr.filter(infra).select("job_id")])
+    priced = pl.col("attribution").is_in(list(LOSS_ATTRIBUTIONS))
+    killed = pl.concat([attribution.filter(priced).select("job_id"), instance_attr.filter(priced).select("job_id")])
     if killed.is_empty() or as_of is None:
         return pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int64, "is_latest": pl.Boolean,
                                     "lost_gpu_hours": pl.Float64})
@@ -74,8 +74,8 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
         jobs, instances = con.sql(run_jobs_sql("_run_jobs")).pl(), con.sql(run_instances_sql("_run_jobs")).pl()
     finally:
         con.unregister("_run_jobs")
-    return infra_interruption_losses(jobs, instances, attribution.select("job_id", "attribution"),
-                                     instance_attr.select("job_id", "instance_no", "attribution"), rules, as_of)
+    return attributed_interruption_losses(jobs, instances, attribution.select("job_id", "attribution"),
+                                          instance_attr.select("job_id", "instance_no", "attribution"), rules, as_of)
 
 
 
@@ -137,7 +137,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         last_event = con.sql("SELECT max(ts) FROM core.node_events").fetchall()[0][0]
         planned = planned_maintenance(states, maintenance_spans(config),
                                       max((t for t in (as_of, last_event) if t is not None), default=None),
-                                      config.node_names or None)
+                                      config.node_names or None, jobs=jobs)
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None,
                                              racks=config.racks or None, nvlink_domains=config.nvlink_domains or None,
                                              operator=operator, outages=outages, planned=planned)

@@ -33,7 +33,8 @@ def raw_alert_notifications(
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         # Stages outside, then publishes inside one transaction (see models/sources/alerts/ingest.py).
-        results = ingest_alert_files(con, landing.root, progress=progress_reporter(context))
+        results = ingest_alert_files(con, landing.root, progress=progress_reporter(context),
+                                     timezone=landing.cluster_config().timezone)
         total = loaded_rows(con, SOURCE_KIND)
         by_format = con.sql(
             "SELECT format, status, count(*) AS notifications FROM raw.alert_notifications "

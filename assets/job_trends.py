@@ -20,6 +20,7 @@ from gpusre.models.job_mix.cluster_comparison import write_cluster_comparison
 from gpusre.models.job_mix import trends as trends_model
 from gpusre.models.accounting_span import accounting_span
 from gpusre.models.day_coverage import mark_partial_days
+from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.marts_runner import (
     ROLLUP_MARTS,
     create_daily_mart_tables,
@@ -102,10 +103,13 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             outside = [d for d in queued if d < first or d > last]
             days = sorted(set(_days(context)) | {d for d in queued if first <= d <= last})
             # "Now" for running jobs is the dump time the data shows, not the wall clock: a rerun
-            # over the same dumps must give the same numbers.
-            as_of = accounting_span(con)[1]
+            # over the same dumps must give the same numbers. The first moment starts utilization_daily on
+            # the accounting's first day, as the reliability marts: it reads the dumps' record summary,
+            # brought in step with this run's ingest first (the coverage roll-up refreshes it only later).
+            refresh_record_days(con)
+            acct_from, as_of = accounting_span(con)
             for day in days:
-                run_daily_marts(con, day, capacity, as_of, pool_gpus, pool_by_node)
+                run_daily_marts(con, day, capacity, as_of, pool_gpus, pool_by_node, acct_from=acct_from)
             # Days outside the partitions cannot be computed: dropped with a warning, as `gpusre run` does.
             con.execute("DELETE FROM core.dirty_days")
             # Every row, not only this partition's: yesterday's partial last day is complete once today's dump landed.

@@ -28,6 +28,8 @@ from gpusre.models.reliability.node_availability import (
     down_segments,
     node_availability_daily,
     outage_causes,
+    repair_states,
+    with_down_from,
 )
 from gpusre.models.sources.slurm_events.ingest import (
     SLURM_EVENTS_KIND,
@@ -152,6 +154,14 @@ def _midnight(ts: datetime) -> datetime:
     return datetime.combine(ts.astimezone(timezone.utc).date(), time(), tzinfo=timezone.utc)
 
 
+def _job_spans(con) -> pl.DataFrame | None:  # noqa: ANN001 - DuckDB connection
+    """``nodes``, ``start_ts``, ``end_ts`` of every job that started (``core.jobs``): what a drain on a node still
+    running jobs waits for (models/reliability/node_availability.py, with_down_from); None before accounting."""
+    if not table_exists(con, "core.jobs"):
+        return None
+    return con.sql("SELECT nodes, start_ts, end_ts FROM core.jobs WHERE start_ts IS NOT NULL").pl()
+
+
 def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
     """The first node-log line's time (raw.record_days), None without node logs."""
     if not table_exists(con, "raw.record_days"):
@@ -176,6 +186,8 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
                      "earlier (a missing dump: nothing after it is measured); without accounting, to the last "
                      "observation or the end of the last dump's named day when later (not past the newest "
                      "record's day), "
+                     "a drain on a node the state shows still running jobs (MIXED+DRAIN, ALLOCATED+DRAIN, DRAINING) "
+                     "is in service until the jobs running at its start end; "
                      "cluster.yaml maintenance windows count as maintenance; a state with a generic reason (Not "
                      "responding) takes the cause of its outage: the part its repair chain's drain names, else the "
                      "hardware incident linked to it (as marts.incident_repairs links them); partial = the data covers the day "
@@ -213,6 +225,8 @@ def node_state_marts(warehouse: WarehouseResource, landing: LandingResource):
             # sacctmgr lists every node Slurm runs (login, CPU, service nodes): the availability of the
             # fleet cluster.yaml lists — the one MTBF exposes and capacity counts — leaves them out.
             states = states.filter(pl.col("node").is_in(list(config.node_names)))
+        # A drain on a node still running jobs is in service until they end (rule 0 of node_availability).
+        states = with_down_from(states, _job_spans(con))
         if as_of is None:
             daily = pl.DataFrame(schema=DAILY_SCHEMA)
             reasons = pl.DataFrame(schema=DRAIN_REASONS_MART_SCHEMA)
@@ -354,7 +368,11 @@ def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 -
 )
 def repair_time_marts(warehouse: WarehouseResource):
     with warehouse.connect() as con:
-        states = con.sql("SELECT node, start_ts, end_ts, reason, reason_class FROM core.node_states").pl()
+        states = con.sql("SELECT node, state, state_text, not_responding, start_ts, end_ts, reason, reason_class, "
+                         "availability_class FROM core.node_states").pl()
+        # The outages as the nodes were out of service: a drain waits for the jobs still running on it, and a
+        # hardware drain replacing a maintenance one starts the fault's outage (node_availability.repair_states).
+        states = repair_states(with_down_from(states, _job_spans(con)))
         incidents, members = _incidents_with_evidence(con)
         if incidents is not None:
             checks = health_check_ends(members, _health_lines(con, members)) if members is not None else None

@@ -38,12 +38,15 @@ _DESCRIPTIONS: dict[str, str] = {
     "job_mttf_by_size": "Per job size bucket: infrastructure failures over job runtime, MTTF with Garwood limits.",
     "job_mttf_projection": "MTTF by job size from the 1/N fit, projected to 1,024 ... 131,072 GPUs.",
     "job_survival": "Kaplan-Meier survival of job instances' time to infrastructure failure, per size bucket.",
-    "ettr_runs": "One row per training run: jobs, interruptions, wall-clock, queue, productive time and ETTR "
+    "ettr_runs": "One row per training run: jobs, interruptions (by the infrastructure, preemption or planned "
+                 "maintenance), wall-clock, queue, productive time and ETTR "
                  "(checkpoint interval and restart overhead from cluster.yaml).",
     "ettr_by_size": "Per run size bucket: measured ETTR (mean, quantiles) next to Meta's expected ETTR.",
     "checkpoint_what_if": "Expected ETTR vs checkpoint interval for the largest run size.",
-    "goodput_daily": "Per UTC day: capacity, allocated, productive GPU-hours, losses to failures and restarts, "
-                     "idle, goodput; partial = the data covers the day only in part (marts.day_coverage).",
+    "goodput_daily": "Per UTC day: capacity, allocated, productive GPU-hours, losses to the infrastructure's "
+                     "failures and restarts, to preemption and to planned maintenance (each the work since the last "
+                     "checkpoint + the restart), idle (planned maintenance's part named), goodput, the largest loss; "
+                     "partial = the data covers the day only in part (marts.day_coverage).",
     "slo_daily": "Per UTC day and SLI: value, objective, error budget left over the rolling window, burn rates, status; "
                  "partial = the data covers the day only in part (quote the status of the last complete day).",
     "slo_exhausted_spans": "Per SLI: each run of consecutive days on which marts.slo_daily's rolling error budget "

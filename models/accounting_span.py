@@ -43,8 +43,9 @@ from gpusre.models.warehouse import table_exists
 
 import polars as pl
 
-__all__ = ["ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
-           "capacity_hours_expr", "counted_end", "data_span", "data_span_of", "day_start", "node_history_end"]
+__all__ = ["ACCOUNTING_RECORD_DAY_SQL", "ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
+           "capacity_hours_expr", "counted_end", "data_span", "data_span_of", "day_start", "end_day_sql",
+           "node_history_end"]
 
 #: A day with more than this much of it outside the data span is partial (and counts only its covered
 #: hours of capacity). An hour absorbs the quiet minutes before a complete day's first record and after its
@@ -54,6 +55,29 @@ MAX_GAP_MINUTES = 60.0
 
 #: Per record (``core.jobs``, ``core.job_instances``, ``raw.sacct_records``): the latest moment it speaks for.
 ACCOUNTING_RECORD_TS_SQL = "greatest(COALESCE(end_ts, start_ts + to_seconds(COALESCE(elapsed_s, 0))), submit_ts)"
+
+
+def end_day_sql(ts: str) -> str:
+    """SQL: the UTC day of a moment that only *ends* an interval (a job's end, a running job's start +
+    elapsed at a dump's cut): the day of the instant before it, so an end at exactly midnight belongs to the
+    day it closes — :func:`counted_end`'s rule (an end at midnight is that midnight, nothing of the next
+    day) and the span's first day's. ``ts`` is a TIMESTAMPTZ expression.
+
+    >>> end_day_sql("end_ts")
+    "CAST(timezone('UTC', (end_ts) - INTERVAL 1 MICROSECOND) AS DATE)"
+    """
+    return f"CAST(timezone('UTC', ({ts}) - INTERVAL 1 MICROSECOND) AS DATE)"
+
+
+#: Per record (``raw.sacct_records``): the UTC day its record time (:data:`ACCOUNTING_RECORD_TS_SQL`) counts
+#: on. That time ends the job's interval when it is later than the job's submit and start (its end, or a
+#: running job's start + elapsed: the dump's cut), and then counts on the day it closes (:func:`end_day_sql`):
+#: a dump cut at 2026-11-16 00:00 (``sacct -E``, ``--truncate``) lists a job running at the cut with start +
+#: elapsed = midnight, and dating it 11-16 made an empty day "the last day with data". A submit (a job not
+#: started) or a start with nothing after it is an instant: its own day.
+ACCOUNTING_RECORD_DAY_SQL = (f"CASE WHEN {ACCOUNTING_RECORD_TS_SQL} > greatest(submit_ts, start_ts) "
+                             f"THEN {end_day_sql(ACCOUNTING_RECORD_TS_SQL)} "
+                             f"ELSE CAST(timezone('UTC', {ACCOUNTING_RECORD_TS_SQL}) AS DATE) END")
 #: One row ``(first_ts, last_ts)`` over ``core.jobs`` (NULLs without jobs): the accounting's span.
 #: ``{recorded}``: the earliest record time of the dumps themselves (``raw.record_days``), which knows
 #: records ``core.jobs`` merged away — a job RUNNING all of the first dump's day, COMPLETED the next.

@@ -86,6 +86,7 @@ def run_daily_marts(
     as_of: datetime | None,
     pool_gpus: Mapping[str, int] | None = None,
     pool_by_node: Mapping[str, str] | None = None,
+    acct_from: datetime | None = None,
 ) -> None:
     """(Re)build the ``day`` partition of every daily mart (:data:`DAILY_MARTS`).
 
@@ -93,13 +94,18 @@ def run_daily_marts(
     jobs still running (a naive datetime is taken as UTC; None leaves running jobs out).
     ``pool_gpus`` / ``pool_by_node`` are cluster.yaml's pools (``ClusterConfig.pool_gpus`` /
     ``pool_by_node``); None: one pool :data:`POOL_ALL` of ``capacity_gpus`` GPUs.
+    ``acct_from`` is the accounting's first moment (:func:`~gpusre.models.accounting_span.accounting_span`):
+    ``marts.utilization_daily`` has no row before its UTC day, as the other daily marts of the span;
+    None: no first day.
     """
     if as_of is not None and as_of.tzinfo is None:
         # a naive value would otherwise be read in the session TimeZone
         as_of = as_of.replace(tzinfo=timezone.utc)
+    if acct_from is not None and acct_from.tzinfo is None:
+        acct_from = acct_from.replace(tzinfo=timezone.utc)
     # the one capacity-hours rule of models/accounting_span.py: its threshold, not a copy of it in each SQL file
     params: dict[str, Any] = {"day": day, "capacity_gpus": int(capacity_gpus), "as_of": as_of,
-                              "max_gap_minutes": MAX_GAP_MINUTES}
+                              "max_gap_minutes": MAX_GAP_MINUTES, "acct_from": acct_from}
     params.update(pool_params(capacity_gpus, pool_gpus, pool_by_node))
     for name in DAILY_MARTS:
         run_mart_sql(con, name, params)

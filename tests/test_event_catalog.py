@@ -416,7 +416,10 @@ def test_each_row_is_classified_independently_of_its_neighbours(lines: list[str]
 
 def test_a_record_line_takes_its_records_severity() -> None:
     assert set(_RECORD_ROWS["pattern_id"]) == {"ghes_record_severity", "ghes_memory_error", "ghes_pcie_error",
-                                               "ghes_pcie_device", "ghes_processor_error", "ghes_other_section"}
+                                               "ghes_pcie_device", "ghes_processor_error", "ghes_other_section",
+                                               # BERT's unnumbered records (tests/test_bmc_bert_fm_memory_lines.py)
+                                               "bert_record_severity", "bert_memory_error", "bert_pcie_error",
+                                               "bert_pcie_device", "bert_processor_error", "bert_other_section"}
     fatal, memory = "{1}[Hardware Error]: event severity: fatal", "{1}[Hardware Error]:   section_type: memory error"
     corrected = "{2}[Hardware Error]: event severity: corrected"
     out = classify_messages(pl.Series([memory, fatal, NOISE, memory, corrected, memory.replace("{1}", "{2}"), memory]))

@@ -73,14 +73,16 @@ def _goodput_mart(with_maintenance: bool = True) -> "duckdb.DuckDBPyConnection":
 
     con = duckdb.connect()
     con.execute("CREATE SCHEMA marts")
-    maint = ", maintenance_gpu_hours DOUBLE" if with_maintenance else ""
+    # largest_loss as the mart computes it: 10-01 ties its 4,608 maintenance GPU-h with 4,608 other idle ones
+    # (the earlier part, planned maintenance, names it); 10-02 and 10-03 lost most to idle capacity.
+    maint = ", maintenance_gpu_hours DOUBLE, largest_loss VARCHAR" if with_maintenance else ""
     con.execute(f"""CREATE TABLE marts.goodput_daily (day DATE, capacity_gpu_hours DOUBLE, allocated_gpu_hours DOUBLE,
                         productive_gpu_hours DOUBLE, lost_failure_gpu_hours DOUBLE, lost_restart_gpu_hours DOUBLE,
                         idle_gpu_hours DOUBLE, goodput DOUBLE, infra_interruptions BIGINT, partial BOOLEAN{maint})""")
-    rows = [(D1, 9216.0, 0.0, 0.0, 0.0, 0.0, 9216.0, 0.0, 0, False, 4608.0),
-            (D2, 9216.0, 4113.0, 4112.0, 0.0, 1.0, 5103.0, 4112 / 9216, 1, False, 0.0),
-            (date(2026, 10, 3), 9216.0, 6000.0, 5900.0, 100.0, 0.0, 3216.0, 5900 / 9216, 1, False, 0.0)]
-    con.executemany(f"INSERT INTO marts.goodput_daily VALUES ({', '.join('?' * (11 if with_maintenance else 10))})",
+    rows = [(D1, 9216.0, 0.0, 0.0, 0.0, 0.0, 9216.0, 0.0, 0, False, 4608.0, "planned_maintenance"),
+            (D2, 9216.0, 4113.0, 4112.0, 0.0, 1.0, 5103.0, 4112 / 9216, 1, False, 0.0, "idle"),
+            (date(2026, 10, 3), 9216.0, 6000.0, 5900.0, 100.0, 0.0, 3216.0, 5900 / 9216, 1, False, 0.0, "idle")]
+    con.executemany(f"INSERT INTO marts.goodput_daily VALUES ({', '.join('?' * (12 if with_maintenance else 10))})",
                     [r if with_maintenance else r[:10] for r in rows])
     return con
 
@@ -103,12 +105,12 @@ def test_report_names_planned_maintenance_and_never_prints_a_nonzero_share_as_ze
     first, daily = sec.takeaways
     # capacity 27,648; idle 17,535 = 63.4 %; maintenance 4,608 = 16.7 %; failures 100 = 0.36 %; restarts 1 = 0.0036 %
     assert first == ("Of 27,648 GPU-hours of capacity in the window, 63.4 % sat idle (16.7 % in planned maintenance, "
-                     "4,608 GPU-hours), 0.36 % were lost to failures and < 0.01 % to restarts (2 interruptions by "
-                     "the infrastructure or preemption): goodput was 36.2 %.")  # 10,012 / 27,648
+                     "4,608 GPU-hours), 0.36 % were lost to failures and < 0.01 % to restarts after them (2 "
+                     "interruptions by the infrastructure): goodput was 36.2 %.")  # 10,012 / 27,648
     # 10-01 scores 0 % because of the planned drain (and nothing else ran): said so, with the worst other day
     assert daily == ("The worst day was 2026-10-01 at 0.0 % (100.0 % of capacity idle, 50.0 % in planned "
-                     "maintenance: a maintenance day); the worst day without planned maintenance was 2026-10-02 at "
-                     "44.6 % (55.4 % of capacity idle).")
+                     "maintenance: a maintenance day, planned maintenance its largest loss); the worst day that was "
+                     "not a maintenance day was 2026-10-02 at 44.6 % (55.4 % of capacity idle).")
     table = {r[0].text: (r[1].text, r[2].text) for r in sec.tables[0].rows}
     assert table["of which planned maintenance"] == ("4,608", "16.67 %")
     assert table["Lost to restarts"] == ("1", "< 0.01 %")

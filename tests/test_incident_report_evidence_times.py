@@ -216,16 +216,22 @@ def test_the_operator_window_is_not_called_evidence(con: duckdb.DuckDBPyConnecti
 
 def test_an_operator_start_without_a_log_line_is_the_operators(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     ctx = build_incident_context(con, "OPS-1180", cluster_timezone="UTC")
+    # The incident starts where marts.hw_incidents.start_ts does, the operator's 01:08:00 — as the nightly and
+    # the SLO review show it — labelled as the operator's, with the first log line (01:10:00) beside it.
     assert ctx["meta"]["span"] == (
+        "started 2026-11-30 01:08:00 UTC (operator's window; first log line 01:10:00) · "
         "log evidence 2026-11-30 01:10:00 UTC → 2026-11-30 01:11:04 UTC · " + OPERATOR.format("OPS-1180")
         + " 2026-11-30 01:08:00 UTC → 2026-11-30 01:56:00 UTC · file system back on its clients 2026-11-30 01:55:31 UTC")
     lead = ctx["by_key"]["summary"].lead
-    # Started and down both from the first log line 01:10:00 (45 min 31 s to 01:55:31: "46 min"), not 01:08.
+    # Down from the first log line 01:10:00 (45 min 31 s to 01:55:31: "46 min"), said so beside the earlier start.
     assert lead.startswith("Hardware incident inc-mds, Storage failure on dgx[01-12] (MDS mds1 kernel panic), started "
-                           "2026-11-30 01:10:00 UTC, its first log line; " + OPERATOR.format("OPS-1180")
+                           "2026-11-30 01:08:00 UTC (operator's window; first log line 01:10:00); "
+                           + OPERATOR.format("OPS-1180")
                            + " is 2026-11-30 01:08:00 UTC → 2026-11-30 01:56:00 UTC; its log evidence spans 64 s "
-                           "(13 events), to its last line at 2026-11-30 01:11:04 UTC, and it was down 46 min, to the file system's "
-                           "recovery on its clients at 2026-11-30 01:55:31 UTC;")
+                           "(13 events), to its last line at 2026-11-30 01:11:04 UTC, and it was down 46 min from the "
+                           "first evidence, to the file system's recovery on its clients at 2026-11-30 01:55:31 UTC;")
+    started = next(c for c in ctx["by_key"]["summary"].cards if c["label"] == "Started")
+    assert (started["value"], started["sub"]) == ("11-30 01:08:00", "UTC · operator's window; first log line 01:10:00")
     assert "evidence spans 48 min" not in lead
     # The timeline began with the first log line, not with the operator's start.
     assert ctx["by_key"]["timeline"].lead.endswith("it began with the first event of hardware incident inc-mds at "

@@ -49,8 +49,11 @@ def states(rows: list[tuple]) -> pl.DataFrame:
                                       "availability_class": pl.String}, orient="row")
 
 
-def periods(frame: pl.DataFrame) -> list[tuple[str | None, int, int]]:
-    return [(n, a.hour * 60 + a.minute, b.hour * 60 + b.minute) for n, a, b in frame.rows()]
+def periods(frame: pl.DataFrame, claims_evidence: bool = True) -> list[tuple[str | None, int, int]]:
+    """The periods whose failure lines are the maintenance's (``claims_evidence``), or the windows' whole spans
+    on nodes node states show in service in part of them (False: rule 2p of job attribution only)."""
+    rows = frame.filter(pl.col("claims_evidence") == claims_evidence).select("node", "start_ts", "end_ts").rows()
+    return [(n, a.hour * 60 + a.minute, b.hour * 60 + b.minute) for n, a, b in rows]
 
 
 WINDOW = MaintenanceSpan(t(6), t(12), frozenset({"n1", "n2", "n4", "n5"}), "CHG-4411")
@@ -67,6 +70,9 @@ def test_planned_periods_follow_node_availability() -> None:
     got = periods(planned_maintenance(s, [WINDOW], t(0, day=26)))
     # n4 is named by the window but stayed in service (no down state): exposed, its faults count
     assert got == [("n1", 360, 720), ("n2", 360, 720), ("n5", 420, 450)]
+    # the window's whole span on every node it names, for jobs the reservation ended (rule 2p), not for evidence
+    assert periods(planned_maintenance(s, [WINDOW], t(0, day=26)), claims_evidence=False) == [
+        ("n1", 360, 720), ("n2", 360, 720), ("n4", 360, 720), ("n5", 360, 720)]
     # a drain classed maintenance still open at the end of the data runs to it
     open_drain = states([("n1", t(22), None, "DRAIN", "maintenance")])
     assert periods(planned_maintenance(open_drain, [], t(23, 30))) == [("n1", 1320, 1410)]

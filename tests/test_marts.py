@@ -163,7 +163,7 @@ def test_utilization_independent_of_session_timezone(jobs):
 
 def test_utilization_running_job_without_as_of_is_left_out(jobs):
     run_mart_sql(jobs, "utilization_daily", {"day": D2, "capacity_gpus": CAPACITY, "as_of": None,
-                                             "max_gap_minutes": MAX_GAP_MINUTES})
+                                             "max_gap_minutes": MAX_GAP_MINUTES, "acct_from": None})
     assert rows(jobs, "SELECT allocated_gpu_hours, jobs_running FROM marts.utilization_daily") == [
         (544.0, 3)
     ]

@@ -18,7 +18,7 @@ import pytest
 
 from gpusre.models.failures.attribution import PLANNED_RULE, attribute_failures
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents, planned_maintenance
-from gpusre.models.reliability.goodput import infra_interrupted
+from gpusre.models.reliability.goodput import PREEMPTION, interruption_cause
 from gpusre.models.vocabulary import ATTRIBUTIONS, INFRASTRUCTURE, PLANNED, PLANNED_CAUSE_CLASS, PLANNED_COMPONENT
 
 from tests.hand_landing import query_rows, run_hand_landing
@@ -168,11 +168,13 @@ def _span(start: datetime, end: datetime, nodes: frozenset[str] | None):
     return MaintenanceSpan(start, end, nodes, "firmware")
 
 
-def test_goodput_does_not_charge_a_planned_node_fail() -> None:
+def test_goodput_charges_a_planned_node_fail_to_maintenance_not_failure() -> None:
+    # The planned NODE_FAIL is an interruption of its own cause (goodput's lost_maintenance), not the
+    # infrastructure's (lost_failure); a preemption is neither.
     inst = pl.DataFrame({"job_id": ["2005", "9", "11"], "instance_no": [1, 1, 1],
                          "state": ["NODE_FAIL", "NODE_FAIL", "PREEMPTED"]})
     attr = pl.DataFrame({"job_id": ["2005", "9"], "instance_no": [1, 1], "attribution": [PLANNED, INFRASTRUCTURE]})
-    assert infra_interrupted(inst, attr).to_list() == [False, True, True]
+    assert interruption_cause(inst, attr).to_list() == [PLANNED, INFRASTRUCTURE, PREEMPTION]
 
 
 # --- end to end: the probe's landing (24 H100 nodes, 4 days, CHG-4411 on gpu[019-024] 11-25 06:00-12:00) ---

@@ -38,6 +38,8 @@ def test_a_day_nothing_ran_between_two_runs_reads_zero(tmp_path: Path) -> None:
         rows = dict(con.sql("SELECT day, allocated_gpu_hours FROM marts.utilization_daily ORDER BY day").fetchall())
     finally:
         con.close()
-    # capacity 2 nodes × 8 GPUs × 24 h = 384 GPU-h a day; 11-22: 0 allocated, a day like the others
-    assert rows == {date(2026, 11, 20): 8 * 18.0, date(2026, 11, 21): 8 * 6.0, date(2026, 11, 22): 0.0,
+    # capacity 2 nodes × 8 GPUs × 24 h = 384 GPU-h a day; 11-22: 0 allocated, a day like the others.
+    # 11-20 is before the accounting's first day (its first record, job 1's end, is on 11-21: the dump
+    # says nothing else about 11-20), so it has no row, as in the goodput and availability marts.
+    assert rows == {date(2026, 11, 21): 8 * 6.0, date(2026, 11, 22): 0.0,
                     date(2026, 11, 23): 8 * 12.0, date(2026, 11, 24): 8 * 6.0}

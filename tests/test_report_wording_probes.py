@@ -268,7 +268,8 @@ def test_incident_summary_says_when_the_last_node_started_a_completing_job(con: 
 # -- 2. recovered_ts is the start of the completing job -------------------------------------------
 
 
-COMPLETING = ("Completing job started: hours from the incident's end (its last evidence) until the last of its nodes "
+COMPLETING = ("Completing job started: hours from the incident's end (its last evidence, or the end of an operator's "
+              "window when later) until the last of its nodes "
               "started a job that went on to complete — that job's start, not its end (a job that ran 12:00–16:00 "
               "counts at 12:00).")
 

@@ -153,17 +153,19 @@ def test_its_own_pending_record_before_the_start_does_not_end_a_run(tmp_path: Pa
 
 
 def test_utilization_counts_the_requeued_run_until_the_requeue_only(tmp_path: Path) -> None:
-    """marts.utilization_daily over the nightly flow of 4200/4201: 11-26 = 8 GPUs x 14 h = 112;
-    11-27 = 8 x 1 h (4200 until its requeue at 01:00) + 8 x 3 h (4201) = 32; nothing on 11-28
-    (before: 192 on 11-27 from a run left open to the end of the data)."""
+    """marts.utilization_daily over the nightly flow of 4200/4201: 11-27 = 8 x 1 h (4200 until its requeue
+    at 01:00) + 8 x 3 h (4201) = 32; nothing on 11-28 (before: 192 on 11-27 from a run left open to the end
+    of the data). Nothing on 11-26 either: the accounting's first record is the 11-26 dump's cut at 11-27
+    00:05 (4200 RUNNING, 10:00 + 14:05), so its first day is 11-27, as goodput_daily's and the SLIs' (4200's
+    14 h on 11-26 were once a utilization row no other mart had)."""
 
     def run(landing: Path, wh: Path) -> None:
         run_pipeline(landing, wh, wh.parent / "reports")
 
     wh = _build(tmp_path, "nightly", REQUEUED_THEN_CANCELLED, run=run)
     assert _rows(wh, "SELECT day, allocated_gpu_hours FROM marts.utilization_daily "
-                     "WHERE allocated_gpu_hours > 0 ORDER BY day") == [
-        (_ts(26, 0).date(), 112.0), (_ts(27, 0).date(), 32.0)]
+                     "WHERE allocated_gpu_hours > 0 ORDER BY day") == [(_ts(27, 0).date(), 32.0)]
+    assert _rows(wh, "SELECT min(day) FROM marts.goodput_daily") == [(_ts(27, 0).date(),)]
 
 
 # --- 2. a column a later dump does not have --------------------------------------------------------------

@@ -43,7 +43,9 @@ rule  condition                                                          attribu
       ``before`` ahead of the period's start to its end:                                   (cause class
       :func:`~gpusre.models.failures.hw_incidents.planned_maintenance`,                    ``planned_maintenance``)
       the node states and cluster.yaml windows node availability and
-      MTBF take out) and no infrastructure evidence of its own (rules
+      MTBF take out, and a cluster.yaml window's whole span on the
+      nodes it names, down or not: a reservation's root cancel or
+      requeue) and no infrastructure evidence of its own (rules
       2, 2b: an operator's not-a-failure incident is none) nor user
       evidence (rule 5) names a fault: the maintenance's reboot or
       root cancel ended it (:data:`PLANNED_RULE`). Not a failure: no
@@ -144,7 +146,7 @@ from gpusre.models.vocabulary import (HEALTH_CHECK_KIND, INFRASTRUCTURE, INTERRU
                                       NODE_FAILURE_STATES, PLANNED, PLANNED_CAUSE_CLASS, PLANNED_COMPONENT, class_of,
                                       is_failure_incident)
 from gpusre.models.reliability.training_runs import lost_work_expr
-from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, PLANNED_SCHEMA, failure_events, periods_of,
+from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, as_planned, failure_events, periods_of,
                                                  planned_evidence, severity_rank)
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
 from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, join_asof_same_part, load_fault_clears,
@@ -545,7 +547,7 @@ def prepare_evidence(
         clearings=_clearings(events, outages),
         uncatalogued=_indexed(uncatalogued.join(planned_evidence(uncatalogued, planned), on="event_id", how="anti")),
         log_days=log_days,
-        planned=planned.select(pl.col(c).cast(t) for c, t in PLANNED_SCHEMA.items()) if planned is not None else None,
+        planned=as_planned(planned) if planned is not None else None,
     )
 
 
@@ -810,7 +812,9 @@ def attribute_failures_with(
     )
 
     # (rule 2p) Jobs that ended in planned maintenance of one of their nodes, from ``before`` ahead of its
-    # start (the root cancel as the drain begins, a NODE_FAIL as the reboot's kill is accounted) to its end.
+    # start (the root cancel as the drain begins, a NODE_FAIL as the reboot's kill is accounted) to its end —
+    # every period, also a cluster.yaml window's whole span on a node that stayed up in part of it (a root
+    # cancel as the reservation begins ends the job for the maintenance, before the node goes down, if ever).
     if evidence.planned is None or evidence.planned.is_empty():
         planned_jobs = pl.DataFrame(schema={"_j": pl.UInt32})
     else:
@@ -970,13 +974,14 @@ def _with_het_siblings(j: pl.DataFrame, keys: list[str], clock_skew: timedelta) 
 
 def with_run_losses(attribution: pl.DataFrame, losses: pl.DataFrame) -> pl.DataFrame:
     """``attribution`` (:func:`attribute_failures_with` output) with the ``lost_gpu_hours`` of its
-    infrastructure rows taken from ``losses``: what goodput and ETTR charge the interruption, knowing its
-    run (:func:`~gpusre.models.reliability.training_runs.infra_interruption_losses`).
+    infrastructure and planned rows (the vocabulary's ``LOSS_ATTRIBUTIONS``) taken from ``losses``: what
+    goodput and ETTR charge the interruption, knowing its run, restart overhead included
+    (:func:`~gpusre.models.reliability.training_runs.attributed_interruption_losses`).
 
     Rows with ``instance_no`` match on (``job_id``, ``instance_no``); job rows (no ``instance_no``: the
-    job's final record) match the job's latest instance (``losses.is_latest``). An infrastructure row
-    whose instance has no loss row (no GPUs, no instance record) keeps its own estimate; other rows
-    keep 0.
+    job's final record) match the job's latest instance (``losses.is_latest``). Such a row whose
+    instance has no loss row (no GPUs, no instance record, or ``losses`` priced only the
+    infrastructure's) keeps its own estimate; other rows keep 0.
     """
     keys = ["job_id", "instance_no"] if "instance_no" in attribution.columns else ["job_id"]
     run = losses.filter(pl.col("is_latest")) if keys == ["job_id"] else losses
@@ -984,7 +989,7 @@ def with_run_losses(attribution: pl.DataFrame, losses: pl.DataFrame) -> pl.DataF
                      *([pl.col("instance_no").cast(attribution.schema["instance_no"])] if len(keys) == 2 else []),
                      pl.col("lost_gpu_hours").alias("_run_lost")).unique(keys, keep="first")
     return (attribution.join(run, on=keys, how="left", maintain_order="left")
-            .with_columns(pl.when(pl.col("attribution") == "infrastructure")
+            .with_columns(pl.when(pl.col("attribution").is_in(list(LOSS_ATTRIBUTIONS)))
                           .then(pl.coalesce("_run_lost", "lost_gpu_hours"))
                           .otherwise(pl.col("lost_gpu_hours")).alias("lost_gpu_hours"))
             .drop("_run_lost"))

@@ -56,6 +56,7 @@ __all__ = [
     "DRAIN_REASONS_MART_SCHEMA",
     "MAINTENANCE_STATES",
     "NO_REASON_CLASS",
+    "REBOOT_CLASS",
     "UNKNOWN_CLASS",
     "CatalogError",
     "classify_reasons",
@@ -70,6 +71,9 @@ AVAILABILITY_CLASSES: tuple[str, ...] = ("hardware", "maintenance", "health_chec
 MAINTENANCE_STATES: frozenset[str] = frozenset({"MAINT", "REBOOT"})
 NO_REASON_CLASS = "no_reason"
 UNKNOWN_CLASS = "unknown"
+#: reason_class of rule ``reboot`` (``Reboot ASAP``, ``power cycle``): planned work by itself, but the repair
+#: of a fault logged just before it on its node (:func:`~gpusre.models.reliability.node_availability.outage_causes`).
+REBOOT_CLASS = "reboot"
 _FALLBACK_COMPONENT = "other"
 
 _COLUMNS = ("rule_id", "regex", "unless", "reason_class", "component", "availability_class", "example", "note")

@@ -76,7 +76,10 @@ Merging (:func:`merge_incidents`), in this order:
        no MTBF failure, repair time or to-do. The lines stay in ``core.node_events``. A fault logged before the
        maintenance began is a failure: its evidence inside the maintenance, chained to it (same node and
        component, gaps of at most ``window``), stays with it. A fault still logged after the maintenance
-       ended is a failure from its first line after it.
+       ended is a failure from its first line after it. A drain on a node still running jobs begins the
+       maintenance when they end (a fault logged under the running job is the job's), and a hardware drain
+       that replaces or follows a maintenance drain ends it and claims the lines up to 30 min before it (a
+       fault found during the maintenance, keeping the node down for it).
     6. *Not a failure*: an operator row whose component is one of
        :data:`~gpusre.models.vocabulary.NOT_A_FAILURE_WORDS` (``none``, ``false_positive``, ``not_a_failure``)
        marks each event incident it overlaps by the same rule (same nodes — none = all — and overlapping
@@ -120,8 +123,9 @@ from gpusre.models.logs.event_catalog import (
 from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
 from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
-from gpusre.models.reliability.node_availability import MaintenanceSpan, down_segments
-from gpusre.models.reliability.repair_times import PART_COLUMNS, join_asof_same_part, recovery_lines, with_parts
+from gpusre.models.reliability.node_availability import DOWN_FROM, MaintenanceSpan, down_segments, with_down_from
+from gpusre.models.reliability.repair_times import (LINK_BEFORE, PART_COLUMNS, join_asof_same_part, recovery_lines,
+                                                    with_parts)
 
 __all__ = [
     "EVENT_SCHEMA",
@@ -143,6 +147,7 @@ __all__ = [
     "merge_incidents",
     "not_a_failure_events",
     "operator_incident_id",
+    "as_planned",
     "periods_of",
     "planned_evidence",
     "planned_maintenance",
@@ -211,6 +216,13 @@ PLANNED_SCHEMA: dict[str, pl.DataType] = {
     "node": pl.String(),
     "start_ts": pl.Datetime("us", "UTC"),
     "end_ts": pl.Datetime("us", "UTC"),
+    # True: the node was out of service for the maintenance (or no node states tell): what it logs then is the
+    # maintenance's work (:func:`planned_evidence`). False: a cluster.yaml window's whole span on a node node
+    # states show in service in part of it: only a job the system ended in it is the maintenance's (rule 2p).
+    "claims_evidence": pl.Boolean(),
+    # The start of a hardware drain of the node that ends the period or follows it within LINK_BEFORE: the
+    # failure lines from LINK_BEFORE before it are that fault's, not the maintenance's. Null: none.
+    "fault_drain_ts": pl.Datetime("us", "UTC"),
 }
 #: Output of :func:`merge_incidents` (first frame).
 INCIDENT_SCHEMA: dict[str, pl.DataType] = {
@@ -1034,45 +1046,101 @@ def not_a_failure_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> p
 
 
 def planned_maintenance(states: pl.DataFrame | None, windows: Sequence[MaintenanceSpan], as_of: datetime | None,
-                        nodes: Sequence[str] | None = None) -> pl.DataFrame:
+                        nodes: Sequence[str] | None = None, jobs: pl.DataFrame | None = None) -> pl.DataFrame:
     """Each node's planned-maintenance periods (:data:`PLANNED_SCHEMA`): the one definition node availability,
     MTBF exposure and goodput's ``maintenance_gpu_hours`` take out, reused here.
 
     With Slurm node-state history (``states``: ``core.node_states`` rows, non-empty), the down time
     :func:`~gpusre.models.reliability.node_availability.down_segments` classes ``maintenance``: a state whose
-    reason class is maintenance (``catalog/drain_reasons.csv``) from its start to its end (ongoing: ``as_of``),
-    and any down time inside a cluster.yaml window. A node that stayed in service through a window was
-    exposed (MTBF counts its hours) and its faults count. Without node states, the cluster.yaml ``windows``
-    naming the node, as MTBF exposure subtracts them then (``nodes``: the fleet a window naming none
-    covers; None leaves such a window's ``node`` null = every node).
+    reason class is maintenance (``catalog/drain_reasons.csv``) from when it took the node out of service
+    (a drain on a node still running ``jobs`` waits for them:
+    :func:`~gpusre.models.reliability.node_availability.with_down_from`) to its end (ongoing: ``as_of``), and
+    any down time inside a cluster.yaml window — less the time a hardware drain of the node holds it: a fault
+    found in the maintenance (the operator rewrote the reason, or NHC drained the node for it) ends the
+    planned period where its drain begins, and the failure lines from ``LINK_BEFORE`` (30 min) before that
+    drain are its evidence (``fault_drain_ts``), not the maintenance's. These rows claim the node's failure
+    lines (``claims_evidence``). A node that stayed in service through a window was exposed (MTBF counts its
+    hours) and its faults count; the window's whole span on each node it names is a row too
+    (``claims_evidence`` false), for rule 2p of job attribution: a job root, a NODE_FAIL or a requeue ended in
+    the reservation is the maintenance's whether or not the node went down. Without node states, the
+    cluster.yaml ``windows`` naming the node, as MTBF exposure subtracts them then (``nodes``: the fleet a window
+    naming none covers; None leaves such a window's ``node`` null = every node), claiming its lines.
 
     >>> from datetime import datetime, timezone
     >>> t = lambda h: datetime(2026, 11, 25, h, tzinfo=timezone.utc)
     >>> states = pl.DataFrame({"node": ["n1", "n2"], "start_ts": [t(6), t(1)], "end_ts": [t(12), t(2)],
     ...                        "availability_class": ["maintenance", "hardware"]})
-    >>> [(n, a.hour, b.hour) for n, a, b in planned_maintenance(states, [], t(23)).rows()]
+    >>> [(n, a.hour, b.hour) for n, a, b, *_ in planned_maintenance(states, [], t(23)).rows()]
     [('n1', 6, 12)]
     """
-    if states is not None and states.height and as_of is not None:
-        segments = down_segments(states, as_of, windows).filter(pl.col("availability_class") == "maintenance")
-        # down_segments cuts at window edges and attribution changes: touching pieces are one period.
-        seg = segments.select("node", "start_ts", "end_ts").sort("node", "start_ts")
-        gap = pl.col("start_ts") > pl.col("end_ts").cum_max().shift(1).over("node")
-        periods = (seg.with_columns(gap.fill_null(True).cum_sum().alias("_p"))
-                   .group_by("node", "_p").agg(pl.col("start_ts").min(), pl.col("end_ts").max()).drop("_p"))
-    else:
-        fleet = list(nodes) if nodes else None
-        rows = [(n, w.start, w.end) for w in windows
-                for n in (sorted(w.nodes) if w.nodes is not None else (fleet or [None]))]
-        periods = pl.DataFrame(rows, schema={"node": pl.String, "start_ts": pl.Datetime("us", "UTC"),
-                                             "end_ts": pl.Datetime("us", "UTC")}, orient="row")
-    return periods.select(pl.col(c).cast(t) for c, t in PLANNED_SCHEMA.items()).sort("node", "start_ts", nulls_last=True)
+    fleet = list(nodes) if nodes else None
+    window_rows = [(n, w.start, w.end) for w in windows
+                   for n in (sorted(w.nodes) if w.nodes is not None else (fleet or [None]))]
+    spans = pl.DataFrame(window_rows, schema={"node": pl.String, "start_ts": _UTC, "end_ts": _UTC}, orient="row")
+    if not (states is not None and states.height and as_of is not None):
+        return as_planned(spans.with_columns(pl.lit(True).alias("claims_evidence")))
+    st = with_down_from(states, jobs)
+    segments = down_segments(st, as_of, windows).filter(pl.col("availability_class") == "maintenance")
+    # A hardware drain holds the node for its fault: no planned maintenance while it is open.
+    end = pl.min_horizontal(pl.col("end_ts").fill_null(pl.lit(as_of, _UTC)), pl.lit(as_of, _UTC))
+    faults = (st.filter(pl.col("availability_class") == "hardware")
+              .select("node", pl.col(DOWN_FROM).cast(_UTC).alias("start_ts"), end.cast(_UTC).alias("end_ts"))
+              .filter(pl.col("start_ts") < pl.col("end_ts")))
+    seg = _minus(segments.select("node", pl.col("start_ts").cast(_UTC), pl.col("end_ts").cast(_UTC)), faults)
+    # down_segments cuts at window edges and attribution changes: touching pieces are one period.
+    seg = seg.sort("node", "start_ts")
+    gap = pl.col("start_ts") > pl.col("end_ts").cum_max().shift(1).over("node")
+    periods = (seg.with_columns(gap.fill_null(True).cum_sum().alias("_p"))
+               .group_by("node", "_p").agg(pl.col("start_ts").min(), pl.col("end_ts").max()).drop("_p")
+               .sort("end_ts"))
+    # The hardware drain that ends a period, or follows it within LINK_BEFORE, claims the lines before it.
+    drains = faults.select("node", pl.col("start_ts").alias("fault_drain_ts")).unique().sort("fault_drain_ts")
+    periods = periods.join_asof(drains, left_on="end_ts", right_on="fault_drain_ts", by="node", strategy="forward",
+                                tolerance=LINK_BEFORE, check_sortedness=False)
+    return as_planned(pl.concat([periods.with_columns(pl.lit(True).alias("claims_evidence")),
+                                 spans.with_columns(pl.lit(False).alias("claims_evidence"))], how="diagonal"))
+
+
+def _minus(periods: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
+    """``periods`` (``node``, ``start_ts``, ``end_ts``) less the time ``cuts`` (same columns) cover on their node."""
+    if cuts.is_empty() or periods.is_empty():
+        return periods
+    # The cuts merged per node, so that the pieces between them are the gaps of one sorted list.
+    merged = (cuts.sort("node", "start_ts")
+              .with_columns((pl.col("start_ts") > pl.col("end_ts").cum_max().shift(1).over("node"))
+                            .fill_null(True).cum_sum().over("node").alias("_c"))
+              .group_by("node", "_c").agg(pl.col("start_ts").min().alias("_cs"), pl.col("end_ts").max().alias("_ce"))
+              .drop("_c"))
+    p = periods.with_row_index("_p")
+    hits = (p.join(merged, on="node")
+            .filter((pl.col("_cs") < pl.col("end_ts")) & (pl.col("_ce") > pl.col("start_ts")))
+            .sort("_p", "_cs"))
+    # Each period's pieces: from its start (or a cut's end) to the next cut's start (or its end).
+    inner = hits.select("_p", "node", pl.col("_ce").alias("start_ts"),
+                        pl.col("_cs").shift(-1).over("_p").fill_null(pl.col("end_ts")).alias("end_ts"))
+    first = hits.group_by("_p", "node").agg(pl.col("start_ts").first(), pl.col("_cs").min().alias("end_ts"))
+    untouched = p.join(hits.select("_p").unique(), on="_p", how="anti")
+    pieces = pl.concat([untouched.select("node", "start_ts", "end_ts"), first.select("node", "start_ts", "end_ts"),
+                        inner.select("node", "start_ts", "end_ts")])
+    return pieces.filter(pl.col("start_ts") < pl.col("end_ts"))
+
+
+def as_planned(planned: pl.DataFrame) -> pl.DataFrame:
+    """``planned`` with the :data:`PLANNED_SCHEMA` columns, typed; a frame without ``claims_evidence`` (built by
+    hand, or before the column) claims the evidence of every period, one without ``fault_drain_ts`` names none."""
+    defaults = {"claims_evidence": pl.lit(True), "fault_drain_ts": pl.lit(None, _UTC)}
+    planned = planned.with_columns(v.alias(c) for c, v in defaults.items() if c not in planned.columns)
+    return (planned.select(pl.col(c).cast(t) for c, t in PLANNED_SCHEMA.items())
+            .with_columns(pl.col("claims_evidence").fill_null(True))
+            .sort("node", "start_ts", nulls_last=True))
 
 
 def periods_of(frame: pl.DataFrame, planned: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (with ``node``) joined with the planned-maintenance periods of its node (:data:`PLANNED_SCHEMA`,
-    columns ``_pm_start``, ``_pm_end``): a period with a null ``node`` is every node's."""
-    p = planned.select("node", pl.col("start_ts").alias("_pm_start"), pl.col("end_ts").alias("_pm_end"))
+    columns ``_pm_start``, ``_pm_end``, ``_pm_claims``, ``_pm_fault``): a period with a null ``node`` is every node's."""
+    p = as_planned(planned).select("node", pl.col("start_ts").alias("_pm_start"), pl.col("end_ts").alias("_pm_end"),
+                                   pl.col("claims_evidence").alias("_pm_claims"),
+                                   pl.col("fault_drain_ts").alias("_pm_fault"))
     return pl.concat([frame.join(p.drop_nulls("node"), on="node"),
                       frame.join(p.filter(pl.col("node").is_null()).drop("node"), how="cross")])
 
@@ -1081,11 +1149,13 @@ def planned_evidence(failures: pl.DataFrame, planned: pl.DataFrame | None,
                      window: timedelta = timedelta(minutes=30)) -> pl.DataFrame:
     """``event_id`` of the failure events (:func:`failure_events`) that are the maintenance's work, not failure
     evidence: logged while their node was in planned maintenance (``planned``, :func:`planned_maintenance`:
-    from a period's start to its end, inclusive), unless they continue a fault logged before it — a chain of
-    the same node and component, gaps of at most ``window`` (the incident window), holding an earlier line
-    outside any planned period: a fault found before the drain began is a failure, and its lines in the
-    maintenance are still its lines. Lines after the period count again: a GPU still lost after the flash
-    is a failure from its first line after it.
+    from a period's start to its end, inclusive, of the periods that claim evidence), unless they continue a
+    fault logged before it — a chain of the same node and component, gaps of at most ``window`` (the incident
+    window), holding an earlier line outside any planned period: a fault found before the drain began is a
+    failure, and its lines in the maintenance are still its lines. Lines from ``LINK_BEFORE`` (30 min) before
+    a hardware drain that ends or follows the period (``fault_drain_ts``) are that drain's fault: a fault
+    found during the maintenance keeps the node down for it. Lines after the period count again: a GPU still
+    lost after the flash is a failure from its first line after it.
 
     >>> from datetime import datetime, timezone
     >>> t = lambda h, m=0: datetime(2026, 11, 25, h, m, tzinfo=timezone.utc)
@@ -1100,8 +1170,10 @@ def planned_evidence(failures: pl.DataFrame, planned: pl.DataFrame | None,
         return out
     ev = failures.select(pl.col("event_id").cast(pl.Int64), "node", "component",
                          pl.col("ts").cast(pl.Datetime("us", "UTC")))
+    claimed_by_fault = pl.col("_pm_fault").is_not_null() & (pl.col("ts") >= pl.col("_pm_fault") - LINK_BEFORE)
     inside = (periods_of(ev.select("event_id", "node", "ts"), planned)
-              .filter(pl.col("ts").is_between(pl.col("_pm_start"), pl.col("_pm_end")))
+              .filter(pl.col("_pm_claims") & pl.col("ts").is_between(pl.col("_pm_start"), pl.col("_pm_end"))
+                      & ~claimed_by_fault)
               .select("event_id").unique().with_columns(pl.lit(True).alias("_in")))
     if inside.is_empty():
         return out

@@ -8,17 +8,29 @@ from __future__ import annotations
 
 import duckdb
 
+from gpusre.models.accounting_span import ACCOUNTING_RECORD_DAY_SQL, ACCOUNTING_RECORD_TS_SQL
 from gpusre.models.ingest.version_summaries import VersionSummary, refresh_version_summary
 from gpusre.models.sources.registry import Source, record_sources
 
 __all__ = ["record_day_summaries", "refresh_record_days"]
 
+#: A record's UTC day by its record-time expression, where that time only ends an interval: Slurm
+#: accounting's (a job's end, or a running job's start + elapsed at the dump's cut) counts on the day it
+#: closes — a dump cut at exactly midnight is the end of the day before, not a record of the next
+#: (:data:`~gpusre.models.accounting_span.ACCOUNTING_RECORD_DAY_SQL`, the rule of ``counted_end``). Every
+#: other record time is an instant (a log line, a delivery, an event's start): its own UTC day.
+_RECORD_DAY_SQL = {ACCOUNTING_RECORD_TS_SQL: ACCOUNTING_RECORD_DAY_SQL}
+
 
 def _summary(source: Source) -> VersionSummary:
     assert source.lake is not None and source.record_ts is not None
     node = source.record_node or "NULL"
-    records = (f"SELECT source_file, CAST(ts AS DATE) AS day, node, count(*) AS records, min(ts) AS first_ts, "
-               f"max(ts) AS last_ts FROM (SELECT source_file, {source.record_ts} AS ts, {node} AS node FROM rows) "
+    # An instant's day is taken from its time; an end's is computed beside it (the other sources' query
+    # stays as it was, so their summaries are not rebuilt over the whole history on upgrade).
+    end_day = _RECORD_DAY_SQL.get(source.record_ts)
+    records = (f"SELECT source_file, {'day' if end_day else 'CAST(ts AS DATE)'} AS day, node, count(*) AS records, "
+               f"min(ts) AS first_ts, max(ts) AS last_ts FROM (SELECT source_file, {source.record_ts} AS ts"
+               f"{f', {end_day} AS day' if end_day else ''}, {node} AS node FROM rows) "
                "WHERE ts IS NOT NULL GROUP BY ALL")
     # Per node first, then per file and day: a plain list of the first level's nodes instead of a
     # list(DISTINCT) per group (10 M node-log lines: 1.13-1.16 -> 0.82-0.83 s).

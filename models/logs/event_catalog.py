@@ -156,9 +156,10 @@ FATALITY_WORDS: dict[str, tuple[str, str]] = {
     "informational": ("cap", "info"),
 }
 #: A line that belongs to a multi-line record (a ``(?P<record>...)`` group: the ``{N}`` of a GHES
-#: ``{N}[Hardware Error]:`` record) takes the fatality word of its record's line that carries one (the
-#: nearest earlier line of the same record number); without one it is capped at this severity: a
-#: part named by a record whose severity is not known is evidence, not a failure.
+#: ``{N}[Hardware Error]:`` record; an empty group for BERT's unnumbered ``[Hardware Error]:`` lines, one
+#: record key ``""``) takes the fatality word of its record's line that carries one (the nearest earlier
+#: line of the same record); without one it is capped at this severity: a part named by a record whose
+#: severity is not known is evidence, not a failure.
 RECORD_UNKNOWN_CAP = "medium"
 
 
@@ -495,8 +496,9 @@ def classify_messages(messages: pl.Series) -> pl.DataFrame:
     adjusts the severity (:data:`FATALITY_WORDS`).
 
     Each row is classified on its own text, except the lines of a multi-line record (a pattern
-    with a ``(?P<record>...)`` group: GHES ``{N}[Hardware Error]:`` lines), which take their
-    severity from the record's fatality line, the nearest earlier input row of the same record.
+    with a ``(?P<record>...)`` group: GHES ``{N}[Hardware Error]:`` lines, BERT's unnumbered
+    ``[Hardware Error]:`` lines), which take their severity from the record's fatality line, the
+    nearest earlier input row of the same record.
 
     Vectorized: one multi-literal prefilter pass over all messages, then regexes on candidates only.
     """

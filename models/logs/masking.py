@@ -18,6 +18,8 @@ number rule. The rule set is one production configuration, not tuned per data se
 ['NVRM: Xid (PCI:<PCI>): <NUM>, pid=<PID>, name=python']
 >>> mask_messages(pl.Series(["slurmstepd: error: *** JOB 123456 ON gpu017 CANCELLED"])).to_list()
 ['slurmstepd: error: *** JOB <JOB> ON <NODE> CANCELLED']
+>>> mask_messages(pl.Series(["scheduled maintenance CHG0012345 on gpu017", "OPS-4411"])).to_list()
+['scheduled maintenance <TICKET> on <NODE>', '<TICKET>']
 """
 
 from __future__ import annotations
@@ -70,6 +72,10 @@ _TLDS = (
     "com|net|org|edu|gov|mil|int|io|info|biz|cloud|local|lan|internal|localdomain|arpa|"
     "cn|hk|tw|jp|kr|in|sg|uk|de|fr|nl|ru|ch|se|it|es|eu|us|ca|au|br"
 )
+
+#: Record-type prefixes of ITSM ticket numbers (ServiceNow: incident, change, problem, request item,
+#: request, (change/project/catalog) task; BMC Remedy: change request, work order).
+_ITSM_PREFIXES = "INC|CHG|PRB|RITM|REQ|SCTASK|CTASK|PTASK|TASK|CRQ|WO"
 
 #: Size and duration units a number is glued or spaced to (``5.2 KB``, ``512MB``, ``250ms``).
 _SIZE_UNIT = r"(?:[KMGTP]i?B|[kK]B|bytes?|B)"
@@ -149,6 +155,14 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN, extra: Sequence[MaskRul
             r"(?i)\b((?:job_?id|step_?id|job|step)[=: _#]\s*)\d+(?:[._+]\w+)?\b",
             "${1}<JOB>",
         ),
+        # Ticket ids, as operators cite them in drain reasons and change notes: an issue tracker's key
+        # (Jira and its like: an upper-case project key, a dash, the issue number: ``OPS-4411``,
+        # ``JIRA-12``) or an ITSM record number (ServiceNow / BMC Remedy: the record type's prefix glued
+        # to its number: ``CHG0012345``, ``INC123``, ``RITM0001234``, ``CRQ000000012345``). Before the
+        # node rule, whose shape (a word, then digits) they share: a ticket is not a node. Upper case
+        # only, as the tools print them (node names are lower case), and at least two digits, so a
+        # part's index (``PSU-1``) stays what it was.
+        MaskRule("ticket", rf"\b(?:[A-Z][A-Z0-9_]+-\d{{2,}}|(?:{_ITSM_PREFIXES})\d{{3,}})\b", "<TICKET>"),
         MaskRule("node", node_pattern, "<NODE>"),
         # Sizes with their unit, and the same size repeated in another unit as Windows and Java
         # print it (``1234 bytes (1.2 KB)``): one value, whatever its unit or wording.
@@ -180,8 +194,8 @@ def mask_rules(node_pattern: str = DEFAULT_NODE_PATTERN, extra: Sequence[MaskRul
 
 #: Placeholder tokens the rules produce (Drain3's own wildcard ``<*>`` is added by the miner).
 PLACEHOLDERS: tuple[str, ...] = (
-    "<TS>", "<UUID>", "<MAC>", "<PCI>", "<IP>", "<HOST>", "<PATH>", "<PID>", "<JOB>", "<NODE>", "<SIZE>", "<DUR>",
-    "<HEX>", "<NUM>",
+    "<TS>", "<UUID>", "<MAC>", "<PCI>", "<IP>", "<HOST>", "<PATH>", "<PID>", "<JOB>", "<TICKET>", "<NODE>", "<SIZE>",
+    "<DUR>", "<HEX>", "<NUM>",
 )
 
 

@@ -4,32 +4,38 @@
 
     capacity − idle (not allocated; ``unavailable`` is the part of capacity on nodes drained, down
                or in maintenance per Slurm node states — a draining node may still finish jobs) = allocated
-    allocated − lost_failure − lost_restart = productive
+    allocated − lost_failure − lost_restart − lost_preemption − lost_maintenance = productive
 
 ``maintenance`` is the part of idle capacity that planned maintenance took — the same down time the
 node_availability SLI leaves out of its denominator (node states with a maintenance reason or inside a
 cluster.yaml window; without node states, the cluster.yaml windows). Goodput keeps its documented
 definition (productive / capacity), so a maintenance day scores low; the column lets a reader tell such a
-day from an incident without a second goodput definition.
+day from an incident without a second goodput definition. ``largest_loss`` names the largest part of the
+day's non-productive capacity (:data:`LOSS_PARTS`), so a report calls a day "a maintenance day" only when
+planned maintenance is what cost it the most, not whenever a node was drained for an hour.
 
-Losses are charged only for interruptions the *infrastructure* causes — an instance that ended in
-NODE_FAIL or PREEMPTED, or was attributed to the infrastructure from node logs (FAILED or REQUEUED
-with failure events in its end window):
+Every interruption costs the run its work since the last checkpoint and the restart after it, whoever
+caused it (:func:`interruption_cause`); the cause says which column it is charged to:
 
 * ``lost_failure``: GPUs × the expected work since the last checkpoint
-  (:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`), on the UTC day the instance ended;
-* ``lost_restart``: GPUs × the restart overhead of the instance that follows it in its run (the requeue
-  of the same job or the next job of the run), on the UTC day that instance started — none while that
-  restart is still pending.
+  (:func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr`) of instances the *infrastructure*
+  ended (NODE_FAIL / BOOT_FAIL, or attributed to the infrastructure from node logs: FAILED or REQUEUED
+  with failure events in its end window), on the UTC day the instance ended;
+* ``lost_restart``: GPUs × the restart overhead of the instance that follows such an interruption in its
+  run (the requeue of the same job or the next job of the run), on the UTC day that instance started —
+  none while that restart is still pending;
+* ``lost_preemption``: the same two losses (lost work on the end day, restart on the restart's day) of
+  instances the scheduler preempted — goodput's loss (Kokolis et al.: preemption, fragmentation and
+  failures are the main ones), but no failure of anything;
+* ``lost_maintenance``: the same two losses of instances planned maintenance ended (attribution
+  ``planned``: the maintenance reboot's NODE_FAIL, a root cancel as the drain began, a requeue at the
+  drain) — the planned work's cost, not a failure's.
 
 Per interruption the same two losses are the attribution marts' ``lost_gpu_hours``
 (:func:`~gpusre.models.reliability.training_runs.interruption_losses`): over the infrastructure's
-interruptions (not preemption, which costs goodput but is no failure) they sum to these columns.
+interruptions they sum to ``lost_failure`` + ``lost_restart``, over the planned ones to ``lost_maintenance``.
 
 User failures, cancellations and timeouts are the user's: their GPU-hours count as delivered.
-An instance planned maintenance ended (attribution ``planned``: the maintenance reboot's NODE_FAIL, a root
-cancel as the drain began) is no interruption here either: its lost work is shown as its own class in the
-attribution marts (``lost_gpu_hours`` of ``planned`` rows), not as a failure's.
 """
 
 from __future__ import annotations
@@ -39,9 +45,23 @@ from datetime import datetime, timezone
 import polars as pl
 
 from gpusre.models.accounting_span import capacity_hours_expr
-from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES, INFRASTRUCTURE, PLANNED
+from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES, INFRASTRUCTURE, NODE_FAILURE_STATES, PLANNED
 
-__all__ = ["GOODPUT_SCHEMA", "infra_interrupted", "goodput_daily"]
+__all__ = ["GOODPUT_SCHEMA", "INTERRUPTION_CAUSES", "LOSS_PARTS", "PREEMPTION", "interruption_cause",
+           "infra_interrupted", "goodput_daily"]
+
+#: ``interruption`` of an instance the scheduler preempted (no failure; goodput's ``lost_preemption``).
+PREEMPTION = "preemption"
+#: What can interrupt an instance (:func:`interruption_cause`): the infrastructure (``lost_failure`` +
+#: ``lost_restart``), preemption (``lost_preemption``), planned maintenance (``lost_maintenance``).
+INTERRUPTION_CAUSES: tuple[str, ...] = (INFRASTRUCTURE, PREEMPTION, PLANNED)
+#: The states in which the scheduler, not a node, ended an instance (PREEMPTED): the vocabulary's
+#: interrupt states that are no node failure.
+_PREEMPTION_STATES: tuple[str, ...] = tuple(s for s in INFRA_INTERRUPT_STATES if s not in NODE_FAILURE_STATES)
+#: The parts of a day's non-productive capacity (capacity − productive) ``largest_loss`` chooses from:
+#: planned maintenance (its idle capacity and its interruptions' losses), other idle capacity, the
+#: infrastructure's failures (lost work and restarts), preemption.
+LOSS_PARTS: tuple[str, ...] = ("planned_maintenance", "idle", "failures", "preemption")
 
 GOODPUT_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "capacity_gpu_hours": pl.Float64(), "allocated_gpu_hours": pl.Float64(),
@@ -51,24 +71,49 @@ GOODPUT_SCHEMA: dict[str, pl.DataType] = {
     "goodput_in_service": pl.Float64(), "capacity_source": pl.String(),
     # part of idle_gpu_hours (with node states: of unavailable_gpu_hours) taken by planned maintenance
     "maintenance_gpu_hours": pl.Float64(),
+    # lost work + restarts of preempted instances / of instances planned maintenance ended
+    "lost_preemption_gpu_hours": pl.Float64(), "lost_maintenance_gpu_hours": pl.Float64(),
+    "preemptions": pl.Int64(), "planned_interruptions": pl.Int64(),
+    # the largest part (LOSS_PARTS) of capacity − productive
+    "largest_loss": pl.String(),
 }
 
 
 
-def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
-    """Boolean per row of ``inst``: did the infrastructure (or preemption) end this instance?
+def interruption_cause(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
+    """What interrupted each row of ``inst`` (a String Series ``interruption``, one of
+    :data:`INTERRUPTION_CAUSES`, null when nothing did).
 
-    ``attribution`` has ``job_id``, ``instance_no``, ``attribution`` for attributed instances. A NODE_FAIL
-    attributed to planned maintenance (``planned``: the maintenance reboot) is no infrastructure
-    interruption: its lost work is the maintenance's (the attribution marts' ``lost_gpu_hours`` of class
-    ``planned``), not ``lost_failure``.
+    ``attribution`` has ``job_id``, ``instance_no``, ``attribution`` for attributed instances. In order:
+    attributed to the infrastructure → ``infrastructure``; attributed to planned maintenance (``planned``:
+    the maintenance reboot's NODE_FAIL, a root cancel or requeue as the drain began) → ``planned``; else a
+    node failure state (NODE_FAIL, BOOT_FAIL) → ``infrastructure``; PREEMPTED → ``preemption``. A user's
+    own failure or cancellation is no interruption (null): its GPU-hours count as delivered.
     """
     attr = attribution.select("job_id", "instance_no", "attribution").unique(["job_id", "instance_no"], keep="first")
     flagged = inst.select("job_id", "instance_no", "state").join(
         attr, on=["job_id", "instance_no"], how="left", maintain_order="left")
-    a = flagged.get_column("attribution")
-    return ((flagged.get_column("state").is_in(INFRA_INTERRUPT_STATES) & a.ne_missing(PLANNED))
-            | a.eq_missing(INFRASTRUCTURE)).alias("infra_interrupted")
+    a, state = pl.col("attribution"), pl.col("state")
+    return flagged.select(
+        pl.when(a.eq_missing(INFRASTRUCTURE)).then(pl.lit(INFRASTRUCTURE))
+        .when(a.eq_missing(PLANNED)).then(pl.lit(PLANNED))
+        .when(state.is_in(NODE_FAILURE_STATES)).then(pl.lit(INFRASTRUCTURE))
+        .when(state.is_in(_PREEMPTION_STATES)).then(pl.lit(PREEMPTION))
+        .otherwise(pl.lit(None, pl.String)).alias("interruption")).to_series()
+
+
+def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
+    """:func:`interruption_cause` under its former name, for callers that still add the column by it
+    (``models/reliability/marts.py``): the Series is the cause (``interruption``), which
+    :func:`~gpusre.models.reliability.training_runs.charge_interruptions` reads — no longer a boolean
+    that left planned interruptions uncharged."""
+    return interruption_cause(inst, attribution)
+
+
+def _cause(column: str, frame: pl.DataFrame) -> pl.Expr:
+    """The interruption cause column ``column`` of ``frame``; a hand-made frame without it (only
+    ``interrupted``) counts every interruption as the infrastructure's, as before causes existed."""
+    return pl.col(column) if column in frame.columns else pl.lit(INFRASTRUCTURE)
 
 
 def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime | None = None,
@@ -80,8 +125,9 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     Args:
         inst: :func:`~gpusre.models.reliability.training_runs.run_instances` output with the losses of
             :func:`~gpusre.models.reliability.training_runs.charge_interruptions` (lost work of each
-            infra-interrupted instance, even the last of its run: the work was lost whether or not
-            the user resubmitted; restart overhead of the instance after it).
+            interrupted instance, even the last of its run: the work was lost whether or not the user
+            resubmitted; restart overhead of the instance after it), each charged by its cause
+            (``interruption``, ``restart_after``; a frame without them: the infrastructure's).
         utilization: ``marts.utilization_daily`` (``day``, ``capacity_gpu_hours``, ``allocated_gpu_hours``).
         as_of: end of the observed data (days after it are left out). Capacity is ``utilization``'s
             (``marts.utilization_daily``: the one capacity rule of
@@ -113,14 +159,29 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
     # Sorted before every float sum: a sum's last bits depend on the order of its terms, and reruns
     # must give bit-identical marts.
     inst = inst.sort("job_id", "instance_no")
-    failed = inst.filter("interrupted").select(
-        pl.col("end_ts").dt.date().alias("day"), (gpus * pl.col("lost_work_s") / 3600.0).alias("lost"),
-    ).group_by("day").agg(pl.col("lost").sum().alias("lost_failure_gpu_hours"), pl.len().alias("infra_interruptions"))
-    restarts = (
-        inst.filter(pl.col("charged_overhead_s") > 0)
-        .select(pl.col("start_ts").dt.date().alias("day"), (gpus * pl.col("charged_overhead_s") / 3600.0).alias("lost"))
-        .group_by("day").agg(pl.col("lost").sum().alias("lost_restart_gpu_hours"))
+    # Each interruption's two losses, by its cause: the lost work on the day the instance ended, the
+    # restart overhead (of the instance restarting the run after it) on the day that restart started.
+    work = inst.filter("interrupted").select(
+        pl.col("end_ts").dt.date().alias("day"), _cause("interruption", inst).alias("_cause"),
+        (gpus * pl.col("lost_work_s") / 3600.0).alias("_lost"), pl.lit(1, pl.Int64).alias("_n"))
+    restart = inst.filter(pl.col("charged_overhead_s") > 0).select(
+        pl.col("start_ts").dt.date().alias("day"), _cause("restart_after", inst).alias("_cause"),
+        (gpus * pl.col("charged_overhead_s") / 3600.0).alias("_lost"), pl.lit(0, pl.Int64).alias("_n"))
+    by = pl.col("_cause")
+    losses = (
+        pl.concat([work.with_columns(pl.lit(False).alias("_restart")),
+                   restart.with_columns(pl.lit(True).alias("_restart"))])
+        .group_by("day")
+        .agg(pl.col("_lost").filter((by == INFRASTRUCTURE) & ~pl.col("_restart")).sum().alias("lost_failure_gpu_hours"),
+             pl.col("_lost").filter((by == INFRASTRUCTURE) & pl.col("_restart")).sum().alias("lost_restart_gpu_hours"),
+             pl.col("_lost").filter(by == PREEMPTION).sum().alias("lost_preemption_gpu_hours"),
+             pl.col("_lost").filter(by == PLANNED).sum().alias("lost_maintenance_gpu_hours"),
+             pl.col("_n").filter(by == INFRASTRUCTURE).sum().alias("infra_interruptions"),
+             pl.col("_n").filter(by == PREEMPTION).sum().alias("preemptions"),
+             pl.col("_n").filter(by == PLANNED).sum().alias("planned_interruptions"))
     )
+    loss_columns = ("lost_failure_gpu_hours", "lost_restart_gpu_hours", "lost_preemption_gpu_hours",
+                    "lost_maintenance_gpu_hours")
     util = utilization.select("day", "capacity_gpu_hours", "allocated_gpu_hours").with_columns(pl.col("day").cast(pl.Date))
     if as_of is not None or since is not None:
         # The capacity is marts.utilization_daily's, as is: the one rule (models/accounting_span.py) already
@@ -136,16 +197,13 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         util = util.with_columns(pl.lit(24.0).alias("_cap_h"))
     out = (
         util
-        .join(failed, on="day", how="left")
-        .join(restarts, on="day", how="left")
+        .join(losses, on="day", how="left")
         .with_columns(
-            pl.col("lost_failure_gpu_hours").fill_null(0.0),
-            pl.col("lost_restart_gpu_hours").fill_null(0.0),
-            pl.col("infra_interruptions").fill_null(0).cast(pl.Int64),
+            pl.col(*loss_columns).fill_null(0.0),
+            pl.col("infra_interruptions", "preemptions", "planned_interruptions").fill_null(0).cast(pl.Int64),
         )
         .with_columns(
-            (pl.col("allocated_gpu_hours") - pl.col("lost_failure_gpu_hours") - pl.col("lost_restart_gpu_hours"))
-            .alias("productive_gpu_hours"),
+            (pl.col("allocated_gpu_hours") - pl.sum_horizontal(*loss_columns)).alias("productive_gpu_hours"),
             (pl.col("capacity_gpu_hours") - pl.col("allocated_gpu_hours")).clip(lower_bound=0).alias("idle_gpu_hours"),
         )
         .with_columns(
@@ -210,5 +268,23 @@ def goodput_daily(inst: pl.DataFrame, utilization: pl.DataFrame, as_of: datetime
         .then(pl.min_horizontal("_maint_states", "unavailable_gpu_hours"))
         .otherwise(pl.min_horizontal(pl.col("_maint_windows").fill_null(0.0), "idle_gpu_hours"))
         .clip(lower_bound=0.0).alias("maintenance_gpu_hours"),
-    )
+    ).with_columns(_largest_loss())
     return out.select([pl.col(c).cast(t) for c, t in GOODPUT_SCHEMA.items()]).sort("day")
+
+
+def _largest_loss() -> pl.Expr:
+    """``largest_loss``: the largest of the :data:`LOSS_PARTS` of the day's non-productive capacity, in
+    GPU-hours (ties: the earlier part), null when nothing was lost. Planned maintenance is its idle
+    capacity plus what its interruptions cost; idle is the rest of the idle capacity (unplanned down
+    nodes included); failures are the infrastructure's lost work and restarts."""
+    parts = {
+        "planned_maintenance": pl.col("maintenance_gpu_hours") + pl.col("lost_maintenance_gpu_hours"),
+        "idle": (pl.col("idle_gpu_hours") - pl.col("maintenance_gpu_hours")).clip(lower_bound=0.0),
+        "failures": pl.col("lost_failure_gpu_hours") + pl.col("lost_restart_gpu_hours"),
+        "preemption": pl.col("lost_preemption_gpu_hours"),
+    }
+    top = pl.max_horizontal(*parts.values())
+    out = pl.when(top.fill_null(0.0) <= 0).then(pl.lit(None, pl.String))
+    for name, part in parts.items():
+        out = out.when(part == top).then(pl.lit(name))
+    return out.otherwise(pl.lit(None, pl.String)).alias("largest_loss")

@@ -17,7 +17,7 @@ import polars as pl
 from gpusre.models.accounting_span import accounting_span, counted_end, day_start, node_history_end
 from gpusre.models.failures.hw_incidents import span_islands
 from gpusre.models.reliability.error_budget import exhausted_spans
-from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
+from gpusre.models.reliability.goodput import goodput_daily, interruption_cause
 from gpusre.models.reliability.job_reliability import (
     ettr_by_size,
     checkpoint_what_if_table,
@@ -328,7 +328,7 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     inst = run_instances(inputs.instances, inputs.jobs, runs, rules, t1)
     attr = _instance_attribution(inputs)
     inst = inst.with_columns(pl.col("instance_no").cast(pl.Int32))
-    inst = charge_interruptions(inst.with_columns(infra_interrupted(inst, attr)))
+    inst = charge_interruptions(inst.with_columns(interruption_cause(inst, attr)))
     # A NODE_FAIL is the infrastructure's unless planned maintenance of its node ended it.
     infra_fail = (inst.join(attr.select("job_id", "instance_no", pl.col("attribution").alias("_attribution")),
                             on=["job_id", "instance_no"], how="left")

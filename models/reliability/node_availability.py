@@ -9,6 +9,14 @@ out the lines that are no outage (power saving, states that serve jobs: ``_is_ou
 
 Rules, in order:
 
+0. **A drain on a node still running jobs takes effect when they end** (:func:`with_down_from`, applied by the
+   assets before these rules): Slurm's ``DRAIN`` on an allocated node (``MIXED+DRAIN``, ``DRAINING``) lets the
+   jobs running on it finish and starts no new one; the node is drained (out of service) when the last job
+   running on it at the drain's start ends (``core.jobs``). Until then it is in service — not down, not
+   maintenance. A state that shows the node idle, drained, down or not responding is out of service at once,
+   and so is a bare ``DRAIN`` (the text does not say): ``sacctmgr show event`` lists the drain from when it was
+   set, and a site's record that does not say the node was busy is read as it is written (an outside
+   evaluator's hand values count a bare ``DRAIN`` from its start whatever jobs ran).
 1. **Ongoing events end at ``as_of``** (an open event is down until we know better); nothing
    after ``as_of`` is counted.
 2. **Overlaps are merged.** A node's down time is the union of its intervals, so a DRAIN that
@@ -56,22 +64,32 @@ from datetime import date, datetime, time, timedelta, timezone
 import polars as pl
 
 from gpusre.models.accounting_span import MAX_GAP_MINUTES
+from gpusre.models.failures.drain_reasons import REBOOT_CLASS
 from gpusre.models.vocabulary import load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.repair_times import node_outages, outage_chains
+from gpusre.models.sources.slurm_events.parse import runs_jobs
 
 __all__ = [
     "DAILY_SCHEMA",
     "SEGMENT_SCHEMA",
     "MaintenanceSpan",
     "AVAILABILITY_BY_COMPONENT_SCHEMA",
+    "DOWN_FROM",
     "availability_by_component",
     "down_segments",
     "node_availability_daily",
+    "out_of_service_states",
     "outage_causes",
+    "repair_states",
+    "with_down_from",
 ]
 
 _UTC_DT = pl.Datetime("us", "UTC")
+#: The column :func:`with_down_from` adds: the moment a state took its node out of service.
+DOWN_FROM = "down_from"
+#: A job still running (no end) keeps its node in service past any date the data reaches.
+_NEVER = datetime(9999, 1, 1, tzinfo=timezone.utc)
 
 #: Down time attributed to one event, cut at maintenance-window edges.
 SEGMENT_SCHEMA: dict[str, pl.DataType] = {
@@ -110,6 +128,10 @@ _BUCKET_COLUMNS = {
 #: (or none) and an availability class below, a state's reason says nothing about the outage's cause.
 GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
 GENERIC_CLASSES = frozenset({"unknown", "software"})
+#: A reboot (drain reason class ``reboot``: Slurm's ``Reboot ASAP``, a power cycle) requested at most this
+#: long after a hardware incident's first evidence on its node is that fault's repair, not planned work:
+#: the 30-min window in which a fault's evidence is what its node's drain is for.
+REBOOT_AFTER_FAULT = timedelta(minutes=30)
 
 
 def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -128,7 +150,11 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
        :func:`~gpusre.models.reliability.repair_times.incident_outage_links`, the incident_repairs
        linkage; the earliest incident when several are): ``hardware`` and the incident's component.
 
-    Every other state keeps its own (a planned-maintenance drain stays maintenance with an incident in it).
+    A reboot (reason class ``reboot``, planned work by itself) whose linked incident began at most
+    :data:`REBOOT_AFTER_FAULT` before it (Xid 119 at 03:00, ``Reboot ASAP`` at 03:10) is that fault's repair:
+    it takes its outage's cause as a generic reason does. Every other state keeps its own (a
+    planned-maintenance drain stays maintenance with an incident in it; ``Reboot ASAP for kernel update``
+    is no bare reboot).
 
     Args:
         states: ``node``, ``start_ts``, ``end_ts``, ``availability_class``, ``reason_component``,
@@ -159,7 +185,8 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
     # Rule 2: the linked incident, for its outage and the later outages of the same chain.
     if links is None or not links.height:
         caused = pl.DataFrame(schema={"node": pl.String, "outage_start_ts": chains.schema["outage_start_ts"],
-                                      "_inc_comp": pl.String, "_inc_class": pl.String})
+                                      "_inc_comp": pl.String, "_inc_class": pl.String,
+                                      "_inc_start": chains.schema["outage_start_ts"]})
     else:
         caused = (links.select("node", "chain_start_ts", pl.col("outage_start_ts").alias("_linked_ts"),
                                "incident_start_ts", "incident_id", pl.col("component").alias("_inc_comp"),
@@ -168,12 +195,18 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
                   .join(chains.select("node", "chain_start_ts", "outage_start_ts"), on=["node", "chain_start_ts"])
                   .filter(pl.col("outage_start_ts") >= pl.col("_linked_ts"))
                   .sort("incident_start_ts", "incident_id").unique(["node", "outage_start_ts"], keep="first")
-                  .select("node", "outage_start_ts", "_inc_comp", "_inc_class"))
+                  .select("node", "outage_start_ts", "_inc_comp", "_inc_class",
+                          pl.col("incident_start_ts").alias("_inc_start")))
     cause = (chains.select("node", "outage_start_ts")
              .join(named, on=["node", "outage_start_ts"], how="left")
              .join(caused, on=["node", "outage_start_ts"], how="left"))
     generic = ((pl.col("reason_component").is_null() | pl.col("reason_component").is_in(list(GENERIC_COMPONENTS)))
                & (pl.col("availability_class").is_null() | pl.col("availability_class").is_in(list(GENERIC_CLASSES))))
+    # A bare reboot requested right after its node's fault was logged is that fault's repair.
+    repair_reboot = ((pl.col("reason_class") == REBOOT_CLASS)
+                     & (pl.col("_inc_start") <= pl.col("start_ts"))
+                     & (pl.col("start_ts") - pl.col("_inc_start") <= REBOOT_AFTER_FAULT)).fill_null(False)
+    generic = generic | repair_reboot
     from_chain = generic & pl.col("_chain_avail").is_not_null()
     from_incident = generic & ~from_chain & pl.col("_inc_comp").is_not_null()
     # Each state's outage: the node's last outage starting at or before it (outages partition the states).
@@ -190,6 +223,105 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
                .otherwise(pl.lit("reason")).alias("class_source"))
            .sort("_row"))
     return out.select(*states.columns, "component_class", "class_source")
+
+
+def with_down_from(states: pl.DataFrame, jobs: pl.DataFrame | None) -> pl.DataFrame:
+    """``states`` with :data:`DOWN_FROM`: when each state took its node out of service (rule 0).
+
+    A drain (or fail) flag set on a node still running jobs lets them finish: the node is out of service from
+    the end of the last job running on it at the state's start (``core.jobs``: ``start_ts`` at or before it,
+    ``end_ts`` after it or null = still running), at most the state's end (a drain lifted before the jobs
+    ended never took the node out: ``down_from`` = ``end_ts``). That applies to a state whose printed text
+    shows the node running jobs (``MIXED+DRAIN``, ``ALLOCATED+DRAIN``, ``DRAINING``, ``FAILING``:
+    :func:`~gpusre.models.sources.slurm_events.parse.runs_jobs`); one that shows it idle, ``DRAINED``,
+    ``DOWN`` or not responding, or does not say (a bare ``DRAIN``), is out of service from its start,
+    whatever ``core.jobs`` says — as is every state when no job ran on its node at its start.
+
+    Args:
+        states: ``node``, ``start_ts``, ``end_ts``; optionally ``state``, ``state_text``, ``not_responding``.
+        jobs: ``nodes`` (List[String]), ``start_ts``, ``end_ts`` (null: running) — ``core.jobs``; None: no
+            accounting (every state from its start).
+
+    >>> t = lambda h: datetime(2026, 11, 12, h, tzinfo=timezone.utc)
+    >>> states = pl.DataFrame({"node": ["n1", "n2"], "start_ts": [t(1), t(1)], "end_ts": [t(6), t(6)],
+    ...                        "state_text": ["MIXED+DRAIN", "IDLE+DRAIN"]})
+    >>> jobs = pl.DataFrame({"nodes": [["n1"], ["n2"]], "start_ts": [t(0), t(0)], "end_ts": [t(3), t(3)]})
+    >>> [d.hour for d in with_down_from(states, jobs)["down_from"]]
+    [3, 1]
+    """
+    st = states.drop(DOWN_FROM, strict=False)
+    start = pl.col("start_ts").cast(_UTC_DT)
+    if jobs is None or not jobs.height or not st.height:
+        return st.with_columns(start.alias(DOWN_FROM))
+    text = pl.col("state_text").cast(pl.String) if "state_text" in st.columns else pl.lit(None, pl.String)
+    st = st.with_row_index("_r").with_columns(text.alias("_text"))
+    # What the printed state says, looked up once per distinct text (a year of states has a few dozen).
+    said = (st.select("_text").unique().drop_nulls()
+            .with_columns(pl.col("_text").map_elements(runs_jobs, return_dtype=pl.Boolean).alias("_busy")))
+    st = st.join(said, on="_text", how="left", maintain_order="left")
+    at_once = ~pl.col("_busy").fill_null(False)
+    if "not_responding" in st.columns:
+        at_once = at_once | pl.col("not_responding").fill_null(False)
+    if "state" in st.columns:
+        at_once = at_once | (pl.col("state") == "DOWN").fill_null(False)
+    waiting = st.filter(~at_once & pl.col("start_ts").is_not_null()).select(
+        "_r", "node", start.alias("_t"))
+    if waiting.height:
+        # Per node, the latest end of the jobs started so far (jobs sorted by start): at a drain's start t,
+        # the jobs started by t that still run end at the latest by that maximum, and one of them ends there
+        # when it is after t — so it is when the last job running at t ends (no job ran when it is not).
+        spans = (jobs.select(pl.col("nodes").cast(pl.List(pl.String)).alias("node"),
+                             pl.col("start_ts").cast(_UTC_DT).alias("_js"),
+                             pl.col("end_ts").cast(_UTC_DT).fill_null(_NEVER).alias("_je"))
+                 .drop_nulls("_js").filter(pl.col("_js") <= waiting["_t"].max())
+                 .explode("node").join(waiting.select("node").unique(), on="node", how="semi")
+                 .sort("node", "_js")
+                 .with_columns(pl.col("_je").cum_max().over("node").alias("_busy_until"))
+                 .group_by("node", "_js").agg(pl.col("_busy_until").max())
+                 .sort("_js"))
+        busy = (waiting.sort("_t")
+                .join_asof(spans, left_on="_t", right_on="_js", by="node", strategy="backward", check_sortedness=False)
+                .filter(pl.col("_busy_until") > pl.col("_t"))
+                .select("_r", "_busy_until"))
+    else:
+        busy = pl.DataFrame(schema={"_r": pl.UInt32, "_busy_until": _UTC_DT})
+    end = pl.col("end_ts").cast(_UTC_DT).fill_null(_NEVER)
+    return (st.join(busy, on="_r", how="left", maintain_order="left")
+            .with_columns(pl.when(pl.col("_busy_until").is_not_null())
+                          .then(pl.min_horizontal("_busy_until", end)).otherwise(start).alias(DOWN_FROM))
+            .drop("_r", "_text", "_busy", "_busy_until"))
+
+
+def out_of_service_states(states: pl.DataFrame) -> pl.DataFrame:
+    """``states`` (with :data:`DOWN_FROM`, :func:`with_down_from`) re-timed to when they took their node out of
+    service (``start_ts`` = ``down_from``), leaving out those that never did (the jobs outlasted the drain):
+    for readers that merge states into outages (repair times). Without the column: ``states`` unchanged."""
+    if DOWN_FROM not in states.columns:
+        return states
+    return (states.filter(pl.col("end_ts").is_null() | (pl.col(DOWN_FROM) < pl.col("end_ts")))
+            .filter(pl.col(DOWN_FROM) < _NEVER)
+            .with_columns(pl.col(DOWN_FROM).cast(states.schema["start_ts"]).alias("start_ts")))
+
+
+def repair_states(states: pl.DataFrame) -> pl.DataFrame:
+    """The node states repair times link incidents to (``marts.incident_repairs``): :func:`out_of_service_states`,
+    less each planned-maintenance state (``availability_class`` ``maintenance``) that a hardware drain of its node
+    replaces — one starting while it is open or as it ends (the operator rewrote the reason after finding a
+    fault, or NHC drained the node for it). The fault's outage begins where the hardware drain does, as its
+    planned period ends there (:func:`~gpusre.models.failures.hw_incidents.planned_maintenance`); merged with the
+    maintenance drain before it, the outage would start hours before the fault and link to no incident.
+    """
+    st = out_of_service_states(states)
+    if not st.height or "availability_class" not in st.columns:
+        return st
+    st = st.with_row_index("_r")
+    hardware = st.filter(pl.col("availability_class") == "hardware").select("node", pl.col("start_ts").alias("_hw"))
+    replaced = (st.filter(pl.col("availability_class") == "maintenance")
+                .join(hardware, on="node")
+                .filter((pl.col("_hw") > pl.col("start_ts"))
+                        & (pl.col("end_ts").is_null() | (pl.col("_hw") <= pl.col("end_ts"))))
+                .select("_r").unique())
+    return st.join(replaced, on="_r", how="anti", maintain_order="left").drop("_r")
 
 
 def _utc(value: datetime) -> datetime:
@@ -272,7 +404,8 @@ def down_segments(
 
     Args:
         states: ``node``, ``start_ts``, ``end_ts`` (null = ongoing), ``availability_class``, and
-            optionally ``reason_class``.
+            optionally ``reason_class`` and :data:`DOWN_FROM` (:func:`with_down_from`: a drain on a node still
+            running jobs is down from their end; ``event_start_ts`` stays the state's ``start_ts``).
         as_of: ongoing events end here; later time is dropped.
         maintenance: planned windows; down time inside them becomes ``maintenance``.
         since: time before this is dropped (attribution still sees the whole history).
@@ -281,9 +414,11 @@ def down_segments(
     lower = _utc(since) if since is not None else None
     if "reason_class" not in states.columns:
         states = states.with_columns(pl.lit(None, pl.String).alias("reason_class"))
-    rows = states.select("node", "start_ts", "end_ts", "availability_class", "reason_class").rows()
+    down_from = pl.col(DOWN_FROM) if DOWN_FROM in states.columns else pl.col("start_ts")
+    rows = states.select("node", "start_ts", "end_ts", "availability_class", "reason_class",
+                         down_from.alias("_from")).rows()
     by_node: dict[str, list[tuple[datetime, datetime, int]]] = {}
-    for i, (node, start, end, _, _) in enumerate(rows):
+    for i, (node, _, end, _, _, start) in enumerate(rows):
         end = as_of if end is None or end > as_of else end
         if start is None or start >= end:
             continue
@@ -292,7 +427,7 @@ def down_segments(
     out: list[tuple[object, ...]] = []
     for node in sorted(by_node):
         for a, b, i in _attributed(by_node[node]):
-            _, _, _, avail, reason_class = rows[i]
+            _, _, _, avail, reason_class, _ = rows[i]
             if lower is not None:
                 if b <= lower:
                     continue

@@ -25,11 +25,15 @@ Per run (all times in seconds; the checkpoint policy is an assumption from ``clu
   a job of the run is eligible, so ours is the stricter figure). ``first_submit_ts`` stays the first
   submit;
 * ``queue_s`` = Σ over started instances of start − eligible (submit when eligible is unknown);
-* an instance is *interrupted* when the infrastructure or preemption ended it (``infra_interrupted``:
-  NODE_FAIL, PREEMPTED, or attributed to the infrastructure from node logs) — the run's last instance
-  too (its work since the last checkpoint was lost whether or not anyone resubmitted). A user's own
-  failure or cancellation is no interruption (Kokolis et al. leave user-space failures out of ETTR, and
-  the ``ettr_large_runs`` SLO is the infrastructure's): its time counts as productive, as in goodput;
+* an instance is *interrupted* when the infrastructure, preemption or planned maintenance ended it
+  (``interruption``, :func:`~gpusre.models.reliability.goodput.interruption_cause`: NODE_FAIL/BOOT_FAIL
+  or attributed to the infrastructure from node logs; PREEMPTED; attributed ``planned``) — the run's last
+  instance too (its work since the last checkpoint was lost whether or not anyone resubmitted). ETTR is
+  Kokolis et al.'s productive runtime over available wall-clock: a planned interruption re-does the work
+  since the last checkpoint and re-initialises exactly as a failure does, so it is unproductive time too
+  (Llama 3's effective training time counts its 47 planned interruptions beside the 419 unexpected ones).
+  A user's own failure or cancellation is no interruption (Kokolis et al. leave user-space failures out
+  of ETTR): its time counts as productive, as in goodput;
 * ``restart_overhead_s`` = Σ over instances that restart an interrupted one of min(u0, elapsed);
 * ``lost_work_s`` = Σ over interrupted instances of the expected work since the last checkpoint,
   :func:`~gpusre.models.reliability.ettr_model.expected_lost_work_expr` (checkpoint phase unknown: about half an
@@ -39,8 +43,9 @@ Per run (all times in seconds; the checkpoint policy is an assumption from ``clu
 
 Goodput (:mod:`~gpusre.models.reliability.goodput`) charges the same losses per day: both read the
 columns :func:`charge_interruptions` adds. So do the attribution marts' ``lost_gpu_hours``, per
-interruption (:func:`interruption_losses`, :func:`infra_interruption_losses`): an infrastructure-killed
-instance costs GPUs × its lost work, plus the restart overhead of the instance that restarted its run
+interruption (:func:`interruption_losses`, :func:`attributed_interruption_losses`): an instance the
+infrastructure or planned maintenance ended costs GPUs × its lost work, plus the restart overhead of the
+instance that restarted its run
 after it — once that restart has started (a resubmission still pending at the end of the data costs
 no restart yet, in goodput as in attribution; the next run that sees it start charges it).
 """
@@ -54,12 +59,12 @@ from datetime import datetime
 import polars as pl
 
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
-from gpusre.models.reliability.goodput import infra_interrupted
-from gpusre.models.vocabulary import RESUBMIT_AFTER_STATES
+from gpusre.models.reliability.goodput import interruption_cause
+from gpusre.models.vocabulary import INFRASTRUCTURE, LOSS_ATTRIBUTIONS, RESUBMIT_AFTER_STATES
 
 __all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "INTERRUPTION_LOSS_SCHEMA", "assign_runs",
            "run_mates", "run_instances", "lost_work_expr", "charge_interruptions", "interruption_losses",
-           "infra_interruption_losses", "ettr_runs"]
+           "attributed_interruption_losses", "infra_interruption_losses", "ettr_runs"]
 
 
 def _available_from(jobs: pl.DataFrame) -> pl.Expr:
@@ -296,51 +301,60 @@ def lost_work_expr(elapsed_s: pl.Expr | str, overhead_s: pl.Expr | str, interval
 
 
 def charge_interruptions(inst: pl.DataFrame) -> pl.DataFrame:
-    """The losses of infrastructure interruptions, per instance of :func:`run_instances` output that has
-    an ``infra_interrupted`` column (:func:`~gpusre.models.reliability.goodput.infra_interrupted`).
+    """The losses of interruptions, per instance of :func:`run_instances` output that has an
+    ``interruption`` column (:func:`~gpusre.models.reliability.goodput.interruption_cause`: what
+    interrupted it — the infrastructure, preemption or planned maintenance —, null when nothing did), or
+    only a boolean ``infra_interrupted`` (every interruption then the infrastructure's).
 
-    Adds ``interrupted`` (infra-interrupted and ended), ``lost_work_s`` (its expected work since the
-    last checkpoint, :func:`lost_work_expr`, else 0) and ``charged_overhead_s`` (``overhead_s`` of an
-    instance restarting an interrupted one, else 0). ETTR sums them per run, goodput per day, and
-    :func:`interruption_losses` per interruption (the attribution marts): one definition of what an
-    interruption costs.
+    Adds ``interruption`` (the cause of an instance that ended interrupted, else null), ``interrupted``
+    (it did), ``lost_work_s`` (its expected work since the last checkpoint, :func:`lost_work_expr`, else
+    0), ``charged_overhead_s`` (``overhead_s`` of an instance restarting an interrupted one, else 0) and
+    ``restart_after`` (the cause of the interruption it restarts, else null). Whoever interrupted the run,
+    the work since its last checkpoint and the restart are lost alike: ETTR sums them per run, goodput
+    per day and cause, and :func:`interruption_losses` per interruption (the attribution marts): one
+    definition of what an interruption costs.
     """
-    interrupted = pl.col("infra_interrupted") & pl.col("end_ts").is_not_null()
+    cause = (pl.col("interruption") if "interruption" in inst.columns
+             else pl.when(pl.col("infra_interrupted")).then(pl.lit(INFRASTRUCTURE)).otherwise(pl.lit(None, pl.String)))
+    cause = pl.when(pl.col("end_ts").is_not_null()).then(cause).otherwise(pl.lit(None, pl.String))
+    inst = inst.with_columns(cause.alias("interruption"))
+    interrupted = pl.col("interruption").is_not_null()
     prev = inst.filter(interrupted).select(
         pl.col("job_id").alias("prev_job_id"), pl.col("instance_no").alias("prev_instance_no"),
-        pl.lit(True).alias("_after_interruption"))
+        pl.col("interruption").alias("restart_after"))
     return (
-        inst.join(prev, on=["prev_job_id", "prev_instance_no"], how="left", maintain_order="left")
+        inst.drop("restart_after", strict=False)
+        .join(prev, on=["prev_job_id", "prev_instance_no"], how="left", maintain_order="left")
         .with_columns(
             interrupted.alias("interrupted"),
             pl.when(interrupted).then(lost_work_expr("elapsed_eff_s", "overhead_s", "interval_s"))
             .otherwise(0.0).alias("lost_work_s"),
-            pl.when(pl.col("_after_interruption").fill_null(False)).then(pl.col("overhead_s"))
+            pl.when(pl.col("restart_after").is_not_null()).then(pl.col("overhead_s"))
             .otherwise(0).cast(pl.Int64).alias("charged_overhead_s"),
         )
-        .drop("_after_interruption")
     )
 
 
 #: Output of :func:`interruption_losses`: one row per interrupted instance.
 INTERRUPTION_LOSS_SCHEMA: dict[str, pl.DataType] = {
     "job_id": pl.String(), "instance_no": pl.Int64(), "is_latest": pl.Boolean(), "n_gpus": pl.Int64(),
-    "lost_work_s": pl.Float64(), "restart_s": pl.Int64(), "restart_gpus": pl.Int64(),
+    "interruption": pl.String(), "lost_work_s": pl.Float64(), "restart_s": pl.Int64(), "restart_gpus": pl.Int64(),
     "lost_gpu_hours": pl.Float64(),
 }
 
 
 def interruption_losses(inst: pl.DataFrame) -> pl.DataFrame:
     """What each interruption cost its run, from :func:`charge_interruptions` output: one row per
-    interrupted instance (:data:`INTERRUPTION_LOSS_SCHEMA`).
+    interrupted instance (:data:`INTERRUPTION_LOSS_SCHEMA`), with its cause (``interruption``).
 
     ``lost_gpu_hours`` = (GPUs × ``lost_work_s`` + ``restart_gpus`` × ``restart_s``) / 3600, where
     ``restart_s`` is the ``charged_overhead_s`` of the instance that restarted the run after it
     (min(u0, its elapsed); 0 while no restart has started — a requeue or resubmission still pending at
     the end of the data costs no restart yet) and ``restart_gpus`` its GPUs. These are goodput's two
     losses of the interruption (lost work on the day it ended, the restart on the day the restart
-    started) and ETTR's: summed over the interruptions they give goodput's ``lost_failure`` +
-    ``lost_restart`` exactly. ``is_latest`` comes from the input when it has the column.
+    started) and ETTR's: summed over the infrastructure's interruptions they give goodput's
+    ``lost_failure`` + ``lost_restart`` exactly, over the planned ones its ``lost_maintenance``, over the
+    preemptions its ``lost_preemption``. ``is_latest`` comes from the input when it has the column.
     """
     nxt = inst.filter(pl.col("charged_overhead_s") > 0).select(
         pl.col("prev_job_id").alias("job_id"), pl.col("prev_instance_no").alias("instance_no"),
@@ -349,7 +363,7 @@ def interruption_losses(inst: pl.DataFrame) -> pl.DataFrame:
     gpus = pl.col("n_gpus").fill_null(0)
     out = (
         inst.filter("interrupted")
-        .select("job_id", "instance_no", latest.alias("is_latest"), "n_gpus", "lost_work_s")
+        .select("job_id", "instance_no", latest.alias("is_latest"), "n_gpus", "interruption", "lost_work_s")
         .join(nxt, on=["job_id", "instance_no"], how="left")
         .with_columns(pl.col("restart_s").fill_null(0), pl.col("restart_gpus").fill_null(0))
         .with_columns(((gpus * pl.col("lost_work_s") + pl.col("restart_gpus") * pl.col("restart_s")) / 3600.0)
@@ -358,23 +372,28 @@ def interruption_losses(inst: pl.DataFrame) -> pl.DataFrame:
     return out.select([pl.col(c).cast(t) for c, t in INTERRUPTION_LOSS_SCHEMA.items()]).sort("job_id", "instance_no")
 
 
-def infra_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
-                              instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime) -> pl.DataFrame:
-    """:func:`interruption_losses` of the instances attributed to the infrastructure: the
-    ``lost_gpu_hours`` of ``marts.job_failure_attribution`` / ``instance_failure_attribution``, by the
-    same steps as goodput and ETTR (:func:`assign_runs`, :func:`run_instances`, :func:`charge_interruptions`).
+def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
+                                   instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime,
+                                   attributions: Sequence[str] = LOSS_ATTRIBUTIONS) -> pl.DataFrame:
+    """:func:`interruption_losses` of the instances attributed to one of ``attributions`` (default the
+    vocabulary's :data:`~gpusre.models.vocabulary.LOSS_ATTRIBUTIONS`: the infrastructure and planned
+    maintenance): the ``lost_gpu_hours`` of ``marts.job_failure_attribution`` /
+    ``instance_failure_attribution``, by the same steps as goodput and ETTR (:func:`assign_runs`,
+    :func:`run_instances`, :func:`charge_interruptions`) — a planned interruption priced as an
+    infrastructure one, restart overhead included.
 
     Args:
         jobs, instances: the frames of ``read_reliability_inputs`` (:mod:`~gpusre.models.reliability.marts`),
-            or just the jobs of :func:`run_mates` of the infrastructure-killed jobs and their instances:
-            the runs of those jobs come out the same.
+            or just the jobs of :func:`run_mates` of the attributed jobs and their instances: the runs
+            of those jobs come out the same.
         job_attribution: ``job_id``, ``attribution`` of each job's latest instance.
         instance_attribution: ``job_id``, ``instance_no``, ``attribution`` of earlier instances (and
             the last started one of a job pending again); wins over the job's.
         rules, as_of: as :func:`run_instances`.
+        attributions: which attributed instances to return.
 
     Returns:
-        :data:`INTERRUPTION_LOSS_SCHEMA` rows of the infrastructure-attributed instances that ended.
+        :data:`INTERRUPTION_LOSS_SCHEMA` rows of those instances that ended.
     """
     runs = assign_runs(jobs, rules)
     inst = run_instances(instances, jobs, runs, rules, as_of).with_columns(pl.col("instance_no").cast(pl.Int64))
@@ -383,9 +402,16 @@ def infra_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_a
               .join(job_attribution.select("job_id", "attribution"), on="job_id"))
     attr = pl.concat([own, latest], how="vertical").unique(["job_id", "instance_no"], keep="first",
                                                             maintain_order=True)
-    inst = charge_interruptions(inst.with_columns(infra_interrupted(inst, attr)))
-    infra = attr.filter(pl.col("attribution") == "infrastructure").select("job_id", "instance_no")
-    return interruption_losses(inst).join(infra, on=["job_id", "instance_no"], how="semi")
+    inst = charge_interruptions(inst.with_columns(interruption_cause(inst, attr)))
+    wanted = attr.filter(pl.col("attribution").is_in(list(attributions))).select("job_id", "instance_no")
+    return interruption_losses(inst).join(wanted, on=["job_id", "instance_no"], how="semi")
+
+
+def infra_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
+                              instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime) -> pl.DataFrame:
+    """:func:`attributed_interruption_losses` of the instances attributed to the infrastructure only."""
+    return attributed_interruption_losses(jobs, instances, job_attribution, instance_attribution, rules, as_of,
+                                          attributions=(INFRASTRUCTURE,))
 
 
 def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of: datetime,

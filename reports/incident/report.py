@@ -21,9 +21,11 @@ from gpusre.reports.incident.terms import (
     REPAIR_SOURCE_TEXT,
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
+    clock_text,
     incident_missing,
     operator_text,
     repair_end,
+    start_note,
     what_text,
     when_text,
 )
@@ -74,13 +76,19 @@ def _incident_warnings(con: duckdb.DuckDBPyConnection, inc: Incident) -> list[st
 
 def _span_text(inc: Incident) -> str:
     """The header's time span. An alert incident: its start → end. A hardware incident: its log evidence,
-    first → last line ('log evidence A → B'; ``end_ts`` is no end of the outage), an operator's window
-    (incidents.csv) labelled as the operator's, then the repair end when one is known ('· links back ACTIVE
+    first → last line ('log evidence A → B'; ``end_ts`` is no end of the outage), after its start when an
+    operator's window begins it before the first line ('started A (operator's window; first log line B)'), an
+    operator's window (incidents.csv) labelled as the operator's, then the repair end when one is known ('· links back ACTIVE
     C', from marts.incident_repairs)."""
     if inc.kind != "hw":
         return f"{when_text(inc.start)} → {when_text(inc.end)}"
     first, last = inc.evidence_span(inc.row)
     parts = []
+    # An operator's window that starts before the log evidence is the incident's start (marts.hw_incidents
+    # .start_ts): said first, with the one label the nightly and the SLO review give it.
+    note = start_note({**inc.row, "first_evidence_ts": first}, clock_text)
+    if note:
+        parts.append(f"started {when_text(inc.start)}{note}")
     if first is not None:
         parts.append(f"log evidence {when_text(first)} → {when_text(last)}" if last and last > first else
                      f"log evidence at {when_text(first)}")

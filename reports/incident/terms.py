@@ -12,6 +12,7 @@ import duckdb
 from gpusre.reports.coverage import SOURCES, loaded_sources
 from gpusre.reports.kit.formatting import MISSING, gpuh, nodes_text
 from gpusre.reports.kit.labels import incident_kind
+from gpusre.models.warehouse import table_columns
 
 if TYPE_CHECKING:  # the incident module formats with these helpers
     from gpusre.reports.incident.incident import Incident
@@ -60,6 +61,11 @@ def at_text(ts: datetime | None) -> str:
     """A table cell time (the column says UTC): '2026-08-11 16:55:17'."""
     t = as_utc(ts)
     return MISSING if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def clock_text(ts: datetime) -> str:
+    """A time of day in UTC to the second: '05:30:00' (beside a full timestamp of the same day)."""
+    return as_utc(ts).strftime("%H:%M:%S")  # type: ignore[union-attr]
 
 
 def offset_text(ts: datetime | None, t0: datetime) -> str:
@@ -138,6 +144,37 @@ def operator_text(h: dict[str, Any]) -> str:
     return f"the operator's window (incidents.csv{op}, joined with the log evidence)"
 
 
+def first_evidence_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """A select-list item ``first_evidence_ts`` for a query over ``marts.hw_incidents`` (not aliased): the
+    incident's first log line, ``marts.incident_repairs.first_evidence_ts`` — ``NULL`` when that mart (or the
+    column) is missing, and then :func:`start_note` says nothing rather than guess."""
+    if "first_evidence_ts" not in table_columns(con, "marts.incident_repairs"):
+        return "NULL::TIMESTAMPTZ AS first_evidence_ts"
+    return ("(SELECT r.first_evidence_ts FROM marts.incident_repairs AS r "
+            "WHERE r.incident_id = hw_incidents.incident_id LIMIT 1) AS first_evidence_ts")
+
+
+def start_note(h: dict[str, Any], clock: Callable[[datetime], str]) -> str:
+    """What a hardware incident's start (``marts.hw_incidents.start_ts``) is, when it is not its first log
+    line: ' (operator's window; first log line 05:30)' — an operator's window (incidents.csv) that starts
+    before the log evidence is the incident's start (attribution and repairs count from it), and every report
+    shows that start with this one label; ' (operator's window; no log evidence)' for an operator's incident
+    without log evidence (``n_events`` 0); '' otherwise (the start is the first log line). ``h`` holds
+    ``start_ts``, ``label_source``, ``first_evidence_ts`` (:func:`first_evidence_sql`, or the repair record's)
+    and optionally ``n_events``; ``clock`` writes the first line's time (``utc_hm``: '05:30'), with its date
+    when it falls on another UTC day than the start."""
+    start = as_utc(h.get("start_ts"))
+    if h.get("label_source") != "operator" or start is None:
+        return ""
+    first = as_utc(h.get("first_evidence_ts"))
+    if first is None:
+        return " (operator's window; no log evidence)" if h.get("n_events") == 0 else ""
+    if start >= first:
+        return ""
+    when = clock(first) if first.date() == start.date() else f"{first:%Y-%m-%d} {clock(first)}"
+    return f" (operator's window; first log line {when})"
+
+
 def nodes_phrase(nodes: Any, max_len: int) -> str:
     """A hostlist within about ``max_len`` characters, cut only between whole names:
     'gpu[0001-0004,0009]' or 'gpu[0001-0004] and 3 more nodes' — never 'gpu[0001-00…'."""
@@ -171,7 +208,8 @@ def tie_text(n_tied: int | None, lost: float | None) -> str:
 
 #: What ``marts.hw_incidents.hours_to_recovery`` measures, for the nightly's and the SLO review's incident
 #: tables: ``recovered_ts`` is the START of the first job that went on to complete on the incident's last node.
-COMPLETING_JOB_CAPTION = ("Completing job started: hours from the incident's end (its last evidence) until the last of "
+COMPLETING_JOB_CAPTION = ("Completing job started: hours from the incident's end (its last evidence, or the end of an "
+                          "operator's window when later) until the last of "
                           "its nodes started a job that went on to complete — that job's start, not its end (a job "
                           "that ran 12:00–16:00 counts at 12:00).")
 

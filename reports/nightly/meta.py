@@ -9,7 +9,9 @@ from typing import Any
 
 import duckdb
 
-from gpusre.reports.kit.formatting import fmt_int, fmt_num, fmt_pct
+from gpusre.models.accounting_span import ACCOUNTING_RECORD_TS_SQL
+from gpusre.models.sources.registry import SOURCES
+from gpusre.reports.kit.formatting import fmt_int, fmt_num, fmt_pct, jobs_and_requeued_runs, plural
 from gpusre.reports.kit.section import NO_DATA, Cell
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status
 
@@ -144,6 +146,25 @@ def latest_record_day(con: duckdb.DuckDBPyConnection) -> date | None:
     return scalar(con, "SELECT max(day) FROM raw.record_days")
 
 
+def killed_runs(jobs: int | None, runs: int | None) -> tuple[str, str]:
+    """The one count of what the infrastructure killed — runs, a requeued job's killed run included, as the
+    headline's "Infra failures" card and ``marts.hw_incidents.affected_jobs`` count them — worded by what they
+    are: ``('2 jobs', '')`` when every run was a job's final run, ``('1 requeued run', '')`` when each was
+    an earlier run Slurm requeued, else ``('3 runs', '2 jobs + 1 requeued run')`` (the detail in the kit's
+    one wording, :func:`~gpusre.reports.kit.formatting.jobs_and_requeued_runs`). ``jobs`` (the jobs' final
+    runs) None or above ``runs``: the split is unknown, ``runs`` are worded as jobs.
+
+    >>> killed_runs(2, 2), killed_runs(0, 1), killed_runs(1, 2)
+    (('2 jobs', ''), ('1 requeued run', ''), ('2 runs', '1 job + 1 requeued run'))
+    """
+    runs = runs or 0
+    if jobs is None or jobs >= runs:
+        return plural(runs, "job"), ""
+    if not jobs:
+        return plural(runs, "requeued run"), ""
+    return plural(runs, "run"), jobs_and_requeued_runs(jobs, runs)
+
+
 #: The 'all' row of marts.job_totals cut at a day: the sum of its 'day' rows up to it (a plain scalar
 #: sum of a mart's rows, no grouping), each column as the mart's 'all' row has it.
 _TOTALS_THROUGH = """SELECT 'all' AS scope, NULL::DATE AS day, min(day) AS first_day, max(day) AS last_day,
@@ -234,6 +255,11 @@ SOURCE_NAMES: dict[str, str] = {"sacct": "Slurm accounting", "syslog": "node log
                                 "slurm_events": "node-state history", "alerts": "alert data"}
 
 
+#: The sources whose record time only ends an interval (the registry's record time is the accounting's):
+#: their last record's day is the day it closes (models/ingest/record_days.py dates their records so).
+_END_TIMED = frozenset(s.name for s in SOURCES if s.record_ts == ACCOUNTING_RECORD_TS_SQL)
+
+
 def sources_without_day(con: duckdb.DuckDBPyConnection, day: date) -> dict[str, str]:
     """The sources that loaded records but have none for ``day``, each with why ('they end on 2026-11-10',
     'they begin on 2026-11-12', 'none that day'), from marts.data_freshness (first and last record, empty
@@ -247,7 +273,10 @@ def sources_without_day(con: duckdb.DuckDBPyConnection, day: date) -> dict[str, 
         if not r["records"] or r["first_record_ts"] is None or r["last_record_ts"] is None:
             continue
         first = r["first_record_ts"].astimezone(timezone.utc).date()
-        last = r["last_record_ts"].astimezone(timezone.utc).date()
+        last_ts = r["last_record_ts"].astimezone(timezone.utc)
+        # Slurm accounting's last record time ends an interval (a job's end, a running job at the dump's cut):
+        # at exactly midnight it closes the day before, as raw.record_days dates it (ACCOUNTING_RECORD_DAY_SQL).
+        last = (last_ts - timedelta(microseconds=1) if r["source_kind"] in _END_TIMED else last_ts).date()
         if day > last:
             why = f"the last record is on {last.isoformat()}"
         elif day < first:

@@ -7,10 +7,13 @@
 -- (capacity_hours_expr, which goodput, node availability and the SLIs use): 24, but on the day of $as_of
 -- (the accounting's last moment) only the hours up to it when more than 60 min (MAX_GAP_MINUTES) of the
 -- day lie after it (the minutes after midnight a dump cut at 00:05 reaches; the day is flagged partial).
+-- First day: the accounting's (the UTC day of $acct_from, models/accounting_span.py accounting_span's first
+-- moment), as goodput_daily, node_availability_daily and slo_daily: no row before it, though a job that
+-- started before the first dump's window overlaps those days (the dumps say nothing else about them).
 -- Parameters: $max_gap_minutes DOUBLE (accounting_span.MAX_GAP_MINUTES), $day DATE, $capacity_gpus INTEGER (GPUs in the cluster: the sum of every node's GPUs,
 -- cluster.yaml node_gpus over gpus_per_node), $as_of TIMESTAMPTZ
 -- (end assumed for jobs still running and the accounting's last moment; a NULL $as_of leaves running
--- jobs out and the day's end uncut).
+-- jobs out and the day's end uncut), $acct_from TIMESTAMPTZ (the accounting's first moment; NULL: no first day).
 CREATE TABLE IF NOT EXISTS marts.utilization_daily (
     day                 DATE   NOT NULL,
     capacity_gpu_hours  DOUBLE,          -- $capacity_gpus * the day's capacity hours (24 unless partial)
@@ -19,7 +22,10 @@ CREATE TABLE IF NOT EXISTS marts.utilization_daily (
     jobs_running        BIGINT NOT NULL  -- GPU jobs with a positive overlap with the day
 );
 
-DELETE FROM marts.utilization_daily WHERE day = $day::DATE;
+-- the days before the first day go too: an earlier run may have written them before the dump that starts
+-- the accounting later (or a re-landed one) moved its first day
+DELETE FROM marts.utilization_daily
+WHERE day = $day::DATE OR day < CAST(timezone('UTC', $acct_from::TIMESTAMPTZ) AS DATE);
 
 INSERT INTO marts.utilization_daily BY NAME  -- by name: the partial column (models/day_coverage.py) is set afterwards
 WITH bounds AS (
@@ -52,4 +58,5 @@ SELECT $day::DATE                                              AS day,
        allocated_gpu_hours,
        allocated_gpu_hours / NULLIF(cap.capacity_gpu_hours, 0) AS utilization,
        jobs_running
-FROM agg, cap;
+FROM agg, cap
+WHERE $acct_from::TIMESTAMPTZ IS NULL OR $day::DATE >= CAST(timezone('UTC', $acct_from::TIMESTAMPTZ) AS DATE);

@@ -141,8 +141,8 @@ class _Batcher:
     flatten runs at a time, and every other use of the connection waits for it (:meth:`wait`).
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, max_bytes: int | None = None) -> None:
-        self._con, self._max_bytes = con, max_bytes or BATCH_BYTES
+    def __init__(self, con: duckdb.DuckDBPyConnection, max_bytes: int | None = None, timezone: str = "UTC") -> None:
+        self._con, self._max_bytes, self._timezone = con, max_bytes or BATCH_BYTES, timezone
         self._frames: list[pl.DataFrame] = []
         self._bytes = 0
         #: Record text added since the caller last reset it (the ingest's rounds).
@@ -169,7 +169,7 @@ class _Batcher:
         self.wait()
         if self._frames:
             records = pl.concat(self._frames, how="vertical", rechunk=False)
-            self._writer.submit(stage_records, self._con, records, target=_STAGE)
+            self._writer.submit(stage_records, self._con, records, target=_STAGE, timezone=self._timezone)
         self._frames, self._bytes = [], 0
 
     def wait(self) -> None:
@@ -260,8 +260,10 @@ def ingest_alert_files(
     landing: Path,
     *,
     progress: Callable[[str], None] | None = None,
+    timezone: str = "UTC",
 ) -> list[FileIngest]:
     """Ingest every new or changed file under ``landing/alerts``; call it outside a transaction.
+    ``timezone`` (cluster.yaml's, IANA) is the zone a webhook logger's time without an offset is read in.
 
     Per file, ``rows_read`` (notifications read, plus payloads rejected whole) = ``rows_loaded``
     (rows in ``raw.alert_notifications``) + ``rows_rejected`` (rows in ``raw.rejects``). A file
@@ -324,7 +326,7 @@ def ingest_alert_files(
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE} ({STAGE_COLUMNS_SQL})")
     con.execute("CREATE OR REPLACE TEMP TABLE _alert_stage_rejects "
                 "(source_file VARCHAR, line_no BIGINT, reject_raw VARCHAR, error VARCHAR)")
-    batcher = _Batcher(con)
+    batcher = _Batcher(con, timezone=timezone)
     try:
         # In name order, the received order templates are mined in (see stage_round).
         for index, path in enumerate(sorted(paths, key=lambda p: p.relative_to(landing).as_posix()), start=1):

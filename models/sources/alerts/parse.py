@@ -39,7 +39,13 @@ Files (``.gz``/``.bz2``/``.xz`` compressed versions too; a leading UTF-8 BOM is 
     One payload per line — what a webhook receiver appending request bodies to a file writes.
     Blank lines are skipped. A line may start with a prefix a logger added before the JSON
     (``2026-09-01T10:00:00Z POST /alerts {...}``); an ISO-8601 time in the prefix becomes
-    ``received_at``. A JSON value pretty-printed over several lines (as in the fluentd capture
+    ``received_at``: with its offset when it has one, else it is the cluster's local time (cluster.yaml
+    ``timezone``, as every naive stamp: Python logging's default ``asctime`` is local). In the repeated
+    hour of a DST fall-back it is the earlier instant unless that is before the latest ``startsAt`` of
+    the alerts the payload carries (by more than :data:`EARLY_DELIVERY_TOLERANCE_S`: nothing is
+    delivered before it starts) and the later is not; a local time in the spring-forward gap gives
+    none. :data:`EARLY_DELIVERY_SQL` says which deliveries are still before their alert (a logger's
+    clock or zone is off). A JSON value pretty-printed over several lines (as in the fluentd capture
     ``alertmonitor_example_syslog.txt``) is stitched back into one record.
 
 Numbering: ``line_no`` is the physical line a payload starts on (1 for a ``.json`` document),
@@ -73,6 +79,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from gpusre.models.ingest.slurm_values import check_timezone, localize_to_utc
 from gpusre.models.ingest.landing_files import (
     LandingFileFault,
     SourceScan,
@@ -85,6 +92,8 @@ from gpusre.models.ingest.landing_files import (
 __all__ = [
     "ALERT_SUFFIXES",
     "DESCRIPTION_SQL",
+    "EARLY_DELIVERY_SQL",
+    "EARLY_DELIVERY_TOLERANCE_S",
     "ParsedAlerts",
     "RECORD_SCHEMA",
     "SEQ_SQL",
@@ -99,6 +108,7 @@ __all__ = [
     "fill_fingerprints",
     "fingerprints_of",
     "iter_alert_records",
+    "logger_times",
     "parse_alert_file",
     "stage_records",
     "unordered_inserts",
@@ -531,6 +541,15 @@ TEMPLATE_TEXT_SQL = """CASE WHEN coalesce(summary, description) IS NULL THEN coa
 #: A trailing UTC offset beyond ±14 h, or with 60+ minutes: no time zone has one.
 _BAD_OFFSET = r"[+-](?:(?:1[5-9]|[2-9][0-9]):?[0-9][0-9]|[0-9][0-9]:?[6-9][0-9])$"
 _PREFIX_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+#: A trailing UTC offset (``Z``, ``+09:00``, ``-0600``) of a prefix time: without one it is local time.
+_PREFIX_OFFSET = r"(?:Z|[+-]\d{2}:?\d{2})$"
+#: How far before an alert's ``startsAt`` a delivery of it may be logged (clocks of the logger and of
+#: Prometheus a little apart) before it is a clock or time-zone problem: Alertmanager sends an alert
+#: only once it started (and after ``group_wait``), so a delivery an hour before it is misdated.
+EARLY_DELIVERY_TOLERANCE_S = 60
+#: Over ``raw.alert_notifications``: a notification delivered (``received_at``) before the alert it
+#: carries started, beyond :data:`EARLY_DELIVERY_TOLERANCE_S` — the logger's clock or zone is off.
+EARLY_DELIVERY_SQL = f"(received_at < starts_at - INTERVAL {EARLY_DELIVERY_TOLERANCE_S} SECOND)"
 #: A UTC time in a file's name, as a script polling ``/api/v2/alerts`` names its snapshots
 #: (``alerts-2026-11-24T021500Z.json``, ``…T02:15:00Z``): basic or extended ISO 8601, ``Z`` or no zone.
 _NAME_TIME = r"(\d{4}-?\d{2}-?\d{2}T\d{2}:?\d{2}:?\d{2})Z?[^/]*$"
@@ -555,19 +574,22 @@ _ALERT_TYPE = "STRUCT(" + ", ".join(f'"{k}" {v}' for k, v in _ALERT_FIELDS.items
 _FLATTEN_SQL = f"""
 INSERT INTO __TARGET__ BY NAME
 WITH payloads AS (
-    SELECT source_file, line_no, prefix, raw, false AS in_array, 1 AS payload_no, body AS payload,
+    SELECT source_file, line_no, prefix, logger_local, logger_early, logger_late, raw, false AS in_array,
+           1 AS payload_no, body AS payload,
            coalesce(error, CASE WHEN NOT json_valid(body) THEN 'not valid JSON' END) AS record_error,
            NULL::TIMESTAMPTZ AS doc_updated
     FROM __RECORDS__
     WHERE error IS NOT NULL OR NOT starts_with(body, '[') OR NOT json_valid(body)
     UNION ALL
-    SELECT source_file, line_no, prefix, NULL, true, generate_subscripts(l, 1), unnest(l), NULL, doc_updated
-    FROM (SELECT source_file, line_no, prefix, l,
+    SELECT source_file, line_no, prefix, logger_local, logger_early, logger_late, NULL, true,
+           generate_subscripts(l, 1), unnest(l), NULL, doc_updated
+    FROM (SELECT source_file, line_no, prefix, logger_local, logger_early, logger_late, l,
                  -- an /api/v2/alerts snapshot's time when its name has none: the latest updatedAt of its
                  -- alerts, taken per document here (a window over every row of the batch ran out of memory)
                  list_max(list_transform(l, lambda x: try_cast(NULLIF(trim(json_extract_string(x, '$.updatedAt')), '')
                                                           AS TIMESTAMPTZ))) AS doc_updated
-          FROM (SELECT source_file, line_no, prefix, json_extract(body, '$[*]')::VARCHAR[] AS l
+          FROM (SELECT source_file, line_no, prefix, logger_local, logger_early, logger_late,
+                       json_extract(body, '$[*]')::VARCHAR[] AS l
                 FROM __RECORDS__
                 WHERE error IS NULL AND starts_with(body, '[') AND json_valid(body)))
 ), typed AS (
@@ -586,8 +608,8 @@ WITH payloads AS (
     FROM typed
 ), listed AS (
     -- Only scalars travel with each alert: unnest copies every carried column once per alert.
-    SELECT source_file, line_no, prefix, raw, in_array, payload_no::INTEGER AS payload_no, payload, format, doc_updated,
-           p.receiver AS receiver, p.groupKey AS group_key, p.status AS payload_status,
+    SELECT source_file, line_no, prefix, logger_local, logger_early, logger_late, raw, in_array,
+           payload_no::INTEGER AS payload_no, payload, format, doc_updated, p.receiver AS receiver, p.groupKey AS group_key, p.status AS payload_status,
            -- Both webhooks cut the list at the receiver's limit (Alertmanager's max_alerts, Grafana's
            -- contact-point "Max alerts") and say how many they dropped.
            CASE WHEN format IN ('alertmanager', 'grafana') THEN p.truncatedAlerts END AS truncated_alerts,
@@ -609,9 +631,15 @@ WITH payloads AS (
                        WHEN 'alert' THEN [{_BARE_ALERT}]
                        ELSE [NULL::{_ALERT_TYPE}] END AS alerts
     FROM formatted
+), started AS (
+    -- The latest start of the alerts a payload carries, where a logger's local time of the repeated DST
+    -- hour has two readings: the delivery cannot be before it (see the module docstring).
+    SELECT *, CASE WHEN logger_late <> logger_early THEN list_max(list_transform(alerts, lambda a:
+                   try_cast(NULLIF(trim(coalesce(a.startsAt, a.activeAt)), '') AS TIMESTAMPTZ))) END AS latest_start
+    FROM listed
 ), items AS (
     SELECT * EXCLUDE (alerts), unnest(alerts) AS alert, generate_subscripts(alerts, 1)::INTEGER AS alert_no
-    FROM listed
+    FROM started
 ), fields AS (
     SELECT *,
         CASE WHEN starts_with(alert.labels, '{{') AND alert.labels::VARCHAR <> '{{}}' THEN alert.labels END AS labels,
@@ -653,9 +681,17 @@ WITH payloads AS (
     FROM parsed
 ), flat AS (
     SELECT source_file, line_no, payload_no, alert_no, format,
-       -- A logger's time before the JSON; else, for a bare alert (an /api/v2/alerts snapshot has no
-       -- delivery time), the time in the snapshot file's name, else the latest updatedAt it shows.
-       coalesce(try_cast(replace(NULLIF(regexp_extract(prefix, '{_PREFIX_TIME}'), ''), ',', '.') AS TIMESTAMPTZ),
+       -- A logger's time before the JSON (its own offset, else the cluster's local time: the earlier reading
+       -- of a repeated DST hour unless the payload's alerts started after it); else, for a bare alert (an
+       -- /api/v2/alerts snapshot has no delivery time), the time in the snapshot file's name, else the
+       -- latest updatedAt it shows.
+       coalesce(CASE WHEN NOT logger_local
+                     THEN try_cast(replace(NULLIF(regexp_extract(prefix, '{_PREFIX_TIME}'), ''), ',', '.') AS TIMESTAMPTZ)
+                     WHEN logger_late > logger_early
+                          AND logger_early < latest_start - INTERVAL {EARLY_DELIVERY_TOLERANCE_S} SECOND
+                          AND logger_late >= latest_start - INTERVAL {EARLY_DELIVERY_TOLERANCE_S} SECOND
+                     THEN logger_late
+                     ELSE logger_early END,
                 CASE WHEN format = 'alert' AND line_no = 1 THEN timezone('UTC', try_strptime(
                      NULLIF(regexp_replace(regexp_extract(source_file, '{_NAME_TIME}', 1), '[-:]', '', 'g'), ''),
                      '%Y%m%dT%H%M%S')) END,
@@ -743,9 +779,35 @@ def unordered_inserts(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute(f"SET preserve_insertion_order = {'true' if before else 'false'}")
 
 
-def stage_records(con: duckdb.DuckDBPyConnection, records: pl.DataFrame, *, target: str) -> None:
+def logger_times(records: pl.DataFrame, timezone: str = "UTC") -> pl.DataFrame:
+    """``records`` (:data:`RECORD_SCHEMA`) with ``logger_local`` (the logger's prefix time has no UTC
+    offset: it is local time) and its two readings in ``timezone`` (IANA), ``logger_early`` and
+    ``logger_late`` (UTC; they differ in the repeated hour of a DST fall-back, both null in the
+    spring-forward gap): the one definition of a naive stamp
+    (:func:`~gpusre.models.ingest.slurm_values.localize_to_utc`), as sacct and node logs read theirs.
+
+    >>> r = pl.DataFrame({"prefix": ["2026-11-01 01:31:02,512 INFO webhook POST /alerts", "2026-11-01T07:31:02Z"]})
+    >>> logger_times(r, "America/Chicago").select("logger_local", "logger_early", "logger_late").rows()[0]
+    (True, datetime.datetime(2026, 11, 1, 6, 31, 2, 512000, tzinfo=zoneinfo.ZoneInfo(key='UTC')), \
+datetime.datetime(2026, 11, 1, 7, 31, 2, 512000, tzinfo=zoneinfo.ZoneInfo(key='UTC')))
+    """
+    check_timezone(timezone)
+    text = pl.col("prefix").str.extract(f"({_PREFIX_TIME})", 1)
+    local = text.is_not_null() & ~text.str.contains(_PREFIX_OFFSET)
+    naive = (pl.when(local).then(text).str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
+             .str.strptime(pl.Datetime("us"), "%Y-%m-%d %H:%M:%S%.f", strict=False))
+    return records.with_columns(
+        local.fill_null(False).alias("logger_local"),
+        localize_to_utc(naive, timezone, ambiguous="earliest").alias("logger_early"),
+        localize_to_utc(naive, timezone, ambiguous="latest").alias("logger_late"),
+    )
+
+
+def stage_records(con: duckdb.DuckDBPyConnection, records: pl.DataFrame, *, target: str,
+                  timezone: str = "UTC") -> None:
     """Flatten a record frame into ``target`` (:data:`STAGE_COLUMNS_SQL`), appending; one
-    set-based DuckDB statement.
+    set-based DuckDB statement. ``timezone`` (IANA, cluster.yaml's) is the zone a logger's time
+    without an offset is read in (:func:`logger_times`).
 
     Every alert of every payload becomes one row; a record that is not valid JSON, or a payload
     that is not an alert payload, becomes one row with ``error`` set. ``fingerprint`` is left NULL
@@ -753,7 +815,7 @@ def stage_records(con: duckdb.DuckDBPyConnection, records: pl.DataFrame, *, targ
     """
     if records.height == 0:
         return
-    arrow = records.to_arrow(compat_level=pl.CompatLevel.oldest())
+    arrow = logger_times(records, timezone).to_arrow(compat_level=pl.CompatLevel.oldest())
     con.register("_alert_records", pa.Table.from_batches(arrow.to_batches(max_chunksize=SCAN_BATCH_ROWS)))
     try:
         with unordered_inserts(con):
@@ -843,8 +905,9 @@ class ParsedAlerts:
         return self.notifications.height + self.rejects.height
 
 
-def parse_alert_file(path: Path, source_file: str | None = None) -> ParsedAlerts:
-    """Parse one alert file with an in-memory DuckDB (the ingest's own code path, no warehouse).
+def parse_alert_file(path: Path, source_file: str | None = None, timezone: str = "UTC") -> ParsedAlerts:
+    """Parse one alert file with an in-memory DuckDB (the ingest's own code path, no warehouse);
+    ``timezone``: the cluster's, that a logger's time without an offset is read in.
 
     Fingerprints are filled in; ``summary``, ``description`` and ``template_text`` (the text the
     ingest templates) are added for convenience.
@@ -855,7 +918,7 @@ def parse_alert_file(path: Path, source_file: str | None = None) -> ParsedAlerts
         con.execute("SET TimeZone = 'UTC'")
         con.execute(f"CREATE TEMP TABLE staged ({STAGE_COLUMNS_SQL})")
         for records in iter_alert_records(path, source_file):
-            stage_records(con, records, target="staged")
+            stage_records(con, records, target="staged", timezone=timezone)
         fill_fingerprints(con, "staged")
         notifications = con.sql(
             f"""SELECT s.* EXCLUDE (seq, template_key, error, reject_raw), q.seq,

@@ -100,6 +100,7 @@ __all__ = [
     "parse_slurm_events_file",
     "parse_slurm_events_text",
     "power_saving_flag",
+    "runs_jobs",
 ]
 
 _UTC = pl.Datetime("us", "UTC")
@@ -257,6 +258,38 @@ def normalize_node_state(text: str) -> tuple[str | None, bool]:
             return "NOT_RESPONDING", True
         raise ValueError(f"unknown node state '{text}'")
     return found[0], not_responding
+
+
+#: Printed state words that say the node was running jobs: its base state (allocated, mixed, completing) or
+#: Slurm's name for a drain or fail flag on such a node (``DRAINING``/``DRNG``, ``FAILING``/``FAILG``). A drain
+#: there lets the running jobs finish and starts no new one (``scontrol update state=DRAIN``): the node is
+#: drained only when the last of them ends. (:data:`_STATE_WORDS` maps DRAINING and DRAINED alike to DRAIN.)
+_BUSY_WORDS = frozenset({"ALLOC", "ALLOCATED", "MIX", "MIXED", "COMP", "COMPLETING", "DRAINING", "DRNG",
+                         "FAILING", "FAILG"})
+#: Printed state words that say the node ran no job: idle, drained (the drain in effect), down, future.
+_IDLE_WORDS = frozenset({"IDLE", "DRAINED", "DOWN", "FUTR", "FUTURE"})
+
+
+def runs_jobs(text: str | None) -> bool | None:
+    """Does a printed node state say the node was still running jobs (so a drain or fail flag on it waits for
+    them)? True: allocated, mixed, completing, ``DRAINING``, ``FAILING``; False: idle, ``DRAINED``, down or not
+    responding (out of service at once); None: the text does not say (a bare ``DRAIN`` or ``FAIL``, ``MAINT``,
+    no text) — read as written: out of service from its start.
+
+    >>> [runs_jobs(t) for t in ("MIXED+DRAIN", "drng", "ALLOC$", "IDLE+DRAIN", "DOWN+DRAIN", "mix*", "DRAIN", None)]
+    [True, True, True, False, False, False, None, None]
+    """
+    if not text or not text.strip():
+        return None
+    words: set[str] = set()
+    for token in text.strip().upper().split("+"):
+        word = token.rstrip("".join(_SUFFIX_FLAGS))
+        if any(_SUFFIX_FLAGS.get(ch) == "NOT_RESPONDING" for ch in token[len(word):]):
+            return False  # slurmctld cannot reach the node: nothing says it still serves its jobs
+        words.add(word)
+    if words & {"NOT_RESPONDING", "NO_RESPOND"} or words & _IDLE_WORDS:
+        return False
+    return True if words & _BUSY_WORDS else None
 
 
 # NODE_STATE_* of slurm.h (Slurm 17.11+): the base state in the low 4 bits, flags above.

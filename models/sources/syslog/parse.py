@@ -23,7 +23,8 @@ fabricmanager  ``[Feb 25 2025 13:59:45] [INFO] [tid 1803] msg`` (nv-fabricmanage
 slurm          ``[2026-04-29T23:36:37.809] error: msg`` (slurmd/slurmctld log)               local
 journald_json  ``journalctl -o json``: one JSON object per line                             epoch
 journal_full   ``Thu 2025-01-15 03:04:05 UTC host prog[pid]: msg`` (``journalctl -o          zone or
-               short-full``; UTC/GMT or ``+0900`` are offsets, other zone names local time)  local
+               short-full``; UTC/GMT, ``+0900`` and the cluster zone's own abbreviations    local
+               (CST/CDT in America/Chicago) are offsets, other zone names local time)
 journal_unix   ``1736910245.123456 host prog[pid]: msg`` (``journalctl -o short-unix``)      epoch
 continuation   an indented line (or any line after a Fabric Manager line) that continues the
                line above: ts, host, program and pid are copied from it
@@ -34,7 +35,11 @@ Conventions:
 * ``ts`` is ``Datetime('us','UTC')``. Local times are read in ``timezone``. In the autumn DST
   fall-back hour, a local time maps to the earlier instant unless the file's clock visibly went
   back (a drop of more than 5 minutes within that hour), after which it maps to the later one.
-  A local time in the spring-forward gap does not exist and the line is rejected.
+  A local time in the spring-forward gap does not exist and the line is rejected. A ``journal_full``
+  stamp naming one of ``timezone``'s own abbreviations (``01:30:00 CST`` in America/Chicago) is not
+  local time but the offset that abbreviation had in the line's year (UTC-6): it says which pass of
+  the repeated hour the line is from. An abbreviation the zone used with two offsets in those years,
+  or one that is not the zone's (``EST`` in a cluster set to America/Chicago), is read as local time.
 * RFC 3164 has no year: the year comes from ``year_hint`` (the time range the data is expected to
   cover, e.g. the cluster's sacct range or ``(mtime - 1 year, mtime)``; default: the year before
   now); the year putting most lines inside it wins, the later one on a tie. Within one file a month
@@ -42,7 +47,10 @@ Conventions:
   (jitter on a central server at New Year) goes back one.
 * Uptime stamps (``dmesg``, pstore, /dev/kmsg) are placed at ``boot_time + uptime`` when
   ``boot_time`` is given, else rejected: without it they cannot be put on the wall clock.
-* ``host`` comes from the line when it has one, else ``host_from_name``. ``program`` is the syslog
+* ``host`` comes from the line when it has one, else ``host_from_name``. A log-level word (``ERROR``,
+  ``warn``, ``Info``...) where the header has its host is no host (DCGM's nv-hostengine.log
+  ``2026-11-17 12:10:03.624 ERROR [3125:3190] msg``): with no tag after it, it stays the message's first
+  word. ``program`` is the syslog
   tag (``kernel`` for kernel-ring-buffer formats, ``nv-fabricmanager`` for Fabric Manager).
 * The kernel's own ``[123.456]`` uptime prefix at the start of a syslog/journald message is
   removed, so that it does not leak into templates; the rest of the message is kept verbatim
@@ -65,8 +73,10 @@ import bz2
 import gzip
 import lzma
 import re
-import zoneinfo  # noqa: F401  (used by the doctest's repr)
+import zoneinfo
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePath
 
@@ -127,8 +137,13 @@ _ISO = _DATE + "T" + _HMS
 _ISO_T_OR_SPACE = _DATE + "[T ]" + _HMS
 _FRAC = r"(?:\.(?P<frac>\d{1,9}))?"
 _OFF = r"(?P<off>Z|[+-]\d{2}:?\d{2})"
+# Log-level words (any case) a program writes where a syslog header has its host: DCGM's nv-hostengine.log
+# "2026-11-17 12:10:03.624 ERROR [3125:3190] msg", a template printing the severity text. Never a host: the
+# level alternative comes first (Rust regex has no look-ahead; leftmost-first takes it), the host is then
+# the file's (its name or folder), and a level word with no tag after it goes back to the message.
+_LEVEL = r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERR|ERROR|CRIT|CRITICAL|ALERT|EMERG|FATAL)"
 # Optional host: never contains ':' or '[' so that "Jan 15 03:04:05 sshd[1]: x" has no host.
-_HOST = r"(?:(?P<host>[^\s:\[\]]+) )?"
+_HOST = r"(?:(?P<level>" + _LEVEL + r") |(?P<host>[^\s:\[\]]+) )?"
 # Syslog tag "prog[pid]: "; "syslogd 1.4.1: " (name + version) is a tag too (sysklogd).
 _TAG = r"(?:(?P<prog>[^\s:\[\]]+(?: \d[\d.]*)?)(?:\[(?P<pid>\d+)\])?: ?)?"
 # RFC 5424 STRUCTURED-DATA: "-" or one or more [id k="v"] elements (quoted values may hold ']').
@@ -345,6 +360,52 @@ def _offset_valid(off: pl.Expr) -> pl.Expr:
     return (off == "Z") | ((hours <= 14) & (minutes < 60)).fill_null(False)
 
 
+#: How often :func:`_abbreviations_of_year` samples a zone: every abbreviation lasts months (a DST
+#: period) or years, so four samples a day see each one; a year costs ~1,500 zoneinfo look-ups.
+_ABBREVIATION_SAMPLE = timedelta(hours=6)
+
+
+@lru_cache(maxsize=256)
+def _abbreviations_of_year(timezone: str, year: int) -> frozenset[tuple[str, int]]:
+    """``(abbreviation, UTC offset in seconds)`` pairs ``timezone`` (IANA) shows during ``year``, a
+    day either side included (a line of local New Year's night is the old year in UTC)."""
+    zone = zoneinfo.ZoneInfo(timezone)
+    t = datetime(year, 1, 1, tzinfo=UTC) - timedelta(days=1)
+    end = datetime(year + 1, 1, 1, tzinfo=UTC) + timedelta(days=1)
+    pairs: set[tuple[str, int]] = set()
+    while t <= end:
+        local = t.astimezone(zone)
+        offset, name = local.utcoffset(), local.tzname()
+        if offset is not None and name:
+            pairs.add((name, int(offset.total_seconds())))
+        t += _ABBREVIATION_SAMPLE
+    return frozenset(pairs)
+
+
+def _zone_abbreviation_offsets(timezone: str, years: Iterable[int]) -> dict[str, str]:
+    """The abbreviations of ``timezone`` (IANA, from zoneinfo) in ``years`` that each had one UTC
+    offset then, as ``+HHMM`` offsets: what ``journalctl -o short-full`` prints after a local time
+    says which instant it is. An abbreviation with two offsets in those years (Europe/Moscow's MSK
+    in 2014: +04, then +03) is left out: it says nothing about the instant.
+
+    >>> _zone_abbreviation_offsets("America/Chicago", [2026])
+    {'CDT': '-0500', 'CST': '-0600'}
+    >>> _zone_abbreviation_offsets("Europe/Berlin", [2026]), _zone_abbreviation_offsets("Asia/Tokyo", [2026])
+    ({'CEST': '+0200', 'CET': '+0100'}, {'JST': '+0900'})
+    """
+    offsets: dict[str, set[int]] = {}
+    for year in set(years):
+        for name, seconds in _abbreviations_of_year(timezone, year):
+            offsets.setdefault(name, set()).add(seconds)
+    out: dict[str, str] = {}
+    for name, found in sorted(offsets.items()):
+        # only letters: tzdata spells zones without an abbreviation as their offset ("+04"); and whole minutes
+        if len(found) == 1 and name.isalpha() and (seconds := next(iter(found))) % 60 == 0:
+            sign, magnitude = ("-" if seconds < 0 else "+"), abs(seconds) // 60
+            out[name] = f"{sign}{magnitude // 60:02d}{magnitude % 60:02d}"
+    return out
+
+
 def _localize(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
     """Column ``_naive`` (local wall clock, file order) -> ``_local_ts`` (UTC), ``_gap`` and ``_dst_guess``.
 
@@ -489,6 +550,7 @@ _FAST_ROUTE = {
     "iso8601": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}",
 }
 _FAST_HOST = r"^[^\s:\[\]]+$"
+_FAST_LEVEL = r"^" + _LEVEL + r"$"  # a level word where the host goes: the regex path reads it
 _FAST_TAG = r"^(?P<prog>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:$"
 _FAST_ISO_SUFFIX = r"^(?:\.(?P<frac>\d{1,9}))?(?P<off>Z|[+-]\d{2}:?\d{2})?$"
 
@@ -540,7 +602,8 @@ def _header_groups(sub: pl.DataFrame, fmt: str, *, fast: bool) -> pl.DataFrame:
         tag.struct.field("prog").alias("prog"), tag.struct.field("pid").alias("pid")
     )
     extra: list[pl.Expr] = []
-    ok = pl.col("_route") & pl.col(host_f).str.contains(_FAST_HOST) & pl.col("prog").is_not_null()
+    ok = (pl.col("_route") & pl.col(host_f).str.contains(_FAST_HOST) & ~pl.col(host_f).str.contains(_FAST_LEVEL)
+          & pl.col("prog").is_not_null())
     if fmt == "iso8601":
         suffix = pl.col("field_0").str.slice(19).str.extract_groups(_FAST_ISO_SUFFIX)
         cand = cand.with_columns(suffix.alias("_sfx")).with_columns(
@@ -567,6 +630,7 @@ def _header_groups(sub: pl.DataFrame, fmt: str, *, fast: bool) -> pl.DataFrame:
         line.str.slice(10 if fmt == "rfc3164" else 14, 2).alias("M"),
         line.str.slice(13 if fmt == "rfc3164" else 17, 2).alias("S"),
         *extra,
+        pl.lit(None, dtype=pl.String).alias("level"),
         pl.col(host_f).alias("host"),
         "prog",
         "pid",
@@ -683,6 +747,12 @@ def _parse_header_format(
     )
     if fmt in _SYSLOG_LIKE:
         df = df.with_columns(pl.col("message").str.replace(_KERNEL_UPTIME_PREFIX, ""))
+    if "level" in names:
+        # A level word with no tag after it starts the program's own line ("ERROR [3125:3190] ..."): it is
+        # the message's. Before a tag it is the header's severity field, dropped as the <PRI> is.
+        df = df.with_columns(pl.when(pl.col("level").is_not_null() & col("prog").is_null())
+                             .then(pl.concat_str([pl.col("level"), pl.lit(" "), pl.col("message")]))
+                             .otherwise(pl.col("message")).alias("message"))
     if fmt == "rfc5424":
         # NILVALUE "-" means absent; the message may start with a UTF-8 BOM.
         df = df.with_columns(
@@ -690,11 +760,17 @@ def _parse_header_format(
         ).with_columns(pl.col("message").str.strip_prefix("\ufeff"))
 
     if fmt == "journal_full":
-        # UTC/GMT and numeric zones are offsets; another abbreviation (CET, EST) is read as the
-        # cluster's local time, as journalctl printed it in its own zone.
+        # UTC/GMT and numeric zones are offsets, and so is an abbreviation of the cluster's own zone
+        # (CST/CDT in America/Chicago): journalctl prints the one in force at the line's instant, so in
+        # the repeated hour of a fall-back it says which pass the line is from. Another abbreviation
+        # (EST in a cluster set to Chicago) is read as the cluster's local time, as before.
         zone = pl.col("zone")
+        years = df.get_column("Y").cast(pl.Int64, strict=False).drop_nulls().unique()
+        own = _zone_abbreviation_offsets(timezone, years.filter(years.is_between(1900, 2200)).to_list())
         df = df.with_columns(pl.when(zone.is_in(["UTC", "GMT", "Z"])).then(pl.lit("Z"))
-                             .when(zone.str.contains(r"^[+-]\d{4}$")).then(zone).alias("off"))
+                             .when(zone.str.contains(r"^[+-]\d{4}$")).then(zone)
+                             .when(zone.is_in(list(own))).then(zone.replace_strict(own, default=None))
+                             .alias("off"))
     error = pl.lit(None, dtype=pl.String)
     if fmt == "journal_unix":
         epoch_us = _int("epoch") * 1_000_000 + _micros(pl.col("frac"))

@@ -8,10 +8,12 @@ from gpusre.reports.incident.incident import Incident
 from gpusre.reports.incident.terms import (
     alert_location,
     at_text,
+    clock_text,
     event_label,
     labels_text,
     lane_keys,
     root_alert,
+    start_note,
     what_text,
     when_text,
 )
@@ -77,7 +79,10 @@ def build(inc: Incident) -> Section:
         fe = inc.safe("first_events", {}).get(str(h["incident_id"]))
         kv.append((f"Hardware incident {h['incident_id']}",
                    f"{incident_component(h.get('component'), h.get('scope'))}, root cause {h.get('root_cause') or MISSING}, "
-                   f"{plural(h.get('n_events'), 'event')} from {when_text(h.get('start_ts'))}"
+                   # its start as every report shows it: an operator's earlier one labelled, the first line beside
+                   f"started {when_text(h.get('start_ts'))}"
+                   f"{start_note({**h, 'first_evidence_ts': inc.evidence_span(h)[0]}, clock_text)}, "
+                   f"{plural(h.get('n_events'), 'event')}"
                    + (f"; first event {event_label(fe['kind'], fe['code'])} on {fe['node']}: {fe.get('message')}"
                       if fe else "")))
     for a in (inc.alert_incidents if inc.kind == "hw" else []):

@@ -10,11 +10,13 @@ from gpusre.reports.incident.terms import (
     REPAIR_SOURCE_TEXT,
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
+    clock_text,
     incident_missing,
     nodes_phrase,
     operator_text,
     repair_end,
     root_alert,
+    start_note,
     what_text,
     when_text,
 )
@@ -60,6 +62,9 @@ def build(inc: Incident) -> Section:
     first, last = inc.evidence_span(inc.row) if inc.kind == "hw" else (inc.start, inc.end)
     ev_dur = (last - first).total_seconds() if first is not None and last is not None else 0.0
     op = inc.operator_span(inc.row) if inc.kind == "hw" else None
+    # The incident's start is marts.hw_incidents.start_ts, as the nightly and the SLO review show it: an
+    # operator's window that starts before the log evidence is labelled so, with the first log line beside it.
+    note = start_note({**inc.row, "first_evidence_ts": first}, clock_text) if inc.kind == "hw" else ""
     # An alert incident on no Slurm node (a storage server, a PDU) counts the nodes of the hardware
     # incidents it is about, and says so.
     shown_nodes, nodes_from_hw = inc.anchor_nodes, False
@@ -114,8 +119,9 @@ def build(inc: Incident) -> Section:
                     f"{span_hours(rep0['hours_to_repair'])} after {since}{at}")
         elif end and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
             # no drain linked: the nodes never left service; the outage ends when they recovered
+            # from the first evidence, said when the sentence's start is an operator's earlier one
             down = (f" and it was down {span_hours(rep0['hours_to_repair'])}"
-                    + (f" from {since}" if since != "the first evidence" else "")
+                    + (f" from {since}" if since != "the first evidence" or note else "")
                     + f", to {end[2]} at {when_text(end[0])}")
         elif rep0 and is_number(rep0.get("hours_to_repair")):
             down = f" and every node was back in service {span_hours(rep0['hours_to_repair'])} after {since}{at}"
@@ -133,10 +139,10 @@ def build(inc: Incident) -> Section:
                         f"to its last line at {when_text(last)}")
         else:
             evidence = f"its log evidence is a single moment ({plural(r.get('n_events'), 'event')})"
-        started = f"started {when_text(first or inc.start)}"
+        started = f"started {when_text(inc.start)}" + (note or (", its first log line" if op and first is not None
+                                                                else ""))
         if op:
-            started += ((", its first log line; " if first is not None else "; ")
-                        + f"{operator_text(r)} is {when_text(op[0])} → {when_text(op[1])}")
+            started += f"; {operator_text(r)} is {when_text(op[0])} → {when_text(op[1])}"
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
                   f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
         # "…, to its last line at X, and it was down …": the clause after the last-line time is set off.
@@ -151,8 +157,9 @@ def build(inc: Incident) -> Section:
     cards = [
         {"label": "Incident", "value": "Alert incident" if inc.kind == "alert" else "Hardware incident",
          "sub": inc.id, "tone": ""},
-        {"label": "Started", "value": as_utc(first or inc.start).strftime("%m-%d %H:%M:%S"),
+        {"label": "Started", "value": as_utc(inc.start).strftime("%m-%d %H:%M:%S"),  # type: ignore[union-attr]
          "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}" if inc.kind == "alert"
+         else f"UTC · {note.strip()[1:-1]}" if note
          else "UTC · no log evidence (operator's start)" if first is None
          else f"UTC · log evidence spans {fmt_span(ev_dur)}" if ev_dur > 0 else "UTC · one moment of log evidence",
          "tone": "bad" if ongoing(inc) else ""},

@@ -1,7 +1,8 @@
 """Nightly report section "Why jobs failed" (``#attribution``).
 
 Reads marts.failure_attribution_summary, marts.job_failure_attribution (with its
-minutes_since_link_recovery, for the collective-timeout hint); formats, computes nothing."""
+minutes_since_link_recovery, for the collective-timeout hint) and marts.instance_failure_attribution (the
+requeued runs the infrastructure killed); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import cause_label, component_label, state_cell
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, summary_through
+from gpusre.reports.nightly.meta import NightlyMeta, killed_runs, summary_through
 
 _ATTRIBUTIONS = ATTRIBUTIONS
 #: How the lead and the table name an attribution value (the others: as they are).
@@ -180,30 +181,51 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                 + "Lost GPU-hours count infrastructure failures and planned maintenance only (planned: jobs "
                   "maintenance on their nodes ended, no failure)"
                 + (", over the jobs and the requeued runs" if with_requeued else "")
-                + ": the work since the last checkpoint + the restart overhead.",
+                + ": the work since the last checkpoint + the restart overhead, what goodput and ETTR charge "
+                  "the interruption (planned maintenance as goodput's maintenance loss, not a failure's).",
     ))
 
     # evidence_node_state: NULL for a warehouse written before attribution read node states.
     cols = select_columns(con, "marts.job_failure_attribution", ["evidence_node_state"])
-    jobs = query_rows(con, f"""SELECT job_id, state, end_ts, n_gpus, component, cause_class, incident_id,
-                                 len(evidence_event_ids) AS n_evidence, {cols}, rule, lost_gpu_hours
+    # The runs the infrastructure killed that day: the jobs' final runs and the earlier runs Slurm requeued
+    # (marts.instance_failure_attribution) — the count the headline's card and "Last night" give, so a night
+    # whose only kill was a requeued run does not read "no job failed because of the infrastructure".
+    earlier = ""
+    if {"instance_no", "attribution", "end_ts"} <= table_columns(con, "marts.instance_failure_attribution"):
+        icols = select_columns(con, "marts.instance_failure_attribution", ["evidence_node_state"])
+        earlier = f"""UNION ALL
+                      SELECT job_id, instance_no, state, end_ts, n_gpus, component, cause_class, incident_id,
+                             len(evidence_event_ids) AS n_evidence, {icols}, rule, lost_gpu_hours
+                      FROM marts.instance_failure_attribution
+                      WHERE attribution = '{INFRASTRUCTURE}' AND {utc_day_sql('end_ts')} = ?"""
+    jobs = query_rows(con, f"""SELECT job_id, NULL::INTEGER AS instance_no, state, end_ts, n_gpus, component,
+                                 cause_class, incident_id, len(evidence_event_ids) AS n_evidence, {cols}, rule,
+                                 lost_gpu_hours
                           FROM marts.job_failure_attribution
                           WHERE attribution = '{INFRASTRUCTURE}' AND {utc_day_sql('end_ts')} = ?
-                          ORDER BY lost_gpu_hours DESC NULLS LAST, end_ts, job_id""", [meta.report_date])
+                          {earlier}
+                          ORDER BY lost_gpu_hours DESC NULLS LAST, end_ts, job_id, instance_no NULLS LAST""",
+                      [meta.report_date] * (2 if earlier else 1))
     if jobs:
         shown = jobs[:_TOP_N_INFRA_JOBS]
+        requeued = sum(1 for r in jobs if r["instance_no"] is not None)
+        what = f"Infrastructure-failed jobs that ended on {d}"
+        if requeued:
+            head, detail = killed_runs(len(jobs) - requeued, len(jobs))
+            what = (f"Runs the infrastructure killed that ended on {d}: {head}" + (f" ({detail})" if detail else "")
+                    + "; a requeued run, marked with its run number, is an earlier run of a job Slurm ran again")
         sec.add(Table(
             [Column("Job ID"), Column("Ended", nowrap=True), Column("State", nowrap=True), Column("GPUs", True),
              Column("Component"), Column("Cause class"), Column("Incident"), Column("Evidence"),
              Column("Lost GPU-hours", True)],
-            [[Cell(str(r["job_id"]), mono=True), Cell(fmt_date(r["end_ts"])), state_cell(r["state"]),
+            [[Cell(str(r["job_id"]) + (f" (run {r['instance_no']}, requeued)" if r["instance_no"] is not None else ""),
+                   mono=True), Cell(fmt_date(r["end_ts"])), state_cell(r["state"]),
               Cell(fmt_int(r["n_gpus"])), Cell(component_label(r["component"])), Cell(cause_label(r["cause_class"])),
               Cell(truncate(r["incident_id"], 24) if r["incident_id"] else f"none ({r['rule']})",
                    mono=bool(r["incident_id"]), title=r["incident_id"]),
               _evidence_cell(r["n_evidence"], r["evidence_node_state"]), Cell(fmt_num(r["lost_gpu_hours"]))]
              for r in shown],
-            caption=f"Infrastructure-failed jobs that ended on {d}"
-                    + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
+            caption=what + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
         ))
     elif night_unlogged:
         its = "its" if night_unlogged == 1 else "their"

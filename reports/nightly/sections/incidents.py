@@ -1,6 +1,7 @@
 """Nightly report section "Top incidents by lost GPU-hours" (``#incidents``).
 
-Reads marts.hw_incidents (those that began by the end of the report day); formats, computes nothing."""
+Reads marts.hw_incidents (those that began by the end of the report day) and marts.incident_repairs (the first
+log line beside an operator's earlier start); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from gpusre.reports.incident.terms import (
     COSTLIEST_ORDER,
     NOT_LOADED,
     UNKNOWN_NO_ACCOUNTING,
+    first_evidence_sql,
     missing_sources,
     nodes_phrase,
+    start_note,
     tie_text,
 )
 from gpusre.reports.kit.formatting import (
@@ -30,6 +33,7 @@ from gpusre.reports.kit.formatting import (
     plural,
     span_hours,
     truncate,
+    utc_hm,
 )
 from gpusre.reports.kit.labels import cause_label, incident_component
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
@@ -78,7 +82,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     order = (f"n_events DESC NULLS LAST, {COSTLIEST_ORDER}" if agg["unknown"] == agg["n"] else COSTLIEST_ORDER)
     rows = query_rows(con, f"""SELECT incident_id, component, scope, cause_class, start_ts, nodes, n_events, label_source,
                                  root_cause, leaf_switch, affected_jobs, lost_gpu_hours, nodes_recovered,
-                                 hours_to_recovery, coalesce({utc_day_sql('recovered_ts')} > ?, false) AS later
+                                 hours_to_recovery, coalesce({utc_day_sql('recovered_ts')} > ?, false) AS later,
+                                 {first_evidence_sql(con)}
                           FROM marts.hw_incidents WHERE {on_or_before}
                           ORDER BY {order}
                           LIMIT {_TOP_N_INCIDENTS}""", [meta.through, meta.through])
@@ -100,7 +105,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         sec.lead = (
             f"The top {len(rows)} of {plural(agg['n'], 'incident')} lost {gpuh(shown_lost)} GPU-hours"
             + (f" ({fmt_pct(shown_lost / agg['lost'])} of all incident losses)" if agg["lost"] else "")
-            + f"; the costliest, {incident_component(top['component'], top['scope'])}{where} from {fmt_date(top['start_ts'])}, "
+            + f"; the costliest, {incident_component(top['component'], top['scope'])}{where} from "
+              f"{fmt_date(top['start_ts'])}{start_note(top, utc_hm)}, "
             f"killed {plural(top['affected_jobs'] or 0, 'job')} and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-hours"
             + tie_text(tied, top["lost_gpu_hours"])
             # "Recovered" here is "started a job that went on to complete" (recovered_ts: that job's start),
@@ -117,10 +123,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         return Cell(truncate(text, 48), title=text)
 
     sec.add(Table(
-        [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
+        # a start labelled as an operator's (start_note) wraps rather than widen the table past the page
+        [Column("Start", nowrap=not any(start_note(r, utc_hm) for r in rows)), Column("Incident", nowrap=True),
+         Column("Component"), Column("Root cause"),
          Column("Nodes", nowrap=True), Column("Events", True), Column("Jobs hit", True), Column("Lost GPU-h", True),
          Column("Completing job started", True)],
-        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True), Cell(incident_component(r["component"], r["scope"])),
+        [[Cell(fmt_date(r["start_ts"]) + start_note(r, utc_hm)), Cell(str(r["incident_id"]), mono=True),
+          Cell(incident_component(r["component"], r["scope"])),
           cause(r), Cell(nodes_phrase(r["nodes"], 26), mono=True, title=nodes_text(r["nodes"])),
           Cell(fmt_int(r["n_events"])),
           Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num)),

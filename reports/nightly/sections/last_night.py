@@ -1,8 +1,9 @@
 """Nightly section "Last night" (``#last_night``): what happened on the report day and what to do, on the
 first screen, before the period-wide context.
 
-Reads marts.hw_incidents, marts.failure_attribution_summary, marts.job_failure_attribution (and core.jobs for
-a job's name), marts.suspect_nodes, marts.alert_incidents; formats, computes nothing. Each part degrades on
+Reads marts.hw_incidents (and marts.incident_repairs' first log line), marts.failure_attribution_summary,
+marts.job_failure_attribution (and core.jobs for a job's name), marts.suspect_nodes, marts.alert_incidents;
+formats, computes nothing. Each part degrades on
 its own: a missing mart makes its line say "no data", the others still speak."""
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from typing import Any
 import duckdb
 
 from gpusre.models.failures.suspect_nodes import LOOKBACK
-from gpusre.models.warehouse import select_columns
+from gpusre.models.warehouse import select_columns, table_columns
 from gpusre.reports.incident.terms import (
     COSTLIEST_ORDER,
     NOT_LOADED,
     UNKNOWN_NO_ACCOUNTING,
+    first_evidence_sql,
     missing_sources,
     nodes_phrase,
+    start_note,
     tie_text,
 )
 from gpusre.reports.kit.formatting import (
@@ -38,7 +41,14 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import incident_action, incident_kind
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
-from gpusre.reports.nightly.meta import NightlyMeta, alert_history, reason_text, sources_without_day, unbounded_note
+from gpusre.reports.nightly.meta import (
+    NightlyMeta,
+    alert_history,
+    killed_runs,
+    reason_text,
+    sources_without_day,
+    unbounded_note,
+)
 from gpusre.reports.nightly.sections.attribution import attribution_counts
 from gpusre.models.vocabulary import failure_incident_sql
 
@@ -104,9 +114,20 @@ def _incidents(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: froze
         # Logs that stopped (or not yet begun) say nothing of that day either.
         return {"reason": f"no node log line on {fmt_date(meta.report_date)} ({gaps['syslog']}): whether one "
                           "began is unknown", "n": None, "rows": []}
-    cols = select_columns(con, "marts.hw_incidents", ["affected_gpus", "leaf_switch", "action"])
+    cols = select_columns(con, "marts.hw_incidents", ["affected_gpus", "leaf_switch", "action", "label_source",
+                                                      "n_events"])
+    # affected_jobs counts runs (a requeued job's killed run too): the jobs' final runs attributed to it
+    # (marts.job_failure_attribution) and the requeued runs (marts.instance_failure_attribution), worded as
+    # such (killed_runs) when the two add up to it; else (a mart missing) the split is unknown (NULL).
+    per = "WHERE x.incident_id = hw_incidents.incident_id AND x.attribution = 'infrastructure'"
+    have = [t for t in ("job_failure_attribution", "instance_failure_attribution")
+            if {"incident_id", "attribution"} <= table_columns(con, f"marts.{t}")]
+    finals = ("NULL AS killed_jobs" if len(have) < 2 else
+              f"CASE WHEN (SELECT count(*) FROM marts.job_failure_attribution AS x {per}) "
+              f"+ (SELECT count(*) FROM marts.instance_failure_attribution AS x {per}) = affected_jobs "
+              f"THEN (SELECT count(*) FROM marts.job_failure_attribution AS x {per}) END AS killed_jobs")
     rows = [] if not n else query_rows(con, f"""SELECT incident_id, component, scope, start_ts, nodes, affected_jobs,
-                                                   lost_gpu_hours, {cols}
+                                                   lost_gpu_hours, {cols}, {first_evidence_sql(con)}, {finals}
                                             FROM marts.hw_incidents WHERE {_HW_ON_DAY}
                                             ORDER BY {COSTLIEST_ORDER}
                                             LIMIT {TOP_N_INCIDENTS}""", [meta.report_date])
@@ -123,6 +144,13 @@ def _silent_text(silent: dict[str, Any]) -> str:
             f"({nodes_phrase(silent['silent_nodes'], 60)})")
 
 
+def _killed_phrase(jobs: int | None, runs: int | None) -> str:
+    """'2 jobs', '1 requeued run', '2 runs (1 job + 1 requeued run)': :func:`~gpusre.reports.nightly.meta.killed_runs`
+    in a sentence."""
+    head, detail = killed_runs(jobs, runs)
+    return head + (f" ({detail})" if detail else "")
+
+
 def _incident_text(inc: dict[str, Any]) -> str:
     if inc["reason"]:
         return reason_text(inc["reason"])
@@ -133,13 +161,13 @@ def _incident_text(inc: dict[str, Any]) -> str:
         return "none began."
     top = inc["rows"][0]
     impact = ("its job impact is " + UNKNOWN_NO_ACCOUNTING if top["affected_jobs"] is None else
-              f"killed {plural(top['affected_jobs'], 'job')}"
+              "killed " + _killed_phrase(top["killed_jobs"], top["affected_jobs"])
               + (f" on {plural(top['affected_gpus'], 'GPU')}" if top["affected_jobs"] and top["affected_gpus"] else "")
               + f" and lost {gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h"
               + tie_text(inc.get("tied"), top["lost_gpu_hours"]))
     which = "the costliest" if inc["n"] > 1 else "it"
     return (f"{fmt_int(inc['n'])} began; {which}, {incident_kind(top['component'], top['scope'])}"
-            f"{_where_phrase(top)} at {utc_hm(top['start_ts'])} UTC, {impact}.")
+            f"{_where_phrase(top)} at {utc_hm(top['start_ts'])} UTC{start_note(top, utc_hm)}, {impact}.")
 
 
 def _jobs(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: frozenset[str]) -> dict[str, Any]:
@@ -169,9 +197,8 @@ def _jobs_text(jobs: dict[str, Any]) -> str:
     infra, user, unknown = (jobs["counts"].get(a, none) for a in ("infrastructure", "user", "unknown"))
     if not jobs["total"] and not any(c["runs"] for c in jobs["counts"].values()):
         return "no job failed."
-    requeued = infra["runs"] - infra["n"]
-    text = (f"{plural(infra['n'], 'job')} failed because of the infrastructure"
-            + (f" (+ {plural(requeued, 'requeued run')})" if requeued else "")
+    # The runs it killed, a requeued job's run included: the count of the summary line and the headline's card.
+    text = (f"{_killed_phrase(infra['n'], infra['runs'])} failed because of the infrastructure"
             + (f", losing {gpuh(infra['lost'] or 0.0)} GPU-h" if infra["runs"] else ""))
     top = jobs["top"]
     if top is not None and infra["n"] > 1:
@@ -323,13 +350,17 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if not jobs["reason"]:
         none = {"n": 0, "runs": 0, "lost": 0.0}
         infra, unknown = (jobs["counts"].get(a, none) for a in ("infrastructure", "unknown"))
-        lost = f" ({gpuh(infra['lost'] or 0.0)} GPU-h lost)" if infra["runs"] else ""
+        # One count: the runs the infrastructure killed, a requeued job's run included — the headline's
+        # "Infra failures" card and the incident line count the same runs, and their GPU-hours are all in the loss.
+        head, detail = killed_runs(infra["n"], infra["runs"])
+        said = [p for p in (detail, f"{gpuh(infra['lost'] or 0.0)} GPU-h lost" if infra["runs"] else "") if p]
         if unknown["n"]:
             # Failed jobs of unknown cause may be the infrastructure's: the count is a floor, not a fact.
-            summary.append((f"at least {plural(infra['n'], 'job')}{lost}" if infra["n"] else "an unknown number of jobs")
-                           + f" killed by the infrastructure ({plural(unknown['n'], 'failed job')} of unknown cause)")
+            summary.append((f"at least {head}" if infra["runs"] else "an unknown number of jobs")
+                           + " killed by the infrastructure ("
+                           + "; ".join(said + [f"{plural(unknown['n'], 'failed job')} of unknown cause"]) + ")")
         else:
-            summary.append(f"{plural(infra['n'], 'job')} killed by the infrastructure{lost}")
+            summary.append(f"{head} killed by the infrastructure" + (f" ({'; '.join(said)})" if said else ""))
     if rep["n"]:
         summary.append(f"{plural(rep['n'], 'node')} failing again")
     if not al["reason"]:
@@ -349,10 +380,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if inc["rows"]:
         more = inc["n"] - len(inc["rows"])
         sec.add(Table(
-            [Column("Start (UTC)", nowrap=True), Column("What failed"), Column("Where", nowrap=True),
-             Column("Jobs killed", True), Column("Lost GPU-h", True), Column("Recommended action"),
+            # a start labelled as an operator's (start_note) wraps rather than widen the table past the page
+            [Column("Start (UTC)", nowrap=not any(start_note(r, utc_hm) for r in inc["rows"])),
+             Column("What failed"), Column("Where", nowrap=True),
+             # the runs each incident killed; "Runs" as soon as one of them was a requeued job's earlier run
+             Column("Runs killed" if any(r["killed_jobs"] is not None and (r["affected_jobs"] or 0) > r["killed_jobs"]
+                                         for r in inc["rows"]) else "Jobs killed", True),
+             Column("Lost GPU-h", True), Column("Recommended action"),
              Column("Incident", nowrap=True)],
-            [[Cell(utc_hm(r["start_ts"]), title=fmt_date(r["start_ts"])),
+            [[Cell(utc_hm(r["start_ts"]) + start_note(r, utc_hm), title=fmt_date(r["start_ts"])),
               Cell(incident_kind(r["component"], r["scope"])),
               Cell(_where(r), mono=True, title=nodes_text(r["nodes"])),
               Cell(or_unknown(r["affected_jobs"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], gpuh)),

@@ -1,14 +1,15 @@
 """Nightly report section "Data quality" (``#quality``).
 
 Reads marts.data_freshness, marts.ingestion_by_source, marts.log_coverage_daily (stopped nodes, hosts outside the
-node list), marts.alert_monitoring_gaps (alert rules that could not be evaluated), raw.ingested_files, raw.record_days,
-raw.rejects;
+node list), marts.alert_monitoring_gaps (alert rules that could not be evaluated), marts.fleet_coverage.timezone (the
+cluster's zone, whose DST calendar dates the repeated hour), raw.ingested_files, raw.record_days, raw.rejects;
 formats, computes nothing."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import duckdb
 
@@ -24,6 +25,7 @@ from gpusre.reports.kit.formatting import (
 )
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.kit.zone import cluster_timezone
 from gpusre.reports.nightly.meta import NightlyMeta
 
 _TOP_N_REJECTS = 20
@@ -56,18 +58,54 @@ def _gone_note(con: duckdb.DuckDBPyConnection) -> str | None:
 _DST_NAMES_SHOWN = 5
 
 
+def _first_passes(zone_name: str | None, day: date) -> list[tuple[datetime, datetime]]:
+    """``[start, end)`` (UTC) of the first pass of each hour ``zone_name`` repeated by a DST fall-back that
+    lies on the UTC ``day``: the instants a guessed local time of that hour was placed at (the earlier
+    reading). America/Chicago, 2026-11-01: 06:00-07:00; Australia/Sydney's April fall-back is on the UTC
+    Saturday (15:00-16:00), a day before its 25-h local Sunday. Empty without a zone or fall-back."""
+    try:
+        zone = ZoneInfo(zone_name) if zone_name else None
+    except (KeyError, ValueError):
+        return []
+    if zone is None:
+        return []
+    d0 = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    out = []
+    # Offsets a minute apart over the day and 3 h more (a fall-back at 00:30 UTC the next day repeats the
+    # day's last half hour; no zone turns back more than 2 h): 1,620 look-ups, a calendar, not the data.
+    # A drop at t is a fall-back: the hour(s) before it repeat.
+    minutes = [d0 + timedelta(minutes=m) for m in range(27 * 60 + 1)]
+    offsets = [t.astimezone(zone).utcoffset() for t in minutes]
+    for t, before, after in zip(minutes[1:], offsets, offsets[1:]):
+        if before is not None and after is not None and after < before:
+            start, end = t - (before - after), t
+            if start < d0 + timedelta(days=1) and end > d0:
+                out.append((max(start, d0), min(end, d0 + timedelta(days=1))))
+    return out
+
+
 def _dst_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str | None:
-    """The sentence on node-log lines of the report day that fell in the repeated hour of a DST
-    fall-back with nothing in their file to place them (``raw.ingested_files.rows_dst_guessed``):
-    read as the earlier instant, they may be an hour early, and the incidents they make with them."""
+    """The sentence on node-log lines that fell in the repeated hour of a DST fall-back with nothing in
+    their file to place them (``raw.ingested_files.rows_dst_guessed``): read as the earlier instant, they
+    may be an hour early, and the incidents they make with them. Said on the UTC day that hour's first
+    pass (where the guess put them) lies on, for the files whose records that day reach into it
+    (``raw.record_days``): a file covering a month is not named on its other days. The count is the
+    file's (a file spanning two fall-backs counts both)."""
     has_column = scalar(con, "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'raw' "
                              "AND table_name = 'ingested_files' AND column_name = 'rows_dst_guessed'")
     if not has_column or table_status(con, "raw.record_days"):
         return None
+    passes = _first_passes(cluster_timezone(None, con), meta.report_date)
+    if not passes:
+        return None
     rows = query_rows(con, """SELECT f.source_file, f.rows_dst_guessed AS n FROM raw.ingested_files f
                               WHERE f.rows_dst_guessed > 0 AND EXISTS (
-                                  SELECT 1 FROM raw.record_days d WHERE d.source_file = f.source_file AND d.day = ?)
-                              ORDER BY f.rows_dst_guessed DESC, f.source_file""", [meta.report_date])
+                                  SELECT 1 FROM raw.record_days d, (SELECT unnest(?::TIMESTAMPTZ[]) AS lo,
+                                                                           unnest(?::TIMESTAMPTZ[]) AS hi) AS p
+                                  WHERE d.source_file = f.source_file AND d.day = ?
+                                    AND d.first_ts < p.hi AND d.last_ts >= p.lo)
+                              ORDER BY f.rows_dst_guessed DESC, f.source_file""",
+                      [[lo for lo, _ in passes], [hi for _, hi in passes], meta.report_date])
     if not rows:
         return None
     shown = ", ".join(f"{r['source_file']} ({fmt_int(r['n'])})" for r in rows[:_DST_NAMES_SHOWN])

@@ -53,6 +53,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         [[bucket_cell(r["size_bucket"]), Cell(fmt_int(r["jobs"])), Cell(fmt_pct(r["share_jobs"])),
           Cell(fmt_num(r["gpu_hours"])), Cell(fmt_pct(r["share_gpu_hours"]))] for r in rows]
         + [c for c in [total_cells(con)] if c],
+        caption="Jobs: GPU jobs that started and ended (a job still running at the end of the data counts once it "
+                "ends; the queue-wait table counts it already).",
     ))
     return sec
 

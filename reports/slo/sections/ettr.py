@@ -15,7 +15,8 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import macro_status, query_rows, scalar, table_status, utc_day_sql
 from gpusre.reports.slo.terms import fmt_rate
-from gpusre.reports.slo.window import SloWindow, record_text, source_status
+from gpusre.reports.slo.sections.mttf import whole_record_text
+from gpusre.reports.slo.window import SloWindow, source_status
 
 _TOP_N_RUNS = 12
 
@@ -60,7 +61,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sizes = query_rows(con, "SELECT * FROM marts.ettr_window_by_size(?, ?)", [w.start, w.end])
     # Expected ETTR and the what-if rest on the whole record's failure rate (the marts hold no period rows):
     # named with its span wherever quoted, so nobody reads them as the window's.
-    record = record_text(con)
+    record = whole_record_text(con)
     per_run: dict[str, list[float]] = {}
     for r in runs:
         per_run.setdefault(r["size_bucket"], []).append(r["ettr"])

@@ -36,20 +36,27 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if reason:
         sec.no_data = reason
         return sec
-    # maintenance_gpu_hours: NULL in a warehouse written before the column existed (then nothing is
-    # known to be planned, and the sentences say only "idle")
-    maint = select_columns(con, "marts.goodput_daily", ("maintenance_gpu_hours",))
+    # maintenance_gpu_hours, the preemption and maintenance losses and largest_loss: NULL in a warehouse
+    # written before the columns existed (then nothing is known to be planned, and the sentences say only
+    # "idle"; no day is called a maintenance day)
+    newer = select_columns(con, "marts.goodput_daily", ("maintenance_gpu_hours", "lost_preemption_gpu_hours",
+                                                        "lost_maintenance_gpu_hours", "preemptions",
+                                                        "planned_interruptions", "largest_loss"))
     rows = query_rows(con, f"""SELECT day, capacity_gpu_hours AS cap, allocated_gpu_hours AS alloc,
                                 productive_gpu_hours AS prod, lost_failure_gpu_hours AS lf,
                                 lost_restart_gpu_hours AS lr, idle_gpu_hours AS idle, goodput, infra_interruptions,
-                                COALESCE(partial, FALSE) AS partial, {maint}
+                                COALESCE(partial, FALSE) AS partial, {newer}
                          FROM marts.goodput_daily WHERE day BETWEEN ? AND ? ORDER BY day""", [w.start, w.end])
     if not rows:
         sec.no_data = f"{NO_DATA}: marts.goodput_daily has no days in the window {w.text}."
         return sec
     tot = {k: sum(float(r[k] or 0.0) for r in rows) for k in ("cap", "alloc", "prod", "lf", "lr", "idle")}
     tot["maint"] = sum(float(r["maintenance_gpu_hours"] or 0.0) for r in rows)
+    tot["lp"] = sum(float(r["lost_preemption_gpu_hours"] or 0.0) for r in rows)
+    tot["lm"] = sum(float(r["lost_maintenance_gpu_hours"] or 0.0) for r in rows)
     interruptions = sum(int(r["infra_interruptions"] or 0) for r in rows)
+    preemptions = sum(int(r["preemptions"] or 0) for r in rows)
+    planned = sum(int(r["planned_interruptions"] or 0) for r in rows)
     cap = tot["cap"]
     gp = tot["prod"] / cap if cap else None
     objective = None
@@ -61,9 +68,17 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     # like lost capacity nobody planned (node availability leaves it out altogether).
     maint_clause = (f" ({share_text(frac(tot['maint']))} in planned maintenance, {fmt_int(tot['maint'])} GPU-hours)"
                     if tot["maint"] > 0 else "")
+    # Preemption and planned maintenance interrupt runs too (lost work and restart each), but are no failure:
+    # named on their own, and only when they happened.
+    other_losses = "".join(
+        f", {share_text(frac(v), 2)} to {what} ({plural(n, noun)})"
+        for v, n, what, noun in ((tot["lp"], preemptions, "preemption", "preempted run"),
+                                 (tot["lm"], planned, "planned maintenance", "interrupted run"))
+        if v > 0 or n > 0)
     take = (f"Of {fmt_int(cap)} GPU-hours of capacity in the window, {share_text(frac(tot['idle']))} "
             f"sat idle{maint_clause}, {share_text(frac(tot['lf']), 2)} were lost to failures and "
-            f"{share_text(frac(tot['lr']), 2)} to restarts ({plural(interruptions, 'interruption')} by the infrastructure or preemption): "
+            f"{share_text(frac(tot['lr']), 2)} to restarts after them ({plural(interruptions, 'interruption')} by the infrastructure)"
+            f"{other_losses}: "
             f"goodput was {fmt_pct(gp)}"
             # the SLO leaves planned maintenance out of capacity (as node availability does): quote its measure too
             + (f" ({fmt_pct(tot['prod'] / (cap - tot['maint']))} of the capacity outside planned maintenance, what "
@@ -77,6 +92,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     sec.items.append(Chart(svg(charts.waterfall_chart(
         [("Capacity", cap, "total"), *idle_steps, ("Allocated", tot["alloc"], "total"),
          ("Lost to failures", tot["lf"], "loss"), ("Lost to restarts", tot["lr"], "loss"),
+         *([("Lost to preemption", tot["lp"], "loss")] if tot["lp"] > 0 else []),
+         *([("Lost to planned maintenance", tot["lm"], "loss")] if tot["lm"] > 0 else []),
          ("Productive", tot["prod"], "total")],
         f"Where the GPU-hours went, {w.text}")), take))
     # Partial days (the data covers part of them) are left out of minima, as everywhere.
@@ -92,14 +109,19 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                        if is_number(objective) else "")
                       + f"the worst day was {fmt_date(worst['day'])} at {fmt_pct(worst['goodput'])} "
                         f"({fmt_pct(day_share(worst, 'idle'))} of capacity idle")
+        # A maintenance day only when planned maintenance is the largest part of the day's non-productive
+        # capacity (marts.goodput_daily.largest_loss): a node drained for an hour on a quiet day is no
+        # explanation of its goodput.
+        maintenance_day = lambda r: r["largest_loss"] == "planned_maintenance"  # noqa: E731
         if (worst["maintenance_gpu_hours"] or 0) > 0:
+            daily_take += f", {share_text(day_share(worst, 'maintenance_gpu_hours'))} in planned maintenance"
+        if maintenance_day(worst):
             # a planned drain, not an incident: say so, and name the worst day the maintenance did not explain
-            daily_take += (f", {share_text(day_share(worst, 'maintenance_gpu_hours'))} in planned maintenance: "
-                           "a maintenance day")
-            unplanned = [r for r in with_gp if not (r["maintenance_gpu_hours"] or 0) > 0]
+            daily_take += ": a maintenance day, planned maintenance its largest loss"
+            unplanned = [r for r in with_gp if not maintenance_day(r)]
             if unplanned:
                 other = min(unplanned, key=lambda r: r["goodput"])
-                daily_take += (f"); the worst day without planned maintenance was {fmt_date(other['day'])} at "
+                daily_take += (f"); the worst day that was not a maintenance day was {fmt_date(other['day'])} at "
                                f"{fmt_pct(other['goodput'])} ({fmt_pct(day_share(other, 'idle'))} of capacity idle")
         daily_take += ")."
         sec.items.append(Chart(svg(charts.goodput_daily_chart(
@@ -111,7 +133,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if pools:
         sec.items.append(_pool_table(pools, w))
     resid = cap - tot["idle"] - tot["alloc"]
-    resid2 = tot["alloc"] - tot["lf"] - tot["lr"] - tot["prod"]
+    resid2 = tot["alloc"] - tot["lf"] - tot["lr"] - tot["lp"] - tot["lm"] - tot["prod"]
     if cap and (abs(resid) > 0.005 * cap or abs(resid2) > 0.005 * cap):
         sec.notes.append(f"The waterfall does not close: capacity − idle − allocated = {fmt_num(resid)} GPU-hours, "
                          f"allocated − losses − productive = {fmt_num(resid2)} GPU-hours.")
@@ -121,15 +143,20 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
             ("Capacity", cap), ("Idle", tot["idle"]),
             *([("of which planned maintenance", tot["maint"])] if tot["maint"] > 0 else []),
             ("Allocated", tot["alloc"]), ("Lost to failures", tot["lf"]),
-            ("Lost to restarts", tot["lr"]), ("Productive", tot["prod"]))],
+            ("Lost to restarts", tot["lr"]), ("Lost to preemption", tot["lp"]),
+            ("Lost to planned maintenance", tot["lm"]), ("Productive", tot["prod"]))],
         caption="Goodput = productive / capacity GPU-hours. Idle = not allocated (including nodes down or in "
                 "maintenance); planned maintenance = the part of it on nodes down for planned maintenance (node "
                 "states with a maintenance reason or inside a cluster.yaml window; the windows alone on days "
                 "without node states) — node availability and the goodput SLO leave that time out, the goodput "
                 "figure keeps it in its capacity (below the objective: days counted as the SLO counts them). A share that rounds to zero but is not zero shows as < 0.01 %. Lost to failures = GPUs × the expected work since the last checkpoint of instances "
-                "the infrastructure interrupted (NODE_FAIL, BOOT_FAIL, PREEMPTED, or attributed to the "
+                "the infrastructure interrupted (NODE_FAIL, BOOT_FAIL, or attributed to the "
                 "infrastructure from node logs), on the day they ended; lost to restarts = GPUs × the restart "
-                "overhead of the instance that follows, on the day it started. Checkpoint interval and restart "
+                "overhead of the instance that follows, on the day it started. Lost to preemption and lost to "
+                "planned maintenance = the same two losses of instances the scheduler preempted and of those "
+                "planned maintenance ended (the attribution marts' planned rows): no failures, but lost work. "
+                "A day is a maintenance day when planned maintenance (its idle capacity and its interruptions' "
+                "losses) is the largest part of its non-productive capacity. Checkpoint interval and restart "
                 "overhead are the cluster.yaml assumptions of the ETTR section. User failures, cancellations and "
                 "timeouts count as delivered.",
     ))

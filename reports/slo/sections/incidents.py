@@ -1,7 +1,8 @@
 """SLO review section "Top incidents by lost GPU-hours" (``#incidents``).
 
 Reads marts.hw_incidents, marts.hw_incidents_by_component, marts.job_failure_attribution (which of the jobs
-the incidents hit ended failed, the rest being requeued runs); formats, computes nothing."""
+the incidents hit ended failed, the rest being requeued runs), marts.incident_repairs (the first log line beside
+an operator's earlier start); formats, computes nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 import duckdb
 
 from gpusre.models.warehouse import table_columns
-from gpusre.reports.incident.terms import COMPLETING_JOB_CAPTION, COSTLIEST_ORDER, nodes_phrase, tie_text
+from gpusre.reports.incident.terms import (COMPLETING_JOB_CAPTION, COSTLIEST_ORDER, first_evidence_sql, nodes_phrase,
+                                         start_note, tie_text)
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     fmt_date,
@@ -23,6 +25,7 @@ from gpusre.reports.kit.formatting import (
     plural,
     span_hours,
     truncate,
+    utc_hm,
 )
 from gpusre.reports.kit.labels import cause_label, component_label, incident_component, incident_kind
 from gpusre.reports.kit.render import svg
@@ -51,10 +54,12 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return sec
     cols = table_columns(con, "marts.hw_incidents")
     opt = {c: c if c in cols else f"NULL AS {c}" for c in ("root_cause", "label_source", "leaf_switch",
-                                                            "hours_to_recovery", "severity", "affected_gpus")}
+                                                            "hours_to_recovery", "severity", "affected_gpus",
+                                                            "n_events")}
     rows = query_rows(con, f"""SELECT incident_id, component, cause_class, {opt['severity']}, start_ts, nodes, scope,
                                  affected_jobs, {opt['affected_gpus']}, lost_gpu_hours, {opt['root_cause']},
-                                 {opt['label_source']}, {opt['leaf_switch']}, {opt['hours_to_recovery']}
+                                 {opt['label_source']}, {opt['leaf_switch']}, {opt['hours_to_recovery']},
+                                 {opt['n_events']}, {first_evidence_sql(con)}
                           FROM marts.hw_incidents WHERE {where}
                           ORDER BY {COSTLIEST_ORDER}
                           LIMIT {_TOP_N_INCIDENTS}""", [w.start, w.end])
@@ -91,7 +96,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                "counted here), and the costliest single incident, "
                f"{incident_kind(top['component'], top['scope'])}"
                + (f" under {top['leaf_switch']}" if top["leaf_switch"] else "")
-               + f" on {fmt_date(top['start_ts'])}, lost {fmt_num(top['lost_gpu_hours'], 1)} GPU-hours"
+               + f" on {fmt_date(top['start_ts'])}{start_note(top, utc_hm)}, lost {fmt_num(top['lost_gpu_hours'], 1)} "
+                 "GPU-hours"
                + tie_text(tied, top["lost_gpu_hours"]) + "." if lost > 0 else
                "; none of them cost GPU-hours of running jobs."))
     sec.lead = take
@@ -108,10 +114,13 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         return Cell(truncate(text, 44), title=text)
 
     sec.items.append(Table(
-        [Column("Start", nowrap=True), Column("Incident", nowrap=True), Column("Component"), Column("Root cause"),
+        # a start labelled as an operator's (start_note) wraps rather than widen the table past the page
+        [Column("Start", nowrap=not any(start_note(r, utc_hm) for r in rows)), Column("Incident", nowrap=True),
+         Column("Component"), Column("Root cause"),
          Column("Nodes", nowrap=True), Column("Jobs hit", True), Column("Lost GPU-h", True),
          Column("Completing job started", True)],
-        [[Cell(fmt_date(r["start_ts"])), Cell(str(r["incident_id"]), mono=True, title=r["severity"] or None),
+        [[Cell(fmt_date(r["start_ts"]) + start_note(r, utc_hm)), Cell(str(r["incident_id"]), mono=True,
+                                                                     title=r["severity"] or None),
           Cell(incident_component(r["component"], r["scope"])), cause(r),
           Cell(nodes_phrase(r["nodes"], 22), mono=True, title=nodes_text(r["nodes"])),
           Cell("unknown" if unknown else fmt_int(r["affected_jobs"])),

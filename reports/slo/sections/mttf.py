@@ -13,6 +13,7 @@ import duckdb
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import (
     MISSING,
+    fmt_date,
     fmt_ci,
     fmt_hours,
     fmt_int,
@@ -20,6 +21,7 @@ from gpusre.reports.kit.formatting import (
     fmt_pct,
     is_number,
     lower_first,
+    period_text,
     truncate,
 )
 from gpusre.reports.kit.labels import bucket_cell, bucket_name
@@ -27,7 +29,9 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import Cell, Chart, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status
 from gpusre.reports.slo.terms import bucket_key
-from gpusre.reports.slo.window import SloWindow, record_text, source_status
+from gpusre.reports.slo.window import SloWindow, source_status
+# The whole record's days as marts.day_coverage gives them: the one span MTBF's label names too.
+from gpusre.reports.slo.window import _data_span as record_span
 from gpusre.models.vocabulary import SIZE_BUCKETS
 
 #: Meta RSC-1's published job MTTF by job size (GPUs, hours), Kokolis et al., HPCA 2025.
@@ -38,6 +42,16 @@ META_RSC1_MTTF: tuple[tuple[int, float], ...] = ((1024, 7.9), (16384, 1.8), (131
 _BUCKET_MID = {label: round(math.sqrt(lo * hi)) if hi else 2 * lo for label, lo, hi in SIZE_BUCKETS}
 
 _KM_HORIZON_H = 24.0
+
+
+def whole_record_text(con: duckdb.DuckDBPyConnection) -> str:
+    """'whole record 2026-11-09 … 2026-11-15': the days of the whole record, for the figures the marts hold
+    only over it (job MTTF, expected ETTR), so none reads as the window's. The span is MTBF's (marts.day_coverage
+    through :func:`~gpusre.reports.slo.window.mart_period`'s span): one record, one span in the whole review — a
+    source's own last record time (a dump cut at midnight) once named a day after it. 'whole record' alone
+    before that mart exists."""
+    span = record_span(con)
+    return f"whole record {period_text(fmt_date(span[0]), fmt_date(span[1]))}" if span else "whole record"
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
@@ -110,7 +124,7 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                 f"{fmt_hours(r['mttf_hours'])} at {fmt_int(r['n_gpus'])} GPUs" for r in shown)
                 + " against Meta RSC-1's published " + ", ".join(f"{meta[r['n_gpus']]:g} h" for r in shown))
     # The job MTTF marts hold the whole record only: say so, with its span, so nobody reads it as the window's.
-    take = (f"Over the {record_text(con)} (the job MTTF marts have no per-period rows, so not the window {w.text} "
+    take = (f"Over the {whole_record_text(con)} (the job MTTF marts have no per-period rows, so not the window {w.text} "
             f"alone): " + lower_first("; ".join(parts)) + ".")
     sec.lead = take
     sec.items.append(Chart(svg(charts.mttf_projection_chart(
@@ -154,7 +168,10 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(fmt_hours(r["mttf_hours"]) if r["sufficient"] and is_number(r["mttf_hours"]) else "insufficient data"),
           Cell(fmt_ci(r["ci_low"], r["ci_high"])), Cell(truncate(r["note"], 60) if r["note"] else "",
                                                      title=r["note"] or None)] for r in size],
-        caption="Job MTTF = runtime hours of the bucket's job instances / infrastructure failures (NODE_FAIL, "
+        caption="Jobs, instances: every GPU job (and run) that started, those still running at the end of the data "
+                "included with their runtime so far — more than the finished jobs of the nightly's size and runtime "
+                "tables. "
+                "Job MTTF = runtime hours of the bucket's job instances / infrastructure failures (NODE_FAIL, "
                 "BOOT_FAIL, or failures attributed to the infrastructure from node logs); a requeued job counts "
                 "once per instance. 95 % CI: exact Poisson (Garwood). Below reliability.min_failures no point "
                 "estimate is given.",
