@@ -18,7 +18,7 @@ from gpusre.assets.metadata import markdown_preview
 from gpusre.models.job_mix import findings as findings_model
 from gpusre.models.job_mix.cluster_comparison import write_cluster_comparison
 from gpusre.models.job_mix import trends as trends_model
-from gpusre.models.accounting_span import accounting_span
+from gpusre.models.accounting_span import ACCOUNTING_SOURCE, accounting_span
 from gpusre.models.day_coverage import mark_partial_days
 from gpusre.models.ingest.record_days import refresh_record_days
 from gpusre.models.marts_runner import (
@@ -106,7 +106,7 @@ def daily_job_marts(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             # over the same dumps must give the same numbers. The first moment starts utilization_daily on
             # the accounting's first day, as the reliability marts: it reads the dumps' record summary,
             # brought in step with this run's ingest first (the coverage roll-up refreshes it only later).
-            refresh_record_days(con)
+            refresh_record_days(con, sources=(ACCOUNTING_SOURCE,))
             acct_from, as_of = accounting_span(con)
             for day in days:
                 run_daily_marts(con, day, capacity, as_of, pool_gpus, pool_by_node, acct_from=acct_from)

@@ -43,7 +43,7 @@ from gpusre.models.warehouse import table_exists
 
 import polars as pl
 
-__all__ = ["ACCOUNTING_RECORD_DAY_SQL", "ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
+__all__ = ["ACCOUNTING_RECORD_DAY_SQL", "ACCOUNTING_SOURCE", "ACCOUNTING_RECORD_TS_SQL", "ACCOUNTING_SPAN_SQL", "MAX_GAP_MINUTES", "accounting_span",
            "capacity_hours_expr", "counted_end", "data_span", "data_span_of", "day_start", "end_day_sql",
            "node_history_end"]
 
@@ -89,7 +89,9 @@ WITH r AS (SELECT start_ts, {ACCOUNTING_RECORD_TS_SQL} AS t FROM core.jobs),
      d AS (SELECT timezone('UTC', timezone('UTC', first_record - INTERVAL 1 MICROSECOND)::DATE::TIMESTAMP) AS day0 FROM b)
 SELECT least(b.first_record, (SELECT min(r.start_ts) FROM r, d WHERE r.start_ts >= d.day0)) AS first_ts, b.last_ts
 FROM b"""
-_RECORDED_SQL = "(SELECT min(first_ts) FROM raw.record_days WHERE source_kind = 'sacct')"
+#: The record source (registry name) whose records the accounting's span reads.
+ACCOUNTING_SOURCE = "sacct"
+_RECORDED_SQL = f"(SELECT min(first_ts) FROM raw.record_days WHERE source_kind = '{ACCOUNTING_SOURCE}')"
 #: The span over ``core.jobs`` and the dumps' record summary (``raw.record_days``).
 ACCOUNTING_SPAN_SQL = _SPAN_SQL.format(recorded=_RECORDED_SQL)
 

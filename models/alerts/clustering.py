@@ -649,7 +649,12 @@ def _levels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Series:
     # On a node: its node, or (``_has_node``) the nodes of a hostlist label.
     has_node = pl.col("_has_node") if "_has_node" in frame.columns else pl.col("node").is_not_null().alias("_has_node")
     cols = ["alertname", "target_label", has_node, *[f"_lb_{n}" for n in names]]
-    keyed = frame.select(cols)
+    # A label only rules for alerts on no Slurm node read (a PDU host's ``instance``, a rack's ``location``)
+    # says nothing of an alert on a node: left out of its key, so a night's node alerts are not one
+    # combination per scrape target (45,000 instead of a few hundred: +2 s a night).
+    off_node = [n for n in names if all(r.has_node is False for r in rules if n in r.labels)]
+    keyed = frame.select(cols).with_columns(
+        pl.when(~pl.col("_has_node")).then(pl.col(f"_lb_{n}")).alias(f"_lb_{n}") for n in off_node)
     combos = keyed.unique()
     levels = []
     for row in combos.iter_rows():

@@ -6,6 +6,8 @@ with the history."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import duckdb
 
 from gpusre.models.accounting_span import ACCOUNTING_RECORD_DAY_SQL, ACCOUNTING_RECORD_TS_SQL
@@ -46,7 +48,10 @@ def record_day_summaries() -> tuple[VersionSummary, ...]:
     return tuple(_summary(s) for s in record_sources() if s.record_ts is not None)
 
 
-def refresh_record_days(con: duckdb.DuckDBPyConnection) -> None:
-    """Bring ``raw.record_days`` in step with the ledger (inside the caller's transaction)."""
+def refresh_record_days(con: duckdb.DuckDBPyConnection, sources: Collection[str] | None = None) -> None:
+    """Bring ``raw.record_days`` in step with the ledger (inside the caller's transaction); ``sources``:
+    only those record sources' rows (registry names; None: every one) — the daily marts need only the
+    accounting's, and the night's 10 M node-log lines are summarized once, by the coverage roll-up."""
     for summary in record_day_summaries():
-        refresh_version_summary(con, summary)
+        if sources is None or summary.source in sources:
+            refresh_version_summary(con, summary)
