@@ -20,11 +20,12 @@ import pytest
 from hand_landing import run_hand_landing
 
 from gpusre.models.failures.attribution import attribute_failures, with_run_losses
+from gpusre.models.vocabulary import INFRASTRUCTURE
 from gpusre.models.failures.hw_incidents import EVENT_SCHEMA
-from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
+from gpusre.models.reliability.goodput import goodput_daily, interruption_cause
 from gpusre.models.reliability.marts import read_reliability_inputs
 from gpusre.models.reliability.training_runs import (RunRules, assign_runs, charge_interruptions, ettr_runs,
-                                                     infra_interruption_losses, interruption_losses, run_instances,
+                                                     attributed_interruption_losses, interruption_losses, run_instances,
                                                      run_mates)
 from gpusre.pipelines.runner import run_pipeline
 
@@ -86,7 +87,8 @@ def attributions(jobs: pl.DataFrame, instances: pl.DataFrame,
 def losses(rows: list[dict], infra: set[tuple[str, int]], as_of: datetime) -> dict[tuple[str, int], dict]:
     jobs, instances = frames(rows)
     job_attr, inst_attr = attributions(jobs, instances, infra)
-    out = infra_interruption_losses(jobs, instances, job_attr, inst_attr, RULES, as_of)
+    out = attributed_interruption_losses(jobs, instances, job_attr, inst_attr, RULES, as_of,
+                                         attributions=(INFRASTRUCTURE,))
     return {(r["job_id"], r["instance_no"]): r for r in out.iter_rows(named=True)}
 
 
@@ -165,7 +167,7 @@ def test_the_losses_sum_to_goodputs_and_ettrs() -> None:
     runs = assign_runs(jobs, RULES)
     i = run_instances(instances, jobs, runs, RULES, as_of)
     attr = pl.concat([inst_attr, i.filter("is_latest").select("job_id", "instance_no").join(job_attr, on="job_id")])
-    charged = charge_interruptions(i.with_columns(infra_interrupted(i, attr)))
+    charged = charge_interruptions(i.with_columns(interruption_cause(i, attr)))
     per_interruption = interruption_losses(charged)
     util = pl.DataFrame({"day": [D0.date()], "capacity_gpu_hours": [24 * 512.0], "allocated_gpu_hours": [5000.0]})
     goodput = goodput_daily(charged, util, as_of)
@@ -189,14 +191,15 @@ def test_the_runs_of_the_killed_jobs_alone_give_the_same_losses() -> None:
     rows, infra = _all_cases()
     jobs, instances = frames(rows)
     job_attr, inst_attr = attributions(jobs, instances, infra)
-    whole = infra_interruption_losses(jobs, instances, job_attr, inst_attr, RULES, at(23))
+    whole = attributed_interruption_losses(jobs, instances, job_attr, inst_attr, RULES, at(23),
+                                           attributions=(INFRASTRUCTURE,))
     mates = run_mates(jobs, RULES, pl.Series(["2004", "500"]))
     assert mates.to_list() == ["2004", "500", "501"]  # erin's train jobs; the run=k1 jobs across names
     mates = run_mates(jobs, RULES, pl.Series(sorted({j for j, _ in infra})))
     assert "600" not in mates.to_list() and "601" not in mates.to_list()
-    part = infra_interruption_losses(jobs.filter(pl.col("job_id").is_in(mates.to_list())),
-                                     instances.filter(pl.col("job_id").is_in(mates.to_list())),
-                                     job_attr, inst_attr, RULES, at(23))
+    part = attributed_interruption_losses(jobs.filter(pl.col("job_id").is_in(mates.to_list())),
+                                          instances.filter(pl.col("job_id").is_in(mates.to_list())),
+                                          job_attr, inst_attr, RULES, at(23), attributions=(INFRASTRUCTURE,))
     assert part.equals(whole)
 
 

@@ -26,7 +26,7 @@ import polars as pl
 import pytest
 
 from gpusre.models.failures.attribution import PLANNED_RULE, attribute_failures
-from gpusre.models.failures.hw_incidents import EVENT_SCHEMA, merge_incidents, planned_evidence, planned_maintenance
+from gpusre.models.failures.hw_incidents import merge_incidents, planned_evidence, planned_maintenance
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.node_availability import (node_availability_daily, repair_states,
                                                          with_down_from)
@@ -35,6 +35,7 @@ from gpusre.models.sources.slurm_events.parse import runs_jobs
 from gpusre.models.vocabulary import INFRASTRUCTURE, PLANNED
 
 from tests.hand_landing import query_rows, run_hand_landing
+from tests.test_maintenance_evidence_not_failure import ev, events
 
 UTC = timezone.utc
 H = timedelta(hours=1)
@@ -74,16 +75,6 @@ def job(job_id: str, state: str, node: str, start: datetime, end: datetime | Non
 
 def jobs(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=JOB_SCHEMA)
-
-
-def ev(event_id: int, ts: datetime, node: str, spec: tuple) -> dict:
-    kind, code, component, cause, severity, action = spec
-    return {"event_id": event_id, "ts": ts, "node": node, "kind": kind, "code": code, "gpu_pci": None,
-            "component": component, "cause_class": cause, "severity": severity, "action": action}
-
-
-def events(rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=EVENT_SCHEMA)
 
 
 def test_printed_state_says_whether_the_node_still_ran_jobs() -> None:

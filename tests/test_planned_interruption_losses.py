@@ -22,7 +22,7 @@ import pytest
 from gpusre.models.failures.attribution import with_run_losses
 from gpusre.models.reliability.goodput import GOODPUT_SCHEMA, LOSS_PARTS, goodput_daily, interruption_cause
 from gpusre.models.reliability.training_runs import (RunRules, assign_runs, attributed_interruption_losses,
-                                                     charge_interruptions, ettr_runs, infra_interruption_losses,
+                                                     charge_interruptions, ettr_runs,
                                                      interruption_losses, run_instances)
 from gpusre.models.vocabulary import INFRASTRUCTURE, PLANNED
 
@@ -90,7 +90,9 @@ def test_a_planned_interruption_is_priced_as_a_failure_restart_included() -> Non
     assert got == {("1001", 1): (PLANNED, 1800.0, 300, pytest.approx(8 * 2100 / 3600)),   # 4.667, was 4.0
                    ("1009", 1): (INFRASTRUCTURE, 1800.0, 0, pytest.approx(4.0))}
     # the infrastructure's alone, as before
-    assert infra_interruption_losses(jobs, inst, JOB_ATTR, INST_ATTR, RULES, AS_OF)["job_id"].to_list() == ["1009"]
+    infra_only = attributed_interruption_losses(jobs, inst, JOB_ATTR, INST_ATTR, RULES, AS_OF,
+                                                attributions=(INFRASTRUCTURE,))
+    assert infra_only["job_id"].to_list() == ["1009"]
     # the attribution mart's planned row takes that price (its own estimate, 4.0, had no restart)
     attr = pl.DataFrame({"job_id": ["1001", "1007"], "instance_no": [1, 1], "attribution": [PLANNED, "user"],
                          "lost_gpu_hours": [4.0, 0.0]}, schema_overrides={"instance_no": pl.Int32})

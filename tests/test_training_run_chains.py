@@ -19,7 +19,7 @@ import pytest
 from hand_landing import run_hand_landing
 
 from gpusre.models.marts_runner import run_mart_sql
-from gpusre.models.reliability.goodput import infra_interrupted
+from gpusre.models.reliability.goodput import interruption_cause
 from gpusre.models.reliability.job_reliability import ETTR_QUANTILE_INTERPOLATION, ettr_by_size
 from gpusre.models.reliability.ettr_model import expected_ettr
 from gpusre.models.reliability.training_runs import (ETTR_RUNS_SCHEMA, CheckpointAssumption, RunRules, assign_runs,
@@ -59,7 +59,7 @@ def runs_of(jobs: pl.DataFrame, inst: pl.DataFrame, as_of: datetime) -> tuple[pl
     runs = assign_runs(jobs, RULES)
     ri = run_instances(inst, jobs, runs, RULES, as_of)
     none = pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String})
-    ri = charge_interruptions(ri.with_columns(infra_interrupted(ri, none)))
+    ri = charge_interruptions(ri.with_columns(interruption_cause(ri, none)))
     return runs, ettr_runs(ri, jobs, runs, as_of, min_gpus=8)
 
 

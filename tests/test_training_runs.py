@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusre.models.reliability.goodput import goodput_daily, infra_interrupted
+from gpusre.models.reliability.goodput import goodput_daily, interruption_cause
 from gpusre.models.reliability.training_runs import (CheckpointAssumption, RunRules, assign_runs, charge_interruptions,
                                                      ettr_runs, run_instances)
 
@@ -73,7 +73,7 @@ def charged(ri: pl.DataFrame, infra: tuple[tuple[str, int], ...] = (), user: tup
     rows = [(j, n, "infrastructure") for j, n in infra] + [(j, n, "user") for j, n in user]
     attribution = pl.DataFrame(rows, schema={"job_id": pl.String, "instance_no": pl.Int32, "attribution": pl.String},
                                orient="row")
-    return charge_interruptions(ri.with_columns(infra_interrupted(ri, attribution)))
+    return charge_interruptions(ri.with_columns(interruption_cause(ri, attribution)))
 
 
 def ettr(inst: pl.DataFrame, jobs: pl.DataFrame, as_of: datetime, rules: RunRules = RULES,

@@ -48,7 +48,7 @@ from gpusre.models.accounting_span import capacity_hours_expr
 from gpusre.models.vocabulary import INFRA_INTERRUPT_STATES, INFRASTRUCTURE, NODE_FAILURE_STATES, PLANNED
 
 __all__ = ["GOODPUT_SCHEMA", "INTERRUPTION_CAUSES", "LOSS_PARTS", "PREEMPTION", "interruption_cause",
-           "infra_interrupted", "goodput_daily"]
+           "goodput_daily"]
 
 #: ``interruption`` of an instance the scheduler preempted (no failure; goodput's ``lost_preemption``).
 PREEMPTION = "preemption"
@@ -100,14 +100,6 @@ def interruption_cause(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Seri
         .when(state.is_in(NODE_FAILURE_STATES)).then(pl.lit(INFRASTRUCTURE))
         .when(state.is_in(_PREEMPTION_STATES)).then(pl.lit(PREEMPTION))
         .otherwise(pl.lit(None, pl.String)).alias("interruption")).to_series()
-
-
-def infra_interrupted(inst: pl.DataFrame, attribution: pl.DataFrame) -> pl.Series:
-    """:func:`interruption_cause` under its former name, for callers that still add the column by it
-    (``models/reliability/marts.py``): the Series is the cause (``interruption``), which
-    :func:`~gpusre.models.reliability.training_runs.charge_interruptions` reads — no longer a boolean
-    that left planned interruptions uncharged."""
-    return interruption_cause(inst, attribution)
 
 
 def _cause(column: str, frame: pl.DataFrame) -> pl.Expr:

@@ -60,11 +60,11 @@ import polars as pl
 
 from gpusre.models.reliability.ettr_model import expected_lost_work_expr
 from gpusre.models.reliability.goodput import interruption_cause
-from gpusre.models.vocabulary import INFRASTRUCTURE, LOSS_ATTRIBUTIONS, RESUBMIT_AFTER_STATES
+from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, RESUBMIT_AFTER_STATES
 
 __all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "INTERRUPTION_LOSS_SCHEMA", "assign_runs",
            "run_mates", "run_instances", "lost_work_expr", "charge_interruptions", "interruption_losses",
-           "attributed_interruption_losses", "infra_interruption_losses", "ettr_runs"]
+           "attributed_interruption_losses", "ettr_runs"]
 
 
 def _available_from(jobs: pl.DataFrame) -> pl.Expr:
@@ -303,8 +303,7 @@ def lost_work_expr(elapsed_s: pl.Expr | str, overhead_s: pl.Expr | str, interval
 def charge_interruptions(inst: pl.DataFrame) -> pl.DataFrame:
     """The losses of interruptions, per instance of :func:`run_instances` output that has an
     ``interruption`` column (:func:`~gpusre.models.reliability.goodput.interruption_cause`: what
-    interrupted it — the infrastructure, preemption or planned maintenance —, null when nothing did), or
-    only a boolean ``infra_interrupted`` (every interruption then the infrastructure's).
+    interrupted it — the infrastructure, preemption or planned maintenance —, null when nothing did).
 
     Adds ``interruption`` (the cause of an instance that ended interrupted, else null), ``interrupted``
     (it did), ``lost_work_s`` (its expected work since the last checkpoint, :func:`lost_work_expr`, else
@@ -314,9 +313,7 @@ def charge_interruptions(inst: pl.DataFrame) -> pl.DataFrame:
     per day and cause, and :func:`interruption_losses` per interruption (the attribution marts): one
     definition of what an interruption costs.
     """
-    cause = (pl.col("interruption") if "interruption" in inst.columns
-             else pl.when(pl.col("infra_interrupted")).then(pl.lit(INFRASTRUCTURE)).otherwise(pl.lit(None, pl.String)))
-    cause = pl.when(pl.col("end_ts").is_not_null()).then(cause).otherwise(pl.lit(None, pl.String))
+    cause = pl.when(pl.col("end_ts").is_not_null()).then(pl.col("interruption")).otherwise(pl.lit(None, pl.String))
     inst = inst.with_columns(cause.alias("interruption"))
     interrupted = pl.col("interruption").is_not_null()
     prev = inst.filter(interrupted).select(
@@ -405,13 +402,6 @@ def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, 
     inst = charge_interruptions(inst.with_columns(interruption_cause(inst, attr)))
     wanted = attr.filter(pl.col("attribution").is_in(list(attributions))).select("job_id", "instance_no")
     return interruption_losses(inst).join(wanted, on=["job_id", "instance_no"], how="semi")
-
-
-def infra_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
-                              instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime) -> pl.DataFrame:
-    """:func:`attributed_interruption_losses` of the instances attributed to the infrastructure only."""
-    return attributed_interruption_losses(jobs, instances, job_attribution, instance_attribution, rules, as_of,
-                                          attributions=(INFRASTRUCTURE,))
 
 
 def ettr_runs(inst: pl.DataFrame, jobs: pl.DataFrame, runs: pl.DataFrame, as_of: datetime,
