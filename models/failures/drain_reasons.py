@@ -61,6 +61,7 @@ __all__ = [
     "CatalogError",
     "classify_reasons",
     "load_drain_reason_rules",
+    "reason_class_components",
     "top_drain_reasons",
 ]
 
@@ -210,6 +211,14 @@ def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
 @lru_cache(maxsize=1)
 def _packaged_rules() -> pl.DataFrame:
     return load_drain_reason_rules()
+
+
+@lru_cache(maxsize=1)
+def reason_class_components() -> dict[str, str]:
+    """``reason_class`` → ``component`` of the packaged catalog (the first rule naming each class), loaded and
+    checked once per process: readers map a class per expression, several times a night."""
+    rules = _packaged_rules().select("reason_class", "component").unique("reason_class", keep="first")
+    return dict(zip(rules["reason_class"].to_list(), rules["component"].to_list(), strict=True))
 
 
 def classify_reasons(

@@ -61,6 +61,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time, timedelta, timezone
 
+import duckdb
 import polars as pl
 
 from gpusre.models.accounting_span import MAX_GAP_MINUTES
@@ -267,22 +268,25 @@ def with_down_from(states: pl.DataFrame, jobs: pl.DataFrame | None) -> pl.DataFr
     waiting = st.filter(~at_once & pl.col("start_ts").is_not_null()).select(
         "_r", "node", start.alias("_t"))
     if waiting.height:
-        # Per node, the latest end of the jobs started so far (jobs sorted by start): at a drain's start t,
-        # the jobs started by t that still run end at the latest by that maximum, and one of them ends there
-        # when it is after t — so it is when the last job running at t ends (no job ran when it is not).
-        spans = (jobs.select(pl.col("nodes").cast(pl.List(pl.String)).alias("node"),
-                             pl.col("start_ts").cast(_UTC_DT).alias("_js"),
-                             pl.col("end_ts").cast(_UTC_DT).fill_null(_NEVER).alias("_je"))
-                 .drop_nulls("_js").filter(pl.col("_js") <= waiting["_t"].max())
-                 .explode("node").join(waiting.select("node").unique(), on="node", how="semi")
-                 .sort("node", "_js")
-                 .with_columns(pl.col("_je").cum_max().over("node").alias("_busy_until"))
-                 .group_by("node", "_js").agg(pl.col("_busy_until").max())
-                 .sort("_js"))
-        busy = (waiting.sort("_t")
-                .join_asof(spans, left_on="_t", right_on="_js", by="node", strategy="backward", check_sortedness=False)
-                .filter(pl.col("_busy_until") > pl.col("_t"))
-                .select("_r", "_busy_until"))
+        # The latest end of the jobs running on the node at the drain's start (started by t, ending after t or
+        # still running): a range join, in DuckDB because a year's 2 M (job, node) pairs sort slowly in Polars
+        # (0.8 s against 0.1 s on a 2,000-node year); no job running: no row, the state counts from its start.
+        job_nodes = jobs.select(pl.col("nodes").cast(pl.List(pl.String)),
+                                pl.col("start_ts").cast(_UTC_DT), pl.col("end_ts").cast(_UTC_DT))
+        con = duckdb.connect()
+        try:
+            con.register("_jobs", job_nodes)
+            con.register("_waiting", waiting)
+            busy = con.sql("""
+                WITH running AS (
+                    SELECT unnest(nodes) AS node, start_ts, coalesce(end_ts, $never) AS end_ts
+                    FROM _jobs WHERE start_ts <= (SELECT max(_t) FROM _waiting))
+                SELECT w._r, max(j.end_ts) AS _busy_until
+                FROM _waiting w JOIN running j ON j.node = w.node AND j.start_ts <= w._t AND j.end_ts > w._t
+                GROUP BY w._r""", params={"never": _NEVER}).pl()
+        finally:
+            con.close()
+        busy = busy.with_columns(pl.col("_r").cast(pl.UInt32), pl.col("_busy_until").cast(_UTC_DT))
     else:
         busy = pl.DataFrame(schema={"_r": pl.UInt32, "_busy_until": _UTC_DT})
     end = pl.col("end_ts").cast(_UTC_DT).fill_null(_NEVER)

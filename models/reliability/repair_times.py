@@ -72,7 +72,7 @@ import polars as pl
 from scipy.stats import binom
 
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of
-from gpusre.models.failures.drain_reasons import load_drain_reason_rules
+from gpusre.models.failures.drain_reasons import reason_class_components
 
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
@@ -489,10 +489,7 @@ _GENERIC_REASON_COMPONENTS = frozenset({"os", "slurm", "other"})
 def _reason_class_of(reason_class: pl.Expr) -> pl.Expr:
     """Component class a drain reason class names (drain-reason catalog); null when the reason names
     none or only a symptom any fault has (Not responding, a reboot, a Slurm error)."""
-    rules = load_drain_reason_rules().select("reason_class", "component").unique("reason_class", keep="first")
-    mapping = dict(zip(rules["reason_class"].to_list(),
-                       [None if c in _GENERIC_REASON_COMPONENTS else c for c in rules["component"].to_list()],
-                       strict=True))
+    mapping = {cls: None if c in _GENERIC_REASON_COMPONENTS else c for cls, c in reason_class_components().items()}
     component = reason_class.replace_strict(mapping, default=None, return_dtype=pl.String)
     return pl.when(component.is_not_null()).then(class_of(component))
 
@@ -877,10 +874,9 @@ def median_ci(values: np.ndarray | list[float], level: float = 0.95) -> tuple[fl
     if n == 0:
         return None, None
     alpha = (1 - level) / 2
-    # P(B <= l - 1) <= alpha  <=>  l - 1 <= the alpha-quantile bound
-    l = 0
-    while l + 1 <= n and binom.cdf(l, n, 0.5) <= alpha:
-        l += 1
+    # The largest l with P(B <= l - 1) <= alpha: how many of P(B <= k), k = 0 .. n - 1 (rising), are <= alpha
+    # (one vectorized call: a loop of scalar cdf calls cost 0.7 s a night over a year's repairs).
+    l = int(np.searchsorted(binom.cdf(np.arange(n), n, 0.5), alpha, side="right"))
     if l < 1:
         return None, None
     return float(x[l - 1]), float(x[n - l])
