@@ -639,8 +639,18 @@ def _with_labels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Dat
     cost ~1.9 kB of peak memory per text, and decoding every row ~400 MB (2026-12-03)."""
     names = _label_columns(rules)
     text = frame.get_column("labels").fill_null("{}").alias("_text")
-    values = text.unique().to_frame().with_columns(
-        pl.col("_text").str.json_path_match(f"$['{name}']").alias(f"_lb_{name}") for name in names)
+    # DuckDB reads every path of a text in one parse (Polars' json_path_match parses it once per label: 0.6 s
+    # against 0.1 s for a year's 23,000 texts and 42 labels); text that is no JSON has no labels.
+    paths = [f'$."{name}"' for name in names]
+    con = duckdb.connect()
+    try:
+        con.register("_texts", text.unique().to_frame())
+        values = con.sql("SELECT _text, CASE WHEN json_valid(_text) THEN json_extract_string(_text, $paths) END AS _v "
+                         "FROM _texts", params={"paths": paths}).pl()
+    finally:
+        con.close()
+    values = values.select("_text", *(pl.col("_v").list.get(i, null_on_oob=True).alias(f"_lb_{name}")
+                                      for i, name in enumerate(names)))
     return frame.with_columns(text.to_frame().join(values, on="_text", how="left", maintain_order="left").drop("_text"))
 
 

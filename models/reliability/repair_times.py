@@ -63,7 +63,7 @@ to repair, and a distribution-free 95 % interval for the median time to repair f
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
 
@@ -97,6 +97,8 @@ __all__ = [
 ]
 
 _UTC = pl.Datetime("us", "UTC")
+#: The end an ongoing state (null end) is taken to have when merging: after any other.
+_ONGOING = datetime(9999, 1, 1, tzinfo=timezone.utc)
 
 #: One row per node outage (merged overlapping/touching node states).
 OUTAGE_SCHEMA: dict[str, pl.DataType] = {
@@ -157,19 +159,20 @@ def node_outages(states: pl.DataFrame) -> pl.DataFrame:
     """
     cols = {"reason_class": pl.String, "reason": pl.String}
     states = states.with_columns(pl.lit(None, t).alias(c) for c, t in cols.items() if c not in states.columns)
-    rows = states.sort("node", "start_ts").select("node", "start_ts", "end_ts", "reason_class", "reason").rows()
-    out: list[list[object]] = []
-    for node, start, end, rclass, reason in rows:
-        last = out[-1] if out else None
-        if last is not None and last[0] == node and (last[2] is None or start <= last[2]):
-            if last[2] is not None:
-                last[2] = None if end is None else max(last[2], end)
-            last[5] += 1  # type: ignore[operator]
-            last[6].append(rclass)  # type: ignore[union-attr]
-            last[7].append(reason)  # type: ignore[union-attr]
-        else:
-            out.append([node, start, end, rclass, reason, 1, [rclass], [reason]])
-    return pl.DataFrame(out, schema=OUTAGE_SCHEMA, orient="row")
+    end = pl.col("end_ts").fill_null(_ONGOING)
+    # A state starting after every earlier state of its node ended (an ongoing one never ends) opens an outage.
+    opens = pl.col("start_ts") > end.cum_max().shift().over("node")
+    return (states.select("node", pl.col("start_ts").cast(_UTC), pl.col("end_ts").cast(_UTC), "reason_class", "reason")
+            .sort("node", "start_ts", maintain_order=True)
+            .with_columns(opens.fill_null(True).cum_sum().over("node").alias("_outage"))
+            .group_by("node", "_outage", maintain_order=True)
+            .agg(pl.col("start_ts").first().alias("outage_start_ts"),
+                 pl.when(pl.col("end_ts").null_count() == 0).then(pl.col("end_ts").max()).alias("outage_end_ts"),
+                 pl.col("reason_class").first().alias("first_reason_class"),
+                 pl.col("reason").first().alias("first_reason"),
+                 pl.len().cast(pl.Int64).alias("events"),
+                 pl.col("reason_class").alias("reason_classes"), pl.col("reason").alias("reasons"))
+            .select(list(OUTAGE_SCHEMA)).cast(OUTAGE_SCHEMA))
 
 
 #: Outages of one node that follow each other within this gap are one outage for repair purposes
