@@ -346,17 +346,18 @@ def _events_near(job_nodes: pl.DataFrame, ev: pl.DataFrame, before: timedelta, a
     work proportional to the output, no Python loop.
     """
     idx = ev.select("_i", "node", "ts")
-    jn = job_nodes.with_columns(
+    # Both window edges rise with the end: one sort by the end orders both (a no-op when the caller sorted).
+    jn = job_nodes.sort("end_ts").with_columns(
         (pl.col("end_ts") - before).alias("_lo_ts"),
         (pl.col("end_ts") + after).alias("_hi_ts"),
     )
-    lo = jn.sort("_lo_ts").join_asof(
+    lo = jn.join_asof(
         idx.rename({"_i": "_lo"}), left_on="_lo_ts", right_on="ts", by="node", strategy="forward",
         # Sorted by ts within each node is what as-of needs. Forward takes the first of tied
         # timestamps and backward the last, so events tied at a window edge stay inside.
         check_sortedness=False,
     ).select("_j", "node", "_lo")
-    hi = jn.sort("_hi_ts").join_asof(
+    hi = jn.join_asof(
         idx.rename({"_i": "_hi"}), left_on="_hi_ts", right_on="ts", by="node", strategy="backward",
         check_sortedness=False,
     ).select("_j", "node", "_hi")
@@ -656,6 +657,7 @@ def attribute_failures_with(
         j.select("_j", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
         .filter(pl.col("node").is_not_null())
         .unique(["_j", "node"])
+        .sort("end_ts")  # once, for every _events_near below
     )
 
     # Infrastructure evidence: failure events in the window.
