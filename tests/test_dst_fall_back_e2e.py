@@ -130,7 +130,7 @@ def test_utilization_starts_on_the_accountings_first_day(warehouse: Path) -> Non
 
 
 def test_the_repeated_hours_first_pass_is_a_utc_day_of_its_own() -> None:
-    from gpusre.reports.nightly.sections.quality import _first_passes
+    from gpusre.models.dst_calendar import repeated_hour_first_passes as _first_passes
 
     def at(*args: int) -> datetime:
         return datetime(*args, tzinfo=UTC)

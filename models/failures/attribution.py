@@ -149,6 +149,7 @@ from gpusre.models.reliability.training_runs import lost_work_expr
 from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, as_planned, failure_events, periods_of,
                                                  planned_evidence, severity_rank)
 from gpusre.models.logs.event_catalog import SEVERITY_RANK
+from gpusre.models.span_islands import span_islands
 from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, join_asof_same_part, load_fault_clears,
                                                     load_lasting_fault_actions, load_open_fault_kinds,
                                                     load_recovery_kinds, same_part, with_parts)
@@ -300,11 +301,9 @@ def node_state_evidence(states: pl.DataFrame) -> pl.DataFrame:
         pl.col("end_ts").cast(pl.Datetime("us", "UTC")).fill_null(ongoing),
     ).sort("node", "start_ts", "end_ts", "state", "reason", nulls_last=True)
     # A state opens a new outage unless it starts by the latest end of the node's earlier states.
-    reach = pl.col("end_ts").cum_max().shift(1).over("node")
-    s = s.with_columns((reach.is_null() | (pl.col("start_ts") > reach)).cum_sum().alias("_outage"))
+    s = s.with_columns(span_islands(["node"], end="end_ts", start="start_ts").alias("_outage"))
     hardware = pl.col("availability_class") == "hardware"
-    outages = s.group_by("_outage").agg(
-        pl.col("node").first(),
+    outages = s.group_by("node", "_outage").agg(
         pl.col("start_ts").first(),
         pl.col("end_ts").max(),
         pl.col("availability_class").first().alias("_first_class"),

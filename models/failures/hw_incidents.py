@@ -123,6 +123,7 @@ from gpusre.models.logs.event_catalog import (
 from gpusre.models.failures.fault_signatures import node_signatures, wide_signature
 from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
+from gpusre.models.span_islands import span_islands
 from gpusre.models.reliability.node_availability import DOWN_FROM, MaintenanceSpan, down_segments, with_down_from
 from gpusre.models.reliability.repair_times import (LINK_BEFORE, PART_COLUMNS, join_asof_same_part, recovery_lines,
                                                     with_parts)
@@ -152,7 +153,6 @@ __all__ = [
     "planned_evidence",
     "planned_maintenance",
     "severity_rank",
-    "span_islands",
 ]
 
 #: Cause classes whose high-severity events are infrastructure failures (``system_software`` covers
@@ -390,14 +390,6 @@ def _group_of(groups: Mapping[str, Sequence[str] | str] | None, column: str) -> 
 def _leaf_of(topology: Mapping[str, Sequence[str] | str] | None) -> pl.DataFrame:
     """node -> leaf switch (``_leaf``), from leaf -> nodes."""
     return _group_of(topology, "_leaf")
-
-
-def span_islands(keys: list[str], window: timedelta, end: str = "end", start: str = "start") -> pl.Expr:
-    """Island number per ``keys`` over time spans: a span starting more than ``window`` after every
-    earlier span of its key ended starts a new island (``window`` 0: the union of overlapping spans).
-    The frame must be sorted by ``keys``, ``start``."""
-    reach = pl.col(end).cum_max().shift(1).over(keys) + window
-    return (reach.is_null() | (pl.col(start) > reach)).cast(pl.Int64).cum_sum().over(keys)
 
 
 def _matches(name: str) -> pl.Expr:
@@ -1089,8 +1081,7 @@ def planned_maintenance(states: pl.DataFrame | None, windows: Sequence[Maintenan
     seg = _minus(segments.select("node", pl.col("start_ts").cast(_UTC), pl.col("end_ts").cast(_UTC)), faults)
     # down_segments cuts at window edges and attribution changes: touching pieces are one period.
     seg = seg.sort("node", "start_ts")
-    gap = pl.col("start_ts") > pl.col("end_ts").cum_max().shift(1).over("node")
-    periods = (seg.with_columns(gap.fill_null(True).cum_sum().alias("_p"))
+    periods = (seg.with_columns(span_islands(["node"], end="end_ts", start="start_ts").alias("_p"))
                .group_by("node", "_p").agg(pl.col("start_ts").min(), pl.col("end_ts").max()).drop("_p")
                .sort("end_ts"))
     # The hardware drain that ends a period, or follows it within LINK_BEFORE, claims the lines before it.
@@ -1107,8 +1098,7 @@ def _minus(periods: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
         return periods
     # The cuts merged per node, so that the pieces between them are the gaps of one sorted list.
     merged = (cuts.sort("node", "start_ts")
-              .with_columns((pl.col("start_ts") > pl.col("end_ts").cum_max().shift(1).over("node"))
-                            .fill_null(True).cum_sum().over("node").alias("_c"))
+              .with_columns(span_islands(["node"], end="end_ts", start="start_ts").alias("_c"))
               .group_by("node", "_c").agg(pl.col("start_ts").min().alias("_cs"), pl.col("end_ts").max().alias("_ce"))
               .drop("_c"))
     p = periods.with_row_index("_p")

@@ -217,6 +217,8 @@ def _utf16_pattern(sample: bytes) -> bool:
     one NUL. A run of NULs (a crash in a preallocated log file) is units that are all NUL and says
     nothing; the text around it has no NUL units, so such a file is read as text (the NULs are
     dropped or the line rejected by its reader), never refused as UTF-16."""
+    if b"\x00" not in sample:  # every text file: no unit holds a NUL (a byte loop cost 0.6 ms a file)
+        return False
     even, odd = sample[0::2], sample[1::2]
     units = min(len(even), len(odd))
     one_nul = sum(1 for i in range(units) if (even[i] == 0) != (odd[i] == 0))

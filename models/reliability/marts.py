@@ -15,7 +15,7 @@ import duckdb
 import polars as pl
 
 from gpusre.models.accounting_span import accounting_span, counted_end, day_start, node_history_end
-from gpusre.models.failures.hw_incidents import span_islands
+from gpusre.models.span_islands import span_islands
 from gpusre.models.reliability.error_budget import exhausted_spans
 from gpusre.models.reliability.goodput import goodput_daily, interruption_cause
 from gpusre.models.reliability.job_reliability import (

@@ -37,6 +37,7 @@ from scipy.stats import binomtest
 from gpusre.models.vocabulary import failure_incidents, with_component_class
 from gpusre.models.reliability.failure_rates import add_mtbf_columns
 from gpusre.models.reliability.weibull_fit import fit_weibull
+from gpusre.models.span_islands import span_islands
 
 __all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance",
            "maintenance_from_node_states", "with_state_maintenance"]
@@ -455,9 +456,7 @@ def maintenance_from_node_states(outages: pl.DataFrame, fleet_size: int, *,
                        & (pl.col("end_ts") > pl.col("start_ts")))
     if not o.height:
         return []
-    reach = pl.col("end_ts").cum_max().shift(1) + gap
-    o = (o.sort("start_ts", "node")
-         .with_columns((reach.is_null() | (pl.col("start_ts") > reach)).cast(pl.Int64).cum_sum().alias("_w")))
+    o = o.sort("start_ts", "node").with_columns(span_islands([], gap, end="end_ts", start="start_ts").alias("_w"))
     reasons = (o.filter(pl.col("reason").is_not_null() & (pl.col("reason").str.strip_chars() != ""))
                .group_by("_w", "reason").agg(pl.len().alias("_n"), pl.col("start_ts").min().alias("_first"))
                .sort("_w", "_n", "_first", descending=[False, True, False])

@@ -73,6 +73,7 @@ from scipy.stats import binom
 
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of
 from gpusre.models.failures.drain_reasons import reason_class_components
+from gpusre.models.span_islands import span_islands
 
 __all__ = [
     "INCIDENT_REPAIR_SCHEMA",
@@ -159,12 +160,11 @@ def node_outages(states: pl.DataFrame) -> pl.DataFrame:
     """
     cols = {"reason_class": pl.String, "reason": pl.String}
     states = states.with_columns(pl.lit(None, t).alias(c) for c, t in cols.items() if c not in states.columns)
-    end = pl.col("end_ts").fill_null(_ONGOING)
     # A state starting after every earlier state of its node ended (an ongoing one never ends) opens an outage.
-    opens = pl.col("start_ts") > end.cum_max().shift().over("node")
     return (states.select("node", pl.col("start_ts").cast(_UTC), pl.col("end_ts").cast(_UTC), "reason_class", "reason")
             .sort("node", "start_ts", maintain_order=True)
-            .with_columns(opens.fill_null(True).cum_sum().over("node").alias("_outage"))
+            .with_columns(pl.col("end_ts").fill_null(_ONGOING).alias("_reach"))
+            .with_columns(span_islands(["node"], end="_reach", start="start_ts").alias("_outage"))
             .group_by("node", "_outage", maintain_order=True)
             .agg(pl.col("start_ts").first().alias("outage_start_ts"),
                  pl.when(pl.col("end_ts").null_count() == 0).then(pl.col("end_ts").max()).alias("outage_end_ts"),

@@ -500,16 +500,22 @@ def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
         .otherwise(0)
     )
     df = df.with_columns(wrap.alias("_wrap")).with_columns(pl.col("_wrap").cum_sum().over("_file").alias("_yoff"))
-    rows = df.select("_file", "_yoff", "_in_year", "_after_feb", "_w").join(hints, on="_file", how="left",
-                                                                           maintain_order="left")
     # One pass for every candidate year k of every file (year _y0 + k): rows inside the hint and
     # the last row's instant; a file has few candidates, so k runs over the batch's widest range.
+    # A row's instant in year k is its seconds into the year plus a start of year (and leap day) that
+    # depends only on (file, year offset, after February): computed per such group, not per row.
     width = int(hints.select((pl.col("_y1") - pl.col("_y0")).max()).item() or 0) + 1
+    year_of = [pl.col("_y0") + k + pl.col("_yoff") for k in range(width)]
+    starts = (df.select("_file", "_yoff", "_after_feb").unique().join(hints, on="_file")
+              .select("_file", "_yoff", "_after_feb", "_lo", "_hi", *(
+                  (_days_before_year(year) * _KEY_DAY
+                   + pl.when(_is_leap(year) & pl.col("_after_feb")).then(_KEY_DAY).otherwise(0)).alias(f"_start{k}")
+                  for k, year in enumerate(year_of))))
+    rows = df.select("_file", "_yoff", "_in_year", "_after_feb", "_w").join(
+        starts, on=["_file", "_yoff", "_after_feb"], how="left", maintain_order="left", nulls_equal=True)
     exprs: list[pl.Expr] = []
     for k in range(width):
-        year = pl.col("_y0") + k + pl.col("_yoff")
-        instant = _days_before_year(year) * _KEY_DAY + pl.col("_in_year") \
-            + pl.when(_is_leap(year) & pl.col("_after_feb")).then(_KEY_DAY).otherwise(0)
+        instant = pl.col(f"_start{k}") + pl.col("_in_year")
         exprs += [(instant.is_between(pl.col("_lo"), pl.col("_hi")) * pl.col("_w")).sum().alias(f"n{k}"),
                   instant.last().alias(f"last{k}")]
     stats = rows.group_by("_file").agg(*exprs).join(hints, on="_file")

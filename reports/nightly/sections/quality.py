@@ -7,12 +7,12 @@ formats, computes nothing."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import duckdb
 
+from gpusre.models.dst_calendar import repeated_hour_first_passes
 from gpusre.reports.coverage import SOURCE_LABELS, ends_early, freshness_rows
 from gpusre.reports.kit.formatting import (
     MISSING,
@@ -58,32 +58,6 @@ def _gone_note(con: duckdb.DuckDBPyConnection) -> str | None:
 _DST_NAMES_SHOWN = 5
 
 
-def _first_passes(zone_name: str | None, day: date) -> list[tuple[datetime, datetime]]:
-    """``[start, end)`` (UTC) of the first pass of each hour ``zone_name`` repeated by a DST fall-back that
-    lies on the UTC ``day``: the instants a guessed local time of that hour was placed at (the earlier
-    reading). America/Chicago, 2026-11-01: 06:00-07:00; Australia/Sydney's April fall-back is on the UTC
-    Saturday (15:00-16:00), a day before its 25-h local Sunday. Empty without a zone or fall-back."""
-    try:
-        zone = ZoneInfo(zone_name) if zone_name else None
-    except (KeyError, ValueError):
-        return []
-    if zone is None:
-        return []
-    d0 = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-    out = []
-    # Offsets a minute apart over the day and 3 h more (a fall-back at 00:30 UTC the next day repeats the
-    # day's last half hour; no zone turns back more than 2 h): 1,620 look-ups, a calendar, not the data.
-    # A drop at t is a fall-back: the hour(s) before it repeat.
-    minutes = [d0 + timedelta(minutes=m) for m in range(27 * 60 + 1)]
-    offsets = [t.astimezone(zone).utcoffset() for t in minutes]
-    for t, before, after in zip(minutes[1:], offsets, offsets[1:]):
-        if before is not None and after is not None and after < before:
-            start, end = t - (before - after), t
-            if start < d0 + timedelta(days=1) and end > d0:
-                out.append((max(start, d0), min(end, d0 + timedelta(days=1))))
-    return out
-
-
 def _dst_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str | None:
     """The sentence on node-log lines that fell in the repeated hour of a DST fall-back with nothing in
     their file to place them (``raw.ingested_files.rows_dst_guessed``): read as the earlier instant, they
@@ -95,7 +69,7 @@ def _dst_note(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> str | None:
                              "AND table_name = 'ingested_files' AND column_name = 'rows_dst_guessed'")
     if not has_column or table_status(con, "raw.record_days"):
         return None
-    passes = _first_passes(cluster_timezone(None, con), meta.report_date)
+    passes = repeated_hour_first_passes(cluster_timezone(None, con), meta.report_date)
     if not passes:
         return None
     rows = query_rows(con, """SELECT f.source_file, f.rows_dst_guessed AS n FROM raw.ingested_files f
