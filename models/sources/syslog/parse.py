@@ -690,7 +690,9 @@ def _stamp_times(stamps: pl.DataFrame, fmt: str, timezone: str, hints: pl.DataFr
     def col(name: str) -> pl.Expr:
         return pl.col(name) if name in names else pl.lit(None, dtype=pl.String)
 
-    df = stamps
+    # Day and time fields as numbers once: year inference and the datetime both read them (a string cast of
+    # four columns costs ~0.5 s per 10 M lines each time).
+    df = stamps.with_columns(_int(c) for c in ("d", "H", "M", "S") if c in names)
     if "b" in names:
         df = df.with_columns(pl.col("b").replace_strict(_MONTHS, return_dtype=pl.Int64).alias("_mon"))
     else:
