@@ -373,3 +373,30 @@ def test_the_probes_lines_through_the_pipeline(tmp_path: Path) -> None:
                       ("gpu012", "fabric_manager_down", "nvswitch", "high")]
     # DCGM's level words are no hosts: its lines are gpu014's (no node 'error' / 'warning')
     assert nodes == [(n,) for n in ("gpu005", "gpu006", "gpu007", "gpu008", "gpu011", "gpu012", "gpu014")]
+
+
+# --- BERT is post-mortem evidence (probe AI F2, re-run 2026-12-06) -----------------------------------
+
+def _bert_at(ts: str) -> list[str]:
+    """The BERT lines of a boot at ``ts``: the firmware's record of the fault that crashed the previous boot."""
+    return [at("BERT: Error records from previous boot:", ts=ts), at("[Hardware Error]: event severity: fatal", ts=ts),
+            at("[Hardware Error]:   section_type: PCIe error", ts=ts), at("[Hardware Error]:   device_id: 0000:17:01.0", ts=ts)]
+
+
+def test_a_bert_record_printed_after_a_node_fail_names_the_crash() -> None:
+    """Job NODE_FAIL at 12:00:00; the node reboots and prints the previous boot's fatal PCIe record at 12:03:10.
+    Stamped at the boot, it is the crash's own record: the job's evidence (within the 5-min after-window, as a
+    health check is), and its incident is the one that killed the job."""
+    got = attribution(_bert_at("12:03:10"), "NODE_FAIL", T0, ELAPSED)
+    assert (got["attribution"], got["component"], got["rule"]) == ("infrastructure", "pcie_bus", "failure event in window")
+    assert got["incident_id"] == got["_incidents"]["incident_id"][0]
+
+
+def test_a_bert_record_later_than_the_after_window_or_a_live_fault_after_the_end_is_no_evidence() -> None:
+    """The record 6 min after the end is past Meta's after-window; a live Xid 79 3 min after the end is stamped
+    when it happened, after the job was gone (unchanged: only detections and post-mortem records lag)."""
+    late = attribution(_bert_at("12:06:10"), "NODE_FAIL", T0, ELAPSED)
+    assert (late["attribution"], late["component"]) == ("infrastructure", "unknown (suspected)")
+    live = attribution([at("NVRM: Xid (PCI:0000:4e:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                           ts="12:03:10")], "NODE_FAIL", T0, ELAPSED)
+    assert (live["attribution"], live["component"]) == ("infrastructure", "unknown (suspected)")

@@ -160,6 +160,7 @@ __all__ = [
     "minutes_since_link_recovery",
     "COLLECTIVE_TIMEOUT",
     "DETECTION_KINDS",
+    "POST_MORTEM_KINDS",
     "HET_SIBLING_RULE",
     "HUNG_RULE",
     "UNCATALOGUED_RULE",
@@ -190,6 +191,11 @@ NO_LOGS_RULE = "no node logs from its nodes at its end"
 LOG_DAYS_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), "day": pl.Date()}
 #: Event kinds that report a failure after the fact (so may be stamped after the job they killed ended).
 DETECTION_KINDS: tuple[str, ...] = (HEALTH_CHECK_KIND, "slurmd_error")
+#: Post-mortem records: the firmware's error records of the previous boot, which the kernel prints when the
+#: node boots again (BERT, ``catalog/log_patterns.csv``). Stamped at the boot, they describe the fault that
+#: brought the node down, so like a detection they may be later than the end of the job it killed (a node
+#: crashes, Slurm marks the job NODE_FAIL, the node reboots and prints the record minutes later).
+POST_MORTEM_KINDS: tuple[str, ...] = ("bert_memory_error", "bert_pcie_error", "bert_processor_error", "bert_error")
 #: Component classes whose faults do not make a GPU application fault (Xid 13/31/43) or an OOM kill: a
 #: job with such user evidence beside only this infrastructure evidence crashed on its own (a GPU,
 #: NVLink or host fault can leave Xid 13/43 behind, so those classes keep the job).
@@ -439,6 +445,15 @@ def _cleared(pairs: pl.DataFrame, last: pl.DataFrame, recoveries: pl.DataFrame, 
         pl.col("_j").cast(pl.UInt32), "node", "_class", *PART_COLUMNS)
 
 
+def _post_mortem_only(incidents: pl.DataFrame) -> pl.Expr:
+    """An incident all of whose evidence is post-mortem records (:data:`POST_MORTEM_KINDS`): it starts at the
+    boot after the fault, so it meets a job that ended up to ``after`` before it, as a detection does."""
+    if "evidence_kinds" not in incidents.columns:
+        return pl.lit(False)
+    kinds = pl.col("evidence_kinds")
+    return (kinds.list.len().fill_null(0) > 0) & kinds.list.eval(pl.element().is_in(POST_MORTEM_KINDS)).list.all()
+
+
 def _by_day(frame: pl.DataFrame, start: str, end: str, lead: timedelta, lag: timedelta,
             ends: tuple[datetime | None, datetime | None]) -> pl.DataFrame:
     """``frame`` once per UTC day (``_day``) of [``start`` - ``lead``, ``end`` + ``lag``] that a job
@@ -542,6 +557,7 @@ def prepare_evidence(
             "incident_id", "component", "cause_class", "start_ts", "end_ts", "nodes",
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("label_source") == "operator").alias("_op"),
+            _post_mortem_only(incidents).alias("_post_mortem"),
         ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
         outages=outages,
         clearings=_clearings(events, outages),
@@ -685,7 +701,8 @@ def attribute_failures_with(
     started = pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
     infra_by_job = (
         near_infra.join(j.select("_j", "end_ts", "start_ts"), on="_j")
-        .filter(((pl.col("ts") <= pl.col("end_ts") + clock_skew) | pl.col("kind").is_in(DETECTION_KINDS)) & started)
+        .filter(((pl.col("ts") <= pl.col("end_ts") + clock_skew)
+                 | pl.col("kind").is_in(DETECTION_KINDS + POST_MORTEM_KINDS)) & started)
         .with_columns(
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("ts") - pl.col("end_ts")).abs().alias("_dist"),
@@ -713,7 +730,8 @@ def attribute_failures_with(
             # An event incident must have started by the end (plus clock skew) to have caused it, and
             # still be going when the job started; an operator's incident is taken at its word over the
             # whole window.
-            (pl.col("_inc_start") <= pl.col("end_ts") + pl.when(pl.col("_op")).then(after).otherwise(clock_skew))
+            (pl.col("_inc_start") <= pl.col("end_ts")
+             + pl.when(pl.col("_op") | pl.col("_post_mortem")).then(after).otherwise(clock_skew))
             & (pl.col("_inc_end") >= pl.col("end_ts") - before)
             & (pl.col("_op") | pl.col("_job_start").is_null() | (pl.col("_inc_end") >= pl.col("_job_start") - clock_skew))
         )
