@@ -40,7 +40,7 @@ WITH node_gpus AS (
            a.observed_hours * 3.6e9 AS len_us
     FROM marts.node_availability_daily AS a
 ), state_down AS (
-    SELECT node, date_trunc('month', day)::DATE AS month, sum(down_hardware_hours) AS down_hours
+    SELECT node, date_trunc('month', day)::DATE AS month, sum(down_hardware_hours ORDER BY day) AS down_hours
     FROM marts.node_availability_daily
     WHERE source = 'node_states' AND down_hardware_hours > 0
     GROUP BY ALL
@@ -64,13 +64,14 @@ WITH node_gpus AS (
            sum(greatest(i.hi_us - i.lo_us, 0)
                -- (least/greatest skip NULLs: a day without a row must not look covered)
                - CASE WHEN c.node IS NULL THEN 0
-                      ELSE greatest(least(i.hi_us, c.lo_us + c.len_us) - greatest(i.lo_us, c.lo_us), 0) END) / 3.6e9
+                      ELSE greatest(least(i.hi_us, c.lo_us + c.len_us) - greatest(i.lo_us, c.lo_us), 0) END
+               ORDER BY i.day, i.lo_us, i.hi_us) / 3.6e9
                AS down_hours
     FROM incident_days AS i LEFT JOIN covered AS c USING (node, day)
     GROUP BY ALL
 ), down AS (
     -- A node-month both measured and estimated (the history ends inside it) adds the two.
-    SELECT node, month, sum(down_hours) AS down_hours,
+    SELECT node, month, sum(down_hours ORDER BY src) AS down_hours,
            CASE WHEN count(DISTINCT src) = 2 THEN 'node_states+incidents' ELSE any_value(src) END AS down_source
     FROM (SELECT node, month, down_hours, 'node_states' AS src FROM state_down
           UNION ALL
@@ -94,7 +95,7 @@ WITH node_gpus AS (
     FROM killed_nodes
     WHERE end_ts IS NOT NULL AND len(loss_nodes) > 0
 ), job_month AS (
-    SELECT node, month, count(*) AS jobs_killed, sum(lost) AS job_lost_gpu_hours FROM job_loss GROUP BY ALL
+    SELECT node, month, count(*) AS jobs_killed, sum(lost ORDER BY job_id, instance_no) AS job_lost_gpu_hours FROM job_loss GROUP BY ALL
 ), incident_count AS (
     SELECT node, date_trunc('month', timezone('UTC', start_ts))::DATE AS month, count(DISTINCT incident_id) AS n
     FROM (SELECT incident_id, unnest(nodes) AS node, start_ts FROM marts.hw_incidents
