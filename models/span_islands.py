@@ -19,8 +19,8 @@ def span_islands(keys: Sequence[str], window: timedelta = timedelta(0), end: str
                  start: str = "start") -> pl.Expr:
     """Island number per ``keys`` over time spans: a span starting more than ``window`` after every
     earlier span of its key ended starts a new island (``window`` 0: the union of overlapping or touching
-    spans; no ``keys``: over the whole frame). The frame must be sorted by ``keys``, ``start``; an ``end``
-    that is null never ends (fill it first: a null is skipped by the running maximum).
+    spans; no ``keys``: over the whole frame). The frame must be sorted by ``keys``, ``start``. A null ``end``
+    is skipped by the running maximum: give an ongoing span a far end first if it is to absorb later spans.
 
     >>> from datetime import datetime
     >>> t = lambda h: datetime(2026, 11, 1, h)

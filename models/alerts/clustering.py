@@ -231,7 +231,7 @@ from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
 from gpusre.models.sources.slurm_events.ingest import events_as_of
 from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, failure_incidents, run_key_job
-from gpusre.models.warehouse import table_exists
+from gpusre.models.warehouse import query_frames, table_exists
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -642,13 +642,8 @@ def _with_labels(frame: pl.DataFrame, rules: Sequence[AlertLevelRule]) -> pl.Dat
     # DuckDB reads every path of a text in one parse (Polars' json_path_match parses it once per label: 0.6 s
     # against 0.1 s for a year's 23,000 texts and 42 labels); text that is no JSON has no labels.
     paths = [f'$."{name}"' for name in names]
-    con = duckdb.connect()
-    try:
-        con.register("_texts", text.unique().to_frame())
-        values = con.sql("SELECT _text, CASE WHEN json_valid(_text) THEN json_extract_string(_text, $paths) END AS _v "
-                         "FROM _texts", params={"paths": paths}).pl()
-    finally:
-        con.close()
+    values = query_frames("SELECT _text, CASE WHEN json_valid(_text) THEN json_extract_string(_text, $paths) END AS _v "
+                          "FROM _texts", {"_texts": text.unique().to_frame()}, {"paths": paths})
     values = values.select("_text", *(pl.col("_v").list.get(i, null_on_oob=True).alias(f"_lb_{name}")
                                       for i, name in enumerate(names)))
     return frame.with_columns(text.to_frame().join(values, on="_text", how="left", maintain_order="left").drop("_text"))

@@ -61,7 +61,6 @@ import heapq
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time, timedelta, timezone
 
-import duckdb
 import polars as pl
 
 from gpusre.models.accounting_span import MAX_GAP_MINUTES
@@ -70,6 +69,7 @@ from gpusre.models.vocabulary import load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.repair_times import node_outages, outage_chains
 from gpusre.models.sources.slurm_events.parse import runs_jobs
+from gpusre.models.warehouse import query_frames
 
 __all__ = [
     "DAILY_SCHEMA",
@@ -273,19 +273,13 @@ def with_down_from(states: pl.DataFrame, jobs: pl.DataFrame | None) -> pl.DataFr
         # (0.8 s against 0.1 s on a 2,000-node year); no job running: no row, the state counts from its start.
         job_nodes = jobs.select(pl.col("nodes").cast(pl.List(pl.String)),
                                 pl.col("start_ts").cast(_UTC_DT), pl.col("end_ts").cast(_UTC_DT))
-        con = duckdb.connect()
-        try:
-            con.register("_jobs", job_nodes)
-            con.register("_waiting", waiting)
-            busy = con.sql("""
-                WITH running AS (
-                    SELECT unnest(nodes) AS node, start_ts, coalesce(end_ts, $never) AS end_ts
-                    FROM _jobs WHERE start_ts <= (SELECT max(_t) FROM _waiting))
-                SELECT w._r, max(j.end_ts) AS _busy_until
-                FROM _waiting w JOIN running j ON j.node = w.node AND j.start_ts <= w._t AND j.end_ts > w._t
-                GROUP BY w._r""", params={"never": _NEVER}).pl()
-        finally:
-            con.close()
+        busy = query_frames("""
+            WITH running AS (
+                SELECT unnest(nodes) AS node, start_ts, coalesce(end_ts, $never) AS end_ts
+                FROM _jobs WHERE start_ts <= (SELECT max(_t) FROM _waiting))
+            SELECT w._r, max(j.end_ts) AS _busy_until
+            FROM _waiting w JOIN running j ON j.node = w.node AND j.start_ts <= w._t AND j.end_ts > w._t
+            GROUP BY w._r""", {"_jobs": job_nodes, "_waiting": waiting}, {"never": _NEVER})
         busy = busy.with_columns(pl.col("_r").cast(pl.UInt32), pl.col("_busy_until").cast(_UTC_DT))
     else:
         busy = pl.DataFrame(schema={"_r": pl.UInt32, "_busy_until": _UTC_DT})
