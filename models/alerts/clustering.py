@@ -232,6 +232,7 @@ from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
 from gpusre.models.sources.slurm_events.ingest import events_as_of
 from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, failure_incidents, run_key_job
 from gpusre.models.warehouse import query_frames, table_exists
+from gpusre.models.ordered_sums import ordered_sum
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -1515,7 +1516,7 @@ def _job_impact(inc: pl.DataFrame, about: pl.DataFrame, jobs: pl.DataFrame | Non
     mine = hit.join(about, left_on=["_c", "_job_hw"], right_on=["_c", "_inc_hw"], how="semi")
     hit = (pl.concat([hit.filter(pl.col("_job_hw").is_null()), mine])
            .group_by("_c").agg(run_key_job(pl.col("job_id")).n_unique().cast(pl.Int64)
-                               .alias("n_jobs_killed"), pl.col("lost_gpu_hours").sum()))
+                               .alias("n_jobs_killed"), ordered_sum("lost_gpu_hours")))
     return inc.join(hit, on="_c", how="left").with_columns(
         pl.col("n_jobs_killed").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
 

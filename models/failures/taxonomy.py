@@ -24,6 +24,7 @@ from typing import Literal
 
 import polars as pl
 
+from gpusre.models.ordered_sums import ordered_sum
 from gpusre.models.vocabulary import INFRASTRUCTURE, is_failure_incident
 
 __all__ = ["IMPACT_SCHEMA", "TAXONOMY_SCHEMA", "failure_taxonomy", "incident_impact"]
@@ -152,16 +153,13 @@ def incident_impact(incidents: pl.DataFrame, attribution: pl.DataFrame, jobs: pl
     kills = attribution.filter((pl.col("attribution") == INFRASTRUCTURE) & pl.col("incident_id").is_not_null())
     # A job killed twice by one incident (a requeued instance, then the job) is one affected job of
     # its GPUs; both losses count.
-    # Sorted before summing: a float sum in another order differs in the last bits, and a rerun must change nothing.
-    per_job = (kills.sort("incident_id", "job_id", "lost_gpu_hours")
-               .group_by("incident_id", "job_id", maintain_order=True)
-               .agg(pl.col("n_gpus").max(), pl.col("lost_gpu_hours").sum()))
+    per_job = kills.group_by("incident_id", "job_id").agg(pl.col("n_gpus").max(), ordered_sum("lost_gpu_hours"))
     hit = (
-        per_job.group_by("incident_id", maintain_order=True)
+        per_job.group_by("incident_id")
         .agg(
             pl.len().cast(pl.Int64).alias("affected_jobs"),
             pl.col("n_gpus").sum().cast(pl.Int64).alias("affected_gpus"),
-            pl.col("lost_gpu_hours").sum(),
+            ordered_sum("lost_gpu_hours"),
         )
     )
     successes = (

@@ -16,6 +16,7 @@ import polars as pl
 
 from gpusre.models.accounting_span import accounting_span, counted_end, day_start, node_history_end
 from gpusre.models.span_islands import span_islands
+from gpusre.models.ordered_sums import ordered_sum
 from gpusre.models.reliability.error_budget import exhausted_spans
 from gpusre.models.reliability.goodput import goodput_daily, interruption_cause
 from gpusre.models.reliability.job_reliability import (
@@ -474,4 +475,4 @@ def _down_node_hours_daily(incidents: pl.DataFrame, t1: datetime, spans: pl.Data
              .with_columns((pl.col("_d0") + pl.duration(days=1)).alias("_d1"))
              .with_columns(((pl.min_horizontal("up_ts", "_d1") - pl.max_horizontal("start_ts", "_d0"))
                             .dt.total_seconds().clip(lower_bound=0) / 3600).alias("h")))
-    return spans.sort("day", "node", "_span").group_by("day").agg(pl.col("h").sum().alias("down_node_hours")).sort("day")
+    return spans.group_by("day").agg(ordered_sum("h").alias("down_node_hours")).sort("day")

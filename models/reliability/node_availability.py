@@ -70,6 +70,7 @@ from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.repair_times import node_outages, outage_chains
 from gpusre.models.sources.slurm_events.parse import runs_jobs
 from gpusre.models.warehouse import query_frames
+from gpusre.models.ordered_sums import ordered_sum
 
 __all__ = [
     "DAILY_SCHEMA",
@@ -543,8 +544,8 @@ def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, state
              .with_columns(pl.col("day").dt.strftime("%Y-%m").alias("month"),
                            (pl.col("observed_hours") - pl.col("down_maintenance_hours")).alias("_s")))
     totals = pl.concat([
-        sched.group_by(pl.lit("all").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("all").alias("period_type")),
-        sched.group_by(pl.col("month").alias("period")).agg(pl.col("_s").sum()).with_columns(pl.lit("month").alias("period_type")),
+        sched.group_by(pl.lit("all").alias("period")).agg(ordered_sum("_s")).with_columns(pl.lit("all").alias("period_type")),
+        sched.group_by(pl.col("month").alias("period")).agg(ordered_sum("_s")).with_columns(pl.lit("month").alias("period_type")),
     ], how="diagonal")
     # A state's own component_class (an incident's, from :func:`outage_causes`) wins over the catalog's.
     own = pl.col("component_class") if "component_class" in states.columns else pl.lit(None, pl.String)
@@ -566,16 +567,16 @@ def availability_by_component(daily: pl.DataFrame, segments: pl.DataFrame, state
                               .alias("hours"), pl.col("_m").dt.strftime("%Y-%m").alias("month"))
                 .filter(pl.col("hours") > 0))
     down = pl.concat([
-        seg.group_by("component_class").agg(pl.col("hours").sum()).with_columns(
+        seg.group_by("component_class").agg(ordered_sum("hours")).with_columns(
             pl.lit("all").alias("period_type"), pl.lit("all").alias("period")),
-        by_month.group_by("month", "component_class").agg(pl.col("hours").sum()).rename({"month": "period"})
+        by_month.group_by("month", "component_class").agg(ordered_sum("hours")).rename({"month": "period"})
         .with_columns(pl.lit("month").alias("period_type")),
     ], how="diagonal")
     # The class 'all' row of every period, with 0 h down in a month without an outage.
     cluster = (totals.join(pl.concat([
         seg.select(pl.lit("all").alias("period_type"), pl.lit("all").alias("period"), "hours"),
         by_month.select(pl.lit("month").alias("period_type"), pl.col("month").alias("period"), "hours"),
-    ]).group_by("period_type", "period").agg(pl.col("hours").sum()), on=["period_type", "period"], how="left")
+    ]).group_by("period_type", "period").agg(ordered_sum("hours")), on=["period_type", "period"], how="left")
         .with_columns(pl.col("hours").fill_null(0.0), pl.lit("all").alias("component_class")).drop("_s"))
     out = (pl.concat([down, cluster], how="diagonal").join(totals, on=["period_type", "period"], how="inner")
            .with_columns(pl.col("hours").alias("down_node_hours"), pl.col("_s").alias("scheduled_node_hours"))
