@@ -325,3 +325,40 @@ def test_end_to_end(warehouse: Path) -> None:
     hit = dict(query_rows(warehouse, "SELECT component, affected_jobs FROM marts.hw_incidents "
                                      "WHERE list_contains(nodes, 'gpu1') OR list_contains(nodes, 'gpu5')"))
     assert hit == {"pcie_bus": 1, "nvlink": 2}
+
+
+FM_ABORT = ("[ERROR] [tid 1802] detected number of NVSwitches don't match with any supported system topology, "
+            "aborting fabric manager")
+NHC_GPU_LOST = "nhc[2231]: Health check failed:  check_nv_healthmon:  GPU 0000:18:00.0 is lost"
+
+
+def test_a_lasting_gpu_fault_the_node_was_given_to_the_job_with_killed_it() -> None:
+    # Probe AI job 1015: Fabric Manager aborted on n1 at 2 min 38 s before a 50-s job ended; no check drained
+    # the node and it did not reboot: CUDA cannot start → infrastructure / nvswitch with its incident,
+    # 8 × (50 − 50²/7200) s = 0.1103 GPU-h.
+    # n2: Xid 79 30 min before the end, a job started 4 min before it, nothing cleared the fault →
+    #     infrastructure / pcie_bus, 8 × (240 − 240²/7200) s = 0.5156 GPU-h.
+    # n3: the same, but the NVIDIA driver loaded at -20 min (a reboot) → user.
+    # n4: the same, but a health check failed at -15 min and not again before the start: the node was seen
+    #     to come back (the check repeats while its condition lasts) → user.
+    # n5: Xid 74 (no reset/reboot action: not a lasting fault) 8 min before a job started at -4 min → user.
+    end = 2 * H
+    lines = [(end - 158 * S, "n1", FM_ABORT),
+             (end - 30 * M, "n2", XID79),
+             (end - 30 * M, "n3", XID79), (end - 20 * M, "n3", DRIVER),
+             (end - 30 * M, "n4", XID79), (end - 15 * M, "n4", NHC_GPU_LOST),
+             (end - 8 * M, "n5", XID74)]
+    ev = events_from_lines(lines)
+    assert ev.select("node", "kind").rows() == [("n1", "fabric_manager_down"), ("n2", "xid"), ("n3", "xid"),
+                                                ("n3", "driver_loaded"), ("n4", "xid"), ("n4", "health_check"),
+                                                ("n5", "xid")]
+    got = attribute([job("n1", ["n1"], elapsed=50 * S)] + [job(n, [n], elapsed=4 * M) for n in ("n2", "n3", "n4", "n5")],
+                    lines, events=ev)
+    assert (got["n1"]["attribution"], got["n1"]["component"]) == ("infrastructure", "nvswitch")
+    assert got["n1"]["incident_id"] is not None and got["n1"]["evidence_event_ids"] == [1]
+    assert got["n1"]["lost_gpu_hours"] == pytest.approx(8 * (50 - 50**2 / 7200) / 3600)
+    assert (got["n2"]["attribution"], got["n2"]["component"]) == ("infrastructure", "pcie_bus")
+    assert got["n2"]["incident_id"] is not None
+    assert got["n2"]["lost_gpu_hours"] == pytest.approx(8 * (240 - 240**2 / 7200) / 3600)
+    for n in ("n3", "n4", "n5"):
+        assert (got[n]["attribution"], got[n]["incident_id"], got[n]["lost_gpu_hours"]) == ("user", None, 0.0), n

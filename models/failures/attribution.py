@@ -33,7 +33,10 @@ rule  condition                                                          attribu
       95, 48, 119/120, fatal SXids: the ``action:`` tokens of
       ``catalog/recovery_events.csv``) with no reboot (kernel boot
       banner or NVIDIA driver load) and no end of a node outage (back
-      in service) before the end — and its incident
+      in service) before the end — and its incident; such a GPU fault
+      logged before the job started counts too when no failing health
+      check followed it before the start: the node was broken when the
+      job got it (:func:`_broken_at_start`)
 2b    Slurm took one of the job's nodes out of service for a hardware     infrastructure   the outage's (drain
       reason (:func:`node_state_evidence`: ``DOWN*``/``Not responding``                    reason's) component
       and the operator's ``PSU failure - replace PSU2`` are one outage)
@@ -413,6 +416,31 @@ def _recovered(pairs: pl.DataFrame, clearings: pl.DataFrame, *, by_kind: bool = 
             .select("_j", "event_id").unique())
 
 
+def _broken_at_start(pairs: pl.DataFrame, checks: pl.DataFrame, clearings: pl.DataFrame,
+                     clock_skew: timedelta) -> pl.DataFrame:
+    """``_j``, ``node``, ``ts``, ``event_id`` of ``pairs`` (job-event pairs with ``start_ts``, ``end_ts``)
+    that are lasting GPU faults (a catalog action of a GPU reset or a reboot: Xid 79, a Fabric Manager
+    abort, fatal SXids) logged before the job started, and that nothing said was over by its start:
+    no reboot or return to service (:func:`_clearings`) by its end, and no failing health check on the
+    node after the fault and before the start (``checks``: job-event pairs of :data:`DETECTION_KINDS`).
+
+    Why: the node was broken when the scheduler gave it to the job — with Fabric Manager aborted or a
+    GPU off the bus, CUDA cannot start — so the job's failure is the fault's, though logged before it
+    began. A health check repeats every run while its condition lasts; one that failed after the fault
+    and then stopped before the job began saw the node come back (its passing runs are not logged), and
+    the evidence before the start stays none. The caller's window bounds how long before the end."""
+    gpu_lasting = pl.col("action").is_in(load_lasting_fault_actions()) & ~pl.col("kind").is_in(DETECTION_KINDS)
+    before_start = pairs.filter(gpu_lasting & pl.col("start_ts").is_not_null()
+                                & (pl.col("ts") < pl.col("start_ts") - clock_skew))
+    seen_after = (before_start.select("_j", "node", "event_id", "ts", "start_ts")
+                  .join(checks.select("_j", "node", pl.col("ts").alias("_check_ts")), on=["_j", "node"])
+                  .filter((pl.col("_check_ts") > pl.col("ts")) & (pl.col("_check_ts") < pl.col("start_ts") - clock_skew))
+                  .select("_j", "event_id"))
+    return (before_start.join(_recovered(before_start, clearings, by_kind=False), on=["_j", "event_id"], how="anti")
+            .join(seen_after, on=["_j", "event_id"], how="anti")
+            .select("_j", "node", "ts", "event_id").unique(maintain_order=True))
+
+
 def _failure_times(failures: pl.DataFrame) -> pl.DataFrame:
     """``node``, ``_last``, ``_class`` and the :data:`PART_COLUMNS` of failure events, sorted by time (for
     :func:`_cleared`)."""
@@ -488,6 +516,8 @@ class AttributionEvidence:
     open_failures: pl.DataFrame
     #: User-application events, :func:`_indexed`.
     user: pl.DataFrame
+    #: Failing health checks and slurmd errors (:data:`DETECTION_KINDS`), :func:`_indexed`.
+    checks: pl.DataFrame
     #: :func:`_recoveries` of the events.
     recoveries: pl.DataFrame
     #: :func:`_failure_times` of the failure events.
@@ -545,6 +575,7 @@ def prepare_evidence(
     return AttributionEvidence(
         failures=_indexed(infra),
         open_failures=_indexed(infra.filter(lasting)),
+        checks=_indexed(infra.filter(pl.col("kind").is_in(DETECTION_KINDS))),
         # The application's own faults (Xid 13/31, OOM kills: severity medium); not Xid 43 "GPU stopped
         # processing" and the like (low: NVIDIA says ignore; a process killed for a network or node
         # fault leaves it behind), which must not outweigh the fault beside it.
@@ -697,10 +728,16 @@ def attribute_failures_with(
                   .join(cleared, on=["_j", "node", "_class", *PART_COLUMNS], how="anti", nulls_equal=True)
                   .drop("_class"))
     # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
-    # was back in service (a fault whose last health check failed minutes before a new job began).
-    started = pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
+    # was back in service (a fault whose last health check failed minutes before a new job began) —
+    # unless it is a lasting GPU fault nothing cleared by the end (:func:`_broken_at_start`).
+    near_infra = near_infra.join(j.select("_j", "end_ts", "start_ts"), on="_j")
+    broken = _broken_at_start(near_infra, _events_near(job_nodes, evidence.checks, lookback, timedelta(0)),
+                              evidence.clearings, clock_skew)
+    started = (pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
+               | pl.col("_broken").fill_null(False))
     infra_by_job = (
-        near_infra.join(j.select("_j", "end_ts", "start_ts"), on="_j")
+        near_infra.join(broken.select("_j", "event_id", pl.lit(True).alias("_broken")), on=["_j", "event_id"],
+                        how="left")
         .filter(((pl.col("ts") <= pl.col("end_ts") + clock_skew)
                  | pl.col("kind").is_in(DETECTION_KINDS + POST_MORTEM_KINDS)) & started)
         .with_columns(
@@ -738,10 +775,15 @@ def attribute_failures_with(
     )
     # The incidents of the lasting faults still open at the end (rule 2c): the incident that holds the
     # open line on that node, though its span ended before the window (a leaf switch's port-down burst).
+    # And the incident of a lasting GPU fault the job's node was left with when it started (:func:`_broken_at_start`).
     open_incidents = (
-        open_near.select("_j", "node", "ts")
+        pl.concat([open_near.select("_j", "node", "ts", "event_id")
+                   .join(j.select("_j", pl.col("start_ts").alias("_job_start")), on="_j")
+                   .filter(pl.col("_job_start").is_null() | (pl.col("ts") >= pl.col("_job_start") - clock_skew))
+                   .drop("_job_start"),
+                   broken.select("_j", "node", "ts", "event_id")])
+        .unique(["_j", "node", "event_id"], maintain_order=True).drop("event_id")
         .join(j.select("_j", "end_ts", pl.col("start_ts").alias("_job_start")), on="_j")
-        .filter(pl.col("_job_start").is_null() | (pl.col("ts") >= pl.col("_job_start") - clock_skew))
         .join(evidence.incident_nodes, on="node")
         .filter(pl.col("ts").is_between(pl.col("_inc_start"), pl.col("_inc_end")))
         .drop("ts")
