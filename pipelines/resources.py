@@ -1,8 +1,9 @@
 """Dagster resources: the warehouse file, the landing directory and the reports directory.
 
 DuckDB allows one writing process per database file, so every asset opens the warehouse through
-:class:`WarehouseResource`, uses it, and closes it before the step ends; all warehouse-writing
-assets share the ``duckdb_warehouse`` pool (see ``definitions.py``) so at most one writes at a time.
+:class:`WarehouseResource`, which a run (or, with a multiprocess executor, a step process) opens once
+and closes at its end; all warehouse-writing assets share the ``duckdb_warehouse`` pool (see
+``definitions.py``) so at most one writes at a time.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ LOCK_WAIT_SECONDS = 2 * 3600
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse file. Open per use; never hold a connection across steps.
+    """The DuckDB warehouse file: one database per run (or step process), a cursor per use.
 
     While a run (or, with a multiprocess executor, a step) uses it, it holds the warehouse's run
     lock (:mod:`gpusre.pipelines.run_lock`), so runs the schedule or the sensor launch exclude
@@ -48,6 +49,7 @@ class WarehouseResource(dg.ConfigurableResource):
     path: str
     lock_wait_seconds: float = LOCK_WAIT_SECONDS
     _lock: ExitStack | None = PrivateAttr(default=None)
+    _shared: duckdb.DuckDBPyConnection | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         if context.run is None:  # evaluated for a sensor or a schedule: not a writer
@@ -59,14 +61,33 @@ class WarehouseResource(dg.ConfigurableResource):
         self._lock = stack
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._shared is not None:  # before the lock: the next run may open the file at once
+            self._shared.close()
+            self._shared = None
         if self._lock is not None:
             self._lock.close()
             self._lock = None
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = connect(Path(self.path), read_only=read_only)
+        """A connection for one use. Inside a run (the run lock held: no other process may open the
+        file anyway) every use is a cursor of one database the run opens once and closes at its end
+        (each step process its own, with a multiprocess executor): some 40 steps a night each paid
+        the file's open, schema check and closing checkpoint. A cursor has its own session — temporary
+        tables, registered frames and the UTC zone stay with the step that made them — and sees what
+        earlier steps committed. Outside a run, a connection of its own, opened and closed here."""
+        if self._lock is None:
+            con = connect(Path(self.path), read_only=read_only)
+            try:
+                yield con
+            finally:
+                con.close()
+            return
+        if self._shared is None:
+            self._shared = connect(Path(self.path))
+        con = self._shared.cursor()
         try:
+            con.execute("SET TimeZone = 'UTC'")
             yield con
         finally:
             con.close()
