@@ -11,7 +11,12 @@ figure next to the truth's for every Done-when metric:
 * MTTR p50 per class vs truth (fault start -> repair end, ``incidents.csv`` ``start_ts`` -> ``end_ts``, faults
   repaired by the last dump);
 * MTBF exposure vs true in-service node-hours (``summary.json``), and the downtime the product
-  removed (nodes x true span - exposure) vs the true down node-hours;
+  removed from exposure vs the true down node-hours: the node-state down hours exposure subtracts
+  (``marts.node_availability_daily`` observed − in service; without it, nodes x true span − exposure).
+  Not the span difference: the product's span starts at the first day's UTC midnight, the simulator's
+  at its local midnight (05:00 UTC in Chicago), 5 h per node of exposure the truth does not have —
+  240 node-hours in a 48-node scenario whose whole downtime is ~500 (quiet: 0.56 by the span, 1.00 by
+  the hours removed);
 * alert grouping: adjusted Rand index of ``marts.alert_incident_members`` against ``truth/alerts.csv``
   ``episode_id`` (one label per fault incident, per flapping episode, per noise alert), alerts matched
   by (fingerprint, starts_at), and alerts per incident;
@@ -198,6 +203,16 @@ def product_mtbf(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                    "WHERE period_type = 'all' AND scope IN ('cluster', 'component_class')").pl()
 
 
+def product_downtime_hours(con: duckdb.DuckDBPyConnection, exposure: float | None, node_span: float) -> float | None:
+    """The node-state down hours MTBF exposure takes out (``marts.node_availability_daily``: observed − in
+    service, every node-day); without that mart, the true span less the product's exposure."""
+    if _has_table(con, "marts.node_availability_daily"):
+        hours = con.sql("SELECT sum(observed_hours - in_service_hours) FROM marts.node_availability_daily").fetchall()[0][0]
+        if hours is not None:
+            return float(hours)
+    return None if exposure is None else node_span - exposure
+
+
 def product_exposure_hours(mtbf: pl.DataFrame) -> float | None:
     """Cluster exposure (node-hours) of ``marts.mtbf``."""
     row = mtbf.filter(pl.col("scope") == "cluster")
@@ -351,7 +366,7 @@ def score_scenario(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> IncidentS
         realized_mtbf_by_class=realized_by_class, realized_in_interval=in_interval,
         mttr_p50_by_class=product_mttr_p50_by_class(con, classes), true_mttr_p50_by_class=true_mttr,
         exposure_hours=exposure, true_exposure_hours=in_service,
-        downtime_removed_hours=None if exposure is None else node_span - exposure, true_downtime_hours=down,
+        downtime_removed_hours=product_downtime_hours(con, exposure, node_span), true_downtime_hours=down,
         alert_ari=ari, alerts_matched=matched, alerts_truth=n_truth_alerts,
         alerts_per_incident=per_inc, true_alerts_per_incident=true_per_inc,
         attribution_precision=precision, attribution_recall=recall, attribution_support=support,

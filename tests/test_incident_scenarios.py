@@ -79,7 +79,9 @@ def test_mttr_p50_per_class_near_truth(score: IncidentScore) -> None:
 def test_exposure_and_downtime_match_node_states(score: IncidentScore) -> None:
     assert _within(score.exposure_ratio, 0.99, 1.01), (
         f"exposure {score.exposure_hours} vs {score.true_exposure_hours:.0f} node-hours")
-    assert _within(score.downtime_ratio, 0.5, 1.5), (
+    # The node-state down hours exposure takes out (simulate/incident_scoring.py product_downtime_hours):
+    # 0.96-1.00 on every scenario (2026-12-06); the 0.5-1.5 allowed for the span convention.
+    assert _within(score.downtime_ratio, 0.9, 1.1), (
         f"downtime removed {score.downtime_removed_hours} vs {score.true_downtime_hours:.0f} node-hours")
 
 
