@@ -416,13 +416,15 @@ def _recovered(pairs: pl.DataFrame, clearings: pl.DataFrame, *, by_kind: bool = 
             .select("_j", "event_id").unique())
 
 
-def _broken_at_start(pairs: pl.DataFrame, checks: pl.DataFrame, clearings: pl.DataFrame,
-                     clock_skew: timedelta) -> pl.DataFrame:
+def _broken_at_start(pairs: pl.DataFrame, job_nodes: pl.DataFrame, checks: pl.DataFrame, clearings: pl.DataFrame,
+                     clock_skew: timedelta, lookback: timedelta) -> pl.DataFrame:
     """``_j``, ``node``, ``ts``, ``event_id`` of ``pairs`` (job-event pairs with ``start_ts``, ``end_ts``)
     that are lasting GPU faults (a catalog action of a GPU reset or a reboot: Xid 79, a Fabric Manager
     abort, fatal SXids) logged before the job started, and that nothing said was over by its start:
     no reboot or return to service (:func:`_clearings`) by its end, and no failing health check on the
-    node after the fault and before the start (``checks``: job-event pairs of :data:`DETECTION_KINDS`).
+    node after the fault and before the start (``checks``: :data:`DETECTION_KINDS` events, :func:`_indexed`,
+    looked up within ``lookback`` before the end on the (job, node) pairs of ``job_nodes`` that hold such a
+    fault only: most jobs hold none).
 
     Why: the node was broken when the scheduler gave it to the job — with Fabric Manager aborted or a
     GPU off the bus, CUDA cannot start — so the job's failure is the fault's, though logged before it
@@ -432,8 +434,10 @@ def _broken_at_start(pairs: pl.DataFrame, checks: pl.DataFrame, clearings: pl.Da
     gpu_lasting = pl.col("action").is_in(load_lasting_fault_actions()) & ~pl.col("kind").is_in(DETECTION_KINDS)
     before_start = pairs.filter(gpu_lasting & pl.col("start_ts").is_not_null()
                                 & (pl.col("ts") < pl.col("start_ts") - clock_skew))
+    near_checks = _events_near(job_nodes.join(before_start.select("_j", "node"), on=["_j", "node"], how="semi"),
+                               checks, lookback, timedelta(0))
     seen_after = (before_start.select("_j", "node", "event_id", "ts", "start_ts")
-                  .join(checks.select("_j", "node", pl.col("ts").alias("_check_ts")), on=["_j", "node"])
+                  .join(near_checks.select("_j", "node", pl.col("ts").alias("_check_ts")), on=["_j", "node"])
                   .filter((pl.col("_check_ts") > pl.col("ts")) & (pl.col("_check_ts") < pl.col("start_ts") - clock_skew))
                   .select("_j", "event_id"))
     return (before_start.join(_recovered(before_start, clearings, by_kind=False), on=["_j", "event_id"], how="anti")
@@ -731,8 +735,7 @@ def attribute_failures_with(
     # was back in service (a fault whose last health check failed minutes before a new job began) —
     # unless it is a lasting GPU fault nothing cleared by the end (:func:`_broken_at_start`).
     near_infra = near_infra.join(j.select("_j", "end_ts", "start_ts"), on="_j")
-    broken = _broken_at_start(near_infra, _events_near(job_nodes, evidence.checks, lookback, timedelta(0)),
-                              evidence.clearings, clock_skew)
+    broken = _broken_at_start(near_infra, job_nodes, evidence.checks, evidence.clearings, clock_skew, lookback)
     started = (pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
                | pl.col("_broken").fill_null(False))
     infra_by_job = (
