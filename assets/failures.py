@@ -20,7 +20,8 @@ from gpusre.models.failures.attribution import (attribute_failures_with, minutes
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
-from gpusre.models.failures.hw_incidents import merge_incidents, not_a_failure_events, planned_maintenance
+from gpusre.models.failures.hw_incidents import (merge_incidents, not_a_failure_events, planned_maintenance,
+                                                 shared_part_events)
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
@@ -189,12 +190,14 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         # Every run counts: a NODE_FAIL that killed a run Slurm requeued is a failure of the node.
         suspect_runs = pl.concat([jobs.select("job_id", "state", "end_ts", "nodes"),
                                   earlier.select(run_key(), "state", "end_ts", "nodes")], how="vertical_relaxed")
-        # An incident the operator marked not a failure (and a job only it killed) is no lemon signal.
-        suspect_attr = pl.concat([attribution.select("job_id", "attribution", "cause_class"),
-                                  instance_attr.select(run_key(), "attribution", "cause_class")], how="vertical_relaxed")
+        # An incident the operator marked not a failure (and a job only it killed) is no lemon signal; a
+        # failed job counts on the nodes its evidence is on, a shared part's incident on none.
+        blame = ("attribution", "cause_class", "evidence_nodes", "incident_id")
+        suspect_attr = pl.concat([attribution.select("job_id", *blame), instance_attr.select(run_key(), *blame)],
+                                 how="vertical_relaxed")
         suspects = (suspect_nodes(events, suspect_attr, suspect_runs, as_of=as_of, fleet=config.node_names or None,
                                   accounting=accounting, not_failure_events=not_a_failure_events(incidents, members),
-                                  planned=planned)
+                                  planned=planned, shared=shared_part_events(incidents, members))
                     if as_of is not None else pl.DataFrame(schema=SUSPECT_SCHEMA))
         with transaction(con):
             replace_table(con, "marts.hw_incidents", incidents.join(impact, on="incident_id", how="left"))

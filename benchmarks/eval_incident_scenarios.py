@@ -30,8 +30,8 @@ from gpusre.simulate.scenarios import SCENARIOS, scenario_config
 from gpusre.pipelines.runner import run_pipeline
 
 HEADER = ("| scenario | faults | hw inc (ratio) | other NHC-only | MTBF h / realized | exposure ratio | "
-          "downtime ratio | alert ARI | alerts/inc (truth) | attr P / R | class match | MTTR p50 ratio by class | "
-          "realized in CI |")
+          "downtime ratio | alert ARI | alerts/inc (truth) | attr P / R | class match | suspects (P / R of n) | "
+          "MTTR p50 ratio by class | realized in CI |")
 
 
 def _f(x: float | None, fmt: str = ".2f") -> str:
@@ -65,7 +65,9 @@ def table_row(name: str, s: IncidentScore) -> str:
             f"({_f(s.mtbf_ratio)}) | {_f(s.exposure_ratio, '.3f')} | {_f(s.downtime_ratio)} | "
             f"{_f(s.alert_ari, '.3f')} | "
             f"{_f(s.alerts_per_incident)} ({_f(s.true_alerts_per_incident)}) | {_f(s.attribution_precision, '.3f')} / "
-            f"{_f(s.attribution_recall, '.3f')} | {_f(s.class_match_share)} | {mttr} | {ci} |")
+            f"{_f(s.attribution_recall, '.3f')} | {_f(s.class_match_share)} | "
+            f"{s.suspects_flagged} ({_f(s.suspect_precision)} / {_f(s.suspect_recall)} of {s.suspect_support}) | "
+            f"{mttr} | {ci} |")
 
 
 def main(argv: list[str] | None = None) -> int:

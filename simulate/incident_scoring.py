@@ -20,6 +20,14 @@ figure next to the truth's for every Done-when metric:
 * alert grouping: adjusted Rand index of ``marts.alert_incident_members`` against ``truth/alerts.csv``
   ``episode_id`` (one label per fault incident, per flapping episode, per noise alert), alerts matched
   by (fingerprint, starts_at), and alerts per incident;
+* suspect nodes (``marts.suspect_nodes``) against the nodes that really failed again: the product's own
+  rule (robust z >= 3 against the fleet) applied to each node's *true* faults of its own (``truth/faults.csv``
+  rows of one-node incidents: a leaf switch or a storage outage is the shared part's failure, not the
+  nodes') in the 28 days before the last dump gives the nodes that should be flagged (recall) — the
+  product is scored on measuring the faults, not on its threshold; a flagged node should be one of them,
+  a node with at least :data:`SUSPECT_MIN_FAULTS` faults of its own in the window (3 failures in 28 days
+  justify a look in any fleet), or one of the simulator's lemons (``summary.json`` ``lemon_nodes``, failing
+  12x as often, which may have had fewer faults in the window) (precision);
 * attribution precision / recall of ``infrastructure`` per killed job instance (``marts.job_failure_attribution``
   and ``marts.instance_failure_attribution`` vs the jobs ``truth/faults.csv`` lists per fault), and the share
   of instances both call infrastructure whose product component has the true fault's class.
@@ -34,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -42,14 +50,20 @@ import polars as pl
 from sklearn.metrics import adjusted_rand_score
 
 from gpusre.models.component_classes import load_component_classes
+from gpusre.models.failures.suspect_nodes import MAD_SCALE
 
 __all__ = ["IncidentScore", "score_scenario", "truth_incidents", "truth_exposure", "truth_job_kills",
            "product_incidents", "product_other_health_check_incidents", "product_mtbf", "product_mttr_p50_by_class",
            "product_exposure_hours", "product_attribution", "alert_grouping", "attribution_scores",
-           "MIN_FAULTS_FOR_INTERVAL"]
+           "suspect_scores", "MIN_FAULTS_FOR_INTERVAL", "SUSPECT_LOOKBACK", "SUSPECT_MIN_FAULTS", "SUSPECT_Z"]
 
 #: Classes with at least this many true faults must have their realized MTBF inside the Garwood interval.
 MIN_FAULTS_FOR_INTERVAL = 5
+#: The suspect-node lookback (``models/failures/suspect_nodes.LOOKBACK``) and threshold (robust z).
+SUSPECT_LOOKBACK = timedelta(days=28)
+SUSPECT_Z = 3.0
+#: Faults of its own in the lookback that justify flagging a node whatever the fleet (precision only).
+SUSPECT_MIN_FAULTS = 3
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,12 @@ class IncidentScore:
     attribution_support: int
     class_match_share: float
     class_match_support: int
+    #: Nodes ``marts.suspect_nodes`` flags, and how many of them failed again by the truth (or are lemons).
+    suspects_flagged: int = 0
+    suspect_precision: float = float("nan")
+    #: Nodes whose true faults in the lookback stand out (robust z >= SUSPECT_Z), and the share of them flagged.
+    suspect_support: int = 0
+    suspect_recall: float = float("nan")
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -318,6 +338,30 @@ def attribution_scores(con: duckdb.DuckDBPyConnection, truth_dir: Path, incident
 # -- the score ---------------------------------------------------------------------------------------------
 
 
+def suspect_scores(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> tuple[int, float, int, float]:
+    """(nodes flagged, precision, nodes that should be, recall) of ``marts.suspect_nodes`` (module doc)."""
+    summary = json.loads((Path(truth_dir) / "summary.json").read_text(encoding="utf-8"))
+    end = datetime.strptime(summary["last_dump_utc"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    faults = pl.read_csv(Path(truth_dir) / "faults.csv", infer_schema=False).with_columns(
+        pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%SZ", time_zone="UTC"))
+    own = (truth_incidents(truth_dir).filter(pl.col("n_nodes").cast(pl.Int64) == 1)
+           .select(pl.col("fault_ids").str.split(";").alias("fault_id")).explode("fault_id"))
+    counts = (faults.join(own, on="fault_id", how="semi")
+              .filter(pl.col("ts").is_between(end - SUSPECT_LOOKBACK, end, closed="left")).group_by("node").len())
+    n_quiet = int(summary["nodes"]) - counts.height  # nodes without a fault count 0, as in the product's fleet
+    x = pl.concat([counts["len"].cast(pl.Float64), pl.Series([0.0] * max(n_quiet, 0))])
+    med = float(x.median()) if len(x) else 0.0
+    scale = max(MAD_SCALE * float((x - med).abs().median()), 1.0) if len(x) else 1.0
+    failing = set(counts.filter((pl.col("len") - med) / scale >= SUSPECT_Z)["node"].to_list())
+    flagged = (set(con.sql("SELECT node FROM marts.suspect_nodes").pl()["node"].to_list())
+               if _has_table(con, "marts.suspect_nodes") else set())
+    repeat = set(counts.filter(pl.col("len") >= SUSPECT_MIN_FAULTS)["node"].to_list())
+    deserving = failing | repeat | set(summary.get("lemon_nodes", []))
+    precision = len(flagged & deserving) / len(flagged) if flagged else float("nan")
+    recall = len(flagged & failing) / len(failing) if failing else float("nan")
+    return len(flagged), precision, len(failing), recall
+
+
 def score_scenario(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> IncidentScore:
     """Every Done-when metric of one simulated scenario (see the module doc)."""
     truth_dir = Path(truth_dir)
@@ -356,6 +400,7 @@ def score_scenario(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> IncidentS
     if matched < n_truth_alerts:
         notes.append(f"{n_truth_alerts - matched} of {n_truth_alerts} truth alerts not in an alert incident")
     precision, recall, support, share, both = attribution_scores(con, truth_dir, truth, classes)
+    n_flagged, s_precision, s_support, s_recall = suspect_scores(con, truth_dir)
 
     return IncidentScore(
         true_faults=truth.height, hw_incidents=incidents.height,
@@ -370,4 +415,5 @@ def score_scenario(con: duckdb.DuckDBPyConnection, truth_dir: Path) -> IncidentS
         alert_ari=ari, alerts_matched=matched, alerts_truth=n_truth_alerts,
         alerts_per_incident=per_inc, true_alerts_per_incident=true_per_inc,
         attribution_precision=precision, attribution_recall=recall, attribution_support=support,
-        class_match_share=share, class_match_support=both, notes=notes)
+        class_match_share=share, class_match_support=both, suspects_flagged=n_flagged,
+        suspect_precision=s_precision, suspect_support=s_support, suspect_recall=s_recall, notes=notes)

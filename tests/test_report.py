@@ -1145,6 +1145,13 @@ def test_evidence_cell_names_log_events_and_the_slurm_node_state() -> None:
     both = _evidence_cell(3, state)
     assert both.text.startswith("3 log events; DOWN") and len(both.text) <= 60 and both.title.endswith("03:01:00Z")
     assert _evidence_cell(0, None).text == "–"
+    # Which of the job's nodes the evidence is on (marts.*_failure_attribution.evidence_nodes), first:
+    # one node of a 1,000-node job failed, and the table says which.
+    assert _evidence_cell(2, None, ["gpu0907"]).text == "on gpu0907: 2 log events"
+    leaf = _evidence_cell(8, None, ["gpu025", "gpu026", "gpu027", "gpu028"])
+    assert leaf.text == "on gpu[025-028]: 8 log events" and leaf.title == leaf.text
+    assert _evidence_cell(0, state, ["gpu07"]).title == f"on gpu07: {state}"
+    assert _evidence_cell(2, None, []).text == "2 log events"
 
 
 def test_every_catalog_component_has_a_report_label() -> None:

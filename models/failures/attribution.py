@@ -269,6 +269,7 @@ ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(),
     "evidence_event_ids": pl.List(pl.Int64()),
     "evidence_node_state": pl.String(),
+    "evidence_nodes": pl.List(pl.String()),
     "lost_gpu_hours": pl.Float64(),
 }
 
@@ -845,6 +846,7 @@ def attribute_failures_with(
         .with_columns(severity_rank(pl.col("severity")).alias("_rank"), (pl.col("end_ts") - pl.col("ts")).alias("_dist"))
         .group_by("_j").agg(
             pl.col("event_id").unique().sort().alias("_hung_ids"),
+            pl.col("node").unique().alias("_hung_nodes"),
             pl.col("component").sort_by("_rank", "_dist", "event_id").first().alias("_hung_component"),
             pl.col("cause_class").sort_by("_rank", "_dist", "event_id").first().alias("_hung_class"),
         )
@@ -872,7 +874,8 @@ def attribute_failures_with(
                    | (pl.col("_out_end") > pl.col("_job_start"))))
         .sort("_j", (pl.col("_out_start") - pl.col("end_ts")).abs(), "node")
         .unique("_j", keep="first", maintain_order=True)
-        .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"))
+        .select("_j", pl.col("component").alias("_state_component"), pl.col("evidence").alias("_state_evidence"),
+                pl.col("node").alias("_state_node"))
     )
 
     # (rule 2p) Jobs that ended in planned maintenance of one of their nodes, from ``before`` ahead of its
@@ -958,7 +961,14 @@ def attribute_failures_with(
         pl.when(pl.col("rule") == HUNG_RULE)
         .then(pl.concat_list(pl.col("_infra_ids").fill_null(pl.lit([], pl.List(pl.Int64))), "_hung_ids")
               .list.unique().list.sort())
-        .otherwise(pl.col("_infra_ids")).alias("_infra_ids"))
+        .otherwise(pl.col("_infra_ids")).alias("_infra_ids"),
+        # The job's nodes the infrastructure evidence is on: where its fault was (suspect nodes count it there).
+        pl.concat_list(*(pl.col(c).fill_null(pl.lit([], pl.List(pl.String)))
+                         for c in ("_infra_nodes", "_inc_nodes")),
+                       pl.when(pl.col("rule") == HUNG_RULE).then(pl.col("_hung_nodes"))
+                       .otherwise(pl.lit([], pl.List(pl.String))).fill_null(pl.lit([], pl.List(pl.String))),
+                       pl.concat_list("_state_node").list.drop_nulls())
+        .list.unique().list.sort().alias("_ev_nodes"))
     j = _with_het_siblings(j, keys, clock_skew)
 
     infra_rows = pl.col("attribution") == INFRASTRUCTURE
@@ -990,6 +1000,7 @@ def attribute_failures_with(
         pl.when(infra_rows).then(pl.col("incident_id")).alias("incident_id"),
         evidence.alias("evidence_event_ids"),
         pl.when(infra_rows).then(pl.col("_state_evidence")).alias("evidence_node_state"),
+        pl.when(infra_rows).then(pl.col("_ev_nodes")).otherwise(pl.lit([], pl.List(pl.String))).alias("evidence_nodes"),
         pl.when(loss_rows).then(pl.col("n_gpus") * lost_s / 3600.0).otherwise(0.0).alias("lost_gpu_hours"),
     )
     none_rows = not_candidates.select(
@@ -998,6 +1009,7 @@ def attribute_failures_with(
         pl.lit(None, dtype=pl.String).alias("incident_id"),
         pl.lit([], dtype=pl.List(pl.Int64)).alias("evidence_event_ids"),
         pl.lit(None, dtype=pl.String).alias("evidence_node_state"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("evidence_nodes"),
         pl.lit(0.0).alias("lost_gpu_hours"),
     )
     out = pl.concat([out.cast(none_rows.schema), none_rows], how="vertical").sort("_j").drop("_j")
@@ -1014,7 +1026,7 @@ def _with_het_siblings(j: pl.DataFrame, keys: list[str], clock_skew: timedelta) 
     group = ["_het", *(["instance_no"] if "instance_no" in keys else [])]
     infra = pl.col("attribution") == "infrastructure"
     sibling_cols = {"component": "_s_component", "cause_class": "_s_class", "incident_id": "_s_incident",
-                    "_infra_ids": "_s_ids", "_state_evidence": "_s_state"}
+                    "_infra_ids": "_s_ids", "_state_evidence": "_s_state", "_ev_nodes": "_s_nodes"}
     siblings = j.filter(infra & pl.col("_het").is_not_null()).select(
         *group, pl.col("_j").alias("_s_j"), pl.col("end_ts").alias("_s_end"),
         *(pl.col(c).alias(a) for c, a in sibling_cols.items()))

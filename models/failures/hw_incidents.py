@@ -153,6 +153,7 @@ __all__ = [
     "planned_evidence",
     "planned_maintenance",
     "severity_rank",
+    "shared_part_events",
 ]
 
 #: Cause classes whose high-severity events are infrastructure failures (``system_software`` covers
@@ -1035,6 +1036,22 @@ def not_a_failure_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> p
     """
     dismissed = incidents.filter(~is_failure_incident()).select("incident_id")
     return membership.join(dismissed, on="incident_id", how="semi").select(pl.col("event_id").cast(pl.Int64)).unique()
+
+
+def shared_part_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:
+    """``event_id``, ``incident_id`` of the incidents wider than one node (``scope`` past ``node`` in
+    :data:`SCOPE_ORDER`, and an operator's several-node incident of unknown spread): a shared part's
+    failure (a leaf switch, the fabric, a rack's power, the storage), which per-node failure signals
+    (suspect nodes) leave out — the nodes under it did not fail. An incident with no member events
+    gives one row with a null ``event_id``.
+
+    Args:
+        incidents: ``incident_id``, ``scope`` (the first output of :func:`merge_incidents`).
+        membership: ``event_id``, ``incident_id`` (the second).
+    """
+    wide = incidents.filter(pl.col("scope").is_in([*SCOPE_ORDER[1:], OPERATOR_NODES_SCOPE])).select("incident_id")
+    return wide.join(membership.select(pl.col("event_id").cast(pl.Int64), "incident_id"), on="incident_id",
+                     how="left").select("event_id", "incident_id")
 
 
 def planned_maintenance(states: pl.DataFrame | None, windows: Sequence[MaintenanceSpan], as_of: datetime | None,

@@ -9,10 +9,21 @@ four signals per node over ``[as_of − lookback, as_of)``:
   and counts; an Xid 63 remap is informational and counts only past its catalog repeat threshold,
   when :func:`~gpusre.models.failures.hw_incidents.failure_events` escalates it to a failing HBM);
 * ``hw_episodes`` — episodes of failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
-* ``infra_failed_jobs`` — jobs attributed to infrastructure that ran on the node, a run Slurm
+* ``infra_failed_jobs`` — jobs attributed to infrastructure whose fault was on the node, a run Slurm
   requeued included (a job killed twice counts once);
-* ``node_fail_jobs`` — jobs with a NODE_FAIL run on the node (requeued runs included), but those planned
-  maintenance ended (attribution ``planned``: the maintenance reboot).
+* ``node_fail_jobs`` — jobs with a NODE_FAIL run whose failing node it was (requeued runs included), but
+  those planned maintenance ended (attribution ``planned``: the maintenance reboot).
+
+A failed job counts against the nodes its attribution's evidence is on (``evidence_nodes``: the node
+that logged the fault, the node Slurm took down), not against every node it ran on: one node's fault
+kills a 1,000-node job, and counting it on all of them made the fleet median of a large-job cluster
+5 NODE_FAIL jobs in 28 days and flagged a tenth of a 2,000-node fleet (benchmark year, 2026-12-06:
+194 suspects, 172 of them on NODE_FAIL counts alone). Meta's lemon signals split NODE_FAIL the same
+way (``single_node_node_fails`` vs ``multi_node_node_fails``, reliability-facts §1.9): a failed job
+without evidence counts on its node only when it ran on one node; which node of a multi-node job failed
+without a trace cannot be told. A fault of a shared part — an incident wider than a node (a leaf switch,
+the fabric, a rack's power or cooling, the storage) — is no failure of the nodes under it: neither its
+events nor the jobs it killed count (the part, not the node, is the lemon).
 
 None of them counts what a node logs in planned maintenance (``planned``: a firmware flash drops links and
 loses GPUs on purpose) nor a job the maintenance ended.
@@ -144,6 +155,28 @@ def _episodes(ev: pl.DataFrame) -> pl.DataFrame:
                                                .cum_sum().over("node").alias("_ep")))
 
 
+def _blame(attribution: pl.DataFrame) -> pl.DataFrame:
+    """Per failed job (``job_id``): ``attribution``, ``evidence_nodes`` (null when the attribution has no
+    such column: every node of the job is blamed) and ``incident_id``."""
+    cols = set(attribution.columns)
+    return attribution.select(
+        pl.col("job_id").cast(pl.String), "attribution",
+        (pl.col("evidence_nodes") if "evidence_nodes" in cols else pl.lit(None, pl.List(pl.String))).alias("_ev_nodes"),
+        (pl.col("incident_id").cast(pl.String) if "incident_id" in cols else pl.lit(None, pl.String)).alias("_incident"),
+    ).unique("job_id", keep="first")
+
+
+def _failed_on_node(shared_incidents: list[str]) -> pl.Expr:
+    """Whether a (job, node) row's failure counts against the node (module docstring): the node holds
+    the job's evidence, or the job has none and ran on this node alone; never under a shared part's
+    incident. Without evidence columns (``_ev_nodes`` null) every node of the job counts."""
+    ev_nodes = pl.col("_ev_nodes")
+    on_node = (pl.when(ev_nodes.is_null()).then(pl.lit(True))
+               .when(ev_nodes.list.len() > 0).then(ev_nodes.list.contains(pl.col("node")))
+               .otherwise(pl.col("_n_nodes") == 1))
+    return on_node & ~pl.col("_incident").is_in(shared_incidents).fill_null(False)
+
+
 def suspect_nodes(
     events: pl.DataFrame,
     attribution: pl.DataFrame,
@@ -156,6 +189,7 @@ def suspect_nodes(
     accounting: bool = True,
     not_failure_events: pl.DataFrame | None = None,
     planned: pl.DataFrame | None = None,
+    shared: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Nodes whose failure signals over the lookback are ``z`` robust deviations above the fleet.
 
@@ -163,7 +197,9 @@ def suspect_nodes(
         events: ``core.node_events`` (:data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA` columns).
         attribution: from :func:`~gpusre.models.failures.attribution.attribute_failures` (``job_id``,
             ``attribution``, optionally ``cause_class``: a job attributed to an incident the operator marked
-            not a failure, :func:`~gpusre.models.vocabulary.is_failure_incident`, is no failure of its nodes).
+            not a failure, :func:`~gpusre.models.vocabulary.is_failure_incident`, is no failure of its nodes;
+            optionally ``evidence_nodes`` and ``incident_id``: without ``evidence_nodes`` a failed job counts
+            on every node it ran on).
         jobs: ``core.jobs`` (``job_id``, ``state``, ``end_ts``, ``nodes``), and the earlier runs of
             requeued jobs keyed ``<job_id>#<instance_no>`` (:data:`~gpusre.models.vocabulary.RUN_KEY_SEP`);
             a run counts when its ``end_ts`` falls in the lookback.
@@ -182,6 +218,9 @@ def suspect_nodes(
             (:func:`~gpusre.models.failures.hw_incidents.planned_maintenance`): the failure lines a node logs in
             them (:func:`~gpusre.models.failures.hw_incidents.planned_evidence`) are no episode, and a job ended by
             the maintenance (attribution ``planned``, a NODE_FAIL of its reboot) no failed job. None: none known.
+        shared: ``event_id``, ``incident_id`` of the events merged into incidents wider than a node
+            (:func:`~gpusre.models.failures.hw_incidents.shared_part_events`): their events are no episode of
+            a node, and a job such an incident killed no failed job of its nodes. None: none.
 
     Returns:
         Suspect nodes only, :data:`SUSPECT_SCHEMA`, by ``score`` descending then node. ``reason``
@@ -193,6 +232,11 @@ def suspect_nodes(
     if not_failure_events is not None:
         # An operator's "not a failure" is no episode, as it is no incident in the counts.
         ev = ev.join(not_failure_events.select(pl.col("event_id").cast(pl.Int64)), on="event_id", how="anti")
+    shared_incidents: list[str] = []
+    if shared is not None and shared.height:
+        # A shared part's failure (a switch, a rack's PDU) is the part's, not the nodes' under it.
+        ev = ev.join(shared.select(pl.col("event_id").cast(pl.Int64)).drop_nulls(), on="event_id", how="anti")
+        shared_incidents = shared.get_column("incident_id").cast(pl.String).unique().to_list()
     if "cause_class" in attribution.columns:
         attribution = attribution.filter(is_failure_incident())
 
@@ -228,17 +272,19 @@ def suspect_nodes(
     job_nodes = (
         jobs.filter((pl.col("end_ts") >= start) & (pl.col("end_ts") < as_of))
         .select(pl.col("job_id").cast(pl.String), "state", "nodes", pl.col("end_ts").cast(pl.Datetime("us", "UTC")))
-        .join(attribution.select(pl.col("job_id").cast(pl.String), "attribution").unique("job_id"), on="job_id", how="left")
+        .join(_blame(attribution), on="job_id", how="left")
         # a NODE_FAIL of the maintenance's reboot is no failure of the node
         .filter(pl.col("attribution").ne_missing(PLANNED))
+        .with_columns(pl.col("nodes").list.drop_nulls().list.n_unique().alias("_n_nodes"))
         .explode("nodes")
         .rename({"nodes": "node"})
         .drop_nulls("node")
         .unique(["job_id", "node"])
+        .with_columns(_failed_on_node(shared_incidents).alias("_blamed"))
     )
     # A job killed twice (a requeued run, then the job) counts once.
     job = run_key_job(pl.col("job_id"))
-    per_job = job_nodes.group_by("node").agg(
+    per_job = job_nodes.filter("_blamed").group_by("node").agg(
         job.filter(pl.col("attribution") == "infrastructure").n_unique().cast(pl.Int64).alias("infra_failed_jobs"),
         job.filter(pl.col("state") == "NODE_FAIL").n_unique().cast(pl.Int64).alias("node_fail_jobs"),
         pl.col("end_ts").filter((pl.col("attribution") == "infrastructure") | (pl.col("state") == "NODE_FAIL"))

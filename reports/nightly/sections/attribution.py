@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from gpusre.models.failures.attribution import NO_LOGS_RULE
+from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.vocabulary import ATTRIBUTIONS, FAILED_STATES, INFRASTRUCTURE, PLANNED
 from gpusre.models.warehouse import select_columns, table_columns
 from gpusre.reports.kit.formatting import (
@@ -186,13 +187,13 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     ))
 
     # evidence_node_state: NULL for a warehouse written before attribution read node states.
-    cols = select_columns(con, "marts.job_failure_attribution", ["evidence_node_state"])
+    cols = select_columns(con, "marts.job_failure_attribution", ["evidence_node_state", "evidence_nodes"])
     # The runs the infrastructure killed that day: the jobs' final runs and the earlier runs Slurm requeued
     # (marts.instance_failure_attribution) — the count the headline's card and "Last night" give, so a night
     # whose only kill was a requeued run does not read "no job failed because of the infrastructure".
     earlier = ""
     if {"instance_no", "attribution", "end_ts"} <= table_columns(con, "marts.instance_failure_attribution"):
-        icols = select_columns(con, "marts.instance_failure_attribution", ["evidence_node_state"])
+        icols = select_columns(con, "marts.instance_failure_attribution", ["evidence_node_state", "evidence_nodes"])
         earlier = f"""UNION ALL
                       SELECT job_id, instance_no, state, end_ts, n_gpus, component, cause_class, incident_id,
                              len(evidence_event_ids) AS n_evidence, {icols}, rule, lost_gpu_hours
@@ -223,7 +224,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
               Cell(fmt_int(r["n_gpus"])), Cell(component_label(r["component"])), Cell(cause_label(r["cause_class"])),
               Cell(truncate(r["incident_id"], 24) if r["incident_id"] else f"none ({r['rule']})",
                    mono=bool(r["incident_id"]), title=r["incident_id"]),
-              _evidence_cell(r["n_evidence"], r["evidence_node_state"]), Cell(fmt_num(r["lost_gpu_hours"]))]
+              _evidence_cell(r["n_evidence"], r["evidence_node_state"], r["evidence_nodes"]),
+              Cell(fmt_num(r["lost_gpu_hours"]))]
              for r in shown],
             caption=what + (f" (top {len(shown)} of {len(jobs)} by lost GPU-hours)." if len(jobs) > len(shown) else "."),
         ))
@@ -243,18 +245,20 @@ _EVIDENCE_LEN = 60
 _NODE_STATE = re.compile(r'^(?P<state>\S+) "(?P<reason>.*)" since (?P<since>.+)$')
 
 
-def _evidence_cell(n_events: int | None, node_state: str | None) -> Cell:
-    """'3 log events' and/or the Slurm node state (drain reason) that attributed the job.
+def _evidence_cell(n_events: int | None, node_state: str | None, nodes: list[str] | None = None) -> Cell:
+    """'on gpu0907: 3 log events' and/or the Slurm node state (drain reason) that attributed the job:
+    the nodes its evidence is on (``evidence_nodes``) first — which of a large job's nodes failed.
 
     Only the reason's prose is shortened: the state, the node names and the drain time stay whole
     (:func:`~gpusre.reports.kit.formatting.shorten`)."""
+    where = f"on {truncate(compress_hostlist(nodes), 32)}: " if nodes else ""
     events = f"{fmt_int(n_events)} log event{'s' if n_events != 1 else ''}" if n_events else None
     text = "; ".join(p for p in (events, node_state) if p)
     if not text:
         return Cell(MISSING)
     budget = _EVIDENCE_LEN - (len(events) + 2 if events else 0)
     state = _short_state(node_state, budget) if node_state else None
-    return Cell("; ".join(p for p in (events, state) if p), title=text)
+    return Cell(where + "; ".join(p for p in (events, state) if p), title=where + text)
 
 
 def _short_state(node_state: str, max_len: int) -> str:
