@@ -144,7 +144,7 @@ def test_alloc_wins_when_present_and_not_empty_else_req() -> None:
         "JobID|State|AllocTRES|ReqTRES\n"
         "1|COMPLETED|cpu=8,gres/gpu=4,node=1|cpu=8,gres/gpu=8,node=1\n"  # Alloc wins
         "2|PENDING||cpu=8,gres/gpu:h100=8,node=1\n"  # Alloc empty: Req
-        "3|PENDING||\n"  # neither: no GPU
+        "3|PENDING||\n"  # neither: no GPU count stated (unknown)
         "4|COMPLETED|cpu=8,mem=1G,node=1|cpu=8,gres/gpu=8,node=1\n"  # Alloc without GPU: CPU-only
         "5|COMPLETED|cpu=8,gres/gpu=2,node=1|gres/gpu=8x\n"  # Req unused: not checked
         "6|PENDING||gres/gpu=8x\n"  # Req used and malformed: reject
@@ -152,12 +152,12 @@ def test_alloc_wins_when_present_and_not_empty_else_req() -> None:
     r = parse_sacct_text(text, "a.psv")
     _check(r)
     assert r.records.select("job_id", "n_gpus", "gpu_type").rows() == [
-        ("1", 4, None), ("2", 8, "h100"), ("3", 0, None), ("4", 0, None), ("5", 2, None),
+        ("1", 4, None), ("2", 8, "h100"), ("3", None, None), ("4", 0, None), ("5", 2, None),
     ]
     assert r.rejects.select("line_no", "error").rows() == [(7, "malformed GPU count in ReqTRES 'gres/gpu=8x'")]
     gres = parse_sacct_text("JobID|State|ReqGRES\n1|PENDING|gpu:a100:2\n2|PENDING|\n", "g.psv")
     _check(gres)
-    assert gres.records.select("n_gpus", "gpu_type").rows() == [(2, "a100"), (0, None)]
+    assert gres.records.select("n_gpus", "gpu_type").rows() == [(2, "a100"), (None, None)]
     both = parse_sacct_text("JobID|State|AllocGRES|ReqTRES\n1|RUNNING|gpu:2|gres/gpu=8\n2|PENDING||gres/gpu=8\n", "b.psv")
     assert both.records["n_gpus"].to_list() == [2, 8]
 

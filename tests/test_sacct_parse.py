@@ -349,7 +349,8 @@ def test_extra_delimiter_in_job_name_is_rejoined_and_a_short_line_rejected_with_
     assert r.records["timelimit_s"].to_list() == [None, None, None]
     assert r.records["nodes"].to_list() == [["n1"], ["n1"], []]
     assert r.records["nodelist"].to_list() == ["n1", "n1", "None assigned"]
-    assert r.records["n_gpus"].to_list() == [0, 0, 0]  # AllocTRES column present but no GPU
+    # AllocTRES column present but empty on every row: no allocation stated, unknown (not 0) GPUs
+    assert r.records["n_gpus"].to_list() == [None, None, None]
 
 
 def test_dumps_typed_together_equal_dumps_typed_alone() -> None:
@@ -513,7 +514,7 @@ def test_gpu_counts_from_tres_and_gres() -> None:
         (6, "a100", 64, 2),
         (8, "h100", 8, 1),
         (2, None, None, None),
-        (0, None, None, None),
+        (None, None, None, None),  # pending, both empty: no allocation stated, unknown
     ]
 
 

@@ -124,8 +124,10 @@ def run_jobs_sql(only: str | None = None) -> str:
     cut = f"\n          AND j.job_id IN (SELECT job_id FROM {only})" if only else ""
     return f"""
         SELECT j.job_id, j."user", j.account, j.name, j.comment, j.state,
-               -- a job that never started has no allocation: its size is unknown, not 0
-               CASE WHEN j.start_ts IS NULL THEN NULL ELSE j.n_gpus END AS n_gpus, j.n_nodes, j.size_bucket,
+               -- a job that never started has no allocation: its size is unknown, not 0; one pending again
+               -- after a requeue (an instance ran) keeps the size its runs had (core.jobs.n_gpus)
+               CASE WHEN j.start_ts IS NULL AND f.job_id IS NULL THEN NULL ELSE j.n_gpus END AS n_gpus,
+               j.n_nodes, j.size_bucket,
                least(j.submit_ts, f.submit_ts) AS submit_ts,
                -- first eligible time (a requeue resets it): a run's available wall-clock starts there
                least(j.eligible_ts, f.eligible_ts) AS eligible_ts, j.start_ts, j.end_ts

@@ -103,8 +103,16 @@ SELECT * FROM _old_picks;
 -- Most jobs have a single key row (a year's first load: 954,000 of 1.05 M jobs), which is their
 -- winner and their one instance's pick; the arg_max over a struct key (~1 s per million rows) runs
 -- only over the jobs with several.
+-- n_gpus is the job's GPU count, the one definition core.jobs and every instance take: a job's GPU
+-- allocation does not change between its records (a requeued job is re-allocated its request; het
+-- components and array tasks have ids of their own), so it is the largest count its records state.
+-- A record with an empty allocation (pending, cancelled while pending) states none (NULL from the
+-- parser), and one whose GPU columns show no GPU (0: an AllocTRES of a site that does not track
+-- gres/gpu, in a dump without AllocGRES) does not hide another record's positive count; a job no
+-- record shows a GPU for has 0 (CPU job), one no record states an allocation for NULL. A merged job's
+-- old picks carry its old count, so the maximum over them and the new records is over every record.
 CREATE OR REPLACE TEMP TABLE _job_key_rows AS
-SELECT job_id, count(*) = 1 AS single FROM _job_keys GROUP BY job_id;
+SELECT job_id, count(*) = 1 AS single, max(n_gpus) AS n_gpus FROM _job_keys GROUP BY job_id;
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -112,12 +120,11 @@ CREATE OR REPLACE TEMP TABLE _job_winners AS
 WITH ranked AS (
     SELECT k.job_id, k.source_file AS winner_file, k.line_no AS winner_line, k.start_ts AS winner_start_ts,
            k.submit_ts AS winner_submit_ts, k.eligible_ts AS winner_eligible_ts,
-           (k.start_ts IS NOT NULL)::BIGINT AS n_started_instances, k.restart_cnt AS max_restart_cnt,
-           k.n_gpus AS any_n_gpus
+           (k.start_ts IS NOT NULL)::BIGINT AS n_started_instances, k.restart_cnt AS max_restart_cnt
     FROM _job_keys AS k SEMI JOIN (SELECT job_id FROM _job_key_rows WHERE single) AS s ON k.job_id = s.job_id
     UNION ALL
     SELECT job_id, winner.f, winner.l, winner.start_ts, winner.submit_ts, winner.eligible_ts, n_started_instances,
-           max_restart_cnt, any_n_gpus
+           max_restart_cnt
     FROM (SELECT k.job_id,
                  arg_max_null({'f': k.source_file, 'l': k.line_no, 'start_ts': k.start_ts, 'submit_ts': k.submit_ts,
                                'eligible_ts': k.eligible_ts},
@@ -129,19 +136,18 @@ WITH ranked AS (
                                k.line_no)) AS winner,
                  -- the old instances are among the keys, so this counts every start
                  count(DISTINCT k.start_ts) AS n_started_instances,
-                 max(k.restart_cnt) AS max_restart_cnt,
-                 -- the GPU count of a record that has one, for a winner whose dump left AllocTRES out
-                 max(k.n_gpus) AS any_n_gpus
+                 max(k.restart_cnt) AS max_restart_cnt
           FROM _job_keys AS k SEMI JOIN (SELECT job_id FROM _job_key_rows WHERE NOT single) AS s ON k.job_id = s.job_id
           GROUP BY k.job_id)
 )
 SELECT r.job_id, r.winner_file, r.winner_line, r.winner_start_ts, r.winner_submit_ts, r.winner_eligible_ts,
-       r.n_started_instances, r.any_n_gpus,
+       r.n_started_instances, c.n_gpus AS job_n_gpus,
        -- a merged job's old restarts count is at least its old records' largest RestartCnt and
        -- at most the new count, so folding it in gives the count over every record (greatest
        -- skips the NULL of a rebuilt job)
        greatest(r.max_restart_cnt, o.restarts) AS max_restart_cnt
 FROM ranked AS r
+JOIN _job_key_rows AS c USING (job_id)
 LEFT JOIN (SELECT job_id, restarts FROM core.jobs WHERE job_id IN (SELECT job_id FROM _merge)) AS o USING (job_id);
 
 -- Every started instance of the dirty jobs: per (job, start) the most final record (a job with one
@@ -176,10 +182,10 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
             THEN greatest(0, epoch(w.winner_start_ts)
                              - epoch(COALESCE(r.eligible_ts, r.submit_ts, w.winner_start_ts)))::BIGINT
        END AS queue_wait_s,
-       r.n_nodes, r.n_cpus, COALESCE(r.n_gpus, w.any_n_gpus) AS n_gpus, r.gpu_type,
-       core.size_bucket(COALESCE(r.n_gpus, w.any_n_gpus)) AS size_bucket,
+       r.n_nodes, r.n_cpus, w.job_n_gpus AS n_gpus, r.gpu_type,
+       core.size_bucket(w.job_n_gpus) AS size_bucket,
        r.nodelist, r.nodes,
-       COALESCE(r.n_gpus, w.any_n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
+       COALESCE(w.job_n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
        -- every start but the winner's was requeued; a winner that never started (pending again after
        -- a requeue, or cancelled so) follows a requeue of each start
        greatest(w.n_started_instances - (w.winner_start_ts IS NOT NULL)::INTEGER, COALESCE(w.max_restart_cnt, 0),
@@ -253,14 +259,14 @@ DELETE FROM core.job_instances WHERE job_id IN (SELECT job_id FROM raw.sacct_dir
 -- The same holds for the latest started instance when a record of the job shows it later never
 -- started (the job's winner: submitted or eligible again after that start, pending after a
 -- requeue, or cancelled while pending): that run ended at the requeue too, it is no run still going.
--- A GPU count its dump left out (a --format without AllocTRES that night) is the job's from another record.
+-- Every instance has the job's GPU count (_job_key_rows): a requeued run is re-allocated the same request.
 INSERT INTO core.job_instances BY NAME
 SELECT job_id, instance_no, is_latest,
        CASE WHEN closed_ts IS NULL OR core.is_terminal_state(state) THEN state ELSE 'REQUEUED' END AS state,
        start_ts, COALESCE(end_ts, closed_ts) AS end_ts,
        -- (the record's Elapsed is the time run by its dump, not to the requeue)
        CASE WHEN closed_ts IS NOT NULL THEN (epoch(closed_ts) - epoch(start_ts))::BIGINT ELSE elapsed_s END AS elapsed_s,
-       COALESCE(n_gpus, any_n_gpus) AS n_gpus,
+       job_n_gpus AS n_gpus,
        nodes, source_file, line_no, submit_ts, eligible_ts, exit_code, exit_signal
 FROM (SELECT p.job_id,
              (row_number() OVER w)::INTEGER AS instance_no,
@@ -272,8 +278,8 @@ FROM (SELECT p.job_id,
                   WHEN r.end_ts IS NULL AND g.winner_start_ts IS NULL THEN
                   COALESCE(CASE WHEN g.winner_submit_ts > p.start_ts THEN g.winner_submit_ts END,
                            CASE WHEN g.winner_eligible_ts > p.start_ts THEN g.winner_eligible_ts END) END AS closed_ts,
-             r.state, p.start_ts, r.end_ts, r.elapsed_s, r.n_gpus, r.nodes, r.source_file, r.line_no,
-             r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal, g.any_n_gpus
+             r.state, p.start_ts, r.end_ts, r.elapsed_s, r.nodes, r.source_file, r.line_no,
+             r.submit_ts, r.eligible_ts, r.exit_code, r.exit_signal, g.job_n_gpus
       FROM _job_keys AS r JOIN _instance_picks AS p ON r.source_file = p.pick_file AND r.line_no = p.pick_line
       LEFT JOIN _job_winners AS g ON g.job_id = p.job_id
       WINDOW w AS (PARTITION BY p.job_id ORDER BY p.start_ts)) AS i;

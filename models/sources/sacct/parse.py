@@ -25,9 +25,12 @@ Conventions (lossless but typed):
   converted with its own offset, no zone rule or DST guess applies. This is the DST-safe format to
   dump with; a dump may mix such stamps with local ones (``%FT%T``, ``"%F %T"``).
 * GPUs come from AllocTRES/AllocGRES whenever the dump has one of them and the row's value is not
-  empty; else from ReqTRES/ReqGRES. A GPU entry whose count is not a whole number
+  empty; else from ReqTRES/ReqGRES. A source that lists TRES/GRES without a GPU entry is 0 GPUs;
+  one whose every column is empty or missing is null (unknown: a pending record's allocation
+  states no count). A GPU entry whose count is not a whole number
   (``gres/gpu=8x``) rejects the record. ``sacct --json`` follows the same rule: ``tres.allocated``
-  when it lists any TRES, else ``tres.requested`` (a pending job's ``allocated`` is ``[]``).
+  when it lists any TRES, else ``tres.requested`` (a pending job's ``allocated`` is ``[]``), null
+  when both are empty.
 * Slurm does not escape the delimiter inside text in ``-P`` output (``--wrap="a | b"``). A record
   with more fields than the header is repaired by rejoining the extra fields, with the
   delimiter, into a column of user-typed text (:data:`PIPE_TEXT_FIELDS`: JobName, SubmitLine,
@@ -407,7 +410,8 @@ def _form_bad(key: str) -> pl.Expr:
 def _gpu_exprs(present: set[str]) -> list[pl.Expr]:
     """GPU count, type and malformed-entry message (``_gpu_n``, ``_gpu_type``, ``_gpu_err``) from the
     dump's TRES/GRES columns: AllocTRES/AllocGRES when the row has a non-empty one, else
-    ReqTRES/ReqGRES; 0 GPUs when the source holds no GPU entry."""
+    ReqTRES/ReqGRES; 0 GPUs when the source lists TRES/GRES but no GPU entry, null (unknown) when
+    every column of the source is empty or missing (a pending record's allocation states nothing)."""
     def col(k: str) -> pl.Expr:
         return pl.col(k) if k in present else pl.lit(None, pl.String)
 
@@ -416,7 +420,11 @@ def _gpu_exprs(present: set[str]) -> list[pl.Expr]:
 
     def source(tres: str, gres: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
         tg, gg = tres_gpus(col(tres)), gres_gpus(col(gres))
-        n = pl.coalesce(tg.struct.field("n_gpus"), gg.struct.field("n_gpus"), pl.lit(0, pl.Int64))
+        # An empty allocation (a pending or cancelled-while-pending record: AllocTRES and NodeList
+        # empty) is no statement of 0 GPUs: null, so the job's count comes from the records that
+        # state one (sql/core/jobs_upsert.sql).
+        n = pl.coalesce(tg.struct.field("n_gpus"), gg.struct.field("n_gpus"),
+                        pl.when(non_empty(tres, gres)).then(pl.lit(0, pl.Int64)))
         gpu_type = pl.coalesce(tg.struct.field("gpu_type"), gg.struct.field("gpu_type"))
         errors = [
             pl.format(f"malformed GPU count in {_GPU_DISPLAY[k]} '{{}}'", fn(col(k)))
@@ -1344,8 +1352,9 @@ def _json_job_tres(tres: Any) -> tuple[int | None, str | None, int | None, int |
 def _json_tres(allocated: Any) -> tuple[int | None, str | None, int | None, int | None]:
     """A TRES list (``tres.allocated`` / ``tres.requested``) -> (n_gpus, gpu_type, n_cpus, n_nodes):
     the untyped ``gres/gpu`` count wins, else typed ``gpu:TYPE`` entries are summed (as
-    :func:`~gpusre.models.ingest.slurm_values.tres_gpus`); None when not a list."""
-    if not isinstance(allocated, list):
+    :func:`~gpusre.models.ingest.slurm_values.tres_gpus`); None when not a list or empty (an
+    empty allocation states no GPU count, as an empty AllocTRES)."""
+    if not isinstance(allocated, list) or not allocated:
         return None, None, None, None
     total: int | None = None
     typed = 0
