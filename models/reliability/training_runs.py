@@ -4,8 +4,9 @@ A *run* is one logical training task spread over several Slurm jobs and instance
 
 1. requeues of one job id (``core.job_instances``) always belong to the job's run;
 2. an explicit run key, when the site sets one: the first capture group of ``comment_run_key``
-   applied to the job comment (default ``run=<key>``), else of ``name_run_key`` applied to the name;
-3. otherwise resubmissions: jobs of the same user, account and job name, where each job became
+   applied to the job comment (default ``run=<key>``), else of ``name_run_key`` applied to the name —
+   jobs of one account (:data:`RUN_SCOPE`) with the same key, whoever submitted them;
+3. otherwise resubmissions: jobs of the same account, user and job name (:data:`CHAIN_KEY`), where each job became
    eligible (its submit when the eligible time is unknown) 0 to ``resubmit_gap_s`` after the previous
    one ended in one of ``resubmit_after_states`` (failure, timeout, preemption, cancellation — anything
    but COMPLETED). The gap is measured to the *eligible* time, not the submit: a job submitted early and
@@ -62,9 +63,26 @@ from gpusre.models.reliability.ettr_model import expected_lost_work_expr
 from gpusre.models.reliability.goodput import interruption_cause
 from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, RESUBMIT_AFTER_STATES
 
-__all__ = ["CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "INTERRUPTION_LOSS_SCHEMA", "assign_runs",
+__all__ = ["RUN_SCOPE", "CHAIN_KEY", "CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "INTERRUPTION_LOSS_SCHEMA", "assign_runs",
            "run_mates", "run_instances", "lost_work_expr", "charge_interruptions", "interruption_losses",
            "attributed_interruption_losses", "ettr_runs"]
+
+
+#: The columns a run never crosses: jobs of two accounts are never one run, by explicit key or by name.
+#: A run is one logical task (Kokolis et al.'s "job run"), and a Slurm account is the project whose
+#: allocation pays for it, so a task lives in one account. The user is not part of the scope: a team
+#: takes turns restarting a multi-week run, or a service user (a watchdog, a workflow engine) resubmits
+#: it in the project's account, and with its run key it is still one run. A key that two accounts share
+#: is a coincidence of naming (``llama-70b-pt-r1`` in two projects), not one task. Used by the explicit
+#: keys, the resubmission chains (:data:`CHAIN_KEY`) and :func:`run_mates` alike.
+RUN_SCOPE: tuple[str, ...] = ("account",)
+
+#: What a resubmission chain (no explicit key) matches on, inside :data:`RUN_SCOPE`: the user too. A key
+#: is a declaration that jobs are one task; a job name is not (``train``, ``pretrain`` are shared by
+#: colleagues running side by side, and the chain follows the previous job *by name*, so a colleague's
+#: same-name job in between would cut a user's chain or join it). A team that resubmits each other's
+#: runs sets a run key (``--comment run=<key>``, or ``name_run_key``).
+CHAIN_KEY: tuple[str, ...] = (*RUN_SCOPE, "user", "name")
 
 
 def _available_from(jobs: pl.DataFrame) -> pl.Expr:
@@ -151,16 +169,18 @@ def _explicit_key(rules: RunRules, big: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 def run_mates(jobs: pl.DataFrame, rules: RunRules, job_ids: pl.Series | pl.DataFrame) -> pl.Series:
     """``job_id`` of every job of ``jobs`` that can share a run with one of ``job_ids``: the same explicit
-    run key, or the same user, account and job name (a resubmission chain).
+    run key, or the same :data:`CHAIN_KEY` (account, user and job name: a resubmission chain).
 
     :func:`assign_runs` over just these jobs gives the runs of ``job_ids`` exactly as over all of
-    ``jobs`` (a run is all the jobs with its key, or one chain of its user, account and name), so a
+    ``jobs`` (a run is the jobs of one account with its key, or one chain of its account, user and name), so a
     question about a few runs (the costs of the infrastructure-killed ones) need not assemble the year's
-    million. ``jobs`` needs ``job_id``, ``user``, ``account``, ``name``, ``comment``.
+    million. Jobs of other accounts with the same key come along too: they are never in the run, but
+    they decide its ``run_id`` (see :func:`assign_runs`). ``jobs`` needs ``job_id``, ``user``,
+    ``account``, ``name``, ``comment``.
     """
     ids = (job_ids.to_frame("job_id") if isinstance(job_ids, pl.Series) else job_ids.select("job_id")).unique()
     key, _ = _explicit_key(rules, pl.lit(True))
-    group = ["user", "account", "name"]
+    group = list(CHAIN_KEY)
     j = jobs.select("job_id", *group, key.alias("_key"))
     targets = j.join(ids, on="job_id", how="semi")
     by_key = j.join(targets.select("_key").drop_nulls().unique(), on="_key", how="semi")
@@ -174,12 +194,15 @@ def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
 
     ``jobs`` needs ``job_id``, ``user``, ``account``, ``name``, ``comment``, ``n_gpus``, ``state``,
     ``submit_ts`` (the job's first submit) and ``end_ts``; with ``eligible_ts`` (the job's first eligible
-    time) and ``start_ts`` a resubmission's gap runs to its eligible time, else to its submit. Explicit
-    keys group across users only when they are equal, since a site-wide key names one task.
-    Resubmission runs are named after their first job id.
+    time) and ``start_ts`` a resubmission's gap runs to its eligible time, else to its submit. Both an
+    explicit key and a resubmission chain group jobs of one :data:`RUN_SCOPE` (account) only: a key
+    whoever in the account submitted the jobs, a chain those of one user (:data:`CHAIN_KEY`).
+    Resubmission runs are named after their first job id; explicit-key runs after the key, and when
+    another account used the same key earlier, ``<key>@<account>`` (run ids stay unique, and a run keeps
+    its id when another account takes up its key later).
     """
     j = jobs.select(
-        "job_id", "user", "account", "name", "state", "submit_ts", "end_ts",
+        "job_id", *CHAIN_KEY, "state", "submit_ts", "end_ts",  # CHAIN_KEY holds RUN_SCOPE
         "n_gpus",
         pl.col("comment").cast(pl.String),
         _available_from(jobs).alias("_avail"),
@@ -191,12 +214,19 @@ def assign_runs(jobs: pl.DataFrame, rules: RunRules) -> pl.DataFrame:
     key, source = _explicit_key(rules, big)
     j = j.with_columns(key.alias("_key"), source.alias("_src"))
 
+    # One run per key and scope (account); the scope that used a key first (earliest submit) names its
+    # run with the bare key, any other ``<key>@<account>``.
+    scope = pl.concat_str([pl.col(c).fill_null("") for c in RUN_SCOPE], separator="/")
+    first_scope = scope.sort_by("submit_ts", "job_id").first().over("_key")
     explicit = j.filter(pl.col("_key").is_not_null()).select(
-        "job_id", pl.col("_key").alias("run_id"), pl.col("_src").alias("run_key_source"))
+        "job_id",
+        pl.when(scope == first_scope).then(pl.col("_key"))
+        .otherwise(pl.concat_str(pl.col("_key"), pl.lit("@"), scope)).alias("run_id"),
+        pl.col("_src").alias("run_key_source"))
     single = j.filter(~big & pl.col("_key").is_null()).select(
         "job_id", pl.col("job_id").alias("run_id"), pl.lit("single").alias("run_key_source"))
 
-    group = ["user", "account", "name"]
+    group = list(CHAIN_KEY)
     # In the order the jobs became eligible; a job still held with no eligible time yet (a dependency on
     # a running job) comes last: it becomes eligible after every job that already is. The gap runs from
     # the previous job's end to this job's eligible time (submit when unknown): negative when the two

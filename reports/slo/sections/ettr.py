@@ -86,7 +86,11 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                              "AND definition IS NOT NULL ORDER BY day DESC LIMIT 1") \
         if table_status(con, "marts.slo_daily") is None else None
     if definition:
-        sec.notes.append(f"The ETTR SLO: {definition}")
+        # The definition says what the SLO leaves out (queue wait, when it does); say what stays in, so
+        # nobody reads the ETTR as the infrastructure's alone.
+        sec.notes.append(f"The ETTR SLO: {definition} With or without queue wait, its wall-clock keeps every "
+                         "gap between a job's end and its resubmission, those after a user's own failure or "
+                         "cancellation too: they lower the ETTR though they cost no GPU-hours.")
     sec.items.append(Chart(svg(charts.ettr_distribution_chart(
         [(b, per_run.get(b, []), expected.get(b, {}).get("expected_ettr")) for b in buckets],
         f"ETTR per run by run size, runs that ended {w.text}")), take))
@@ -101,10 +105,15 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
           Cell(fmt_num(r["ettr_p90"], 2)), Cell(fmt_num(r["interruptions_mean"], 2)), Cell(fmt_pct(r["queue_share"])),
           Cell(fmt_num(expected.get(r["size_bucket"], {}).get("expected_ettr"), 3))] for r in sizes],
         caption="ETTR (Kokolis et al., HPCA 2025) = productive time / wall-clock of a run; wall-clock = the first job's "
-                "eligible time (its submit when unknown) to the last end (queue waits and gaps between resubmissions count as unproductive); productive = run "
+                "eligible time (its submit when unknown) to the last end, all of it: queue waits and every gap "
+                "between a job's end and the eligible time of the run's next job count as unproductive, the time "
+                "after a user's own failure or cancellation until the resubmission included; productive = run "
                 "time − restart overhead u0 after each interruption − re-done work since the last checkpoint (on "
-                "average half a checkpoint interval Δ); interruptions are the infrastructure's or preemption's, as "
-                "in goodput (a user's own failure costs nothing here). Queue share = mean of queue wait / wall-clock. Expected "
+                "average half a checkpoint interval Δ); interruptions are the infrastructure's, preemption's or "
+                "planned maintenance's, as in goodput. A user's own failure or cancellation is no interruption: "
+                "its run time counts as productive and it loses no GPU-hours, but the gap before its resubmission "
+                "still lowers ETTR. Excl. queue takes only the queue waits out of the wall-clock, not those gaps. "
+                "Queue share = mean of queue wait / wall-clock. Expected "
                 "ETTR ≈ (1 − N · r_f · (u0 + Δ/2)) / (1 + w_cp/Δ) with the bucket's median nodes N, the measured "
                 + (f"r_f = {fmt_rate(rf)} per 1,000 node-days " if is_number(rf) else "r_f ")
                 + "and the median Δ, u0 of its runs (whole record): it counts failures only, not queue wait, which "
@@ -119,8 +128,8 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
         + "; ".join(f"{plural(p['runs'], 'run')} with Δ = {fmt_span(p['checkpoint_interval_s'])} and "
                     f"u0 = {fmt_span(p['restart_overhead_cfg_s'])} ({p['policy_source'] or 'unknown source'})"
                     for p in policies)
-        + ". Runs group jobs by explicit run key (job comment / name), requeues of one job id, or resubmission "
-          "of the same user, account and job name.")
+        + ". Runs group jobs of one account: by explicit run key (job comment / name) whoever in the account "
+          "submitted them, requeues of one job id, or resubmission of the same user and job name.")
 
     if table_status(con, "marts.checkpoint_what_if") is None:
         wi = query_rows(con, """SELECT n_nodes, interval_s, expected_ettr, reaches_target, target, max_interval_for_target_s,
