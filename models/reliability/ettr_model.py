@@ -68,7 +68,8 @@ def ettr_definition(includes_queue_wait: bool, min_run_gpus: int) -> str:
                 "(load, fair-share, priority) counts against the objective.")
     return (f"ETTR excluding queue wait: productive time / (wall-clock − queue wait) of {runs}; "
             "slo.ettr_includes_queue_wait: false (the default) because queue wait is set by load and "
-            "priority, not by the infrastructure or checkpointing; ETTR with queue wait is reported beside it.")
+            "priority, not by the infrastructure or checkpointing (gaps between a job's end and its resubmission, "
+            "a user's own failures included, stay in); ETTR with queue wait is reported beside it.")
 
 
 @overload
