@@ -135,7 +135,7 @@ def test_a_rack_needs_separate_alerts_on_several_of_its_nodes() -> None:
     hw = _hw_frame([_hw("inc-r2", ["gpu004", "gpu005", "gpu006"], at, component="host_power", scope="rack")])
     inc, _ = cluster_alerts(_alerts([JOB_FAILED]), Topology.from_groups(racks=RACKS), hw)
     assert inc.select("scope").rows() == [("rack",)]
-    assert inc["root_cause_reason"].to_list() == ["hardware incident inc-r2 (host_power) on gpu[004-006]"]
+    assert inc["root_cause_reason"].to_list() == ["hardware incident inc-r2 (host_power) on rack r2 (gpu[004-006])"]
 
 
 # -- 3. the alert data span -------------------------------------------------------------------------
@@ -147,6 +147,9 @@ def _notifications(rows: list[tuple]) -> duckdb.DuckDBPyConnection:
     con.execute("CREATE SCHEMA raw; CREATE TABLE raw.alert_notifications (source_file VARCHAR, line_no BIGINT, "
                 "payload_no INTEGER, received_at TIMESTAMPTZ, alertname VARCHAR, status VARCHAR, "
                 "starts_at TIMESTAMPTZ, ends_at TIMESTAMPTZ, format VARCHAR DEFAULT 'alertmanager')")
+    # The day rule also reads the truncation rejects (raw.rejects, always created with the raw schema).
+    con.execute("CREATE TABLE raw.rejects (source_file VARCHAR, source_kind VARCHAR, line_no BIGINT, raw VARCHAR, "
+                "error VARCHAR, rejected_at TIMESTAMPTZ)")
     con.executemany("INSERT INTO raw.alert_notifications (source_file, line_no, payload_no, received_at, alertname, "
                     "status, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     return con
@@ -171,7 +174,7 @@ def test_a_watchdog_never_dates_the_start_and_a_dated_file_bounds_its_deliveries
         ("alerts/webhook.log", 1, 1, None, "DeadMansSwitch", "firing", _t(2), None),
     ])
     assert con.sql(ALERT_DATA_SPAN_SQL).fetchall() == [(_t(23), _t(24, 11, 30))]
-    days = {d.isoformat(): (n, k) for d, n, k in con.sql(NOTIFICATION_DAYS_SQL).fetchall()}
+    days = {d.isoformat(): (n, k) for d, n, k, *_ in con.sql(NOTIFICATION_DAYS_SQL).fetchall()}
     assert days == {"2026-11-23": (2, 2), "2026-11-24": (2, 2)}
     # A logger's time still wins (a Watchdog received 11-22 23:59:30 in the 11-23 file) ...
     con.execute("INSERT INTO raw.alert_notifications (source_file, line_no, payload_no, received_at, alertname, status, "

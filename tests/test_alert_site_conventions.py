@@ -208,7 +208,7 @@ def test_netapp_harvest_volume_alert_is_the_nfs_outages_server_side(tmp_path: Pa
     assert where == (None, "netapp-a-01", "node")
     row = m.incidents.row(0, named=True)
     assert row["root_level"] == "storage" and row["hw_incident_id"] == "inc-nfs" and row["scope"] == "storage"
-    assert row["root_cause_reason"] == "hardware incident inc-nfs (storage) on netapp-a-01"
+    assert row["root_cause_reason"] == "hardware incident inc-nfs (storage) on gpu[001-003,009,017]"
     assert "inc-nfs" not in m.hw_without_alert["incident_id"].to_list()
 
 

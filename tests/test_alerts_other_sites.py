@@ -253,6 +253,9 @@ def test_notification_day_rule() -> None:
     con.execute("CREATE SCHEMA raw; CREATE TABLE raw.alert_notifications (source_file VARCHAR, line_no BIGINT, "
                 "payload_no INTEGER, received_at TIMESTAMPTZ, status VARCHAR, starts_at TIMESTAMPTZ, ends_at TIMESTAMPTZ, "
                 "format VARCHAR DEFAULT 'alertmanager', alertname VARCHAR DEFAULT 'NodeDown')")
+    # The day rule also reads the truncation rejects (raw.rejects, always created with the raw schema).
+    con.execute("CREATE TABLE raw.rejects (source_file VARCHAR, source_kind VARCHAR, line_no BIGINT, raw VARCHAR, "
+                "error VARCHAR, rejected_at TIMESTAMPTZ)")
     con.execute("""INSERT INTO raw.alert_notifications
                    (source_file, line_no, payload_no, received_at, status, starts_at, ends_at) VALUES
         -- a logger's timestamp wins over the file name
@@ -265,7 +268,7 @@ def test_notification_day_rule() -> None:
          TIMESTAMPTZ '2026-11-09 00:30:00+00'),
         -- no date in the name: the latest time the payload shows
         ('alerts/dump.json', 1, 2, NULL, 'firing', TIMESTAMPTZ '2026-11-06 12:00:00+00', NULL)""")
-    got = {d.isoformat(): (n, k) for d, n, k in con.sql(NOTIFICATION_DAYS_SQL).fetchall()}
+    got = {d.isoformat(): (n, k) for d, n, k, *_ in con.sql(NOTIFICATION_DAYS_SQL).fetchall()}
     assert got == {"2026-11-06": (1, 1), "2026-11-08": (2, 1), "2026-11-09": (1, 1), "2026-11-10": (1, 1)}
 
 

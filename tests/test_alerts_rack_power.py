@@ -113,7 +113,7 @@ def test_the_pdu_alert_is_the_root_of_the_rack_power_incident(pdu: dict, tmp_pat
     assert row["n_alerts"] == 33 and row["root_alert_id"] == pdu_id
     assert row["root_cause_candidate"] == f"{pdu['alertname']} on pdu-r02-a.mgmt:9116"
     assert row["root_level"] == "rack" and row["scope"] == "rack" and row["nodes"] == R02
-    assert row["root_cause_reason"] == "hardware incident inc-rack (host_power) on pdu-r02-a.mgmt:9116"
+    assert row["root_cause_reason"] == "hardware incident inc-rack (host_power) on rack r02 (dgx[17-32])"
     assert row["start_ts"] == at(15, 30, 5) and row["end_ts"] == at(17, 32)
     # Jobs 41102 + 41103: 2 jobs, 2 x 16.0 GPU-h.
     assert (row["n_jobs_killed"], row["lost_gpu_hours"]) == (2, 32.0)

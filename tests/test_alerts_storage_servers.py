@@ -149,14 +149,14 @@ def test_a_storage_server_alert_is_about_the_shared_storage_incident(marts) -> N
     # The server side and the client's Lustre mount on hgx031 (same file system "scratch"): one incident,
     # about inc-mds, with its 3 jobs (m1, m2, m3: 3 x 4 GPU-h).
     assert mds["hw_incident_id"] == "inc-mds" and mds["root_level"] == "storage" and mds["scope"] == "storage"
-    assert mds["root_cause_reason"] == "hardware incident inc-mds (storage) on scratch-MDT0000"
+    assert mds["root_cause_reason"] == "hardware incident inc-mds (storage) on hgx[001-064]"
     assert sorted(mds["alertnames"]) == ["LustreMDTUnresponsive", "NodeFilesystemReadOnly"] and mds["nodes"] == ["hgx031"]
     assert (mds["n_jobs_killed"], mds["lost_gpu_hours"]) == (3, 12.0)
     # The OST outage on hgx[050-055] (scope nodes): its 2 jobs, 12 GPU-h; the one-node quota incident on
     # hgx005 at 20:05 lies in the OST alert's window too, but a one-node storage incident is a client's.
     ost = inc["LustreOSTUnreachable on scratch-OST0007"]
     assert ost["hw_incident_id"] == "inc-ost" and (ost["n_jobs_killed"], ost["lost_gpu_hours"]) == (2, 12.0)
-    assert ost["root_cause_reason"] == "hardware incident inc-ost (storage) on scratch-OST0007"
+    assert ost["root_cause_reason"] == "hardware incident inc-ost (storage) on hgx[050-055]"
     nfs = inc["NFSServerNotResponding on home01:9100"]
     assert nfs["hw_incident_id"] == "inc-nfs" and (nfs["n_jobs_killed"], nfs["lost_gpu_hours"]) == (0, 0.0)
     # The subnet manager (fabric, no node) is about the fabric incident, as before.

@@ -39,7 +39,10 @@ Method (:func:`cluster_alerts`; parameters in :class:`AlertClusteringSettings`)
          links the nearest alert, within ``gap``, of every template that co-occurs with its own.
 
        **Hardware incidents** (``marts.hw_incidents``): an alert on one of an incident's nodes that
-       starts within [start − ``hw_before_minutes`` (10), end + ``hw_after_minutes`` (30)] gets that
+       starts within [start − ``hw_before_minutes`` (10), end + ``hw_after_minutes`` (30)] — or, when
+       later, until its repair (``marts.incident_repairs.repaired_ts``: its nodes back in service; a
+       node drained for a DIMM swap an hour after its panic, the last line it logged, is still that
+       fault) — gets that
        incident (several match: the one whose evidence is nearest its start, 0 inside it; then the
        earliest); so does an alert whose target is the incident's
        ``leaf_switch``, and a fabric alert on no Slurm node (a spine, a subnet manager) that starts
@@ -110,8 +113,10 @@ Root-cause candidate, per incident
     consequence it tied to another firing alert) is ranked after every other; a *silenced* root's
     reason ends "; silenced in Alertmanager". Then: the server, fabric or rack side on no node first (a PDU, an
     OST, a switch: the cause before its clients' symptoms), (1) those matched to a hardware incident
-    (reason "hardware incident <id> (<component>) on <node>"; a root on a job's hostlist names the
-    hardware incident's own nodes), then (2) by *level* — fabric (switches) above storage above rack (a PDU
+    (reason "hardware incident <id> (<component>) on <where>": where the hardware incident is, from
+    its own nodes — ``gpu005``, ``rack r02 (gpu[009-016])`` for a rack-scope one, ``leaf switch leaf02
+    (gpu[017-024])`` for a leaf-switch one —, never the root alert's target: a job's hostlist, a
+    rack's cooling controller), then (2) by *level* — fabric (switches) above storage above rack (a PDU
     or a rack's cooling, on no node)
     above node above GPU above Slurm (a drained / down node, a job failed by a node: the scheduler's
     reaction to a fault, never its cause when the fault alerted too) above other above housekeeping
@@ -427,10 +432,14 @@ MEMBER_SCHEMA: dict[str, pl.DataType] = {
 DAILY_SCHEMA: dict[str, pl.DataType] = {
     "day": pl.Date(), "notifications": pl.Int64(), "deliveries": pl.Int64(), "alerts": pl.Int64(),
     "incidents": pl.Int64(), "compression_ratio": pl.Float64(), "flood_episodes": pl.Int64(),
+    # Deliveries of that day Alertmanager truncated (max_alerts), and the most alerts one of them
+    # dropped: the day's alert counts are lower bounds. NULL without notifications (unknown).
+    "truncated_deliveries": pl.Int64(), "truncated_alerts": pl.Int64(),
 }
 #: Notifications received per UTC day (:func:`alert_daily`): alert entries and webhook payloads.
 NOTIFICATION_DAY_SCHEMA: dict[str, pl.DataType] = {"day": pl.Date(), "notifications": pl.Int64(),
-                                                   "deliveries": pl.Int64()}
+                                                   "deliveries": pl.Int64(), "truncated_deliveries": pl.Int64(),
+                                                   "truncated_alerts": pl.Int64()}
 #: Maintenance periods (:func:`rule_quality`): ``node`` NULL = every node.
 MAINTENANCE_SCHEMA: dict[str, pl.DataType] = {"node": pl.String(), "start_ts": _TS, "end_ts": _TS}
 FLOOD_SCHEMA: dict[str, pl.DataType] = {
@@ -456,7 +465,11 @@ COVERAGE_SCHEMA: dict[str, pl.DataType] = {**UNCOVERED_SCHEMA, "covered": pl.Boo
 _HW_SCHEMA: dict[str, pl.DataType] = {
     "incident_id": pl.String(), "component": pl.String(), "start_ts": _TS, "end_ts": _TS,
     "nodes": pl.List(pl.String()), "scope": pl.String(), "leaf_switch": pl.String(),
+    # marts.incident_repairs.repaired_ts (:func:`_with_repairs`): the incident is open until then.
+    "repaired_ts": _TS,
 }
+#: ``repairs`` input (``marts.incident_repairs``): the repair end of each hardware incident.
+_REPAIR_SCHEMA: dict[str, pl.DataType] = {"incident_id": pl.String(), "repaired_ts": _TS}
 
 # -- levels ----------------------------------------------------------------------------------------
 
@@ -831,10 +844,16 @@ def _match_hw(al: pl.DataFrame, hw: pl.DataFrame, settings: AlertClusteringSetti
         return pl.DataFrame(schema=schema)
     before = timedelta(minutes=settings.hw_before_minutes)
     after = timedelta(minutes=settings.hw_after_minutes)
+    # Open until repaired: a node drained for a DIMM swap is still broken an hour after its last log
+    # line (the panic ends the logs), and its late drain alert is about that fault. The repair end is
+    # marts.incident_repairs' (the product's one definition: first evidence to every linked node back
+    # in service, else its log fallbacks); without one, the last evidence + hw_after_minutes.
+    repaired = (pl.col("repaired_ts") if "repaired_ts" in hw.columns else pl.lit(None, dtype=_TS))
     inc = hw.with_row_index("_h").with_columns(
         pl.col("_h").cast(pl.Int64),
         (pl.col("start_ts") - before).dt.epoch("us").alias("_lo"),
-        (pl.col("end_ts").fill_null(pl.col("start_ts")) + after).dt.epoch("us").alias("_hi"))
+        pl.max_horizontal(pl.col("end_ts").fill_null(pl.col("start_ts")) + after, repaired)
+        .dt.epoch("us").alias("_hi"))
     by_node = inc.select("_h", "nodes", "_lo", "_hi").explode("nodes").rename({"nodes": "_k"}).drop_nulls("_k")
     by_leaf = inc.select("_h", pl.col("leaf_switch").alias("_k"), "_lo", "_hi").drop_nulls("_k")
     parts = []
@@ -964,18 +983,57 @@ def _rack_pairs(al: pl.DataFrame, inc: pl.DataFrame, topology: Topology) -> pl.D
     racked = inc.filter((pl.col("scope") == "rack") & pl.col("component").is_in(classes.to_list()))
     if alerts.is_empty() or racked.is_empty():
         return empty
-    # The incident's rack: the one rack all its nodes sit in (a node outside the topology: none).
-    rack_of = (racked.select("_h", pl.col("nodes").alias("node")).explode("node")
-               .join(topology.frame().select("node", "_rack"), on="node", how="left")
-               .group_by("_h").agg(pl.col("_rack").unique().alias("_racks"))
-               .filter(pl.col("_racks").list.len() == 1)
-               .select("_h", pl.col("_racks").list.first().alias("_alert_rack")).drop_nulls("_alert_rack"))
+    rack_of = _incident_racks(racked, "_h", topology).rename({"_hw_rack": "_alert_rack"})
     # An alert still firing (no end) counts from its start only, as for the storage server side.
     fired = alerts.select("_i", "_ts", "_alert_rack",
                           pl.max_horizontal(pl.col("ends_at").dt.epoch("us"), pl.col("_ts")).alias("_te"))
     return (fired.join(racked.select("_h", "_lo", "_hi").join(rack_of, on="_h"), on="_alert_rack")
             .filter((pl.col("_ts") <= pl.col("_hi")) & (pl.col("_te") >= pl.col("_lo")))
             .select(pl.col("_i").cast(pl.Int64), pl.col("_h").cast(pl.Int64)))
+
+
+def _with_repairs(hw: pl.DataFrame, repairs: pl.DataFrame | None) -> pl.DataFrame:
+    """``hw`` (:data:`_HW_SCHEMA`) with ``repaired_ts`` from ``repairs`` (``marts.incident_repairs``:
+    ``incident_id``, ``repaired_ts``; None or no row: NULL, the incident closes at its last evidence +
+    ``hw_after_minutes``)."""
+    if repairs is None:
+        return hw
+    rep = (_conform(repairs, _REPAIR_SCHEMA, tuple(_REPAIR_SCHEMA)).drop_nulls("repaired_ts")
+           .unique("incident_id", keep="first"))
+    return (hw.drop("repaired_ts").join(rep, on="incident_id", how="left", maintain_order="left")
+            .select(list(_HW_SCHEMA)))
+
+
+def _incident_racks(inc: pl.DataFrame, key: str, topology: Topology) -> pl.DataFrame:
+    """``(key, _hw_rack)``: the rack of each hardware incident of ``inc`` (``key``, ``nodes``) whose nodes
+    all sit in one rack of cluster.yaml (a node outside the topology: none)."""
+    return (inc.select(key, pl.col("nodes").alias("node")).explode("node")
+            .join(topology.frame().select("node", "_rack"), on="node", how="left")
+            .group_by(key).agg(pl.col("_rack").unique().alias("_racks"))
+            .filter(pl.col("_racks").list.len() == 1)
+            .select(key, pl.col("_racks").list.first().alias("_hw_rack")).drop_nulls("_hw_rack"))
+
+
+def _hw_places(hw: pl.DataFrame, topology: Topology) -> pl.DataFrame:
+    """``(hw_incident_id, _hw_nodes, _hw_place)``: where each hardware incident is, from the incident
+    itself — its nodes, and for a rack (leaf switch) scope the rack (switch) they share:
+    ``rack r02 (gpu[009-016])``, ``leaf switch leaf02 (gpu[017-024])``, ``gpu005`` —; NULL without nodes.
+    An alert about it names its own target (a rack's cooling controller ``crac-row1.mgmt:161``, a
+    job's hostlist): the reason names the incident's place, not the alert's."""
+    schema = {"hw_incident_id": pl.String, "_hw_nodes": pl.List(pl.String), "_hw_place": pl.String}
+    hw = hw.unique("incident_id", keep="first", maintain_order=True)
+    if hw.is_empty():
+        return pl.DataFrame(schema=schema)
+    hosts = pl.Series("_hosts", [compress_hostlist(n) if n is not None and len(n) else None for n in hw["nodes"]],
+                      dtype=pl.String)
+    return (hw.with_columns(hosts).join(_incident_racks(hw, "incident_id", topology), on="incident_id", how="left")
+            .select(pl.col("incident_id").alias("hw_incident_id"), pl.col("nodes").alias("_hw_nodes"),
+                    pl.when(pl.col("_hosts").is_null()).then(None)
+                    .when((pl.col("scope") == "rack") & pl.col("_hw_rack").is_not_null())
+                    .then(pl.format("rack {} ({})", "_hw_rack", "_hosts"))
+                    .when((pl.col("scope") == "leaf_switch") & pl.col("leaf_switch").is_not_null())
+                    .then(pl.format("leaf switch {} ({})", "leaf_switch", "_hosts"))
+                    .otherwise(pl.col("_hosts")).alias("_hw_place")))
 
 
 def _id_of(key: str) -> str:
@@ -1121,6 +1179,7 @@ def cluster_alerts(
     node_labels: Sequence[str] = DEFAULT_NODE_LABELS,
     as_of: object | None = None,
     host_local_labels: Sequence[str] = DEFAULT_HOST_LOCAL_LABELS,
+    repairs: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Cluster alerts into incidents (method in the module docstring).
 
@@ -1144,6 +1203,8 @@ def cluster_alerts(
             ``ongoing`` and ends there. Default (and at least): the latest alert start or end.
         host_local_labels: the node mapping's host-local labels (cluster.yaml
             ``alerts.nodes.host_local_labels``): such a target on no node is a host's, not the fabric's.
+        repairs: ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``): a hardware incident's
+            window stays open until its repair (None, or no repair time: its last evidence + 30 min).
 
     Returns:
         ``(incidents, members)``: :data:`INCIDENT_SCHEMA` sorted by ``start_ts``, ``incident_id``;
@@ -1164,7 +1225,8 @@ def cluster_alerts(
     # One row per (alert, node): an alert on a hostlist of nodes is on each of them.
     an = _node_rows(al, topology, ("_s", "alertname", "_group"))
 
-    hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")) if hw_incidents is not None else None
+    hw = (_with_repairs(_conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")), repairs)
+          if hw_incidents is not None else None)
     matches = _match_hw(al, hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA), settings, an, topology)
 
     # Each alert's own hardware incident (the nearest its start): an alert between two faults of
@@ -1179,9 +1241,8 @@ def cluster_alerts(
     al = al.with_columns(pl.Series("_c", labels.astype(np.int64)))
 
     al = al.join(primary, on="_i", how="left", maintain_order="left")
-    hw_nodes = (hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA)).select(
-        pl.col("incident_id").alias("hw_incident_id"), pl.col("nodes").alias("_hw_nodes")).unique("hw_incident_id")
-    al = al.join(hw_nodes, on="hw_incident_id", how="left", maintain_order="left")
+    hw_places = _hw_places(hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA), topology)
+    al = al.join(hw_places, on="hw_incident_id", how="left", maintain_order="left")
     last = al.select(pl.max_horizontal(pl.col("starts_at").max(), pl.col("ends_at").max()))[0, 0]
     if as_of is not None:
         given = pl.select(pl.lit(as_of).cast(_TS))[0, 0]
@@ -1372,22 +1433,16 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     reason = (
         pl.when(pl.col("hw_incident_id").is_not_null())
         .then(pl.format("hardware incident {} ({}) on {}", "hw_incident_id", pl.col("_hw_component").fill_null("?"),
-                        pl.coalesce("_hw_where", _where("node", "target"))))
+                        pl.coalesce("_hw_place", _where("node", "target"))))
         .otherwise(pl.format("earliest alert at the most upstream level ({})", level_desc))
         # A silenced or inhibited root still names the cause, but nobody was paged for it.
         + pl.when(pl.col("suppressed") == "silenced").then(pl.lit("; silenced in Alertmanager"))
         .when(pl.col("suppressed") == "inhibited").then(pl.lit("; inhibited in Alertmanager"))
         .otherwise(pl.lit(""))
     )
-    # A root on a hostlist (a failed job's nodes) about a hardware incident names that incident's own
-    # nodes: the Xid 79 was on gpu005, not on gpu[004-006].
-    hostlist_root = pl.col("node").is_null() & (pl.col("_nodes").list.len() > 1) & (pl.col("_hw_nodes").list.len() > 0)
-    hw_key = pl.col("_hw_nodes").list.sort().list.join(",").alias("_hw_key")
-    hw_lists = roots.filter(hostlist_root).select(hw_key, "_hw_nodes").unique("_hw_key")
-    hw_lists = hw_lists.select("_hw_key", pl.Series("_hw_where", [compress_hostlist(n) for n in hw_lists["_hw_nodes"]],
-                                                    dtype=pl.String))
-    roots = roots.with_columns(hw_key).join(hw_lists, on="_hw_key", how="left", maintain_order="left").with_columns(
-        pl.when(hostlist_root).then(pl.col("_hw_where")).alias("_hw_where"))
+    # The hardware incident is where its own evidence is (_hw_places), not where the root alert points:
+    # a failed job's hostlist (the Xid 79 was on gpu005, not on gpu[004-006]), a rack's cooling
+    # controller (the thermal incident is on the rack's nodes), an OST (the clients logged the hang).
     roots = roots.select(
         "_c", pl.col("alert_id").alias("root_alert_id"), pl.col("level").alias("root_level"),
         pl.concat_str(pl.col("alertname").fill_null("alert"),
@@ -1576,6 +1631,9 @@ def _meta_alert_sql(column: str = "alertname") -> str:
 _SHOWN_SQL = ("CASE WHEN NOT " + _meta_alert_sql() + " THEN CASE WHEN status = 'resolved' "
               "THEN greatest(starts_at, ends_at) ELSE starts_at END END")
 
+#: The error of a truncation reject (``models/sources/alerts/parse.py``); group 1: the alerts dropped.
+_TRUNCATED_REJECT_RE = r"(?:Alertmanager|Grafana) truncated (\d+) alerts? from this notification"
+
 #: Notifications received per UTC day (:data:`NOTIFICATION_DAY_SCHEMA`) from
 #: ``raw.alert_notifications``. A payload does not say when it was sent; a notification was received
 #: on the day of its logger's timestamp (``received_at``), else on the date its file is named for
@@ -1583,6 +1641,11 @@ _SHOWN_SQL = ("CASE WHEN NOT " + _meta_alert_sql() + " THEN CASE WHEN status = '
 #: (:data:`_SHOWN_SQL`), which is also the day of a file without a date in its name (a delivery of
 #: meta-alerts only, in such a file, has no known day and is not counted).
 #: ``deliveries``: the webhook payloads (one per JSON value: a file line, or an element of an array).
+#: ``truncated_deliveries``: those of them Alertmanager (Grafana) cut at the receiver's ``max_alerts``
+#: (``truncatedAlerts`` above 0, a reject of ``raw.rejects``); ``truncated_alerts``: the most alerts one
+#: of them left out. Those alerts never arrived: every alert count of that day is a lower bound (the
+#: most one delivery dropped, not their sum: a group's firing and resolved notifications drop the same
+#: alerts, as does a second receiver).
 #: An ``/api/v2/alerts`` snapshot (:data:`~gpusre.models.sources.alerts.parse.SNAPSHOT_SQL`) is neither:
 #: Alertmanager sent nothing, a poller read its state (it still dates the alert data's span).
 NOTIFICATION_DAYS_SQL = r"""
@@ -1591,11 +1654,31 @@ WITH n AS (
            max(""" + _SHOWN_SQL + r""") OVER (PARTITION BY source_file, line_no, payload_no) AS shown
     FROM raw.alert_notifications
     WHERE NOT """ + SNAPSHOT_SQL + r"""
+), d AS (
+    SELECT source_file, line_no, payload_no,
+           CASE WHEN received_at IS NOT NULL THEN CAST(timezone('UTC', received_at) AS DATE)
+                ELSE greatest(file_day, CAST(timezone('UTC', shown) AS DATE)) END AS day
+    FROM n
+), cut AS (
+    -- The reject the alert flattening writes for a payload whose truncatedAlerts is above 0
+    -- (models/sources/alerts/parse.py: "[payload N: ]Alertmanager|Grafana truncated K alert[s] from this
+    -- notification ..."); the delivery itself loaded the alerts it did carry, so it has a day in d.
+    SELECT DISTINCT source_file, line_no,
+           coalesce(TRY_CAST(regexp_extract(error, '^payload (\d+): ', 1) AS INTEGER), 1) AS payload_no,
+           CAST(regexp_extract(error, '""" + _TRUNCATED_REJECT_RE + r"""', 1) AS BIGINT) AS dropped
+    FROM raw.rejects
+    WHERE source_kind = 'alerts' AND regexp_matches(error, '""" + _TRUNCATED_REJECT_RE + r"""')
+), cut_days AS (
+    SELECT day, count(*)::BIGINT AS truncated_deliveries, max(dropped)::BIGINT AS truncated_alerts
+    FROM cut JOIN (SELECT DISTINCT source_file, line_no, payload_no, day FROM d) USING (source_file, line_no, payload_no)
+    WHERE day IS NOT NULL
+    GROUP BY day
 )
 SELECT day, count(*)::BIGINT AS notifications,
-       count(DISTINCT (source_file, line_no, payload_no))::BIGINT AS deliveries
-FROM (SELECT *, CASE WHEN received_at IS NOT NULL THEN CAST(timezone('UTC', received_at) AS DATE)
-                     ELSE greatest(file_day, CAST(timezone('UTC', shown) AS DATE)) END AS day FROM n)
+       count(DISTINCT (source_file, line_no, payload_no))::BIGINT AS deliveries,
+       coalesce(any_value(c.truncated_deliveries), 0)::BIGINT AS truncated_deliveries,
+       coalesce(any_value(c.truncated_alerts), 0)::BIGINT AS truncated_alerts
+FROM d LEFT JOIN cut_days c USING (day)
 WHERE day IS NOT NULL
 GROUP BY day ORDER BY day
 """
@@ -1691,7 +1774,9 @@ def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFr
     start or a notification) the notifications received that day and the webhook deliveries
     (payloads) they came in — ``notifications`` (:data:`NOTIFICATION_DAY_SCHEMA`, as
     :data:`NOTIFICATION_DAYS_SQL` selects; None: unknown, NULL) —, the alerts and incidents that
-    started that day, alerts / incidents, and flood episodes that started that day."""
+    started that day, alerts / incidents, and flood episodes that started that day; the deliveries
+    Alertmanager truncated that day and the most alerts one of them dropped (``truncated_deliveries``,
+    ``truncated_alerts``: the day's alert counts are lower bounds)."""
     if alerts.is_empty():
         return pl.DataFrame(schema=DAILY_SCHEMA)
     al = alerts.select(_utc(alerts, "starts_at").dt.date().alias("day"))
@@ -1699,8 +1784,7 @@ def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFr
     by_inc = incidents.group_by(pl.col("start_ts").dt.date().alias("day")).agg(pl.len().cast(pl.Int64).alias("incidents"))
     by_flood = floods.group_by(pl.col("start_ts").dt.date().alias("day")).agg(pl.len().cast(pl.Int64).alias("flood_episodes")) \
         if not floods.is_empty() else pl.DataFrame(schema={"day": pl.Date, "flood_episodes": pl.Int64})
-    received = (notifications.select([pl.col(c).cast(t) for c, t in NOTIFICATION_DAY_SCHEMA.items()])
-                if notifications is not None else pl.DataFrame(schema=NOTIFICATION_DAY_SCHEMA))
+    received = _conform(notifications, NOTIFICATION_DAY_SCHEMA, ("day", "notifications", "deliveries"))
     lo = min(d for d in (al["day"].min(), received["day"].min()) if d is not None)
     hi = max(d for d in (al["day"].max(), received["day"].max()) if d is not None)
     days = pl.DataFrame({"day": pl.date_range(lo, hi, "1d", eager=True)})
@@ -1710,7 +1794,7 @@ def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFr
            .with_columns(pl.when(pl.col("incidents") > 0).then(pl.col("alerts") / pl.col("incidents"))
                          .alias("compression_ratio")))
     if notifications is not None:
-        out = out.with_columns(pl.col("notifications", "deliveries").fill_null(0))
+        out = out.with_columns(pl.col("notifications", "deliveries", "truncated_deliveries", "truncated_alerts").fill_null(0))
     return out.select([pl.col(c).cast(t) for c, t in DAILY_SCHEMA.items()]).sort("day")
 
 
@@ -1800,7 +1884,8 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
     (:func:`alert_data_span` of ``data_span``: first to last delivery, both included) or an alert
     matched it (one that began seconds before the first alert is still covered by it). An alert
     covers the incident it is about — the very match :func:`cluster_alerts` gives it (its
-    ``hw_incident_id``), levels included: on its nodes in [start − 10 min, end + 30 min] and nearer to
+    ``hw_incident_id``), levels included: on its nodes in [start − 10 min, end + 30 min, or its repair
+    when later] and nearer to
     it than to another incident, targeting its leaf switch, or the fabric / storage server / rack PDU side of a
     wide incident; never a capacity alert. ``n_alerts``: the alerts that are about it.
     ``repairs``: ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``): ``repaired_ts`` and
@@ -1808,7 +1893,8 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
     settings = settings or AlertClusteringSettings()
     if hw_incidents is None or hw_incidents.is_empty() or alerts.is_empty():
         return pl.DataFrame(schema=COVERAGE_SCHEMA)
-    hw = _conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes"))
+    # The same window as cluster_alerts (open until repaired), so the two marts agree.
+    hw = _with_repairs(_conform(hw_incidents, _HW_SCHEMA, ("incident_id", "start_ts", "nodes")), repairs)
     topology = topology or Topology()
     al = _prepare(alerts, topology, load_alert_levels(), node_labels, host_local_labels)
     about = (_match_hw(al, hw, settings, _node_rows(al, topology), topology).unique("_i", keep="first")
@@ -1817,7 +1903,7 @@ def alert_coverage(alerts: pl.DataFrame, hw_incidents: pl.DataFrame | None, topo
     repaired = (_conform(repairs, {"incident_id": pl.String(), "repaired_ts": _TS}, ("incident_id", "repaired_ts"))
                 .drop_nulls("repaired_ts").unique("incident_id") if repairs is not None
                 else pl.DataFrame(schema={"incident_id": pl.String, "repaired_ts": _TS}))
-    out = (hw.join(about, left_on="incident_id", right_on="hw_incident_id", how="left")
+    out = (hw.drop("repaired_ts").join(about, left_on="incident_id", right_on="hw_incident_id", how="left")
            .join(repaired, on="incident_id", how="left")
            .with_columns(pl.col("n_alerts").fill_null(0), (pl.col("n_alerts").fill_null(0) > 0).alias("covered"),
                          ((pl.max_horizontal("repaired_ts", "end_ts") - pl.col("start_ts")).dt.total_microseconds()
@@ -1923,8 +2009,8 @@ def alert_marts(
     (:func:`cluster_alerts`); ``as_of``: the end of the alert data;
     ``data_span``: the span of the webhook deliveries (:func:`alert_data_span_sql`), the span in
     which coverage and precision are judged (None: from the alerts' own times); ``repairs``:
-    ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``), how long each uncovered incident
-    lasted (:func:`alert_coverage`)."""
+    ``marts.incident_repairs`` (``incident_id``, ``repaired_ts``): a hardware incident is open until
+    then (:func:`cluster_alerts`), and how long each uncovered incident lasted (:func:`alert_coverage`)."""
     settings = settings or AlertClusteringSettings()
     alerts = _conform(alerts, ALERT_SCHEMA, _REQUIRED) if alerts.width else pl.DataFrame(schema=ALERT_SCHEMA)
     # Meta-alerts (the always-firing Watchdog, a Grafana rule that could not be evaluated, a delivery
@@ -1936,7 +2022,7 @@ def alert_marts(
     floods = detect_floods(alerts["starts_at"], flood_settings) if alerts.height else pl.DataFrame(schema=EPISODE_SCHEMA)
     incidents, members = cluster_alerts(alerts, topology, hw_incidents, settings, jobs=jobs, attribution=attribution,
                                         floods=floods, node_labels=node_labels, as_of=as_of,
-                                        host_local_labels=host_local_labels)
+                                        host_local_labels=host_local_labels, repairs=repairs)
     # An incident the operator marked not a failure (a cable test) is no 'incident without alert'.
     coverage = alert_coverage(alerts, failure_incidents(hw_incidents) if hw_incidents is not None else None,
                               topology, settings, node_labels, data_span, host_local_labels, repairs)

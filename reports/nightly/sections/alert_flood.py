@@ -1,6 +1,10 @@
 """Nightly report section "Last night's alert flood" (``#alert_flood``).
 
-Reads marts.alert_daily, marts.alert_floods; formats, computes nothing."""
+Reads marts.alert_daily, marts.alert_floods; formats, computes nothing.
+
+:func:`truncation_text` (also in "Alert incidents by size"): the webhook deliveries Alertmanager truncated
+that day (``marts.alert_daily.truncated_deliveries`` / ``truncated_alerts``), without which a day's alert
+counts read as complete."""
 
 from __future__ import annotations
 
@@ -25,6 +29,24 @@ from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, table_status, utc_day_sql
 from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window, reason_text
+
+
+def truncation_text(con: duckdb.DuckDBPyConnection, day: Any) -> str:
+    """' Alertmanager truncated 2 webhook deliveries of D (...), dropping 14 alerts from the largest: ...' — or ''.
+
+    From ``marts.alert_daily`` (a warehouse built before its truncation columns: ''). Alerts only those
+    deliveries carried never arrived, so every alert count of the day is a lower bound; the mart's
+    ``truncated_alerts`` is the most one delivery dropped (a group's firing and resolved notifications drop
+    the same alerts), not a count of alerts missing."""
+    rows = query_rows(con, "SELECT * FROM marts.alert_daily WHERE day = ?", [day])
+    row = rows[0] if rows else {}
+    cut, dropped = row.get("truncated_deliveries"), row.get("truncated_alerts")
+    if not cut:
+        return ""
+    largest = " from the largest" if cut > 1 else ""
+    return (f" Alertmanager truncated {plural(cut, 'webhook delivery', 'webhook deliveries')} of {fmt_date(day)} "
+            f"(the receiver's max_alerts), dropping {plural(dropped, 'alert')}{largest}: alerts only "
+            f"{'they' if cut > 1 else 'it'} carried never arrived, so that day's alert counts are lower bounds.")
 
 
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
@@ -87,6 +109,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             lead += f"; {plural(n_floods, 'flood episode')} began."
         else:
             lead += "; no flood episode."
+        lead += truncation_text(con, meta.report_date)
     sec.lead = lead
 
     sec.add(svg(charts.alert_daily_chart(

@@ -1,6 +1,7 @@
 """Nightly report section "Alert incidents by size" (``#alert_incidents``).
 
-Reads marts.alert_incident_scopes, marts.alert_incidents; formats, computes nothing.
+Reads marts.alert_incident_scopes, marts.alert_incidents, marts.alert_daily (deliveries Alertmanager
+truncated that day); formats, computes nothing.
 
 Besides the incidents that started on the report day, the lead names those that started earlier and
 ended that day: an earlier night's report showed them ongoing, and this one says when they ended."""
@@ -30,6 +31,7 @@ from gpusre.reports.kit.formatting import (
 from gpusre.reports.kit.labels import scope_label
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 from gpusre.reports.kit.warehouse import query_rows, scalar, table_status, utc_day_sql
+from gpusre.reports.nightly.sections.alert_flood import truncation_text
 from gpusre.reports.nightly.meta import NightlyMeta, alert_history, alert_window
 
 _TOP_N_ALERT_INCIDENTS = 10
@@ -78,7 +80,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         n14 = scalar(con, f"SELECT count(*) FROM marts.alert_incidents WHERE {utc_day_sql('start_ts')} BETWEEN ? AND ?",
                       [first, last])
         sec.lead = (f"No alert incident started on {d}; {fmt_int(n14)} started in the {plural((last - first).days + 1, 'day')} "
-                    f"{fmt_date(first)} … {d}." + _resolved_text(con, meta.report_date))
+                    f"{fmt_date(first)} … {d}."
+                    + ("" if table_status(con, "marts.alert_daily") else truncation_text(con, meta.report_date))
+                    + _resolved_text(con, meta.report_date))
         return sec
     scopes = [] if table_status(con, "marts.alert_incident_scopes") else query_rows(
         con, "SELECT scope, incidents AS n, alerts, alerts_per_incident, in_flood AS flood, with_hw_incident AS hw, "
@@ -92,8 +96,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                           LIMIT {_TOP_N_ALERT_INCIDENTS}""", params)
     top = rows[0]
     n = agg["n"]
-    lead = (f"{plural(n, 'alert incident')} started on {d}, grouping {plural(agg['alerts'], 'alert')} "
-            f"(by scope: {count_phrase([(scope_label(r['scope']), r['n']) for r in scopes])}); "
+    lead = (f"{plural(n, 'alert incident')} started on {d}, grouping {plural(agg['alerts'], 'alert')}"
+            + (f" (by scope: {count_phrase([(scope_label(r['scope']), r['n']) for r in scopes])})" if scopes else "")
+            + "; "
             + ("the largest, " if n > 1 else "it, ")
             + f"\u201c{truncate(top['root_cause_candidate'] or top['incident_id'], 70)}\u201d, grouped "
               f"{plural(top['n_alerts'], 'alert')} on {plural(top['n_nodes'] or 0, 'node')}"
@@ -111,6 +116,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     if agg["ongoing"]:
         lead += (f" {fmt_int(agg['ongoing'])} of them {'is' if agg['ongoing'] == 1 else 'are'} ongoing: an alert "
                  "still firing at the end of the alert data.")
+    # Alerts a truncated webhook delivery left out are in no incident: the counts above are lower bounds.
+    if not table_status(con, "marts.alert_daily"):
+        lead += truncation_text(con, meta.report_date)
     sec.lead = lead + _resolved_text(con, meta.report_date)
 
     def cand(r: dict[str, Any]) -> Cell:
