@@ -193,7 +193,7 @@ def _failure_marts(con: duckdb.DuckDBPyConnection, skip: frozenset[str] = frozen
         "suspect_nodes": """CREATE TABLE marts.suspect_nodes AS SELECT * FROM (VALUES
             ('gpu017', 9, 12, 5, 6, 1, 0, 6.0, 'hw_episodes 6 vs fleet median 0 (z 6.0)', 'xid 48',
              'CONTACT_SUPPORT', 'drain, RMA'),
-            ('gpu033', 0, 0, 0, 0, 4, 1, 4.0, 'infra_failed_jobs 4 vs fleet median 0 (z 4.0)', NULL, NULL, 'drain'))
+            ('gpu033', 0, 0, 0, 0, 4, 1, 4.0, 'infra_failure_episodes 4 vs fleet median 0 (z 4.0)', NULL, NULL, 'drain'))
             t(node, xid_events, hw_events, xid_episodes, hw_episodes, infra_failed_jobs, node_fail_jobs, score,
               reason, worst_event, action, recommended_action)""",
         "log_templates": f"""CREATE TABLE core.log_templates AS SELECT * FROM (VALUES
@@ -378,7 +378,7 @@ def test_suspect_nodes_and_new_templates(report: tuple[ReportPaths, str, str]) -
     text = _visible_text(_section(html, "suspects"))
     assert ("2 nodes stand out from the fleet over the last 28 days (gpu[017,033]); the worst, gpu017, has "
             "hw_episodes 6 vs fleet median 0 (z 6.0) — recommended: drain, RMA.") in text
-    assert "gpu033 4.0 infra_failed_jobs 4 vs fleet median 0 (z 4.0) – drain 0 0 4 1" in text
+    assert "gpu033 4.0 infra_failure_episodes 4 vs fleet median 0 (z 4.0) – drain 0 0 4 1" in text
     assert "| gpu017 | 6.0 | hw_episodes 6 vs fleet median 0 (z 6.0) | xid 48 | drain, RMA |" in md
     sec = _section(html, "templates")
     text = _visible_text(sec)

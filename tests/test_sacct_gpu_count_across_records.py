@@ -32,15 +32,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
-from gpusre.assets.core_jobs import core_jobs
-from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.models.sources.sacct.parse import parse_sacct_json, parse_sacct_text
 from gpusre.models.warehouse import connect
-from gpusre.pipelines.resources import default_resources
 from tests.hand_landing import query_rows, run_hand_landing
+from tests.sacct_nights import MODES, build_sacct_nights
 
 H_GRES = "JobID|JobIDRaw|User|Account|State|ExitCode|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|AllocGRES|NodeList"
 H_TRES = "JobID|JobIDRaw|User|Account|State|ExitCode|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|NodeList"
@@ -150,29 +147,11 @@ def test_json_with_nothing_allocated_or_requested_states_no_gpu_count() -> None:
     assert r.records.select("job_id", "n_gpus").rows() == [("1", None), ("2", None), ("3", 0)]
 
 
-def _materialize(landing: Path, warehouse: Path) -> None:
-    result = dg.materialize([raw_sacct, core_jobs, sacct_rows_reconcile],
-                            resources=default_resources(str(warehouse), str(landing), str(warehouse.parent / "rep")))
-    assert result.success
-
-
-@pytest.mark.parametrize("mode", ["nightly", "once", "rebuilt"])
+@pytest.mark.parametrize("mode", MODES)
 def test_the_job_gpu_count_is_what_its_records_state(tmp_path: Path, mode: str) -> None:
     """One run a night (merges over the old picks), one run over both dumps, and both then the first dump
     re-read (its jobs rebuilt from every record): the same counts."""
-    landing, wh = tmp_path / "landing", tmp_path / "w.duckdb"
-    (landing / "sacct").mkdir(parents=True)
-    (landing / "cluster.yaml").write_text(CLUSTER_YAML)
-    for name, text in DUMPS.items():
-        (landing / "sacct" / name).write_text(text)
-        if mode == "nightly":
-            _materialize(landing, wh)
-    if mode != "nightly":
-        _materialize(landing, wh)
-    if mode == "rebuilt":
-        first = landing / "sacct" / "sacct_2026-11-10.psv"
-        first.write_text(first.read_text() + "# re-cut\n")
-        _materialize(landing, wh)
+    wh = build_sacct_nights(tmp_path, mode, DUMPS, CLUSTER_YAML)
     con = connect(wh, read_only=True)
     try:
         jobs = con.sql("SELECT job_id, state, n_gpus, size_bucket, gpu_hours FROM core.jobs ORDER BY job_id").fetchall()

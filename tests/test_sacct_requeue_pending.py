@@ -17,49 +17,23 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
-from gpusre.assets.core_jobs import core_jobs
-from gpusre.assets.ingest_sacct import raw_sacct, sacct_rows_reconcile
 from gpusre.models.warehouse import connect
-from gpusre.pipelines.resources import default_resources
 from gpusre.pipelines.runner import run_pipeline
+from tests.sacct_nights import MODES, build_sacct_nights, materialize_sacct
 
 HEADER = ("JobID|JobIDRaw|User|Account|State|ExitCode|Submit|Eligible|Start|End|Elapsed|NNodes|AllocTRES|ReqTRES|"
           "NodeList")
 CLUSTER_YAML = "cluster: t\ntimezone: UTC\nnodes: 'gpu[01-04]'\ngpus_per_node: 8\n"
-MODES = ("nightly", "once", "rebuilt")
 
 
 def _ts(day: int, hour: int, minute: int = 0) -> datetime:
     return datetime(2026, 11, day, hour, minute, tzinfo=timezone.utc)
 
 
-def _materialize(landing: Path, warehouse: Path) -> None:
-    result = dg.materialize([raw_sacct, core_jobs, sacct_rows_reconcile],
-                            resources=default_resources(str(warehouse), str(landing), str(warehouse.parent / "rep")))
-    assert result.success
-
-
-def _build(tmp_path: Path, mode: str, dumps: dict[str, str], run=_materialize) -> Path:  # noqa: ANN001
-    """A warehouse over ``dumps`` (name -> text, in night order): one run a night (``nightly``), one run
-    over all (``once``), or all then the first dump re-read changed (``rebuilt``: its jobs rebuilt
-    from every record)."""
-    landing, wh = tmp_path / mode / "landing", tmp_path / mode / "w.duckdb"
-    (landing / "sacct").mkdir(parents=True)
-    (landing / "cluster.yaml").write_text(CLUSTER_YAML)
-    for name, text in dumps.items():
-        (landing / "sacct" / name).write_text(text)
-        if mode == "nightly":
-            run(landing, wh)
-    if mode != "nightly":
-        run(landing, wh)
-    if mode == "rebuilt":
-        first = landing / "sacct" / next(iter(dumps))
-        first.write_text(first.read_text() + "# re-cut\n")  # a comment line: same records, new file version
-        run(landing, wh)
-    return wh
+def _build(tmp_path: Path, mode: str, dumps: dict[str, str], run=materialize_sacct) -> Path:  # noqa: ANN001
+    return build_sacct_nights(tmp_path, mode, dumps, CLUSTER_YAML, run)
 
 
 def _rows(wh: Path, sql: str) -> list[tuple]:
@@ -235,7 +209,7 @@ def test_each_night_shows_the_array_as_sacct_did(tmp_path: Path) -> None:
     seen = []
     for name, text in ARRAY_NIGHTS.items():
         (landing / "sacct" / name).write_text(text)
-        _materialize(landing, wh)
+        materialize_sacct(landing, wh)
         seen.append(_rows(wh, "SELECT job_id, state FROM core.jobs ORDER BY job_id"))
     assert seen == [[("1006_[4-9]", "PENDING")],
                     [("1006_4", "COMPLETED"), ("1006_[5-9%2]", "PENDING")],

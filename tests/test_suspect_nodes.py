@@ -79,20 +79,48 @@ def test_robust_threshold_with_spread_fleet() -> None:
 
 
 def test_flagged_on_infrastructure_failed_jobs() -> None:
-    # n03 ran 4 infrastructure-failed jobs and 1 NODE_FAIL; n04 one user-failed job; no events.
-    end = AS_OF - 2 * H
+    # n03 ran 4 infrastructure-failed jobs (one a NODE_FAIL) on 4 different days; n04 one user-failed job;
+    # no events.
+    ends = [AS_OF - timedelta(days=d) for d in (1, 3, 5, 7, 2, 2)]
     jobs = pl.DataFrame({"job_id": ["1", "2", "3", "4", "5", "6"],
                          "state": ["FAILED", "FAILED", "FAILED", "NODE_FAIL", "FAILED", "COMPLETED"],
-                         "end_ts": [end] * 6, "nodes": [["n03"], ["n03"], ["n03", "n05"], ["n03"], ["n04"], ["n06"]]},
+                         "end_ts": ends, "nodes": [["n03"], ["n03"], ["n03", "n05"], ["n03"], ["n04"], ["n06"]]},
                         schema=JOB_SCHEMA)
     attribution = pl.DataFrame({"job_id": ["1", "2", "3", "4", "5", "6"],
                                 "attribution": ["infrastructure"] * 4 + ["user", "none"]}, schema=ATTR_SCHEMA)
     out = suspect_nodes(events([]), attribution, jobs, as_of=AS_OF, fleet=FLEET)
     assert out["node"].to_list() == ["n03"]
     row = out.row(0, named=True)
-    # infra_failed_jobs: fleet [4, 1 (n05), 0 x 8] -> median 0, MAD 0 -> z = 4.
-    assert (row["infra_failed_jobs"], row["node_fail_jobs"], row["score"]) == (4, 1, 4.0)
+    # infra_failure_episodes: fleet [4, 1 (n05), 0 x 8] -> median 0, MAD 0 -> z = 4.
+    assert (row["infra_failed_jobs"], row["infra_failure_episodes"], row["node_fail_jobs"],
+            row["node_fail_episodes"], row["score"]) == (4, 4, 1, 1, 4.0)
+    assert row["reason"] == "infra_failure_episodes 4 vs fleet median 0 (z 4.0)"
     assert row["recommended_action"] == "drain"  # no event to name a repair
+
+
+def test_one_fault_killing_several_jobs_is_one_failure() -> None:
+    """Six one-GPU jobs one fault killed within 20 min on n03, and a hung job of the same incident that
+    hit its time limit 5 h later: 7 jobs, 1 failure episode -> not suspect (z 1 < 3). n07: three jobs
+    killed on three days -> 3 episodes, z 3 -> suspect."""
+    at = AS_OF - timedelta(days=2)
+    burst = [(str(i), "NODE_FAIL" if i == 1 else "FAILED", at + timedelta(minutes=4 * i), ["n03"], "inc-1")
+             for i in range(1, 7)]
+    burst.append(("7", "TIMEOUT", at + 5 * H, ["n03"], "inc-1"))
+    spread = [(str(10 + d), "FAILED", AS_OF - timedelta(days=d), ["n07"], None) for d in (1, 4, 9)]
+    rows = burst + spread
+    jobs = pl.DataFrame({"job_id": [r[0] for r in rows], "state": [r[1] for r in rows],
+                         "end_ts": [r[2] for r in rows], "nodes": [r[3] for r in rows]}, schema=JOB_SCHEMA)
+    attribution = pl.DataFrame({"job_id": [r[0] for r in rows], "attribution": ["infrastructure"] * len(rows),
+                                "incident_id": [r[4] for r in rows],
+                                "evidence_nodes": [r[3] for r in rows]})
+    out = suspect_nodes(events([]), attribution, jobs, as_of=AS_OF, fleet=FLEET)
+    assert out["node"].to_list() == ["n07"]
+    assert out.select("infra_failed_jobs", "infra_failure_episodes", "score").row(0) == (3, 3, 3.0)
+    # n03's counts, had it been scored alone against quiet nodes: 7 jobs, 1 episode, 1 NODE_FAIL.
+    full = suspect_nodes(events([]), attribution, jobs, as_of=AS_OF, fleet=FLEET, z=0.5)
+    n03 = full.filter(pl.col("node") == "n03").row(0, named=True)
+    assert (n03["infra_failed_jobs"], n03["infra_failure_episodes"], n03["node_fail_jobs"],
+            n03["node_fail_episodes"]) == (7, 1, 1, 1)
 
 
 def test_empty_inputs() -> None:

@@ -9,10 +9,12 @@ four signals per node over ``[as_of − lookback, as_of)``:
   and counts; an Xid 63 remap is informational and counts only past its catalog repeat threshold,
   when :func:`~gpusre.models.failures.hw_incidents.failure_events` escalates it to a failing HBM);
 * ``hw_episodes`` — episodes of failure events (:func:`~gpusre.models.failures.hw_incidents.failure_events`);
-* ``infra_failed_jobs`` — jobs attributed to infrastructure whose fault was on the node, a run Slurm
-  requeued included (a job killed twice counts once);
-* ``node_fail_jobs`` — jobs with a NODE_FAIL run whose failing node it was (requeued runs included), but
-  those planned maintenance ended (attribution ``planned``: the maintenance reboot).
+* ``infra_failure_episodes`` — failure episodes of the jobs attributed to infrastructure whose fault
+  was on the node, a run Slurm requeued included (``infra_failed_jobs`` counts those jobs, a job killed
+  twice once);
+* ``node_fail_episodes`` — failure episodes of the jobs with a NODE_FAIL run whose failing node it was
+  (requeued runs included; ``node_fail_jobs`` counts the jobs), but those planned maintenance ended
+  (attribution ``planned``: the maintenance reboot).
 
 A failed job counts against the nodes its attribution's evidence is on (``evidence_nodes``: the node
 that logged the fault, the node Slurm took down), not against every node it ran on: one node's fault
@@ -32,13 +34,15 @@ Event signals count *episodes*, not lines: events of the node with gaps up to :d
 (1 h) are one episode, because one fault logs a burst of lines (Xid 79 + PCIe AER + "fallen off the
 bus") and NHC repeats its failing check every few minutes until the node is fixed — a node with one
 bad morning must not outrank a node that failed on five different days. (Clock hours counted an NHC
-check failing every 5 min through a 7-h repair as 7.) Raw line counts are reported beside them
-(``xid_events``, ``hw_events``).
+check failing every 5 min through a 7-h repair as 7.) Failed jobs likewise: a node's failed runs ending
+at most 1 h apart, or blamed on one incident, are one episode — one Xid 79 that kills eight one-GPU jobs
+is one failure, not eight. Raw counts are reported beside them (``xid_events``, ``hw_events``,
+``infra_failed_jobs``, ``node_fail_jobs``).
 
 Threshold (robust z-score per signal, against the whole fleet, quiet nodes included):
 ``z_s = (x − median) / max(1.4826 · MAD, 1)``. The MAD is the robust spread of the fleet; the floor
 of one count keeps a fleet of mostly zeros (median 0, MAD 0) from flagging every node with a
-single event — with the default ``z = 3`` a node needs at least 3 episodes/jobs above the fleet
+single event — with the default ``z = 3`` a node needs at least 3 episodes above the fleet
 median. ``score`` is the largest ``z_s``; a node is suspect when ``score ≥ z``.
 
 Recommended action: the catalog action of the node's worst failure event in the lookback (most
@@ -75,8 +79,11 @@ from gpusre.models.vocabulary import PLANNED, is_failure_incident, run_key_job
 __all__ = ["EPISODE_GAP", "LOOKBACK", "MAD_SCALE", "QUIET_FACTOR", "RECOMMENDED_ACTIONS", "RMA_EPISODES", "SIGNALS",
            "SOFT_FIXES", "SUSPECT_SCHEMA", "WATCH_ACTION", "rma_action", "suspect_nodes"]
 
-#: Scores are computed on these columns, in this order (ties in ``score`` name the first).
-SIGNALS: tuple[str, ...] = ("hw_episodes", "xid_episodes", "infra_failed_jobs", "node_fail_jobs")
+#: Scores are computed on these columns, in this order (ties in ``score`` name the first). The job
+#: signals count failure episodes, not jobs: one fault killing eight small jobs is one failure.
+SIGNALS: tuple[str, ...] = ("hw_episodes", "xid_episodes", "infra_failure_episodes", "node_fail_episodes")
+#: Columns from Slurm accounting (null without it).
+_JOB_COUNTS = ("infra_failed_jobs", "node_fail_jobs", "infra_failure_episodes", "node_fail_episodes")
 #: MAD × 1.4826 estimates the standard deviation of a normal distribution.
 MAD_SCALE = 1.4826
 #: Catalog action -> what to do with a lemon node. A node flagged as a repeat offender is drained
@@ -130,6 +137,8 @@ SUSPECT_SCHEMA: dict[str, pl.DataType] = {
     "hw_episodes": pl.Int64(),
     "infra_failed_jobs": pl.Int64(),
     "node_fail_jobs": pl.Int64(),
+    "infra_failure_episodes": pl.Int64(),
+    "node_fail_episodes": pl.Int64(),
     "score": pl.Float64(),
     "reason": pl.String(),
     "worst_event": pl.String(),
@@ -164,6 +173,29 @@ def _blame(attribution: pl.DataFrame) -> pl.DataFrame:
         (pl.col("evidence_nodes") if "evidence_nodes" in cols else pl.lit(None, pl.List(pl.String))).alias("_ev_nodes"),
         (pl.col("incident_id").cast(pl.String) if "incident_id" in cols else pl.lit(None, pl.String)).alias("_incident"),
     ).unique("job_id", keep="first")
+
+
+def _job_episodes(failed: pl.DataFrame, name: str) -> pl.DataFrame:
+    """Per node, ``name``: its failed runs' *episodes* — runs ending at most :data:`EPISODE_GAP` after the
+    node's previous failed run, or blamed on an incident an earlier run of the node was, are one failure.
+    One fault kills every job on the node at once (eight one-GPU jobs under one Xid 79): that is one
+    failure of the node, as its events are one episode (benchmark year, 2026-12-06: 3 of 9 suspects were
+    nodes whose one or two faults killed 4-6 small jobs each)."""
+    if failed.is_empty():
+        return pl.DataFrame(schema={"node": pl.String, name: pl.Int64})
+    gap = pl.col("end_ts").diff().over("node")
+    ep = (failed.select("node", "end_ts", "_incident").sort("node", "end_ts")
+          .with_columns((gap.is_null() | (gap > EPISODE_GAP)).cast(pl.Int64).cum_sum().over("node").alias("_ep")))
+    # the runs of one incident on the node: one failure, however far apart they ended (a hung job's TIMEOUT)
+    ep = ep.with_columns(pl.when(pl.col("_incident").is_not_null())
+                         .then(pl.col("_ep").min().over("node", "_incident")).otherwise(pl.col("_ep")).alias("_ep"))
+    return ep.group_by("node").agg(pl.col("_ep").n_unique().cast(pl.Int64).alias(name))
+
+
+def _count_text(x: pl.Expr) -> pl.Expr:
+    """A median of counts in words: ``0``, ``2``, ``2.5`` (not ``0.0``)."""
+    return (pl.when(x == x.floor()).then(x.cast(pl.Int64).cast(pl.String))
+            .otherwise(x.round(1).cast(pl.String)))
 
 
 def _failed_on_node(shared_incidents: list[str]) -> pl.Expr:
@@ -209,7 +241,7 @@ def suspect_nodes(
         fleet: every node of the cluster (e.g. ``cluster.yaml``); default: the nodes seen in
             ``events`` and ``jobs``. Quiet nodes must be in the fleet, or the median is biased up.
         accounting: false without Slurm accounting (``core.jobs`` empty): the job signals
-            (``infra_failed_jobs``, ``node_fail_jobs``) are then unknown, null rather than 0, and the
+            (``infra_failed_jobs``, ``node_fail_jobs`` and their episodes) are then unknown, null rather than 0, and the
             score rests on the event signals alone (as it does when every node has 0 of them).
         not_failure_events: ``event_id`` of the events merged into incidents the operator marked not a
             failure (:func:`~gpusre.models.failures.hw_incidents.not_a_failure_events`): a cable test's
@@ -284,12 +316,14 @@ def suspect_nodes(
     )
     # A job killed twice (a requeued run, then the job) counts once.
     job = run_key_job(pl.col("job_id"))
-    per_job = job_nodes.filter("_blamed").group_by("node").agg(
-        job.filter(pl.col("attribution") == "infrastructure").n_unique().cast(pl.Int64).alias("infra_failed_jobs"),
-        job.filter(pl.col("state") == "NODE_FAIL").n_unique().cast(pl.Int64).alias("node_fail_jobs"),
-        pl.col("end_ts").filter((pl.col("attribution") == "infrastructure") | (pl.col("state") == "NODE_FAIL"))
-        .max().alias("_last_failed_job"),
-    )
+    blamed = job_nodes.filter("_blamed")
+    infra, node_fail = pl.col("attribution") == "infrastructure", pl.col("state") == "NODE_FAIL"
+    per_job = blamed.group_by("node").agg(
+        job.filter(infra).n_unique().cast(pl.Int64).alias("infra_failed_jobs"),
+        job.filter(node_fail).n_unique().cast(pl.Int64).alias("node_fail_jobs"),
+        pl.col("end_ts").filter(infra | node_fail).max().alias("_last_failed_job"),
+    ).join(_job_episodes(blamed.filter(infra), "infra_failure_episodes"), on="node", how="left").join(
+        _job_episodes(blamed.filter(node_fail), "node_fail_episodes"), on="node", how="left")
     completed = (jobs.filter((pl.col("state") == "COMPLETED") & (pl.col("end_ts") < as_of))
                  .select(pl.col("nodes").alias("node"), "end_ts").explode("node").drop_nulls("node")
                  .group_by("node").agg(pl.col("end_ts").max().alias("_last_completed")))
@@ -303,14 +337,12 @@ def suspect_nodes(
         .join(hw, on="node", how="left")
         .join(per_job, on="node", how="left")
         .join(completed, on="node", how="left")
-        .with_columns(pl.col("xid_events", "xid_episodes", "hw_events", "hw_episodes",
-                             "infra_failed_jobs", "node_fail_jobs").fill_null(0))
+        .with_columns(pl.col("xid_events", "xid_episodes", "hw_events", "hw_episodes", *_JOB_COUNTS).fill_null(0))
     )
     if table.is_empty():
         return pl.DataFrame(schema=SUSPECT_SCHEMA)
     if not accounting:
-        table = table.with_columns(pl.lit(None, pl.Int64).alias("infra_failed_jobs"),
-                                   pl.lit(None, pl.Int64).alias("node_fail_jobs"))
+        table = table.with_columns(pl.lit(None, pl.Int64).alias(c) for c in _JOB_COUNTS)
 
     # Robust z per signal against the fleet; the floor of 1 keeps sparse counts from exploding.
     zs = []
@@ -325,7 +357,7 @@ def suspect_nodes(
     # The driving signal: the first whose z equals the score.
     driver = pl.coalesce(
         [pl.when(pl.col(f"_z_{s}") == pl.col("score")).then(
-            pl.format("{} {} vs fleet median {} (z {})", pl.lit(s), pl.col(s), pl.col(f"_med_{s}"),
+            pl.format("{} {} vs fleet median {} (z {})", pl.lit(s), pl.col(s), _count_text(pl.col(f"_med_{s}")),
                       pl.col("score").round(1)))
          for s in SIGNALS]
     )

@@ -60,7 +60,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
          for r in rows],
         caption=f"Nodes whose failure signals are at least 3 robust z-scores above the fleet median over {over}. "
                 "HW / Xid ep.: episodes of failure events / non-user Xids (a node's lines less than 1 h apart are one); infra jobs: "
-                "infrastructure-failed jobs on the node; NODE_FAIL: NODE_FAIL jobs. Recommended action from the worst "
+                "infrastructure-failed jobs on the node; NODE_FAIL: NODE_FAIL jobs (the score counts their episodes: jobs "
+                "ending less than 1 h apart or killed by one incident are one failure). Recommended action from the worst "
                 f"event's catalog action; a reboot or GPU reset becomes an RMA from {RMA_EPISODES} failure episodes "
                 "in the window (the soft fix has not held).",
     ))
