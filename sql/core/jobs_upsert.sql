@@ -66,11 +66,11 @@ WITH old_instances AS (
 SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts,
        CASE WHEN state = 'REQUEUED' AND end_ts = inferred_end THEN NULL ELSE end_ts END AS end_ts,
        CASE WHEN state = 'REQUEUED' AND end_ts = inferred_end THEN NULL ELSE elapsed_s END AS elapsed_s,
-       NULL::INTEGER AS restart_cnt, n_gpus, nodes, exit_code, exit_signal, start_ts
+       NULL::INTEGER AS restart_cnt, n_gpus, nodes, exit_code, exit_signal, start_ts, NULL::VARCHAR AS gpu_type
 FROM old_instances
 UNION ALL
 SELECT job_id, source_file, line_no, state, submit_ts, eligible_ts, end_ts, elapsed_s, NULL::INTEGER AS restart_cnt,
-       n_gpus, nodes, exit_code, exit_signal, start_ts
+       n_gpus, nodes, exit_code, exit_signal, start_ts, gpu_type
 FROM core.jobs WHERE start_ts IS NULL AND job_id IN (SELECT job_id FROM _merge);
 
 -- The ranking and instance columns of the records to pick from (the wide record of each job's
@@ -83,7 +83,8 @@ WITH lake_keys AS (
            -- Slurm prints Start = End = the cancel time for a job cancelled while pending; a job that
            -- never got nodes has not started (else it would count as a queue wait and a run).
            CASE WHEN nodes IS NOT NULL AND len(nodes) = 0 AND COALESCE(elapsed_s, 0) = 0
-                THEN NULL ELSE start_ts END AS start_ts
+                THEN NULL ELSE start_ts END AS start_ts,
+           gpu_type
     FROM raw.sacct_records
     WHERE record_type = 'allocation'
 )
@@ -112,7 +113,10 @@ SELECT * FROM _old_picks;
 -- record shows a GPU for has 0 (CPU job), one no record states an allocation for NULL. A merged job's
 -- old picks carry its old count, so the maximum over them and the new records is over every record.
 CREATE OR REPLACE TEMP TABLE _job_key_rows AS
-SELECT job_id, count(*) = 1 AS single, max(n_gpus) AS n_gpus FROM _job_keys GROUP BY job_id;
+-- gpu_type likewise: the type any record names (a pending record, or a later dump without AllocGRES at a
+-- site whose TRES has untyped gres/gpu only, names none; a job is not re-allocated another model).
+SELECT job_id, count(*) = 1 AS single, max(n_gpus) AS n_gpus, max(gpu_type) AS gpu_type
+FROM _job_keys GROUP BY job_id;
 
 -- NULLs are mapped to sentinels so they rank lowest. (arg_max_null: the winner's start_ts may
 -- be NULL and must not be skipped.)
@@ -141,14 +145,14 @@ WITH ranked AS (
           GROUP BY k.job_id)
 )
 SELECT r.job_id, r.winner_file, r.winner_line, r.winner_start_ts, r.winner_submit_ts, r.winner_eligible_ts,
-       r.n_started_instances, c.n_gpus AS job_n_gpus,
+       r.n_started_instances, c.n_gpus AS job_n_gpus, COALESCE(c.gpu_type, o.gpu_type) AS job_gpu_type,
        -- a merged job's old restarts count is at least its old records' largest RestartCnt and
        -- at most the new count, so folding it in gives the count over every record (greatest
        -- skips the NULL of a rebuilt job)
        greatest(r.max_restart_cnt, o.restarts) AS max_restart_cnt
 FROM ranked AS r
 JOIN _job_key_rows AS c USING (job_id)
-LEFT JOIN (SELECT job_id, restarts FROM core.jobs WHERE job_id IN (SELECT job_id FROM _merge)) AS o USING (job_id);
+LEFT JOIN (SELECT job_id, restarts, gpu_type FROM core.jobs WHERE job_id IN (SELECT job_id FROM _merge)) AS o USING (job_id);
 
 -- Every started instance of the dirty jobs: per (job, start) the most final record (a job with one
 -- key row: that row).
@@ -182,7 +186,7 @@ SELECT r.job_id, r.cluster, r.job_id_raw, r.array_job_id, r.array_task_id, r.arr
             THEN greatest(0, epoch(w.winner_start_ts)
                              - epoch(COALESCE(r.eligible_ts, r.submit_ts, w.winner_start_ts)))::BIGINT
        END AS queue_wait_s,
-       r.n_nodes, r.n_cpus, w.job_n_gpus AS n_gpus, r.gpu_type,
+       r.n_nodes, r.n_cpus, w.job_n_gpus AS n_gpus, COALESCE(r.gpu_type, w.job_gpu_type) AS gpu_type,
        core.size_bucket(w.job_n_gpus) AS size_bucket,
        r.nodelist, r.nodes,
        COALESCE(w.job_n_gpus, 0) * COALESCE(r.elapsed_s, 0) / 3600.0 AS gpu_hours,
