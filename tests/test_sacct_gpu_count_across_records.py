@@ -163,16 +163,8 @@ def test_the_job_gpu_count_is_what_its_records_state(tmp_path: Path, mode: str) 
     assert inst == INSTANCES
     # The GPU model likewise: any record's (1062's type only the 11-10 dump's AllocGRES names, 3601's only
     # its requeued run's typed TRES; 1005's AllocGRES `gpu:8` names none).
-    assert _gpu_types(wh) == [("1005", None), ("1055", None), ("1056", None), ("1057", None), ("1062", "h100"),
+    assert query_rows(wh, "SELECT job_id, gpu_type FROM core.jobs ORDER BY job_id") == [("1005", None), ("1055", None), ("1056", None), ("1057", None), ("1062", "h100"),
                               ("1063", "a100"), ("1070", None), ("3601", "h100")]
-
-
-def _gpu_types(wh: Path) -> list[tuple]:
-    con = connect(wh, read_only=True)
-    try:
-        return con.sql("SELECT job_id, gpu_type FROM core.jobs ORDER BY job_id").fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module")
