@@ -96,7 +96,7 @@ def test_last_night_says_what_happened_and_what_to_do(page: tuple[str, str]) -> 
     # The largest infrastructure-failed job by lost GPU-hours: 200 (256) over 201 (8); its name is escaped.
     assert ("Jobs the infrastructure killed 2 jobs failed because of the infrastructure, losing 264 GPU-h; the "
             "largest, job 200 \u201c&lt;script&gt;alert(1)&lt;/script&gt;\u201d on 512 GPUs, lost 256 GPU-h. "
-            "1 failed on its own (user: time limit, memory, exit code).") in text
+            "1 failed on its own (user: 1 time limit).") in text
     assert ("Nodes failing again gpu017 (6 hardware episodes, 1 infrastructure-failed job in the last 28 days) "
             "\u2014 recommended: drain, RMA; gpu033 (4 infrastructure-failed jobs in the last 28 days) \u2014 "
             "recommended: drain.") in text
@@ -163,7 +163,8 @@ def test_user_failures_alone_raise_no_alarm(tmp_path: Path) -> None:
     sec = last_night.build(con, NightlyMeta(DAY, date(2026, 8, 3), DAY, datetime.now(timezone.utc), ""))
     entries = {e["term"]: e["text"] for e in sec.entries}
     assert entries["Jobs the infrastructure killed"] == (
-        "0 jobs failed because of the infrastructure. 3 failed on their own (user: time limit, memory, exit code).")
+        "0 jobs failed because of the infrastructure. 3 failed on their own "
+        "(user: 1 non-zero exit, 1 node failure, 1 time limit).")
     # 10-30: no incident, but no node logs were loaded either: unknown, not "none".
     sec = last_night.build(con, NightlyMeta(date(2026, 10, 30), date(2026, 8, 3), DAY, datetime.now(timezone.utc), ""))
     entries = {e["term"]: e["text"] for e in sec.entries}

@@ -187,7 +187,32 @@ def _jobs(con: duckdb.DuckDBPyConnection, meta: NightlyMeta, missing: frozenset[
                                                    AND {utc_day_sql('a.end_ts')} = ?
                                                  ORDER BY a.lost_gpu_hours DESC NULLS LAST, a.n_gpus DESC, a.job_id
                                                  LIMIT 1""", [meta.report_date]) or [None])[0]
-    return {"reason": None, "total": total, "counts": counts, "top": top}
+    # What the user's own failures were that day, by the state they ended in (most first).
+    user_states = [] if reason else query_rows(con, """SELECT state, jobs FROM marts.failure_attribution_summary
+                                                     WHERE scope = 'day' AND day = ? AND attribution = 'user'
+                                                       AND state <> '(all)' AND jobs > 0
+                                                     ORDER BY jobs DESC, state""", [meta.report_date])
+    return {"reason": None, "total": total, "counts": counts, "top": top, "user_states": user_states}
+
+
+#: How the nightly names a user's own failure by its Slurm end state (singular, plural).
+_USER_STATE_WORDS: dict[str, tuple[str, str]] = {
+    "FAILED": ("non-zero exit", "non-zero exits"),
+    "TIMEOUT": ("time limit", "time limits"),
+    "OUT_OF_MEMORY": ("out of memory", "out of memory"),
+    "CANCELLED": ("cancel", "cancels"),
+    "NODE_FAIL": ("node failure", "node failures"),
+    "BOOT_FAIL": ("boot failure", "boot failures"),
+    "DEADLINE": ("deadline", "deadlines"),
+}
+
+
+def _user_states_text(rows: list[dict[str, Any]]) -> str:
+    """'40 non-zero exits, 7 time limits, 1 out of memory' from (state, jobs) rows."""
+    def words(state: str, n: int) -> str:
+        one, many = _USER_STATE_WORDS.get(state, (state.lower().replace("_", " "),) * 2)
+        return f"{fmt_int(n)} {one if n == 1 else many}"
+    return ", ".join(words(r["state"], r["jobs"]) for r in rows)
 
 
 def _jobs_text(jobs: dict[str, Any]) -> str:
@@ -205,9 +230,11 @@ def _jobs_text(jobs: dict[str, Any]) -> str:
         name = f" \u201c{truncate(top['name'], 40)}\u201d" if top["name"] else ""
         text += (f"; the largest, job {top['job_id']}{name} on {plural(top['n_gpus'], 'GPU')}, lost "
                  f"{gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h")
-    # The user's own failures (time limits, out of memory, exit codes) are routine: counted, not alarmed.
-    return text + (f". {fmt_int(user['n'])} failed on {'its' if user['n'] == 1 else 'their'} own "
-                   "(user: time limit, memory, exit code)"
+    # The user's own failures (time limits, out of memory, exit codes) are routine: counted, not alarmed —
+    # with what they were that day, not a fixed list of what they could be.
+    kinds = _user_states_text(jobs.get("user_states") or [])
+    return text + (f". {fmt_int(user['n'])} failed on {'its' if user['n'] == 1 else 'their'} own"
+                   + (f" (user: {kinds})" if kinds and user["n"] else "")
                    + (f" and {fmt_int(unknown['n'])} for an unknown reason" if unknown["n"] else "") + ".")
 
 
