@@ -12,9 +12,8 @@ import pytest
 
 from gpusre.models.failures.drain_reasons import REBOOT_CLASS, classify_reasons
 from gpusre.models.logs.masking import mask_messages
-from gpusre.models.reliability.node_availability import (REBOOT_AFTER_FAULT, node_availability_daily,
-                                                          outage_causes)
-from gpusre.models.reliability.repair_times import incident_outage_links
+from gpusre.models.reliability.node_availability import node_availability_daily, outage_causes
+from gpusre.models.reliability.repair_times import incident_outage_links, link_incidents
 
 UTC = timezone.utc
 
@@ -78,25 +77,39 @@ def test_reboot_asap_after_a_fault_is_its_repair() -> None:
     """The probe's h100-013: Xid 119 (GSP timeout) at 03:00, ``Reboot ASAP`` 03:10 -> 03:25: 0.25 h of GPU
     down time, not planned (its SLI 0.95512 -> 0.95449 on the probe). h100-015: ``Reboot ASAP`` with no fault
     stays planned. gpu-b: a ``power cycle`` 20 min after an Xid 79 is that fault's repair too; gpu-c: a
-    power cycle 45 min after its Xid is past the 30-min window (planned work, as before)."""
-    assert REBOOT_AFTER_FAULT.total_seconds() == 1800
+    power cycle 45 min after its Xid is still inside incident_repairs' link (to 1 h after the last evidence:
+    probe AO F3 — it was planned work under a 30-min window of its own); gpu-d: a power cycle 90 min after
+    its Xid is past the link (planned work)."""
     states = _states([("h100-013", t(12, 3, 10), t(12, 3, 25), "Reboot ASAP"),
                       ("h100-015", t(12, 4), t(12, 4, 30), "Reboot ASAP"),
                       ("gpu-b", t(12, 8, 20), t(12, 9, 20), "power cycle"),
-                      ("gpu-c", t(12, 8, 45), t(12, 9, 15), "power cycle")])
+                      ("gpu-c", t(12, 8, 45), t(12, 9, 15), "power cycle"),
+                      ("gpu-d", t(12, 9, 30), t(12, 10), "power cycle")])
     assert set(states["reason_class"]) == {REBOOT_CLASS}
     incidents = _incidents([("inc-13", "gsp_firmware", t(12, 3), "h100-013"), ("inc-b", "pcie_bus", t(12, 8), "gpu-b"),
-                            ("inc-c", "pcie_bus", t(12, 8), "gpu-c")])
+                            ("inc-c", "pcie_bus", t(12, 8), "gpu-c"), ("inc-d", "pcie_bus", t(12, 8), "gpu-d")])
     daily = {r["node"]: (r["down_hardware_hours"], r["down_maintenance_hours"])
              for r in _daily(states, incidents).iter_rows(named=True)}
-    assert daily == {"h100-013": (0.25, 0.0), "h100-015": (0.0, 0.5), "gpu-b": (1.0, 0.0), "gpu-c": (0.0, 0.5)}
+    assert daily == {"h100-013": (0.25, 0.0), "h100-015": (0.0, 0.5), "gpu-b": (1.0, 0.0), "gpu-c": (0.5, 0.0),
+                     "gpu-d": (0.0, 0.5)}
+    # The same outages incident_repairs times the repairs by (gpu-d's incident: not drained).
+    repairs = {r["incident_id"]: r["repair_state"] for r in link_incidents(incidents, states).iter_rows(named=True)}
+    assert repairs == {"inc-13": "repaired", "inc-b": "repaired", "inc-c": "repaired", "inc-d": "not_drained"}
 
 
-def test_a_reboot_requested_before_the_fault_stays_planned() -> None:
-    # The reboot came first (03:10), the fault's line at 03:12 (the reboot's own GPU reset): planned work.
-    states = _states([("n1", t(12, 3, 10), t(12, 3, 25), "Reboot ASAP")])
-    daily = _daily(states, _incidents([("inc-1", "gpu", t(12, 3, 12), "n1")]))
-    assert daily.select("down_hardware_hours", "down_maintenance_hours").row(0) == (0.0, 0.25)
+def test_a_reboot_requested_long_before_the_fault_stays_planned() -> None:
+    """n1: the reboot came first (02:30), the fault's line at 03:12, 42 min after the request: no link, planned
+    work. n2: requested at 03:10, 2 min before the line (the drain for it within incident_repairs' 30 min before
+    the first evidence): incident_repairs times the fault's repair by this outage, so it is the fault's down time
+    (it was planned under the old 30-min-after window: the two marts disagreed on the same outage)."""
+    states = _states([("n1", t(12, 2, 30), t(12, 2, 45), "Reboot ASAP"),
+                      ("n2", t(12, 3, 10), t(12, 3, 25), "Reboot ASAP")])
+    incidents = _incidents([("inc-1", "gpu", t(12, 3, 12), "n1"), ("inc-2", "gpu", t(12, 3, 12), "n2")])
+    daily = {r["node"]: (r["down_hardware_hours"], r["down_maintenance_hours"])
+             for r in _daily(states, incidents).iter_rows(named=True)}
+    assert daily == {"n1": (0.0, 0.25), "n2": (0.25, 0.0)}
+    repairs = {r["incident_id"]: r["repair_state"] for r in link_incidents(incidents, states).iter_rows(named=True)}
+    assert repairs == {"inc-1": "not_drained", "inc-2": "repaired"}
 
 
 def test_a_reboot_with_a_reason_of_its_own_keeps_it() -> None:

@@ -32,7 +32,10 @@ Rules, in order:
    class and component of the part-naming reason of its outage chain (a ``DOWN*`` then a ``DRAIN
    "replace DIMM"`` minutes later: host memory), else of the hardware incident linked to its outage
    (``marts.incident_repairs``' rule: a rack's PDU trip makes its nodes' ``Not responding`` power
-   down time). A state with a reason of its own keeps it (a planned drain stays maintenance).
+   down time). A bare reboot request on an outage linked to a hardware incident is that fault's repair
+   (the same link), and so is a planned-looking reason (a change ticket, a reboot, an upgrade) on a state
+   that continues a hardware outage of its outage chain (:func:`fault_repairs`). Any other state with a
+   reason of its own keeps it (a planned drain set while the node was in service stays maintenance).
 5. Time not covered by an event is **in service** (``source = 'assumed_in_service'`` marks node-days
    with no event at all; the history cannot tell an idle-but-healthy node from a missing dump).
 
@@ -77,9 +80,11 @@ __all__ = [
     "SEGMENT_SCHEMA",
     "MaintenanceSpan",
     "AVAILABILITY_BY_COMPONENT_SCHEMA",
+    "CONTINUES_FAULT",
     "DOWN_FROM",
     "availability_by_component",
     "down_segments",
+    "fault_repairs",
     "node_availability_daily",
     "out_of_service_states",
     "outage_causes",
@@ -130,16 +135,15 @@ _BUCKET_COLUMNS = {
 #: (or none) and an availability class below, a state's reason says nothing about the outage's cause.
 GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
 GENERIC_CLASSES = frozenset({"unknown", "software"})
-#: A reboot (drain reason class ``reboot``: Slurm's ``Reboot ASAP``, a power cycle) requested at most this
-#: long after a hardware incident's first evidence on its node is that fault's repair, not planned work:
-#: the 30-min window in which a fault's evidence is what its node's drain is for.
-REBOOT_AFTER_FAULT = timedelta(minutes=30)
+#: ``class_source`` of a planned-looking state that continues a hardware outage of its node (:func:`fault_repairs`).
+CONTINUES_FAULT = "hardware_outage"
 
 
 def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl.DataFrame:
     """``states`` with each generic-reason state's ``availability_class`` and ``reason_component`` taken
     from the cause of its outage; adds ``component_class`` (set when it comes from an incident, whose
-    component may be outside the catalog) and ``class_source`` (``reason`` | ``outage_chain`` | ``incident``).
+    component may be outside the catalog) and ``class_source`` (``reason`` | ``outage_chain`` | ``incident`` |
+    ``hardware_outage``).
 
     A state is *generic* when its ``reason_component`` is null or in :data:`GENERIC_COMPONENTS` and its
     ``availability_class`` null or in :data:`GENERIC_CLASSES`. Its outage is the merged run of states it
@@ -152,11 +156,13 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
        :func:`~gpusre.models.reliability.repair_times.incident_outage_links`, the incident_repairs
        linkage; the earliest incident when several are): ``hardware`` and the incident's component.
 
-    A reboot (reason class ``reboot``, planned work by itself) whose linked incident began at most
-    :data:`REBOOT_AFTER_FAULT` before it (Xid 119 at 03:00, ``Reboot ASAP`` at 03:10) is that fault's repair:
-    it takes its outage's cause as a generic reason does. Every other state keeps its own (a
-    planned-maintenance drain stays maintenance with an incident in it; ``Reboot ASAP for kernel update``
-    is no bare reboot).
+    A bare reboot request (reason class ``reboot``, planned work by itself) on an outage linked to a hardware
+    incident — the link rule ``marts.incident_repairs`` times the incident's repair by (``links``: from 30 min
+    before its first evidence to 1 h after its last, at most 24 h), or an outage chained after it — is that
+    fault's repair (Xid 79 at 20:10, ``Reboot ASAP`` at 21:05): it takes its outage's cause as a generic reason
+    does. Then a planned-looking state that continues a hardware outage of its node is that fault's repair
+    (:func:`fault_repairs`). Every other state keeps its own (a planned-maintenance drain set while the node was
+    in service stays maintenance with an incident in it; ``Reboot ASAP for kernel update`` is no bare reboot).
 
     Args:
         states: ``node``, ``start_ts``, ``end_ts``, ``availability_class``, ``reason_component``,
@@ -187,8 +193,7 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
     # Rule 2: the linked incident, for its outage and the later outages of the same chain.
     if links is None or not links.height:
         caused = pl.DataFrame(schema={"node": pl.String, "outage_start_ts": chains.schema["outage_start_ts"],
-                                      "_inc_comp": pl.String, "_inc_class": pl.String,
-                                      "_inc_start": chains.schema["outage_start_ts"]})
+                                      "_inc_comp": pl.String, "_inc_class": pl.String})
     else:
         caused = (links.select("node", "chain_start_ts", pl.col("outage_start_ts").alias("_linked_ts"),
                                "incident_start_ts", "incident_id", pl.col("component").alias("_inc_comp"),
@@ -197,17 +202,15 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
                   .join(chains.select("node", "chain_start_ts", "outage_start_ts"), on=["node", "chain_start_ts"])
                   .filter(pl.col("outage_start_ts") >= pl.col("_linked_ts"))
                   .sort("incident_start_ts", "incident_id").unique(["node", "outage_start_ts"], keep="first")
-                  .select("node", "outage_start_ts", "_inc_comp", "_inc_class",
-                          pl.col("incident_start_ts").alias("_inc_start")))
+                  .select("node", "outage_start_ts", "_inc_comp", "_inc_class"))
     cause = (chains.select("node", "outage_start_ts")
              .join(named, on=["node", "outage_start_ts"], how="left")
              .join(caused, on=["node", "outage_start_ts"], how="left"))
     generic = ((pl.col("reason_component").is_null() | pl.col("reason_component").is_in(list(GENERIC_COMPONENTS)))
                & (pl.col("availability_class").is_null() | pl.col("availability_class").is_in(list(GENERIC_CLASSES))))
-    # A bare reboot requested right after its node's fault was logged is that fault's repair.
-    repair_reboot = ((pl.col("reason_class") == REBOOT_CLASS)
-                     & (pl.col("_inc_start") <= pl.col("start_ts"))
-                     & (pl.col("start_ts") - pl.col("_inc_start") <= REBOOT_AFTER_FAULT)).fill_null(False)
+    # A bare reboot on an outage the incident_repairs rule links to a hardware incident (or chained after one) is
+    # that fault's repair: the mart that times the incident's repair by this outage must not call it planned.
+    repair_reboot = ((pl.col("reason_class") == REBOOT_CLASS) & pl.col("_inc_comp").is_not_null()).fill_null(False)
     generic = generic | repair_reboot
     from_chain = generic & pl.col("_chain_avail").is_not_null()
     from_incident = generic & ~from_chain & pl.col("_inc_comp").is_not_null()
@@ -224,7 +227,64 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
                pl.when(from_chain).then(pl.lit("outage_chain")).when(from_incident).then(pl.lit("incident"))
                .otherwise(pl.lit("reason")).alias("class_source"))
            .sort("_row"))
-    return out.select(*states.columns, "component_class", "class_source")
+    return fault_repairs(out.select(*states.columns, "component_class", "class_source"))
+
+
+def fault_repairs(states: pl.DataFrame) -> pl.DataFrame:
+    """``states`` with each planned-looking state that continues a hardware outage of its node made that fault's
+    repair: ``availability_class`` ``hardware``, the ``reason_component`` and ``component_class`` of the hardware
+    state before it, ``class_source`` :data:`CONTINUES_FAULT`.
+
+    *Planned-looking*: ``availability_class`` ``maintenance`` by the state's own reason or Slurm state (a change
+    ticket ``CHG-5512: swap GPU 3``, ``Reboot ASAP``, ``kernel upgrade``, a ``MAINT`` state). *Continues a hardware
+    outage*: a state of the same outage chain (:func:`~gpusre.models.reliability.repair_times.outage_chains`: the
+    node's outages with at most 30 min in service between them, the chain incident_repairs times a repair by)
+    classed ``hardware`` started before it. An operator who rewrites an NHC drain's reason to the change ticket of
+    the swap, or asks for a reboot minutes after the node came back from the drain, is repairing the fault the node
+    is already out for: the node never returned to service for planned work. A maintenance state that opens its
+    chain (set while the node was in service) stays maintenance, with a fault found in it or not, and a hardware
+    drain that replaces it still ends it; cluster.yaml windows still count as maintenance (:func:`down_segments`).
+
+    Args:
+        states: ``node``, ``start_ts``, ``end_ts``, ``availability_class``, ``reason_component``; optionally
+            ``component_class`` and ``class_source`` (:func:`outage_causes` output: a generic state resolved to
+            hardware counts as hardware here).
+
+    >>> t = lambda h: datetime(2026, 11, 2, h, tzinfo=timezone.utc)
+    >>> states = pl.DataFrame({"node": ["n1", "n1", "n2"], "start_ts": [t(3), t(9), t(9)],
+    ...                        "end_ts": [t(9), t(20), t(20)], "availability_class": ["hardware", "maintenance", "maintenance"],
+    ...                        "reason_component": ["gpu", "other", "other"]})
+    >>> fault_repairs(states).select("node", "availability_class", "reason_component").rows()
+    [('n1', 'hardware', 'gpu'), ('n1', 'hardware', 'gpu'), ('n2', 'maintenance', 'other')]
+    """
+    st = states
+    for c, dtype in (("component_class", pl.String), ("class_source", pl.String)):
+        if c not in st.columns:
+            st = st.with_columns(pl.lit(None, dtype).alias(c))
+    if not st.height:
+        return st
+    st = st.with_row_index("_row")
+    dtype = st.schema["start_ts"]
+    # Each state's chain: its outage's (the node's last outage starting at or before it; outages partition states).
+    chains = (outage_chains(node_outages(st))
+              .select("node", pl.col("outage_start_ts").cast(dtype).alias("_o"), pl.col("chain_start_ts").cast(dtype).alias("_chain"))
+              .sort("_o"))
+    st = st.sort("start_ts").join_asof(chains, left_on="start_ts", right_on="_o", by="node", strategy="backward",
+                                       check_sortedness=False)
+    # The latest hardware state of the same chain that started before the state.
+    hardware = (st.filter(pl.col("availability_class") == "hardware")
+                .select("node", "_chain", pl.col("start_ts").alias("_hw_ts"),
+                        pl.col("reason_component").alias("_hw_comp"), pl.col("component_class").alias("_hw_class"))
+                .sort("_hw_ts"))
+    st = st.join_asof(hardware, left_on="start_ts", right_on="_hw_ts", by=["node", "_chain"], strategy="backward",
+                      allow_exact_matches=False, check_sortedness=False)
+    repair = ((pl.col("availability_class") == "maintenance") & pl.col("_hw_ts").is_not_null()).fill_null(False)
+    return (st.with_columns(
+                pl.when(repair).then(pl.lit("hardware")).otherwise(pl.col("availability_class")).alias("availability_class"),
+                pl.when(repair).then(pl.col("_hw_comp")).otherwise(pl.col("reason_component")).alias("reason_component"),
+                pl.when(repair).then(pl.col("_hw_class")).otherwise(pl.col("component_class")).alias("component_class"),
+                pl.when(repair).then(pl.lit(CONTINUES_FAULT)).otherwise(pl.col("class_source")).alias("class_source"))
+            .sort("_row").select(*states.columns, *(c for c in ("component_class", "class_source") if c not in states.columns)))
 
 
 def with_down_from(states: pl.DataFrame, jobs: pl.DataFrame | None) -> pl.DataFrame:
