@@ -190,7 +190,9 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
                      "is in service until the jobs running at its start end; "
                      "cluster.yaml maintenance windows count as maintenance; a state with a generic reason (Not "
                      "responding) takes the cause of its outage: the part its repair chain's drain names, else the "
-                     "hardware incident linked to it (as marts.incident_repairs links them); partial = the data covers the day "
+                     "hardware incident linked to it (as marts.incident_repairs links them); a planned-looking reason "
+                     "(a change ticket, Reboot ASAP) that continues a hardware outage of its chain, or a reboot request "
+                     "on an outage linked to a hardware incident, is that fault's repair; partial = the data covers the day "
                      "only in part. Full rebuild (not partitioned)."),
         dg.AssetSpec(DRAIN_REASONS, deps=[NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="Drain/down reasons ranked by node-hours lost: reason class x Drain3 template, "
@@ -366,7 +368,10 @@ def _health_lines(con, members: pl.DataFrame) -> pl.DataFrame:  # noqa: ANN001 -
     ],
     pool=WAREHOUSE_POOL,
 )
-def repair_time_marts(warehouse: WarehouseResource):
+def repair_time_marts(warehouse: WarehouseResource, landing: LandingResource):
+    # The fleet cluster.yaml lists: an incident only on hosts outside it keeps its repair row, but MTTR
+    # counts the fleet's incidents, the population MTBF counts (models/reliability/mtbf.py in_fleet).
+    node_names = landing.cluster_config().node_names
     with warehouse.connect() as con:
         states = con.sql("SELECT node, state, state_text, not_responding, start_ts, end_ts, reason, reason_class, "
                          "availability_class FROM core.node_states").pl()
@@ -381,7 +386,7 @@ def repair_time_marts(warehouse: WarehouseResource):
             cut, cut_early = (node_states_end(con, accounting_span(con)[1]) if table_exists(con, "raw.slurm_events")
                               else (None, False))
             linked = link_incidents(incidents, states, recoveries=_recoveries(con, incidents), health_checks=checks,
-                                    history_end=cut if cut_early else None)
+                                    history_end=cut if cut_early else None, node_names=node_names)
         else:  # the node-log marts have not run yet
             linked = pl.DataFrame(schema=INCIDENT_REPAIR_SCHEMA)
         summary = repair_times(linked)

@@ -185,7 +185,9 @@ def test_mtbf_counts_only_failures() -> None:
     assert (cluster["failures"], cluster["exposure_hours"], cluster["mtbf_hours"]) == (4, 2640.0, 660.0)
     by_class = {r["component"]: (r["failures"], r["mtbf_hours"])
                 for r in allp.filter(pl.col("scope") == "component_class").iter_rows(named=True)}
-    assert by_class == {"gpu": (3, 880.0), "network": (1, None)}
+    # every hardware class of the catalog has a row, 0 failures where none failed (no MTBF point estimate)
+    assert by_class == {"gpu": (3, 880.0), "network": (1, None), "host": (0, None), "nvlink": (0, None),
+                        "power": (0, None), "storage": (0, None), "thermal": (0, None)}
     assert NOT_A_FAILURE not in allp["component"].to_list()
     node_rows = {r["node"]: r["failures"] for r in allp.filter(pl.col("scope") == "node").iter_rows(named=True)}
     assert node_rows["gpu01"] == 0 and node_rows["gpu05"] == 1
@@ -341,7 +343,10 @@ def test_pipeline_mtbf_is_over_three_failures(warehouse: Path) -> None:
                    "WHERE period = 'all' AND scope IN ('cluster', 'component_class')")}
     assert got[("cluster", "all")] == (3, pytest.approx(144.0), pytest.approx(48.0))
     assert got[("component_class", "gpu")] == (3, pytest.approx(144.0), pytest.approx(48.0))
-    assert ("component_class", "network") not in got and ("component_class", NOT_A_FAILURE) not in got
+    # the false positive was the only network incident: network failed 0 times (its row says so), and
+    # not_a_failure is no class
+    assert got[("component_class", "network")] == (0, pytest.approx(144.0), None)
+    assert ("component_class", NOT_A_FAILURE) not in got
     assert query_rows(warehouse, "SELECT failures FROM marts.mtbf WHERE period = 'all' AND scope = 'node' "
                                  "AND node = 'gpu01'") == [(0,)]
     # r_f: 3 failures over 144 / 24 = 6 node-days = 500 per 1,000 node-days.

@@ -215,15 +215,17 @@ def test_mtbf_takeaway_matches_trend_and_insufficient_rows_have_no_estimate(
     change = (1 / t[3] - 1) * 100
     assert f"{abs(change):.0f} % {'higher' if change > 0 else 'lower'} than in {t[1]} ({_p(t[4])}, {t[5]})" in take
 
-    insufficient = mart.execute("""SELECT period, note, rate_per_1000_node_days FROM marts.mtbf
+    insufficient = mart.execute("""SELECT period, note, rate_per_1000_node_days, failures, ci_low FROM marts.mtbf
                                    WHERE scope = 'component_class' AND period_type = 'month' AND NOT sufficient
                                      AND period IN (SELECT DISTINCT period FROM marts.mtbf WHERE period_type = 'month')
                                    """).fetchall()
     assert insufficient, "the simulation should leave some class below min_failures"
     rows = _rows(sec)
-    for period, note, rate in insufficient:
+    for period, note, rate, failures, lo in insufficient:
         row = next(r for r in rows if r[1] == period and r[-1] == note)
-        assert row[4] == "insufficient data" and row[7] == "–" and f"{rate:.2f}" not in row, row
+        # a class that did not fail shows its lower limit, one with too few failures "insufficient data"
+        shown = f"≥ {_h(lo)} (0 failures)" if failures == 0 else "insufficient data"
+        assert row[4] == shown and row[7] == "–" and (failures == 0 or f"{rate:.2f}" not in row), row
     assert "insufficient data" in re.search(r"<svg.*?</svg>", sec, flags=re.S).group(0)  # chart marks them too
     assert "insufficient data" in md
 

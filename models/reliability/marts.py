@@ -30,6 +30,7 @@ from gpusre.models.reliability.job_reliability import (
 from gpusre.models.reliability.mtbf import (
     MaintenanceSpan,
     exposure_from_availability,
+    fleet_incidents,
     mtbf_around_maintenance,
     mtbf_table,
     maintenance_from_node_states,
@@ -284,13 +285,9 @@ def compute_reliability_marts(inputs: ReliabilityInputs, settings: ReliabilitySe
     # An incident the operator marked not a failure (a cable test's link flap) is no failure and no
     # unplanned outage: MTBF, r_f, the TBF fit and the estimated down hours all leave it out.
     incidents = failure_incidents(inputs.incidents).filter((pl.col("start_ts") >= f0) & (pl.col("start_ts") < f1))
-    if settings.node_names and "nodes" in incidents.columns:
-        # Exposure is the listed fleet's: an incident only on hosts outside it (a login node, a file
-        # server, an address a central syslog could not resolve) is no failure of the fleet. One with
-        # no node at all (an operator's cluster-wide row) stays.
-        fleet = pl.lit(list(settings.node_names), dtype=pl.List(pl.String))
-        incidents = incidents.filter(pl.col("nodes").list.len().fill_null(0).eq(0)
-                                     | pl.col("nodes").list.set_intersection(fleet).list.len().gt(0))
+    # Exposure is the listed fleet's: an incident only on hosts outside it is no failure of the fleet
+    # (fleet_incidents: the one definition, which time to repair counts too).
+    incidents = fleet_incidents(incidents, settings.node_names)
     mtbf = mtbf_table(incidents, exposure, settings.gpus_per_node, f0, f1, settings.min_failures, source,
                       node_gpus=settings.node_gpus)
     if not has_evidence:

@@ -5,7 +5,9 @@
   that started in the period; the nightly, SLO and retrospective reports count the same rows. An
   incident the operator marked not a failure (``incidents.csv`` component ``none`` / ``false_positive``
   / ``not_a_failure``: cause class ``not_a_failure``) is no failure: every function here drops it
-  (:func:`~gpusre.models.vocabulary.failure_incidents`) when the frame carries ``cause_class``.
+  (:func:`~gpusre.models.vocabulary.failure_incidents`) when the frame carries ``cause_class``. Only the
+  fleet's incidents count (:func:`in_fleet`: touching a node ``cluster.yaml`` lists, or on no node), the
+  population time to repair counts too.
 * **Exposure** is node-hours in service: every node of ``cluster.yaml`` for the whole period (clipped
   to the observed span of data) minus its planned maintenance windows (:func:`node_exposure`), or,
   with node-state history, minus the down time it records (:func:`exposure_from_availability`). The
@@ -13,7 +15,9 @@
   components also get GPU-hours (node-hours × GPUs per node).
 * **Intervals** are exact Poisson (Garwood) 95 % limits
   (:func:`~gpusre.models.reliability.failure_rates.add_mtbf_columns`); with fewer than ``min_failures`` failures
-  the point estimate is withheld ("insufficient data") and only the lower MTBF bound is given.
+  the point estimate is withheld ("insufficient data") and only the lower MTBF bound is given. Every
+  hardware class of the catalog (:func:`failure_classes`) has a row per period, also with 0 failures: its
+  lower limit T / 3.689 (the same two-sided 95 % Garwood interval) is the finding, said in ``note``.
 
 Component classes come from ``catalog/component_classes.csv`` (gpu, nvlink, network, storage, host,
 thermal, power, other), so a new catalog component needs one line there, not code.
@@ -34,12 +38,12 @@ import numpy as np
 import polars as pl
 from scipy.stats import binomtest
 
-from gpusre.models.vocabulary import failure_incidents, with_component_class
+from gpusre.models.vocabulary import class_of, failure_incidents, load_component_classes, with_component_class
 from gpusre.models.reliability.failure_rates import add_mtbf_columns
 from gpusre.models.reliability.weibull_fit import fit_weibull
 from gpusre.models.span_islands import span_islands
 
-__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance",
+__all__ = ["MaintenanceSpan", "MTBF_SCHEMA", "in_fleet", "fleet_incidents", "failure_classes", "periods", "node_exposure", "exposure_from_availability", "mtbf_table", "tbf_weibull", "mtbf_trend", "mtbf_around_maintenance",
            "maintenance_from_node_states", "with_state_maintenance"]
 
 MTBF_SCHEMA: dict[str, pl.DataType] = {
@@ -59,6 +63,51 @@ class MaintenanceSpan:
     end: datetime
     nodes: frozenset[str] | None
     reason: str = ""
+
+
+def in_fleet(node_names: Sequence[str] | None, nodes: str = "nodes") -> pl.Expr:
+    """Whether an incident is one of the fleet's: the one population MTBF, r_f and time to repair count.
+
+    Exposure is node-hours of the nodes ``cluster.yaml`` lists, so an incident only on hosts outside
+    that list (a spare Slurm knows, a login node, a file server, an address a central syslog could not
+    resolve) is no failure of the fleet; one touching a listed node is (an NVSwitch tray's SXid with the
+    compute trays it took down), and so is one with no node at all (an operator's cluster-wide row).
+    Without a node list (``node_names`` empty or None) the fleet is whatever the data shows: every incident
+    counts. ``nodes``: the incidents' List column of hosts.
+
+    >>> f = pl.DataFrame({"nodes": [["gpu001"], ["gpu049"], ["tray1", "gpu002"], []]})
+    >>> f.select(in_fleet(["gpu001", "gpu002"])).to_series().to_list()
+    [True, False, True, True]
+    >>> f.select(in_fleet(())).to_series().to_list()
+    [True, True, True, True]
+    """
+    if not node_names:
+        return pl.col(nodes).is_null() | pl.col(nodes).is_not_null()  # True on every row
+    fleet = pl.lit(list(node_names), dtype=pl.List(pl.String))
+    return (pl.col(nodes).list.len().fill_null(0).eq(0)
+            | pl.col(nodes).list.set_intersection(fleet).list.len().gt(0)).fill_null(True)
+
+
+def fleet_incidents(incidents: pl.DataFrame, node_names: Sequence[str] | None) -> pl.DataFrame:
+    """The rows of ``incidents`` (with a ``nodes`` List column) that are the fleet's (:func:`in_fleet`);
+    a frame without ``nodes`` is returned whole."""
+    return incidents.filter(in_fleet(node_names)) if "nodes" in incidents.columns else incidents
+
+
+def failure_classes() -> pl.DataFrame:
+    """``component_class``, ``per_gpu``: the hardware classes of ``catalog/component_classes.csv``, each of
+    which can fail whether or not it did in a period — every class a catalog component belongs to except
+    the one an unknown component falls to (``other``, "not classified": a bucket, not a part that has a
+    failure rate). ``per_gpu`` when all of the class's components fail per GPU. ``marts.mtbf`` gives each
+    of them a row per period, so a class that never failed reads "0 failures: MTBF ≥ lower limit", not
+    nothing.
+
+    >>> "nvlink" in failure_classes()["component_class"].to_list()
+    True
+    """
+    unclassified = pl.select(class_of(pl.lit(None, pl.String))).item()
+    return (load_component_classes().filter(pl.col("component_class") != unclassified)
+            .group_by("component_class", maintain_order=True).agg(pl.col("per_gpu").all()))
 
 
 def periods(t0: datetime, t1: datetime) -> list[tuple[str, str, datetime, datetime]]:
@@ -185,7 +234,8 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
                min_failures: int = 3, exposure_source: str = "cluster.yaml nodes minus planned maintenance",
                node_gpus: Mapping[str, int] | None = None) -> pl.DataFrame:
     """:data:`MTBF_SCHEMA` rows: scopes ``cluster``, ``component_class``, ``component`` per period, and
-    ``node`` for the ``all`` period.
+    ``node`` for the ``all`` period. ``component_class`` rows cover every class of :func:`failure_classes`
+    (and any other class an incident has), failed or not; ``component`` rows only the components that failed.
 
     Args:
         incidents: ``incident_id``, ``component``, ``start_ts``, ``nodes`` (List), ``scope``; with
@@ -216,6 +266,11 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
         counts = inc_p.with_columns(key.alias("component")).group_by("period_type", "period", "component").agg(
             pl.len().alias("failures"), per_gpu.first().alias("per_gpu"))
         names = counts.select("component", "per_gpu").unique("component")
+        if scope == "component_class":
+            # Every hardware class of the catalog, failed or not: zero failures over T node-hours is a
+            # result (MTBF >= the Garwood lower limit T / 3.689), not a missing row.
+            names = pl.concat([names, failure_classes().rename({"component_class": "component"})],
+                              how="vertical").unique("component", keep="first", maintain_order=True)
         keys = base.join(names, how="cross")
         out = keys.join(counts.drop("per_gpu"), on=["period_type", "period", "component"], how="left")
         return out.with_columns(pl.lit(scope).alias("scope"))
@@ -232,6 +287,12 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
     table = pl.concat([f.select(cols) for f in (cluster, klass, comp, node)], how="vertical").with_columns(
         pl.col("failures").fill_null(0).cast(pl.Int64))
     table = add_mtbf_columns(table, min_failures=min_failures)
+    # No failure in the period: the lower limit is the whole finding, so the note says it in words.
+    table = table.with_columns(
+        pl.when((pl.col("failures") == 0) & pl.col("ci_low").is_not_null())
+        .then(pl.format("0 failures in {} h: MTBF ≥ {} h (95 % lower limit)", _thousands(pl.col("exposure_hours")),
+                        _thousands(pl.col("ci_low"))))
+        .otherwise(pl.col("note")).alias("note"))
     if node_gpus and any(g != gpus_per_node for g in node_gpus.values()):
         # Mixed fleet: each node's in-service hours weigh its own GPUs (a 4-GPU node's hour is 4 GPU-hours).
         gpus = pl.DataFrame({"node": list(node_gpus), "_gpus": [float(g) for g in node_gpus.values()]},
@@ -255,6 +316,16 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
     return (table.select([pl.col(c).cast(t) for c, t in MTBF_SCHEMA.items()])
             .sort(pl.col("period_type") != "all", "period", pl.col("scope").replace_strict(order, default=9),
                   "component", "node", nulls_last=True))
+
+
+def _thousands(x: pl.Expr) -> pl.Expr:
+    """A number as '7,742.6' (one decimal, thousands separated), as the insufficient-data note prints it."""
+    r = x.round(1)
+    whole = r.floor().cast(pl.Int64)
+    tenth = ((r - r.floor()) * 10).round(0).cast(pl.Int64)
+    grouped = (whole.cast(pl.String).str.reverse().str.replace_all(r"(\d{3})", "$1,")
+               .str.reverse().str.strip_chars_start(","))
+    return pl.format("{}.{}", grouped, tenth)
 
 
 def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
@@ -349,6 +420,8 @@ def mtbf_trend(mtbf: pl.DataFrame, alpha: float = 0.05) -> pl.DataFrame:
     rows = []
     for r in a.join(b, on=["scope", "component"], how="full", coalesce=True).iter_rows(named=True):
         k1, k2 = int(r["failures"] or 0), int(r["pf"] or 0)
+        if r["scope"] == "component_class" and k1 + k2 == 0:
+            continue  # a class that failed in neither month (its zero rows in marts.mtbf): nothing to compare
         ratio, p, direction = _rate_change(k1, float(r["exposure_hours"] or 0), k2, float(r["pe"] or 0), alpha,
                                            bool(r["sufficient"]) or bool(r["ps"]))
         rows.append(("month over month", r["scope"], r["component"], cur, prev, k1, k2, r["mtbf_hours"], r["pm"],

@@ -48,7 +48,8 @@ fallen off the bus" and back after its reboot. So for an operator-labelled incid
 evidence it folded (its members' components: ``evidence_classes``) count as its own, in addition to the
 label's, when matching drains (the other-class rule above) and recovery lines (:func:`recovery_ends`).
 
-Summaries per component class (the classes MTBF uses, and ``all``): p50/p90 of both, the mean time
+Summaries per component class (the classes MTBF uses, and ``all``) of the incidents MTBF counts (the
+fleet's, ``in_fleet``; an incident only on hosts outside cluster.yaml's node list keeps its row): p50/p90 of both, the mean time
 to repair, and a distribution-free 95 % interval for the median time to repair from order statistics
 (binomial method; needs at least 6 repaired incidents).
 
@@ -63,6 +64,7 @@ to repair, and a distribution-free 95 % interval for the median time to repair f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from importlib import resources
@@ -72,6 +74,7 @@ import polars as pl
 from scipy.stats import binom
 
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of
+from gpusre.models.reliability.mtbf import in_fleet
 from gpusre.models.failures.drain_reasons import reason_class_components
 from gpusre.models.span_islands import span_islands
 
@@ -131,6 +134,7 @@ INCIDENT_REPAIR_SCHEMA: dict[str, pl.DataType] = {
     "repaired_ts": _UTC,                  # the repair end hours_to_repair runs to
     "drain_reason_class": pl.String(),    # first reason naming a part in the first linked outage's chain
     "drain_reason": pl.String(),          # (outage_chains), else the outage's first reason (Not responding)
+    "in_fleet": pl.Boolean(),             # an incident of the fleet (mtbf.in_fleet): the summaries count only these
 }
 
 #: ``marts.repair_times``: one row per component class, plus ``all``.
@@ -243,6 +247,7 @@ def link_incidents(
     recoveries: pl.DataFrame | None = None,
     health_checks: pl.DataFrame | None = None,
     history_end: datetime | None = None,
+    node_names: Sequence[str] = (),
 ) -> pl.DataFrame:
     """One row per incident (:data:`INCIDENT_REPAIR_SCHEMA`) with its detection and repair times.
 
@@ -275,6 +280,10 @@ def link_incidents(
             the history ends: nothing after it is known from node states, so its repair falls back to
             the log evidence after that moment (the fallbacks above, in the same order, each only when
             at or after ``history_end``; ``repair_source`` says which), else stays ``ongoing``.
+        node_names: cluster.yaml's node list (empty: none). Every incident keeps its row, timed as any
+            other — the repair of a spare outside the list is still a repair an SRE may look up —, and
+            ``in_fleet`` (:func:`~gpusre.models.reliability.mtbf.in_fleet`, the population MTBF counts)
+            says whether :func:`repair_times` and the reports count it.
     """
     outages = _linkable_outages(states)
     if recoveries is None:
@@ -353,6 +362,7 @@ def link_incidents(
         .then(pl.lit("ongoing"))
         .when(pl.col("repaired_ts").is_not_null()).then(pl.lit("repaired"))
         .otherwise(pl.lit("not_drained")).alias("repair_state"),
+        in_fleet(node_names).alias("in_fleet"),
     )
     return out.select(list(INCIDENT_REPAIR_SCHEMA)).cast(INCIDENT_REPAIR_SCHEMA)  # type: ignore[arg-type]
 
@@ -918,8 +928,11 @@ def _summary(component_class: str, part: pl.DataFrame) -> dict[str, object]:
 def repair_times(linked: pl.DataFrame) -> pl.DataFrame:
     """:data:`REPAIR_TIMES_SCHEMA`: ``all`` first, then one row per component class (by incidents, descending).
     Incidents the operator marked not a failure (incidents.csv) keep their ``marts.incident_repairs`` row but no
-    repair time: nothing failed, nothing was repaired."""
+    repair time: nothing failed, nothing was repaired. Likewise incidents outside the fleet (``in_fleet``
+    false: only on hosts cluster.yaml does not list): MTTR counts the failures MTBF counts."""
     linked = linked.filter(pl.col("component_class").ne_missing(NOT_A_FAILURE))
+    if "in_fleet" in linked.columns:
+        linked = linked.filter(pl.col("in_fleet").fill_null(True))
     if linked.height == 0:
         return pl.DataFrame(schema=REPAIR_TIMES_SCHEMA)
     linked = linked.with_columns(pl.col("component_class").fill_null("other"))

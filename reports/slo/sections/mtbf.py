@@ -155,11 +155,19 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                  f"({p_phrase(t['p_value'])}: {t['direction']}).")
     sec.items.append(Chart(svg(charts.mtbf_chart(chart_rows, "MTBF per node by component class")), take))
 
+    def mtbf_cell(r: dict[str, Any]) -> str:
+        if r["sufficient"] and is_number(r["mtbf_hours"]):
+            return fmt_hours(r["mtbf_hours"])
+        # A class that did not fail in the period: its lower limit is the finding (marts.mtbf.note says it).
+        if r["failures"] == 0 and is_number(r["ci_low"]):
+            return f"{fmt_ci(r['ci_low'], None)} (0 failures)"
+        return "insufficient data"
+
     def mtbf_cells(r: dict[str, Any]) -> list[Cell]:
         ok = bool(r["sufficient"])
         return [Cell(class_label(cat(r))), Cell(period_cell(r)),
                 Cell(fmt_int(r["failures"])), Cell(fmt_int(r["exposure_hours"])),
-                Cell(fmt_hours(r["mtbf_hours"]) if ok and is_number(r["mtbf_hours"]) else "insufficient data"),
+                Cell(mtbf_cell(r)),
                 Cell(fmt_ci(r["ci_low"], r["ci_high"])),
                 Cell(fmt_hours(r["mtbf_gpu_hours"]) if ok and is_number(r["mtbf_gpu_hours"]) else MISSING),
                 Cell(fmt_rate(r["rate_per_1000_node_days"]) if ok else MISSING),
@@ -176,7 +184,9 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
                 + (f" (exposure: {source})" if source else "")
                 + "; the cluster sees a failure every MTBF / N nodes hours. 95 % CI: exact Poisson (Garwood). "
                 "MTBF per GPU = GPU-hours / failures, GPU components only. r_f = failures per 1,000 node-days. "
-                "Below reliability.min_failures (default 3) failures no point estimate is given.",
+                "Below reliability.min_failures (default 3) failures no point estimate is given. Every hardware "
+                "class of the catalog is listed: one with 0 failures shows the lower limit of its MTBF (node-hours "
+                "/ 3.689), what the period shows without a failure.",
     ))
     if trend:
         sec.items.append(Table(

@@ -39,7 +39,7 @@ from gpusre.reports.slo.window import SloWindow
 _SUMMARY_COLUMNS = ("component_class", "incidents", "repaired", "ongoing", "mttr_hours_p50", "mttr_hours_p90",
                     "mttr_hours_mean", "ci_low", "ci_high", "from_node_states", "note")
 _OPEN_COLUMNS = ("incident_id", "component", "component_class", "nodes", "incident_start_ts", "drain_start_ts",
-                 "drain_reason", "repair_state", "repair_source", "repaired_ts")
+                 "drain_reason", "repair_state", "repair_source", "repaired_ts", "in_fleet")
 RECORD = "whole record"
 
 
@@ -122,11 +122,13 @@ def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:
     if table_status(con, "marts.incident_repairs") is None:
         # Open at the window's end: started before it and not back in service by then (still ongoing, or
         # repaired only after it). Incidents never drained and without other repair evidence have no
-        # repair to time and are left out, as in the medians.
-        open_rows = query_rows(con, f"""SELECT {select_columns(con, 'marts.incident_repairs', _OPEN_COLUMNS)},
+        # repair to time and are left out, as in the medians; so are incidents outside the fleet (in_fleet
+        # false: only on hosts cluster.yaml does not list), which the medians do not count either.
+        open_rows = query_rows(con, f"""SELECT * EXCLUDE (in_fleet),
                                       date_diff('second', incident_start_ts, ?::TIMESTAMPTZ) / 3600.0 AS open_hours
-                               FROM marts.incident_repairs
-                               WHERE incident_start_ts < ?::TIMESTAMPTZ
+                               FROM (SELECT {select_columns(con, 'marts.incident_repairs', _OPEN_COLUMNS)}
+                                     FROM marts.incident_repairs)
+                               WHERE incident_start_ts < ?::TIMESTAMPTZ AND in_fleet IS NOT FALSE
                                  AND (repair_state = 'ongoing'
                                       OR (repair_state = 'repaired' AND repaired_ts > ?::TIMESTAMPTZ))
                                ORDER BY incident_start_ts, incident_id""", [end, end, end])
