@@ -25,6 +25,8 @@ H = timedelta(hours=1)
 
 XID79 = ("xid", 79, "pcie_bus", "hardware", "critical", "RESTART_BM")
 XID74 = ("xid", 74, "nvlink", "hardware", "high", "WORKFLOW_NVLINK_ERR")
+#: Xid 94, a contained ECC error: a one-off fault (RESTART_APP), no lasting state.
+XID94 = ("xid", 94, "gpu_memory", "hardware", "high", "RESTART_APP")
 HEALTH_CHECK = ("health_check", None, "gpu", "hardware", "high", "RESET_GPU")
 XID13 = ("xid", 13, "user_application", "user_application", "medium", "RESTART_APP")
 XID63 = ("xid", 63, "gpu_memory", "informational", "info", "IGNORE")
@@ -72,12 +74,12 @@ def attribute(job_rows: list[dict], event_rows: list[dict], operator: pl.DataFra
 
 
 def test_window_boundaries() -> None:
-    # Fault events (Xid 74: not a lasting fault, which counts before the window while open —
-    # tests/test_attribution_lasting_faults.py) at -11, -10, -9 minutes and +30 s, +2 min from the end;
+    # Fault events (Xid 94: not a lasting fault, which counts before the window while open —
+    # tests/test_attribution_lasting_faults.py; Xid 74 is one since NVLink needs a GPU reset) at -11, -10, -9 minutes and +30 s, +2 min from the end;
     # detections (a failed health check) at +4, +5, +6 minutes. Window [-10 min, +5 min]; a fault stamped
     # more than 60 s (clock skew) after the end cannot have killed the job, a detection can lag it.
     offsets = {"a": -11, "b": -10, "c": -9, "s": 0.5, "l": 2}
-    rows = [ev(i, m, n, XID74) for i, (n, m) in enumerate(offsets.items(), start=1)]
+    rows = [ev(i, m, n, XID94) for i, (n, m) in enumerate(offsets.items(), start=1)]
     detections = {"d": 4, "e": 5, "f": 6}
     rows += [ev(10 + i, m, n, HEALTH_CHECK) for i, (n, m) in enumerate(detections.items())]
     names = [*offsets, *detections]
@@ -87,10 +89,10 @@ def test_window_boundaries() -> None:
         "d": "infrastructure", "e": "infrastructure", "f": "user",
     }
     assert out["c"]["evidence_event_ids"] == [3]
-    assert out["c"]["component"] == "nvlink" and out["c"]["cause_class"] == "hardware"
+    assert out["c"]["component"] == "gpu_memory" and out["c"]["cause_class"] == "hardware"
     assert out["c"]["incident_id"] is not None
     # Non-default window: 12 min before catches a; a wider clock skew accepts l.
-    wide = attribute([job("a", "FAILED", ["a"])], [ev(1, -11, "a", XID74)], before=12 * M)
+    wide = attribute([job("a", "FAILED", ["a"])], [ev(1, -11, "a", XID94)], before=12 * M)
     assert wide["a"]["attribution"] == "infrastructure"
     skew = attribute([job("l", "FAILED", ["l"])], [ev(1, 2, "l", XID79)], clock_skew=3 * M)
     assert skew["l"]["attribution"] == "infrastructure"

@@ -88,7 +88,8 @@ def test_a_gpu_off_the_bus_stays_open_until_the_node_reboots_or_returns_to_servi
     # back: Xid 79 at -40 min, n4 drained -39 → -30 min (back in service): over → user.
     # too_old: Xid 79 61 min before the end (beyond OPEN_FAULT_LOOKBACK) → user.
     # uncontained: Xid 95 (RESET_GPU) 25 min before → infrastructure, gpu_memory, 4.0.
-    # nvlink: Xid 74 (not a lasting fault: no reset/reboot action) 12 min before → user.
+    # nvlink: Xid 74 (fatal NVLink error: NVIDIA's catalog needs a GPU reset to bring the link back, a lasting
+    # fault since probe AP F3; it was the user's before) 12 min before → infrastructure, nvlink, 4.0.
     lines = [
         (2 * H - 12 * M, "n1", XID79),
         (2 * H - 40 * M, "n3", XID79), (2 * H - 35 * M, "n3", DRIVER),
@@ -104,7 +105,8 @@ def test_a_gpu_off_the_bus_stays_open_until_the_node_reboots_or_returns_to_servi
     assert verdict(got["hung"]) == ("infrastructure", "pcie_bus", 8.0)
     assert got["hung"]["evidence_event_ids"] == [1] and got["hung"]["incident_id"] is not None
     assert verdict(got["uncontained"]) == ("infrastructure", "gpu_memory", 4.0)
-    for job_id in ("rebooted", "back", "too_old", "nvlink"):
+    assert verdict(got["nvlink"]) == ("infrastructure", "nvlink", 4.0)
+    for job_id in ("rebooted", "back", "too_old"):
         assert (got[job_id]["attribution"], got[job_id]["rule"], got[job_id]["lost_gpu_hours"]) == (
             "user", "non-zero exit without infrastructure evidence", 0.0), job_id
 
@@ -341,7 +343,8 @@ def test_a_lasting_gpu_fault_the_node_was_given_to_the_job_with_killed_it() -> N
     # n3: the same, but the NVIDIA driver loaded at -20 min (a reboot) → user.
     # n4: the same, but a health check failed at -15 min and not again before the start: the node was seen
     #     to come back (the check repeats while its condition lasts) → user.
-    # n5: Xid 74 (no reset/reboot action: not a lasting fault) 8 min before a job started at -4 min → user.
+    # n5: Xid 74 (a fatal NVLink error lasts until a GPU reset: probe AP F3; it was the user's before) 8 min
+    #     before a job started at -4 min, nothing cleared it → infrastructure / nvlink, 0.5156 GPU-h as n2.
     end = 2 * H
     lines = [(end - 158 * S, "n1", FM_ABORT),
              (end - 30 * M, "n2", XID79),
@@ -360,5 +363,7 @@ def test_a_lasting_gpu_fault_the_node_was_given_to_the_job_with_killed_it() -> N
     assert (got["n2"]["attribution"], got["n2"]["component"]) == ("infrastructure", "pcie_bus")
     assert got["n2"]["incident_id"] is not None
     assert got["n2"]["lost_gpu_hours"] == pytest.approx(8 * (240 - 240**2 / 7200) / 3600)
-    for n in ("n3", "n4", "n5"):
+    assert (got["n5"]["attribution"], got["n5"]["component"]) == ("infrastructure", "nvlink")
+    assert got["n5"]["lost_gpu_hours"] == pytest.approx(8 * (240 - 240**2 / 7200) / 3600)
+    for n in ("n3", "n4"):
         assert (got[n]["attribution"], got[n]["incident_id"], got[n]["lost_gpu_hours"]) == ("user", None, 0.0), n

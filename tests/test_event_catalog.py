@@ -489,7 +489,8 @@ def test_node_local_disk_ethernet_and_gpu_init_lines(line: str, kind: str, sever
 def test_lines_near_the_new_rules_that_are_not_node_faults(line: str) -> None:
     row = _one(line)
     if line.startswith("nfs:"):
-        assert row["kind"] == "nfs_timeout"
+        # a soft mount's timeout (its own kind since probe AP F2: its operations failed), not a recovery
+        assert row["kind"] == "nfs_soft_timeout"
     else:
         assert row["kind"] is None
 

@@ -251,8 +251,9 @@ def test_every_recovery_kind_example_is_recognized() -> None:
 def test_every_clears_token_names_a_fault_the_catalogs_know() -> None:
     """The ``clears`` column of recovery_events.csv: a kind token is a failure kind of log_patterns.csv; an
     ``action:`` token is the action of xid.csv / sxid.csv rows (the lasting GPU faults). Examples: the
-    Xid 79 line (RESTART_BM) and the Xid 95 line (RESET_GPU) are lasting, cleared by the driver load;
-    Xid 74 (an NVLink workflow) and Xid 13 (the application's) are not."""
+    Xid 79 line (RESTART_BM), the Xid 95 line (RESET_GPU) and a fatal NVLink Xid 74 (WORKFLOW_NVLINK_ERR: the
+    link comes back only with a GPU reset) are lasting, cleared by the driver load; Xid 13 (the application's)
+    is not."""
     from gpusre.models.logs.event_catalog import classify_messages
 
     catalog_dir = Path(rt.__file__).parents[1] / "catalog"
@@ -260,7 +261,8 @@ def test_every_clears_token_names_a_fault_the_catalogs_know() -> None:
     actions = set(pl.concat([pl.read_csv(catalog_dir / f, infer_schema=False).select("action")
                              for f in ("xid.csv", "sxid.csv")])["action"])
     assert set(rt.load_open_fault_kinds()) <= set(patterns["kind"])
-    assert rt.load_lasting_fault_actions() == ["RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_XID_48"]
+    assert rt.load_lasting_fault_actions() == ["RESET_GPU", "RESTART_BM", "RESTART_VM", "WORKFLOW_NVLINK5_ERR",
+                                               "WORKFLOW_NVLINK_ERR", "WORKFLOW_XID_48"]
     assert set(rt.load_lasting_fault_actions()) <= actions
     clears = rt.load_fault_clears()
     assert set(clears.filter(pl.col("fault").str.starts_with("action:"))["kind"]) == {"driver_loaded", "kernel_boot"}
@@ -271,7 +273,7 @@ def test_every_clears_token_names_a_fault_the_catalogs_know() -> None:
              "NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=python3, Graphics SM Warp Exception on (GPC 1, TPC 2, "
              "SM 0): Out Of Range Address"]
     lasting = classify_messages(pl.Series(lines))["action"].is_in(rt.load_lasting_fault_actions()).to_list()
-    assert lasting == [True, True, False, False]
+    assert lasting == [True, True, True, False]
 
 
 def test_a_kernel_boot_is_a_reboot_as_the_driver_load_is() -> None:
@@ -285,7 +287,8 @@ def test_a_kernel_boot_is_a_reboot_as_the_driver_load_is() -> None:
     clears = rt.load_fault_clears()
     faults = {k: set(clears.filter(pl.col("kind") == k)["fault"]) for k in ("driver_loaded", "kernel_boot")}
     assert faults["kernel_boot"] == faults["driver_loaded"] == {
-        "action:RESET_GPU", "action:RESTART_BM", "action:RESTART_VM", "action:WORKFLOW_XID_48"}
+        "action:RESET_GPU", "action:RESTART_BM", "action:RESTART_VM", "action:WORKFLOW_NVLINK5_ERR",
+        "action:WORKFLOW_NVLINK_ERR", "action:WORKFLOW_XID_48"}
     assert "kernel_boot" not in load_recovery_kinds()["kind"].to_list()
     assert ("kernel_boot", "reboot") in rt.load_health_evidence_kinds().rows()
     banner = ("Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045) (gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0, "

@@ -30,7 +30,8 @@ rule  condition                                                          attribu
       the collective timeout if longer) before the end — a port ``Link
       DOWN`` with no ``Link ACTIVE`` before the end (grace below), or a
       GPU fault whose catalog action is a GPU reset or reboot (Xid 79,
-      95, 48, 119/120, fatal SXids: the ``action:`` tokens of
+      95, 48, 119/120, a fatal NVLink Xid 74 / 144-150, fatal SXids:
+      the ``action:`` tokens of
       ``catalog/recovery_events.csv``) with no reboot (kernel boot
       banner or NVIDIA driver load) and no end of a node outage (back
       in service) before the end — and its incident; such a GPU fault
@@ -97,11 +98,17 @@ the collective timeout (:data:`COLLECTIVE_TIMEOUT`, 30 min, cluster.yaml
 ``attribution.collective_timeout_min``) when it ran on more than one node: a link flap breaks NCCL's
 connections though the port is back in seconds, and a multi-node job hangs on them until its
 collective watchdog fires, so a job ending sooner was killed by it (the trade-off is at
-:data:`COLLECTIVE_TIMEOUT`); an event stamped more than
+:data:`COLLECTIVE_TIMEOUT`) — except a line saying the operations in flight already failed
+(``log_patterns.csv`` ``fails_in_flight``: a Lustre eviction, a soft NFS mount's ``timed out``), which
+a recovery after it does not clear inside the window: the reconnect ends the outage, it does not replay
+the failed operations; an event stamped more than
 ``clock_skew`` (60 s) after the job ended cannot have killed it either,
 so it counts only when it is a *detection* (health check, slurmd error: kinds in
 :data:`DETECTION_KINDS`), which lag the failure; the same holds for an incident that started after
-the end. The rest of Meta's 5-minute after-window is for those detections.
+the end, unless it holds the job's evidence: a job is the incident of the events its attribution rests on
+(on its node, in the incident's span), so a health check 4 min after the end links the job to the
+incident of the GPU that fell off the bus 90 s after it, and the incident's kills, the taxonomy and the
+attribution agree. The rest of Meta's 5-minute after-window is for those detections.
 
 Node states (rule 2b) are a detection, like a health check: slurmctld marks a dead node ``DOWN*`` when
 it stops answering, NHC drains a node after its check fails, so an outage may start up to ``after``
@@ -151,7 +158,7 @@ from gpusre.models.vocabulary import (HEALTH_CHECK_KIND, INFRASTRUCTURE, INTERRU
 from gpusre.models.reliability.training_runs import lost_work_expr
 from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, as_planned, failure_events, periods_of,
                                                  planned_evidence, severity_rank)
-from gpusre.models.logs.event_catalog import SEVERITY_RANK
+from gpusre.models.logs.event_catalog import SEVERITY_RANK, fails_in_flight_kinds
 from gpusre.models.span_islands import span_islands
 from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, join_asof_same_part, load_fault_clears,
                                                     load_lasting_fault_actions, load_open_fault_kinds,
@@ -218,7 +225,8 @@ RECOVERY_GRACE = timedelta(minutes=5)
 #: The others' recoveries clear the fault from the moment they are logged: a Lustre client replays its
 #: blocked requests on reconnect and an NFS hard mount resumes them, so an I/O fault kills a job when
 #: its error reaches the application, before the reconnect; a deasserted thermal or power sensor
-#: killed nothing it had not already. (A grace for storage blamed the file system for user crashes
+#: killed nothing it had not already. A line that says the operations in flight failed (an eviction, a
+#: soft mount's timeout: ``fails_in_flight_kinds``) is no blocked I/O: no recovery clears it in the window. (A grace for storage blamed the file system for user crashes
 #: of jobs that started just before the client reconnected: simulator scenario ``fabric_heavy``.)
 GRACE_CLASSES: tuple[str, ...] = ("network",)
 #: How long before a job's end a fault that reports a lasting state (a port ``Link DOWN``, an NFS server
@@ -729,9 +737,16 @@ def attribute_failures_with(
     part_pairs = near_infra.join(j.select("_j", "end_ts", "_grace"), on="_j").select(
         "_j", "node", class_of(pl.col("component")).alias("_class"), "end_ts", "_grace", *PART_COLUMNS).unique()
     cleared = _cleared(part_pairs, failure_times, recoveries, after)
-    near_infra = (near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
-                  .join(cleared, on=["_j", "node", "_class", *PART_COLUMNS], how="anti", nulls_equal=True)
-                  .drop("_class"))
+    near_infra = near_infra.with_columns(class_of(pl.col("component")).alias("_class"))
+    # A line saying the operations in flight failed (a Lustre eviction, a soft NFS mount's timeout: the
+    # catalog's fails_in_flight kinds) stays evidence in the window though its part recovered before the
+    # end: the reconnect ended the outage, not the damage — the failed operations are not replayed.
+    in_flight = (near_infra.join(j.select("_j", "end_ts"), on="_j")
+                 .filter(pl.col("kind").is_in(fails_in_flight_kinds()) & (pl.col("ts") >= pl.col("end_ts") - before))
+                 .drop("end_ts"))
+    near_infra = (pl.concat([near_infra.join(cleared, on=["_j", "node", "_class", *PART_COLUMNS], how="anti",
+                                             nulls_equal=True), in_flight])
+                  .unique(["_j", "node", "event_id"], maintain_order=True).drop("_class"))
     # Evidence logged before the job started cannot have killed it: a node the scheduler gave the job
     # was back in service (a fault whose last health check failed minutes before a new job began) —
     # unless it is a lasting GPU fault nothing cleared by the end (:func:`_broken_at_start`).
@@ -739,11 +754,15 @@ def attribute_failures_with(
     broken = _broken_at_start(near_infra, job_nodes, evidence.checks, evidence.clearings, clock_skew, lookback)
     started = (pl.col("start_ts").is_null() | (pl.col("ts") >= pl.col("start_ts") - clock_skew)
                | pl.col("_broken").fill_null(False))
-    infra_by_job = (
+    # The job's evidence: the events that say what killed it.
+    infra_ev = (
         near_infra.join(broken.select("_j", "event_id", pl.lit(True).alias("_broken")), on=["_j", "event_id"],
                         how="left")
         .filter(((pl.col("ts") <= pl.col("end_ts") + clock_skew)
                  | pl.col("kind").is_in(DETECTION_KINDS + POST_MORTEM_KINDS)) & started)
+    )
+    infra_by_job = (
+        infra_ev
         .with_columns(
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("ts") - pl.col("end_ts")).abs().alias("_dist"),
@@ -792,8 +811,24 @@ def attribute_failures_with(
         .filter(pl.col("ts").is_between(pl.col("_inc_start"), pl.col("_inc_end")))
         .drop("ts")
     )
+    # The incidents the job's own evidence belongs to (on its node, within the incident's span): one fault is
+    # one incident with one set of kills, so a job killed on a health check logged minutes after its end is
+    # the incident that check is a member of, though that incident started after the end — the start rule
+    # above keeps only incidents that supplied none of the job's evidence from claiming it. Nor does a
+    # recovery of its node drop such an incident (below): the evidence it holds survived that recovery.
+    own_incidents = (
+        infra_ev.select("_j", "node", "ts")
+        .join(j.select("_j", "end_ts", pl.col("start_ts").alias("_job_start")), on="_j")
+        .join(evidence.incident_nodes, on="node")
+        .filter(pl.col("ts").is_between(pl.col("_inc_start"), pl.col("_inc_end")))
+        .drop("ts")
+    )
     meeting = (
-        pl.concat([meeting, open_incidents.select(meeting.columns)]).unique(["_j", "incident_id", "node"], maintain_order=True)
+        pl.concat([meeting.with_columns(pl.lit(False).alias("_own")),
+                   open_incidents.select(meeting.columns).with_columns(pl.lit(False).alias("_own")),
+                   own_incidents.select(meeting.columns).with_columns(pl.lit(True).alias("_own"))])
+        .with_columns(pl.col("_own").any().over("_j", "incident_id"))
+        .unique(["_j", "incident_id", "node"], maintain_order=True)
         .with_columns(
             pl.min_horizontal(
                 (pl.col("_inc_start") - pl.col("end_ts")).abs(), (pl.col("_inc_end") - pl.col("end_ts")).abs()
@@ -813,8 +848,9 @@ def attribute_failures_with(
         .filter("_clr"))
     covering = (
         meeting.join(inc_cleared, on=["_j", "node", "_class"], how="left")
-        # an incident every one of whose nodes under the job recovered while the job ran on is over
-        .filter(~pl.col("_clr").fill_null(False).all().over("_j", "incident_id"))
+        # an incident every one of whose nodes under the job recovered while the job ran on is over, unless
+        # it holds evidence of the job's that survived the recovery (an eviction before the reconnect)
+        .filter(~(pl.col("_clr").fill_null(False) & ~pl.col("_own")).all().over("_j", "incident_id"))
         .with_columns(pl.col("node").unique().over("_j", "incident_id", mapping_strategy="join").alias("_inc_nodes"))
         .sort("_j", pl.col("_op"), "_rank", "_dist", "incident_id", descending=[False, True, False, False, False])
         .unique("_j", keep="first", maintain_order=True)

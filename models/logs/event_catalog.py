@@ -66,6 +66,7 @@ __all__ = [
     "classify_messages",
     "may_match_canonical",
     "load_log_patterns",
+    "fails_in_flight_kinds",
     "load_sxid_catalog",
     "load_xid_catalog",
     "xid_event_action",
@@ -218,6 +219,9 @@ _PATTERN_COLUMNS = (
     _Column("action", "enum", ACTIONS),
     _Column("example"),
     _Column("source"),
+    # true: the line reports that operations in flight already failed (a Lustre eviction, a soft-mount NFS
+    # timeout): no later recovery of its part undoes that (:func:`fails_in_flight_kinds`). Empty: false.
+    _Column("fails_in_flight", "bool", required=False),
 )
 _DTYPES = {"str": pl.String, "enum": pl.String, "regex": pl.String, "int": pl.Int32, "opt_int": pl.Int32, "bool": pl.Boolean}
 
@@ -236,7 +240,7 @@ def _parse_value(label: str, line_no: int, col: _Column, raw: str) -> object:
     if raw == "":
         if col.required:
             raise CatalogError(f"{where}: value is required")
-        return None if col.kind in ("opt_int", "int") else ""
+        return None if col.kind in ("opt_int", "int", "bool") else ""
     if col.kind in ("int", "opt_int"):
         if not re.fullmatch(r"\d+", raw):
             raise CatalogError(f"{where}: {raw!r} is not a non-negative integer")
@@ -324,13 +328,21 @@ def load_log_patterns(source: Path | None = None) -> pl.DataFrame:
     hide a pattern's own line), and a row with a ``catalog`` has a ``(?P<code>...)`` group, the
     classes of an uncatalogued code (:data:`UNCATALOGUED_CAUSE`, :data:`UNCATALOGUED_ACTION`, severity
     at most :data:`UNCATALOGUED_MAX_SEVERITY`), and kind ``sxid`` exactly when its catalog is ``sxid``
-    (``marts.uncatalogued_codes`` names the catalog by the kind).
+    (``marts.uncatalogued_codes`` names the catalog by the kind). ``fails_in_flight`` (Boolean, empty =
+    false) is a property of the event kind (events carry the kind, not the pattern): every row of a kind
+    must agree on it.
 
     Raises:
         CatalogError: the message names file, line and column.
     """
     label, frame = _load_csv("log_patterns.csv", _PATTERN_COLUMNS, source)
+    frame = frame.with_columns(pl.col("fails_in_flight").fill_null(False))
     _check_unique(label, frame, "pattern_id")
+    mixed = frame.group_by("kind", maintain_order=True).agg(pl.col("fails_in_flight").n_unique()).filter(
+        pl.col("fails_in_flight") > 1)
+    if mixed.height:
+        raise CatalogError(f"{label}: column 'fails_in_flight': the rows of kind {mixed['kind'][0]!r} disagree "
+                           f"(it is read by kind: give the lines that differ a kind of their own)")
     for line_no, row in enumerate(frame.iter_rows(named=True), start=2):
         where = f"{label}: line {line_no} ({row['pattern_id']})"
         if not _KIND.match(row["kind"]):
@@ -347,6 +359,16 @@ def load_log_patterns(source: Path | None = None) -> pl.DataFrame:
         if row["pci_role"] and "pci" not in compiled.groupindex:
             raise CatalogError(f"{where}: column 'regex' needs a (?P<pci>...) group for pci_role {row['pci_role']!r}")
     return frame
+
+
+def fails_in_flight_kinds() -> list[str]:
+    """Event kinds whose line says the operations in flight already failed (``log_patterns.csv``
+    ``fails_in_flight``): a Lustre client evicted by its server (``This client was evicted``: its locks
+    dropped, its in-progress RPCs failed), a soft NFS mount's ``not responding, timed out`` (EIO to the
+    caller). Why: a recovery of the same part that follows (``Connection restored``, ``nfs: server … OK``)
+    ends the outage but undoes nothing — unlike a lost connection, whose blocked I/O is replayed on
+    reconnect — so job failure attribution does not let it clear such a line."""
+    return sorted(set(load_log_patterns().filter(pl.col("fails_in_flight"))["kind"].to_list()))
 
 
 def _check_uncatalogued_classes(where: str, row: dict[str, object]) -> None:

@@ -37,6 +37,7 @@ KIND_LABELS = {"xid": "Xid", "sxid": "SXid", "ecc_row_remap": "ECC row remap", "
                 "kernel_panic": "kernel panic", "oom_kill": "OOM kill", "slurmd_error": "slurmd error",
                 "nic_link_down": "NIC link down", "edac_ce": "EDAC corrected", "edac_ue": "EDAC uncorrected",
                 "mce": "MCE", "gsp_timeout": "GSP timeout", "lustre_disconnect": "Lustre connection lost",
+                "lustre_eviction": "Lustre eviction", "nfs_soft_timeout": "NFS soft-mount timeout",
                 "storage_quota": "quota / file system full", "storage_user_error": "file-system user error",
                 "ipoib_mcast_join_failed": "IPoIB multicast join failed", "ipmi_memory": "BMC memory ECC",
                 "ipmi_memory_ce": "BMC memory ECC corrected", "ipmi_pcie": "BMC PCIe bus error",
