@@ -809,9 +809,11 @@ def test_a_cut_last_line_is_rejected_and_a_whole_unterminated_record_loads() -> 
     assert _parse("2026-11-1").rejects["error"].to_list() == [syslog.CUT_LAST_LINE]
     # Another format than the line before: a cut RFC 3164 stamp read as something else.
     assert _parse(head + "Nov 11 23:59:01 gpu13 CRON[3712]: x").rejects["error"].to_list() == [syslog.CUT_LAST_LINE]
-    # An indented continuation carries no header to check; NUL padding after the break is no line.
+    # An indented continuation carries no header to check. NUL padding after the break is no record cut
+    # while written but the hole a crash left: rejected as NUL bytes (README: its NUL lines are rejected).
     assert _parse(head + "    continued").rejects.is_empty()
-    assert _parse(head.encode() + b"\x00" * 16).rejects.is_empty()
+    assert _parse(head.encode() + b"\x00" * 16).rejects.select("line_no", "error").rows() == [
+        (2, syslog.NUL_ONLY_LINE.format(16))]
 
 
 @pytest.mark.parametrize("name", ["Linux_2k.log", "gpud_memory_dmesg.decode.iso.log", "gpud_kmsg.2.peermem.log",

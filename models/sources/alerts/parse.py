@@ -599,10 +599,14 @@ WITH payloads AS (
     FROM payloads
 ), formatted AS (
     SELECT *,
+           -- An alert list of JSON null is an empty one: Go marshals a nil slice as null, and Grafana sends
+           -- "alerts": null when a notification holds no alert. It carries no alert, as [] does (a string or
+           -- an object there stays a reject).
            CASE WHEN record_error IS NOT NULL OR NOT is_object THEN NULL
-                WHEN p.alerts IS NOT NULL THEN
+                WHEN p.alerts IS NOT NULL OR json_type(payload, '$.alerts') = 'NULL' THEN
                     CASE WHEN p.orgId IS NOT NULL OR p.version = '1' THEN 'grafana' ELSE 'alertmanager' END
-                WHEN p.status = 'success' AND p.data.alerts IS NOT NULL THEN 'prometheus_api'
+                WHEN p.status = 'success' AND (p.data.alerts IS NOT NULL OR json_type(payload, '$.data.alerts') = 'NULL')
+                    THEN 'prometheus_api'
                 WHEN p.labels IS NOT NULL AND p.data IS NULL AND NOT json_exists(payload, '$.alerts') THEN 'alert'
            END AS format
     FROM typed

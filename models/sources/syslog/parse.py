@@ -95,6 +95,7 @@ __all__ = [
     "FORMATS",
     "UPTIME_WITHOUT_BOOT",
     "CUT_LAST_LINE",
+    "NUL_ONLY_LINE",
     "SyslogBatchResult",
     "SyslogInput",
     "SyslogParseResult",
@@ -920,13 +921,20 @@ _NEWLINE = np.uint8(ord("\n"))
 
 def _split_text(data: bytes) -> pl.Series:
     """Physical lines as Python would split the decoded text (invalid UTF-8 replaced, NULs
-    dropped, CRLF accepted); the exact reference for :func:`_split_lines`."""
+    dropped, CRLF accepted); the exact reference for :func:`_split_lines`.
+
+    A line of NULs and blanks only keeps its NULs: dropped, it would be a blank line, skipped
+    without a trace, and it is the trace of a crash (:data:`_NUL_ONLY`), which the parse rejects."""
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
     if "\r" in text:  # CRLF: cheaper on the whole text than per line
         text = text.replace("\r\n", "\n")
-    return pl.Series(text.split("\n"), dtype=pl.String)
+    lines = pl.Series(text.split("\n"), dtype=pl.String)
+    if "\x00" not in text:
+        return lines
+    # NULs inside a record (a NUL run before the first line written after a reboot) are dropped,
+    # the record loads.
+    return pl.select(pl.when(lines.str.contains(_NUL_ONLY)).then(lines)
+                     .otherwise(lines.str.replace_all("\x00", "", literal=True))).to_series()
 
 
 def _valid_utf8(data: bytes, bounds: np.ndarray) -> list[bool]:
@@ -1049,6 +1057,15 @@ def _split_batch(datas: list[bytes]) -> pl.DataFrame:
     return lines.filter(~pl.col("line").str.contains(_NOT_A_RECORD))
 
 
+#: A line of NUL bytes (and blanks) only: a block the file system allocated to the log but whose
+#: data never reached the disk — what a node that crashed (or lost power) while its logger wrote
+#: leaves, where the last records were. Rejected (:data:`NUL_ONLY_LINE`), never skipped as blank:
+#: the Data quality section is where the SRE sees that a node's log has a hole.
+_NUL_ONLY = r"^[\s\x00]*\x00[\s\x00]*$"
+
+#: Reject reason of a :data:`_NUL_ONLY` line (``{}``: its number of NUL bytes).
+NUL_ONLY_LINE = "NUL bytes only ({}): the file was cut while written — a crash?"
+
 #: Lines that are no log record: blank, or a journalctl marker.
 _NOT_A_RECORD = r"^(?:\s*$|-- (?:Journal begins at |Logs begin at |Boot [0-9a-f]+ --|Reboot --|No entries --))"
 
@@ -1165,8 +1182,15 @@ def parse_syslog_batch(
         [p.select(_OUT_COLS).cast(out_schema) for p in parsed]
         or [pl.DataFrame(schema=out_schema)]
     )
-    result = _reject_cut_last_lines(_resolve_continuations(matched, remaining, out_schema),
+    # NUL-only lines match no format: picked from the (few) unmatched lines, not from every line.
+    is_nul_only = remaining.get_column("line").str.contains(_NUL_ONLY)
+    nul_only = remaining.filter(is_nul_only)
+    result = _reject_cut_last_lines(_resolve_continuations(matched, remaining.filter(~is_nul_only), out_schema),
                                     _unterminated_last_lines([f.data for f in files]))
+    if not nul_only.is_empty():
+        # Added after continuations and cut last lines: they are no record to continue or to cut,
+        # a line below them continues the record above them.
+        result = pl.concat([result, _nul_only_rejects(nul_only, out_schema)]).sort("_file", "line_no")
     result = result.join(meta, on="_file", how="left", maintain_order="left")
     result = result.with_columns(pl.coalesce(pl.col("host"), pl.col("_host_from_name")).alias("host"))
     ok = _unfold_last_message_repeated(result.filter(pl.col("error").is_null()))
@@ -1187,6 +1211,19 @@ def parse_syslog_batch(
             pl.col("rows_dst_guessed").fill_null(0),
         ).cast(FILE_COUNTS_SCHEMA),
     )
+
+
+def _nul_only_rejects(nul_only: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """:data:`_NUL_ONLY` lines ``(_file, line_no, line)`` -> rejected result rows (:data:`_OUT_COLS`):
+    the reason counts the NULs, the raw line is what is left without them (blanks, or nothing)."""
+    return nul_only.select(
+        "_file",
+        "line_no",
+        pl.col("line").str.replace_all("\x00", "", literal=True),
+        *[pl.lit(None, dtype=schema[c]).alias(c) for c in _OUT_COLS[3:-2]],
+        pl.format(NUL_ONLY_LINE, pl.col("line").str.count_matches("\x00", literal=True)).alias("error"),
+        pl.lit(False).alias("_dst_guess"),
+    ).cast(schema)
 
 
 def _unterminated_last_lines(datas: list[bytes]) -> pl.DataFrame:
