@@ -201,10 +201,12 @@ def test_ambiguous_times_without_a_matching_elapsed_keep_the_earliest() -> None:
     # ElapsedRaw is read too: 70 min fits start CDT (06:30Z), end CST (07:40Z).
     r = parse_sacct_text(hdr.format("ElapsedRaw") + row.format("4200"), "n.psv", timezone="America/Chicago")
     assert r.records.select("start_ts", "end_ts").row(0) == (_utc("2026-11-01T06:30:00"), _utc("2026-11-01T07:40:00"))
-    # Without Elapsed there is nothing to resolve with.
+    # Without Elapsed, End >= Start still resolves an End that read earliest would precede Start:
+    # 01:50 CDT (06:50Z) .. 01:10 CST (07:10Z), a 20-minute run (not an End before its Start).
     r = parse_sacct_text("JobID|State|Start|End\n1|COMPLETED|2026-11-01T01:50:00|2026-11-01T01:10:00\n", "n.psv",
                          timezone="America/Chicago")
-    assert r.records.select("start_ts", "end_ts").row(0) == (_utc("2026-11-01T06:50:00"), _utc("2026-11-01T06:10:00"))
+    assert r.records.select("start_ts", "end_ts", "elapsed_s").row(0) == (
+        _utc("2026-11-01T06:50:00"), _utc("2026-11-01T07:10:00"), 20 * 60)
 
 
 def test_fixed_offset_zones_skip_the_resolution() -> None:

@@ -49,6 +49,12 @@ __all__ = [
     "gres_gpus_error",
     "check_timezone",
     "has_ambiguous_times",
+    "UNSET_TIME_WINDOW_S",
+    "MAX_SUSPENDED_S",
+    "unset_time_to_null",
+    "format_duration",
+    "start_from_end",
+    "run_span_error",
 ]
 
 #: Base job states (``JOB_STATE_BASE`` in slurm.h): every job has exactly one.
@@ -344,3 +350,97 @@ def gres_gpus_error(raw: pl.Expr) -> pl.Expr:
     [None, 'gpu:8x', None]
     """
     return _first_bad_entry(raw, _GRES_GPU_ENTRY_RE, _GRES_GPU_OK_RE)
+
+
+#: Slurm stores a time it does not have as 0 (``time_t`` unset), which sacct renders as the Unix
+#: epoch in the zone it prints in: ``1970-01-01T00:00:00`` in UTC, ``1969-12-31T17:00:00`` in
+#: Denver, ``1970-01-01T09:00:00`` in Tokyo. No UTC offset is more than a day, so any stamp within a
+#: day of the epoch is that unset value (no Slurm cluster ran a job in 1970).
+UNSET_TIME_WINDOW_S = 86_400
+
+#: How much End - Start may exceed Elapsed. Elapsed is the run time (End - Start less the time the
+#: job was suspended), so only suspension makes them differ. Suspended time does not count against
+#: the TimeLimit (gang scheduling, PreemptMode=SUSPEND, ``scontrol suspend``), so the TimeLimit does
+#: not bound it; 30 days is beyond any suspension a GPU cluster keeps a job for, yet a stamp off by
+#: years (an End in 2099) is caught.
+MAX_SUSPENDED_S = 30 * 86_400
+
+
+def unset_time_to_null(ts: pl.Expr) -> pl.Expr:
+    """A parsed stamp (naive or UTC ``Datetime``) -> itself, or null when it is Slurm's unset time 0
+    rendered in any zone (within :data:`UNSET_TIME_WINDOW_S` of the epoch): unknown, like ``Unknown``.
+
+    >>> from datetime import datetime
+    >>> df = pl.DataFrame({"t": [datetime(1970, 1, 1), datetime(1969, 12, 31, 17), datetime(2026, 11, 11, 13)]})
+    >>> df.select(unset_time_to_null(pl.col("t"))).to_series().to_list()
+    [None, None, datetime.datetime(2026, 11, 11, 13, 0)]
+    """
+    return pl.when(ts.dt.epoch("s").abs() > UNSET_TIME_WINDOW_S).then(ts)
+
+
+def format_duration(seconds: pl.Expr) -> pl.Expr:
+    """Whole seconds -> Slurm's duration text ``[D-]HH:MM:SS`` (for messages).
+
+    >>> pl.DataFrame({"s": [3600, 93784]}).select(format_duration(pl.col("s"))).to_series().to_list()
+    ['01:00:00', '1-02:03:04']
+    """
+    s = seconds.abs()
+
+    def two(e: pl.Expr) -> pl.Expr:
+        return e.cast(pl.String).str.zfill(2)
+
+    clock = pl.concat_str(two(s % 86_400 // 3600), two(s % 3600 // 60), two(s % 60), separator=":")
+    sign = pl.when(seconds < 0).then(pl.lit("-")).otherwise(pl.lit(""))
+    days = pl.when(s >= 86_400).then(pl.concat_str((s // 86_400).cast(pl.String), pl.lit("-"))).otherwise(pl.lit(""))
+    return pl.concat_str(sign, days, clock)
+
+
+def start_from_end(start: pl.Expr, end: pl.Expr, elapsed_s: pl.Expr, state: pl.Expr,
+                   finished_states: Iterable[str]) -> pl.Expr:
+    """Start, or End - Elapsed when Start is unknown on a finished record that ran.
+
+    Elapsed is End - Start less suspended time, so End - Elapsed is the start Slurm's own fields
+    give (exact unless the job was suspended). Only for ``finished_states`` with End known and
+    Elapsed > 0: a job cancelled while pending has Elapsed 0 and never started, and a running one
+    has no End.
+    """
+    ran = end.is_not_null() & (elapsed_s > 0) & state.is_in(list(finished_states))
+    return pl.when(start.is_null() & ran).then(end - pl.duration(seconds=elapsed_s)).otherwise(start)
+
+
+def _human_gap(seconds: pl.Expr) -> pl.Expr:
+    year = 365.2425 * 86_400
+    return (
+        pl.when(seconds >= 2 * year).then(pl.format("{} years", (seconds / year).floor().cast(pl.Int64)))
+        .when(seconds >= 2 * 86_400).then(pl.format("{} days", seconds // 86_400))
+        .otherwise(format_duration(seconds))
+    )
+
+
+def run_span_error(start: pl.Expr, end: pl.Expr, elapsed_s: pl.Expr, *,
+                   start_text: pl.Expr | None = None, end_text: pl.Expr | None = None,
+                   elapsed_text: pl.Expr | None = None) -> pl.Expr:
+    """Why Start, End and Elapsed of a record cannot all be true -> String; null when they can (or
+    one is unknown).
+
+    Slurm has End >= Start and End - Start = Elapsed + suspended time, so End before Start, or End -
+    Start more than :data:`MAX_SUSPENDED_S` beyond Elapsed, means a stamp is wrong (an End in 2099);
+    which one cannot be told, so the record is rejected. ``*_text`` are the values as printed, for
+    the message (default: the typed values, stamps in their own zone).
+
+    >>> from datetime import datetime
+    >>> df = pl.DataFrame({"s": [datetime(2026, 11, 11, 13)], "e": [datetime(2099, 1, 1)], "el": [3600]})
+    >>> df.select(run_span_error(pl.col("s"), pl.col("e"), pl.col("el"))).item()
+    'End 2099-01-01T00:00:00 is 72 years after Start 2026-11-11T13:00:00 but Elapsed is 01:00:00'
+    """
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    start_text = start.dt.strftime(fmt) if start_text is None else start_text
+    end_text = end.dt.strftime(fmt) if end_text is None else end_text
+    elapsed_text = format_duration(elapsed_s) if elapsed_text is None else elapsed_text
+    gap = (end - start).dt.total_seconds()
+    return (
+        pl.when(gap < 0).then(pl.format("End {} is before Start {}", end_text, start_text))
+        .when(gap - elapsed_s > MAX_SUSPENDED_S)
+        .then(pl.format("End {} is {} after Start {} but Elapsed is {}", end_text, _human_gap(gap), start_text,
+                        elapsed_text))
+    )

@@ -24,6 +24,13 @@ Conventions (lossless but typed):
   (``2026-11-01T01:45:00-0600``; ``-06:00`` and ``Z`` are read too), is an exact instant: it is
   converted with its own offset, no zone rule or DST guess applies. This is the DST-safe format to
   dump with; a dump may mix such stamps with local ones (``%FT%T``, ``"%F %T"``).
+* A stamp within a day of the Unix epoch (``1970-01-01T00:00:00``, ``1969-12-31T17:00:00``...) is
+  Slurm's unset time 0 printed in some zone: stored null, like ``Unknown``. A finished record
+  (terminal state) with End and Elapsed > 0 but no Start started at End - Elapsed (Slurm's own
+  fields; exact unless it was suspended); Elapsed 0 (cancelled while pending) stays unstarted. A
+  record whose End is before its Start, or whose End - Start exceeds Elapsed by more than any
+  suspension (:data:`~gpusre.models.ingest.slurm_values.MAX_SUSPENDED_S`), is rejected naming the
+  three values: one of its stamps is wrong and which cannot be told.
 * GPUs come from AllocTRES/AllocGRES whenever the dump has one of them and the row's value is not
   empty; else from ReqTRES/ReqGRES. A source that lists TRES/GRES without a GPU entry is 0 GPUs;
   one whose every column is empty or missing is null (unknown: a pending record's allocation
@@ -98,10 +105,14 @@ from gpusre.models.ingest.slurm_values import (
     parse_naive_timestamp,
     parse_offset_timestamp,
     parse_state,
+    run_span_error,
+    start_from_end,
     tres_count,
     tres_gpus,
     tres_gpus_error,
+    unset_time_to_null,
 )
+from gpusre.models.vocabulary import TERMINAL_STATES
 
 __all__ = [
     "SACCT_RECORD_SCHEMA",
@@ -667,7 +678,8 @@ def _typed_text_records(
     def to_utc(k: str, ambiguous: str = "earliest") -> pl.Expr:
         """Stamp ``k`` in UTC: its exact instant when it has an offset, else the local time localized."""
         local = localize_to_utc(c(f"_{k}"), timezone, ambiguous=ambiguous)
-        return pl.coalesce(c(f"_{k}_exact"), local) if offsets else local
+        # Slurm's unset time 0 (the epoch, in whatever zone it was printed) is unknown, like `Unknown`.
+        return unset_time_to_null(pl.coalesce(c(f"_{k}_exact"), local) if offsets else local)
 
     # DST fall-back: an ambiguous Start/End takes the reading that agrees with Elapsed. Only in zones
     # that turn their clocks back (never on the UTC path: two more localizations per stamp).
@@ -689,6 +701,17 @@ def _typed_text_records(
             pl.when(fits(se, ee)).then(ee).when(fits(se, el)).then(el)
             .when(fits(sl, ee)).then(ee).when(fits(sl, el)).then(el).otherwise(ee).alias("_end_utc"),
         )
+    elif ambiguous_zone and {"start", "end"} <= present:
+        # No Elapsed to resolve with, but Slurm has End >= Start: an ambiguous End before Start takes
+        # its latest reading when that one is not (01:50 CDT .. 01:10 CST), else it stays (and is
+        # rejected below: End before Start).
+        lf = lf.with_columns(
+            to_utc("start").alias("_start_utc"), to_utc("end").alias("_end_earliest"),
+            to_utc("end", "latest").alias("_end_latest"),
+        )
+        se, ee, el = c("_start_utc"), c("_end_earliest"), c("_end_latest")
+        lf = lf.with_columns(pl.when((ee < se) & (el >= se)).then(el).otherwise(ee).alias("_end_utc"))
+        resolve_dst = True
     # A --format without Elapsed (or without Start) still has the span: End - Start (or End - Elapsed),
     # else such a job held its GPUs for 0 GPU-hours while utilization counted its span.
     # (Only then: the default path localizes each stamp once.)
@@ -700,6 +723,19 @@ def _typed_text_records(
         elapsed = (ts["end"] - ts["start"]).dt.total_seconds().clip(lower_bound=0)
     if "start" not in present:
         ts["start"] = ts["end"] - pl.duration(seconds=elapsed)
+    else:
+        # Start unknown on a finished record that ran: End - Elapsed, Slurm's own fields (else its
+        # GPU-hours count in core.jobs but in no day). Elapsed 0 (cancelled while pending) stays unstarted.
+        ts["start"] = start_from_end(ts["start"], ts["end"], elapsed, c("_state"), TERMINAL_STATES)
+    # A Start/End/Elapsed that cannot all be true (End in 2099 after a 1-hour run) rejects the record:
+    # loaded, it would stretch the accounting span over decades.
+    span_err = run_span_error(
+        ts["start"], ts["end"], elapsed,
+        start_text=c("start") if "start" in present else None,
+        end_text=c("end") if "end" in present else None,
+        elapsed_text=c("elapsed") if "elapsed" in present and "elapsedraw" not in present else None,
+    )
+    checks.append((span_err.is_not_null(), span_err))
     # DST fall-back, Submit/Eligible: Slurm has Submit <= Eligible <= Start, so an ambiguous one takes
     # its latest reading not after the job's resolved Start (the earliest put a 5-min wait in the
     # repeated hour at 65 min); the earliest when that reading is after Start or there is no Start
@@ -1544,7 +1580,8 @@ def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None)
     """Parse ``sacct --json`` / slurmrestd ``/slurmdb/v0.0.4x/job(s)`` output (top-level ``jobs[]``).
 
     Each job gives an allocation record and one record per ``steps[]`` entry; ``line_no`` is the
-    job's 1-based index in ``jobs[]`` (shared by its steps). Epoch 0 times are null, time limits
+    job's 1-based index in ``jobs[]`` (shared by its steps). Times within a day of epoch 0 are null
+    and Start/End/Elapsed follow the text path's rules (module docstring), time limits
     (minutes) become seconds. A job that cannot be read (unknown state, bad hostlist, missing
     job_id) is one reject row and its steps are not counted separately; so is a job of another
     Slurm cluster in a document naming several (the rule of :func:`parse_sacct_text`).
@@ -1587,13 +1624,28 @@ def parse_sacct_json(text: str, source_file: str, *, cluster: str | None = None)
             )
     ts_cols = ("submit_ts", "eligible_ts", "start_ts", "end_ts")
     epoch_schema = {k: (pl.Int64() if k in ts_cols else v) for k, v in SACCT_RECORD_SCHEMA.items()}
+    # The rules of the text path: a time near the epoch is Slurm's unset 0 (unknown), a finished job
+    # without Start started at End - Elapsed, and a Start/End/Elapsed that cannot all be true rejects
+    # the job (with its steps: one reject per job, as above).
+    c = pl.col
     records = pl.DataFrame(rows, schema=epoch_schema).with_columns(
-        pl.from_epoch(pl.col(k), "s").dt.replace_time_zone("UTC").alias(k) for k in ts_cols
-    )
+        unset_time_to_null(pl.from_epoch(c(k), "s").dt.replace_time_zone("UTC")).alias(k) for k in ts_cols
+    ).with_columns(
+        start_from_end(c("start_ts"), c("end_ts"), c("elapsed_s"), c("state"), TERMINAL_STATES).alias("start_ts")
+    ).with_columns(run_span_error(c("start_ts"), c("end_ts"), c("elapsed_s")).alias("_span_err"))
+    span_bad = records.filter(c("_span_err").is_not_null()).group_by("line_no", maintain_order=True).agg(
+        c("raw_line").first().alias("raw"), c("_span_err").first().alias("error"))
+    reject_frame = pl.DataFrame(rejects, schema=REJECT_SCHEMA)
+    if span_bad.height:
+        records = records.filter(~c("line_no").is_in(span_bad.get_column("line_no").implode()))
+        reject_frame = pl.concat([
+            reject_frame,
+            span_bad.select(pl.lit(source_file).alias("source_file"), "line_no", "raw", "error").cast(REJECT_SCHEMA),
+        ]).sort("line_no", maintain_order=True)
     return SacctParseResult(
-        records=records.cast(SACCT_RECORD_SCHEMA),  # type: ignore[arg-type]
-        rejects=pl.DataFrame(rejects, schema=REJECT_SCHEMA),
-        rows_read=len(records) + len(rejects),
+        records=records.drop("_span_err").cast(SACCT_RECORD_SCHEMA),  # type: ignore[arg-type]
+        rejects=reject_frame,
+        rows_read=records.height + reject_frame.height,
     )
 
 
