@@ -29,6 +29,7 @@ __all__ = [
     "add_mtbf_columns",
     "garwood_interval",
     "insufficient_note",
+    "zero_failure_note",
     "mtbf_estimate",
     "rate_per_1000_node_days",
 ]
@@ -83,6 +84,12 @@ class MtbfEstimate:
     mtbf_ci_high: float | None
     sufficient: bool
     note: str
+
+
+def zero_failure_note(exposure_hours: float, mtbf_ci_low: float) -> str:
+    """The note of a period with no failure: its lower MTBF limit is the finding ("0 failures in 7,742.6 h:
+    MTBF ≥ 2,098.9 h (95 % lower limit)"), formatted as :func:`insufficient_note` formats its hours."""
+    return f"0 failures in {float(exposure_hours):,.1f} h: MTBF ≥ {float(mtbf_ci_low):,.1f} h (95 % lower limit)"
 
 
 def insufficient_note(failures: int, exposure_hours: float, min_failures: int) -> str:

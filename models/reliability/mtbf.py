@@ -39,7 +39,7 @@ import polars as pl
 from scipy.stats import binomtest
 
 from gpusre.models.vocabulary import class_of, failure_incidents, load_component_classes, with_component_class
-from gpusre.models.reliability.failure_rates import add_mtbf_columns
+from gpusre.models.reliability.failure_rates import add_mtbf_columns, zero_failure_note
 from gpusre.models.reliability.weibull_fit import fit_weibull
 from gpusre.models.span_islands import span_islands
 
@@ -288,11 +288,11 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
         pl.col("failures").fill_null(0).cast(pl.Int64))
     table = add_mtbf_columns(table, min_failures=min_failures)
     # No failure in the period: the lower limit is the whole finding, so the note says it in words.
-    table = table.with_columns(
-        pl.when((pl.col("failures") == 0) & pl.col("ci_low").is_not_null())
-        .then(pl.format("0 failures in {} h: MTBF ≥ {} h (95 % lower limit)", _thousands(pl.col("exposure_hours")),
-                        _thousands(pl.col("ci_low"))))
-        .otherwise(pl.col("note")).alias("note"))
+    # (row by row, as add_mtbf_columns builds its note: one formatting of hours for both texts)
+    zero_notes = pl.Series([zero_failure_note(t, low) if k == 0 and low is not None else None
+                            for k, t, low in table.select("failures", "exposure_hours", "ci_low").iter_rows()],
+                           dtype=pl.String)
+    table = table.with_columns(pl.coalesce(zero_notes, pl.col("note")).alias("note"))
     if node_gpus and any(g != gpus_per_node for g in node_gpus.values()):
         # Mixed fleet: each node's in-service hours weigh its own GPUs (a 4-GPU node's hour is 4 GPU-hours).
         gpus = pl.DataFrame({"node": list(node_gpus), "_gpus": [float(g) for g in node_gpus.values()]},
@@ -316,16 +316,6 @@ def mtbf_table(incidents: pl.DataFrame, exposure: pl.DataFrame, gpus_per_node: i
     return (table.select([pl.col(c).cast(t) for c, t in MTBF_SCHEMA.items()])
             .sort(pl.col("period_type") != "all", "period", pl.col("scope").replace_strict(order, default=9),
                   "component", "node", nulls_last=True))
-
-
-def _thousands(x: pl.Expr) -> pl.Expr:
-    """A number as '7,742.6' (one decimal, thousands separated), as the insufficient-data note prints it."""
-    r = x.round(1)
-    whole = r.floor().cast(pl.Int64)
-    tenth = ((r - r.floor()) * 10).round(0).cast(pl.Int64)
-    grouped = (whole.cast(pl.String).str.reverse().str.replace_all(r"(\d{3})", "$1,")
-               .str.reverse().str.strip_chars_start(","))
-    return pl.format("{}.{}", grouped, tenth)
 
 
 def tbf_weibull(incidents: pl.DataFrame, nodes: Sequence[str], t0: datetime, t1: datetime,
