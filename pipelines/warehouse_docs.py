@@ -72,7 +72,9 @@ def load_contract(folder: Path | None = None) -> list[TableDoc]:
         path = root / f"{schema}.yaml"
         if not path.is_file():
             continue
-        for name, entry in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
+        # libyaml's loader when built in: the pure-Python one took 0.4 s of every run for the contract.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        for name, entry in (yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}).items():  # noqa: S506
             columns = (entry or {}).get("columns") or {}
             description = str((entry or {}).get("description") or "").strip()
             if not name.startswith(f"{schema}.") or not description or not columns:
