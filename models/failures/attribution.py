@@ -362,9 +362,12 @@ def _events_near(job_nodes: pl.DataFrame, ev: pl.DataFrame, before: timedelta, a
     each job-node's first and last index inside its window, and only those ranges are expanded —
     work proportional to the output, no Python loop.
     """
-    idx = ev.select("_i", "node", "ts")
+    # The as-of joins match by node: as a Categorical they compare integer codes, not strings.
+    idx = ev.select("_i", pl.col("node").cast(pl.Categorical), "ts")
     # Both window edges rise with the end: one sort by the end orders both (a no-op when the caller sorted).
-    jn = job_nodes.sort("end_ts").with_columns(
+    jn = job_nodes.sort("end_ts").select(
+        "_j",
+        pl.col("node").cast(pl.Categorical),
         (pl.col("end_ts") - before).alias("_lo_ts"),
         (pl.col("end_ts") + after).alias("_hi_ts"),
     )
@@ -373,12 +376,13 @@ def _events_near(job_nodes: pl.DataFrame, ev: pl.DataFrame, before: timedelta, a
         # Sorted by ts within each node is what as-of needs. Forward takes the first of tied
         # timestamps and backward the last, so events tied at a window edge stay inside.
         check_sortedness=False,
-    ).select("_j", "node", "_lo")
+    ).get_column("_lo")
     hi = jn.join_asof(
         idx.rename({"_i": "_hi"}), left_on="_hi_ts", right_on="ts", by="node", strategy="backward",
         check_sortedness=False,
-    ).select("_j", "node", "_hi")
-    ranges = lo.join(hi, on=["_j", "node"]).filter(pl.col("_lo") <= pl.col("_hi"))
+    ).get_column("_hi")
+    # An as-of join keeps the left frame's rows in order: both edges line up with jn's rows, no join needed.
+    ranges = jn.select("_j", lo, hi).filter(pl.col("_lo") <= pl.col("_hi"))
     pairs = ranges.select("_j", pl.int_ranges("_lo", pl.col("_hi") + 1, dtype=pl.UInt32).alias("_i")).explode("_i")
     return pairs.join(ev, on="_i").drop("_i")
 
