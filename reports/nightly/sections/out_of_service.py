@@ -2,7 +2,12 @@
 
 Reads core.node_states, marts.node_availability_daily, marts.data_freshness (where a cut node-state history
 ends), marts.incident_repairs (the log evidence after that end); formats, computes nothing (a node's outage is merged by
-the repair-time model, :func:`gpusre.models.reliability.repair_times.node_outages`)."""
+the repair-time model, :func:`gpusre.models.reliability.repair_times.node_outages`).
+
+The count and the table are the fleet's nodes (:func:`gpusre.models.reliability.mtbf.in_fleet` over the nodes
+marts.node_availability_daily holds: cluster.yaml's node list, or every node seen without one), the population
+availability, MTBF and repair times count. A node out of service that cluster.yaml does not list (a spare Slurm
+knows) is still named, in a note of its own, so that the fleet's figure agrees with availability."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from gpusre.models.reliability.mtbf import in_fleet
 from gpusre.models.reliability.repair_times import node_outages
 from gpusre.reports.kit.formatting import (
     MISSING,
@@ -78,12 +84,16 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         n["start_ts"] = since
         n["hours"] = (cutoff - since).total_seconds() / 3600
     out = sorted(nodes.values(), key=lambda n: (-n["hours"], n["node"]))
+    out, outside = _split_fleet(out, _fleet_nodes(con))
     of = f" of {fmt_int(n_nodes)}" if n_nodes else ""
     when = (f"the end of {d} (UTC)" if cut is None else
             f"the node-state history's end, {fmt_date(cut)} (the dumps stop there; later state unknown)")
+    if outside:
+        sec.notes.append(_outside_note(outside))
     if not out:
-        sec.lead = (f"All{of} nodes were in service at {when}: no drain or down event was open."
-                    if of else f"No node was out of service at {when}: no drain or down event was open.")
+        on = " on the fleet's nodes" if outside else ""
+        sec.lead = (f"All{of} nodes were in service at {when}: no drain or down event was open{on}."
+                    if of else f"No node was out of service at {when}: no drain or down event was open{on}.")
         return sec
     later = _later_evidence(con, cut) if cut is not None else {}
     by_class: dict[str, int] = {}
@@ -128,6 +138,35 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                   "\u201cBack in service\u201d is known when a later dump closed the event.",
     ))
     return sec
+
+
+def _fleet_nodes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The fleet's nodes as availability counts them: the nodes of marts.node_availability_daily (cluster.yaml's
+    node list, or every node the history shows when it has none); empty when the mart has no rows (no list known:
+    every node is the fleet's, as :func:`~gpusre.models.reliability.mtbf.in_fleet` reads an empty list)."""
+    if table_status(con, "marts.node_availability_daily") is not None:
+        return []
+    return [r["node"] for r in query_rows(con, "SELECT DISTINCT node FROM marts.node_availability_daily ORDER BY node")]
+
+
+def _split_fleet(out: list[dict[str, Any]], fleet: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``out`` split into the fleet's nodes and the others (order kept), by :func:`in_fleet`."""
+    if not out:
+        return out, []
+    flags = (pl.DataFrame({"nodes": [[n["node"]] for n in out]}, schema={"nodes": pl.List(pl.String)})
+             .select(in_fleet(fleet)).to_series().to_list())
+    return ([n for n, f in zip(out, flags, strict=True) if f], [n for n, f in zip(out, flags, strict=True) if not f])
+
+
+def _outside_note(outside: list[dict[str, Any]]) -> str:
+    """'Also out of service, not in cluster.yaml's node list (…): gpu049 (DRAIN since …, 14.0 h, “reason”).'"""
+    shown = outside[:_TOP_N_OUT]
+    items = "; ".join(
+        f"{n['node']} ({' → '.join(n['states'])} since {fmt_date(n['start_ts'])}, {span_hours(n['hours'])}"
+        + (f", \u201c{truncate(n['reason'], 70)}\u201d)" if n["reason"] else ")") for n in shown)
+    more = f"; and {fmt_int(len(outside) - len(shown))} more" if len(outside) > len(shown) else ""
+    return (f"Also out of service, not in cluster.yaml's node list (not counted above, nor in availability, MTBF or "
+            f"repair times): {items}{more}.")
 
 
 #: marts.incident_repairs.repair_source -> what the node logs show.
