@@ -860,6 +860,10 @@ class SplitLayout(NamedTuple):
     positions: tuple[tuple[str, int], ...]  # (field key, index in the split line), by key
     #: (Slurm's field name, index) of the columns whose text may hold the delimiter (:data:`PIPE_TEXT_FIELDS`).
     text_columns: tuple[tuple[str, int], ...] = ()
+    #: (header name, index of its first copy, index of a repeat) per field the header names again:
+    #: sacct prints a field given twice in --format twice, with the same value, so the first is read
+    #: and a record whose copies differ (a hand-made file) is rejected (:func:`_split_fields`).
+    repeats: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1001,8 +1005,12 @@ def _split_layout(delim: str, layout: _Layout, index: dict[str, int]) -> SplitLa
     # Slurm's spelling, not the header's: dumps differing only in the case of their names type together.
     text_columns = tuple((PIPE_TEXT_FIELDS[name.strip().lower()], i) for i, name in enumerate(layout.fields)
                          if name.strip().lower() in PIPE_TEXT_FIELDS)
+    # The same name only: an alias is another field (NNodes is requested nodes, AllocNodes 0 while pending).
+    names = [name.strip().lower() for name in layout.fields]
+    repeats = tuple((layout.fields[i].strip(), names.index(name), i) for i, name in enumerate(names)
+                    if name in _FIELD_KEYS and names.index(name) != i)
     return SplitLayout(delim, len(layout.fields), layout.trailing_delimiter, tuple(sorted(index.items())),
-                       text_columns)
+                       text_columns, repeats)
 
 
 def _field_count(parts: list[str], layout: SplitLayout) -> int:
@@ -1069,7 +1077,7 @@ def _rejoin_free_text(
     extra fields were rejoined into, and ``_readings``, the columns whose readings all type but
     disagree on the other fields (the record stays rejected). Runs on the few rejected lines only.
     """
-    delim, n_fields, _, _, text_columns = layout
+    delim, n_fields, _, _, text_columns, _ = layout
     if not text_columns:
         return parts, good, _NO_REJOIN
     raw = lines.get_column("raw_line")
@@ -1109,7 +1117,7 @@ def _pick_text_column(
     that disagree, or none, leave it rejected. Returns (``_i``, ``_parts``, ``_into``,
     ``_readings``) per repaired or disagreeing record (see :func:`_rejoin_free_text`).
     """
-    delim, n_fields, _, index, text_columns = layout
+    delim, n_fields, _, index, text_columns, _ = layout
     preference = list(PIPE_TEXT_FIELDS.values())
     extra = (pl.col("_n") - n_fields).cast(pl.Int64)
     candidates = pl.concat([
@@ -1152,7 +1160,7 @@ def _pick_text_column(
 
 def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Record lines -> (String columns by field key + source_file/line_no/raw_line, field-count rejects)."""
-    delim, n_fields, trailing, index, text_columns = layout
+    delim, n_fields, trailing, index, text_columns, repeats = layout
     raw = lines.get_column("raw_line")
     # One split gives both the field count and the fields (no separate delimiter count).
     parts = raw.str.split(delim)
@@ -1205,6 +1213,10 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
         )
         lines = lines.filter(good)
         parts = parts.filter(good)
+    if repeats:
+        lines, parts, repeat_rejects = _reject_differing_repeats(lines, parts, repeats)
+        if repeat_rejects.height:
+            count_rejects = pl.concat([count_rejects.cast(REJECT_SCHEMA), repeat_rejects.cast(REJECT_SCHEMA)])
     fields_df = (
         lines.lazy()
         .with_columns(parts.alias("_parts"))
@@ -1221,6 +1233,30 @@ def _split_fields(lines: pl.DataFrame, layout: SplitLayout) -> tuple[pl.DataFram
         .rechunk()
     )
     return fields_df, count_rejects.cast(REJECT_SCHEMA)  # type: ignore[arg-type]
+
+
+def _reject_differing_repeats(
+    lines: pl.DataFrame, parts: pl.Series, repeats: tuple[tuple[str, int, int], ...]
+) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
+    """(lines, parts, rejects): the records whose copies of a field the header names twice differ,
+    rejected naming the field and both values (which one is the record's cannot be told)."""
+    checks = [(parts.list.get(first, null_on_oob=True) != parts.list.get(other, null_on_oob=True)).fill_null(False)
+              .alias(f"_{n}") for n, (_, first, other) in enumerate(repeats)]
+    flags = pl.DataFrame(checks)
+    bad = flags.select(pl.any_horizontal(pl.all())).to_series()
+    if not bool(bad.any()):
+        return lines, parts, pl.DataFrame(schema=REJECT_SCHEMA)
+    withparts = lines.with_columns(parts.alias("_parts"), *flags.get_columns())
+    error = pl.coalesce([
+        pl.when(pl.col(f"_{n}")).then(pl.format(
+            f"the header names {name} twice (fields {first + 1} and {other + 1}) and this record's copies differ "
+            "('{}' and '{}'): sacct prints a repeated --format field with the same value, so the file was "
+            "edited by hand — which value is the record's cannot be told",
+            pl.col("_parts").list.get(first), pl.col("_parts").list.get(other)))
+        for n, (name, first, other) in enumerate(repeats)])
+    rejects = withparts.filter(bad).select("source_file", "line_no", pl.col("raw_line").alias("raw"),
+                                           error.alias("error"))
+    return lines.filter(~bad), parts.filter(~bad), rejects
 
 
 def type_sacct_dumps(
