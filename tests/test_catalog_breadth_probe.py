@@ -266,7 +266,7 @@ def test_a_job_a_fatal_aer_killed_is_infrastructure_pcie() -> None:
     assert (got["attribution"], got["component"]) == ("infrastructure", "pcie_bus")
     assert got["lost_gpu_hours"] == pytest.approx(LOST)
     inc = got["_incidents"]
-    assert inc.height == 1 and inc["gpus"][0].to_list() == ["0000:18:00.0"]
+    assert inc.height == 1 and inc["gpus"][0].to_list() == ["gpu001:0000:18:00.0"]  # node:address (gpu_id)
 
 
 def test_a_job_ending_after_a_nonfatal_nvlink5_xid_is_the_users_and_a_fatal_one_is_not() -> None:

@@ -145,7 +145,8 @@ def test_one_gpu_fault_is_one_incident_across_kinds_and_gpus_listed() -> None:
     assert incidents.height == 1
     row = incidents.row(0, named=True)
     assert (row["component"], row["component_class"]) == ("gpu_memory", "gpu")
-    assert row["gpus"] == ["0000:3b:00.0", "0000:86:00.0"]
+    # a GPU is its node and address (gpu_id): two GPUs of n1
+    assert row["gpus"] == ["n1:0000:3b:00.0", "n1:0000:86:00.0"]
     assert row["n_events"] == 3 and row["root_cause"] == "xid 48"
     assert row["evidence_kinds"] == ["pcie_aer", "xid"] and not row["single_symptom"]
     assert row["label_source"] == "events"

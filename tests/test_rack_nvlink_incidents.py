@@ -66,17 +66,18 @@ def test_a_rack_nvlink_domain_failure_is_one_rack_incident_rooted_at_the_switch_
     # SXid on the switch tray at 0 s, the 6 trays' Xid 149 at 2..12 s (gaps 2 s <= 60 s; no NVLink recovery
     # line, so all 7 hosts are out at 12 s >= 3) -> one rack incident. The SXid is the earliest evidence and
     # nvswitch is rack-wide for nvlink -> component nvswitch, id = the switch tray's own incident's id.
-    # Failure events: SXid (its detail line is informational) + 6 x Xid 149 (Xid 154 is sympathetic) = 7.
-    # An independent Xid 149 on r3-ct02 10 min later stays a node incident.
+    # Failure events: SXid (its detail line is informational) + 6 x Xid 149 = 7; each tray's Xid 154 (Drain and
+    # Reset, sympathetic: no failure) joins its GPU's incident as a member (rule 4r): 7 + 6 = 13 events.
+    # An independent Xid 149 on r3-ct02 10 min later stays a node incident (its 149 + its 154 = 2 events).
     lines = _rack_burst() + [(10 * M, _tray(3, 2), XID149), (10 * M, _tray(3, 2), XID154)]
     incidents, membership = merge_incidents(events_from_lines(lines), racks=RACKS, nvlink_domains=DOMAINS)
     assert incidents.select(*COLS, "component_class").rows() == [
-        ("nvswitch", "rack", sorted([_tray(2, i) for i in range(1, 7)] + [SWITCH]), 7, "nvlink"),
-        ("nvlink", "node", [_tray(3, 2)], 1, "nvlink")]
+        ("nvswitch", "rack", sorted([_tray(2, i) for i in range(1, 7)] + [SWITCH]), 13, "nvlink"),
+        ("nvlink", "node", [_tray(3, 2)], 2, "nvlink")]
     assert incidents["incident_id"][0] == incident_id("nvswitch", T0, SWITCH)
     alone, _ = merge_incidents(events_from_lines(lines[:2]), racks=RACKS, nvlink_domains=DOMAINS)
     assert alone["incident_id"].to_list() == [incidents["incident_id"][0]]
-    assert membership.height == 8
+    assert membership.height == 15  # 13 + 2
     # Without nvlink_domains (racks alone, or nothing): one incident per host (the switch tray's and each
     # tray's) + r3-ct02's = 8.
     assert merge_incidents(events_from_lines(lines))[0]["scope"].to_list() == ["node"] * 8
@@ -85,9 +86,9 @@ def test_a_rack_nvlink_domain_failure_is_one_rack_incident_rooted_at_the_switch_
 
 def test_without_the_switch_tray_the_rack_incident_is_named_nvlink() -> None:
     # The trays' Xids alone (the switch tray logs nothing, or racks does not list it): rack incident, nvlink,
-    # id of the first tray's own incident (nvl-r2-ct01 at 2 s).
+    # id of the first tray's own incident (nvl-r2-ct01 at 2 s); 6 Xid 149 + each tray's Xid 154 = 12 events.
     incidents, _ = merge_incidents(events_from_lines(_rack_burst(switch=False)), nvlink_domains=DOMAINS)
-    assert incidents.select(COLS).rows() == [("nvlink", "rack", [_tray(2, i) for i in range(1, 7)], 6)]
+    assert incidents.select(COLS).rows() == [("nvlink", "rack", [_tray(2, i) for i in range(1, 7)], 12)]
     assert incidents["incident_id"].to_list() == [incident_id("nvlink", T0 + 2 * S, _tray(2, 1))]
     # The switch tray outside every domain: its SXid stays its own node incident beside the domain's one.
     other_domains = DOMAINS | {"r2": "nvl-r2-ct[01-06]"}

@@ -60,7 +60,15 @@ Merging (:func:`merge_incidents`), in this order:
        ``cause_after_effect_s`` after it (a minute by default; 15 min for a DIMM error EDAC decodes
        at the boot after the machine-check panic it caused). GPUs are not part of the key: PCIe AER / pciehp lines carry the port's
        address, not the GPU's, and several GPUs of one node failing together are one node event
-       for the SRE; the incident lists every GPU address seen (``gpus``).
+       for the SRE; the incident lists every GPU its evidence names (``gpus``), each as its node and PCI address
+       (:func:`gpu_id`: ``gb-r1-c03:0009:01:00.0``): every GB200 tray, and every HGX node of one model, puts its
+       GPUs at the same addresses, so an address alone names no GPU.
+    4r. *Recovery action* (Xid 154, :func:`recovery_action_lines`): the driver's "GPU recovery action changed
+       ... to 0x2 (Node Reboot Required)" line says what the GPU needs now. It is no failure (sympathetic: the
+       Xid before it is the fault), but it joins the incident of its GPU (same node and address, logged from
+       the incident's first evidence to ``window`` after its last) as a member, and the incident's ``action``
+       is the strongest (:data:`ACTION_STRENGTH`) of its evidence's and its recovery-action lines'. A recovery
+       action on a GPU with no failure evidence stays no incident (the README: sympathetic lines never are).
     5. *Operator incidents* (``incidents.csv``) take precedence: every event incident that overlaps
        one in time and shares a node (an operator row without nodes covers all nodes) is folded
        into it; the operator's component and root cause label the result (``label_source`` =
@@ -103,6 +111,7 @@ valid, and editing the label's text or start keeps it); only one with no evidenc
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -115,6 +124,7 @@ from scipy.sparse.csgraph import connected_components
 from gpusre.models.component_classes import nvlink_domain_components, rack_wide_components
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of, is_failure_incident
 from gpusre.models.logs.event_catalog import (
+    ACTIONS,
     CAUSE_CLASSES,
     SEVERITY_RANK,
     load_log_patterns,
@@ -129,7 +139,9 @@ from gpusre.models.reliability.repair_times import (LINK_BEFORE, PART_COLUMNS, j
                                                     with_parts)
 
 __all__ = [
+    "ACTION_STRENGTH",
     "EVENT_SCHEMA",
+    "GPU_ID_SEPARATOR",
     "FABRIC_COMPONENT",
     "FAILURE_CLASSES",
     "INCIDENT_SCHEMA",
@@ -143,7 +155,10 @@ __all__ = [
     "RACK_MIN_NODES",
     "RACK_SIMULTANEITY",
     "SCOPE_ORDER",
+    "action_strength",
     "failure_events",
+    "gpu_id",
+    "gpu_id_label",
     "incident_id",
     "merge_incidents",
     "not_a_failure_events",
@@ -152,7 +167,10 @@ __all__ = [
     "periods_of",
     "planned_evidence",
     "planned_maintenance",
+    "recovery_action_codes",
+    "recovery_action_lines",
     "severity_rank",
+    "split_gpu_id",
     "shared_part_events",
 ]
 
@@ -197,6 +215,34 @@ NVLINK_DOMAIN_CLASSES: dict[str, tuple[str, ...]] = nvlink_domain_components()
 #: A part that came back by itself (a port back ``ACTIVE``, a sensor deasserted) and failed again
 #: within this long, with no repair of its node in between, is one flapping fault (see :func:`_flap_edges`).
 FLAP_WINDOW = timedelta(hours=24)
+
+#: Between a GPU's node and its PCI address in a GPU's identity (:func:`gpu_id`). A host name holds no colon
+#: (RFC 1123), so the node is the text before the first one and the address the rest.
+GPU_ID_SEPARATOR = ":"
+#: A PCI address as :func:`~gpusre.models.logs.event_catalog.normalize_pci` writes it (``0009:01:00.0``), at the end
+#: of a GPU identity; what precedes it (and the separator) is the node.
+_GPU_ID_RE = re.compile(r"^(?:(?P<node>[^:]+):)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])$")
+#: Catalog actions, weakest first: what recovering takes out of service, then how far the SRE's work goes
+#: (NVIDIA's recovery ladder — no action, the application, the GPU, the fabric, the node — then a hands-on
+#: check or an update, then NVIDIA's investigation workflows, then a part's replacement). An incident whose
+#: Xid 154 line names a stronger recovery than its evidence's catalog action takes the 154's (rule 4r):
+#: ``0x3 (Drain P2P)`` = RESTART_APP < ``0x1 (GPU Reset Required)`` / ``0x4 (Drain and Reset)`` = RESET_GPU <
+#: ``0x2 (Node Reboot Required)`` = RESTART_BM (NVML ``nvmlDeviceGpuRecoveryAction_t``). A workflow
+#: (``WORKFLOW_NVLINK5_ERR``) ranks above a reboot: NVIDIA's NVLink5 workflow begins with the 154's recovery
+#: and goes on to the investigation, so the incident keeps it; its 154 line shows in the incident's members.
+ACTION_STRENGTH: tuple[str, ...] = (
+    "IGNORE", "XID_154", "MONITOR", "CHECK_CATALOG",
+    "RESTART_APP", "CHECK_UVM",
+    "RESET_GPU",
+    "RESTART_FM", "RESET_FABRIC",
+    "RESTART_VM", "RESTART_BM",
+    "DRAIN_NODE", "CHECK_LINK", "CHECK_STORAGE", "CHECK_THERMALS", "UPDATE_SWFW",
+    "WORKFLOW_XID_45", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_XID_48",
+    "CHECK_MECHANICALS", "CONTACT_SUPPORT",
+)
+assert set(ACTION_STRENGTH) == set(ACTIONS), set(ACTIONS) ^ set(ACTION_STRENGTH)
+#: The catalog action of an Xid whose own text names the recovery action (``xid.csv``: Xid 154).
+_TEXT_NAMES_ACTION = "XID_154"
 
 #: ``core.node_events`` columns the analytics read.
 EVENT_SCHEMA: dict[str, pl.DataType] = {
@@ -249,7 +295,8 @@ INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "n_health_check_episodes": pl.Int64(),
     "single_symptom": pl.Boolean(),
 }
-#: Output of :func:`merge_incidents` (second frame): which incident each failure event belongs to.
+#: Output of :func:`merge_incidents` (second frame): which incident each failure event belongs to, and each
+#: recovery-action line (Xid 154) its GPU's incident took (rule 4r).
 MEMBERSHIP_SCHEMA: dict[str, pl.DataType] = {"event_id": pl.Int64(), "incident_id": pl.String()}
 #: Operator incident log (``incidents.csv``) as :func:`merge_incidents` expects it; ``nodes`` is a
 #: Slurm hostlist (empty/null = the whole cluster), ``start``/``end`` are UTC datetimes.
@@ -271,6 +318,60 @@ _UNKNOWN_RANK = len(SEVERITY_RANK)  # a severity the catalog does not know sorts
 def severity_rank(expr: pl.Expr) -> pl.Expr:
     """Catalog severity rank of ``expr`` (0 = critical); unknown or null severities rank last."""
     return expr.replace_strict(SEVERITY_RANK, default=_UNKNOWN_RANK, return_dtype=pl.Int32)
+
+
+def action_strength(expr: pl.Expr) -> pl.Expr:
+    """Position of the catalog action ``expr`` in :data:`ACTION_STRENGTH` (higher = stronger); null or unknown -1."""
+    return expr.replace_strict({a: i for i, a in enumerate(ACTION_STRENGTH)}, default=-1, return_dtype=pl.Int32)
+
+
+def gpu_id(node: pl.Expr, pci: pl.Expr) -> pl.Expr:
+    """A GPU's identity, ``<node>:<PCI address>`` (``gb-r1-c03:0009:01:00.0``): the one definition every count and
+    list of GPUs uses (``marts.hw_incidents.gpus``). Null without an address; the address alone for a line that
+    names no host."""
+    return (pl.when(pci.is_null()).then(pl.lit(None, pl.String))
+            .when(node.is_null() | (node == "")).then(pci)
+            .otherwise(pl.concat_str(node, pl.lit(GPU_ID_SEPARATOR), pci)))
+
+
+def split_gpu_id(identity: str) -> tuple[str | None, str]:
+    """``(node, PCI address)`` of a :func:`gpu_id` (node None for an address alone).
+
+    >>> split_gpu_id("gb-r1-c03:0009:01:00.0"), split_gpu_id("0000:43:00.0")
+    (('gb-r1-c03', '0009:01:00.0'), (None, '0000:43:00.0'))
+    """
+    m = _GPU_ID_RE.match(identity)
+    if m is None:
+        node, sep, rest = identity.partition(GPU_ID_SEPARATOR)
+        return (node, rest) if sep else (None, identity)
+    return m.group("node"), m.group("pci")
+
+
+def gpu_id_label(identity: str) -> str:
+    """How reports write a GPU: ``gb-r1-c03 0009:01:00.0`` (node, space, address)."""
+    node, pci = split_gpu_id(identity)
+    return f"{node} {pci}" if node else pci
+
+
+@lru_cache(maxsize=1)
+def recovery_action_codes() -> tuple[int, ...]:
+    """Xid codes whose line names the GPU's recovery action in its text (``xid.csv`` action ``XID_154``: Xid 154)."""
+    xid = load_xid_catalog()
+    return tuple(sorted(xid.filter(pl.col("action") == _TEXT_NAMES_ACTION)["code"].cast(pl.Int64).to_list()))
+
+
+def recovery_action_lines(events: pl.DataFrame) -> pl.DataFrame:
+    """The recovery-action lines among ``events`` (:data:`EVENT_SCHEMA`): Xid lines of
+    :func:`recovery_action_codes` whose text named an action to take (the catalog pattern's action, not
+    ``IGNORE`` — "changed ... to 0x0 (None)" says the GPU needs nothing any more — nor the catalog's
+    placeholder ``XID_154`` of a text no pattern reads). Columns ``event_id``, ``ts``, ``node``, ``_gpu``
+    (:func:`gpu_id`), ``action``."""
+    _, xid_kinds = _repeat_thresholds()
+    ev = _conform(events)
+    return (ev.filter(pl.col("kind").is_in(xid_kinds) & pl.col("code").is_in(recovery_action_codes())
+                      & pl.col("gpu_pci").is_not_null()
+                      & ~pl.col("action").is_in(["IGNORE", _TEXT_NAMES_ACTION]) & pl.col("action").is_not_null())
+            .select("event_id", "ts", "node", gpu_id(pl.col("node"), pl.col("gpu_pci")).alias("_gpu"), "action"))
 
 
 def _short_hash(*parts: str) -> str:
@@ -410,7 +511,7 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
     logs = ev.filter(pl.col("kind") != HEALTH_CHECK_KIND).select(
         "node", pl.col("ts").alias("start"), pl.col("ts").alias("end"), "kind", "code", "component",
         "cause_class", "severity", "action",
-        pl.concat_list(pl.col("gpu_pci")).list.drop_nulls().alias("gpus"),
+        pl.concat_list(gpu_id(pl.col("node"), pl.col("gpu_pci"))).list.drop_nulls().alias("gpus"),
         # the part the line names (a NIC's PCI address and port, a GPU's): recoveries count per part
         *PART_COLUMNS,
         pl.lit(1, pl.Int64).alias("n_events"), pl.concat_list(pl.col("event_id")).alias("event_ids"),
@@ -433,7 +534,7 @@ def _evidence(ev: pl.DataFrame, messages: pl.DataFrame | None, episode_gap: time
         .agg(pl.col("ts").min().alias("start"), pl.col("ts").max().alias("end"), pl.col("kind").first(),
              pl.col("code").first(), pl.col("component").first(), pl.col("cause_class").first(),
              pl.col("severity").first(), pl.col("action").first(),
-             pl.col("gpu_pci").drop_nulls().unique().sort().alias("gpus"),
+             gpu_id(pl.col("node"), pl.col("gpu_pci")).drop_nulls().unique().sort().alias("gpus"),
              pl.len().cast(pl.Int64).alias("n_events"), pl.col("event_id").sort().alias("event_ids"))
         .with_columns(pl.lit(True).alias("is_hc"), pl.lit(None, pl.String).alias("_repeat_key"),
                       # a check run names no part it failed on: it answers for every part of its node
@@ -871,6 +972,40 @@ def _aggregate(items: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _with_recovery_actions(groups: pl.DataFrame, members: pl.DataFrame, items: pl.DataFrame, events: pl.DataFrame,
+                           window: timedelta) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``groups`` (:func:`_aggregate`) and ``members`` (``_group``, ``event_id``) with the recovery-action lines
+    (:func:`recovery_action_lines`) of each group's GPUs (rule 4r): a line of a GPU (:func:`gpu_id`) the group's
+    evidence names, logged from the group's first evidence to ``window`` after its last, is a member; it counts
+    in ``n_events``, may extend ``end_ts`` (the driver's last word on the fault), and the group's ``action``
+    becomes the line's when :data:`ACTION_STRENGTH` ranks it stronger. The cause, severity and classes stay
+    the evidence's: the line is the driver's advice about the Xid before it, not a fault of its own. A line
+    two incidents of its GPU could take goes to the later-starting one (the fault it followed)."""
+    lines = recovery_action_lines(events).join(members.select("event_id"), on="event_id", how="anti")
+    if lines.is_empty() or groups.is_empty():
+        return groups, members
+    gpus = (items.select("_group", pl.col("gpus").alias("_gpu")).explode("_gpu").drop_nulls("_gpu").unique()
+            .join(groups.select("_group", "start_ts", "end_ts"), on="_group"))
+    attached = (lines.join(gpus, on="_gpu")
+                .filter((pl.col("ts") >= pl.col("start_ts")) & (pl.col("ts") <= pl.col("end_ts") + window))
+                .sort("event_id", "start_ts", "_group").unique("event_id", keep="last", maintain_order=True))
+    if attached.is_empty():
+        return groups, members
+    strength = action_strength(pl.col("action"))
+    advice = attached.group_by("_group").agg(
+        pl.len().cast(pl.Int64).alias("_n_advice"), pl.col("ts").max().alias("_advice_end"),
+        # the strongest action the driver named, and of equals the latest
+        pl.col("action").sort_by(strength, pl.col("ts")).last().alias("_advice_action"))
+    groups = (groups.join(advice, on="_group", how="left")
+              .with_columns((pl.col("n_events") + pl.col("_n_advice").fill_null(0)).alias("n_events"),
+                            pl.max_horizontal("end_ts", "_advice_end").alias("end_ts"),
+                            pl.when(action_strength(pl.col("_advice_action")) > strength)
+                            .then(pl.col("_advice_action")).otherwise(pl.col("action")).alias("action"))
+              .drop("_n_advice", "_advice_end", "_advice_action"))
+    members = pl.concat([members, attached.select("_group", pl.col("event_id").cast(members.schema["event_id"]))])
+    return groups, members
+
+
 def _operator_frame(operator: pl.DataFrame) -> pl.DataFrame:
     """Operator incidents typed, with ``nodes`` expanded to a list (empty = every node)."""
     op = operator.select(
@@ -1287,6 +1422,8 @@ def merge_incidents(
         items = items.join(keep.filter("_keep").select("_group"), on="_group", how="semi")
         groups = _aggregate(items)
         members = items.select("_group", pl.col("event_ids").alias("event_id")).explode("event_id")
+        # Rule 4r: the driver's Xid 154 recovery action joins its GPU's incident.
+        groups, members = _with_recovery_actions(groups, members, items, events, window)
 
     op = _operator_frame(operator) if operator is not None else None
     matched = _match_operator(groups, op) if op is not None else pl.DataFrame(schema={"_group": pl.String, "operator_id": pl.String})

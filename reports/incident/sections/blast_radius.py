@@ -4,8 +4,10 @@ Reads marts.alert_incidents, marts.hw_incidents, marts.job_failure_attribution; 
 
 from __future__ import annotations
 
+from gpusre.models.failures.hw_incidents import gpu_id_label
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING, alert_location, at_text, incident_missing, when_text
+from gpusre.reports.incident.terms import (UNKNOWN_NO_ACCOUNTING, alert_location, at_text, incident_missing,
+                                           killed_text, when_text)
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
@@ -60,7 +62,9 @@ def build(inc: Incident) -> Section:
     # that are about a GPU fault — GPU level (models/catalog/alert_levels.csv) or the root-cause alert. A
     # symptom carries a gpu label too (DCGMGPUIdleWhileAllocated on every GPU under a dead leaf switch): its
     # GPUs are not faulty.
-    faulty = {f"{n} {g}" for h in inc.hw_incidents for g in (h.get("gpus") or []) for n in (h.get("nodes") or [])[:1]}
+    # A GPU is its node and address (hw_incidents.gpu_id): trays of one model share addresses, so four trays'
+    # 0009:01:00.0 are four GPUs.
+    faulty = {gpu_id_label(g) for h in inc.hw_incidents for g in (h.get("gpus") or [])}
     if not faulty:
         faulty = {f"{a['node'] or alert_location(a)} GPU {a['labels_map']['gpu']}" for a in inc.safe("alerts", [])
                   if a["in_incident"] and a["labels_map"].get("gpu") not in (None, "")
@@ -77,7 +81,7 @@ def build(inc: Incident) -> Section:
                 + f", {plural(len(faulty), 'faulty GPU')} named by its evidence{faulty_text}, "
                 + (f"and its job impact (jobs killed, their GPUs and users, lost GPU-hours) is {UNKNOWN_NO_ACCOUNTING}."
                    if no_jobs else
-                   f"{plural(n_mart or 0, 'job')} killed ({fmt_int(gpus)} GPUs of {plural(len(users), 'user')}) and "
+                   f"{killed_text(inc, n_mart, verb='killed')} ({fmt_int(gpus)} GPUs of {plural(len(users), 'user')}) and "
                    f"{gpuh(lost_mart)} lost GPU-hours."))
     if from_hw:
         sec.notes.append(f"The alert incident names no Slurm node; the nodes of its hardware incident "
@@ -142,17 +146,22 @@ def build(inc: Incident) -> Section:
                 + (f" First {_MAX_JOB_ROWS} of {len(jobs)}." if len(jobs) > _MAX_JOB_ROWS else ""),
     ))
     if users:
+        # jobs (final runs) and requeued runs apart, as the lead: a requeued run is no killed job
         per_user: dict[str, list[float]] = {}
         for j in counted:
-            u = per_user.setdefault(j["user"] or MISSING, [0, 0, 0.0])
-            u[0] += 1
+            u = per_user.setdefault(j["user"] or MISSING, [0, 0, 0.0, 0])
+            u[3 if j["instance_no"] else 0] += 1
             u[1] += int(j["n_gpus"] or 0)
             u[2] += float(j["lost_gpu_hours"] or 0.0)
+        any_requeued = any(v[3] for v in per_user.values())
         sec.items.append(Table(
-            [Column("User"), Column("Jobs killed", True), Column("GPUs", True), Column("Lost GPU-h", True)],
-            [[Cell(truncate(u, 32), title=u), Cell(fmt_int(v[0])), Cell(fmt_int(v[1])), Cell(fmt_num(v[2]))]
+            [Column("User"), Column("Jobs killed", True)] + ([Column("Requeued runs", True)] if any_requeued else [])
+            + [Column("GPUs", True), Column("Lost GPU-h", True)],
+            [[Cell(truncate(u, 32), title=u), Cell(fmt_int(v[0]))] + ([Cell(fmt_int(v[3]))] if any_requeued else [])
+             + [Cell(fmt_int(v[1])), Cell(fmt_num(v[2]))]
              for u, v in sorted(per_user.items(), key=lambda kv: (-kv[1][2], kv[0]))],
-            caption="Users of the counted jobs."))
+            caption="Users of the counted jobs"
+                    + (" and requeued runs (an earlier run Slurm ran again: no killed job)." if any_requeued else ".")))
     return sec
 
 

@@ -4,6 +4,7 @@ Reads core.alerts, core.node_events, marts.alert_incident_members, marts.alert_i
 
 from __future__ import annotations
 
+from gpusre.models.failures.hw_incidents import gpu_id_label
 from gpusre.reports.incident.incident import Incident
 from gpusre.reports.incident.terms import (
     alert_location,
@@ -69,7 +70,7 @@ def build(inc: Incident) -> Section:
                ("Recommended action", incident_action(r.get("action"), r.get("component"), r.get("scope"))),
                ("Scope", str(r.get("scope") or MISSING) + (f" (leaf switch {r['leaf_switch']})" if r.get("leaf_switch")
                                                            else "")),
-               ("Faulty GPUs (PCI)", ", ".join(r.get("gpus") or []) or MISSING)]
+               ("Faulty GPUs (node PCI)", ", ".join(gpu_id_label(g) for g in (r.get("gpus") or [])) or MISSING)]
         if fe:
             kv.append(("First event", f"{when_text(fe['ts'])} on {fe['node']}: {event_label(fe['kind'], fe['code'])} — "
                                       f"{fe.get('message') or MISSING}"))

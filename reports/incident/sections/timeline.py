@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from gpusre.models.failures.hw_incidents import recovery_action_codes
 from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
 from gpusre.reports.incident.incident import MARGIN_MIN, Incident
 from gpusre.reports.incident.terms import (
@@ -30,7 +31,7 @@ from gpusre.reports.incident.terms import (
 )
 from gpusre.reports.kit import charts
 from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, nodes_text, plural, truncate
-from gpusre.reports.kit.labels import incident_component
+from gpusre.reports.kit.labels import action_label, incident_component
 from gpusre.reports.kit.render import svg
 from gpusre.reports.kit.section import NO_DATA, Cell, Chart, Column, Section, SectionSpec, Table
 
@@ -154,6 +155,13 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
     for hid, e in first_events.items():
         out.append((as_utc(e["ts"]), f"first event of hardware incident {hid}: {event_label(e['kind'], e['code'])} on "
                                    f"{e['node']} — {truncate(e.get('message'), 120)}"))
+    # The driver's recovery action (Xid 154, a member of its GPU's incident): what the GPU needs now, often the
+    # incident's recommended action.
+    for e in inc.safe("events", []):
+        if e["member"] and e["kind"] == "xid" and e["code"] in recovery_action_codes():
+            out.append((e["ts"], f"{event_label(e['kind'], e['code'])} on {e['node']} (hardware incident "
+                                 f"{e['hw_incident']}): the driver asks to {action_label(e['action']).lower()} — "
+                                 f"{truncate(e.get('message'), 100)}"))
     for h in inc.hw_incidents:
         first, last = inc.evidence_span(h)
         if h["incident_id"] not in first_events and first is not None:
