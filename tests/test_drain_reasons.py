@@ -34,7 +34,7 @@ def test_doctests() -> None:
 @pytest.mark.parametrize(("reason", "reason_class", "component", "availability"), [
     ("Not responding", "not_responding", "os", "unknown"),
     ("Kill task failed", "kill_task_failed", "slurm", "software"),
-    ("NHC: check_gpu_xid: Xid 79 on GPU 3", "gpu_xid", "gpu", "hardware"),
+    ("NHC: check_gpu_xid: Xid 79 on GPU 3", "gpu_xid", "pcie_bus", "hardware"),  # component: xid.csv
     ("gpu ecc errors", "gpu_ecc", "gpu_memory", "hardware"),
     ("IB link down mlx5_0", "network", "network", "hardware"),
     ("reboot requested", "reboot", "os", "maintenance"),

@@ -22,6 +22,12 @@ window, or citing a change ticket (``Planned maintenance: replace bad HGX basebo
 planned even when it names the fault the change fixes (the node served jobs until the change), unless it
 says unplanned / emergency; a bare ``maintenance: GPU xid 79`` declares nothing and stays a GPU fault.
 
+An Xid code in a reason a hardware rule classified names its component by the Xid catalog
+(``catalog/xid.csv``, the one definition of the codes): ``NHC: check_gpu_xid: Xid 79 on GPU 3`` is the
+GPU's PCIe link (``pcie_bus``), ``Xid 149 on GPU1`` NVLink — class ``nvlink``, the class of the first
+hardware rule naming that component class, since readers take a reason class's component class from it.
+A product or rack name (``NVL72``, ``nvl72-r2``) names no NVLink fault.
+
 A reason no rule matches is ``unknown``; an empty reason is ``no_reason``. Either way, an event in
 state ``MAINT`` or ``REBOOT`` counts as ``maintenance`` (Slurm put it there on request).
 
@@ -32,7 +38,7 @@ their vocabularies, rule ids are unique, and every rule's ``example`` is classif
 — so a rule shadowed by an earlier, broader one is an error naming its line, not a silent miss.
 
 >>> classify_reasons(pl.Series(["Not responding", "NHC: check_gpu_xid: Xid 79 on GPU 3", "ask bob"])).rows()
-[('not_responding', 'os', 'unknown', 'slurm_not_responding'), ('gpu_xid', 'gpu', 'hardware', 'gpu_xid'), ('unknown', 'other', 'unknown', None)]
+[('not_responding', 'os', 'unknown', 'slurm_not_responding'), ('gpu_xid', 'pcie_bus', 'hardware', 'gpu_xid'), ('unknown', 'other', 'unknown', None)]
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ from pathlib import Path
 
 import polars as pl
 
-from gpusre.models.logs.event_catalog import CatalogError
-from gpusre.models.vocabulary import load_component_classes
+from gpusre.models.logs.event_catalog import CatalogError, load_xid_catalog
+from gpusre.models.vocabulary import class_of, load_component_classes
 
 __all__ = [
     "AVAILABILITY_CLASSES",
@@ -213,6 +219,51 @@ def _packaged_rules() -> pl.DataFrame:
     return load_drain_reason_rules()
 
 
+#: An Xid code as operators and health checks write it (``Xid 79``, ``xid79``, ``XID_79``, ``Xid-79``, ``Xid: 79``)
+#: and as the driver logs it (``Xid (PCI:0000:3b:00): 79``); the code is the number the match ends with.
+_XID_CODE = r"(?i)\bxids?\s*(\([^)]*\))?[\s_:#=-]*\d+\b"
+_HARDWARE = "hardware"
+
+
+@lru_cache(maxsize=1)
+def _xid_components() -> dict[int, str]:
+    """Xid code → the component ``catalog/xid.csv`` names for it, for the codes naming a component of the fleet
+    vocabulary other than ``other`` (a user application's Xid 13 or the recovery-action Xid 154 names no part)."""
+    known = _components() - {_FALLBACK_COMPONENT}
+    xids = load_xid_catalog().filter(pl.col("component").is_in(sorted(known)))
+    return dict(zip(xids["code"].to_list(), xids["component"].to_list(), strict=True))
+
+
+def _with_xid_components(lookup: pl.DataFrame, rules: pl.DataFrame) -> pl.DataFrame:
+    """``lookup`` (distinct reasons with their rule's ``_class``, ``_component``, ``_avail``) with the component of
+    an Xid code named in a reason a hardware rule classified taken from the Xid catalog — the one definition of
+    what each code means, so ``Xid 149 on GPU1`` is NVLink and ``Xid 79`` a GPU off the PCIe bus whatever words
+    surround them. The first code naming a component wins. When that component is of another component class
+    than the rule's, the class becomes the first hardware rule's of that class (``Xid 149``: ``nvlink``): the
+    class names the component class everywhere a reason class is read (repair linking matches a drain to an
+    incident by it)."""
+    codes = _xid_components()
+    first_of_class = (rules.filter(pl.col("availability_class") == _HARDWARE)
+                      .with_columns(class_of(pl.col("component")).alias("_cc"))
+                      .unique("_cc", keep="first", maintain_order=True))
+    class_rule = dict(zip(first_of_class["_cc"].to_list(), first_of_class["reason_class"].to_list(), strict=True))
+    named = (pl.col("reason").str.extract_all(_XID_CODE)
+             .list.eval(pl.element().str.extract(r"(\d+)$").cast(pl.Int64, strict=False)
+                        .replace_strict(codes, default=None, return_dtype=pl.String))
+             .list.drop_nulls().list.first())
+    xid_cc = class_of(pl.col("_xid_component"))
+    same_class = xid_cc == class_of(pl.col("_component"))
+    xid_class = xid_cc.replace_strict(class_rule, default=None, return_dtype=pl.String)
+    # A component whose class no hardware rule names keeps the rule's class and component (the two agree).
+    use = ((pl.col("_avail") == _HARDWARE) & pl.col("_xid_component").is_not_null()
+           & (same_class | xid_class.is_not_null()))
+    return (lookup.with_columns(named.alias("_xid_component"))
+            .with_columns(
+                pl.when(use & ~same_class).then(xid_class).otherwise(pl.col("_class")).alias("_class"),
+                pl.when(use).then(pl.col("_xid_component")).otherwise(pl.col("_component")).alias("_component"))
+            .drop("_xid_component"))
+
+
 @lru_cache(maxsize=1)
 def reason_class_components() -> dict[str, str]:
     """``reason_class`` → ``component`` of the packaged catalog (the first rule naming each class), loaded and
@@ -241,8 +292,8 @@ def classify_reasons(
         pl.col("availability_class").alias("_avail"),
         "rule_id",
     )
-    lookup = distinct.with_columns(_rule_index(pl.col("reason"), rules).alias("_rule")).join(
-        attrs, on="_rule", how="left")
+    lookup = _with_xid_components(distinct.with_columns(_rule_index(pl.col("reason"), rules).alias("_rule")).join(
+        attrs, on="_rule", how="left"), rules)
     out = frame.join(lookup, on="reason", how="left", maintain_order="left", nulls_equal=False)
     state = pl.Series("_state", states, dtype=pl.String) if states is not None else pl.Series(
         "_state", [None] * frame.height, dtype=pl.String)
