@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from itertools import count
 
 import polars as pl
 
@@ -11,11 +12,19 @@ from gpusre.models.failures.health_checks import health_check_quality, missed_de
 T = datetime(2026, 4, 1, 12, tzinfo=timezone.utc)
 M = timedelta(minutes=1)
 TS = pl.Datetime("us", "UTC")
+_IDS = count(100)
 
 
-def nhc(node: str, minutes: float, check: str, component: str = "gpu_memory") -> dict:
-    return {"node": node, "ts": T + minutes * M, "kind": "health_check", "component": component,
-            "message": f"nhc[1]: ERROR:  nhc:  Health check failed:  {check}:  something broke"}
+#: core.node_events_once columns the health-check marts read (missed detections test failure_events' columns).
+EVENTS = {"event_id": pl.Int64, "node": pl.String, "ts": TS, "kind": pl.String, "code": pl.Int32, "gpu_pci": pl.String,
+          "component": pl.String, "cause_class": pl.String, "severity": pl.String, "action": pl.String,
+          "message": pl.String}
+
+
+def nhc(node: str, minutes: float, check: str, component: str = "gpu_memory", severity: str = "high") -> dict:
+    return {"event_id": next(_IDS), "node": node, "ts": T + minutes * M, "kind": "health_check",
+            "code": None, "gpu_pci": None, "component": component, "cause_class": "hardware", "severity": severity,
+            "action": "DRAIN_NODE", "message": f"nhc[1]: ERROR:  nhc:  Health check failed:  {check}:  something broke"}
 
 
 def test_firings_precision_and_misses() -> None:
@@ -29,8 +38,9 @@ def test_firings_precision_and_misses() -> None:
         # a process check that fires on n3 and never precedes a failure
         nhc("n3", 0, "check_ps_service", "os"), nhc("n3", 60, "check_ps_service", "os"),
         # not a health check
-        {"node": "n4", "ts": T, "kind": "xid", "component": "pcie_bus", "message": "NVRM: Xid 79"},
-    ], schema={"node": pl.String, "ts": TS, "kind": pl.String, "component": pl.String, "message": pl.String})
+        {"event_id": 1, "node": "n4", "ts": T, "kind": "xid", "code": 79, "gpu_pci": None, "component": "pcie_bus",
+         "cause_class": "hardware", "severity": "critical", "action": "RESET_GPU", "message": "NVRM: Xid 79"},
+    ], schema=EVENTS)
     jobs = pl.DataFrame({
         "job_id": ["a", "b", "c"], "state": ["FAILED", "NODE_FAIL", "COMPLETED"],
         "end_ts": [T + 2 * M, T + 30 * M, T + 130 * M], "nodes": [["n1"], ["n4"], ["n2"]],
@@ -67,9 +77,7 @@ def test_no_health_checks_gives_empty_frames() -> None:
 def test_killed_states_setting_decides_what_counts_as_a_failure() -> None:
     """A TIMEOUT on the node 3 min after the firing: not a failure by default (killed_states FAILED, NODE_FAIL);
     a site whose cluster.yaml adds TIMEOUT gets it counted, as the alert incidents do."""
-    events = pl.DataFrame([nhc("n1", 0, "check_gpu")],
-                          schema={"node": pl.String, "ts": TS, "kind": pl.String, "component": pl.String,
-                                  "message": pl.String})
+    events = pl.DataFrame([nhc("n1", 0, "check_gpu")], schema=EVENTS)
     jobs = pl.DataFrame({"state": ["TIMEOUT"], "end_ts": [T + 3 * M], "nodes": [["n1"]]},
                         schema={"state": pl.String, "end_ts": TS, "nodes": pl.List(pl.String)})
     assert health_check_quality(events, jobs)["preceded_job_failure"].to_list() == [0]

@@ -174,11 +174,12 @@ def test_only_the_mount_failure_is_an_incident(warehouse: Path) -> None:
 def test_the_capacity_check_still_counts_as_a_firing(warehouse: Path) -> None:
     rows = {r[0]: r[1:] for r in _rows(warehouse, "SELECT check_name, component, firings, events, nodes, "
                                                   "preceded_job_failure, precision FROM marts.health_check_quality")}
-    # check_fs_free: gpu01 2 episodes + gpu02 1 = 3 firings; lines = runs × 2 (nhc + slurmd echo):
-    # (3 + 3 + 2) × 2 = 16; the 06:02 firing is within [−5 min, +10 min] of alice's 06:00 failure: 1 of 3
+    # check_fs_free: gpu01 2 episodes + gpu02 1 = 3 firings; events are runs, each logged by nhc and
+    # echoed by slurmd 2 s later (one run, core/node_events_once.sql): 3 + 3 + 2 = 8; the 06:02 firing is
+    # within [−5 min, +10 min] of alice's 06:00 failure: 1 of 3
     # (the check saw what ended her job; whose fault it was is attribution's question)
-    assert rows["check_fs_free"] == ("local_disk", 3, 16, 2, 1, pytest.approx(1 / 3))
-    assert rows["check_fs_mount_rw"] == ("storage", 1, 6, 1, 1, 1.0)
+    assert rows["check_fs_free"] == ("local_disk", 3, 8, 2, 1, pytest.approx(1 / 3))
+    assert rows["check_fs_mount_rw"] == ("storage", 1, 3, 1, 1, 1.0)
 
 
 def test_a_job_that_filled_tmp_is_the_users_and_the_lustre_outage_is_infrastructure(warehouse: Path) -> None:

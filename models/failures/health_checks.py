@@ -13,8 +13,14 @@ answers the SRE's next questions:
   or fired just before. ``precision`` = firings that preceded a failure / firings; a check that fires
   often and never precedes one drains healthy nodes (a false-positive drain costs node-hours).
 * **Which infrastructure failures did no check see?** Jobs attributed to the infrastructure with no
-  health-check event on any of their nodes from ``miss_before`` (10 min) before their end to
-  ``miss_after`` (30 min) after it — missed detections (or failures no check covers, like a PSU).
+  failing check on any of their nodes from ``miss_before`` (10 min) before their end to ``miss_after``
+  (30 min) after it — missed detections (or failures no check covers, like a PSU). Only a check that can
+  detect a failure counts: one at the failure threshold, as failure evidence is everywhere
+  (:func:`~gpusre.models.failures.hw_incidents.failure_events`); a capacity check (``check_fs_free``: /tmp
+  filling up, catalog severity medium) is housekeeping and detected no GPU fault beside it.
+
+Events are ``core.node_events_once``: a run NHC and slurmd's HealthCheckProgram report both logged is
+one event there, so ``events`` counts runs.
 
 Without Slurm accounting there are no job outcomes: firings still count, but whether one preceded a
 failure is unknown, so ``preceded_job_failure`` and ``precision`` are null (not 0).
@@ -99,6 +105,7 @@ def _with_check_component(out: pl.DataFrame) -> pl.DataFrame:
 
 
 def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
+    """One row per firing episode: its first failing run (``ts``), its last (``last_ts``) and its runs."""
     hc = (events.filter(pl.col("kind") == HEALTH_CHECK_KIND)
           .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC")), "component",
                   check_name(pl.col("message")).alias("check_name"))
@@ -106,7 +113,8 @@ def _firings(events: pl.DataFrame, episode_gap: timedelta) -> pl.DataFrame:
     return (hc.with_columns(((pl.col("ts") - pl.col("ts").shift(1).over("check_name", "node")) > episode_gap)
                             .fill_null(True).cum_sum().over("check_name", "node").alias("_ep"))
             .group_by("check_name", "node", "_ep")
-            .agg(pl.col("ts").min().alias("ts"), pl.col("component").first(), pl.len().alias("events"))
+            .agg(pl.col("ts").min().alias("ts"), pl.col("ts").max().alias("last_ts"), pl.col("component").first(),
+                 pl.len().alias("events"))
             .sort("check_name", "node", "ts"))
 
 
@@ -117,8 +125,10 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
                          killed_states: Sequence[str] = KILLED_STATES) -> pl.DataFrame:
     """:data:`QUALITY_SCHEMA` rows, one per check, most firings first.
 
+    ``first_ts`` is the first failing run, ``last_ts`` the last one (the end of the latest firing, not its start).
+
     Args:
-        events: ``core.node_events`` (``node``, ``ts``, ``kind``, ``component``, ``message``).
+        events: ``core.node_events_once`` (``node``, ``ts``, ``kind``, ``component``, ``message``): each run once.
         jobs: job instances or jobs with ``state``, ``end_ts``, ``nodes`` (List[String]); None without
             Slurm accounting: whether a firing preceded a job failure is then unknown, so
             ``preceded_job_failure`` and ``precision`` are null (firings, events and nodes still count).
@@ -134,7 +144,7 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
                     pl.col("component").drop_nulls().unique().sort().alias("_comps"),
                     pl.len().alias("firings"), pl.col("events").sum(),
                     pl.col("node").n_unique().alias("nodes"), pl.col("ts").min().alias("first_ts"),
-                    pl.col("ts").max().alias("last_ts"))
+                    pl.col("last_ts").max())
                .pipe(_with_check_component)
                .with_columns(pl.lit(None, pl.Int64).alias("preceded_job_failure"),
                              pl.lit(None, pl.Float64).alias("precision")))
@@ -153,7 +163,7 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
                 pl.col("component").drop_nulls().unique().sort().alias("_comps"),
                 pl.len().alias("firings"), pl.col("events").sum(),
                 pl.col("node").n_unique().alias("nodes"), pl.col("_hit").sum().alias("preceded_job_failure"),
-                pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"))
+                pl.col("ts").min().alias("first_ts"), pl.col("last_ts").max())
            .pipe(_with_check_component)
            .with_columns((pl.col("preceded_job_failure") / pl.col("firings")).alias("precision")))
     return (out.select([pl.col(c).cast(t) for c, t in QUALITY_SCHEMA.items()])
@@ -163,14 +173,28 @@ def health_check_quality(events: pl.DataFrame, jobs: pl.DataFrame | None, *,
 def missed_detections(attribution: pl.DataFrame, jobs: pl.DataFrame, events: pl.DataFrame, *,
                       miss_before: timedelta = timedelta(minutes=10),
                       miss_after: timedelta = timedelta(minutes=30)) -> pl.DataFrame:
-    """:data:`MISSES_SCHEMA` rows: infrastructure-attributed jobs with no health check on their nodes
-    in [end − ``miss_before``, end + ``miss_after``]."""
+    """:data:`MISSES_SCHEMA` rows: infrastructure-attributed jobs with no failing check on their nodes
+    in [end − ``miss_before``, end + ``miss_after``].
+
+    A failing check is a health-check event at the failure threshold, the one test of failure evidence
+    (:func:`~gpusre.models.failures.hw_incidents.failure_events`: cause class hardware / driver-firmware /
+    system software, severity at least high): a capacity check (``log_patterns.csv`` ``nhc_fs_capacity*``,
+    ``nhc_capacity*_text``: severity medium) is housekeeping — /tmp filling up detects no Xid 95 beside it.
+    Any such check on any of the job's nodes counts, whatever its component (the README's definition: no
+    failing check on its nodes).
+
+    Args:
+        events: ``core.node_events_once`` with the columns of
+            :data:`~gpusre.models.failures.hw_incidents.EVENT_SCHEMA`.
+    """
+    # hw_incidents imports this module (check_name): imported here, not at the top, to break the cycle.
+    from gpusre.models.failures.hw_incidents import failure_events
     infra = (attribution.filter(pl.col("attribution") == "infrastructure")
              .select("job_id", "state", pl.col("end_ts").cast(pl.Datetime("us", "UTC")), "n_gpus", "component", "rule")
              .join(jobs.select("job_id", "nodes"), on="job_id", how="left"))
     if not infra.height:
         return pl.DataFrame(schema=MISSES_SCHEMA)
-    hc = (events.filter(pl.col("kind") == HEALTH_CHECK_KIND)
+    hc = (failure_events(events.filter(pl.col("kind") == HEALTH_CHECK_KIND))
           .select("node", pl.col("ts").cast(pl.Datetime("us", "UTC"))).sort("node", "ts"))
     pairs = (infra.select("job_id", "end_ts", "nodes").explode("nodes").rename({"nodes": "node"})
              .drop_nulls("node").with_columns((pl.col("end_ts") - miss_before).alias("_lo")).sort("_lo"))
