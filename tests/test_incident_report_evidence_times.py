@@ -208,7 +208,9 @@ def test_the_operator_window_is_not_called_evidence(con: duckdb.DuckDBPyConnecti
     started = next(c for c in ctx["by_key"]["summary"].cards if c["label"] == "Started")
     assert started["sub"] == "UTC · log evidence spans 15 s"
     moments = _moments(ctx)
-    assert ("2026-12-01 15:30:15", "+0:00:15", "last evidence of hardware incident inc-rack (its last log line)") in moments
+    # the last line is named by what it is (dgx20's power-loss line, the 4th at 15:30:00 + 5 s·3)
+    assert ("2026-12-01 15:30:15", "+0:00:15",
+            "last evidence of hardware incident inc-rack (its last log line: ipmi power on dgx20)") in moments
     assert ("2026-12-01 17:35:00", "+2:05:00",
             f"end of {OPERATOR.format('OPS-1187')} for hardware incident inc-rack") in moments
     assert not any(what.startswith("last evidence") and when == "2026-12-01 17:35:00" for when, _, what in moments)
@@ -229,7 +231,8 @@ def test_an_operator_start_without_a_log_line_is_the_operators(con: duckdb.DuckD
                            + OPERATOR.format("OPS-1180")
                            + " is 2026-11-30 01:08:00 UTC → 2026-11-30 01:56:00 UTC; its log evidence spans 64 s "
                            "(13 events), to its last line at 2026-11-30 01:11:04 UTC, and it was down 46 min from the "
-                           "first evidence, to the file system's recovery on its clients at 2026-11-30 01:55:31 UTC;")
+                           "first evidence, to the file system's recovery on its clients at 2026-11-30 01:55:31 UTC; "
+                           "no drain linked: its nodes stayed in service;")
     started = next(c for c in ctx["by_key"]["summary"].cards if c["label"] == "Started")
     assert (started["value"], started["sub"]) == ("11-30 01:08:00", "UTC · operator's window; first log line 01:10:00")
     assert "evidence spans 48 min" not in lead

@@ -250,6 +250,24 @@ def _jobs(n: int) -> str:
     return f"{n} job" if n == 1 else f"{n:,} jobs"
 
 
+def _killed_split(mart: duckdb.DuckDBPyConnection, hw_incident_id: str) -> tuple[int, int, int]:
+    """(jobs, requeued runs, distinct jobs) attribution gives the hardware incident: the jobs' final runs
+    (marts.job_failure_attribution) and earlier runs Slurm requeued (marts.instance_failure_attribution)."""
+    where = f"incident_id = '{hw_incident_id}' AND attribution = 'infrastructure'"
+    return mart.sql(f"""SELECT (SELECT count(*) FROM marts.job_failure_attribution WHERE {where}),
+                               (SELECT count(*) FROM marts.instance_failure_attribution WHERE {where}),
+                               (SELECT count(DISTINCT job_id) FROM (
+                                    SELECT job_id FROM marts.job_failure_attribution WHERE {where}
+                                    UNION ALL SELECT job_id FROM marts.instance_failure_attribution WHERE {where}))
+                    """).fetchall()[0]
+
+
+def _killed(jobs: int, requeued: int) -> str:
+    """'2 jobs', '0 jobs + 1 requeued run': a requeued run Slurm ran again is no killed job (README
+    hw_incidents.affected_jobs, "N jobs + M requeued runs")."""
+    return _jobs(jobs) + (f" + {requeued} requeued run{'s' if requeued != 1 else ''}" if requeued else "")
+
+
 def _hours(h: float) -> str:
     s = h * 3600
     return (f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h" if s < 172800
@@ -299,9 +317,12 @@ def test_alert_incident_numbers_match_the_marts(alert_report: tuple[ReportPaths,
     a = alert_incident
     summary = _lead(section(page, "summary"))
     assert f"{a['n_alerts']} alert" in summary
-    assert f"killed {_jobs(a['n_jobs_killed'])} and lost {_gpuh(a['lost_gpu_hours'])} GPU-hours" in summary
+    # the jobs it killed are its hardware incident's here: the same runs, split into jobs and requeued runs
+    jobs, requeued, distinct = _killed_split(mart, a["hw_incident_id"])
+    assert distinct == a["n_jobs_killed"]
+    assert f"killed {_killed(jobs, requeued)} and lost {_gpuh(a['lost_gpu_hours'])} GPU-hours" in summary
     assert f"hardware incident {a['hw_incident_id']}" in summary
-    assert f"killed {_jobs(a['n_jobs_killed'])} and lost {_gpuh(a['lost_gpu_hours'])} GPU-hours" in md
+    assert f"killed {_killed(jobs, requeued)} and lost {_gpuh(a['lost_gpu_hours'])} GPU-hours" in md
 
     # Root cause: the mart's candidate and reason, the root alert, the linked hardware incident.
     sec = section(page, "root-cause")
@@ -345,7 +366,10 @@ def test_alert_incident_numbers_match_the_marts(alert_report: tuple[ReportPaths,
     users = {r[0] for r in mart.execute("SELECT DISTINCT \"user\" FROM core.jobs WHERE list_contains(?, job_id)",
                                         [list(counted)]).fetchall()}
     gpus = mart.execute("SELECT sum(n_gpus) FROM core.jobs WHERE list_contains(?, job_id)", [list(counted)]).fetchone()[0]
-    assert f"{_jobs(a['n_jobs_killed'])} killed ({gpus:,} GPUs of {len(users)} user" in _lead(sec)
+    finals = sum(1 for x in expected if "#" not in x[0])
+    requeued = f" + {len(expected) - finals} requeued run{'s' if len(expected) - finals != 1 else ''}" if len(
+        expected) > finals else ""
+    assert f"{_jobs(finals)} killed{requeued} ({gpus:,} GPUs of {len(users)} user" in _lead(sec)
     assert {r["User"] for r in _table(sec, "User")} == users
 
     # Detection and repair: marts.incident_repairs of the linked hardware incident.
@@ -411,7 +435,9 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
     assert "<svg" in section(page, "timeline")
     summary = _lead(section(page, "summary"))
     assert summary.startswith(f"Hardware incident {iid}, ")
-    assert f"killed {_jobs(h['affected_jobs'])} and lost {_gpuh(h['lost_gpu_hours'])} GPU-hours" in summary
+    jobs, requeued, distinct = _killed_split(mart, iid)
+    assert distinct == h["affected_jobs"]
+    assert f"killed {_killed(jobs, requeued)} and lost {_gpuh(h['lost_gpu_hours'])} GPU-hours" in summary
     assert f"({h['n_events']} events)" in summary
 
     # Root cause: component, root cause, the first event and its message.
@@ -443,7 +469,10 @@ def test_hw_incident_numbers_match_the_marts(hw_report: tuple[ReportPaths, str, 
     assert {r["Job"] for r in rows if r["Counted"] == "yes"} == expected
     assert len({label.split(" #")[0] for label in expected}) == h["affected_jobs"]
     gpus = h["affected_gpus"]
-    assert f"{_jobs(h['affected_jobs'])} killed ({gpus:,} GPUs of " in _lead(sec)
+    finals = sum(1 for label in expected if " #" not in label)
+    requeued = f" + {len(expected) - finals} requeued run{'s' if len(expected) - finals != 1 else ''}" if len(
+        expected) > finals else ""
+    assert f"{_jobs(finals)} killed{requeued} ({gpus:,} GPUs of " in _lead(sec)
     assert f"and {_gpuh(h['lost_gpu_hours'])} lost GPU-hours" in _lead(sec)
     assert _lead(sec).startswith(f"{len(h['nodes'])} node") and compress_hostlist(h["nodes"])[:30] in _lead(sec)
 

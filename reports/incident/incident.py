@@ -12,6 +12,8 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.failures.health_checks import CHECK_NAME_PATTERN
+from gpusre.models.reliability.repair_times import load_health_evidence_kinds, load_recovery_kinds
 from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
 from gpusre.models.warehouse import select_columns, table_columns, table_exists
 from gpusre.reports.incident.terms import as_utc
@@ -37,6 +39,13 @@ MARGIN_MIN = timedelta(minutes=10)
 
 #: A drain this long after the incident start is shown on the timeline (incident_repairs links up to 24 h).
 DRAIN_LINK = timedelta(hours=24)
+
+
+def recovery_line_kinds() -> list[str]:
+    """Event kinds that say a node came back (``catalog/recovery_events.csv``: a component class's recovery,
+    a reboot, a passing health check)."""
+    return sorted(set(load_recovery_kinds().get_column("kind").to_list())
+                  | set(load_health_evidence_kinds().get_column("kind").to_list()))
 
 
 class UnknownIncidentError(LookupError):
@@ -232,6 +241,42 @@ class Incident:
             return []
         return query_rows(self.con, "SELECT * FROM marts.incident_repairs WHERE list_contains(?, incident_id) "
                                "ORDER BY incident_start_ts, incident_id", [self.hw_incident_ids])
+
+    @cached_property
+    def health_checks(self) -> list[dict[str, Any]]:
+        """``marts.health_check_quality`` rows of the NHC checks whose failing lines are members of the linked
+        hardware incidents (the check name as that mart extracts it, ``CHECK_NAME_PATTERN``): how often each
+        check's firings preceded a job failure, for a meeting judging a possible false positive."""
+        if (not self.hw_incident_ids or not table_exists(self.con, "marts.health_check_quality")
+                or not table_exists(self.con, "marts.hw_incident_members")):
+            return []
+        return query_rows(self.con, """SELECT q.check_name, q.component, q.firings, q.preceded_job_failure, q.precision
+                                  FROM marts.health_check_quality q
+                                  WHERE q.check_name IN (
+                                      SELECT regexp_extract(e.message, ?, 1) FROM core.node_events e
+                                      JOIN marts.hw_incident_members m USING (event_id)
+                                      WHERE list_contains(?, m.incident_id) AND e.kind = 'health_check')
+                                  ORDER BY q.check_name""", [CHECK_NAME_PATTERN, self.hw_incident_ids])
+
+    @cached_property
+    def recovery_lines(self) -> list[dict[str, Any]]:
+        """The recovery log lines on the incident's nodes after its first evidence, through the timeline
+        window: the kinds of ``catalog/recovery_events.csv`` (a port back ``ACTIVE``, a Lustre client
+        reconnected, a kernel boot, a passing NHC run) — what the nodes logged as they came back, which
+        :attr:`events` leaves out as informational. Each node's first line of each kind only (a healthy
+        node's NHC may log a pass every run)."""
+        first = min((self.evidence_span(h)[0] for h in self.hw_incidents if self.evidence_span(h)[0] is not None),
+                    default=None)
+        if first is None or not self.nodes or not table_exists(self.con, "core.node_events"):
+            return []
+        kinds = recovery_line_kinds()
+        rows = query_rows(self.con, """SELECT kind, node, min(ts) AS ts, arg_min(message, ts) AS message
+                                  FROM core.node_events
+                                  WHERE list_contains(?, node) AND list_contains(?, kind) AND ts > ? AND ts <= ?
+                                  GROUP BY kind, node ORDER BY ts, node""", [self.nodes, kinds, first, self.w1])
+        for r in rows:
+            r["ts"] = as_utc(r["ts"])
+        return rows
 
     @cached_property
     def drain_start(self) -> datetime | None:

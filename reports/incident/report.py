@@ -18,13 +18,13 @@ from gpusre.reports.coverage import coverage_warnings
 from gpusre.reports.incident.incident import Incident, find_incident
 from gpusre.reports.incident.sections import alerts, blast_radius, repair, root_cause, similar, summary, timeline
 from gpusre.reports.incident.terms import (
-    REPAIR_SOURCE_TEXT,
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     clock_text,
     incident_missing,
     operator_text,
     repair_end,
+    repair_source_text,
     start_note,
     what_text,
     when_text,
@@ -66,8 +66,7 @@ def _incident_warnings(con: duckdb.DuckDBPyConnection, inc: Incident) -> list[st
         warnings.append(f"Job impact {UNKNOWN_NO_ACCOUNTING} — which jobs ran on the incident's nodes, which it "
                         "killed and the GPU-hours they lost are not known (not 0).")
     if "slurm_events" in missing and inc.hw_incidents:
-        sources = sorted({REPAIR_SOURCE_TEXT.get(str(r.get("repair_source")), "")
-                          for r in inc.safe("repairs", [])} - {""})
+        sources = sorted({repair_source_text(r) or "" for r in inc.safe("repairs", [])} - {""})
         warnings.append("No node-state history (Slurm sacctmgr events) was loaded: whether and when the incident's "
                         "nodes were drained is not known, and its repair time is "
                         + (f"estimated from {' and '.join(sources)}." if sources else "unknown."))

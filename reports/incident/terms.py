@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from gpusre.reports.coverage import SOURCES, loaded_sources
-from gpusre.reports.kit.formatting import MISSING, gpuh, nodes_text
+from gpusre.reports.kit.formatting import MISSING, gpuh, jobs_and_requeued_runs, nodes_text, plural
 from gpusre.reports.kit.labels import incident_kind
 from gpusre.models.warehouse import table_columns
 
@@ -41,9 +41,16 @@ KIND_LABELS = {"xid": "Xid", "sxid": "SXid", "ecc_row_remap": "ECC row remap", "
                 "storage_quota": "quota / file system full", "storage_user_error": "file-system user error",
                 "ipoib_mcast_join_failed": "IPoIB multicast join failed", "ipmi_memory": "BMC memory ECC",
                 "ipmi_memory_ce": "BMC memory ECC corrected", "ipmi_pcie": "BMC PCIe bus error",
-                "ipmi_sel_cleared": "BMC event cleared", "fabric_manager_down": "Fabric Manager down",
+                "ipmi_sel_cleared": "BMC event cleared", "fabric_manager_down": "Fabric Manager down", "imex_down": "IMEX down",
                 "ghes_pcie_error": "firmware PCIe error (GHES)", "ghes_processor_error": "firmware CPU error (GHES)",
-                "ghes_error": "firmware hardware error (GHES)"}
+                "ghes_error": "firmware hardware error (GHES)",
+                # recovery lines (catalog/recovery_events.csv): what came back
+                "ib_link_up": "IB link back ACTIVE", "nic_link_up": "NIC link back up",
+                "lustre_recovered": "Lustre connection restored", "nfs_recovered": "NFS server OK again",
+                "ipmi_thermal_cleared": "BMC temperature event deasserted",
+                "ipmi_power_cleared": "BMC power-supply event deasserted",
+                "driver_loaded": "NVIDIA driver loaded (node booted or driver reloaded)",
+                "kernel_boot": "node rebooted (kernel boot)", "health_check_pass": "NHC health check passed"}
 
 
 def as_utc(ts: datetime | None) -> datetime | None:
@@ -130,12 +137,36 @@ NOT_LOADED = {"sacct": "no Slurm accounting", "syslog": "no node logs", "slurm_e
 UNKNOWN_NO_ACCOUNTING = "unknown: no Slurm accounting"
 
 #: How ``marts.incident_repairs.repair_source`` estimated a repair without a drain of the nodes.
-REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines (e.g. a link back ACTIVE)",
+REPAIR_SOURCE_TEXT = {"recovery_events": "recovery log lines of its component class",
                       "health_check_pass": "a passing run of its health check after the last failure",
                       "reboot": "the node's reboot after its last failing health check",
                       "health_checks": "the health check's next run after its last failure",
                       "operator": "the end the operator wrote in incidents.csv",
                       "job_completed": "the node running a job again"}
+
+def killed_split(inc: Incident) -> tuple[int, int] | None:
+    """The killed runs the incident counts, split as the marts split them: ``(jobs, requeued runs)`` —
+    jobs whose final run attribution gives it (``marts.job_failure_attribution``, or the alert incident's rule)
+    and earlier runs Slurm requeued (``marts.instance_failure_attribution``), from the job list's ``counted``
+    rows; None when the list has none (the caller then shows the mart's count alone). A job whose requeued
+    run was killed and that then completed is no killed job: "0 jobs + 1 requeued run", as the nightly says."""
+    counted = [j for j in inc.safe("failed_jobs", []) if j["counted"]]
+    if not counted:
+        return None
+    jobs = len({j["job_id"] for j in counted if not j["instance_no"]})
+    return jobs, sum(1 for j in counted if j["instance_no"])
+
+
+def killed_text(inc: Incident, n_mart: int | None, *, verb: str = "") -> str:
+    """'0 jobs + 1 requeued run' (``verb`` "killed": '0 jobs killed + 1 requeued run'): the counted runs
+    by :func:`killed_split`, the mart's job count (``hw_incidents.affected_jobs``,
+    ``alert_incidents.n_jobs_killed``) when the list has none."""
+    split = killed_split(inc)
+    jobs, requeued = split if split else (n_mart or 0, 0)
+    if not verb:
+        return jobs_and_requeued_runs(jobs, jobs + requeued)
+    return f"{plural(jobs, 'job')} {verb}" + (f" + {plural(requeued, 'requeued run')}" if requeued else "")
+
 
 def operator_text(h: dict[str, Any]) -> str:
     """What an operator-labelled hardware incident's ``start_ts`` → ``end_ts`` are: "the operator's window
@@ -244,6 +275,18 @@ def repair_end(rep: dict[str, Any] | None) -> tuple[datetime, str, str] | None:
     else:
         moment, to = _REPAIR_END.get(source, ("repaired", "the repair"))
     return as_utc(rep["repaired_ts"]), moment, to  # type: ignore[return-value]
+
+
+def repair_source_text(rep: dict[str, Any] | None) -> str | None:
+    """How ``marts.incident_repairs`` timed a repair without a drain, named by what recovered: "recovery log
+    lines — file system back on its clients" for a Lustre outage, "— links back ACTIVE" for a link's — the
+    recovery of the incident's own component class (``catalog/recovery_events.csv``), never another class's
+    example; :data:`REPAIR_SOURCE_TEXT` for the other sources; None for an unknown source."""
+    source = str((rep or {}).get("repair_source") or "")
+    if source == "recovery_events":
+        moment = _RECOVERY_BY_CLASS.get(str((rep or {}).get("component_class") or ""), ("recovery logged on every node",))[0]
+        return f"recovery log lines — {moment}"
+    return REPAIR_SOURCE_TEXT.get(source)
 
 
 def missing_sources(con: duckdb.DuckDBPyConnection) -> frozenset[str]:

@@ -104,7 +104,7 @@ ACTION_LABELS: dict[str, str] = {
     "RESET_GPU": "Reset the GPU",
     "RESTART_APP": "Restart the application",
     "RESTART_BM": "Reboot the node",
-    "RESTART_FM": "Restart the Fabric Manager (nvidia-fabricmanager)",
+    "RESTART_FM": "Restart the NVLink fabric service (nvidia-fabricmanager / nvidia-imex)",
     "RESTART_VM": "Restart the VM",
     "UPDATE_SWFW": "Update driver / firmware",
     "WORKFLOW_NVLINK5_ERR": "Follow the NVLink 5 error workflow",

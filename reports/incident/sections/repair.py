@@ -9,7 +9,8 @@ from typing import Any
 from gpusre.models.vocabulary import class_label
 from gpusre.models.warehouse import table_exists
 from gpusre.reports.incident.incident import Incident
-from gpusre.reports.incident.terms import NOT_LOADED, REPAIR_SOURCE_TEXT, as_utc, at_text, incident_missing, when_text
+from gpusre.reports.incident.terms import (NOT_LOADED, as_utc, at_text, incident_missing, repair_source_text,
+                                           when_text)
 from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_span, is_number, span_hours, truncate
 from gpusre.reports.kit.labels import component_label
 from gpusre.reports.kit.section import NO_DATA, Cell, Column, Section, SectionSpec, Table
@@ -51,7 +52,7 @@ def build(inc: Incident) -> Section:
     med = medians.get(comp) or {}
     state = rep.get("repair_state")
     parts = []
-    source = REPAIR_SOURCE_TEXT.get(str(rep.get("repair_source")))
+    source = repair_source_text(rep)
     if no_states:
         # Without node states nobody knows whether or when the nodes were drained: the repair time is an
         # estimate from the fallback marts.incident_repairs used, and says so.

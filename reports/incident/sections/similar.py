@@ -92,7 +92,9 @@ def build(inc: Incident) -> Section:
     lost = sum(float(c["lost"] or 0.0) for c in picked)
     # Without Slurm accounting the jobs they killed are unknown (NULL in the marts, or no sacct loaded).
     no_jobs = "sacct" in incident_missing(inc) or all(c["jobs"] is None for c in picked)
-    sec.lead = (f"{plural(len({c['id'] for c in cands}), 'earlier incident')} resemble this one; the closest is "
+    n_similar = len({c['id'] for c in cands})
+    sec.lead = (f"{plural(n_similar, 'earlier incident')} {'resembles' if n_similar == 1 else 'resemble'} this one; "
+                "the closest is "
                 f"{best['id']} on {when_text(best['start'])} (similarity {best['sim']:.2f}, {best['matched']}), and the "
                 + (f"job impact of the {plural(len(picked), 'incident')} shown is {UNKNOWN_NO_ACCOUNTING}." if no_jobs else
                    f"{plural(len(picked), 'incident')} shown lost {gpuh(lost)} GPU-hours together."))

@@ -4,6 +4,9 @@ Reads the loaded incident; formats, computes nothing."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from gpusre.reports.incident.incident import Incident
 from gpusre.reports.incident.terms import (
     NOT_LOADED,
@@ -12,6 +15,8 @@ from gpusre.reports.incident.terms import (
     as_utc,
     clock_text,
     incident_missing,
+    killed_split,
+    killed_text,
     nodes_phrase,
     operator_text,
     repair_end,
@@ -50,6 +55,37 @@ def ongoing(inc: Incident) -> bool:
     return any(a["in_incident"] and a["ends_at"] is None for a in inc.safe("alerts", []))
 
 
+def _health_checks_only(r: dict[str, Any]) -> bool:
+    """The incident rests on failing health-check lines alone (``marts.hw_incidents.evidence_kinds``)."""
+    kinds = r.get("evidence_kinds") or []
+    return bool(kinds) and set(kinds) == {"health_check"}
+
+
+def _health_check_only_text(inc: Incident, first: datetime | None, last: datetime | None) -> str:
+    """' It rests on health-check lines alone; marts.health_check_quality: check_fs_mount preceded a job failure
+    after 0 of its 2 firings (precision 0.00). 1 job on its nodes ran through it and completed (1050).' —
+    what a meeting needs to judge a false positive; '' for an incident with other evidence."""
+    if inc.kind != "hw" or not _health_checks_only(inc.row):
+        return ""
+    checks = inc.safe("health_checks", [])
+    quality = "; ".join(
+        f"{c['check_name']} preceded a job failure after {fmt_int(c['preceded_job_failure'])} of its "
+        f"{plural(c['firings'], 'firing')} (precision {c['precision']:.2f})" if is_number(c.get("precision")) else
+        f"{c['check_name']}'s precision is {UNKNOWN_NO_ACCOUNTING}" for c in checks)
+    text = (" It rests on health-check lines alone"
+            + (f"; marts.health_check_quality: {quality}" if quality else "") + ".")
+    if "sacct" in incident_missing(inc) or first is None or last is None:
+        return text
+    # The jobs that ran on its nodes through the failing checks and completed: the check may have cried wolf.
+    anchor = set(inc.anchor_nodes)
+    ran = sorted({str(j["job_id"]) for j in inc.safe("jobs", [])
+                  if j["state"] == "COMPLETED" and j["start_ts"] and j["end_ts"] and j["start_ts"] <= last
+                  and j["end_ts"] >= first and anchor & set(j["nodes"] or [])})
+    return text + (f" {plural(len(ran), 'job')} on its {'node' if len(anchor) == 1 else 'nodes'} ran through it and "
+                   f"completed ({truncate(', '.join(ran), 60)})." if ran else
+                   f" No job on its {'node' if len(anchor) == 1 else 'nodes'} ran through it and completed.")
+
+
 def build(inc: Incident) -> Section:
     sec = Section("summary", "Summary", template="cards")
     r = inc.row
@@ -84,7 +120,7 @@ def build(inc: Incident) -> Section:
               + (f", and {plural(others, 'other linked hardware incident')}" if others > 0 else "") + ")"
               if named else "")
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
-                  f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
+                  f"it killed {killed_text(inc, jobs)} and lost {gpuh(lost)} GPU-hours")
         if ongoing(inc):
             # Still firing: no duration (the alerts have no end), the end of the alert data instead.
             firing = r.get("firing_alerts")
@@ -118,11 +154,14 @@ def build(inc: Incident) -> Section:
                     f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
                     f"{span_hours(rep0['hours_to_repair'])} after {since}{at}")
         elif end and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
-            # no drain linked: the nodes never left service; the outage ends when they recovered
-            # from the first evidence, said when the sentence's start is an operator's earlier one
-            down = (f" and it was down {span_hours(rep0['hours_to_repair'])}"
+            # No drain linked: the nodes never left service. The part was down (the links, the file system:
+            # to their recovery), and the nodes stayed in service; an incident resting on failing health checks
+            # alone was no outage at all: its check failed for that long.
+            lasted = "its health check failed for" if _health_checks_only(r) else "it was down"
+            stayed = "the node stayed in service" if len(inc.anchor_nodes) == 1 else "its nodes stayed in service"
+            down = (f" and {lasted} {span_hours(rep0['hours_to_repair'])}"
                     + (f" from {since}" if since != "the first evidence" or note else "")
-                    + f", to {end[2]} at {when_text(end[0])}")
+                    + f", to {end[2]} at {when_text(end[0])}; no drain linked: {stayed}")
         elif rep0 and is_number(rep0.get("hours_to_repair")):
             down = f" and every node was back in service {span_hours(rep0['hours_to_repair'])} after {since}{at}"
         elif is_number(r.get("hours_to_recovery")):
@@ -144,14 +183,15 @@ def build(inc: Incident) -> Section:
         if op:
             started += f"; {operator_text(r)} is {when_text(op[0])} → {when_text(op[1])}"
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
-                  f"it killed {plural(jobs or 0, 'job')} and lost {gpuh(lost)} GPU-hours")
+                  f"it killed {killed_text(inc, jobs)} and lost {gpuh(lost)} GPU-hours")
         # "…, to its last line at X, and it was down …": the clause after the last-line time is set off.
         sep = "," if first is not None and ev_dur > 0 and down.startswith(" and") else ""
         sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, {started}; {evidence}{sep}{down}; "
-                    f"{impact}.")
+                    f"{impact}." + _health_check_only_text(inc, first, last))
     repairs = inc.safe("repairs", [])
     rep = repairs[0] if repairs else None
     counted = [j for j in inc.safe("failed_jobs", []) if j["counted"]]
+    split = killed_split(inc)
     users = {j["user"] for j in counted if j["user"]}
     gpus = sum(int(j["n_gpus"] or 0) for j in counted)
     cards = [
@@ -167,8 +207,10 @@ def build(inc: Incident) -> Section:
          "sub": (f"of hardware incident {', '.join(inc.hw_incident_ids)}: " if nodes_from_hw else "")
          + nodes_phrase(shown_nodes, 34), "tone": ""},
         {"label": "Jobs killed", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else
-        {"label": "Jobs killed", "value": fmt_int(jobs or 0),
-         "sub": f"{plural(len(users), 'user')} · {fmt_int(gpus)} GPUs", "tone": "bad" if jobs else ""},
+        # A requeued run Slurm ran again is no killed job: the card's value counts jobs, the runs beside it.
+        {"label": "Jobs killed", "value": fmt_int(split[0] if split else jobs or 0),
+         "sub": (f"+ {plural(split[1], 'requeued run')} · " if split and split[1] else "")
+         + f"{plural(len(users), 'user')} · {fmt_int(gpus)} GPUs", "tone": "bad" if jobs else ""},
         {"label": "Lost GPU-hours", "value": "unknown", "sub": NOT_LOADED["sacct"], "tone": ""} if no_jobs else
         {"label": "Lost GPU-hours", "value": gpuh(lost), "sub": "work since the last checkpoint + restart",
          "tone": "bad" if (lost or 0) > 0 else ""},

@@ -4,9 +4,11 @@ Reads the loaded incident; formats, computes nothing."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
+from gpusre.models.failures.health_checks import CHECK_NAME_PATTERN
 from gpusre.models.failures.hw_incidents import recovery_action_codes
 from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
 from gpusre.reports.incident.incident import MARGIN_MIN, Incident
@@ -167,8 +169,17 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         if h["incident_id"] not in first_events and first is not None:
             out.append((first, f"hardware incident {h['incident_id']} starts "
                                f"({incident_component(h['component'], h.get('scope'))})"))
+        members = [e for e in inc.safe("events", []) if e["hw_incident"] == h["incident_id"]]
+        # Detection: the first failing health check (NHC), when the incident began with other evidence.
+        check = next((e for e in members if e["kind"] == "health_check"), None)
+        if check is not None and check["ts"] != first:
+            out.append((check["ts"], f"first failing health check of hardware incident {h['incident_id']} (detection): "
+                                      f"{_check_text(check)} — {truncate(check.get('message'), 100)}"))
         if first is not None and last is not None and last != first:
-            out.append((last, f"last evidence of hardware incident {h['incident_id']} (its last log line)"))
+            at_last = next((e for e in reversed(members) if e["ts"] == last), None)
+            what = (f": {_check_text(at_last)}" if at_last and at_last["kind"] == "health_check" else
+                    f": {event_label(at_last['kind'], at_last['code'])} on {at_last['node']}" if at_last else "")
+            out.append((last, f"last evidence of hardware incident {h['incident_id']} (its last log line{what})"))
         # The operator's times are the operator's (incidents.csv), never a log line: said as such.
         op = inc.operator_span(h)
         if op is not None:
@@ -215,9 +226,39 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
         out.append((start, f"{nodes_phrase(nodes, 60)} {state or '?'}: {truncate(reason, 100)}"))
     if inc.back_in_service:
         out.append((inc.back_in_service, "last linked node back in service"))
-    for ts, text in _repairs_without_drain(inc):
+    repairs = _repairs_without_drain(inc)
+    for ts, text in repairs:
         out.append((ts, text))
+    out += _recovery_moments(inc, {ts for ts, _ in repairs})
     out.sort(key=lambda m: m[0])
+    return out
+
+
+def _check_text(e: dict[str, Any]) -> str:
+    """'NHC check_nv_healthmon on gpu005': a failing health-check line named by its check (the name as
+    marts.health_check_quality extracts it)."""
+    found = re.search(CHECK_NAME_PATTERN, e.get("message") or "")
+    return f"NHC {found.group(1) if found else 'health check'} on {e['node']}"
+
+
+def _recovery_moments(inc: Incident, repair_ends: set[datetime]) -> list[tuple[datetime, str]]:
+    """The recovery lines the nodes logged (:attr:`Incident.recovery_lines`: a reboot, links back ACTIVE, a
+    passing health check), one moment per kind at its first line, its nodes by hostlist: how the incident was
+    detected over, named by what came back. A kind whose last line is a repair end already shown (a
+    repair timed by it, :func:`_repairs_without_drain`) is that moment."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for r in inc.safe("recovery_lines", []):
+        by_kind.setdefault(r["kind"], []).append(r)
+    out = []
+    for kind, rows in by_kind.items():
+        t0, t1 = min(r["ts"] for r in rows), max(r["ts"] for r in rows)
+        if t1 in repair_ends:
+            continue
+        nodes = sorted({r["node"] for r in rows})
+        until = f", to {as_utc(t1).strftime('%H:%M:%S')}" if t1 != t0 else ""
+        out.append((t0, f"recovery: {event_label(kind, None)} on {nodes_phrase(nodes, 60)}"
+                        + (f" ({plural(len(nodes), 'node')}{until})" if len(nodes) > 1 else "")
+                        + f" — {truncate(rows[0].get('message'), 100)}"))
     return out
 
 
