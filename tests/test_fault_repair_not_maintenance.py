@@ -139,8 +139,9 @@ def test_other_tickets_and_reboot_spellings_continuing_a_fault() -> None:
     incidents = _incidents([("inc-3", "host_memory", t(4, 1, 58), "n3"), ("inc-4", "gpu_memory", t(4, 8), "n4")])
     caused, daily, by_component = _marts(states, incidents, date(2026, 11, 4), date(2026, 11, 4))
     assert _down(daily) == {"n1": (5.0, 0.0), "n2": (3.0, 0.0), "n3": (0.6667, 0.0), "n4": (0.5, 0.0)}
+    # Xid 48 (a double-bit ECC error) names the GPU's memory by catalog/xid.csv: class gpu.
     assert caused.select("node", "reason_component").rows()[1::2] == [
-        ("n1", "gpu"), ("n2", "gpu"), ("n3", "host_memory")]
+        ("n1", "gpu_memory"), ("n2", "gpu_memory"), ("n3", "host_memory")]
     got = {c: round(h, 4) for c, h in by_component.filter(pl.col("period_type") == "all", pl.col("component_class") != "all")
            .select("component_class", "down_node_hours").rows()}
     assert got == {"gpu": 8.5, "host": 0.6667}  # n4's gpu_memory is class gpu

@@ -270,13 +270,14 @@ class Incident:
         if first is None or not self.nodes or not table_exists(self.con, "core.node_events"):
             return []
         kinds = recovery_line_kinds()
-        rows = query_rows(self.con, """SELECT kind, node, min(ts) AS ts, arg_min(message, ts) AS message
+        # Each node's first line of each kind: a selection of lines (DISTINCT ON), not an aggregate.
+        rows = query_rows(self.con, """SELECT DISTINCT ON (kind, node) kind, node, ts, message
                                   FROM core.node_events
                                   WHERE list_contains(?, node) AND list_contains(?, kind) AND ts > ? AND ts <= ?
-                                  GROUP BY kind, node ORDER BY ts, node""", [self.nodes, kinds, first, self.w1])
+                                  ORDER BY kind, node, ts, event_id""", [self.nodes, kinds, first, self.w1])
         for r in rows:
             r["ts"] = as_utc(r["ts"])
-        return rows
+        return sorted(rows, key=lambda r: (r["ts"], r["node"]))
 
     @cached_property
     def drain_start(self) -> datetime | None:
