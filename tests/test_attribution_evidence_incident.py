@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import query_rows, run_hand_landing, sacct_dump, sacct_line
 from node_event_lines import events_with_parts
 
 from gpusre.models.failures.attribution import attribute_failures
@@ -197,25 +197,19 @@ def test_a_fatal_nvlink_error_stays_open_until_a_reset() -> None:
 
 # ---- end to end: the incident's kills, the taxonomy and the attribution agree ---------------------------------
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
 CLUSTER = 'cluster: probeap\ntimezone: UTC\nnodes: "gpu[1-6]"\ngpus_per_node: 8\n'
 DAY = "2026-11-04"
 
 
 def _sacct_row(job_id: str, start: str, end: str, nodes: str, n_nodes: int) -> str:
-    gpus, cpus = 8 * n_nodes, 112 * n_nodes
-    return (f"{job_id}|{job_id}|train-{job_id}|alice|2001|ml|llm|gpu|normal|FAILED|1:0|{DAY}T{start}|{DAY}T{start}|"
-            f"{DAY}T{start}|{DAY}T{end}|02:00:00|1-00:00:00|{n_nodes}|{cpus}|"
-            f"billing={cpus},cpu={cpus},gres/gpu={gpus},mem=1000G,node={n_nodes}|{nodes}|")
+    return sacct_line(job_id, DAY, start, end, nodes, n_nodes)
 
 
-SACCT = "\n".join([
-    HEADER,
+SACCT = sacct_dump([
     _sacct_row("601", "08:00:00", "10:00:00", "gpu1", 1),        # F1: Xid 79 at 10:01:30, NHC at 10:04:00
     _sacct_row("602", "16:02:30", "18:02:30", "gpu2", 1),        # F2: evicted 18:01:55, restored 18:02:05
     _sacct_row("603", "16:40:10", "18:40:10", "gpu[3-4]", 2),    # F3: Xid 74 on gpu4 at 18:25:05
-]) + "\n"
+])
 KERNEL = {
     "gpu1": [("10:01:30", f"kernel: {XID79}"), ("10:04:00", NHC_LOST)],
     "gpu2": [("18:01:40", f"kernel: {LOST}"), ("18:01:55", f"kernel: {EVICTED}"), ("18:02:05", f"kernel: {RESTORED}")],

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import query_rows, run_hand_landing, sacct_dump, sacct_line
 from node_event_lines import T0, events_from_lines
 
 from gpusre.models.failures.attribution import (COLLECTIVE_TIMEOUT, HET_SIBLING_RULE, HUNG_RULE, UNCATALOGUED_RULE,
@@ -242,8 +242,6 @@ def test_an_uncatalogued_xid_makes_a_non_zero_exit_unknown() -> None:
 
 # ---- end to end: sacct, slurm node states and node logs through the pipeline -------------------------
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
 #: The site's watchdog fires after 20 min (cluster.yaml), not the default 30.
 CLUSTER = ('cluster: lasting\ntimezone: UTC\nnodes: "gpu[1-9]"\ngpus_per_node: 8\n'
            "attribution:\n  collective_timeout_min: 20\n")
@@ -252,14 +250,11 @@ DAY = "2026-12-01"
 
 def _sacct_row(job_id: str, raw: str, state: str, exit_code: str, start: str, end: str, elapsed: str, nodes: str,
                n_nodes: int, timelimit: str = "1-00:00:00") -> str:
-    gpus, cpus = 8 * n_nodes, 112 * n_nodes
-    return (f"{job_id}|{raw}|train-{raw}|alice|2001|ml|llm|gpu|normal|{state}|{exit_code}|{DAY}T{start}|{DAY}T{start}|"
-            f"{DAY}T{start}|{DAY}T{end}|{elapsed}|{timelimit}|{n_nodes}|{cpus}|"
-            f"billing={cpus},cpu={cpus},gres/gpu={gpus},mem=1000G,node={n_nodes}|{nodes}|")
+    return sacct_line(job_id, DAY, start, end, nodes, n_nodes, raw=raw, state=state, exit_code=exit_code,
+                      elapsed=elapsed, timelimit=timelimit)
 
 
-SACCT = "\n".join([
-    HEADER,
+SACCT = sacct_dump([
     # 501: 2-node job, Xid 79 on gpu1 at 09:48, 12 min before its 10:00 end; drained only at 10:10.
     _sacct_row("501", "501", "FAILED", "1:0", "08:00:00", "10:00:00", "02:00:00", "gpu[1-2]", 2),
     # 502: started 11:10 on gpu3 after its Xid 79 (11:05), drain 11:05:30-11:09 and reboot (11:08).
@@ -273,7 +268,7 @@ SACCT = "\n".join([
     _sacct_row("506", "506", "FAILED", "1:0", "14:00:00", "16:00:00", "02:00:00", "gpu[6-7]", 2),
     # 507: TIMEOUT on gpu8, whose port went down at 17:40 and came back at 18:40.
     _sacct_row("507", "507", "TIMEOUT", "0:0", "16:00:00", "18:00:00", "02:00:00", "gpu8", 1, "02:00:00"),
-]) + "\n"
+])
 
 EVENTS = "\n".join([
     "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|Duration|Event|ClusterNodes",

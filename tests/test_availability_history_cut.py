@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from hand_landing import SACCT_HEADER
 
 from gpusre.models.accounting_span import node_history_end
 from gpusre.models.reliability.repair_times import link_incidents
@@ -119,8 +120,7 @@ slo:
     - {sli: node_availability, objective: 0.98}
     - {sli: job_infra_success, objective: 0.995}
 """
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
+HEADER = SACCT_HEADER
 
 
 def _job(jid, state, start, end, elapsed, node):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import query_rows, run_hand_landing, sacct_dump, sacct_line
 
 XID79 = "NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
 BANNER = ("Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045) (gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0, "
@@ -33,27 +33,21 @@ BANNER = ("Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045) (gcc (Ubuntu
 CMDLINE = "Command line: BOOT_IMAGE=/boot/vmlinuz-5.15.0-91-generic root=/dev/mapper/vg0-root ro quiet"
 DOWN = "mlx5_core 0000:0c:00.0 mlx5_1: Port: 1 Link DOWN"
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
 CLUSTER = 'cluster: boots\ntimezone: UTC\nnodes: "gpu[009-014]"\ngpus_per_node: 8\n'
 DAY = "2026-12-01"
 NODES = [f"gpu{i:03d}" for i in range(9, 15)]
 
 
 def _sacct_row(job_id: str, start: str, end: str, elapsed: str, nodes: str, n_nodes: int) -> str:
-    gpus, cpus = 8 * n_nodes, 112 * n_nodes
-    return (f"{job_id}|{job_id}|train-{job_id}|alice|2001|ml|llm|gpu|normal|FAILED|1:0|{DAY}T{start}|{DAY}T{start}|"
-            f"{DAY}T{start}|{DAY}T{end}|{elapsed}|1-00:00:00|{n_nodes}|{cpus}|"
-            f"billing={cpus},cpu={cpus},gres/gpu={gpus},mem=1000G,node={n_nodes}|{nodes}|")
+    return sacct_line(job_id, DAY, start, end, nodes, n_nodes, elapsed=elapsed)
 
 
-SACCT = "\n".join([
-    HEADER,
+SACCT = sacct_dump([
     _sacct_row("601", "18:10:00", "18:15:00", "00:05:00", "gpu009", 1),
     _sacct_row("602", "16:00:00", "18:17:00", "02:17:00", "gpu[011-012]", 2),
     _sacct_row("603", "18:30:00", "20:12:00", "01:42:00", "gpu[010,013]", 2),
     _sacct_row("604", "20:15:00", "21:15:00", "01:00:00", "gpu[012,014]", 2),
-]) + "\n"
+])
 
 #: No node outages: only the cluster's registration, so the boot is the fault's only recovery.
 EVENTS = ("Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User|Duration|Event|ClusterNodes\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import SACCT_HEADER, query_rows, run_hand_landing, slurm_duration
 
 from gpusre.models.failures.drain_reasons import classify_reasons
 from gpusre.models.reliability.mtbf import MaintenanceSpan
@@ -175,8 +175,6 @@ def test_cluster_yaml_window_stays_maintenance() -> None:
 
 # -- the real pipeline over the probe's lines ------------------------------------------------------------------
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
 TRES = "billing=128,cpu=128,gres/gpu:h100=8,gres/gpu=8,mem=2000G,node=1"
 DAYS = ["2026-11-02", "2026-11-03", "2026-11-04", "2026-11-05", "2026-11-06"]
 #: sacctmgr show event lines per dump day, verbatim from the probe (gpu005, gpu018), plus gpu020: an Xid 48
@@ -220,11 +218,6 @@ gpus_per_node: 8
 """
 
 
-def _dur(a: datetime, b: datetime) -> str:
-    d, r = divmod(int((b - a).total_seconds()), 86400)
-    return (f"{d}-" if d else "") + f"{r // 3600:02d}:{r % 3600 // 60:02d}:{r % 60:02d}"
-
-
 def landing() -> dict[str, str]:
     files = {"cluster.yaml": CLUSTER}
     T = datetime.fromisoformat
@@ -232,11 +225,11 @@ def landing() -> dict[str, str]:
         # one job a day on gpu022 (no event), the last ending 23:50: the data reach 11-07 00:00
         st, en = f"{day}T01:00:00", f"{day}T23:50:00"
         files[f"sacct/sacct_{day}.psv"] = "\n".join([
-            HEADER, f"80{k}|80{k}|pretrain|alice|20001|alice|llm|gpu|normal|COMPLETED|0:0|{st}|{st}|{st}|{en}|"
-                    f"{_dur(T(st), T(en))}|1-00:00:00|1|128|{TRES}|gpu022|"]) + "\n"
+            SACCT_HEADER, f"80{k}|80{k}|pretrain|alice|20001|alice|llm|gpu|normal|COMPLETED|0:0|{st}|{st}|{st}|{en}|"
+                    f"{slurm_duration(T(st), T(en))}|1-00:00:00|1|128|{TRES}|gpu022|"]) + "\n"
         cut = T(day) + timedelta(days=1, minutes=5)
         ev = ["Cluster|NodeName|TimeStart|TimeEnd|Duration|State|Reason|User",
-              f"h100-east||2026-10-01T00:00:00|Unknown|{_dur(T('2026-10-01T00:00:00'), cut)}||Cluster Registered TRES|"]
+              f"h100-east||2026-10-01T00:00:00|Unknown|{slurm_duration(T('2026-10-01T00:00:00'), cut)}||Cluster Registered TRES|"]
         files[f"slurm_events/events_{day}.txt"] = "\n".join(ev + EVENTS.get(day, [])) + "\n"
         for node in NODES:
             routine = [(f"{day}T{h:02d}:30:01", "CRON[20566]: (root) CMD (command -v debian-sa1 > /dev/null && debian-sa1 1 1)")

@@ -18,7 +18,7 @@ import pytest
 from gpusre.models.reliability.mtbf import fleet_incidents, in_fleet
 from gpusre.models.reliability.repair_times import link_incidents, repair_times
 
-from hand_landing import run_hand_landing
+from hand_landing import SACCT_HEADER, run_hand_landing
 
 UTC = timezone.utc
 DT = pl.Datetime("us", "UTC")
@@ -95,8 +95,7 @@ nodes: "hgx[01-04]"
 gpus_per_node: 8
 gpu_type: h100
 """
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
+HEADER = SACCT_HEADER
 
 
 def _job(jid: int, start: str, end: str, elapsed: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import query_rows, run_hand_landing, sacct_dump, sacct_line
 
 from gpusre.models.logs.event_catalog import classify_messages
 
@@ -73,24 +73,19 @@ def test_imex_failures_are_nvlink_evidence_and_routine_lines_no_events() -> None
 DAY = "2026-12-01"
 CLUSTER = ('cluster: nvl\ntimezone: UTC\nnodes: "gb-c[01-06]"\ngpus_per_node: 4\n'
            'racks: {nvl72-r1: "gb-c[01-06]"}\nnvlink_domains: {nvl72-r1: "gb-c[01-06]"}\n')
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
 
 
-def _sacct_row(job_id: str, start: str, end: str, elapsed: str, nodes: str, n_nodes: int) -> str:
-    """One FAILED job of its own training run (a name of its own: no job restarts another)."""
-    gpus, cpus = 4 * n_nodes, 144 * n_nodes
-    return (f"{job_id}|{job_id}|train-{job_id}|leo|2001|cv|cv|gb200|normal|FAILED|1:0|{DAY}T{start}|{DAY}T{start}|"
-            f"{DAY}T{start}|{DAY}T{end}|{elapsed}|1-00:00:00|{n_nodes}|{cpus}|"
-            f"billing={cpus},cpu={cpus},gres/gpu={gpus},mem=800G,node={n_nodes}|{nodes}|")
+def _sacct_row(job_id: str, start: str, end: str, nodes: str, n_nodes: int) -> str:
+    """One FAILED job of its own training run on GB200 trays (4 GPUs, 144 cores each)."""
+    return sacct_line(job_id, DAY, start, end, nodes, n_nodes, user="leo", group="cv", account="cv",
+                      partition="gb200", gpus_per_node=4, cpus_per_node=144, mem="800G")
 
 
-SACCT = "\n".join([
-    HEADER,
-    _sacct_row("4004", "10:00:00", "12:00:00", "02:00:00", "gb-c[01-04]", 4),
-    _sacct_row("4005", "13:00:00", "14:00:00", "01:00:00", "gb-c[05-06]", 2),
-    _sacct_row("4006", "16:00:00", "17:00:00", "01:00:00", "gb-c[03-06]", 4),
-]) + "\n"
+SACCT = sacct_dump([
+    _sacct_row("4004", "10:00:00", "12:00:00", "gb-c[01-04]", 4),
+    _sacct_row("4005", "13:00:00", "14:00:00", "gb-c[05-06]", 2),
+    _sacct_row("4006", "16:00:00", "17:00:00", "gb-c[03-06]", 4),
+])
 
 
 def _benign(node: str) -> list[tuple[str, str]]:

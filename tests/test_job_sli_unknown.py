@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from hand_landing import SACCT_HEADER
 
 from gpusre.models.reliability.marts import _with_fit_failures
 from gpusre.models.reliability.slo import SloTarget, daily_sli_counts, slo_daily
@@ -84,8 +85,7 @@ slo:
   objectives:
     - {sli: job_infra_success, objective: 0.995}
 """
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
+HEADER = SACCT_HEADER
 
 
 def _job(jid, state, exit_code, start, end, elapsed, node):

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import SACCT_HEADER, query_rows, run_hand_landing
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
+HEADER = SACCT_HEADER
 
 
 def _job(jid: int, state: str, start: str, end: str, elapsed: str, nodes: int, gpus: int, nodelist: str) -> str:

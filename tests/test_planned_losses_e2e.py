@@ -20,10 +20,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hand_landing import query_rows, run_hand_landing
+from hand_landing import SACCT_HEADER, query_rows, run_hand_landing, slurm_duration
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
 TRES = "billing=128,cpu=128,gres/gpu:h100=8,gres/gpu=8,mem=2000G,node=1"
 #: (job, user, uid, name, node, submit, start, end, state, exit), as the probe's sacct lines.
 JOBS = [
@@ -60,24 +58,19 @@ maintenance:
 """
 
 
-def _dur(a: datetime, b: datetime) -> str:
-    d, r = divmod(int((b - a).total_seconds()), 86400)
-    return (f"{d}-" if d else "") + f"{r // 3600:02d}:{r % 3600 // 60:02d}:{r % 60:02d}"
-
-
 def landing() -> dict[str, str]:
     files = {"cluster.yaml": CLUSTER}
     T = datetime.fromisoformat
     for day in ("2026-11-09", "2026-11-10", "2026-11-11"):
-        rows = [HEADER] + [
-            f"{j}|{j}|{name}|{user}|{uid}|{user}|llm|gpu|normal|{state}|{ex}|{sub}|{sub}|{st}|{en}|{_dur(T(st), T(en))}|"
+        rows = [SACCT_HEADER] + [
+            f"{j}|{j}|{name}|{user}|{uid}|{user}|llm|gpu|normal|{state}|{ex}|{sub}|{sub}|{st}|{en}|{slurm_duration(T(st), T(en))}|"
             f"1-00:00:00|1|128|{TRES}|{node}|"
             for j, user, uid, name, node, sub, st, en, state, ex in JOBS if en.startswith(day)]
         files[f"sacct/sacct_{day}.psv"] = "\n".join(rows) + "\n"
         cut = T(day) + timedelta(days=1, minutes=5)
         ev = ["Cluster|NodeName|TimeStart|TimeEnd|Duration|State|Reason|User",
-              f"h100||2026-10-01T00:00:00|Unknown|{_dur(T('2026-10-01T00:00:00'), cut)}||Cluster Registered TRES|"]
-        ev += [f"h100|{n}|{s}|{e}|{_dur(T(s), T(e))}|{state}|{reason}|root(0)" for n, s, e, state, reason in EVENTS.get(day, [])]
+              f"h100||2026-10-01T00:00:00|Unknown|{slurm_duration(T('2026-10-01T00:00:00'), cut)}||Cluster Registered TRES|"]
+        ev += [f"h100|{n}|{s}|{e}|{slurm_duration(T(s), T(e))}|{state}|{reason}|root(0)" for n, s, e, state, reason in EVENTS.get(day, [])]
         files[f"slurm_events/events_{day}.txt"] = "\n".join(ev) + "\n"
         for k in range(1, 5):
             node = f"h100-{k:03d}"

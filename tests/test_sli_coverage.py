@@ -20,10 +20,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hand_landing import SACCT_HEADER
 
 
-HEADER = ("JobID|JobIDRaw|JobName|User|UID|Group|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|"
-          "Elapsed|Timelimit|NNodes|NCPUS|AllocTRES|NodeList|Comment")
+HEADER = SACCT_HEADER
 
 
 def _job(jid, name, state, start, end, elapsed, nodes, gpus, nodelist):
