@@ -70,7 +70,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(_or_unknown(fmt_int(r["preceded_job_failure"]), r["preceded_job_failure"])),
           Cell(_or_unknown(fmt_pct(r["precision"]), r["precision"])), Cell(fmt_date(utc_date(r["last_ts"])))]
          for r in rows],
-        caption="marts.health_check_quality: a firing is one episode of a check on a node (runs < 30 min apart); it "
+        caption="marts.health_check_quality: a firing is one episode of a check on a node (runs at most 30 min apart); it "
                 "preceded a failure when a job on the node ended FAILED/NODE_FAIL/REQUEUED from 5 min before to "
                 "10 min after it. A check that fires often and rarely precedes a failure drains healthy nodes."
                 + (f" Preceded a failure and precision: {UNKNOWN_NO_ACCOUNTING}." if unknown else ""),
