@@ -119,10 +119,12 @@ def slurm_events_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckRe
     ],
     pool=WAREHOUSE_POOL,
 )
-def core_node_states(warehouse: WarehouseResource):
+def core_node_states(warehouse: WarehouseResource, landing: LandingResource):
+    # The fleet's node names are host names, not component evidence, in drain reasons (`gpu017 PSU fail`).
+    node_names = landing.cluster_config().node_names or None
     with warehouse.connect() as con:
         with transaction(con):
-            summary = build_node_states(con)
+            summary = build_node_states(con, node_names=node_names)
         by_class = con.sql(
             "SELECT availability_class, reason_class, count(*) AS events, count(DISTINCT node) AS nodes "
             "FROM core.node_states GROUP BY ALL ORDER BY events DESC LIMIT 15").pl()

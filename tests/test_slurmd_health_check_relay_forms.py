@@ -5,13 +5,18 @@ src/slurmd/slurmd/slurmd.c). The program field in front of it depends on the rel
 ``slurmd:`` (syslog, journalctl short/short-iso), ``slurmd.service[PID]:`` (``journalctl -o with-unit``),
 and ``slurmd[PID]: slurmd: error: …`` when journald captured slurmd's stderr (Slurm's log.c prefixes stderr
 lines with the program name; seen in ``systemctl status slurmd`` output everywhere). The ``nhc_*`` rules of
-``catalog/log_patterns.csv`` read all of them through one envelope, the same in every rule; before, the
+``catalog/log_patterns.csv`` read all of them through one envelope, defined once as the fragment
+``{SLURMD_HEALTH_CHECK}`` of ``catalog/regex_fragments.csv`` and expanded when the catalog loads; before, the
 stderr and with-unit forms fell to ``slurmd_error`` (component slurm) or to no event at all.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 
 import polars as pl
@@ -19,7 +24,7 @@ import pytest
 from hand_landing import query_rows, run_hand_landing
 
 from gpusre.models.failures.health_checks import check_name, health_check_quality
-from gpusre.models.logs.event_catalog import classify_messages, load_log_patterns
+from gpusre.models.logs.event_catalog import classify_messages, load_log_patterns, load_regex_fragments
 from gpusre.models.logs.templates import canonical_forms
 from gpusre.models.sources.syslog.ingest import _events
 from gpusre.models.sources.syslog.parse import SyslogInput, parse_syslog_batch
@@ -41,10 +46,20 @@ def _ingest(lines: list[str]) -> pl.DataFrame:
 
 
 def test_every_nhc_rule_reads_slurmds_report_through_one_envelope() -> None:
+    # The envelope is defined once (catalog/regex_fragments.csv) and every health-check rule of the CSV writes
+    # it as the placeholder right after its anchor
+    raw = list(csv.DictReader(io.StringIO(
+        resources.files("gpusre.models.catalog").joinpath("log_patterns.csv").read_text(encoding="utf-8"))))
+    nhc = [r for r in raw if r["kind"] == "health_check"]
+    assert len(nhc) == 21 and all(r["regex"].startswith("^{SLURMD_HEALTH_CHECK}(?:nhc") for r in nhc)
+    assert not any("{SLURMD_HEALTH_CHECK}" in r["regex"] for r in raw if r["kind"] != "health_check")
+    # loaded, the placeholder is expanded to the fragment's text, and every rule's example still matches its rule
+    envelope = load_regex_fragments()["SLURMD_HEALTH_CHECK"]
+    assert envelope.startswith("(?:") and "health_check failed: rc:" in envelope
     rules = load_log_patterns().filter(pl.col("kind") == "health_check")
-    envelopes = rules["regex"].str.extract(r"^(\^\(\?:.*?output:\\s\*\)\?)", 1)
-    # every health-check rule has the envelope, and it is the same text in all of them
-    assert envelopes.null_count() == 0 and envelopes.n_unique() == 1
+    assert rules["regex"].to_list() == ["^" + envelope + r["regex"][len("^{SLURMD_HEALTH_CHECK}"):] for r in nhc]
+    assert all(re.search(rx, ex) for rx, ex in rules.select("regex", "example").iter_rows())
+    assert classify_messages(rules["example"])["pattern_id"].to_list() == rules["pattern_id"].to_list()
 
 
 @pytest.mark.parametrize("line", [

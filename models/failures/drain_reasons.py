@@ -28,6 +28,13 @@ GPU's PCIe link (``pcie_bus``), ``Xid 149 on GPU1`` NVLink — class ``nvlink``,
 hardware rule naming that component class, since readers take a reason class's component class from it.
 A product or rack name (``NVL72``, ``nvl72-r2``) names no NVLink fault.
 
+A node name in a reason is no evidence of a component: hosts are named after what they carry
+(``gpu017``, ``dgx-a100-03``, ``hgx07``, ``gb-r1-c07``), so ``gpu017 PSU fail`` read whole is a GPU fault.
+Before the rules run, every whole-word occurrence of a node name — the row's own node and the other nodes of
+the batch, and any node the site declares (cluster.yaml ``nodes``) — is replaced by a space: the reason reads as
+if the name were not written (``gpu017 PSU fail``: a PSU, ``host_power``; ``gpu017`` alone: ``unknown``). Names
+match in their exact case: ``GPU3`` in a reason is a GPU's index on a site whose node is ``gpu3``.
+
 A reason no rule matches is ``unknown``; an empty reason is ``no_reason``. Either way, an event in
 state ``MAINT`` or ``REBOOT`` counts as ``maintenance`` (Slurm put it there on request).
 
@@ -46,6 +53,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -136,6 +144,25 @@ def _rule_index(text: pl.Expr, rules: pl.DataFrame) -> pl.Expr:
 
     return pl.coalesce([pl.when(hit(rx, veto)).then(pl.lit(i, pl.Int32))
                         for i, (rx, veto) in enumerate(zip(rules["regex"].to_list(), unless, strict=True))])
+
+
+#: What a node name in a reason becomes before the rules run: a space, so the reason reads as if the name were
+#: not written and the rules see no word the mask would add (``node``: ``node failed`` is rule not_responding's).
+_NODE_MASK = " "
+
+
+def _mask_node_names(text: pl.Expr, names: Iterable[str | None]) -> pl.Expr:
+    """``text`` with every whole-word occurrence of one of ``names`` (exact case) replaced by :data:`_NODE_MASK`.
+
+    One regex over all names (a node list of 20 000 names compiles and runs in well under a second): Polars
+    takes no per-row pattern, and a name in one row's reason is a host of the same cluster in every row. Longer
+    names come first, so ``gpu-12`` is not masked as ``gpu-1`` plus a stray ``2`` (the regex prefers the first
+    alternative that matches)."""
+    distinct = {n.strip() for n in names if n is not None and n.strip()}
+    if not distinct:
+        return text
+    ordered = sorted(distinct, key=lambda n: (-len(n), n))
+    return text.str.replace_all(r"\b(?:" + "|".join(re.escape(n) for n in ordered) + r")\b", _NODE_MASK)
 
 
 def load_drain_reason_rules(source: Path | None = None) -> pl.DataFrame:
@@ -235,7 +262,8 @@ def _xid_components() -> dict[int, str]:
 
 
 def _with_xid_components(lookup: pl.DataFrame, rules: pl.DataFrame) -> pl.DataFrame:
-    """``lookup`` (distinct reasons with their rule's ``_class``, ``_component``, ``_avail``) with the component of
+    """``lookup`` (distinct reasons, their ``_text`` with node names masked, and their rule's ``_class``,
+    ``_component``, ``_avail``) with the component of
     an Xid code named in a reason a hardware rule classified taken from the Xid catalog — the one definition of
     what each code means, so ``Xid 149 on GPU1`` is NVLink and ``Xid 79`` a GPU off the PCIe bus whatever words
     surround them. The first code naming a component wins. When that component is of another component class
@@ -247,7 +275,7 @@ def _with_xid_components(lookup: pl.DataFrame, rules: pl.DataFrame) -> pl.DataFr
                       .with_columns(class_of(pl.col("component")).alias("_cc"))
                       .unique("_cc", keep="first", maintain_order=True))
     class_rule = dict(zip(first_of_class["_cc"].to_list(), first_of_class["reason_class"].to_list(), strict=True))
-    named = (pl.col("reason").str.extract_all(_XID_CODE)
+    named = (pl.col("_text").str.extract_all(_XID_CODE)
              .list.eval(pl.element().str.extract(r"(\d+)$").cast(pl.Int64, strict=False)
                         .replace_strict(codes, default=None, return_dtype=pl.String))
              .list.drop_nulls().list.first())
@@ -273,18 +301,28 @@ def reason_class_components() -> dict[str, str]:
 
 
 def classify_reasons(
-    reasons: pl.Series, states: pl.Series | None = None, rules: pl.DataFrame | None = None
+    reasons: pl.Series, states: pl.Series | None = None, rules: pl.DataFrame | None = None, *,
+    nodes: pl.Series | None = None, node_names: Iterable[str] | None = None,
 ) -> pl.DataFrame:
     """Classify reasons (first matching rule wins); one output row per input row.
 
     Returns :data:`CLASSIFIED_REASON_SCHEMA` columns. ``states`` (normalized node states, same
     length) turns an otherwise ``unknown`` reason of a ``MAINT``/``REBOOT`` event into
-    ``maintenance``. Regexes run once per *distinct* reason.
+    ``maintenance``. ``nodes`` (each row's node, same length) and ``node_names`` (the nodes the site
+    declares, cluster.yaml ``nodes``) are node names masked in the reasons before the rules run (see the
+    module docstring): ``gpu017 PSU fail`` of node ``gpu017`` is a PSU fault, not a GPU's. Regexes run once
+    per *distinct* reason.
+
+    >>> out = classify_reasons(pl.Series(["gpu017 PSU fail", "gpu017"]), nodes=pl.Series(["gpu017", "gpu017"]))
+    >>> out["reason_component"].to_list()
+    ['host_power', 'other']
     """
     rules = _packaged_rules() if rules is None else rules
     frame = pl.DataFrame({"reason": reasons.cast(pl.String)})
     blank = pl.col("reason").is_null() | (pl.col("reason").str.strip_chars() == "")
-    distinct = frame.unique().filter(~blank)
+    names = set(node_names or ()) | (set(nodes.cast(pl.String).drop_nulls().unique().to_list())
+                                     if nodes is not None else set())
+    distinct = frame.unique().filter(~blank).with_columns(_mask_node_names(pl.col("reason"), names).alias("_text"))
     attrs = rules.select(
         pl.int_range(pl.len(), dtype=pl.Int32).alias("_rule"),
         pl.col("reason_class").alias("_class"),
@@ -292,8 +330,8 @@ def classify_reasons(
         pl.col("availability_class").alias("_avail"),
         "rule_id",
     )
-    lookup = _with_xid_components(distinct.with_columns(_rule_index(pl.col("reason"), rules).alias("_rule")).join(
-        attrs, on="_rule", how="left"), rules)
+    lookup = _with_xid_components(distinct.with_columns(_rule_index(pl.col("_text"), rules).alias("_rule")).join(
+        attrs, on="_rule", how="left"), rules).drop("_text")
     out = frame.join(lookup, on="reason", how="left", maintain_order="left", nulls_equal=False)
     state = pl.Series("_state", states, dtype=pl.String) if states is not None else pl.Series(
         "_state", [None] * frame.height, dtype=pl.String)

@@ -1,6 +1,6 @@
 """The node-log event catalog: typed loaders for ``catalog/*.csv`` and a vectorized line classifier.
 
-Three data files, shipped as package data in :mod:`gpusre.models.catalog`, hold every fact; this
+Four data files, shipped as package data in :mod:`gpusre.models.catalog`, hold every fact; this
 module only loads, validates and applies them (no per-code ``if`` anywhere):
 
 * ``xid.csv`` — every NVIDIA Xid code of the current NVIDIA Xid catalog (1–172) with mnemonic,
@@ -17,6 +17,9 @@ module only loads, validates and applies them (no per-code ``if`` anywhere):
   gives its code classes. A row without a ``catalog`` may still extract a code and keeps its own
   classes: the Xid 154 rows read the recovery action the line spells out (``GPU Reset Required`` →
   ``RESET_GPU``) and come before the generic Xid row.
+* ``regex_fragments.csv`` — named regex fragments a ``log_patterns.csv`` regex writes as ``{NAME}``,
+  expanded when it loads: a line shape that many rules share is defined once (``{SLURMD_HEALTH_CHECK}``,
+  slurmd's relay of a failed health check in front of every ``nhc_*`` rule).
 
 :func:`classify_messages` runs on whole columns: one Aho–Corasick pass (``str.contains_any``) over
 all messages keeps only lines holding some pattern's literal, then each pattern's regex runs on
@@ -49,12 +52,14 @@ from gpusre.models.logs.masking import canonical_digits
 
 __all__ = [
     "ACTIONS",
+    "ACTION_STRENGTH",
     "AWS_TIERS",
     "CATALOG_LOOKUPS",
     "CAUSE_CLASSES",
     "CLASSIFIED_SCHEMA",
     "COMPONENTS",
     "PCI_ROLES",
+    "REGEX_FRAGMENTS_FILE",
     "SEVERITIES",
     "SEVERITY_RANK",
     "UNCATALOGUED_ACTION",
@@ -62,10 +67,12 @@ __all__ = [
     "UNCATALOGUED_MAX_SEVERITY",
     "CatalogError",
     "FATALITY_WORDS",
+    "action_strength",
     "RECORD_UNKNOWN_CAP",
     "classify_messages",
     "may_match_canonical",
     "load_log_patterns",
+    "load_regex_fragments",
     "fails_in_flight_kinds",
     "load_sxid_catalog",
     "load_xid_catalog",
@@ -113,6 +120,35 @@ ACTIONS: frozenset[str] = frozenset(
         "CHECK_CATALOG",
     }
 )
+#: :data:`ACTIONS`, weakest first: what recovering takes out of service, then how far the SRE's work goes
+#: (NVIDIA's recovery ladder — no action, the application, the GPU, the fabric, the node — then a hands-on
+#: check or an update, then NVIDIA's investigation workflows, then a part's replacement). An incident whose
+#: Xid 154 line names a stronger recovery than its evidence's catalog action takes the 154's
+#: (:mod:`gpusre.models.failures.hw_incidents`, rule 4r):
+#: ``0x3 (Drain P2P)`` = RESTART_APP < ``0x1 (GPU Reset Required)`` / ``0x4 (Drain and Reset)`` = RESET_GPU <
+#: ``0x2 (Node Reboot Required)`` = RESTART_BM (NVML ``nvmlDeviceGpuRecoveryAction_t``). A workflow
+#: (``WORKFLOW_NVLINK5_ERR``) ranks above a reboot: NVIDIA's NVLink5 workflow begins with the 154's recovery
+#: and goes on to the investigation, so the incident keeps it; its 154 line shows in the incident's members.
+ACTION_STRENGTH: tuple[str, ...] = (
+    "IGNORE", "XID_154", "MONITOR", "CHECK_CATALOG",
+    "RESTART_APP", "CHECK_UVM",
+    "RESET_GPU",
+    "RESTART_FM", "RESET_FABRIC",
+    "RESTART_VM", "RESTART_BM",
+    "DRAIN_NODE", "CHECK_LINK", "CHECK_STORAGE", "CHECK_THERMALS", "UPDATE_SWFW",
+    "WORKFLOW_XID_45", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_XID_48",
+    "CHECK_MECHANICALS", "CONTACT_SUPPORT",
+)
+# Every action is ranked exactly once: an action added to ACTIONS without a rank would compare as unknown (-1).
+assert set(ACTION_STRENGTH) == set(ACTIONS) and len(ACTION_STRENGTH) == len(ACTIONS), \
+    set(ACTIONS) ^ set(ACTION_STRENGTH)
+
+
+def action_strength(expr: pl.Expr) -> pl.Expr:
+    """Position of the catalog action ``expr`` in :data:`ACTION_STRENGTH` (higher = stronger); null or unknown -1."""
+    return expr.replace_strict({a: i for i, a in enumerate(ACTION_STRENGTH)}, default=-1, return_dtype=pl.Int32)
+
+
 #: AWS health-check severity tiers (empty = not listed by AWS).
 AWS_TIERS: frozenset[str] = frozenset({"ISOLATE", "REBOOT", "RESET", "MONITOR", ""})
 #: What the PCI address a pattern extracts belongs to; only ``gpu`` fills ``gpu_pci``.
@@ -265,8 +301,53 @@ def _parse_value(label: str, line_no: int, col: _Column, raw: str) -> object:
     return raw
 
 
-def _load_csv(file_name: str, columns: tuple[_Column, ...], source: Path | None) -> tuple[str, pl.DataFrame]:
-    """Parse a catalog CSV strictly (exact header, typed cells) into a typed DataFrame."""
+#: ``catalog/regex_fragments.csv``: named regex fragments that catalog regexes write as ``{NAME}``.
+REGEX_FRAGMENTS_FILE = "regex_fragments.csv"
+_FRAGMENT_COLUMNS = (_Column("name"), _Column("regex", "regex"), _Column("note"))
+_FRAGMENT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+#: ``{NAME}`` in a regex cell (not ``\{``): upper-case letters can never be a repetition (``{2,3}``), so the
+#: placeholder cannot be mistaken for regex syntax, and an unexpanded one fails to compile.
+_PLACEHOLDER = re.compile(r"(?<!\\)\{([A-Z][A-Z0-9_]*)\}")
+
+
+@lru_cache(maxsize=1)
+def load_regex_fragments() -> dict[str, str]:
+    """Name → regex text of ``catalog/regex_fragments.csv`` (checked: exact header, each regex compiles in
+    Python and Polars, names UPPER_SNAKE and unique).
+
+    Why fragments: one line shape repeated inside many rules (slurmd's relay of a failed health check in front
+    of every ``nhc_*`` rule of ``log_patterns.csv``) is one definition, written ``{SLURMD_HEALTH_CHECK}`` in
+    the rules and expanded when the catalog is loaded; a change to it reaches every rule at once.
+
+    Raises:
+        CatalogError: the message names the file, the line and the column.
+    """
+    label, frame = _load_csv(REGEX_FRAGMENTS_FILE, _FRAGMENT_COLUMNS, None)
+    _check_unique(label, frame, "name")
+    for line_no, (name, regex) in enumerate(frame.select("name", "regex").iter_rows(), start=2):
+        if not _FRAGMENT_NAME.match(name):
+            raise CatalogError(f"{label}: line {line_no}: column 'name': {name!r} is not UPPER_SNAKE_CASE")
+        if _PLACEHOLDER.search(regex):
+            raise CatalogError(f"{label}: line {line_no}: column 'regex': a fragment cannot use another fragment")
+    return dict(frame.select("name", "regex").iter_rows())
+
+
+def _expand_fragments(where: str, raw: str, fragments: dict[str, str]) -> str:
+    """``raw`` with each ``{NAME}`` replaced by its fragment's text; an unknown name is a :class:`CatalogError`."""
+    def text_of(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in fragments:
+            raise CatalogError(f"{where}: unknown fragment {{{name}}} (catalog/{REGEX_FRAGMENTS_FILE} defines "
+                               f"{sorted(fragments)})")
+        return fragments[name]
+    return _PLACEHOLDER.sub(text_of, raw)
+
+
+def _load_csv(file_name: str, columns: tuple[_Column, ...], source: Path | None,
+              fragments: dict[str, str] | None = None) -> tuple[str, pl.DataFrame]:
+    """Parse a catalog CSV strictly (exact header, typed cells) into a typed DataFrame. With ``fragments``
+    (:func:`load_regex_fragments`), the ``{NAME}`` placeholders of regex cells are expanded before the cell
+    is checked, so the frame holds the full regexes."""
     label, text = _read_text(file_name, source)
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
@@ -280,6 +361,8 @@ def _load_csv(file_name: str, columns: tuple[_Column, ...], source: Path | None)
         if len(row) != len(columns):
             raise CatalogError(f"{label}: line {line_no}: {len(row)} fields, expected {len(columns)}")
         for col, raw in zip(columns, row, strict=True):
+            if fragments is not None and col.kind == "regex":
+                raw = _expand_fragments(f"{label}: line {line_no}: column {col.name!r}", raw, fragments)
             data[col.name].append(_parse_value(label, line_no, col, raw))
     frame = pl.DataFrame(data, schema={c.name: _DTYPES[c.kind] for c in columns})
     return label, frame
@@ -330,7 +413,8 @@ def load_log_patterns(source: Path | None = None) -> pl.DataFrame:
     at most :data:`UNCATALOGUED_MAX_SEVERITY`), and kind ``sxid`` exactly when its catalog is ``sxid``
     (``marts.uncatalogued_codes`` names the catalog by the kind). ``fails_in_flight`` (Boolean, empty =
     false) is a property of the event kind (events carry the kind, not the pattern): every row of a kind
-    must agree on it.
+    must agree on it. A ``{NAME}`` in a ``regex`` is a fragment of ``catalog/regex_fragments.csv``
+    (:func:`load_regex_fragments`), expanded before these checks: the returned regexes are whole.
 
     Raises:
         CatalogError: the message names file, line and column.
@@ -347,7 +431,7 @@ def _packaged_log_patterns() -> pl.DataFrame:
 
 def _checked_log_patterns(source: Path | None) -> pl.DataFrame:
     """:func:`load_log_patterns` without the cache."""
-    label, frame = _load_csv("log_patterns.csv", _PATTERN_COLUMNS, source)
+    label, frame = _load_csv("log_patterns.csv", _PATTERN_COLUMNS, source, load_regex_fragments())
     frame = frame.with_columns(pl.col("fails_in_flight").fill_null(False))
     _check_unique(label, frame, "pattern_id")
     mixed = frame.group_by("kind", maintain_order=True).agg(pl.col("fails_in_flight").n_unique()).filter(

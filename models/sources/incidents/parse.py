@@ -55,8 +55,10 @@ def _header_name(name: str) -> str:
     return "_".join(name.strip().lower().replace("-", " ").split())
 
 
-def catalog_component(component: pl.Series) -> pl.Series:
+def catalog_component(component: pl.Series, node_names: Sequence[str] | None = None) -> pl.Series:
     """Operator component text in the catalog's vocabulary (see the module docstring); null stays null.
+    ``node_names`` (cluster.yaml's and the rows' nodes) are host names, not component words, in the text
+    (``gpu017 PSU``: ``host_power``; :func:`~gpusre.models.failures.drain_reasons.classify_reasons`).
 
     >>> catalog_component(pl.Series(["GPU", " InfiniBand", "ip_configuration", "None"])).to_list()
     ['gpu', 'network', 'ip_configuration', 'not_a_failure']
@@ -64,7 +66,7 @@ def catalog_component(component: pl.Series) -> pl.Series:
     text = component.str.strip_chars()
     known = load_component_classes()["component"]
     lowered = text.str.to_lowercase()
-    by_rules = classify_reasons(text)["reason_component"]
+    by_rules = classify_reasons(text, node_names=node_names)["reason_component"]
     return (pl.select(
         # checked first: a reserved word is the operator's verdict, not a component to look up
         pl.when(is_not_a_failure_word(pl.lit(text))).then(pl.lit(NOT_A_FAILURE))
@@ -202,8 +204,10 @@ def parse_operator_incidents(read: LandingRead, source_file: str = INCIDENTS_FIL
         pl.lit(source_file).alias("source_file"), "line_no", pl.col("_raw").alias("raw"), "error",
     )
     good = frame.filter(pl.col("error").is_null())
+    # The rows' own nodes and cluster.yaml's: a host name in the component text names no component.
+    row_nodes = {n for h, err in host_errors.items() if h and not err for n in expand_hostlist(h)}
     incidents = good.select(
         pl.col("id"), pl.col("start_ts").alias("start"), pl.col("end_ts").alias("end"),
-        catalog_component(good["component"]), "root_cause", pl.col("nodes").replace("", None), "notes",
+        catalog_component(good["component"], sorted(known | row_nodes)), "root_cause", pl.col("nodes").replace("", None), "notes",
     )
     return incidents.cast(OPERATOR_SCHEMA), rejects  # type: ignore[arg-type]

@@ -416,16 +416,20 @@ def _is_outage(winners: pl.DataFrame, classes: pl.DataFrame) -> pl.Series:
     return ~(in_service | power_saving)
 
 
-def build_node_states(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None = None) -> NodeStatesSummary:
+def build_node_states(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None = None,
+                      node_names: Sequence[str] | None = None) -> NodeStatesSummary:
     """Rebuild core.node_states, core.cluster_events and core.node_state_reasons from raw.* —
     inside the caller's transaction. ``as_of`` (default :func:`events_as_of`) bounds ongoing events
-    in ``core.node_state_reasons.node_hours``."""
+    in ``core.node_state_reasons.node_hours``. ``node_names`` (cluster.yaml ``nodes``, when it lists them)
+    and every node of the events are host names, not component evidence, in the reasons
+    (:func:`~gpusre.models.failures.drain_reasons.classify_reasons`)."""
     # raw.slurm_events read once: each scan of the lake view opens every file (~1 s on a year).
     con.execute("CREATE OR REPLACE TEMP TABLE _ns_events AS SELECT * EXCLUDE (raw_line) FROM raw.slurm_events")
     as_of = as_of or events_as_of(con, "_ns_events")
     con.execute(_NODE_WINNERS_SQL)
     winners = con.sql("SELECT * FROM _ns_winners ORDER BY node, start_ts").pl()
-    classes = classify_reasons(winners.get_column("reason"), winners.get_column("state"))
+    classes = classify_reasons(winners.get_column("reason"), winners.get_column("state"),
+                               nodes=winners.get_column("node"), node_names=node_names)
     # Only outages become core.node_states: not power saving, not a state that serves jobs.
     outage = _is_outage(winners, classes)
     not_outages = int((~outage).sum())
