@@ -27,7 +27,7 @@ from gpusre.models.alerts.clustering import (
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.ingest import SUPPRESSED_SQL, alert_settings
 from gpusre.models.day_coverage import mark_partial_days
-from gpusre.models.vocabulary import RUN_KEY_SEP
+from gpusre.models.vocabulary import INTERRUPTED_STATES, RUN_KEY_SEP
 from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -93,7 +93,7 @@ def _preview(frame: pl.DataFrame, limit: int = 10) -> dg.MetadataValue:
                      "by node, rack/leaf switch, storage target, shared hardware incident or template co-occurrence "
                      "(connected components). Root-cause candidate (hardware incident, else the earliest alert at the "
                      "most upstream level: fabric > storage > rack > node > GPU) with its reason, scope, flood flag, jobs "
-                     "killed and lost GPU-hours."),
+                     "killed (requeued runs among them) and lost GPU-hours."),
         dg.AssetSpec(ALERT_INCIDENT_MEMBERS, deps=_DEPS, group_name="marts", kinds={"duckdb"},
                      description="One row per alert: its incident, whether it is the root, its level and hardware incident."),
         dg.AssetSpec(ALERT_DAILY, deps=_DEPS, group_name="marts", kinds={"duckdb"},
@@ -140,12 +140,15 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
         accounting = table_exists(con, "core.jobs") and con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0] > 0
         # Every killed run counts: a job's final run and the earlier runs Slurm requeued (a NODE_FAIL that
         # killed a 64-GPU run of a job that later completed is a killed run), each under its own key
-        # `job_id#instance_no` (RUN_KEY_SEP); the model counts a job killed twice once.
+        # `job_id#instance_no` (RUN_KEY_SEP); the model counts a job killed twice once. The interrupted
+        # runs come too (INTERRUPTED_STATES: REQUEUED, TIMEOUT, ...): the model counts those attribution
+        # gives to a hardware incident, as that incident does.
+        states = sorted({*settings.killed_states, *INTERRUPTED_STATES})
         jobs = (con.sql("SELECT job_id, state, end_ts, nodes FROM core.jobs "
-                        "WHERE list_contains($killed, state) AND end_ts IS NOT NULL "
+                        "WHERE list_contains($states, state) AND end_ts IS NOT NULL "
                         "UNION ALL SELECT job_id || $sep || instance_no::VARCHAR, state, end_ts, nodes "
-                        "FROM core.instances_outside_jobs WHERE list_contains($killed, state) AND end_ts IS NOT NULL",
-                        params={"killed": list(settings.killed_states), "sep": RUN_KEY_SEP}).pl()
+                        "FROM core.instances_outside_jobs WHERE list_contains($states, state) AND end_ts IS NOT NULL",
+                        params={"states": states, "sep": RUN_KEY_SEP}).pl()
                 if accounting else None)
         attribution = _read(con, "marts.job_failure_attribution",
                             "SELECT job_id, attribution, lost_gpu_hours, incident_id FROM marts.job_failure_attribution")
@@ -195,6 +198,7 @@ def alert_incident_marts(warehouse: WarehouseResource, landing: LandingResource)
         "with_hw_incident": inc.filter(pl.col("hw_incident_id").is_not_null()).height,
         "in_flood": inc.filter(pl.col("in_flood")).height,
         "jobs_killed": (int(inc["n_jobs_killed"].sum() or 0) if accounting else dg.MetadataValue.null()),
+        "requeued_runs_killed": (int(inc["n_runs_requeued"].sum() or 0) if accounting else dg.MetadataValue.null()),
         "lost_gpu_hours": (float(inc["lost_gpu_hours"].sum() or 0.0) if accounting else dg.MetadataValue.null()),
         "top_incidents": _preview(top),
     })

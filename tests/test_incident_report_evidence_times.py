@@ -202,11 +202,11 @@ def test_the_operator_window_is_not_called_evidence(con: duckdb.DuckDBPyConnecti
     assert lead == (
         "Hardware incident inc-rack, Rack power loss on dgx[17-20] (rack r02 PDU A breaker trip), started "
         "2026-12-01 15:30:00 UTC, its first log line; " + OPERATOR.format("OPS-1187") + " is 2026-12-01 15:30:00 UTC → "
-        "2026-12-01 17:35:00 UTC; its log evidence spans 15 s (4 events), to its last line at 2026-12-01 15:30:15 "
-        "UTC, and every node was back in service 2.1 h after the first evidence, at 2026-12-01 17:33:15 UTC; it killed 2 jobs and lost "
-        "32.0 GPU-hours.")
+        "2026-12-01 17:35:00 UTC; it was down until every node was back in service 2.1 h after the first evidence, at "
+        "2026-12-01 17:33:15 UTC; its failure lines span 15 s (4 events), the last at 2026-12-01 15:30:15 UTC; it "
+        "killed 2 jobs and lost 32.0 GPU-hours.")
     started = next(c for c in ctx["by_key"]["summary"].cards if c["label"] == "Started")
-    assert started["sub"] == "UTC · log evidence spans 15 s"
+    assert started["sub"] == "UTC · failure lines span 15 s"
     moments = _moments(ctx)
     # the last line is named by what it is (dgx20's power-loss line, the 4th at 15:30:00 + 5 s·3)
     assert ("2026-12-01 15:30:15", "+0:00:15",
@@ -229,10 +229,10 @@ def test_an_operator_start_without_a_log_line_is_the_operators(con: duckdb.DuckD
     assert lead.startswith("Hardware incident inc-mds, Storage failure on dgx[01-12] (MDS mds1 kernel panic), started "
                            "2026-11-30 01:08:00 UTC (operator's window; first log line 01:10:00); "
                            + OPERATOR.format("OPS-1180")
-                           + " is 2026-11-30 01:08:00 UTC → 2026-11-30 01:56:00 UTC; its log evidence spans 64 s "
-                           "(13 events), to its last line at 2026-11-30 01:11:04 UTC, and it was down 46 min from the "
+                           + " is 2026-11-30 01:08:00 UTC → 2026-11-30 01:56:00 UTC; it was down 46 min from the "
                            "first evidence, to the file system's recovery on its clients at 2026-11-30 01:55:31 UTC; "
-                           "no drain linked: its nodes stayed in service;")
+                           "no drain linked: its nodes stayed in service; its failure lines span 64 s (13 events), the "
+                           "last at 2026-11-30 01:11:04 UTC;")
     started = next(c for c in ctx["by_key"]["summary"].cards if c["label"] == "Started")
     assert (started["value"], started["sub"]) == ("11-30 01:08:00", "UTC · operator's window; first log line 01:10:00")
     assert "evidence spans 48 min" not in lead

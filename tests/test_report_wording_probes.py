@@ -238,11 +238,11 @@ def test_hardware_incident_says_its_evidence_spans_7_s_and_it_was_down_12_min(co
     page, md = paths.html.read_text(), " ".join(paths.markdown.read_text().split())
     summary = visible_text(section(page, "summary"))
     assert ("Hardware incident inc-leaf01, Interconnect switch failure under leaf01 (ib_link_down), started "
-            "2026-11-01 03:00:01 UTC; its log evidence spans 7 s (16 events), to its last line at 2026-11-01 "
-            "03:00:08 UTC, and it was down 12 min, to the links' "
-            "recovery at 2026-11-01 03:12:08 UTC; no drain linked: its nodes stayed in service; it killed 2 jobs and "
+            "2026-11-01 03:00:01 UTC; it was down 12 min, to the links' "
+            "recovery at 2026-11-01 03:12:08 UTC; no drain linked: its nodes stayed in service; its failure lines span "
+            "7 s (16 events), the last at 2026-11-01 03:00:08 UTC; it killed 2 jobs and "
             "lost 24.0 GPU-hours.") in summary
-    assert "lasted" not in summary and "UTC · log evidence spans 7 s" in summary
+    assert "lasted" not in summary and "UTC · failure lines span 7 s" in summary
     # The header: the log evidence's span, then the repair — not "03:00:01 UTC → 03:00:08 UTC" as the incident.
     assert _subheading(page) == ("hardware incident · Interconnect switch failure under leaf01 (ib_link_down) · "
                                  "log evidence 2026-11-01 03:00:01 UTC → 2026-11-01 03:00:08 UTC · links back ACTIVE "

@@ -152,14 +152,18 @@ Ongoing incidents
     then — and no duration is claimed.
 
 Blast radius
-    Job runs that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``) on the incident's nodes with an
+    Killed runs — a run that ended ``FAILED`` / ``NODE_FAIL`` (``killed_states``), or that job-failure
+    attribution gives to a hardware incident whatever its state (an earlier run a GPU fault ended and
+    Slurm requeued ends ``REQUEUED``: the hardware incident counts it, so this view does too) — on the
+    incident's nodes with an
     end in [start − ``job_before_minutes`` (15), last alert start + ``job_after_minutes`` (5)] — a
     job's final run, or an earlier run Slurm requeued —, except those job-failure attribution gives
     to the user or to a hardware incident the alert incident is not about (it is about every hardware
     incident one of its alerts matched — a rack's power loss is one alert incident over a per-node
     incident on each node): ``n_jobs_killed`` (the
-    jobs; a job killed twice counts once, as ``hw_incidents.affected_jobs``), and the sum of their
-    attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
+    jobs; a job killed twice counts once, as ``hw_incidents.affected_jobs``), ``n_runs_requeued`` (how
+    many of those runs were earlier runs Slurm requeued: the requeued runs beside the jobs), and the
+    sum of their attributed ``lost_gpu_hours``. (The window ends at the last alert *start*: jobs die at a fault's
     onset, and an alert left firing for days is no reason to claim every later failure.) Every
     killed run attribution gives to a hardware incident the alert incident is about counts
     too, whenever it ended (a job NCCL kept waiting 10 min on a dead link): the alert view of an
@@ -235,7 +239,8 @@ from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.sources.alerts.parse import SNAPSHOT_SQL
 from gpusre.models.sources.slurm_events.ingest import events_as_of
-from gpusre.models.vocabulary import KILLED_STATES, TERMINAL_STATES, failure_incidents, run_key_job
+from gpusre.models.vocabulary import (INFRASTRUCTURE, KILLED_STATES, RUN_KEY_SEP, TERMINAL_STATES, failure_incidents,
+                                      run_key_job)
 from gpusre.models.warehouse import query_frames, table_exists
 from gpusre.models.ordered_sums import ordered_sum
 
@@ -424,6 +429,7 @@ INCIDENT_SCHEMA: dict[str, pl.DataType] = {
     "in_flood": pl.Boolean(),
     "n_jobs_killed": pl.Int64(),
     "lost_gpu_hours": pl.Float64(),
+    "n_runs_requeued": pl.Int64(),      # of the killed runs, the earlier runs of requeued jobs
 }
 MEMBER_SCHEMA: dict[str, pl.DataType] = {
     "alert_id": pl.Int64(), "incident_id": pl.String(), "is_root": pl.Boolean(), "level": pl.String(),
@@ -1194,7 +1200,8 @@ def cluster_alerts(
             None: no Slurm accounting, ``n_jobs_killed`` and ``lost_gpu_hours`` NULL (unknown, not 0);
             an empty frame: accounting without a killed job, 0.
         attribution: ``marts.job_failure_attribution`` (``job_id``, ``attribution``,
-            ``lost_gpu_hours``); jobs it gives to the user do not count.
+            ``lost_gpu_hours``, ``incident_id``) and the requeued runs' rows under their run keys; jobs it
+            gives to the user do not count, runs it gives to a hardware incident count whatever their state.
         floods: flood episodes (``start_ts``, ``end_ts``) from
             :func:`~gpusre.models.alerts.floods.detect_floods`; None: detected with its defaults.
         node_labels: the node labels of the node mapping (cluster.yaml ``alerts.nodes.node_labels``):
@@ -1529,13 +1536,15 @@ def _job_impact(inc: pl.DataFrame, about: pl.DataFrame, jobs: pl.DataFrame | Non
     ``about``: ``(_c, _inc_hw)``, the hardware incidents each alert incident is about (:func:`_members_hw`)."""
     if jobs is None:  # no accounting: which jobs died is unknown
         return inc.with_columns(pl.lit(None, dtype=pl.Int64).alias("n_jobs_killed"),
-                                pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"))
-    zero = inc.with_columns(pl.lit(0, dtype=pl.Int64).alias("n_jobs_killed"), pl.lit(0.0).alias("lost_gpu_hours"))
+                                pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"),
+                                pl.lit(None, dtype=pl.Int64).alias("n_runs_requeued"))
+    zero = inc.with_columns(pl.lit(0, dtype=pl.Int64).alias("n_jobs_killed"), pl.lit(0.0).alias("lost_gpu_hours"),
+                            pl.lit(0, dtype=pl.Int64).alias("n_runs_requeued"))
     if jobs.is_empty():
         return zero
     jb = _conform(jobs, {"job_id": pl.String(), "state": pl.String(), "end_ts": _TS, "nodes": pl.List(pl.String())},
                   ("job_id", "state", "end_ts", "nodes"))
-    jb = jb.filter(pl.col("state").is_in(list(settings.killed_states)) & pl.col("end_ts").is_not_null())
+    jb = jb.filter(pl.col("end_ts").is_not_null())
     if attribution is not None and not attribution.is_empty():
         attr = _conform(attribution, {"job_id": pl.String(), "attribution": pl.String(), "lost_gpu_hours": pl.Float64(),
                                       "incident_id": pl.String()},
@@ -1545,7 +1554,12 @@ def _job_impact(inc: pl.DataFrame, about: pl.DataFrame, jobs: pl.DataFrame | Non
         jb = jb.with_columns(pl.lit(None, dtype=pl.String).alias("attribution"),
                              pl.lit(None, dtype=pl.Float64).alias("lost_gpu_hours"),
                              pl.lit(None, dtype=pl.String).alias("_job_hw"))
-    jb = jb.filter(pl.col("attribution").is_null() | (pl.col("attribution") != "user")).unique("job_id")
+    # A killed run: it ended in ``killed_states``, or attribution gives it to a hardware incident whatever
+    # state Slurm wrote — a run a GPU fault ended that Slurm requeued ends REQUEUED, and that incident's
+    # ``affected_jobs`` / ``lost_gpu_hours`` count it (one definition: the attribution marts').
+    killed = pl.col("state").is_in(list(settings.killed_states)) | (
+        (pl.col("attribution") == INFRASTRUCTURE) & pl.col("_job_hw").is_not_null()).fill_null(False)
+    jb = jb.filter(killed & (pl.col("attribution").is_null() | (pl.col("attribution") != "user"))).unique("job_id")
     if jb.is_empty():
         return zero
     job_nodes = jb.select("job_id", "nodes", pl.col("end_ts").dt.epoch("us").alias("_ts")).explode("nodes").drop_nulls("nodes")
@@ -1571,9 +1585,12 @@ def _job_impact(inc: pl.DataFrame, about: pl.DataFrame, jobs: pl.DataFrame | Non
     mine = hit.join(about, left_on=["_c", "_job_hw"], right_on=["_c", "_inc_hw"], how="semi")
     hit = (pl.concat([hit.filter(pl.col("_job_hw").is_null()), mine])
            .group_by("_c").agg(run_key_job(pl.col("job_id")).n_unique().cast(pl.Int64)
-                               .alias("n_jobs_killed"), ordered_sum("lost_gpu_hours")))
+                               .alias("n_jobs_killed"), ordered_sum("lost_gpu_hours"),
+                               # earlier runs (keyed job#instance): the requeued runs beside the jobs
+                               pl.col("job_id").str.contains(RUN_KEY_SEP, literal=True).sum().cast(pl.Int64)
+                               .alias("n_runs_requeued")))
     return inc.join(hit, on="_c", how="left").with_columns(
-        pl.col("n_jobs_killed").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
+        pl.col("n_jobs_killed", "n_runs_requeued").fill_null(0), pl.col("lost_gpu_hours").fill_null(0.0))
 
 
 # -- marts built on the clusters -------------------------------------------------------------------
@@ -1773,7 +1790,8 @@ def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFr
     """``marts.alert_daily``: per UTC day (zero-filled from the first to the last day of an alert
     start or a notification) the notifications received that day and the webhook deliveries
     (payloads) they came in — ``notifications`` (:data:`NOTIFICATION_DAY_SCHEMA`, as
-    :data:`NOTIFICATION_DAYS_SQL` selects; None: unknown, NULL) —, the alerts and incidents that
+    :data:`NOTIFICATION_DAYS_SQL` selects; None: unknown, NULL; NULL too on a day before the first or
+    after the last day a notification was received) —, the alerts and incidents that
     started that day, alerts / incidents, and flood episodes that started that day; the deliveries
     Alertmanager truncated that day and the most alerts one of them dropped (``truncated_deliveries``,
     ``truncated_alerts``: the day's alert counts are lower bounds)."""
@@ -1794,7 +1812,13 @@ def alert_daily(alerts: pl.DataFrame, incidents: pl.DataFrame, floods: pl.DataFr
            .with_columns(pl.when(pl.col("incidents") > 0).then(pl.col("alerts") / pl.col("incidents"))
                          .alias("compression_ratio")))
     if notifications is not None:
-        out = out.with_columns(pl.col("notifications", "deliveries", "truncated_deliveries", "truncated_alerts").fill_null(0))
+        # A day without a notification is a quiet day (0) only inside the days notifications were received:
+        # an alert re-sent with a startsAt weeks old makes rows reach back to it, and nobody received
+        # anything on those days — unknown (NULL), not 0. (Snapshots only, no delivery day at all: 0.)
+        known = (pl.col("day").is_between(received["day"].min(), received["day"].max()) if received.height
+                 else pl.lit(True))
+        out = out.with_columns(pl.when(known).then(pl.col(c).fill_null(0)).alias(c)
+                               for c in ("notifications", "deliveries", "truncated_deliveries", "truncated_alerts"))
     return out.select([pl.col(c).cast(t) for c, t in DAILY_SCHEMA.items()]).sort("day")
 
 

@@ -15,7 +15,7 @@ import duckdb
 from gpusre.models.failures.health_checks import CHECK_NAME_PATTERN
 from gpusre.models.reliability.repair_times import load_health_evidence_kinds, load_recovery_kinds
 from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
-from gpusre.models.warehouse import select_columns, table_columns, table_exists
+from gpusre.models.warehouse import read_sql, select_columns, table_columns, table_exists
 from gpusre.reports.incident.terms import as_utc
 from gpusre.reports.kit.formatting import truncate
 from gpusre.reports.kit.warehouse import query_rows
@@ -321,9 +321,13 @@ class Incident:
     @cached_property
     def events(self) -> list[dict[str, Any]]:
         """Node events on the nodes in the window (not ``informational``) plus the hardware incidents'
-        member events, earliest first; ``member`` marks the latter."""
+        member events, earliest first; ``member`` marks the latter. Each event once, as the failure marts
+        read them (``sql/core/node_events_once.sql``): slurmd's report of an NHC run beside NHC's own line,
+        a line rsyslog wrote to both syslog and kern.log, is one event (``hw_incidents.n_events`` counts it
+        once; the timeline must not show it twice)."""
         if not table_exists(self.con, "core.node_events"):
             return []
+        once = read_sql("core/node_events_once.sql").strip().rstrip(";")
         ids = self.hw_incident_ids
         # one row per member event (an event may belong to several of the linked incidents)
         member = ("SELECT DISTINCT ON (event_id) event_id, incident_id AS hw_incident FROM marts.hw_incident_members "
@@ -332,7 +336,7 @@ class Incident:
         params: list[Any] = ([ids] if "?" in member else []) + [self.nodes, self.w0, self.w1]
         rows = query_rows(self.con, f"""SELECT e.event_id, e.ts, e.node, e.kind, e.code, e.component, e.cause_class,
                                           e.severity, e.action, e.message, m.hw_incident
-                                   FROM core.node_events e LEFT JOIN ({member}) m USING (event_id)
+                                   FROM ({once}) e LEFT JOIN ({member}) m USING (event_id)
                                    WHERE m.hw_incident IS NOT NULL
                                       OR (list_contains(?, e.node) AND e.ts BETWEEN ? AND ?
                                           AND e.cause_class IS DISTINCT FROM 'informational')
@@ -478,12 +482,16 @@ class Incident:
 
     def _alert_counts(self, r: dict[str, Any], lo: datetime, hi: datetime, anchor: set[str]) -> bool:
         """The rule of ``marts.alert_incidents.n_jobs_killed`` for one job run (a final or a requeued one,
-        ``models/alerts/clustering.py`` "Blast radius"): killed and not the user's fault, and either on the
-        incident's nodes in the window and not blamed on a hardware incident this alert incident is not
-        about, or given by attribution to a hardware incident it is about, whenever it ended. It is about
-        every hardware incident its member alerts matched (:attr:`hw_incident_ids`), as in the mart."""
+        ``models/alerts/clustering.py`` "Blast radius"): killed (ended FAILED / NODE_FAIL, or given by
+        attribution to a hardware incident whatever its state: a run Slurm requeued after a GPU fault ends
+        REQUEUED) and not the user's fault, and either on the incident's nodes in the window and not blamed
+        on a hardware incident this alert incident is not about, or given by attribution to a hardware
+        incident it is about, whenever it ended. It is about every hardware incident its member alerts
+        matched (:attr:`hw_incident_ids`), as in the mart."""
         about = set(self.hw_incident_ids)
-        if r["state"] not in KILLED_STATES or r["end_ts"] is None or r["attribution"] == "user":
+        killed = r["state"] in KILLED_STATES or (r["attribution"] == "infrastructure"
+                                                 and r["attributed_incident"] is not None)
+        if not killed or r["end_ts"] is None or r["attribution"] == "user":
             return False
         if r["attributed_incident"] in about:
             return True

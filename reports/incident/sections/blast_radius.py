@@ -9,7 +9,8 @@ from gpusre.reports.incident.incident import Incident
 from gpusre.reports.incident.terms import (UNKNOWN_NO_ACCOUNTING, alert_location, at_text, incident_missing,
                                            killed_text, when_text)
 from gpusre.reports.kit import charts
-from gpusre.reports.kit.formatting import MISSING, fmt_int, fmt_num, gpuh, nodes_text, plural, truncate
+from gpusre.reports.kit.formatting import (MISSING, fmt_int, fmt_num, gpuh, jobs_and_requeued_runs, nodes_text, plural,
+                                            truncate)
 from gpusre.reports.kit.section import Cell, Column, Section, SectionSpec, Table
 
 _MAX_JOB_ROWS = 40
@@ -44,12 +45,14 @@ def build(inc: Incident) -> Section:
     if inc.kind == "alert":
         n_mart, lost_mart = r.get("n_jobs_killed"), r.get("lost_gpu_hours")
         matched = inc.hw_incident_ids
-        rule = ("jobs with a run (the final one, or an earlier one Slurm requeued) that ended FAILED or NODE_FAIL on "
+        rule = ("jobs with a run (the final one, or an earlier one Slurm requeued) that ended FAILED or NODE_FAIL, "
+                "or that attribution gives to a hardware incident whatever its state (a run Slurm requeued), on "
                 "its nodes from 15 min before its start to 5 min after its last alert started, unless attributed to "
                 "the user"
                 + (f", plus every such run attribution gives to the linked hardware "
                    f"incident{'s' if len(matched) > 1 else ''} {', '.join(matched)}, whenever it ended" if matched else "")
-                + " (marts.alert_incidents.n_jobs_killed; a job killed twice counts once)")
+                + " (marts.alert_incidents.n_jobs_killed, the requeued runs among them n_runs_requeued; "
+                  "a job killed twice counts once)")
     else:
         n_mart, lost_mart = r.get("affected_jobs"), r.get("lost_gpu_hours")
         rule = ("jobs, and earlier instances of requeued jobs, that attribution gives to this incident "
@@ -99,7 +102,13 @@ def build(inc: Incident) -> Section:
                          + f"; the job went on, so the marts do not count {'it' if len(requeued) == 1 else 'them'} "
                            "as killed.")
     for h in (inc.hw_incidents if inc.kind == "alert" and not no_jobs else []):
-        sec.notes.append(f"Linked hardware incident {h['incident_id']} killed {plural(h.get('affected_jobs') or 0, 'job')} "
+        # Its runs in the job list, split as the lead splits them ("0 jobs + 1 requeued run"): a requeued run
+        # worded "killed 1 job" here beside "0 jobs + 1 requeued run" above would be one kill with two counts.
+        own = [j for j in jobs if j["attribution"] == "infrastructure" and j["attributed_incident"] == h["incident_id"]]
+        n_final = len({j["job_id"] for j in own if not j["instance_no"]})
+        killed = (jobs_and_requeued_runs(n_final, n_final + sum(1 for j in own if j["instance_no"])) if own
+                  else plural(h.get("affected_jobs") or 0, "job"))
+        sec.notes.append(f"Linked hardware incident {h['incident_id']} killed {killed} "
                          f"and lost {gpuh(h.get('lost_gpu_hours'))} GPU-hours by its own attribution.")
     if not jobs and no_jobs:
         sec.items.append(Table([Column("Measure"), Column("Value", True)], [

@@ -148,9 +148,12 @@ def build(inc: Incident) -> Section:
         # without log evidence: then said.
         t0 = as_utc(rep0.get("first_evidence_ts")) if rep0 else None
         since = f"the operator's start ({when_text(inc.start)})" if t0 is None and op else "the first evidence"
+        # The outage comes first, named as such: from the first evidence to the end the repair was timed by
+        # (the nodes back in service, the links' recovery lines); the failure lines' span follows, only as
+        # that — "its log evidence spans 15 min" beside "back in service 30 min" read as a 15-min outage.
         if rep0 and is_number(rep0.get("hours_to_repair")) and no_states:
             # Without node states the repair end is an estimate: say from what, never "back in service".
-            down = (f"; {NOT_LOADED['slurm_events']}: repair time estimated from "
+            down = (f"{NOT_LOADED['slurm_events']}: repair time estimated from "
                     f"{REPAIR_SOURCE_TEXT.get(str(rep0.get('repair_source')), 'other evidence')}, "
                     f"{span_hours(rep0['hours_to_repair'])} after {since}{at}")
         elif end and is_number(rep0.get("hours_to_repair")) and rep0.get("repair_source") in REPAIR_SOURCE_TEXT:
@@ -159,23 +162,23 @@ def build(inc: Incident) -> Section:
             # alone was no outage at all: its check failed for that long.
             lasted = "its health check failed for" if _health_checks_only(r) else "it was down"
             stayed = "the node stayed in service" if len(inc.anchor_nodes) == 1 else "its nodes stayed in service"
-            down = (f" and {lasted} {span_hours(rep0['hours_to_repair'])}"
+            down = (f"{lasted} {span_hours(rep0['hours_to_repair'])}"
                     + (f" from {since}" if since != "the first evidence" or note else "")
                     + f", to {end[2]} at {when_text(end[0])}; no drain linked: {stayed}")
         elif rep0 and is_number(rep0.get("hours_to_repair")):
-            down = f" and every node was back in service {span_hours(rep0['hours_to_repair'])} after {since}{at}"
-        elif is_number(r.get("hours_to_recovery")):
-            down = (f"; the last of its nodes started a job that went on to complete {span_hours(r['hours_to_recovery'])} "
-                    "after its last evidence")
+            down = f"it was down until every node was back in service {span_hours(rep0['hours_to_repair'])} after {since}{at}"
         else:
             down = ""
+        # Without a repair record the job-based recovery, measured from the last evidence, follows it.
+        after = (f"; the last of its nodes started a job that went on to complete {span_hours(r['hours_to_recovery'])} "
+                 "after its last evidence" if not down and is_number(r.get("hours_to_recovery")) else "")
         # The log evidence's own first and last line; an operator's window (incidents.csv) is named as the
         # operator's, never as evidence (OPS-1180's 01:08 → 01:56 has no log line at either time).
         if first is None:
             evidence = f"it has no log evidence ({plural(r.get('n_events'), 'event')})"
         elif ev_dur > 0:
-            evidence = (f"its log evidence spans {fmt_span(ev_dur)} ({plural(r.get('n_events'), 'event')}), "
-                        f"to its last line at {when_text(last)}")
+            evidence = (f"its failure lines span {fmt_span(ev_dur)} ({plural(r.get('n_events'), 'event')}), "
+                        f"the last at {when_text(last)}")
         else:
             evidence = f"its log evidence is a single moment ({plural(r.get('n_events'), 'event')})"
         started = f"started {when_text(inc.start)}" + (note or (", its first log line" if op and first is not None
@@ -184,9 +187,8 @@ def build(inc: Incident) -> Section:
             started += f"; {operator_text(r)} is {when_text(op[0])} → {when_text(op[1])}"
         impact = (f"its job impact is {UNKNOWN_NO_ACCOUNTING}" if no_jobs else
                   f"it killed {killed_text(inc, jobs)} and lost {gpuh(lost)} GPU-hours")
-        # "…, to its last line at X, and it was down …": the clause after the last-line time is set off.
-        sep = "," if first is not None and ev_dur > 0 and down.startswith(" and") else ""
-        sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, {started}; {evidence}{sep}{down}; "
+        sec.lead = (f"Hardware incident {inc.id}, {what_text(inc)}, {started}; "
+                    + (f"{down}; " if down else "") + f"{evidence}{after}; "
                     f"{impact}." + _health_check_only_text(inc, first, last))
     repairs = inc.safe("repairs", [])
     rep = repairs[0] if repairs else None
@@ -201,7 +203,7 @@ def build(inc: Incident) -> Section:
          "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}" if inc.kind == "alert"
          else f"UTC · {note.strip()[1:-1]}" if note
          else "UTC · no log evidence (operator's start)" if first is None
-         else f"UTC · log evidence spans {fmt_span(ev_dur)}" if ev_dur > 0 else "UTC · one moment of log evidence",
+         else f"UTC · failure lines span {fmt_span(ev_dur)}" if ev_dur > 0 else "UTC · one moment of log evidence",
          "tone": "bad" if ongoing(inc) else ""},
         {"label": "Nodes", "value": fmt_int(len(shown_nodes)),
          "sub": (f"of hardware incident {', '.join(inc.hw_incident_ids)}: " if nodes_from_hw else "")

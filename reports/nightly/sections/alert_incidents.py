@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from gpusre.models.warehouse import select_columns
 from gpusre.reports.incident.terms import UNKNOWN_NO_ACCOUNTING
 from gpusre.reports.kit.formatting import (
     MISSING,
@@ -60,6 +61,13 @@ def _resolved_text(con: duckdb.DuckDBPyConnection, day: Any) -> str:
             f"{fmt_date(day)}: {named}{more}.")
 
 
+def _requeued_text(r: dict[str, Any]) -> str:
+    """'1 requeued run among its killed runs; ' (``marts.alert_incidents.n_runs_requeued``: earlier runs Slurm
+    requeued, counted beside the jobs as the hardware incidents count them) — or ''."""
+    n = r.get("n_runs_requeued")
+    return f"{plural(n, 'requeued run')} among its killed runs; " if n else ""
+
+
 def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     d = fmt_date(meta.report_date)
     sec = Section("alert_incidents", f"Alert incidents of {d} by size")
@@ -88,9 +96,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         con, "SELECT scope, incidents AS n, alerts, alerts_per_incident, in_flood AS flood, with_hw_incident AS hw, "
              "jobs_killed AS jobs, lost_gpu_hours AS lost FROM marts.alert_incident_scopes WHERE day = ? "
              "ORDER BY incidents DESC, alerts DESC, scope", [meta.report_date])
+    # n_runs_requeued: a warehouse built before the column reads NULL (no requeued run named).
     rows = query_rows(con, f"""SELECT incident_id, start_ts, end_ts, ongoing, n_alerts, n_nodes, nodes, root_cause_candidate,
                                  root_cause_reason, alertnames, hw_incident_id, scope, in_flood, n_jobs_killed,
-                                 lost_gpu_hours
+                                 lost_gpu_hours, {select_columns(con, 'marts.alert_incidents', ['n_runs_requeued'])}
                           FROM marts.alert_incidents WHERE {on_day}
                           ORDER BY n_alerts DESC NULLS LAST, lost_gpu_hours DESC NULLS LAST, start_ts, incident_id
                           LIMIT {_TOP_N_ALERT_INCIDENTS}""", params)
@@ -102,8 +111,8 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
             + ("the largest, " if n > 1 else "it, ")
             + f"\u201c{truncate(top['root_cause_candidate'] or top['incident_id'], 70)}\u201d, grouped "
               f"{plural(top['n_alerts'], 'alert')} on {plural(top['n_nodes'] or 0, 'node')}"
-            + (f" and killed {plural(top['n_jobs_killed'], 'job')} ({gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h lost)"
-               if top["n_jobs_killed"] else ""))
+            + (f" and killed {plural(top['n_jobs_killed'], 'job')} ({_requeued_text(top)}"
+               f"{gpuh(top['lost_gpu_hours'] or 0.0)} GPU-h lost)" if top["n_jobs_killed"] else ""))
     # Without Slurm accounting the jobs they killed are unknown (the mart's NULL), never "none killed a job".
     no_jobs = agg["unknown"] == n
     if n > 1:
@@ -140,12 +149,15 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
           Cell(scope_label(r["scope"]) + (", flood" if r["in_flood"] else "") + (", ongoing" if r["ongoing"] else "")),
           cand(r),
           Cell(str(r["hw_incident_id"]) if r["hw_incident_id"] else MISSING, mono=bool(r["hw_incident_id"])),
-          Cell(or_unknown(r["n_jobs_killed"], fmt_int)), Cell(or_unknown(r["lost_gpu_hours"], fmt_num))] for r in rows],
+          Cell(or_unknown(r["n_jobs_killed"], fmt_int),
+               sub=f"{plural(r['n_runs_requeued'], 'requeued run')}" if r["n_runs_requeued"] else None),
+          Cell(or_unknown(r["lost_gpu_hours"], fmt_num))] for r in rows],
         caption=(f"Top {len(rows)} of {fmt_int(n)}" if n > len(rows) else f"All {fmt_int(n)}")
                 + f" alert incidents that started on {d}, most alerts first (hover over a node count for the nodes). "
                   "Root-cause candidate: the alert matched to a hardware incident, else the earliest at the most "
-                  "upstream level (fabric > storage > rack > node > GPU > Slurm's reaction). Jobs killed: jobs with a run (requeued runs included) "
-                  "that ended FAILED / NODE_FAIL on its nodes from "
+                  "upstream level (fabric > storage > rack > node > GPU > Slurm's reaction). Jobs killed: jobs with a run (requeued runs included, "
+                  "counted beneath) that ended FAILED / NODE_FAIL, or that attribution gives to a hardware incident "
+                  "(a run Slurm requeued), on its nodes from "
                   "15 min before its start to 5 min after its last alert, unless attributed to the user"
                 + (f" ({UNKNOWN_NO_ACCOUNTING})" if no_jobs else "") + ". "
                   "\u201cflood\u201d: an alert began inside a flood episode; \u201congoing\u201d: an alert of it "
