@@ -9,6 +9,7 @@ from datetime import date, datetime, timezone
 
 import polars as pl
 import pytest
+from hand_node_states import classified_states as _states
 
 from gpusre.models.failures.drain_reasons import REBOOT_CLASS, classify_reasons
 from gpusre.models.logs.masking import mask_messages
@@ -51,14 +52,6 @@ def test_ticket_ids_are_masked_as_tickets(reason: str, masked: str) -> None:
 
 def t(day: int, hour: int, minute: int = 0) -> datetime:
     return datetime(2026, 11, day, hour, minute, tzinfo=UTC)
-
-
-def _states(rows: list[tuple[str, datetime, datetime, str]]) -> pl.DataFrame:
-    """core.node_states rows with the catalog's class of each reason."""
-    frame = pl.DataFrame(rows, schema={"node": pl.String, "start_ts": pl.Datetime("us", "UTC"),
-                                       "end_ts": pl.Datetime("us", "UTC"), "reason": pl.String}, orient="row")
-    classes = classify_reasons(frame["reason"])
-    return frame.with_columns(classes["reason_class"], classes["reason_component"], classes["availability_class"])
 
 
 def _incidents(rows: list[tuple[str, str, datetime, str]]) -> pl.DataFrame:

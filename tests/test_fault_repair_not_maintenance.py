@@ -22,8 +22,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from hand_landing import SACCT_HEADER, query_rows, run_hand_landing, slurm_duration
+from hand_node_states import classified_states as _states, one_node_incidents as _incidents
 
-from gpusre.models.failures.drain_reasons import classify_reasons
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.node_availability import (
     CONTINUES_FAULT,
@@ -42,22 +42,6 @@ NHC_GPU_LOST = ("NHC: check_gpu_health: GPU 3 (0000:5d:00.0) is lost "
 
 def t(day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:
     return datetime(2026, 11, day, hour, minute, second, tzinfo=UTC)
-
-
-def _states(rows: list[tuple[str, datetime, datetime | None, str]]) -> pl.DataFrame:
-    """core.node_states rows with the catalog's class of each reason."""
-    frame = pl.DataFrame(rows, schema={"node": pl.String, "start_ts": pl.Datetime("us", "UTC"),
-                                       "end_ts": pl.Datetime("us", "UTC"), "reason": pl.String}, orient="row")
-    classes = classify_reasons(frame["reason"])
-    return frame.with_columns(classes["reason_class"], classes["reason_component"], classes["availability_class"])
-
-
-def _incidents(rows: list[tuple[str, str, datetime, str]]) -> pl.DataFrame:
-    """One-node incidents: (id, component, first evidence = start = end, node)."""
-    return pl.DataFrame([(i, c, "node", s, s, s, [n]) for i, c, s, n in rows],
-                        schema={"incident_id": pl.String, "component": pl.String, "scope": pl.String,
-                                "start_ts": pl.Datetime("us", "UTC"), "first_evidence_ts": pl.Datetime("us", "UTC"),
-                                "end_ts": pl.Datetime("us", "UTC"), "nodes": pl.List(pl.String)}, orient="row")
 
 
 def _marts(states: pl.DataFrame, incidents: pl.DataFrame | None, first_day: date, last_day: date,

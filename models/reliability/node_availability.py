@@ -32,6 +32,11 @@ Rules, in order:
    class and component of the part-naming reason of its outage chain (a ``DOWN*`` then a ``DRAIN
    "replace DIMM"`` minutes later: host memory), else of the hardware incident linked to its outage
    (``marts.incident_repairs``' rule: a rack's PDU trip makes its nodes' ``Not responding`` power
+   down time). A reason that names a part's class but reads as software (a file-system mount or service check:
+   ``check_fs_mount_rw: /lustre not mounted``, class ``software``, component ``storage``) on an outage linked to
+   a hardware incident of that same component is that incident's symptom: it takes the incident's cause
+   too (``hardware``, the incident's component: the Lustre client's error logged minutes before explains the
+   mount check's drain, as ``marts.incident_repairs`` says); without such an incident it stays software (other
    down time). A bare reboot request on an outage linked to a hardware incident is that fault's repair
    (the same link), and so is a planned-looking reason (a change ticket, a reboot, an upgrade) on a state
    that continues a hardware outage of its outage chain (:func:`fault_repairs`). Any other state with a
@@ -68,7 +73,7 @@ import polars as pl
 
 from gpusre.models.accounting_span import MAX_GAP_MINUTES
 from gpusre.models.failures.drain_reasons import REBOOT_CLASS
-from gpusre.models.vocabulary import load_component_classes
+from gpusre.models.vocabulary import class_of, load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
 from gpusre.models.reliability.repair_times import node_outages, outage_chains
 from gpusre.models.sources.slurm_events.parse import runs_jobs
@@ -134,6 +139,9 @@ _BUCKET_COLUMNS = {
 #: Reason components any fault shows (a dead node is "Not responding" whatever broke): with one of these
 #: (or none) and an availability class below, a state's reason says nothing about the outage's cause.
 GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
+#: Reason classes (``drain_reasons.csv``) of a full file system: housekeeping, never a part's symptom, whatever
+#: incident its outage is linked to (as capacity health checks are no failure evidence).
+CAPACITY_REASON_CLASSES = frozenset({"disk_full"})
 GENERIC_CLASSES = frozenset({"unknown", "software"})
 #: ``class_source`` of a planned-looking state that continues a hardware outage of its node (:func:`fault_repairs`).
 CONTINUES_FAULT = "hardware_outage"
@@ -155,6 +163,14 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
     2. else the hardware incident linked to its outage or to an earlier outage of its chain (``links``,
        :func:`~gpusre.models.reliability.repair_times.incident_outage_links`, the incident_repairs
        linkage; the earliest incident when several are): ``hardware`` and the incident's component.
+
+    A *software* state naming a component (``availability_class`` ``software``, ``reason_component`` outside
+    :data:`GENERIC_COMPONENTS`: ``NHC: check_fs_mount_rw: /lustre not mounted`` is ``storage``) whose outage (or
+    an earlier outage of its chain) is linked to an incident of that same component (``links``; the earliest
+    such incident; a full file system, :data:`CAPACITY_REASON_CLASSES`, never) is that incident's symptom — the reason says what failed to work, the incident what broke:
+    ``hardware``, the incident's component and class, ``class_source`` ``incident``; a generic state of its
+    chain then takes that cause by rule 1. Its component decides, not the link alone: a storage drain in an outage
+    also linked to a GPU incident stays software, and so does a failed driver update beside an Xid.
 
     A bare reboot request (reason class ``reboot``, planned work by itself) on an outage linked to a hardware
     incident — the link rule ``marts.incident_repairs`` times the incident's repair by (``links``: from 30 min
@@ -180,29 +196,53 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
                                             pl.lit(None, pl.String).alias("class_source"))
     chains = outage_chains(node_outages(st)).select(
         "node", "outage_start_ts", "chain_start_ts", "chain_end_ts", "chain_reason_class", "chain_reason")
-    # Rule 1: the state carrying the chain's part-naming reason (the first one from the outage on).
+    # Rule 2: the linked incidents, for their outage and the later outages of the same chain.
+    if links is None or not links.height:
+        linked = pl.DataFrame(schema={"node": pl.String, "outage_start_ts": chains.schema["outage_start_ts"],
+                                      "incident_start_ts": chains.schema["outage_start_ts"], "incident_id": pl.String,
+                                      "_inc_comp": pl.String, "_inc_class": pl.String})
+    else:
+        linked = (links.select("node", "chain_start_ts", pl.col("outage_start_ts").alias("_linked_ts"),
+                               "incident_start_ts", "incident_id", pl.col("component").alias("_inc_comp"),
+                               pl.coalesce(pl.col("component_class"), class_of(pl.col("component"))).alias("_inc_class"))
+                  .with_columns(pl.col("chain_start_ts", "_linked_ts", "incident_start_ts").cast(chains.schema["outage_start_ts"]))
+                  .join(chains.select("node", "chain_start_ts", "outage_start_ts"), on=["node", "chain_start_ts"])
+                  .filter(pl.col("outage_start_ts") >= pl.col("_linked_ts"))
+                  .sort("incident_start_ts", "incident_id")
+                  .select("node", "outage_start_ts", "incident_start_ts", "incident_id", "_inc_comp", "_inc_class"))
+    caused = linked.unique(["node", "outage_start_ts"], keep="first", maintain_order=True).select(
+        "node", "outage_start_ts", "_inc_comp", "_inc_class")
+    # A software reason naming a component (a file-system mount check: storage) on an outage linked to an incident
+    # of that same component is the incident's symptom — the marts.incident_repairs link: hardware, its part.
+    same_part = (linked.unique(["node", "outage_start_ts", "_inc_comp"], keep="first", maintain_order=True)
+                 .select("node", pl.col("outage_start_ts").alias("_o"), pl.col("_inc_comp").alias("_own_class"),
+                         pl.col("_inc_comp").alias("_sw_comp"), pl.col("_inc_class").alias("_sw_class")))
+    # The same component, not just its class: a driver update that failed beside an Xid, or a full /tmp beside a
+    # DIMM fault, is no symptom of the part; nor is a full file system ever (capacity is housekeeping).
+    symptom = ((pl.col("availability_class") == "software") & pl.col("reason_component").is_not_null()
+               & ~pl.col("reason_component").is_in(list(GENERIC_COMPONENTS))
+               & ~pl.col("reason_class").is_in(list(CAPACITY_REASON_CLASSES)))
+    st = (st.sort("start_ts")
+          .join_asof(chains.select("node", pl.col("outage_start_ts").alias("_o")).sort("_o"), left_on="start_ts",
+                     right_on="_o", by="node", strategy="backward", check_sortedness=False)
+          .with_columns(pl.when(symptom).then(pl.col("reason_component")).alias("_own_class"))
+          .join(same_part, on=["node", "_o", "_own_class"], how="left", maintain_order="left")
+          .with_columns(pl.when(pl.col("_sw_class").is_not_null()).then(pl.lit("hardware"))
+                        .otherwise(pl.col("availability_class")).alias("availability_class"),
+                        pl.coalesce("_sw_comp", "reason_component").alias("reason_component"))
+          .drop("_o", "_own_class", "_sw_comp")
+          .sort("_row"))
+    # Rule 1: the state carrying the chain's part-naming reason (the first one from the outage on), with the class
+    # a software symptom took from its incident.
     named = (chains.filter(pl.col("chain_reason_class").is_not_null())
              .join(st.select("node", pl.col("start_ts").alias("_s"), pl.col("reason_class").alias("chain_reason_class"),
                              pl.col("reason").alias("chain_reason"), pl.col("availability_class").alias("_chain_avail"),
-                             pl.col("reason_component").alias("_chain_comp")),
+                             pl.col("reason_component").alias("_chain_comp"), pl.col("_sw_class").alias("_chain_class")),
                    on=["node", "chain_reason_class", "chain_reason"], nulls_equal=True)
              .filter((pl.col("_s") >= pl.col("outage_start_ts"))
                      & (pl.col("chain_end_ts").is_null() | (pl.col("_s") < pl.col("chain_end_ts"))))
              .sort("_s").unique(["node", "outage_start_ts"], keep="first")
-             .select("node", "outage_start_ts", "_chain_avail", "_chain_comp"))
-    # Rule 2: the linked incident, for its outage and the later outages of the same chain.
-    if links is None or not links.height:
-        caused = pl.DataFrame(schema={"node": pl.String, "outage_start_ts": chains.schema["outage_start_ts"],
-                                      "_inc_comp": pl.String, "_inc_class": pl.String})
-    else:
-        caused = (links.select("node", "chain_start_ts", pl.col("outage_start_ts").alias("_linked_ts"),
-                               "incident_start_ts", "incident_id", pl.col("component").alias("_inc_comp"),
-                               pl.col("component_class").alias("_inc_class"))
-                  .with_columns(pl.col("chain_start_ts", "_linked_ts", "incident_start_ts").cast(chains.schema["outage_start_ts"]))
-                  .join(chains.select("node", "chain_start_ts", "outage_start_ts"), on=["node", "chain_start_ts"])
-                  .filter(pl.col("outage_start_ts") >= pl.col("_linked_ts"))
-                  .sort("incident_start_ts", "incident_id").unique(["node", "outage_start_ts"], keep="first")
-                  .select("node", "outage_start_ts", "_inc_comp", "_inc_class"))
+             .select("node", "outage_start_ts", "_chain_avail", "_chain_comp", "_chain_class"))
     cause = (chains.select("node", "outage_start_ts")
              .join(named, on=["node", "outage_start_ts"], how="left")
              .join(caused, on=["node", "outage_start_ts"], how="left"))
@@ -214,6 +254,7 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
     generic = generic | repair_reboot
     from_chain = generic & pl.col("_chain_avail").is_not_null()
     from_incident = generic & ~from_chain & pl.col("_inc_comp").is_not_null()
+    symptom_of_incident = pl.col("_sw_class").is_not_null()
     # Each state's outage: the node's last outage starting at or before it (outages partition the states).
     out = (st.sort("start_ts")
            .join_asof(cause.rename({"outage_start_ts": "_o"}).sort("_o"), left_on="start_ts", right_on="_o",
@@ -223,9 +264,10 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
                .otherwise(pl.col("availability_class")).alias("availability_class"),
                pl.when(from_chain).then(pl.col("_chain_comp")).when(from_incident).then(pl.col("_inc_comp"))
                .otherwise(pl.col("reason_component")).alias("reason_component"),
-               pl.when(from_incident).then(pl.col("_inc_class")).alias("component_class"),
-               pl.when(from_chain).then(pl.lit("outage_chain")).when(from_incident).then(pl.lit("incident"))
-               .otherwise(pl.lit("reason")).alias("class_source"))
+               pl.when(from_chain).then(pl.col("_chain_class")).when(from_incident).then(pl.col("_inc_class"))
+               .otherwise(pl.col("_sw_class")).alias("component_class"),
+               pl.when(from_chain).then(pl.lit("outage_chain")).when(from_incident | symptom_of_incident)
+               .then(pl.lit("incident")).otherwise(pl.lit("reason")).alias("class_source"))
            .sort("_row"))
     return fault_repairs(out.select(*states.columns, "component_class", "class_source"))
 
