@@ -12,7 +12,7 @@ import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gpusre.models.ingest.compaction_policy import KEEP_DAYS, MIN_FILES
 
@@ -48,12 +48,31 @@ def _run(landing: Path, warehouse: Path, reports: Path, workers: int | None = No
     if (refusal := catalog_clash_error(warehouse)) is not None:  # before any file is made next to it
         print(f"gpusre: error: {refusal}", file=sys.stderr)
         return EXIT_USAGE
+    # The landing is checked before the report folder, the run lock and the log folder are made: a refused
+    # run leaves nothing behind (it once left the warehouse folder with logs/, reports/ and an empty lock).
+    _check_landing(landing)
     if (problem := _reports_dir_error(reports)) is not None:  # before the ingest, not after it
         print(f"gpusre: error: {problem}", file=sys.stderr)
         return EXIT_FAILED
     # The run lock first, before Dagster is imported (seconds): a second run is refused at once.
     with warehouse_lock(warehouse, _progress):
         return _run_locked(landing, warehouse, reports, workers)
+
+
+def _check_landing(landing: Path) -> None:
+    """Raise the one-line error of a landing a run would refuse — no directory, no input file of any
+    source, an invalid cluster.yaml — before anything is written (the runner checks the same for its
+    other callers, after the CLI has taken the run lock)."""
+    from gpusre.models.sources.registry import SOURCES, watched_files
+    from gpusre.pipelines.config import load_cluster_config
+
+    if not landing.is_dir():
+        raise NotADirectoryError(f"{landing}: " + ("is a file, not a landing directory" if landing.exists()
+                                                   else "landing directory does not exist"))
+    load_cluster_config(landing)  # ClusterConfigError names the key path of a bad setting
+    if not watched_files(landing):
+        folders = ", ".join(s.landing + ("" if "." in s.landing else "/") for s in SOURCES)
+        raise FileNotFoundError(f"{landing}: no input files (expected any of {folders} with files in it)")
 
 
 def _run_locked(landing: Path, warehouse: Path, reports: Path, workers: int | None) -> int:
@@ -153,6 +172,8 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     from gpusre.pipelines.run_lock import warehouse_lock
 
     warehouse = Path(args.warehouse)
+    if not warehouse.is_file():  # before the lock file and logs/ are made next to it: a refusal leaves nothing
+        raise FileNotFoundError(f"{warehouse}: warehouse file does not exist (run gpusre run first)")
     with warehouse_lock(warehouse, _progress):  # before Dagster is imported, as for a run
         from gpusre.pipelines.runner import compact_lake
 
@@ -213,10 +234,16 @@ def _open_warehouse(path: str, read_only: bool, *, report: bool = False) -> tupl
 def _render_report(warehouse_arg: str, render: Callable[[duckdb.DuckDBPyConnection, str], Any], *,
                    read_only: bool = True, usage_errors: tuple[type[Exception], ...] = ()) -> int:
     """Open the warehouse, ``render(con, warehouse_label)`` a report, print its HTML and Markdown
-    paths; ``usage_errors`` raised by ``render`` are one-line user errors (exit code 2)."""
+    paths; ``usage_errors`` raised by ``render`` are one-line user errors (exit code 2), days outside the
+    data (:class:`~gpusre.reports.nightly.meta.OutsideDataError`) one-line errors with exit code 1."""
+    from gpusre.reports.nightly.meta import OutsideDataError
+
     warehouse, con = _open_warehouse(warehouse_arg, read_only=read_only, report=True)
     try:
         paths = render(con, str(warehouse))
+    except OutsideDataError as exc:
+        print(f"gpusre: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except usage_errors as exc:
         print(f"gpusre: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -229,19 +256,18 @@ def _render_report(warehouse_arg: str, render: Callable[[duckdb.DuckDBPyConnecti
 
 def _cmd_report_nightly(args: argparse.Namespace) -> int:
     from gpusre.reports.nightly import render_nightly_report
-    from gpusre.reports.nightly.meta import data_days
+    from gpusre.reports.nightly.meta import OutsideDataError, check_inside_data
 
     if args.date is not None:
         # A day outside the data would render every count as a quiet night ("To do: nothing"): refused.
         _, con = _open_warehouse(args.warehouse, read_only=True, report=True)
         try:
-            first, last = data_days(con)
+            check_inside_data(con, args.date, args.date)
+        except OutsideDataError as exc:
+            print(f"gpusre: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         finally:
             con.close()
-        if first is not None and last is not None and not first <= args.date <= last:
-            print(f"gpusre: error: {args.date.isoformat()} is outside the data ({first.isoformat()} … "
-                  f"{last.isoformat()}): no source has a record that day to report on", file=sys.stderr)
-            return EXIT_FAILED
     return _render_report(args.warehouse, lambda con, label: render_nightly_report(
         con, Path(args.out), report_date=args.date, warehouse_label=label), read_only=False)
 
@@ -311,6 +337,9 @@ def _cmd_templates(args: argparse.Namespace) -> int:
 def _cmd_docs(args: argparse.Namespace) -> int:
     from gpusre.pipelines.warehouse_docs import apply_comments, sync_readme, undocumented
 
+    if args.check and not args.readme:  # --check checks the README only: alone it would check nothing
+        print("gpusre: error: docs: --check needs --readme [PATH] (gpusre docs --readme --check)", file=sys.stderr)
+        return EXIT_USAGE
     if not args.readme and not args.warehouse:
         print("gpusre: error: docs: give --readme [PATH] and/or --warehouse PATH", file=sys.stderr)
         return EXIT_USAGE
@@ -350,23 +379,41 @@ def _iso_date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from exc
 
 
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from exc
+
+
 def _non_negative(text: str) -> int:
-    value = int(text)
+    value = _whole_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {text}")
     return value
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1: {text}")
     return value
 
 
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, as every other user error (module docstring):
+    argparse's usage block before the error made a bad ``--date`` three lines. Subparsers inherit the
+    class (``add_subparsers`` makes its parsers of the parent's type), so every subcommand is covered."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("gpusre").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USAGE, f"gpusre: error: {where}{message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and for documentation)."""
-    parser = argparse.ArgumentParser(prog="gpusre", description="Incident analytics for Slurm GPU clusters.")
+    parser = _OneLineErrorParser(prog="gpusre", description="Incident analytics for Slurm GPU clusters.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="write a synthetic landing directory (sacct dumps, cluster.yaml, truth/)")

@@ -200,7 +200,7 @@ def test_failed_by_signal_is_user() -> None:
 def test_a_started_deadline_job_is_the_users_limit_and_a_pending_one_no_failure() -> None:
     # Slurm ends a running job at its --deadline (DEADLINE) as it ends one at its time limit; a job whose
     # deadline passed while it pended never ran: nothing was killed (outside probe: job 3002 counted as
-    # failed with no attribution row, "1 of 1 interrupted job").
+    # failed with no attribution row, "1 of 1 failed job").
     out = attribute([job("dl", "DEADLINE", ["n1"], exit_code=0),
                      {**job("dl_pending", "DEADLINE", [], exit_code=0), "start_ts": None, "elapsed_s": 0}],
                     [ev(1, 0, "n1", XID79)])

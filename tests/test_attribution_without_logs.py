@@ -106,7 +106,7 @@ def test_absence_of_evidence_blames_the_user_only_where_logs_covered_the_nodes(m
 
 def test_the_nightly_counts_the_unlogged_jobs_as_unknown(mixed: Path) -> None:
     sec = _section(_nightly(mixed), "Why jobs failed")
-    assert ("Of 5 interrupted jobs in 2026-12-01 (failed, timed out, out of memory, node failure, requeued, or "
+    assert ("Of 5 failed jobs in 2026-12-01 (failed, timed out, out of memory, node failure, requeued, or "
             "cancelled by an administrator), 1 was infrastructure (4.0 GPU-h lost), 2 user and 2 unknown") in sec
     assert "2 unknown jobs (2 on 2026-12-01) could not be attributed for lack of node logs" in sec
 
@@ -135,7 +135,7 @@ def test_only_sacct_nightly_says_unknown_not_no_infrastructure_failure(only_sacc
             "not be attributed: no node logs from their nodes at their end.") in why
     assert "No job failed because of the infrastructure" not in md
     head = _section(md, "Headline")
-    assert "Infra failures 2026-12-01: 0 (0.0 GPU-h lost · 0 of 4 interrupted jobs · 3 unknown: no node logs)" in head
+    assert "Infra failures 2026-12-01: 0 (0.0 GPU-h lost · 0 of 4 failed jobs · 3 unknown: no node logs)" in head
     assert "Hardware incidents: – (unknown: no node logs)" in head
     assert "Hardware incidents: 0" not in head
 

@@ -205,7 +205,7 @@ def test_attribution_summary_counts_the_requeued_run_as_the_headline_does(con, w
     assert marts == [(2, pytest.approx(12.0))]
     md = _nightly(warehouse)
     # The headline's card and "Why jobs failed" show the same figure.
-    assert ("**Infra failures 2026-12-01:** 2 (12.0 GPU-h lost · 1 of 2 interrupted jobs + 1 requeued run · "
+    assert ("**Infra failures 2026-12-01:** 2 (12.0 GPU-h lost · 1 of 2 failed jobs + 1 requeued run · "
             "1 unknown: no node logs)") in md
     assert "1 was infrastructure + 1 requeued run (12.0 GPU-h lost), 0 user and 1 unknown; on 2026-12-01, of 2, " \
            "1 was infrastructure + 1 requeued run (12.0 GPU-h lost), 0 user and 1 unknown." in md

@@ -94,7 +94,7 @@ def test_node_states_over_two_days(tmp_path: Path) -> None:
     # The nightly's infrastructure-failure card reconciles with the incidents: job 106 (9.333) and the
     # requeued run of job 107 (4.667) — 14.0 GPU-h, as hw_incidents sums them.
     nightly = next((tmp_path / "reports").glob("nightly-*.md")).read_text()
-    assert "**Infra failures, whole period:** 2 (14.0 GPU-h lost · 1 of 4 interrupted jobs + 1 requeued run)" \
+    assert "**Infra failures, whole period:** 2 (14.0 GPU-h lost · 1 of 4 failed jobs + 1 requeued run)" \
         in nightly
     # 11-30's failures: job 106 ended NODE_FAIL; job 107's NODE_FAIL run was requeued (no failed job).
     assert "**Failures 2026-11-30:** 1 (NODE_FAIL 1 (+ 1 requeued run) · 1-day median 3)" in nightly

@@ -123,11 +123,11 @@ def test_sacct_only_review_says_the_job_sli_is_an_upper_bound(tmp_path: Path) ->
         con.close()
     assert rows == [(D1, 2.0, 3.0, 1), (D2, 2.0, 2.0, 1)]
     md = next(reports.glob("slo-*.md")).read_text()
-    bound = "at most: 2 interrupted jobs of unknown cause (no node logs); 40.00 % if all were the infrastructure's"
+    bound = "at most: 2 failed jobs of unknown cause (no node logs); 40.00 % if all were the infrastructure's"
     assert f"**Jobs not killed by the infrastructure:** 80.00 % (objective 99.5 % · budget left" in md, out.stdout
     assert f"· {bound})" in md                                   # the summary card
     assert f"| 80.00 % — {bound} |" in md                        # the status table's cell
-    assert "80.00 % at most (2 interrupted jobs of unknown cause)" in md  # the status sentence
+    assert "80.00 % at most (2 failed jobs of unknown cause)" in md  # the status sentence
     assert "the 1/N projection to larger jobs: insufficient data (1 infrastructure failure;" in md
     lead = next(line for line in md.splitlines() if "the 1/N projection to larger jobs" in line)
     assert "1,024 GPUs" not in lead and "Meta RSC-1" not in lead

@@ -173,7 +173,7 @@ def test_last_night_says_unknown_where_the_node_logs_stopped(stop: Path) -> None
     sec = ctx["by_key"]["last_night"]
     # 2003 failed with no node log of D2: the count of jobs the infrastructure killed is unknown.
     assert sec.lead == ("On 2026-11-11: hardware incidents unknown, an unknown number of jobs killed by the "
-                        "infrastructure (1 interrupted job of unknown cause), 1 alert incident.")
+                        "infrastructure (1 failed job of unknown cause), 1 alert incident.")
     unknown = "no node log line on 2026-11-11 (the last record is on 2026-11-10): whether one began is unknown"
     entries = _entries(ctx)
     assert entries["Hardware incidents"] == unknown
@@ -205,7 +205,7 @@ def test_silent_nodes_and_stopped_alerts(quiet: Path) -> None:
                                           "one started is unknown")
     assert ctx["by_key"]["last_night"].lead == (
         "On 2026-11-11: 0 hardware incidents on the nodes that logged (1 logged nothing), an unknown number of jobs "
-        "killed by the infrastructure (1 interrupted job of unknown cause), alert incidents unknown.")
+        "killed by the infrastructure (1 failed job of unknown cause), alert incidents unknown.")
 
 
 def test_sacct_only_says_unknown_not_zero(acct: tuple[Path, str, Path]) -> None:
@@ -214,7 +214,7 @@ def test_sacct_only_says_unknown_not_zero(acct: tuple[Path, str, Path]) -> None:
     assert ctx["meta"]["report_date"] == "2026-11-11"
     lead = ctx["by_key"]["last_night"].lead
     assert "0 jobs killed" not in lead
-    assert "an unknown number of jobs killed by the infrastructure (1 interrupted job of unknown cause)" in lead
+    assert "an unknown number of jobs killed by the infrastructure (1 failed job of unknown cause)" in lead
     assert _card(ctx, "Suspect nodes") == {"label": "Suspect nodes", "value": "–", "sub": "unknown: no node logs",
                                            "tone": ""}
     taxonomy = ctx["by_key"]["taxonomy"]

@@ -103,10 +103,10 @@ def test_past_night_rerender_bounds_every_count(tmp_path) -> None:
     assert "GPU jobs ended 30 whole period" in head and "GPU-hours 400 whole period" in head
     # incidents that began by the end of 11-25: inc-a, inc-b
     assert "Hardware incidents 2 whole period · 1 began 2026-11-25" in head
-    # 3 jobs + 1 requeued run = 4 runs, 2 + 5 = 7 GPU-h lost, of 2 + 4 = 6 interrupted jobs
-    assert "Infra failures, whole period 4 7.0 GPU-h lost · 3 of 6 interrupted jobs + 1 requeued run" in head
+    # 3 jobs + 1 requeued run = 4 runs, 2 + 5 = 7 GPU-h lost, of 2 + 4 = 6 failed jobs
+    assert "Infra failures, whole period 4 7.0 GPU-h lost · 3 of 6 failed jobs + 1 requeued run" in head
     attribution = visible_text(section(page, "attribution"))
-    assert "Of 6 interrupted jobs in 2026-11-24 … 2026-11-25" in attribution
+    assert "Of 6 failed jobs in 2026-11-24 … 2026-11-25" in attribution
     assert "3 were infrastructure + 1 requeued run (7.0 GPU-h lost)" in attribution
     failures = visible_text(section(page, "failures"))
     assert "over 2026-11-24 … 2026-11-25 failed runs hold 20.0 % of GPU-hours" in failures

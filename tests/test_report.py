@@ -311,7 +311,7 @@ def test_why_jobs_failed(report: tuple[ReportPaths, str, str]) -> None:
     _, html, md = report
     sec = _section(html, "attribution")
     text = _visible_text(sec)
-    assert ("Of 8 interrupted jobs in 2026-08-03 … 2026-10-31 (failed, timed out, out of memory, node failure, "
+    assert ("Of 8 failed jobs in 2026-08-03 … 2026-10-31 (failed, timed out, out of memory, node failure, "
             "requeued, or cancelled by an administrator), 3 were infrastructure (2,312 GPU-h lost), 4 user and "
             "1 unknown; on 2026-10-31, of 3, 2 were infrastructure (264 GPU-h lost), 1 user and 0 unknown.") in text
     # Attribution × state cross-tab: failure states first, then the others; Total row.
@@ -326,15 +326,15 @@ def test_why_jobs_failed(report: tuple[ReportPaths, str, str]) -> None:
     assert "Unknown (suspected NODE_FAIL) unknown none (node failure without evidence) – 8.0" in text
     assert "150" not in text  # failed on another day
     # Markdown: the lead, the cross-tab and the KPI cards.
-    assert ("Of 8 interrupted jobs in 2026-08-03 … 2026-10-31 (failed, timed out, out of memory, node failure, "
+    assert ("Of 8 failed jobs in 2026-08-03 … 2026-10-31 (failed, timed out, out of memory, node failure, "
             "requeued, or cancelled by an administrator), 3 were infrastructure (2,312 GPU-h lost)") in md
     assert "| Total | 3 | 2 | 1 | 1 | 1 | 8 | 100.0 % | 2,312.0 |" in md
-    assert "- **Infra failures 2026-10-31:** 2 (264 GPU-h lost · 2 of 3 interrupted jobs)" in md
-    assert "- **Infra failures, whole period:** 3 (2,312 GPU-h lost · 3 of 8 interrupted jobs)" in md
+    assert "- **Infra failures 2026-10-31:** 2 (264 GPU-h lost · 2 of 3 failed jobs)" in md
+    assert "- **Infra failures, whole period:** 3 (2,312 GPU-h lost · 3 of 8 failed jobs)" in md
     assert "- **Hardware incidents:** 3 (whole period · 1 began 2026-10-31)" in md
     assert "- **Suspect nodes:** 2 (gpu[017,033])" in md
     cards = _visible_text(html[html.index('class="cards"'): html.index('id="findings"')])
-    assert "Infra failures 2026-10-31 2 264 GPU-h lost · 2 of 3 interrupted jobs" in cards
+    assert "Infra failures 2026-10-31 2 264 GPU-h lost · 2 of 3 failed jobs" in cards
 
 
 def test_failure_taxonomy(report: tuple[ReportPaths, str, str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta, timezone
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from gpusre.models.ingest.hostlist import compress_hostlist
@@ -305,12 +306,24 @@ def fmt_span(seconds: float | None) -> str:
         return MISSING
     s = abs(float(seconds))  # type: ignore[arg-type]
     if s < 90:
-        return f"{s:.0f} s"
+        return f"{_half_up(s, 0)} s"
     if s < 5400:
-        return f"{s / 60:.0f} min"
+        return f"{_half_up(s / 60, 0)} min"
     if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
+        return f"{_half_up(s / 3600, 1)} h"
+    return f"{_half_up(s / 86400, 1)} days"
+
+
+def _half_up(x: float, decimals: int) -> str:
+    """``x`` with ``decimals`` decimals, a half rounded up as a reader rounds (a 0.075 h detect time, 4.5 min,
+    is '5 min'), not to even as Python's format does ('4 min'); the float noise of a unit conversion
+    (269.99999999999997 s for 0.075 h) is rounded off first, so it cannot tip a half down.
+
+    >>> _half_up(4.5, 0), _half_up(2.5, 0), _half_up(3.45, 1), _half_up(269.99999999999997 / 60, 0)
+    ('5', '3', '3.5', '5')
+    """
+    exact = Decimal(repr(round(x, 9)))
+    return f"{exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
 
 
 def span_hours(h: float | None) -> str:

@@ -236,11 +236,61 @@ def nightly_report_day(con: duckdb.DuckDBPyConnection) -> date | None:
 
 
 def data_days(con: duckdb.DuckDBPyConnection) -> tuple[date | None, date | None]:
-    """The first and last UTC day any source has a record on (``raw.record_days``; ``None, None`` when none)."""
-    if table_status(con, "raw.record_days") is not None:
+    """The first and last UTC day any source covers (:func:`source_days`; ``None, None`` when none): the
+    days a nightly can report on, and the span a refused ``--date`` names."""
+    spans = source_days(con).values()
+    if not spans:
         return None, None
-    row = query_rows(con, "SELECT min(day) AS a, max(day) AS b FROM raw.record_days WHERE records > 0")
-    return (row[0]["a"], row[0]["b"]) if row else (None, None)
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
+class OutsideDataError(Exception):
+    """A report asked for days no source covers (:func:`check_inside_data`): a one-line user error, exit 1."""
+
+
+def check_inside_data(con: duckdb.DuckDBPyConnection, first: date, last: date) -> None:
+    """Raise :class:`OutsideDataError` naming the data's span (:func:`data_days`) when no day of ``first`` …
+    ``last`` lies in it: every count of such a report would read as a quiet night ("no job failed", "Hardware
+    incidents: 0") nobody observed. A partial overlap is reported, with the coverage warnings saying which
+    days have no data; nothing is refused when the warehouse holds no record at all."""
+    a, b = data_days(con)
+    if a is None or b is None or (first <= b and last >= a):
+        return
+    asked, when = ((first.isoformat(), "that day") if first == last
+                   else (f"{first.isoformat()} … {last.isoformat()}", "in that window"))
+    raise OutsideDataError(f"{asked} is outside the data ({a.isoformat()} … {b.isoformat()}): "
+                           f"no source has a record {when} to report on")
+
+
+def _covered_days(row: dict[str, Any]) -> tuple[date, date] | None:
+    """The first and last UTC day of one ``marts.data_freshness`` row's records (None without records)."""
+    if not row["records"] or row["first_record_ts"] is None or row["last_record_ts"] is None:
+        return None
+    last_ts = row["last_record_ts"].astimezone(timezone.utc)
+    # Slurm accounting's last record time ends an interval (a job's end, a running job at the dump's cut):
+    # at exactly midnight it closes the day before, as raw.record_days dates it (ACCOUNTING_RECORD_DAY_SQL).
+    if row["source_kind"] in _END_TIMED:
+        last_ts -= timedelta(microseconds=1)
+    return row["first_record_ts"].astimezone(timezone.utc).date(), last_ts.date()
+
+
+def source_days(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[date, date]]:
+    """Per source with records, the first and last UTC day its records cover, as ``marts.data_freshness``
+    spans them — the one definition of what dates a record: a day is covered by a record observed on it
+    (a sacct dump's job records, a node-log line, a node's state event, an alert notification received
+    that day), not by the node-less "Cluster Registered TRES" event every ``sacctmgr show event`` dump lists
+    (it says since when the cluster exists: weeks of "quiet nights" before the first dump) nor by the
+    weeks-old ``startsAt`` Alertmanager re-sends with a long-firing alert. Before that mart is built (a
+    warehouse mid-run), the days of ``raw.record_days``."""
+    from gpusre.reports.coverage import freshness_rows
+
+    rows = freshness_rows(con)
+    if rows:
+        return {r["source_kind"]: days for r in rows if (days := _covered_days(r)) is not None}
+    if table_status(con, "raw.record_days") is not None:
+        return {}
+    return {r["source_kind"]: (r["a"], r["b"]) for r in query_rows(
+        con, "SELECT source_kind, min(day) AS a, max(day) AS b FROM raw.record_days WHERE records > 0 GROUP BY ALL")}
 
 
 #: What a source that has nothing for the report day leaves unknown, by source kind.
@@ -270,13 +320,9 @@ def sources_without_day(con: duckdb.DuckDBPyConnection, day: date) -> dict[str, 
 
     out: dict[str, str] = {}
     for r in freshness_rows(con):
-        if not r["records"] or r["first_record_ts"] is None or r["last_record_ts"] is None:
+        if (days := _covered_days(r)) is None:
             continue
-        first = r["first_record_ts"].astimezone(timezone.utc).date()
-        last_ts = r["last_record_ts"].astimezone(timezone.utc)
-        # Slurm accounting's last record time ends an interval (a job's end, a running job at the dump's cut):
-        # at exactly midnight it closes the day before, as raw.record_days dates it (ACCOUNTING_RECORD_DAY_SQL).
-        last = (last_ts - timedelta(microseconds=1) if r["source_kind"] in _END_TIMED else last_ts).date()
+        first, last = days
         if day > last:
             why = f"the last record is on {last.isoformat()}"
         elif day < first:
@@ -308,12 +354,11 @@ def later_data_note(con: duckdb.DuckDBPyConnection, report_day: date) -> list[st
     """A sentence when some source has records after ``report_day``: the day reported is not the last day
     with data (the accounting does not cover a later day completely), said with the command for that day —
     a run must never re-render an older day in silence. [] when the report day is the last day of data."""
-    last = data_days(con)[1]
-    if last is None or last <= report_day:
+    spans = source_days(con)
+    sources = sorted(k for k, (_, b) in spans.items() if b > report_day)
+    if not sources:
         return []
-    sources = [r["source_kind"] for r in query_rows(
-        con, "SELECT DISTINCT source_kind FROM raw.record_days WHERE day > ? AND records > 0 ORDER BY source_kind",
-        [report_day])]
+    last = max(spans[k][1] for k in sources)
     named = ", ".join(SOURCE_NAMES.get(s, s) for s in sources)
     return [f"This report is for {report_day.isoformat()}, not {last.isoformat()}, the last day with data ({named}): "
             f"no day after {report_day.isoformat()} is covered completely by Slurm accounting (or, without it, by "

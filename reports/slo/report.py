@@ -18,6 +18,7 @@ from gpusre.reports.kit import zone
 from gpusre.reports.kit.formatting import fmt_date, truncate
 from gpusre.reports.kit.render import write_report
 from gpusre.reports.kit.section import ReportPaths, SectionSpec, build_sections
+from gpusre.reports.nightly.meta import check_inside_data
 from gpusre.reports.slo.sections import (definitions, ettr, failure_rate, goodput, incidents, mtbf, mttf, repairs,
                                           status, summary)
 from gpusre.reports.slo.window import DEFAULT_WINDOW_DAYS, SloWindow, default_window
@@ -81,7 +82,8 @@ def render_slo_report(con: duckdb.DuckDBPyConnection, out_dir: Path, date_from: 
 
     Missing dates default to :func:`default_window` (30 days ending on the latest complete day with SLO
     data); only ``date_to`` given: the 30 days ending on it; only ``date_from``: from it to that latest day. Raises ``ValueError`` when ``date_from`` is
-    after ``date_to``. Missing or empty marts yield "No data yet" in their section. ``cluster_timezone``
+    after ``date_to``, :class:`~gpusre.reports.nightly.meta.OutsideDataError` when no day of the window has
+    data (:func:`~gpusre.reports.nightly.meta.check_inside_data`). Missing or empty marts yield "No data yet" in their section. ``cluster_timezone``
     (cluster.yaml's ``timezone``) is named in the header when it is not UTC.
     """
     if date_from is None or date_to is None:
@@ -92,6 +94,10 @@ def render_slo_report(con: duckdb.DuckDBPyConnection, out_dir: Path, date_from: 
             date_from = date_to - timedelta(days=DEFAULT_WINDOW_DAYS - 1)  # type: ignore[operator]
         else:  # from a given day up to the latest data (a month on when the data ends before it)
             date_to = d_to if d_to >= date_from else date_from + timedelta(days=DEFAULT_WINDOW_DAYS - 1)
+    # A window with no day of data would read as a perfect month ("Hardware incidents: 0"): refused, as the
+    # nightly refuses such a day; a window that overlaps the data in part is reported with coverage warnings.
+    if date_from <= date_to:  # type: ignore[operator]
+        check_inside_data(con, date_from, date_to)  # type: ignore[arg-type]
     ctx = build_slo_context(con, date_from, date_to, warehouse_label=warehouse_label,  # type: ignore[arg-type]
                             cluster_timezone=cluster_timezone)
     return write_report(out_dir, f"slo-{ctx['meta']['date_from']}_{ctx['meta']['date_to']}", "slo", ctx)

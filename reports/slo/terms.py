@@ -55,9 +55,9 @@ def change_phrase(ratio_mtbf: float) -> str:
 
 
 def unknown_bound_text(unknown: int, lower: float | None, node_logs: bool) -> str:
-    """'at most: 4 interrupted jobs of unknown cause (no node logs); 61.54 % if all were the infrastructure's' —
+    """'at most: 4 failed jobs of unknown cause (no node logs); 61.54 % if all were the infrastructure's' —
     why the job SLI's value is an upper bound (its good events include failures nobody could attribute)."""
     why = "no node logs" if not node_logs else "the node logs show no cause"
-    return (f"at most: {unknown:,} interrupted job{'s' if unknown != 1 else ''} of unknown cause ({why}); "
+    return (f"at most: {unknown:,} failed job{'s' if unknown != 1 else ''} of unknown cause ({why}); "
             f"{fmt_sli(lower)} if {'all were' if unknown != 1 else 'it was'} the infrastructure's")
 

@@ -134,8 +134,9 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
     night_total, night = attribution_counts(con, meta.report_date)
     period = period_text(fmt_date(meta.period_first) if meta.period_first else None,
                           fmt_date(meta.period_last) if meta.period_last else None)
-    # Attribution weighs every interrupted job (the vocabulary's INTERRUPTED_STATES, and jobs an
-    # administrator cancelled): more than the failure states the headline counts, so named apart.
+    # Attribution weighs every failed job (the vocabulary's INTERRUPTED_STATES, and jobs an
+    # administrator cancelled): the states are said, since they are more than the headline's failures. Not
+    # "interrupted jobs": a user's own failure (OOM, TIMEOUT) is no interruption (README, ETTR / goodput).
     # A requeued job's earlier run that failed (e.g. NODE_FAIL) is no failed job, but it failed and lost
     # work: shown beside the jobs (" + 1 requeued run"), its GPU-hours in the lost GPU-hours, as the
     # headline's infrastructure cards count it.
@@ -146,7 +147,7 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
                            f"{utc_day_sql('end_ts')} <= ?", [NO_LOGS_RULE, meta.through]) or 0
     night_unlogged = scalar(con, "SELECT count(*) FROM marts.job_failure_attribution WHERE rule = ? AND "
                                  f"{utc_day_sql('end_ts')} = ?", [NO_LOGS_RULE, meta.report_date]) or 0
-    sec.lead = (f"Of {plural(total, 'interrupted job')} in {period} (failed, timed out, out of memory, node failure, "
+    sec.lead = (f"Of {plural(total, 'failed job')} in {period} (failed, timed out, out of memory, node failure, "
                 f"requeued, or cancelled by an administrator), {_attribution_phrase(every, total)}; ") + (
         f"on {d}, of {fmt_int(night_total)}, {_attribution_phrase(night, night_total)}." if night_total
         else f"none failed on {d}, but runs of requeued jobs did: {_attribution_phrase(night, night_total)}."

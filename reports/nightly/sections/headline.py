@@ -214,7 +214,7 @@ def _infra_card(label: str, infra: dict[str, Any], total: int, tone: bool) -> di
     failed", the incidents and the taxonomy count alike, so the card's figures and theirs reconcile."""
     runs = infra["runs"]
     requeued = runs - infra["n"]
-    sub = (f"{gpuh(infra['lost'])} GPU-h lost · {fmt_int(infra['n'])} of {plural(total, 'interrupted job')}"
+    sub = (f"{gpuh(infra['lost'])} GPU-h lost · {fmt_int(infra['n'])} of {plural(total, 'failed job')}"
            + (f" + {plural(requeued, 'requeued run')}" if requeued else ""))
     return {"label": label, "value": fmt_int(runs), "sub": sub, "tone": ("bad" if runs else "good") if tone else ""}
 

@@ -382,10 +382,10 @@ def build(con: duckdb.DuckDBPyConnection, meta: NightlyMeta) -> Section:
         head, detail = killed_runs(infra["n"], infra["runs"])
         said = [p for p in (detail, f"{gpuh(infra['lost'] or 0.0)} GPU-h lost" if infra["runs"] else "") if p]
         if unknown["n"]:
-            # Interrupted jobs of unknown cause (failed, or an admin cancel without evidence) may be the infrastructure's: the count is a floor, not a fact.
+            # Failed jobs of unknown cause (failed, or an admin cancel without evidence) may be the infrastructure's: the count is a floor, not a fact.
             summary.append((f"at least {head}" if infra["runs"] else "an unknown number of jobs")
                            + " killed by the infrastructure ("
-                           + "; ".join(said + [f"{plural(unknown['n'], 'interrupted job')} of unknown cause"]) + ")")
+                           + "; ".join(said + [f"{plural(unknown['n'], 'failed job')} of unknown cause"]) + ")")
         else:
             summary.append(f"{head} killed by the infrastructure" + (f" ({'; '.join(said)})" if said else ""))
     if rep["n"]:

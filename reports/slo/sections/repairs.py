@@ -89,7 +89,10 @@ def _month_clause(period: str, by_class: dict[str, dict[str, Any]]) -> str:
                      key=lambda r: (-int(r["repaired"] or 0), r["component_class"]))
     parts = [f"{lower_first(_label(r['component_class']))} {repair_hours(r['mttr_hours_p50'])} "
              f"(mean {repair_hours(r['mttr_hours_mean'])}, {plural(r['repaired'], 'repair')})" for r in classes[:3]]
-    return text + ("; " + ", ".join(parts) if parts else "")
+    # The classes past the third are named by count, never dropped in silence (the table lists them all).
+    rest = [lower_first(_label(r["component_class"])) for r in classes[3:]]
+    more = (f" and {plural(len(rest), 'more class', 'more classes')} ({', '.join(rest)})" if rest else "")
+    return text + ("; " + ", ".join(parts) + more if parts else "")
 
 
 def build(con: duckdb.DuckDBPyConnection, w: SloWindow) -> Section:

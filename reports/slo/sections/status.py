@@ -79,12 +79,12 @@ def _rolling_gone(s: SliWindow) -> str | None:
 
 
 def _value_text(s: SliWindow) -> str:
-    """'92.31 %', or '92.31 % at most (4 interrupted jobs of unknown cause)' when failures nobody could attribute
+    """'92.31 %', or '92.31 % at most (4 failed jobs of unknown cause)' when failures nobody could attribute
     count as good (marts.slo_daily.unknown_failures)."""
     if not s.unknown_failures or s.value is None:
         return fmt_sli(s.value)
     n = s.unknown_failures
-    return f"{fmt_sli(s.value)} at most ({fmt_int(n)} interrupted job{'s' if n != 1 else ''} of unknown cause)"
+    return f"{fmt_sli(s.value)} at most ({fmt_int(n)} failed job{'s' if n != 1 else ''} of unknown cause)"
 
 
 def _gone_text(s: SliWindow, rolling: bool = True) -> str:
