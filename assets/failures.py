@@ -20,8 +20,8 @@ from gpusre.models.failures.attribution import (attribute_failures_with, minutes
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
-from gpusre.models.failures.hw_incidents import (merge_incidents, not_a_failure_events, planned_maintenance,
-                                                 shared_part_events)
+from gpusre.models.failures.hw_incidents import (merge_incidents, node_state_incidents, not_a_failure_events,
+                                                 planned_maintenance, shared_part_events)
 from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
@@ -142,6 +142,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         incidents, members = merge_incidents(events, topology=config.leaf_switches or None,
                                              racks=config.racks or None, nvlink_domains=config.nvlink_domains or None,
                                              operator=operator, outages=outages, planned=planned)
+        # A hardware outage nothing logged (a tray that lost power) is an incident of its node too (rule 7).
+        incidents = pl.concat([incidents, node_state_incidents(incidents, states, planned)]).sort("start_ts", "incident_id")
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(

@@ -113,7 +113,11 @@ attribution agree. The rest of Meta's 5-minute after-window is for those detecti
 Node states (rule 2b) are a detection, like a health check: slurmctld marks a dead node ``DOWN*`` when
 it stops answering, NHC drains a node after its check fails, so an outage may start up to ``after``
 past the job's end. They name a component when the logs hold nothing (a PSU failure powers the node
-off before anything is logged), and the outage's reason goes into ``evidence_node_state``.
+off before anything is logged), and the outage's reason goes into ``evidence_node_state``. Such an outage that no
+logged fault explains is a hardware incident of its own (:func:`~gpusre.models.failures.hw_incidents.node_state_incidents`,
+``label_source`` ``node_state``): it meets a job as a detection does (starting up to ``after`` past its end), and
+the job keeps this rule (:data:`NODE_STATE_RULE`) with that incident's ``incident_id``, so its lost GPU-hours are the
+incident's and MTBF counts the failure that killed it.
 
 Failure states are FAILED, NODE_FAIL, TIMEOUT, OUT_OF_MEMORY, BOOT_FAIL, REQUEUED (earlier instances
 from ``core.job_instances``) and CANCELLED by a uid in ``slurm_user_uids``. Evidence is at node
@@ -156,8 +160,8 @@ from gpusre.models.vocabulary import (HEALTH_CHECK_KIND, INFRASTRUCTURE, INTERRU
                                       NODE_FAILURE_STATES, PLANNED, PLANNED_CAUSE_CLASS, PLANNED_COMPONENT, class_of,
                                       is_failure_incident)
 from gpusre.models.reliability.training_runs import lost_work_expr
-from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, as_planned, failure_events, periods_of,
-                                                 planned_evidence, severity_rank)
+from gpusre.models.failures.hw_incidents import (EVENT_SCHEMA, NODE_STATE_LABEL, as_planned, failure_events,
+                                                 periods_of, planned_evidence, severity_rank)
 from gpusre.models.logs.event_catalog import SEVERITY_RANK, fails_in_flight_kinds
 from gpusre.models.span_islands import span_islands
 from gpusre.models.reliability.repair_times import (ACTION_TOKEN, PART_COLUMNS, join_asof_same_part, load_fault_clears,
@@ -178,6 +182,7 @@ __all__ = [
     "NODE_STATE_EVIDENCE_SCHEMA",
     "GRACE_CLASSES",
     "NO_LOGS_RULE",
+    "NODE_STATE_RULE",
     "OPEN_FAULT_LOOKBACK",
     "PLANNED_RULE",
     "RECOVERY_GRACE",
@@ -252,6 +257,9 @@ COLLECTIVE_TIMEOUT = timedelta(minutes=30)
 #: The rule of a TIMEOUT job whose node had a lasting fault still open at its end (a port down, a GPU off
 #: the bus, with no recovery before the end): the job hung on it until its time limit (rule 1a).
 HUNG_RULE = "time limit reached while hung on a lasting fault"
+#: The rule of a job a hardware outage of its node in Slurm's node states ended (rule 2b), also when that outage
+#: is an incident of its own (nothing logged it: hw_incidents rule 7, whose ``incident_id`` the row then carries).
+NODE_STATE_RULE = "Slurm node state in window"
 #: The rule of a job that planned maintenance of one of its nodes ended, with no fault of its own (rule 2p).
 PLANNED_RULE = "planned maintenance on its node"
 #: The rule of a heterogeneous-job component torn down with an infrastructure-killed sibling (rule 2d).
@@ -499,6 +507,14 @@ def _post_mortem_only(incidents: pl.DataFrame) -> pl.Expr:
     return (kinds.list.len().fill_null(0) > 0) & kinds.list.eval(pl.element().is_in(POST_MORTEM_KINDS)).list.all()
 
 
+def _node_state_only(incidents: pl.DataFrame) -> pl.Expr:
+    """An incident made of Slurm node states alone (``label_source`` ``node_state``: a hardware outage nothing
+    logged, :func:`~gpusre.models.failures.hw_incidents.node_state_incidents`)."""
+    if "label_source" not in incidents.columns:
+        return pl.lit(False)
+    return (pl.col("label_source") == NODE_STATE_LABEL).fill_null(False)
+
+
 def _by_day(frame: pl.DataFrame, start: str, end: str, lead: timedelta, lag: timedelta,
             ends: tuple[datetime | None, datetime | None]) -> pl.DataFrame:
     """``frame`` once per UTC day (``_day``) of [``start`` - ``lead``, ``end`` + ``lag``] that a job
@@ -605,7 +621,10 @@ def prepare_evidence(
             "incident_id", "component", "cause_class", "start_ts", "end_ts", "nodes",
             severity_rank(pl.col("severity")).alias("_rank"),
             (pl.col("label_source") == "operator").alias("_op"),
-            _post_mortem_only(incidents).alias("_post_mortem"),
+            # An incident of Slurm node states alone (hw_incidents rule 7) is a detection, as rule 2b's outage:
+            # slurmctld marks a dead node DOWN* up to ``after`` past the end of the job it killed.
+            (_post_mortem_only(incidents) | _node_state_only(incidents)).alias("_post_mortem"),
+            _node_state_only(incidents).alias("_node_state"),
         ).explode("nodes").rename({"nodes": "node", "start_ts": "_inc_start", "end_ts": "_inc_end"}),
         outages=outages,
         clearings=_clearings(events, outages),
@@ -863,6 +882,7 @@ def attribute_failures_with(
             "incident_id",
             pl.col("component").alias("_inc_component"),
             pl.col("cause_class").alias("_inc_class"),
+            pl.col("_node_state").alias("_inc_node_state"),
             "_inc_nodes",
         )
     )
@@ -975,10 +995,12 @@ def attribute_failures_with(
         (in_planned, decide(PLANNED, PLANNED_RULE, PLANNED_COMPONENT, PLANNED_CAUSE_CLASS)),
         (has_infra, decide(INFRASTRUCTURE,
                            pl.when(pl.col("_infra_ids").is_not_null()).then(pl.lit("failure event in window"))
+                           # the incident is the node state's (rule 2b's evidence, made an incident)
+                           .when(pl.col("_inc_node_state").fill_null(False)).then(pl.lit(NODE_STATE_RULE))
                            .otherwise(pl.lit("incident covers job end")),
                            pl.coalesce("_inc_component", "_ev_component"), pl.coalesce("_inc_class", "_ev_class"))),
         (pl.col("_state_component").is_not_null(),
-         decide("infrastructure", "Slurm node state in window", pl.col("_state_component"), "hardware")),
+         decide("infrastructure", NODE_STATE_RULE, pl.col("_state_component"), "hardware")),
         (state.is_in(NODE_FAILURE_STATES), decide("infrastructure", "node failure without evidence", SUSPECTED_COMPONENT, "unknown")),
         (unlogged & (state == "REQUEUED"), decide("unknown", NO_LOGS_RULE, None, None)),
         (state == "REQUEUED", decide("none", "requeued without evidence", None, None)),

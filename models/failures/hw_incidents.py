@@ -100,6 +100,16 @@ Merging (:func:`merge_incidents`), in this order:
        (:func:`~gpusre.models.vocabulary.is_failure_incident`). Such a row overlapping no event incident makes
        no incident: there is nothing to mark, and a human's "nothing failed" is no outage.
 
+7. *Node-state outages* (:func:`node_state_incidents`, after merging): a hardware outage nothing logged — a
+       tray that lost power logs no line, slurmctld marks it ``DOWN*`` "Not responding" and the operator drains
+       it "lost power (PDB)" — is one incident of its node (``label_source`` ``node_state``, ``n_events`` 0):
+       an outage chain (:func:`~gpusre.models.reliability.repair_times.chain_faults`) whose part-naming state
+       is classed ``hardware`` (``drain_reasons.csv``; a generic reason — ``Not responding``, none, ``Kill task
+       failed`` —, a reboot request or planned work names no part), not in planned maintenance, and that no
+       incident's window reaches (the linking rule of ``marts.incident_repairs``, whatever the class its drain
+       names: evidence logged up to 30 min before a drain is the fault the drain is for). Several trays of one
+       rack losing power at once without logs are one incident per node (the rack rule reads log lines).
+
 Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
 first timestamp (ISO-8601 UTC) and first node. A fabric incident that joins leaf incidents keeps the id
 the earliest leaf's had (same component, first evidence and node), and so does a rack incident that joins
@@ -124,9 +134,10 @@ from scipy.sparse.csgraph import connected_components
 from gpusre.models.component_classes import nvlink_domain_components, rack_wide_components
 from gpusre.models.vocabulary import HEALTH_CHECK_KIND, NOT_A_FAILURE, class_of, is_failure_incident
 from gpusre.models.logs.event_catalog import (
-    ACTIONS,
+    ACTION_STRENGTH,
     CAUSE_CLASSES,
     SEVERITY_RANK,
+    action_strength,
     load_log_patterns,
     load_xid_catalog,
 )
@@ -135,8 +146,8 @@ from gpusre.models.failures.health_checks import check_name
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.models.span_islands import span_islands
 from gpusre.models.reliability.node_availability import DOWN_FROM, MaintenanceSpan, down_segments, with_down_from
-from gpusre.models.reliability.repair_times import (LINK_BEFORE, PART_COLUMNS, join_asof_same_part, recovery_lines,
-                                                    with_parts)
+from gpusre.models.reliability.repair_times import (LINK_BEFORE, PART_COLUMNS, chain_faults, incident_outage_links,
+                                                    join_asof_same_part, recovery_lines, with_parts)
 
 __all__ = [
     "ACTION_STRENGTH",
@@ -161,6 +172,9 @@ __all__ = [
     "gpu_id_label",
     "incident_id",
     "merge_incidents",
+    "NODE_STATE_ACTION",
+    "NODE_STATE_LABEL",
+    "node_state_incidents",
     "not_a_failure_events",
     "operator_incident_id",
     "as_planned",
@@ -222,25 +236,8 @@ GPU_ID_SEPARATOR = ":"
 #: A PCI address as :func:`~gpusre.models.logs.event_catalog.normalize_pci` writes it (``0009:01:00.0``), at the end
 #: of a GPU identity; what precedes it (and the separator) is the node.
 _GPU_ID_RE = re.compile(r"^(?:(?P<node>[^:]+):)?(?P<pci>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])$")
-#: Catalog actions, weakest first: what recovering takes out of service, then how far the SRE's work goes
-#: (NVIDIA's recovery ladder — no action, the application, the GPU, the fabric, the node — then a hands-on
-#: check or an update, then NVIDIA's investigation workflows, then a part's replacement). An incident whose
-#: Xid 154 line names a stronger recovery than its evidence's catalog action takes the 154's (rule 4r):
-#: ``0x3 (Drain P2P)`` = RESTART_APP < ``0x1 (GPU Reset Required)`` / ``0x4 (Drain and Reset)`` = RESET_GPU <
-#: ``0x2 (Node Reboot Required)`` = RESTART_BM (NVML ``nvmlDeviceGpuRecoveryAction_t``). A workflow
-#: (``WORKFLOW_NVLINK5_ERR``) ranks above a reboot: NVIDIA's NVLink5 workflow begins with the 154's recovery
-#: and goes on to the investigation, so the incident keeps it; its 154 line shows in the incident's members.
-ACTION_STRENGTH: tuple[str, ...] = (
-    "IGNORE", "XID_154", "MONITOR", "CHECK_CATALOG",
-    "RESTART_APP", "CHECK_UVM",
-    "RESET_GPU",
-    "RESTART_FM", "RESET_FABRIC",
-    "RESTART_VM", "RESTART_BM",
-    "DRAIN_NODE", "CHECK_LINK", "CHECK_STORAGE", "CHECK_THERMALS", "UPDATE_SWFW",
-    "WORKFLOW_XID_45", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_XID_48",
-    "CHECK_MECHANICALS", "CONTACT_SUPPORT",
-)
-assert set(ACTION_STRENGTH) == set(ACTIONS), set(ACTIONS) ^ set(ACTION_STRENGTH)
+# ACTION_STRENGTH (the ranking of catalog actions, rule 4r) and action_strength are defined beside ACTIONS in
+# event_catalog and re-exported here.
 #: The catalog action of an Xid whose own text names the recovery action (``xid.csv``: Xid 154).
 _TEXT_NAMES_ACTION = "XID_154"
 
@@ -318,11 +315,6 @@ _UNKNOWN_RANK = len(SEVERITY_RANK)  # a severity the catalog does not know sorts
 def severity_rank(expr: pl.Expr) -> pl.Expr:
     """Catalog severity rank of ``expr`` (0 = critical); unknown or null severities rank last."""
     return expr.replace_strict(SEVERITY_RANK, default=_UNKNOWN_RANK, return_dtype=pl.Int32)
-
-
-def action_strength(expr: pl.Expr) -> pl.Expr:
-    """Position of the catalog action ``expr`` in :data:`ACTION_STRENGTH` (higher = stronger); null or unknown -1."""
-    return expr.replace_strict({a: i for i, a in enumerate(ACTION_STRENGTH)}, default=-1, return_dtype=pl.Int32)
 
 
 def gpu_id(node: pl.Expr, pci: pl.Expr) -> pl.Expr:
@@ -1158,6 +1150,76 @@ def _operator_incidents(op: pl.DataFrame, folded: pl.DataFrame) -> pl.DataFrame:
         (pl.col("evidence_kinds").list.len().fill_null(0) == 1).alias("single_symptom"),
         "_group",
     )
+
+
+#: ``label_source`` of an incident made of Slurm node states alone (rule 7, :func:`node_state_incidents`).
+NODE_STATE_LABEL = "node_state"
+#: The recommended action of such an incident: nothing logged, so the node's BMC event log and the part the
+#: drain reason names are where to look.
+NODE_STATE_ACTION = "CHECK_BMC"
+
+
+def node_state_incidents(incidents: pl.DataFrame, states: pl.DataFrame | None,
+                         planned: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Rule 7: one :data:`INCIDENT_SCHEMA` row per hardware outage chain of a node that no incident explains.
+
+    A node that loses power logs nothing; Slurm marks it ``DOWN*`` and the operator drains it for the part
+    (``tray c15 lost power (PDB), reseated``). The outage chain (:func:`~gpusre.models.reliability.repair_times.chain_faults`)
+    is a failure when the state naming its part is classed ``hardware`` by ``drain_reasons.csv`` (its
+    ``availability_class``), neither the chain nor that state starts in planned maintenance (``planned``, the
+    periods that claim evidence, :func:`planned_maintenance`: a fault found in maintenance with no log line makes
+    no incident), and no incident (``incidents``, any class) is linked to an outage of
+    the chain by the ``marts.incident_repairs`` rule
+    (:func:`~gpusre.models.reliability.repair_times.incident_outage_links`, ``any_class``: a drain naming another
+    class than the logged fault 20 min before it is still that fault's drain, never a second incident).
+
+    The row: scope ``node``, the naming state's component and its class, cause class ``hardware``, severity
+    ``high``, action :data:`NODE_STATE_ACTION`, ``start_ts`` the chain's first outage's start (the ``DOWN*``), ``end_ts`` the naming state's start
+    (the last node-state evidence), ``n_events`` 0, ``label_source`` :data:`NODE_STATE_LABEL`, ``root_cause`` the
+    drain reason as written. Its repair is the chain's end, as any incident linked to it.
+
+    Args:
+        incidents: :func:`merge_incidents` output (``incident_id``, ``component``, ``start_ts``, ``end_ts``,
+            ``nodes``; ``component_class`` optional).
+        states: ``core.node_states`` rows (None or empty: no rows).
+        planned: :func:`planned_maintenance` periods, or None.
+    """
+    empty = pl.DataFrame(schema=INCIDENT_SCHEMA)
+    if states is None or states.is_empty():
+        return empty
+    faults = chain_faults(states).filter((pl.col("availability_class") == "hardware")
+                                         & pl.col("reason_component").is_not_null())
+    if planned is not None and not planned.is_empty() and not faults.is_empty():
+        # Planned work's own drains are no failure; a chain that began as maintenance is left out too (a fault
+        # found in it with no log line: its drain is hardware down time in availability, but no incident).
+        in_period = lambda c: pl.col(c).is_between(pl.col("_pm_start"), pl.col("_pm_end"))  # noqa: E731
+        in_planned = (periods_of(faults.select("node", "chain_start_ts", "named_ts"), planned)
+                      .filter(pl.col("_pm_claims") & (in_period("chain_start_ts") | in_period("named_ts")))
+                      .select("node", "chain_start_ts").unique())
+        faults = faults.join(in_planned, on=["node", "chain_start_ts"], how="anti")
+    if faults.is_empty():
+        return empty
+    if not incidents.is_empty():
+        explained = incident_outage_links(incidents, states, any_class=True).select("node", "chain_start_ts").unique()
+        faults = faults.join(explained, on=["node", "chain_start_ts"], how="anti")
+    if faults.is_empty():
+        return empty
+    rows = faults.sort("chain_start_ts", "node").select(
+        pl.col("reason_component").alias("component"), pl.col("chain_start_ts").alias("start_ts"),
+        pl.col("named_ts").alias("end_ts"), pl.concat_list("node").alias("nodes"), pl.col("reason").alias("root_cause"))
+    # Incidents are few: hashing row by row is cheap (ids as merge_incidents gives them).
+    ids = [incident_id(c, t, n[0]) for c, t, n in rows.select("component", "start_ts", "nodes").rows()]
+    return rows.with_columns(
+        pl.Series("incident_id", ids, dtype=pl.String),
+        class_of(pl.col("component")).alias("component_class"),
+        pl.lit("hardware").alias("cause_class"), pl.lit(_MIN_SEVERITY).alias("severity"),
+        pl.lit(NODE_STATE_ACTION).alias("action"), pl.lit([], pl.List(pl.String)).alias("gpus"),
+        pl.lit(0, pl.Int64).alias("n_events"), pl.lit(None, pl.Int64).alias("first_event_id"),
+        pl.lit("node").alias("scope"), pl.lit(None, pl.String).alias("leaf_switch"),
+        pl.lit(NODE_STATE_LABEL).alias("label_source"), pl.lit(None, pl.String).alias("operator_id"),
+        pl.lit(None, pl.String).alias("notes"), pl.lit([], pl.List(pl.String)).alias("evidence_kinds"),
+        pl.lit(0, pl.Int64).alias("n_health_check_episodes"), pl.lit(True).alias("single_symptom"),
+    ).select(pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items())
 
 
 def not_a_failure_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:

@@ -105,6 +105,7 @@ RECOMMENDED_ACTIONS: dict[str, str] = {
     "CHECK_STORAGE": "drain, check storage mounts",
     "CHECK_THERMALS": "drain, check cooling",
     "DRAIN_NODE": "drain",
+    "CHECK_BMC": "drain, check the BMC event log",
 }
 assert set(RECOMMENDED_ACTIONS) <= ACTIONS
 _DEFAULT_ACTION = "drain"

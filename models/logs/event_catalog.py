@@ -109,15 +109,17 @@ SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low", "info")
 SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 #: NVIDIA's immediate resolution buckets, then gpusre's for non-Xid events (RESET_FABRIC and
 #: CHECK_THERMALS come from the NVSwitch SXid guidance; CHECK_LINK, CHECK_STORAGE, DRAIN_NODE,
-#: MONITOR = count and escalate on repeats, and CHECK_CATALOG = an Xid / SXid code the catalog does not
-#: know: read NVIDIA's documentation of the code and add it to the catalog).
+#: MONITOR = count and escalate on repeats, CHECK_CATALOG = an Xid / SXid code the catalog does not
+#: know: read NVIDIA's documentation of the code and add it to the catalog, and CHECK_BMC = a hardware
+#: outage that no log line shows, only Slurm's node states: the node's BMC event log (SEL) holds what the
+#: host could not log, and the drain reason names the part).
 ACTIONS: frozenset[str] = frozenset(
     {
         "RESTART_APP", "RESET_GPU", "RESTART_BM", "RESTART_VM", "RESTART_FM", "IGNORE",
         "CONTACT_SUPPORT", "CHECK_MECHANICALS", "CHECK_UVM", "UPDATE_SWFW", "WORKFLOW_XID_45",
         "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154",
         "RESET_FABRIC", "CHECK_THERMALS", "CHECK_LINK", "CHECK_STORAGE", "DRAIN_NODE", "MONITOR",
-        "CHECK_CATALOG",
+        "CHECK_CATALOG", "CHECK_BMC",
     }
 )
 #: :data:`ACTIONS`, weakest first: what recovering takes out of service, then how far the SRE's work goes
@@ -135,7 +137,7 @@ ACTION_STRENGTH: tuple[str, ...] = (
     "RESET_GPU",
     "RESTART_FM", "RESET_FABRIC",
     "RESTART_VM", "RESTART_BM",
-    "DRAIN_NODE", "CHECK_LINK", "CHECK_STORAGE", "CHECK_THERMALS", "UPDATE_SWFW",
+    "DRAIN_NODE", "CHECK_BMC", "CHECK_LINK", "CHECK_STORAGE", "CHECK_THERMALS", "UPDATE_SWFW",
     "WORKFLOW_XID_45", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_XID_48",
     "CHECK_MECHANICALS", "CONTACT_SUPPORT",
 )

@@ -84,7 +84,9 @@ __all__ = [
     "RECOVERY_END_SCHEMA",
     "REPAIR_TIMES_SCHEMA",
     "OPERATOR_EVIDENCE_SCHEMA",
+    "CHAIN_FAULT_SCHEMA",
     "action_clearing_lines",
+    "chain_faults",
     "first_evidence",
     "health_check_ends",
     "incident_outage_links",
@@ -450,8 +452,9 @@ def _linkable_outages(states: pl.DataFrame) -> pl.DataFrame:
 
 
 def _linked_pairs(inc: pl.DataFrame, outages: pl.DataFrame, *, before: timedelta, window: timedelta,
-                  after_end: timedelta) -> pl.DataFrame:
-    """One row per incident and node: the node's first outage linked to the incident (see :func:`link_incidents`)."""
+                  after_end: timedelta, any_class: bool = False) -> pl.DataFrame:
+    """One row per incident and node: the node's first outage linked to the incident (see :func:`link_incidents`).
+    ``any_class``: leave out the other-class rule (every outage in the window is the incident's)."""
     return (
         inc.explode("nodes").rename({"nodes": "node"}).filter(pl.col("node").is_not_null())
         .join(outages, on="node", how="inner")
@@ -461,7 +464,8 @@ def _linked_pairs(inc: pl.DataFrame, outages: pl.DataFrame, *, before: timedelta
                     pl.max_horizontal("_evidence_end", "_t0") + after_end))
                 # Another class's drain is another incident's, unless the outage's drains (merged when
                 # they overlap: a GPU ECC drain, then the IB link's) name one of this incident's classes too.
-                & (pl.col("_reason_cc").is_null() | pl.col("_classes").list.contains(pl.col("_reason_cc"))
+                & (pl.lit(any_class) | pl.col("_reason_cc").is_null()
+                   | pl.col("_classes").list.contains(pl.col("_reason_cc"))
                    | (pl.col("_reason_ccs").list.set_intersection(pl.col("_classes")).list.len() > 0)))
         .sort("incident_id", "node", "outage_start_ts")
         .unique(["incident_id", "node"], keep="first", maintain_order=True)  # the node's first outage
@@ -482,6 +486,7 @@ def incident_outage_links(
     before: timedelta = LINK_BEFORE,
     window: timedelta = LINK_WINDOW,
     after_end: timedelta = LINK_AFTER_END,
+    any_class: bool = False,
 ) -> pl.DataFrame:
     """:data:`OUTAGE_LINK_SCHEMA`: each node outage :func:`link_incidents` links to an incident (one row per
     incident and linked node), the same rule ``marts.incident_repairs`` uses, with the outage's chain
@@ -489,14 +494,58 @@ def incident_outage_links(
 
     Args: as :func:`link_incidents` (``incidents`` needs ``incident_id``, ``component``, ``start_ts``,
     ``nodes``; ``first_evidence_ts``, ``end_ts``, ``component_class`` are used when present).
+    ``any_class``: also the outages whose drains name only another component class (the node's outages in
+    the incident's window, whatever their reasons say: :func:`chain_faults`' readers ask whether any
+    logged fault explains an outage).
     """
     pairs = _linked_pairs(_incident_frame(incidents), _linkable_outages(states),
-                          before=before, window=window, after_end=after_end)
+                          before=before, window=window, after_end=after_end, any_class=any_class)
     return pairs.select(list(OUTAGE_LINK_SCHEMA)).cast(OUTAGE_LINK_SCHEMA)  # type: ignore[arg-type]
 
 
 #: Drain-reason components that any fault can show (a dead node is "Not responding" whatever broke).
 _GENERIC_REASON_COMPONENTS = frozenset({"os", "slurm", "other"})
+
+#: :func:`chain_faults` output: one row per outage chain whose reasons name a part.
+CHAIN_FAULT_SCHEMA: dict[str, pl.DataType] = {
+    "node": pl.String(), "chain_start_ts": _UTC, "chain_end_ts": _UTC,
+    "named_ts": _UTC,                      # start of the state whose reason names the part
+    "reason": pl.String(), "reason_class": pl.String(), "reason_component": pl.String(),
+    "availability_class": pl.String(),     # that state's (core.node_states: MAINT/REBOOT states are maintenance)
+}
+
+
+def chain_faults(states: pl.DataFrame) -> pl.DataFrame:
+    """:data:`CHAIN_FAULT_SCHEMA`: each node outage chain (:func:`outage_chains`, ≤ :data:`CHAIN_GAP` in service
+    between) whose reasons name a part, with the first state naming it (the chain's ``chain_reason``: not a
+    symptom any fault shows, such as ``Not responding``, an empty reason, ``Kill task failed`` or a reboot
+    request) — the state node availability takes a generic state's class from
+    (:func:`~gpusre.models.reliability.node_availability.outage_causes`, rule 1).
+
+    Args:
+        states: ``core.node_states``: ``node``, ``start_ts``, ``end_ts``, ``reason_class``, ``reason``,
+            ``reason_component``, ``availability_class``.
+    """
+    if states.is_empty():
+        return pl.DataFrame(schema=CHAIN_FAULT_SCHEMA)
+    st = states.select("node", pl.col("start_ts").cast(_UTC), pl.col("end_ts").cast(_UTC),
+                       pl.col("reason_class").cast(pl.String), pl.col("reason").cast(pl.String),
+                       pl.col("reason_component").cast(pl.String), pl.col("availability_class").cast(pl.String))
+    chains = (outage_chains(node_outages(st)).sort("node", "outage_start_ts")
+              .group_by("node", "chain_start_ts", maintain_order=True)
+              .agg(pl.col("chain_end_ts").first(), pl.col("chain_reason_class").first(),
+                   pl.col("chain_reason").first())
+              .filter(pl.col("chain_reason_class").is_not_null()))
+    # The state carrying the chain's reason: the first with that class and text inside the chain.
+    return (chains.join(st.rename({"start_ts": "named_ts", "reason_class": "chain_reason_class",
+                                   "reason": "chain_reason"}).drop("end_ts"),
+                        on=["node", "chain_reason_class", "chain_reason"], nulls_equal=True)
+            .filter((pl.col("named_ts") >= pl.col("chain_start_ts"))
+                    & (pl.col("chain_end_ts").is_null() | (pl.col("named_ts") < pl.col("chain_end_ts"))))
+            .sort("node", "chain_start_ts", "named_ts").unique(["node", "chain_start_ts"], keep="first")
+            .select("node", "chain_start_ts", "chain_end_ts", "named_ts", pl.col("chain_reason").alias("reason"),
+                    pl.col("chain_reason_class").alias("reason_class"), "reason_component", "availability_class")
+            .cast(CHAIN_FAULT_SCHEMA))  # type: ignore[arg-type]
 
 
 def _reason_class_of(reason_class: pl.Expr) -> pl.Expr:

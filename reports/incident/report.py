@@ -21,6 +21,7 @@ from gpusre.reports.incident.terms import (
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     clock_text,
+    evidence_words,
     incident_missing,
     operator_text,
     repair_end,
@@ -89,8 +90,9 @@ def _span_text(inc: Incident) -> str:
     if note:
         parts.append(f"started {when_text(inc.start)}{note}")
     if first is not None:
-        parts.append(f"log evidence {when_text(first)} → {when_text(last)}" if last and last > first else
-                     f"log evidence at {when_text(first)}")
+        words = evidence_words(inc.row).evidence
+        parts.append(f"{words} {when_text(first)} → {when_text(last)}" if last and last > first else
+                     f"{words} at {when_text(first)}")
     op = inc.operator_span(inc.row)
     if op is not None:
         parts.append(f"{operator_text(inc.row)} {when_text(op[0])} → {when_text(op[1])}")

@@ -4,11 +4,13 @@ timeline lanes."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from gpusre.models.failures.hw_incidents import NODE_STATE_LABEL
 from gpusre.reports.coverage import SOURCES, loaded_sources
 from gpusre.reports.kit.formatting import MISSING, gpuh, jobs_and_requeued_runs, nodes_text, plural
 from gpusre.reports.kit.labels import incident_kind
@@ -20,6 +22,32 @@ if TYPE_CHECKING:  # the incident module formats with these helpers
 
 #: An alertname / event kind on more nodes than this gets one lane for all of them.
 GROUP_NODES = 4
+
+
+@dataclass(frozen=True)
+class EvidenceWords:
+    """What a hardware incident's evidence is called: log lines, or — for an outage nothing logged
+    (``label_source`` ``node_state``) — Slurm's node states, never "log evidence" it does not have."""
+
+    evidence: str  # "log evidence"
+    lines: str     # "failure lines" (they "span" a time)
+    line: str      # "log line" (its last one)
+
+
+LOG_EVIDENCE = EvidenceWords("log evidence", "failure lines", "log line")
+NODE_STATE_EVIDENCE = EvidenceWords("node-state evidence", "node states", "node state")
+
+
+def evidence_words(h: dict[str, Any]) -> EvidenceWords:
+    """:data:`NODE_STATE_EVIDENCE` for an incident made of node states alone, else :data:`LOG_EVIDENCE`."""
+    return NODE_STATE_EVIDENCE if h.get("label_source") == NODE_STATE_LABEL else LOG_EVIDENCE
+
+
+def evidence_count(h: dict[str, Any]) -> str:
+    """'3 events', or '0 log lines' for an incident made of node states alone (its evidence is no event)."""
+    if evidence_words(h) is NODE_STATE_EVIDENCE:
+        return "0 log lines"
+    return plural(h.get("n_events"), "event")
 
 
 ALERT_COLOURS = {"root": "#c62828", "member": "#ef6c00", "context": "#90a4ae"}

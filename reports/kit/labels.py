@@ -90,6 +90,7 @@ def scope_label(scope: str | None) -> str:
 #: Catalog recovery actions (NVIDIA's Xid / SXid resolution buckets, cluster log patterns) -> what an
 #: SRE reads in a report. A test checks every action of the catalogs has a label.
 ACTION_LABELS: dict[str, str] = {
+    "CHECK_BMC": "Check the node's BMC event log (SEL) and the part its drain reason names",
     "CHECK_CATALOG": "Look the code up in NVIDIA's documentation and add it to the catalog",
     "CHECK_LINK": "Check the network link",
     "CHECK_MECHANICALS": "Check fans and mechanicals",

@@ -11,6 +11,7 @@ from gpusre.reports.incident.terms import (
     at_text,
     clock_text,
     event_label,
+    evidence_count,
     labels_text,
     lane_keys,
     root_alert,
@@ -62,7 +63,7 @@ def build(inc: Incident) -> Section:
                     f"severity {r.get('severity') or MISSING}"
                     + (f"; first seen {when_text(fe['ts'])} as {event_label(fe['kind'], fe['code'])} on {fe['node']}"
                        if fe else "")
-                    + f"; {plural(r.get('n_events'), 'event')} on {plural(len(inc.anchor_nodes), 'node')}.")
+                    + f"; {evidence_count(r)} on {plural(len(inc.anchor_nodes), 'node')}.")
         kv += [("Component", f"{incident_component(r.get('component'), r.get('scope'))} ({r.get('component') or MISSING})"),
                ("Root cause", str(r.get("root_cause") or MISSING)
                 + (" (operator label)" if r.get("label_source") == "operator" else "")),
@@ -83,7 +84,7 @@ def build(inc: Incident) -> Section:
                    # its start as every report shows it: an operator's earlier one labelled, the first line beside
                    f"started {when_text(h.get('start_ts'))}"
                    f"{start_note({**h, 'first_evidence_ts': inc.evidence_span(h)[0]}, clock_text)}, "
-                   f"{plural(h.get('n_events'), 'event')}"
+                   f"{evidence_count(h)}"
                    + (f"; first event {event_label(fe['kind'], fe['code'])} on {fe['node']}: {fe.get('message')}"
                       if fe else "")))
     for a in (inc.alert_incidents if inc.kind == "hw" else []):

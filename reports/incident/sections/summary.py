@@ -14,6 +14,8 @@ from gpusre.reports.incident.terms import (
     UNKNOWN_NO_ACCOUNTING,
     as_utc,
     clock_text,
+    evidence_count,
+    evidence_words,
     incident_missing,
     killed_split,
     killed_text,
@@ -174,13 +176,13 @@ def build(inc: Incident) -> Section:
                  "after its last evidence" if not down and is_number(r.get("hours_to_recovery")) else "")
         # The log evidence's own first and last line; an operator's window (incidents.csv) is named as the
         # operator's, never as evidence (OPS-1180's 01:08 → 01:56 has no log line at either time).
+        words = evidence_words(r)
         if first is None:
-            evidence = f"it has no log evidence ({plural(r.get('n_events'), 'event')})"
+            evidence = f"it has no log evidence ({evidence_count(r)})"
         elif ev_dur > 0:
-            evidence = (f"its failure lines span {fmt_span(ev_dur)} ({plural(r.get('n_events'), 'event')}), "
-                        f"the last at {when_text(last)}")
+            evidence = f"its {words.lines} span {fmt_span(ev_dur)} ({evidence_count(r)}), the last at {when_text(last)}"
         else:
-            evidence = f"its log evidence is a single moment ({plural(r.get('n_events'), 'event')})"
+            evidence = f"its {words.evidence} is a single moment ({evidence_count(r)})"
         started = f"started {when_text(inc.start)}" + (note or (", its first log line" if op and first is not None
                                                                 else ""))
         if op:
@@ -203,7 +205,8 @@ def build(inc: Incident) -> Section:
          "sub": "UTC · ongoing, still firing" if ongoing(inc) else f"UTC · lasted {fmt_span(dur)}" if inc.kind == "alert"
          else f"UTC · {note.strip()[1:-1]}" if note
          else "UTC · no log evidence (operator's start)" if first is None
-         else f"UTC · failure lines span {fmt_span(ev_dur)}" if ev_dur > 0 else "UTC · one moment of log evidence",
+         else f"UTC · {evidence_words(r).lines} span {fmt_span(ev_dur)}" if ev_dur > 0
+         else f"UTC · one moment of {evidence_words(r).evidence}",
          "tone": "bad" if ongoing(inc) else ""},
         {"label": "Nodes", "value": fmt_int(len(shown_nodes)),
          "sub": (f"of hardware incident {', '.join(inc.hw_incident_ids)}: " if nodes_from_hw else "")

@@ -22,6 +22,7 @@ from gpusre.reports.incident.terms import (
     as_utc,
     at_text,
     event_label,
+    evidence_words,
     incident_missing,
     lane_keys,
     nodes_phrase,
@@ -179,7 +180,7 @@ def _moments(inc: Incident) -> list[tuple[datetime, str]]:
             at_last = next((e for e in reversed(members) if e["ts"] == last), None)
             what = (f": {_check_text(at_last)}" if at_last and at_last["kind"] == "health_check" else
                     f": {event_label(at_last['kind'], at_last['code'])} on {at_last['node']}" if at_last else "")
-            out.append((last, f"last evidence of hardware incident {h['incident_id']} (its last log line{what})"))
+            out.append((last, f"last evidence of hardware incident {h['incident_id']} (its last {evidence_words(h).line}{what})"))
         # The operator's times are the operator's (incidents.csv), never a log line: said as such.
         op = inc.operator_span(h)
         if op is not None:
