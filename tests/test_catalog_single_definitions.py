@@ -26,6 +26,21 @@ OLD_ENVELOPE = (r"^(?:(?:[^\s:]*slurmd[^\s:]*:\s+)*(?:\[[^\]]*\]\s+)?error: heal
                 r"output:\s*)?")
 
 
+#: NHC's failure line with the prefixes sites add, as each of the 21 nhc_* rows carried it before {NHC_FAILED}.
+OLD_NHC_FAILED = r"(?:nhc(?:\[\d+\])?:\s+)?(?:NHC:?\s+)?(?:ERROR:?\s+)?(?:nhc:\s+)?Health check failed:"
+
+
+def test_the_nhc_line_fragment_expands_to_the_text_the_rows_carried() -> None:
+    assert load_regex_fragments()["NHC_FAILED"] == OLD_NHC_FAILED
+    rules = load_log_patterns().filter(pl.col("kind") == "health_check")
+    assert rules.height == 21 and rules["regex"].str.starts_with(OLD_ENVELOPE + OLD_NHC_FAILED).all()
+    # the wrapper prefixes it names, each still read as the check's failure
+    for line in ("nhc[4242]: Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE",
+                 "NHC: ERROR:  nhc:  Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE",
+                 "Health check failed:  check_hw_ib:  No IB port mlx5_0:1 is ACTIVE"):
+        assert classify_messages(pl.Series([line]))["pattern_id"].to_list() == ["nhc_network"], line
+
+
 def test_action_strength_is_defined_once_beside_actions() -> None:
     assert hw_incidents.ACTION_STRENGTH is event_catalog.ACTION_STRENGTH
     assert hw_incidents.action_strength is event_catalog.action_strength

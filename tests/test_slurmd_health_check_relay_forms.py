@@ -51,13 +51,15 @@ def test_every_nhc_rule_reads_slurmds_report_through_one_envelope() -> None:
     raw = list(csv.DictReader(io.StringIO(
         resources.files("gpusre.models.catalog").joinpath("log_patterns.csv").read_text(encoding="utf-8"))))
     nhc = [r for r in raw if r["kind"] == "health_check"]
-    assert len(nhc) == 21 and all(r["regex"].startswith("^{SLURMD_HEALTH_CHECK}(?:nhc") for r in nhc)
+    assert len(nhc) == 21 and all(r["regex"].startswith("^{SLURMD_HEALTH_CHECK}{NHC_FAILED}") for r in nhc)
     assert not any("{SLURMD_HEALTH_CHECK}" in r["regex"] for r in raw if r["kind"] != "health_check")
     # loaded, the placeholder is expanded to the fragment's text, and every rule's example still matches its rule
     envelope = load_regex_fragments()["SLURMD_HEALTH_CHECK"]
     assert envelope.startswith("(?:") and "health_check failed: rc:" in envelope
     rules = load_log_patterns().filter(pl.col("kind") == "health_check")
-    assert rules["regex"].to_list() == ["^" + envelope + r["regex"][len("^{SLURMD_HEALTH_CHECK}"):] for r in nhc]
+    nhc_failed = load_regex_fragments()["NHC_FAILED"]
+    assert rules["regex"].to_list() == ["^" + envelope + nhc_failed + r["regex"][len("^{SLURMD_HEALTH_CHECK}{NHC_FAILED}"):]
+                                        for r in nhc]
     assert all(re.search(rx, ex) for rx, ex in rules.select("regex", "example").iter_rows())
     assert classify_messages(rules["example"])["pattern_id"].to_list() == rules["pattern_id"].to_list()
 

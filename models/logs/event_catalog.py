@@ -19,7 +19,8 @@ module only loads, validates and applies them (no per-code ``if`` anywhere):
   ``RESET_GPU``) and come before the generic Xid row.
 * ``regex_fragments.csv`` — named regex fragments a ``log_patterns.csv`` regex writes as ``{NAME}``,
   expanded when it loads: a line shape that many rules share is defined once (``{SLURMD_HEALTH_CHECK}``,
-  slurmd's relay of a failed health check in front of every ``nhc_*`` rule).
+  slurmd's relay of a failed health check, and ``{NHC_FAILED}``, NHC's own failure line, in front of every
+  ``nhc_*`` rule).
 
 :func:`classify_messages` runs on whole columns: one Aho–Corasick pass (``str.contains_any``) over
 all messages keeps only lines holding some pattern's literal, then each pattern's regex runs on
