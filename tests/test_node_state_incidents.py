@@ -261,3 +261,15 @@ def test_the_retrospective_calls_its_evidence_node_states_not_log_lines(warehous
     assert "(its last node state)" in md and "severity high; 0 log lines on 1 node." in md
     assert "log evidence" not in md and "failure lines" not in md and "0 events" not in md
     assert "Check the node's BMC event log (SEL) and the part its drain reason names" in md
+
+
+def test_without_node_logs_the_node_state_incidents_are_a_floor(tmp_path: Path) -> None:
+    # sacct and node states only: the drains naming a part are incidents, the card says they are a floor
+    files = {name: text for name, text in landing().items() if not name.startswith("syslog/")}
+    wh = run_hand_landing(tmp_path, files)
+    rows = query_rows(wh, "SELECT nodes, label_source FROM marts.hw_incidents ORDER BY start_ts")
+    # hgx03's GPU drain names a part too: with no log line it is an outage nothing logged
+    assert rows == [(["hgx01"], NODE_STATE_LABEL), (["hgx03"], NODE_STATE_LABEL), (["gb-r2-c15"], NODE_STATE_LABEL)]
+    nightly = next((tmp_path / "reports").glob("nightly-*.md")).read_text()
+    assert ("**Hardware incidents:** 3 (whole period · 3 began 2026-11-04 · at least: node states only, "
+            "no node logs)") in nightly
