@@ -231,8 +231,9 @@ def test_every_new_row_has_an_example_its_regex_matches() -> None:
         r"^(?:pcie_aer_correctable|pcie_bus_error_|ghes_(?:pcie|processor|other)|ipmi_(?:sel_|memory|bus|cleared)|"
         r"fabricmanager_|xid_154_|mce_status_)"))
     # 33 rows of the breadth probe, then 6 more of these prefixes (the BMC's Processor rows ipmi_sel_processor_*,
-    # Fabric Manager's start-up aborts fabricmanager_*: tests/test_bmc_bert_fm_memory_lines.py)
-    assert new.height == 39
+    # Fabric Manager's start-up aborts fabricmanager_*: tests/test_bmc_bert_fm_memory_lines.py), then the 3 NVML
+    # recovery values 5-7 of Xid 154 (tests/test_gpu_identity_and_recovery_action.py)
+    assert new.height == 42
     got = classify_messages(new["example"])
     assert got["pattern_id"].to_list() == new["pattern_id"].to_list()
 

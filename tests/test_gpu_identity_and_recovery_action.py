@@ -114,6 +114,19 @@ def test_node_reboot_required_makes_the_gsp_incident_a_reboot(reboot: str) -> No
     assert row["gpus"] == ["b200-10:0000:43:00.0"]
 
 
+@pytest.mark.parametrize(("value", "name", "action"), [
+    ("0x5", "Recover IMEX Domain", "RESTART_FM"),       # NVML RECOVER_IMEX_DOMAIN: restart nvidia-imex
+    ("0x6", "Bus Reset Required", "RESET_GPU"),         # NVML BUS_RESET: the GPU's PCIe bus, equal to the 119's
+    ("0x7", "System Reboot Required", "RESTART_BM"),    # NVML SYSTEM_REBOOT
+    ("0x7", "Some Future Name", "RESTART_BM"),          # the value decides, whatever name a driver prints
+])
+def test_the_newer_recovery_values_are_read_by_their_value(value: str, name: str, action: str) -> None:
+    # R610+ drivers add NVML recovery actions 5-7; before, such a 154 fell to the generic Xid row (no action)
+    line = f"NVRM: Xid (PCI:0000:43:00): 154, GPU recovery action changed from 0x0 (None) to {value} ({name})"
+    row = _one([(0 * S, "b200-10", XID119), (10 * S, "b200-10", line)])
+    assert (row["action"], row["n_events"], row["root_cause"]) == (action, 2, "xid 119")
+
+
 def test_a_weaker_or_no_recovery_action_leaves_the_evidence_action() -> None:
     # Drain P2P (RESTART_APP) is weaker than the 119's RESET_GPU: action stays, the line is still a member (2).
     assert (lambda r: (r["action"], r["n_events"]))(_one([(0 * S, "n1", XID119), (5 * S, "n1", DRAIN_P2P)])) == (
