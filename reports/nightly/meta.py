@@ -289,8 +289,12 @@ def source_days(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[date, date]]:
         return {r["source_kind"]: days for r in rows if (days := _covered_days(r)) is not None}
     if table_status(con, "raw.record_days") is not None:
         return {}
-    return {r["source_kind"]: (r["a"], r["b"]) for r in query_rows(
-        con, "SELECT source_kind, min(day) AS a, max(day) AS b FROM raw.record_days WHERE records > 0 GROUP BY ALL")}
+    # A handful of sources: one span query each (report code reads spans, it does not aggregate per group).
+    kinds = [r["source_kind"] for r in query_rows(
+        con, "SELECT DISTINCT source_kind FROM raw.record_days WHERE records > 0 ORDER BY source_kind")]
+    spans = {k: query_rows(con, "SELECT min(day) AS a, max(day) AS b FROM raw.record_days "
+                                "WHERE records > 0 AND source_kind = ?", [k])[0] for k in kinds}
+    return {k: (r["a"], r["b"]) for k, r in spans.items()}
 
 
 #: What a source that has nothing for the report day leaves unknown, by source kind.
