@@ -15,8 +15,10 @@ from typing import Any
 import duckdb
 
 from gpusre.models.failures.attribution import NO_LOGS_RULE
+from gpusre.models.failures.hw_incidents import NODE_STATE_LABEL
 from gpusre.models.ingest.hostlist import compress_hostlist
 from gpusre.models.vocabulary import FAILED_STATES, failure_incident_sql
+from gpusre.models.warehouse import table_columns
 from gpusre.reports.kit.formatting import (
     MISSING,
     fmt_date,
@@ -276,7 +278,9 @@ def failure_cards(con: duckdb.DuckDBPyConnection, meta: NightlyMeta,
                      else f"{fmt_int(inc['night'])} began {d}")
             # Without node logs the incidents are the hardware outages Slurm's node states name (hw_incidents
             # rule 7): a floor, since a fault that no drain named is not among them.
-            floor = " · at least: node states only, no node logs" if no_logs else ""
+            from_states = no_logs and "label_source" in table_columns(con, "marts.hw_incidents") and bool(scalar(
+                con, "SELECT count(*) FROM marts.hw_incidents WHERE label_source = ?", [NODE_STATE_LABEL]))
+            floor = " · at least: node states only, no node logs" if from_states else ""
             cards.append({"label": "Hardware incidents", "value": fmt_int(inc["n"]),
                           "sub": f"whole period · {night}{floor}", "tone": "bad" if inc["night"] else ""})
     except (duckdb.Error, LookupError) as exc:
