@@ -75,7 +75,7 @@ from gpusre.models.accounting_span import MAX_GAP_MINUTES
 from gpusre.models.failures.drain_reasons import REBOOT_CLASS
 from gpusre.models.vocabulary import class_of, load_component_classes
 from gpusre.models.reliability.mtbf import MaintenanceSpan
-from gpusre.models.reliability.repair_times import node_outages, outage_chains
+from gpusre.models.reliability.repair_times import GENERIC_COMPONENTS, chain_reason_states, node_outages, outage_chains
 from gpusre.models.sources.slurm_events.parse import runs_jobs
 from gpusre.models.warehouse import query_frames
 from gpusre.models.ordered_sums import ordered_sum
@@ -136,9 +136,6 @@ _BUCKET_COLUMNS = {
 }
 
 
-#: Reason components any fault shows (a dead node is "Not responding" whatever broke): with one of these
-#: (or none) and an availability class below, a state's reason says nothing about the outage's cause.
-GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
 #: Reason classes (``drain_reasons.csv``) of a full file system: housekeeping, never a part's symptom, whatever
 #: incident its outage is linked to (as capacity health checks are no failure evidence).
 CAPACITY_REASON_CLASSES = frozenset({"disk_full"})
@@ -153,7 +150,7 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
     component may be outside the catalog) and ``class_source`` (``reason`` | ``outage_chain`` | ``incident`` |
     ``hardware_outage``).
 
-    A state is *generic* when its ``reason_component`` is null or in :data:`GENERIC_COMPONENTS` and its
+    A state is *generic* when its ``reason_component`` is null or in :data:`~gpusre.models.reliability.repair_times.GENERIC_COMPONENTS` and its
     ``availability_class`` null or in :data:`GENERIC_CLASSES`. Its outage is the merged run of states it
     belongs to (:func:`~gpusre.models.reliability.repair_times.node_outages`), chained with the outages
     that follow within 30 min (:func:`~gpusre.models.reliability.repair_times.outage_chains`). In order:
@@ -165,7 +162,7 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
        linkage; the earliest incident when several are): ``hardware`` and the incident's component.
 
     A *software* state naming a component (``availability_class`` ``software``, ``reason_component`` outside
-    :data:`GENERIC_COMPONENTS`: ``NHC: check_fs_mount_rw: /lustre not mounted`` is ``storage``) whose outage (or
+    :data:`~gpusre.models.reliability.repair_times.GENERIC_COMPONENTS`: ``NHC: check_fs_mount_rw: /lustre not mounted`` is ``storage``) whose outage (or
     an earlier outage of its chain) is linked to an incident of that same component (``links``; the earliest
     such incident; a full file system, :data:`CAPACITY_REASON_CLASSES`, never) is that incident's symptom — the reason says what failed to work, the incident what broke:
     ``hardware``, the incident's component and class, ``class_source`` ``incident``; a generic state of its
@@ -234,14 +231,11 @@ def outage_causes(states: pl.DataFrame, links: pl.DataFrame | None = None) -> pl
           .sort("_row"))
     # Rule 1: the state carrying the chain's part-naming reason (the first one from the outage on), with the class
     # a software symptom took from its incident.
-    named = (chains.filter(pl.col("chain_reason_class").is_not_null())
-             .join(st.select("node", pl.col("start_ts").alias("_s"), pl.col("reason_class").alias("chain_reason_class"),
-                             pl.col("reason").alias("chain_reason"), pl.col("availability_class").alias("_chain_avail"),
-                             pl.col("reason_component").alias("_chain_comp"), pl.col("_sw_class").alias("_chain_class")),
-                   on=["node", "chain_reason_class", "chain_reason"], nulls_equal=True)
-             .filter((pl.col("_s") >= pl.col("outage_start_ts"))
-                     & (pl.col("chain_end_ts").is_null() | (pl.col("_s") < pl.col("chain_end_ts"))))
-             .sort("_s").unique(["node", "outage_start_ts"], keep="first")
+    named = (chain_reason_states(
+                 chains, st.select("node", "start_ts", "reason_class", "reason",
+                                   pl.col("availability_class").alias("_chain_avail"),
+                                   pl.col("reason_component").alias("_chain_comp"), pl.col("_sw_class").alias("_chain_class")),
+                 anchor="outage_start_ts")
              .select("node", "outage_start_ts", "_chain_avail", "_chain_comp", "_chain_class"))
     cause = (chains.select("node", "outage_start_ts")
              .join(named, on=["node", "outage_start_ts"], how="left")

@@ -87,6 +87,7 @@ __all__ = [
     "CHAIN_FAULT_SCHEMA",
     "action_clearing_lines",
     "chain_faults",
+    "chain_reason_states",
     "first_evidence",
     "health_check_ends",
     "incident_outage_links",
@@ -503,8 +504,30 @@ def incident_outage_links(
     return pairs.select(list(OUTAGE_LINK_SCHEMA)).cast(OUTAGE_LINK_SCHEMA)  # type: ignore[arg-type]
 
 
-#: Drain-reason components that any fault can show (a dead node is "Not responding" whatever broke).
-_GENERIC_REASON_COMPONENTS = frozenset({"os", "slurm", "other"})
+#: Reason components any fault shows (a dead node is "Not responding" whatever broke): a drain reason with one
+#: of these names no part. Node availability's generic states use the same set.
+GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
+
+def chain_reason_states(anchors: pl.DataFrame, states: pl.DataFrame, *, anchor: str) -> pl.DataFrame:
+    """Each row of ``anchors`` whose chain has a part-naming reason, joined to the state carrying it: the first
+    state of its node with the chain's ``chain_reason_class`` and ``chain_reason`` that starts at or after the
+    ``anchor`` column (the chain's start, or one outage's start within it) and before ``chain_end_ts``. The one
+    definition of "the state that named the part" node availability (rule 1) and :func:`chain_faults` share.
+
+    Args:
+        anchors: ``node``, ``anchor``, ``chain_end_ts``, ``chain_reason_class``, ``chain_reason``
+            (:func:`outage_chains` rows, one per outage or per chain).
+        states: ``node``, ``start_ts``, ``reason_class``, ``reason`` and any columns wanted of the state; its
+            ``start_ts`` comes back as ``named_ts``.
+    """
+    return (anchors.filter(pl.col("chain_reason_class").is_not_null())
+            .join(states.rename({"start_ts": "named_ts", "reason_class": "chain_reason_class",
+                                 "reason": "chain_reason"}),
+                  on=["node", "chain_reason_class", "chain_reason"], nulls_equal=True)
+            .filter((pl.col("named_ts") >= pl.col(anchor))
+                    & (pl.col("chain_end_ts").is_null() | (pl.col("named_ts") < pl.col("chain_end_ts"))))
+            .sort("node", anchor, "named_ts").unique(["node", anchor], keep="first"))
+
 
 #: :func:`chain_faults` output: one row per outage chain whose reasons name a part.
 CHAIN_FAULT_SCHEMA: dict[str, pl.DataType] = {
@@ -536,13 +559,7 @@ def chain_faults(states: pl.DataFrame) -> pl.DataFrame:
               .agg(pl.col("chain_end_ts").first(), pl.col("chain_reason_class").first(),
                    pl.col("chain_reason").first())
               .filter(pl.col("chain_reason_class").is_not_null()))
-    # The state carrying the chain's reason: the first with that class and text inside the chain.
-    return (chains.join(st.rename({"start_ts": "named_ts", "reason_class": "chain_reason_class",
-                                   "reason": "chain_reason"}).drop("end_ts"),
-                        on=["node", "chain_reason_class", "chain_reason"], nulls_equal=True)
-            .filter((pl.col("named_ts") >= pl.col("chain_start_ts"))
-                    & (pl.col("chain_end_ts").is_null() | (pl.col("named_ts") < pl.col("chain_end_ts"))))
-            .sort("node", "chain_start_ts", "named_ts").unique(["node", "chain_start_ts"], keep="first")
+    return (chain_reason_states(chains, st.drop("end_ts"), anchor="chain_start_ts")
             .select("node", "chain_start_ts", "chain_end_ts", "named_ts", pl.col("chain_reason").alias("reason"),
                     pl.col("chain_reason_class").alias("reason_class"), "reason_component", "availability_class")
             .cast(CHAIN_FAULT_SCHEMA))  # type: ignore[arg-type]
@@ -551,7 +568,7 @@ def chain_faults(states: pl.DataFrame) -> pl.DataFrame:
 def _reason_class_of(reason_class: pl.Expr) -> pl.Expr:
     """Component class a drain reason class names (drain-reason catalog); null when the reason names
     none or only a symptom any fault has (Not responding, a reboot, a Slurm error)."""
-    mapping = {cls: None if c in _GENERIC_REASON_COMPONENTS else c for cls, c in reason_class_components().items()}
+    mapping = {cls: None if c in GENERIC_COMPONENTS else c for cls, c in reason_class_components().items()}
     component = reason_class.replace_strict(mapping, default=None, return_dtype=pl.String)
     return pl.when(component.is_not_null()).then(class_of(component))
 
