@@ -55,7 +55,10 @@ class SimulationConfig:
       ``fault_alert_flap_share`` of link and GPU-temperature faults whose alert flaps while the fault lasts.
     * Faults: ``leaf_second_wave_share`` of leaf-switch failures with a second wave (links down again
       40-60 min after the first); ``fabric_manager_logs`` adds nv-fabricmanager lines to NVLink faults;
-      ``thermal_power_fault_share`` of node faults that are thermal or power faults (faults.THERMAL_POWER_KINDS).
+      ``thermal_power_fault_share`` of node faults that are thermal or power faults (faults.THERMAL_POWER_KINDS);
+      ``silent_power_fault_share`` of power faults (faults.SILENT_POWER_KINDS) whose node logs nothing: the host
+      dies with its power before rsyslog forwards a line, and the BMC's record stays in its SEL. Slurm's
+      ``DOWN*`` and the operator's drain are then the only evidence.
     """
 
     nodes: int = 100
@@ -98,6 +101,7 @@ class SimulationConfig:
     leaf_second_wave_share: float = 0.0
     fabric_manager_logs: bool = False
     thermal_power_fault_share: float = 0.0
+    silent_power_fault_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.nodes < 2:
@@ -136,6 +140,8 @@ class SimulationConfig:
             if not 0.0 <= share < 1.0:
                 raise ValueError("fault_alert_flap_share, leaf_second_wave_share and thermal_power_fault_share "
                                  "must be in [0, 1)")
+        if not 0.0 <= self.silent_power_fault_share <= 1.0:
+            raise ValueError("silent_power_fault_share must be in [0, 1]")
         ZoneInfo(self.timezone)  # fail early on an unknown zone
 
     @property

@@ -62,6 +62,10 @@ THERMAL_POWER_KINDS: tuple[FaultKind, ...] = (
     FaultKind("power", "node_power_loss", "node_fail", 0.3, 4.0, component_class="power"),
 )
 
+#: Power faults whose node can die before it logs a line (``SimulationConfig.silent_power_fault_share``):
+#: both feeds lost, or a PSU failing without redundancy left.
+SILENT_POWER_KINDS: frozenset[str] = frozenset({"node_power_loss", "psu_failure"})
+
 #: Fabric- and storage-level failure modes: one incident hits many nodes at once (see plan_fabric_faults).
 FABRIC_KINDS: tuple[FaultKind, ...] = (
     FaultKind("interconnect_switch", "leaf_switch_down", "job_fail", 0.0, 0.5, component_class="network"),

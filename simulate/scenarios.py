@@ -100,6 +100,15 @@ def _fabric_heavy(seed: int) -> SimulationConfig:
                             leaf_second_wave_share=0.6, fabric_faults_kill_jobs=True, fabric_manager_logs=True)
 
 
+def _silent_power(seed: int) -> SimulationConfig:
+    """Power faults that log nothing: most lost feeds and failed PSUs kill the host before rsyslog forwards a
+    line, so Slurm's ``DOWN*`` ``Not responding`` and the operator's drain (``lost power - PDU tripped``) are the
+    only node evidence (the PDU and BMC alerts still fire); a third of node faults are thermal or power."""
+    return SimulationConfig(nodes=40, days=30, seed=seed, cluster="silent", syslog_layout="central",
+                            node_failures_per_1000_node_days=50.0, nhc_repeat_until_repair=True,
+                            thermal_power_fault_share=0.35, silent_power_fault_share=0.8)
+
+
 SCENARIOS: dict[str, Callable[[int], SimulationConfig]] = {
     "default": _default,
     "lbnl_until_repair": _lbnl_until_repair,
@@ -109,6 +118,7 @@ SCENARIOS: dict[str, Callable[[int], SimulationConfig]] = {
     "quiet": _quiet,
     "noisy": _noisy,
     "fabric_heavy": _fabric_heavy,
+    "silent_power": _silent_power,
 }
 
 

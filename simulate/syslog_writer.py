@@ -37,7 +37,7 @@ import polars as pl
 from gpusre.models.ingest.hostlist import expand_hostlist
 from gpusre.simulate.clock import LocalClock
 from gpusre.simulate.config import SimulationConfig
-from gpusre.simulate.faults import FabricFault, FaultEvent
+from gpusre.simulate.faults import SILENT_POWER_KINDS, FabricFault, FaultEvent
 from gpusre.simulate.log_bursts import (EventLines, NodeHardware, benign_xid_line, boot_burst, fabric_burst,
                                                fault_burst, health_check_burst, oom_burst, timeout_line, user_xid_burst)
 from gpusre.simulate.log_noise import NOISE_SHAPES, NoiseTemplates
@@ -113,8 +113,12 @@ def fault_events(config: SimulationConfig, faults: list[tuple[FaultEvent, list[s
             continue  # rendered once per fabric incident below
         # Repeats stop at the reboot that ends the repair (or the horizon).
         until = min(t1, repaired[f.fault_id] - 240)
-        device = fault_burst(out, f.kind, f.ts + rnd.random() * 0.9, f.node, until, hw[f.node], rnd,
-                             config.fabric_manager_logs)
+        # A silent power fault still draws its burst (the device and the random stream stay as they were),
+        # but no line reaches the log: the host lost power before forwarding it.
+        silent = (config.silent_power_fault_share > 0 and f.kind in SILENT_POWER_KINDS
+                  and rnd.random() < config.silent_power_fault_share)
+        device = fault_burst(EventLines() if silent else out, f.kind, f.ts + rnd.random() * 0.9, f.node, until,
+                             hw[f.node], rnd, config.fabric_manager_logs)
         res.fault_devices[f.fault_id] = device
         if f.effect == "job_fail":
             res.nhc_first[f.fault_id] = health_check_burst(out, f.kind, f.ts, f.node, until, hw[f.node], device, rnd,

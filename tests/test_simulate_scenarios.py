@@ -5,6 +5,7 @@ flapping alerts are one incident; thermal and power faults carry their class).""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -155,3 +156,37 @@ def test_nhc_message_styles(tmp_path: Path, style: str, pattern: str) -> None:
     simulate_cluster(tmp_path, cfg)
     lines = [ln for ln in _syslog(tmp_path) if " nhc[" in ln]
     assert lines and all(re.search(pattern, ln) for ln in lines)
+
+
+def test_silent_power_faults_log_nothing_but_slurm_sees_them(tmp_path: Path) -> None:
+    """``silent_power_fault_share`` 1: a lost feed or failed PSU leaves no node-log line from the fault (the
+    host died with its power), while Slurm's node states still show the node down and drained for it."""
+    cfg = SimulationConfig(nodes=8, days=10, seed=3, node_failures_per_1000_node_days=300.0, syslog_layout="central",
+                           thermal_power_fault_share=0.9, silent_power_fault_share=1.0, write_alerts=False)
+    simulate_cluster(tmp_path, cfg)
+    faults = [f for f in _csv(tmp_path / "truth" / "faults.csv") if f["kind"] in ("node_power_loss", "psu_failure")]
+    assert len(faults) >= 3, "the config must draw power faults"
+    lines = [_line_ts(ln, cfg.start.year) + (ln,) for ln in _syslog(tmp_path)]
+    for f in faults:
+        t = _ts(f["ts"])
+        near = [ln for ts, host, ln in lines if host == f["node"] and t - 60 <= ts <= t + 5]
+        assert not any("Power Supply" in ln or "MCE broadcast" in ln for ln in near), near
+    # Slurm still records each: the operator's drain for the power fault, on that node, after the fault.
+    events = [ln.split("|") for p in sorted((tmp_path / "slurm_events").glob("*.txt"))
+              for ln in p.read_text().splitlines() if ln.count("|") >= 7]
+    power = re.compile(r"lost power|no power on both feeds|PSU failure|power supply failed")
+    for f in faults:
+        drains = [e for e in events if e[1] == f["node"] and power.search(e[6])
+                  and datetime.fromisoformat(e[2]).replace(tzinfo=UTC).timestamp() >= _ts(f["ts"])]
+        assert drains, f"no power drain of {f['node']} after its fault at {f['ts']}"
+
+
+def test_silent_share_zero_is_the_original_world(tmp_path: Path) -> None:
+    """The knob draws nothing when 0: the same config with and without it writes the same node logs."""
+    base = SimulationConfig(nodes=8, days=5, seed=4, node_failures_per_1000_node_days=300.0, syslog_layout="central",
+                            thermal_power_fault_share=0.9, write_alerts=False)
+    simulate_cluster(tmp_path / "a", base)
+    simulate_cluster(tmp_path / "b", dataclasses.replace(base, silent_power_fault_share=0.0))
+    assert _syslog(tmp_path / "a") == _syslog(tmp_path / "b")
+    simulate_cluster(tmp_path / "c", dataclasses.replace(base, silent_power_fault_share=1.0))
+    assert len(_syslog(tmp_path / "c")) < len(_syslog(tmp_path / "a"))
