@@ -273,3 +273,85 @@ def test_without_node_logs_the_node_state_incidents_are_a_floor(tmp_path: Path) 
     nightly = next((tmp_path / "reports").glob("nightly-*.md")).read_text()
     assert ("**Hardware incidents:** 3 (whole period · 3 began 2026-11-04 · at least: node states only, "
             "no node logs)") in nightly
+
+
+#: Rack r07 of four trays and one tray of rack r08 (cluster.yaml ``racks``).
+RACKS = {"r07": "gb-r7-c[01-04]", "r08": ["gb-r8-c01"]}
+
+
+def _down_and_drain(node: str, down: datetime, reason: str) -> list[tuple[str, str, datetime, datetime | None, str]]:
+    """A tray that stopped answering at ``down`` (``DOWN*``) and its drain 20 min later, repaired 2 h after."""
+    return [(node, "DOWN*", down, down + timedelta(minutes=20), "Not responding"),
+            (node, "DRAIN", down + timedelta(minutes=20), down + timedelta(hours=2), reason)]
+
+
+def test_trays_of_one_rack_losing_power_together_are_one_rack_incident() -> None:
+    # slurmctld marks the trays DOWN* on successive ping rounds: 0, 100, 200 and 290 s after the first
+    rows = [r for k, dt in enumerate((0, 100, 200, 290))
+            for r in _down_and_drain(f"gb-r7-c0{k + 1}", t(3) + timedelta(seconds=dt), "rack r07 PDU B tripped")]
+    rows += _down_and_drain("gb-r8-c01", t(3, 1), "lost power - PDU tripped")  # same minute, another rack
+    inc = node_state_incidents(NO_INCIDENTS, _states(rows), racks=RACKS).sort("start_ts")
+    assert inc.select("scope", "nodes", "component", "start_ts", "end_ts").rows() == [
+        ("rack", ["gb-r7-c01", "gb-r7-c02", "gb-r7-c03", "gb-r7-c04"], "host_power", t(3), t(3, 24, 50)),
+        ("node", ["gb-r8-c01"], "host_power", t(3, 1), t(3, 21))]
+    # the rack incident keeps the id its first tray's incident would have had
+    assert inc["incident_id"][0] == incident_id("host_power", t(3), "gb-r7-c01")
+    # without the topology: one incident per tray, as before
+    assert node_state_incidents(NO_INCIDENTS, _states(rows)).height == 5
+
+
+def test_two_trays_or_hours_apart_stay_node_incidents() -> None:
+    # two trays only (fewer than RACK_MIN_NODES = 3), then two more 6 h later: four node incidents
+    rows = [r for node, down in (("gb-r7-c01", t(3)), ("gb-r7-c02", t(3, 2)), ("gb-r7-c03", t(9)),
+                                 ("gb-r7-c04", t(9, 3)))
+            for r in _down_and_drain(node, down, "PSU failure - replace PSU2")]
+    inc = node_state_incidents(NO_INCIDENTS, _states(rows), racks=RACKS)
+    assert sorted(inc["scope"].to_list()) == ["node"] * 4
+    # and a chain of starts each within 5 min of the one before groups, even past 5 min end to end
+    rows = [r for k in range(3) for r in _down_and_drain(f"gb-r7-c0{k + 1}", t(3, 4 * k), "PDU tripped")]
+    inc = node_state_incidents(NO_INCIDENTS, _states(rows), racks=RACKS)
+    assert inc.select("scope", pl.col("nodes").list.len()).rows() == [("rack", 3)]
+    # a GPU drain on three trays at once is no rack-wide class: three node incidents
+    rows = [r for k in range(3) for r in _down_and_drain(f"gb-r7-c0{k + 1}", t(3, k), "GPU 3 fell off the bus - RMA")]
+    assert node_state_incidents(NO_INCIDENTS, _states(rows), racks=RACKS)["scope"].to_list() == ["node"] * 3
+
+
+def test_pipeline_makes_one_rack_incident_of_a_rack_that_lost_power_without_logs(tmp_path: Path) -> None:
+    """The whole pipeline: rack r07's four trays go DOWN* on successive ping rounds and are drained "rack r07 PDU B
+    tripped"; one NODE_FAIL job ran on all four. One power failure of the rack, not four of its trays."""
+    cluster = CLUSTER.replace('nodes: "gb-r2-c[13-18],hgx[01-03]"', 'nodes: "gb-r7-c[01-04],hgx01"') + \
+        'racks: {r07: "gb-r7-c[01-04]", r08: "hgx01"}\n'
+    header = "Cluster|NodeName|TimeStart|TimeEnd|Duration|State|Reason|User"
+    events = [header]
+    for k, down in enumerate(("10:00:05", "10:01:45", "10:03:25", "10:04:55")):
+        start = datetime.fromisoformat(f"{DAY}T{down}")
+        drain, back = start + timedelta(minutes=20), datetime.fromisoformat(f"{DAY}T13:00:00") + timedelta(minutes=k)
+        events += [f"bw-site|gb-r7-c0{k + 1}|{start.isoformat()}|{drain.isoformat()}|{slurm_duration(start, drain)}|"
+                   "DOWN*|Not responding|slurm",
+                   f"bw-site|gb-r7-c0{k + 1}|{drain.isoformat()}|{back.isoformat()}|{slurm_duration(drain, back)}|"
+                   "DRAIN|rack r07 PDU B tripped|root"]
+    jobs = [sacct_line("7001", DAY, "08:00:00", "10:00:30", "gb-r7-c[01-04]", 4, state="NODE_FAIL", exit_code="0:0",
+                       gpus_per_node=4),
+            sacct_line("7009", DAY, "00:10:00", "23:50:00", "hgx01", 1, state="COMPLETED", exit_code="0:0",
+                       gpus_per_node=4)]
+    files = {"cluster.yaml": cluster, f"sacct/sacct_{DAY}.psv": sacct_dump(jobs),
+             f"slurm_events/events_{DAY}.txt": "\n".join(events) + "\n"}
+    for node in ["gb-r7-c01", "gb-r7-c02", "gb-r7-c03", "gb-r7-c04", "hgx01"]:
+        files[f"syslog/{DAY}/{node}.log"] = "".join(
+            f"Nov  4 {h:02d}:30:01 {node} CRON[20566]: (root) CMD (command -v debian-sa1 > /dev/null && debian-sa1 1 1)\n"
+            for h in range(0, 24, 2))
+    wh = run_hand_landing(tmp_path, files)
+    (iid, scope, nodes, comp, start, label, jobs_hit, lost), = query_rows(wh, """
+        SELECT incident_id, scope, nodes, component, start_ts, label_source, affected_jobs, lost_gpu_hours
+        FROM marts.hw_incidents""")
+    assert (scope, sorted(nodes), comp, start, label, jobs_hit) == (
+        "rack", ["gb-r7-c01", "gb-r7-c02", "gb-r7-c03", "gb-r7-c04"], "host_power", t(10, 0, 5), NODE_STATE_LABEL, 1)
+    assert lost == pytest.approx(8.0)  # 16 GPUs x half the 1 h checkpoint interval (ran 2 h)
+    assert query_rows(wh, "SELECT rule, incident_id FROM marts.job_failure_attribution WHERE job_id = '7001'") == [
+        (NODE_STATE_RULE, iid)]
+    (failures,), = query_rows(wh, """SELECT failures FROM marts.mtbf
+        WHERE period_type = 'all' AND scope = 'component_class' AND component = 'power'""")
+    assert failures == 1
+    # repaired when its last tray came back: 10:00:05 -> 13:03
+    assert query_rows(wh, f"SELECT repair_state, repaired_ts FROM marts.incident_repairs WHERE incident_id = '{iid}'"
+                      ) == [("repaired", t(13, 3))]

@@ -107,8 +107,10 @@ Merging (:func:`merge_incidents`), in this order:
        is classed ``hardware`` (``drain_reasons.csv``; a generic reason — ``Not responding``, none, ``Kill task
        failed`` —, a reboot request or planned work names no part), not in planned maintenance, and that no
        incident's window reaches (the linking rule of ``marts.incident_repairs``, whatever the class its drain
-       names: evidence logged up to 30 min before a drain is the fault the drain is for). Several trays of one
-       rack losing power at once without logs are one incident per node (the rack rule reads log lines).
+       names: evidence logged up to 30 min before a drain is the fault the drain is for). With ``racks``, trays of
+       one rack losing power (or cooling) together without logs — chains of one rack-wide class starting within
+       :data:`NODE_STATE_SIMULTANEITY` of each other, at least ``rack_min_nodes`` — are one incident of scope
+       ``rack``, as rule 3 makes of logged lines.
 
 Incident ids are stable across reruns: ``inc-`` + the first 12 hex digits of SHA-1 over component,
 first timestamp (ISO-8601 UTC) and first node. A fabric incident that joins leaf incidents keeps the id
@@ -1159,8 +1161,17 @@ NODE_STATE_LABEL = "node_state"
 NODE_STATE_ACTION = "CHECK_BMC"
 
 
+#: Rule 7's rack rule: unlogged outages of one rack-wide class on nodes of one rack whose chains start with gaps of
+#: at most this are one incident. Wider than :data:`RACK_SIMULTANEITY` because the start is slurmctld's ``DOWN*``,
+#: not a logged line: it marks a node that stopped answering on its next ping round (every SlurmdTimeout / 3,
+#: 100 s by default), so trays that lost power together go ``DOWN*`` up to a few minutes apart.
+NODE_STATE_SIMULTANEITY = timedelta(minutes=5)
+
+
 def node_state_incidents(incidents: pl.DataFrame, states: pl.DataFrame | None,
-                         planned: pl.DataFrame | None = None) -> pl.DataFrame:
+                         planned: pl.DataFrame | None = None, *,
+                         racks: Mapping[str, Sequence[str] | str] | None = None,
+                         rack_min_nodes: int | None = None) -> pl.DataFrame:
     """Rule 7: one :data:`INCIDENT_SCHEMA` row per hardware outage chain of a node that no incident explains.
 
     A node that loses power logs nothing; Slurm marks it ``DOWN*`` and the operator drains it for the part
@@ -1178,11 +1189,19 @@ def node_state_incidents(incidents: pl.DataFrame, states: pl.DataFrame | None,
     (the last node-state evidence), ``n_events`` 0, ``label_source`` :data:`NODE_STATE_LABEL`, ``root_cause`` the
     drain reason as written. Its repair is the chain's end, as any incident linked to it.
 
+    With ``racks`` given, such chains of one rack-wide class (:data:`RACK_CLASSES`: power, thermal) on nodes of one
+    rack whose starts follow each other within :data:`NODE_STATE_SIMULTANEITY`, at least ``rack_min_nodes``
+    (:data:`RACK_MIN_NODES`) nodes, are one incident of scope ``rack`` (a PDU or a rack's cooling, as rule 3 makes
+    of logged lines): its nodes, the first chain's start, component, reason and id (the id its first node's incident
+    would have), the last naming state's start as its end.
+
     Args:
         incidents: :func:`merge_incidents` output (``incident_id``, ``component``, ``start_ts``, ``end_ts``,
             ``nodes``; ``component_class`` optional).
         states: ``core.node_states`` rows (None or empty: no rows).
         planned: :func:`planned_maintenance` periods, or None.
+        racks: rack -> its hosts (``cluster.yaml`` ``racks``), or None: no rack incidents.
+        rack_min_nodes: nodes of one rack that make a rack incident (default :data:`RACK_MIN_NODES`).
     """
     empty = pl.DataFrame(schema=INCIDENT_SCHEMA)
     if states is None or states.is_empty():
@@ -1204,9 +1223,7 @@ def node_state_incidents(incidents: pl.DataFrame, states: pl.DataFrame | None,
         faults = faults.join(explained, on=["node", "chain_start_ts"], how="anti")
     if faults.is_empty():
         return empty
-    rows = faults.sort("chain_start_ts", "node").select(
-        pl.col("reason_component").alias("component"), pl.col("chain_start_ts").alias("start_ts"),
-        pl.col("named_ts").alias("end_ts"), pl.concat_list("node").alias("nodes"), pl.col("reason").alias("root_cause"))
+    rows = _node_state_groups(faults, racks, RACK_MIN_NODES if rack_min_nodes is None else rack_min_nodes)
     # Incidents are few: hashing row by row is cheap (ids as merge_incidents gives them).
     ids = [incident_id(c, t, n[0]) for c, t, n in rows.select("component", "start_ts", "nodes").rows()]
     return rows.with_columns(
@@ -1215,11 +1232,38 @@ def node_state_incidents(incidents: pl.DataFrame, states: pl.DataFrame | None,
         pl.lit("hardware").alias("cause_class"), pl.lit(_MIN_SEVERITY).alias("severity"),
         pl.lit(NODE_STATE_ACTION).alias("action"), pl.lit([], pl.List(pl.String)).alias("gpus"),
         pl.lit(0, pl.Int64).alias("n_events"), pl.lit(None, pl.Int64).alias("first_event_id"),
-        pl.lit("node").alias("scope"), pl.lit(None, pl.String).alias("leaf_switch"),
+        pl.lit(None, pl.String).alias("leaf_switch"),
         pl.lit(NODE_STATE_LABEL).alias("label_source"), pl.lit(None, pl.String).alias("operator_id"),
         pl.lit(None, pl.String).alias("notes"), pl.lit([], pl.List(pl.String)).alias("evidence_kinds"),
         pl.lit(0, pl.Int64).alias("n_health_check_episodes"), pl.lit(True).alias("single_symptom"),
     ).select(pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items())
+
+
+def _node_state_groups(faults: pl.DataFrame, racks: Mapping[str, Sequence[str] | str] | None,
+                       min_nodes: int) -> pl.DataFrame:
+    """One row per rule-7 incident (``component``, ``start_ts``, ``end_ts``, ``nodes``, ``root_cause``, ``scope``)
+    from :func:`~gpusre.models.reliability.repair_times.chain_faults` rows: a rack's simultaneous chains of one
+    rack-wide class (:func:`node_state_incidents`) as one, every other chain as its own node's."""
+    f = (faults.with_columns(class_of(pl.col("reason_component")).alias("_class"))
+         .join(_group_of(racks, "_rack"), on="node", how="left")
+         .sort("chain_start_ts", "node"))
+    wide = pl.col("_rack").is_not_null() & pl.col("_class").is_in(list(RACK_CLASSES))
+    # Chains of one rack and class, a new group after a gap longer than NODE_STATE_SIMULTANEITY.
+    gap = pl.col("chain_start_ts").diff().over("_rack", "_class") > NODE_STATE_SIMULTANEITY
+    f = f.with_columns(pl.when(wide).then(gap.fill_null(True).cum_sum().over("_rack", "_class")).alias("_burst"))
+    f = f.with_columns(pl.when(pl.col("_burst").is_not_null()
+                               & (pl.col("node").n_unique().over("_rack", "_class", "_burst") >= min_nodes))
+                       .then(pl.concat_str("_rack", "_class", "_burst", separator="\x1f"))
+                       .otherwise(pl.concat_str("node", pl.col("chain_start_ts").cast(pl.String), separator="\x1f"))
+                       .alias("_group"))
+    return (f.group_by("_group", maintain_order=True)
+            .agg(pl.col("reason_component").first().alias("component"), pl.col("chain_start_ts").first().alias("start_ts"),
+                 pl.col("named_ts").max().alias("end_ts"), pl.col("node").unique(maintain_order=True).alias("nodes"),
+                 pl.col("reason").first().alias("root_cause"))
+            .with_columns(pl.when(pl.col("nodes").list.len() > 1).then(pl.lit("rack")).otherwise(pl.lit("node"))
+                          .alias("scope"))
+            .sort("start_ts", pl.col("nodes").list.first())
+            .drop("_group"))
 
 
 def not_a_failure_events(incidents: pl.DataFrame, membership: pl.DataFrame) -> pl.DataFrame:
