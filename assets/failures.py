@@ -143,8 +143,8 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
                                              racks=config.racks or None, nvlink_domains=config.nvlink_domains or None,
                                              operator=operator, outages=outages, planned=planned)
         # A hardware outage nothing logged (a tray that lost power) is an incident of its node too (rule 7).
-        incidents = pl.concat([incidents, node_state_incidents(incidents, states, planned,
-                                                                        racks=config.racks or None)]).sort("start_ts", "incident_id")
+        unlogged = node_state_incidents(incidents, states, planned, racks=config.racks or None)
+        incidents = pl.concat([incidents, unlogged]).sort("start_ts", "incident_id")
         # Lost work per the site's checkpoint policy (per account), as goodput estimates it.
         rules = reliability_settings(config).rules
         policy = rules.policy_frame(jobs.get_column("account").drop_nulls().unique().to_list()).select(

@@ -1244,16 +1244,15 @@ def _node_state_groups(faults: pl.DataFrame, racks: Mapping[str, Sequence[str] |
     """One row per rule-7 incident (``component``, ``start_ts``, ``end_ts``, ``nodes``, ``root_cause``, ``scope``)
     from :func:`~gpusre.models.reliability.repair_times.chain_faults` rows: a rack's simultaneous chains of one
     rack-wide class (:func:`node_state_incidents`) as one, every other chain as its own node's."""
+    # Chains of one rack and class whose starts follow each other within NODE_STATE_SIMULTANEITY.
     f = (faults.with_columns(class_of(pl.col("reason_component")).alias("_class"))
          .join(_group_of(racks, "_rack"), on="node", how="left")
-         .sort("chain_start_ts", "node"))
-    wide = pl.col("_rack").is_not_null() & pl.col("_class").is_in(list(RACK_CLASSES))
-    # Chains of one rack and class, a new group after a gap longer than NODE_STATE_SIMULTANEITY.
-    gap = pl.col("chain_start_ts").diff().over("_rack", "_class") > NODE_STATE_SIMULTANEITY
-    f = f.with_columns(pl.when(wide).then(gap.fill_null(True).cum_sum().over("_rack", "_class")).alias("_burst"))
-    f = f.with_columns(pl.when(pl.col("_burst").is_not_null()
-                               & (pl.col("node").n_unique().over("_rack", "_class", "_burst") >= min_nodes))
-                       .then(pl.concat_str("_rack", "_class", "_burst", separator="\x1f"))
+         .sort("_rack", "_class", "chain_start_ts", "node", nulls_last=True)
+         .with_columns(span_islands(["_rack", "_class"], NODE_STATE_SIMULTANEITY, end="chain_start_ts",
+                                    start="chain_start_ts").alias("_burst")))
+    wide = (pl.col("_rack").is_not_null() & pl.col("_class").is_in(list(RACK_CLASSES))
+            & (pl.col("node").n_unique().over("_rack", "_class", "_burst") >= min_nodes))
+    f = f.with_columns(pl.when(wide).then(pl.concat_str("_rack", "_class", "_burst", separator="\x1f"))
                        .otherwise(pl.concat_str("node", pl.col("chain_start_ts").cast(pl.String), separator="\x1f"))
                        .alias("_group"))
     return (f.group_by("_group", maintain_order=True)

@@ -508,6 +508,7 @@ def incident_outage_links(
 #: of these names no part. Node availability's generic states use the same set.
 GENERIC_COMPONENTS = frozenset({"os", "slurm", "other"})
 
+
 def chain_reason_states(anchors: pl.DataFrame, states: pl.DataFrame, *, anchor: str) -> pl.DataFrame:
     """Each row of ``anchors`` whose chain has a part-naming reason, joined to the state carrying it: the first
     state of its node with the chain's ``chain_reason_class`` and ``chain_reason`` that starts at or after the
