@@ -10,6 +10,7 @@ what ran.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -154,8 +155,24 @@ compute_logs:
   module: dagster._core.storage.noop_compute_log_manager
   class: NoOpComputeLogManager
 """
-#: What earlier versions wrote; replaced by the current text (it lacked the pool limit).
-_OLD_DAGSTER_YAML = _DAGSTER_YAML.split("# One writer")[0]
+#: Dagster's SQLite event log with its connections kept open (see pipelines/dagster_event_log.py):
+#: the same files, a few seconds less per run. The folder is absolute; a moved instance gets it rewritten.
+_EVENT_LOG_YAML = """\
+# Dagster's SQLite event log, connections kept open (the same files; see gpusre/pipelines/dagster_event_log.py).
+event_log_storage:
+  module: gpusre.pipelines.dagster_event_log
+  class: KeptOpenSqliteEventLogStorage
+  config:
+    base_dir: {base_dir}
+"""
+#: What earlier versions wrote; replaced by the current text (the first lacked the pool limit,
+#: the second the event log storage).
+_OLD_DAGSTER_YAMLS = (_DAGSTER_YAML.split("# One writer")[0], _DAGSTER_YAML)
+
+
+def _dagster_yaml(home: Path) -> str:
+    """The ``dagster.yaml`` gpusre writes into the instance folder ``home``."""
+    return _DAGSTER_YAML + _EVENT_LOG_YAML.format(base_dir=json.dumps(str(home.resolve() / "history" / "runs")))
 
 
 def dagster_home(warehouse: Path) -> Path:
@@ -194,8 +211,14 @@ def _instance(home: Path) -> dg.DagsterInstance:
     runs a killed process left unfinished are closed (see :func:`_close_dead_runs`)."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists() or config.read_text() == _OLD_DAGSTER_YAML:
-        config.write_text(_DAGSTER_YAML)
+    text = config.read_text() if config.exists() else None
+    # Rewritten when missing or when gpusre wrote it (an earlier version, or the instance moved);
+    # a dagster.yaml the user wrote is left alone.
+    if text is None or text in _OLD_DAGSTER_YAMLS or text.startswith(
+            _DAGSTER_YAML + _EVENT_LOG_YAML.split("{base_dir}")[0]):
+        wanted = _dagster_yaml(home)
+        if text != wanted:
+            config.write_text(wanted)
     instance = dg.DagsterInstance.from_config(str(home))
     _close_dead_runs(instance)
     return instance

@@ -71,3 +71,48 @@ def test_lock_released_and_dagster_home_env_wins(run_twice: tuple[Path, list[str
     assert dagster_home(folder / "w.duckdb") == (folder / "dagster_home").resolve()
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "elsewhere"))
     assert dagster_home(folder / "w.duckdb") == tmp_path / "elsewhere"
+
+
+def test_event_log_kept_open_and_readable_by_dagsters_default_storage(run_twice: tuple[Path, list[str]]) -> None:
+    """The instance uses gpusre's event log storage (connections kept open); the files it wrote are
+    Dagster's own: the default SQLite storage reads the same runs and materializations back."""
+    from dagster._core.storage.event_log import SqliteEventLogStorage
+
+    from gpusre.pipelines.dagster_event_log import KeptOpenSqliteEventLogStorage
+
+    folder, _ = run_twice
+    home = folder / "dagster_home"
+    with _open(home) as instance:
+        assert type(instance.event_log_storage) is KeptOpenSqliteEventLogStorage
+        ours = instance.get_latest_materialization_event(dg.AssetKey(["core", "jobs"]))
+        run_ids = [r.run_id for r in instance.get_runs()]
+        ours_events = {rid: len(instance.all_logs(rid)) for rid in run_ids}
+    default = SqliteEventLogStorage(str(home / "history" / "runs"))
+    try:
+        assert {rid: len(default.get_logs_for_run(rid)) for rid in run_ids} == ours_events
+        assert all(n > 10 for n in ours_events.values())
+        records = default.fetch_materializations(dg.AssetKey(["core", "jobs"]), limit=1).records
+        assert records and records[0].event_log_entry.run_id == ours.run_id
+    finally:
+        default.dispose()
+
+
+def test_dagster_yaml_follows_a_moved_instance_and_spares_the_users(tmp_path: Path) -> None:
+    from gpusre.pipelines.runner import _instance
+
+    home = tmp_path / "a" / "dagster_home"
+    with _instance(home):
+        pass
+    text = (home / "dagster.yaml").read_text()
+    assert f'base_dir: "{home.resolve() / "history" / "runs"}"' in text
+    moved = tmp_path / "b" / "dagster_home"
+    moved.parent.mkdir()
+    home.rename(moved)
+    with _instance(moved) as instance:
+        assert instance.event_log_storage._base_dir == str(moved.resolve() / "history" / "runs")
+    assert str(home) not in (moved / "dagster.yaml").read_text()
+    user = "telemetry:\n  enabled: false\n"  # a dagster.yaml written by the user: left as it is
+    (moved / "dagster.yaml").write_text(user)
+    with _instance(moved):
+        pass
+    assert (moved / "dagster.yaml").read_text() == user
