@@ -1249,3 +1249,29 @@ def test_log_axis_labels_are_plain_numbers_and_a_one_day_line_shows_its_points()
     one_day = charts.utilization_chart([_date(2026, 11, 17)], [3072.0], [1324.0], 0.431, "Utilization")
     week = charts.utilization_chart([_date(2026, 11, d) for d in range(1, 16)], [3072.0] * 15, [1324.0] * 15, 0.431, "U")
     assert one_day.count("<use ") > week.count("<use ")  # the markers of the short series
+
+
+def test_charts_drawn_once_are_cropped_as_a_tight_savefig_crops_them(monkeypatch) -> None:
+    """figure_to_svg draws a chart once and crops the viewBox to the figure's tight box, where
+    savefig(bbox_inches="tight") drew it twice: the crop must be the box savefig would give, for a
+    chart whose legend lies below its axes (outside the canvas) and one to the right of them."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    from gpusre.reports.kit import charts
+
+    figures: list[Figure] = []
+    once = charts.figure_to_svg
+    monkeypatch.setattr(charts, "figure_to_svg", lambda fig: figures.append(fig) or once(fig))
+    svgs = [charts.state_share_chart([("COMPLETED", 0.7, 0.6), ("FAILED", 0.2, 0.3), ("NODE_FAIL", 0.1, 0.1)], "t"),
+            charts.mtbf_chart([("gpu", "all", 120.0, 80.0, 200.0, True), ("gpu", "2026-11", 90.0, 40.0, 200.0, True),
+                               ("host_power", "all", 900.0, 300.0, 2000.0, False)], "MTBF")]
+    for fig, svg in zip(figures, svgs):
+        assert svg is not None
+        x, y, w, h = (float(v) for v in re.search(r'viewBox="([^"]*)"', svg).group(1).split())
+        reference = io.StringIO()
+        fig.savefig(reference, format="svg", bbox_inches="tight")
+        rw, rh = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', reference.getvalue()).groups())
+        assert abs(w - rw) < 0.5 and abs(h - rh) < 0.5, ((w, h), (rw, rh))
+    assert float(re.search(r'viewBox="[^ ]+ [^ ]+ [^ ]+ ([^"]+)"', svgs[0]).group(1)) > 2.1 * 72  # legend below kept
