@@ -1275,3 +1275,34 @@ def test_charts_drawn_once_are_cropped_as_a_tight_savefig_crops_them(monkeypatch
         rw, rh = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', reference.getvalue()).groups())
         assert abs(w - rw) < 0.5 and abs(h - rh) < 0.5, ((w, h), (rw, rh))
     assert float(re.search(r'viewBox="[^ ]+ [^ ]+ [^ ]+ ([^"]+)"', svgs[0]).group(1)) > 2.1 * 72  # legend below kept
+
+
+def test_dense_bar_charts_draw_one_path_per_colour() -> None:
+    """A year of daily stacked bars and a node x day heat map are one SVG path per state / colour, not
+    one element per bar or cell (the collection wrote ~2,000 elements for a year: a third of a second),
+    and they still show what they did: the bar tops reach the day's total, the legend names every state,
+    a heat-map cell's down hours stay text."""
+    from datetime import date as _date, timedelta as _td
+
+    from gpusre.reports.kit import charts
+
+    days = [_date(2025, 12, 1) + _td(days=i) for i in range(365)]
+    series = {"COMPLETED": [100.0 + i % 7 for i in range(365)], "FAILED": [0.0 if i % 3 else 40.0 for i in range(365)],
+              "NODE_FAIL": [5.0] * 365}
+    svg = charts.daily_state_chart(days, series, "GPU-hours by state")
+    fills = {c: len(re.findall(rf'<path [^>]*style="fill: {c}', svg))
+             for c in (charts.state_colour(s) for s in series)}
+    # one path in the axes and one legend swatch per state
+    assert all(n == 2 for n in fills.values()), fills
+    assert {"COMPLETED", "FAILED", "NODE_FAIL"} <= set(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+    assert max(int(t.replace(",", "")) for t in re.findall(r">(\d[\d,]*)<", svg)) >= 145  # the y axis reaches the top
+
+    rows = [("cluster", [1.0, 0.5, None], [0.0, 12.0, None], True),
+            ("gpu0001", [1.0, 0.0, 1.0], [0.0, 24.0, 0.0], False),
+            ("gpu0002", [0.5, 1.0, 1.0], [12.0, 0.0, 0.0], False)]
+    heat = charts.availability_heatmap_chart([_date(2026, 11, d) for d in (1, 2, 3)], rows, "Availability")
+    colours = {charts.availability_colour(s) for _, shares, _, _ in rows for s in shares}
+    cell_paths = [c for c in colours if re.search(rf'<path [^>]*style="fill: {c}[^"]*stroke: #ffffff', heat)]
+    assert len(cell_paths) == len(colours), (colours, cell_paths)
+    assert sum(len(re.findall(rf'style="fill: {c}[^"]*stroke: #ffffff', heat)) for c in colours) == len(colours)
+    assert {"12", "24"} <= set(re.findall(r"<text[^>]*>([^<]*)</text>", heat))

@@ -22,12 +22,12 @@ from typing import ParamSpec, TypeVar
 import matplotlib
 import matplotlib.dates as mdates
 import numpy as np
-from matplotlib.collections import PolyCollection
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, PathPatch
+from matplotlib.path import Path
 from matplotlib.transforms import Bbox
 from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator, PercentFormatter
 
@@ -196,6 +196,24 @@ def _tight_view_box(box: Bbox, fig_height_in: float) -> str:
     return " ".join(f"{v * 72:.2f}" for v in (x0, fig_height_in - y1, x1 - x0, y1 - y0))
 
 
+def _add_rectangles(ax: Axes, x: np.ndarray, y: np.ndarray, width: float, heights: np.ndarray,
+                    **style: object) -> PathPatch:
+    """Add axis-aligned rectangles (lower left ``x``, ``y``) to ``ax`` as one compound path: the SVG
+    gets one ``<path>`` for all of them. A collection writes an element per rectangle (~0.1 ms each:
+    a year of daily stacked bars took a third of a second to serialise), and ``add_patch`` walks a
+    long path segment by segment for the data limits, which are set here from the corners instead."""
+    x0, y0 = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x1, y1 = x0 + width, y0 + np.asarray(heights, dtype=float)
+    corners = np.stack([np.stack([x0, y0], -1), np.stack([x1, y0], -1), np.stack([x1, y1], -1),
+                        np.stack([x0, y1], -1), np.stack([x0, y0], -1)], axis=1).reshape(-1, 2)
+    codes = np.tile(np.array([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY],
+                             dtype=Path.code_type), len(x0))
+    patch = PathPatch(Path(corners, codes) if len(x0) else Path(np.zeros((0, 2))), **style)  # type: ignore[arg-type]
+    ax.add_artist(patch)
+    if len(x0):
+        ax.update_datalim(corners)
+    return patch
+
 def _new(width: float = 10.0, height: float = 4.0) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(width, height))
     ax = fig.subplots()
@@ -245,14 +263,12 @@ def daily_state_chart(days: Sequence[date], series: dict[str, Sequence[float]], 
     half = (0.85 if len(days) < 120 else 1.0) / 2
     xs = mdates.date2num(list(days))
     bottom = np.zeros(len(days))
-    # One collection of bars per state: a year of days is thousands of bars, and a patch each took
-    # seconds to add and draw.
+    # One shape of bars per state (:func:`_add_rectangles`): a year of days is thousands of bars.
     for state, vals in series.items():
         heights = np.array([v or 0.0 for v in vals], dtype=float)
-        bars = [[(x - half, b), (x + half, b), (x + half, b + h), (x - half, b + h)]
-                for x, b, h in zip(xs, bottom, heights) if h > 0]
-        ax.add_collection(PolyCollection(bars, facecolors=state_colour(state), edgecolors="none",
-                                         label=safe_label(state)))
+        shown = heights > 0
+        _add_rectangles(ax, xs[shown] - half, bottom[shown], 2 * half, heights[shown],
+                        facecolor=state_colour(state), edgecolor="none", label=safe_label(state))
         bottom += heights
     ax.xaxis_date()
     ax.autoscale_view()
@@ -963,22 +979,23 @@ def availability_heatmap_chart(days: Sequence[date],
     ax = fig.subplots()
     ax.set_facecolor("white")
     fs = 8.5 if n_days <= 16 else 7
-    # All cells as one collection: a patch per cell costs milliseconds each to add and draw.
-    cells: list[list[tuple[float, float]]] = []
-    fills: list[str] = []
+    # The cells of one colour as one shape (:func:`_add_rectangles`): a patch per cell costs milliseconds
+    # each to add and draw. (Their white outlines overlap their neighbours' alike in any order.)
+    cells: dict[str, list[tuple[int, int]]] = {}
     for i, (_, shares, downs, summary) in enumerate(rows):
         for j in range(len(days)):
             share = shares[j] if j < len(shares) else None
             fill = availability_colour(share)
-            cells.append([(j, i), (j + 1, i), (j + 1, i + 1), (j, i + 1)])
-            fills.append(fill)
+            cells.setdefault(fill, []).append((j, i))
             down = downs[j] if j < len(downs) else None
             if _finite(share) and _finite(down) and down > 0:  # type: ignore[operator]
                 dark = fill in ("#7f0000", "#c62828", "#ef6c00")
                 ax.text(j + 0.5, i + 0.52, _hours_cell(down),  # type: ignore[arg-type]
                         ha="center", va="center", fontsize=fs,
                         color="white" if dark else _INK, fontweight="bold" if summary else "normal")
-    ax.add_collection(PolyCollection(cells, facecolors=fills, edgecolors="white", linewidths=1.0), autolim=False)
+    for fill, at in cells.items():
+        x, y = np.asarray(at, dtype=float).T
+        _add_rectangles(ax, x, y, 1.0, np.ones_like(x), facecolor=fill, edgecolor="white", linewidth=1.0)
     # Lines between the summary rows and the node rows.
     for i in range(1, len(rows)):
         if rows[i][3] != rows[i - 1][3]:
