@@ -20,6 +20,7 @@ from gpusre.models.failures.attribution import (attribute_failures_with, minutes
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
+from gpusre.models.logs.node_event_copies import node_events_once_sql
 from gpusre.models.failures.hw_incidents import (merge_incidents, node_state_incidents, not_a_failure_events,
                                                  planned_maintenance, shared_part_events)
 from gpusre.models.sources.alerts.ingest import alert_settings
@@ -29,7 +30,7 @@ from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
 from gpusre.models.reliability.training_runs import RunRules, attributed_interruption_losses, run_mates
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, run_key
-from gpusre.models.warehouse import read_sql, replace_table, table_exists, transaction
+from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import maintenance_spans, reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -121,7 +122,7 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         # incidents.csv is recorded in the ledger like every landing file; a deleted one labels nothing.
         operator_file = read_incidents(con, landing.root, cluster_nodes=config.node_names or None)
         operator = operator_file.incidents
-        events = con.sql(read_sql("core/node_events_once.sql")).pl()
+        events = con.sql(node_events_once_sql(con)).pl()
         jobs = con.sql(f"SELECT {', '.join(_JOB_COLUMNS)} FROM core.jobs").pl()
         # Without Slurm accounting the job impact (jobs killed, lost GPU-hours, nodes running jobs again,
         # health-check precision) is unknown: NULL in the marts, never 0. Everything from the node logs

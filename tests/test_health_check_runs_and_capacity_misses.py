@@ -19,10 +19,10 @@ import pytest
 from hand_landing import query_rows, run_hand_landing
 
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
+from gpusre.models.logs.node_event_copies import node_events_once_sql
 from gpusre.models.logs.templates import canonical_forms
 from gpusre.models.sources.syslog.ingest import _events
 from gpusre.models.sources.syslog.parse import SyslogInput, parse_syslog_batch
-from gpusre.models.warehouse import read_sql
 
 YEAR = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 12, 31, tzinfo=UTC))
 LOST = "Health check failed:  check_nv_healthmon:  GPU 0000:18:00.0 is lost (nvidia-smi: Unable to determine the device handle)"
@@ -60,7 +60,7 @@ def _once(events: pl.DataFrame) -> pl.DataFrame:
         con.execute("CREATE SCHEMA core")
         con.register("_ev", events)
         con.execute("CREATE TABLE core.node_events AS SELECT * FROM _ev")
-        return con.sql(read_sql("core/node_events_once.sql")).pl().sort("ts", "line_no")
+        return con.sql(node_events_once_sql(con)).pl().sort("ts", "line_no")
     finally:
         con.close()
 

@@ -22,8 +22,9 @@ from gpusre.models.ingest.ledger import same_content
 from gpusre.models.ingest.reconcile import mismatched_files
 from gpusre.models.sources.syslog import ingest as si
 from gpusre.models.sources.syslog.parse import CUT_LAST_LINE
-from gpusre.models.warehouse import connect, read_sql
+from gpusre.models.warehouse import connect
 from gpusre.pipelines.resources import default_resources
+from gpusre.models.logs.node_event_copies import node_events_once_sql
 
 # Day 1: the NVLink Xid 74 of gpu09 and noise; day 2: Xid 31 of gpu10 and noise; day 3: noise.
 DAY1 = ("<4>1 2026-11-10T14:05:10.512Z gpu09.cluster.local kernel - - - NVRM: Xid (PCI:0000:18:00): 74, pid=1, "
@@ -217,7 +218,7 @@ def test_a_renamed_log_with_more_lines_keeps_the_old_rows_and_events_count_once(
     try:
         lines = con.sql("SELECT count(*) FROM raw.syslog_lines").fetchall()[0][0]
         xids = con.sql("SELECT code, count(*) FROM core.node_events WHERE kind = 'xid' GROUP BY ALL ORDER BY ALL").fetchall()
-        once = con.sql(f"SELECT code, count(*) FROM ({read_sql('core/node_events_once.sql')}) "
+        once = con.sql(f"SELECT code, count(*) FROM ({node_events_once_sql(con)}) "
                        "WHERE kind = 'xid' GROUP BY ALL ORDER BY ALL").fetchall()
     finally:
         con.close()

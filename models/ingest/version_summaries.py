@@ -30,7 +30,7 @@ from gpusre.models.ingest.lake import (
     version_stem,
 )
 
-__all__ = ["VersionSummary", "refresh_version_summary"]
+__all__ = ["VersionSummary", "refresh_version_summary", "version_changes"]
 
 #: Landing files read per INSERT: bounds the memory of the first build over a long history.
 FILES_PER_BATCH = 2000
@@ -62,6 +62,34 @@ class VersionSummary:
         return f"{self.table}:{self.source}:{digest}"
 
 
+def _stale_files(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> list[str]:
+    """The landing files whose part in ``summary.table`` is of a version the ledger no longer holds."""
+    return [r[0] for r in con.execute(
+        """SELECT s.source_file FROM raw.summarized_versions AS s
+           WHERE s.summary = ? AND NOT EXISTS (SELECT 1 FROM raw.ingested_files AS f
+                 WHERE f.source_file = s.source_file AND f.sha256 = s.sha256 AND f.source_kind = ?)""",
+        [summary.key, summary.source]).fetchall()]
+
+
+def _pending_versions(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> list[tuple[str, str]]:
+    """``(source_file, sha256)`` of the ledger's versions ``summary.table`` has no part of yet."""
+    return [(f, sha) for f, sha in con.execute(
+        """SELECT f.source_file, f.sha256 FROM raw.ingested_files AS f
+           WHERE f.source_kind = ? AND NOT EXISTS (SELECT 1 FROM raw.summarized_versions AS s
+                 WHERE s.summary = ? AND s.source_file = f.source_file)
+           ORDER BY f.source_file""", [summary.source, summary.key]).fetchall()]
+
+
+def version_changes(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> tuple[list[str], list[str]] | None:
+    """What :func:`refresh_version_summary` is about to change in ``summary.table``: the landing files whose
+    rows it will remove (their version left the ledger) and those whose rows it will insert; None when it
+    will rebuild the table's rows of this source whole (no bookkeeping of this definition, or no lake)."""
+    if not reads_lake(con, summary.lake.name) or not con.execute(
+            "SELECT count(*) FROM raw.summarized_versions WHERE summary = ?", [summary.key]).fetchall()[0][0]:
+        return None
+    return _stale_files(con, summary), [f for f, _ in _pending_versions(con, summary)]
+
+
 def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> tuple[int, int]:
     """Bring ``summary.table`` in step with the ledger; return (versions removed, versions added).
     Call it inside a transaction (a kill leaves the table and its bookkeeping as they were)."""
@@ -77,20 +105,12 @@ def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSumm
         con.execute(f"DELETE FROM {summary.table} WHERE {summary.scope}")
         con.execute("DELETE FROM raw.summarized_versions WHERE split_part(summary, ':', 1) = ? "
                     "AND split_part(summary, ':', 2) = ?", [summary.table, summary.source])
-    stale = [r[0] for r in con.execute(
-        """SELECT s.source_file FROM raw.summarized_versions AS s
-           WHERE s.summary = ? AND NOT EXISTS (SELECT 1 FROM raw.ingested_files AS f
-                 WHERE f.source_file = s.source_file AND f.sha256 = s.sha256 AND f.source_kind = ?)""",
-        [key, summary.source]).fetchall()]
+    stale = _stale_files(con, summary)
     if stale:
         con.execute(f"DELETE FROM {summary.table} WHERE source_file IN (SELECT unnest(?))", [stale])
         con.execute("DELETE FROM raw.summarized_versions WHERE summary = ? AND source_file IN (SELECT unnest(?))",
                     [key, stale])
-    pending = con.execute(
-        """SELECT f.source_file, f.sha256 FROM raw.ingested_files AS f
-           WHERE f.source_kind = ? AND NOT EXISTS (SELECT 1 FROM raw.summarized_versions AS s
-                 WHERE s.summary = ? AND s.source_file = f.source_file)
-           ORDER BY f.source_file""", [summary.source, key]).fetchall()
+    pending = _pending_versions(con, summary)
     if not pending:
         return len(stale), 0
     # A version a compaction merged is read from its compacted files (a summary built anew

@@ -15,7 +15,8 @@ import duckdb
 from gpusre.models.failures.health_checks import CHECK_NAME_PATTERN
 from gpusre.models.reliability.repair_times import load_health_evidence_kinds, load_recovery_kinds
 from gpusre.models.vocabulary import KILLED_STATES, RESTART_STATES
-from gpusre.models.warehouse import read_sql, select_columns, table_columns, table_exists
+from gpusre.models.logs.node_event_copies import node_events_once_sql
+from gpusre.models.warehouse import select_columns, table_columns, table_exists
 from gpusre.reports.incident.terms import as_utc
 from gpusre.reports.kit.formatting import truncate
 from gpusre.reports.kit.warehouse import query_rows
@@ -327,7 +328,7 @@ class Incident:
         once; the timeline must not show it twice)."""
         if not table_exists(self.con, "core.node_events"):
             return []
-        once = read_sql("core/node_events_once.sql").strip().rstrip(";")
+        once = node_events_once_sql(self.con).strip().rstrip(";")
         ids = self.hw_incident_ids
         # one row per member event (an event may belong to several of the linked incidents)
         member = ("SELECT DISTINCT ON (event_id) event_id, incident_id AS hw_incident FROM marts.hw_incident_members "

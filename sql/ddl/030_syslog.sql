@@ -71,6 +71,24 @@ CREATE TABLE IF NOT EXISTS core.node_events (
     line_no      BIGINT NOT NULL
 );
 
+-- core.node_event_copies: one row per event of core.node_events that is a second copy of a logged
+-- event (sql/core/node_event_copies.sql), kept in step with it per node from the earliest changed event
+-- on (gpusre.models.logs.node_event_copies).
+CREATE TABLE IF NOT EXISTS core.node_event_copies (
+    event_id     BIGINT NOT NULL,
+    node         VARCHAR,
+    ts           TIMESTAMPTZ NOT NULL
+);
+
+-- core.node_event_copies_basis: one row: the core.node_events core.node_event_copies was last brought in
+-- step with (row count and sum of event ids) and the copy rule's definition; a reader that finds
+-- another works the copies out itself.
+CREATE TABLE IF NOT EXISTS core.node_event_copies_basis (
+    events        BIGINT NOT NULL,
+    event_id_sum  HUGEINT NOT NULL,
+    definition    VARCHAR NOT NULL
+);
+
 -- core.log_template_files: one row per node-log file (the version the ledger holds) and Drain3 template
 -- of its lines: lines, nodes, first/last time, the first line's message and the first recognized
 -- event's kind. core.log_templates sums these; kept per file version so a night reads only new files.
