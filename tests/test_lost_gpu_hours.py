@@ -203,6 +203,26 @@ def test_the_runs_of_the_killed_jobs_alone_give_the_same_losses() -> None:
     assert part.equals(whole)
 
 
+
+def test_the_losses_of_the_charged_runs_alone_equal_those_of_every_run() -> None:
+    """attributed_interruption_losses assembles only the runs that hold a charged instance (2026-12-07: a
+    year's ~4,000 killed jobs had 540,000 run mates — a user's every "train" is one chain): each charged
+    instance's losses equal those of the whole assembly of every run, as goodput and ETTR take them."""
+    rows, infra = _all_cases()
+    jobs, instances = frames(rows)
+    job_attr, inst_attr = attributions(jobs, instances, infra)
+    runs = assign_runs(jobs, RULES)
+    i = run_instances(instances, jobs, runs, RULES, at(23)).with_columns(pl.col("instance_no").cast(pl.Int64))
+    attr = pl.concat([inst_attr.with_columns(pl.col("instance_no").cast(pl.Int64)),
+                      i.filter("is_latest").select("job_id", "instance_no").join(job_attr, on="job_id")],
+                     how="vertical_relaxed").unique(["job_id", "instance_no"], keep="first", maintain_order=True)
+    every_run = interruption_losses(charge_interruptions(i.with_columns(interruption_cause(i, attr))))
+    wanted = attr.filter(pl.col("attribution") == INFRASTRUCTURE).select("job_id", "instance_no")
+    expected = every_run.join(wanted, on=["job_id", "instance_no"], how="semi")
+    got = attributed_interruption_losses(jobs, instances, job_attr, inst_attr, RULES, at(23),
+                                         attributions=(INFRASTRUCTURE,))
+    assert got.height == len(infra) and got.equals(expected)
+
 def test_with_run_losses_replaces_the_estimate_of_infrastructure_rows_only() -> None:
     t = D0 + timedelta(hours=12)
     job_rows = pl.DataFrame({"job_id": ["7", "8", "9"], "state": ["NODE_FAIL", "FAILED", "NODE_FAIL"],

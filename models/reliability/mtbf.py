@@ -461,6 +461,7 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
     cols = [c for c in ("incident_id", "component", "start_ts", "nodes", "scope", "severity") if c in incidents.columns]
     inc = with_component_class(incidents.select(cols))
     rows = []
+    daily: pl.DataFrame | None = None  # every node's days, built once: a node's rows do not depend on the others
     for w in maintenance:
         if not (t0 < w.start and w.end < t1):
             continue
@@ -468,8 +469,9 @@ def mtbf_around_maintenance(incidents: pl.DataFrame, nodes: Sequence[str], t0: d
         if not touched:
             continue
         label = f"after {w.reason or 'maintenance'} ({w.start:%Y-%m-%d})"
-        exp_before, exp_after = _side_exposure(_node_day_exposure(availability, touched, t0, t1, maintenance),
-                                               t0, t1, w)
+        if daily is None:
+            daily = _node_day_exposure(availability, sorted(set(nodes)), t0, t1, maintenance)
+        exp_before, exp_after = _side_exposure(daily.filter(pl.col("node").is_in(touched)).rechunk(), t0, t1, w)
         on_nodes = inc.filter(pl.col("nodes").list.eval(pl.element().is_in(touched)).list.any())
         before = on_nodes.filter(pl.col("start_ts") < w.start)
         after = on_nodes.filter(pl.col("start_ts") >= w.end)

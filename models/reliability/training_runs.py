@@ -423,6 +423,19 @@ def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, 
         :data:`INTERRUPTION_LOSS_SCHEMA` rows of those instances that ended.
     """
     runs = assign_runs(jobs, rules)
+    # Only the runs that hold such an instance: an instance's losses are its run's business alone
+    # (its place in the run, the restart after it), and run mates are often half a year's jobs
+    # (every "train" of one user and account is one chain, cut into runs by its gaps).
+    # An instance of a job outside ``jobs`` is a run of its own (run_instances names it after its job).
+    run_of = (instances.select("job_id").unique().join(runs.select("job_id", "run_id"), on="job_id", how="left")
+              .with_columns(pl.col("run_id").fill_null(pl.col("job_id"))))
+    charged = pl.concat([job_attribution.select("job_id", "attribution"),
+                         instance_attribution.select("job_id", "attribution")], how="vertical_relaxed"
+                        ).filter(pl.col("attribution").is_in(list(attributions))).select("job_id")
+    held = pl.concat([runs.select("job_id", "run_id"), run_of]).join(charged, on="job_id", how="semi").select("run_id")
+    runs = runs.join(held, on="run_id", how="semi")
+    jobs = jobs.join(runs.select("job_id"), on="job_id", how="semi")
+    instances = instances.join(run_of.join(held, on="run_id", how="semi").select("job_id"), on="job_id", how="semi")
     inst = run_instances(instances, jobs, runs, rules, as_of).with_columns(pl.col("instance_no").cast(pl.Int64))
     own = instance_attribution.select("job_id", pl.col("instance_no").cast(pl.Int64), "attribution")
     latest = (inst.filter("is_latest").select("job_id", "instance_no")
