@@ -27,7 +27,8 @@ from gpusre.models.sources.alerts.ingest import alert_settings
 from gpusre.models.sources.incidents.ingest import publish_incidents, read_incidents
 from gpusre.models.reliability.repair_times import node_outages
 from gpusre.models.reliability.marts import run_instances_sql, run_jobs_sql
-from gpusre.models.reliability.training_runs import RunRules, attributed_interruption_losses, run_mates
+from gpusre.models.reliability.training_runs import (RunRules, assign_runs, attributed_interruption_losses,
+                                                     charged_run_jobs, run_mates)
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, run_key
 from gpusre.models.warehouse import replace_table, table_exists, transaction
@@ -71,13 +72,20 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
         return pl.DataFrame(schema={"job_id": pl.String, "instance_no": pl.Int64, "is_latest": pl.Boolean,
                                     "lost_gpu_hours": pl.Float64})
     keys = con.sql('SELECT job_id, "user", account, name, comment FROM core.jobs').pl()
+    job_attr = attribution.select("job_id", "attribution")
+    inst_attr = instance_attr.select("job_id", "instance_no", "attribution")
     con.register("_run_jobs", run_mates(keys, rules, killed.get_column("job_id")).to_frame().to_arrow())
     try:
-        jobs, instances = con.sql(run_jobs_sql("_run_jobs")).pl(), con.sql(run_instances_sql("_run_jobs")).pl()
+        jobs = con.sql(run_jobs_sql("_run_jobs")).pl()
     finally:
         con.unregister("_run_jobs")
-    return attributed_interruption_losses(jobs, instances, attribution.select("job_id", "attribution"),
-                                          instance_attr.select("job_id", "instance_no", "attribution"), rules, as_of)
+    # The instances of the runs that hold a killed job only (the mates' runs are ~20x as many).
+    con.register("_run_jobs", charged_run_jobs(assign_runs(jobs, rules), job_attr, inst_attr).to_arrow())
+    try:
+        instances = con.sql(run_instances_sql("_run_jobs")).pl()
+    finally:
+        con.unregister("_run_jobs")
+    return attributed_interruption_losses(jobs, instances, job_attr, inst_attr, rules, as_of)
 
 
 

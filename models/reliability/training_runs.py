@@ -65,7 +65,7 @@ from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, RESUBMIT_AFTER_STATES
 
 __all__ = ["RUN_SCOPE", "CHAIN_KEY", "CheckpointAssumption", "RunRules", "ETTR_RUNS_SCHEMA", "INTERRUPTION_LOSS_SCHEMA", "assign_runs",
            "run_mates", "run_instances", "lost_work_expr", "charge_interruptions", "interruption_losses",
-           "attributed_interruption_losses", "ettr_runs"]
+           "attributed_interruption_losses", "charged_run_jobs", "ettr_runs"]
 
 
 #: The columns a run never crosses: jobs of two accounts are never one run, by explicit key or by name.
@@ -399,6 +399,19 @@ def interruption_losses(inst: pl.DataFrame) -> pl.DataFrame:
     return out.select([pl.col(c).cast(t) for c, t in INTERRUPTION_LOSS_SCHEMA.items()]).sort("job_id", "instance_no")
 
 
+def charged_run_jobs(runs: pl.DataFrame, job_attribution: pl.DataFrame, instance_attribution: pl.DataFrame,
+                     attributions: Sequence[str] = LOSS_ATTRIBUTIONS) -> pl.DataFrame:
+    """``job_id`` of every job whose losses :func:`attributed_interruption_losses` needs: the jobs of each
+    run (:func:`assign_runs` rows ``runs``) that holds a job or instance attributed to one of
+    ``attributions``, and those jobs themselves (an instance of a job outside ``runs`` is a run of its own).
+    An instance's losses are its run's business alone — its place in the run, the restart after it."""
+    charged = (pl.concat([job_attribution.select("job_id", "attribution"),
+                          instance_attribution.select("job_id", "attribution")], how="vertical_relaxed")
+               .filter(pl.col("attribution").is_in(list(attributions))).select("job_id").unique())
+    held = runs.join(charged, on="job_id", how="semi").select("run_id").unique()
+    return pl.concat([runs.join(held, on="run_id", how="semi").select("job_id"), charged]).unique()
+
+
 def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
                                    instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime,
                                    attributions: Sequence[str] = LOSS_ATTRIBUTIONS) -> pl.DataFrame:
@@ -423,19 +436,10 @@ def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, 
         :data:`INTERRUPTION_LOSS_SCHEMA` rows of those instances that ended.
     """
     runs = assign_runs(jobs, rules)
-    # Only the runs that hold such an instance: an instance's losses are its run's business alone
-    # (its place in the run, the restart after it), and run mates are often half a year's jobs
-    # (every "train" of one user and account is one chain, cut into runs by its gaps).
-    # An instance of a job outside ``jobs`` is a run of its own (run_instances names it after its job).
-    run_of = (instances.select("job_id").unique().join(runs.select("job_id", "run_id"), on="job_id", how="left")
-              .with_columns(pl.col("run_id").fill_null(pl.col("job_id"))))
-    charged = pl.concat([job_attribution.select("job_id", "attribution"),
-                         instance_attribution.select("job_id", "attribution")], how="vertical_relaxed"
-                        ).filter(pl.col("attribution").is_in(list(attributions))).select("job_id")
-    held = pl.concat([runs.select("job_id", "run_id"), run_of]).join(charged, on="job_id", how="semi").select("run_id")
-    runs = runs.join(held, on="run_id", how="semi")
-    jobs = jobs.join(runs.select("job_id"), on="job_id", how="semi")
-    instances = instances.join(run_of.join(held, on="run_id", how="semi").select("job_id"), on="job_id", how="semi")
+    # Only the runs that hold such an instance (run mates are often half a year's jobs: every "train"
+    # of one user and account is one chain, cut into runs by its gaps).
+    keep = charged_run_jobs(runs, job_attribution, instance_attribution, attributions)
+    runs, jobs, instances = (f.join(keep, on="job_id", how="semi") for f in (runs, jobs, instances))
     inst = run_instances(instances, jobs, runs, rules, as_of).with_columns(pl.col("instance_no").cast(pl.Int64))
     own = instance_attribution.select("job_id", pl.col("instance_no").cast(pl.Int64), "attribution")
     latest = (inst.filter("is_latest").select("job_id", "instance_no")
