@@ -214,6 +214,7 @@ def _add_rectangles(ax: Axes, x: np.ndarray, y: np.ndarray, width: float, height
         ax.update_datalim(corners)
     return patch
 
+
 def _new(width: float = 10.0, height: float = 4.0) -> tuple[Figure, Axes]:
     fig = Figure(figsize=(width, height))
     ax = fig.subplots()
