@@ -5,6 +5,7 @@ call the pure models, write the marts in one transaction. Recomputed in full eac
 a small share of log lines (about 2 %) and a quarter of them fits in memory many times over.
 """
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import dagster as dg
@@ -74,18 +75,20 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
     keys = con.sql('SELECT job_id, "user", account, name, comment FROM core.jobs').pl()
     job_attr = attribution.select("job_id", "attribution")
     inst_attr = instance_attr.select("job_id", "instance_no", "attribution")
-    con.register("_run_jobs", run_mates(keys, rules, killed.get_column("job_id")).to_frame().to_arrow())
-    try:
-        jobs = con.sql(run_jobs_sql("_run_jobs")).pl()
-    finally:
-        con.unregister("_run_jobs")
+
+    def read(sql_for: Callable[[str], str], job_ids: pl.DataFrame) -> pl.DataFrame:
+        """The rows of ``sql_for`` (run_jobs_sql, run_instances_sql) cut to ``job_ids``."""
+        con.register("_run_jobs", job_ids.to_arrow())
+        try:
+            return con.sql(sql_for("_run_jobs")).pl()
+        finally:
+            con.unregister("_run_jobs")
+
+    jobs = read(run_jobs_sql, run_mates(keys, rules, killed.get_column("job_id")).to_frame())
+    runs = assign_runs(jobs, rules)
     # The instances of the runs that hold a killed job only (the mates' runs are ~20x as many).
-    con.register("_run_jobs", charged_run_jobs(assign_runs(jobs, rules), job_attr, inst_attr).to_arrow())
-    try:
-        instances = con.sql(run_instances_sql("_run_jobs")).pl()
-    finally:
-        con.unregister("_run_jobs")
-    return attributed_interruption_losses(jobs, instances, job_attr, inst_attr, rules, as_of)
+    instances = read(run_instances_sql, charged_run_jobs(runs, job_attr, inst_attr))
+    return attributed_interruption_losses(jobs, instances, job_attr, inst_attr, rules, as_of, runs=runs)
 
 
 

@@ -62,6 +62,12 @@ class VersionSummary:
         return f"{self.table}:{self.source}:{digest}"
 
 
+def _has_bookkeeping(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> bool:
+    """Whether ``raw.summarized_versions`` records any version as summarized by this definition."""
+    return bool(con.execute("SELECT count(*) FROM raw.summarized_versions WHERE summary = ?",
+                            [summary.key]).fetchall()[0][0])
+
+
 def _stale_files(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> list[str]:
     """The landing files whose part in ``summary.table`` is of a version the ledger no longer holds."""
     return [r[0] for r in con.execute(
@@ -84,8 +90,7 @@ def version_changes(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> 
     """What :func:`refresh_version_summary` is about to change in ``summary.table``: the landing files whose
     rows it will remove (their version left the ledger) and those whose rows it will insert; None when it
     will rebuild the table's rows of this source whole (no bookkeeping of this definition, or no lake)."""
-    if not reads_lake(con, summary.lake.name) or not con.execute(
-            "SELECT count(*) FROM raw.summarized_versions WHERE summary = ?", [summary.key]).fetchall()[0][0]:
+    if not reads_lake(con, summary.lake.name) or not _has_bookkeeping(con, summary):
         return None
     return _stale_files(con, summary), [f for f, _ in _pending_versions(con, summary)]
 
@@ -99,7 +104,7 @@ def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSumm
         con.execute(f"DELETE FROM {summary.table} WHERE {summary.scope}")
         con.execute(f"INSERT INTO {summary.table} WITH rows AS (SELECT * FROM raw.{summary.lake.name}) {summary.select}")
         return 0, 0
-    if not con.execute("SELECT count(*) FROM raw.summarized_versions WHERE summary = ?", [key]).fetchall()[0][0]:
+    if not _has_bookkeeping(con, summary):
         # Built before the bookkeeping existed, by another definition, or never: this source's rows are
         # rebuilt once, and the bookkeeping of older definitions goes.
         con.execute(f"DELETE FROM {summary.table} WHERE {summary.scope}")

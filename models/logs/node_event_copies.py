@@ -22,6 +22,8 @@ __all__ = ["in_step", "node_events_once_sql", "note_changed_events", "refresh_no
 _COPIES_SQL = read_sql("core/node_event_copies.sql")
 #: The copy rule's fingerprint: a basis written by another rule is out of step.
 DEFINITION = hashlib.sha1(_COPIES_SQL.encode()).hexdigest()[:12]
+#: The (node, earliest changed event) notes of :func:`note_changed_events`, for this session only.
+_SCOPE_TABLE = "CREATE TEMP TABLE IF NOT EXISTS _copy_scope (node VARCHAR, from_ts TIMESTAMPTZ)"
 #: Every node from the first event on.
 _ALL_NODES = "SELECT DISTINCT node, '-infinity'::TIMESTAMPTZ AS from_ts FROM core.node_events"
 
@@ -59,7 +61,7 @@ def note_changed_events(con: duckdb.DuckDBPyConnection, source_files: list[str])
     """Note ``(node, earliest ts)`` of the events core.node_events holds from ``source_files`` now, for
     :func:`refresh_node_event_copies`: call it before their rows are removed and after new rows are
     inserted — the nodes, and from when, whose copies may have changed."""
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS _copy_scope (node VARCHAR, from_ts TIMESTAMPTZ)")
+    con.execute(_SCOPE_TABLE)
     if source_files:
         con.execute("INSERT INTO _copy_scope SELECT node, min(ts) FROM core.node_events "
                     "WHERE source_file IN (SELECT unnest(?)) GROUP BY node", [source_files])
@@ -70,7 +72,7 @@ def refresh_node_event_copies(con: duckdb.DuckDBPyConnection, *, whole: bool) ->
     :func:`note_changed_events` from their earliest noted event on, or with ``whole`` every node (the
     caller's changes were not all noted, or the table was not in step before them). Call it inside a
     transaction."""
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS _copy_scope (node VARCHAR, from_ts TIMESTAMPTZ)")
+    con.execute(_SCOPE_TABLE)
     try:
         if whole:
             con.execute("DELETE FROM core.node_event_copies")

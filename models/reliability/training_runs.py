@@ -414,7 +414,8 @@ def charged_run_jobs(runs: pl.DataFrame, job_attribution: pl.DataFrame, instance
 
 def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, job_attribution: pl.DataFrame,
                                    instance_attribution: pl.DataFrame, rules: RunRules, as_of: datetime,
-                                   attributions: Sequence[str] = LOSS_ATTRIBUTIONS) -> pl.DataFrame:
+                                   attributions: Sequence[str] = LOSS_ATTRIBUTIONS,
+                                   runs: pl.DataFrame | None = None) -> pl.DataFrame:
     """:func:`interruption_losses` of the instances attributed to one of ``attributions`` (default the
     vocabulary's :data:`~gpusre.models.vocabulary.LOSS_ATTRIBUTIONS`: the infrastructure and planned
     maintenance): the ``lost_gpu_hours`` of ``marts.job_failure_attribution`` /
@@ -431,11 +432,12 @@ def attributed_interruption_losses(jobs: pl.DataFrame, instances: pl.DataFrame, 
             the last started one of a job pending again); wins over the job's.
         rules, as_of: as :func:`run_instances`.
         attributions: which attributed instances to return.
+        runs: :func:`assign_runs` of ``jobs`` and ``rules`` when the caller has it already.
 
     Returns:
         :data:`INTERRUPTION_LOSS_SCHEMA` rows of those instances that ended.
     """
-    runs = assign_runs(jobs, rules)
+    runs = assign_runs(jobs, rules) if runs is None else runs
     # Only the runs that hold such an instance (run mates are often half a year's jobs: every "train"
     # of one user and account is one chain, cut into runs by its gaps).
     keep = charged_run_jobs(runs, job_attribution, instance_attribution, attributions)

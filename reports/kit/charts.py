@@ -208,10 +208,9 @@ def _add_rectangles(ax: Axes, x: np.ndarray, y: np.ndarray, width: float, height
                         np.stack([x0, y1], -1), np.stack([x0, y0], -1)], axis=1).reshape(-1, 2)
     codes = np.tile(np.array([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY],
                              dtype=Path.code_type), len(x0))
-    patch = PathPatch(Path(corners, codes) if len(x0) else Path(np.zeros((0, 2))), **style)  # type: ignore[arg-type]
+    patch = PathPatch(Path(corners, codes), **style)  # type: ignore[arg-type]
     ax.add_artist(patch)
-    if len(x0):
-        ax.update_datalim(corners)
+    ax.update_datalim(corners)
     return patch
 
 
