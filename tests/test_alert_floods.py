@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from gpusre.models.alerts.floods import FloodSettings, arrival_counts, detect_floods, flood_buckets
@@ -106,3 +108,47 @@ def test_rolling_baseline_is_the_median_and_mad_of_the_previous_buckets(n: int, 
         history = x[max(0, i - window):i]
         assert median[i] == np.median(history)
         assert mad[i] == np.median(np.abs(history - np.median(history)))
+
+
+def _baseline_by_definition(x: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """The median and raw MAD of the ``window`` values before each position, window by window."""
+    median, mad = np.full(len(x), np.nan), np.full(len(x), np.nan)
+    for i in range(1, len(x)):
+        history = x[max(0, i - window):i]
+        median[i] = np.median(history)
+        mad[i] = np.median(np.abs(history - median[i]))
+    return median, mad
+
+
+@settings(max_examples=300, deadline=None)
+@given(window=st.integers(1, 30),
+       counts=st.lists(st.one_of(st.integers(0, 6), st.integers(0, 60), st.integers(0, 5000)), min_size=1, max_size=300)
+       | st.lists(st.integers(0, 9), min_size=40, max_size=300),
+       fraction=st.booleans())
+def test_the_counting_baseline_equals_the_median_and_mad_window_by_window(window: int, counts: list[int],
+                                                                          fraction: bool) -> None:
+    # Arrival counts take the counting path (order statistics below a cap, the rest sorted); anything
+    # else (a fraction) the sorting one. Both must give np.median's values exactly: the threshold is
+    # compared with counts, so an off-by-a-half baseline moves flood edges.
+    from gpusre.models.alerts.floods import _rolling_median_mad
+
+    x = np.array(counts, dtype=np.float64) + (0.25 if fraction else 0.0)
+    median, mad = _rolling_median_mad(x, window)
+    expected_median, expected_mad = _baseline_by_definition(x, window)
+    np.testing.assert_array_equal(median, expected_median)
+    np.testing.assert_array_equal(mad, expected_mad)
+
+
+def test_the_counting_baseline_hands_windows_above_its_cap_to_the_sort() -> None:
+    # A day of ~3 alerts per bucket, then a day of ~900: the cap (from the counts' 99th percentile)
+    # is far below the second day's medians, which only the sorting path can resolve.
+    from gpusre.models.alerts.floods import _median_mad_of_counts, _rolling_median_mad
+
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.poisson(3, 2000), rng.poisson(900, 300)])
+    fast_median, _ = _median_mad_of_counts(x, 288)
+    assert np.isnan(fast_median[-1]) and not np.isnan(fast_median[0])
+    median, mad = _rolling_median_mad(x.astype(np.float64), 288)
+    expected_median, expected_mad = _baseline_by_definition(x.astype(np.float64), 288)
+    np.testing.assert_array_equal(median, expected_median)
+    np.testing.assert_array_equal(mad, expected_mad)
