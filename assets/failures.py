@@ -1,8 +1,10 @@
 """Marts: hardware incidents, job failure attribution, failure taxonomy, suspect nodes.
 
 Thin: read core.node_events, core.jobs, cluster.yaml topology and the operator's incidents.csv,
-call the pure models, write the marts in one transaction. Recomputed in full each run: events are
-a small share of log lines (about 2 %) and a quarter of them fits in memory many times over.
+call the pure models, write the marts in one transaction. Recomputed in full each run (events are
+a small share of log lines, about 2 %), except attribution: a job keeps last night's row unless its
+record or the evidence within reach of its end changed (core.attribution_memo,
+models/failures/attribution_memo.py).
 """
 
 from collections.abc import Callable
@@ -16,8 +18,10 @@ from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.accounting_span import accounting_span
-from gpusre.models.failures.attribution import (attribute_failures_with, minutes_since_link_recovery,
-                                                node_state_evidence, prepare_evidence, with_run_losses)
+from gpusre.models.failures.attribution import (minutes_since_link_recovery, node_state_evidence, prepare_evidence,
+                                                with_run_losses)
+from gpusre.models.failures.attribution_memo import (attribute_reusing, dirty_days, evidence_signature,
+                                                     rules_fingerprint)
 from gpusre.models.failures.taxonomy import failure_taxonomy, incident_impact
 from gpusre.models.failures.health_checks import health_check_quality, missed_detections
 from gpusre.models.ingest.record_days import refresh_record_days
@@ -32,7 +36,7 @@ from gpusre.models.reliability.training_runs import (RunRules, assign_runs, attr
                                                      charged_run_jobs, run_mates)
 from gpusre.models.failures.suspect_nodes import SUSPECT_SCHEMA, suspect_nodes
 from gpusre.models.vocabulary import LOSS_ATTRIBUTIONS, run_key
-from gpusre.models.warehouse import replace_table, table_exists, transaction
+from gpusre.models.warehouse import append_arrow, replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import maintenance_spans, reliability_settings
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -90,6 +94,14 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
     instances = read(run_instances_sql, charged_run_jobs(runs, job_attr, inst_attr))
     return attributed_interruption_losses(jobs, instances, job_attr, inst_attr, rules, as_of, runs=runs)
 
+
+
+def _read_memo(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """``core.attribution_memo`` and its basis as the last build left them (None before the tables exist:
+    a warehouse written by an older gpusre attributes every job once)."""
+    if not table_exists(con, "core.attribution_memo_basis"):
+        return None, None
+    return con.sql("SELECT * FROM core.attribution_memo").pl(), con.sql("SELECT * FROM core.attribution_memo_basis").pl()
 
 
 @dg.multi_asset(
@@ -173,12 +185,20 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
         evidence = prepare_evidence(events, incidents, hw_outages, log_days(con), planned)
         # A multi-node job hangs on a link flap until its collective times out (cluster.yaml).
         collective = timedelta(minutes=config.attribution.collective_timeout_min)
-        attribution = attribute_failures_with(jobs, evidence, collective_timeout=collective)
+        # Only the jobs whose row or evidence changed since the last build are attributed again
+        # (models/failures/attribution_memo.py): the rest keep last night's rows.
+        signature = evidence_signature(evidence, rules_fingerprint(collective_timeout=collective))
+        memo, basis = _read_memo(con)
+        dirty = dirty_days(basis, signature)
+        attribution, job_memo = attribute_reusing(jobs, evidence, kind="job", memo=memo, dirty=dirty,
+                                                  collective_timeout=collective)
         # Every instance core.jobs does not describe: earlier ones, and the last started one of a
         # job requeued and pending again (core.jobs shows the pending record).
         earlier = con.sql("SELECT * FROM core.instances_outside_jobs").pl()
         earlier = with_policy(earlier)
-        instance_attr = attribute_failures_with(earlier, evidence, collective_timeout=collective).filter(pl.col("attribution") != "none")
+        instance_attr, instance_memo = attribute_reusing(earlier, evidence, kind="instance", memo=memo, dirty=dirty,
+                                                         collective_timeout=collective)
+        instance_attr = instance_attr.filter(pl.col("attribution") != "none")
         # Lost GPU-hours as goodput and ETTR charge the interruption: the work lost (less the instance's
         # own start-up when it restarted its run) and the restart that followed, once it started.
         losses = run_losses(con, attribution, instance_attr, rules, accounting_end)
@@ -224,6 +244,9 @@ def failure_marts(warehouse: WarehouseResource, landing: LandingResource):
             replace_table(con, "marts.failure_taxonomy", taxonomy)
             replace_table(con, "marts.suspect_nodes", suspects)
             publish_incidents(con, operator_file)
+            con.execute("DELETE FROM core.attribution_memo; DELETE FROM core.attribution_memo_basis")
+            append_arrow(con, "core.attribution_memo", pl.concat([job_memo, instance_memo]).to_arrow())
+            append_arrow(con, "core.attribution_memo_basis", signature.to_arrow())
     summary = (failed.group_by("attribution").agg(pl.len().alias("jobs"), pl.col("lost_gpu_hours").sum())
                .sort("jobs", descending=True))
     op = operator_file.result

@@ -518,3 +518,12 @@ def test_failure_taxonomy_counts_the_instances_incidents_killed() -> None:
     got = {r["component"]: (r["incidents"], r["affected_jobs"], r["lost_gpu_hours"])
            for r in failure_taxonomy(incidents, kills).iter_rows(named=True)}
     assert got == {"pcie_bus": (1, 2, pytest.approx(14 / 3 + 5.0)), "unknown (suspected)": (0, 1, pytest.approx(2.0))}
+
+
+def test_a_job_cancelled_by_an_unknown_uid_keeps_its_row() -> None:
+    # sacct prints plain CANCELLED when it does not know who cancelled: cancelled_by is NULL. Such a job is no
+    # candidate, but it keeps its "not a failure" row (it once fell out of both the candidates and the rest).
+    rows = [job("a", "CANCELLED", ["n1"], cancelled_by=None), job("b", "CANCELLED", ["n1"], cancelled_by=0)]
+    got = attribute(rows, [])
+    assert set(got) == {"a", "b"}
+    assert got["a"]["attribution"] == "none" and got["b"]["attribution"] == "unknown"

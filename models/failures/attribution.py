@@ -182,6 +182,7 @@ __all__ = [
     "NODE_STATE_EVIDENCE_SCHEMA",
     "GRACE_CLASSES",
     "NO_LOGS_RULE",
+    "NOT_A_FAILURE_RULE",
     "NODE_STATE_RULE",
     "OPEN_FAULT_LOOKBACK",
     "PLANNED_RULE",
@@ -288,6 +289,10 @@ ATTRIBUTION_SCHEMA: dict[str, pl.DataType] = {
     "evidence_nodes": pl.List(pl.String()),
     "lost_gpu_hours": pl.Float64(),
 }
+
+#: The rule of every job that ended in no failure state (not a candidate: completed, a user's cancel, still
+#: running): its row depends on the job alone.
+NOT_A_FAILURE_RULE = "not a failure"
 
 #: How far back :func:`minutes_since_link_recovery` looks for a link that came back before a job's end.
 LINK_RECOVERY_LOOKBACK = timedelta(hours=2)
@@ -723,7 +728,7 @@ def attribute_failures_with(
         (state.is_in(INTERRUPTED_STATES) & ((state != "DEADLINE") | pl.col("start_ts").is_not_null()))
         | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids))
            & pl.col("start_ts").is_not_null())
-    )
+    ).fill_null(False)  # a cancel by an unknown uid is no candidate (null would drop the job from both frames)
     # Only candidates can be anything but "none": the evidence joins and the rule chain run over them,
     # the rest (most of a year's jobs: completed) take the "not a failure" row at the end.
     not_candidates = j.filter(~candidate)
@@ -1076,7 +1081,7 @@ def attribute_failures_with(
     )
     none_rows = not_candidates.select(
         "_j", *keys, "state", "end_ts", "n_gpus",
-        *(e.alias(n) for e, n in zip(decide("none", "not a failure", None, None), names)),
+        *(e.alias(n) for e, n in zip(decide("none", NOT_A_FAILURE_RULE, None, None), names)),
         pl.lit(None, dtype=pl.String).alias("incident_id"),
         pl.lit([], dtype=pl.List(pl.Int64)).alias("evidence_event_ids"),
         pl.lit(None, dtype=pl.String).alias("evidence_node_state"),

@@ -113,3 +113,37 @@ SELECT i.job_id, i.instance_no, i.state, i.nodes, i.start_ts, i.end_ts, i.elapse
 FROM core.job_instances AS i
 JOIN core.jobs AS j USING (job_id)
 WHERE NOT i.is_latest OR i.start_ts IS DISTINCT FROM j.start_ts;
+
+-- core.attribution_memo: the attribution of every job and earlier instance that could have failed, as
+-- the failure marts last computed it (before run losses), with the hash of the input row: a night
+-- attributes again only the jobs whose row or evidence changed (gpusre.models.failures.attribution_memo).
+CREATE TABLE IF NOT EXISTS core.attribution_memo (
+    kind                 VARCHAR NOT NULL,
+    input_hash           UBIGINT NOT NULL,
+    instance_no          BIGINT,
+    job_id               VARCHAR NOT NULL,
+    state                VARCHAR,
+    end_ts               TIMESTAMPTZ,
+    n_gpus               BIGINT,
+    attribution          VARCHAR,
+    rule                 VARCHAR,
+    component            VARCHAR,
+    cause_class          VARCHAR,
+    incident_id          VARCHAR,
+    evidence_event_ids   BIGINT[],
+    evidence_node_state  VARCHAR,
+    evidence_nodes       VARCHAR[],
+    lost_gpu_hours       DOUBLE
+);
+
+-- core.attribution_memo_basis: per evidence frame and UTC day, the rows of the evidence core.attribution_memo
+-- was computed against that touch the day (count and two sums of row hashes), and the code and rules'
+-- fingerprint: a day whose rows differ tonight is dirty, and so is every job within reach of it.
+CREATE TABLE IF NOT EXISTS core.attribution_memo_basis (
+    fingerprint  VARCHAR NOT NULL,
+    part         VARCHAR NOT NULL,
+    day          DATE NOT NULL,
+    "rows"       BIGINT NOT NULL,
+    sum_lo       BIGINT NOT NULL,
+    sum_hi       BIGINT NOT NULL
+);

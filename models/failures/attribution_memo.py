@@ -1,0 +1,196 @@
+"""Attribution kept between nights: a job is attributed again only when its own record, or the evidence
+within reach of its end, changed since the last build.
+
+Why: attribution weighs every failed job of the history against every piece of evidence, each night
+(2026-12-07, the benchmark year: 1 M jobs and 12 k earlier instances, 2.8 + 1.5 s of the night's 75 s),
+though a night changes the evidence of a day or two.
+
+What a job's attribution depends on (:func:`~gpusre.models.failures.attribution.attribute_failures_with`):
+
+* its own row (state, times, nodes, exit, checkpoint interval);
+* evidence on its nodes in a window bounded around its end: events from ``end - max(OPEN_FAULT_LOOKBACK,
+  collective timeout) - before`` to ``end + max(after, clock skew)``, and the recoveries and clearings
+  between them and the end;
+* rows with a span (incidents, hardware outages, planned maintenance) that overlap that window, however
+  long ago they began: a span that a new event extends changes every job whose end lies in it;
+* its nodes' log coverage on the day of its end;
+* the het-job siblings it is torn down with (rule 2d), within the clock skew of it.
+
+So each evidence frame is summarised per UTC day (:func:`evidence_signature`): the rows whose time, or
+span, touches the day, counted and hashed. A day whose summary differs from the last build's is dirty.
+A job keeps its attribution when its row is the one attributed then and no dirty day lies within
+:data:`REACH_BEFORE` before its start (or its end, if earlier) to :data:`REACH_AFTER` after its end; a
+het-job component is attributed again with every sibling when one of them is. Anything else — the first
+build, another version of gpusre or Polars (the row hashes are Polars'), other rules — attributes every job.
+
+The contract stays "the same rows as attributing every job": ``tests/test_attribution_memo.py`` checks it
+night by night against the full computation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from datetime import date, timedelta
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, COLLECTIVE_TIMEOUT, NOT_A_FAILURE_RULE,
+                                                OPEN_FAULT_LOOKBACK, AttributionEvidence, attribute_failures_with)
+
+__all__ = ["BASIS_SCHEMA", "MEMO_SCHEMA", "REACH_AFTER", "REACH_BEFORE", "attribute_reusing", "dirty_days",
+           "evidence_signature", "rules_fingerprint"]
+
+#: How far before a job's start (or end, if earlier) and after its end its evidence can lie, with an hour
+#: to spare over the defaults' 60 min lookback, 10 min window and 60 s skew (the rules' own reach is added).
+REACH_BEFORE = OPEN_FAULT_LOOKBACK + timedelta(hours=1)
+REACH_AFTER = timedelta(hours=1)
+
+#: ``core.attribution_memo``: the attribution of every job and instance that could have failed (``kind``
+#: ``job`` or ``instance``; ``instance_no`` null for jobs), and the hash of the input row it was computed from.
+MEMO_SCHEMA: dict[str, pl.DataType] = {"kind": pl.String(), "input_hash": pl.UInt64(), "instance_no": pl.Int64(),
+                                       **ATTRIBUTION_SCHEMA}
+#: ``core.attribution_memo_basis``: per evidence frame (``part``) and UTC day, the rows touching it and two
+#: sums of their hashes; ``fingerprint``: :func:`rules_fingerprint` of the build.
+BASIS_SCHEMA: dict[str, pl.DataType] = {"fingerprint": pl.String(), "part": pl.String(), "day": pl.Date(),
+                                        "rows": pl.Int64(), "sum_lo": pl.Int64(), "sum_hi": pl.Int64()}
+
+
+@lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """SHA-256 of the analytics' code and catalogs (``models/``, ``sql/``) and the Polars version: a new
+    release attributes every job once."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256(metadata.version("polars").encode())
+    for path in sorted(p for folder in ("models", "sql") for ext in ("py", "csv", "yaml", "sql")
+                       for p in (root / folder).rglob(f"*.{ext}")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def rules_fingerprint(**rules: Any) -> str:
+    """The fingerprint a memo is valid for: the code's (:func:`_code_fingerprint`) and the keyword
+    arguments of :func:`~gpusre.models.failures.attribution.attribute_failures_with`."""
+    text = _code_fingerprint() + repr(sorted((k, repr(v)) for k, v in rules.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _day_summary(part: str, frame: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
+    """Per UTC day the rows of ``frame`` whose time columns touch it: [earliest, latest] of them, to
+    ``last`` when one is null (an open span), from ``first`` when all are."""
+    frame = frame.drop("_i", strict=False)  # a position in the sorted frame: shifts with every insert
+    times = [c for c, t in frame.schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
+    if not times or frame.is_empty():
+        return pl.DataFrame(schema={k: v for k, v in BASIS_SCHEMA.items() if k != "fingerprint"})
+    days = [pl.col(c).cast(pl.Datetime("us", "UTC")).dt.date() if isinstance(frame.schema[c], pl.Datetime)
+            else pl.col(c) for c in times]
+    open_span = pl.any_horizontal(pl.col(c).is_null() for c in times)
+    h = frame.select(pl.struct(pl.all()).hash(seed=20261207).alias("h"),
+                     pl.min_horizontal(days).fill_null(first).alias("lo"),
+                     pl.when(open_span).then(pl.lit(last)).otherwise(pl.max_horizontal(days)).alias("hi"))
+    one_day = pl.col("lo") >= pl.col("hi")
+    # Most rows are events, on one day: only spans are expanded into their days.
+    days_of = pl.concat([h.filter(one_day).select(pl.col("hi").alias("day"), "h"),
+                         h.filter(~one_day).select(pl.date_ranges("lo", "hi").alias("day"), "h").explode("day")])
+    return (days_of.group_by("day").agg(pl.len().cast(pl.Int64).alias("rows"),
+                                 (pl.col("h") % (1 << 32)).cast(pl.Int64).sum().alias("sum_lo"),
+                                 (pl.col("h") // (1 << 32)).cast(pl.Int64).sum().alias("sum_hi"))
+            .select(pl.lit(part).alias("part"), "day", "rows", "sum_lo", "sum_hi"))
+
+
+def evidence_signature(evidence: AttributionEvidence, fingerprint: str) -> pl.DataFrame:
+    """:data:`BASIS_SCHEMA` rows of ``evidence``: per frame and UTC day, the rows touching the day."""
+    frames = {f.name: v for f in dataclasses.fields(evidence)
+              if isinstance(v := getattr(evidence, f.name), pl.DataFrame)}
+    bounds = [frame.select(pl.min_horizontal(pl.col(c).min() for c in cols).alias("lo"),
+                           pl.max_horizontal(pl.col(c).max() for c in cols).alias("hi")).row(0)
+              for frame in frames.values()
+              if (cols := [c for c, t in frame.schema.items() if isinstance(t, pl.Datetime)]) and not frame.is_empty()]
+    if not bounds:
+        return pl.DataFrame(schema=BASIS_SCHEMA)
+    first = min(b[0] for b in bounds if b[0] is not None).date()
+    last = max(b[1] for b in bounds if b[1] is not None).date()
+    parts = [_day_summary(name, frame, first, last) for name, frame in frames.items()]
+    return pl.concat(parts).select(pl.lit(fingerprint).alias("fingerprint"), pl.all()).cast(BASIS_SCHEMA)  # type: ignore[arg-type]
+
+
+def dirty_days(previous: pl.DataFrame | None, current: pl.DataFrame) -> pl.Series | None:
+    """The UTC days whose evidence differs between two :func:`evidence_signature` frames, sorted; None when
+    nothing can be kept (no previous build, or one of other code or rules)."""
+    if previous is None or previous.is_empty() or current.is_empty():
+        return None
+    fingerprint = current.get_column("fingerprint")[0]
+    if previous.get_column("fingerprint").unique().to_list() != [fingerprint]:
+        return None
+    both = previous.drop("fingerprint").join(current.drop("fingerprint"), on=["part", "day"], how="full",
+                                             coalesce=True, suffix="_new")
+    changed = pl.any_horizontal(pl.col(c).ne_missing(pl.col(f"{c}_new")) for c in ("rows", "sum_lo", "sum_hi"))
+    return both.filter(changed).get_column("day").unique().sort()
+
+
+def _input_hash(jobs: pl.DataFrame) -> pl.Series:
+    return jobs.select(pl.struct(pl.all()).hash(seed=20261207)).to_series()
+
+
+def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind: str, memo: pl.DataFrame | None,
+                      dirty: pl.Series | None, **rules: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`~gpusre.models.failures.attribution.attribute_failures_with` of ``jobs``, taking from ``memo``
+    (:data:`MEMO_SCHEMA` rows of ``kind``) the rows of the jobs whose input row is unchanged and whose reach
+    holds no ``dirty`` day (:func:`dirty_days`; None: attribute every job).
+
+    Returns the attribution (the rows, columns and order of ``attribute_failures_with``) and the
+    :data:`MEMO_SCHEMA` rows of ``kind`` to keep for the next build.
+    """
+    keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
+    hashes = _input_hash(jobs)
+    redo = pl.Series("redo", np.ones(jobs.height, dtype=bool))
+    if dirty is not None and memo is not None and not memo.is_empty():
+        before = REACH_BEFORE + max(rules.get("before", timedelta(minutes=10)), rules.get("clock_skew", timedelta(0)),
+                                    rules.get("collective_timeout", COLLECTIVE_TIMEOUT))
+        after = REACH_AFTER + max(rules.get("after", timedelta(minutes=5)), rules.get("before", timedelta(minutes=10)),
+                                  rules.get("clock_skew", timedelta(seconds=60)))
+        end = pl.col("end_ts").cast(pl.Datetime("us", "UTC"))
+        reach = jobs.select(
+            ((pl.min_horizontal(pl.col("start_ts").cast(pl.Datetime("us", "UTC")), end) - before).dt.date()
+             .alias("lo")),
+            (end + after).dt.date().alias("hi"))
+        stored = memo.filter(pl.col("kind") == kind).select(
+            pl.col("job_id"), *([pl.col("instance_no").cast(jobs.schema["instance_no"])] if len(keys) == 2 else []),
+            "input_hash", pl.lit(True).alias("_kept"))
+        kept = (jobs.select(keys).with_columns(hashes.alias("input_hash"))
+                .join(stored, on=[*keys, "input_hash"], how="left", maintain_order="left")
+                .get_column("_kept").fill_null(False).to_numpy())
+        days = dirty.cast(pl.Int32).to_numpy()  # days since the epoch, sorted
+        lo = reach.get_column("lo").cast(pl.Int32).fill_null(np.iinfo(np.int32).min).to_numpy()
+        hi = reach.get_column("hi").cast(pl.Int32).fill_null(np.iinfo(np.int32).max).to_numpy()
+        touched = np.searchsorted(days, hi, side="right") > np.searchsorted(days, lo, side="left")
+        redo = pl.Series("redo", ~kept | touched)
+        if "het_job_id" in jobs.columns:
+            # rule 2d: a component torn down with a sibling is attributed as it; siblings are attributed together
+            group = ["het_job_id", *(["instance_no"] if len(keys) == 2 else [])]
+            redo = jobs.select(pl.lit(redo).alias("redo"), *group).select(
+                pl.when(pl.col("het_job_id").is_null()).then(pl.col("redo"))
+                .otherwise(pl.col("redo").any().over(group))).to_series()
+    fresh = attribute_failures_with(jobs.filter(redo), evidence, **rules)
+    out_schema = {**{k: fresh.schema[k] for k in keys}, **{c: t for c, t in fresh.schema.items() if c not in keys}}
+    order = pl.Series("_row", np.arange(jobs.height, dtype=np.int64))
+    parts = [fresh.with_columns(order.filter(redo))]
+    if not redo.all():
+        reused = (jobs.select(keys).with_columns(order, hashes.alias("input_hash")).filter(~redo)
+                  .join(memo.filter(pl.col("kind") == kind)  # type: ignore[union-attr]
+                        .with_columns(pl.col("instance_no").cast(jobs.schema.get("instance_no", pl.Int64)))
+                        .drop("kind", *(["instance_no"] if len(keys) == 1 else [])),
+                        on=[*keys, "input_hash"], how="left"))
+        parts.append(reused.select(*out_schema, "_row").cast(out_schema))  # type: ignore[arg-type]
+    result = pl.concat([p.select(*out_schema, "_row") for p in parts]).sort("_row").drop("_row")
+    rows = (result.with_columns(hashes.alias("input_hash")).filter(pl.col("rule") != NOT_A_FAILURE_RULE)
+            .with_columns(pl.lit(kind).alias("kind"),
+                          *([] if len(keys) == 2 else [pl.lit(None, pl.Int64).alias("instance_no")]))
+            .select(pl.col(c).cast(t) for c, t in MEMO_SCHEMA.items()))
+    return result, rows
