@@ -191,6 +191,7 @@ __all__ = [
     "AttributionEvidence",
     "attribute_failures",
     "attribute_failures_with",
+    "failure_candidates",
     "node_state_evidence",
     "prepare_evidence",
     "with_run_losses",
@@ -722,13 +723,7 @@ def attribute_failures_with(
         .alias("_interval_s"),
     )
     state = pl.col("state")
-    candidate = pl.col("end_ts").is_not_null() & (
-        # the vocabulary's interrupted states; CANCELLED only when root/SlurmUser cancelled a job
-        # that ran (cancelling a pending job killed nothing, as a DEADLINE before the start)
-        (state.is_in(INTERRUPTED_STATES) & ((state != "DEADLINE") | pl.col("start_ts").is_not_null()))
-        | ((state == "CANCELLED") & pl.col("cancelled_by").is_in(list(slurm_user_uids))
-           & pl.col("start_ts").is_not_null())
-    ).fill_null(False)  # a cancel by an unknown uid is no candidate (null would drop the job from both frames)
+    candidate = _candidate(slurm_user_uids)
     # Only candidates can be anything but "none": the evidence joins and the rule chain run over them,
     # the rest (most of a year's jobs: completed) take the "not a failure" row at the end.
     not_candidates = j.filter(~candidate)
@@ -1090,6 +1085,27 @@ def attribute_failures_with(
     )
     out = pl.concat([out.cast(none_rows.schema), none_rows], how="vertical").sort("_j").drop("_j")
     return out.with_columns(pl.col(c).cast(t) for c, t in ATTRIBUTION_SCHEMA.items())
+
+
+def _candidate(slurm_user_uids: Sequence[int]) -> pl.Expr:
+    """A job that can be anything but "none" (over ``state``, ``start_ts``, ``end_ts``, ``cancelled_by``)."""
+    state = pl.col("state").cast(pl.String)
+    started = pl.col("start_ts").is_not_null()
+    return pl.col("end_ts").is_not_null() & (
+        # the vocabulary's interrupted states; CANCELLED only when root/SlurmUser cancelled a job
+        # that ran (cancelling a pending job killed nothing, as a DEADLINE before the start)
+        (state.is_in(INTERRUPTED_STATES) & ((state != "DEADLINE") | started))
+        | ((state == "CANCELLED") & pl.col("cancelled_by").cast(pl.Int64).is_in(list(slurm_user_uids)) & started)
+    ).fill_null(False)  # a cancel by an unknown uid is no candidate (null would drop the job from both frames)
+
+
+def failure_candidates(jobs: pl.DataFrame, slurm_user_uids: Sequence[int] = (0,)) -> pl.Series:
+    """Per row of ``jobs`` (as :func:`attribute_failures_with` takes them), whether its attribution rests on
+    evidence: it ended in an interrupted state, or root/SlurmUser cancelled it after it started. Every other
+    job's row is "not a failure" (:data:`NOT_A_FAILURE_RULE`), from the job alone."""
+    cancelled_by = _optional(jobs, "cancelled_by", pl.Int64).alias("cancelled_by")
+    return jobs.select("state", "start_ts", "end_ts", cancelled_by).select(
+        _candidate(slurm_user_uids).alias("candidate")).to_series()
 
 
 def _with_het_siblings(j: pl.DataFrame, keys: list[str], clock_skew: timedelta) -> pl.DataFrame:

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, COLLECTIVE_TIMEOUT, NOT_A_FAILURE_RULE,
-                                                OPEN_FAULT_LOOKBACK, AttributionEvidence, attribute_failures_with)
+from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, COLLECTIVE_TIMEOUT, OPEN_FAULT_LOOKBACK,
+                                                AttributionEvidence, attribute_failures_with, failure_candidates)
 
 __all__ = ["BASIS_SCHEMA", "MEMO_SCHEMA", "REACH_AFTER", "REACH_BEFORE", "attribute_reusing", "dirty_days",
            "evidence_signature", "rules_fingerprint"]
@@ -81,42 +81,74 @@ def rules_fingerprint(**rules: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _day_summary(part: str, frame: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
-    """Per UTC day the rows of ``frame`` whose time columns touch it: [earliest, latest] of them, to
-    ``last`` when one is null (an open span), from ``first`` when all are."""
-    frame = frame.drop("_i", strict=False)  # a position in the sorted frame: shifts with every insert
+def _day_span(frame: pl.DataFrame, first: date, last: date) -> tuple[pl.Expr, pl.Expr] | None:
+    """The first and last UTC day a row of ``frame`` touches: [earliest, latest] of its time columns, to
+    ``last`` when one is null (an open span), from ``first`` when all are; None for a frame without time."""
     times = [c for c, t in frame.schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
-    if not times or frame.is_empty():
-        return pl.DataFrame(schema={k: v for k, v in BASIS_SCHEMA.items() if k != "fingerprint"})
+    if not times:
+        return None
     days = [pl.col(c).cast(pl.Datetime("us", "UTC")).dt.date() if isinstance(frame.schema[c], pl.Datetime)
             else pl.col(c) for c in times]
     open_span = pl.any_horizontal(pl.col(c).is_null() for c in times)
-    h = frame.select(pl.struct(pl.all()).hash(seed=20261207).alias("h"),
-                     pl.min_horizontal(days).fill_null(first).alias("lo"),
-                     pl.when(open_span).then(pl.lit(last)).otherwise(pl.max_horizontal(days)).alias("hi"))
+    return (pl.min_horizontal(days).fill_null(first),
+            pl.when(open_span).then(pl.lit(last)).otherwise(pl.max_horizontal(days)))
+
+
+def _day_summary(part: str, frame: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
+    """Per UTC day the rows of ``frame`` that touch it (:func:`_day_span`), counted and hashed."""
+    frame = frame.drop("_i", strict=False)  # a position in the sorted frame: shifts with every insert
+    span = _day_span(frame, first, last)
+    if span is None or frame.is_empty():
+        return pl.DataFrame(schema={k: v for k, v in BASIS_SCHEMA.items() if k != "fingerprint"})
+    h = frame.select(pl.struct(pl.all()).hash(seed=20261207).alias("h"), span[0].alias("lo"), span[1].alias("hi"))
     one_day = pl.col("lo") >= pl.col("hi")
     # Most rows are events, on one day: only spans are expanded into their days.
     days_of = pl.concat([h.filter(one_day).select(pl.col("hi").alias("day"), "h"),
                          h.filter(~one_day).select(pl.date_ranges("lo", "hi").alias("day"), "h").explode("day")])
     return (days_of.group_by("day").agg(pl.len().cast(pl.Int64).alias("rows"),
-                                 (pl.col("h") % (1 << 32)).cast(pl.Int64).sum().alias("sum_lo"),
-                                 (pl.col("h") // (1 << 32)).cast(pl.Int64).sum().alias("sum_hi"))
+                                        (pl.col("h") % (1 << 32)).cast(pl.Int64).sum().alias("sum_lo"),
+                                        (pl.col("h") // (1 << 32)).cast(pl.Int64).sum().alias("sum_hi"))
             .select(pl.lit(part).alias("part"), "day", "rows", "sum_lo", "sum_hi"))
 
 
-def evidence_signature(evidence: AttributionEvidence, fingerprint: str) -> pl.DataFrame:
-    """:data:`BASIS_SCHEMA` rows of ``evidence``: per frame and UTC day, the rows touching the day."""
-    frames = {f.name: v for f in dataclasses.fields(evidence)
-              if isinstance(v := getattr(evidence, f.name), pl.DataFrame)}
+def _frames(evidence: AttributionEvidence) -> dict[str, pl.DataFrame]:
+    return {f.name: v for f in dataclasses.fields(evidence) if isinstance(v := getattr(evidence, f.name), pl.DataFrame)}
+
+
+def _bounds(frames: dict[str, pl.DataFrame]) -> tuple[date, date] | None:
+    """The first and last UTC day of any time in ``frames``."""
     bounds = [frame.select(pl.min_horizontal(pl.col(c).min() for c in cols).alias("lo"),
                            pl.max_horizontal(pl.col(c).max() for c in cols).alias("hi")).row(0)
               for frame in frames.values()
               if (cols := [c for c, t in frame.schema.items() if isinstance(t, pl.Datetime)]) and not frame.is_empty()]
-    if not bounds:
+    lows, highs = [b[0] for b in bounds if b[0] is not None], [b[1] for b in bounds if b[1] is not None]
+    return (min(lows).date(), max(highs).date()) if lows and highs else None
+
+
+def _within(evidence: AttributionEvidence, lo: date, hi: date) -> AttributionEvidence:
+    """``evidence`` cut to the rows that touch a UTC day of [``lo``, ``hi``] (positions ``_i`` renumbered):
+    what jobs whose reach lies in those days can see (module docstring)."""
+    frames = _frames(evidence)
+    bounds = _bounds(frames)
+    if bounds is None:
+        return evidence
+    cut = {}
+    for name, frame in frames.items():
+        span = _day_span(frame, *bounds)
+        if span is None:
+            continue
+        kept = frame.filter((span[0] <= hi) & (span[1] >= lo))
+        cut[name] = kept.drop("_i").with_row_index("_i") if "_i" in frame.columns else kept
+    return dataclasses.replace(evidence, **cut)
+
+
+def evidence_signature(evidence: AttributionEvidence, fingerprint: str) -> pl.DataFrame:
+    """:data:`BASIS_SCHEMA` rows of ``evidence``: per frame and UTC day, the rows touching the day."""
+    frames = _frames(evidence)
+    bounds = _bounds(frames)
+    if bounds is None:
         return pl.DataFrame(schema=BASIS_SCHEMA)
-    first = min(b[0] for b in bounds if b[0] is not None).date()
-    last = max(b[1] for b in bounds if b[1] is not None).date()
-    parts = [_day_summary(name, frame, first, last) for name, frame in frames.items()]
+    parts = [_day_summary(name, frame, *bounds) for name, frame in frames.items()]
     return pl.concat(parts).select(pl.lit(fingerprint).alias("fingerprint"), pl.all()).cast(BASIS_SCHEMA)  # type: ignore[arg-type]
 
 
@@ -142,24 +174,28 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
                       dirty: pl.Series | None, **rules: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`~gpusre.models.failures.attribution.attribute_failures_with` of ``jobs``, taking from ``memo``
     (:data:`MEMO_SCHEMA` rows of ``kind``) the rows of the jobs whose input row is unchanged and whose reach
-    holds no ``dirty`` day (:func:`dirty_days`; None: attribute every job).
+    holds no ``dirty`` day (:func:`dirty_days`; None: attribute every job). The jobs attributed again are
+    weighed against the evidence within their reach only.
 
     Returns the attribution (the rows, columns and order of ``attribute_failures_with``) and the
     :data:`MEMO_SCHEMA` rows of ``kind`` to keep for the next build.
     """
     keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
     hashes = _input_hash(jobs)
-    redo = pl.Series("redo", np.ones(jobs.height, dtype=bool))
+    # Only candidates rest on evidence; every other row is "not a failure", from the job alone (not kept).
+    candidate = failure_candidates(jobs, rules.get("slurm_user_uids", (0,))).to_numpy()
+    before = REACH_BEFORE + max(rules.get("before", timedelta(minutes=10)), rules.get("clock_skew", timedelta(0)),
+                                rules.get("collective_timeout", COLLECTIVE_TIMEOUT))
+    after = REACH_AFTER + max(rules.get("after", timedelta(minutes=5)), rules.get("before", timedelta(minutes=10)),
+                              rules.get("clock_skew", timedelta(seconds=60)))
+    end = pl.col("end_ts").cast(pl.Datetime("us", "UTC"))
+    reach = jobs.select(
+        (pl.min_horizontal(pl.col("start_ts").cast(pl.Datetime("us", "UTC")), end) - before).dt.date().cast(pl.Int32)
+        .fill_null(np.iinfo(np.int32).min).alias("lo"),
+        (end + after).dt.date().cast(pl.Int32).fill_null(np.iinfo(np.int32).max).alias("hi"))
+    lo, hi = reach.get_column("lo").to_numpy(), reach.get_column("hi").to_numpy()
+    redo = np.ones(jobs.height, dtype=bool)
     if dirty is not None and memo is not None and not memo.is_empty():
-        before = REACH_BEFORE + max(rules.get("before", timedelta(minutes=10)), rules.get("clock_skew", timedelta(0)),
-                                    rules.get("collective_timeout", COLLECTIVE_TIMEOUT))
-        after = REACH_AFTER + max(rules.get("after", timedelta(minutes=5)), rules.get("before", timedelta(minutes=10)),
-                                  rules.get("clock_skew", timedelta(seconds=60)))
-        end = pl.col("end_ts").cast(pl.Datetime("us", "UTC"))
-        reach = jobs.select(
-            ((pl.min_horizontal(pl.col("start_ts").cast(pl.Datetime("us", "UTC")), end) - before).dt.date()
-             .alias("lo")),
-            (end + after).dt.date().alias("hi"))
         stored = memo.filter(pl.col("kind") == kind).select(
             pl.col("job_id"), *([pl.col("instance_no").cast(jobs.schema["instance_no"])] if len(keys) == 2 else []),
             "input_hash", pl.lit(True).alias("_kept"))
@@ -167,30 +203,40 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
                 .join(stored, on=[*keys, "input_hash"], how="left", maintain_order="left")
                 .get_column("_kept").fill_null(False).to_numpy())
         days = dirty.cast(pl.Int32).to_numpy()  # days since the epoch, sorted
-        lo = reach.get_column("lo").cast(pl.Int32).fill_null(np.iinfo(np.int32).min).to_numpy()
-        hi = reach.get_column("hi").cast(pl.Int32).fill_null(np.iinfo(np.int32).max).to_numpy()
         touched = np.searchsorted(days, hi, side="right") > np.searchsorted(days, lo, side="left")
-        redo = pl.Series("redo", ~kept | touched)
+        redo = ~kept | touched | ~candidate
         if "het_job_id" in jobs.columns:
             # rule 2d: a component torn down with a sibling is attributed as it; siblings are attributed together
             group = ["het_job_id", *(["instance_no"] if len(keys) == 2 else [])]
-            redo = jobs.select(pl.lit(redo).alias("redo"), *group).select(
-                pl.when(pl.col("het_job_id").is_null()).then(pl.col("redo"))
-                .otherwise(pl.col("redo").any().over(group))).to_series()
-    fresh = attribute_failures_with(jobs.filter(redo), evidence, **rules)
-    out_schema = {**{k: fresh.schema[k] for k in keys}, **{c: t for c, t in fresh.schema.items() if c not in keys}}
+            redo = jobs.select(pl.lit(pl.Series(redo)).alias("_redo"), pl.lit(pl.Series(candidate)).alias("_cand"),
+                               *group).select(
+                pl.when(pl.col("het_job_id").is_null() | ~pl.col("_cand")).then(pl.col("_redo"))
+                .otherwise((pl.col("_redo") & pl.col("_cand")).any().over(group))).to_series().to_numpy()
+    weighed = redo & candidate
+    if redo.all() or not weighed.any():
+        cut = evidence
+    else:
+        cut = _within(evidence, date.fromordinal(_EPOCH + int(lo[weighed].min())),
+                      date.fromordinal(_EPOCH + int(hi[weighed].max())))
+    mask = pl.Series(redo)
+    fresh = attribute_failures_with(jobs.filter(mask), cut, **rules)
+    out_schema = dict(fresh.schema)
     order = pl.Series("_row", np.arange(jobs.height, dtype=np.int64))
-    parts = [fresh.with_columns(order.filter(redo))]
+    parts = [fresh.with_columns(order.filter(mask))]
     if not redo.all():
-        reused = (jobs.select(keys).with_columns(order, hashes.alias("input_hash")).filter(~redo)
+        reused = (jobs.select(keys).with_columns(order, hashes.alias("input_hash")).filter(~mask)
                   .join(memo.filter(pl.col("kind") == kind)  # type: ignore[union-attr]
                         .with_columns(pl.col("instance_no").cast(jobs.schema.get("instance_no", pl.Int64)))
                         .drop("kind", *(["instance_no"] if len(keys) == 1 else [])),
                         on=[*keys, "input_hash"], how="left"))
         parts.append(reused.select(*out_schema, "_row").cast(out_schema))  # type: ignore[arg-type]
     result = pl.concat([p.select(*out_schema, "_row") for p in parts]).sort("_row").drop("_row")
-    rows = (result.with_columns(hashes.alias("input_hash")).filter(pl.col("rule") != NOT_A_FAILURE_RULE)
+    rows = (result.with_columns(hashes.alias("input_hash")).filter(pl.Series(candidate))
             .with_columns(pl.lit(kind).alias("kind"),
                           *([] if len(keys) == 2 else [pl.lit(None, pl.Int64).alias("instance_no")]))
             .select(pl.col(c).cast(t) for c, t in MEMO_SCHEMA.items()))
     return result, rows
+
+
+#: date.toordinal() of 1970-01-01: Polars' dates are days since the epoch.
+_EPOCH = date(1970, 1, 1).toordinal()
