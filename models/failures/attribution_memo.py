@@ -181,9 +181,12 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
     :data:`MEMO_SCHEMA` rows of ``kind`` to keep for the next build.
     """
     keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
-    hashes = _input_hash(jobs)
-    # Only candidates rest on evidence; every other row is "not a failure", from the job alone (not kept).
+    # Only candidates rest on evidence; every other row is "not a failure", from the job alone (not kept,
+    # not hashed: most of a year's jobs completed).
     candidate = failure_candidates(jobs, rules.get("slurm_user_uids", (0,))).to_numpy()
+    at = np.flatnonzero(candidate)
+    candidates = jobs[at]
+    hashes = pl.Series("input_hash", np.zeros(jobs.height, dtype=np.uint64)).scatter(at, _input_hash(candidates))
     before = REACH_BEFORE + max(rules.get("before", timedelta(minutes=10)), rules.get("clock_skew", timedelta(0)),
                                 rules.get("collective_timeout", COLLECTIVE_TIMEOUT))
     after = REACH_AFTER + max(rules.get("after", timedelta(minutes=5)), rules.get("before", timedelta(minutes=10)),
@@ -199,9 +202,10 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
         stored = memo.filter(pl.col("kind") == kind).select(
             pl.col("job_id"), *([pl.col("instance_no").cast(jobs.schema["instance_no"])] if len(keys) == 2 else []),
             "input_hash", pl.lit(True).alias("_kept"))
-        kept = (jobs.select(keys).with_columns(hashes.alias("input_hash"))
-                .join(stored, on=[*keys, "input_hash"], how="left", maintain_order="left")
-                .get_column("_kept").fill_null(False).to_numpy())
+        kept = np.zeros(jobs.height, dtype=bool)
+        kept[at] = (candidates.select(keys).with_columns(hashes.gather(at))
+                    .join(stored, on=[*keys, "input_hash"], how="left", maintain_order="left")
+                    .get_column("_kept").fill_null(False).to_numpy())
         days = dirty.cast(pl.Int32).to_numpy()  # days since the epoch, sorted
         touched = np.searchsorted(days, hi, side="right") > np.searchsorted(days, lo, side="left")
         redo = ~kept | touched | ~candidate
@@ -224,14 +228,14 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
     order = pl.Series("_row", np.arange(jobs.height, dtype=np.int64))
     parts = [fresh.with_columns(order.filter(mask))]
     if not redo.all():
-        reused = (jobs.select(keys).with_columns(order, hashes.alias("input_hash")).filter(~mask)
+        reused = (jobs.select(keys).with_columns(order, hashes).filter(~mask)
                   .join(memo.filter(pl.col("kind") == kind)  # type: ignore[union-attr]
                         .with_columns(pl.col("instance_no").cast(jobs.schema.get("instance_no", pl.Int64)))
                         .drop("kind", *(["instance_no"] if len(keys) == 1 else [])),
                         on=[*keys, "input_hash"], how="left"))
         parts.append(reused.select(*out_schema, "_row").cast(out_schema))  # type: ignore[arg-type]
     result = pl.concat([p.select(*out_schema, "_row") for p in parts]).sort("_row").drop("_row")
-    rows = (result.with_columns(hashes.alias("input_hash")).filter(pl.Series(candidate))
+    rows = (result.with_columns(hashes).filter(pl.Series(candidate))
             .with_columns(pl.lit(kind).alias("kind"),
                           *([] if len(keys) == 2 else [pl.lit(None, pl.Int64).alias("instance_no")]))
             .select(pl.col(c).cast(t) for c, t in MEMO_SCHEMA.items()))
