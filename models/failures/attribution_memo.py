@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 from datetime import date, timedelta
 from functools import lru_cache
 from importlib import metadata
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, COLLECTIVE_TIMEOUT, OPEN_FAULT_LOOKBACK,
+from gpusre.models.failures.attribution import (ATTRIBUTION_SCHEMA, OPEN_FAULT_LOOKBACK,
                                                 AttributionEvidence, attribute_failures_with, failure_candidates)
 
 __all__ = ["BASIS_SCHEMA", "MEMO_SCHEMA", "REACH_AFTER", "REACH_BEFORE", "attribute_reusing", "dirty_days",
@@ -59,6 +60,10 @@ MEMO_SCHEMA: dict[str, pl.DataType] = {"kind": pl.String(), "input_hash": pl.UIn
 #: sums of their hashes; ``fingerprint``: :func:`rules_fingerprint` of the build.
 BASIS_SCHEMA: dict[str, pl.DataType] = {"fingerprint": pl.String(), "part": pl.String(), "day": pl.Date(),
                                         "rows": pl.Int64(), "sum_lo": pl.Int64(), "sum_hi": pl.Int64()}
+
+
+#: One hash per row (a job's input row, an evidence row): Polars', stable within a Polars version.
+_ROW_HASH = pl.struct(pl.all()).hash(seed=20261207)
 
 
 @lru_cache(maxsize=1)
@@ -100,7 +105,7 @@ def _day_summary(part: str, frame: pl.DataFrame, first: date, last: date) -> pl.
     span = _day_span(frame, first, last)
     if span is None or frame.is_empty():
         return pl.DataFrame(schema={k: v for k, v in BASIS_SCHEMA.items() if k != "fingerprint"})
-    h = frame.select(pl.struct(pl.all()).hash(seed=20261207).alias("h"), span[0].alias("lo"), span[1].alias("hi"))
+    h = frame.select(_ROW_HASH.alias("h"), span[0].alias("lo"), span[1].alias("hi"))
     one_day = pl.col("lo") >= pl.col("hi")
     # Most rows are events, on one day: only spans are expanded into their days.
     days_of = pl.concat([h.filter(one_day).select(pl.col("hi").alias("day"), "h"),
@@ -167,7 +172,7 @@ def dirty_days(previous: pl.DataFrame | None, current: pl.DataFrame) -> pl.Serie
 
 
 def _input_hash(jobs: pl.DataFrame) -> pl.Series:
-    return jobs.select(pl.struct(pl.all()).hash(seed=20261207)).to_series()
+    return jobs.select(_ROW_HASH).to_series()
 
 
 def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind: str, memo: pl.DataFrame | None,
@@ -183,14 +188,13 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
     keys = ["job_id", "instance_no"] if "instance_no" in jobs.columns else ["job_id"]
     # Only candidates rest on evidence; every other row is "not a failure", from the job alone (not kept,
     # not hashed: most of a year's jobs completed).
-    candidate = failure_candidates(jobs, rules.get("slurm_user_uids", (0,))).to_numpy()
+    effective = {**_RULE_DEFAULTS, **rules}  # the windows and uids attribute_failures_with will use
+    candidate = failure_candidates(jobs, effective["slurm_user_uids"]).to_numpy()
     at = np.flatnonzero(candidate)
     candidates = jobs[at]
     hashes = pl.Series("input_hash", np.zeros(jobs.height, dtype=np.uint64)).scatter(at, _input_hash(candidates))
-    before = REACH_BEFORE + max(rules.get("before", timedelta(minutes=10)), rules.get("clock_skew", timedelta(0)),
-                                rules.get("collective_timeout", COLLECTIVE_TIMEOUT))
-    after = REACH_AFTER + max(rules.get("after", timedelta(minutes=5)), rules.get("before", timedelta(minutes=10)),
-                              rules.get("clock_skew", timedelta(seconds=60)))
+    before = REACH_BEFORE + max(effective["before"], effective["clock_skew"], effective["collective_timeout"])
+    after = REACH_AFTER + max(effective["after"], effective["before"], effective["clock_skew"])
     end = pl.col("end_ts").cast(pl.Datetime("us", "UTC"))
     reach = jobs.select(
         (pl.min_horizontal(pl.col("start_ts").cast(pl.Datetime("us", "UTC")), end) - before).dt.date().cast(pl.Int32)
@@ -198,8 +202,9 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
         (end + after).dt.date().cast(pl.Int32).fill_null(np.iinfo(np.int32).max).alias("hi"))
     lo, hi = reach.get_column("lo").to_numpy(), reach.get_column("hi").to_numpy()
     redo = np.ones(jobs.height, dtype=bool)
+    memo = memo.filter(pl.col("kind") == kind) if memo is not None else None
     if dirty is not None and memo is not None and not memo.is_empty():
-        stored = memo.filter(pl.col("kind") == kind).select(
+        stored = memo.select(
             pl.col("job_id"), *([pl.col("instance_no").cast(jobs.schema["instance_no"])] if len(keys) == 2 else []),
             "input_hash", pl.lit(True).alias("_kept"))
         kept = np.zeros(jobs.height, dtype=bool)
@@ -229,8 +234,8 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
     parts = [fresh.with_columns(order.filter(mask))]
     if not redo.all():
         reused = (jobs.select(keys).with_columns(order, hashes).filter(~mask)
-                  .join(memo.filter(pl.col("kind") == kind)  # type: ignore[union-attr]
-                        .with_columns(pl.col("instance_no").cast(jobs.schema.get("instance_no", pl.Int64)))
+                  .join(memo.with_columns(  # type: ignore[union-attr]
+                        pl.col("instance_no").cast(jobs.schema.get("instance_no", pl.Int64)))
                         .drop("kind", *(["instance_no"] if len(keys) == 1 else [])),
                         on=[*keys, "input_hash"], how="left"))
         parts.append(reused.select(*out_schema, "_row").cast(out_schema))  # type: ignore[arg-type]
@@ -241,6 +246,10 @@ def attribute_reusing(jobs: pl.DataFrame, evidence: AttributionEvidence, *, kind
             .select(pl.col(c).cast(t) for c, t in MEMO_SCHEMA.items()))
     return result, rows
 
+
+#: The keyword defaults of attribute_failures_with (its windows, skew, uids): the reach is taken from them.
+_RULE_DEFAULTS = {name: p.default for name, p in inspect.signature(attribute_failures_with).parameters.items()
+                  if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 #: date.toordinal() of 1970-01-01: Polars' dates are days since the epoch.
 _EPOCH = date(1970, 1, 1).toordinal()
