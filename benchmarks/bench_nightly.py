@@ -12,6 +12,11 @@ Setup (not timed, cached in the work directory):
    (``gpusre run``: ``run_pipeline``, three Dagster jobs, both reports) over it: the year warehouse
    (with DuckDB's default memory limit unless ``--setup-memory-limit`` says otherwise: a 2,000-node
    year in one run needed 6 GB until the upsert kept its hash joins off the lake scans, 2026-12-02).
+3. When the code that would run the night is not the code that last built the year (a stamp of the
+   package's code, SQL and catalogs in ``code.sha256`` next to the year), the year is first brought up to
+   date by this code (``run_pipeline`` on the same landing: nothing new is ingested, the roll-ups run
+   again), so the night reuses what this code keeps between nights (``core.attribution_memo``) instead
+   of paying a first night after an upgrade.
 
 Timed, in a child process, on a copy of the year warehouse (file, lake, Dagster instance): the
 last day's four files are added to the landing directory, together with a realistic node-log
@@ -160,6 +165,22 @@ def write_bulk_logs(folder: Path, day: str, lines: int, nodes: list[str], seed: 
     tmp.rename(folder)
 
 
+def code_stamp() -> str:
+    """SHA-256 of the code a run imports (the ``gpusre`` package's Python, SQL, catalogs and templates):
+    which code built a cached warehouse."""
+    import hashlib
+
+    import gpusre.models
+
+    root = Path(gpusre.models.__file__).resolve().parents[1]  # the package's root (an editable install too)
+    digest = hashlib.sha256()
+    for folder in ("assets", "models", "pipelines", "reports", "sql"):
+        for path in sorted(p for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _copy_warehouse(src: Path, dst: Path) -> Path:
     """A fresh copy of the year's warehouse folder (file, lake, Dagster instance) at ``dst``."""
     shutil.rmtree(dst, ignore_errors=True)
@@ -221,9 +242,18 @@ def main() -> int:
         if built is None:
             return 1
         (year / "built.ok").write_text("")
+        (year / "code.sha256").write_text(code_stamp())
         print(f"year warehouse: {args.days} days, {built['records']:,} records ({built['sources']}), "
               f"{built['jobs_total']:,} jobs, built in {built['wall']:.0f} s (setup, not timed)")
 
+    stamp, stamp_file = code_stamp(), year / "code.sha256"
+    if not stamp_file.exists() or stamp_file.read_text() != stamp:
+        built = run_child(RUN_CHILD, str(landing), str(year / "warehouse.duckdb"), str(year / "reports"), "1")
+        if built is None:
+            return 1
+        stamp_file.write_text(stamp)
+        print(f"year warehouse brought up to date by this code ({stamp[:12]}) in {built['wall']:.0f} s "
+              "(setup, not timed)")
     for rel in new_files:  # the night's landing: the year plus the new day's files
         (landing / rel).parent.mkdir(parents=True, exist_ok=True)
         (landing / rel).unlink(missing_ok=True)

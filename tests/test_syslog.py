@@ -381,6 +381,49 @@ def test_a_year_long_hint_puts_lines_near_both_of_its_ends_in_the_nearer_years(o
     assert _parse(text, year_hint=hint).lines["ts"].to_list() == [near_start]
 
 
+_STAMP = st.tuples(st.integers(1, 12), st.integers(1, 31), st.integers(0, 23), st.integers(0, 59),
+                   st.integers(0, 59), st.integers(1, 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(files=st.lists(st.tuples(st.lists(_STAMP, min_size=1, max_size=25),
+                                 st.dates(datetime(2019, 1, 1).date(), datetime(2027, 12, 31).date()),
+                                 st.integers(0, 800)), min_size=1, max_size=4),
+       interleave=st.booleans())
+def test_years_counted_per_group_equal_the_row_by_row_definition(
+        files: list[tuple[list[tuple[int, ...]], object, int]], interleave: bool) -> None:
+    # _infer_years counts the rows inside a candidate year's hint from each (file, year offset, after
+    # February) group's earliest and latest time of year, and counts row by row only the files with a
+    # group across a bound: the same years as counting every row. Random times cross New Year both ways,
+    # hints a day to two years long start anywhere, rows stand for 1-3 lines, and interleaved files take
+    # the per-file window path.
+    rows = [(f, i + 1, w, mon, d, h, m, sec) for f, (stamps, _, _) in enumerate(files)
+            for i, (mon, d, h, m, sec, w) in enumerate(stamps)]
+    if interleave:
+        rows.sort(key=lambda r: (r[1], r[0]))
+    df = pl.DataFrame(rows, schema={"_file": pl.UInt32, "line_no": pl.Int64, "_w": pl.Int64, "_mon": pl.Int64,
+                                    "d": pl.Int64, "H": pl.Int64, "M": pl.Int64, "S": pl.Int64}, orient="row")
+    hints = syslog._year_hints([(datetime(start.year, start.month, start.day, tzinfo=UTC),
+                                 datetime(start.year, start.month, start.day, tzinfo=UTC) + timedelta(days=days))
+                                for _, start, days in files])
+    grouped = syslog._infer_years(df, hints)
+    assert grouped.equals(syslog._infer_years(df, hints, by_row=True))
+    assert grouped.columns == [*df.columns[:2], *df.columns[3:], "_year"]
+
+
+def test_a_file_across_the_hints_start_is_counted_row_by_row() -> None:
+    # Hand-computed: a hint 2025-03-10 .. 2025-03-20 (3 days' tolerance each side: 03-07 .. 03-23). File 0's
+    # rows Mar 5, 6, 8, 9 straddle its start in 2025: 2 rows inside (Mar 8, 9), and no other candidate
+    # year has any: 2025. File 1 (Mar 21, 22 and Nov 1) has 2 rows inside in 2025 and none in any
+    # other year: 2025, though a group's range (Mar 21 .. Nov 1) crosses the bound.
+    df = pl.DataFrame({"_file": [0, 0, 0, 0, 1, 1, 1], "line_no": [1, 2, 3, 4, 1, 2, 3], "_w": [1] * 7,
+                       "_mon": [3, 3, 3, 3, 3, 3, 11], "d": [5, 6, 8, 9, 21, 22, 1], "H": [0] * 7, "M": [0] * 7,
+                       "S": [0] * 7}, schema_overrides={"_file": pl.UInt32})
+    hint = (datetime(2025, 3, 10, tzinfo=UTC), datetime(2025, 3, 20, tzinfo=UTC))
+    out = syslog._infer_years(df, syslog._year_hints([hint, hint]))
+    assert out["_year"].to_list() == [2025] * 7
+
+
 # --- time zones -----------------------------------------------------------------------------
 
 

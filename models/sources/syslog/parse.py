@@ -470,7 +470,7 @@ def _days_before_year(year: pl.Expr) -> pl.Expr:
     return 365 * (year - 1970) + (p // 4 - 1969 // 4) - (p // 100 - 1969 // 100) + (p // 400 - 1969 // 400)
 
 
-def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
+def _infer_years(df: pl.DataFrame, hints: pl.DataFrame, *, by_row: bool = False) -> pl.DataFrame:
     """Add ``_year`` to year-less rows (columns ``_file``, ``_mon``, ``d``, H, M, S in file order;
     ``_w``: how many lines each row stands for).
 
@@ -482,6 +482,12 @@ def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
     accounting) admits both years for rows within its tolerance of the hint's end and start, and the
     new files of a nightly run are the newest days — the default hint's earlier year would put
     yesterday's lines a year back.
+
+    The rows inside the hint are counted per (file, year offset, after February) group from the
+    group's earliest and latest time of year: a group wholly inside or outside a candidate year's
+    hint needs no row. Only files with a group that straddles a hint bound are counted row by row.
+    ``by_row``: the definition, which the tests compare with — every file row by row, and each row's
+    predecessor and New Year count taken per file.
     """
     seconds_of_day = _int("H") * 3600 + _int("M") * 60 + _int("S")
     key = (pl.col("_mon") * 32 + _int("d")) * _KEY_DAY + seconds_of_day
@@ -492,37 +498,75 @@ def _infer_years(df: pl.DataFrame, hints: pl.DataFrame) -> pl.DataFrame:
         * _KEY_DAY + seconds_of_day
     # Both are materialized once: the candidate years below would otherwise re-parse the strings.
     df = df.with_columns(key.alias("_key"), in_year.alias("_in_year"), (pl.col("_mon") > 2).alias("_after_feb"))
-    delta = pl.col("_key") - pl.col("_key").shift(1).over("_file")
+    # A file's rows are contiguous (file order), so the previous row of the file is the previous row
+    # unless the file changes there: a plain shift, not a window per file (~10x cheaper on 10 M rows).
+    contiguous = not by_row and df.get_column("_file").is_sorted()
+    same_file = pl.col("_file") == pl.col("_file").shift(1)
+    previous = (pl.when(same_file).then(pl.col("_key").shift(1)) if contiguous
+                else pl.col("_key").shift(1).over("_file"))
+    previous_mon = (pl.when(same_file).then(pl.col("_mon").shift(1)) if contiguous
+                    else pl.col("_mon").shift(1).over("_file"))
+    delta = pl.col("_key") - previous
     wrap = (
         pl.when(delta < -_HALF_YEAR)
         .then(1)
-        .when((delta > _HALF_YEAR) & (pl.col("_mon") == 12) & (pl.col("_mon").shift(1).over("_file") == 1))
+        .when((delta > _HALF_YEAR) & (pl.col("_mon") == 12) & (previous_mon == 1))
         .then(-1)
         .otherwise(0)
     )
-    df = df.with_columns(wrap.alias("_wrap")).with_columns(pl.col("_wrap").cum_sum().over("_file").alias("_yoff"))
-    # One pass for every candidate year k of every file (year _y0 + k): rows inside the hint and
-    # the last row's instant; a file has few candidates, so k runs over the batch's widest range.
-    # A row's instant in year k is its seconds into the year plus a start of year (and leap day) that
-    # depends only on (file, year offset, after February): computed per such group, not per row.
+    wraps = df.select(wrap.alias("_wrap")).to_series()
+    # Most files never cross New Year: no offset to accumulate.
+    yoff = (pl.col("_wrap").cum_sum().over("_file") if by_row or (wraps != 0).any()
+            else pl.lit(0, dtype=pl.Int32)).alias("_yoff")
+    df = df.with_columns(wraps).with_columns(yoff)
+    # Every candidate year k of every file (year _y0 + k): a file has few candidates, so k runs over the
+    # batch's widest range. A row's instant in year k is its seconds into the year plus a start of year
+    # (and leap day) that depends only on (file, year offset, after February).
     width = int(hints.select((pl.col("_y1") - pl.col("_y0")).max()).item() or 0) + 1
     year_of = [pl.col("_y0") + k + pl.col("_yoff") for k in range(width)]
-    starts = (df.select("_file", "_yoff", "_after_feb").unique().join(hints, on="_file")
-              .select("_file", "_yoff", "_after_feb", "_lo", "_hi", *(
-                  (_days_before_year(year) * _KEY_DAY
-                   + pl.when(_is_leap(year) & pl.col("_after_feb")).then(_KEY_DAY).otherwise(0)).alias(f"_start{k}")
-                  for k, year in enumerate(year_of))))
-    rows = df.select("_file", "_yoff", "_in_year", "_after_feb", "_w").join(
-        starts, on=["_file", "_yoff", "_after_feb"], how="left", maintain_order="left", nulls_equal=True)
-    exprs: list[pl.Expr] = []
-    for k in range(width):
-        instant = pl.col(f"_start{k}") + pl.col("_in_year")
-        exprs += [(instant.is_between(pl.col("_lo"), pl.col("_hi")) * pl.col("_w")).sum().alias(f"n{k}"),
-                  instant.last().alias(f"last{k}")]
-    stats = rows.group_by("_file").agg(*exprs).join(hints, on="_file")
+    group = ["_file", "_yoff", "_after_feb"]
+    groups = (df.group_by(group).agg(pl.col("_in_year").min().alias("_min"), pl.col("_in_year").max().alias("_max"),
+                                     pl.col("_w").filter(pl.col("_in_year").is_not_null()).sum().alias("_n"))
+              .join(hints, on="_file")
+              .with_columns(*((_days_before_year(year) * _KEY_DAY
+                               + pl.when(_is_leap(year) & pl.col("_after_feb")).then(_KEY_DAY).otherwise(0))
+                              .alias(f"_start{k}") for k, year in enumerate(year_of))))
+    # Per file and k: the rows inside the hint, from the groups wholly inside it; a group across a bound
+    # sends its file to the row-by-row count.
+    inside = [((pl.col(f"_start{k}") + pl.col("_min")) >= pl.col("_lo"))
+              & ((pl.col(f"_start{k}") + pl.col("_max")) <= pl.col("_hi")) for k in range(width)]
+    outside = [((pl.col(f"_start{k}") + pl.col("_max")) < pl.col("_lo"))
+               | ((pl.col(f"_start{k}") + pl.col("_min")) > pl.col("_hi")) for k in range(width)]
+    straddles = pl.any_horizontal(*(~(i | o) for i, o in zip(inside, outside, strict=True)))
+    per_file = groups.group_by("_file").agg(
+        pl.lit(by_row).or_(straddles.any()).alias("_by_row"),
+        *((pl.col("_n") * inside[k]).sum().alias(f"n{k}") for k in range(width)))
+    starts = groups.select(*group, *(f"_start{k}" for k in range(width)))
+    last = (df.group_by("_file").agg(pl.col("_yoff", "_after_feb", "_in_year").last())
+            .join(starts, on=group, how="left", nulls_equal=True)
+            .select("_file", *((pl.col(f"_start{k}") + pl.col("_in_year")).alias(f"last{k}") for k in range(width))))
+    stats = per_file.join(last, on="_file", how="left")
+    row_files = stats.filter("_by_row").get_column("_file")
+    if len(row_files):
+        # The definition: each row's instant in each candidate year against the hint.
+        rows = df.filter(pl.col("_file").is_in(row_files.implode())).select(
+            *group, "_in_year", "_w").join(
+            starts.join(hints.select("_file", "_lo", "_hi"), on="_file"),
+            on=group, how="left", maintain_order="left", nulls_equal=True)
+        exprs: list[pl.Expr] = []
+        for k in range(width):
+            instant = pl.col(f"_start{k}") + pl.col("_in_year")
+            exprs += [(instant.is_between(pl.col("_lo"), pl.col("_hi")) * pl.col("_w")).sum().alias(f"n{k}"),
+                      instant.last().alias(f"last{k}")]
+        by_rows = rows.group_by("_file").agg(*exprs)
+        stats = pl.concat([stats.filter(~pl.col("_by_row")).drop("_by_row"), by_rows], how="diagonal_relaxed")
+    else:
+        stats = stats.drop("_by_row")
+    stats = stats.join(hints, on="_file")
     candidates = pl.concat(
         stats.select("_file", "_lo", "_hi", (pl.col("_y0") + k).alias("_base"), pl.col("_y1"),
-                     pl.col(f"n{k}").alias("_n"), pl.col(f"last{k}").cast(pl.Float64).fill_null(0.0).alias("_last"))
+                     pl.col(f"n{k}").cast(pl.Int64).alias("_n"),
+                     pl.col(f"last{k}").cast(pl.Float64).fill_null(0.0).alias("_last"))
         for k in range(width)
     ).filter(pl.col("_base") <= pl.col("_y1"))
     distance = pl.max_horizontal(pl.col("_lo") - pl.col("_last"), pl.col("_last") - pl.col("_hi"), pl.lit(0.0))
@@ -735,6 +779,16 @@ def _stamp_times(stamps: pl.DataFrame, fmt: str, timezone: str, hints: pl.DataFr
     )
 
 
+def _without_uptime_prefix(message: pl.Series) -> pl.Series:
+    """``message`` without the kernel's ``[123.456]`` uptime prefix (:data:`_KERNEL_UPTIME_PREFIX`). The
+    regex runs on the messages that start with ``[`` only: a replace over every message copies them all
+    (~1 s per 10 M lines), and few have the prefix."""
+    rows = message.str.starts_with("[").arg_true()
+    if rows.is_empty():
+        return message
+    return message.scatter(rows, message.gather(rows).str.replace(_KERNEL_UPTIME_PREFIX, ""))
+
+
 def _parse_header_format(
     sub: pl.DataFrame,
     fmt: str,
@@ -755,7 +809,7 @@ def _parse_header_format(
         pl.col("_msg").str.strip_chars_end().alias("message"), col("frac").alias("frac")
     )
     if fmt in _SYSLOG_LIKE:
-        df = df.with_columns(pl.col("message").str.replace(_KERNEL_UPTIME_PREFIX, ""))
+        df = df.with_columns(_without_uptime_prefix(df.get_column("message")))
     if "level" in names:
         # A level word with no tag after it starts the program's own line ("ERROR [3125:3190] ..."): it is
         # the message's. Before a tag it is the header's severity field, dropped as the <PRI> is.
