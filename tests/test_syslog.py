@@ -411,6 +411,15 @@ def test_years_counted_per_group_equal_the_row_by_row_definition(
     assert grouped.columns == [*df.columns[:2], *df.columns[3:], "_year"]
 
 
+@settings(max_examples=200, deadline=None)
+@given(day=st.dates(datetime(1900, 1, 1).date(), datetime(2200, 12, 31).date()))
+def test_epoch_days_are_the_calendars(day: object) -> None:
+    # The parser places a line by calendar arithmetic on integers: the same day count as Python's
+    # proleptic Gregorian calendar over the whole range it accepts (1900-2200, leap centuries too).
+    got = pl.select(syslog._epoch_days(pl.lit(day.year), pl.lit(day.month), pl.lit(day.day))).item()
+    assert got == day.toordinal() - datetime(1970, 1, 1).date().toordinal()
+
+
 def test_a_file_across_the_hints_start_is_counted_row_by_row() -> None:
     # Hand-computed: a hint 2025-03-10 .. 2025-03-20 (3 days' tolerance each side: 03-07 .. 03-23). File 0's
     # rows Mar 5, 6, 8, 9 straddle its start in 2025: 2 rows inside (Mar 8, 9), and no other candidate
