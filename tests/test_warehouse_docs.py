@@ -17,6 +17,7 @@ from gpusre.models.warehouse_snapshot import snapshot_path
 from gpusre.pipelines.cli import main
 from gpusre.pipelines.warehouse_docs import (
     README_BEGIN,
+    apply_comments,
     load_contract,
     readme_section,
     sync_readme,
@@ -79,6 +80,29 @@ def test_comments_are_the_contract_and_carry_units(con: duckdb.DuckDBPyConnectio
     # A meaning is not the column name said again.
     lazy = [(t, c) for (t, c), text in comments.items() if text.strip().lower() in {c.lower(), c.replace("_", " ")}]
     assert not lazy, lazy
+
+
+def test_comments_are_put_back_where_a_night_dropped_or_changed_them(warehouse: Path, tmp_path: Path) -> None:
+    # apply_comments writes only the comments not in place: a table a night replaced (its comments gone),
+    # a column comment changed by hand and a table comment emptied are all the contract's again, and the
+    # counts are of every contract table and column present, written or not.
+    copy = tmp_path / "w.duckdb"
+    shutil.copy(warehouse, copy)
+    con = duckdb.connect(str(copy))
+    try:
+        con.execute("CREATE OR REPLACE TABLE marts.failure_taxonomy AS SELECT * FROM marts.failure_taxonomy")
+        con.execute("COMMENT ON COLUMN core.jobs.elapsed_s IS 'stale'")
+        con.execute("COMMENT ON TABLE marts.hw_incidents IS ''")
+        assert set(undocumented(con, ("core", "marts"))) >= {"marts.failure_taxonomy", "marts.hw_incidents"}
+        tables, columns = apply_comments(con)
+        assert undocumented(con, ("core", "marts")) == []
+        contract = {d.name: d for d in load_contract()}
+        comment = con.sql("""SELECT comment FROM duckdb_columns() WHERE schema_name = 'core' AND table_name = 'jobs'
+                             AND column_name = 'elapsed_s'""").fetchall()[0][0]
+        assert comment == contract["core.jobs"].columns["elapsed_s"]
+        assert apply_comments(con) == (tables, columns) and tables >= 50 and columns >= 500
+    finally:
+        con.close()
 
 
 def test_snapshot_carries_the_comments(warehouse: Path) -> None:
