@@ -13,7 +13,12 @@ marts yet) gets empty marts with the right columns.
 import dagster as dg
 import polars as pl
 
+from gpusre.assets.core_jobs import CORE_JOBS
 from gpusre.assets.data_coverage import DAY_COVERAGE
+from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
+from gpusre.assets.ingest_alerts import CORE_ALERTS
+from gpusre.assets.ingest_node_states import NODE_STATES
+from gpusre.assets.node_states import INCIDENT_REPAIRS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.alerts.clustering import (
     MAINTENANCE_SCHEMA,
@@ -32,13 +37,6 @@ from gpusre.models.warehouse import replace_table, table_exists, transaction
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
-CORE_ALERTS = dg.AssetKey(["core", "alerts"])
-CORE_JOBS = dg.AssetKey(["core", "jobs"])
-HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
-ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
-NODE_STATES = dg.AssetKey(["core", "node_states"])  # maintenance periods (rule hygiene)
-INCIDENT_REPAIRS = dg.AssetKey(["marts", "incident_repairs"])  # repair time of an uncovered incident
-
 ALERT_INCIDENTS = dg.AssetKey(["marts", "alert_incidents"])
 ALERT_INCIDENT_MEMBERS = dg.AssetKey(["marts", "alert_incident_members"])
 ALERT_DAILY = dg.AssetKey(["marts", "alert_daily"])
@@ -49,6 +47,7 @@ ALERT_COVERAGE = dg.AssetKey(["marts", "alert_coverage"])
 ALERT_DATA_SPAN = dg.AssetKey(["marts", "alert_data_span"])
 ALERT_MONITORING_GAPS = dg.AssetKey(["marts", "alert_monitoring_gaps"])
 
+# NODE_STATES: maintenance periods (rule hygiene); INCIDENT_REPAIRS: the repair time of an uncovered incident.
 _DEPS = [CORE_ALERTS, HW_INCIDENTS, ATTRIBUTION, CORE_JOBS, DAY_COVERAGE, NODE_STATES, INCIDENT_REPAIRS]
 _ALERT_SQL = ("SELECT alert_id, fingerprint, alertname, status, severity, node, target, target_label, starts_at, "
               "ends_at, CAST(labels AS VARCHAR) AS labels, template_id, n_notifications, description FROM core.alerts")

@@ -15,6 +15,7 @@ import duckdb
 import polars as pl
 
 from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.ingest_node_states import NODE_STATES
 from gpusre.assets.ingest_syslog import NODE_EVENTS
 from gpusre.assets.metadata import markdown_preview
 from gpusre.models.accounting_span import accounting_span
@@ -45,8 +46,6 @@ HW_INCIDENTS = dg.AssetKey(["marts", "hw_incidents"])
 ATTRIBUTION = dg.AssetKey(["marts", "job_failure_attribution"])
 TAXONOMY = dg.AssetKey(["marts", "failure_taxonomy"])
 SUSPECT_NODES = dg.AssetKey(["marts", "suspect_nodes"])
-#: (Spelled out, not imported: assets/node_states.py imports HW_INCIDENTS from here.)
-_NODE_STATES = dg.AssetKey(["core", "node_states"])
 INSTANCE_ATTRIBUTION = dg.AssetKey(["marts", "instance_failure_attribution"])
 HEALTH_CHECK_QUALITY = dg.AssetKey(["marts", "health_check_quality"])
 HEALTH_CHECK_MISSES = dg.AssetKey(["marts", "health_check_misses"])
@@ -95,7 +94,6 @@ def run_losses(con: duckdb.DuckDBPyConnection, attribution: pl.DataFrame, instan
     return attributed_interruption_losses(jobs, instances, job_attr, inst_attr, rules, as_of, runs=runs)
 
 
-
 def _read_memo(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
     """``core.attribution_memo`` and its basis as the last build left them (None before the tables exist:
     a warehouse written by an older gpusre attributes every job once)."""
@@ -106,7 +104,7 @@ def _read_memo(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, pl.
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec(HW_INCIDENTS, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(HW_INCIDENTS, deps=[NODE_EVENTS, CORE_JOBS, NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per hardware incident: repeated failure events on a node/component "
                      "merged within 30 min; link failures on >= 3 nodes of one leaf switch = one switch incident, leaves "
                      "(or >= 3 nodes) losing links within 60 s of each other = one fabric incident; power or "
@@ -115,12 +113,12 @@ def _read_memo(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame | None, pl.
                      "storage errors on >= 3 nodes = one storage incident; operator incidents.csv labels win "
                      "(component none / false_positive / not_a_failure: kept, cause_class not_a_failure, no failure). "
                      "With impact: affected jobs, GPUs, lost GPU-hours, hours until the nodes ran a job again."),
-        dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per job that ended in a failure state (or was cancelled by root): "
                      "infrastructure / planned (maintenance on its node, no fault) / user / unknown, component, evidence events and lost GPU-hours "
                      "(after Meta, HPCA 2025: events 10 min before to 5 min after the end on the job's nodes; "
                      "Slurm node states with a hardware reason when core.node_states is ingested)."),
-        dg.AssetSpec(INSTANCE_ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, _NODE_STATES], group_name="marts", kinds={"duckdb"},
+        dg.AssetSpec(INSTANCE_ATTRIBUTION, deps=[NODE_EVENTS, CORE_JOBS, NODE_STATES], group_name="marts", kinds={"duckdb"},
                      description="One row per earlier (requeued) instance of a job that ended in a failure state "
                      "(including the last started one of a job pending again after a requeue): "
                      "the same rules as job_failure_attribution, so goodput and ETTR see infrastructure "

@@ -3,12 +3,13 @@ core: core.alerts (deduplicated alerts with node and status) and core.alert_temp
 
 import dagster as dg
 
+from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.ingest_node_states import NODE_STATES
 from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
 from gpusre.assets.progress import progress_reporter
+from gpusre.assets.rows_reconcile import rows_reconcile_check
 from gpusre.models.ingest.ledger import loaded_rows
 from gpusre.models.alerts.nodes import slurm_node_names
-from gpusre.models.ingest.reconcile import mismatched_files
-from gpusre.models.sources.registry import lake_table
 from gpusre.models.sources.alerts.ingest import SOURCE_KIND, alert_settings, build_core_alerts, ingest_alert_files
 from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
@@ -45,16 +46,8 @@ def raw_alert_notifications(
     return dg.MaterializeResult(metadata=metadata)
 
 
-@dg.asset_check(asset=RAW_ALERTS, pool=WAREHOUSE_POOL, blocking=True,
-                description="For every ingested alert file: notifications read = loaded + rejected.")
-def alert_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.connect() as con:
-        bad = mismatched_files(con, SOURCE_KIND, lake_table(SOURCE_KIND).name)
-    return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
-
-
-CORE_JOBS = dg.AssetKey(["core", "jobs"])
-NODE_STATES = dg.AssetKey(["core", "node_states"])
+alert_rows_reconcile = rows_reconcile_check(RAW_ALERTS, SOURCE_KIND, "alert_rows_reconcile",
+                                            "For every ingested alert file: notifications read = loaded + rejected.")
 
 
 @dg.multi_asset(

@@ -6,12 +6,10 @@ import dagster as dg
 import duckdb
 
 from gpusre.assets.parallel_parse import ParsedSource, parsed_source_asset
+from gpusre.assets.rows_reconcile import rows_reconcile_check
 from gpusre.models.ingest.staging import IngestPlan
-from gpusre.models.ingest.reconcile import mismatched_files
-from gpusre.models.sources.registry import lake_table
 from gpusre.models.sources.sacct.ingest import parse_sacct_shard, plan_sacct, publish_sacct
-from gpusre.pipelines.partitions import WAREHOUSE_POOL
-from gpusre.pipelines.resources import LandingResource, WarehouseResource
+from gpusre.pipelines.resources import LandingResource
 
 RAW_SACCT = dg.AssetKey(["raw", "sacct_records"])
 
@@ -34,8 +32,5 @@ raw_sacct = parsed_source_asset(
 )
 
 
-@dg.asset_check(asset=RAW_SACCT, pool=WAREHOUSE_POOL, blocking=True, description="For every ingested file: rows read = loaded + rejected.")
-def sacct_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.connect() as con:
-        bad = mismatched_files(con, "sacct", lake_table("sacct").name)
-    return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
+sacct_rows_reconcile = rows_reconcile_check(RAW_SACCT, "sacct", "sacct_rows_reconcile",
+                                            "For every ingested file: rows read = loaded + rejected.")

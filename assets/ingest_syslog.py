@@ -5,6 +5,7 @@ import dagster as dg
 
 import duckdb
 
+from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.metadata import markdown_preview
 from gpusre.assets.parallel_parse import ParsedSource, parsed_source_asset
 from gpusre.models.alerts.nodes import HostMapping
@@ -32,7 +33,7 @@ raw_syslog = parsed_source_asset(
     key=RAW_SYSLOG,
     kinds={"parquet", "duckdb", "drain3"},
     # Year inference for RFC 3164 lines uses the accounting's time span when a file name has no date.
-    after=dg.AssetKey(["raw", "sacct_records"]),
+    after=RAW_SACCT,
     description="Every node-log line under landing/syslog (syslog, dmesg, journald; .gz ok) with UTC time, "
     "node, a stable Drain3 template id and, for recognized lines, the event catalog's kind/code/component. "
     "New or changed files only, parsed in parallel shards; unparseable lines go to raw.rejects.",

@@ -1,5 +1,6 @@
-"""Slurm node-state history: landing/slurm_events → raw.slurm_events → core.node_states (+ reasons,
-cluster events) → marts.node_availability_daily and marts.drain_reasons.
+"""Marts over the Slurm node-state history (core.node_states, built by
+:mod:`gpusre.assets.ingest_node_states`): marts.node_availability_daily, marts.drain_reasons, availability by
+component and the repair times.
 
 Thin: read, call the models, write in one transaction. The core tables and both marts are rebuilt
 in full each run (node events are thousands a year, not millions); the daily mart is not partitioned
@@ -12,14 +13,12 @@ import dagster as dg
 import polars as pl
 
 from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.failures import HW_INCIDENTS
-from gpusre.assets.metadata import file_ingest_metadata, latest_rejects, markdown_preview
-from gpusre.assets.progress import progress_reporter
+from gpusre.assets.ingest_node_states import NODE_STATES
+from gpusre.assets.metadata import markdown_preview
 from gpusre.models.accounting_span import accounting_span, counted_end, data_span_of, node_history_end
 from gpusre.models.day_coverage import mark_partial_days
-from gpusre.models.ingest.ledger import loaded_rows
-from gpusre.models.ingest.reconcile import mismatched_files
-from gpusre.models.sources.registry import lake_table
 from gpusre.models.failures.drain_reasons import DRAIN_REASONS_MART_SCHEMA, top_drain_reasons
 from gpusre.models.reliability.node_availability import (
     AVAILABILITY_BY_COMPONENT_SCHEMA,
@@ -31,13 +30,7 @@ from gpusre.models.reliability.node_availability import (
     repair_states,
     with_down_from,
 )
-from gpusre.models.sources.slurm_events.ingest import (
-    SLURM_EVENTS_KIND,
-    build_node_states,
-    history_start,
-    ingest_slurm_event_files,
-    node_states_end,
-)
+from gpusre.models.sources.slurm_events.ingest import history_start, node_states_end
 from gpusre.models.vocabulary import class_of
 from gpusre.models.reliability.repair_times import (
     INCIDENT_REPAIR_SCHEMA,
@@ -57,10 +50,6 @@ from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.reliability_settings import maintenance_spans
 from gpusre.pipelines.resources import LandingResource, WarehouseResource
 
-RAW_SLURM_EVENTS = dg.AssetKey(["raw", "slurm_events"])
-NODE_STATES = dg.AssetKey(["core", "node_states"])
-NODE_STATE_REASONS = dg.AssetKey(["core", "node_state_reasons"])
-CLUSTER_EVENTS = dg.AssetKey(["core", "cluster_events"])
 NODE_AVAILABILITY_DAILY = dg.AssetKey(["marts", "node_availability_daily"])
 DRAIN_REASONS = dg.AssetKey(["marts", "drain_reasons"])
 AVAILABILITY_BY_COMPONENT = dg.AssetKey(["marts", "availability_by_component"])
@@ -71,76 +60,6 @@ INCIDENT_REPAIRS = dg.AssetKey(["marts", "incident_repairs"])
 #: How far back the daily availability mart reaches before as_of at most: a node drained since
 #: years would otherwise stretch the table back to its drain day.
 MAX_HISTORY_DAYS = 400
-
-
-@dg.asset(
-    key=RAW_SLURM_EVENTS,
-    group_name="ingest",
-    kinds={"parquet", "duckdb"},
-    pool=WAREHOUSE_POOL,
-    description=(
-        "Every node and cluster event line of landing/slurm_events (sacctmgr show event -P dumps, "
-        "sinfo -R snapshots), typed, UTC, with source file and line. New or changed files only (SHA-256); "
-        "bad lines go to raw.rejects."
-    ),
-)
-def raw_slurm_events(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, landing: LandingResource
-) -> dg.MaterializeResult:
-    config = landing.cluster_config()
-    with warehouse.connect() as con:
-        # Stages outside, then publishes inside one transaction (see models/sources/slurm_events/ingest.py).
-        results = ingest_slurm_event_files(con, landing.root, timezone=config.timezone, cluster=config.cluster,
-                                           fields=config.slurm_events.fields, progress=progress_reporter(context))
-        total = loaded_rows(con, SLURM_EVENTS_KIND)
-        rejects = latest_rejects(con, SLURM_EVENTS_KIND)
-    return dg.MaterializeResult(metadata=file_ingest_metadata(context, results, total, rejects))
-
-
-@dg.asset_check(asset=RAW_SLURM_EVENTS, pool=WAREHOUSE_POOL, blocking=True,
-                description="For every ingested slurm_events file: rows read = loaded + rejected, and both match the tables.")
-def slurm_events_rows_reconcile(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.connect() as con:
-        bad = mismatched_files(con, SLURM_EVENTS_KIND, lake_table(SLURM_EVENTS_KIND).name)
-    return dg.AssetCheckResult(passed=not bad, metadata={"mismatched_files": len(bad), "examples": str(bad[:5])})
-
-
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(NODE_STATES, deps=[RAW_SLURM_EVENTS], group_name="core", kinds={"duckdb", "drain3"},
-                     description="One row per node event (node x start), its latest version across overlapping dumps: "
-                     "state, start/end (NULL = ongoing), reason with Drain3 template and class "
-                     "(catalog/drain_reasons.csv: reason_class, component, availability_class)."),
-        dg.AssetSpec(NODE_STATE_REASONS, deps=[RAW_SLURM_EVENTS], group_name="core", kinds={"duckdb"},
-                     description="One row per drain/down reason template: example, class, events, nodes, node-hours."),
-        dg.AssetSpec(CLUSTER_EVENTS, deps=[RAW_SLURM_EVENTS], group_name="core", kinds={"duckdb"},
-                     description="One row per cluster event (registered-TRES periods, controller down); "
-                     "not node outages, so never expanded into core.node_states."),
-    ],
-    pool=WAREHOUSE_POOL,
-)
-def core_node_states(warehouse: WarehouseResource, landing: LandingResource):
-    # The fleet's node names are host names, not component evidence, in drain reasons (`gpu017 PSU fail`).
-    node_names = landing.cluster_config().node_names or None
-    with warehouse.connect() as con:
-        with transaction(con):
-            summary = build_node_states(con, node_names=node_names)
-        by_class = con.sql(
-            "SELECT availability_class, reason_class, count(*) AS events, count(DISTINCT node) AS nodes "
-            "FROM core.node_states GROUP BY ALL ORDER BY events DESC LIMIT 15").pl()
-    yield dg.MaterializeResult(asset_key=NODE_STATES, metadata={
-        "dagster/row_count": summary.node_states, "ongoing": summary.ongoing,
-        "not_outages": summary.not_outages,
-        "as_of": str(summary.as_of), "by_class": markdown_preview(by_class, 15)})
-    yield dg.MaterializeResult(asset_key=NODE_STATE_REASONS, metadata={"dagster/row_count": summary.templates})
-    yield dg.MaterializeResult(asset_key=CLUSTER_EVENTS, metadata={"dagster/row_count": summary.cluster_events})
-
-
-@dg.asset_check(asset=NODE_STATES, pool=WAREHOUSE_POOL, blocking=True, description="No duplicate (node, start_ts) in core.node_states.")
-def node_states_unique(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.connect() as con:
-        dup = con.sql("SELECT node, start_ts, count(*) FROM core.node_states GROUP BY ALL HAVING count(*) > 1").fetchall()
-    return dg.AssetCheckResult(passed=not dup, metadata={"duplicates": len(dup), "examples": str(dup[:5])})
 
 
 def _replace(con, table: str, frame: pl.DataFrame) -> None:  # noqa: ANN001 - DuckDB connection
@@ -178,7 +97,7 @@ def _first_log_line(con) -> datetime | None:  # noqa: ANN001 - DuckDB connection
         # HW_INCIDENTS: a generic "Not responding" takes the class of the hardware incident linked to its
         # outage (models/reliability/node_availability.py, outage_causes).
         dg.AssetSpec(NODE_AVAILABILITY_DAILY, deps=[NODE_STATES, HW_INCIDENTS, CORE_JOBS,
-                                                    dg.AssetKey(["marts", "day_coverage"])],
+                                                    DAY_COVERAGE],
                      group_name="marts", kinds={"duckdb"},
                      description="One row per node x UTC day: in-service and down hours, down hours by cause "
                      "(hardware, maintenance, health check, other). Overlapping states merged (attributed to the "

@@ -14,7 +14,7 @@ from gpusre.assets.ingest_alerts import RAW_ALERTS
 from gpusre.assets.ingest_sacct import RAW_SACCT
 from gpusre.assets.ingest_syslog import NODE_EVENTS, RAW_SYSLOG
 from gpusre.assets.job_trends import JOB_USAGE_DAILY, UTILIZATION_BY_POOL_DAILY
-from gpusre.assets.node_states import RAW_SLURM_EVENTS
+from gpusre.assets.ingest_node_states import RAW_SLURM_EVENTS
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.models.report_marts import WINDOW_MACROS, build_report_marts
 from gpusre.pipelines.partitions import WAREHOUSE_POOL

@@ -1,9 +1,4 @@
-"""Reports: the nightly and the SLO-review HTML + Markdown reports rendered from the marts, and the
-warehouse snapshot ad hoc readers open while a run writes."""
-
-
-import os
-from pathlib import Path
+"""Reports: the nightly and the SLO-review HTML + Markdown reports rendered from the marts."""
 
 import dagster as dg
 
@@ -17,21 +12,16 @@ from gpusre.assets.alert_incidents import (
     ALERT_RULE_QUALITY,
     HW_WITHOUT_ALERT,
 )
-from gpusre.assets.node_states import DRAIN_REASONS, NODE_AVAILABILITY_DAILY, NODE_STATES, REPAIR_TIMES
+from gpusre.assets.ingest_node_states import NODE_STATES
+from gpusre.assets.node_states import DRAIN_REASONS, NODE_AVAILABILITY_DAILY, REPAIR_TIMES
 from gpusre.assets.reliability import KEYS as RELIABILITY_KEYS
 from gpusre.assets.report_marts import REPORT_MART_KEYS
 from gpusre.reports.nightly import render_nightly_report
 from gpusre.reports.slo import render_slo_report
-from gpusre.models.warehouse import connect
-from gpusre.models.warehouse_snapshot import publish_snapshot
-from gpusre.pipelines.partitions import WAREHOUSE_POOL
 from gpusre.pipelines.resources import ReportsResource, WarehouseResource
 
 NIGHTLY_REPORT = dg.AssetKey(["reports", "nightly"])
 SLO_REPORT = dg.AssetKey(["reports", "slo"])
-WAREHOUSE_SNAPSHOT = dg.AssetKey(["reports", "warehouse_snapshot"])
-#: Set to 0 / off to skip publishing the snapshot.
-SNAPSHOT_ENV = "GPUSRE_SNAPSHOT"
 
 
 @dg.asset(
@@ -83,39 +73,3 @@ def slo_report(
             "markdown": dg.MetadataValue.path(str(paths.markdown)),
         }
     )
-
-
-@dg.asset(
-    key=WAREHOUSE_SNAPSHOT,
-    # After both reports, whose inputs cover every mart: the last step of a run that builds them;
-    # after the table comments (reports/warehouse_comments), so the copy carries them.
-    # After a lake compaction (its job runs both): the copy's raw views must know the merged files.
-    deps=[NIGHTLY_REPORT, SLO_REPORT, dg.AssetKey(["reports", "warehouse_comments"]),
-          dg.AssetKey(["maintenance", "lake_compaction"])],
-    group_name="reports",
-    kinds={"duckdb"},
-    pool=WAREHOUSE_POOL,
-    description="A read-only copy of the warehouse, <warehouse>.snapshot.duckdb, for ad hoc queries while a "
-    "run holds the warehouse (DuckDB lets no other process open a file a writer holds). Same tables; as of "
-    "the last run that built the reports; replaced atomically.",
-)
-def warehouse_snapshot(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    # A full copy each run: on a very large warehouse a site may rather snapshot on its own schedule.
-    if os.environ.get(SNAPSHOT_ENV, "1").strip().lower() in {"0", "off", "false", "no"}:
-        context.log.info(f"warehouse snapshot skipped ({SNAPSHOT_ENV}={os.environ[SNAPSHOT_ENV]})")
-        return dg.MaterializeResult(metadata={"skipped": f"{SNAPSHOT_ENV}={os.environ[SNAPSHOT_ENV]}"})
-    path = publish_snapshot(Path(warehouse.path))
-    con = connect(path, read_only=True)
-    try:
-        tables = con.sql("SELECT count(*) FROM information_schema.tables "
-                         "WHERE table_schema IN ('raw', 'core', 'marts')").fetchall()[0][0]
-        jobs = con.sql("SELECT count(*) FROM core.jobs").fetchall()[0][0]
-    finally:
-        con.close()
-    context.log.info(f"warehouse snapshot for ad hoc queries: {path}")
-    return dg.MaterializeResult(metadata={
-        "path": dg.MetadataValue.path(str(path)),
-        "size_mb": round(path.stat().st_size / 2**20, 1),
-        "tables": tables,
-        "core_jobs": jobs,
-    })

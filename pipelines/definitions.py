@@ -23,17 +23,12 @@ from gpusre.assets.job_trends import (
     no_unprocessed_days,
     size_share_trend,
 )
-from gpusre.assets.node_states import (
-    core_node_states,
-    node_state_marts,
-    node_states_unique,
-    raw_slurm_events,
-    repair_time_marts,
-    slurm_events_rows_reconcile,
-)
+from gpusre.assets.ingest_node_states import core_node_states, node_states_unique, raw_slurm_events, slurm_events_rows_reconcile
+from gpusre.assets.node_states import node_state_marts, repair_time_marts
 from gpusre.assets.report_marts import report_marts
-from gpusre.assets.reports import nightly_report, slo_report, warehouse_snapshot
+from gpusre.assets.reports import nightly_report, slo_report
 from gpusre.assets.warehouse_docs import warehouse_comments
+from gpusre.assets.warehouse_snapshot import warehouse_snapshot
 from gpusre.pipelines.jobs import (
     build_ingest_job,
     daily_marts_job,

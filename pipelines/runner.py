@@ -25,6 +25,12 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from gpusre.assets.core_jobs import CORE_JOBS
+from gpusre.assets.failures import HW_INCIDENTS
+from gpusre.assets.ingest_syslog import NODE_EVENTS
+from gpusre.assets.lake_compaction import LAKE_COMPACTION
+from gpusre.assets.reports import NIGHTLY_REPORT, SLO_REPORT
+from gpusre.assets.warehouse_snapshot import WAREHOUSE_SNAPSHOT
 from gpusre.models.ingest.lake_compaction import compaction_backlog
 from gpusre.models.ingest.ledger import gone_files
 from gpusre.models.marts_runner import queue_missing_days
@@ -478,8 +484,8 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
         progress("[1/3] ingest: sacct dumps, node logs, alerts, node states -> raw.*, core.*")
         ingest = _execute(defs, "ingest_job", instance, warehouse)
     _source_summaries(ingest, summary)
-    summary.jobs = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "jobs"])), "dagster/row_count")
-    summary.node_events = _count(_materialization_metadata(ingest, dg.AssetKey(["core", "node_events"])),
+    summary.jobs = _count(_materialization_metadata(ingest, CORE_JOBS), "dagster/row_count")
+    summary.node_events = _count(_materialization_metadata(ingest, NODE_EVENTS),
                                  "dagster/row_count")
     progress(f"      {summary.files_changed} new/changed file(s), {len(summary.files_refused)} refused; "
              f"{summary.rows_rejected:,} records rejected; core.jobs {summary.jobs:,} jobs (every state, CPU jobs and "
@@ -534,15 +540,15 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
     progress("[3/3] roll-up marts, reliability SLIs, node states, reports")
     t0 = time.monotonic()
     rollup = _execute(defs, "rollup_job", instance, warehouse)
-    _incidents_summary(_materialization_metadata(rollup, dg.AssetKey(["marts", "hw_incidents"])), summary, progress)
-    report_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "nightly"]))
+    _incidents_summary(_materialization_metadata(rollup, HW_INCIDENTS), summary, progress)
+    report_meta = _materialization_metadata(rollup, NIGHTLY_REPORT)
     if report_meta.get("html"):
         summary.report_html = Path(str(report_meta["html"]))
         summary.report_markdown = Path(str(report_meta["markdown"]))
-    slo_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "slo"]))
+    slo_meta = _materialization_metadata(rollup, SLO_REPORT)
     if slo_meta.get("html"):
         summary.slo_report_html = Path(str(slo_meta["html"]))
-    snapshot_meta = _materialization_metadata(rollup, dg.AssetKey(["reports", "warehouse_snapshot"]))
+    snapshot_meta = _materialization_metadata(rollup, WAREHOUSE_SNAPSHOT)
     if snapshot_meta.get("path"):
         summary.snapshot = Path(str(snapshot_meta["path"]))
     con = connect(warehouse, read_only=True)
@@ -584,8 +590,8 @@ def compact_lake(warehouse: Path, *, keep_days: int, min_files: int,
             progress("lake compaction: old days' small node-log files -> one file per day; snapshot")
             result = _execute(defs, "lake_compaction_job", instance, warehouse, ops={
                 "maintenance__lake_compaction": {"config": {"keep_days": keep_days, "min_files": min_files}}})
-    metadata = _materialization_metadata(result, dg.AssetKey(["maintenance", "lake_compaction"]))
-    snapshot = _materialization_metadata(result, dg.AssetKey(["reports", "warehouse_snapshot"])).get("path")
+    metadata = _materialization_metadata(result, LAKE_COMPACTION)
+    snapshot = _materialization_metadata(result, WAREHOUSE_SNAPSHOT).get("path")
     return CompactionSummary(
         **{name: _count(metadata, name) for name in
            ("days_compacted", "versions_merged", "files_merged", "rows_written", "files_deleted")},

@@ -18,7 +18,7 @@ from gpusre.assets.data_coverage import (data_coverage_marts, dense_sources_have
 from gpusre.assets.ingest_alerts import raw_alert_notifications
 from gpusre.assets.ingest_sacct import raw_sacct
 from gpusre.assets.ingest_syslog import raw_syslog
-from gpusre.assets.node_states import raw_slurm_events
+from gpusre.assets.ingest_node_states import raw_slurm_events
 from gpusre.assets.report_marts import report_marts
 from gpusre.reports.nightly import render_nightly_report
 from gpusre.reports.slo import render_slo_report

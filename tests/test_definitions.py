@@ -75,3 +75,18 @@ def test_definitions_bind_the_sensor_and_schedule() -> None:
     repo = definitions.build_definitions("/nonexistent/w.duckdb", "/nonexistent/landing").get_repository_def()
     assert repo.get_schedule_def("nightly_schedule").execution_timezone == "UTC"  # no cluster.yaml there
     assert repo.get_sensor_def("landing_sensor").job_name == "nightly_job"
+
+
+def test_each_asset_key_is_spelled_out_once() -> None:
+    """An asset key written as a literal is defined in one module (the one building the asset) and imported
+    everywhere else: two spellings of one key drift apart silently (a renamed asset keeps a stale dependency)."""
+    import re
+    from collections import Counter
+    from pathlib import Path
+
+    root = Path(definitions.__file__).resolve().parents[1]
+    literal = re.compile(r"dg\.AssetKey\(\[\s*(\"[^\"]+\"(?:\s*,\s*\"[^\"]+\")*)\s*\]\)")
+    spelled = Counter(m.group(1).replace(" ", "") for folder in ("assets", "pipelines")
+                      for path in (root / folder).glob("*.py") for m in literal.finditer(path.read_text()))
+    assert spelled, "no asset key literal found: the pattern no longer matches the code"
+    assert {key: n for key, n in spelled.items() if n > 1} == {}

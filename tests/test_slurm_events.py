@@ -295,13 +295,13 @@ def test_rerun_is_idempotent_and_a_changed_file_replaces_its_rows(tmp_path: Path
 
 
 def test_dagster_materializes_the_node_state_assets(tmp_path: Path) -> None:
-    from gpusre.assets.node_states import (
+    from gpusre.assets.ingest_node_states import (
         core_node_states,
-        node_state_marts,
         node_states_unique,
         raw_slurm_events,
         slurm_events_rows_reconcile,
     )
+    from gpusre.assets.node_states import node_state_marts
 
     landing = _landing(tmp_path)
     (landing / "cluster.yaml").write_text(

@@ -94,7 +94,7 @@ def test_a_failed_copy_leaves_the_previous_snapshot(tmp_path: Path, monkeypatch:
 def test_the_asset_publishes_and_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dagster as dg
 
-    from gpusre.assets.reports import warehouse_snapshot
+    from gpusre.assets.warehouse_snapshot import warehouse_snapshot
     from gpusre.pipelines.resources import default_resources
 
     wh = _warehouse(tmp_path / "w.duckdb", 10)
