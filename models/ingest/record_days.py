@@ -42,10 +42,8 @@ def _summary(source: Source) -> VersionSummary:
     per_file_day = (f"SELECT '{source.name}', source_file, day, sum(records)::BIGINT, min(first_ts), max(last_ts), "
                     f"{nodes} FROM ({{}}) GROUP BY source_file, day")
     # The node logs' parse stages the first level itself, per file, UTC day and node (summary_parts.DAY_PARTS).
-    # Its parts are per run of a file's lines of one day and node: summed per file, day and node first.
-    parts = (PartsQuery(DAY_PARTS, per_file_day.format(
-                 "SELECT source_file, day, node, sum(records) AS records, min(first_ts) AS first_ts, "
-                 "max(last_ts) AS last_ts FROM parts GROUP BY source_file, day, node"))
+    parts = (PartsQuery(DAY_PARTS, per_file_day.format("SELECT source_file, day, node, records, first_ts, last_ts "
+                                                        "FROM parts"))
              if source.name == "syslog" else None)
     return VersionSummary("raw.record_days", source.name, source.lake, per_file_day.format(records),
                           scope=f"source_kind = '{source.name}'", parts=parts)

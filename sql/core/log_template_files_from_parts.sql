@@ -1,10 +1,10 @@
 -- core.log_template_files of node-log file versions just parsed, from their template parts (relation
--- `parts`: per file, masked message and node, staged by the parse, gpusre.models.sources.syslog.summary_parts)
+-- `parts`: per file and masked message, staged by the parse, gpusre.models.sources.syslog.summary_parts)
 -- instead of their lake files. Same rows as sql/core/log_template_files.sql over the lines: a template
 -- is the union of its masked messages' parts, its earliest line the earliest of their earliest lines.
 SELECT p.source_file, m.template_id,
        sum(p.lines)::BIGINT                                         AS lines,
-       list_sort(coalesce(list(DISTINCT p.node) FILTER (WHERE p.node IS NOT NULL), [])) AS nodes,
+       list_sort(coalesce(list_distinct(flatten(list(p.nodes))), [])) AS nodes,
        min(p.first_seen_ts)                                         AS first_seen_ts,
        max(p.last_seen_ts)                                          AS last_seen_ts,
        arg_min(p.example, (p.first_seen_ts, p.example_line_no))     AS example,

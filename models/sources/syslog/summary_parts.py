@@ -8,11 +8,10 @@ a landing file's lines never span two batches; its parts are a few thousand rows
 
 * ``event_rows``: the lines the catalog recognized (``kind`` set), with the columns ``core.node_events``
   reads and ``message_key`` (the template id is known only after the publish step mines);
-* ``template_parts``: per file (or part of it), masked message (``message_key``) and node, what
-  ``core.log_template_files`` keeps per file and template: lines, first and last time, the earliest
-  line's message and its (time, line) key, the earliest recognized event's kind and key;
-* ``day_parts``: per run of lines of one file, UTC day and node, the lines and the first and last time
-  (``raw.record_days``).
+* ``template_parts``: per file and masked message (``message_key``), what ``core.log_template_files``
+  keeps per file and template: lines, nodes, first and last time, the earliest line's message and its
+  (time, line) key, the earliest recognized event's kind and key;
+* ``day_parts``: per file, UTC day and node, the lines and the first and last time (``raw.record_days``).
 
 The queries in ``sql/core/*_from_parts.sql`` and :mod:`gpusre.models.ingest.record_days` turn them into
 the rows the summaries' own queries give over the lines (``tests/test_syslog_summary_parts.py``)."""
@@ -39,40 +38,25 @@ _ROW_SCHEMA: dict[str, pl.DataType] = {
 
 
 def summary_parts(rows: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """The parts of the lake rows ``rows`` (whole landing files: every line of each file in it), by kind.
-    A file's or a (file, day, node)'s rows may come in several parts (a file's lines not contiguous, a
-    node's lines interleaved with another's in a central file): the queries over the parts sum them."""
-    # Files are numbered by run (a batch holds whole files, one after another) instead of hashing
-    # their names per line: ~0.3 s per million lines, as much as the scans of the lake it replaces.
-    file_no = pl.col("source_file").rle_id().alias("_file")
-    lines = rows.select("source_file", "line_no", "ts", "node", "message", "kind", "message_key", file_no)
-    # The first row of a (file, key) group must be its earliest line, the one arg_min(..., (ts, line_no))
-    # picks. Lines are in file and line order; in time order too as a per-node file is written, which
-    # one comparison finds (a central file's out-of-order lines are sorted).
-    in_order = lines.select(((pl.col("_file").diff() != 0) | (pl.col("ts").diff() >= pl.duration(microseconds=0)))
-                            .fill_null(True).all()).item()
-    ordered = lines if in_order else lines.sort("_file", "ts", "line_no")
+    """The parts of the lake rows ``rows`` (whole landing files: every line of each file in it), by kind."""
+    # In (time, line) order per file: each group's first row is then its earliest line, the order
+    # arg_min(…, (ts, line_no)) picks by.
+    ordered = rows.select("source_file", "line_no", "ts", "node", "message", "kind", "message_key").sort(
+        "source_file", "ts", "line_no")
     event = pl.col("kind").is_not_null()
-    # Per node too: the parts' node lists would cost more than the rest together (a list per group).
-    templates = ordered.group_by("_file", "message_key", "node").agg(
-        pl.col("source_file").first(),
+    templates = ordered.group_by("source_file", "message_key").agg(
         pl.len().alias("lines"),
+        pl.col("node").drop_nulls().unique().alias("nodes"),
         pl.col("ts").first().alias("first_seen_ts"),
         pl.col("ts").last().alias("last_seen_ts"),
         pl.col("message").first().alias("example"),
         pl.col("line_no").first().alias("example_line_no"),
+        pl.col("kind").filter(event).first().alias("kind"),
+        pl.col("ts").filter(event).first().alias("first_event_ts"),
+        pl.col("line_no").filter(event).first().alias("event_line_no"),
     )
-    # The earliest recognized event per file and message, from the few event lines.
-    events = ordered.filter(event).group_by("_file", "message_key").agg(
-        pl.col("kind").first(), pl.col("ts").first().alias("first_event_ts"),
-        pl.col("line_no").first().alias("event_line_no"))
-    templates = templates.join(events, on=["_file", "message_key"], how="left").drop("_file")
-    # Per run of lines of one file, UTC day and node (a per-node file: a run or two per day).
-    day = pl.col("ts").dt.date()
-    days = lines.group_by(pl.struct("_file", day, "node").rle_id().alias("_run")).agg(
-        pl.col("source_file").first(), day.first().alias("day"), pl.col("node").first(),
-        pl.len().alias("records"), pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"),
-    ).drop("_run")
+    days = rows.group_by("source_file", pl.col("ts").dt.date().alias("day"), "node").agg(
+        pl.len().alias("records"), pl.col("ts").min().alias("first_ts"), pl.col("ts").max().alias("last_ts"))
     return {EVENT_ROWS: rows.filter(event).select(list(_ROW_SCHEMA)), TEMPLATE_PARTS: templates, DAY_PARTS: days}
 
 
