@@ -11,9 +11,8 @@ from collections.abc import Collection
 import duckdb
 
 from gpusre.models.accounting_span import ACCOUNTING_RECORD_DAY_SQL, ACCOUNTING_RECORD_TS_SQL
-from gpusre.models.ingest.version_summaries import PartsQuery, StagedParts, VersionSummary, refresh_version_summary
+from gpusre.models.ingest.version_summaries import VersionSummary, refresh_version_summary
 from gpusre.models.sources.registry import Source, record_sources
-from gpusre.models.sources.syslog.summary_parts import DAY_PARTS
 
 __all__ = ["record_day_summaries", "refresh_record_days"]
 
@@ -39,14 +38,9 @@ def _summary(source: Source) -> VersionSummary:
     # list(DISTINCT) per group (10 M node-log lines: 1.13-1.16 -> 0.82-0.83 s).
     nodes = ("list_sort(coalesce(list(node) FILTER (WHERE node IS NOT NULL), []))" if source.record_node
              else "NULL::VARCHAR[]")
-    per_file_day = (f"SELECT '{source.name}', source_file, day, sum(records)::BIGINT, min(first_ts), max(last_ts), "
-                    f"{nodes} FROM ({{}}) GROUP BY source_file, day")
-    # The node logs' parse stages the first level itself, per file, UTC day and node (summary_parts.DAY_PARTS).
-    parts = (PartsQuery(DAY_PARTS, per_file_day.format("SELECT source_file, day, node, records, first_ts, last_ts "
-                                                        "FROM parts"))
-             if source.name == "syslog" else None)
-    return VersionSummary("raw.record_days", source.name, source.lake, per_file_day.format(records),
-                          scope=f"source_kind = '{source.name}'", parts=parts)
+    select = (f"SELECT '{source.name}', source_file, day, sum(records)::BIGINT, min(first_ts), max(last_ts), {nodes} "
+              f"FROM ({records}) GROUP BY source_file, day")
+    return VersionSummary("raw.record_days", source.name, source.lake, select, scope=f"source_kind = '{source.name}'")
 
 
 def record_day_summaries() -> tuple[VersionSummary, ...]:
@@ -54,12 +48,10 @@ def record_day_summaries() -> tuple[VersionSummary, ...]:
     return tuple(_summary(s) for s in record_sources() if s.record_ts is not None)
 
 
-def refresh_record_days(con: duckdb.DuckDBPyConnection, sources: Collection[str] | None = None,
-                        parts: StagedParts | None = None) -> None:
+def refresh_record_days(con: duckdb.DuckDBPyConnection, sources: Collection[str] | None = None) -> None:
     """Bring ``raw.record_days`` in step with the ledger (inside the caller's transaction); ``sources``:
     only those record sources' rows (registry names; None: every one) — the daily marts need only the
-    accounting's. ``parts``: the node-log parse's parts of the files it just loaded (the publish step
-    summarizes them from those, not from the night's 10 M lines in the lake)."""
+    accounting's, and the night's 10 M node-log lines are summarized once, by the coverage roll-up."""
     for summary in record_day_summaries():
         if sources is None or summary.source in sources:
-            refresh_version_summary(con, summary, parts)
+            refresh_version_summary(con, summary)

@@ -10,19 +10,12 @@ re-ingested or removed landing file), and the parts of versions not yet summariz
 read from their own lake files only (:func:`~gpusre.models.ingest.lake.version_files`). A table with
 no bookkeeping yet (a warehouse from before) is emptied and rebuilt once. The result equals a full
 rebuild over the ``raw.*`` views (``tests/test_version_summaries.py``).
-
-A source may hand a refresh the *parts* of versions it has just parsed (:class:`StagedParts`): small
-per-version aggregates computed while the records were in memory. A summary that declares how to
-build its rows from parts (:class:`PartsQuery`) then reads those versions' parts instead of their lake
-files: the night's 10 M node-log lines are not read back three times. Either way the rows are the same
-(``tests/test_syslog_summary_parts.py``), so the bookkeeping does not tell them apart.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import duckdb
 
@@ -37,30 +30,10 @@ from gpusre.models.ingest.lake import (
     version_stem,
 )
 
-__all__ = ["PartsQuery", "StagedParts", "VersionSummary", "refresh_version_summary", "version_changes"]
+__all__ = ["VersionSummary", "refresh_version_summary", "version_changes"]
 
 #: Landing files read per INSERT: bounds the memory of the first build over a long history.
 FILES_PER_BATCH = 2000
-
-
-@dataclass(frozen=True)
-class PartsQuery:
-    """How a summary's rows of some versions come from their parts: ``kind`` names the parts
-    (:class:`StagedParts`), ``select`` is a query over the relation ``parts`` (those versions' rows of
-    that kind) giving exactly the rows the summary's own ``select`` gives over their records."""
-
-    kind: str
-    select: str
-
-
-@dataclass(frozen=True)
-class StagedParts:
-    """Parts of the versions a run has just parsed: per kind, the name of a relation registered on the
-    connection (with a ``source_file`` column); ``versions``: the ``(source_file, sha256)`` whose parts
-    are complete (every record of the version went into them)."""
-
-    versions: frozenset[tuple[str, str]]
-    relations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,8 +52,6 @@ class VersionSummary:
     lake: LakeTable
     select: str
     scope: str = "TRUE"
-    #: How its rows come from parts, where a source stages them (None: from the records only).
-    parts: PartsQuery | None = None
 
     @property
     def key(self) -> str:
@@ -124,12 +95,9 @@ def version_changes(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> 
     return _stale_files(con, summary), [f for f, _ in _pending_versions(con, summary)]
 
 
-def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSummary,
-                            parts: StagedParts | None = None) -> tuple[int, int]:
+def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSummary) -> tuple[int, int]:
     """Bring ``summary.table`` in step with the ledger; return (versions removed, versions added).
-    Call it inside a transaction (a kill leaves the table and its bookkeeping as they were).
-    ``parts``: parts of versions just parsed; those of them the summary lacks are read from their
-    parts (when the summary says how), the others from their lake files."""
+    Call it inside a transaction (a kill leaves the table and its bookkeeping as they were)."""
     key = summary.key
     if not reads_lake(con, summary.lake.name):
         # Bare DDL (rows inserted into lake.<table> by hand, no ledger): nothing to go by but a full rebuild.
@@ -150,12 +118,11 @@ def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSumm
     pending = _pending_versions(con, summary)
     if not pending:
         return len(stale), 0
-    records = _insert_from_parts(con, summary, pending, parts)
     # A version a compaction merged is read from its compacted files (a summary built anew
     # after the compaction: a new table, or one emptied above).
-    compacted, stems = compacted_version_files(con, summary.lake.name, records)
+    compacted, stems = compacted_version_files(con, summary.lake.name, pending)
     merged = set(stems)
-    own = [v for v in records if version_stem(*v) not in merged]
+    own = [v for v in pending if version_stem(*v) not in merged]
     files = [p.as_posix() for p in version_files(lake_of(con), summary.lake.name, own)]
     rows = files_relation_sql(con, summary.lake, "$files")
     for start in range(0, len(files), FILES_PER_BATCH):
@@ -169,20 +136,3 @@ def refresh_version_summary(con: duckdb.DuckDBPyConnection, summary: VersionSumm
     con.execute("INSERT INTO raw.summarized_versions SELECT ?, unnest(?), unnest(?)",
                 [key, [f for f, _ in pending], [sha for _, sha in pending]])
     return len(stale), len(pending)
-
-
-def _insert_from_parts(con: duckdb.DuckDBPyConnection, summary: VersionSummary, pending: list[tuple[str, str]],
-                       parts: StagedParts | None) -> list[tuple[str, str]]:
-    """Insert the rows of the ``pending`` versions ``parts`` covers from their parts; return the
-    versions left to read from their records."""
-    if parts is None or summary.parts is None or summary.parts.kind not in parts.relations:
-        return pending
-    covered = [f for f, sha in pending if (f, sha) in parts.versions]
-    if not covered:
-        return pending
-    relation = parts.relations[summary.parts.kind]
-    con.execute(f"INSERT INTO {summary.table} WITH parts AS (SELECT * FROM {relation} "
-                f"WHERE source_file IN (SELECT unnest($files))) SELECT * FROM ({summary.parts.select})",
-                {"files": covered})
-    done = set(covered)
-    return [v for v in pending if v[0] not in done]

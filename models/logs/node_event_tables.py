@@ -1,56 +1,42 @@
 """``core.node_events``, ``core.log_template_files`` and ``core.log_templates``, kept per node-log file
 version: a night reads its new node-log files, not the whole history
-(:mod:`gpusre.models.ingest.version_summaries`). The node-log publish step brings the per-version tables in
-step from the parts its parse staged (:mod:`gpusre.models.sources.syslog.summary_parts`); the node-events
-step then finds only what that left (a warehouse from before, a changed definition) and rebuilds
-``core.log_templates``."""
+(:mod:`gpusre.models.ingest.version_summaries`)."""
 
 from __future__ import annotations
 
 import duckdb
 import polars as pl
 
-from gpusre.models.ingest.version_summaries import (PartsQuery, StagedParts, VersionSummary, refresh_version_summary,
-                                                     version_changes)
+from gpusre.models.ingest.version_summaries import VersionSummary, refresh_version_summary, version_changes
 from gpusre.models.logs.node_event_copies import in_step, note_changed_events, refresh_node_event_copies
 from gpusre.models.sources.registry import lake_table
-from gpusre.models.sources.syslog.summary_parts import EVENT_ROWS, TEMPLATE_PARTS
 from gpusre.models.warehouse import read_sql
 
-__all__ = ["NODE_EVENT_SUMMARIES", "refresh_node_event_summaries", "refresh_node_event_tables"]
+__all__ = ["NODE_EVENT_SUMMARIES", "refresh_node_event_tables"]
 
 #: The per-version tables of the node logs, with the query that makes one version's rows.
 NODE_EVENT_SUMMARIES: tuple[VersionSummary, ...] = (
-    VersionSummary("core.node_events", "syslog", lake_table("syslog"), read_sql("core/node_events.sql"),
-                   parts=PartsQuery(EVENT_ROWS, f"WITH rows AS ({read_sql('core/node_event_rows_from_parts.sql')}\n) "
-                                                f"{read_sql('core/node_events.sql')}")),
-    VersionSummary("core.log_template_files", "syslog", lake_table("syslog"), read_sql("core/log_template_files.sql"),
-                   parts=PartsQuery(TEMPLATE_PARTS, read_sql("core/log_template_files_from_parts.sql"))),
+    VersionSummary("core.node_events", "syslog", lake_table("syslog"), read_sql("core/node_events.sql")),
+    VersionSummary("core.log_template_files", "syslog", lake_table("syslog"), read_sql("core/log_template_files.sql")),
 )
 
 
 def refresh_node_event_tables(con: duckdb.DuckDBPyConnection, miner_templates: pl.DataFrame) -> None:
-    """:func:`refresh_node_event_summaries`, then rebuild ``core.log_templates`` from
-    ``core.log_template_files`` and ``miner_templates`` (``template_id``, ``template``: the persisted
-    miner's current texts). Call it inside a transaction."""
-    refresh_node_event_summaries(con)
-    con.register("_miner_templates", miner_templates.to_arrow())
-    try:
-        con.execute(read_sql("core/log_templates.sql"))
-    finally:
-        con.unregister("_miner_templates")
-
-
-def refresh_node_event_summaries(con: duckdb.DuckDBPyConnection, parts: StagedParts | None = None) -> None:
-    """Bring the per-version tables in step with the ledger (the versions ``parts`` covers read from their
-    parts) and core.node_event_copies with core.node_events (redone from each changed node's earliest
-    inserted or removed event on). Call it inside a transaction."""
+    """Bring the per-version tables in step with the ledger and core.node_event_copies with
+    core.node_events (redone from each changed node's earliest inserted or removed event on), then
+    rebuild ``core.log_templates`` from ``core.log_template_files`` and ``miner_templates``
+    (``template_id``, ``template``: the persisted miner's current texts). Call it inside a transaction."""
     events = NODE_EVENT_SUMMARIES[0]
     changes = version_changes(con, events) if in_step(con) else None
     if changes is not None:
         note_changed_events(con, changes[0])  # the rows about to be removed
     for summary in NODE_EVENT_SUMMARIES:
-        refresh_version_summary(con, summary, parts)
+        refresh_version_summary(con, summary)
     if changes is not None:
         note_changed_events(con, changes[1])  # the rows just inserted
     refresh_node_event_copies(con, whole=changes is None)
+    con.register("_miner_templates", miner_templates.to_arrow())
+    try:
+        con.execute(read_sql("core/log_templates.sql"))
+    finally:
+        con.unregister("_miner_templates")

@@ -47,10 +47,6 @@ from gpusre.models.logs.templates import TemplateConfig, TemplateMiner, canonica
 from gpusre.models.warehouse import append_arrow, transaction
 from gpusre.models.ingest.lake import delete_lake_files, remove_unlisted_files, version_files, write_file_sets
 from gpusre.models.sources.registry import lake_table
-from gpusre.models.ingest.record_days import refresh_record_days
-from gpusre.models.ingest.version_summaries import StagedParts
-from gpusre.models.logs.node_event_tables import refresh_node_event_summaries
-from gpusre.models.sources.syslog.summary_parts import PART_KINDS, empty_parts, summary_parts
 
 __all__ = ["SYSLOG_MINER", "discover_syslog_files", "ingest_syslog_files", "load_miner", "parse_syslog_shard",
            "plan_syslog", "publish_syslog", "save_miner", "scan_syslog_files"]
@@ -277,9 +273,6 @@ def parse_syslog_shard(plan: IngestPlan, shard: int, progress: Callable[[str], N
     def write(rows: pl.DataFrame, seen: pl.DataFrame, batch: int, batch_versions: dict[str, str]) -> None:
         write_file_sets(lake, SYSLOG_LAKE, rows, batch_versions)
         write_staged(lake, "syslog", shard, batch, "messages", seen)
-        # A file's lines are all in this batch (files are read whole): its summaries' parts are complete.
-        for kind, part in summary_parts(rows).items():
-            write_staged(lake, "syslog", shard, batch, kind, part)
 
     def frame(lines: pl.DataFrame, batch: int, batch_versions: dict[str, str], lake_writer: BackgroundWriter) -> None:
         rows, seen = _lines_frame(lines, masker, hosts)
@@ -367,9 +360,7 @@ def parse_syslog_shard(plan: IngestPlan, shard: int, progress: Callable[[str], N
 def publish_syslog(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: list[StagedFile]) -> list[FileIngest]:
     """Make the parsed files visible in one transaction (call it outside one): rejects, ledger rows,
     and the masked messages never seen before mined in landing order into
-    ``raw.syslog_message_templates``, with the miner state; and, from the parts the parse staged, the
-    new files' rows of the per-version node-log summaries (:mod:`~gpusre.models.sources.syslog.summary_parts`).
-    Then delete superseded lake files."""
+    ``raw.syslog_message_templates``, with the miner state. Then delete superseded lake files."""
     lake = Path(plan.lake)
     order = plan.order_frame()
     with transaction(con):
@@ -389,36 +380,9 @@ def publish_syslog(con: duckdb.DuckDBPyConnection, plan: IngestPlan, staged: lis
                 miner = load_miner(con)
                 append_arrow(con, "raw.syslog_message_templates", miner.mine_keys(new.select("message_key", "masked")).to_arrow())
                 save_miner(con, miner)
-        _summarize_from_parts(con, lake, staged)
     remove_unlisted_files(con, lake, SYSLOG_LAKE.name)
     clear_staged(lake, "syslog")
     return results
-
-
-def _summarize_from_parts(con: duckdb.DuckDBPyConnection, lake: Path, staged: list[StagedFile]) -> None:
-    """Bring core.node_events, core.log_template_files (and the node-event copies) and the node logs'
-    raw.record_days in step with the ledger, the files loaded now read from the parts their parse staged
-    (the rest, if any, from their lake files). Inside the publish's transaction, once the new messages
-    have template ids. core.log_templates is rebuilt by the node-events step after it."""
-    loaded = frozenset((s.result.source_file, s.sha256) for s in staged if s.result.status == "loaded" and s.sha256)
-    if not loaded:
-        return
-    files = sorted(f for f, _ in loaded)
-    empty = empty_parts()
-    relations = {}
-    for kind in PART_KINDS:
-        paths = [p.as_posix() for p in read_staged(lake, "syslog", kind)]
-        # A kind no file had a row of is staged nowhere: its parts are empty, not missing.
-        frame = pl.read_parquet(paths).filter(pl.col("source_file").is_in(files)) if paths else empty[kind]
-        relations[kind] = f"_syslog_{kind}"
-        con.register(relations[kind], frame.to_arrow())
-    parts = StagedParts(loaded, relations)
-    try:
-        refresh_node_event_summaries(con, parts)
-        refresh_record_days(con, ["syslog"], parts)
-    finally:
-        for name in relations.values():
-            con.unregister(name)
 
 
 def _ignore_copies(con: duckdb.DuckDBPyConnection, plan: IngestPlan,
