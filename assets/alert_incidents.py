@@ -18,8 +18,8 @@ from gpusre.assets.data_coverage import DAY_COVERAGE
 from gpusre.assets.failures import ATTRIBUTION, HW_INCIDENTS
 from gpusre.assets.ingest_alerts import CORE_ALERTS
 from gpusre.assets.ingest_node_states import NODE_STATES
-from gpusre.assets.node_states import INCIDENT_REPAIRS
 from gpusre.assets.metadata import markdown_preview
+from gpusre.assets.node_states import INCIDENT_REPAIRS
 from gpusre.models.alerts.clustering import (
     MAINTENANCE_SCHEMA,
     NOTIFICATION_DAYS_SQL,

@@ -1,6 +1,7 @@
 """Ingest: Slurm node-state history in landing/slurm_events (``sacctmgr show event -P`` dumps, ``sinfo -R``
 snapshots) → raw.slurm_events, and core: core.node_states (+ core.node_state_reasons, core.cluster_events).
-The marts over them (availability, drain reasons, repair times) are in :mod:`gpusre.assets.node_states`."""
+The core tables are rebuilt in full each run (node events are thousands a year, not millions). The marts over
+them (availability, drain reasons, repair times) are in :mod:`gpusre.assets.node_states`."""
 
 import dagster as dg
 

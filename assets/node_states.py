@@ -2,9 +2,9 @@
 :mod:`gpusre.assets.ingest_node_states`): marts.node_availability_daily, marts.drain_reasons, availability by
 component and the repair times.
 
-Thin: read, call the models, write in one transaction. The core tables and both marts are rebuilt
-in full each run (node events are thousands a year, not millions); the daily mart is not partitioned
-yet — a nightly rebuild of a year of 2,000 nodes is ~730,000 small rows.
+Thin: read, call the models, write in one transaction. The marts are rebuilt in full each run (node
+events are thousands a year, not millions); the daily mart is not partitioned yet — a nightly rebuild of
+a year of 2,000 nodes is ~730,000 small rows.
 """
 
 from datetime import datetime, time, timedelta, timezone

@@ -485,8 +485,7 @@ def _run_jobs(defs: dg.Definitions, instance: dg.DagsterInstance, warehouse: Pat
         ingest = _execute(defs, "ingest_job", instance, warehouse)
     _source_summaries(ingest, summary)
     summary.jobs = _count(_materialization_metadata(ingest, CORE_JOBS), "dagster/row_count")
-    summary.node_events = _count(_materialization_metadata(ingest, NODE_EVENTS),
-                                 "dagster/row_count")
+    summary.node_events = _count(_materialization_metadata(ingest, NODE_EVENTS), "dagster/row_count")
     progress(f"      {summary.files_changed} new/changed file(s), {len(summary.files_refused)} refused; "
              f"{summary.rows_rejected:,} records rejected; core.jobs {summary.jobs:,} jobs (every state, CPU jobs and "
              f"jobs cancelled while pending too), {summary.node_events:,} node events ({time.monotonic() - t0:.1f} s)")
