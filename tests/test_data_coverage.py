@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -450,3 +451,60 @@ def test_a_refused_file_turns_the_check_yellow(tmp_path: Path) -> None:
     assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert check.metadata["refused_files"].value == 1
     assert "sacct/sacct_2026-03-04.psv.gz" in check.metadata
+
+
+_FLEET_NODES = ["n1", "n2", "n3", "n4"]
+
+
+def _understated_oracle(jobs: list[tuple[int, int, int, list[str]]], default: int,
+                        gpus_by_node: dict[str, int]) -> list[str]:
+    """marts.fleet_coverage's understated nodes by its header's words, one job at a time: a job with
+    more GPUs than its nodes' mean configured count × its node count names each of its nodes whose
+    per-node share (rounded up) exceeds that node's own count."""
+    named: set[str] = set()
+    for _, gpus, n_nodes, nodes in jobs:
+        per_node = n_nodes or len(nodes)
+        if gpus <= 0 or not nodes or not per_node:
+            continue
+        configured = [gpus_by_node.get(n, default) for n in nodes]
+        if gpus > sum(configured) / len(configured) * per_node:
+            share = -(-gpus // per_node)
+            named |= {n for n, c in zip(nodes, configured) if share > c}
+    return sorted(named)
+
+
+@pytest.fixture(scope="module")
+def fleet_warehouse(tmp_path_factory: pytest.TempPathFactory):
+    """One empty warehouse for the examples below (each replaces core.jobs)."""
+    con = connect(tmp_path_factory.mktemp("fleet") / "w.duckdb")
+    yield con
+    con.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3),
+                               st.lists(st.sampled_from(_FLEET_NODES), min_size=0, max_size=4, unique=True)),
+                     max_size=12),
+       default=st.sampled_from([4, 8]),
+       counts=st.dictionaries(st.sampled_from(_FLEET_NODES), st.sampled_from([2, 4, 8]), max_size=4))
+def test_fleet_coverage_understated_nodes_match_their_definition(
+        fleet_warehouse: duckdb.DuckDBPyConnection, jobs: list[tuple[int, int, list[str]]], default: int,
+        counts: dict[str, int]) -> None:
+    """The mart skips the jobs that cannot be over their nodes (fewer GPUs per node than the fleet's
+    smallest count): the nodes it names are the ones the definition names, on any mixed fleet."""
+    from gpusre.models.marts_runner import run_mart_sql
+    rows = [(i, g, n, nodes) for i, (g, n, nodes) in enumerate(jobs, start=1)]
+    con = fleet_warehouse
+    con.execute("DELETE FROM core.jobs")
+    for i, g, n, nodes in rows:
+        con.execute("INSERT INTO core.jobs BY NAME SELECT ? AS job_id, 'COMPLETED' AS state, 0 AS restarts, "
+                    "'sacct.psv' AS source_file, ? AS line_no, ? AS n_gpus, ? AS n_nodes, ?::VARCHAR[] AS nodes",
+                    [str(i), i, g, n, nodes])
+    run_mart_sql(con, "fleet_coverage", {
+        "fleet_source": "cluster.yaml", "configured_nodes": len(_FLEET_NODES), "fleet": _FLEET_NODES,
+        "gpus_per_node": default, "gpu_nodes": list(counts), "gpu_counts": list(counts.values()),
+        "capacity_gpus": 0, "leaf_switches": 0, "timezone": "UTC"})
+    n, examples = con.sql("SELECT gpus_understated_nodes, gpus_understated_examples "
+                          "FROM marts.fleet_coverage").fetchall()[0]
+    expected = _understated_oracle(rows, default, counts)
+    assert (n, examples) == (len(expected), expected)

@@ -31,7 +31,12 @@ WITH node_gpus AS (
     SELECT s.job_id, s.n_gpus, s.job_nodes, s.node, ceil(s.n_gpus / s.job_nodes)::INTEGER AS share,
            coalesce(g.gpus, $gpus_per_node::INTEGER) AS configured
     FROM (SELECT job_id, n_gpus, job_nodes, unnest(nodes) AS node
-          FROM gpu_jobs WHERE job_nodes IS NOT NULL AND len(nodes) > 0) AS s
+          FROM gpu_jobs WHERE job_nodes IS NOT NULL AND len(nodes) > 0
+            -- only a job over the fewest GPUs any node has can be over its nodes' mean (job_over): the rest
+            -- of a year's million jobs are not unnested (the mart: 0.42 -> 0.17 s on the benchmark year)
+            AND n_gpus > coalesce(job_nodes * least($gpus_per_node::INTEGER,
+                                                    coalesce((SELECT min(gpus) FROM node_gpus), $gpus_per_node::INTEGER)),
+                                  -1)) AS s
     LEFT JOIN node_gpus AS g USING (node)
 ), job_over AS (
     -- jobs with more GPUs than cluster.yaml gives their nodes (their mean count x the job's node count:
