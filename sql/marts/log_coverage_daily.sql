@@ -57,10 +57,13 @@ WITH params AS (
     WHERE h.day BETWEEN (SELECT first_day FROM span) AND (SELECT last_day FROM span)
 ), busy AS (
     SELECT DISTINCT day, node FROM busy_jobs
+), fleet_nodes AS (
+    SELECT DISTINCT unnest(nodes) AS node FROM fleet
 ), host_lines AS (
+    -- a hash lookup, not list_contains: a scan of the 2,000-name list per row cost 0.8 s a year
     SELECT l.day, l.node, l.records, l.first_ts, l.last_ts,
-           len(f.nodes) = 0 OR list_contains(f.nodes, l.node) AS listed
-    FROM (SELECT day, unnest(nodes) AS node, records, first_ts, last_ts FROM log_days) AS l CROSS JOIN fleet AS f
+           (SELECT len(nodes) = 0 FROM fleet) OR l.node IN (SELECT node FROM fleet_nodes) AS listed
+    FROM (SELECT day, unnest(nodes) AS node, records, first_ts, last_ts FROM log_days) AS l
 ), node_lines AS (
     SELECT day, node, records, first_ts, last_ts FROM host_lines WHERE listed
 ), outside AS (
