@@ -1248,8 +1248,9 @@ def cluster_alerts(
     al = al.with_columns(pl.Series("_c", labels.astype(np.int64)))
 
     al = al.join(primary, on="_i", how="left", maintain_order="left")
+    # Kept apart, not joined onto every alert: an incident's node list and place, copied to each of its
+    # alerts, were most of the frame's bytes (a fabric incident's 2,000 nodes on each alert about it).
     hw_places = _hw_places(hw if hw is not None else pl.DataFrame(schema=_HW_SCHEMA), topology)
-    al = al.join(hw_places, on="hw_incident_id", how="left", maintain_order="left")
     last = al.select(pl.max_horizontal(pl.col("starts_at").max(), pl.col("ends_at").max()))[0, 0]
     if as_of is not None:
         given = pl.select(pl.lit(as_of).cast(_TS))[0, 0]
@@ -1257,10 +1258,13 @@ def cluster_alerts(
     # Which (alert, node) rows are evidence of the fault's spread: an alert on its one node, or a node
     # of the hardware incident it is about. A hostlist label (nodelist="gpu[004-006]" of a failed
     # job) names the job's nodes, not how far the fault reached.
-    an = an.join(al.select("_i", "_c", pl.col("_nodes").list.len().alias("_k"), "_hw_nodes"), on="_i").with_columns(
-        ((pl.col("_k") == 1) | pl.col("_hw_nodes").list.contains(pl.col("node")).fill_null(False)).alias("_ev")
-    ).drop("_k", "_hw_nodes")
-    incidents, members = _incidents(al, an, settings, last)
+    hw_node_pairs = (hw_places.select("hw_incident_id", pl.col("_hw_nodes").alias("node")).explode("node")
+                     .drop_nulls().unique().with_columns(pl.lit(True).alias("_on_hw")))
+    an = (an.join(al.select("_i", "_c", pl.col("_nodes").list.len().alias("_k"), "hw_incident_id"), on="_i")
+          .join(hw_node_pairs, on=["hw_incident_id", "node"], how="left", maintain_order="left")
+          .with_columns(((pl.col("_k") == 1) | pl.col("_on_hw").fill_null(False)).alias("_ev"))
+          .drop("_k", "hw_incident_id", "_on_hw"))
+    incidents, members = _incidents(al, an, settings, last, hw_places.select("hw_incident_id", "_hw_place"))
     incidents = _flag_floods(incidents, al, floods)
     incidents = _job_impact(incidents, _members_hw(al), jobs, attribution, settings)
     return (incidents.select([pl.col(c).cast(t) for c, t in INCIDENT_SCHEMA.items()]).sort("start_ts", "incident_id"),
@@ -1355,9 +1359,10 @@ def _evidence_aggs(an: pl.DataFrame) -> pl.DataFrame:
 
 
 def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSettings,
-               as_of: object) -> tuple[pl.DataFrame, pl.DataFrame]:
+               as_of: object, places: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Incident rows and members of the clustered alerts ``al`` (with ``_c``); ``an``: one row per
-    (alert, node) with ``_c``; ``as_of``: the end of the alert data (an ongoing incident's end)."""
+    (alert, node) with ``_c``; ``as_of``: the end of the alert data (an ongoing incident's end);
+    ``places``: ``hw_incident_id``, ``_hw_place`` (:func:`_hw_places`)."""
     # Most incidents are one alert: those skip the group-by (a large share of the time otherwise).
     al = al.with_columns(pl.len().over("_c").alias("_size"))
     single = al.filter(pl.col("_size") == 1)
@@ -1450,7 +1455,7 @@ def _incidents(al: pl.DataFrame, an: pl.DataFrame, settings: AlertClusteringSett
     # The hardware incident is where its own evidence is (_hw_places), not where the root alert points:
     # a failed job's hostlist (the Xid 79 was on gpu005, not on gpu[004-006]), a rack's cooling
     # controller (the thermal incident is on the rack's nodes), an OST (the clients logged the hang).
-    roots = roots.select(
+    roots = roots.join(places, on="hw_incident_id", how="left", maintain_order="left").select(
         "_c", pl.col("alert_id").alias("root_alert_id"), pl.col("level").alias("root_level"),
         pl.concat_str(pl.col("alertname").fill_null("alert"),
                       pl.when(pl.col("node").is_not_null() | pl.col("target").is_not_null())
