@@ -99,7 +99,8 @@ def job_survival(inst: pl.DataFrame) -> pl.DataFrame:
     ``gpus_bucket``, ``time_h``, ``survival``, ``ci_low``, ``ci_high``, ``at_risk``; thinned to at most
     200 points per bucket (every event time is kept when there are fewer).
     """
-    data = (inst.filter(pl.col("elapsed_eff_s") > 0).with_columns(size_bucket_expr().alias("gpus_bucket"))
+    data = (inst.filter(pl.col("elapsed_eff_s") > 0)
+            .select("job_id", "instance_no", "elapsed_eff_s", "infra_failure", size_bucket_expr().alias("gpus_bucket"))
             .sort("job_id", "instance_no"))
     schema = {"gpus_bucket": pl.String, "time_h": pl.Float64, "survival": pl.Float64, "ci_low": pl.Float64,
               "ci_high": pl.Float64, "at_risk": pl.Int64}
