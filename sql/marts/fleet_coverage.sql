@@ -32,8 +32,8 @@ WITH node_gpus AS (
            coalesce(g.gpus, $gpus_per_node::INTEGER) AS configured
     FROM (SELECT job_id, n_gpus, job_nodes, unnest(nodes) AS node
           FROM gpu_jobs WHERE job_nodes IS NOT NULL AND len(nodes) > 0
-            -- only a job over the fewest GPUs any node has can be over its nodes' mean (job_over): the rest
-            -- of a year's million jobs are not unnested (the mart: 0.42 -> 0.17 s on the benchmark year)
+            -- only a job with more GPUs than its node count x the fewest GPUs any node has can exceed its
+            -- nodes' mean (job_over): a year's million other jobs are not unnested (0.42 -> 0.17 s a year)
             AND n_gpus > coalesce(job_nodes * least($gpus_per_node::INTEGER,
                                                     coalesce((SELECT min(gpus) FROM node_gpus), $gpus_per_node::INTEGER)),
                                   -1)) AS s

@@ -60,7 +60,7 @@ WITH params AS (
 ), fleet_nodes AS (
     SELECT DISTINCT unnest(nodes) AS node FROM fleet
 ), host_lines AS (
-    -- a hash lookup, not list_contains: a scan of the 2,000-name list per row cost 0.8 s a year
+    -- a hash lookup, not list_contains: scanning the 2,000 names per (day, host) row cost 1.6 CPU-s a year
     SELECT l.day, l.node, l.records, l.first_ts, l.last_ts,
            (SELECT len(nodes) = 0 FROM fleet) OR l.node IN (SELECT node FROM fleet_nodes) AS listed
     FROM (SELECT day, unnest(nodes) AS node, records, first_ts, last_ts FROM log_days) AS l
