@@ -26,9 +26,9 @@ from importlib import resources
 from pathlib import Path
 
 import duckdb
-import yaml
 
 from gpusre.models.warehouse import transaction
+from gpusre.pipelines.config import load_yaml
 
 __all__ = ["README_BEGIN", "README_END", "SCHEMAS", "TableDoc", "apply_comments", "load_contract",
            "readme_section", "sync_readme", "undocumented", "unknown_entries"]
@@ -73,8 +73,7 @@ def load_contract(folder: Path | None = None) -> list[TableDoc]:
         if not path.is_file():
             continue
         # libyaml's loader when built in: the pure-Python one took 0.4 s of every run for the contract.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        for name, entry in (yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}).items():  # noqa: S506
+        for name, entry in (load_yaml(path.read_text(encoding="utf-8")) or {}).items():  # type: ignore[union-attr]
             columns = (entry or {}).get("columns") or {}
             description = str((entry or {}).get("description") or "").strip()
             if not name.startswith(f"{schema}.") or not description or not columns:

@@ -59,3 +59,27 @@ def test_ettr_queue_wait_choice_reaches_the_reliability_settings() -> None:
     assert reliability_settings(parse_cluster_config("")).ettr_includes_queue_wait is False  # documented default
     config = parse_cluster_config("slo: {ettr_includes_queue_wait: true}\n")
     assert reliability_settings(config).ettr_includes_queue_wait is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cluster: h100a\nnodes: 'gpu[001-096]'\nleaf_switches: {leaf1: 'gpu[001-032]', leaf2: [gpu033, gpu034]}\n"
+     "maintenance:\n  - {start: 2026-09-15T06:00:00Z, end: '2026-09-15T12:00:00Z', reason: drivers}\n"
+     "racks: &r {r1: 'gpu[001-004]'}\nnvlink_domains: *r\non: yes\nn: 0x1f\nf: 1e3\ne: ~\n", ""],
+)
+def test_load_yaml_reads_what_safe_load_reads(text: str) -> None:
+    """libyaml's loader, when there, gives the same values (dates, anchors, YAML 1.1 booleans and numbers)."""
+    import yaml
+
+    from gpusre.pipelines.config import load_yaml
+
+    assert load_yaml(text) == yaml.safe_load(text)
+
+
+def test_yaml_error_messages_do_not_depend_on_libyaml() -> None:
+    """A bad document's message is the pure-Python loader's, which names what it found; libyaml's
+    would not (``found undefined alias``, no name)."""
+    with pytest.raises(ClusterConfigError, match="found undefined alias 'y'"):
+        parse_cluster_config("racks: &x {r1: gpu1}\nnvlink_domains: *y\n", "cluster.yaml")
+    with pytest.raises(ClusterConfigError, match=r"expected ',' or '\]', but got ':'"):
+        parse_cluster_config("a: [1, 2\nb: 3\n", "cluster.yaml")
