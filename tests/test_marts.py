@@ -143,6 +143,21 @@ def test_daily_partition_rerun_is_idempotent_and_touches_one_day(jobs):
                       "GROUP BY day ORDER BY day") == [(D1, 2, 6.0), (D2, 2, 1048.0)]
 
 
+def test_job_usage_daily_earlier_runs_by_utc_end_day_at_midnight(jobs):
+    """An earlier run (requeued) counts on its UTC end day, whatever the session's time zone: one ending at
+    23:59:59.999999 on D1, one at 00:00 of D2 exactly (the SQL filters end_ts as a range of the UTC day)."""
+    jobs.execute("SET TimeZone = 'America/Chicago'")  # local D1 ends at 05:00 UTC of D2
+    for job_id, no, end in (("j1", 0, ts(D2, 0) - timedelta(microseconds=1)), ("j2", 0, ts(D2, 0))):
+        jobs.execute("""INSERT INTO core.job_instances (job_id, instance_no, is_latest, state, start_ts, end_ts,
+                                                        elapsed_s, n_gpus, source_file, line_no)
+                        VALUES (?, ?, false, 'NODE_FAIL', ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, 3600, 2, 'test.psv', 2)""",
+                     [job_id, no, end, end])
+    for d in (D1, D2):
+        run_mart_sql(jobs, "job_usage_daily", {"day": d})
+    assert rows(jobs, "SELECT day, jobs, runs, gpu_hours FROM marts.job_usage_daily "
+                      "WHERE state = 'NODE_FAIL' ORDER BY day") == [(D1, 0, 1, 2.0), (D2, 0, 1, 2.0)]
+
+
 def test_utilization_splits_a_job_across_midnight(jobs):
     build(jobs)
     got = rows(jobs, "SELECT day, capacity_gpu_hours, allocated_gpu_hours, utilization, jobs_running "

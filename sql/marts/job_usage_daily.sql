@@ -38,7 +38,10 @@ WITH final_runs AS (
     FROM core.instances_outside_jobs AS i
     WHERE i.n_gpus > 0
       AND i.end_ts IS NOT NULL
-      AND timezone('UTC', i.end_ts)::DATE = $day::DATE
+      -- the UTC day as a range of end_ts: DuckDB then filters the instances before the view's join with
+      -- core.jobs (as timezone('UTC', end_ts)::DATE = $day it joined all of them: ~0.2 s a day on a year)
+      AND i.end_ts >= timezone('UTC', $day::DATE::TIMESTAMP)
+      AND i.end_ts < timezone('UTC', ($day::DATE + 1)::TIMESTAMP)
 ), runs AS (
     SELECT * FROM final_runs UNION ALL SELECT * FROM earlier_runs
 )
