@@ -83,6 +83,18 @@ def test_logs_do_not_change_existing_outputs(tmp_path: Path, sim: Path) -> None:
         assert (sim / rel).read_bytes() == (tmp_path / rel).read_bytes(), rel
 
 
+def test_sacct_dumps_do_not_depend_on_logs_node_states_or_alerts(tmp_path: Path, sim: Path) -> None:
+    """benchmarks/bench_sacct.py simulates the dumps alone: they must be the full simulation's, byte for byte."""
+    from dataclasses import replace
+
+    simulate_cluster(tmp_path, replace(CFG, write_logs=False, node_state_events=False, write_alerts=False))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster.yaml", "sacct", "truth"]
+    dumps = sorted(p.name for p in (sim / "sacct").iterdir())
+    assert dumps and dumps == sorted(p.name for p in (tmp_path / "sacct").iterdir())
+    for name in dumps:
+        assert (sim / "sacct" / name).read_bytes() == (tmp_path / "sacct" / name).read_bytes(), name
+
+
 def test_lines_match_their_format(sim: Path) -> None:
     summary = json.loads((sim / "truth" / "log_summary.json").read_text())
     iso_nodes = set(summary["formats"]["iso8601"])
