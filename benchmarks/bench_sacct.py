@@ -170,7 +170,7 @@ def main() -> int:
     landing = workdir / f"landing-{args.nodes}x{args.days}-s{args.seed}"
     if not (landing / "sacct").is_dir():
         t0 = time.perf_counter()
-        # The dumps only: the node logs (~100 M lines, ~11 GB for a year), node states and alerts come from
+        # The dumps only: the node logs (~100 M lines, ~15 GB for a year), node states and alerts come from
         # their own random streams and leave the dumps byte for byte as they are (tests/test_simulate_logs.py).
         simulate_cluster(landing, SimulationConfig(nodes=args.nodes, days=args.days, seed=args.seed, write_logs=False,
                                                    node_state_events=False, write_alerts=False),
