@@ -22,7 +22,8 @@ Timed, in a child process, on a copy of the year warehouse (file, lake, Dagster 
 last day's four files are added to the landing directory, together with a realistic node-log
 volume for the day (``--new-day-log-lines``, default 10 M lines = 5,000 per node, RFC 3164,
 the message mix of ``bench_templates.py`` without hardware signal lines; the simulated day's own
-file keeps its faults), and ``run_pipeline`` runs once. Printed: the wall clock of each Dagster
+file keeps its faults), and ``run_pipeline`` runs once (``--repeat N``: N times, each on a fresh copy of the
+year, and the median night is shown and judged). Printed: the wall clock of each Dagster
 step, read from the step start/end events in ``<warehouse dir>/dagster_home``, of each job and in
 total; new records/s; the CPU seconds of the run (user + system, step processes included); the peak
 RSS of the child or of its largest step process. The nightly run
@@ -35,6 +36,7 @@ a mart from the raw history would pay at least. The ingest job alone is printed 
 
     python benchmarks/bench_nightly.py [--nodes 2000] [--days 365] [--new-day-log-lines 10000000]
                                        [--history-log-rate 5] [--seed 11] [--workers auto|N] [--workdir DIR]
+                                       [--repeat N]
 
 Target (issue 15, 2-core machine): <= 60 s wall clock for the nightly run.
 """
@@ -206,6 +208,9 @@ def main() -> int:
     parser.add_argument("--workers", default="auto",
                         help="parse workers of the nightly run: auto (gpusre run's default) or a number")
     parser.add_argument("--workdir", type=Path, help="keep the simulation and the year warehouse here (reused)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="nights run one after another, each on a fresh copy of the year; the target is judged "
+                             "on the median (a 2-core VM's speed moves by up to ~25 %% within an hour)")
     args = parser.parse_args()
     for name in ("DAGSTER_HOME", "GPUSRE_DUCKDB_MEMORY_LIMIT"):  # own instance per copy; default memory limit
         os.environ.pop(name, None)
@@ -261,14 +266,26 @@ def main() -> int:
         (landing / rel).parent.mkdir(parents=True, exist_ok=True)
         (landing / rel).unlink(missing_ok=True)
         os.link(bulk_files.get(rel, sim / rel), landing / rel)
+    runs = []
     try:
-        night = _copy_warehouse(year, workdir / f"night-{tag}")
-        m = run_child(RUN_CHILD, str(landing), str(night), str(night.parent / "reports"), args.workers)
+        for _ in range(max(args.repeat, 1)):
+            night = _copy_warehouse(year, workdir / f"night-{tag}")
+            run = run_child(RUN_CHILD, str(landing), str(night), str(night.parent / "reports"), args.workers)
+            if run is None:
+                return 1
+            runs.append(run)
     finally:
         for rel in new_files:  # back to the year, so the next run measures the same night
             (landing / rel).unlink(missing_ok=True)
-    if m is None:
-        return 1
+    if len(runs) > 1:
+        for i, r in enumerate(runs, 1):
+            print(f"night {i}/{len(runs)}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s, "
+                  + ", ".join(f"{j['job']} {j['seconds']:.1f} s" for j in r["jobs"]))
+    # The median night (the upper one of an even count: never the kinder of two) is the one shown and judged.
+    m = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
+    if len(runs) > 1:
+        walls = ", ".join(f"{r['wall']:.1f}" for r in runs)
+        print(f"the median night ({m['wall']:.1f} s of {walls} s), step by step:")
     print(f"new day {new_day}: {m['records']:,} records ({', '.join(f'{k} {v:,}' for k, v in m['sources'].items())}); "
           f"{m['days_recomputed']} day(s) of daily marts recomputed; history: {args.days} days of {args.nodes} nodes, "
           f"node logs sparse ({args.history_log_rate:g} background lines/node/day)")
@@ -286,7 +303,8 @@ def main() -> int:
     # smaller run says nothing about it, met or not.
     sized = ("nodes", "days", "new_day_log_lines")
     issue_size = all(getattr(args, k) == parser.get_default(k) for k in sized)
-    print("target (<= 60 s):", ("met" if m["wall"] <= 60 else "NOT met") if issue_size else
+    print(f"target (<= 60 s{', the median night' if len(runs) > 1 else ''}):",
+          ("met" if m["wall"] <= 60 else "NOT met") if issue_size else
           "not judged (the target is for " + " ".join(f"--{k.replace('_', '-')} {parser.get_default(k)}"
                                                         for k in sized) + ")")
     f = run_child(FLOOR_CHILD, str(night))
