@@ -277,13 +277,12 @@ def main() -> int:
     finally:
         for rel in new_files:  # back to the year, so the next run measures the same night
             (landing / rel).unlink(missing_ok=True)
+    # The median night (the upper one of an even count: never the kinder of two) is the one shown and judged.
+    m = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
     if len(runs) > 1:
         for i, r in enumerate(runs, 1):
             print(f"night {i}/{len(runs)}: {r['wall']:.1f} s wall, {r['cpu']:.1f} CPU-s, "
                   + ", ".join(f"{j['job']} {j['seconds']:.1f} s" for j in r["jobs"]))
-    # The median night (the upper one of an even count: never the kinder of two) is the one shown and judged.
-    m = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
-    if len(runs) > 1:
         walls = ", ".join(f"{r['wall']:.1f}" for r in runs)
         print(f"the median night ({m['wall']:.1f} s of {walls} s), step by step:")
     print(f"new day {new_day}: {m['records']:,} records ({', '.join(f'{k} {v:,}' for k, v in m['sources'].items())}); "
